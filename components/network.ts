@@ -1,0 +1,192 @@
+// Network: the VPC, one vSwitch per zone, optional NAT egress, and the two security groups.
+// The VPC's system route table is exposed because the Cloud Controller Manager writes one pod route
+// per node into it (DESIGN.md §3).
+import * as alicloud from "@pulumi/alicloud";
+import * as pulumi from "@pulumi/pulumi";
+import { carveVSwitchCidrs, contains, overlaps, parseCidr, type Cidr } from "./cidr";
+
+export interface NetworkArgs {
+    /** Cluster name; prefixes every resource name. Required. */
+    clusterName: string;
+    /** Zones, one vSwitch each, in order. Required, at least one. */
+    zones: string[];
+    /** VPC CIDR. Required. */
+    vpcCidr: string;
+    /** Pod CIDR: allowed into the cluster security group (pod-to-node traffic arrives from pod IPs). Required. */
+    podCidr: string;
+    /** vSwitch CIDRs, one per zone. Default: carved from `vpcCidr` (see `carveVSwitchCidrs`). */
+    vswitchCidrs?: string[];
+    /** Create an Enhanced NAT gateway with an EIP and one SNAT entry per vSwitch. Default true. */
+    natGateway?: boolean;
+    /** CIDRs outside the VPC allowed to reach the API server on TCP 6443. Default none. */
+    apiAllowedCidrs?: string[];
+    /** Tags for every resource. Default `{ "alicloud-kubeadm/cluster": clusterName }`. */
+    tags?: Record<string, string>;
+}
+
+export interface NetworkResources {
+    vpc: alicloud.vpc.Network;
+    vswitches: alicloud.vpc.Switch[];
+    natGateway?: alicloud.vpc.NatGateway;
+    natEip?: alicloud.ecs.EipAddress;
+    snatEntries: alicloud.vpc.SnatEntry[];
+    clusterSecurityGroup: alicloud.ecs.SecurityGroup;
+    apiSecurityGroup: alicloud.ecs.SecurityGroup;
+}
+
+/** Checks NetworkArgs on their own (the Cluster validates the whole config earlier). */
+export function networkArgProblems(args: NetworkArgs): pulumi.InputPropertyErrorDetails[] {
+    const problems: pulumi.InputPropertyErrorDetails[] = [];
+    const cidr = (path: string, text: string): Cidr | undefined => {
+        const c = parseCidr(text);
+        if (typeof c === "string") {
+            problems.push({ propertyPath: path, reason: c });
+            return undefined;
+        }
+        return c;
+    };
+    if (args.zones.length === 0) {
+        problems.push({ propertyPath: "zones", reason: "needs at least one zone" });
+    }
+    const vpc = cidr("vpcCidr", args.vpcCidr);
+    const pod = cidr("podCidr", args.podCidr);
+    if (vpc && pod && overlaps(vpc, pod)) {
+        problems.push({ propertyPath: "podCidr", reason: `overlaps vpcCidr (${args.vpcCidr})` });
+    }
+    if (args.vswitchCidrs) {
+        if (args.vswitchCidrs.length !== args.zones.length) {
+            problems.push({ propertyPath: "vswitchCidrs", reason: `needs one CIDR per zone (${args.zones.length})` });
+        }
+        args.vswitchCidrs.forEach((text, i) => {
+            const v = cidr(`vswitchCidrs[${i}]`, text);
+            if (v && vpc && !contains(vpc, v)) {
+                problems.push({ propertyPath: `vswitchCidrs[${i}]`, reason: `${text} is not inside vpcCidr (${args.vpcCidr})` });
+            }
+        });
+    }
+    (args.apiAllowedCidrs ?? []).forEach((text, i) => cidr(`apiAllowedCidrs[${i}]`, text));
+    return problems;
+}
+
+/**
+ * Creates the network resources under `parent`. Throws InputPropertiesError (nothing created) on bad args.
+ */
+export function createNetwork(name: string, args: NetworkArgs, parent: pulumi.Resource): NetworkResources {
+    const problems = networkArgProblems(args);
+    if (problems.length > 0) {
+        throw new pulumi.InputPropertiesError({ message: `invalid Network arguments for ${name}`, errors: problems });
+    }
+    const opts = { parent };
+    const tags = args.tags ?? { "alicloud-kubeadm/cluster": args.clusterName };
+    const vswitchCidrs = args.vswitchCidrs ?? carveVSwitchCidrs(args.vpcCidr, args.zones.length);
+
+    const vpc = new alicloud.vpc.Network(`${name}-vpc`, {
+        vpcName: args.clusterName,
+        cidrBlock: args.vpcCidr,
+        description: `alicloud-kubeadm cluster ${args.clusterName}`,
+        tags,
+    }, opts);
+
+    const vswitches = args.zones.map((zone, i) => new alicloud.vpc.Switch(`${name}-vsw-${zone}`, {
+        vpcId: vpc.id,
+        zoneId: zone,
+        cidrBlock: vswitchCidrs[i],
+        vswitchName: `${args.clusterName}-${zone}`,
+        tags,
+    }, opts));
+
+    let natGateway: alicloud.vpc.NatGateway | undefined;
+    let natEip: alicloud.ecs.EipAddress | undefined;
+    const snatEntries: alicloud.vpc.SnatEntry[] = [];
+    if (args.natGateway ?? true) {
+        natGateway = new alicloud.vpc.NatGateway(`${name}-nat`, {
+            vpcId: vpc.id,
+            vswitchId: vswitches[0].id,
+            natType: "Enhanced",
+            networkType: "internet",
+            paymentType: "PayAsYouGo",
+            natGatewayName: `${args.clusterName}-nat`,
+            tags,
+        }, opts);
+        natEip = new alicloud.ecs.EipAddress(`${name}-nat-eip`, {
+            addressName: `${args.clusterName}-nat`,
+            internetChargeType: "PayByTraffic",
+            paymentType: "PayAsYouGo",
+            bandwidth: "100",
+            tags,
+        }, opts);
+        const association = new alicloud.ecs.EipAssociation(`${name}-nat-eip`, {
+            allocationId: natEip.id,
+            instanceId: natGateway.id,
+            instanceType: "Nat",
+        }, opts);
+        for (const [i, zone] of args.zones.entries()) {
+            snatEntries.push(new alicloud.vpc.SnatEntry(`${name}-snat-${zone}`, {
+                snatTableId: natGateway.snatTableIds,
+                sourceVswitchId: vswitches[i].id,
+                snatIp: natEip.ipAddress,
+                snatEntryName: `${args.clusterName}-${zone}`,
+            }, { parent, dependsOn: [association] }));
+        }
+    }
+
+    const clusterSecurityGroup = new alicloud.ecs.SecurityGroup(`${name}-cluster-sg`, {
+        vpcId: vpc.id,
+        securityGroupName: `${args.clusterName}-cluster`,
+        description: "alicloud-kubeadm: nodes and masters; all traffic from the VPC and the pod network",
+        tags,
+    }, opts);
+    const rule = (ruleName: string, sg: alicloud.ecs.SecurityGroup, rule: Omit<alicloud.ecs.SecurityGroupRuleArgs, "securityGroupId">) =>
+        new alicloud.ecs.SecurityGroupRule(`${name}-${ruleName}`, { securityGroupId: sg.id, nicType: "intranet", policy: "accept", priority: 1, ...rule }, opts);
+    rule("cluster-from-vpc", clusterSecurityGroup, { type: "ingress", ipProtocol: "all", portRange: "-1/-1", cidrIp: args.vpcCidr, description: "all traffic from the VPC" });
+    rule("cluster-from-pods", clusterSecurityGroup, { type: "ingress", ipProtocol: "all", portRange: "-1/-1", cidrIp: args.podCidr, description: "all traffic from pods" });
+    rule("cluster-egress", clusterSecurityGroup, { type: "egress", ipProtocol: "all", portRange: "-1/-1", cidrIp: "0.0.0.0/0", description: "egress open" });
+
+    const apiSecurityGroup = new alicloud.ecs.SecurityGroup(`${name}-api-sg`, {
+        vpcId: vpc.id,
+        securityGroupName: `${args.clusterName}-api`,
+        description: "alicloud-kubeadm: Kubernetes API server (TCP 6443)",
+        tags,
+    }, opts);
+    rule("api-from-vpc", apiSecurityGroup, { type: "ingress", ipProtocol: "tcp", portRange: "6443/6443", cidrIp: args.vpcCidr, description: "API from the VPC" });
+    (args.apiAllowedCidrs ?? []).forEach((cidr, i) =>
+        rule(`api-allowed-${i}`, apiSecurityGroup, { type: "ingress", ipProtocol: "tcp", portRange: "6443/6443", cidrIp: cidr, description: `API from ${cidr}` }));
+
+    return { vpc, vswitches, natGateway, natEip, snatEntries, clusterSecurityGroup, apiSecurityGroup };
+}
+
+/**
+ * The cluster's network: VPC, one vSwitch per zone, an Enhanced NAT gateway with an EIP and SNAT for
+ * every vSwitch (unless `natGateway: false`), a cluster security group and an API security group.
+ */
+export class Network extends pulumi.ComponentResource {
+    public readonly vpcId: pulumi.Output<string>;
+    /** vSwitch ids by zone. */
+    public readonly vswitchIds: pulumi.Output<Record<string, string>>;
+    /** The VPC's system route table; the CCM writes pod routes here. */
+    public readonly routeTableId: pulumi.Output<string>;
+    public readonly clusterSecurityGroupId: pulumi.Output<string>;
+    public readonly apiSecurityGroupId: pulumi.Output<string>;
+    /** The NAT gateway's EIP address, or undefined without a NAT gateway. */
+    public readonly natEipAddress: pulumi.Output<string | undefined>;
+    /** The resources, for programs that want to attach more to them. */
+    public readonly resources: NetworkResources;
+
+    constructor(name: string, args: NetworkArgs, opts?: pulumi.ComponentResourceOptions) {
+        super("alicloud-kubeadm:index:Network", name, {}, opts);
+        const r = createNetwork(name, args, this);
+        this.resources = r;
+        this.vpcId = r.vpc.id;
+        this.vswitchIds = pulumi.all(r.vswitches.map((v) => v.id)).apply((ids) =>
+            Object.fromEntries(args.zones.map((zone, i) => [zone, ids[i]])));
+        this.routeTableId = r.vpc.routeTableId;
+        this.clusterSecurityGroupId = r.clusterSecurityGroup.id;
+        this.apiSecurityGroupId = r.apiSecurityGroup.id;
+        this.natEipAddress = r.natEip ? r.natEip.ipAddress : pulumi.output(undefined);
+        this.registerOutputs({
+            vpcId: this.vpcId, vswitchIds: this.vswitchIds, routeTableId: this.routeTableId,
+            clusterSecurityGroupId: this.clusterSecurityGroupId, apiSecurityGroupId: this.apiSecurityGroupId,
+            natEipAddress: this.natEipAddress,
+        });
+    }
+}

@@ -1,0 +1,182 @@
+// In-process Pulumi mocks that record every registered resource (type, name, parent, inputs) with
+// deterministic ids. Used by the offline synth and by the tests. Import the code under test only
+// after installMocks() (Pulumi reads the mock monitor when resources are constructed).
+import * as crypto from "crypto";
+import * as pulumi from "@pulumi/pulumi";
+
+/** Pulumi's wire signature for secret values (sdk/go/common/resource/properties.go). */
+const SIG_KEY = "4dabf18193072939515e22adb298388d";
+const SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270";
+
+export const REDACTED = "[secret]";
+
+export interface RecordedResource {
+    type: string;
+    name: string;
+    /** Name of the parent resource, undefined at the root. */
+    parent?: string;
+    /** True for custom (cloud) resources, false for components. */
+    custom: boolean;
+    /** Inputs as registered, secrets redacted to "[secret]". */
+    inputs: Record<string, unknown>;
+    /** Dotted paths of the inputs that were secrets. */
+    secretInputs: string[];
+    id?: string;
+    /** Inputs with secrets revealed: for assertions in tests only, never written out. */
+    rawInputs: Record<string, unknown>;
+}
+
+export interface MockOptions {
+    project?: string;
+    stack?: string;
+    /** Full config keys (`alicloud:region`, `alicloud-kubeadm:cluster`); objects are JSON-encoded. */
+    config?: Record<string, unknown>;
+    /** Answers for data-source calls by token; defaults cover the ones the stack uses. */
+    calls?: Record<string, (inputs: Record<string, unknown>) => Record<string, unknown>>;
+}
+
+export interface Recorder {
+    resources: RecordedResource[];
+    /** Resources of one type token. */
+    ofType(type: string): RecordedResource[];
+    /** Waits until every registration queued so far has been answered. */
+    settle(): Promise<void>;
+}
+
+function shortHash(text: string, length = 12): string {
+    return crypto.createHash("sha256").update(text).digest("hex").slice(0, length);
+}
+
+/** Alibaba-style id prefixes, so ids in resources.json read like the real ones. */
+const ID_PREFIX: Record<string, string> = {
+    "alicloud:vpc/network:Network": "vpc-",
+    "alicloud:vpc/switch:Switch": "vsw-",
+    "alicloud:vpc/natGateway:NatGateway": "ngw-",
+    "alicloud:ecs/eipAddress:EipAddress": "eip-",
+    "alicloud:ecs/securityGroup:SecurityGroup": "sg-",
+    "alicloud:ecs/instance:Instance": "i-",
+    "alicloud:ess/scalingGroup:ScalingGroup": "asg-",
+    "alicloud:ess/scalingConfiguration:ScalingConfiguration": "asc-",
+    "alicloud:nlb/loadBalancer:LoadBalancer": "nlb-",
+};
+
+/** Attributes the real provider computes, given deterministic values. */
+function computedState(type: string, name: string): Record<string, unknown> {
+    const h = shortHash(`${type}/${name}`);
+    const octet = (parseInt(h.slice(0, 2), 16) % 250) + 2;
+    switch (type) {
+        case "alicloud:vpc/network:Network":
+            return { routeTableId: `vtb-${h}`, routerId: `vrt-${h}` };
+        case "alicloud:vpc/natGateway:NatGateway":
+            return { snatTableIds: `stb-${h}`, forwardTableIds: `ftb-${h}` };
+        case "alicloud:ecs/eipAddress:EipAddress":
+            return { ipAddress: `198.51.100.${octet}` };
+        case "alicloud:ecs/instance:Instance":
+            return { privateIp: `192.168.${parseInt(h.slice(2, 4), 16) % 16}.${octet}`, status: "Running" };
+        case "alicloud:nlb/loadBalancer:LoadBalancer":
+            return { dnsName: `nlb-${h}.cn-region.nlb.aliyuncsslb.com` };
+        case "alicloud:ram/role:Role":
+            return { arn: `acs:ram::1234567890123456:role/${name}` };
+        default:
+            return {};
+    }
+}
+
+const DEFAULT_CALLS: Record<string, (inputs: Record<string, unknown>) => Record<string, unknown>> = {
+    "alicloud:ecs/getImages:getImages": (inputs) => {
+        const id = `${String(inputs.nameRegex ?? "image").replace(/[^a-z0-9_]/gi, "")}_20G_alibase_20260101.vhd`;
+        return { ids: [id], images: [{ id, imageId: id, name: id, osType: "linux" }] };
+    },
+};
+
+function isSecret(value: unknown): value is { value: unknown } {
+    return typeof value === "object" && value !== null && (value as Record<string, unknown>)[SIG_KEY] === SECRET_SIG;
+}
+
+/** Returns [redacted copy, revealed copy] and collects the paths of secret values. */
+function splitSecrets(value: unknown, path: string, secretPaths: string[]): [unknown, unknown] {
+    if (isSecret(value)) {
+        secretPaths.push(path);
+        return [REDACTED, splitSecrets(value.value, path, [])[1]];
+    }
+    if (Array.isArray(value)) {
+        const pairs = value.map((v, i) => splitSecrets(v, `${path}[${i}]`, secretPaths));
+        return [pairs.map((p) => p[0]), pairs.map((p) => p[1])];
+    }
+    if (typeof value === "object" && value !== null) {
+        const red: Record<string, unknown> = {};
+        const raw: Record<string, unknown> = {};
+        for (const [k, v] of Object.entries(value)) {
+            [red[k], raw[k]] = splitSecrets(v, path ? `${path}.${k}` : k, secretPaths);
+        }
+        return [red, raw];
+    }
+    return [value, value];
+}
+
+function nameFromUrn(urn: string): string | undefined {
+    return urn ? urn.split("::").pop() : undefined;
+}
+
+/**
+ * Installs recording mocks and the given config. Call before importing the program or components.
+ * Each call starts a fresh recorder.
+ */
+export function installMocks(options: MockOptions = {}): Recorder {
+    const resources: RecordedResource[] = [];
+    const calls = { ...DEFAULT_CALLS, ...options.calls };
+    const parents = new Map<string, string | undefined>();
+
+    const mocks: pulumi.runtime.Mocks = {
+        newResource(args) {
+            const secretInputs: string[] = [];
+            const [inputs, rawInputs] = splitSecrets(args.inputs, "", secretInputs) as [Record<string, unknown>, Record<string, unknown>];
+            const key = `${args.type}::${args.name}`;
+            const id = args.custom ? `${ID_PREFIX[args.type] ?? ""}${shortHash(key)}` : undefined;
+            resources.push({ type: args.type, name: args.name, parent: parents.get(key), custom: args.custom ?? true, inputs, secretInputs, id, rawInputs });
+            return { id: id ?? "", state: { ...args.inputs, ...computedState(args.type, args.name) } };
+        },
+        call(args) {
+            const answer = calls[args.token];
+            if (!answer) {
+                throw new Error(`no mock answer for data source ${args.token}; add one in scripts/mockRuntime.ts`);
+            }
+            return answer(args.inputs);
+        },
+    };
+
+    // The public Mocks interface does not pass the parent; capture it from the register request.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { MockMonitor } = require("@pulumi/pulumi/runtime/mocks");
+    const monitor = new MockMonitor(mocks) as pulumi.runtime.MockMonitor & {
+        registerResource(req: { getType(): string; getName(): string; getParent(): string }, cb: unknown): Promise<void>;
+    };
+    const register = monitor.registerResource.bind(monitor);
+    monitor.registerResource = (req, cb) => {
+        parents.set(`${req.getType()}::${req.getName()}`, nameFromUrn(req.getParent()));
+        return register(req, cb);
+    };
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const settings = require("@pulumi/pulumi/runtime/settings");
+    settings.setMockOptions(monitor, options.project ?? "alicloud-kubeadm", options.stack ?? "test", false);
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const state = require("@pulumi/pulumi/runtime/state");
+    Object.assign(state.getStore(), { supportsSecrets: true, supportsResourceReferences: true, supportsOutputValues: false });
+
+    const config: Record<string, string> = {};
+    for (const [k, v] of Object.entries(options.config ?? {})) {
+        config[k] = typeof v === "string" ? v : JSON.stringify(v);
+    }
+    pulumi.runtime.setAllConfig(config);
+
+    return {
+        resources,
+        ofType: (type) => resources.filter((r) => r.type === type),
+        settle: () => settings.waitForRPCs() as Promise<void>,
+    };
+}
+
+/** Resolves an Output's value under mocks (undefined while unknown). */
+export function valueOf<T>(output: pulumi.Input<T>): Promise<T> {
+    return new Promise((resolve) => pulumi.output(output).apply((v) => resolve(v as T)));
+}

@@ -1,0 +1,138 @@
+// Offline synth: runs the real stack program (index.ts) in-process under Pulumi mocks with one
+// stack's config, and writes what `pulumi up` would create:
+//   out/<stack>/resources.json   [{type, name, parent, inputs}], secrets redacted
+//   out/<stack>/userdata/*.sh    rendered bootstrap scripts
+//   out/<stack>/manifests/*.yaml Kubernetes objects the stack applies
+// Usage: npm run synth -- <stack | path/to/Pulumi.<stack>.yaml> [--out <dir>]
+import * as fs from "fs";
+import * as path from "path";
+import * as YAML from "yaml";
+import { installMocks, type RecordedResource } from "./mockRuntime";
+
+const ROOT = path.resolve(__dirname, "..");
+
+export interface SynthResult {
+    stack: string;
+    file: string;
+    outDir: string;
+    resources: RecordedResource[];
+    /** `<property.path>: <reason>` lines; non-empty means synth failed and nothing was written. */
+    problems: string[];
+}
+
+/** Finds the stack file for a stack name or a path. */
+export function resolveStackFile(arg: string): { stack: string; file: string } {
+    const direct = path.resolve(arg);
+    const file = fs.existsSync(direct) && fs.statSync(direct).isFile() ? direct : path.join(ROOT, "stacks", `Pulumi.${arg}.yaml`);
+    if (!fs.existsSync(file)) {
+        throw new Error(`no stack file for "${arg}": looked for ${path.relative(process.cwd(), file)} (stacks: ${listStacks().join(", ")})`);
+    }
+    const m = /^Pulumi\.(.+)\.ya?ml$/.exec(path.basename(file));
+    return { stack: m ? m[1] : path.basename(file).replace(/\.ya?ml$/, ""), file };
+}
+
+function listStacks(): string[] {
+    return fs.readdirSync(path.join(ROOT, "stacks")).map((f) => /^Pulumi\.(.+)\.yaml$/.exec(f)?.[1]).filter((s): s is string => !!s);
+}
+
+/** Problems carried by an error the program threw (InputPropertiesError, InputPropertyError or other). */
+function problemsOf(err: unknown): string[] {
+    const e = err as { errors?: Array<{ propertyPath: string; reason: string }>; propertyPath?: string; reason?: string; message?: string };
+    if (Array.isArray(e?.errors)) {
+        return e.errors.map((p) => `${p.propertyPath}: ${p.reason}`);
+    }
+    if (e?.propertyPath) {
+        return [`${e.propertyPath}: ${e.reason}`];
+    }
+    return [`error: ${e?.message ?? String(err)}`];
+}
+
+/**
+ * Synthesises one stack in this process. Config comes from the stack file only; the program is
+ * re-evaluated on every call, so several stacks can be synthesised one after another.
+ */
+export async function synthesize(stackArg: string, outRoot = path.join(ROOT, "out")): Promise<SynthResult> {
+    const { stack, file } = resolveStackFile(stackArg);
+    const doc = YAML.parse(fs.readFileSync(file, "utf8")) ?? {};
+    const recorder = installMocks({ stack, config: doc.config ?? {} });
+    const outDir = path.join(outRoot, stack);
+    const failures: unknown[] = [];
+    const onRejection = (err: unknown) => failures.push(err);
+    process.on("unhandledRejection", onRejection);
+    try {
+        const program = require.resolve(path.join(ROOT, "index.ts"));
+        delete require.cache[program];
+        try {
+            require(program);
+        } catch (err) {
+            return { stack, file, outDir, resources: recorder.resources, problems: problemsOf(err) };
+        }
+        await recorder.settle();
+    } finally {
+        process.off("unhandledRejection", onRejection);
+    }
+    if (failures.length > 0) {
+        return { stack, file, outDir, resources: recorder.resources, problems: failures.flatMap(problemsOf) };
+    }
+    writeOutputs(outDir, recorder.resources);
+    return { stack, file, outDir, resources: recorder.resources, problems: [] };
+}
+
+function writeOutputs(outDir: string, resources: RecordedResource[]): void {
+    fs.rmSync(outDir, { recursive: true, force: true });
+    for (const dir of ["userdata", "manifests"]) {
+        fs.mkdirSync(path.join(outDir, dir), { recursive: true });
+    }
+    const rows = [...resources]
+        .sort((a, b) => a.type.localeCompare(b.type) || a.name.localeCompare(b.name))
+        .map(({ type, name, parent, inputs }) => ({ type, name, parent: parent ?? null, inputs }));
+    fs.writeFileSync(path.join(outDir, "resources.json"), JSON.stringify(rows, null, 2) + "\n");
+}
+
+/** Count of resources by type, for the summary table. */
+export function countByType(resources: RecordedResource[]): Array<[string, number]> {
+    const counts = new Map<string, number>();
+    for (const r of resources) {
+        counts.set(r.type, (counts.get(r.type) ?? 0) + 1);
+    }
+    return [...counts.entries()].sort((a, b) => a[0].localeCompare(b[0]));
+}
+
+async function main(argv: string[]): Promise<number> {
+    const args = argv.filter((a) => a !== "--");
+    const outIdx = args.indexOf("--out");
+    const outRoot = outIdx >= 0 ? path.resolve(args.splice(outIdx, 2)[1]) : undefined;
+    if (args.length !== 1 || args[0] === "--help") {
+        console.error(`usage: npm run synth -- <stack | path/to/Pulumi.<stack>.yaml> [--out <dir>]\nstacks: ${listStacks().join(", ")}`);
+        return args[0] === "--help" ? 0 : 1;
+    }
+    let result: SynthResult;
+    try {
+        result = await synthesize(args[0], outRoot);
+    } catch (err) {
+        console.error((err as Error).message);
+        return 1;
+    }
+    const relative = path.relative(process.cwd(), result.file);
+    const shown = relative.startsWith("..") ? result.file : relative;
+    if (result.problems.length > 0) {
+        for (const p of result.problems) {
+            console.error(`${shown}: ${p}`);
+        }
+        return 1;
+    }
+    const counts = countByType(result.resources);
+    const width = Math.max(...counts.map(([t]) => t.length), 4);
+    console.log(`${result.stack}: ${result.resources.length} resources → ${path.relative(process.cwd(), result.outDir)}/`);
+    for (const [type, n] of counts) {
+        console.log(`  ${type.padEnd(width)}  ${String(n).padStart(3)}`);
+    }
+    return 0;
+}
+
+if (require.main === module) {
+    main(process.argv.slice(2)).then((code) => process.exit(code), (err) => {
+        console.error(err);
+        process.exit(1);
+    });
+}
