@@ -216,10 +216,10 @@ export function validateClusterConfig(raw: unknown, region: string | undefined):
         errors.push("alicloud-kubeadm:cluster: is not set (copy stacks/Pulumi.dev.yaml for a starting point)");
         return { errors, warnings };
     }
-    const strict = clusterSchema.safeParse(raw);
+    const strict = clusterSchema.safeParse(raw, { reportInput: true });
     const parsed = strict.success ? strict : lenientSchema.safeParse(raw);
     if (!strict.success) {
-        for (const issue of strict.error.issues) {
+        for (const issue of strict.error.issues.flatMap((i) => unwrapUnion(i))) {
             errors.push(`${issue.path.length ? issue.path.join(".") : "alicloud-kubeadm:cluster"}: ${describeIssue(issue)}`);
         }
     }
@@ -261,6 +261,18 @@ export function parseClusterConfig(raw: unknown, region: string | undefined): Cl
 }
 
 type Report = (path: string, reason: string) => void;
+
+/**
+ * A union failure (e.g. a taint given as an object with a bad effect) is reported through the branch
+ * that matched the input's type, so the message names the real field instead of "Invalid input".
+ */
+function unwrapUnion(issue: z.core.$ZodIssue): z.core.$ZodIssue[] {
+    if (issue.code !== "invalid_union" || issue.errors.length === 0) {
+        return [issue];
+    }
+    const branch = issue.errors.find((b) => !b.some((i) => i.code === "invalid_type" && i.path.length === 0)) ?? issue.errors[0];
+    return branch.flatMap((i) => unwrapUnion({ ...i, path: [...issue.path, ...i.path] } as z.core.$ZodIssue));
+}
 
 function describeIssue(issue: z.core.$ZodIssue): string {
     switch (issue.code) {

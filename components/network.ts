@@ -68,14 +68,18 @@ export function networkArgProblems(args: NetworkArgs): pulumi.InputPropertyError
     return problems;
 }
 
-/**
- * Creates the network resources under `parent`. Throws InputPropertiesError (nothing created) on bad args.
- */
-export function createNetwork(name: string, args: NetworkArgs, parent: pulumi.Resource): NetworkResources {
+function throwOnProblems(name: string, args: NetworkArgs): void {
     const problems = networkArgProblems(args);
     if (problems.length > 0) {
         throw new pulumi.InputPropertiesError({ message: `invalid Network arguments for ${name}`, errors: problems });
     }
+}
+
+/**
+ * Creates the network resources under `parent`. Throws InputPropertiesError (nothing created) on bad args.
+ */
+export function createNetwork(name: string, args: NetworkArgs, parent: pulumi.Resource): NetworkResources {
+    throwOnProblems(name, args);
     const opts = { parent };
     const tags = args.tags ?? { "alicloud-kubeadm/cluster": args.clusterName };
     const vswitchCidrs = args.vswitchCidrs ?? carveVSwitchCidrs(args.vpcCidr, args.zones.length);
@@ -173,6 +177,7 @@ export class Network extends pulumi.ComponentResource {
     public readonly resources: NetworkResources;
 
     constructor(name: string, args: NetworkArgs, opts?: pulumi.ComponentResourceOptions) {
+        throwOnProblems(name, args); // before super(): bad input registers nothing, not even this component
         super("alicloud-kubeadm:index:Network", name, {}, opts);
         const r = createNetwork(name, args, this);
         this.resources = r;

@@ -1,0 +1,190 @@
+import * as assert from "assert";
+import * as fs from "fs";
+import * as path from "path";
+import * as YAML from "yaml";
+import { parseClusterConfig, validateClusterConfig, ClusterConfigError, type ClusterConfigInput } from "../components/config";
+
+/** A valid config (the dev stack's shape); each case below breaks one thing. */
+function base(): ClusterConfigInput & Record<string, unknown> {
+    return {
+        name: "dev",
+        kubernetesVersion: "1.34.2",
+        zones: ["cn-hangzhou-h", "cn-hangzhou-i"],
+        network: { vpcCidr: "192.168.0.0/16", podCidr: "172.16.0.0/16", serviceCidr: "10.96.0.0/12", nodeCidrMaskSize: 25, apiAllowedCidrs: ["203.0.113.0/24"] },
+        controlPlane: { count: 1, instanceType: "ecs.g7.large", publicEndpoint: true },
+        nodePools: [
+            { name: "general", instanceType: "ecs.g7.xlarge", size: 2 },
+            { name: "elastic", instanceType: "ecs.c7.xlarge", autoscale: { min: 0, max: 10 }, labels: { workload_type: "cpu" }, taints: [] },
+        ],
+        existingNodes: [{ instanceId: "i-bp1exampleexample01", mode: "manual" }],
+        autoscaler: { scaleDownUtilizationThreshold: 0.5, scaleDownUnneededTime: "10m", expander: "least-waste" },
+    };
+}
+
+type Mutate = (c: ReturnType<typeof base>) => void;
+const net = (c: ReturnType<typeof base>) => c.network as Record<string, unknown>;
+const pool = (c: ReturnType<typeof base>, i = 0) => (c.nodePools as Array<Record<string, unknown>>)[i];
+const cp = (c: ReturnType<typeof base>) => c.controlPlane as Record<string, unknown>;
+const existing = (c: ReturnType<typeof base>) => (c.existingNodes as Array<Record<string, unknown>>)[0];
+
+/** [description, mutation, expected property path, fragment of the reason]. */
+const badCases: Array<[string, Mutate, string, RegExp]> = [
+    ["VPC CIDR syntax", (c) => { net(c).vpcCidr = "192.168.0/16"; }, "network.vpcCidr", /not an IPv4 CIDR/],
+    ["VPC CIDR host bits", (c) => { net(c).vpcCidr = "192.168.1.0/16"; }, "network.vpcCidr", /host bits set.*192\.168\.0\.0\/16/],
+    ["VPC CIDR octet", (c) => { net(c).vpcCidr = "192.300.0.0/16"; }, "network.vpcCidr", /octet above 255/],
+    ["pod CIDR syntax", (c) => { net(c).podCidr = "172.16.0.0"; }, "network.podCidr", /not an IPv4 CIDR/],
+    ["service CIDR syntax", (c) => { net(c).serviceCidr = "10.96.0.0/33"; }, "network.serviceCidr", /(not an IPv4 CIDR|above \/32)/],
+    ["pod overlaps VPC", (c) => { net(c).podCidr = "192.168.128.0/17"; }, "network.podCidr", /overlaps network\.vpcCidr \(192\.168\.0\.0\/16\)/],
+    ["service overlaps pod", (c) => { net(c).serviceCidr = "172.16.0.0/20"; }, "network.serviceCidr", /overlaps network\.podCidr/],
+    ["service overlaps VPC", (c) => { net(c).serviceCidr = "192.168.0.0/20"; }, "network.serviceCidr", /overlaps network\.vpcCidr/],
+    ["vSwitch outside VPC", (c) => { net(c).vswitchCidrs = ["192.168.0.0/20", "10.1.0.0/20"]; }, "network.vswitchCidrs.1", /not inside network\.vpcCidr/],
+    ["vSwitches overlap", (c) => { net(c).vswitchCidrs = ["192.168.0.0/20", "192.168.8.0/21"]; }, "network.vswitchCidrs.1", /overlaps network\.vswitchCidrs\.0/],
+    ["vSwitch count", (c) => { net(c).vswitchCidrs = ["192.168.0.0/20"]; }, "network.vswitchCidrs", /one CIDR per zone \(2\)/],
+    ["vSwitch too small", (c) => { net(c).vswitchCidrs = ["192.168.0.0/30", "192.168.16.0/20"]; }, "network.vswitchCidrs.0", /between \/16 and \/29/],
+    ["node mask not finer", (c) => { net(c).nodeCidrMaskSize = 16; }, "network.nodeCidrMaskSize", /finer than network\.podCidr's \/16/],
+    ["too few node CIDRs", (c) => { net(c).podCidr = "172.16.0.0/22"; }, "network.nodeCidrMaskSize", /gives 8 node CIDRs.*need 14/],
+    ["Kubernetes too old", (c) => { c.kubernetesVersion = "1.30.4"; }, "kubernetesVersion", /older than 1\.31.*v1beta4/],
+    ["Kubernetes not a version", (c) => { c.kubernetesVersion = "v1.34"; }, "kubernetesVersion", /full version/],
+    ["no zone", (c) => { c.zones = []; }, "zones", /at least one zone/],
+    ["duplicate zone", (c) => { c.zones = ["cn-hangzhou-h", "cn-hangzhou-h"]; }, "zones.1", /listed twice/],
+    ["even control plane", (c) => { cp(c).count = 2; }, "controlPlane.count", /1, 3 or 5/],
+    ["pool name not DNS-1123", (c) => { pool(c).name = "General_Pool"; }, "nodePools.0.name", /DNS-1123/],
+    ["duplicate pool name", (c) => { pool(c, 1).name = "general"; }, "nodePools.1.name", /unique/],
+    ["negative size", (c) => { pool(c).size = -1; }, "nodePools.0.size", /0 or more/],
+    ["autoscale min > max", (c) => { pool(c, 1).autoscale = { min: 5, max: 2 }; }, "nodePools.1.autoscale.max", /at least autoscale\.min \(5\)/],
+    ["autoscale min negative", (c) => { pool(c, 1).autoscale = { min: -1, max: 2 }; }, "nodePools.1.autoscale.min", /0 or more/],
+    ["size and autoscale", (c) => { pool(c).autoscale = { min: 0, max: 3 }; }, "nodePools.0", /exactly one of `size`/],
+    ["neither size nor autoscale", (c) => { delete pool(c).size; }, "nodePools.0", /exactly one of `size`/],
+    ["autoscaled pool with several types", (c) => { delete pool(c, 1).instanceType; pool(c, 1).instanceTypes = ["ecs.c7.xlarge", "ecs.c6.xlarge"]; }, "nodePools.1.instanceTypes", /exactly one instance type/],
+    ["label key invalid", (c) => { pool(c).labels = { "bad key": "x" }; }, "nodePools.0.labels.bad key", /label key/],
+    ["label value invalid", (c) => { pool(c).labels = { tier: "front end" }; }, "nodePools.0.labels.tier", /label value/],
+    ["label value too long", (c) => { pool(c).labels = { tier: "a".repeat(64) }; }, "nodePools.0.labels.tier", /at most 63/],
+    ["kubelet may not set node-role", (c) => { pool(c).labels = { "node-role.kubernetes.io/worker": "" }; }, "nodePools.0.labels.node-role.kubernetes.io/worker", /kubelet may not set/],
+    ["kubelet may not set k8s.io", (c) => { pool(c).labels = { "k8s.io/cluster-autoscaler": "true" }; }, "nodePools.0.labels.k8s.io/cluster-autoscaler", /kubelet may not set/],
+    ["reserved pool label", (c) => { pool(c).labels = { "alicloud-kubeadm/pool": "x" }; }, "nodePools.0.labels.alicloud-kubeadm/pool", /set by alicloud-kubeadm/],
+    ["taint string malformed", (c) => { pool(c).taints = ["dedicated=gpu"]; }, "nodePools.0.taints.0", /not a taint/],
+    ["taint effect unknown", (c) => { pool(c).taints = [{ key: "a", effect: "NoRun" }]; }, "nodePools.0.taints.0.effect", /must be one of "NoSchedule"/],
+    ["taint key invalid", (c) => { pool(c).taints = [{ key: "bad key", effect: "NoSchedule" }]; }, "nodePools.0.taints.0.key", /taint key/],
+    ["instance id shape", (c) => { existing(c).instanceId = "bp1example"; }, "existingNodes.0.instanceId", /not an ECS instance id/],
+    ["existing mode", (c) => { existing(c).mode = "magic"; }, "existingNodes.0.mode", /"manual", "auto"/],
+    ["auto without replaceSystemDisk", (c) => { existing(c).mode = "auto"; }, "existingNodes.0.replaceSystemDisk", /set replaceSystemDisk: true/],
+    ["threshold zero", (c) => { (c.autoscaler as Record<string, unknown>).scaleDownUtilizationThreshold = 0; }, "autoscaler.scaleDownUtilizationThreshold", /\(0, 1\]/],
+    ["threshold above one", (c) => { (c.autoscaler as Record<string, unknown>).scaleDownUtilizationThreshold = 1.5; }, "autoscaler.scaleDownUtilizationThreshold", /\(0, 1\]/],
+    ["unneeded time", (c) => { (c.autoscaler as Record<string, unknown>).scaleDownUnneededTime = "ten minutes"; }, "autoscaler.scaleDownUnneededTime", /duration/],
+    ["expander", (c) => { (c.autoscaler as Record<string, unknown>).expander = "cheapest"; }, "autoscaler.expander", /not one of/],
+    ["API allowed CIDR", (c) => { net(c).apiAllowedCidrs = ["0.0.0.0/0", "my office"]; }, "network.apiAllowedCidrs.1", /not an IPv4 CIDR/],
+    ["unknown key (typo)", (c) => { cp(c).instancetype = "ecs.g7.large"; }, "controlPlane", /unknown key "instancetype"/],
+    ["wrong type", (c) => { net(c).natGateway = "yes"; }, "network.natGateway", /must be boolean/],
+    ["missing name", (c) => { delete c.name; }, "name", /is required/],
+];
+
+describe("cluster config validation", () => {
+    it("accepts the dev example and applies defaults", () => {
+        const result = validateClusterConfig(base(), "cn-hangzhou");
+        assert.deepStrictEqual(result.errors, []);
+        const c = result.config!;
+        assert.strictEqual(c.region, "cn-hangzhou");
+        assert.deepStrictEqual(c.network.vswitchCidrs, ["192.168.0.0/20", "192.168.16.0/20"]);
+        assert.strictEqual(c.network.natGateway, true);
+        assert.strictEqual(c.network.routeEntryQuota, 200);
+        assert.deepStrictEqual(c.nodePools[0].instanceTypes, ["ecs.g7.xlarge"]);
+        assert.strictEqual(c.nodePools[0].tokenTtl, "0");
+        assert.deepStrictEqual(c.nodePools[0].systemDisk, { category: "cloud_essd", size: 40 });
+        assert.strictEqual(c.controlPlane.deletionProtection, false);
+        assert.strictEqual(c.autoscaler.scaleDownDelayAfterAdd, "10m");
+    });
+
+    it("fills every default from a minimal config", () => {
+        const c = parseClusterConfig({ name: "min", kubernetesVersion: "1.31.0", zones: ["cn-beijing-a"] }, "cn-beijing");
+        assert.strictEqual(c.network.podCidr, "172.16.0.0/16");
+        assert.strictEqual(c.network.nodeCidrMaskSize, 24);
+        assert.strictEqual(c.controlPlane.count, 1);
+        assert.deepStrictEqual(c.nodePools, []);
+        assert.deepStrictEqual(c.network.vswitchCidrs, ["192.168.0.0/20"]);
+    });
+
+    it("normalises taint strings into objects", () => {
+        const cfg = base();
+        pool(cfg).taints = ["dedicated=gpu:NoSchedule", "spot:PreferNoSchedule"];
+        const c = parseClusterConfig(cfg, "cn-hangzhou");
+        assert.deepStrictEqual(c.nodePools[0].taints, [
+            { key: "dedicated", value: "gpu", effect: "NoSchedule" },
+            { key: "spot", effect: "PreferNoSchedule" },
+        ]);
+    });
+
+    it("allows kubelet-settable kubernetes.io labels (node.kubernetes.io/*, topology)", () => {
+        const cfg = base();
+        pool(cfg).labels = { "node.kubernetes.io/pool-kind": "general", "example.com/team": "a", "topology.kubernetes.io/zone": "cn-hangzhou-h" };
+        assert.deepStrictEqual(validateClusterConfig(cfg, "cn-hangzhou").errors, []);
+    });
+
+    it(`rejects ${badCases.length} kinds of bad input, each naming its property path`, () => {
+        assert.ok(badCases.length >= 25);
+        for (const [what, mutate, pathExpected, reason] of badCases) {
+            const cfg = base();
+            mutate(cfg);
+            const { errors, config } = validateClusterConfig(cfg, "cn-hangzhou");
+            assert.strictEqual(config, undefined, `${what}: config must not be returned`);
+            const hit = errors.find((e) => e.startsWith(`${pathExpected}: `));
+            assert.ok(hit, `${what}: expected a problem at ${pathExpected}, got:\n  ${errors.join("\n  ")}`);
+            assert.match(hit!, reason, `${what}: reason`);
+        }
+    });
+
+    it("reports a missing region and a missing cluster object", () => {
+        assert.match(validateClusterConfig(base(), undefined).errors.join("\n"), /^alicloud:region: is not set/m);
+        assert.match(validateClusterConfig(undefined, "cn-hangzhou").errors[0], /^alicloud-kubeadm:cluster: is not set/);
+    });
+
+    it("reports every problem at once, including cross-field rules behind a typo", () => {
+        const cfg = base();
+        cp(cfg).count = 4;
+        cp(cfg).instancetype = "x";
+        net(cfg).podCidr = "192.168.0.0/20";
+        pool(cfg).size = -3;
+        const { errors } = validateClusterConfig(cfg, "cn-hangzhou");
+        const paths = errors.map((e) => e.split(": ")[0]).sort();
+        assert.deepStrictEqual(paths, ["controlPlane", "controlPlane.count", "network.podCidr", "nodePools.0.size"]);
+    });
+
+    it("warns near and above the route-table entry quota, without failing", () => {
+        const near = base();
+        (pool(near, 1).autoscale as { max: number }).max = 160;
+        const r1 = validateClusterConfig(near, "cn-hangzhou");
+        assert.deepStrictEqual(r1.errors, []);
+        assert.match(r1.warnings.join("\n"), /network\.routeEntryQuota: up to 164 nodes use 82% of the route table quota/);
+
+        const above = base();
+        (pool(above, 1).autoscale as { max: number }).max = 300;
+        assert.match(validateClusterConfig(above, "cn-hangzhou").warnings.join("\n"), /above the route table quota of 200/);
+
+        assert.deepStrictEqual(validateClusterConfig(base(), "cn-hangzhou").warnings, []);
+    });
+
+    it("warns about a public endpoint nobody outside may reach", () => {
+        const cfg = base();
+        net(cfg).apiAllowedCidrs = [];
+        assert.match(validateClusterConfig(cfg, "cn-hangzhou").warnings.join("\n"), /^network\.apiAllowedCidrs: controlPlane\.publicEndpoint is true/m);
+    });
+
+    it("parseClusterConfig throws ClusterConfigError listing every problem", () => {
+        const cfg = base();
+        cfg.kubernetesVersion = "1.29.0";
+        cp(cfg).count = 2;
+        assert.throws(() => parseClusterConfig(cfg, "cn-hangzhou"), (err: unknown) => {
+            assert.ok(err instanceof ClusterConfigError);
+            assert.strictEqual(err.problems.length, 2);
+            assert.match(err.message, /2 problems/);
+            return true;
+        });
+    });
+
+    for (const stack of ["dev", "prod"]) {
+        it(`stacks/Pulumi.${stack}.yaml is valid`, () => {
+            const doc = YAML.parse(fs.readFileSync(path.join(__dirname, "..", "stacks", `Pulumi.${stack}.yaml`), "utf8")).config;
+            const result = validateClusterConfig(doc["alicloud-kubeadm:cluster"], doc["alicloud:region"]);
+            assert.deepStrictEqual(result.errors, []);
+        });
+    }
+});

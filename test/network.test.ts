@@ -1,0 +1,118 @@
+import * as assert from "assert";
+import * as pulumi from "@pulumi/pulumi";
+import { installMocks, valueOf, type Recorder } from "../scripts/mockRuntime";
+
+describe("Network component (mock graph)", () => {
+    let recorder: Recorder;
+    let mod: typeof import("../components/network");
+    let clusterMod: typeof import("../components/cluster");
+
+    before(async () => {
+        recorder = installMocks({ stack: "network-test" });
+        mod = await import("../components/network");
+        clusterMod = await import("../components/cluster");
+    });
+    beforeEach(() => recorder.resources.splice(0));
+
+    const args = {
+        clusterName: "t",
+        zones: ["cn-hangzhou-h", "cn-hangzhou-i", "cn-hangzhou-j"],
+        vpcCidr: "192.168.0.0/16",
+        podCidr: "172.16.0.0/16",
+        apiAllowedCidrs: ["203.0.113.0/24", "198.51.100.7/32"],
+    };
+
+    it("creates the VPC, one vSwitch per zone, NAT with EIP and one SNAT per vSwitch, and two security groups", async () => {
+        const net = new mod.Network("t", args);
+        const [vswitchIds, routeTableId, eip] = await Promise.all([valueOf(net.vswitchIds), valueOf(net.routeTableId), valueOf(net.natEipAddress)]);
+        await recorder.settle();
+
+        const count = (type: string) => recorder.ofType(type).length;
+        assert.strictEqual(count("alicloud-kubeadm:index:Network"), 1);
+        assert.strictEqual(count("alicloud:vpc/network:Network"), 1);
+        assert.strictEqual(count("alicloud:vpc/switch:Switch"), 3);
+        assert.strictEqual(count("alicloud:vpc/natGateway:NatGateway"), 1);
+        assert.strictEqual(count("alicloud:ecs/eipAddress:EipAddress"), 1);
+        assert.strictEqual(count("alicloud:ecs/eipAssociation:EipAssociation"), 1);
+        assert.strictEqual(count("alicloud:vpc/snatEntry:SnatEntry"), 3);
+        assert.strictEqual(count("alicloud:ecs/securityGroup:SecurityGroup"), 2);
+
+        for (const r of recorder.resources.filter((r) => r.custom)) {
+            assert.strictEqual(r.parent, "t", `${r.type} ${r.name} is parented to the component`);
+        }
+        const vsw = recorder.ofType("alicloud:vpc/switch:Switch");
+        assert.deepStrictEqual(vsw.map((v) => [v.inputs.zoneId, v.inputs.cidrBlock]), [
+            ["cn-hangzhou-h", "192.168.0.0/20"], ["cn-hangzhou-i", "192.168.16.0/20"], ["cn-hangzhou-j", "192.168.32.0/20"],
+        ]);
+        assert.deepStrictEqual(Object.keys(vswitchIds), args.zones);
+
+        const nat = recorder.ofType("alicloud:vpc/natGateway:NatGateway")[0];
+        assert.strictEqual(nat.inputs.natType, "Enhanced");
+        assert.strictEqual(recorder.ofType("alicloud:ecs/eipAssociation:EipAssociation")[0].inputs.instanceType, "Nat");
+        const snat = recorder.ofType("alicloud:vpc/snatEntry:SnatEntry");
+        assert.deepStrictEqual(snat.map((s) => s.inputs.sourceVswitchId).sort(), Object.values(vswitchIds).sort());
+        for (const s of snat) {
+            assert.strictEqual(s.inputs.snatIp, eip);
+        }
+        assert.match(routeTableId, /^vtb-/);
+    });
+
+    it("opens the cluster SG to the VPC and pod CIDRs and the API SG to 6443 from the VPC and allowed CIDRs", async () => {
+        new mod.Network("t", args);
+        await recorder.settle();
+        const sgs = recorder.ofType("alicloud:ecs/securityGroup:SecurityGroup");
+        const rules = recorder.ofType("alicloud:ecs/securityGroupRule:SecurityGroupRule").map((r) => r.inputs);
+        const cluster = sgs.find((s) => s.name === "t-cluster-sg")!.id;
+        const api = sgs.find((s) => s.name === "t-api-sg")!.id;
+        const summary = (sg: string | undefined) => rules.filter((r) => r.securityGroupId === sg)
+            .map((r) => `${r.type} ${r.ipProtocol} ${r.portRange} ${r.cidrIp}`).sort();
+        assert.deepStrictEqual(summary(cluster), [
+            "egress all -1/-1 0.0.0.0/0",
+            "ingress all -1/-1 172.16.0.0/16",
+            "ingress all -1/-1 192.168.0.0/16",
+        ]);
+        assert.deepStrictEqual(summary(api), [
+            "ingress tcp 6443/6443 192.168.0.0/16",
+            "ingress tcp 6443/6443 198.51.100.7/32",
+            "ingress tcp 6443/6443 203.0.113.0/24",
+        ]);
+    });
+
+    it("creates no NAT, EIP or SNAT with natGateway: false", async () => {
+        const net = new mod.Network("t", { ...args, natGateway: false });
+        assert.strictEqual(await valueOf(net.natEipAddress), undefined);
+        await recorder.settle();
+        for (const type of ["alicloud:vpc/natGateway:NatGateway", "alicloud:ecs/eipAddress:EipAddress", "alicloud:vpc/snatEntry:SnatEntry"]) {
+            assert.strictEqual(recorder.ofType(type).length, 0, type);
+        }
+        assert.strictEqual(recorder.ofType("alicloud:vpc/switch:Switch").length, 3);
+    });
+
+    it("uses given vSwitch CIDRs and rejects bad ones before creating anything", async () => {
+        new mod.Network("t", { ...args, zones: ["a"], vswitchCidrs: ["192.168.100.0/24"] });
+        await recorder.settle();
+        assert.strictEqual(recorder.ofType("alicloud:vpc/switch:Switch")[0].inputs.cidrBlock, "192.168.100.0/24");
+        recorder.resources.splice(0);
+
+        assert.throws(() => new mod.Network("bad", { ...args, zones: ["a"], vswitchCidrs: ["10.0.0.0/24"] }), (err: unknown) => {
+            assert.ok(pulumi.InputPropertiesError.isInstance(err));
+            assert.deepStrictEqual(err.errors.map((e) => e.propertyPath), ["vswitchCidrs[0]"]);
+            return true;
+        });
+        await recorder.settle();
+        assert.deepStrictEqual(recorder.resources, []);
+    });
+
+    it("Cluster registers nothing at all when the config is invalid", async () => {
+        assert.throws(() => new clusterMod.Cluster("bad", {
+            region: "cn-hangzhou",
+            config: { name: "bad", kubernetesVersion: "1.34.2", zones: ["cn-hangzhou-h"], network: { podCidr: "192.168.0.0/16" }, controlPlane: { count: 2 } },
+        }), (err: unknown) => {
+            assert.ok(pulumi.InputPropertiesError.isInstance(err));
+            assert.deepStrictEqual(err.errors.map((e) => e.propertyPath).sort(), ["controlPlane.count", "network.podCidr"]);
+            return true;
+        });
+        await recorder.settle();
+        assert.deepStrictEqual(recorder.resources, []);
+    });
+});
