@@ -146,11 +146,11 @@ export function installMocks(options: MockOptions = {}): Recorder {
     };
 
     // The public Mocks interface does not pass the parent; capture it from the register request.
+    interface RegisterRequest { getType(): string; getName(): string; getParent(): string }
+    interface Monitor { registerResource(req: RegisterRequest, cb: unknown): Promise<void> }
     // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const { MockMonitor } = require("@pulumi/pulumi/runtime/mocks");
-    const monitor = new MockMonitor(mocks) as pulumi.runtime.MockMonitor & {
-        registerResource(req: { getType(): string; getName(): string; getParent(): string }, cb: unknown): Promise<void>;
-    };
+    const { MockMonitor } = require("@pulumi/pulumi/runtime/mocks") as { MockMonitor: new (m: pulumi.runtime.Mocks) => Monitor };
+    const monitor = new MockMonitor(mocks);
     const register = monitor.registerResource.bind(monitor);
     monitor.registerResource = (req, cb) => {
         parents.set(`${req.getType()}::${req.getName()}`, nameFromUrn(req.getParent()));

@@ -75,7 +75,7 @@ const badCases: Array<[string, Mutate, string, RegExp]> = [
     ["API allowed CIDR", (c) => { net(c).apiAllowedCidrs = ["0.0.0.0/0", "my office"]; }, "network.apiAllowedCidrs.1", /not an IPv4 CIDR/],
     ["unknown key (typo)", (c) => { cp(c).instancetype = "ecs.g7.large"; }, "controlPlane", /unknown key "instancetype"/],
     ["wrong type", (c) => { net(c).natGateway = "yes"; }, "network.natGateway", /must be boolean/],
-    ["missing name", (c) => { delete c.name; }, "name", /is required/],
+    ["missing name", (c) => { delete (c as Record<string, unknown>).name; }, "name", /is required/],
 ];
 
 describe("cluster config validation", () => {
