@@ -1,0 +1,123 @@
+// Plain Kubernetes objects → typed @pulumi/kubernetes resources, and → multi-document YAML.
+// The add-on components (PodNetwork, ClusterAutoscaler) build plain objects with pure functions,
+// apply them here and hand the same objects to the offline synth.
+import * as pulumi from "@pulumi/pulumi";
+import * as k8s from "@pulumi/kubernetes";
+import { stringify } from "yaml";
+
+/** Object metadata the add-ons set. Values may be Pulumi inputs until the object is resolved. */
+export interface KubeMetadata {
+    name: string;
+    namespace?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+}
+
+/** A Kubernetes object as plain data: what `kubectl apply -f` would take. */
+export type KubeObject = { apiVersion: string; kind: string; metadata: KubeMetadata; [k: string]: unknown };
+
+/**
+ * Builds a KubeObject checked against a `@pulumi/kubernetes` input type `T`, e.g.
+ * `kubeObject<k8s.types.input.apps.v1.DaemonSet>({...})`: the compiler then rejects misspelt or
+ * misplaced fields, which the Kubernetes JSON schemas alone would accept.
+ */
+export function kubeObject<T>(o: T & { apiVersion: string; kind: string; metadata: KubeMetadata }): KubeObject {
+    return o as unknown as KubeObject;
+}
+
+/**
+ * Applies `f` to `value` directly when it is a plain value, or inside `apply` when it is an Output
+ * or a Promise. Pure builders therefore return plain objects for plain inputs (easy to test) and
+ * Pulumi inputs only when the value is not known yet (e.g. an ESS group id during preview).
+ */
+export function mapInput<T, U>(value: pulumi.Input<T>, f: (t: T) => U): pulumi.Input<U> {
+    if (pulumi.Output.isInstance(value) || value instanceof Promise) {
+        return pulumi.output(value).apply((v) => f(v as T));
+    }
+    return f(value as T);
+}
+
+/** Label kubeadm (>= 1.24) puts on control-plane nodes; the CCM and the autoscaler run there. */
+export const CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane";
+
+/** Seconds of a Go duration made of h/m/s parts (`1h30m`, `90s`), or undefined when it is not one. */
+export function durationSeconds(text: string): number | undefined {
+    const m = /^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$/.exec(text);
+    if (!m || text === "") {
+        return undefined;
+    }
+    return Number(m[1] ?? 0) * 3600 + Number(m[2] ?? 0) * 60 + Number(m[3] ?? 0);
+}
+
+/** `[major, minor, patch]` of `1.34.2` / `v1.34.2`, or undefined. */
+export function parseVersion(text: string): [number, number, number] | undefined {
+    const m = /^v?(\d+)\.(\d+)(?:\.(\d+))?$/.exec(text.trim());
+    return m ? [Number(m[1]), Number(m[2]), Number(m[3] ?? 0)] : undefined;
+}
+
+type Create = (name: string, obj: KubeObject, opts: pulumi.CustomResourceOptions) => pulumi.CustomResource;
+
+/** Casts a plain object to the args type of one resource class (the object already has that shape). */
+function as<T>(obj: KubeObject): T {
+    return obj as unknown as T;
+}
+
+/** apiVersion/kind → typed resource class. Anything else is refused, so no untyped YAML sneaks in. */
+const CREATORS: Record<string, Create> = {
+    "v1/Namespace": (n, o, p) => new k8s.core.v1.Namespace(n, as<k8s.core.v1.NamespaceArgs>(o), p),
+    "v1/ServiceAccount": (n, o, p) => new k8s.core.v1.ServiceAccount(n, as<k8s.core.v1.ServiceAccountArgs>(o), p),
+    "v1/ConfigMap": (n, o, p) => new k8s.core.v1.ConfigMap(n, as<k8s.core.v1.ConfigMapArgs>(o), p),
+    "v1/Secret": (n, o, p) => new k8s.core.v1.Secret(n, as<k8s.core.v1.SecretArgs>(o), p),
+    "rbac.authorization.k8s.io/v1/ClusterRole": (n, o, p) => new k8s.rbac.v1.ClusterRole(n, as<k8s.rbac.v1.ClusterRoleArgs>(o), p),
+    "rbac.authorization.k8s.io/v1/ClusterRoleBinding": (n, o, p) =>
+        new k8s.rbac.v1.ClusterRoleBinding(n, as<k8s.rbac.v1.ClusterRoleBindingArgs>(o), p),
+    "rbac.authorization.k8s.io/v1/Role": (n, o, p) => new k8s.rbac.v1.Role(n, as<k8s.rbac.v1.RoleArgs>(o), p),
+    "rbac.authorization.k8s.io/v1/RoleBinding": (n, o, p) => new k8s.rbac.v1.RoleBinding(n, as<k8s.rbac.v1.RoleBindingArgs>(o), p),
+    "apps/v1/DaemonSet": (n, o, p) => new k8s.apps.v1.DaemonSet(n, as<k8s.apps.v1.DaemonSetArgs>(o), p),
+    "apps/v1/Deployment": (n, o, p) => new k8s.apps.v1.Deployment(n, as<k8s.apps.v1.DeploymentArgs>(o), p),
+};
+
+/** The kinds applyObjects accepts, as `apiVersion/kind`. */
+export const SUPPORTED_KINDS: readonly string[] = Object.keys(CREATORS);
+
+/**
+ * The Pulumi resource name of one object: `<prefix>-<kind>-<namespace|cluster>-<name>`, lowercased,
+ * with characters outside `[a-z0-9.-]` (e.g. the `:` of `system:cloud-controller-manager`) turned into `-`.
+ */
+export function resourceName(prefix: string, obj: KubeObject): string {
+    const scope = obj.metadata.namespace ?? "cluster";
+    return `${prefix}-${obj.kind}-${scope}-${obj.metadata.name}`.toLowerCase().replace(/[^a-z0-9.-]/g, "-");
+}
+
+/**
+ * Creates one typed `@pulumi/kubernetes` resource per object (Namespace, ServiceAccount, ConfigMap,
+ * Secret, ClusterRole, ClusterRoleBinding, Role, RoleBinding, DaemonSet, Deployment), in order.
+ * `opts` should carry `parent` and the Kubernetes `provider`. Throws on an unsupported kind or when
+ * two objects would get the same resource name.
+ */
+export function applyObjects(prefix: string, objects: KubeObject[], opts: pulumi.CustomResourceOptions): pulumi.CustomResource[] {
+    const seen = new Set<string>();
+    return objects.map((obj) => {
+        const create = CREATORS[`${obj.apiVersion}/${obj.kind}`];
+        if (!create) {
+            throw new Error(`applyObjects: ${obj.apiVersion} ${obj.kind} "${obj.metadata.name}" is not supported; ` +
+                `supported kinds: ${SUPPORTED_KINDS.join(", ")} (add a typed class to components/kube.ts)`);
+        }
+        const name = resourceName(prefix, obj);
+        if (seen.has(name)) {
+            throw new Error(`applyObjects: two objects map to the resource name "${name}"; give them distinct names`);
+        }
+        seen.add(name);
+        return create(name, obj, opts);
+    });
+}
+
+/** Multi-document YAML (`---` between objects), in the given order, as `kubectl apply -f` reads it. */
+export function toYaml(objects: KubeObject[]): string {
+    return objects.map((o) => stringify(o, { lineWidth: 0 })).join("---\n");
+}
+
+/** Resolves every nested Pulumi input of the objects: the value a component exposes as `manifests`. */
+export function resolveObjects(objects: KubeObject[]): pulumi.Output<KubeObject[]> {
+    return pulumi.output(objects) as unknown as pulumi.Output<KubeObject[]>;
+}

@@ -1,0 +1,339 @@
+// PodNetwork: flannel (backend `alloc`) + the Alibaba Cloud Controller Manager route controller.
+// KCM gives each node a podCIDR inside `podCidr`; flannel turns it into cni0 + SNAT (`--ip-masq`);
+// CCM writes one VPC route entry per node (podCIDR → instance) into the Network's route table.
+// Every flag, rule and image: /work/shared/reference/autoscaler-ccm-flannel.md sections B, C, D.
+import * as pulumi from "@pulumi/pulumi";
+import type * as k8s from "@pulumi/kubernetes";
+import { parseCidr } from "./cidr";
+import { applyObjects, CONTROL_PLANE_LABEL, durationSeconds, kubeObject, mapInput, parseVersion, resolveObjects, type KubeObject } from "./kube";
+
+/** Upstream flannel image of release v0.28.9 (kube-flannel.yml). No Alibaba mirror is documented. */
+export const DEFAULT_FLANNEL_IMAGE = "ghcr.io/flannel-io/flannel:v0.28.9";
+/** flannel CNI plugin image that kube-flannel.yml v0.28.9 installs in its init container. */
+export const DEFAULT_FLANNEL_CNI_PLUGIN_IMAGE = "ghcr.io/flannel-io/flannel-cni-plugin:v1.9.1-flannel3";
+/** Alibaba Cloud Controller Manager v2.14.0 from Alibaba's own registry (the only published source). */
+export const DEFAULT_CCM_IMAGE = "registry.cn-hangzhou.aliyuncs.com/acs/cloud-controller-manager-amd64:v2.14.0";
+/** CCM route reconciliation period, as in CCM's docs/examples (the flag's own default is 5m; minimum 1m). */
+export const DEFAULT_ROUTE_RECONCILIATION_PERIOD = "3m";
+
+export const FLANNEL_NAMESPACE = "kube-flannel";
+export const CCM_NAMESPACE = "kube-system";
+/** Where the CCM reads its cloud-config (ConfigMap `cloud-config`, key `cloud-config.conf`). */
+const CCM_CLOUD_CONFIG_PATH = "/etc/kubernetes/config/cloud-config.conf";
+
+/** Container images of the pod network. */
+export interface PodNetworkImages {
+    /** flanneld image (also runs the install-cni init container). Default {@link DEFAULT_FLANNEL_IMAGE}. */
+    flannel?: string;
+    /** flannel CNI plugin image (init container copying `/flannel` to `/opt/cni/bin`). Default {@link DEFAULT_FLANNEL_CNI_PLUGIN_IMAGE}. */
+    flannelCniPlugin?: string;
+    /** Cloud Controller Manager image. Default {@link DEFAULT_CCM_IMAGE}. */
+    ccm?: string;
+}
+
+export interface PodNetworkArgs {
+    /** The cluster's pod CIDR: kubeadm `networking.podSubnet`, flannel `Network` and CCM `--cluster-cidr`. Required. */
+    podCidr: string;
+    /** VPC route table the CCM writes pod routes into (cloud-config `routeTableIDs`), from the Network component. Required. */
+    routeTableId: pulumi.Input<string>;
+    /** Region id, e.g. `cn-hangzhou`. Required. Images do not depend on it (see {@link PodNetworkImages}). */
+    region: string;
+    /** Kubernetes version, e.g. `1.34.2`. Required; must be >= 1.24 (the control-plane node label the CCM is pinned to). */
+    kubernetesVersion: string;
+    /** Image overrides. Default: upstream flannel images and Alibaba's CCM image, in every region. */
+    images?: PodNetworkImages;
+    /** CCM `--route-reconciliation-period` (Go duration, >= 1m). Default {@link DEFAULT_ROUTE_RECONCILIATION_PERIOD}. */
+    routeReconciliationPeriod?: string;
+    /**
+     * Opt-in: name of an existing Secret in `kube-system` with keys `access-key-id` and `access-key-secret`,
+     * passed to the CCM as env `ACCESS_KEY_ID` / `ACCESS_KEY_SECRET`. Default none: the CCM uses the
+     * control-plane ECS RAM role from the metadata service.
+     */
+    ccmAccessKeySecretName?: string;
+}
+
+/** PodNetworkArgs after defaults and validation (route table id kept apart: it may be unknown until deploy). */
+export interface ResolvedPodNetworkArgs {
+    podCidr: string;
+    region: string;
+    kubernetesVersion: string;
+    images: Required<PodNetworkImages>;
+    routeReconciliationPeriod: string;
+    ccmAccessKeySecretName?: string;
+}
+
+/** Every problem in the arguments, as property path + reason (empty when valid). */
+export function podNetworkProblems(args: PodNetworkArgs): pulumi.InputPropertyErrorDetails[] {
+    const problems: pulumi.InputPropertyErrorDetails[] = [];
+    const cidr = parseCidr(args.podCidr);
+    if (typeof cidr === "string") {
+        problems.push({ propertyPath: "podCidr", reason: cidr });
+    }
+    const v = parseVersion(args.kubernetesVersion);
+    if (!v || v[0] !== 1 || v[1] < 24) {
+        problems.push({ propertyPath: "kubernetesVersion",
+            reason: `"${args.kubernetesVersion}" must be a Kubernetes version >= 1.24 (e.g. 1.34.2): the CCM is pinned to the ${CONTROL_PLANE_LABEL} label` });
+    }
+    const period = args.routeReconciliationPeriod ?? DEFAULT_ROUTE_RECONCILIATION_PERIOD;
+    const seconds = durationSeconds(period);
+    if (seconds === undefined || seconds < 60) {
+        problems.push({ propertyPath: "routeReconciliationPeriod", reason: `"${period}" must be a duration of at least 1m (e.g. 3m); CCM refuses shorter periods` });
+    }
+    if (args.ccmAccessKeySecretName !== undefined && !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(args.ccmAccessKeySecretName)) {
+        problems.push({ propertyPath: "ccmAccessKeySecretName", reason: `"${args.ccmAccessKeySecretName}" is not a valid Secret name` });
+    }
+    return problems;
+}
+
+/** Applies defaults; throws `pulumi.InputPropertiesError` listing every problem. */
+export function resolvePodNetworkArgs(args: PodNetworkArgs): ResolvedPodNetworkArgs {
+    const problems = podNetworkProblems(args);
+    if (problems.length > 0) {
+        throw new pulumi.InputPropertiesError({ message: "invalid PodNetwork arguments", errors: problems });
+    }
+    return {
+        podCidr: args.podCidr,
+        region: args.region,
+        kubernetesVersion: args.kubernetesVersion,
+        images: {
+            flannel: args.images?.flannel ?? DEFAULT_FLANNEL_IMAGE,
+            flannelCniPlugin: args.images?.flannelCniPlugin ?? DEFAULT_FLANNEL_CNI_PLUGIN_IMAGE,
+            ccm: args.images?.ccm ?? DEFAULT_CCM_IMAGE,
+        },
+        routeReconciliationPeriod: args.routeReconciliationPeriod ?? DEFAULT_ROUTE_RECONCILIATION_PERIOD,
+        ccmAccessKeySecretName: args.ccmAccessKeySecretName,
+    };
+}
+
+/** flannel `net-conf.json`: backend `alloc` (no encapsulation; CCM's VPC routes carry pod traffic). */
+export function flannelNetConf(podCidr: string): string {
+    return JSON.stringify({ Network: podCidr, EnableNFTables: false, Backend: { Type: "alloc" } }, null, 2);
+}
+
+/** flannel `cni-conf.json`, copied verbatim to /etc/cni/net.d/10-flannel.conflist (bridge cni0 built by the plugin). */
+export const FLANNEL_CNI_CONF = JSON.stringify({
+    name: "cbr0",
+    cniVersion: "0.3.1",
+    plugins: [
+        { type: "flannel", delegate: { hairpinMode: true, isDefaultGateway: true } },
+        { type: "portmap", capabilities: { portMappings: true } },
+    ],
+}, null, 2);
+
+/**
+ * The install-cni init command for a flannel image: `/opt/bin/install-conf` from v0.28.9 (and for
+ * tags that are not a version), `cp -f` for older tags whose manifests used it.
+ */
+export function flannelInstallCniCommand(flannelImage: string): string[] {
+    const tag = /:v?(\d+\.\d+\.\d+)$/.exec(flannelImage)?.[1];
+    const v = tag ? parseVersion(tag) : undefined;
+    const older = v !== undefined && (v[0] === 0 && (v[1] < 28 || (v[1] === 28 && v[2] < 9)));
+    return older
+        ? ["cp", "-f", "/etc/kube-flannel/cni-conf.json", "/etc/cni/net.d/10-flannel.conflist"]
+        : ["/opt/bin/install-conf", "/etc/kube-flannel/cni-conf.json", "/etc/cni/net.d/10-flannel.conflist"];
+}
+
+/** flannel as in kube-flannel.yml v0.28.9, with backend `alloc` and `--set-node-network-unavailable=false`. */
+export function flannelObjects(args: ResolvedPodNetworkArgs): KubeObject[] {
+    const ns = FLANNEL_NAMESPACE;
+    const labels = { app: "flannel", "k8s-app": "flannel" };
+    const hostPath = (name: string, path: string, type?: string) => ({ name, hostPath: { path, ...(type ? { type } : {}) } });
+    return [
+        kubeObject<k8s.types.input.core.v1.Namespace>({
+            apiVersion: "v1", kind: "Namespace",
+            metadata: { name: ns, labels: { "k8s-app": "flannel", "pod-security.kubernetes.io/enforce": "privileged" } },
+        }),
+        kubeObject<k8s.types.input.core.v1.ServiceAccount>({
+            apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "flannel", namespace: ns, labels },
+        }),
+        kubeObject<k8s.types.input.rbac.v1.ClusterRole>({
+            apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: "flannel", labels },
+            rules: [
+                { apiGroups: [""], resources: ["pods"], verbs: ["get"] },
+                { apiGroups: [""], resources: ["nodes"], verbs: ["get", "list", "watch"] },
+                { apiGroups: [""], resources: ["nodes/status"], verbs: ["patch"] },
+            ],
+        }),
+        kubeObject<k8s.types.input.rbac.v1.ClusterRoleBinding>({
+            apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding", metadata: { name: "flannel", labels },
+            roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "flannel" },
+            subjects: [{ kind: "ServiceAccount", name: "flannel", namespace: ns }],
+        }),
+        kubeObject<k8s.types.input.core.v1.ConfigMap>({
+            apiVersion: "v1", kind: "ConfigMap", metadata: { name: "kube-flannel-cfg", namespace: ns, labels },
+            data: { "cni-conf.json": FLANNEL_CNI_CONF, "net-conf.json": flannelNetConf(args.podCidr) },
+        }),
+        kubeObject<k8s.types.input.apps.v1.DaemonSet>({
+            apiVersion: "apps/v1", kind: "DaemonSet", metadata: { name: "kube-flannel-ds", namespace: ns, labels },
+            spec: {
+                selector: { matchLabels: { app: "flannel" } },
+                template: {
+                    metadata: { labels },
+                    spec: {
+                        affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [
+                            { matchExpressions: [{ key: "kubernetes.io/os", operator: "In", values: ["linux"] }] },
+                        ] } } },
+                        hostNetwork: true,
+                        priorityClassName: "system-node-critical",
+                        // NoSchedule taints include CCM's node.cloudprovider.kubernetes.io/uninitialized.
+                        tolerations: [{ operator: "Exists", effect: "NoSchedule" }],
+                        serviceAccountName: "flannel",
+                        initContainers: [
+                            {
+                                name: "install-cni-plugin", image: args.images.flannelCniPlugin,
+                                command: ["cp"], args: ["-f", "/flannel", "/opt/cni/bin/flannel"],
+                                volumeMounts: [{ name: "cni-plugin", mountPath: "/opt/cni/bin" }],
+                            },
+                            {
+                                name: "install-cni", image: args.images.flannel,
+                                command: flannelInstallCniCommand(args.images.flannel),
+                                volumeMounts: [{ name: "cni", mountPath: "/etc/cni/net.d" }, { name: "flannel-cfg", mountPath: "/etc/kube-flannel/" }],
+                            },
+                        ],
+                        containers: [{
+                            name: "kube-flannel", image: args.images.flannel,
+                            command: ["/opt/bin/flanneld"],
+                            // --set-node-network-unavailable=false: CCM owns NetworkUnavailable until the VPC route exists (flannel #1431).
+                            args: ["--ip-masq", "--kube-subnet-mgr", "--set-node-network-unavailable=false", "--healthz-port=8081"],
+                            resources: { requests: { cpu: "100m", memory: "50Mi" } },
+                            securityContext: { privileged: false, capabilities: { add: ["NET_ADMIN", "NET_RAW"] } },
+                            env: [
+                                { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
+                                { name: "POD_NAMESPACE", valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } } },
+                                { name: "EVENT_QUEUE_DEPTH", value: "5000" },
+                                { name: "CONT_WHEN_CACHE_NOT_READY", value: "false" },
+                            ],
+                            livenessProbe: { httpGet: { path: "/healthz", port: 8081 }, initialDelaySeconds: 10, periodSeconds: 10 },
+                            readinessProbe: { httpGet: { path: "/readyz", port: 8081 }, periodSeconds: 10 },
+                            volumeMounts: [
+                                { name: "run", mountPath: "/run/flannel" },
+                                { name: "flannel-cfg", mountPath: "/etc/kube-flannel/" },
+                                { name: "xtables-lock", mountPath: "/run/xtables.lock" },
+                            ],
+                        }],
+                        volumes: [
+                            hostPath("run", "/run/flannel"),
+                            hostPath("cni-plugin", "/opt/cni/bin"),
+                            hostPath("cni", "/etc/cni/net.d"),
+                            { name: "flannel-cfg", configMap: { name: "kube-flannel-cfg" } },
+                            hostPath("xtables-lock", "/run/xtables.lock", "FileOrCreate"),
+                        ],
+                    },
+                },
+            },
+        }),
+    ];
+}
+
+/** CCM `cloud-config.conf`: JSON, every key under `Global`; `routeTableIDs` pins the route table (CCM issue #77). */
+export function ccmCloudConfig(routeTableId: string): string {
+    return JSON.stringify({ Global: { routeTableIDs: routeTableId } });
+}
+
+/** ClusterRole `system:cloud-controller-manager`: the superset of CCM docs/examples/cloud-controller-manager.yml. */
+export const CCM_CLUSTER_ROLE_RULES: k8s.types.input.rbac.v1.PolicyRule[] = [
+    { apiGroups: [""], resources: ["persistentvolumes", "services", "secrets", "endpoints", "configmaps", "serviceaccounts", "pods"],
+        verbs: ["get", "list", "watch", "create", "update", "patch"] },
+    { apiGroups: [""], resources: ["nodes"], verbs: ["get", "list", "watch", "delete", "patch", "update"] },
+    { apiGroups: [""], resources: ["services/status", "pods/status"], verbs: ["update", "patch"] },
+    { apiGroups: [""], resources: ["nodes/status"], verbs: ["patch", "update"] },
+    { apiGroups: [""], resources: ["events", "endpoints"], verbs: ["create", "patch", "update"] },
+    { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["get", "update", "create", "delete"] },
+    { apiGroups: ["apiextensions.k8s.io"], resources: ["customresourcedefinitions"], verbs: ["get", "update", "create", "delete"] },
+    { apiGroups: ["networking.k8s.io"], resources: ["ingresses"], verbs: ["get", "list", "watch", "update", "create", "patch", "delete"] },
+    { apiGroups: ["alibabacloud.com"], resources: ["albconfigs"], verbs: ["get", "list", "watch", "update", "create", "patch", "delete"] },
+    { apiGroups: ["alibabacloud.com"], resources: ["albconfigs/status"], verbs: ["update", "patch"] },
+    { apiGroups: ["networking.k8s.io"], resources: ["ingresses/status"], verbs: ["update", "patch"] },
+    { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: ["get", "list", "watch"] },
+];
+
+/**
+ * Alibaba Cloud Controller Manager, node + route controllers only, as a DaemonSet on control-plane
+ * nodes. Credentials: the control-plane RAM role (metadata service) unless `ccmAccessKeySecretName`.
+ * `routeTableId` may be an Output; only the cloud-config ConfigMap data waits for it.
+ */
+export function ccmObjects(args: ResolvedPodNetworkArgs, routeTableId: pulumi.Input<string>): KubeObject[] {
+    const ns = CCM_NAMESPACE;
+    const name = "cloud-controller-manager";
+    const labels = { app: name };
+    const accessKeyEnv = args.ccmAccessKeySecretName === undefined ? [] : [
+        { name: "ACCESS_KEY_ID", valueFrom: { secretKeyRef: { name: args.ccmAccessKeySecretName, key: "access-key-id" } } },
+        { name: "ACCESS_KEY_SECRET", valueFrom: { secretKeyRef: { name: args.ccmAccessKeySecretName, key: "access-key-secret" } } },
+    ];
+    return [
+        kubeObject<k8s.types.input.core.v1.ServiceAccount>({
+            apiVersion: "v1", kind: "ServiceAccount", metadata: { name, namespace: ns, labels },
+        }),
+        kubeObject<k8s.types.input.rbac.v1.ClusterRole>({
+            apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: "system:cloud-controller-manager", labels },
+            rules: CCM_CLUSTER_ROLE_RULES,
+        }),
+        kubeObject<k8s.types.input.rbac.v1.ClusterRoleBinding>({
+            apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding", metadata: { name: "system:cloud-controller-manager", labels },
+            roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "system:cloud-controller-manager" },
+            subjects: [{ kind: "ServiceAccount", name, namespace: ns }],
+        }),
+        kubeObject<k8s.types.input.core.v1.ConfigMap>({
+            apiVersion: "v1", kind: "ConfigMap", metadata: { name: "cloud-config", namespace: ns, labels },
+            data: { "cloud-config.conf": mapInput(routeTableId, ccmCloudConfig) },
+        }),
+        kubeObject<k8s.types.input.apps.v1.DaemonSet>({
+            apiVersion: "apps/v1", kind: "DaemonSet", metadata: { name, namespace: ns, labels },
+            spec: {
+                selector: { matchLabels: labels },
+                template: {
+                    metadata: { labels },
+                    spec: {
+                        hostNetwork: true,
+                        priorityClassName: "system-cluster-critical",
+                        serviceAccountName: name,
+                        nodeSelector: { [CONTROL_PLANE_LABEL]: "" },
+                        // As deploy/v2: tolerate every taint, notably node.cloudprovider.kubernetes.io/uninitialized
+                        // (which this CCM removes) and the control-plane NoSchedule taint.
+                        tolerations: [{ operator: "Exists" }],
+                        securityContext: { runAsUser: 1200, runAsNonRoot: true },
+                        containers: [{
+                            name, image: args.images.ccm,
+                            command: ["/cloud-controller-manager"],
+                            // No --kubeconfig: in-cluster config from the ServiceAccount token.
+                            args: [
+                                `--cloud-config=${CCM_CLOUD_CONFIG_PATH}`,
+                                "--metrics-bind-addr=0",
+                                "--controllers=node,route",
+                                "--configure-cloud-routes=true",
+                                `--cluster-cidr=${args.podCidr}`,
+                                `--route-reconciliation-period=${args.routeReconciliationPeriod}`,
+                            ],
+                            env: accessKeyEnv,
+                            securityContext: { readOnlyRootFilesystem: true, allowPrivilegeEscalation: false },
+                            livenessProbe: { httpGet: { host: "127.0.0.1", path: "/healthz", port: 10258 },
+                                initialDelaySeconds: 15, periodSeconds: 10, timeoutSeconds: 15, failureThreshold: 8 },
+                            volumeMounts: [{ name: "cloud-config", mountPath: "/etc/kubernetes/config", readOnly: true }],
+                        }],
+                        volumes: [{ name: "cloud-config", configMap: { name: "cloud-config" } }],
+                    },
+                },
+            },
+        }),
+    ];
+}
+
+/**
+ * flannel + Alibaba Cloud Controller Manager as typed `@pulumi/kubernetes` resources.
+ * Pass the Kubernetes provider in `opts.provider` (or `opts.providers.kubernetes`).
+ */
+export class PodNetwork extends pulumi.ComponentResource {
+    /** Every object applied, flannel first, resolved: what the offline synth writes as YAML. */
+    public readonly manifests: pulumi.Output<KubeObject[]>;
+    /** The Kubernetes resources created, for `dependsOn`. */
+    public readonly resources: pulumi.CustomResource[];
+
+    constructor(name: string, args: PodNetworkArgs, opts?: pulumi.ComponentResourceOptions) {
+        super("alicloud-kubeadm:index:PodNetwork", name, {}, opts);
+        const resolved = resolvePodNetworkArgs(args);
+        const objects = [...flannelObjects(resolved), ...ccmObjects(resolved, args.routeTableId)];
+        this.resources = applyObjects(name, objects, { parent: this, provider: opts?.provider });
+        this.manifests = resolveObjects(objects);
+        this.registerOutputs({ manifests: this.manifests });
+    }
+}
