@@ -16,17 +16,22 @@ import {
 // kubernetes-models 4.5.1: its README badge says 1.27.1, but its schemas carry Kubernetes 1.33 fields
 // (Lifecycle.stopSignal, ContainerStatus.stopSignal) and none of 1.34 (PodSpec.hostnameOverride).
 // Its schemas accept unknown fields; those are caught at compile time by kubeObject<T>() instead.
-type Model = new (o: object) => { validate(): void };
-const MODELS: Record<string, Model> = {
-    "v1/Namespace": Namespace, "v1/ServiceAccount": ServiceAccount, "v1/ConfigMap": ConfigMap, "v1/Secret": Secret,
-    "rbac.authorization.k8s.io/v1/ClusterRole": ClusterRole, "rbac.authorization.k8s.io/v1/ClusterRoleBinding": ClusterRoleBinding,
-    "rbac.authorization.k8s.io/v1/Role": Role, "rbac.authorization.k8s.io/v1/RoleBinding": RoleBinding,
-    "apps/v1/DaemonSet": DaemonSet, "apps/v1/Deployment": Deployment,
+const MODELS: Record<string, (o: never) => void> = {
+    "v1/Namespace": (o) => new Namespace(o).validate(),
+    "v1/ServiceAccount": (o) => new ServiceAccount(o).validate(),
+    "v1/ConfigMap": (o) => new ConfigMap(o).validate(),
+    "v1/Secret": (o) => new Secret(o).validate(),
+    "rbac.authorization.k8s.io/v1/ClusterRole": (o) => new ClusterRole(o).validate(),
+    "rbac.authorization.k8s.io/v1/ClusterRoleBinding": (o) => new ClusterRoleBinding(o).validate(),
+    "rbac.authorization.k8s.io/v1/Role": (o) => new Role(o).validate(),
+    "rbac.authorization.k8s.io/v1/RoleBinding": (o) => new RoleBinding(o).validate(),
+    "apps/v1/DaemonSet": (o) => new DaemonSet(o).validate(),
+    "apps/v1/Deployment": (o) => new Deployment(o).validate(),
 };
 function validateSchema(obj: KubeObject): void {
-    const model = MODELS[`${obj.apiVersion}/${obj.kind}`];
-    assert.ok(model, `no schema for ${obj.apiVersion} ${obj.kind}`);
-    new model(JSON.parse(JSON.stringify(obj))).validate();
+    const validate = MODELS[`${obj.apiVersion}/${obj.kind}`];
+    assert.ok(validate, `no schema for ${obj.apiVersion} ${obj.kind}`);
+    validate(JSON.parse(JSON.stringify(obj)) as never);
 }
 
 const base: PodNetworkArgs = { podCidr: "172.16.0.0/16", routeTableId: "vtb-bp1route", region: "cn-hangzhou", kubernetesVersion: "1.34.2" };
