@@ -15,3 +15,5 @@ export const routeTableId = cluster.network.routeTableId;
 export const clusterSecurityGroupId = cluster.network.clusterSecurityGroupId;
 export const apiSecurityGroupId = cluster.network.apiSecurityGroupId;
 export const natEipAddress = cluster.network.natEipAddress;
+export const apiEndpoint = cluster.controlPlane.endpoint;
+export const masterInstanceIds = cluster.controlPlane.masterInstanceIds;

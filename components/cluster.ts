@@ -2,7 +2,10 @@
 // config → validation → network → control plane → join material → pools/nodes → add-ons.
 // (Control plane, pools, existing nodes and add-ons join here as their issues land.)
 import * as pulumi from "@pulumi/pulumi";
+import * as alicloud from "@pulumi/alicloud";
+import { renderMasterInit } from "../userdata/render";
 import { validateClusterConfig, type ClusterConfig, type ClusterConfigInput } from "./config";
+import { ControlPlane } from "./controlPlane";
 import { Network } from "./network";
 
 export interface ClusterArgs {
@@ -40,6 +43,7 @@ export class Cluster extends pulumi.ComponentResource {
     /** The validated config with defaults applied. */
     public readonly config: ClusterConfig;
     public readonly network: Network;
+    public readonly controlPlane: ControlPlane;
 
     constructor(name: string, args: ClusterArgs, opts?: pulumi.ComponentResourceOptions) {
         // Validate before registering anything, so bad input creates nothing at all.
@@ -59,6 +63,44 @@ export class Cluster extends pulumi.ComponentResource {
             tags,
         }, { parent: this });
 
-        this.registerOutputs({ network: this.network });
+        const imageId = config.image.id
+            ? pulumi.output(config.image.id)
+            : alicloud.ecs.getImagesOutput({ nameRegex: config.image.nameRegex, owners: "system", mostRecent: true }, { parent: this })
+                .apply((r) => {
+                    if (r.images.length === 0) {
+                        throw new Error(`image.nameRegex: no system image in ${config.region} matches ${config.image.nameRegex}; set image.id`);
+                    }
+                    return r.images[0].id;
+                });
+
+        const net = this.network;
+        this.controlPlane = new ControlPlane(`${name}-control-plane`, {
+            config,
+            vpcId: net.vpcId,
+            vswitchIds: net.resources.vswitches.map((v) => v.id),
+            securityGroupIds: [net.clusterSecurityGroupId, net.apiSecurityGroupId],
+            apiSecurityGroupId: net.apiSecurityGroupId,
+            natEipAddress: net.natEipAddress,
+            imageId,
+            tags,
+            userdata: (index, endpoint, certSANs) => masterUserdata(config, index, endpoint, certSANs),
+        }, { parent: this });
+
+        this.registerOutputs({ network: this.network, controlPlane: this.controlPlane });
     }
+}
+
+/** Master 0 runs kubeadm init; the others are prepared and joined later by ControlPlaneMember. */
+export function masterUserdata(config: ClusterConfig, index: number, apiEndpoint: string, certSANs: string[]): string {
+    const common = { region: config.region, kubernetesVersion: config.kubernetesVersion, apiEndpoint };
+    if (index === 0) {
+        return renderMasterInit({
+            ...common,
+            podCidr: config.network.podCidr,
+            serviceCidr: config.network.serviceCidr,
+            nodeCidrMaskSize: config.network.nodeCidrMaskSize,
+            certSANs,
+        });
+    }
+    return renderMasterInit({ ...common, podCidr: config.network.podCidr, serviceCidr: config.network.serviceCidr, nodeCidrMaskSize: config.network.nodeCidrMaskSize, certSANs }); // TODO(prepare-only)
 }

@@ -235,6 +235,8 @@ export function validateClusterConfig(raw: unknown, region: string | undefined):
     checkZones(c.zones, problem);
     if (![1, 3, 5].includes(c.controlPlane.count)) {
         problem("controlPlane.count", `must be 1, 3 or 5 (an odd etcd quorum), got ${c.controlPlane.count}`);
+    } else if (c.controlPlane.count > 1 && c.zones.length < 2) {
+        problem("controlPlane.count", `${c.controlPlane.count} masters sit behind an NLB, which needs at least 2 zones; list another zone or use 1 master`);
     }
     const pools = checkPools(c.nodePools, problem);
     const existing = checkExistingNodes(c.existingNodes, problem);

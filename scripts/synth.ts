@@ -7,7 +7,8 @@
 import * as fs from "fs";
 import * as path from "path";
 import * as YAML from "yaml";
-import { installMocks, type RecordedResource } from "./mockRuntime";
+import { redactUserdata } from "../userdata/render";
+import { installMocks, REDACTED, type RecordedResource } from "./mockRuntime";
 
 const ROOT = path.resolve(__dirname, "..");
 
@@ -87,6 +88,25 @@ function writeOutputs(outDir: string, resources: RecordedResource[]): void {
         .sort((a, b) => a.type.localeCompare(b.type) || a.name.localeCompare(b.name))
         .map(({ type, name, parent, inputs }) => ({ type, name, parent: parent ?? null, inputs }));
     fs.writeFileSync(path.join(outDir, "resources.json"), JSON.stringify(rows, null, 2) + "\n");
+
+    // Userdata of instances and scaling configurations, with token / CA hash / certificate key lines redacted.
+    for (const r of resources) {
+        const script = r.rawInputs.userData;
+        if (typeof script === "string" && script !== REDACTED) {
+            fs.writeFileSync(path.join(outDir, "userdata", `${r.name}.sh`), redactUserdata(script));
+        }
+    }
+
+    // Kubernetes objects, one multi-document YAML per owning component.
+    const byComponent = new Map<string, unknown[]>();
+    for (const r of resources.filter((x) => x.type.startsWith("kubernetes:") && x.custom)) {
+        const objects = byComponent.get(r.parent ?? "root") ?? [];
+        objects.push(r.inputs);
+        byComponent.set(r.parent ?? "root", objects);
+    }
+    for (const [component, objects] of byComponent) {
+        fs.writeFileSync(path.join(outDir, "manifests", `${component}.yaml`), objects.map((o) => YAML.stringify(o)).join("---\n"));
+    }
 }
 
 /** Count of resources by type, for the summary table. */

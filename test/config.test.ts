@@ -48,6 +48,7 @@ const badCases: Array<[string, Mutate, string, RegExp]> = [
     ["no zone", (c) => { c.zones = []; }, "zones", /at least one zone/],
     ["duplicate zone", (c) => { c.zones = ["cn-hangzhou-h", "cn-hangzhou-h"]; }, "zones.1", /listed twice/],
     ["even control plane", (c) => { cp(c).count = 2; }, "controlPlane.count", /1, 3 or 5/],
+    ["several masters in one zone", (c) => { cp(c).count = 3; c.zones = ["cn-hangzhou-h"]; }, "controlPlane.count", /NLB, which needs at least 2 zones/],
     ["pool name not DNS-1123", (c) => { pool(c).name = "General_Pool"; }, "nodePools.0.name", /DNS-1123/],
     ["duplicate pool name", (c) => { pool(c, 1).name = "general"; }, "nodePools.1.name", /unique/],
     ["negative size", (c) => { pool(c).size = -1; }, "nodePools.0.size", /0 or more/],

@@ -1,0 +1,253 @@
+// ControlPlane: the master ECS instances, their RAM role (CCM + Cluster Autoscaler permissions), and the
+// API endpoint. Master 0 runs `kubeadm init` from its userdata; masters 1..n-1 are prepared by
+// userdata and joined with `kubeadm join --control-plane` by ControlPlaneMember (over Cloud Assistant).
+//
+// Endpoint: one master → its fixed private IP (plus an EIP when publicEndpoint); several masters → an
+// NLB on TCP 6443 across zones, internal unless publicEndpoint. The endpoint address is known before
+// the masters exist (fixed private IP, EIP address or NLB DNS name), so it goes into master 0's userdata.
+import * as alicloud from "@pulumi/alicloud";
+import * as pulumi from "@pulumi/pulumi";
+import { formatIp, parseCidr } from "./cidr";
+import type { ClusterConfig } from "./config";
+
+/** RAM actions the Alibaba Cloud Controller Manager's node and route controllers call (reference B3). */
+export const CCM_ACTIONS: readonly string[] = [
+    "vpc:DescribeRouteTableList", "vpc:DescribeRouteEntryList", "vpc:CreateRouteEntry", "vpc:DeleteRouteEntry",
+    "vpc:CreateRouteEntries", "vpc:DeleteRouteEntries",
+    "ecs:DescribeInstances", "ecs:DescribeNetworkInterfaces", "ecs:ModifyNetworkInterfaceAttribute",
+];
+
+/** RAM actions of the Cluster Autoscaler's alicloud provider (reference A2, plus ScaleWithAdjustment for CA ≥ 1.32). */
+export const AUTOSCALER_ACTIONS: readonly string[] = [
+    "ess:Describe*", "ess:CreateScalingRule", "ess:ModifyScalingGroup", "ess:RemoveInstances", "ess:ExecuteScalingRule",
+    "ess:ModifyScalingRule", "ess:DeleteScalingRule", "ess:DetachInstances", "ecs:DescribeInstanceTypes", "ess:ScaleWithAdjustment",
+];
+
+/** A RAM policy document allowing `actions` on every resource. */
+export function policyDocument(actions: readonly string[]): string {
+    return JSON.stringify({ Version: "1", Statement: [{ Effect: "Allow", Action: [...actions], Resource: ["*"] }] });
+}
+
+/** Trust policy letting ECS instances assume the role. */
+export const ECS_TRUST_POLICY = JSON.stringify({
+    Version: "1",
+    Statement: [{ Action: "sts:AssumeRole", Effect: "Allow", Principal: { Service: ["ecs.aliyuncs.com"] } }],
+});
+
+/** Where master `index` goes: zones round-robin. */
+export function masterZoneIndex(index: number, zoneCount: number): number {
+    return index % zoneCount;
+}
+
+/**
+ * The fixed private IP of master `index`: the (10 + n)th address of its vSwitch, where n counts the
+ * masters before it in the same zone. Fixed so the endpoint is known before the instance exists.
+ */
+export function masterPrivateIp(vswitchCidr: string, index: number, zoneCount: number): string {
+    const c = parseCidr(vswitchCidr);
+    if (typeof c === "string") {
+        throw new Error(c);
+    }
+    return formatIp(c.base + 10 + Math.floor(index / zoneCount));
+}
+
+export interface ControlPlaneArgs {
+    /** The validated cluster config (controlPlane, zones, network, region, name are read). */
+    config: ClusterConfig;
+    /** vSwitch ids in zone order. */
+    vswitchIds: pulumi.Input<string>[];
+    vpcId: pulumi.Input<string>;
+    /** Security groups of the masters: the cluster SG and the API SG. */
+    securityGroupIds: pulumi.Input<string>[];
+    /** The API security group, also put on the NLB. */
+    apiSecurityGroupId: pulumi.Input<string>;
+    /** The NAT gateway's EIP, allowed to a public NLB so nodes can reach it through NAT. Default none. */
+    natEipAddress?: pulumi.Input<string | undefined>;
+    /** ECS image id for the masters. */
+    imageId: pulumi.Input<string>;
+    /**
+     * Renders the userdata of master `index` given the endpoint (`host:6443`) and the certificate SANs.
+     * Master 0's runs `kubeadm init`; the others only prepare the node.
+     */
+    userdata: (index: number, endpoint: string, certSANs: string[]) => string;
+    /** Tags for every resource. */
+    tags: Record<string, string>;
+}
+
+export interface ControlPlaneResources {
+    masters: alicloud.ecs.Instance[];
+    role: alicloud.ram.Role;
+    /** `host:6443` that nodes join through (private address or NLB DNS name). */
+    endpoint: pulumi.Output<string>;
+    /** `https://host:6443` for the admin kubeconfig (public when publicEndpoint). */
+    kubeconfigServer: pulumi.Output<string>;
+    masterPrivateIps: string[];
+    loadBalancer?: alicloud.nlb.LoadBalancer;
+    eip?: alicloud.ecs.EipAddress;
+}
+
+/** Creates the masters, their RAM role and the API endpoint under `parent`. */
+export function createControlPlane(name: string, args: ControlPlaneArgs, parent: pulumi.Resource): ControlPlaneResources {
+    const { config, tags } = args;
+    const cp = config.controlPlane;
+    const opts = { parent };
+    const zoneCount = config.zones.length;
+
+    // RAM role for the masters: the CCM and the Cluster Autoscaler run there with the instance's role.
+    const role = new alicloud.ram.Role(`${name}-role`, {
+        roleName: `${config.name}-control-plane`,
+        assumeRolePolicyDocument: ECS_TRUST_POLICY,
+        description: `alicloud-kubeadm ${config.name}: masters (cloud controller manager, cluster autoscaler)`,
+    }, opts);
+    for (const [suffix, actions] of [["ccm", CCM_ACTIONS], ["autoscaler", AUTOSCALER_ACTIONS]] as const) {
+        const policy = new alicloud.ram.Policy(`${name}-${suffix}-policy`, {
+            policyName: `${config.name}-${suffix}`,
+            policyDocument: policyDocument(actions),
+            description: `alicloud-kubeadm ${config.name}: ${suffix} permissions`,
+        }, opts);
+        new alicloud.ram.RolePolicyAttachment(`${name}-${suffix}-policy`, {
+            roleName: role.roleName.apply((r) => r ?? `${config.name}-control-plane`),
+            policyName: policy.policyName.apply((p) => p ?? `${config.name}-${suffix}`),
+            policyType: "Custom",
+        }, opts);
+    }
+
+    const masterPrivateIps = Array.from({ length: cp.count }, (_, i) =>
+        masterPrivateIp(config.network.vswitchCidrs[masterZoneIndex(i, zoneCount)], i, zoneCount));
+
+    // The endpoint exists before the masters.
+    let endpointHost: pulumi.Output<string>;
+    let serverHost: pulumi.Output<string>;
+    let sans: pulumi.Output<string[]>;
+    let loadBalancer: alicloud.nlb.LoadBalancer | undefined;
+    let serverGroup: alicloud.nlb.ServerGroup | undefined;
+    let eip: alicloud.ecs.EipAddress | undefined;
+    if (cp.count > 1) {
+        loadBalancer = new alicloud.nlb.LoadBalancer(`${name}-nlb`, {
+            loadBalancerName: `${config.name}-api`,
+            addressType: cp.publicEndpoint ? "Internet" : "Intranet",
+            addressIpVersion: "ipv4",
+            vpcId: args.vpcId,
+            zoneMappings: config.zones.map((zoneId, i) => ({ zoneId, vswitchId: args.vswitchIds[i] })),
+            crossZoneEnabled: true,
+            securityGroupIds: [args.apiSecurityGroupId],
+            deletionProtectionEnabled: cp.deletionProtection,
+            tags,
+        }, opts);
+        serverGroup = new alicloud.nlb.ServerGroup(`${name}-apiserver`, {
+            serverGroupName: `${config.name}-apiserver`,
+            serverGroupType: "Instance",
+            vpcId: args.vpcId,
+            protocol: "TCP",
+            scheduler: "Wrr",
+            // Off so a master can reach the API through the NLB itself (hairpin) during kubeadm init.
+            preserveClientIpEnabled: false,
+            connectionDrainEnabled: true,
+            connectionDrainTimeout: 30,
+            healthCheck: {
+                healthCheckEnabled: true,
+                healthCheckType: "TCP",
+                healthCheckConnectPort: 6443,
+                healthCheckInterval: 5,
+                healthCheckConnectTimeout: 5,
+                healthyThreshold: 2,
+                unhealthyThreshold: 2,
+            },
+            tags,
+        }, opts);
+        new alicloud.nlb.Listener(`${name}-api-6443`, {
+            loadBalancerId: loadBalancer.id,
+            serverGroupId: serverGroup.id,
+            listenerProtocol: "TCP",
+            listenerPort: 6443,
+            listenerDescription: `${config.name} Kubernetes API`,
+        }, opts);
+        if (cp.publicEndpoint && args.natEipAddress) {
+            new alicloud.ecs.SecurityGroupRule(`${name}-api-from-nat`, {
+                securityGroupId: args.apiSecurityGroupId,
+                type: "ingress", ipProtocol: "tcp", portRange: "6443/6443", nicType: "intranet", policy: "accept", priority: 1,
+                cidrIp: pulumi.output(args.natEipAddress).apply((ip) => `${ip}/32`),
+                description: "API through the public NLB from the cluster's own NAT EIP",
+            }, opts);
+        }
+        endpointHost = loadBalancer.dnsName;
+        serverHost = loadBalancer.dnsName;
+        sans = pulumi.output([loadBalancer.dnsName, ...masterPrivateIps]);
+    } else {
+        if (cp.publicEndpoint) {
+            eip = new alicloud.ecs.EipAddress(`${name}-api-eip`, {
+                addressName: `${config.name}-api`,
+                internetChargeType: "PayByTraffic",
+                paymentType: "PayAsYouGo",
+                bandwidth: "10",
+                tags,
+            }, opts);
+        }
+        endpointHost = pulumi.output(masterPrivateIps[0]);
+        serverHost = eip ? eip.ipAddress : endpointHost;
+        sans = eip ? pulumi.all([masterPrivateIps[0], eip.ipAddress]) : pulumi.output([masterPrivateIps[0]]);
+    }
+    const endpoint = endpointHost.apply((h) => `${h}:6443`);
+
+    const masters = masterPrivateIps.map((privateIp, i) => {
+        const zone = masterZoneIndex(i, zoneCount);
+        return new alicloud.ecs.Instance(`${name}-master-${i}`, {
+            instanceName: `${config.name}-master-${i}`,
+            hostName: `${config.name}-master-${i}`,
+            imageId: args.imageId,
+            instanceType: cp.instanceType,
+            availabilityZone: config.zones[zone],
+            vswitchId: args.vswitchIds[zone],
+            privateIp,
+            securityGroups: args.securityGroupIds,
+            systemDiskCategory: cp.systemDisk.category,
+            systemDiskSize: cp.systemDisk.size,
+            instanceChargeType: "PostPaid",
+            internetMaxBandwidthOut: 0,
+            deletionProtection: cp.deletionProtection,
+            // IMDSv1 stays allowed: the Cluster Autoscaler's metadata client sends plain GETs (reference A2).
+            httpTokens: "optional",
+            userData: pulumi.all([endpoint, sans]).apply(([e, s]) => args.userdata(i, e, s)),
+            tags: { ...tags, "alicloud-kubeadm/role": "control-plane" },
+        }, opts);
+    });
+
+    for (const [i, master] of masters.entries()) {
+        new alicloud.ecs.RamRoleAttachment(`${name}-master-${i}-role`, { instanceId: master.id, ramRoleName: role.roleName.apply((r) => r ?? "") }, opts);
+        if (serverGroup) {
+            new alicloud.nlb.ServerGroupServerAttachment(`${name}-master-${i}-6443`, {
+                serverGroupId: serverGroup.id, serverId: master.id, serverType: "Ecs", port: 6443, weight: 100,
+            }, opts);
+        }
+    }
+    if (eip) {
+        new alicloud.ecs.EipAssociation(`${name}-api-eip`, { allocationId: eip.id, instanceId: masters[0].id, instanceType: "EcsInstance" }, opts);
+    }
+
+    return {
+        masters, role, endpoint, masterPrivateIps, loadBalancer, eip,
+        kubeconfigServer: serverHost.apply((h) => `https://${h}:6443`),
+    };
+}
+
+/** The control plane: masters, their RAM role, and the API endpoint. */
+export class ControlPlane extends pulumi.ComponentResource {
+    /** `host:6443` nodes join through. */
+    public readonly endpoint: pulumi.Output<string>;
+    /** `https://host:6443` written into the admin kubeconfig. */
+    public readonly kubeconfigServer: pulumi.Output<string>;
+    public readonly masterInstanceIds: pulumi.Output<string[]>;
+    public readonly roleName: pulumi.Output<string>;
+    public readonly resources: ControlPlaneResources;
+
+    constructor(name: string, args: ControlPlaneArgs, opts?: pulumi.ComponentResourceOptions) {
+        super("alicloud-kubeadm:index:ControlPlane", name, {}, opts);
+        const r = createControlPlane(name, args, this);
+        this.resources = r;
+        this.endpoint = r.endpoint;
+        this.kubeconfigServer = r.kubeconfigServer;
+        this.masterInstanceIds = pulumi.all(r.masters.map((m) => m.id));
+        this.roleName = r.role.roleName.apply((n) => n ?? "");
+        this.registerOutputs({ endpoint: this.endpoint, kubeconfigServer: this.kubeconfigServer, masterInstanceIds: this.masterInstanceIds });
+    }
+}

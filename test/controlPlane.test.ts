@@ -1,0 +1,99 @@
+import * as assert from "assert";
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import { synthesize, type SynthResult } from "../scripts/synth";
+
+/** Header parameter of a rendered script (`readonly NAME='value'`). */
+function header(script: string, name: string): string | undefined {
+    const m = new RegExp(`^readonly ${name}='((?:[^']|'\\\\'')*)'$`, "m").exec(script);
+    return m ? m[1].replace(/'\\''/g, "'") : undefined;
+}
+
+describe("ControlPlane (mock graph via the stack program)", () => {
+    const out = fs.mkdtempSync(path.join(os.tmpdir(), "cp-"));
+    after(() => fs.rmSync(out, { recursive: true, force: true }));
+    let dev: SynthResult;
+    let prod: SynthResult;
+    before(async () => {
+        dev = await synthesize("dev", out);
+        prod = await synthesize("prod", out);
+        assert.deepStrictEqual([dev.problems, prod.problems], [[], []]);
+    });
+    const ofType = (r: SynthResult, type: string) => r.resources.filter((x) => x.type === type);
+
+    it("dev: one master at a fixed private IP with a public EIP, no load balancer", () => {
+        const masters = ofType(dev, "alicloud:ecs/instance:Instance");
+        assert.strictEqual(masters.length, 1);
+        const m = masters[0];
+        assert.strictEqual(m.parent, "dev-control-plane");
+        assert.strictEqual(m.inputs.privateIp, "192.168.0.10");
+        assert.strictEqual(m.inputs.availabilityZone, "cn-hangzhou-h");
+        assert.strictEqual(m.inputs.instanceType, "ecs.g7.large");
+        assert.strictEqual(m.inputs.deletionProtection, false);
+        assert.strictEqual(ofType(dev, "alicloud:nlb/loadBalancer:LoadBalancer").length, 0);
+        const assoc = ofType(dev, "alicloud:ecs/eipAssociation:EipAssociation").filter((a) => a.inputs.instanceType === "EcsInstance");
+        assert.strictEqual(assoc.length, 1);
+        assert.strictEqual(assoc[0].inputs.instanceId, m.id);
+
+        const script = m.rawInputs.userData as string;
+        assert.strictEqual(header(script, "AK_API_ENDPOINT"), "192.168.0.10:6443");
+        const eip = ofType(dev, "alicloud:ecs/eipAddress:EipAddress").find((e) => e.name === "dev-control-plane-api-eip")!;
+        assert.ok(eip);
+        assert.match(header(script, "AK_CERT_SANS") ?? "", /^198\.51\.100\.\d+$/, "the public EIP is a certificate SAN");
+        assert.match(script, /kubeadm init --config/);
+    });
+
+    it("prod: three masters in three zones behind an internal NLB listening on TCP 6443", () => {
+        const masters = ofType(prod, "alicloud:ecs/instance:Instance");
+        assert.strictEqual(masters.length, 3);
+        assert.deepStrictEqual(masters.map((m) => m.inputs.availabilityZone).sort(), ["cn-shanghai-e", "cn-shanghai-f", "cn-shanghai-g"]);
+        assert.ok(masters.every((m) => m.inputs.deletionProtection === true));
+        const [nlb] = ofType(prod, "alicloud:nlb/loadBalancer:LoadBalancer");
+        assert.strictEqual(nlb.inputs.addressType, "Intranet");
+        assert.strictEqual((nlb.inputs.zoneMappings as unknown[]).length, 3);
+        const [listener] = ofType(prod, "alicloud:nlb/listener:Listener");
+        assert.deepStrictEqual([listener.inputs.listenerProtocol, listener.inputs.listenerPort, listener.inputs.loadBalancerId], ["TCP", 6443, nlb.id]);
+        const [group] = ofType(prod, "alicloud:nlb/serverGroup:ServerGroup");
+        assert.strictEqual(listener.inputs.serverGroupId, group.id);
+        assert.deepStrictEqual((group.inputs.healthCheck as Record<string, unknown>).healthCheckType, "TCP");
+        assert.strictEqual((group.inputs.healthCheck as Record<string, unknown>).healthCheckConnectPort, 6443);
+        const attachments = ofType(prod, "alicloud:nlb/serverGroupServerAttachment:ServerGroupServerAttachment");
+        assert.deepStrictEqual(attachments.map((a) => a.inputs.serverId).sort(), masters.map((m) => m.id).sort());
+        assert.ok(attachments.every((a) => a.inputs.port === 6443 && a.inputs.serverGroupId === group.id));
+        assert.strictEqual(ofType(prod, "alicloud:ecs/eipAddress:EipAddress").filter((e) => e.parent === "prod-control-plane").length, 0, "no public address");
+
+        const m0 = masters.find((m) => m.name === "prod-control-plane-master-0")!;
+        assert.match(header(m0.rawInputs.userData as string, "AK_API_ENDPOINT") ?? "", /^nlb-[0-9a-f]+\..*:6443$/);
+    });
+
+    it("the masters' RAM role carries exactly the CCM and Cluster Autoscaler actions of the reference", () => {
+        // reference/autoscaler-ccm-flannel.md B3 (CCM route + node code paths) and A2 (+ ScaleWithAdjustment, CA >= 1.32)
+        const expected: Record<string, string[]> = {
+            "dev-ccm": ["vpc:DescribeRouteTableList", "vpc:DescribeRouteEntryList", "vpc:CreateRouteEntry", "vpc:DeleteRouteEntry",
+                "vpc:CreateRouteEntries", "vpc:DeleteRouteEntries", "ecs:DescribeInstances", "ecs:DescribeNetworkInterfaces",
+                "ecs:ModifyNetworkInterfaceAttribute"],
+            "dev-autoscaler": ["ess:Describe*", "ess:CreateScalingRule", "ess:ModifyScalingGroup", "ess:RemoveInstances",
+                "ess:ExecuteScalingRule", "ess:ModifyScalingRule", "ess:DeleteScalingRule", "ess:DetachInstances",
+                "ecs:DescribeInstanceTypes", "ess:ScaleWithAdjustment"],
+        };
+        const policies = ofType(dev, "alicloud:ram/policy:Policy");
+        assert.deepStrictEqual(policies.map((p) => p.inputs.policyName).sort(), Object.keys(expected).sort());
+        for (const p of policies) {
+            const doc = JSON.parse(p.inputs.policyDocument as string);
+            const actions = doc.Statement.flatMap((s: { Action: string[] }) => s.Action);
+            assert.deepStrictEqual([...actions].sort(), [...expected[p.inputs.policyName as string]].sort(), p.name);
+        }
+        const [role] = ofType(dev, "alicloud:ram/role:Role");
+        assert.deepStrictEqual(JSON.parse(role.inputs.assumeRolePolicyDocument as string).Statement[0].Principal.Service, ["ecs.aliyuncs.com"]);
+        assert.strictEqual(ofType(dev, "alicloud:ecs/ramRoleAttachment:RamRoleAttachment").length, 1);
+        assert.strictEqual(ofType(prod, "alicloud:ecs/ramRoleAttachment:RamRoleAttachment").length, 3);
+    });
+
+    it("synth writes the rendered master userdata, within the 16 KiB budget", () => {
+        const file = path.join(out, "dev", "userdata", "dev-control-plane-master-0.sh");
+        const script = fs.readFileSync(file, "utf8");
+        assert.ok(Buffer.byteLength(script) <= 16 * 1024, `${Buffer.byteLength(script)} bytes`);
+        assert.match(script, /^#!\/bin\/bash/);
+    });
+});
