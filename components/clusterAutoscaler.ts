@@ -6,6 +6,7 @@ import { applyObjects, CONTROL_PLANE_LABEL, durationSeconds, kubeObject, mapInpu
 
 /** Upstream image repository; its builds include the alicloud provider. No Alibaba mirror is documented. */
 export const DEFAULT_AUTOSCALER_IMAGE_REPOSITORY = "registry.k8s.io/autoscaling/cluster-autoscaler";
+/** Namespace of the autoscaler (its leader-election lease and status ConfigMap live here too). */
 export const AUTOSCALER_NAMESPACE = "kube-system";
 const NAME = "cluster-autoscaler";
 
@@ -36,6 +37,7 @@ export interface AutoscalerSettings {
     skipNodesWithLocalStorage: boolean;
 }
 
+/** The autoscaler's own flag defaults (tag 1.31.0 main.go), used for every unset setting. */
 export const DEFAULT_AUTOSCALER_SETTINGS: Readonly<AutoscalerSettings> = {
     scaleDownUtilizationThreshold: 0.5,
     scaleDownUnneededTime: "10m",
@@ -57,6 +59,7 @@ export interface AutoscaledPool {
     scalingGroupId: pulumi.Input<string>;
 }
 
+/** Arguments of {@link ClusterAutoscaler}; every field documents its default. */
 export interface ClusterAutoscalerArgs {
     /** Region id, e.g. `cn-hangzhou`: env `REGION_ID`. Required. */
     region: string;

@@ -121,3 +121,40 @@ export function toYaml(objects: KubeObject[]): string {
 export function resolveObjects(objects: KubeObject[]): pulumi.Output<KubeObject[]> {
     return pulumi.output(objects) as unknown as pulumi.Output<KubeObject[]>;
 }
+
+/** A registered resource as the offline synth records it (type token, name, parent name, inputs). */
+export interface RecordedKubeResource {
+    type: string;
+    name: string;
+    parent?: string;
+    inputs: Record<string, unknown>;
+}
+
+/** Apply order by kind: namespaces and identities first, workloads last. */
+const KIND_ORDER = ["Namespace", "ServiceAccount", "Secret", "ConfigMap", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "DaemonSet", "Deployment"];
+
+/** A copy sorted for `kubectl apply`: by kind ({@link KIND_ORDER}), then namespace, then name. Deterministic. */
+export function canonicalOrder(objects: KubeObject[]): KubeObject[] {
+    const rank = (o: KubeObject) => (KIND_ORDER.indexOf(o.kind) + KIND_ORDER.length + 1) % (KIND_ORDER.length + 1);
+    const key = (o: KubeObject) => `${o.metadata.namespace ?? ""}/${o.metadata.name}`;
+    return [...objects].sort((a, b) => rank(a) - rank(b) || key(a).localeCompare(key(b)));
+}
+
+/**
+ * The synth's `out/<stack>/manifests/` files from recorded registrations: every `kubernetes:*`
+ * resource (providers are `pulumi:providers:*`, so excluded), grouped by parent component, as
+ * `{ "<parent>.yaml": multi-doc YAML }` in {@link canonicalOrder}: registration order under mocks is
+ * not deterministic. Recorded inputs of typed resources are exactly the applied objects.
+ */
+export function manifestFiles(resources: RecordedKubeResource[]): Record<string, string> {
+    const groups = new Map<string, KubeObject[]>();
+    for (const r of resources) {
+        if (!r.type.startsWith("kubernetes:")) {
+            continue;
+        }
+        const file = `${(r.parent ?? "root").replace(/[^A-Za-z0-9._-]/g, "-")}.yaml`;
+        groups.set(file, [...(groups.get(file) ?? []), r.inputs as KubeObject]);
+    }
+    return Object.fromEntries([...groups.entries()].sort(([a], [b]) => a.localeCompare(b))
+        .map(([file, objects]) => [file, toYaml(canonicalOrder(objects))]));
+}

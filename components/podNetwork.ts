@@ -16,7 +16,9 @@ export const DEFAULT_CCM_IMAGE = "registry.cn-hangzhou.aliyuncs.com/acs/cloud-co
 /** CCM route reconciliation period, as in CCM's docs/examples (the flag's own default is 5m; minimum 1m). */
 export const DEFAULT_ROUTE_RECONCILIATION_PERIOD = "3m";
 
+/** Namespace of flannel (as in kube-flannel.yml, labelled for privileged pod security). */
 export const FLANNEL_NAMESPACE = "kube-flannel";
+/** Namespace of the CCM, its ServiceAccount and its cloud-config ConfigMap. */
 export const CCM_NAMESPACE = "kube-system";
 /** Where the CCM reads its cloud-config (ConfigMap `cloud-config`, key `cloud-config.conf`). */
 const CCM_CLOUD_CONFIG_PATH = "/etc/kubernetes/config/cloud-config.conf";
@@ -31,6 +33,7 @@ export interface PodNetworkImages {
     ccm?: string;
 }
 
+/** Arguments of {@link PodNetwork}; every field documents its default. */
 export interface PodNetworkArgs {
     /** The cluster's pod CIDR: kubeadm `networking.podSubnet`, flannel `Network` and CCM `--cluster-cidr`. Required. */
     podCidr: string;

@@ -258,7 +258,7 @@ describe("ClusterAutoscaler under Pulumi mocks", () => {
         const k8s = await import("@pulumi/kubernetes");
         const { ClusterAutoscaler } = await import("../components/clusterAutoscaler");
         const provider = new k8s.Provider("k8s", { kubeconfig: "redacted" });
-        const ca = new ClusterAutoscaler("ca", { ...base, pools: [
+        const ca = new ClusterAutoscaler("mockca", { ...base, pools: [
             { name: "elastic", min: 0, max: 10, scalingGroupId: pulumi.output("asg-from-ess-1") },
             { name: "gpu", min: 1, max: 3, scalingGroupId: Promise.resolve("asg-from-ess-2") },
         ] }, { provider });
@@ -266,7 +266,7 @@ describe("ClusterAutoscaler under Pulumi mocks", () => {
         const manifests = await promiseOf(ca.manifests);
         const providerUrn = await promiseOf(provider.urn);
 
-        const k8sRegs = registered.filter((r) => r.type.startsWith("kubernetes:"));
+        const k8sRegs = registered.filter((r) => r.name.startsWith("mockca-"));
         assert.deepEqual(k8sRegs.map((r) => r.type).sort(), [
             "kubernetes:apps/v1:Deployment", "kubernetes:core/v1:ServiceAccount",
             "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding",

@@ -7,7 +7,7 @@ import { Namespace, ServiceAccount, ConfigMap, Secret } from "kubernetes-models/
 import { ClusterRole, ClusterRoleBinding, Role, RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
 import { DaemonSet, Deployment } from "kubernetes-models/apps/v1";
 import { formatCidr, maskOf } from "../components/cidr";
-import { applyObjects, resourceName, toYaml, type KubeObject } from "../components/kube";
+import { applyObjects, canonicalOrder, manifestFiles, resourceName, toYaml, type KubeObject } from "../components/kube";
 import {
     ccmObjects, flannelInstallCniCommand, flannelObjects, podNetworkProblems, resolvePodNetworkArgs,
     DEFAULT_CCM_IMAGE, DEFAULT_FLANNEL_CNI_PLUGIN_IMAGE, DEFAULT_FLANNEL_IMAGE, type PodNetworkArgs,
@@ -252,12 +252,13 @@ describe("PodNetwork under Pulumi mocks", () => {
         const k8s = await import("@pulumi/kubernetes");
         const { PodNetwork } = await import("../components/podNetwork");
         const provider = new k8s.Provider("k8s", { kubeconfig: "redacted" });
-        const pn = new PodNetwork("pn", { ...base, routeTableId: pulumi.output("vtb-from-network") }, { provider });
+        const pn = new PodNetwork("mockpn", { ...base, routeTableId: pulumi.output("vtb-from-network") }, { provider });
         const urns = await Promise.all(pn.resources.map((r) => promiseOf(r.urn)));
         const manifests = await promiseOf(pn.manifests);
         const providerUrn = await promiseOf(provider.urn);
 
-        const types = registered.filter((r) => r.type.startsWith("kubernetes:")).map((r) => r.type).sort();
+        const mine = registered.filter((r) => r.name.startsWith("mockpn-"));
+        const types = mine.map((r) => r.type).sort();
         assert.deepEqual(types, [
             "kubernetes:apps/v1:DaemonSet", "kubernetes:apps/v1:DaemonSet",
             "kubernetes:core/v1:ConfigMap", "kubernetes:core/v1:ConfigMap",
@@ -266,16 +267,24 @@ describe("PodNetwork under Pulumi mocks", () => {
             "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole",
             "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding", "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding",
         ]);
-        for (const r of registered.filter((x) => x.type.startsWith("kubernetes:"))) {
+        for (const r of mine) {
             assert.ok(r.provider?.startsWith(`${providerUrn}::`), `${r.name} uses the kubernetes provider`);
         }
         for (const urn of urns) {
             assert.match(urn, /::alicloud-kubeadm:index:PodNetwork\$kubernetes:/, `${urn} is parented to the PodNetwork`);
         }
-        const ccmConfig = registered.find((r) => r.type === "kubernetes:core/v1:ConfigMap" && r.inputs.metadata.name === "cloud-config")!;
+        const ccmConfig = mine.find((r) => r.type === "kubernetes:core/v1:ConfigMap" && r.inputs.metadata.name === "cloud-config")!;
         assert.equal(JSON.parse(ccmConfig.inputs.data["cloud-config.conf"]).Global.routeTableIDs, "vtb-from-network");
         assert.equal(manifests.length, 11);
         assert.ok(toYaml(manifests).includes("vtb-from-network"));
+
+        // the synth's route (recorded inputs grouped by parent) gives the same objects as `manifests`
+        const files = manifestFiles([{ type: "pulumi:providers:kubernetes", name: "k8s", inputs: {} },
+            ...mine.map((r) => ({ type: r.type, name: r.name, parent: "mockpn", inputs: r.inputs }))]);
+        assert.deepEqual(Object.keys(files), ["mockpn.yaml"]);
+        const docs: KubeObject[] = parseAllDocuments(files["mockpn.yaml"]).map((d) => d.toJSON());
+        assert.deepEqual(docs, JSON.parse(JSON.stringify(canonicalOrder(manifests))));
+        assert.deepEqual(docs.map((d) => d.kind).slice(0, 3), ["Namespace", "ServiceAccount", "ServiceAccount"], "namespace first");
     });
 });
 
