@@ -1,0 +1,50 @@
+/**
+ * Mocha fixture: a fresh emulator per test, the environment pointed at it (endpoint + test
+ * credentials, IMDS credential lookup disabled), restored afterwards, and a guard that fails any
+ * connection to an address other than 127.0.0.1.
+ */
+import * as net from "net";
+import { Emulator, EmulatorOptions, startEmulator, TEST_CREDENTIALS } from "./index";
+
+const ENV_KEYS = ["ALICLOUD_KUBEADM_ENDPOINT", "ALIBABA_CLOUD_ACCESS_KEY_ID", "ALIBABA_CLOUD_ACCESS_KEY_SECRET", "ALIBABA_CLOUD_SECURITY_TOKEN", "ALIBABA_CLOUD_ECS_METADATA_DISABLED", "ALIBABA_CLOUD_CLI_PROFILE_DISABLED"];
+
+/** Refuse sockets to anything but loopback (unix sockets allowed). Returns the restore function. */
+export function guardLoopbackOnly(): () => void {
+    const original = net.Socket.prototype.connect;
+    net.Socket.prototype.connect = function (this: net.Socket, ...args: unknown[]) {
+        const first = Array.isArray(args[0]) ? (args[0] as unknown[])[0] : args[0];
+        const opts = (typeof first === "object" && first !== null ? first : { host: args[1] }) as { host?: string; path?: string };
+        if (!opts.path && opts.host !== undefined && opts.host !== "127.0.0.1") {
+            throw new Error(`test tried to connect to ${opts.host}; only 127.0.0.1 is allowed`);
+        }
+        return (original as (...a: unknown[]) => net.Socket).apply(this, args);
+    } as typeof net.Socket.prototype.connect;
+    return () => { net.Socket.prototype.connect = original; };
+}
+
+/** Register beforeEach/afterEach hooks; read `.emu` inside tests. */
+export function useEmulator(opts: EmulatorOptions = {}): { readonly emu: Emulator } {
+    const box: { emu?: Emulator } = {};
+    let saved: Record<string, string | undefined> = {};
+    let unguard: () => void = () => undefined;
+    beforeEach(async () => {
+        saved = Object.fromEntries(ENV_KEYS.map((k) => [k, process.env[k]]));
+        unguard = guardLoopbackOnly();
+        box.emu = await startEmulator(opts);
+        process.env.ALICLOUD_KUBEADM_ENDPOINT = box.emu.endpoint;
+        process.env.ALIBABA_CLOUD_ACCESS_KEY_ID = TEST_CREDENTIALS.accessKeyId;
+        process.env.ALIBABA_CLOUD_ACCESS_KEY_SECRET = TEST_CREDENTIALS.accessKeySecret;
+        process.env.ALIBABA_CLOUD_ECS_METADATA_DISABLED = "true";
+        process.env.ALIBABA_CLOUD_CLI_PROFILE_DISABLED = "true";
+        delete process.env.ALIBABA_CLOUD_SECURITY_TOKEN;
+    });
+    afterEach(async () => {
+        await box.emu?.close();
+        unguard();
+        for (const [k, v] of Object.entries(saved)) {
+            if (v === undefined) delete process.env[k];
+            else process.env[k] = v;
+        }
+    });
+    return { get emu(): Emulator { if (!box.emu) throw new Error("emulator not started"); return box.emu; } };
+}

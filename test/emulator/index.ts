@@ -1,0 +1,293 @@
+/**
+ * Local Alibaba Cloud OpenAPI emulator for tests: a loopback HTTP server (127.0.0.1, random port)
+ * that the real `@alicloud/openapi-core` SDK talks to unchanged (point `ALICLOUD_KUBEADM_ENDPOINT` at
+ * `emulator.endpoint`). It verifies ACS3-HMAC-SHA256 signatures, routes on `x-acs-version` + `x-acs-action`,
+ * keeps ECS / ESS / VPC state in memory, answers Cloud Assistant commands with handlers the test
+ * registers, records every call, and injects faults (throttling, 5xx, latency, offline agents,
+ * stopped or released instances).
+ */
+import * as http from "http";
+import { AddressInfo } from "net";
+import * as querystring from "querystring";
+import { ECS_ACTIONS } from "./ecs";
+import { ESS_ACTIONS, launchInstance } from "./ess";
+import { ApiError, CommandHandler, EmuInstance, EmuRouteEntry, EmuRouteTable, EmuScalingGroup, EmulatorState, isoTime, requestId } from "./state";
+import { verifyRequest } from "./signature";
+import { VPC_ACTIONS } from "./vpc";
+
+export * from "./state";
+export { acs3Signature, verifyRequest, percentEncode } from "./signature";
+
+/** Credentials the emulator accepts by default. Test-only values. */
+export const TEST_CREDENTIALS = { accessKeyId: "LTAI5tEmulatorTestKeyId", accessKeySecret: "emulator-test-secret-0123456789" } as const;
+
+/** Products the emulator knows, keyed by API version. */
+const PRODUCTS: Record<string, { product: "ecs" | "ess" | "vpc"; actions: Record<string, (st: EmulatorState, p: Record<string, string>) => Record<string, unknown> | Promise<Record<string, unknown>>> }> = {
+    "2014-05-26": { product: "ecs", actions: ECS_ACTIONS },
+    "2014-08-28": { product: "ess", actions: ESS_ACTIONS },
+    "2016-04-28": { product: "vpc", actions: VPC_ACTIONS },
+};
+
+/** One recorded call (every request, including rejected ones). */
+export interface RecordedCall {
+    product: "ecs" | "ess" | "vpc" | "unknown";
+    action: string;
+    params: Record<string, string>;
+    /** HTTP status answered. */
+    status: number;
+    /** Error code answered, "" on success. */
+    code: string;
+    /** AccessKey id from the Authorization header ("" when absent). */
+    accessKeyId: string;
+    /** Whether an STS token header (`x-acs-security-token`) was sent. */
+    securityToken: boolean;
+    at: number;
+}
+
+/** A fault to inject into the next `times` calls of an action (`"*"` = every action). */
+export interface Fault {
+    status: number;
+    code: string;
+    message: string;
+    times: number;
+    /** Perform the action first, then answer with the error (a lost response; a ClientToken retry must not act twice). */
+    afterApply?: boolean;
+    /** Extra response headers, e.g. `x-acs-retry-after`. */
+    headers?: Record<string, string>;
+}
+
+/** Options of {@link startEmulator}. */
+export interface EmulatorOptions {
+    /** Accepted AccessKey pairs. Default: [{@link TEST_CREDENTIALS}]. */
+    credentials?: { accessKeyId: string; accessKeySecret: string }[];
+    /** Delay added to every response, ms. Default 0. */
+    latencyMs?: number;
+}
+
+const isMutating = (action: string) => !/^(Describe|List|Get|Query)/.test(action);
+
+/** A running emulator. */
+export class Emulator {
+    /** `http://127.0.0.1:PORT`, for `ALICLOUD_KUBEADM_ENDPOINT`. */
+    readonly endpoint: string;
+    /** All in-memory state; tests may inspect or change it. */
+    readonly state = new EmulatorState();
+    /** Every call received, in order. */
+    readonly calls: RecordedCall[] = [];
+    /** Delay added to every response, ms. */
+    latencyMs: number;
+    private readonly faults = new Map<string, Fault[]>();
+    private readonly idempotent = new Map<string, Record<string, unknown>>();
+    private readonly nonces = new Set<string>();
+    private readonly secrets: Map<string, string>;
+
+    /** @internal use {@link startEmulator}. */
+    constructor(private readonly server: http.Server, opts: EmulatorOptions) {
+        const port = (server.address() as AddressInfo).port;
+        this.endpoint = `http://127.0.0.1:${port}`;
+        this.latencyMs = opts.latencyMs ?? 0;
+        this.secrets = new Map((opts.credentials ?? [TEST_CREDENTIALS]).map((c) => [c.accessKeyId, c.accessKeySecret]));
+        server.on("request", (req, res) => void this.handle(req, res));
+    }
+
+    /** ECS instances by id. */
+    get instances(): Map<string, EmuInstance> { return this.state.instances; }
+    /** ESS scaling groups by id. */
+    get scalingGroups(): Map<string, EmuScalingGroup> { return this.state.scalingGroups; }
+    /** VPC route tables by id. */
+    get routeTables(): Map<string, EmuRouteTable> { return this.state.routeTables; }
+
+    /** Calls of one action. */
+    callsOf(action: string): RecordedCall[] { return this.calls.filter((c) => c.action === action); }
+    /** Calls of mutating actions (anything not Describe/List/Get/Query). */
+    mutatingCalls(): RecordedCall[] { return this.calls.filter((c) => isMutating(c.action)); }
+
+    /**
+     * Answer Cloud Assistant scripts matching `pattern` (tested against the decoded script).
+     * The most recently registered match wins; unmatched scripts exit 127.
+     * @returns A function that unregisters the handler.
+     */
+    onCommand(pattern: RegExp, handler: CommandHandler): () => void {
+        const entry = { pattern, handler };
+        this.state.handlers.push(entry);
+        return () => { const k = this.state.handlers.indexOf(entry); if (k >= 0) this.state.handlers.splice(k, 1); };
+    }
+
+    /** Add a Running ECS instance with an online agent (override any field). */
+    addInstance(init: Partial<EmuInstance> = {}): EmuInstance {
+        const id = init.instanceId ?? this.state.nextId("i-emu");
+        const n = this.state.nextSeq();
+        const inst: EmuInstance = {
+            instanceId: id, regionId: "cn-hangzhou", zoneId: "cn-hangzhou-h", instanceName: id, hostName: id, instanceType: "ecs.g7.large",
+            imageId: "aliyun_3_x64_20G_alibase_20250101.vhd", status: "Running", userData: "", systemDiskId: this.state.nextId("d-emu"),
+            vpcId: "vpc-emu", vSwitchId: "vsw-emu", privateIp: `192.168.${Math.floor(n / 250) % 250}.${(n % 250) + 2}`, agentOnline: true,
+            agentFailure: "ClientNotRunning", tags: {}, creationTime: isoTime(), userDataRuns: 0, pendingUserDataRun: false, ...init,
+        };
+        this.state.instances.set(id, inst);
+        return inst;
+    }
+
+    /** Add `count` instances; returns their ids. */
+    addInstances(count: number, init: Partial<Omit<EmuInstance, "instanceId">> = {}): string[] {
+        return Array.from({ length: count }, () => this.addInstance(init).instanceId);
+    }
+
+    /** Take the Cloud Assistant agent of an instance offline (`ClientNotRunning` by default). */
+    setAgentOffline(instanceId: string, code: "ClientNotRunning" | "ClientNotResponse" = "ClientNotRunning"): void {
+        const i = this.mustGet(instanceId);
+        i.agentOnline = false;
+        i.agentFailure = code;
+    }
+
+    /** Put an instance into Stopped without an API call. */
+    stopInstance(instanceId: string): void { this.mustGet(instanceId).status = "Stopped"; }
+
+    /** Release an instance without an API call (it disappears, also from scaling groups). */
+    releaseInstance(instanceId: string): void {
+        this.state.instances.delete(instanceId);
+        this.state.scalingInstances.delete(instanceId);
+    }
+
+    /**
+     * Add an Active scaling group with one active scaling configuration and `desiredCapacity`
+     * auto-created Running instances.
+     */
+    addScalingGroup(init: Partial<EmuScalingGroup> & { userData?: string; imageId?: string; instanceType?: string } = {}): EmuScalingGroup {
+        const id = init.scalingGroupId ?? this.state.nextId("asg-emu");
+        const cfgId = this.state.nextId("asc-emu");
+        this.state.scalingConfigurations.set(cfgId, {
+            scalingConfigurationId: cfgId, scalingConfigurationName: `${id}-config`, scalingGroupId: id, imageId: init.imageId ?? "aliyun_3_x64_20G_alibase_20250101.vhd",
+            instanceType: init.instanceType ?? "ecs.g7.large", userData: init.userData ?? "", lifecycleState: "Active",
+        });
+        const g: EmuScalingGroup = {
+            scalingGroupId: id, scalingGroupName: id, regionId: "cn-hangzhou", minSize: 0, maxSize: 10, desiredCapacity: 0, lifecycleState: "Active",
+            activeScalingConfigurationId: cfgId, vSwitchIds: ["vsw-emu"], vpcId: "vpc-emu", removalPolicies: ["OldestScalingConfiguration", "OldestInstance"],
+            creationTime: isoTime(),
+        };
+        for (const k of Object.keys(g) as (keyof EmuScalingGroup)[]) if (init[k] !== undefined) (g as unknown as Record<string, unknown>)[k] = init[k];
+        this.state.scalingGroups.set(id, g);
+        for (let k = 0; k < g.desiredCapacity; k++) launchInstance(this.state, g);
+        return g;
+    }
+
+    /** Ids of a scaling group's member instances, oldest first. */
+    scalingGroupInstances(scalingGroupId: string): string[] {
+        return [...this.state.scalingInstances.values()].filter((s) => s.scalingGroupId === scalingGroupId).sort((a, b) => a.seq - b.seq).map((s) => s.instanceId);
+    }
+
+    /** Add a route table (System type by default). */
+    addRouteTable(init: Partial<Omit<EmuRouteTable, "entries">> = {}): EmuRouteTable {
+        const t: EmuRouteTable = {
+            routeTableId: init.routeTableId ?? this.state.nextId("vtb-emu"), vpcId: init.vpcId ?? "vpc-emu", vRouterId: init.vRouterId ?? "vrt-emu",
+            routeTableType: init.routeTableType ?? "System", routeTableName: init.routeTableName ?? "", entries: [],
+        };
+        this.state.routeTables.set(t.routeTableId, t);
+        return t;
+    }
+
+    /** Add a custom route entry (next hop type Instance by default). */
+    addRouteEntry(routeTableId: string, init: { destinationCidrBlock: string; nextHopId: string; nextHopType?: string; routeEntryName?: string }): EmuRouteEntry {
+        const t = this.state.routeTables.get(routeTableId);
+        if (!t) throw new Error(`emulator: no route table ${routeTableId}`);
+        const e: EmuRouteEntry = { routeEntryId: this.state.nextId("rte-emu"), routeTableId, nextHopType: "Instance", routeEntryName: "", type: "Custom", status: "Available", ...init };
+        t.entries.push(e);
+        return e;
+    }
+
+    /** Inject a fault into the next `fault.times` calls of `action` (`"*"` = any action). */
+    inject(action: string, fault: Fault): void {
+        const list = this.faults.get(action) ?? [];
+        list.push({ ...fault });
+        this.faults.set(action, list);
+    }
+
+    /** The next `times` calls of `action` get `Throttling.User` (HTTP 400), optionally with `x-acs-retry-after` (ms). */
+    throttle(action: string, times: number, retryAfterMs?: number): void {
+        this.inject(action, {
+            status: 400, code: "Throttling.User", message: "Request was denied due to user flow control.", times,
+            headers: retryAfterMs !== undefined ? { "x-acs-retry-after": String(retryAfterMs) } : undefined,
+        });
+    }
+
+    /** The next `times` calls of `action` fail with a 5xx (503 `ServiceUnavailable` by default, 500 `InternalError`). */
+    fail5xx(action: string, times: number, status = 503): void {
+        this.inject(action, status === 503
+            ? { status, code: "ServiceUnavailable", message: "The request has failed due to a temporary failure of the server.", times }
+            : { status, code: "InternalError", message: "The request processing has failed due to some unknown error, exception or failure.", times });
+    }
+
+    /** Stop listening. */
+    close(): Promise<void> {
+        return new Promise((resolve) => { this.server.closeAllConnections(); this.server.close(() => resolve()); });
+    }
+
+    private mustGet(instanceId: string): EmuInstance {
+        const i = this.state.instances.get(instanceId);
+        if (!i) throw new Error(`emulator: no instance ${instanceId}`);
+        return i;
+    }
+
+    private takeFault(action: string, afterApply: boolean): Fault | undefined {
+        for (const key of [action, "*"]) {
+            const list = this.faults.get(key);
+            const f = list?.find((x) => x.times > 0 && !!x.afterApply === afterApply);
+            if (f) { f.times -= 1; return f; }
+        }
+        return undefined;
+    }
+
+    private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+        const chunks: Buffer[] = [];
+        for await (const c of req) chunks.push(c as Buffer);
+        const body = Buffer.concat(chunks);
+        const [path, rawQuery = ""] = (req.url ?? "/").split("?", 2);
+        const query: Record<string, string> = {};
+        for (const [k, v] of Object.entries(querystring.parse(rawQuery))) query[k] = Array.isArray(v) ? v[0] : (v ?? "");
+        const headers: Record<string, string> = {};
+        for (const [k, v] of Object.entries(req.headers)) headers[k] = Array.isArray(v) ? v.join(",") : (v ?? "");
+        const params: Record<string, string> = { ...query };
+        if (body.length && (headers["content-type"] ?? "").startsWith("application/x-www-form-urlencoded")) {
+            for (const [k, v] of Object.entries(querystring.parse(body.toString("utf8")))) params[k] = Array.isArray(v) ? v[0] : (v ?? "");
+        }
+        const action = headers["x-acs-action"] ?? params.Action ?? "";
+        const spec = PRODUCTS[headers["x-acs-version"] ?? params.Version ?? ""];
+        if (this.latencyMs > 0) await new Promise((r) => setTimeout(r, this.latencyMs));
+
+        let status = 200, out: Record<string, unknown>, extraHeaders: Record<string, string> = {};
+        try {
+            const v = verifyRequest({ method: req.method ?? "POST", path, query, headers, body }, (ak) => this.secrets.get(ak), this.nonces);
+            if (!v.ok) throw new ApiError(v.status, v.code, v.message);
+            const handler = spec?.actions[action];
+            if (!handler) throw new ApiError(404, "InvalidAction.NotFound", `Specified api is not found, please check your url and method: ${action}.`);
+            const before = this.takeFault(action, false);
+            if (before) { extraHeaders = before.headers ?? {}; throw new ApiError(before.status, before.code, before.message); }
+            const tokenKey = isMutating(action) && params.ClientToken ? `${spec.product}:${action}:${params.ClientToken}` : "";
+            const cached = tokenKey ? this.idempotent.get(tokenKey) : undefined;
+            out = cached ?? await handler(this.state, params);
+            if (tokenKey) this.idempotent.set(tokenKey, out);
+            const after = this.takeFault(action, true);
+            if (after) { extraHeaders = after.headers ?? {}; throw new ApiError(after.status, after.code, after.message); }
+            out = { RequestId: requestId(), ...out };
+        } catch (e) {
+            const err = e instanceof ApiError ? e : new ApiError(500, "InternalError", `emulator bug: ${String(e)}`);
+            status = err.status;
+            out = { RequestId: requestId(), HostId: "127.0.0.1", Code: err.code, Message: err.message, Recommend: "https://api.aliyun.com/troubleshoot" };
+        }
+        const accessKeyId = /Credential=([^,]+)/.exec(headers["authorization"] ?? "")?.[1] ?? "";
+        this.calls.push({ product: spec?.product ?? "unknown", action, params, status, code: status === 200 ? "" : String(out.Code), accessKeyId, securityToken: !!headers["x-acs-security-token"], at: Date.now() });
+        const text = JSON.stringify(out);
+        res.writeHead(status, { "content-type": "application/json;charset=utf-8", "content-length": Buffer.byteLength(text), ...extraHeaders });
+        res.end(text);
+    }
+}
+
+/**
+ * Start an emulator on 127.0.0.1 with a random port.
+ * @param opts Accepted credentials (default {@link TEST_CREDENTIALS}) and latency (default 0 ms).
+ */
+export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulator> {
+    const server = http.createServer();
+    server.keepAliveTimeout = 1000;
+    await new Promise<void>((resolve, reject) => { server.once("error", reject); server.listen(0, "127.0.0.1", () => resolve()); });
+    return new Emulator(server, opts);
+}

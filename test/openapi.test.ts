@@ -1,0 +1,205 @@
+import * as assert from "assert";
+import * as http from "http";
+import { AddressInfo } from "net";
+import { callApi, flattenParams, OpenApiError, resolveEndpoint } from "../components/dynamic/openapi";
+import { acs3Signature, TEST_CREDENTIALS } from "./emulator";
+import { useEmulator } from "./emulator/fixture";
+
+const region = "cn-hangzhou";
+const fast = { baseDelayMs: 1, maxDelayMs: 5 };
+
+async function rejects(p: Promise<unknown>): Promise<OpenApiError> {
+    try {
+        await p;
+    } catch (e) {
+        assert.ok(e instanceof OpenApiError, `expected OpenApiError, got ${String(e)}`);
+        return e;
+    }
+    throw new Error("expected the call to fail");
+}
+
+describe("openapi wrapper against the emulator", () => {
+    const fx = useEmulator();
+
+    it("signs, sends RegionId, expands arrays and parses the response", async () => {
+        const [a, b] = fx.emu.addInstances(2);
+        fx.emu.stopInstance(b);
+        const res = await callApi("ecs", "DescribeInstanceStatus", { InstanceId: [a, b] }, { region });
+        const statuses = (res.InstanceStatuses as { InstanceStatus: { InstanceId: string; Status: string }[] }).InstanceStatus;
+        assert.deepStrictEqual(statuses.map((s) => [s.InstanceId, s.Status]), [[a, "Running"], [b, "Stopped"]]);
+        assert.match(String(res.RequestId), /^[0-9A-F-]{36}$/);
+        const call = fx.emu.calls[0];
+        assert.strictEqual(call.status, 200);
+        assert.strictEqual(call.product, "ecs");
+        assert.deepStrictEqual([call.params.RegionId, call.params["InstanceId.1"], call.params["InstanceId.2"]], [region, a, b]);
+        assert.strictEqual(call.params.ClientToken, undefined, "read-only calls carry no ClientToken");
+    });
+
+    it("routes ESS and VPC calls by API version", async () => {
+        const g = fx.emu.addScalingGroup({ desiredCapacity: 2 });
+        const t = fx.emu.addRouteTable();
+        const groups = await callApi("ess", "DescribeScalingGroups", { ScalingGroupId: [g.scalingGroupId] }, { region });
+        assert.strictEqual((groups.ScalingGroups as { ScalingGroup: { TotalCapacity: number }[] }).ScalingGroup[0].TotalCapacity, 2);
+        await callApi("vpc", "CreateRouteEntry", { RouteTableId: t.routeTableId, DestinationCidrBlock: "172.16.0.0/25", NextHopType: "Instance", NextHopId: fx.emu.scalingGroupInstances(g.scalingGroupId)[0] }, { region });
+        assert.deepStrictEqual(fx.emu.routeTables.get(t.routeTableId)?.entries.map((e) => e.destinationCidrBlock), ["172.16.0.0/25"]);
+        assert.deepStrictEqual(fx.emu.calls.map((c) => c.product), ["ess", "vpc"]);
+    });
+
+    it("retries throttling with the same ClientToken, then succeeds", async () => {
+        const [id] = fx.emu.addInstances(1);
+        fx.emu.throttle("StopInstance", 2);
+        const retries: string[] = [];
+        await callApi("ecs", "StopInstance", { InstanceId: id }, { region, retry: { ...fast, onRetry: (r) => retries.push(r.code) } });
+        const calls = fx.emu.callsOf("StopInstance");
+        assert.deepStrictEqual(calls.map((c) => c.status), [400, 400, 200]);
+        assert.deepStrictEqual(retries, ["Throttling.User", "Throttling.User"]);
+        const tokens = new Set(calls.map((c) => c.params.ClientToken));
+        assert.strictEqual(tokens.size, 1, "one ClientToken across retries");
+        assert.match([...tokens][0], /^[0-9a-f-]{36}$/);
+        assert.strictEqual(fx.emu.instances.get(id)?.status, "Stopped");
+    });
+
+    it("retries 5xx and ServiceUnavailable", async () => {
+        fx.emu.fail5xx("DescribeInstances", 1, 500);
+        fx.emu.fail5xx("DescribeInstances", 1, 503);
+        await callApi("ecs", "DescribeInstances", {}, { region, retry: fast });
+        assert.deepStrictEqual(fx.emu.callsOf("DescribeInstances").map((c) => c.code), ["InternalError", "ServiceUnavailable", ""]);
+    });
+
+    it("a lost response is retried with the same ClientToken and acts once", async () => {
+        const [id] = fx.emu.addInstances(1);
+        fx.emu.onCommand(/true/, { exitCode: 0 });
+        fx.emu.inject("RunCommand", { status: 503, code: "ServiceUnavailable", message: "lost", times: 1, afterApply: true });
+        const res = await callApi("ecs", "RunCommand", { Type: "RunShellScript", CommandContent: "true", InstanceId: [id] }, { region, retry: fast });
+        assert.strictEqual(fx.emu.callsOf("RunCommand").length, 2);
+        assert.strictEqual(fx.emu.state.invocations.size, 1, "the retry did not create a second invocation");
+        assert.ok(fx.emu.state.invocations.has(String(res.InvokeId)));
+    });
+
+    it("honours x-acs-retry-after", async () => {
+        fx.emu.throttle("DescribeInstances", 2, 250);
+        const t0 = Date.now();
+        await callApi("ecs", "DescribeInstances", {}, { region, retry: fast });
+        assert.ok(Date.now() - t0 >= 480, `waited ${Date.now() - t0} ms, expected ≥ 2 × 250`);
+    });
+
+    it("gives up after maxAttempts with a typed, actionable error", async () => {
+        fx.emu.throttle("DescribeInstances", 100);
+        const err = await rejects(callApi("ecs", "DescribeInstances", {}, { region, retry: { ...fast, maxAttempts: 4 } }));
+        assert.strictEqual(err.code, "Throttling.User");
+        assert.strictEqual(err.action, "DescribeInstances");
+        assert.strictEqual(err.product, "ecs");
+        assert.strictEqual(err.httpStatus, 400);
+        assert.strictEqual(err.retryable, true);
+        assert.strictEqual(err.attempts, 4);
+        assert.match(err.requestId, /^[0-9A-F-]{36}$/);
+        assert.match(err.message, /ECS DescribeInstances failed: Throttling\.User .*gave up after 4 attempt/);
+        assert.strictEqual(fx.emu.callsOf("DescribeInstances").length, 4);
+    });
+
+    it("bounds retries by total time, not only attempts", async () => {
+        fx.emu.throttle("DescribeInstances", 1000, 100);
+        const t0 = Date.now();
+        const err = await rejects(callApi("ecs", "DescribeInstances", {}, { region, retry: { maxAttempts: 1000, totalTimeoutMs: 350 } }));
+        const elapsed = Date.now() - t0;
+        assert.strictEqual(err.code, "Throttling.User");
+        assert.ok(elapsed < 1000, `took ${elapsed} ms`);
+        assert.ok(err.attempts >= 3 && err.attempts <= 5, `attempts ${err.attempts}`);
+    });
+
+    it("does not retry client errors", async () => {
+        const err = await rejects(callApi("ecs", "StopInstance", { InstanceId: "i-missing" }, { region, retry: fast }));
+        assert.strictEqual(err.code, "InvalidInstanceId.NotFound");
+        assert.strictEqual(err.httpStatus, 404);
+        assert.strictEqual(err.retryable, false);
+        assert.match(err.message, /does not exist/);
+        assert.strictEqual(fx.emu.calls.length, 1);
+    });
+
+    it("retries extra codes the caller names (ESS ScalingActivityInProgress)", async () => {
+        const g = fx.emu.addScalingGroup({ desiredCapacity: 2 });
+        const [victim] = fx.emu.scalingGroupInstances(g.scalingGroupId);
+        fx.emu.inject("RemoveInstances", { status: 403, code: "ScalingActivityInProgress", message: "busy", times: 1 });
+        await callApi("ess", "RemoveInstances", { ScalingGroupId: g.scalingGroupId, InstanceId: [victim] }, { region, retry: { ...fast, retryableCodes: ["ScalingActivityInProgress"] } });
+        assert.strictEqual(fx.emu.instances.has(victim), false, "auto-created instance released");
+        assert.deepStrictEqual(fx.emu.scalingGroupInstances(g.scalingGroupId).length, 1);
+    });
+
+    it("the emulator rejects a wrong secret (SignatureDoesNotMatch) and an unknown key", async () => {
+        process.env.ALIBABA_CLOUD_ACCESS_KEY_SECRET = "not-the-secret";
+        const bad = await rejects(callApi("ecs", "DescribeInstances", {}, { region, retry: fast }));
+        assert.strictEqual(bad.code, "SignatureDoesNotMatch");
+        assert.match(bad.message, /ALIBABA_CLOUD_ACCESS_KEY_SECRET/);
+        assert.ok(!bad.message.includes("not-the-secret"), "the secret never appears in errors");
+        process.env.ALIBABA_CLOUD_ACCESS_KEY_ID = "LTAIunknown";
+        const unknown = await rejects(callApi("ecs", "DescribeInstances", {}, { region, retry: fast }));
+        assert.strictEqual(unknown.code, "InvalidAccessKeyId.NotFound");
+        process.env.ALIBABA_CLOUD_ACCESS_KEY_ID = TEST_CREDENTIALS.accessKeyId;
+        process.env.ALIBABA_CLOUD_ACCESS_KEY_SECRET = TEST_CREDENTIALS.accessKeySecret;
+        await callApi("ecs", "DescribeInstances", {}, { region });
+        assert.deepStrictEqual(fx.emu.calls.map((c) => c.status), [400, 404, 200]);
+    });
+
+    it("reads credentials at call time (STS token sent when set)", async () => {
+        await callApi("ecs", "DescribeInstances", {}, { region });
+        process.env.ALIBABA_CLOUD_SECURITY_TOKEN = "sts-token-for-test";
+        await callApi("ecs", "DescribeInstances", {}, { region });
+        assert.deepStrictEqual(fx.emu.calls.map((c) => [c.status, c.accessKeyId, c.securityToken]),
+            [[200, TEST_CREDENTIALS.accessKeyId, false], [200, TEST_CREDENTIALS.accessKeyId, true]]);
+    });
+});
+
+describe("openapi wrapper without the emulator", () => {
+    it("retries network errors and reports them with the endpoint hint", async () => {
+        const server = http.createServer();
+        await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+        const port = (server.address() as AddressInfo).port;
+        await new Promise<void>((r) => server.close(() => r()));
+        const saved = { ...process.env };
+        Object.assign(process.env, { ALICLOUD_KUBEADM_ENDPOINT: `http://127.0.0.1:${port}`, ALIBABA_CLOUD_ACCESS_KEY_ID: "a", ALIBABA_CLOUD_ACCESS_KEY_SECRET: "b" });
+        try {
+            const err = await rejects(callApi("ecs", "DescribeInstances", {}, { region, retry: { ...fast, maxAttempts: 3 } }));
+            assert.strictEqual(err.code, "ECONNREFUSED");
+            assert.strictEqual(err.httpStatus, 0);
+            assert.strictEqual(err.attempts, 3);
+            assert.match(err.message, /ALICLOUD_KUBEADM_ENDPOINT/);
+        } finally {
+            for (const k of ["ALICLOUD_KUBEADM_ENDPOINT", "ALIBABA_CLOUD_ACCESS_KEY_ID", "ALIBABA_CLOUD_ACCESS_KEY_SECRET"]) {
+                if (saved[k] === undefined) delete process.env[k]; else process.env[k] = saved[k];
+            }
+        }
+    });
+
+    it("resolves public, VPC-internal and overridden endpoints", () => {
+        const saved = process.env.ALICLOUD_KUBEADM_ENDPOINT;
+        try {
+            delete process.env.ALICLOUD_KUBEADM_ENDPOINT;
+            assert.deepStrictEqual(resolveEndpoint("ess", "cn-beijing"), { host: "ess.cn-beijing.aliyuncs.com", protocol: "https" });
+            assert.deepStrictEqual(resolveEndpoint("vpc", "cn-beijing", true), { host: "vpc-vpc.cn-beijing.aliyuncs.com", protocol: "https" });
+            process.env.ALICLOUD_KUBEADM_ENDPOINT = "http://127.0.0.1:9999/";
+            assert.deepStrictEqual(resolveEndpoint("ecs", "cn-beijing", true), { host: "127.0.0.1:9999", protocol: "http" });
+            process.env.ALICLOUD_KUBEADM_ENDPOINT = "ftp://x";
+            assert.throws(() => resolveEndpoint("ecs", "cn-beijing"), /ALICLOUD_KUBEADM_ENDPOINT/);
+        } finally {
+            if (saved === undefined) delete process.env.ALICLOUD_KUBEADM_ENDPOINT; else process.env.ALICLOUD_KUBEADM_ENDPOINT = saved;
+        }
+    });
+
+    it("flattens array parameters and drops undefined", () => {
+        assert.deepStrictEqual(flattenParams({ InstanceId: ["i-1", "i-2"], Force: true, Size: 3, Skip: undefined }),
+            { "InstanceId.1": "i-1", "InstanceId.2": "i-2", Force: "true", Size: "3" });
+    });
+
+    it("the emulator's verifier reproduces the official ACS3-HMAC-SHA256 vector", () => {
+        const headers = {
+            host: "ecs.cn-shanghai.aliyuncs.com", "x-acs-action": "RunInstances", "x-acs-version": "2014-05-26",
+            "x-acs-date": "2023-10-26T10:22:32Z", "x-acs-signature-nonce": "3156853299f313e23d1673dc12e1703d",
+            "x-acs-content-sha256": "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        };
+        const sig = acs3Signature({
+            method: "POST", path: "/", query: { ImageId: "win2019_1809_x64_dtc_zh-cn_40G_alibase_20230811.vhd", RegionId: "cn-shanghai" },
+            headers, signedHeaders: Object.keys(headers), payloadHash: headers["x-acs-content-sha256"],
+        }, "YourAccessKeySecret");
+        assert.strictEqual(sig, "06563a9e1b43f5dfe96b81484da74bceab24a1d853912eee15083a6f0f3283c0");
+    });
+});
