@@ -1,0 +1,112 @@
+import * as assert from "assert";
+import { execFileSync } from "child_process";
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import * as YAML from "yaml";
+import { useEmulator } from "./emulator/fixture";
+import { caCertHash, readJoinInfo, rewriteKubeconfigServer, MASTER_PATHS } from "../components/dynamic/joinInfo";
+
+/** A self-signed CA made with the openssl CLI, and its pin computed independently by openssl. */
+function makeCa(kind: "rsa" | "ec"): { pem: string; pin: string } {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ca-"));
+    try {
+        const key = path.join(dir, "ca.key");
+        const crt = path.join(dir, "ca.crt");
+        const keyArgs = kind === "rsa" ? ["-newkey", "rsa:2048"] : ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"];
+        execFileSync("openssl", ["req", "-x509", ...keyArgs, "-nodes", "-keyout", key, "-out", crt, "-days", "1", "-subj", "/CN=kubernetes"], { stdio: "ignore" });
+        const pin = execFileSync("sh", ["-c", `openssl x509 -pubkey -noout -in ${crt} | openssl pkey -pubin -outform der | openssl dgst -sha256 -hex | sed 's/^.* //'`], { encoding: "utf8" }).trim();
+        return { pem: fs.readFileSync(crt, "utf8"), pin: `sha256:${pin}` };
+    } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+    }
+}
+
+const ADMIN_CONF = `apiVersion: v1
+kind: Config
+clusters:
+- cluster:
+    certificate-authority-data: LS0tLS1CRUdJTi0tLS0t
+    server: https://192.168.0.10:6443
+  name: kubernetes
+contexts:
+- context: {cluster: kubernetes, user: kubernetes-admin}
+  name: kubernetes-admin@kubernetes
+current-context: kubernetes-admin@kubernetes
+users:
+- name: kubernetes-admin
+  user: {client-certificate-data: Y2VydA==, client-key-data: a2V5}
+`;
+
+describe("JoinInfo", () => {
+    const ctx = useEmulator();
+    const inputs = (masterInstanceId: string) => ({ region: "cn-hangzhou", masterInstanceId, kubeconfigServer: "https://203.0.113.10:6443", pollSeconds: 0.05, waitTimeoutSeconds: 5 });
+
+    for (const kind of ["rsa", "ec"] as const) {
+        it(`computes the CA pin of an ${kind.toUpperCase()} CA exactly as openssl does`, () => {
+            const { pem, pin } = makeCa(kind);
+            assert.match(pin, /^sha256:[0-9a-f]{64}$/);
+            assert.strictEqual(caCertHash(pem), pin);
+        });
+    }
+
+    it("waits for the init marker, then returns the CA hash and the kubeconfig pointed at the endpoint", async () => {
+        const { emu } = ctx;
+        const master = emu.addInstance().instanceId;
+        const ca = makeCa("ec");
+        let checks = 0;
+        emu.onCommand(/init\.done/, () => {
+            checks++;
+            return checks < 3 ? { output: "status=waiting\n" } : { output: `status=done\n${Buffer.from(ca.pem).toString("base64")}\n` };
+        });
+        emu.onCommand(new RegExp(`^cat ${MASTER_PATHS.adminConf}$`), { output: ADMIN_CONF });
+        const progress: string[] = [];
+        const out = await readJoinInfo(inputs(master), (m) => progress.push(m));
+        assert.strictEqual(checks, 3);
+        assert.strictEqual(out.caCertHash, ca.pin);
+        const kc = YAML.parse(out.kubeconfig);
+        assert.strictEqual(kc.clusters[0].cluster.server, "https://203.0.113.10:6443");
+        assert.strictEqual(kc.users[0].user["client-key-data"], "a2V5");
+        assert.match(progress.join("\n"), new RegExp(`waiting for kubeadm init on ${master}`));
+        assert.ok(progress.every((m) => !m.includes("a2V5")), "no key material in progress messages");
+        assert.deepStrictEqual(emu.mutatingCalls().map((c) => c.action), Array(4).fill("RunCommand"));
+    });
+
+    it("keeps waiting while the agent is not up yet", async () => {
+        const { emu } = ctx;
+        const master = emu.addInstance().instanceId;
+        emu.setAgentOffline(master);
+        const ca = makeCa("rsa");
+        emu.onCommand(/init\.done/, { output: `status=done\n${Buffer.from(ca.pem).toString("base64")}\n` });
+        emu.onCommand(/admin\.conf/, { output: ADMIN_CONF });
+        setTimeout(() => { emu.instances.get(master)!.agentOnline = true; }, 300);
+        const out = await readJoinInfo(inputs(master));
+        assert.strictEqual(out.caCertHash, ca.pin);
+    });
+
+    it("a failed init surfaces the tail of the init log and the fix", async () => {
+        const { emu } = ctx;
+        const master = emu.addInstance().instanceId;
+        emu.onCommand(/init\.done/, { output: "status=failed\nstatus=failed\nexit_code=1\n--- last lines of the init log:\n[ERROR FileAvailable--etc-kubernetes-manifests-kube-apiserver.yaml]: exists\n" });
+        await assert.rejects(readJoinInfo(inputs(master)), (err: Error) => {
+            assert.match(err.message, new RegExp(`kubeadm init failed on master 0 \\(${master}\\)`));
+            assert.match(err.message, /kube-apiserver\.yaml\]: exists/);
+            assert.match(err.message, /kubeadm reset -f/);
+            return true;
+        });
+        assert.strictEqual(emu.callsOf("RunCommand").length, 1, "no retry after a failed init");
+    });
+
+    it("gives up after the bounded wait with a message saying where to look", async () => {
+        const { emu } = ctx;
+        const master = emu.addInstance().instanceId;
+        emu.onCommand(/init\.done/, { output: "status=waiting\n" });
+        await assert.rejects(readJoinInfo({ ...inputs(master), waitTimeoutSeconds: 0.3 }), /did not finish within 0 s.*master-init\.log/s);
+    });
+
+    it("rewrites every cluster server and refuses a kubeconfig without clusters", () => {
+        const out = YAML.parse(rewriteKubeconfigServer(ADMIN_CONF, "https://nlb.example:6443"));
+        assert.strictEqual(out.clusters[0].cluster.server, "https://nlb.example:6443");
+        assert.throws(() => rewriteKubeconfigServer("apiVersion: v1\nkind: Config\n", "https://x:6443"), /no clusters section/);
+    });
+});
