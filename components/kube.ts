@@ -112,9 +112,9 @@ export function applyObjects(prefix: string, objects: KubeObject[], opts: pulumi
     });
 }
 
-/** Multi-document YAML (`---` between objects), in the given order, as `kubectl apply -f` reads it. */
+/** Multi-document YAML (`---` between objects), in the given order, as `kubectl apply -f` reads it; no anchors/aliases. */
 export function toYaml(objects: KubeObject[]): string {
-    return objects.map((o) => stringify(o, { lineWidth: 0 })).join("---\n");
+    return objects.map((o) => stringify(o, { lineWidth: 0, aliasDuplicateObjects: false })).join("---\n");
 }
 
 /** Resolves every nested Pulumi input of the objects: the value a component exposes as `manifests`. */

@@ -307,7 +307,7 @@ export function ccmObjects(args: ResolvedPodNetworkArgs, routeTableId: pulumi.In
                                 `--cluster-cidr=${args.podCidr}`,
                                 `--route-reconciliation-period=${args.routeReconciliationPeriod}`,
                             ],
-                            env: accessKeyEnv,
+                            ...(accessKeyEnv.length > 0 ? { env: accessKeyEnv } : {}),
                             securityContext: { readOnlyRootFilesystem: true, allowPrivilegeEscalation: false },
                             livenessProbe: { httpGet: { host: "127.0.0.1", path: "/healthz", port: 10258 },
                                 initialDelaySeconds: 15, periodSeconds: 10, timeoutSeconds: 15, failureThreshold: 8 },

@@ -215,8 +215,11 @@ describe("PodNetwork objects", () => {
 describe("kube helpers", () => {
     it("toYaml writes one document per object that parses back to the same objects", () => {
         const objs = all();
-        const docs = parseAllDocuments(toYaml(objs)).map((d) => d.toJSON());
+        const text = toYaml(objs);
+        const docs = parseAllDocuments(text).map((d) => d.toJSON());
         assert.deepEqual(docs, JSON.parse(JSON.stringify(objs)));
+        assert.equal(text.split(/^---$/m).length, objs.length);
+        assert.ok(!/(^|\s)[&*]a\d+\b/m.test(text), "shared label objects must not become YAML anchors/aliases");
     });
 
     it("resource names are deterministic, unique and URN-safe", () => {
