@@ -286,7 +286,8 @@ export class Emulator {
  * @param opts Accepted credentials (default {@link TEST_CREDENTIALS}) and latency (default 0 ms).
  */
 export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulator> {
-    const server = http.createServer();
+    // RPC parameters travel in the query string; a 24 KB Base64 command needs more than Node's 16 KB header limit.
+    const server = http.createServer({ maxHeaderSize: 128 * 1024 });
     server.keepAliveTimeout = 1000;
     await new Promise<void>((resolve, reject) => { server.once("error", reject); server.listen(0, "127.0.0.1", () => resolve()); });
     return new Emulator(server, opts);

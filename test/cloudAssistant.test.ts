@@ -1,0 +1,246 @@
+import * as assert from "assert";
+import * as pulumi from "@pulumi/pulumi";
+import { CommandError, runCommand, RunCommandOptions, runOnInstance } from "../components/dynamic/cloudAssistant";
+import { OpenApiError } from "../components/dynamic/openapi";
+import { TEST_CREDENTIALS } from "./emulator";
+import { useEmulator } from "./emulator/fixture";
+
+const region = "cn-hangzhou";
+/** Fast polling and retries so the suite stays quick. */
+const fast: Partial<RunCommandOptions> = { pollIntervalMs: 20, pollMaxIntervalMs: 50, retry: { baseDelayMs: 1, maxDelayMs: 5 } };
+
+function decodeScript(b64: string): string {
+    return Buffer.from(b64, "base64").toString("utf8");
+}
+
+async function caught(p: Promise<unknown>): Promise<unknown> {
+    try { await p; } catch (e) { return e; }
+    throw new Error("expected a failure");
+}
+
+describe("Cloud Assistant runner", () => {
+    const fx = useEmulator();
+
+    it("runs a script on instances and returns decoded per-instance output", async () => {
+        const ids = fx.emu.addInstances(3);
+        fx.emu.onCommand(/^echo hello$/, (ctx) => ({ output: `hello from ${ctx.instanceId}\n`, delayMs: 30 }));
+        const results = await runCommand({ region, instanceIds: ids, script: "echo hello", timeoutSeconds: 30, name: "greet", ...fast });
+        assert.deepStrictEqual(results.map((r) => [r.instanceId, r.ok, r.status, r.exitCode, r.output]),
+            ids.map((id) => [id, true, "Success", 0, `hello from ${id}\n`]));
+        const [call] = fx.emu.callsOf("RunCommand");
+        assert.strictEqual(call.params.Type, "RunShellScript");
+        assert.strictEqual(call.params.ContentEncoding, "Base64");
+        assert.strictEqual(decodeScript(call.params.CommandContent), "echo hello");
+        assert.strictEqual(call.params.Timeout, "30");
+        assert.strictEqual(call.params.Name, "greet");
+        assert.ok(call.params.ClientToken, "RunCommand carries a ClientToken");
+        assert.ok(fx.emu.callsOf("DescribeInvocationResults").every((c) => c.params.InvokeId === results[0].invokeId));
+    });
+
+    it("runOnInstance returns stdout", async () => {
+        const [id] = fx.emu.addInstances(1);
+        fx.emu.onCommand(/cat \/etc\/kubernetes\/pki\/ca.crt/, { output: "-----BEGIN CERTIFICATE-----\n" });
+        assert.strictEqual(await runOnInstance({ region, instanceId: id, script: "cat /etc/kubernetes/pki/ca.crt", ...fast }), "-----BEGIN CERTIFICATE-----\n");
+    });
+
+    it("retries a throttled RunCommand and still creates one invocation", async () => {
+        const ids = fx.emu.addInstances(2);
+        fx.emu.onCommand(/true/, {});
+        fx.emu.throttle("RunCommand", 2);
+        fx.emu.throttle("DescribeInvocationResults", 1);
+        const results = await runCommand({ region, instanceIds: ids, script: "true", ...fast });
+        assert.ok(results.every((r) => r.ok));
+        const runs = fx.emu.callsOf("RunCommand");
+        assert.deepStrictEqual(runs.map((c) => c.status), [400, 400, 200]);
+        assert.strictEqual(new Set(runs.map((c) => c.params.ClientToken)).size, 1);
+        assert.strictEqual(fx.emu.state.invocations.size, 1);
+    });
+
+    it("fails with the typed OpenApiError when retries run out", async () => {
+        const [id] = fx.emu.addInstances(1);
+        fx.emu.throttle("RunCommand", 50);
+        const err = await caught(runCommand({ region, instanceIds: [id], script: "true", ...fast, retry: { baseDelayMs: 1, maxDelayMs: 2, maxAttempts: 3 } }));
+        assert.ok(err instanceof OpenApiError);
+        assert.strictEqual(err.code, "Throttling.User");
+        assert.strictEqual(err.attempts, 3);
+        assert.strictEqual(fx.emu.callsOf("RunCommand").length, 3);
+    });
+
+    it("agent offline: says how to start or install the Cloud Assistant agent", async () => {
+        const [down, silent, fine] = fx.emu.addInstances(3);
+        fx.emu.setAgentOffline(down);
+        fx.emu.setAgentOffline(silent, "ClientNotResponse");
+        fx.emu.onCommand(/true/, {});
+        const results = await runCommand({ region, instanceIds: [down, silent, fine], script: "true", ...fast });
+        const [a, b, c] = results;
+        assert.strictEqual(c.ok, true);
+        assert.strictEqual(a.errorCode, "ClientNotRunning");
+        assert.ok(a.error instanceof CommandError);
+        assert.match(a.error.message, new RegExp(`agent on ${down} is not running \\(ClientNotRunning\\)`));
+        assert.match(a.error.message, /systemctl restart aliyun\.service/);
+        assert.match(a.error.message, /InstallCloudAssistant/);
+        assert.match(b.error?.message ?? "", /not responding \(ClientNotResponse\)/);
+        const thrown = await caught(runOnInstance({ region, instanceId: down, script: "true", ...fast }));
+        assert.ok(thrown instanceof CommandError && thrown.errorCode === "ClientNotRunning" && thrown.instanceId === down);
+    });
+
+    it("stopped instance: per-instance InstanceNotRunning", async () => {
+        const [stopped] = fx.emu.addInstances(1);
+        fx.emu.stopInstance(stopped);
+        const [r] = await runCommand({ region, instanceIds: [stopped], script: "true", ...fast });
+        assert.strictEqual(r.errorCode, "InstanceNotRunning");
+        assert.strictEqual(r.exitCode, null);
+        assert.match(r.error?.message ?? "", new RegExp(`Instance ${stopped} is not Running .*StartInstance`));
+    });
+
+    it("stopped instance refused synchronously (InvalidInstance.NotMatch): the rest of the batch still runs", async () => {
+        fx.emu.state.syncNotMatchForStoppedInstances = true;
+        const [a, stopped, c] = fx.emu.addInstances(3);
+        fx.emu.stopInstance(stopped);
+        fx.emu.onCommand(/true/, {});
+        const results = await runCommand({ region, instanceIds: [a, stopped, c], script: "true", ...fast });
+        assert.deepStrictEqual(results.map((r) => [r.instanceId, r.ok, r.errorCode]), [[a, true, ""], [stopped, false, "InstanceNotRunning"], [c, true, ""]]);
+        assert.match(results[1].error?.message ?? "", /InvalidInstance\.NotMatch/);
+        assert.deepStrictEqual(fx.emu.callsOf("RunCommand").map((x) => x.code), ["InvalidInstance.NotMatch", ""]);
+        assert.strictEqual(fx.emu.callsOf("RunCommand")[1].params["InstanceId.2"], c);
+        assert.strictEqual(fx.emu.callsOf("DescribeInstances").length, 1);
+    });
+
+    it("released instance: InvalidInstance.NotFound, named as gone", async () => {
+        const [gone, ok] = fx.emu.addInstances(2);
+        fx.emu.releaseInstance(gone);
+        fx.emu.onCommand(/true/, {});
+        const [r, s] = await runCommand({ region, instanceIds: [gone, ok], script: "true", ...fast });
+        assert.strictEqual(s.ok, true);
+        assert.strictEqual(r.errorCode, "InvalidInstance.NotFound");
+        assert.match(r.error?.message ?? "", new RegExp(`Instance ${gone} does not exist in ${region}.*released`));
+    });
+
+    it("non-zero exit: the error carries the exit code and the last 2 KB of output", async () => {
+        const [id] = fx.emu.addInstances(1);
+        const output = "BEGIN-MARKER\n" + "x".repeat(5000) + "\nkubeadm: error execution phase preflight\n";
+        fx.emu.onCommand(/kubeadm join/, { exitCode: 3, output });
+        const err = await caught(runOnInstance({ region, instanceId: id, script: "kubeadm join ...", name: "join", ...fast }));
+        assert.ok(err instanceof CommandError);
+        assert.strictEqual(err.exitCode, 3);
+        assert.strictEqual(err.errorCode, "ExitCodeNonzero");
+        assert.strictEqual(Buffer.byteLength(err.outputTail), 2048);
+        assert.ok(output.endsWith(err.outputTail));
+        assert.match(err.message, new RegExp(`"join" on ${id} exited with code 3`));
+        assert.match(err.message, /error execution phase preflight\n$/);
+        assert.ok(!err.message.includes("BEGIN-MARKER"), "only the tail is quoted");
+    });
+
+    it("sensitive output stays out of errors", async () => {
+        const [id] = fx.emu.addInstances(1);
+        fx.emu.onCommand(/token/, { exitCode: 1, output: "abcdef.0123456789abcdef\n" });
+        const err = await caught(runOnInstance({ region, instanceId: id, script: "kubeadm token create", sensitiveOutput: true, ...fast }));
+        assert.ok(err instanceof CommandError);
+        assert.ok(!err.message.includes("0123456789abcdef") && err.outputTail === "");
+        assert.match(err.message, /output withheld/);
+    });
+
+    it("timeout: the agent kills the script after timeoutSeconds", async () => {
+        const [id] = fx.emu.addInstances(1);
+        fx.emu.onCommand(/sleep/, { delayMs: 5000, output: "still waiting\n" });
+        const [r] = await runCommand({ region, instanceIds: [id], script: "sleep 600", timeoutSeconds: 1, ...fast });
+        assert.strictEqual(r.status, "Timeout");
+        assert.strictEqual(r.errorCode, "ExecutionTimeout");
+        assert.match(r.error?.message ?? "", /timed out \(ExecutionTimeout\): it did not finish within 1s.*Raise timeoutSeconds/s);
+    });
+
+    it("timeout: gives up waiting when no final result arrives", async () => {
+        const [id] = fx.emu.addInstances(1);
+        fx.emu.onCommand(/hang/, () => new Promise(() => undefined));
+        const t0 = Date.now();
+        const [r] = await runCommand({ region, instanceIds: [id], script: "hang", timeoutSeconds: 60, waitTimeoutMs: 300, ...fast });
+        assert.ok(Date.now() - t0 < 2000);
+        assert.strictEqual(r.status, "Timeout");
+        assert.strictEqual(r.errorCode, "ClientWaitTimeout");
+        assert.match(r.error?.message ?? "", /no final result arrived in time/);
+    });
+
+    it("120 instances go out in 3 RunCommand calls of at most 50", async () => {
+        const ids = fx.emu.addInstances(120);
+        fx.emu.onCommand(/true/, { delayMs: 20 });
+        const progress: string[] = [];
+        const results = await runCommand({ region, instanceIds: ids, script: "true", ...fast, progress: (m) => progress.push(m) });
+        assert.strictEqual(results.length, 120);
+        assert.ok(results.every((r) => r.ok));
+        const sizes = fx.emu.callsOf("RunCommand").map((c) => Object.keys(c.params).filter((k) => k.startsWith("InstanceId.")).length).sort((x, y) => y - x);
+        assert.deepStrictEqual(sizes, [50, 50, 20]);
+        assert.match(progress[0], /120 instance\(s\) in 3 batch\(es\)/);
+        assert.match(progress[progress.length - 1], /finished on 120\/120/);
+    });
+
+    it("refuses content over 24 KB after Base64 without calling the API", async () => {
+        const [id] = fx.emu.addInstances(1);
+        const script = "#".repeat(18 * 1024 + 1); // 24 KB + 4 bytes once Base64-encoded
+        const err = await caught(runCommand({ region, instanceIds: [id], script, ...fast }));
+        assert.ok(err instanceof CommandError);
+        assert.strictEqual(err.errorCode, "CmdContent.ExceedLimit");
+        assert.match(err.message, /24576-byte limit/);
+        assert.strictEqual(fx.emu.calls.length, 0);
+        const atLimit = "#".repeat(18 * 1024);
+        fx.emu.onCommand(/^#+$/, {});
+        assert.strictEqual((await runCommand({ region, instanceIds: [id], script: atLimit, ...fast }))[0].ok, true);
+    });
+
+    it("runOnInstance refuses truncated output rather than returning part of it", async () => {
+        const [id] = fx.emu.addInstances(1);
+        fx.emu.onCommand(/big/, { output: "y".repeat(30 * 1024) });
+        const err = await caught(runOnInstance({ region, instanceId: id, script: "big", ...fast }));
+        assert.ok(err instanceof CommandError);
+        assert.strictEqual(err.errorCode, "OutputTruncated");
+        assert.match(err.message, /6144 bytes were dropped/);
+    });
+
+    it("first poll comes within 1 s by default", async () => {
+        const [id] = fx.emu.addInstances(1);
+        fx.emu.onCommand(/true/, {});
+        const t0 = Date.now();
+        const [r] = await runCommand({ region, instanceIds: [id], script: "true" });
+        assert.ok(r.ok);
+        const elapsed = Date.now() - t0;
+        assert.ok(elapsed >= 900 && elapsed < 1500, `finished after ${elapsed} ms`);
+        assert.strictEqual(fx.emu.callsOf("DescribeInvocationResults").length, 1);
+    });
+});
+
+describe("dynamic provider serialization", () => {
+    const fx = useEmulator();
+
+    it("a provider using the runner serializes without credentials and runs after deserialization", async () => {
+        const canary = "CANARY-SECRET-Zq81";
+        process.env.ALIBABA_CLOUD_ACCESS_KEY_SECRET = canary;
+        // The pattern every provider follows: library modules imported at the top (Pulumi captures
+        // them by value); SDK packages are require()d inside the library's functions; credentials
+        // come from the environment at call time.
+        const provider: pulumi.dynamic.ResourceProvider = {
+            async create(inputs: { region: string; instanceId: string }) {
+                const out = await runOnInstance({ region: inputs.region, instanceId: inputs.instanceId, script: "hostname", pollIntervalMs: 20 });
+                return { id: inputs.instanceId, outs: { hostname: out.trim() } };
+            },
+        };
+        const serialized = await pulumi.runtime.serializeFunction(() => provider, { allowSecrets: true });
+        assert.ok(!serialized.text.includes(canary), "no secret in the serialized provider");
+        assert.ok(!serialized.text.includes(TEST_CREDENTIALS.accessKeyId), "no AccessKey id in the serialized provider");
+        assert.match(serialized.text, /require\("@alicloud\/openapi-core"\)/, "SDK is required at call time, not captured");
+
+        // Run it the way Pulumi's dynamic provider host does: from the source text, in another directory.
+        process.env.ALIBABA_CLOUD_ACCESS_KEY_SECRET = TEST_CREDENTIALS.accessKeySecret;
+        const [id] = fx.emu.addInstances(1);
+        fx.emu.onCommand(/^hostname$/, { output: "node-1\n" });
+        const cwd = process.cwd();
+        process.chdir(__dirname + "/emulator");
+        try {
+            const requireFromString = require("require-from-string") as (code: string) => { handler: () => pulumi.dynamic.ResourceProvider };
+            const revived = requireFromString(serialized.text).handler();
+            const res = await revived.create({ region, instanceId: id });
+            assert.deepStrictEqual(res.outs, { hostname: "node-1" });
+        } finally {
+            process.chdir(cwd);
+        }
+    });
+});
+
