@@ -17,3 +17,4 @@ export const apiSecurityGroupId = cluster.network.apiSecurityGroupId;
 export const natEipAddress = cluster.network.natEipAddress;
 export const apiEndpoint = cluster.controlPlane.endpoint;
 export const masterInstanceIds = cluster.controlPlane.masterInstanceIds;
+export const kubeconfig = cluster.kubeconfig;

@@ -6,6 +6,7 @@ import * as alicloud from "@pulumi/alicloud";
 import { renderMasterInit } from "../userdata/render";
 import { validateClusterConfig, type ClusterConfig, type ClusterConfigInput } from "./config";
 import { ControlPlane } from "./controlPlane";
+import { JoinInfo } from "./dynamic/joinInfo";
 import { Network } from "./network";
 
 export interface ClusterArgs {
@@ -44,6 +45,10 @@ export class Cluster extends pulumi.ComponentResource {
     public readonly config: ClusterConfig;
     public readonly network: Network;
     public readonly controlPlane: ControlPlane;
+    /** CA pin and admin kubeconfig read from master 0 (both secret). */
+    public readonly joinInfo: JoinInfo;
+    /** Admin kubeconfig (secret). */
+    public readonly kubeconfig: pulumi.Output<string>;
 
     constructor(name: string, args: ClusterArgs, opts?: pulumi.ComponentResourceOptions) {
         // Validate before registering anything, so bad input creates nothing at all.
@@ -86,7 +91,14 @@ export class Cluster extends pulumi.ComponentResource {
             userdata: (index, endpoint, certSANs) => masterUserdata(config, index, endpoint, certSANs),
         }, { parent: this });
 
-        this.registerOutputs({ network: this.network, controlPlane: this.controlPlane });
+        this.joinInfo = new JoinInfo(`${name}-join-info`, {
+            region: config.region,
+            masterInstanceId: this.controlPlane.resources.masters[0].id,
+            kubeconfigServer: this.controlPlane.kubeconfigServer,
+        }, { parent: this });
+        this.kubeconfig = pulumi.secret(this.joinInfo.kubeconfig);
+
+        this.registerOutputs({ network: this.network, controlPlane: this.controlPlane, kubeconfig: this.kubeconfig });
     }
 }
 

@@ -82,6 +82,17 @@ function computedState(type: string, name: string): Record<string, unknown> {
     }
 }
 
+/**
+ * Outputs of this library's dynamic resources (which never run under mocks), as recognisable
+ * placeholders: a token and a CA pin that cannot be mistaken for real ones.
+ */
+export const DYNAMIC_PLACEHOLDERS: Record<string, unknown> = {
+    caCertHash: `sha256:${"0".repeat(64)}`,
+    kubeconfig: "apiVersion: v1\nkind: Config\n# placeholder: the real admin kubeconfig is read from master 0 at deploy time\n",
+    token: "abcdef.0123456789abcdef",
+    certificateKey: "0".repeat(64),
+};
+
 const DEFAULT_CALLS: Record<string, (inputs: Record<string, unknown>) => Record<string, unknown>> = {
     "alicloud:ecs/getImages:getImages": (inputs) => {
         const id = `${String(inputs.nameRegex ?? "image").replace(/[^a-z0-9_]/gi, "")}_20G_alibase_20260101.vhd`;
@@ -131,10 +142,15 @@ export function installMocks(options: MockOptions = {}): Recorder {
         newResource(args) {
             const secretInputs: string[] = [];
             const [inputs, rawInputs] = splitSecrets(args.inputs, "", secretInputs) as [Record<string, unknown>, Record<string, unknown>];
+            if (typeof inputs.__provider === "string") {
+                // The serialized provider code: large, and the same for every resource of a kind.
+                inputs.__provider = `[serialized dynamic provider, ${inputs.__provider.length} bytes]`;
+            }
             const key = `${args.type}::${args.name}`;
             const id = args.custom ? `${ID_PREFIX[args.type] ?? ""}${shortHash(key)}` : undefined;
             resources.push({ type: args.type, name: args.name, parent: parents.get(key), custom: args.custom ?? true, inputs, secretInputs, id, rawInputs });
-            return { id: id ?? "", state: { ...args.inputs, ...computedState(args.type, args.name) } };
+            const placeholders = args.type === "pulumi-nodejs:dynamic:Resource" ? DYNAMIC_PLACEHOLDERS : {};
+            return { id: id ?? "", state: { ...placeholders, ...args.inputs, ...computedState(args.type, args.name) } };
         },
         call(args) {
             const answer = calls[args.token];
