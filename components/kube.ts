@@ -89,27 +89,58 @@ export function resourceName(prefix: string, obj: KubeObject): string {
     return `${prefix}-${obj.kind}-${scope}-${obj.metadata.name}`.toLowerCase().replace(/[^a-z0-9.-]/g, "-");
 }
 
+const WORKLOAD_KINDS = ["DaemonSet", "Deployment"];
+
+/**
+ * Which objects each object waits for, by index: namespaced objects wait for their Namespace when
+ * it is in the same batch; workloads also wait for every non-workload object (ServiceAccount, RBAC,
+ * ConfigMap), so their first pods start with identity, permissions and config in place.
+ */
+export function applyDependencies(objects: KubeObject[]): number[][] {
+    const nsIndex = new Map(objects.flatMap((o, i) => (o.kind === "Namespace" ? [[o.metadata.name, i] as const] : [])));
+    const supporting = objects.flatMap((o, i) => (WORKLOAD_KINDS.includes(o.kind) || o.kind === "Namespace" ? [] : [i]));
+    return objects.map((o) => {
+        const ns = o.metadata.namespace === undefined ? undefined : nsIndex.get(o.metadata.namespace);
+        const deps = ns === undefined ? [] : [ns];
+        return WORKLOAD_KINDS.includes(o.kind) ? [...deps, ...supporting] : deps;
+    });
+}
+
 /**
  * Creates one typed `@pulumi/kubernetes` resource per object (Namespace, ServiceAccount, ConfigMap,
- * Secret, ClusterRole, ClusterRoleBinding, Role, RoleBinding, DaemonSet, Deployment), in order.
- * `opts` should carry `parent` and the Kubernetes `provider`. Throws on an unsupported kind or when
- * two objects would get the same resource name.
+ * Secret, ClusterRole, ClusterRoleBinding, Role, RoleBinding, DaemonSet, Deployment), with the
+ * `dependsOn` of {@link applyDependencies}, and returns them in the order of `objects`. `opts` should
+ * carry `parent` and the Kubernetes `provider`; its `dependsOn`, if any, must be a plain list or a
+ * single resource. Throws before creating anything on an unsupported kind or a resource-name collision.
  */
 export function applyObjects(prefix: string, objects: KubeObject[], opts: pulumi.CustomResourceOptions): pulumi.CustomResource[] {
-    const seen = new Set<string>();
-    return objects.map((obj) => {
-        const create = CREATORS[`${obj.apiVersion}/${obj.kind}`];
-        if (!create) {
+    const names = objects.map((o) => resourceName(prefix, o));
+    objects.forEach((obj, i) => {
+        if (!CREATORS[`${obj.apiVersion}/${obj.kind}`]) {
             throw new Error(`applyObjects: ${obj.apiVersion} ${obj.kind} "${obj.metadata.name}" is not supported; ` +
                 `supported kinds: ${SUPPORTED_KINDS.join(", ")} (add a typed class to components/kube.ts)`);
         }
-        const name = resourceName(prefix, obj);
-        if (seen.has(name)) {
-            throw new Error(`applyObjects: two objects map to the resource name "${name}"; give them distinct names`);
+        if (names.indexOf(names[i]) !== i) {
+            throw new Error(`applyObjects: two objects map to the resource name "${names[i]}"; give them distinct names`);
         }
-        seen.add(name);
-        return create(name, obj, opts);
     });
+    const given = opts.dependsOn;
+    if (given !== undefined && !Array.isArray(given) && !pulumi.Resource.isInstance(given)) {
+        throw new Error("applyObjects: opts.dependsOn must be a resource or a plain list of resources");
+    }
+    const base = given === undefined ? [] : Array.isArray(given) ? given : [given];
+    const deps = applyDependencies(objects);
+    const created: pulumi.CustomResource[] = new Array(objects.length);
+    const create = (i: number): pulumi.CustomResource => {
+        if (!created[i]) {
+            const obj = objects[i];
+            const dependsOn = [...base, ...deps[i].map(create)];
+            created[i] = CREATORS[`${obj.apiVersion}/${obj.kind}`](names[i], obj, { ...opts, dependsOn });
+        }
+        return created[i];
+    };
+    objects.forEach((_, i) => create(i));
+    return created;
 }
 
 /** Multi-document YAML (`---` between objects), in the given order, as `kubectl apply -f` reads it; no anchors/aliases. */

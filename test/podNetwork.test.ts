@@ -7,7 +7,7 @@ import { Namespace, ServiceAccount, ConfigMap, Secret } from "kubernetes-models/
 import { ClusterRole, ClusterRoleBinding, Role, RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
 import { DaemonSet, Deployment } from "kubernetes-models/apps/v1";
 import { formatCidr, maskOf } from "../components/cidr";
-import { applyObjects, canonicalOrder, manifestFiles, resourceName, toYaml, type KubeObject } from "../components/kube";
+import { applyDependencies, applyObjects, canonicalOrder, manifestFiles, resourceName, toYaml, type KubeObject } from "../components/kube";
 import {
     ccmObjects, flannelInstallCniCommand, flannelObjects, podNetworkProblems, resolvePodNetworkArgs,
     DEFAULT_CCM_IMAGE, DEFAULT_FLANNEL_CNI_PLUGIN_IMAGE, DEFAULT_FLANNEL_IMAGE, type PodNetworkArgs,
@@ -230,6 +230,24 @@ describe("kube helpers", () => {
         assert.ok(names.every((n) => /^[a-z0-9.-]+$/.test(n)));
     });
 
+    it("apply dependencies: namespaced objects wait for their Namespace, workloads for identity, RBAC and config", () => {
+        const objs = all();
+        const deps = applyDependencies(objs);
+        const label = (i: number) => `${objs[i].kind}/${objs[i].metadata.name}`;
+        const of = (kind: string, name: string) => deps[objs.findIndex((o) => o.kind === kind && o.metadata.name === name)].map(label).sort();
+        assert.deepEqual(of("Namespace", "kube-flannel"), []);
+        assert.deepEqual(of("ServiceAccount", "flannel"), ["Namespace/kube-flannel"]);
+        assert.deepEqual(of("ConfigMap", "kube-flannel-cfg"), ["Namespace/kube-flannel"]);
+        assert.deepEqual(of("ClusterRole", "flannel"), []);
+        assert.deepEqual(of("ConfigMap", "cloud-config"), [], "kube-system is not created here");
+        const ds = of("DaemonSet", "kube-flannel-ds");
+        for (const needed of ["Namespace/kube-flannel", "ServiceAccount/flannel", "ClusterRole/flannel", "ClusterRoleBinding/flannel", "ConfigMap/kube-flannel-cfg"]) {
+            assert.ok(ds.includes(needed), `flannel DaemonSet waits for ${needed}`);
+        }
+        assert.ok(of("DaemonSet", "cloud-controller-manager").includes("ConfigMap/cloud-config"));
+        assert.ok(!ds.some((d) => d.startsWith("DaemonSet/")), "workloads never wait for each other");
+    });
+
     it("applyObjects refuses unknown kinds and name collisions before creating anything", () => {
         const svc: KubeObject = { apiVersion: "v1", kind: "Service", metadata: { name: "x", namespace: "y" } };
         assert.throws(() => applyObjects("p", [svc], {}), /v1 Service "x" is not supported/);
@@ -255,11 +273,15 @@ describe("PodNetwork under Pulumi mocks", () => {
         const k8s = await import("@pulumi/kubernetes");
         const { PodNetwork } = await import("../components/podNetwork");
         const provider = new k8s.Provider("k8s", { kubeconfig: "redacted" });
+        const sa: KubeObject = { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "ok", namespace: "n" } };
+        const svc: KubeObject = { apiVersion: "v1", kind: "Service", metadata: { name: "x", namespace: "n" } };
+        assert.throws(() => applyObjects("mockbad", [sa, svc], { provider }), /v1 Service "x" is not supported/);
         const pn = new PodNetwork("mockpn", { ...base, routeTableId: pulumi.output("vtb-from-network") }, { provider });
         const urns = await Promise.all(pn.resources.map((r) => promiseOf(r.urn)));
         const manifests = await promiseOf(pn.manifests);
         const providerUrn = await promiseOf(provider.urn);
 
+        assert.ok(!registered.some((r) => r.name.startsWith("mockbad-")), "a refused batch creates nothing, not even its valid objects");
         const mine = registered.filter((r) => r.name.startsWith("mockpn-"));
         const types = mine.map((r) => r.type).sort();
         assert.deepEqual(types, [
