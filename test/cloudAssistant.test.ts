@@ -173,6 +173,17 @@ describe("Cloud Assistant runner", () => {
         assert.match(progress[progress.length - 1], /finished on 120\/120/);
     });
 
+    it("pages DescribeInvocationResults with NextToken", async () => {
+        const ids = fx.emu.addInstances(20);
+        fx.emu.state.invocationResultsPageCap = 7;
+        fx.emu.onCommand(/true/, (ctx) => ({ output: ctx.instanceId }));
+        const results = await runCommand({ region, instanceIds: ids, script: "true", ...fast });
+        assert.deepStrictEqual(results.map((r) => r.output), ids);
+        const polls = fx.emu.callsOf("DescribeInvocationResults");
+        assert.strictEqual(polls.length, 3, "one poll, three pages");
+        assert.deepStrictEqual(polls.map((c) => Boolean(c.params.NextToken)), [false, true, true]);
+    });
+
     it("refuses content over 24 KB after Base64 without calling the API", async () => {
         const [id] = fx.emu.addInstances(1);
         const script = "#".repeat(18 * 1024 + 1); // 24 KB + 4 bytes once Base64-encoded

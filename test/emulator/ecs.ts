@@ -120,7 +120,7 @@ const describeInvocationResults: Handler = (st, p) => {
     const invs = p.InvokeId ? [st.invocations.get(p.InvokeId)].filter((x): x is EmuInvocation => !!x) : [...st.invocations.values()];
     for (const inv of invs) for (const r of inv.records) if (!p.InstanceId || p.InstanceId === r.instanceId) rows.push(recordView(inv, r, plain, now));
     if (p.InvokeRecordStatus) rows = rows.filter((r) => r.InvokeRecordStatus === p.InvokeRecordStatus);
-    const pg = tokenPage(rows, p, "MaxResults", 50, 10);
+    const pg = tokenPage(rows, p, "MaxResults", 50, 10, st.invocationResultsPageCap);
     return { Invocation: { PageSize: pg.MaxResults, TotalCount: rows.length, NextToken: pg.NextToken, InvocationResults: { InvocationResult: pg.items } } };
 };
 

@@ -159,6 +159,8 @@ export class EmulatorState {
     /** When true, RunCommand on a non-Running instance fails synchronously with `InvalidInstance.NotMatch`
      * instead of a per-instance `InstanceNotRunning` result (the real API's choice is unconfirmed). */
     syncNotMatchForStoppedInstances = false;
+    /** Largest page DescribeInvocationResults returns whatever MaxResults asks (forces NextToken paging). Default 50. */
+    invocationResultsPageCap = 50;
     /** How long ESS scaling activities stay `InProgress` (ms). Default 0: they finish at once. */
     activityDurationMs = 0;
     /** Called when an instance "runs" its user data (first boot after ReplaceSystemDisk). */
@@ -219,8 +221,8 @@ export function page<T>(items: T[], params: Record<string, string>, maxSize: num
 }
 
 /** Page a list the NextToken/MaxResults way (the token is an opaque offset). */
-export function tokenPage<T>(items: T[], params: Record<string, string>, maxName: string, maxSize: number, dflt: number): { items: T[]; NextToken: string; MaxResults: number } {
-    const max = intParam(params, maxName, dflt, 1, maxSize);
+export function tokenPage<T>(items: T[], params: Record<string, string>, maxName: string, maxSize: number, dflt: number, cap = maxSize): { items: T[]; NextToken: string; MaxResults: number } {
+    const max = Math.min(cap, intParam(params, maxName, dflt, 1, maxSize));
     const start = params.NextToken ? Number(Buffer.from(params.NextToken, "base64").toString()) : 0;
     if (!Number.isInteger(start) || start < 0) throw new ApiError(400, "InvalidNextToken", "The specified NextToken is not valid.");
     const end = start + max;

@@ -1,0 +1,178 @@
+/** The emulator's own semantics, exercised through the real SDK path (callApi), so later providers can trust it. */
+import * as assert from "assert";
+import * as crypto from "crypto";
+import { callApi, OpenApiError, ParamValue, Product } from "../../components/dynamic/openapi";
+import { acs3Signature, EmuInstance, TEST_CREDENTIALS, verifyRequest } from "./index";
+import { useEmulator } from "./fixture";
+
+const region = "cn-hangzhou";
+const call = (product: Product, action: string, params: Record<string, ParamValue>) => callApi(product, action, params, { region, retry: { maxAttempts: 1 } });
+
+async function code(p: Promise<unknown>): Promise<string> {
+    try { await p; } catch (e) { if (e instanceof OpenApiError) return e.code; throw e; }
+    return "";
+}
+
+describe("emulator: ECS", () => {
+    const fx = useEmulator();
+
+    it("re-bootstrap recipe: user data runs only after Stop → ReplaceSystemDisk → Start", async () => {
+        const inst = fx.emu.addInstance();
+        const ran: string[] = [];
+        fx.emu.state.onUserDataRun = (i: EmuInstance) => ran.push(Buffer.from(i.userData, "base64").toString());
+        const ud = Buffer.from("#!/bin/sh\necho join\n").toString("base64");
+        await call("ecs", "ModifyInstanceAttribute", { InstanceId: inst.instanceId, UserData: ud });
+        assert.strictEqual((await call("ecs", "DescribeUserData", { InstanceId: inst.instanceId })).UserData, ud);
+        assert.strictEqual(await code(call("ecs", "ReplaceSystemDisk", { InstanceId: inst.instanceId, ImageId: "img-2" })), "IncorrectInstanceStatus");
+        await call("ecs", "StopInstance", { InstanceId: inst.instanceId });
+        const oldDisk = inst.systemDiskId;
+        const { DiskId } = await call("ecs", "ReplaceSystemDisk", { InstanceId: inst.instanceId, ImageId: "img-2" });
+        assert.notStrictEqual(DiskId, oldDisk);
+        assert.deepStrictEqual(ran, []);
+        await call("ecs", "StartInstance", { InstanceId: inst.instanceId });
+        assert.deepStrictEqual(ran, ["#!/bin/sh\necho join\n"]);
+        assert.strictEqual(inst.status, "Running");
+        assert.strictEqual(await code(call("ecs", "StartInstance", { InstanceId: inst.instanceId })), "IncorrectInstanceStatus");
+    });
+
+    it("DescribeInstances filters by the InstanceIds JSON array and pages", async () => {
+        const ids = fx.emu.addInstances(5);
+        const res = await call("ecs", "DescribeInstances", { InstanceIds: JSON.stringify(ids.slice(1)), PageSize: 3, PageNumber: 2 });
+        const list = (res.Instances as { Instance: { InstanceId: string; VpcAttributes: { PrivateIpAddress: { IpAddress: string[] } } }[] }).Instance;
+        assert.strictEqual(res.TotalCount, 4);
+        assert.deepStrictEqual(list.map((i) => i.InstanceId), [ids[4]]);
+        assert.strictEqual(list[0].VpcAttributes.PrivateIpAddress.IpAddress.length, 1);
+        assert.strictEqual(await code(call("ecs", "DescribeInstances", { InstanceIds: "i-1,i-2" })), "InvalidInstanceIds.Malformed");
+    });
+
+    it("DescribeCloudAssistantStatus reflects the agent; DeleteInstance needs Force while Running", async () => {
+        const [a, b] = fx.emu.addInstances(2);
+        fx.emu.setAgentOffline(b);
+        const res = await call("ecs", "DescribeCloudAssistantStatus", { InstanceId: [a, b] });
+        const st = (res.InstanceCloudAssistantStatusSet as { InstanceCloudAssistantStatus: { InstanceId: string; CloudAssistantStatus: string }[] }).InstanceCloudAssistantStatus;
+        assert.deepStrictEqual(st.map((s) => [s.InstanceId, s.CloudAssistantStatus]), [[a, "true"], [b, "false"]]);
+        assert.strictEqual(await code(call("ecs", "DeleteInstance", { InstanceId: a })), "IncorrectInstanceStatus");
+        await call("ecs", "DeleteInstance", { InstanceId: a, Force: true });
+        assert.strictEqual(fx.emu.instances.has(a), false);
+        assert.strictEqual(await code(call("ecs", "StopInstance", { InstanceId: a })), "InvalidInstanceId.NotFound");
+    });
+
+    it("unknown actions get InvalidAction.NotFound", async () => {
+        assert.strictEqual(await code(call("ecs", "DescribeNothing", {})), "InvalidAction.NotFound");
+    });
+});
+
+describe("emulator: ESS", () => {
+    const fx = useEmulator();
+
+    it("RemoveInstances releases auto-created instances; DetachInstances keeps them running", async () => {
+        const g = fx.emu.addScalingGroup({ minSize: 1, maxSize: 5, desiredCapacity: 3 });
+        const [a, b, c] = fx.emu.scalingGroupInstances(g.scalingGroupId);
+        const { ScalingActivityId } = await call("ess", "RemoveInstances", { ScalingGroupId: g.scalingGroupId, InstanceId: [a] });
+        assert.match(String(ScalingActivityId), /^asa-/);
+        assert.strictEqual(fx.emu.instances.has(a), false, "released");
+        await call("ess", "DetachInstances", { ScalingGroupId: g.scalingGroupId, InstanceId: [b] });
+        assert.strictEqual(fx.emu.instances.get(b)?.status, "Running", "detached, not released");
+        assert.deepStrictEqual(fx.emu.scalingGroupInstances(g.scalingGroupId), [c]);
+        assert.strictEqual(g.desiredCapacity, 1);
+        assert.strictEqual(await code(call("ess", "RemoveInstances", { ScalingGroupId: g.scalingGroupId, InstanceId: [c] })), "IncorrectCapacity.MinSize");
+        assert.strictEqual(await code(call("ess", "RemoveInstances", { ScalingGroupId: g.scalingGroupId, InstanceId: [b] })), "InvalidInstanceId.NotFound");
+        await call("ess", "RemoveInstances", { ScalingGroupId: g.scalingGroupId, InstanceId: [b], IgnoreInvalidInstance: true, DecreaseDesiredCapacity: false });
+    });
+
+    it("manually attached, non-entrusted instances survive RemoveInstances", async () => {
+        const g = fx.emu.addScalingGroup({ maxSize: 3 });
+        const own = fx.emu.addInstance();
+        await call("ess", "AttachInstances", { ScalingGroupId: g.scalingGroupId, InstanceId: [own.instanceId] });
+        const res = await call("ess", "DescribeScalingInstances", { ScalingGroupId: g.scalingGroupId });
+        const si = (res.ScalingInstances as { ScalingInstance: { InstanceId: string; CreationType: string; LifecycleState: string }[] }).ScalingInstance;
+        assert.deepStrictEqual(si.map((s) => [s.InstanceId, s.CreationType, s.LifecycleState]), [[own.instanceId, "Attached", "InService"]]);
+        await call("ess", "RemoveInstances", { ScalingGroupId: g.scalingGroupId, InstanceId: [own.instanceId] });
+        assert.strictEqual(fx.emu.instances.get(own.instanceId)?.status, "Running");
+    });
+
+    it("DesiredCapacity changes launch and remove instances and leave activities", async () => {
+        const ud = Buffer.from("#!/bin/sh\n").toString("base64");
+        const g = fx.emu.addScalingGroup({ maxSize: 4, userData: ud });
+        await call("ess", "ModifyScalingGroup", { ScalingGroupId: g.scalingGroupId, DesiredCapacity: 3 });
+        const ids = fx.emu.scalingGroupInstances(g.scalingGroupId);
+        assert.strictEqual(ids.length, 3);
+        assert.strictEqual(fx.emu.instances.get(ids[0])?.userData, ud, "launched from the scaling configuration");
+        assert.strictEqual(await code(call("ess", "ModifyScalingGroup", { ScalingGroupId: g.scalingGroupId, DesiredCapacity: 5 })), "InvalidParameter.Conflict");
+        await call("ess", "ScaleWithAdjustment", { ScalingGroupId: g.scalingGroupId, AdjustmentType: "QuantityChangeInCapacity", AdjustmentValue: -2 });
+        assert.deepStrictEqual(fx.emu.scalingGroupInstances(g.scalingGroupId), [ids[2]], "oldest removed first");
+        assert.strictEqual(await code(call("ess", "ScaleWithAdjustment", { ScalingGroupId: g.scalingGroupId, AdjustmentType: "TotalCapacity", AdjustmentValue: 9 })), "IncorrectCapacity.MaxSize");
+        const acts = await call("ess", "DescribeScalingActivities", { ScalingGroupId: g.scalingGroupId });
+        const list = (acts.ScalingActivities as { ScalingActivity: { StatusCode: string; TotalCapacity: string }[] }).ScalingActivity;
+        assert.deepStrictEqual(list.map((a) => [a.StatusCode, a.TotalCapacity]), [["Successful", "1"], ["Successful", "3"]]);
+        const groups = await call("ess", "DescribeScalingGroups", { ScalingGroupId: [g.scalingGroupId] });
+        const view = (groups.ScalingGroups as { ScalingGroup: Record<string, unknown>[] }).ScalingGroup[0];
+        assert.deepStrictEqual([view.DesiredCapacity, view.TotalCapacity, view.LifecycleState], [1, 1, "Active"]);
+        const cfgs = await call("ess", "DescribeScalingConfigurations", { ScalingGroupId: g.scalingGroupId });
+        assert.strictEqual((cfgs.ScalingConfigurations as { ScalingConfiguration: { UserData: string }[] }).ScalingConfiguration[0].UserData, ud);
+    });
+
+    it("a scaling activity in progress blocks RemoveInstances (ScalingActivityInProgress)", async () => {
+        fx.emu.state.activityDurationMs = 200;
+        const g = fx.emu.addScalingGroup({ maxSize: 3 });
+        await call("ess", "ScaleWithAdjustment", { ScalingGroupId: g.scalingGroupId, AdjustmentType: "TotalCapacity", AdjustmentValue: 2 });
+        const [a] = fx.emu.scalingGroupInstances(g.scalingGroupId);
+        assert.strictEqual(await code(call("ess", "RemoveInstances", { ScalingGroupId: g.scalingGroupId, InstanceId: [a] })), "ScalingActivityInProgress");
+        await new Promise((r) => setTimeout(r, 220));
+        await call("ess", "RemoveInstances", { ScalingGroupId: g.scalingGroupId, InstanceId: [a] });
+    });
+});
+
+describe("emulator: VPC", () => {
+    const fx = useEmulator();
+
+    it("creates, lists (paged), and deletes route entries with the real codes", async () => {
+        const t = fx.emu.addRouteTable();
+        const ids = fx.emu.addInstances(3);
+        for (const [k, id] of ids.entries()) await call("vpc", "CreateRouteEntry", { RouteTableId: t.routeTableId, DestinationCidrBlock: `172.16.${k}.0/25`, NextHopType: "Instance", NextHopId: id });
+        assert.strictEqual(await code(call("vpc", "CreateRouteEntry", { RouteTableId: t.routeTableId, DestinationCidrBlock: "172.16.0.0/25", NextHopId: ids[1] })), "InvalidCIDRBlock.Duplicate");
+        const p1 = await call("vpc", "DescribeRouteEntryList", { RouteTableId: t.routeTableId, MaxResult: 2 });
+        const p2 = await call("vpc", "DescribeRouteEntryList", { RouteTableId: t.routeTableId, MaxResult: 2, NextToken: String(p1.NextToken) });
+        const rows = [p1, p2].flatMap((p) => (p.RouteEntrys as { RouteEntry: { DestinationCidrBlock: string; NextHops: { NextHop: { NextHopId: string }[] } }[] }).RouteEntry);
+        assert.deepStrictEqual(rows.map((r) => [r.DestinationCidrBlock, r.NextHops.NextHop[0].NextHopId]), ids.map((id, k) => [`172.16.${k}.0/25`, id]));
+        assert.strictEqual(p2.NextToken, "");
+        await call("vpc", "DeleteRouteEntry", { RouteTableId: t.routeTableId, DestinationCidrBlock: "172.16.1.0/25", NextHopId: ids[1] });
+        assert.strictEqual(await code(call("vpc", "DeleteRouteEntry", { RouteTableId: t.routeTableId, DestinationCidrBlock: "172.16.1.0/25", NextHopId: ids[1] })), "InvalidRouteEntry.NotFound");
+        const tables = await call("vpc", "DescribeRouteTableList", { VpcId: "vpc-emu" });
+        const list = (tables.RouterTableList as { RouterTableListType: { RouteTableId: string }[] }).RouterTableListType;
+        assert.deepStrictEqual(list.map((x) => x.RouteTableId), [t.routeTableId]);
+        assert.strictEqual(t.entries.length, 2);
+    });
+});
+
+describe("emulator: signature checks beyond the secret", () => {
+    function signed(headers: Record<string, string>, query: Record<string, string> = { RegionId: region }) {
+        const body = Buffer.alloc(0);
+        const all: Record<string, string> = {
+            host: "127.0.0.1:1", "x-acs-action": "DescribeInstances", "x-acs-version": "2014-05-26", "x-acs-date": new Date().toISOString().replace(/\.\d+Z$/, "Z"),
+            "x-acs-signature-nonce": crypto.randomUUID(), "x-acs-content-sha256": crypto.createHash("sha256").update(body).digest("hex"), ...headers,
+        };
+        const signedHeaders = Object.keys(all).filter((h) => h !== "x-acs-unsigned");
+        const sig = acs3Signature({ method: "POST", path: "/", query, headers: all, signedHeaders, payloadHash: all["x-acs-content-sha256"] }, TEST_CREDENTIALS.accessKeySecret);
+        all.authorization = `ACS3-HMAC-SHA256 Credential=${TEST_CREDENTIALS.accessKeyId},SignedHeaders=${signedHeaders.sort().join(";")},Signature=${sig}`;
+        return { method: "POST", path: "/", query, headers: all, body };
+    }
+    const secretFor = (ak: string) => (ak === TEST_CREDENTIALS.accessKeyId ? TEST_CREDENTIALS.accessKeySecret : undefined);
+
+    it("accepts a correct request once, then rejects the replayed nonce", () => {
+        const nonces = new Set<string>();
+        const req = signed({});
+        assert.deepStrictEqual(verifyRequest(req, secretFor, nonces), { ok: true, accessKeyId: TEST_CREDENTIALS.accessKeyId });
+        assert.strictEqual((verifyRequest(req, secretFor, nonces) as { code: string }).code, "SignatureNonceUsed");
+    });
+
+    it("rejects a tampered parameter, a stale date and an unsigned x-acs header", () => {
+        const tampered = signed({});
+        tampered.query = { RegionId: "cn-beijing" };
+        assert.strictEqual((verifyRequest(tampered, secretFor, new Set()) as { code: string }).code, "SignatureDoesNotMatch");
+        const stale = signed({ "x-acs-date": "2020-01-01T00:00:00Z" });
+        assert.strictEqual((verifyRequest(stale, secretFor, new Set()) as { code: string }).code, "InvalidTimeStamp.Expired");
+        const unsigned = signed({ "x-acs-unsigned": "1" });
+        assert.strictEqual((verifyRequest(unsigned, secretFor, new Set()) as { code: string }).code, "IncompleteSignature");
+    });
+});
