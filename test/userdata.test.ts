@@ -1,0 +1,484 @@
+/**
+ * Node userdata: rendering (quoting, validation, size, mirrors), shellcheck, and the scripts' behaviour in the
+ * sandbox (test/sandbox) on Ubuntu and Alibaba Cloud Linux images, bare and pre-baked.
+ */
+import * as assert from "node:assert/strict";
+import { spawnSync } from "child_process";
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import fc from "fast-check";
+import { parseAllDocuments } from "yaml";
+import {
+    AttachNodeParams, MasterInitParams, containerdRpmRepoUrl, defaultMirrors, kubernetesRepoUrl, redactUserdata,
+    renderAttachNode, renderMasterInit, shellQuote,
+} from "../userdata/render";
+import { RunResult, Sandbox, StubCall, callsOf, makeSandbox } from "./sandbox";
+
+const USERDATA_DIR = path.join(__dirname, "..", "userdata");
+const STUB_DIR = path.join(__dirname, "sandbox", "stubs");
+const GOLDEN = path.join(__dirname, "golden", "attach-node.sh");
+const BUDGET = 16 * 1024;
+
+const TOKEN = "k9x2ab.0123456789abcdef";
+const HASH_A = `sha256:${"0a".repeat(32)}`;
+const HASH_B = `sha256:${"b1".repeat(32)}`;
+const REGION = "cn-shanghai";
+const INSTANCE = "i-uf6stub00000000042";
+const PROVIDER_ID = `${REGION}.${INSTANCE}`;
+
+const masterParams: MasterInitParams = {
+    region: "cn-shanghai",
+    kubernetesVersion: "1.34.2",
+    apiEndpoint: "nlb-abc.cn-shanghai.nlb.aliyuncs.com:6443",
+    podCidr: "172.16.0.0/16",
+    serviceCidr: "10.96.0.0/12",
+    nodeCidrMaskSize: 25,
+    certSANs: ["192.168.0.10", "k8s.example.com", "nlb-abc.cn-shanghai.nlb.aliyuncs.com"],
+};
+
+const attachParams: AttachNodeParams = {
+    region: "cn-shanghai",
+    kubernetesVersion: "1.34.2",
+    apiEndpoint: "192.168.0.10:6443",
+    poolName: "elastic",
+    labels: { workload_type: "cpu", "node.kubernetes.io/instance-family": "c7" },
+    taints: [{ key: "dedicated", value: "batch", effect: "NoSchedule" }, "spot:PreferNoSchedule"],
+    token: TOKEN,
+    caCertHash: [HASH_A, HASH_B],
+};
+
+const metadata = { region: REGION, instanceId: INSTANCE };
+
+/** Asserts a run succeeded; on failure shows the script's log files. */
+function assertOk(r: RunResult, sb: Sandbox): void {
+    if (r.code === 0) return;
+    const logs = ["master-init", "attach-node"].map((n) => sb.read(`/var/log/alicloud-kubeadm/${n}.log`)).filter(Boolean).join("\n");
+    assert.fail(`script exited ${r.code}\nstderr:\n${r.stderr}\nlog:\n${logs}`);
+}
+
+function parseYaml(text: string | undefined): Array<Record<string, unknown>> {
+    assert.ok(text, "expected a kubeadm --config file to have been captured");
+    return parseAllDocuments(text).map((d) => d.toJS() as Record<string, unknown>);
+}
+
+function byKind(docs: Array<Record<string, unknown>>, kind: string): any {
+    const doc = docs.find((d) => d.kind === kind);
+    assert.ok(doc, `no ${kind} in the kubeadm config`);
+    assert.equal(doc.apiVersion, "kubeadm.k8s.io/v1beta4");
+    return doc;
+}
+
+function argValue(args: Array<{ name: string; value: string }>, name: string): string | undefined {
+    return args.find((a) => a.name === name)?.value;
+}
+
+/** Downloads: curl calls that are neither metadata lookups nor API probes, plus apt-get update. */
+function downloads(calls: StubCall[]): StubCall[] {
+    return calls.filter((c) => (c.cmd === "curl" && !c.args.some((a) => a.includes("100.100.100.200") || a.endsWith("/readyz")))
+        || (c.cmd === "apt-get" && c.args.includes("update")));
+}
+
+function installs(calls: StubCall[]): StubCall[] {
+    return calls.filter((c) => (c.cmd === "apt-get" || c.cmd === "dnf") && c.args.includes("install"));
+}
+
+function shellcheck(files: string[]): { status: number | null; output: string } {
+    const r = spawnSync("shellcheck", ["-x", ...files], { encoding: "utf8" });
+    return { status: r.status, output: `${r.stdout}${r.stderr}` };
+}
+
+describe("userdata rendering", () => {
+    it("shell-quotes any value so bash reads it back unchanged (property)", () => {
+        const tricky = fc.array(fc.constantFrom("'", "\\", "\"", "$", "`", "\n", " ", "!", "a", "é", "${X}", "$(id)", "'\\''", "\t", "*"))
+            .map((parts) => parts.join(""));
+        const value = fc.oneof(tricky, fc.string({ unit: "binary-ascii" }), fc.string({ unit: "grapheme" }))
+            .filter((s) => !s.includes("\0"));
+        fc.assert(fc.property(fc.array(value, { minLength: 1, maxLength: 20 }), (values) => {
+            const script = values.map((v, i) => `readonly V${i}=${shellQuote(v)}`).join("\n")
+                + `\nprintf '%s\\0' ${values.map((_, i) => `"$V${i}"`).join(" ")}\n`;
+            const r = spawnSync("bash", ["-c", script], { encoding: "utf8" });
+            assert.equal(r.status, 0, r.stderr);
+            assert.deepEqual(r.stdout.split("\0").slice(0, -1), values);
+        }), { numRuns: 60 });
+    });
+
+    it("defaults to Alibaba mirrors in China regions and upstream elsewhere", () => {
+        assert.deepEqual(defaultMirrors("cn-hangzhou"), {
+            packageMirror: "https://mirrors.cloud.aliyuncs.com", imageRepository: "registry.cn-hangzhou.aliyuncs.com/google_containers",
+        });
+        assert.deepEqual(defaultMirrors("ap-southeast-1"), { packageMirror: "https://pkgs.k8s.io", imageRepository: "registry.k8s.io" });
+        assert.equal(kubernetesRepoUrl("https://mirrors.cloud.aliyuncs.com/", "1.34.2"), "https://mirrors.cloud.aliyuncs.com/kubernetes-new/core/stable/v1.34/");
+        assert.equal(kubernetesRepoUrl("https://pkgs.k8s.io", "1.31.0"), "https://pkgs.k8s.io/core:/stable:/v1.31/");
+        assert.equal(containerdRpmRepoUrl("https://pkgs.k8s.io"), "https://download.docker.com/linux/centos");
+        const script = renderAttachNode({ ...attachParams, region: "eu-central-1" });
+        assert.match(script, /^readonly AK_K8S_REPO_URL='https:\/\/pkgs\.k8s\.io\/core:\/stable:\/v1\.34\/'$/m);
+        assert.match(script, /^readonly AK_SANDBOX_IMAGE='registry\.k8s\.io\/pause:3\.10\.1'$/m);
+    });
+
+    it("honours explicit mirrors, repository URL and sandbox image", () => {
+        const script = renderMasterInit({
+            ...masterParams, packageMirror: "https://mirror.internal.example", imageRepository: "registry.internal.example/k8s/",
+            kubernetesVersion: "1.32.4",
+        });
+        assert.match(script, /^readonly AK_K8S_REPO_URL='https:\/\/mirror\.internal\.example\/kubernetes-new\/core\/stable\/v1\.32\/'$/m);
+        assert.match(script, /^readonly AK_IMAGE_REPOSITORY='registry\.internal\.example\/k8s'$/m);
+        assert.match(script, /^readonly AK_SANDBOX_IMAGE='registry\.internal\.example\/k8s\/pause:3\.10'$/m);
+        const custom = renderAttachNode({ ...attachParams, kubernetesRepoUrl: "https://repo.example/k8s/", sandboxImage: "reg.example/pause:9" });
+        assert.match(custom, /^readonly AK_K8S_REPO_URL='https:\/\/repo\.example\/k8s\/'$/m);
+        assert.match(custom, /^readonly AK_SANDBOX_IMAGE='reg\.example\/pause:9'$/m);
+    });
+
+    it("rejects missing or empty required parameters, naming each one", () => {
+        const missingAttach = { region: "cn-hangzhou", kubernetesVersion: "", apiEndpoint: "x" } as unknown as AttachNodeParams;
+        assert.throws(() => renderAttachNode(missingAttach), (e: Error) => {
+            for (const name of ["kubernetesVersion", "apiEndpoint", "poolName", "token", "caCertHash"]) assert.match(e.message, new RegExp(`\\b${name}:`));
+            return true;
+        });
+        const missingMaster = { region: "cn-hangzhou", kubernetesVersion: "1.34.2", apiEndpoint: "10.0.0.1:6443" } as unknown as MasterInitParams;
+        assert.throws(() => renderMasterInit(missingMaster), (e: Error) => {
+            for (const name of ["podCidr", "serviceCidr", "nodeCidrMaskSize"]) assert.match(e.message, new RegExp(`\\b${name}:`));
+            return true;
+        });
+    });
+
+    it("rejects bad values without echoing secrets", () => {
+        const badToken = "ABCDEF.not-a-valid-token";
+        assert.throws(() => renderAttachNode({ ...attachParams, token: badToken }), (e: Error) => {
+            assert.match(e.message, /token: must be a bootstrap token/);
+            assert.ok(!e.message.includes(badToken), "the error must not contain the token");
+            return true;
+        });
+        assert.throws(() => renderAttachNode({ ...attachParams, caCertHash: "sha256:abc" }), /caCertHash:/);
+        assert.throws(() => renderAttachNode({ ...attachParams, kubernetesVersion: "1.30.5" }), /kubernetesVersion: .*>= 31/);
+        assert.throws(() => renderAttachNode({ ...attachParams, labels: { "node-role.kubernetes.io/worker": "" } }), /labels\.node-role\.kubernetes\.io\/worker: kubelet may not set/);
+        assert.throws(() => renderAttachNode({ ...attachParams, labels: { "alicloud-kubeadm/pool": "x" } }), /is set from poolName/);
+        assert.throws(() => renderAttachNode({ ...attachParams, taints: ["dedicated=gpu:Sometimes"] }), /taints\[0\]:/);
+        assert.throws(() => renderMasterInit({ ...masterParams, nodeCidrMaskSize: 16 }), /nodeCidrMaskSize: must be an integer in 17\.\.30/);
+        assert.throws(() => renderMasterInit({ ...masterParams, apiEndpoint: "10.0.0.1" }), /apiEndpoint: must be host:port/);
+    });
+
+    it("stays within the 16 KiB budget even with many labels, taints and SANs", () => {
+        const labels = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`example.com/label-${i}`, `value-${i}`]));
+        const taints = Array.from({ length: 10 }, (_, i) => `example.com/taint-${i}=v:NoSchedule`);
+        const attach = renderAttachNode({ ...attachParams, labels, taints });
+        const master = renderMasterInit({ ...masterParams, certSANs: Array.from({ length: 20 }, (_, i) => `api-${i}.k8s.example.com`) });
+        assert.ok(Buffer.byteLength(attach) <= BUDGET, `attach userdata is ${Buffer.byteLength(attach)} bytes`);
+        assert.ok(Buffer.byteLength(master) <= BUDGET, `master userdata is ${Buffer.byteLength(master)} bytes`);
+    });
+
+    it("redacts the token and CA hashes and nothing else", () => {
+        const script = renderAttachNode(attachParams);
+        const redacted = redactUserdata(script);
+        assert.ok(!redacted.includes(TOKEN) && !redacted.includes(HASH_A) && !redacted.includes(HASH_B));
+        assert.match(redacted, /^readonly AK_BOOTSTRAP_TOKEN='<redacted>'$/m);
+        assert.match(redacted, /^readonly AK_CA_CERT_HASHES='<redacted>'$/m);
+        const differing = script.split("\n").filter((line, i) => line !== redacted.split("\n")[i]);
+        assert.equal(differing.length, 2);
+    });
+
+    it("matches the reviewed golden attach userdata (UPDATE_GOLDEN=1 rewrites it)", () => {
+        const actual = redactUserdata(renderAttachNode({
+            region: "cn-hangzhou", kubernetesVersion: "1.34.2", apiEndpoint: "192.168.0.10:6443", poolName: "general",
+            labels: { workload_type: "cpu" }, taints: [], token: "abcdef.0123456789abcdef", caCertHash: `sha256:${"0".repeat(64)}`,
+        }));
+        if (process.env.UPDATE_GOLDEN === "1") {
+            fs.mkdirSync(path.dirname(GOLDEN), { recursive: true });
+            fs.writeFileSync(GOLDEN, actual);
+        }
+        assert.equal(actual, fs.readFileSync(GOLDEN, "utf8"), "rendered attach userdata changed: review it and run with UPDATE_GOLDEN=1");
+    });
+});
+
+describe("userdata scripts: static checks", () => {
+    before(function () {
+        if (spawnSync("shellcheck", ["--version"]).status !== 0) this.skip(); // shellcheck is not installed: cannot lint
+    });
+
+    it("static scripts and sandbox stubs are shellcheck-clean", () => {
+        const files = [
+            ...fs.readdirSync(USERDATA_DIR).filter((f) => f.endsWith(".sh")).map((f) => path.join(USERDATA_DIR, f)),
+            ...fs.readdirSync(STUB_DIR).filter((f) => !f.includes(".") || f.endsWith(".sh")).map((f) => path.join(STUB_DIR, f))
+                .filter((f) => fs.statSync(f).isFile()),
+        ];
+        const r = shellcheck(files);
+        assert.equal(r.status, 0, r.output);
+    });
+
+    it("rendered master and attach userdata are shellcheck-clean", () => {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ak-shellcheck-"));
+        try {
+            const files = {
+                "master.sh": renderMasterInit(masterParams),
+                "attach.sh": renderAttachNode(attachParams),
+                "attach-intl.sh": renderAttachNode({ ...attachParams, region: "us-west-1", labels: {}, taints: [] }),
+            };
+            for (const [name, text] of Object.entries(files)) fs.writeFileSync(path.join(dir, name), text);
+            const r = shellcheck(Object.keys(files).map((f) => path.join(dir, f)));
+            assert.equal(r.status, 0, r.output);
+        } finally {
+            fs.rmSync(dir, { recursive: true, force: true });
+        }
+    });
+
+    it("every filesystem path in the scripts is under ${AK_ROOT}", () => {
+        // A path written without the prefix would touch the machine running the sandbox tests.
+        const allowed = [
+            "/etc/apt/keyrings/alicloud-kubeadm-kubernetes.gpg", // inside the apt source line; written via ${AK_ROOT}${keyring}
+            "/etc/fstab", "/etc/cni/net.d", "/etc/kubernetes/admin.conf", "/etc/kubernetes/pki/ca.crt", // in messages and comments
+            "/run/containerd/containerd.sock", "/dev/null",
+        ];
+        for (const file of ["prepare_node.sh", "master_init.sh", "attach_node.sh"]) {
+            const text = fs.readFileSync(path.join(USERDATA_DIR, file), "utf8");
+            for (const m of text.matchAll(/(^|[^}A-Za-z0-9_./:-])(\/(?:etc|var|run|opt|usr|lib|root|home|tmp|dev)\/[A-Za-z0-9_./-]*)/gm)) {
+                assert.ok(allowed.includes(m[2].replace(/[.]$/, "")), `${file}: path ${m[2]} is not under \${AK_ROOT}`);
+            }
+        }
+    });
+});
+
+describe("master_init.sh in the sandbox", () => {
+    const sandboxes: Sandbox[] = [];
+    const sandbox = (...args: Parameters<typeof makeSandbox>): Sandbox => {
+        const sb = makeSandbox(...args);
+        sandboxes.push(sb);
+        return sb;
+    };
+    after(() => sandboxes.forEach((sb) => sb.cleanup()));
+
+    for (const flavour of [{ os: "ubuntu", ubuntuRelease: "22.04" }, { os: "ubuntu", ubuntuRelease: "24.04" }, { os: "alinux" }] as const) {
+        it(`${flavour.os} ${"ubuntuRelease" in flavour ? flavour.ubuntuRelease : "3"}: installs, configures and runs kubeadm init with the rendered config; a second run does nothing`, async () => {
+            const sb = sandbox({ ...flavour, ...metadata });
+            const r = await sb.run(renderMasterInit(masterParams));
+            assertOk(r, sb);
+
+            const inits = callsOf(r.calls, "kubeadm", "init");
+            assert.equal(inits.length, 1);
+            assert.ok(inits[0].args.includes("--skip-token-print"), "init must not print the bootstrap token into the log");
+            const docs = parseYaml(inits[0].config);
+            const init = byKind(docs, "InitConfiguration");
+            const cluster = byKind(docs, "ClusterConfiguration");
+            assert.equal(init.nodeRegistration.name, PROVIDER_ID);
+            assert.equal(argValue(init.nodeRegistration.kubeletExtraArgs, "provider-id"), PROVIDER_ID);
+            assert.equal(argValue(init.nodeRegistration.kubeletExtraArgs, "cloud-provider"), "external");
+            assert.equal(cluster.kubernetesVersion, "v1.34.2");
+            assert.equal(cluster.controlPlaneEndpoint, masterParams.apiEndpoint);
+            assert.equal(cluster.imageRepository, "registry.cn-hangzhou.aliyuncs.com/google_containers");
+            assert.deepEqual(cluster.networking, { podSubnet: "172.16.0.0/16", serviceSubnet: "10.96.0.0/12" });
+            assert.equal(argValue(cluster.controllerManager.extraArgs, "node-cidr-mask-size"), "25");
+            assert.deepEqual([...cluster.apiServer.certSANs].sort(), ["192.168.0.10", "k8s.example.com", "nlb-abc.cn-shanghai.nlb.aliyuncs.com"]);
+
+            if (flavour.os === "ubuntu") {
+                const install = installs(r.calls);
+                assert.equal(install.length, 1);
+                assert.ok(["kubelet=1.34.2-*", "kubeadm=1.34.2-*", "kubectl=1.34.2-*", "containerd"].every((p) => install[0].args.includes(p)));
+                assert.equal(sb.read("/etc/apt/sources.list.d/alicloud-kubeadm-kubernetes.list"),
+                    "deb [signed-by=/etc/apt/keyrings/alicloud-kubeadm-kubernetes.gpg] https://mirrors.cloud.aliyuncs.com/kubernetes-new/core/stable/v1.34/deb/ /\n");
+                assert.equal(callsOf(r.calls, "dnf").length, 0);
+            } else {
+                const install = callsOf(r.calls, "dnf", "install");
+                assert.equal(install.length, 1);
+                assert.ok(["kubelet-1.34.2", "kubeadm-1.34.2", "kubectl-1.34.2", "containerd.io"].every((p) => install[0].args.includes(p)));
+                assert.match(sb.read("/etc/yum.repos.d/alicloud-kubeadm-kubernetes.repo") ?? "",
+                    /^baseurl=https:\/\/mirrors\.cloud\.aliyuncs\.com\/kubernetes-new\/core\/stable\/v1\.34\/rpm\/$/m);
+                assert.match(sb.read("/etc/yum.repos.d/alicloud-kubeadm-containerd.repo") ?? "",
+                    /^baseurl=https:\/\/mirrors\.cloud\.aliyuncs\.com\/docker-ce\/linux\/centos\/8\/\$basearch\/stable$/m);
+                assert.equal(callsOf(r.calls, "apt-get").length, 0);
+            }
+            const containerd = sb.read("/etc/containerd/config.toml") ?? "";
+            assert.match(containerd, /^\s*SystemdCgroup = true$/m);
+            assert.match(containerd, /^\s*sandbox_image = "registry\.cn-hangzhou\.aliyuncs\.com\/google_containers\/pause:3\.10\.1"$/m);
+            assert.equal(sb.read("/etc/sysctl.d/99-alicloud-kubeadm.conf")?.includes("net.ipv4.ip_forward = 1"), true);
+            assert.equal(sb.read("/etc/modules-load.d/alicloud-kubeadm.conf"), "overlay\nbr_netfilter\n");
+            assert.equal(callsOf(r.calls, "swapoff").length, 1);
+            assert.match(sb.read("/var/lib/alicloud-kubeadm/init.done") ?? "", /^status=ok\nnode=cn-shanghai\.i-uf6stub00000000042\ntime=/);
+            assert.ok(sb.read("/etc/kubernetes/admin.conf"), "admin.conf stays in place for JoinInfo");
+            assert.match(sb.read("/var/log/alicloud-kubeadm/master-init.log") ?? "", /kubeadm init succeeded/);
+
+            const again = await sb.run(renderMasterInit(masterParams));
+            assertOk(again, sb);
+            assert.deepEqual(again.calls.map((c) => c.cmd), [], "the second run must not call kubeadm, package managers or anything else");
+            assert.match(again.stderr, /already completed/);
+        });
+    }
+
+    it("comments out swap in /etc/fstab and sets the sandbox image with containerd 2.x", async () => {
+        const sb = sandbox({ os: "ubuntu", prebaked: true, env: { AK_STUB_CONTAINERD_MAJOR: "2" } });
+        sb.write("/etc/fstab", "UUID=1 / ext4 defaults 0 1\n/swapfile none swap sw 0 0\n");
+        const r = await sb.run(renderMasterInit(masterParams));
+        assertOk(r, sb);
+        assert.equal(sb.read("/etc/fstab"), "UUID=1 / ext4 defaults 0 1\n# /swapfile none swap sw 0 0 # disabled by alicloud-kubeadm\n");
+        const containerd = sb.read("/etc/containerd/config.toml") ?? "";
+        assert.match(containerd, /^\s*sandbox = 'registry\.cn-hangzhou\.aliyuncs\.com\/google_containers\/pause:3\.10\.1'$/m);
+        assert.match(containerd, /^\s*SystemdCgroup = true$/m);
+        assert.match(containerd, /sandboxer = 'podsandbox'/, "the sandboxer key must not be mistaken for sandbox");
+    });
+
+    it("reads identity with the IMDSv2 token when required, and falls back to plain GETs without one", async () => {
+        const v2 = sandbox({ os: "ubuntu", prebaked: true, imds: "v2-required", ...metadata });
+        const r2 = await v2.run(renderMasterInit(masterParams));
+        assertOk(r2, v2);
+        const metaCalls = callsOf(r2.calls, "curl").filter((c) => c.args.some((a) => a.includes("/meta-data/")));
+        assert.ok(metaCalls.length >= 2 && metaCalls.every((c) => c.args.includes("X-aliyun-ecs-metadata-token: stub-imds-token")));
+        const tokenCall = callsOf(r2.calls, "curl").find((c) => c.args.some((a) => a.endsWith("/latest/api/token")));
+        assert.ok(tokenCall?.args.includes("PUT") && tokenCall.args.includes("X-aliyun-ecs-metadata-token-ttl-seconds: 21600"));
+
+        const v1 = sandbox({ os: "ubuntu", prebaked: true, imds: "v1", ...metadata });
+        const r1 = await v1.run(renderMasterInit(masterParams));
+        assertOk(r1, v1);
+        assert.equal(byKind(parseYaml(callsOf(r1.calls, "kubeadm", "init")[0].config), "InitConfiguration").nodeRegistration.name, PROVIDER_ID);
+    });
+
+    it("a failed init leaves init.failed with the exit code and the log, and is not retried", async () => {
+        const sb = sandbox({ os: "alinux", prebaked: true, fail: { init: true } });
+        const r = await sb.run(renderMasterInit(masterParams));
+        assert.notEqual(r.code, 0);
+        assert.equal(callsOf(r.calls, "kubeadm", "init").length, 1, "exactly one init attempt");
+        assert.match(sb.read("/var/lib/alicloud-kubeadm/init.failed") ?? "", /^status=failed\nexit_code=1\nlog=\/var\/log\/alicloud-kubeadm\/master-init\.log\n/);
+        assert.equal(sb.read("/var/lib/alicloud-kubeadm/init.done"), undefined);
+        assert.match(sb.read("/var/log/alicloud-kubeadm/master-init.log") ?? "", /error execution phase wait-control-plane/);
+
+        const again = await sb.run(renderMasterInit(masterParams), { AK_STUB_FAIL_INIT: "0" });
+        assert.notEqual(again.code, 0);
+        assert.equal(callsOf(again.calls, "kubeadm").length, 0, "no automatic retry after a failed init");
+        assert.match(again.stderr, /earlier kubeadm init failed .*kubeadm reset -f/s);
+    });
+});
+
+describe("attach_node.sh in the sandbox", () => {
+    const sandboxes: Sandbox[] = [];
+    const sandbox = (...args: Parameters<typeof makeSandbox>): Sandbox => {
+        const sb = makeSandbox(...args);
+        sandboxes.push(sb);
+        return sb;
+    };
+    after(() => sandboxes.forEach((sb) => sb.cleanup()));
+    const script = renderAttachNode(attachParams);
+
+    for (const os of ["ubuntu", "alinux"] as const) {
+        it(`${os}: joins with a JoinConfiguration carrying the header's token, CA pins, endpoint, identity, labels and taints`, async () => {
+            const sb = sandbox({ os, ...metadata });
+            const r = await sb.run(script);
+            assertOk(r, sb);
+            const joins = callsOf(r.calls, "kubeadm", "join");
+            assert.equal(joins.length, 1);
+            assert.deepEqual(joins[0].args.filter((a) => a.startsWith("--")), ["--config"], "only --config: no flag can skip CA verification");
+            const join = byKind(parseYaml(joins[0].config), "JoinConfiguration");
+            assert.deepEqual(join.discovery.bootstrapToken, {
+                apiServerEndpoint: "192.168.0.10:6443", token: TOKEN, caCertHashes: [HASH_A, HASH_B],
+            });
+            assert.equal(join.nodeRegistration.name, PROVIDER_ID);
+            const kubelet = join.nodeRegistration.kubeletExtraArgs;
+            assert.equal(argValue(kubelet, "provider-id"), PROVIDER_ID);
+            assert.equal(argValue(kubelet, "cloud-provider"), "external");
+            assert.equal(argValue(kubelet, "node-labels"), "alicloud-kubeadm/pool=elastic,workload_type=cpu,node.kubernetes.io/instance-family=c7");
+            assert.equal(argValue(kubelet, "register-with-taints"), "dedicated=batch:NoSchedule,spot:PreferNoSchedule");
+            assert.equal(installs(r.calls).length, 1, `one package install on a bare ${os} image`);
+            assert.match(sb.read("/var/lib/alicloud-kubeadm/join.done") ?? "", /^status=ok\nnode=cn-shanghai\.i-uf6stub00000000042\npool=elastic\n/);
+            assert.equal(sb.read("/var/lib/alicloud-kubeadm/kubeadm-join.yaml"), undefined, "the token-bearing config is removed");
+            const log = sb.read("/var/log/alicloud-kubeadm/attach-node.log") ?? "";
+            assert.match(log, /joined the cluster as cn-shanghai\.i-uf6stub00000000042/);
+            assert.ok(!log.includes(TOKEN) && !r.stderr.includes(TOKEN), "the token never reaches the log");
+        });
+    }
+
+    it("a node without labels or taints still gets the pool label and no taint argument", async () => {
+        const sb = sandbox({ os: "ubuntu", prebaked: true });
+        const r = await sb.run(renderAttachNode({ ...attachParams, labels: {}, taints: [] }));
+        assertOk(r, sb);
+        const kubelet = byKind(parseYaml(callsOf(r.calls, "kubeadm", "join")[0].config), "JoinConfiguration").nodeRegistration.kubeletExtraArgs;
+        assert.equal(argValue(kubelet, "node-labels"), "alicloud-kubeadm/pool=elastic");
+        assert.equal(argValue(kubelet, "register-with-taints"), undefined);
+    });
+
+    it("a second run is a no-op", async () => {
+        const sb = sandbox({ os: "ubuntu" });
+        assert.equal((await sb.run(script)).code, 0);
+        const again = await sb.run(script);
+        assertOk(again, sb);
+        assert.deepEqual(again.calls.map((c) => c.cmd), []);
+        assert.match(again.stderr, /already joined/);
+    });
+
+    it("a run after a failed join cleans up (reset, cni0, /etc/cni/net.d) and converges", async () => {
+        const sb = sandbox({ os: "alinux", prebaked: true, fail: { join: 99 }, env: { AK_JOIN_ATTEMPTS: "2" } });
+        const failed = await sb.run(script);
+        assert.notEqual(failed.code, 0);
+        assert.deepEqual(callsOf(failed.calls, "kubeadm").filter((c) => c.args[0] !== "version").map((c) => c.args[0]), ["join", "reset", "join"]);
+        assert.match(sb.read("/var/lib/alicloud-kubeadm/join.failed") ?? "", /^status=failed\nexit_code=1\n/);
+        assert.match(failed.stderr, /kubeadm join failed 2 times/);
+        assert.equal(sb.read("/var/lib/alicloud-kubeadm/kubeadm-join.yaml"), undefined);
+
+        sb.setLink("cni0", true);
+        sb.write("/etc/cni/net.d/10-flannel.conflist", "{}");
+        const retried = await sb.run(script, { AK_STUB_FAIL_JOIN: "0" });
+        assertOk(retried, sb);
+        const order = retried.calls.filter((c) => (c.cmd === "kubeadm" && c.args[0] !== "version") || (c.cmd === "ip" && c.args[1] === "delete"))
+            .map((c) => `${c.cmd} ${c.args.slice(0, 2).join(" ")}`);
+        assert.deepEqual(order, ["kubeadm reset -f", "ip link delete", "kubeadm join --config"]);
+        assert.deepEqual(fs.readdirSync(sb.at("/etc/cni/net.d")), []);
+        assert.equal(sb.read("/var/lib/alicloud-kubeadm/join.failed"), undefined);
+        assert.ok(sb.read("/var/lib/alicloud-kubeadm/join.done"));
+    });
+
+    it("retries a failed join within one run after cleaning up", async () => {
+        const sb = sandbox({ os: "ubuntu", prebaked: true, fail: { join: 1 } });
+        const r = await sb.run(script);
+        assertOk(r, sb);
+        assert.deepEqual(callsOf(r.calls, "kubeadm").filter((c) => c.args[0] !== "version").map((c) => c.args[0]), ["join", "reset", "join"]);
+    });
+
+    it("waits for the API endpoint with bounded retries", async () => {
+        const sb = sandbox({ os: "ubuntu", prebaked: true, fail: { apiDown: 2 } });
+        const r = await sb.run(script);
+        assertOk(r, sb);
+        assert.equal(callsOf(r.calls, "curl").filter((c) => c.args.includes("https://192.168.0.10:6443/readyz")).length, 3);
+        assert.ok(r.calls.every((c) => !c.args.includes("-k") && !c.args.includes("--insecure")), "no insecure TLS anywhere");
+
+        const down = sandbox({ os: "ubuntu", prebaked: true, fail: { apiDown: 1000 }, env: { AK_API_WAIT_ATTEMPTS: "4" } });
+        const d = await down.run(script);
+        assert.notEqual(d.code, 0);
+        assert.equal(callsOf(d.calls, "kubeadm", "join").length, 0);
+        assert.match(d.stderr, /API endpoint 192\.168\.0\.10:6443 unreachable after 4 attempts/);
+    });
+
+    it("on a pre-baked image installs and downloads nothing", async () => {
+        for (const os of ["ubuntu", "alinux"] as const) {
+            const sb = sandbox({ os, prebaked: true });
+            const r = await sb.run(script);
+            assertOk(r, sb);
+            assert.deepEqual(installs(r.calls), []);
+            assert.deepEqual(downloads(r.calls), []);
+            assert.equal(callsOf(r.calls, "gpg").length, 0);
+            assert.match(r.stderr, /pre-baked image/);
+        }
+    });
+
+    it("replaces a pre-baked Kubernetes of another version", async () => {
+        const sb = sandbox({ os: "ubuntu", prebaked: true, prebakedVersion: "1.33.1" });
+        const r = await sb.run(script);
+        assertOk(r, sb);
+        const install = installs(r.calls);
+        assert.equal(install.length, 1);
+        assert.ok(install[0].args.includes("kubeadm=1.34.2-*") && !install[0].args.includes("containerd"));
+    });
+
+    it("the static scripts fail fast naming missing parameters, and reject a malformed token without printing it", async () => {
+        const unrendered = ["prepare_node.sh", "attach_node.sh"].map((f) => fs.readFileSync(path.join(USERDATA_DIR, f), "utf8")).join("\n");
+        const sb = sandbox({ os: "ubuntu", prebaked: true });
+        const r = await sb.run(unrendered, { AK_KUBERNETES_VERSION: "1.34.2", AK_POOL_NAME: "x" });
+        assert.notEqual(r.code, 0);
+        assert.match(r.stderr, /missing required parameter\(s\): AK_K8S_REPO_URL AK_SANDBOX_IMAGE AK_API_ENDPOINT AK_BOOTSTRAP_TOKEN AK_CA_CERT_HASHES;/);
+        assert.deepEqual(r.calls, [], "nothing runs before the parameters are checked");
+
+        const header = renderAttachNode(attachParams).replace(`readonly AK_BOOTSTRAP_TOKEN='${TOKEN}'`, "readonly AK_BOOTSTRAP_TOKEN='Bad.Token.Value'");
+        const bad = await sb.run(header);
+        assert.notEqual(bad.code, 0);
+        assert.match(bad.stderr, /AK_BOOTSTRAP_TOKEN is not a bootstrap token/);
+        assert.ok(!bad.stderr.includes("Bad.Token.Value"));
+    });
+
+    it("rendered attach userdata fits the 16 KiB budget", () => {
+        assert.ok(Buffer.byteLength(script) <= BUDGET, `${Buffer.byteLength(script)} bytes`);
+    });
+});

@@ -1,0 +1,117 @@
+#!/bin/bash
+# alicloud-kubeadm worker join: prepare the node, wait for the API endpoint, `kubeadm join` with a generated
+# v1beta4 JoinConfiguration that pins the cluster CA (caCertHashes; CA verification is never skipped).
+# The same script serves every pool and existing node; only the parameter header differs.
+# Re-runnable: a joined node is left alone; leftovers of a failed join are cleaned before joining again.
+set -euo pipefail
+
+AK_API_WAIT_ATTEMPTS="${AK_API_WAIT_ATTEMPTS:-120}"
+AK_JOIN_ATTEMPTS="${AK_JOIN_ATTEMPTS:-3}"
+
+ak_start_log attach-node
+ak_require AK_KUBERNETES_VERSION AK_K8S_REPO_URL AK_SANDBOX_IMAGE AK_API_ENDPOINT AK_POOL_NAME \
+  AK_BOOTSTRAP_TOKEN AK_CA_CERT_HASHES
+[[ $AK_BOOTSTRAP_TOKEN =~ ^[a-z0-9]{6}\.[a-z0-9]{16}$ ]] ||
+  ak_die "AK_BOOTSTRAP_TOKEN is not a bootstrap token of the form [a-z0-9]{6}.[a-z0-9]{16}"
+[[ $AK_CA_CERT_HASHES =~ ^sha256:[0-9a-f]{64}(,sha256:[0-9a-f]{64})*$ ]] ||
+  ak_die "AK_CA_CERT_HASHES must be sha256:<64 hex digits>[,...] (the cluster CA's public key hash)"
+
+if [ -f "${AK_STATE_DIR}/join.done" ] && [ -f "${AK_ROOT}/etc/kubernetes/kubelet.conf" ]; then
+  ak_log "node already joined (${AK_STATE_DIR#"$AK_ROOT"}/join.done): nothing to do"
+  exit 0
+fi
+
+# ak_wait_for_api: bounded wait until the API endpoint answers TLS.
+ak_wait_for_api() {
+  local attempt rc
+  for ((attempt = 1; attempt <= AK_API_WAIT_ATTEMPTS; attempt++)); do
+    rc=0
+    curl --silent --output /dev/null --max-time 5 "https://${AK_API_ENDPOINT}/readyz" || rc=$?
+    # 60 = the server answered with a certificate curl cannot verify yet: reachable.
+    # kubeadm join verifies that certificate against caCertHashes.
+    if [ "$rc" -eq 0 ] || [ "$rc" -eq 60 ]; then
+      ak_log "API endpoint ${AK_API_ENDPOINT} is reachable"
+      return 0
+    fi
+    ak_log "waiting for API endpoint ${AK_API_ENDPOINT} (attempt ${attempt}/${AK_API_WAIT_ATTEMPTS}, curl exit ${rc})"
+    sleep "$AK_RETRY_DELAY"
+  done
+  ak_die "API endpoint ${AK_API_ENDPOINT} unreachable after ${AK_API_WAIT_ATTEMPTS} attempts;" \
+    "check that master 0 finished kubeadm init and that TCP ${AK_API_ENDPOINT##*:} is open from this vSwitch"
+}
+
+# ak_join_config: the JoinConfiguration (contains the bootstrap token; written with mode 600).
+ak_join_config() {
+  local labels="alicloud-kubeadm/pool=${AK_POOL_NAME}${AK_NODE_LABELS:+,${AK_NODE_LABELS}}" hash
+  local -a hashes=()
+  IFS=, read -r -a hashes <<<"$AK_CA_CERT_HASHES"
+  cat <<EOF
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: JoinConfiguration
+discovery:
+  bootstrapToken:
+    apiServerEndpoint: $(ak_yaml "$AK_API_ENDPOINT")
+    token: $(ak_yaml "$AK_BOOTSTRAP_TOKEN")
+    caCertHashes:
+EOF
+  for hash in "${hashes[@]}"; do
+    printf '      - %s\n' "$(ak_yaml "$hash")"
+  done
+  cat <<EOF
+nodeRegistration:
+  name: $(ak_yaml "$AK_PROVIDER_ID")
+  criSocket: $(ak_yaml "$AK_CRI_SOCKET")
+  kubeletExtraArgs:
+    - name: cloud-provider
+      value: external
+    - name: provider-id
+      value: $(ak_yaml "$AK_PROVIDER_ID")
+    - name: node-labels
+      value: $(ak_yaml "$labels")
+EOF
+  if [ -n "${AK_NODE_TAINTS:-}" ]; then
+    printf '    - name: register-with-taints\n      value: %s\n' "$(ak_yaml "$AK_NODE_TAINTS")"
+  fi
+}
+
+# ak_has_leftovers: files or links that an earlier (failed or reset-less) join left behind.
+ak_has_leftovers() {
+  local path
+  for path in etc/kubernetes/kubelet.conf etc/kubernetes/bootstrap-kubelet.conf etc/kubernetes/pki/ca.crt \
+    var/lib/kubelet/config.yaml var/lib/alicloud-kubeadm/join.failed; do
+    [ ! -e "${AK_ROOT}/${path}" ] || return 0
+  done
+  ip link show cni0 >/dev/null 2>&1
+}
+
+ak_preclean() {
+  ak_log "cleaning leftovers of an earlier join: kubeadm reset, cni0, /etc/cni/net.d"
+  kubeadm reset -f --cri-socket "$AK_CRI_SOCKET" 2>&1 | ak_redact
+  if ip link show cni0 >/dev/null 2>&1; then ip link delete cni0; fi
+  rm -rf "${AK_ROOT}/etc/cni/net.d" "${AK_ROOT}/var/lib/cni"
+  mkdir -p "${AK_ROOT}/etc/cni/net.d"
+  rm -f "${AK_STATE_DIR}/join.failed" "${AK_STATE_DIR}/join.done"
+}
+
+ak_prepare_node
+ak_read_identity
+ak_wait_for_api
+config="${AK_STATE_DIR}/kubeadm-join.yaml"
+(umask 077 && ak_join_config >"$config")
+rc=1
+for ((attempt = 1; attempt <= AK_JOIN_ATTEMPTS; attempt++)); do
+  if ak_has_leftovers; then ak_preclean; fi
+  ak_log "kubeadm join ${AK_API_ENDPOINT} as ${AK_PROVIDER_ID}, pool ${AK_POOL_NAME} (attempt ${attempt}/${AK_JOIN_ATTEMPTS})"
+  rc=0
+  kubeadm join --config "$config" 2>&1 | ak_redact || rc=$?
+  if [ "$rc" -eq 0 ]; then break; fi
+  ak_mark join.failed status=failed "exit_code=${rc}" "log=${AK_LOG#"$AK_ROOT"}"
+  if [ "$attempt" -lt "$AK_JOIN_ATTEMPTS" ]; then sleep "$AK_RETRY_DELAY"; fi
+done
+rm -f "$config" # the token stays only in the userdata
+if [ "$rc" -ne 0 ]; then
+  ak_die "kubeadm join failed ${AK_JOIN_ATTEMPTS} times (last exit code ${rc}); see ${AK_LOG#"$AK_ROOT"}." \
+    "Running this script again cleans up and retries"
+fi
+ak_mark join.done status=ok "node=${AK_PROVIDER_ID}" "pool=${AK_POOL_NAME}"
+ak_log "joined the cluster as ${AK_PROVIDER_ID}"

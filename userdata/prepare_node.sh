@@ -1,0 +1,240 @@
+#!/bin/bash
+# alicloud-kubeadm node preparation: functions shared by master_init.sh and attach_node.sh.
+# userdata/render.ts builds the userdata as: a header of readonly AK_* parameters, this file, one role script.
+# Every path is under ${AK_ROOT}: empty on a node, a temporary directory in the test sandbox.
+set -euo pipefail
+
+AK_ROOT="${AK_ROOT:-}"
+AK_STATE_DIR="${AK_ROOT}/var/lib/alicloud-kubeadm"
+AK_LOG_DIR="${AK_ROOT}/var/log/alicloud-kubeadm"
+AK_METADATA="http://100.100.100.200/latest"
+# shellcheck disable=SC2034 # used by the role scripts
+AK_CRI_SOCKET="unix:///run/containerd/containerd.sock"
+# Tunables for tests and slow networks (environment, not header).
+AK_RETRY_DELAY="${AK_RETRY_DELAY:-5}"
+AK_IMDS_TOKEN=""
+exec 3>&2 # fd 3 keeps the original stderr once ak_start_log sends everything else to the log
+
+# ak_start_log NAME: append all further output to ${AK_LOG_DIR}/NAME.log.
+ak_start_log() {
+  mkdir -p "$AK_LOG_DIR" "$AK_STATE_DIR"
+  chmod 700 "$AK_STATE_DIR"
+  AK_LOG="${AK_LOG_DIR}/$1.log"
+  exec >>"$AK_LOG" 2>&1
+}
+
+# ak_log MESSAGE...: timestamped line to the log and to the original stderr.
+ak_log() {
+  local line TZ=UTC0
+  printf -v line '%(%Y-%m-%dT%H:%M:%SZ)T %s' -1 "$*"
+  printf '%s\n' "$line"
+  printf '%s\n' "$line" >&3
+}
+
+ak_die() {
+  ak_log "ERROR: $*"
+  exit 1
+}
+
+# ak_require NAME...: fail fast, naming every required parameter that is unset or empty.
+ak_require() {
+  local name missing=""
+  for name in "$@"; do
+    [ -n "${!name:-}" ] || missing="${missing} ${name}"
+  done
+  [ -z "$missing" ] || ak_die "missing required parameter(s):${missing}; render the userdata with userdata/render.ts (or export them) and run again"
+}
+
+# ak_yaml VALUE: VALUE as a single-quoted YAML scalar.
+ak_yaml() {
+  printf "'%s'" "${1//\'/\'\'}"
+}
+
+# ak_redact: copy stdin to stdout with bootstrap tokens and certificate keys blanked.
+ak_redact() {
+  sed -E 's/(--token|--certificate-key|--discovery-token-ca-cert-hash)([ =])[^ ]+/\1\2<redacted>/g'
+}
+
+# ak_mark NAME KEY=VALUE...: write the marker file ${AK_STATE_DIR}/NAME, one KEY=VALUE per line.
+ak_mark() {
+  local name=$1
+  shift
+  local TZ=UTC0
+  printf '%s\n' "$@" >"${AK_STATE_DIR}/${name}"
+  printf 'time=%(%Y-%m-%dT%H:%M:%SZ)T\n' -1 >>"${AK_STATE_DIR}/${name}"
+}
+
+# ak_write_file PATH MODE: write stdin to PATH unless PATH already has that content.
+# Returns 0 when the file changed, 1 when it was already up to date.
+ak_write_file() {
+  local path=$1 mode=$2 tmp
+  tmp="${path}.ak-new"
+  mkdir -p "${path%/*}"
+  cat >"$tmp"
+  chmod "$mode" "$tmp"
+  if [ -f "$path" ] && cmp -s "$tmp" "$path"; then
+    rm -f "$tmp"
+    return 1
+  fi
+  mv -f "$tmp" "$path"
+}
+
+# --- identity from the ECS metadata service -------------------------------------------------
+
+# ak_imds_token: get an IMDSv2 session token when the service offers one (else plain GETs are used).
+ak_imds_token() {
+  AK_IMDS_TOKEN=$(curl -fsS --max-time 5 -X PUT -H "X-aliyun-ecs-metadata-token-ttl-seconds: 21600" \
+    "${AK_METADATA}/api/token" 2>/dev/null) || AK_IMDS_TOKEN=""
+}
+
+# ak_metadata KEY: print meta-data/KEY, with a few retries.
+ak_metadata() {
+  local attempt
+  local -a auth=()
+  [ -z "$AK_IMDS_TOKEN" ] || auth=(-H "X-aliyun-ecs-metadata-token: ${AK_IMDS_TOKEN}")
+  for attempt in 1 2 3 4 5; do
+    curl -fsS --max-time 5 "${auth[@]}" "${AK_METADATA}/meta-data/$1" && return 0
+    ak_log "metadata ${1}: attempt ${attempt}/5 failed" >&2
+    sleep "$AK_RETRY_DELAY"
+  done
+  return 1
+}
+
+# ak_read_identity: sets AK_REGION_ID, AK_INSTANCE_ID and AK_PROVIDER_ID (= node name) "<region-id>.<instance-id>".
+ak_read_identity() {
+  ak_imds_token
+  AK_REGION_ID=$(ak_metadata region-id) || ak_die "cannot read region-id from ${AK_METADATA}; is the instance metadata service enabled?"
+  AK_INSTANCE_ID=$(ak_metadata instance-id) || ak_die "cannot read instance-id from ${AK_METADATA}; is the instance metadata service enabled?"
+  [[ $AK_REGION_ID =~ ^[a-z0-9-]+$ && $AK_INSTANCE_ID =~ ^i-[a-z0-9]+$ ]] ||
+    ak_die "unexpected metadata: region-id '${AK_REGION_ID}', instance-id '${AK_INSTANCE_ID}'"
+  AK_PROVIDER_ID="${AK_REGION_ID}.${AK_INSTANCE_ID}"
+  ak_log "node identity: provider id ${AK_PROVIDER_ID}"
+}
+
+# --- operating system -----------------------------------------------------------------------
+
+# ak_detect_os: sets AK_PKG to apt (Ubuntu) or dnf (Alibaba Cloud Linux 3 and other EL8-likes).
+ak_detect_os() {
+  local os_release="${AK_ROOT}/etc/os-release" id version
+  [ -r "$os_release" ] || ak_die "cannot read ${os_release}"
+  # shellcheck source=/dev/null
+  id=$(. "$os_release" && printf '%s' "${ID:-}")
+  # shellcheck source=/dev/null
+  version=$(. "$os_release" && printf '%s' "${VERSION_ID:-}")
+  case "$id" in
+    ubuntu | debian) AK_PKG=apt ;;
+    alinux | anolis | rhel | centos | rocky | almalinux) AK_PKG=dnf ;;
+    *) ak_die "unsupported OS '${id} ${version}': use Ubuntu 22.04/24.04 or Alibaba Cloud Linux 3" ;;
+  esac
+  ak_log "OS ${id} ${version}: using ${AK_PKG}"
+}
+
+ak_disable_swap() {
+  local fstab="${AK_ROOT}/etc/fstab"
+  swapoff -a
+  if [ -f "$fstab" ] && grep -Eq '^[^#].*[[:space:]]swap[[:space:]]' "$fstab"; then
+    sed -i -E 's/^([^#].*[[:space:]]swap[[:space:]].*)$/# \1 # disabled by alicloud-kubeadm/' "$fstab"
+    ak_log "swap entries commented out in /etc/fstab"
+  fi
+}
+
+ak_kernel_setup() {
+  local sysctl_conf="${AK_ROOT}/etc/sysctl.d/99-alicloud-kubeadm.conf"
+  printf 'overlay\nbr_netfilter\n' | ak_write_file "${AK_ROOT}/etc/modules-load.d/alicloud-kubeadm.conf" 644 || true
+  modprobe overlay
+  modprobe br_netfilter
+  printf '%s\n' 'net.bridge.bridge-nf-call-iptables = 1' 'net.bridge.bridge-nf-call-ip6tables = 1' \
+    'net.ipv4.ip_forward = 1' | ak_write_file "$sysctl_conf" 644 || true
+  sysctl -q -p "$sysctl_conf"
+}
+
+# --- packages -------------------------------------------------------------------------------
+
+# ak_kube_ready: kubeadm, kubelet and kubectl of AK_KUBERNETES_VERSION are installed (e.g. a pre-baked image).
+ak_kube_ready() {
+  command -v kubeadm >/dev/null && command -v kubelet >/dev/null && command -v kubectl >/dev/null &&
+    [ "$(kubeadm version -o short 2>/dev/null)" = "v${AK_KUBERNETES_VERSION}" ] &&
+    [ "$(kubelet --version 2>/dev/null)" = "Kubernetes v${AK_KUBERNETES_VERSION}" ]
+}
+
+# ak_install_apt NEED_KUBE NEED_CONTAINERD (1 = install)
+ak_install_apt() {
+  local repo="${AK_K8S_REPO_URL%/}/deb/" keyring="/etc/apt/keyrings/alicloud-kubeadm-kubernetes.gpg" v=$AK_KUBERNETES_VERSION
+  local -a pkgs=() apt=(apt-get -q -y -o DPkg::Lock::Timeout=600)
+  export DEBIAN_FRONTEND=noninteractive
+  if [ "$1" = 1 ]; then
+    mkdir -p "${AK_ROOT}/etc/apt/keyrings"
+    curl -fsSL --retry 5 "${repo}Release.key" | gpg --dearmor --yes -o "${AK_ROOT}${keyring}"
+    printf 'deb [signed-by=%s] %s /\n' "$keyring" "$repo" |
+      ak_write_file "${AK_ROOT}/etc/apt/sources.list.d/alicloud-kubeadm-kubernetes.list" 644 || true
+    pkgs+=("kubelet=${v}-*" "kubeadm=${v}-*" "kubectl=${v}-*")
+  fi
+  if [ "$2" = 1 ]; then pkgs+=(containerd); fi
+  "${apt[@]}" update
+  "${apt[@]}" install --allow-change-held-packages "${pkgs[@]}"
+  if [ "$1" = 1 ]; then apt-mark hold kubelet kubeadm kubectl; fi
+}
+
+# ak_install_dnf NEED_KUBE NEED_CONTAINERD (1 = install)
+ak_install_dnf() {
+  local repo="${AK_K8S_REPO_URL%/}/rpm/" v=$AK_KUBERNETES_VERSION
+  local -a pkgs=()
+  if [ "$1" = 1 ]; then
+    printf '%s\n' '[alicloud-kubeadm-kubernetes]' 'name=Kubernetes' "baseurl=${repo}" 'enabled=1' 'gpgcheck=1' \
+      "gpgkey=${repo}repodata/repomd.xml.key" 'exclude=kubelet kubeadm kubectl cri-tools kubernetes-cni' |
+      ak_write_file "${AK_ROOT}/etc/yum.repos.d/alicloud-kubeadm-kubernetes.repo" 644 || true
+    pkgs+=("kubelet-${v}" "kubeadm-${v}" "kubectl-${v}")
+  fi
+  if [ "$2" = 1 ]; then
+    ak_require AK_CONTAINERD_RPM_REPO_URL
+    # $basearch is expanded by dnf, not by the shell.
+    # shellcheck disable=SC2016
+    printf '%s\n' '[alicloud-kubeadm-containerd]' 'name=containerd' "baseurl=${AK_CONTAINERD_RPM_REPO_URL%/}/8/"'$basearch/stable' \
+      'enabled=1' 'gpgcheck=1' "gpgkey=${AK_CONTAINERD_RPM_REPO_URL%/}/gpg" |
+      ak_write_file "${AK_ROOT}/etc/yum.repos.d/alicloud-kubeadm-containerd.repo" 644 || true
+    pkgs+=(containerd.io)
+  fi
+  dnf install -y -q --disableexcludes=alicloud-kubeadm-kubernetes "${pkgs[@]}"
+}
+
+ak_install_packages() {
+  local need_kube=1 need_containerd=1
+  if ak_kube_ready; then need_kube=0; fi
+  if command -v containerd >/dev/null; then need_containerd=0; fi
+  if [ "$need_kube$need_containerd" = 00 ]; then
+    ak_log "pre-baked image: containerd and Kubernetes v${AK_KUBERNETES_VERSION} already installed"
+    return 0
+  fi
+  ak_log "installing packages (Kubernetes v${AK_KUBERNETES_VERSION}: ${need_kube}, containerd: ${need_containerd}) from ${AK_K8S_REPO_URL}"
+  "ak_install_${AK_PKG}" "$need_kube" "$need_containerd"
+  ak_kube_ready || ak_die "kubeadm/kubelet v${AK_KUBERNETES_VERSION} still missing after installation; check the package mirror ${AK_K8S_REPO_URL}"
+}
+
+# ak_configure_containerd: systemd cgroups and the sandbox (pause) image from the configured registry.
+ak_configure_containerd() {
+  local conf="${AK_ROOT}/etc/containerd/config.toml" desired
+  # containerd 1.x writes sandbox_image = "...", 2.x writes sandbox = '...'.
+  desired=$(containerd config default | sed -E \
+    -e 's/^([[:space:]]*SystemdCgroup[[:space:]]*=[[:space:]]*).*$/\1true/' \
+    -e "s#^([[:space:]]*sandbox_image[[:space:]]*=[[:space:]]*).*\$#\\1\"${AK_SANDBOX_IMAGE}\"#" \
+    -e "s#^([[:space:]]*sandbox[[:space:]]*=[[:space:]]*).*\$#\\1'${AK_SANDBOX_IMAGE}'#")
+  grep -q 'SystemdCgroup = true' <<<"$desired" || ak_die "containerd's default config has no SystemdCgroup option to enable"
+  if printf '%s\n' "$desired" | ak_write_file "$conf" 644; then
+    ak_log "containerd configured: SystemdCgroup, sandbox image ${AK_SANDBOX_IMAGE}"
+    systemctl enable containerd
+    systemctl restart containerd
+  else
+    systemctl enable --now containerd
+  fi
+}
+
+# ak_prepare_node: everything a node needs before kubeadm init/join. Idempotent.
+ak_prepare_node() {
+  ak_require AK_KUBERNETES_VERSION AK_K8S_REPO_URL AK_SANDBOX_IMAGE
+  ak_detect_os
+  ak_disable_swap
+  ak_kernel_setup
+  ak_install_packages
+  ak_configure_containerd
+  systemctl enable kubelet
+}

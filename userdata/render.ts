@@ -1,0 +1,309 @@
+/**
+ * Renders node userdata: `#!/bin/bash`, a header of shell-quoted `readonly AK_*='value'` parameters, then the
+ * static scripts `prepare_node.sh` (shared functions) and one role script (`master_init.sh`, `attach_node.sh`).
+ * The static scripts are what shellcheck reads and what the sandbox tests run; only the header differs between
+ * pools. Parameters are validated here (every problem listed, naming the parameter) and again by the scripts.
+ */
+import * as fs from "fs";
+import * as path from "path";
+
+/** ECS accepts 32 KiB of userdata before Base64; rendering fails above it. Our own budget is 16 KiB. */
+export const USERDATA_HARD_LIMIT_BYTES = 32 * 1024;
+
+/** Package and image sources for a region. */
+export interface Mirrors {
+    /** Base URL of the package mirror, e.g. `https://mirrors.cloud.aliyuncs.com` or `https://pkgs.k8s.io`. */
+    packageMirror: string;
+    /** Registry for the control-plane images and the pause image, e.g. `registry.k8s.io`. */
+    imageRepository: string;
+}
+
+/**
+ * Default mirrors for a region: China regions (`cn-*`) use Alibaba's VPC-internal package mirror and the
+ * `google_containers` image mirror; every other region uses the upstream Kubernetes sources.
+ * @param region Alibaba Cloud region id, e.g. `cn-hangzhou`.
+ */
+export function defaultMirrors(region: string): Mirrors {
+    return region.startsWith("cn-")
+        ? { packageMirror: "https://mirrors.cloud.aliyuncs.com", imageRepository: "registry.cn-hangzhou.aliyuncs.com/google_containers" }
+        : { packageMirror: "https://pkgs.k8s.io", imageRepository: "registry.k8s.io" };
+}
+
+/**
+ * The Kubernetes package repository for a minor version, without the `deb/` or `rpm/` suffix (the scripts add it).
+ * pkgs.k8s.io uses `core:/stable:/v1.34/`; Alibaba's mirror uses `kubernetes-new/core/stable/v1.34/`.
+ * @param packageMirror Base URL of the package mirror (see {@link Mirrors.packageMirror}).
+ * @param kubernetesVersion Full version, e.g. `1.34.2`.
+ */
+export function kubernetesRepoUrl(packageMirror: string, kubernetesVersion: string): string {
+    const minor = kubernetesVersion.split(".").slice(0, 2).join(".");
+    const base = packageMirror.replace(/\/+$/, "");
+    return isUpstream(base) ? `${base}/core:/stable:/v${minor}/` : `${base}/kubernetes-new/core/stable/v${minor}/`;
+}
+
+/**
+ * The containerd RPM repository base (Docker's CentOS layout; the script adds `8/$basearch/stable` and `gpg`),
+ * used on Alibaba Cloud Linux 3 only.
+ * @param packageMirror Base URL of the package mirror; upstream sources map to `https://download.docker.com/linux/centos`.
+ */
+export function containerdRpmRepoUrl(packageMirror: string): string {
+    const base = packageMirror.replace(/\/+$/, "");
+    return isUpstream(base) ? "https://download.docker.com/linux/centos" : `${base}/docker-ce/linux/centos`;
+}
+
+function isUpstream(mirror: string): boolean {
+    return /^https?:\/\/pkgs\.k8s\.io$/.test(mirror);
+}
+
+/** Parameters every node script needs. */
+export interface NodeParams {
+    /** Alibaba Cloud region id, e.g. `cn-hangzhou`; selects the default mirrors (the node reads its own region from metadata). */
+    region: string;
+    /** Kubernetes version `x.y.z` (>= 1.31, kubeadm config API v1beta4), e.g. `1.34.2`. */
+    kubernetesVersion: string;
+    /** Package mirror base URL. Default: {@link defaultMirrors}(region).packageMirror. */
+    packageMirror?: string;
+    /** Kubernetes package repository (deb/ and rpm/ below it). Default: {@link kubernetesRepoUrl}(packageMirror, kubernetesVersion). */
+    kubernetesRepoUrl?: string;
+    /** containerd RPM repository base for Alibaba Cloud Linux. Default: {@link containerdRpmRepoUrl}(packageMirror). */
+    containerdRpmRepoUrl?: string;
+    /** Image registry for control-plane and pause images. Default: {@link defaultMirrors}(region).imageRepository. */
+    imageRepository?: string;
+    /** containerd sandbox (pause) image. Default: `<imageRepository>/pause:3.10` (`pause:3.10.1` for Kubernetes >= 1.34). */
+    sandboxImage?: string;
+    /** API endpoint `host:port` (NLB address or the single master's IP), e.g. `192.168.0.10:6443`. */
+    apiEndpoint: string;
+}
+
+/** Parameters of master 0's `kubeadm init`. */
+export interface MasterInitParams extends NodeParams {
+    /** Pod CIDR (`networking.podSubnet`), e.g. `172.16.0.0/16`. */
+    podCidr: string;
+    /** Service CIDR (`networking.serviceSubnet`), e.g. `10.96.0.0/12`. */
+    serviceCidr: string;
+    /** Prefix length of each node's pod CIDR (kube-controller-manager `node-cidr-mask-size`), e.g. 25. */
+    nodeCidrMaskSize: number;
+    /** Extra API server certificate SANs (DNS names or IPs); the endpoint host is always included. Default: none. */
+    certSANs?: string[];
+}
+
+/** A node taint (kubelet `--register-with-taints`). */
+export interface NodeTaint {
+    /** Taint key, a label-style key. */
+    key: string;
+    /** Taint value. Default: none. */
+    value?: string;
+    /** Taint effect. */
+    effect: "NoSchedule" | "PreferNoSchedule" | "NoExecute";
+}
+
+/** Parameters of a worker's `kubeadm join` (pools and existing nodes). */
+export interface AttachNodeParams extends NodeParams {
+    /** Pool name; the node always gets the label `alicloud-kubeadm/pool=<poolName>`. */
+    poolName: string;
+    /** Extra node labels (kubelet `--node-labels` rules: no `node-role.kubernetes.io/*`). Default: none. */
+    labels?: Record<string, string>;
+    /** Node taints, as objects or `key[=value]:Effect` strings. Default: none. */
+    taints?: Array<NodeTaint | string>;
+    /** Bootstrap token `[a-z0-9]{6}.[a-z0-9]{16}` (secret). */
+    token: string;
+    /** CA public key hash(es) `sha256:<hex>` pinned by the join (`caCertHashes`). */
+    caCertHash: string | string[];
+}
+
+/** Header variables that carry secrets; {@link redactUserdata} blanks them. */
+export const SECRET_PARAMETERS: readonly string[] = ["AK_BOOTSTRAP_TOKEN", "AK_CA_CERT_HASHES", "AK_CERTIFICATE_KEY"];
+
+/**
+ * Renders master 0's userdata (node preparation + `kubeadm init`).
+ * @param params Cluster parameters; throws an Error listing every invalid parameter.
+ * @returns The script text (`#!/bin/bash` ...), at most {@link USERDATA_HARD_LIMIT_BYTES}.
+ */
+export function renderMasterInit(params: MasterInitParams): string {
+    const problems = nodeProblems(params);
+    check(problems, "podCidr", isCidr(params.podCidr), "must be an IPv4 CIDR like 172.16.0.0/16");
+    check(problems, "serviceCidr", isCidr(params.serviceCidr), "must be an IPv4 CIDR like 10.96.0.0/12");
+    const podPrefix = isCidr(params.podCidr) ? Number(params.podCidr.split("/")[1]) : 0;
+    check(problems, "nodeCidrMaskSize", Number.isInteger(params.nodeCidrMaskSize) && params.nodeCidrMaskSize > podPrefix && params.nodeCidrMaskSize <= 30,
+        `must be an integer in ${podPrefix + 1}..30 (longer than the podCidr prefix)`);
+    const endpointHost = params.apiEndpoint.replace(/:\d+$/, "");
+    (params.certSANs ?? []).forEach((san, i) => check(problems, `certSANs[${i}]`, /^[A-Za-z0-9*][A-Za-z0-9.*:-]*$/.test(san), "must be a DNS name or an IP address"));
+    throwIfAny("renderMasterInit", problems);
+    return assemble("master_init.sh", [
+        ...nodeHeader(params),
+        ["AK_IMAGE_REPOSITORY", imageRepositoryOf(params)],
+        ["AK_POD_CIDR", params.podCidr],
+        ["AK_SERVICE_CIDR", params.serviceCidr],
+        ["AK_NODE_CIDR_MASK_SIZE", String(params.nodeCidrMaskSize)],
+        ["AK_CERT_SANS", unique((params.certSANs ?? []).filter((s) => s !== endpointHost)).join(",")],
+    ]);
+}
+
+/**
+ * Renders a worker's userdata (node preparation + `kubeadm join`). The result carries the bootstrap token:
+ * wrap it in `pulumi.secret`, and use {@link redactUserdata} before writing it anywhere.
+ * @param params Join parameters; throws an Error listing every invalid parameter (never echoing secrets).
+ * @returns The script text (`#!/bin/bash` ...), at most {@link USERDATA_HARD_LIMIT_BYTES}.
+ */
+export function renderAttachNode(params: AttachNodeParams): string {
+    const problems = nodeProblems(params);
+    check(problems, "poolName", /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(params.poolName ?? ""), "must be a DNS label (lower-case letters, digits, '-')");
+    for (const [key, value] of Object.entries(params.labels ?? {})) {
+        check(problems, `labels.${key}`, isLabelKey(key), "is not a valid label key");
+        check(problems, `labels.${key}`, key !== "alicloud-kubeadm/pool", "is set from poolName; remove it");
+        check(problems, `labels.${key}`, kubeletMaySetLabel(key), "kubelet may not set labels in kubernetes.io/k8s.io except node.kubernetes.io/*, kubelet.kubernetes.io/* and the well-known ones");
+        check(problems, `labels.${key}`, isLabelValue(value), "value must be empty or up to 63 of [A-Za-z0-9._-], starting and ending alphanumeric");
+    }
+    const taints = (params.taints ?? []).map((t, i) => {
+        const text = typeof t === "string" ? t : `${t.key}${t.value ? `=${t.value}` : ""}:${t.effect}`;
+        const m = /^([^=:]+)(?:=([^:]*))?:(NoSchedule|PreferNoSchedule|NoExecute)$/.exec(text);
+        check(problems, `taints[${i}]`, !!m && isLabelKey(m[1]) && isLabelValue(m[2] ?? ""), "must be key[=value]:NoSchedule|PreferNoSchedule|NoExecute");
+        return text;
+    });
+    check(problems, "token", /^[a-z0-9]{6}\.[a-z0-9]{16}$/.test(params.token ?? ""), "must be a bootstrap token [a-z0-9]{6}.[a-z0-9]{16}");
+    const hashes = ([] as string[]).concat(params.caCertHash ?? []);
+    check(problems, "caCertHash", hashes.length > 0 && hashes.every((h) => /^sha256:[0-9a-f]{64}$/.test(h)), "must be sha256:<64 lower-case hex digits> (one or more)");
+    throwIfAny("renderAttachNode", problems);
+    const labels = Object.entries(params.labels ?? {}).map(([k, v]) => `${k}=${v}`);
+    return assemble("attach_node.sh", [
+        ...nodeHeader(params),
+        ["AK_POOL_NAME", params.poolName],
+        ["AK_NODE_LABELS", labels.join(",")],
+        ["AK_NODE_TAINTS", taints.join(",")],
+        ["AK_BOOTSTRAP_TOKEN", params.token],
+        ["AK_CA_CERT_HASHES", hashes.join(",")],
+    ]);
+}
+
+/**
+ * Replaces the values of the secret header variables ({@link SECRET_PARAMETERS}) with `<redacted>`, for
+ * synth output, logs and golden files.
+ * @param script Rendered userdata.
+ */
+export function redactUserdata(script: string): string {
+    return script.replace(/^readonly (AK_[A-Z0-9_]+)='(?:[^']|'\\'')*'$/gm, (line, name: string) =>
+        SECRET_PARAMETERS.includes(name) ? `readonly ${name}='<redacted>'` : line);
+}
+
+/**
+ * Quotes a value for a POSIX shell: single quotes, each embedded `'` written as `'\''`.
+ * @param value Any string without NUL characters.
+ */
+export function shellQuote(value: string): string {
+    if (value.includes("\0")) throw new Error("shellQuote: a shell value cannot contain NUL characters");
+    return `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+function imageRepositoryOf(p: NodeParams): string {
+    return (p.imageRepository ?? defaultMirrors(p.region).imageRepository).replace(/\/+$/, "");
+}
+
+function nodeHeader(p: NodeParams): Array<[string, string]> {
+    const packageMirror = p.packageMirror ?? defaultMirrors(p.region).packageMirror;
+    const minor = Number(p.kubernetesVersion.split(".")[1]);
+    return [
+        ["AK_KUBERNETES_VERSION", p.kubernetesVersion],
+        ["AK_K8S_REPO_URL", p.kubernetesRepoUrl ?? kubernetesRepoUrl(packageMirror, p.kubernetesVersion)],
+        ["AK_CONTAINERD_RPM_REPO_URL", p.containerdRpmRepoUrl ?? containerdRpmRepoUrl(packageMirror)],
+        ["AK_SANDBOX_IMAGE", p.sandboxImage ?? `${imageRepositoryOf(p)}/pause:${minor >= 34 ? "3.10.1" : "3.10"}`],
+        ["AK_API_ENDPOINT", p.apiEndpoint],
+    ];
+}
+
+function nodeProblems(p: NodeParams): string[] {
+    const problems: string[] = [];
+    for (const [key, value] of Object.entries(p)) {
+        if (typeof value === "string" && value.includes("\0")) problems.push(`${key}: must not contain NUL characters`);
+    }
+    check(problems, "region", /^[a-z]{2,}-[a-z0-9-]+$/.test(p.region ?? ""), "must be a region id like cn-hangzhou");
+    const version = /^(\d+)\.(\d+)\.(\d+)$/.exec(p.kubernetesVersion ?? "");
+    check(problems, "kubernetesVersion", !!version && Number(version[1]) === 1 && Number(version[2]) >= 31, "must be x.y.z with y >= 31 (e.g. 1.34.2; kubeadm config API v1beta4)");
+    const endpoint = /^([A-Za-z0-9.-]+):(\d{1,5})$/.exec(p.apiEndpoint ?? "");
+    check(problems, "apiEndpoint", !!endpoint && Number(endpoint[2]) >= 1 && Number(endpoint[2]) <= 65535, "must be host:port, e.g. 192.168.0.10:6443");
+    for (const key of ["packageMirror", "kubernetesRepoUrl", "containerdRpmRepoUrl"] as const) {
+        const value = p[key];
+        if (value !== undefined) check(problems, key, /^https?:\/\/[^\s'"\\]+$/.test(value), "must be an http(s) URL");
+    }
+    for (const key of ["imageRepository", "sandboxImage"] as const) {
+        const value = p[key];
+        if (value !== undefined) check(problems, key, /^[a-z0-9][a-z0-9._\-/:@]*$/i.test(value), "must be an image reference like registry.k8s.io");
+    }
+    return problems;
+}
+
+function check(problems: string[], name: string, ok: boolean, reason: string): void {
+    if (!ok) problems.push(`${name}: ${reason}`);
+}
+
+function throwIfAny(fn: string, problems: string[]): void {
+    if (problems.length > 0) throw new Error(`${fn}: invalid parameters:\n  ${problems.join("\n  ")}`);
+}
+
+function isCidr(value: string | undefined): value is string {
+    const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/.exec(value ?? "");
+    return !!m && m.slice(1, 5).every((o) => Number(o) <= 255) && Number(m[5]) <= 32;
+}
+
+function isLabelKey(key: string): boolean {
+    const [prefix, name] = key.includes("/") ? key.split(/\/(.*)/s, 2) : [undefined, key];
+    const nameOk = /^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$/.test(name ?? "");
+    const prefixOk = prefix === undefined || (prefix.length <= 253 && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(prefix));
+    return nameOk && prefixOk;
+}
+
+function isLabelValue(value: string): boolean {
+    return value === "" || /^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$/.test(value);
+}
+
+/** kubelet `--node-labels`: kubernetes.io / k8s.io keys only under node.kubernetes.io, kubelet.kubernetes.io or well-known. */
+function kubeletMaySetLabel(key: string): boolean {
+    const prefix = key.includes("/") ? key.slice(0, key.indexOf("/")) : "";
+    const restricted = /(^|\.)(kubernetes\.io|k8s\.io)$/.test(prefix);
+    if (!restricted) return true;
+    const wellKnown = ["kubernetes.io/hostname", "kubernetes.io/arch", "kubernetes.io/os", "beta.kubernetes.io/arch",
+        "beta.kubernetes.io/os", "beta.kubernetes.io/instance-type", "topology.kubernetes.io/region", "topology.kubernetes.io/zone",
+        "failure-domain.beta.kubernetes.io/region", "failure-domain.beta.kubernetes.io/zone"];
+    return wellKnown.includes(key) || /(^|\.)(kubelet|node)\.kubernetes\.io$/.test(prefix);
+}
+
+function unique(values: string[]): string[] {
+    return [...new Set(values)];
+}
+
+/** Directory holding the static scripts (next to this file under ts-node; `userdata/` when run from `bin/`). */
+function scriptDir(): string {
+    const candidates = [__dirname, path.resolve(__dirname, "..", "..", "userdata")];
+    const dir = candidates.find((d) => fs.existsSync(path.join(d, "prepare_node.sh")));
+    if (!dir) throw new Error(`userdata scripts not found in ${candidates.join(" or ")}`);
+    return dir;
+}
+
+/**
+ * A static script as it goes into userdata: without its shebang and full-line comments (the repository copy
+ * is the documented one; ECS userdata is size-limited). shellcheck directives stay.
+ */
+function body(file: string): string {
+    return fs.readFileSync(path.join(scriptDir(), file), "utf8")
+        .split("\n")
+        .filter((line) => !/^\s*#/.test(line) || /^\s*# shellcheck /.test(line))
+        .join("\n");
+}
+
+function assemble(roleScript: string, header: Array<[string, string]>): string {
+    const lines = header.map(([name, value]) => `readonly ${name}=${shellQuote(value)}`);
+    const script = [
+        "#!/bin/bash",
+        `# alicloud-kubeadm userdata (${roleScript}), rendered by userdata/render.ts. Parameters:`,
+        ...lines,
+        "",
+        "# ---- userdata/prepare_node.sh ----",
+        body("prepare_node.sh"),
+        `# ---- userdata/${roleScript} ----`,
+        body(roleScript),
+    ].join("\n");
+    const bytes = Buffer.byteLength(script, "utf8");
+    if (bytes > USERDATA_HARD_LIMIT_BYTES) {
+        throw new Error(`rendered ${roleScript} is ${bytes} bytes; ECS accepts at most ${USERDATA_HARD_LIMIT_BYTES} before Base64`);
+    }
+    return script;
+}
