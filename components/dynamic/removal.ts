@@ -8,6 +8,9 @@
  *   drain → clear userdata (existing nodes) → kubeadm reset on the node → delete Node
  *         → ESS RemoveInstances / DetachInstances (pool members) → delete a left-over pod route
  */
+import { CommandError, runOnInstance } from "./cloudAssistant";
+import { getNodes, kubectl, kubectlCommand, providerIdOf, POOL_LABEL } from "./kubectl";
+import { callApi, OpenApiError } from "./openapi";
 
 /** How the node came into the cluster; decides which steps apply. */
 export type NodeKind = "existing" | "scale-out" | "autoscaled" | "control-plane";
@@ -69,4 +72,296 @@ export class RemovalError extends Error {
             "Later steps did not run for this node; run the same `pulumi up` / `pulumi destroy` again to resume.");
         this.name = "RemovalError";
     }
+}
+
+/** The no-op userdata left on a removed existing node, so a reboot or re-image cannot rejoin it. */
+export const CLEARED_USERDATA = "#!/bin/sh\n# alicloud-kubeadm: this node was removed from its cluster; its join userdata was cleared.\n";
+
+/** Run on the node by the reset step: `kubeadm reset` plus what reset leaves behind (reference §2.6). */
+export function resetScript(): string {
+    return [
+        "set -u",
+        "if command -v kubeadm >/dev/null 2>&1; then kubeadm reset -f; else echo 'kubeadm not installed: nothing to reset'; fi",
+        "rm -rf /etc/cni/net.d /var/lib/cni/flannel /run/flannel",
+        "for link in cni0 flannel.1; do ip link show \"$link\" >/dev/null 2>&1 && ip link delete \"$link\"; done",
+        "if command -v iptables >/dev/null 2>&1; then iptables -F && iptables -t nat -F && iptables -t mangle -F && iptables -X; fi",
+        "if command -v ipvsadm >/dev/null 2>&1; then ipvsadm --clear; fi",
+        "rm -f /var/lib/alicloud-kubeadm/join.done /var/lib/alicloud-kubeadm/init.done",
+        "echo reset-complete",
+    ].join("\n");
+}
+
+/** Cloud Assistant codes meaning the node cannot run the reset: skip it, the Kubernetes side still completes. */
+const NODE_UNREACHABLE = ["InstanceNotRunning", "InvalidInstance.NotMatch", "InvalidInstance.NotFound", "InvalidInstanceId.NotFound",
+    "InstanceNotExists", "InstanceReleased", "ClientNotRunning", "ClientNotResponse", "ClientNeedUpgrade"];
+/** ESS says "busy" while an activity runs: wait and retry (ESS allows one activity at a time). */
+const ESS_BUSY = ["ScalingActivityInProgress", "IncorrectScalingGroupStatus"];
+const NOT_FOUND = /NotFound$|^InstanceNotExists$|^InstanceReleased$/;
+
+/** A node to remove plus what the caller already knows (saves a lookup per node). */
+export interface KnownTarget extends RemovalTarget {
+    /** The Node's name when known; `null` when known to be absent. Default: looked up by provider id. */
+    nodeName?: string | null;
+}
+
+/**
+ * Removes one node: drain → clear userdata (existing nodes) → reset → delete Node → leave the ESS
+ * group (pool members) → delete a left-over pod route. See the module comment for the guarantees.
+ */
+export async function removeNode(target: KnownTarget, opts: RemovalOptions): Promise<RemovalReport> {
+    const id = target.instanceId;
+    const log = opts.log ?? (() => undefined);
+    const warn = opts.warn ?? log;
+    const master = { region: opts.region, masterInstanceId: opts.masterInstanceId, pollIntervalMs: opts.pollIntervalMs };
+    const report: RemovalReport = { instanceId: id, done: [], skipped: [] };
+    const skip = (step: RemovalStep, reason: string) => {
+        report.skipped.push({ step, reason });
+        warn(`${id}: ${step} skipped: ${reason}`);
+    };
+    const step = async (name: RemovalStep, fix: string, run: () => Promise<void>) => {
+        try {
+            await run();
+        } catch (err) {
+            throw new RemovalError(id, name, err as Error, fix);
+        }
+    };
+
+    // Which Node is this instance? The provider id is the stable link (DESIGN.md §2).
+    let nodeName = target.nodeName;
+    if (nodeName === undefined) {
+        await step("drain", "check that master 0 is Running with its Cloud Assistant agent online", async () => {
+            const providerId = providerIdOf(opts.region, id);
+            nodeName = (await getNodes(master)).find((n) => n.providerId === providerId)?.name ?? null;
+        });
+    }
+
+    // (a) cordon + drain through the eviction API, so PodDisruptionBudgets hold.
+    if (nodeName) {
+        const name = nodeName;
+        await step("drain", `a PodDisruptionBudget or a slow pod blocks eviction from ${name}: free it, raise drainTimeoutSeconds, or set force: true to delete pods without a controller`, async () => {
+            log(`draining ${id} (node ${name})`);
+            const timeout = opts.drainTimeoutSeconds ?? 600;
+            await kubectl(master, ["drain", name, "--ignore-daemonsets", "--delete-emptydir-data", `--timeout=${timeout}s`, ...(opts.force ? ["--force"] : [])],
+                { timeoutSeconds: timeout + 60, name: "alicloud-kubeadm-drain" });
+            report.done.push("drain");
+        });
+    } else {
+        skip("drain", `no Node has provider id ${opts.region}.${id} (already deleted)`);
+    }
+
+    // (b) existing nodes: clear the join userdata so a reboot or re-image cannot rejoin the cluster.
+    if (target.kind === "existing") {
+        await step("clear-userdata", `allow ecs:ModifyInstanceAttribute for the caller, or clear the userdata of ${id} in the ECS console`, async () => {
+            try {
+                const res = await callApi("ecs", "DescribeUserData", { InstanceId: id }, { region: opts.region });
+                const current = Buffer.from(String(res.UserData ?? ""), "base64").toString("utf8");
+                if (current === "" || current === CLEARED_USERDATA) {
+                    skip("clear-userdata", "userdata already cleared");
+                    return;
+                }
+                log(`clearing the join userdata of ${id}`);
+                await callApi("ecs", "ModifyInstanceAttribute", { InstanceId: id, UserData: Buffer.from(CLEARED_USERDATA).toString("base64") }, { region: opts.region });
+                report.done.push("clear-userdata");
+            } catch (err) {
+                if (err instanceof OpenApiError && NOT_FOUND.test(err.code)) {
+                    skip("clear-userdata", `instance ${id} no longer exists`);
+                    return;
+                }
+                throw err;
+            }
+        });
+    } else {
+        report.skipped.push({ step: "clear-userdata", reason: `not an existing node (${target.kind})` });
+    }
+
+    // (c) kubeadm reset on the node (for masters this also removes the etcd member). A node already
+    // deleted from Kubernetes was reset before (reset precedes delete-node), so a resumed run skips it.
+    if (!nodeName) {
+        skip("reset", "the Node is already deleted, so the reset step ran before (or the node never joined)");
+    } else {
+        await step("reset", `start ${id} and its Cloud Assistant agent, or run the reset by hand, then retry`, async () => {
+            try {
+                log(`resetting ${id}: kubeadm reset, CNI config, cni0, iptables`);
+                await runOnInstance({ region: opts.region, instanceId: id, script: resetScript(), name: "alicloud-kubeadm-reset", timeoutSeconds: 300, pollIntervalMs: opts.pollIntervalMs });
+                report.done.push("reset");
+            } catch (err) {
+                if (err instanceof CommandError && NODE_UNREACHABLE.includes(err.errorCode)) {
+                    skip("reset", `${id} cannot run commands (${err.errorCode}); the Kubernetes side still completes`);
+                    return;
+                }
+                throw err;
+            }
+        });
+    }
+
+    // (d) delete the Node object.
+    if (nodeName) {
+        const name = nodeName;
+        await step("delete-node", `check master 0, then \`kubectl delete node ${name}\``, async () => {
+            await kubectl(master, ["delete", "node", name, "--ignore-not-found", "--wait=false"], { name: "alicloud-kubeadm-delete-node" });
+            report.done.push("delete-node");
+        });
+    } else {
+        report.skipped.push({ step: "delete-node", reason: "no Node object" });
+    }
+
+    // (e) pool members leave their ESS group: release (RemoveInstances) or keep (DetachInstances).
+    if (target.scalingGroupId) {
+        const group = target.scalingGroupId;
+        const action = target.essAction === "keep" ? "DetachInstances" : "RemoveInstances";
+        await step("leave-scaling-group", `check scaling group ${group} (ESS console: scaling activities), then retry`, async () => {
+            const res = await callApi("ess", "DescribeScalingInstances", { ScalingGroupId: group, InstanceId: [id] }, { region: opts.region });
+            const rows = ((res.ScalingInstances as { ScalingInstance?: Array<{ InstanceId?: string }> } | undefined)?.ScalingInstance ?? []);
+            if (!rows.some((r) => r.InstanceId === id)) {
+                skip("leave-scaling-group", `${id} is no longer in ${group}`);
+                return;
+            }
+            log(`${action === "RemoveInstances" ? "releasing" : "detaching"} ${id} from ${group}`);
+            await callApi("ess", action, { ScalingGroupId: group, InstanceId: [id], DecreaseDesiredCapacity: true },
+                { region: opts.region, retry: { retryableCodes: ESS_BUSY, maxAttempts: 30, totalTimeoutMs: 600_000, maxDelayMs: 20_000 } });
+            report.done.push("leave-scaling-group");
+        });
+    } else {
+        report.skipped.push({ step: "leave-scaling-group", reason: "not an ESS member" });
+    }
+
+    // (f) a pod route the CCM left behind (it deletes routes of deleted nodes only from its memory).
+    if (opts.routeTableId) {
+        const table = opts.routeTableId;
+        await step("delete-route", `delete the route with next hop ${id} from ${table} in the VPC console`, async () => {
+            const res = await callApi("vpc", "DescribeRouteEntryList", { RouteTableId: table, NextHopId: id, RouteEntryType: "Custom", MaxResult: 100 }, { region: opts.region });
+            const entries = ((res.RouteEntrys as { RouteEntry?: Array<{ RouteEntryId?: string; DestinationCidrBlock?: string; NextHops?: unknown }> } | undefined)?.RouteEntry ?? []);
+            if (entries.length === 0) {
+                report.skipped.push({ step: "delete-route", reason: "no route points at the instance" });
+                return;
+            }
+            for (const e of entries) {
+                log(`deleting pod route ${e.DestinationCidrBlock} → ${id}`);
+                try {
+                    await callApi("vpc", "DeleteRouteEntry", { RouteTableId: table, RouteEntryId: e.RouteEntryId, DestinationCidrBlock: e.DestinationCidrBlock, NextHopId: id }, { region: opts.region });
+                } catch (err) {
+                    if (!(err instanceof OpenApiError && NOT_FOUND.test(err.code))) {
+                        throw err;
+                    }
+                }
+            }
+            report.done.push("delete-route");
+        });
+    }
+    log(`${id} removed (${report.done.join(", ") || "nothing left to do"})`);
+    return report;
+}
+
+/**
+ * Removes several nodes, `opts.concurrency` at a time (default 5). Every node is attempted; if any
+ * failed, one error lists each failure after the others have finished.
+ */
+export async function removeNodes(targets: KnownTarget[], opts: RemovalOptions): Promise<RemovalReport[]> {
+    const concurrency = Math.max(1, opts.concurrency ?? 5);
+    const reports: RemovalReport[] = [];
+    const failures: Error[] = [];
+    let next = 0;
+    const worker = async () => {
+        while (next < targets.length) {
+            const target = targets[next++];
+            try {
+                reports.push(await removeNode(target, opts));
+            } catch (err) {
+                failures.push(err as Error);
+            }
+        }
+    };
+    await Promise.all(Array.from({ length: Math.min(concurrency, targets.length) }, worker));
+    if (failures.length > 0) {
+        throw new Error(`${failures.length} of ${targets.length} node removal(s) failed:\n${failures.map((f) => f.message).join("\n")}`);
+    }
+    return reports;
+}
+
+/** A pool member as victim selection sees it. */
+export interface PoolMember {
+    instanceId: string;
+    /** Node name, or null when the instance has no Node. */
+    nodeName: string | null;
+    ready: boolean;
+    /** Pods on the node not owned by a DaemonSet. */
+    workloadPods: number;
+    /** Instance creation time, ISO 8601. */
+    createdAt: string;
+}
+
+/**
+ * Picks `count` members to remove: NotReady (or Node-less) first, then fewest workload pods, then newest.
+ * Deterministic for equal keys (instance id).
+ */
+export function chooseVictims(members: PoolMember[], count: number): PoolMember[] {
+    const sorted = [...members].sort((a, b) =>
+        Number(a.ready && a.nodeName !== null) - Number(b.ready && b.nodeName !== null) ||
+        a.workloadPods - b.workloadPods ||
+        b.createdAt.localeCompare(a.createdAt) ||
+        a.instanceId.localeCompare(b.instanceId));
+    return sorted.slice(0, Math.max(0, count));
+}
+
+/** The pool to scale in. */
+export interface ScaleInPool {
+    scalingGroupId: string;
+    /** Pool name (its nodes carry `alicloud-kubeadm/pool=<name>`). */
+    poolName: string;
+    /** Members to keep. */
+    targetSize: number;
+    /** Never go below this many members. */
+    minSize: number;
+    /** Release (default) or keep the removed instances. */
+    essAction?: "release" | "keep";
+}
+
+/** Prints `<node>\t<owner kind>` per pod, gzip+Base64 (fits Cloud Assistant's 24 KB output). */
+export const POD_OWNERS_JSONPATH = '{range .items[*]}{.spec.nodeName}{"\\t"}{.metadata.ownerReferences[0].kind}{"\\n"}{end}';
+
+/**
+ * Scales an ESS pool in to `targetSize` (never below `minSize`) through the removal core: chooses
+ * victims (NotReady first, then fewest workload pods, then newest) and removes them concurrently.
+ */
+export async function scaleInPool(pool: ScaleInPool, opts: RemovalOptions): Promise<RemovalReport[]> {
+    const log = opts.log ?? (() => undefined);
+    const master = { region: opts.region, masterInstanceId: opts.masterInstanceId, pollIntervalMs: opts.pollIntervalMs };
+
+    const instances: Array<{ InstanceId: string; CreationTime?: string; LifecycleState?: string }> = [];
+    for (let page = 1; ; page++) {
+        const res = await callApi("ess", "DescribeScalingInstances", { ScalingGroupId: pool.scalingGroupId, PageSize: 50, PageNumber: page }, { region: opts.region });
+        const rows = ((res.ScalingInstances as { ScalingInstance?: typeof instances } | undefined)?.ScalingInstance ?? []);
+        instances.push(...rows);
+        if (rows.length < 50 || instances.length >= Number(res.TotalCount ?? 0)) {
+            break;
+        }
+    }
+    const keep = Math.max(pool.targetSize, pool.minSize, 0);
+    const count = instances.length - keep;
+    if (count <= 0) {
+        log(`pool ${pool.poolName}: ${instances.length} member(s), target ${keep}: nothing to remove`);
+        return [];
+    }
+
+    const nodes = await getNodes(master, `${POOL_LABEL}=${pool.poolName}`);
+    const script = `set -o pipefail\n${kubectlCommand(["get", "pods", "-A", "--field-selector=status.phase!=Succeeded,status.phase!=Failed", "-o", `jsonpath=${POD_OWNERS_JSONPATH}`])} | gzip -c | base64 -w0`;
+    const out = await runOnInstance({ region: opts.region, instanceId: opts.masterInstanceId, script, name: "alicloud-kubeadm-pod-owners", timeoutSeconds: 120, pollIntervalMs: opts.pollIntervalMs });
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const zlib = require("zlib") as typeof import("zlib");
+    const workload = new Map<string, number>();
+    for (const line of zlib.gunzipSync(Buffer.from(out.trim(), "base64")).toString("utf8").split("\n")) {
+        const [node, kind] = line.split("\t");
+        if (node && kind !== "DaemonSet") {
+            workload.set(node, (workload.get(node) ?? 0) + 1);
+        }
+    }
+    const members: PoolMember[] = instances.map((i) => {
+        const node = nodes.find((n) => n.providerId === providerIdOf(opts.region, i.InstanceId));
+        return { instanceId: i.InstanceId, nodeName: node?.name ?? null, ready: node?.ready ?? false, workloadPods: node ? workload.get(node.name) ?? 0 : 0, createdAt: i.CreationTime ?? "" };
+    });
+    const victims = chooseVictims(members, count);
+    log(`pool ${pool.poolName}: removing ${victims.length} of ${instances.length} node(s): ${victims.map((v) => v.instanceId).join(", ")}`);
+    return removeNodes(victims.map((v) => ({
+        instanceId: v.instanceId, kind: "scale-out", scalingGroupId: pool.scalingGroupId, essAction: pool.essAction, nodeName: v.nodeName,
+    })), opts);
 }
