@@ -158,7 +158,8 @@ describe("openapi wrapper without the emulator", () => {
         const saved = { ...process.env };
         Object.assign(process.env, { ALICLOUD_KUBEADM_ENDPOINT: `http://127.0.0.1:${port}`, ALIBABA_CLOUD_ACCESS_KEY_ID: "a", ALIBABA_CLOUD_ACCESS_KEY_SECRET: "b" });
         try {
-            const err = await rejects(callApi("ecs", "DescribeInstances", {}, { region, retry: { ...fast, maxAttempts: 3 } }));
+            const err = await rejects(callApi("ecs", "DescribeInstances", { InstanceName: "tok-abc123" }, { region, retry: { ...fast, maxAttempts: 3 } }));
+            assert.ok(!err.message.includes("tok-abc123"), "request parameters never appear in errors");
             assert.strictEqual(err.code, "ECONNREFUSED");
             assert.strictEqual(err.httpStatus, 0);
             assert.strictEqual(err.attempts, 3);

@@ -241,7 +241,8 @@ function toFailure(err: SdkError, extraCodes: string[]): { code: string; request
     if (!httpStatus && /Unable to load credentials|credentials/i.test(serverMessage) && !NETWORK_CODES.includes(code)) {
         code = "CredentialsNotFound";
     }
-    if (!serverMessage) serverMessage = "(no message)";
+    // Transport errors quote the request URL, whose query holds every parameter (a script may carry a token): drop it.
+    serverMessage = serverMessage.replace(/\?\S*/g, "?…") || "(no message)";
     const requestId = err.requestId && err.requestId !== "undefined" ? err.requestId : String(data.RequestId ?? "");
     const retryable = /Throttling/.test(code) || code === "ServiceUnavailable" || httpStatus >= 500 ||
         (httpStatus === 0 && NETWORK_CODES.includes(code)) || extraCodes.includes(code);
