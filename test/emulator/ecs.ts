@@ -1,5 +1,5 @@
 /** ECS 2014-05-26 actions of the emulator: instances, user data, power, system disk, Cloud Assistant. */
-import { ApiError, CommandHandler, EmuInstance, EmuInvocation, EmuInvocationRecord, EmulatorState, intParam, isoTime, listParam, page, required, tokenPage } from "./state";
+import { ApiError, CommandHandler, EmuInstance, InstanceStatus, EmuInvocation, EmuInvocationRecord, EmulatorState, intParam, isoTime, listParam, page, required, tokenPage } from "./state";
 
 type Handler = (st: EmulatorState, p: Record<string, string>) => Record<string, unknown> | Promise<Record<string, unknown>>;
 
@@ -179,19 +179,26 @@ const stopInstance: Handler = (st, p) => {
     const i = instanceOr404(st, required(p, "InstanceId"));
     if (i.status === "Stopped") return {};
     if (i.status !== "Running") throw incorrectStatus(i, "Running");
-    i.status = "Stopped";
+    transition(st, i, "Stopping", "Stopped", () => undefined);
     return {};
 };
+
+/** Move through an intermediate status when `st.transitionMs` > 0, then run `done`. */
+function transition(st: EmulatorState, i: EmuInstance, via: InstanceStatus, to: InstanceStatus, done: () => void): void {
+    if (st.transitionMs <= 0) { i.status = to; done(); return; }
+    i.status = via;
+    setTimeout(() => { if (i.status === via) { i.status = to; done(); } }, st.transitionMs).unref();
+}
 
 const startInstance: Handler = (st, p) => {
     const i = instanceOr404(st, required(p, "InstanceId"));
     if (i.status !== "Stopped") throw incorrectStatus(i, "Stopped");
-    i.status = "Running";
-    if (i.pendingUserDataRun) {
+    transition(st, i, "Starting", "Running", () => {
+        if (!i.pendingUserDataRun) return;
         i.pendingUserDataRun = false;
         i.userDataRuns += 1;
         st.onUserDataRun?.(i);
-    }
+    });
     return {};
 };
 

@@ -35,6 +35,21 @@ describe("emulator: ECS", () => {
         assert.strictEqual(await code(call("ecs", "StartInstance", { InstanceId: inst.instanceId })), "IncorrectInstanceStatus");
     });
 
+    it("with transitionMs, Stop and Start pass through Stopping and Starting", async () => {
+        fx.emu.state.transitionMs = 100;
+        const inst = fx.emu.addInstance();
+        await call("ecs", "StopInstance", { InstanceId: inst.instanceId });
+        const status = async () => ((await call("ecs", "DescribeInstanceStatus", { InstanceId: [inst.instanceId] })).InstanceStatuses as { InstanceStatus: { Status: string }[] }).InstanceStatus[0].Status;
+        assert.strictEqual(await status(), "Stopping");
+        assert.strictEqual(await code(call("ecs", "StartInstance", { InstanceId: inst.instanceId })), "IncorrectInstanceStatus");
+        await new Promise((r) => setTimeout(r, 150));
+        assert.strictEqual(await status(), "Stopped");
+        await call("ecs", "StartInstance", { InstanceId: inst.instanceId });
+        assert.strictEqual(await status(), "Starting");
+        await new Promise((r) => setTimeout(r, 150));
+        assert.strictEqual(await status(), "Running");
+    });
+
     it("DescribeInstances filters by the InstanceIds JSON array and pages", async () => {
         const ids = fx.emu.addInstances(5);
         const res = await call("ecs", "DescribeInstances", { InstanceIds: JSON.stringify(ids.slice(1)), PageSize: 3, PageNumber: 2 });

@@ -161,6 +161,8 @@ export class EmulatorState {
     syncNotMatchForStoppedInstances = false;
     /** Largest page DescribeInvocationResults returns whatever MaxResults asks (forces NextToken paging). Default 50. */
     invocationResultsPageCap = 50;
+    /** How long StopInstance/StartInstance stay in `Stopping`/`Starting` (ms). Default 0: the final state at once. */
+    transitionMs = 0;
     /** How long ESS scaling activities stay `InProgress` (ms). Default 0: they finish at once. */
     activityDurationMs = 0;
     /** Called when an instance "runs" its user data (first boot after ReplaceSystemDisk). */
