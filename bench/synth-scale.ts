@@ -73,6 +73,9 @@ export async function main(): Promise<void> {
     for (const [text, ok] of checks) {
         console.log(`${ok ? "PASS" : "FAIL"}  ${text}`);
     }
+    if (checks.some(([, ok]) => !ok)) {
+        throw new Error("a benchmark target was missed");
+    }
 }
 
 if (require.main === module) {

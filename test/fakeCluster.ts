@@ -25,7 +25,11 @@ export interface FakeCluster {
     addNode(instanceId: string, init?: Partial<FakeNode>): FakeNode;
 }
 
-export function fakeCluster(emu: Emulator, region = "cn-hangzhou"): FakeCluster {
+/**
+ * @param opts.commandDelayMs how long drain and reset take (benchmarks). Default 0.
+ */
+export function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: { commandDelayMs?: number } = {}): FakeCluster {
+    const delayMs = opts.commandDelayMs ?? 0;
     const master = emu.addInstance({ instanceName: "master-0" }).instanceId;
     const c: FakeCluster = {
         master,
@@ -61,7 +65,7 @@ export function fakeCluster(emu: Emulator, region = "cn-hangzhou"): FakeCluster 
         if (node) {
             node.pods = node.pods.filter((k) => k === "DaemonSet");
         }
-        return { output: `node/${name} cordoned\nnode/${name} drained\n` };
+        return { output: `node/${name} cordoned\nnode/${name} drained\n`, delayMs };
     });
     emu.onCommand(/kubectl .* delete node /, (ctx) => {
         const name = /delete node (\S+)/.exec(ctx.script)![1];
@@ -71,7 +75,7 @@ export function fakeCluster(emu: Emulator, region = "cn-hangzhou"): FakeCluster 
     });
     emu.onCommand(/kubeadm reset -f/, (ctx) => {
         c.commands.push(`${ctx.instanceId}: reset`);
-        return { output: "reset-complete\n" };
+        return { output: "reset-complete\n", delayMs };
     });
     return c;
 }
