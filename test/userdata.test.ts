@@ -11,7 +11,7 @@ import fc from "fast-check";
 import { parseAllDocuments } from "yaml";
 import {
     AttachNodeParams, MasterInitParams, containerdRpmRepoUrl, defaultMirrors, kubernetesRepoUrl, redactUserdata,
-    renderAttachNode, renderMasterInit, shellQuote,
+    renderAttachNode, renderControlPlaneJoin, renderMasterInit, shellQuote,
 } from "../userdata/render";
 import { RunResult, Sandbox, StubCall, callsOf, makeSandbox } from "./sandbox";
 
@@ -23,6 +23,7 @@ const BUDGET = 16 * 1024;
 const TOKEN = "k9x2ab.0123456789abcdef";
 const HASH_A = `sha256:${"0a".repeat(32)}`;
 const HASH_B = `sha256:${"b1".repeat(32)}`;
+const CERT_KEY = "c3".repeat(32);
 const REGION = "cn-shanghai";
 const INSTANCE = "i-uf6stub00000000042";
 const PROVIDER_ID = `${REGION}.${INSTANCE}`;
@@ -47,6 +48,8 @@ const attachParams: AttachNodeParams = {
     token: TOKEN,
     caCertHash: [HASH_A, HASH_B],
 };
+
+const { poolName: _pool, labels: _labels, taints: _taints, ...memberParams } = attachParams;
 
 const metadata = { region: REGION, instanceId: INSTANCE };
 
@@ -165,6 +168,22 @@ describe("userdata rendering", () => {
         const master = renderMasterInit({ ...masterParams, certSANs: Array.from({ length: 20 }, (_, i) => `api-${i}.k8s.example.com`) });
         assert.ok(Buffer.byteLength(attach) <= BUDGET, `attach userdata is ${Buffer.byteLength(attach)} bytes`);
         assert.ok(Buffer.byteLength(master) <= BUDGET, `master userdata is ${Buffer.byteLength(master)} bytes`);
+    });
+
+    it("fits Cloud Assistant's RunCommand limit (24 KiB after Base64) for manual joins", () => {
+        for (const script of [renderAttachNode(attachParams), renderControlPlaneJoin({ ...attachParams, certificateKey: CERT_KEY })]) {
+            const encoded = Buffer.from(script, "utf8").toString("base64").length;
+            assert.ok(encoded <= 24 * 1024, `${encoded} Base64 bytes`);
+        }
+    });
+
+    it("renders a control-plane join with the certificate key, validated and redactable", () => {
+        const script = renderControlPlaneJoin({ ...memberParams, certificateKey: CERT_KEY });
+        assert.match(script, /^readonly AK_POOL_NAME='control-plane'$/m);
+        assert.match(script, new RegExp(`^readonly AK_CERTIFICATE_KEY='${CERT_KEY}'$`, "m"));
+        assert.ok(!redactUserdata(script).includes(CERT_KEY));
+        assert.throws(() => renderControlPlaneJoin({ ...attachParams, certificateKey: "xyz" }), /renderControlPlaneJoin: .*certificateKey: must be 64/s);
+        assert.ok(!renderAttachNode(attachParams).includes("AK_CERTIFICATE_KEY="), "worker userdata has no certificate key");
     });
 
     it("redacts the token and CA hashes and nothing else", () => {
@@ -314,6 +333,17 @@ describe("master_init.sh in the sandbox", () => {
         assert.match(containerd, /sandboxer = 'podsandbox'/, "the sandboxer key must not be mistaken for sandbox");
     });
 
+    it("a failure before kubeadm init (package install) also leaves init.failed, so JoinInfo does not wait in vain", async () => {
+        for (const os of ["ubuntu", "alinux"] as const) {
+            const sb = sandbox({ os, env: { AK_STUB_FAIL_INSTALL: "1" } });
+            const r = await sb.run(renderMasterInit(masterParams));
+            assert.notEqual(r.code, 0);
+            assert.equal(callsOf(r.calls, "kubeadm", "init").length, 0);
+            assert.match(sb.read("/var/lib/alicloud-kubeadm/init.failed") ?? "", /^status=failed\nexit_code=(100|1)\nlog=\/var\/log\/alicloud-kubeadm\/master-init\.log\n/);
+            assert.match(sb.read("/var/log/alicloud-kubeadm/master-init.log") ?? "", /Unable to (locate package|find a match:) kubeadm/);
+        }
+    });
+
     it("reads identity with the IMDSv2 token when required, and falls back to plain GETs without one", async () => {
         const v2 = sandbox({ os: "ubuntu", prebaked: true, imds: "v2-required", ...metadata });
         const r2 = await v2.run(renderMasterInit(masterParams));
@@ -389,6 +419,16 @@ describe("attach_node.sh in the sandbox", () => {
         const kubelet = byKind(parseYaml(callsOf(r.calls, "kubeadm", "join")[0].config), "JoinConfiguration").nodeRegistration.kubeletExtraArgs;
         assert.equal(argValue(kubelet, "node-labels"), "alicloud-kubeadm/pool=elastic");
         assert.equal(argValue(kubelet, "register-with-taints"), undefined);
+    });
+
+    it("joins a control-plane member with controlPlane.certificateKey, keeping the key out of the log", async () => {
+        const sb = sandbox({ os: "ubuntu", prebaked: true, ...metadata });
+        const r = await sb.run(renderControlPlaneJoin({ ...memberParams, certificateKey: CERT_KEY }));
+        assertOk(r, sb);
+        const join = byKind(parseYaml(callsOf(r.calls, "kubeadm", "join")[0].config), "JoinConfiguration");
+        assert.deepEqual(join.controlPlane, { certificateKey: CERT_KEY });
+        assert.equal(argValue(join.nodeRegistration.kubeletExtraArgs, "node-labels"), "alicloud-kubeadm/pool=control-plane");
+        assert.ok(!(sb.read("/var/log/alicloud-kubeadm/attach-node.log") ?? "").includes(CERT_KEY));
     });
 
     it("a second run is a no-op", async () => {

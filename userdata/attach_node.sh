@@ -1,7 +1,8 @@
 #!/bin/bash
-# alicloud-kubeadm worker join: prepare the node, wait for the API endpoint, `kubeadm join` with a generated
+# alicloud-kubeadm node join: prepare the node, wait for the API endpoint, `kubeadm join` with a generated
 # v1beta4 JoinConfiguration that pins the cluster CA (caCertHashes; CA verification is never skipped).
-# The same script serves every pool and existing node; only the parameter header differs.
+# The same script serves every pool and existing node; only the parameter header differs. With
+# AK_CERTIFICATE_KEY set it joins a control-plane member (`controlPlane.certificateKey`) instead of a worker.
 # Re-runnable: a joined node is left alone; leftovers of a failed join are cleaned before joining again.
 set -euo pipefail
 
@@ -15,11 +16,15 @@ ak_require AK_KUBERNETES_VERSION AK_K8S_REPO_URL AK_SANDBOX_IMAGE AK_API_ENDPOIN
   ak_die "AK_BOOTSTRAP_TOKEN is not a bootstrap token of the form [a-z0-9]{6}.[a-z0-9]{16}"
 [[ $AK_CA_CERT_HASHES =~ ^sha256:[0-9a-f]{64}(,sha256:[0-9a-f]{64})*$ ]] ||
   ak_die "AK_CA_CERT_HASHES must be sha256:<64 hex digits>[,...] (the cluster CA's public key hash)"
+if [ -n "${AK_CERTIFICATE_KEY:-}" ] && [[ ! $AK_CERTIFICATE_KEY =~ ^[0-9a-f]{64}$ ]]; then
+  ak_die "AK_CERTIFICATE_KEY must be the 64 hex digits printed by 'kubeadm init phase upload-certs --upload-certs'"
+fi
 
 if [ -f "${AK_STATE_DIR}/join.done" ] && [ -f "${AK_ROOT}/etc/kubernetes/kubelet.conf" ]; then
   ak_log "node already joined (${AK_STATE_DIR#"$AK_ROOT"}/join.done): nothing to do"
   exit 0
 fi
+ak_failure_marker join.failed
 
 # ak_wait_for_api: bounded wait until the API endpoint answers TLS.
 ak_wait_for_api() {
@@ -71,6 +76,9 @@ nodeRegistration:
 EOF
   if [ -n "${AK_NODE_TAINTS:-}" ]; then
     printf '    - name: register-with-taints\n      value: %s\n' "$(ak_yaml "$AK_NODE_TAINTS")"
+  fi
+  if [ -n "${AK_CERTIFICATE_KEY:-}" ]; then
+    printf 'controlPlane:\n  certificateKey: %s\n' "$(ak_yaml "$AK_CERTIFICATE_KEY")"
   fi
 }
 

@@ -16,6 +16,7 @@ if [ -f "${AK_STATE_DIR}/init.failed" ]; then
   ak_die "an earlier kubeadm init failed ($(tr '\n' ' ' <"${AK_STATE_DIR}/init.failed")); not retrying." \
     "Read ${AK_LOG#"$AK_ROOT"}, run 'kubeadm reset -f', delete ${AK_STATE_DIR#"$AK_ROOT"}/init.failed and run this script again"
 fi
+ak_failure_marker init.failed
 
 # ak_init_config: the InitConfiguration + ClusterConfiguration for this master.
 ak_init_config() {

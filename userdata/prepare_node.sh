@@ -79,6 +79,18 @@ ak_write_file() {
   mv -f "$tmp" "$path"
 }
 
+# ak_failure_marker NAME: from now on, a failing exit writes the marker ${AK_STATE_DIR}/NAME (status, exit code,
+# log) unless the script wrote it itself, so whoever waits for the node sees the failure instead of timing out.
+ak_failure_marker() {
+  AK_FAILURE_MARKER=$1
+  trap 'ak_on_exit $?' EXIT
+}
+
+ak_on_exit() {
+  [ "$1" -eq 0 ] || [ -f "${AK_STATE_DIR}/${AK_FAILURE_MARKER}" ] ||
+    ak_mark "$AK_FAILURE_MARKER" status=failed "exit_code=$1" "log=${AK_LOG#"$AK_ROOT"}"
+}
+
 # --- identity from the ECS metadata service -------------------------------------------------
 
 # ak_imds_token: get an IMDSv2 session token when the service offers one (else plain GETs are used).

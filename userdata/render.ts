@@ -111,6 +111,14 @@ export interface AttachNodeParams extends NodeParams {
     caCertHash: string | string[];
 }
 
+/** Parameters of a control-plane member's `kubeadm join --control-plane` (masters 1..n-1). */
+export interface ControlPlaneJoinParams extends Omit<AttachNodeParams, "poolName"> {
+    /** Certificate key from `kubeadm init phase upload-certs --upload-certs` on master 0: 64 hex digits (secret). */
+    certificateKey: string;
+    /** Value of the `alicloud-kubeadm/pool` label. Default `control-plane`. */
+    poolName?: string;
+}
+
 /** Header variables that carry secrets; {@link redactUserdata} blanks them. */
 export const SECRET_PARAMETERS: readonly string[] = ["AK_BOOTSTRAP_TOKEN", "AK_CA_CERT_HASHES", "AK_CERTIFICATE_KEY"];
 
@@ -126,7 +134,7 @@ export function renderMasterInit(params: MasterInitParams): string {
     const podPrefix = isCidr(params.podCidr) ? Number(params.podCidr.split("/")[1]) : 0;
     check(problems, "nodeCidrMaskSize", Number.isInteger(params.nodeCidrMaskSize) && params.nodeCidrMaskSize > podPrefix && params.nodeCidrMaskSize <= 30,
         `must be an integer in ${podPrefix + 1}..30 (longer than the podCidr prefix)`);
-    const endpointHost = params.apiEndpoint.replace(/:\d+$/, "");
+    const endpointHost = (params.apiEndpoint ?? "").replace(/:\d+$/, "");
     (params.certSANs ?? []).forEach((san, i) => check(problems, `certSANs[${i}]`, /^[A-Za-z0-9*][A-Za-z0-9.*:-]*$/.test(san), "must be a DNS name or an IP address"));
     throwIfAny("renderMasterInit", problems);
     return assemble("master_init.sh", [
@@ -146,7 +154,25 @@ export function renderMasterInit(params: MasterInitParams): string {
  * @returns The script text (`#!/bin/bash` ...), at most {@link USERDATA_HARD_LIMIT_BYTES}.
  */
 export function renderAttachNode(params: AttachNodeParams): string {
-    const problems = nodeProblems(params);
+    return assemble("attach_node.sh", attachHeader("renderAttachNode", params, []));
+}
+
+/**
+ * Renders the join script of a control-plane member: the attach script with `AK_CERTIFICATE_KEY`, so the
+ * JoinConfiguration gets `controlPlane.certificateKey` (kubeadm then downloads the control-plane certificates).
+ * Runs over Cloud Assistant; the result carries the token and the certificate key: keep it secret.
+ * @param params Join parameters plus the certificate key; throws an Error listing every invalid parameter.
+ */
+export function renderControlPlaneJoin(params: ControlPlaneJoinParams): string {
+    const problems: string[] = [];
+    check(problems, "certificateKey", /^[0-9a-f]{64}$/.test(params.certificateKey ?? ""), "must be 64 lower-case hex digits");
+    const header = attachHeader("renderControlPlaneJoin", { ...params, poolName: params.poolName ?? "control-plane" }, problems);
+    return assemble("attach_node.sh", [...header, ["AK_CERTIFICATE_KEY", params.certificateKey]]);
+}
+
+/** Validated header of attach_node.sh; `problems` carries the caller's own findings. */
+function attachHeader(fn: string, params: AttachNodeParams, problems: string[]): Array<[string, string]> {
+    problems.push(...nodeProblems(params));
     check(problems, "poolName", /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(params.poolName ?? ""), "must be a DNS label (lower-case letters, digits, '-')");
     for (const [key, value] of Object.entries(params.labels ?? {})) {
         check(problems, `labels.${key}`, isLabelKey(key), "is not a valid label key");
@@ -163,16 +189,16 @@ export function renderAttachNode(params: AttachNodeParams): string {
     check(problems, "token", /^[a-z0-9]{6}\.[a-z0-9]{16}$/.test(params.token ?? ""), "must be a bootstrap token [a-z0-9]{6}.[a-z0-9]{16}");
     const hashes = ([] as string[]).concat(params.caCertHash ?? []);
     check(problems, "caCertHash", hashes.length > 0 && hashes.every((h) => /^sha256:[0-9a-f]{64}$/.test(h)), "must be sha256:<64 lower-case hex digits> (one or more)");
-    throwIfAny("renderAttachNode", problems);
+    throwIfAny(fn, problems);
     const labels = Object.entries(params.labels ?? {}).map(([k, v]) => `${k}=${v}`);
-    return assemble("attach_node.sh", [
+    return [
         ...nodeHeader(params),
         ["AK_POOL_NAME", params.poolName],
         ["AK_NODE_LABELS", labels.join(",")],
         ["AK_NODE_TAINTS", taints.join(",")],
         ["AK_BOOTSTRAP_TOKEN", params.token],
         ["AK_CA_CERT_HASHES", hashes.join(",")],
-    ]);
+    ];
 }
 
 /**
@@ -286,7 +312,8 @@ function body(file: string): string {
     return fs.readFileSync(path.join(scriptDir(), file), "utf8")
         .split("\n")
         .filter((line) => !/^\s*#/.test(line) || /^\s*# shellcheck /.test(line))
-        .join("\n");
+        .join("\n")
+        .replace(/\n{3,}/g, "\n\n");
 }
 
 function assemble(roleScript: string, header: Array<[string, string]>): string {

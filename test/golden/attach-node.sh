@@ -80,6 +80,15 @@ ak_write_file() {
   mv -f "$tmp" "$path"
 }
 
+ak_failure_marker() {
+  AK_FAILURE_MARKER=$1
+  trap 'ak_on_exit $?' EXIT
+}
+
+ak_on_exit() {
+  [ "$1" -eq 0 ] || [ -f "${AK_STATE_DIR}/${AK_FAILURE_MARKER}" ] ||
+    ak_mark "$AK_FAILURE_MARKER" status=failed "exit_code=$1" "log=${AK_LOG#"$AK_ROOT"}"
+}
 
 ak_imds_token() {
   AK_IMDS_TOKEN=$(curl -fsS --max-time 5 -X PUT -H "X-aliyun-ecs-metadata-token-ttl-seconds: 21600" \
@@ -107,7 +116,6 @@ ak_read_identity() {
   AK_PROVIDER_ID="${AK_REGION_ID}.${AK_INSTANCE_ID}"
   ak_log "node identity: provider id ${AK_PROVIDER_ID}"
 }
-
 
 ak_detect_os() {
   local os_release="${AK_ROOT}/etc/os-release" id version
@@ -142,7 +150,6 @@ ak_kernel_setup() {
     'net.ipv4.ip_forward = 1' | ak_write_file "$sysctl_conf" 644 || true
   sysctl -q -p "$sysctl_conf"
 }
-
 
 ak_kube_ready() {
   command -v kubeadm >/dev/null && command -v kubelet >/dev/null && command -v kubectl >/dev/null &&
@@ -239,11 +246,15 @@ ak_require AK_KUBERNETES_VERSION AK_K8S_REPO_URL AK_SANDBOX_IMAGE AK_API_ENDPOIN
   ak_die "AK_BOOTSTRAP_TOKEN is not a bootstrap token of the form [a-z0-9]{6}.[a-z0-9]{16}"
 [[ $AK_CA_CERT_HASHES =~ ^sha256:[0-9a-f]{64}(,sha256:[0-9a-f]{64})*$ ]] ||
   ak_die "AK_CA_CERT_HASHES must be sha256:<64 hex digits>[,...] (the cluster CA's public key hash)"
+if [ -n "${AK_CERTIFICATE_KEY:-}" ] && [[ ! $AK_CERTIFICATE_KEY =~ ^[0-9a-f]{64}$ ]]; then
+  ak_die "AK_CERTIFICATE_KEY must be the 64 hex digits printed by 'kubeadm init phase upload-certs --upload-certs'"
+fi
 
 if [ -f "${AK_STATE_DIR}/join.done" ] && [ -f "${AK_ROOT}/etc/kubernetes/kubelet.conf" ]; then
   ak_log "node already joined (${AK_STATE_DIR#"$AK_ROOT"}/join.done): nothing to do"
   exit 0
 fi
+ak_failure_marker join.failed
 
 ak_wait_for_api() {
   local attempt rc
@@ -291,6 +302,9 @@ nodeRegistration:
 EOF
   if [ -n "${AK_NODE_TAINTS:-}" ]; then
     printf '    - name: register-with-taints\n      value: %s\n' "$(ak_yaml "$AK_NODE_TAINTS")"
+  fi
+  if [ -n "${AK_CERTIFICATE_KEY:-}" ]; then
+    printf 'controlPlane:\n  certificateKey: %s\n' "$(ak_yaml "$AK_CERTIFICATE_KEY")"
   fi
 }
 
