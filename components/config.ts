@@ -17,6 +17,7 @@ import {
     VSWITCH_MIN_PREFIX,
     type Cidr,
 } from "./cidr";
+import { autoscalerVersionFor, refusedAutoscalerVersion } from "./clusterAutoscaler";
 
 /** Lowest Kubernetes minor supported: kubeadm config API v1beta4 arrived in 1.31. */
 export const MIN_KUBERNETES_MINOR = 31;
@@ -241,7 +242,7 @@ export function validateClusterConfig(raw: unknown, region: string | undefined):
     const pools = checkPools(c.nodePools, problem);
     const existing = checkExistingNodes(c.existingNodes, problem);
     const vswitchCidrs = checkNetwork(c, pools, existing.length, problem, warn);
-    checkAutoscaler(c.autoscaler, pools, problem);
+    checkAutoscaler(c.autoscaler, c.kubernetesVersion, pools, problem);
 
     if (errors.length > 0 || !region) {
         return { errors, warnings };
@@ -538,7 +539,7 @@ function checkNetwork(c: Parsed, pools: NodePoolConfig[], existingCount: number,
     return vswitchCidrs;
 }
 
-function checkAutoscaler(a: Parsed["autoscaler"], pools: NodePoolConfig[], problem: Report): void {
+function checkAutoscaler(a: Parsed["autoscaler"], kubernetesVersion: string, pools: NodePoolConfig[], problem: Report): void {
     if (!(a.scaleDownUtilizationThreshold > 0 && a.scaleDownUtilizationThreshold <= 1)) {
         problem("autoscaler.scaleDownUtilizationThreshold", `must be in (0, 1], got ${a.scaleDownUtilizationThreshold}`);
     }
@@ -551,6 +552,15 @@ function checkAutoscaler(a: Parsed["autoscaler"], pools: NodePoolConfig[], probl
     for (const e of a.expander.split(",")) {
         if (!expanders.includes(e)) {
             problem("autoscaler.expander", `"${e}" is not one of ${expanders.join(", ")} (comma-separated to chain)`);
+        }
+    }
+    if (pools.some((p) => p.autoscale)) {
+        const version = a.version ?? autoscalerVersionFor(kubernetesVersion);
+        const refused = version === undefined
+            ? `no known cluster-autoscaler release for Kubernetes ${kubernetesVersion}; set autoscaler.version`
+            : refusedAutoscalerVersion(version);
+        if (refused) {
+            problem("autoscaler.version", refused);
         }
     }
 }

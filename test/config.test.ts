@@ -73,6 +73,8 @@ const badCases: Array<[string, Mutate, string, RegExp]> = [
     ["threshold above one", (c) => { (c.autoscaler as Record<string, unknown>).scaleDownUtilizationThreshold = 1.5; }, "autoscaler.scaleDownUtilizationThreshold", /\(0, 1\]/],
     ["unneeded time", (c) => { (c.autoscaler as Record<string, unknown>).scaleDownUnneededTime = "ten minutes"; }, "autoscaler.scaleDownUnneededTime", /duration/],
     ["expander", (c) => { (c.autoscaler as Record<string, unknown>).expander = "cheapest"; }, "autoscaler.expander", /not one of/],
+    ["refused autoscaler release", (c) => { (c.autoscaler as Record<string, unknown>).version = "1.32.1"; }, "autoscaler.version", /cannot parse the Location DescribeEndpoints.*use 1\.32\.3 or later/],
+    ["refused autoscaler 1.33.0", (c) => { (c.autoscaler as Record<string, unknown>).version = "1.33.0"; }, "autoscaler.version", /use 1\.33\.1 or later/],
     ["API allowed CIDR", (c) => { net(c).apiAllowedCidrs = ["0.0.0.0/0", "my office"]; }, "network.apiAllowedCidrs.1", /not an IPv4 CIDR/],
     ["unknown key (typo)", (c) => { cp(c).instancetype = "ecs.g7.large"; }, "controlPlane", /unknown key "instancetype"/],
     ["wrong type", (c) => { net(c).natGateway = "yes"; }, "network.natGateway", /must be boolean/],
