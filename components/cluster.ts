@@ -3,10 +3,13 @@
 // (Control plane, pools, existing nodes and add-ons join here as their issues land.)
 import * as pulumi from "@pulumi/pulumi";
 import * as alicloud from "@pulumi/alicloud";
+import * as k8s from "@pulumi/kubernetes";
 import { renderMasterInit } from "../userdata/render";
 import { validateClusterConfig, type ClusterConfig, type ClusterConfigInput } from "./config";
 import { ControlPlane } from "./controlPlane";
+import { ApiServerReady } from "./dynamic/apiServerReady";
 import { JoinInfo } from "./dynamic/joinInfo";
+import { PodNetwork } from "./podNetwork";
 import { Network } from "./network";
 
 export interface ClusterArgs {
@@ -49,6 +52,10 @@ export class Cluster extends pulumi.ComponentResource {
     public readonly joinInfo: JoinInfo;
     /** Admin kubeconfig (secret). */
     public readonly kubeconfig: pulumi.Output<string>;
+    /** Kubernetes provider for add-ons, usable once the API server answers /readyz. */
+    public readonly kubernetesProvider: k8s.Provider;
+    /** flannel (alloc) + Alibaba Cloud Controller Manager (pod routes). */
+    public readonly podNetwork: PodNetwork;
 
     constructor(name: string, args: ClusterArgs, opts?: pulumi.ComponentResourceOptions) {
         // Validate before registering anything, so bad input creates nothing at all.
@@ -97,6 +104,16 @@ export class Cluster extends pulumi.ComponentResource {
             kubeconfigServer: this.controlPlane.kubeconfigServer,
         }, { parent: this });
         this.kubeconfig = pulumi.secret(this.joinInfo.kubeconfig);
+
+        // Add-ons: only once the API server is ready, through a provider built from the secret kubeconfig.
+        const ready = new ApiServerReady(`${name}-api-ready`, { kubeconfig: this.joinInfo.kubeconfig }, { parent: this });
+        this.kubernetesProvider = new k8s.Provider(`${name}-k8s`, { kubeconfig: ready.kubeconfig }, { parent: this });
+        this.podNetwork = new PodNetwork(`${name}-pod-network`, {
+            podCidr: config.network.podCidr,
+            routeTableId: net.routeTableId,
+            region: config.region,
+            kubernetesVersion: config.kubernetesVersion,
+        }, { parent: this, provider: this.kubernetesProvider });
 
         this.registerOutputs({ network: this.network, controlPlane: this.controlPlane, kubeconfig: this.kubeconfig });
     }

@@ -7,6 +7,7 @@
 import * as fs from "fs";
 import * as path from "path";
 import * as YAML from "yaml";
+import { manifestFiles } from "../components/kube";
 import { redactUserdata } from "../userdata/render";
 import { installMocks, REDACTED, type RecordedResource } from "./mockRuntime";
 
@@ -97,15 +98,9 @@ function writeOutputs(outDir: string, resources: RecordedResource[]): void {
         }
     }
 
-    // Kubernetes objects, one multi-document YAML per owning component.
-    const byComponent = new Map<string, unknown[]>();
-    for (const r of resources.filter((x) => x.type.startsWith("kubernetes:") && x.custom)) {
-        const objects = byComponent.get(r.parent ?? "root") ?? [];
-        objects.push(r.inputs);
-        byComponent.set(r.parent ?? "root", objects);
-    }
-    for (const [component, objects] of byComponent) {
-        fs.writeFileSync(path.join(outDir, "manifests", `${component}.yaml`), objects.map((o) => YAML.stringify(o)).join("---\n"));
+    // Kubernetes objects, one multi-document YAML per owning component, in apply order.
+    for (const [file, yaml] of Object.entries(manifestFiles(resources.filter((r) => r.custom)))) {
+        fs.writeFileSync(path.join(outDir, "manifests", file), yaml);
     }
 }
 
