@@ -13,7 +13,7 @@ import {
     AttachNodeParams, MasterInitParams, containerdRpmRepoUrl, defaultMirrors, kubernetesRepoUrl, redactUserdata,
     renderAttachNode, renderControlPlaneJoin, renderMasterInit, shellQuote,
 } from "../userdata/render";
-import { RunResult, Sandbox, StubCall, callsOf, makeSandbox } from "./sandbox";
+import { RunResult, Sandbox, callsOf, downloadCalls, installCalls, makeSandbox } from "./sandbox";
 
 const USERDATA_DIR = path.join(__dirname, "..", "userdata");
 const STUB_DIR = path.join(__dirname, "sandbox", "stubs");
@@ -74,16 +74,6 @@ function byKind(docs: Array<Record<string, unknown>>, kind: string): any {
 
 function argValue(args: Array<{ name: string; value: string }>, name: string): string | undefined {
     return args.find((a) => a.name === name)?.value;
-}
-
-/** Downloads: curl calls that are neither metadata lookups nor API probes, plus apt-get update. */
-function downloads(calls: StubCall[]): StubCall[] {
-    return calls.filter((c) => (c.cmd === "curl" && !c.args.some((a) => a.includes("100.100.100.200") || a.endsWith("/readyz")))
-        || (c.cmd === "apt-get" && c.args.includes("update")));
-}
-
-function installs(calls: StubCall[]): StubCall[] {
-    return calls.filter((c) => (c.cmd === "apt-get" || c.cmd === "dnf") && c.args.includes("install"));
 }
 
 function shellcheck(files: string[]): { status: number | null; output: string } {
@@ -240,6 +230,14 @@ describe("userdata scripts: static checks", () => {
         }
     });
 
+    it("kubeadm output is redacted before it reaches the log (tokens, certificate keys, CA pins)", () => {
+        const functions = fs.readFileSync(path.join(USERDATA_DIR, "prepare_node.sh"), "utf8");
+        const line = `kubeadm join nlb:6443 --token ${TOKEN} --discovery-token-ca-cert-hash ${HASH_A} --control-plane --certificate-key=${CERT_KEY}`;
+        const r = spawnSync("bash", ["-c", `${functions}\nak_redact`], { input: `${line}\n`, encoding: "utf8", env: { PATH: process.env.PATH } });
+        assert.equal(r.status, 0, r.stderr);
+        assert.equal(r.stdout, "kubeadm join nlb:6443 --token <redacted> --discovery-token-ca-cert-hash <redacted> --control-plane --certificate-key=<redacted>\n");
+    });
+
     it("every filesystem path in the scripts is under ${AK_ROOT}", () => {
         // A path written without the prefix would touch the machine running the sandbox tests.
         const allowed = [
@@ -288,7 +286,7 @@ describe("master_init.sh in the sandbox", () => {
             assert.deepEqual([...cluster.apiServer.certSANs].sort(), ["192.168.0.10", "k8s.example.com", "nlb-abc.cn-shanghai.nlb.aliyuncs.com"]);
 
             if (flavour.os === "ubuntu") {
-                const install = installs(r.calls);
+                const install = installCalls(r.calls);
                 assert.equal(install.length, 1);
                 assert.ok(["kubelet=1.34.2-*", "kubeadm=1.34.2-*", "kubectl=1.34.2-*", "containerd"].every((p) => install[0].args.includes(p)));
                 assert.equal(sb.read("/etc/apt/sources.list.d/alicloud-kubeadm-kubernetes.list"),
@@ -403,7 +401,7 @@ describe("attach_node.sh in the sandbox", () => {
             assert.equal(argValue(kubelet, "cloud-provider"), "external");
             assert.equal(argValue(kubelet, "node-labels"), "alicloud-kubeadm/pool=elastic,workload_type=cpu,node.kubernetes.io/instance-family=c7");
             assert.equal(argValue(kubelet, "register-with-taints"), "dedicated=batch:NoSchedule,spot:PreferNoSchedule");
-            assert.equal(installs(r.calls).length, 1, `one package install on a bare ${os} image`);
+            assert.equal(installCalls(r.calls).length, 1, `one package install on a bare ${os} image`);
             assert.match(sb.read("/var/lib/alicloud-kubeadm/join.done") ?? "", /^status=ok\nnode=cn-shanghai\.i-uf6stub00000000042\npool=elastic\n/);
             assert.equal(sb.read("/var/lib/alicloud-kubeadm/kubeadm-join.yaml"), undefined, "the token-bearing config is removed");
             const log = sb.read("/var/log/alicloud-kubeadm/attach-node.log") ?? "";
@@ -487,8 +485,8 @@ describe("attach_node.sh in the sandbox", () => {
             const sb = sandbox({ os, prebaked: true });
             const r = await sb.run(script);
             assertOk(r, sb);
-            assert.deepEqual(installs(r.calls), []);
-            assert.deepEqual(downloads(r.calls), []);
+            assert.deepEqual(installCalls(r.calls), []);
+            assert.deepEqual(downloadCalls(r.calls), []);
             assert.equal(callsOf(r.calls, "gpg").length, 0);
             assert.match(r.stderr, /pre-baked image/);
         }
@@ -498,7 +496,7 @@ describe("attach_node.sh in the sandbox", () => {
         const sb = sandbox({ os: "ubuntu", prebaked: true, prebakedVersion: "1.33.1" });
         const r = await sb.run(script);
         assertOk(r, sb);
-        const install = installs(r.calls);
+        const install = installCalls(r.calls);
         assert.equal(install.length, 1);
         assert.ok(install[0].args.includes("kubeadm=1.34.2-*") && !install[0].args.includes("containerd"));
     });

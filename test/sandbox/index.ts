@@ -191,6 +191,17 @@ export function callsOf(calls: StubCall[], cmd: string, sub?: string): StubCall[
     return calls.filter((c) => c.cmd === cmd && (sub === undefined || c.args[0] === sub));
 }
 
+/** Downloads: curl calls other than metadata lookups and API probes, plus `apt-get update`. */
+export function downloadCalls(calls: StubCall[]): StubCall[] {
+    return calls.filter((c) => (c.cmd === "curl" && !c.args.some((a) => a.includes("100.100.100.200") || a.endsWith("/readyz")))
+        || (c.cmd === "apt-get" && c.args.includes("update")));
+}
+
+/** Package installs: `apt-get install` and `dnf install` calls. */
+export function installCalls(calls: StubCall[]): StubCall[] {
+    return calls.filter((c) => (c.cmd === "apt-get" || c.cmd === "dnf") && c.args.includes("install"));
+}
+
 function findReal(name: string): string | undefined {
     for (const dir of ["/usr/bin", "/bin", "/usr/local/bin"]) {
         const p = path.join(dir, name);
