@@ -1,0 +1,185 @@
+/**
+ * BootstrapToken: a kubeadm bootstrap token that nodes join with, generated here with `crypto`
+ * (`[a-z0-9]{6}.[a-z0-9]{16}`), created on master 0 over Cloud Assistant with `kubeadm token create`
+ * and deleted with its owner (`kubeadm token delete`). The token is a secret output; it never appears
+ * in an error message or in the Pulumi log (the runner keeps command output out of errors, and the
+ * script is never logged).
+ *
+ * One per node pool and one for the existing nodes. ESS userdata is static, so a pool token must live
+ * as long as the pool's scaling configuration: the default ttl is `0` (never expires). Rotate a token by
+ * replacing the resource (`pulumi up --replace <urn>`): the scaling configuration that embeds it is
+ * replaced with it, and the old token is deleted from the cluster.
+ */
+import * as pulumi from "@pulumi/pulumi";
+import { CommandError, runOnInstance } from "./cloudAssistant";
+
+/** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
+export const BOOTSTRAP_TOKEN_PROVIDER_VERSION = "1";
+
+/** Bootstrap token format (kubernetes bootstrap-tokens.md): public id `.` secret. */
+export const TOKEN_PATTERN = /^[a-z0-9]{6}\.[a-z0-9]{16}$/;
+
+/** Error codes meaning "master 0 no longer exists": nothing left to delete the token from. */
+const MASTER_GONE_CODES = ["InvalidInstance.NotFound", "InvalidInstanceId.NotFound"];
+
+export interface BootstrapTokenInputs {
+    /** Region id, e.g. `cn-hangzhou`. */
+    region: string;
+    /** Master 0 (has /etc/kubernetes/admin.conf, which `kubeadm token` uses). */
+    masterInstanceId: string;
+    /** Token lifetime as `kubeadm token create --ttl` takes it (`0` = never expires, `24h`). Default `0`. */
+    ttl?: string;
+    /** `--description` of the token, e.g. `alicloud-kubeadm pool general`. Default `alicloud-kubeadm`. */
+    description?: string;
+    /** First Cloud Assistant poll delay, ms (≤ 1000). Default 1000; tests lower it. */
+    pollIntervalMs?: number;
+    /** Changes when the provider's code changes. */
+    providerVersion?: string;
+}
+
+export interface BootstrapTokenOutputs {
+    /** The full token `id.secret` (secret). */
+    token: string;
+    /** The public part, `[a-z0-9]{6}` (not secret: it names the token's Secret `bootstrap-token-<id>`). */
+    tokenId: string;
+}
+
+const ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789";
+
+/** A fresh random bootstrap token `[a-z0-9]{6}.[a-z0-9]{16}` (crypto.randomInt, uniform over the alphabet). */
+export function generateToken(): string {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const crypto = require("crypto") as typeof import("crypto");
+    const pick = (n: number) => Array.from({ length: n }, () => ALPHABET[crypto.randomInt(ALPHABET.length)]).join("");
+    return `${pick(6)}.${pick(16)}`;
+}
+
+/** Single-quotes a value for a POSIX shell. */
+function quote(value: string): string {
+    return `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * The script that creates `token` on a master. Idempotent: a token that already exists (a retried
+ * create whose first answer was lost) counts as created. Prints only `created` or `exists`.
+ */
+export function createTokenScript(token: string, ttl: string, description: string): string {
+    if (!TOKEN_PATTERN.test(token)) throw new Error("createTokenScript: the token is not of the form [a-z0-9]{6}.[a-z0-9]{16}");
+    const id = token.slice(0, 6);
+    return [
+        "set -u",
+        "export KUBECONFIG=/etc/kubernetes/admin.conf",
+        `if kubeadm token list -o jsonpath='{.token}{"\\n"}' 2>/dev/null | cut -d. -f1 | grep -qx ${id}; then echo exists; exit 0; fi`,
+        `if out=$(kubeadm token create ${quote(token)} --ttl ${quote(ttl)} --description ${quote(description)} 2>&1); then echo created; exit 0; fi`,
+        // kubeadm echoes the token back in some errors: print the error without it.
+        `printf '%s\\n' "$out" | sed "s/${token.replace(".", "\\.")}/<token>/g" >&2`,
+        "exit 1",
+    ].join("\n");
+}
+
+/** The script that deletes the token with id `tokenId`; a token already gone is fine. */
+export function deleteTokenScript(tokenId: string): string {
+    if (!/^[a-z0-9]{6}$/.test(tokenId)) throw new Error(`deleteTokenScript: "${tokenId}" is not a bootstrap token id`);
+    return [
+        "set -u",
+        "export KUBECONFIG=/etc/kubernetes/admin.conf",
+        `if out=$(kubeadm token delete ${tokenId} 2>&1); then echo deleted; exit 0; fi`,
+        'case "$out" in *"not found"*|*NotFound*) echo "already gone"; exit 0 ;; esac',
+        `printf '%s\\n' "$out" >&2`,
+        "exit 1",
+    ].join("\n");
+}
+
+/**
+ * Creates a fresh token on master 0.
+ * @throws Error naming the master and the fix; never containing the token.
+ */
+export async function createBootstrapToken(inputs: BootstrapTokenInputs): Promise<BootstrapTokenOutputs> {
+    const token = generateToken();
+    const ttl = inputs.ttl ?? "0";
+    try {
+        await runOnInstance({
+            region: inputs.region, instanceId: inputs.masterInstanceId, name: "alicloud-kubeadm-token-create",
+            script: createTokenScript(token, ttl, inputs.description ?? "alicloud-kubeadm"),
+            timeoutSeconds: 60, sensitiveOutput: true, pollIntervalMs: inputs.pollIntervalMs,
+        });
+    } catch (err) {
+        const code = err instanceof CommandError ? ` (${err.errorCode})` : "";
+        throw new Error(`creating a bootstrap token on master 0 (${inputs.masterInstanceId}) failed${code}: ` +
+            `${(err as Error).message.split(token).join("<token>")}\n  fix: check that kubeadm init finished on ${inputs.masterInstanceId} ` +
+            "(`npm run doctor`) and that its Cloud Assistant agent is online, then run `pulumi up` again.");
+    }
+    return { token, tokenId: token.slice(0, 6) };
+}
+
+/**
+ * Deletes the token from the cluster. A token already gone, or a master that no longer exists, is fine.
+ * @param warn called when there was nothing to delete
+ */
+export async function deleteBootstrapToken(inputs: BootstrapTokenInputs, tokenId: string, warn: (m: string) => void = () => undefined): Promise<void> {
+    try {
+        const out = await runOnInstance({
+            region: inputs.region, instanceId: inputs.masterInstanceId, name: "alicloud-kubeadm-token-delete",
+            script: deleteTokenScript(tokenId), timeoutSeconds: 60, pollIntervalMs: inputs.pollIntervalMs,
+        });
+        if (out.includes("already gone")) warn(`bootstrap token ${tokenId} was already gone from the cluster`);
+    } catch (err) {
+        if (err instanceof CommandError && MASTER_GONE_CODES.includes(err.errorCode)) {
+            warn(`master 0 (${inputs.masterInstanceId}) no longer exists; bootstrap token ${tokenId} went with it`);
+            return;
+        }
+        throw new Error(`deleting bootstrap token ${tokenId} on master 0 (${inputs.masterInstanceId}) failed: ${(err as Error).message}\n` +
+            `  fix: start ${inputs.masterInstanceId} or bring its Cloud Assistant agent online and run the same command again; ` +
+            `or delete it by hand (\`kubeadm token delete ${tokenId}\`) and \`pulumi state delete\` this resource.`);
+    }
+}
+
+function pulumiLog(): typeof pulumi.log {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    return (require("@pulumi/pulumi") as typeof pulumi).log;
+}
+
+export const bootstrapTokenProvider: pulumi.dynamic.ResourceProvider = {
+    async create(inputs: BootstrapTokenInputs) {
+        const outs = await createBootstrapToken(inputs);
+        return { id: `${inputs.masterInstanceId}/token/${outs.tokenId}`, outs: { ...inputs, ...outs } };
+    },
+    async diff(_id: string, olds: BootstrapTokenInputs & BootstrapTokenOutputs, news: BootstrapTokenInputs) {
+        const replaces = (["masterInstanceId", "ttl", "description", "region"] as const).filter((k) => (olds[k] ?? "") !== (news[k] ?? ""));
+        const changed = replaces.length > 0 || olds.providerVersion !== news.providerVersion || olds.pollIntervalMs !== news.pollIntervalMs;
+        // Create the new token before deleting the old one: nodes joining meanwhile keep working.
+        return { changes: changed, replaces, deleteBeforeReplace: false };
+    },
+    async update(_id: string, olds: BootstrapTokenInputs & BootstrapTokenOutputs, news: BootstrapTokenInputs) {
+        return { outs: { ...news, token: olds.token, tokenId: olds.tokenId } };
+    },
+    async delete(_id: string, props: BootstrapTokenInputs & BootstrapTokenOutputs) {
+        await deleteBootstrapToken(props, props.tokenId, (m) => pulumiLog().warn(m));
+    },
+};
+
+export interface BootstrapTokenArgs {
+    /** Region id. */
+    region: pulumi.Input<string>;
+    /** Master 0's instance id. */
+    masterInstanceId: pulumi.Input<string>;
+    /** Token lifetime, `kubeadm token create --ttl` syntax. Default `0` (never expires; ESS userdata is static). Changing it replaces the token. */
+    ttl?: pulumi.Input<string>;
+    /** Token description. Default `alicloud-kubeadm`. */
+    description?: pulumi.Input<string>;
+    /** First Cloud Assistant poll delay, ms. Default 1000. */
+    pollIntervalMs?: pulumi.Input<number>;
+}
+
+/** A kubeadm bootstrap token on master 0; `token` is a secret. */
+export class BootstrapToken extends pulumi.dynamic.Resource {
+    /** `id.secret` (secret). */
+    declare readonly token: pulumi.Output<string>;
+    /** The public token id. */
+    declare readonly tokenId: pulumi.Output<string>;
+
+    constructor(name: string, args: BootstrapTokenArgs, opts?: pulumi.CustomResourceOptions) {
+        super(bootstrapTokenProvider, name, { token: undefined, tokenId: undefined, providerVersion: BOOTSTRAP_TOKEN_PROVIDER_VERSION, ...args },
+            { ...opts, additionalSecretOutputs: ["token"] });
+    }
+}

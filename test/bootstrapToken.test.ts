@@ -1,0 +1,169 @@
+import * as assert from "assert";
+import { spawnSync } from "child_process";
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import * as pulumi from "@pulumi/pulumi";
+import { useEmulator } from "./emulator/fixture";
+import {
+    bootstrapTokenProvider, createBootstrapToken, createTokenScript, deleteBootstrapToken, deleteTokenScript, generateToken, TOKEN_PATTERN,
+} from "../components/dynamic/bootstrapToken";
+
+/**
+ * A fake `kubeadm token` on a master: tokens live in a file; `create` refuses duplicates like kubeadm,
+ * `delete` of an unknown id fails with kubeadm's "not found"; every call is logged.
+ */
+function fakeMaster(): { dir: string; run(script: string): { code: number; out: string }; tokens(): string[]; calls(): string[] } {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "token-"));
+    fs.mkdirSync(path.join(dir, "bin"));
+    fs.writeFileSync(path.join(dir, "tokens"), "");
+    fs.writeFileSync(path.join(dir, "bin", "kubeadm"), `#!/bin/bash
+echo "$*" >>"${dir}/calls"
+db="${dir}/tokens"
+case "$1 $2" in
+  "token list") cat "$db" ;;
+  "token create")
+    if grep -q "^\${3%%.*}\\." "$db"; then echo "error: a token with id \${3%%.*} already exists ($3)" >&2; exit 1; fi
+    echo "$3" >>"$db"; echo "$3" ;;
+  "token delete")
+    if ! grep -q "^$3\\." "$db"; then echo "error: failed to delete bootstrap token \\"$3\\": secrets \\"bootstrap-token-$3\\" not found" >&2; exit 1; fi
+    grep -v "^$3\\." "$db" >"$db.new"; mv "$db.new" "$db"; echo "bootstrap token \\"$3\\" deleted" ;;
+  *) echo "unexpected: $*" >&2; exit 2 ;;
+esac
+`, { mode: 0o755 });
+    return {
+        dir,
+        run(script: string) {
+            const r = spawnSync("bash", ["-c", script], { encoding: "utf8", env: { ...process.env, PATH: `${dir}/bin:${process.env.PATH}` } });
+            return { code: r.status ?? -1, out: r.stdout + r.stderr };
+        },
+        tokens: () => fs.readFileSync(path.join(dir, "tokens"), "utf8").split("\n").filter(Boolean),
+        calls: () => (fs.existsSync(path.join(dir, "calls")) ? fs.readFileSync(path.join(dir, "calls"), "utf8").split("\n").filter(Boolean) : []),
+    };
+}
+
+describe("BootstrapToken", () => {
+    const ctx = useEmulator();
+    let master: ReturnType<typeof fakeMaster>;
+    beforeEach(() => { master = fakeMaster(); });
+    afterEach(() => fs.rmSync(master.dir, { recursive: true, force: true }));
+
+    /** Master 0 in the emulator runs Cloud Assistant scripts with the fake kubeadm. */
+    function emulatedMaster(): string {
+        const id = ctx.emu.addInstance().instanceId;
+        ctx.emu.onCommand(/kubeadm token/, (c) => {
+            const r = master.run(c.script);
+            return { exitCode: r.code, output: r.out };
+        });
+        return id;
+    }
+    const inputs = (masterInstanceId: string) => ({ region: "cn-hangzhou", masterInstanceId, ttl: "0", description: "alicloud-kubeadm dev pool general", pollIntervalMs: 20 });
+
+    it("generates tokens of the form [a-z0-9]{6}.[a-z0-9]{16}, all different", () => {
+        const tokens = Array.from({ length: 500 }, generateToken);
+        assert.ok(tokens.every((t) => TOKEN_PATTERN.test(t)), tokens.find((t) => !TOKEN_PATTERN.test(t)));
+        assert.strictEqual(new Set(tokens).size, tokens.length);
+        const chars = new Set(tokens.join("").replace(/\./g, ""));
+        assert.ok(chars.size >= 34, `uses the whole alphabet (${chars.size} distinct characters)`);
+    });
+
+    it("the create script runs `kubeadm token create <token> --ttl <ttl> --description …` and a second run is a no-op", () => {
+        const token = generateToken();
+        const script = createTokenScript(token, "0", "alicloud-kubeadm dev pool general");
+        assert.deepStrictEqual(master.run(script), { code: 0, out: "created\n" });
+        assert.deepStrictEqual(master.run(script), { code: 0, out: "exists\n" });
+        assert.deepStrictEqual(master.tokens(), [token]);
+        assert.deepStrictEqual(master.calls().filter((c) => c.includes("create")), [`token create ${token} --ttl 0 --description alicloud-kubeadm dev pool general`]);
+    });
+
+    it("the create script keeps the token out of kubeadm's error output", () => {
+        const token = generateToken();
+        // A token with the same id but another secret already exists: kubeadm refuses and echoes the token.
+        const other = `${token.slice(0, 6)}.${"x".repeat(16)}`;
+        master.run(createTokenScript(other, "0", "d"));
+        const r = master.run(createTokenScript(token, "0", "d").replace("kubeadm token list", "true"));
+        assert.strictEqual(r.code, 1);
+        assert.match(r.out, /already exists/);
+        assert.ok(!r.out.includes(token), r.out);
+    });
+
+    it("the delete script deletes the token and accepts one already gone", () => {
+        const token = generateToken();
+        master.run(createTokenScript(token, "0", "d"));
+        assert.deepStrictEqual(master.run(deleteTokenScript(token.slice(0, 6))), { code: 0, out: "deleted\n" });
+        assert.deepStrictEqual(master.tokens(), []);
+        assert.deepStrictEqual(master.run(deleteTokenScript(token.slice(0, 6))), { code: 0, out: "already gone\n" });
+        assert.throws(() => deleteTokenScript("ABC; rm"), /not a bootstrap token id/);
+    });
+
+    it("provider create runs one token create on master 0 and returns the token as output; delete removes it", async () => {
+        const id = emulatedMaster();
+        const res = await bootstrapTokenProvider.create!(inputs(id));
+        const outs = res.outs as { token: string; tokenId: string; ttl: string };
+        assert.match(outs.token, TOKEN_PATTERN);
+        assert.strictEqual(outs.tokenId, outs.token.slice(0, 6));
+        assert.strictEqual(res.id, `${id}/token/${outs.tokenId}`);
+        assert.deepStrictEqual(master.tokens(), [outs.token]);
+        const runs = ctx.emu.callsOf("RunCommand");
+        assert.strictEqual(runs.length, 1);
+        assert.strictEqual(runs[0].params["InstanceId.1"], id);
+        const script = Buffer.from(runs[0].params.CommandContent, "base64").toString("utf8");
+        assert.match(script, new RegExp(`kubeadm token create '${outs.token.replace(".", "\\.")}' --ttl '0' --description 'alicloud-kubeadm dev pool general'`));
+
+        await bootstrapTokenProvider.delete!(res.id, { ...inputs(id), ...outs });
+        assert.deepStrictEqual(master.tokens(), []);
+        const del = Buffer.from(ctx.emu.callsOf("RunCommand")[1].params.CommandContent, "base64").toString("utf8");
+        assert.match(del, new RegExp(`kubeadm token delete ${outs.tokenId} `));
+        assert.ok(!del.includes(outs.token), "delete sends only the public token id");
+    });
+
+    it("delete is fine when the token or master 0 is already gone, with a warning", async () => {
+        const id = emulatedMaster();
+        const warnings: string[] = [];
+        await deleteBootstrapToken(inputs(id), "abcdef", (m) => warnings.push(m));
+        ctx.emu.releaseInstance(id);
+        await deleteBootstrapToken(inputs(id), "abcdef", (m) => warnings.push(m));
+        assert.match(warnings[0], /abcdef was already gone/);
+        assert.match(warnings[1], /no longer exists/);
+    });
+
+    it("a failed create names the master and the fix, never the token", async () => {
+        const id = ctx.emu.addInstance().instanceId;
+        let sent = "";
+        ctx.emu.onCommand(/kubeadm token/, (c) => {
+            sent = /token create '([^']+)'/.exec(c.script)![1];
+            return { exitCode: 1, output: `failed to create token ${sent}: connection refused\n` };
+        });
+        await assert.rejects(createBootstrapToken(inputs(id)), (err: Error) => {
+            assert.match(err.message, new RegExp(`master 0 \\(${id}\\) failed \\(ExitCodeNonzero\\)`));
+            assert.match(err.message, /kubeadm init finished/);
+            assert.ok(sent && !err.message.includes(sent), err.message);
+            assert.ok(!err.message.includes(sent.slice(7)), "not even the secret half");
+            return true;
+        });
+    });
+
+    it("ttl, description or master changes replace the token; a provider version bump only updates", async () => {
+        const olds = { region: "r", masterInstanceId: "i-1", ttl: "0", description: "d", token: "abcdef.0123456789abcdef", tokenId: "abcdef", providerVersion: "1" };
+        assert.deepStrictEqual((await bootstrapTokenProvider.diff!("x", olds, { ...olds, ttl: "24h" })).replaces, ["ttl"]);
+        assert.deepStrictEqual((await bootstrapTokenProvider.diff!("x", olds, { ...olds, masterInstanceId: "i-2" })).replaces, ["masterInstanceId"]);
+        const bump = await bootstrapTokenProvider.diff!("x", olds, { ...olds, providerVersion: "2" });
+        assert.deepStrictEqual([bump.changes, bump.replaces], [true, []]);
+        const upd = await bootstrapTokenProvider.update!("x", olds, { ...olds, providerVersion: "2" });
+        assert.strictEqual((upd.outs as { token: string }).token, olds.token, "an update keeps the token");
+    });
+
+    it("the provider serializes without capturing credentials", async () => {
+        const saved = [process.env.ALIBABA_CLOUD_ACCESS_KEY_ID, process.env.ALIBABA_CLOUD_ACCESS_KEY_SECRET];
+        process.env.ALIBABA_CLOUD_ACCESS_KEY_ID = "LTAI-distinctive-token-test-id";
+        process.env.ALIBABA_CLOUD_ACCESS_KEY_SECRET = "distinctive-token-test-secret";
+        try {
+            const text = (await pulumi.runtime.serializeFunction(() => bootstrapTokenProvider)).text;
+            assert.match(text, /kubeadm token create/);
+            assert.ok(!text.includes("distinctive-token-test"), "no credential in the serialized provider");
+        } finally {
+            process.env.ALIBABA_CLOUD_ACCESS_KEY_ID = saved[0];
+            process.env.ALIBABA_CLOUD_ACCESS_KEY_SECRET = saved[1];
+        }
+    });
+});
