@@ -520,3 +520,31 @@ describe("attach_node.sh in the sandbox", () => {
         assert.ok(Buffer.byteLength(script) <= BUDGET, `${Buffer.byteLength(script)} bytes`);
     });
 });
+
+describe("script sandbox", () => {
+    let sb: Sandbox | undefined;
+    afterEach(() => sb?.cleanup());
+
+    it("is hermetic: only stubs and a short list of real tools are on PATH", async () => {
+        sb = makeSandbox({ os: "ubuntu" });
+        const r = await sb.run("for c in kubeadm python3 node systemctl cat; do command -v \"$c\" >/dev/null && echo \"$c\"; done; true");
+        assert.equal(r.code, 0, r.stderr);
+        assert.deepEqual(r.stdout.trim().split("\n"), ["systemctl", "cat"], "bare image: no kubeadm yet, no host tools beyond the list");
+    });
+
+    it("stubs refuse to run outside a sandbox root", () => {
+        const r = spawnSync("bash", [path.join(STUB_DIR, "kubeadm"), "reset", "-f"], {
+            encoding: "utf8", env: { PATH: process.env.PATH, AK_STUB_SRC: STUB_DIR, AK_ROOT: "" },
+        });
+        assert.equal(r.status, 97);
+        assert.match(r.stderr, /must point into a sandbox/);
+    });
+
+    it("takes extra stubs that record calls like the built-in ones", async () => {
+        sb = makeSandbox({ os: "alinux", stubs: { kubectl: '. "$AK_STUB_SRC/_lib.sh"\necho "node/cn-hangzhou.i-1 drained"' } });
+        const r = await sb.run("kubectl drain cn-hangzhou.i-1 --ignore-daemonsets");
+        assert.equal(r.code, 0, r.stderr);
+        assert.equal(r.stdout, "node/cn-hangzhou.i-1 drained\n");
+        assert.deepEqual(callsOf(r.calls, "kubectl", "drain")[0].args, ["drain", "cn-hangzhou.i-1", "--ignore-daemonsets"]);
+    });
+});

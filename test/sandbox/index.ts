@@ -67,6 +67,11 @@ export interface SandboxOptions {
     delays?: { downloadMs?: number; installMs?: number; joinMs?: number };
     /** Extra environment for every run. */
     env?: Record<string, string>;
+    /**
+     * Extra or replacement stubs on PATH: command name → bash script body (the `#!/bin/bash` line is added).
+     * Start the body with `. "$AK_STUB_SRC/_lib.sh"` to have the call recorded like the built-in stubs.
+     */
+    stubs?: Record<string, string>;
 }
 
 /** A sandbox; remove it with {@link Sandbox.cleanup}. */
@@ -118,13 +123,22 @@ export function makeSandbox(options: SandboxOptions): Sandbox {
         const real = findReal(name);
         if (real) fs.symlinkSync(real, path.join(bin, name));
     }
-    for (const f of fs.readdirSync(bin)) fs.chmodSync(path.join(bin, f), 0o755);
     if (options.prebaked) {
         for (const name of INSTALLABLE) {
             fs.copyFileSync(path.join(STUB_SRC, name), path.join(installed, name));
-            fs.chmodSync(path.join(installed, name), 0o755);
         }
         fs.writeFileSync(path.join(state, "kube-version"), `${options.prebakedVersion ?? "1.34.2"}\n`);
+    }
+    for (const [name, text] of Object.entries(options.stubs ?? {})) {
+        const target = INSTALLABLE.has(name) ? installed : bin;
+        fs.rmSync(path.join(target, name), { force: true });
+        fs.writeFileSync(path.join(target, name), `#!/bin/bash\n${text}\n`);
+    }
+    for (const d of [bin, installed]) {
+        for (const f of fs.readdirSync(d)) {
+            // Never chmod through the symlinks to this machine's own tools.
+            if (!fs.lstatSync(path.join(d, f)).isSymbolicLink()) fs.chmodSync(path.join(d, f), 0o755);
+        }
     }
     const osRelease = options.os === "ubuntu" ? OS_RELEASE.ubuntu(options.ubuntuRelease ?? "22.04") : OS_RELEASE.alinux();
     fs.mkdirSync(path.join(root, "etc"), { recursive: true });
