@@ -4,10 +4,11 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as alicloud from "@pulumi/alicloud";
 import * as k8s from "@pulumi/kubernetes";
-import { renderMasterInit } from "../userdata/render";
+import { renderControlPlaneJoin, renderMasterInit } from "../userdata/render";
 import { validateClusterConfig, type ClusterConfig, type ClusterConfigInput } from "./config";
 import { ControlPlane } from "./controlPlane";
 import { ApiServerReady } from "./dynamic/apiServerReady";
+import { ControlPlaneMember } from "./dynamic/controlPlaneMember";
 import { JoinInfo } from "./dynamic/joinInfo";
 import { PodNetwork } from "./podNetwork";
 import { Network } from "./network";
@@ -52,6 +53,8 @@ export class Cluster extends pulumi.ComponentResource {
     public readonly joinInfo: JoinInfo;
     /** Admin kubeconfig (secret). */
     public readonly kubeconfig: pulumi.Output<string>;
+    /** Masters 1..n-1 joined with kubeadm join --control-plane. */
+    public readonly controlPlaneMembers: ControlPlaneMember[];
     /** Kubernetes provider for add-ons, usable once the API server answers /readyz. */
     public readonly kubernetesProvider: k8s.Provider;
     /** flannel (alloc) + Alibaba Cloud Controller Manager (pod routes). */
@@ -105,6 +108,22 @@ export class Cluster extends pulumi.ComponentResource {
         }, { parent: this });
         this.kubeconfig = pulumi.secret(this.joinInfo.kubeconfig);
 
+        // Masters 1..n-1 join one at a time (etcd grows by one member per step).
+        const masters = this.controlPlane.resources.masters;
+        let previous: pulumi.Resource = this.joinInfo;
+        this.controlPlaneMembers = masters.slice(1).map((member, k) => {
+            const joinScript = pulumi.secret(pulumi.all([this.controlPlane.endpoint, this.joinInfo.caCertHash]).apply(([apiEndpoint, caCertHash]) =>
+                renderControlPlaneJoin({ region: config.region, kubernetesVersion: config.kubernetesVersion, apiEndpoint, caCertHash, ...JOIN_PLACEHOLDERS })));
+            previous = new ControlPlaneMember(`${name}-master-${k + 1}-join`, {
+                region: config.region,
+                masterInstanceId: masters[0].id,
+                memberInstanceId: member.id,
+                joinScript,
+                routeTableId: net.routeTableId,
+            }, { parent: this, dependsOn: [previous] });
+            return previous as ControlPlaneMember;
+        });
+
         // Add-ons: only once the API server is ready, through a provider built from the secret kubeconfig.
         const ready = new ApiServerReady(`${name}-api-ready`, { kubeconfig: this.joinInfo.kubeconfig }, { parent: this });
         this.kubernetesProvider = new k8s.Provider(`${name}-k8s`, { kubeconfig: ready.kubeconfig }, { parent: this });
@@ -119,17 +138,24 @@ export class Cluster extends pulumi.ComponentResource {
     }
 }
 
-/** Master 0 runs kubeadm init; the others are prepared and joined later by ControlPlaneMember. */
-export function masterUserdata(config: ClusterConfig, index: number, apiEndpoint: string, certSANs: string[]): string {
-    const common = { region: config.region, kubernetesVersion: config.kubernetesVersion, apiEndpoint };
-    if (index === 0) {
-        return renderMasterInit({
-            ...common,
-            podCidr: config.network.podCidr,
-            serviceCidr: config.network.serviceCidr,
-            nodeCidrMaskSize: config.network.nodeCidrMaskSize,
-            certSANs,
-        });
+/**
+ * Master 0 runs kubeadm init from its userdata. Masters 1..n-1 get none: ControlPlaneMember prepares
+ * and joins them over Cloud Assistant once master 0 is up (they need its certificate key).
+ */
+export function masterUserdata(config: ClusterConfig, index: number, apiEndpoint: string, certSANs: string[]): string | undefined {
+    if (index > 0) {
+        return undefined;
     }
-    return renderMasterInit({ ...common, podCidr: config.network.podCidr, serviceCidr: config.network.serviceCidr, nodeCidrMaskSize: config.network.nodeCidrMaskSize, certSANs }); // TODO(prepare-only)
+    return renderMasterInit({
+        region: config.region,
+        kubernetesVersion: config.kubernetesVersion,
+        apiEndpoint,
+        podCidr: config.network.podCidr,
+        serviceCidr: config.network.serviceCidr,
+        nodeCidrMaskSize: config.network.nodeCidrMaskSize,
+        certSANs,
+    });
 }
+
+/** Placeholder secrets rendered into the control-plane join script; ControlPlaneMember swaps in real ones. */
+const JOIN_PLACEHOLDERS = { token: "abcdef.0123456789abcdef", certificateKey: "0".repeat(64) };

@@ -67,9 +67,9 @@ export interface ControlPlaneArgs {
     imageId: pulumi.Input<string>;
     /**
      * Renders the userdata of master `index` given the endpoint (`host:6443`) and the certificate SANs.
-     * Master 0's runs `kubeadm init`; the others only prepare the node.
+     * Master 0's runs `kubeadm init`; the others get none (ControlPlaneMember prepares and joins them).
      */
-    userdata: (index: number, endpoint: string, certSANs: string[]) => string;
+    userdata: (index: number, endpoint: string, certSANs: string[]) => string | undefined;
     /** Tags for every resource. */
     tags: Record<string, string>;
 }

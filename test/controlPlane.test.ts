@@ -67,6 +67,23 @@ describe("ControlPlane (mock graph via the stack program)", () => {
         assert.match(header(m0.rawInputs.userData as string, "AK_API_ENDPOINT") ?? "", /^nlb-[0-9a-f]+\..*:6443$/);
     });
 
+    it("prod: masters 1 and 2 have no init userdata and join through ControlPlaneMember with a secret join script", () => {
+        const masters = ofType(prod, "alicloud:ecs/instance:Instance");
+        for (const m of masters.filter((x) => x.name !== "prod-control-plane-master-0")) {
+            assert.strictEqual(m.rawInputs.userData, undefined, `${m.name} must not run kubeadm init`);
+        }
+        const joins = ofType(prod, "pulumi-nodejs:dynamic:Resource").filter((r) => /-join$/.test(r.name));
+        assert.deepStrictEqual(joins.map((j) => j.name).sort(), ["prod-master-1-join", "prod-master-2-join"]);
+        const byName = Object.fromEntries(masters.map((m) => [m.name, m.id]));
+        assert.strictEqual(joins.find((j) => j.name === "prod-master-1-join")!.inputs.memberInstanceId, byName["prod-control-plane-master-1"]);
+        for (const j of joins) {
+            assert.strictEqual(j.inputs.masterInstanceId, byName["prod-control-plane-master-0"]);
+            assert.ok(j.secretInputs.includes("joinScript"), "the join script (CA pin, placeholders) is secret");
+            assert.match(j.rawInputs.joinScript as string, /^readonly AK_CERTIFICATE_KEY='0{64}'$/m);
+        }
+        assert.strictEqual(ofType(dev, "pulumi-nodejs:dynamic:Resource").filter((r) => /-join$/.test(r.name)).length, 0);
+    });
+
     it("the masters' RAM role carries exactly the CCM and Cluster Autoscaler actions of the reference", () => {
         // reference/autoscaler-ccm-flannel.md B3 (CCM route + node code paths) and A2 (+ ScaleWithAdjustment, CA >= 1.32)
         const expected: Record<string, string[]> = {
