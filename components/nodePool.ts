@@ -1,0 +1,212 @@
+// NodePool: an ESS scaling group whose instances join the cluster from their userdata (the attach script).
+//
+// Fixed mode (`size`): a PoolCapacity owns the desired capacity: it scales out and waits for Ready nodes,
+// and scales in through the removal flow (drain first). Autoscaled mode (`autoscale: { min, max }`): the
+// Cluster Autoscaler owns the capacity; a PoolCapacity in `observe` mode only drains the pool's nodes
+// before the group is deleted. In both modes the group ignores `desiredCapacity` drift, so Pulumi never
+// fights PoolCapacity or the autoscaler.
+//
+// Node RAM role: none. Nothing on a worker calls a cloud API: the CCM and the Cluster Autoscaler run on
+// the masters with the masters' role, flannel `alloc` needs no cloud access, and the kubelet runs with
+// `--cloud-provider=external`. A role without policies would only hand pods an STS credential to probe with.
+//
+// Labels and tags: the kubelet gets the pool's labels plus `alicloud-kubeadm/pool=<name>`; the scaling
+// configuration's tags carry exactly the same labels, because the autoscaler's alicloud provider copies the
+// tags verbatim into its scale-from-zero node template. The seed's `k8s.io/cluster-autoscaler=true` label
+// is NOT used: the kubelet may not self-apply labels under k8s.io (NodeRestriction; it refuses to start),
+// and putting it only in the tags would give the template a label real nodes lack, so pods selecting it
+// would trigger scale-ups onto nodes that never match. Autoscaled nodes carry
+// `alicloud-kubeadm/autoscaled=true` instead, on the kubelet and in the tags alike.
+import * as alicloud from "@pulumi/alicloud";
+import * as pulumi from "@pulumi/pulumi";
+import { renderAttachNode } from "../userdata/render";
+import type { ClusterConfig, NodePoolConfig } from "./config";
+import { BootstrapToken } from "./dynamic/bootstrapToken";
+import { POOL_LABEL } from "./dynamic/kubectl";
+import { PoolCapacity } from "./dynamic/poolCapacity";
+
+export { POOL_LABEL };
+/** Label (and scaling-configuration tag) on the nodes of autoscaled pools. */
+export const AUTOSCALED_LABEL = "alicloud-kubeadm/autoscaled";
+/** ESS allows at most 20 tags on a scaling configuration. */
+export const MAX_SCALING_CONFIGURATION_TAGS = 20;
+
+/** Waits of the pool's PoolCapacity; production defaults apply when unset. */
+export interface PoolTimeouts {
+    /** Bound on the wait for Ready nodes after a scale-out, seconds. Default 1200. */
+    readyTimeoutSeconds?: number;
+    /** Pause between checks, seconds. Default 15. */
+    pollSeconds?: number;
+    /** First Cloud Assistant poll delay, ms. Default 1000. */
+    pollIntervalMs?: number;
+    /** `kubectl drain --timeout` on scale-in, seconds. Default 600. */
+    drainTimeoutSeconds?: number;
+}
+
+export interface NodePoolArgs {
+    /** The validated cluster config (region, Kubernetes version, cluster name). Required. */
+    config: ClusterConfig;
+    /** This pool's config (exactly one of `size` / `autoscale`). Required. */
+    pool: NodePoolConfig;
+    /** vSwitches the group spreads over (one per zone, BALANCE policy). Required, at least one. */
+    vswitchIds: pulumi.Input<string>[];
+    /** Security groups of the nodes (the cluster security group). Required. */
+    securityGroupIds: pulumi.Input<string>[];
+    /** Image of the nodes when the pool sets no `imageId`. Required. */
+    imageId: pulumi.Input<string>;
+    /** API endpoint `host:6443` the nodes join through. Required. */
+    apiEndpoint: pulumi.Input<string>;
+    /** `sha256:<hex>` CA pin from JoinInfo (secret). Required. */
+    caCertHash: pulumi.Input<string>;
+    /** Master 0: bootstrap tokens are created there and kubectl runs there. Required. */
+    masterInstanceId: pulumi.Input<string>;
+    /** Route table of the pod routes (cleaned up when nodes are removed). Default none. */
+    routeTableId?: pulumi.Input<string>;
+    /** Cloud tags (the cluster tag and the user's `tags`): on the group, and on fixed pools' instances. Default none. */
+    tags?: Record<string, string>;
+    /** Resources the pool's bootstrap token waits for: pass the JoinInfo (kubeadm init must have finished). Default none. */
+    dependsOn?: pulumi.Resource[];
+    /** Waits of the PoolCapacity. Default: production values (see {@link PoolTimeouts}). */
+    timeouts?: PoolTimeouts;
+}
+
+export interface NodePoolResources {
+    group: alicloud.ess.ScalingGroup;
+    configuration: alicloud.ess.ScalingConfiguration;
+    token: BootstrapToken;
+    /** Fixed pools: owns the capacity. Autoscaled pools: `observe` mode, drains on delete. */
+    capacity: PoolCapacity;
+    /** Labels the kubelet registers (and, for autoscaled pools, the configuration's tags). */
+    nodeLabels: Record<string, string>;
+}
+
+/** The labels a pool's nodes register with: the pool's own, the pool label, the autoscaled marker. */
+export function poolNodeLabels(pool: NodePoolConfig): Record<string, string> {
+    return { ...pool.labels, [POOL_LABEL]: pool.name, ...(pool.autoscale ? { [AUTOSCALED_LABEL]: "true" } : {}) };
+}
+
+/**
+ * Scaling-configuration tags. Autoscaled pools: exactly the node labels (the autoscaler's template reads
+ * them as labels). Fixed pools: the cloud tags plus the node labels.
+ * @throws pulumi.InputPropertyError when ESS would refuse the tags (more than 20, or a key starting with `aliyun`/`acs:`)
+ */
+export function scalingConfigurationTags(pool: NodePoolConfig, cloudTags: Record<string, string>): Record<string, string> {
+    const labels = poolNodeLabels(pool);
+    const tags = pool.autoscale ? labels : { ...cloudTags, ...labels };
+    const count = Object.keys(tags).length;
+    if (count > MAX_SCALING_CONFIGURATION_TAGS) {
+        throw new pulumi.InputPropertyError({
+            propertyPath: `nodePools.${pool.name}.labels`,
+            reason: `the scaling configuration would carry ${count} tags (labels${pool.autoscale ? "" : " + cluster tags"} + ${POOL_LABEL}); ESS allows ${MAX_SCALING_CONFIGURATION_TAGS}`,
+        });
+    }
+    const reserved = Object.keys(tags).find((k) => /^(aliyun|acs:)/i.test(k));
+    if (reserved) {
+        throw new pulumi.InputPropertyError({ propertyPath: `nodePools.${pool.name}.labels.${reserved}`, reason: "ESS tag keys may not start with aliyun or acs:" });
+    }
+    return tags;
+}
+
+/** Creates the pool's group, scaling configuration, bootstrap token and capacity under `parent`. */
+export function createNodePool(name: string, args: NodePoolArgs, parent: pulumi.Resource): NodePoolResources {
+    const { config, pool } = args;
+    const opts = { parent };
+    const cloudTags = args.tags ?? {};
+    const nodeLabels = poolNodeLabels(pool);
+    const fixed = pool.autoscale === undefined;
+    const size = pool.size ?? 0;
+
+    const group = new alicloud.ess.ScalingGroup(`${name}-group`, {
+        scalingGroupName: `${config.name}-${pool.name}`,
+        // Fixed pools start empty and PoolCapacity raises MaxSize/DesiredCapacity; autoscaled pools take the bounds.
+        minSize: fixed ? 0 : pool.autoscale!.min,
+        maxSize: fixed ? Math.max(size, 1) : pool.autoscale!.max,
+        desiredCapacity: fixed ? 0 : pool.autoscale!.min,
+        vswitchIds: args.vswitchIds,
+        multiAzPolicy: "BALANCE",
+        removalPolicies: ["NewestInstance", "OldestScalingConfiguration"],
+        tags: { ...cloudTags, [POOL_LABEL]: pool.name },
+    }, {
+        ...opts,
+        // PoolCapacity (fixed) / the autoscaler own the capacity. Fixed pools: PoolCapacity also owns MaxSize, so a
+        // smaller size never reaches ESS as a lower MaxSize (ESS would release instances without a drain).
+        ignoreChanges: fixed ? ["desiredCapacity", "maxSize"] : ["desiredCapacity"],
+    });
+
+    const token = new BootstrapToken(`${name}-token`, {
+        region: config.region,
+        masterInstanceId: args.masterInstanceId,
+        ttl: pool.tokenTtl,
+        description: `alicloud-kubeadm ${config.name} pool ${pool.name}`,
+        pollIntervalMs: args.timeouts?.pollIntervalMs,
+    }, { ...opts, dependsOn: args.dependsOn });
+
+    const { [POOL_LABEL]: _pool, ...extraLabels } = nodeLabels;
+    const userData = pulumi.secret(pulumi.all([token.token, args.caCertHash, args.apiEndpoint]).apply(([t, hash, endpoint]) => renderAttachNode({
+        region: config.region,
+        kubernetesVersion: config.kubernetesVersion,
+        apiEndpoint: endpoint,
+        poolName: pool.name,
+        labels: extraLabels,
+        taints: pool.taints,
+        token: t,
+        caCertHash: hash,
+    })));
+
+    const types = pool.instanceTypes;
+    const configuration = new alicloud.ess.ScalingConfiguration(`${name}-config`, {
+        scalingGroupId: group.id,
+        scalingConfigurationName: `${config.name}-${pool.name}`,
+        imageId: pool.imageId ?? args.imageId,
+        // Autoscaled pools: one type, in `InstanceType` (the autoscaler's template reads only that field).
+        ...(types.length === 1 ? { instanceType: types[0] } : { instanceTypes: types }),
+        systemDiskCategory: pool.systemDisk.category,
+        systemDiskSize: pool.systemDisk.size,
+        securityGroupIds: args.securityGroupIds,
+        instanceName: `${config.name}-${pool.name}`,
+        internetMaxBandwidthOut: 0,
+        tags: scalingConfigurationTags(pool, cloudTags),
+        userData,
+        active: true,
+        enable: true,
+        forceDelete: true,
+    }, opts);
+
+    const capacity = new PoolCapacity(`${name}-capacity`, {
+        region: config.region,
+        scalingGroupId: group.id,
+        poolName: pool.name,
+        masterInstanceId: args.masterInstanceId,
+        mode: fixed ? "fixed" : "observe",
+        size: fixed ? size : undefined,
+        minSize: fixed ? 0 : pool.autoscale!.min,
+        routeTableId: args.routeTableId,
+        ...args.timeouts,
+    }, { ...opts, dependsOn: [configuration, token] });
+
+    return { group, configuration, token, capacity, nodeLabels };
+}
+
+/** A node pool: ESS scaling group + scaling configuration whose userdata joins the cluster. */
+export class NodePool extends pulumi.ComponentResource {
+    /** ESS scaling group id (`asg-…`), e.g. for the Cluster Autoscaler's `--nodes`. */
+    public readonly scalingGroupId: pulumi.Output<string>;
+    /** Active scaling configuration id. */
+    public readonly scalingConfigurationId: pulumi.Output<string>;
+    /** Pool name. */
+    public readonly poolName: string;
+    /** Autoscaler bounds for autoscaled pools, undefined for fixed pools. */
+    public readonly autoscale?: { min: number; max: number };
+    public readonly resources: NodePoolResources;
+
+    constructor(name: string, args: NodePoolArgs, opts?: pulumi.ComponentResourceOptions) {
+        super("alicloud-kubeadm:index:NodePool", name, {}, opts);
+        const r = createNodePool(name, args, this);
+        this.resources = r;
+        this.poolName = args.pool.name;
+        this.autoscale = args.pool.autoscale;
+        this.scalingGroupId = r.group.id;
+        this.scalingConfigurationId = r.configuration.id;
+        this.registerOutputs({ scalingGroupId: this.scalingGroupId, scalingConfigurationId: this.scalingConfigurationId });
+    }
+}
