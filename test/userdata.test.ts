@@ -288,14 +288,14 @@ describe("master_init.sh in the sandbox", () => {
             if (flavour.os === "ubuntu") {
                 const install = installCalls(r.calls);
                 assert.equal(install.length, 1);
-                assert.ok(["kubelet=1.34.2-*", "kubeadm=1.34.2-*", "kubectl=1.34.2-*", "containerd"].every((p) => install[0].args.includes(p)));
+                assert.ok(["kubelet=1.34.2-*", "kubeadm=1.34.2-*", "kubectl=1.34.2-*", "conntrack", "socat", "containerd"].every((p) => install[0].args.includes(p)));
                 assert.equal(sb.read("/etc/apt/sources.list.d/alicloud-kubeadm-kubernetes.list"),
                     "deb [signed-by=/etc/apt/keyrings/alicloud-kubeadm-kubernetes.gpg] https://mirrors.cloud.aliyuncs.com/kubernetes-new/core/stable/v1.34/deb/ /\n");
                 assert.equal(callsOf(r.calls, "dnf").length, 0);
             } else {
                 const install = callsOf(r.calls, "dnf", "install");
                 assert.equal(install.length, 1);
-                assert.ok(["kubelet-1.34.2", "kubeadm-1.34.2", "kubectl-1.34.2", "containerd.io"].every((p) => install[0].args.includes(p)));
+                assert.ok(["kubelet-1.34.2", "kubeadm-1.34.2", "kubectl-1.34.2", "conntrack-tools", "socat", "containerd.io"].every((p) => install[0].args.includes(p)));
                 assert.match(sb.read("/etc/yum.repos.d/alicloud-kubeadm-kubernetes.repo") ?? "",
                     /^baseurl=https:\/\/mirrors\.cloud\.aliyuncs\.com\/kubernetes-new\/core\/stable\/v1\.34\/rpm\/$/m);
                 assert.match(sb.read("/etc/yum.repos.d/alicloud-kubeadm-containerd.repo") ?? "",

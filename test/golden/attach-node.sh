@@ -166,7 +166,7 @@ ak_install_apt() {
     curl -fsSL --retry 5 "${repo}Release.key" | gpg --dearmor --yes -o "${AK_ROOT}${keyring}"
     printf 'deb [signed-by=%s] %s /\n' "$keyring" "$repo" |
       ak_write_file "${AK_ROOT}/etc/apt/sources.list.d/alicloud-kubeadm-kubernetes.list" 644 || true
-    pkgs+=("kubelet=${v}-*" "kubeadm=${v}-*" "kubectl=${v}-*")
+    pkgs+=("kubelet=${v}-*" "kubeadm=${v}-*" "kubectl=${v}-*" conntrack socat)
   fi
   if [ "$2" = 1 ]; then pkgs+=(containerd); fi
   "${apt[@]}" update
@@ -181,7 +181,7 @@ ak_install_dnf() {
     printf '%s\n' '[alicloud-kubeadm-kubernetes]' 'name=Kubernetes' "baseurl=${repo}" 'enabled=1' 'gpgcheck=1' \
       "gpgkey=${repo}repodata/repomd.xml.key" 'exclude=kubelet kubeadm kubectl cri-tools kubernetes-cni' |
       ak_write_file "${AK_ROOT}/etc/yum.repos.d/alicloud-kubeadm-kubernetes.repo" 644 || true
-    pkgs+=("kubelet-${v}" "kubeadm-${v}" "kubectl-${v}")
+    pkgs+=("kubelet-${v}" "kubeadm-${v}" "kubectl-${v}" conntrack-tools socat)
   fi
   if [ "$2" = 1 ]; then
     ak_require AK_CONTAINERD_RPM_REPO_URL
