@@ -1,0 +1,129 @@
+// ExistingNode: an ECS instance that already exists, joined to the cluster (DESIGN.md §1).
+//
+// `mode: manual` runs the attach script on the running instance over Cloud Assistant, or, when a
+// `connection` is given, over SSH with a `@pulumi/command` remote.Command (script on stdin, logging off);
+// `mode: auto` sets the attach script as userdata and replaces the system disk (destructive: needs
+// `replaceSystemDisk: true`). A NodeMembership waits for the Node to be Ready and, on delete, removes it
+// cleanly (drain, clear userdata, kubeadm reset, delete Node, pod route). The bootstrap token is shared by
+// every existing node and created by the caller (one BootstrapToken "for the existing nodes").
+import * as command from "@pulumi/command";
+import * as pulumi from "@pulumi/pulumi";
+import { renderAttachNode } from "../userdata/render";
+import type { ClusterConfig, ExistingNodeConfig } from "./config";
+import { NodeMembership } from "./dynamic/nodeMembership";
+
+/** Pool label value of existing nodes (`alicloud-kubeadm/pool=existing`). */
+export const EXISTING_POOL_NAME = "existing";
+
+/** Waits of the membership; production defaults apply when unset. */
+export interface MembershipTimeouts {
+    /** Cloud Assistant timeout of the attach script (manual mode), seconds. Default 1800. */
+    attachTimeoutSeconds?: number;
+    /** Bound on each wait (instance status, Node Ready), seconds. Default 900. */
+    readyTimeoutSeconds?: number;
+    /** Pause between checks, seconds. Default 10. */
+    pollSeconds?: number;
+    /** First Cloud Assistant poll delay, ms. Default 1000. */
+    pollIntervalMs?: number;
+    /** `kubectl drain --timeout` on removal, seconds. Default 600. */
+    drainTimeoutSeconds?: number;
+}
+
+export interface ExistingNodeArgs {
+    /** The validated cluster config (region, Kubernetes version). Required. */
+    config: ClusterConfig;
+    /** This node's config (instance id, mode, labels, taints, replaceSystemDisk). Required. */
+    node: ExistingNodeConfig;
+    /** Image of the new system disk in `auto` mode. Required for `auto`, unused otherwise. */
+    imageId?: pulumi.Input<string>;
+    /** API endpoint `host:6443`. Required. */
+    apiEndpoint: pulumi.Input<string>;
+    /** Bootstrap token (secret) of the existing nodes' BootstrapToken. Required. */
+    token: pulumi.Input<string>;
+    /** `sha256:<hex>` CA pin from JoinInfo (secret). Required. */
+    caCertHash: pulumi.Input<string>;
+    /** Master 0 (kubectl runs there). Required. */
+    masterInstanceId: pulumi.Input<string>;
+    /** Route table of the pod routes (cleaned when the node is removed). Default none. */
+    routeTableId?: pulumi.Input<string>;
+    /** SSH connection: run the attach script over SSH instead of Cloud Assistant (manual mode only). Default none. */
+    connection?: command.types.input.remote.ConnectionArgs;
+    /** Pool label value. Default {@link EXISTING_POOL_NAME}. */
+    poolName?: string;
+    /** Waits of the membership. Default: production values (see {@link MembershipTimeouts}). */
+    timeouts?: MembershipTimeouts;
+}
+
+export interface ExistingNodeResources {
+    membership: NodeMembership;
+    /** The SSH run of the attach script, when a connection was given. */
+    sshAttach?: command.remote.Command;
+}
+
+/** Runs the attach script from stdin as root (directly, or through passwordless sudo). */
+export const SSH_ATTACH_COMMAND = 'if [ "$(id -u)" -eq 0 ]; then bash -s; else sudo -n bash -s; fi';
+
+/** Creates the node's membership (and SSH command) under `parent`. */
+export function createExistingNode(name: string, args: ExistingNodeArgs, parent: pulumi.Resource): ExistingNodeResources {
+    const { config, node } = args;
+    if (args.connection && node.mode !== "manual") {
+        throw new pulumi.InputPropertyError({ propertyPath: "connection", reason: `a connection runs the attach script over SSH, which only mode manual does (${node.instanceId} is mode ${node.mode})` });
+    }
+    if (node.mode === "auto" && !node.replaceSystemDisk) {
+        throw new pulumi.InputPropertyError({ propertyPath: `existingNodes.${node.instanceId}.replaceSystemDisk`,
+            reason: "mode auto replaces the instance's system disk (all data on it is lost); set replaceSystemDisk: true to confirm, or use mode: manual" });
+    }
+    if (node.mode === "auto" && args.imageId === undefined) {
+        throw new pulumi.InputPropertyError({ propertyPath: "imageId", reason: "mode auto needs the image of the new system disk" });
+    }
+    const script = pulumi.secret(pulumi.all([args.token, args.caCertHash, args.apiEndpoint]).apply(([token, hash, endpoint]) => renderAttachNode({
+        region: config.region,
+        kubernetesVersion: config.kubernetesVersion,
+        apiEndpoint: endpoint,
+        poolName: args.poolName ?? EXISTING_POOL_NAME,
+        labels: node.labels,
+        taints: node.taints,
+        token,
+        caCertHash: hash,
+    })));
+
+    const sshAttach = args.connection
+        ? new command.remote.Command(`${name}-attach`, {
+            connection: args.connection,
+            create: SSH_ATTACH_COMMAND,
+            stdin: script,
+            // The script's output may echo parameters: keep it out of the state and the log.
+            logging: "none",
+        }, { parent, additionalSecretOutputs: ["stdout", "stderr"] })
+        : undefined;
+
+    const membership = new NodeMembership(`${name}-membership`, {
+        region: config.region,
+        instanceId: node.instanceId,
+        mode: sshAttach ? "ssh" : node.mode,
+        userData: script,
+        imageId: node.mode === "auto" ? args.imageId : undefined,
+        replaceSystemDisk: node.replaceSystemDisk,
+        masterInstanceId: args.masterInstanceId,
+        routeTableId: args.routeTableId,
+        ...args.timeouts,
+    }, { parent, dependsOn: sshAttach ? [sshAttach] : [] });
+    return { membership, sshAttach };
+}
+
+/** An existing ECS instance joined to the cluster as a node. */
+export class ExistingNode extends pulumi.ComponentResource {
+    /** The Node's name. */
+    public readonly nodeName: pulumi.Output<string>;
+    /** `<region>.<instance-id>`. */
+    public readonly providerId: pulumi.Output<string>;
+    public readonly resources: ExistingNodeResources;
+
+    constructor(name: string, args: ExistingNodeArgs, opts?: pulumi.ComponentResourceOptions) {
+        super("alicloud-kubeadm:index:ExistingNode", name, {}, opts);
+        this.resources = createExistingNode(name, args, this);
+        this.nodeName = this.resources.membership.nodeName;
+        this.providerId = this.resources.membership.providerId;
+        this.registerOutputs({ nodeName: this.nodeName, providerId: this.providerId });
+    }
+}
