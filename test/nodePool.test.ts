@@ -7,6 +7,7 @@ import * as YAML from "yaml";
 import { useEmulator } from "./emulator/fixture";
 import type { Emulator } from "./emulator";
 import { installMocks, type Recorder } from "../scripts/mockRuntime";
+import { redactUserdata } from "../userdata/render";
 import { parseClusterConfig } from "../components/config";
 import { drainPool, growPool, poolCapacityProvider, type PoolCapacityInputs } from "../components/dynamic/poolCapacity";
 
@@ -242,6 +243,14 @@ describe("NodePool (mock graph, dev pools)", () => {
         ]);
         const deps = childOpts.get("dev-pool-general-capacity")?.dependsOn as pulumi.Resource[];
         assert.ok(Array.isArray(deps) && deps.length === 2, "capacity waits for the configuration and the token");
+    });
+
+    it("the dev autoscaled pool's attach userdata matches the reviewed golden (secrets redacted; UPDATE_GOLDEN=1 rewrites it)", () => {
+        const golden = path.join(__dirname, "golden", "attach-node.dev.sh");
+        const actual = redactUserdata(configs()[1].rawInputs.userData as string);
+        assert.ok(!actual.includes(TOKEN) && !actual.includes(CA_HASH.slice(7)));
+        if (process.env.UPDATE_GOLDEN === "1") fs.writeFileSync(golden, actual);
+        assert.strictEqual(actual, fs.readFileSync(golden, "utf8"), "the dev attach userdata changed: review the diff, then run with UPDATE_GOLDEN=1");
     });
 
     it("no token or CA hash in any non-secret input (what resources.json shows)", () => {
