@@ -1,0 +1,37 @@
+/**
+ * Reading the stack output `clusterInfo` doctor starts from: from `pulumi stack output --json`, or a
+ * JSON file holding either that whole object or `clusterInfo` alone. Validated, with every problem named.
+ */
+import { z } from "zod";
+import { ClusterInfo } from "./types";
+
+const tokenId = z.string().regex(/^[a-z0-9]{6}$/, "must be the 6-character public token id");
+const schema = z.object({
+    name: z.string().min(1),
+    region: z.string().min(1),
+    kubernetesVersion: z.string(),
+    masterInstanceIds: z.array(z.string().min(1)).min(1),
+    apiEndpoint: z.string(),
+    routeTableId: z.string().min(1),
+    podCidr: z.string().min(1),
+    pools: z.array(z.object({
+        name: z.string().min(1), mode: z.enum(["fixed", "autoscale"]), size: z.number().int().optional(),
+        min: z.number().int(), max: z.number().int(), scalingGroupId: z.string().min(1), tokenId,
+    })).default([]),
+    existingNodes: z.array(z.object({ instanceId: z.string().min(1), mode: z.string(), tokenId })).default([]),
+});
+
+/**
+ * Validates stack outputs and returns `clusterInfo`.
+ * @param value Parsed JSON: `{ clusterInfo: {...}, ... }` or the `clusterInfo` object itself.
+ * @throws Error listing each invalid field as `clusterInfo.<path>: <reason>`.
+ */
+export function parseClusterInfo(value: unknown): ClusterInfo {
+    const obj = value && typeof value === "object" && "clusterInfo" in value ? (value as { clusterInfo: unknown }).clusterInfo : value;
+    const r = schema.safeParse(obj);
+    if (!r.success) {
+        const lines = r.error.issues.map((i) => `clusterInfo.${i.path.join(".") || "(root)"}: ${i.message}`);
+        throw new Error(`the stack outputs have no valid clusterInfo:\n  ${lines.join("\n  ")}`);
+    }
+    return r.data;
+}

@@ -1,0 +1,60 @@
+/**
+ * `doctor`: looks at ESS, the Cluster Autoscaler, the Nodes, the VPC routes and the join material of a
+ * cluster and says in plain words what is wrong. Read-only: Describe or List OpenAPI actions, and
+ * RunCommand with read-only scripts (kubectl get/logs, kubeadm token list, tail of log files).
+ */
+import { checkAutoscaler } from "./autoscaler";
+import { DoctorContext, errorText, isLookError } from "./context";
+import { checkEss } from "./ess";
+import { checkJoinMaterial } from "./joinMaterial";
+import { checkNodes } from "./nodes";
+import { checkRoutes } from "./routes";
+import { CheckName, ClusterInfo, DoctorOptions, Finding } from "./types";
+
+export * from "./types";
+export { DoctorContext, redact } from "./context";
+export { explainActivityError, ESS_ERROR_CODES } from "./ess";
+export { parseAutoscalerStatus } from "./autoscaler";
+export { parseTokenList, parseEtcdMembers } from "./joinMaterial";
+export { exitCodeOf, renderJson, renderTable, useColour, EXIT } from "./report";
+
+/** Every check: name, what it looks at (for `--help`), and its implementation. */
+export const CHECKS: { name: CheckName; title: string; looksAt: string; run: (ctx: DoctorContext) => Promise<Finding[]> }[] = [
+    { name: "ess", title: "ESS", run: checkEss,
+        looksAt: "per pool: the scaling group (missing, inactive, at max, desired vs in service, drift from the configured size) and its recent scaling activities (DescribeScalingActivities), failures explained by error code (no stock, disk category, quota, balance, vSwitch IPs, …)" },
+    { name: "autoscaler", title: "Autoscaler", run: checkAutoscaler,
+        looksAt: "the cluster-autoscaler Deployment, its cluster-autoscaler-status ConfigMap (cluster and node-group health, scale-up backoff, unregistered nodes) and its last log lines (blocked scale-up/scale-down and why), via kubectl on master 0" },
+    { name: "nodes", title: "Nodes", run: checkNodes,
+        looksAt: "every master, ESS and existing instance vs the Node objects: instances with no Node (with the tail of /var/log/alicloud-kubeadm/ from that instance), Nodes with no instance, NotReady Nodes, missing or wrong provider ids" },
+    { name: "routes", title: "Routes", run: checkRoutes,
+        looksAt: "VPC route entries inside the pod CIDR vs each Node's podCIDR: missing, stale (instance gone), conflicting; NetworkUnavailable conditions" },
+    { name: "join", title: "Join material", run: checkJoinMaterial,
+        looksAt: "bootstrap tokens on master 0 (kubeadm token list) and their expiry vs the pools and existing nodes that use them; control-plane /readyz; etcd members vs masters" },
+];
+
+/**
+ * Runs the checks (in parallel; they share one set of reads) and returns every finding, in check order.
+ * A check that cannot look (API unreachable, no credentials, master 0 unreachable) yields one finding
+ * with `couldNotLook: true` instead of throwing.
+ * @param info The stack output `clusterInfo`.
+ * @param opts See {@link DoctorOptions}; default: every check, 1 s first poll.
+ * @returns Findings, never empty.
+ */
+export async function runDoctor(info: ClusterInfo, opts: DoctorOptions = {}): Promise<Finding[]> {
+    const ctx = new DoctorContext(info, opts);
+    const wanted = CHECKS.filter((c) => !opts.checks || opts.checks.includes(c.name));
+    const results = await Promise.all(wanted.map(async (c): Promise<Finding[]> => {
+        try {
+            return await c.run(ctx);
+        } catch (e) {
+            const look = isLookError(e);
+            return [{
+                check: c.name, status: "problem", subject: c.title, couldNotLook: true,
+                evidence: `could not look: ${errorText(e)}`,
+                next: look ? "fix access (credentials, network to the OpenAPI endpoint, master 0's Cloud Assistant agent), then run doctor again"
+                    : "this is unexpected; run doctor again, and report it with the message above if it persists",
+            }];
+        }
+    }));
+    return results.flat();
+}

@@ -1,0 +1,139 @@
+/**
+ * Nodes check: every ECS instance the stack owns (masters, ESS pool members, existing nodes) against
+ * the Node objects. Instances without a Node get the tail of their bootstrap log, read over Cloud
+ * Assistant; Nodes without an instance, NotReady Nodes and missing or wrong provider ids are named.
+ */
+import { providerIdOf } from "../dynamic/kubectl";
+import { DoctorContext, errorText, InstanceView, NodeView, redact, REDACT_SED } from "./context";
+import { Finding } from "./types";
+
+/** Where the user-data scripts log, and where they leave markers (join.done, join.failed). */
+export const BOOTSTRAP_LOG_DIR = "/var/log/alicloud-kubeadm";
+export const BOOTSTRAP_STATE_DIR = "/var/lib/alicloud-kubeadm";
+
+/**
+ * Read-only script printing the last `lines` lines of every bootstrap log, the failure markers, and the
+ * cloud-init output when no bootstrap log exists (user data never ran). Token secrets are removed on the node.
+ * @param lines Lines per log file.
+ */
+export function bootstrapLogScript(lines: number): string {
+    return [
+        `found=0`,
+        `for f in ${BOOTSTRAP_LOG_DIR}/*.log; do [ -f "$f" ] || continue; found=1; echo "==> $f"; tail -n ${lines} "$f"; done`,
+        `for m in ${BOOTSTRAP_STATE_DIR}/*.failed; do [ -f "$m" ] || continue; echo "==> marker $m"; cat "$m"; done`,
+        `if [ "$found" = 0 ]; then echo "==> no ${BOOTSTRAP_LOG_DIR}/*.log (user data did not start?)"; tail -n ${lines} /var/log/cloud-init-output.log 2>&1; fi`,
+    ].join("\n") + "\n";
+}
+
+/** The full command sent: the script piped through the redaction filter, capped under the 24 KB output limit. */
+function bootstrapLogCommand(lines: number): string {
+    return `{\n${bootstrapLogScript(lines)}} 2>&1 | ${REDACT_SED} | tail -c 20000\n`;
+}
+
+const ERROR_LINE = /error|fail|fatal|denied|refused|timed? ?out|unable|cannot|x509|forbidden|unauthorized/i;
+
+/** The lines of a bootstrap-log tail worth quoting: markers and error lines (at most 5), else the last line. */
+export function summarizeLog(text: string): string {
+    const lines = redact(text).split("\n").map((l) => l.trim()).filter(Boolean);
+    const marks = lines.filter((l) => /^status=|^exit_code=|^log=/.test(l));
+    const errs = lines.filter((l) => !l.startsWith("==>") && ERROR_LINE.test(l)).slice(-5);
+    const picked = [...marks, ...errs.filter((l) => !marks.includes(l))];
+    return (picked.length ? picked : lines.slice(-1)).join(" | ");
+}
+
+interface Expected { id: string; role: string; pool?: string }
+
+/**
+ * Runs the Nodes check.
+ * @param ctx Shared reads of this doctor run.
+ * @returns Findings; throws when instances or Nodes cannot be read at all.
+ */
+export async function checkNodes(ctx: DoctorContext): Promise<Finding[]> {
+    const { info } = ctx;
+    const expected: Expected[] = info.masterInstanceIds.map((id, i) => ({ id, role: `master ${i}` }));
+    const groups = info.pools.length ? await ctx.groups() : new Map();
+    for (const p of info.pools) {
+        if (!groups.has(p.scalingGroupId)) continue;
+        for (const id of await ctx.members(p.scalingGroupId)) expected.push({ id, role: `pool ${p.name}`, pool: p.name });
+    }
+    for (const e of info.existingNodes) expected.push({ id: e.instanceId, role: `existing node (${e.mode})` });
+    const nodes = await ctx.nodes();
+    const nodeIds = nodes.map((n) => DoctorContext.instanceIdOf(n.providerId)).filter(Boolean);
+    const instances = await ctx.instances([...expected.map((e) => e.id), ...nodeIds]);
+    const byInstance = new Map<string, NodeView[]>();
+    for (const n of nodes) {
+        const id = DoctorContext.instanceIdOf(n.providerId);
+        if (id) byInstance.set(id, [...(byInstance.get(id) ?? []), n]);
+    }
+    const out: Finding[] = [];
+    const add = (status: Finding["status"], subject: string, evidence: string, next: string, details?: string) => out.push({ check: "nodes", status, subject, evidence, next, ...(details ? { details } : {}) });
+    const noNode: { e: Expected; inst: InstanceView }[] = [];
+    const expectedIds = new Set(expected.map((e) => e.id));
+
+    for (const e of expected) {
+        const inst = instances.get(e.id) ?? null;
+        const subject = `${e.id} (${e.role})`;
+        const matched = byInstance.get(e.id) ?? [];
+        if (!inst) {
+            add("problem", subject, `instance ${e.id} does not exist in ${info.region}${matched.length ? `, but Node ${matched[0].name} still points at it` : ""}`,
+                e.role.startsWith("existing") ? "remove it from existingNodes in the stack config and `pulumi up`" : "run `pulumi refresh` and `pulumi up`");
+            continue;
+        }
+        if (matched.length === 0) {
+            if (inst.status !== "Running") add("warning", subject, `instance is ${inst.status} and has no Node`, "start the instance (ESS replaces unhealthy pool members by itself)");
+            else if (ctx.ageMinutes(inst.creationTime) < ctx.opts.joinGraceMinutes) add("warning", subject, `no Node yet; the instance was created ${Math.max(0, Math.round(ctx.ageMinutes(inst.creationTime)))} min ago and may still be joining`, "wait a few minutes and run doctor again");
+            else noNode.push({ e, inst });
+            continue;
+        }
+        if (matched.length > 1) add("problem", subject, `${matched.length} Nodes claim this instance: ${matched.map((n) => n.name).join(", ")}`, "delete the stale Node object (`kubectl delete node <old name>`) after checking which one is current");
+        const n = matched[0];
+        const want = providerIdOf(info.region, e.id);
+        if (n.providerId !== want) {
+            add("problem", `node ${n.name}`, `provider id is "${n.providerId}", expected "${want}" (the CCM and the Cluster Autoscaler match this exact string)`,
+                "fix the kubelet's --provider-id (no `alicloud://` prefix, the cluster's region), then re-join the node");
+        }
+        if (n.readyStatus !== "True" && !n.ready) {
+            const why = [n.readyStatus && `Ready=${n.readyStatus}`, n.readyReason, n.readyMessage].filter(Boolean).join(": ");
+            add("problem", `node ${n.name}`, `NotReady (${why || "no Ready condition"}); instance ${e.id} is ${inst.status}`,
+                n.readyStatus === "Unknown" ? "the kubelet stopped reporting: check the instance is running, then `systemctl status kubelet` and `journalctl -u kubelet` on it"
+                    : "check `journalctl -u kubelet` and the CNI (flannel pod on that node) — the message above names the failing part");
+        }
+        if (e.pool && n.pool !== e.pool) add("warning", `node ${n.name}`, `label alicloud-kubeadm/pool is "${n.pool}", but the instance is in pool ${e.pool}`, "re-join the node with the pool's user data, or fix the label");
+    }
+
+    for (const n of nodes) {
+        const id = DoctorContext.instanceIdOf(n.providerId);
+        if (!n.providerId) {
+            add("problem", `node ${n.name}`, "has no provider id: the Cluster Autoscaler ignores it and the CCM creates no pod route for it", "re-join the node with kubelet --provider-id=<region>.<instance-id> (the attach script sets it)");
+        } else if (!id) {
+            add("problem", `node ${n.name}`, `provider id "${n.providerId}" is not <region>.<instance-id>`, "fix the kubelet's --provider-id and re-join the node");
+        } else if (!expectedIds.has(id)) {
+            const inst = instances.get(id) ?? null;
+            if (!inst) add("problem", `node ${n.name}`, `Node points at ${id}, which no longer exists (Ready=${n.readyStatus || "?"}); the CCM only removes such Nodes once they are Ready=Unknown`, `delete the Node: \`kubectl delete node ${n.name}\``);
+            else if (!n.providerId.startsWith(`${info.region}.`)) add("problem", `node ${n.name}`, `provider id "${n.providerId}" names another region than ${info.region}`, "fix the kubelet's --provider-id and re-join the node");
+            else add("warning", `node ${n.name}`, `instance ${id} is not part of the stack (no pool, master or existingNodes entry)`, "add it to existingNodes in the stack config, or remove it from the cluster");
+        }
+    }
+
+    if (noNode.length) {
+        const results = await ctx.onInstances("bootstrap-log", noNode.map((x) => x.e.id), bootstrapLogCommand(ctx.opts.logLines));
+        for (const { e, inst } of noNode) {
+            const r = results.find((x) => x.instanceId === e.id);
+            const age = Math.round(ctx.ageMinutes(inst.creationTime));
+            const base = `Running for ${Number.isFinite(age) ? `${age} min` : "a while"} but no Node has provider id ${providerIdOf(info.region, e.id)}`;
+            if (r && r.ok) {
+                const log = redact(r.output);
+                add("problem", `${e.id} (${e.role})`, `${base}. Bootstrap log: ${summarizeLog(log) || "(empty)"}`,
+                    `read the whole log on the instance (${BOOTSTRAP_LOG_DIR}/) — the lines above name the failing step; fix it, then re-run the join (reboot a pool instance, or \`pulumi up\` for an existing node)`, log);
+            } else {
+                add("problem", `${e.id} (${e.role})`, `${base}. Could not read its bootstrap log: ${r?.error ? errorText(r.error) : "no result"}`,
+                    "check the Cloud Assistant agent on the instance (ECS console → Cloud Assistant), or connect with VNC and read /var/log/alicloud-kubeadm/ and /var/log/cloud-init-output.log");
+            }
+        }
+    }
+    if (!out.some((f) => f.status !== "ok")) {
+        const ready = nodes.filter((n) => n.ready).length;
+        add("ok", "nodes", `${nodes.length} Node(s), ${ready} Ready; every one of the ${expected.length} instance(s) has its Node with the right provider id`, "");
+    }
+    return out;
+}

@@ -1,0 +1,424 @@
+import * as assert from "assert";
+import { execFile, spawnSync } from "child_process";
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import * as zlib from "zlib";
+import { useEmulator } from "./emulator/fixture";
+import { Emulator, EmuActivity, TEST_CREDENTIALS } from "./emulator/index";
+import { ESS_ACTIONS } from "./emulator/ess";
+import {
+    ClusterInfo, exitCodeOf, explainActivityError, Finding, parseAutoscalerStatus, parseEtcdMembers, parseTokenList, redact, renderJson, renderTable, runDoctor,
+} from "../components/doctor";
+import { parseSections, sectionsScript, REDACT_SED } from "../components/doctor/context";
+import { parseClusterInfo } from "../components/doctor/clusterInfo";
+import { helpText } from "../scripts/doctor";
+
+const REGION = "cn-hangzhou";
+const SECRET = "0123456789abcdef";
+
+/** What the fake cluster behind master 0 answers to doctor's read-only scripts. */
+interface FakeNode { name: string; instanceId: string; ready?: "True" | "False" | "Unknown"; reason?: string; message?: string; podCidr: string; pool?: string; providerId?: string; networkUnavailable?: string }
+interface Model {
+    nodes: FakeNode[];
+    tokens: { id: string; expires?: string; usages?: string[] }[];
+    caStatus?: string;
+    caLog: string;
+    etcdIps: string[];
+    readyz: string;
+    bootstrapLogs: Record<string, string>;
+}
+
+/** A healthy cluster in the emulator: master 0, a fixed pool of 2, an autoscaled pool of 1, one existing node, routes, tokens. */
+function stage(emu: Emulator): { info: ClusterInfo; model: Model; ids: { master: string; general: string[]; elastic: string[]; existing: string }; routeTableId: string } {
+    const master = emu.addInstance({ privateIp: "192.168.0.10" }).instanceId;
+    const existing = emu.addInstance().instanceId;
+    const general = emu.addScalingGroup({ desiredCapacity: 2, minSize: 2, maxSize: 2 });
+    const elastic = emu.addScalingGroup({ desiredCapacity: 1, minSize: 0, maxSize: 10 });
+    const ids = { master, existing, general: emu.scalingGroupInstances(general.scalingGroupId), elastic: emu.scalingGroupInstances(elastic.scalingGroupId) };
+    const rt = emu.addRouteTable();
+    const nodes: FakeNode[] = [
+        { name: "master-0", instanceId: master, podCidr: "172.16.0.0/25" },
+        { name: "general-0", instanceId: ids.general[0], podCidr: "172.16.0.128/25", pool: "general" },
+        { name: "general-1", instanceId: ids.general[1], podCidr: "172.16.1.0/25", pool: "general" },
+        { name: "elastic-0", instanceId: ids.elastic[0], podCidr: "172.16.1.128/25", pool: "elastic" },
+        { name: "existing-0", instanceId: existing, podCidr: "172.16.2.0/25" },
+    ];
+    for (const n of nodes) emu.addRouteEntry(rt.routeTableId, { destinationCidrBlock: n.podCidr, nextHopId: n.instanceId });
+    emu.addRouteEntry(rt.routeTableId, { destinationCidrBlock: "10.10.0.0/16", nextHopId: "vpn-outside-cluster", nextHopType: "VpnGateway" });
+    const future = new Date(Date.now() + 30 * 86400_000).toISOString();
+    const info: ClusterInfo = {
+        name: "dev", region: REGION, kubernetesVersion: "1.34.2", masterInstanceIds: [master], apiEndpoint: "192.168.0.10:6443",
+        routeTableId: rt.routeTableId, podCidr: "172.16.0.0/16",
+        pools: [
+            { name: "general", mode: "fixed", size: 2, min: 2, max: 2, scalingGroupId: general.scalingGroupId, tokenId: "abcdef" },
+            { name: "elastic", mode: "autoscale", min: 0, max: 10, scalingGroupId: elastic.scalingGroupId, tokenId: "ghijkl" },
+        ],
+        existingNodes: [{ instanceId: existing, mode: "manual", tokenId: "mnopqr" }],
+    };
+    const model: Model = {
+        nodes,
+        tokens: [{ id: "abcdef" }, { id: "ghijkl", expires: future }, { id: "mnopqr" }],
+        caStatus: caStatusYaml(elastic.scalingGroupId, { scaleUp: "NoActivity" }),
+        caLog: "I1202 10:00:00.000000       1 static_autoscaler.go:290] Starting main loop\nI1202 10:00:00.100000       1 filter_out_schedulable.go:66] Filtering out schedulables\n",
+        etcdIps: ["192.168.0.10"],
+        readyz: "[+]ping ok\n[+]etcd ok\nreadyz check passed\n",
+        bootstrapLogs: {},
+    };
+    registerFakeMaster(emu, model);
+    return { info, model, ids, routeTableId: rt.routeTableId };
+}
+
+function caStatusYaml(groupId: string, g: { scaleUp: string; backoff?: { errorCode: string; errorMessage: string }; health?: string }): string {
+    const now = new Date().toISOString().replace("T", " ").replace("Z", " +0000 UTC");
+    return [
+        `time: ${now}`, "autoscalerStatus: Running", "clusterWide:", "  health:", "    status: Healthy", "    nodeCounts:", "      registered: {total: 5, ready: 5, notStarted: 0}",
+        "      longUnregistered: 0", "      unregistered: 0", "  scaleUp:", "    status: NoActivity", "  scaleDown:", "    status: NoCandidates", "nodeGroups:",
+        `- name: ${groupId}`, "  health:", `    status: ${g.health ?? "Healthy"}`, "    nodeCounts:", "      registered: {total: 1, ready: 1, notStarted: 0}",
+        "      longUnregistered: 0", "      unregistered: 0", "    cloudProviderTarget: 1", "    minSize: 0", "    maxSize: 10", "  scaleUp:", `    status: ${g.scaleUp}`,
+        ...(g.backoff ? ["    backoffInfo:", `      errorCode: ${g.backoff.errorCode}`, `      errorMessage: "${g.backoff.errorMessage}"`] : []),
+        "  scaleDown:", "    status: NoCandidates", "",
+    ].join("\n");
+}
+
+const gz = (sections: Record<string, { out: string; rc?: number }>) =>
+    zlib.gzipSync(Object.entries(sections).map(([k, v]) => `@@section ${k}\n${v.out}${v.out.endsWith("\n") || !v.out ? "" : "\n"}@@rc ${v.rc ?? 0}\n`).join("")).toString("base64");
+
+/** Answers doctor's scripts from the model (read at call time, so tests can change it after staging). */
+function registerFakeMaster(emu: Emulator, m: Model): void {
+    emu.onCommand(/doctor: nodes/, () => ({
+        output: gz({
+            nodes: { out: m.nodes.map((n) => [n.name, n.providerId ?? `${REGION}.${n.instanceId}`, n.ready ?? "True", "", n.podCidr, n.pool ?? "", "2026-12-01T10:00:00Z"].join("\t")).join("\n") },
+            conditions: { out: m.nodes.map((n) => [n.name, n.ready ?? "True", n.reason ?? "KubeletReady", n.message ?? "kubelet is posting ready status", n.networkUnavailable ?? "False", "RouteCreated"].join("\t")).join("\n") },
+        }),
+    }));
+    emu.onCommand(/doctor: autoscaler/, () => ({
+        output: gz({ deploy: { out: "1 1" }, status: m.caStatus ? { out: m.caStatus } : { out: 'Error from server (NotFound): configmaps "cluster-autoscaler-status" not found', rc: 1 }, log: { out: m.caLog } }),
+    }));
+    emu.onCommand(/doctor: join-material/, () => ({
+        output: gz({
+            // Raw kubeadm output with secrets, as if the on-master filter were missing: doctor must still never print them.
+            tokens: { out: m.tokens.map((t) => JSON.stringify({ kind: "BootstrapToken", apiVersion: "output.kubeadm.k8s.io/v1alpha3", creationTimestamp: null, token: `${t.id}.${SECRET}`,
+                description: "alicloud-kubeadm", ...(t.expires ? { ttl: "720h0m0s", expires: t.expires } : {}), usages: t.usages ?? ["authentication", "signing"],
+                groups: ["system:bootstrappers:kubeadm:default-node-token"] }, null, 4)).join("\n") },
+            readyz: { out: m.readyz, rc: /check passed/.test(m.readyz) ? 0 : 1 },
+            etcd: { out: m.etcdIps.map((ip, i) => `8e9e05c52164694${i}, started, master-${i}, https://${ip}:2380, https://${ip}:2379, false`).join("\n") },
+        }),
+    }));
+    emu.onCommand(/doctor: bootstrap-log/, (c) => ({ output: m.bootstrapLogs[c.instanceId] ?? "==> no /var/log/alicloud-kubeadm/*.log (user data did not start?)\n" }));
+}
+
+const FORBIDDEN = /kubectl[^\n|]*\s(delete|drain|cordon|uncordon|apply|patch|edit|replace|scale|annotate|label|taint|create)\s|kubeadm\s+(reset|token\s+(create|delete)|join|init)|(^|[\s;&|])rm\s|systemctl\s+(stop|restart|start)|>\s*\/(etc|var)/;
+
+/** Doctor made no mutating call: only Describe* actions and RunCommand, and every script is read-only. */
+function assertReadOnly(emu: Emulator): void {
+    const other = emu.calls.filter((c) => !/^Describe/.test(c.action) && c.action !== "RunCommand").map((c) => c.action);
+    assert.deepStrictEqual(other, [], "no mutating action besides RunCommand");
+    const scripts = emu.callsOf("RunCommand").map((c) => Buffer.from(c.params.CommandContent, "base64").toString("utf8"));
+    assert.ok(scripts.length > 0);
+    for (const s of scripts) {
+        assert.match(s, /^# alicloud-kubeadm doctor: /, "every script is a doctor script");
+        assert.doesNotMatch(s, FORBIDDEN, `read-only script:\n${s}`);
+    }
+}
+
+const find = (fs_: Finding[], check: string, status: string, re: RegExp) => fs_.find((f) => f.check === check && f.status === status && re.test(`${f.subject} ${f.evidence}`));
+const fast = { pollIntervalMs: 10, pollMaxIntervalMs: 30, joinGraceMinutes: 0 };
+
+describe("doctor", () => {
+    const ctx = useEmulator();
+
+    it("a healthy staging reports no problem and no warning, and makes no mutating call", async () => {
+        const { emu } = ctx;
+        const { info } = stage(emu);
+        const findings = await runDoctor(info, fast);
+        const bad = findings.filter((f) => f.status !== "ok");
+        assert.deepStrictEqual(bad, [], renderTable("dev", findings));
+        assert.strictEqual(exitCodeOf(findings), 0);
+        for (const check of ["ess", "autoscaler", "nodes", "routes", "join"]) assert.ok(findings.some((f) => f.check === check), `${check} reported`);
+        assert.ok(find(findings, "nodes", "ok", /5 Node\(s\), 5 Ready/));
+        assert.ok(find(findings, "routes", "ok", /5 route\(s\) inside 172\.16\.0\.0\/16/), "the VPN route outside the pod CIDR is ignored");
+        assert.strictEqual(emu.callsOf("RunCommand").length, 3, "nodes, autoscaler and join material: one master command each");
+        assertReadOnly(emu);
+    });
+
+    it("names a failed scaling activity with its error code explained", async () => {
+        const { emu } = ctx;
+        const { info } = stage(emu);
+        const groupId = info.pools[1].scalingGroupId;
+        const failed: EmuActivity = { scalingActivityId: "asa-failed0001", scalingGroupId: groupId, description: "Add \"1\" ECS instance(s)", cause: "A user request",
+            startedAt: Date.now() - 60_000, endsAt: Date.now() - 50_000, statusCode: "Failed", totalCapacity: 1, createdInstances: [], destroyedInstances: [] };
+        emu.state.activities.push(failed);
+        // The emulator's view has no error fields; add them as the real API returns them (reference alicloud-apis.md §3.4).
+        const original = ESS_ACTIONS.DescribeScalingActivities;
+        ESS_ACTIONS.DescribeScalingActivities = (st, p) => {
+            const res = original(st, p) as { ScalingActivities: { ScalingActivity: Record<string, unknown>[] } };
+            for (const a of res.ScalingActivities.ScalingActivity) {
+                if (a.ScalingActivityId === failed.scalingActivityId) Object.assign(a, { ErrorCode: "OperationDenied.NoStock", ErrorMessage: "The requested resource is sold out in the specified zone.", StatusMessage: "\"Fail to create Instance\"" });
+            }
+            return res;
+        };
+        try {
+            const findings = await runDoctor(info, { ...fast, checks: ["ess"] });
+            const f = find(findings, "ess", "problem", /asa-failed0001/);
+            assert.ok(f, renderTable("dev", findings));
+            assert.match(f.subject, /pool elastic/);
+            assert.match(f.evidence, /Failed.*OperationDenied\.NoStock: The requested resource is sold out.*no stock/);
+            assert.match(f.next, /add zones/);
+            assert.strictEqual(exitCodeOf(findings), 1);
+        } finally {
+            ESS_ACTIONS.DescribeScalingActivities = original;
+        }
+        assert.ok(emu.calls.every((c) => /^Describe/.test(c.action)));
+    });
+
+    it("an instance without a Node: quotes its failing bootstrap log fetched from that instance, without the token secret", async () => {
+        const { emu } = ctx;
+        const { info, model, ids } = stage(emu);
+        const lost = ids.general[1];
+        model.nodes = model.nodes.filter((n) => n.instanceId !== lost);
+        model.bootstrapLogs[lost] = [
+            "==> /var/log/alicloud-kubeadm/attach-node.log",
+            "2026-12-02T10:00:01Z waiting for API endpoint 192.168.0.10:6443 (attempt 1/60, curl exit 7)",
+            `2026-12-02T10:05:00Z kubeadm join 192.168.0.10:6443 --token abcdef.${SECRET} --discovery-token-ca-cert-hash sha256:aa`,
+            "2026-12-02T10:05:03Z [ERROR] error execution phase preflight: couldn't validate the identity of the API Server: x509: certificate signed by unknown authority",
+            "==> marker /var/lib/alicloud-kubeadm/join.failed",
+            "status=failed", "exit_code=1",
+        ].join("\n");
+        const findings = await runDoctor(info, fast);
+        const f = find(findings, "nodes", "problem", new RegExp(lost));
+        assert.ok(f, renderTable("dev", findings));
+        assert.match(f.subject, /pool general/);
+        assert.match(f.evidence, /no Node has provider id cn-hangzhou\./);
+        assert.match(f.evidence, /x509: certificate signed by unknown authority/);
+        assert.match(f.evidence, /status=failed/);
+        assert.ok(f.details?.includes("kubeadm join"), "the whole tail is in details");
+        const logCall = emu.callsOf("RunCommand").find((c) => /doctor: bootstrap-log/.test(Buffer.from(c.params.CommandContent, "base64").toString()));
+        assert.ok(logCall);
+        assert.strictEqual(logCall.params["InstanceId.1"], lost, "the log is read from that instance");
+        assert.strictEqual(logCall.params["InstanceId.2"], undefined);
+        const json = renderJson("dev", findings);
+        assert.ok(!json.includes(SECRET) && !renderTable("dev", findings).includes(SECRET), "no token secret in any output");
+        assert.match(json, /abcdef\.<redacted>/);
+        assertReadOnly(emu);
+    });
+
+    it("a young instance without a Node is still joining (warning), a stopped one is named", async () => {
+        const { emu } = ctx;
+        const { info, model, ids } = stage(emu);
+        model.nodes = model.nodes.filter((n) => n.instanceId !== ids.general[0] && n.instanceId !== ids.existing);
+        emu.stopInstance(ids.existing);
+        const findings = await runDoctor(info, { ...fast, joinGraceMinutes: 15, checks: ["nodes"] });
+        assert.ok(find(findings, "nodes", "warning", new RegExp(`${ids.general[0]}.*may still be joining`)), renderTable("dev", findings));
+        assert.ok(find(findings, "nodes", "warning", new RegExp(`${ids.existing}.*Stopped`)));
+        assert.strictEqual(emu.callsOf("RunCommand").length, 1, "no log fetch for instances still in their grace period");
+    });
+
+    it("names a stale route (instance gone), a conflicting route and a missing route with NetworkUnavailable", async () => {
+        const { emu } = ctx;
+        const { info, model, ids, routeTableId } = stage(emu);
+        const gone = emu.addInstance().instanceId;
+        const stale = emu.addRouteEntry(routeTableId, { destinationCidrBlock: "172.16.9.0/25", nextHopId: gone });
+        emu.releaseInstance(gone);
+        const table = emu.routeTables.get(routeTableId)!;
+        const elasticRoute = table.entries.find((e) => e.destinationCidrBlock === "172.16.1.128/25")!;
+        elasticRoute.nextHopId = ids.general[0];
+        table.entries = table.entries.filter((e) => e.destinationCidrBlock !== "172.16.2.0/25");
+        model.nodes.find((n) => n.name === "existing-0")!.networkUnavailable = "True";
+        const findings = await runDoctor(info, { ...fast, checks: ["routes"] });
+        const s = find(findings, "routes", "problem", /route 172\.16\.9\.0\/25.*stale/);
+        assert.ok(s, renderTable("dev", findings));
+        assert.match(s.evidence, new RegExp(`${gone}, which no longer exists \\(${stale.routeEntryId}\\)`));
+        assert.match(s.next, new RegExp(`DeleteRouteEntry --RouteEntryId ${stale.routeEntryId}`));
+        const c = find(findings, "routes", "problem", /conflicting/);
+        assert.ok(c);
+        assert.match(c.evidence, new RegExp(`node elastic-0 owns 172\\.16\\.1\\.128/25 but the route points at Instance ${ids.general[0]}, not ${ids.elastic[0]}`));
+        const m = find(findings, "routes", "problem", /node existing-0/);
+        assert.ok(m);
+        assert.match(m.evidence, /no route for its podCIDR 172\.16\.2\.0\/25.*NetworkUnavailable=True/);
+        assert.ok(emu.calls.every((x) => /^Describe/.test(x.action) || x.action === "RunCommand"));
+        assert.strictEqual(emu.callsOf("DeleteRouteEntry").length, 0);
+    });
+
+    it("names an expired token and the pool that uses it, printing only the token id", async () => {
+        const { emu } = ctx;
+        const { info, model } = stage(emu);
+        model.tokens[1].expires = "2026-01-01T00:00:00Z";
+        model.tokens = model.tokens.filter((t) => t.id !== "mnopqr");
+        const findings = await runDoctor(info, { ...fast, checks: ["join"] });
+        const f = find(findings, "join", "problem", /token ghijkl/);
+        assert.ok(f, renderTable("dev", findings));
+        assert.match(f.evidence, /used by pool elastic; expired at 2026-01-01T00:00:00Z: new nodes cannot join/);
+        assert.match(f.next, /pulumi up --replace/);
+        assert.ok(find(findings, "join", "warning", /token mnopqr.*existing node .*not on the cluster/), "a missing token of existing nodes is a warning");
+        assert.ok(find(findings, "join", "ok", /token abcdef.*never expires/));
+        assert.ok(!renderJson("dev", findings).includes(SECRET));
+    });
+
+    it("names a NotReady node with the kubelet's reason", async () => {
+        const { emu } = ctx;
+        const { info, model } = stage(emu);
+        Object.assign(model.nodes[3], { ready: "False", reason: "KubeletNotReady", message: "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:cni plugin not initialized" });
+        const findings = await runDoctor(info, { ...fast, checks: ["nodes"] });
+        const f = find(findings, "nodes", "problem", /node elastic-0/);
+        assert.ok(f, renderTable("dev", findings));
+        assert.match(f.evidence, /NotReady \(Ready=False: KubeletNotReady: container runtime network not ready.*cni plugin not initialized\)/);
+        assert.match(f.next, /journalctl -u kubelet/);
+    });
+
+    it("names Nodes without an instance and wrong or missing provider ids", async () => {
+        const { emu } = ctx;
+        const { info, model } = stage(emu);
+        model.nodes.push({ name: "ghost", instanceId: "i-emugone000000000001", podCidr: "172.16.3.0/25", ready: "Unknown" });
+        model.nodes[1].providerId = `alicloud://${REGION}.${model.nodes[1].instanceId}`;
+        model.nodes.push({ name: "noid", instanceId: "", providerId: "", podCidr: "" });
+        const findings = await runDoctor(info, { ...fast, checks: ["nodes"] });
+        assert.ok(find(findings, "nodes", "problem", /node ghost.*i-emugone000000000001, which no longer exists/), renderTable("dev", findings));
+        assert.ok(find(findings, "nodes", "problem", /node general-0.*provider id is "alicloud:\/\/cn-hangzhou\./));
+        assert.ok(find(findings, "nodes", "problem", /node noid.*has no provider id/));
+    });
+
+    it("names an autoscaler scale-up backoff and a missing status ConfigMap", async () => {
+        const { emu } = ctx;
+        const { info, model } = stage(emu);
+        model.caStatus = caStatusYaml(info.pools[1].scalingGroupId, { scaleUp: "Backoff", backoff: { errorCode: "cloudProviderError", errorMessage: "failed to increase node group size" } });
+        model.caLog += "E1202 10:01:00.000000       1 static_autoscaler.go:444] AliCloud: unexpected ProviderID format\n";
+        let findings = await runDoctor(info, { ...fast, checks: ["autoscaler"] });
+        assert.ok(find(findings, "autoscaler", "problem", /pool elastic.*scale-up is backed off after a failure: cloudProviderError — failed to increase/), renderTable("dev", findings));
+        assert.ok(find(findings, "autoscaler", "problem", /autoscaler log.*provider id is missing or malformed/));
+        model.caStatus = undefined;
+        findings = await runDoctor(info, { ...fast, checks: ["autoscaler"] });
+        assert.ok(find(findings, "autoscaler", "problem", /configmap cluster-autoscaler-status.*never finished a loop/));
+    });
+
+    it("master 0 unreachable: the checks that need it could not look (exit 2), ESS still reports", async () => {
+        const { emu } = ctx;
+        const { info } = stage(emu);
+        emu.setAgentOffline(info.masterInstanceIds[0]);
+        const findings = await runDoctor(info, fast);
+        assert.deepStrictEqual(findings.filter((f) => f.couldNotLook).map((f) => f.check).sort(), ["autoscaler", "join", "nodes", "routes"]);
+        assert.match(findings.find((f) => f.check === "nodes")!.evidence, /could not look: Cloud Assistant agent on .* is not running/);
+        assert.ok(findings.some((f) => f.check === "ess" && f.status === "ok"));
+        assert.strictEqual(exitCodeOf(findings), 2);
+        assert.strictEqual(emu.callsOf("RunCommand").length, 1, "an unreachable master is tried once, not once per check");
+    });
+});
+
+describe("doctor pieces", () => {
+    it("explains known activity error codes, by code or by message", () => {
+        assert.match(explainActivityError("InvalidSystemDiskCategory.ValueNotSupported", "")!.meaning, /invalid disk category/);
+        assert.match(explainActivityError("", "The specified vSwitch has no available ip")!.meaning, /vSwitch out of IPs/);
+        assert.match(explainActivityError("QuotaExceed.ElasticQuota", "")!.meaning, /quota/);
+        assert.match(explainActivityError("InvalidAccountStatus.NotEnoughBalance", "")!.meaning, /insufficient balance/);
+        assert.strictEqual(explainActivityError("Something.New", "odd"), undefined);
+    });
+
+    it("parses kubeadm's back-to-back JSON tokens, keeping only the ids", () => {
+        const text = `{"token": "abcdef.${SECRET}", "description": "a } tricky { one", "expires": "2026-01-01T00:00:00Z", "usages": ["authentication","signing"], "groups": []}\n` +
+            `{\n  "token": "ghijkl.${SECRET}",\n  "usages": ["signing"]\n}\n`;
+        const tokens = parseTokenList(text);
+        assert.deepStrictEqual(tokens.map((t) => [t.id, t.expires, t.usages.length]), [["abcdef", "2026-01-01T00:00:00Z", 2], ["ghijkl", "", 1]]);
+        assert.ok(!JSON.stringify(tokens).includes(SECRET));
+        assert.deepStrictEqual(parseEtcdMembers("8e9e05c52164694d, started, m0, https://192.168.0.10:2380, https://192.168.0.10:2379, false\n").map((m) => m.peerUrls), [["https://192.168.0.10:2380"]]);
+    });
+
+    it("reads the YAML status ConfigMap and the older text one", () => {
+        assert.strictEqual(parseAutoscalerStatus(caStatusYaml("asg-1", { scaleUp: "Backoff" }))?.nodeGroups?.[0].scaleUp?.status, "Backoff");
+        assert.strictEqual(parseAutoscalerStatus("Cluster-autoscaler status at 2020-01-01:\nCluster-wide:\n  Health:      Unhealthy (ready=1)\n  ScaleUp:     NoActivity")?.clusterWide?.health?.status, "Unhealthy");
+    });
+
+    it("the sections script runs in bash: framing, exit codes and on-machine token redaction", () => {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "doctor-"));
+        try {
+            fs.writeFileSync(path.join(dir, "kubectl"), `#!/bin/sh\necho "kubectl $*"\n[ "$2" = fail ] && { echo "boom" >&2; exit 3; }\nexit 0\n`, { mode: 0o755 });
+            const script = sectionsScript("test", { a: "kubectl get nodes", b: "kubectl get fail", c: `echo 'kubeadm join --token abcdef.${SECRET}' | ${REDACT_SED}` });
+            const r = spawnSync("bash", ["-c", script], { encoding: "utf8", env: { ...process.env, PATH: `${dir}:${process.env.PATH}` } });
+            assert.strictEqual(r.status, 0, r.stderr);
+            const s = parseSections(zlib.gunzipSync(Buffer.from(r.stdout.trim(), "base64")).toString("utf8"));
+            assert.deepStrictEqual(s.a, { output: "kubectl get nodes", rc: 0 });
+            assert.deepStrictEqual(s.b, { output: "kubectl get fail\nboom", rc: 3 });
+            assert.strictEqual(s.c.output, "kubeadm join --token abcdef.<redacted>");
+        } finally {
+            fs.rmSync(dir, { recursive: true, force: true });
+        }
+        assert.strictEqual(redact(`--certificate-key ${"a".repeat(64)} client-key-data: LS0tabc`), "--certificate-key <redacted> client-key-data: <redacted>");
+    });
+
+    it("validates clusterInfo, naming each bad field", () => {
+        assert.throws(() => parseClusterInfo({ clusterInfo: { name: "x", region: "cn-hangzhou", pools: [{ name: "p", mode: "burst", tokenId: "abcdef.0123456789abcdef" }] } }),
+            (e: Error) => /clusterInfo\.masterInstanceIds/.test(e.message) && /clusterInfo\.pools\.0\.mode/.test(e.message) && /clusterInfo\.pools\.0\.tokenId: must be the 6-character/.test(e.message));
+    });
+
+    it("renders colour only when asked, and the table carries evidence and next step", () => {
+        const findings: Finding[] = [{ check: "routes", status: "problem", subject: "route 172.16.9.0/25", evidence: "stale", next: "delete it" }, { check: "ess", status: "ok", subject: "pool a", evidence: "fine", next: "" }];
+        const plain = renderTable("dev", findings);
+        assert.doesNotMatch(plain, /\x1b\[/);
+        assert.match(plain, /problem\s+routes\s+route 172\.16\.9\.0\/25\s+stale\n\s+→ delete it/);
+        assert.match(plain, /1 problem\(s\): 1 ok, 0 warning\(s\), 1 problem\(s\)/);
+        assert.match(renderTable("dev", findings, { colour: true }), /\x1b\[31mproblem/);
+    });
+});
+
+describe("doctor CLI", () => {
+    const ctx = useEmulator();
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "doctor-cli-"));
+    after(() => fs.rmSync(tmp, { recursive: true, force: true }));
+    const script = path.join(__dirname, "..", "scripts", "doctor.ts");
+
+    /** Runs the CLI asynchronously (the emulator answers from this process). */
+    function cli(args: string[], env: Record<string, string | undefined>): Promise<{ code: number; stdout: string; stderr: string }> {
+        const clean: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: tmp, ALIBABA_CLOUD_ECS_METADATA_DISABLED: "true", ALIBABA_CLOUD_CLI_PROFILE_DISABLED: "true", NO_COLOR: "1" };
+        for (const [k, v] of Object.entries(env)) if (v !== undefined) clean[k] = v;
+        return new Promise((resolve) => {
+            execFile(process.execPath, [require.resolve("ts-node/dist/bin"), "--transpile-only", script, ...args], { env: clean, encoding: "utf8", timeout: 50_000 }, (err, stdout, stderr) => {
+                resolve({ code: err ? (typeof err.code === "number" ? err.code : -1) : 0, stdout, stderr });
+            });
+        });
+    }
+    const creds = () => ({ ALICLOUD_KUBEADM_ENDPOINT: ctx.emu.endpoint, ALIBABA_CLOUD_ACCESS_KEY_ID: TEST_CREDENTIALS.accessKeyId, ALIBABA_CLOUD_ACCESS_KEY_SECRET: TEST_CREDENTIALS.accessKeySecret });
+
+    it("--help lists every check and the exit codes", () => {
+        const h = helpText();
+        for (const name of ["ess", "autoscaler", "nodes", "routes", "join"]) assert.match(h, new RegExp(`^  ${name}\\s+\\S`, "m"));
+        assert.match(h, /0 no problem, 1 at least one problem, 2 could not look/);
+    });
+
+    it("exits 0 healthy, 1 on a problem (with --json), 2 when the endpoint is unreachable or credentials are missing", async function () {
+        this.timeout(120_000);
+        const { emu } = ctx;
+        const { info, model } = stage(emu);
+        const file = path.join(tmp, "outputs.json");
+        fs.writeFileSync(file, JSON.stringify({ clusterInfo: info, kubeconfig: "[secret]" }));
+        const args = ["--outputs", file, "--poll-interval-ms", "10"];
+
+        const healthy = await cli(args, creds());
+        assert.strictEqual(healthy.code, 0, healthy.stdout + healthy.stderr);
+        assert.match(healthy.stdout, /no problem: \d+ ok, 0 warning\(s\), 0 problem\(s\)/);
+
+        model.tokens[1].expires = "2026-01-01T00:00:00Z";
+        const problem = await cli([...args, "--json"], creds());
+        assert.strictEqual(problem.code, 1, problem.stderr);
+        const out = JSON.parse(problem.stdout) as { exitCode: number; findings: Finding[] };
+        assert.strictEqual(out.exitCode, 1);
+        assert.ok(out.findings.some((f) => f.check === "join" && f.status === "problem" && /ghijkl/.test(f.subject)));
+
+        const unreachable = await cli(["--outputs", file, "--check", "ess,routes"], { ...creds(), ALICLOUD_KUBEADM_ENDPOINT: "http://127.0.0.1:9" });
+        assert.strictEqual(unreachable.code, 2, unreachable.stdout + unreachable.stderr);
+        assert.match(unreachable.stdout, /no look\s+ess .*could not look: ESS DescribeScalingGroups failed: ECONNREFUSED/s);
+
+        const noCreds = await cli(["--outputs", file, "--check", "ess"], { ALICLOUD_KUBEADM_ENDPOINT: emu.endpoint });
+        assert.strictEqual(noCreds.code, 2, noCreds.stdout + noCreds.stderr);
+        assert.match(noCreds.stdout, /could not look: .*credentials/i);
+        assertReadOnly(emu);
+    });
+
+    it("exits 2 with a clear message when the outputs cannot be read", async function () {
+        this.timeout(60_000);
+        const bad = await cli(["--outputs", path.join(tmp, "missing.json")], {});
+        assert.strictEqual(bad.code, 2);
+        assert.match(bad.stderr, /^doctor: cannot read .*missing\.json/);
+        const none = await cli(["--stack", "dev"], { PATH: "/nonexistent" });
+        assert.strictEqual(none.code, 2);
+        assert.match(none.stderr, /Pulumi CLI is not installed here: run `pulumi stack output --json --stack dev > outputs\.json`/);
+    });
+});
