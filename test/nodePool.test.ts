@@ -9,7 +9,7 @@ import type { Emulator } from "./emulator";
 import { installMocks, type Recorder } from "../scripts/mockRuntime";
 import { redactUserdata } from "../userdata/render";
 import { parseClusterConfig } from "../components/config";
-import { drainPool, growPool, poolCapacityProvider, type PoolCapacityInputs } from "../components/dynamic/poolCapacity";
+import { drainPool, setPoolCapacity, poolCapacityProvider, type PoolCapacityInputs } from "../components/dynamic/poolCapacity";
 
 const REGION = "cn-hangzhou";
 
@@ -48,7 +48,7 @@ describe("PoolCapacity (emulator)", () => {
         const group = emu.addScalingGroup({ maxSize: 1, desiredCapacity: 0 });
         const seen = clusterOf(emu, group.scalingGroupId, "general");
         const progress: string[] = [];
-        const outs = await growPool(inputs(group.scalingGroupId, master, 3), (m) => progress.push(m));
+        const outs = await setPoolCapacity(inputs(group.scalingGroupId, master, 3), (m) => progress.push(m));
 
         const [modify] = emu.callsOf("ModifyScalingGroup");
         assert.deepStrictEqual([modify.params.ScalingGroupId, modify.params.DesiredCapacity, modify.params.MaxSize], [group.scalingGroupId, "3", "3"]);
@@ -73,7 +73,7 @@ describe("PoolCapacity (emulator)", () => {
             });
             return { output: zlib.gzipSync("").toString("base64") };
         });
-        await assert.rejects(growPool({ ...inputs(group.scalingGroupId, master, 2), size: 2 }), (err: Error) => {
+        await assert.rejects(setPoolCapacity({ ...inputs(group.scalingGroupId, master, 2), size: 2 }), (err: Error) => {
             assert.match(err.message, /pool general: ESS could not scale .* out: asa-failed Failed/);
             assert.match(err.message, /instanceTypes/);
             return true;
@@ -85,7 +85,7 @@ describe("PoolCapacity (emulator)", () => {
         const master = emu.addInstance().instanceId;
         const group = emu.addScalingGroup({ maxSize: 2 });
         emu.onCommand(/get nodes/, () => ({ output: zlib.gzipSync("").toString("base64") }));
-        await assert.rejects(growPool({ ...inputs(group.scalingGroupId, master, 2), readyTimeoutSeconds: 0.2 }), (err: Error) => {
+        await assert.rejects(setPoolCapacity({ ...inputs(group.scalingGroupId, master, 2), readyTimeoutSeconds: 0.2 }), (err: Error) => {
             const members = emu.scalingGroupInstances(group.scalingGroupId);
             assert.match(err.message, /only 0\/2 nodes Ready after 0 s/);
             for (const id of members) assert.ok(err.message.includes(id), `${id} named`);
@@ -245,12 +245,16 @@ describe("NodePool (mock graph, dev pools)", () => {
         assert.ok(Array.isArray(deps) && deps.length === 2, "capacity waits for the configuration and the token");
     });
 
-    it("the dev autoscaled pool's attach userdata matches the reviewed golden (secrets redacted; UPDATE_GOLDEN=1 rewrites it)", () => {
-        const golden = path.join(__dirname, "golden", "attach-node.dev.sh");
-        const actual = redactUserdata(configs()[1].rawInputs.userData as string);
+    it("the dev pools' attach userdata headers match the reviewed golden (secrets redacted; UPDATE_GOLDEN=1 rewrites it)", () => {
+        // The header is what NodePool decides; the static script body below it has its own golden (test/userdata.test.ts).
+        const golden = path.join(__dirname, "golden", "attach-node.dev-pools.header.sh");
+        const actual = configs().map((c) => {
+            const script = redactUserdata(c.rawInputs.userData as string);
+            return `# ${c.name}\n${script.slice(0, script.indexOf("\n# ---- userdata/"))}\n`;
+        }).join("\n");
         assert.ok(!actual.includes(TOKEN) && !actual.includes(CA_HASH.slice(7)));
         if (process.env.UPDATE_GOLDEN === "1") fs.writeFileSync(golden, actual);
-        assert.strictEqual(actual, fs.readFileSync(golden, "utf8"), "the dev attach userdata changed: review the diff, then run with UPDATE_GOLDEN=1");
+        assert.strictEqual(actual, fs.readFileSync(golden, "utf8"), "the dev attach userdata header changed: review the diff, then run with UPDATE_GOLDEN=1");
     });
 
     it("no token or CA hash in any non-secret input (what resources.json shows)", () => {

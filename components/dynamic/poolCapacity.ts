@@ -1,12 +1,12 @@
 /**
  * PoolCapacity: owns the desired capacity of one ESS scaling group (a fixed-size node pool).
  *
- * - create / update growing: `ModifyScalingGroup(MaxSize, DesiredCapacity)` (ESS 2014-08-28), then a
+ * - create / update: `ModifyScalingGroup(MaxSize, DesiredCapacity)` (ESS 2014-08-28), then a
  *   bounded wait until that many of the group's instances are Ready nodes carrying
  *   `alicloud-kubeadm/pool=<name>` (checked with kubectl on master 0 over Cloud Assistant), with progress
  *   `waiting for 3/5 nodes Ready` in the Pulumi log. A failed ESS scaling activity (e.g. no stock) fails
  *   the wait at once with ESS's message.
- * - update shrinking and delete: handed to the removal flow (`scaleInPool`: drain → reset → delete Node →
+ * - shrinking (fewer wanted than the group has) and delete: first handed to the removal flow (`scaleInPool`: drain → reset → delete Node →
  *   ESS RemoveInstances), so ESS never releases an undrained node; then MaxSize follows.
  * - `mode: "observe"` (autoscaled pools, where the Cluster Autoscaler owns the capacity): create and
  *   update do nothing; delete still drains and removes every node of the pool before the group goes.
@@ -82,14 +82,22 @@ async function failedActivity(region: string, scalingGroupId: string, sinceMs: n
 }
 
 /**
- * Sets the group's capacity to `size` and waits (bounded) until `size` of its instances are Ready pool nodes.
+ * Brings the group to `size` instances and waits (bounded) until `size` of them are Ready pool nodes.
+ * Going by the group's actual members, not the last recorded size: surplus members (a shrink, or an
+ * out-of-band scale-out) are drained and removed through the removal flow before ESS is told the new
+ * capacity, because ESS itself would release the surplus without a drain.
  * @param log progress for the Pulumi log
  * @throws on a failed scaling activity or when the wait runs out, naming the instances not Ready yet
  */
-export async function growPool(inputs: PoolCapacityInputs, log: (m: string) => void = () => undefined): Promise<PoolCapacityOutputs> {
+export async function setPoolCapacity(inputs: PoolCapacityInputs, log: (m: string) => void = () => undefined): Promise<PoolCapacityOutputs> {
     const { region, scalingGroupId, poolName } = inputs;
     const size = inputs.size ?? 0;
     const started = Date.now();
+    const members = await groupInstanceIds(region, scalingGroupId);
+    if (members.length > size) {
+        log(`pool ${poolName}: ${members.length} instance(s) in ${scalingGroupId}, ${size} wanted: draining and removing the surplus`);
+        await shrinkPool(inputs, size);
+    }
     await callApi("ess", "ModifyScalingGroup", { ScalingGroupId: scalingGroupId, MaxSize: Math.max(size, 1), DesiredCapacity: size }, { region, retry: ESS_RETRY });
     log(`pool ${poolName}: ESS group ${scalingGroupId} desired capacity set to ${size}`);
     return waitForReadyNodes(inputs, size, started, log);
@@ -183,7 +191,7 @@ export const poolCapacityProvider: pulumi.dynamic.ResourceProvider = {
         return { inputs: news, failures };
     },
     async create(inputs: PoolCapacityInputs) {
-        const outs = (inputs.mode ?? "fixed") === "observe" ? { readyInstanceIds: [] } : await growPool(inputs, info);
+        const outs = (inputs.mode ?? "fixed") === "observe" ? { readyInstanceIds: [] } : await setPoolCapacity(inputs, info);
         return { id: `${inputs.scalingGroupId}/capacity`, outs: { ...inputs, ...outs } };
     },
     async diff(_id: string, olds: State, news: PoolCapacityInputs) {
@@ -193,15 +201,9 @@ export const poolCapacityProvider: pulumi.dynamic.ResourceProvider = {
         // Replacing (a new group) must drain the old group before its nodes go.
         return { changes: changed, replaces, deleteBeforeReplace: true };
     },
-    async update(_id: string, olds: State, news: PoolCapacityInputs) {
+    async update(_id: string, _olds: State, news: PoolCapacityInputs) {
         if ((news.mode ?? "fixed") === "observe") return { outs: { ...news, readyInstanceIds: [] } };
-        const before = olds.size ?? 0;
-        const after = news.size ?? 0;
-        if (after < before) {
-            await shrinkPool(news, after);
-            return { outs: { ...news, readyInstanceIds: (await groupInstanceIds(news.region, news.scalingGroupId)).sort() } };
-        }
-        return { outs: { ...news, ...(await growPool(news, info)) } };
+        return { outs: { ...news, ...(await setPoolCapacity(news, info)) } };
     },
     async delete(_id: string, props: State) {
         await drainPool(props);

@@ -1,0 +1,29 @@
+# dev-pool-general-config
+#!/bin/bash
+# alicloud-kubeadm userdata (attach_node.sh), rendered by userdata/render.ts. Parameters:
+readonly AK_KUBERNETES_VERSION='1.34.2'
+readonly AK_K8S_REPO_URL='https://mirrors.cloud.aliyuncs.com/kubernetes-new/core/stable/v1.34/'
+readonly AK_CONTAINERD_RPM_REPO_URL='https://mirrors.cloud.aliyuncs.com/docker-ce/linux/centos'
+readonly AK_SANDBOX_IMAGE='registry.cn-hangzhou.aliyuncs.com/google_containers/pause:3.10.1'
+readonly AK_API_ENDPOINT='192.168.0.10:6443'
+readonly AK_POOL_NAME='general'
+readonly AK_NODE_LABELS=''
+readonly AK_NODE_TAINTS=''
+readonly AK_BOOTSTRAP_TOKEN='<redacted>'
+readonly AK_CA_CERT_HASHES='<redacted>'
+
+
+# dev-pool-elastic-config
+#!/bin/bash
+# alicloud-kubeadm userdata (attach_node.sh), rendered by userdata/render.ts. Parameters:
+readonly AK_KUBERNETES_VERSION='1.34.2'
+readonly AK_K8S_REPO_URL='https://mirrors.cloud.aliyuncs.com/kubernetes-new/core/stable/v1.34/'
+readonly AK_CONTAINERD_RPM_REPO_URL='https://mirrors.cloud.aliyuncs.com/docker-ce/linux/centos'
+readonly AK_SANDBOX_IMAGE='registry.cn-hangzhou.aliyuncs.com/google_containers/pause:3.10.1'
+readonly AK_API_ENDPOINT='192.168.0.10:6443'
+readonly AK_POOL_NAME='elastic'
+readonly AK_NODE_LABELS='workload_type=cpu,alicloud-kubeadm/autoscaled=true'
+readonly AK_NODE_TAINTS=''
+readonly AK_BOOTSTRAP_TOKEN='<redacted>'
+readonly AK_CA_CERT_HASHES='<redacted>'
+
