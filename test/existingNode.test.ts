@@ -154,12 +154,14 @@ describe("NodeMembership (emulator)", () => {
             new RegExp(`${node} did not become a Ready node .* no node registered yet.*attach-node\\.log`, "s"));
     });
 
-    it("membershipProblems lists every problem; replacing the script or the image replaces the membership", async () => {
+    it("membershipProblems lists every problem; a new instance or mode replaces (leave first), a new script does not re-join", async () => {
         const p = membershipProblems({ region: REGION, instanceId: "i-x", mode: "auto", userData: SCRIPT, masterInstanceId: "i-m" });
         assert.strictEqual(p.length, 2, p.join("\n"));
         const olds = { ...inputs("i-x", "i-m"), nodeName: "n", providerId: `${REGION}.i-x` };
-        const d = await nodeMembershipProvider.diff!("x", olds, { ...inputs("i-x", "i-m"), userData: `${SCRIPT}\n` });
-        assert.deepStrictEqual([d.replaces, d.deleteBeforeReplace], [["userData"], true]);
+        const d = await nodeMembershipProvider.diff!("x", olds, { ...inputs("i-x", "i-m"), mode: "auto", replaceSystemDisk: true, imageId: "img" });
+        assert.deepStrictEqual([d.replaces, d.deleteBeforeReplace], [["mode"], true]);
+        const rotated = await nodeMembershipProvider.diff!("x", olds, { ...inputs("i-x", "i-m"), userData: `${SCRIPT}\n` });
+        assert.deepStrictEqual([rotated.changes, rotated.replaces], [true, []]);
         const t = await nodeMembershipProvider.diff!("x", olds, { ...inputs("i-x", "i-m"), readyTimeoutSeconds: 99 });
         assert.deepStrictEqual([t.changes, t.replaces], [true, []]);
     });

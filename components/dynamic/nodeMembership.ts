@@ -223,9 +223,12 @@ export const nodeMembershipProvider: pulumi.dynamic.ResourceProvider = {
         return { id: `${inputs.instanceId}/membership`, outs: { ...inputs, ...outs } };
     },
     async diff(_id: string, olds: State, news: NodeMembershipInputs) {
-        // A different instance, mode, image or script means joining again: leave cleanly first.
-        const replaces = (["instanceId", "region", "mode", "imageId", "userData", "masterInstanceId"] as const).filter((k) => (olds[k] ?? "") !== (news[k] ?? ""));
-        const keys = ["replaceSystemDisk", "routeTableId", "attachTimeoutSeconds", "readyTimeoutSeconds", "pollSeconds", "pollIntervalMs", "drainTimeoutSeconds", "providerVersion"] as const;
+        // Another instance or another way of joining means leaving cleanly, then joining again. A new script
+        // (a rotated token, more labels) or image does not: the node is already in, and re-joining would drain
+        // it. Those take effect at the next join (`pulumi up --replace <urn>`).
+        const replaces = (["instanceId", "region", "mode"] as const).filter((k) => (olds[k] ?? "") !== (news[k] ?? ""));
+        const keys = ["userData", "imageId", "masterInstanceId", "replaceSystemDisk", "routeTableId", "attachTimeoutSeconds", "readyTimeoutSeconds", "pollSeconds",
+            "pollIntervalMs", "drainTimeoutSeconds", "providerVersion"] as const;
         return { changes: replaces.length > 0 || keys.some((k) => olds[k] !== news[k]), replaces, deleteBeforeReplace: true };
     },
     async update(_id: string, olds: State, news: NodeMembershipInputs) {
