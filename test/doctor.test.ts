@@ -119,6 +119,8 @@ function assertReadOnly(emu: Emulator): void {
     for (const s of scripts) {
         assert.match(s, /^# alicloud-kubeadm doctor: /, "every script is a doctor script");
         assert.doesNotMatch(s, FORBIDDEN, `read-only script:\n${s}`);
+        const sc = spawnSync("shellcheck", ["-s", "bash", "-"], { input: s, encoding: "utf8" });
+        assert.strictEqual(sc.status, 0, `shellcheck:\n${sc.stdout}\n${s}`);
     }
 }
 

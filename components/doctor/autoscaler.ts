@@ -125,6 +125,7 @@ export async function checkAutoscaler(ctx: DoctorContext): Promise<Finding[]> {
     const up = [...new Set(lines.filter((l) => SCALE_UP_BLOCKED.test(l)).map((l) => l.replace(/^\S+ \S+\s+\d+ \S+\] /, "")))].slice(-3);
     if (up.length) add("warning", "scale-up", `pending pods that no pool can take: ${up.join(" | ").slice(0, 600)}`, "the pods ask for more than any pool's instance type offers, or for labels/taints no pool has: change the pods or add a pool that fits");
     if (errors.length && !LOG_HINTS.some((h) => errors.some((l) => h.match.test(l)))) add("warning", "autoscaler log", `recent errors: ${errors.join(" | ").slice(0, 600)}`, "read the whole log: `kubectl -n kube-system logs deploy/cluster-autoscaler`", lines.slice(-40).join("\n"));
-    if (!out.length) add("ok", "cluster-autoscaler", "running, no error in the last log lines", "");
+    if (s.log && s.log.rc !== 0) add("warning", "autoscaler log", `could not read the log: ${lines.slice(-1)[0] ?? redact(s.log.output).trim().slice(-200)}`, "`kubectl -n kube-system logs deploy/cluster-autoscaler` on master 0");
+    else if (!out.some((f) => f.subject === "autoscaler log")) add("ok", "autoscaler log", `no error in the last ${lines.length} line(s)`, "", lines.slice(-20).join("\n"));
     return out;
 }

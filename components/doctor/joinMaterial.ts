@@ -86,7 +86,7 @@ export async function checkJoinMaterial(ctx: DoctorContext): Promise<Finding[]> 
             if (Number.isFinite(exp) && exp <= ctx.opts.now) add(sev, subject, `used by ${who}; expired at ${t.expires}: new nodes cannot join`, recreate);
             else if (Number.isFinite(exp) && exp - ctx.opts.now < 24 * 3600_000) add("warning", subject, `used by ${who}; expires at ${t.expires} (within 24 h)`, recreate);
             else if (!["authentication", "signing"].every((x) => t.usages.includes(x))) add("problem", subject, `used by ${who}; usages are [${t.usages.join(", ")}], a join needs authentication and signing`, recreate);
-            else add("ok", subject, `used by ${who}; ${t.expires ? `expires ${t.expires}` : "never expires (ttl 0: anyone with the pool's user data can join a node)"}`, "");
+            else add("ok", subject, `used by ${who}; ${t.expires ? `expires ${t.expires}` : "never expires (ttl 0: whoever reads the user data can join a node)"}`, "");
         }
     }
 
