@@ -342,6 +342,25 @@ describe("master_init.sh in the sandbox", () => {
         }
     });
 
+    it("patches a pre-baked full containerd config in place, and replaces a packaged config that disables CRI", async () => {
+        const custom = "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\"]\n  sandbox_image = \"registry.k8s.io/pause:3.6\"\n" +
+            "  [plugins.\"io.containerd.grpc.v1.cri\".registry]\n    config_path = \"/etc/containerd/certs.d\"\n" +
+            "  [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc.options]\n    SystemdCgroup = false\n";
+        const baked = sandbox({ os: "ubuntu", prebaked: true });
+        baked.write("/etc/containerd/config.toml", custom);
+        assertOk(await baked.run(renderMasterInit(masterParams)), baked);
+        assert.equal(baked.read("/etc/containerd/config.toml"), custom
+            .replace("registry.k8s.io/pause:3.6", "registry.cn-hangzhou.aliyuncs.com/google_containers/pause:3.10.1")
+            .replace("SystemdCgroup = false", "SystemdCgroup = true"));
+
+        const packaged = sandbox({ os: "alinux", prebaked: true });
+        packaged.write("/etc/containerd/config.toml", "disabled_plugins = [\"cri\"]\n");
+        assertOk(await packaged.run(renderMasterInit(masterParams)), packaged);
+        const conf = packaged.read("/etc/containerd/config.toml") ?? "";
+        assert.doesNotMatch(conf, /disabled_plugins = \["cri"\]/);
+        assert.match(conf, /^\s*SystemdCgroup = true$/m);
+    });
+
     it("reads identity with the IMDSv2 token when required, and falls back to plain GETs without one", async () => {
         const v2 = sandbox({ os: "ubuntu", prebaked: true, imds: "v2-required", ...metadata });
         const r2 = await v2.run(renderMasterInit(masterParams));
@@ -427,6 +446,18 @@ describe("attach_node.sh in the sandbox", () => {
         assert.deepEqual(join.controlPlane, { certificateKey: CERT_KEY });
         assert.equal(argValue(join.nodeRegistration.kubeletExtraArgs, "node-labels"), "alicloud-kubeadm/pool=control-plane");
         assert.ok(!(sb.read("/var/log/alicloud-kubeadm/attach-node.log") ?? "").includes(CERT_KEY));
+    });
+
+    it("restarts containerd only when its config changed", async () => {
+        const sb = sandbox({ os: "ubuntu", prebaked: true });
+        const first = await sb.run(renderAttachNode(attachParams));
+        assertOk(first, sb);
+        assert.equal(callsOf(first.calls, "systemctl", "restart").length, 1);
+        fs.rmSync(sb.at("/var/lib/alicloud-kubeadm/join.done")); // force a second, full run
+        const second = await sb.run(renderAttachNode(attachParams));
+        assertOk(second, sb);
+        assert.equal(callsOf(second.calls, "systemctl", "restart").length, 0);
+        assert.deepEqual(callsOf(second.calls, "systemctl", "enable").find((c) => c.args.includes("containerd"))?.args, ["enable", "--now", "containerd"]);
     });
 
     it("a second run is a no-op", async () => {

@@ -223,10 +223,14 @@ ak_install_packages() {
 }
 
 # ak_configure_containerd: systemd cgroups and the sandbox (pause) image from the configured registry.
+# A full CRI config already on the image (pre-baked, maybe with registry mirrors) is patched in place;
+# otherwise (none, or a packaged stub such as `disabled_plugins = ["cri"]`) containerd's defaults are used.
 ak_configure_containerd() {
   local conf="${AK_ROOT}/etc/containerd/config.toml" desired
+  local -a base=(containerd config default)
+  if [ -f "$conf" ] && grep -q 'SystemdCgroup' "$conf"; then base=(cat "$conf"); fi
   # containerd 1.x writes sandbox_image = "...", 2.x writes sandbox = '...'.
-  desired=$(containerd config default | sed -E \
+  desired=$("${base[@]}" | sed -E \
     -e 's/^([[:space:]]*SystemdCgroup[[:space:]]*=[[:space:]]*).*$/\1true/' \
     -e "s#^([[:space:]]*sandbox_image[[:space:]]*=[[:space:]]*).*\$#\\1\"${AK_SANDBOX_IMAGE}\"#" \
     -e "s#^([[:space:]]*sandbox[[:space:]]*=[[:space:]]*).*\$#\\1'${AK_SANDBOX_IMAGE}'#")

@@ -209,7 +209,9 @@ ak_install_packages() {
 
 ak_configure_containerd() {
   local conf="${AK_ROOT}/etc/containerd/config.toml" desired
-  desired=$(containerd config default | sed -E \
+  local -a base=(containerd config default)
+  if [ -f "$conf" ] && grep -q 'SystemdCgroup' "$conf"; then base=(cat "$conf"); fi
+  desired=$("${base[@]}" | sed -E \
     -e 's/^([[:space:]]*SystemdCgroup[[:space:]]*=[[:space:]]*).*$/\1true/' \
     -e "s#^([[:space:]]*sandbox_image[[:space:]]*=[[:space:]]*).*\$#\\1\"${AK_SANDBOX_IMAGE}\"#" \
     -e "s#^([[:space:]]*sandbox[[:space:]]*=[[:space:]]*).*\$#\\1'${AK_SANDBOX_IMAGE}'#")
