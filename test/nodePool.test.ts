@@ -110,6 +110,44 @@ describe("PoolCapacity (emulator)", () => {
         assert.strictEqual(emu.calls.length, before, "observe mode makes no call");
     });
 
+    it("a smaller size drains and removes the surplus through the removal flow before ESS sees the lower capacity", async () => {
+        const { emu } = ctx;
+        const master = emu.addInstance().instanceId;
+        const group = emu.addScalingGroup({ maxSize: 3, desiredCapacity: 3 });
+        const members = emu.scalingGroupInstances(group.scalingGroupId);
+        const scripts: string[] = [];
+        emu.onCommand(/./, (c) => { scripts.push(c.script); return { output: "" }; });
+        emu.onCommand(/get pods/, () => ({ output: zlib.gzipSync("").toString("base64") }));
+        emu.onCommand(/get nodes/, () => ({ output: zlib.gzipSync(emu.scalingGroupInstances(group.scalingGroupId)
+            .map((id) => line(`node-${id}`, `${REGION}.${id}`, true, "general")).join("\n")).toString("base64") }));
+        const olds = { ...inputs(group.scalingGroupId, master, 3), readyInstanceIds: members };
+        const res = await poolCapacityProvider.update!("x", olds, inputs(group.scalingGroupId, master, 1));
+
+        const left = emu.scalingGroupInstances(group.scalingGroupId);
+        assert.strictEqual(left.length, 1);
+        assert.deepStrictEqual((res.outs as { readyInstanceIds: string[] }).readyInstanceIds, left);
+        assert.strictEqual(scripts.filter((s) => /kubectl .* drain node-/.test(s)).length, 2, "both surplus nodes drained");
+        const ess = emu.mutatingCalls().filter((c) => c.product === "ess").map((c) => `${c.action}${c.params.DesiredCapacity ? `(${c.params.DesiredCapacity})` : ""}`);
+        assert.deepStrictEqual(ess, ["RemoveInstances", "RemoveInstances", "ModifyScalingGroup(1)", "ModifyScalingGroup(1)"]);
+        assert.strictEqual(emu.scalingGroups.get(group.scalingGroupId)!.maxSize, 1);
+    });
+
+    it("deleting an autoscaled pool (observe mode) lowers MinSize to 0, then drains and removes every node", async () => {
+        const { emu } = ctx;
+        const master = emu.addInstance().instanceId;
+        const group = emu.addScalingGroup({ minSize: 2, maxSize: 10, desiredCapacity: 2 });
+        const drained: string[] = [];
+        emu.onCommand(/./, (c) => { if (/ drain /.test(c.script)) drained.push(c.script); return { output: "" }; });
+        emu.onCommand(/get pods/, () => ({ output: zlib.gzipSync("").toString("base64") }));
+        emu.onCommand(/get nodes/, () => ({ output: zlib.gzipSync(emu.scalingGroupInstances(group.scalingGroupId)
+            .map((id) => line(`node-${id}`, `${REGION}.${id}`, true, "elastic")).join("\n")).toString("base64") }));
+        await poolCapacityProvider.delete!("x", { ...inputs(group.scalingGroupId, master, 0), poolName: "elastic", mode: "observe", minSize: 2, readyInstanceIds: [] });
+        assert.deepStrictEqual(emu.scalingGroupInstances(group.scalingGroupId), []);
+        assert.strictEqual(drained.length, 2);
+        const ess = emu.mutatingCalls().filter((c) => c.product === "ess").map((c) => c.action + (c.params.MinSize ? `(min ${c.params.MinSize})` : ""));
+        assert.deepStrictEqual(ess, ["ModifyScalingGroup(min 0)", "RemoveInstances", "RemoveInstances"]);
+    });
+
     it("deleting a pool whose ESS group is already gone is fine, with a warning", async () => {
         const { emu } = ctx;
         const master = emu.addInstance().instanceId;
