@@ -6,7 +6,17 @@
  *
  * Stubs record every call (argv, and the `--config` file kubeadm was given) and write what the real tool would
  * (kubeadm init writes admin.conf and pki/ca.crt, join writes kubelet.conf, apt-get/dnf install put kubeadm etc.
- * on PATH). See test/sandbox/stubs/* for the environment variables that make them fail or take time.
+ * on PATH). See test/sandbox/stubs/* for the environment variables that make them fail or take time:
+ * AK_STUB_FAIL_INIT, AK_STUB_FAIL_JOIN, AK_STUB_API_DOWN, AK_STUB_FAIL_INSTALL, AK_STUB_IMDS, AK_STUB_REGION,
+ * AK_STUB_INSTANCE_ID, AK_STUB_DOWNLOAD_MS, AK_STUB_INSTALL_MS, AK_STUB_JOIN_MS, AK_STUB_CONTAINERD_MAJOR,
+ * AK_STUB_KUBECTL_OUTPUT, AK_STUB_KUBECTL_RC (most have a typed option in {@link SandboxOptions}).
+ *
+ * Usage:
+ *   const sb = makeSandbox({ os: "ubuntu", prebaked: true, fail: { join: 1 } });
+ *   const r = await sb.run(renderAttachNode(params));
+ *   callsOf(r.calls, "kubeadm", "join")[0].config;   // the JoinConfiguration kubeadm was given
+ *   sb.read("/var/lib/alicloud-kubeadm/join.done");  // files under the sandbox root
+ *   sb.cleanup();
  */
 import { spawn } from "child_process";
 import * as fs from "fs";
@@ -27,8 +37,11 @@ export interface StubCall {
 
 /** Result of {@link Sandbox.run}. */
 export interface RunResult {
+    /** Exit code of the script. */
     code: number;
+    /** What the script printed on stdout (the node scripts send it to their log instead). */
     stdout: string;
+    /** What the script printed on stderr (the node scripts' progress and error lines). */
     stderr: string;
     /** Stub calls made during this run, in order. */
     calls: StubCall[];
