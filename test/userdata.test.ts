@@ -376,6 +376,16 @@ describe("master_init.sh in the sandbox", () => {
         assert.equal(byKind(parseYaml(callsOf(r1.calls, "kubeadm", "init")[0].config), "InitConfiguration").nodeRegistration.name, PROVIDER_ID);
     });
 
+    it("the static script fails fast naming missing parameters, before touching anything", async () => {
+        const unrendered = ["prepare_node.sh", "master_init.sh"].map((f) => fs.readFileSync(path.join(USERDATA_DIR, f), "utf8")).join("\n");
+        const sb = sandbox({ os: "ubuntu" });
+        const r = await sb.run(unrendered, { AK_KUBERNETES_VERSION: "1.34.2", AK_API_ENDPOINT: "10.0.0.1:6443" });
+        assert.notEqual(r.code, 0);
+        assert.match(r.stderr, /missing required parameter\(s\): AK_K8S_REPO_URL AK_SANDBOX_IMAGE AK_IMAGE_REPOSITORY AK_POD_CIDR AK_SERVICE_CIDR AK_NODE_CIDR_MASK_SIZE;/);
+        assert.deepEqual(r.calls, []);
+        assert.equal(sb.read("/var/lib/alicloud-kubeadm/init.failed"), undefined, "a parameter error is not an init failure");
+    });
+
     it("a failed init leaves init.failed with the exit code and the log, and is not retried", async () => {
         const sb = sandbox({ os: "alinux", prebaked: true, fail: { init: true } });
         const r = await sb.run(renderMasterInit(masterParams));
