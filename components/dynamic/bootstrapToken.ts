@@ -60,16 +60,16 @@ function quote(value: string): string {
 }
 
 /**
- * The script that creates `token` on a master. Idempotent: a token that already exists (a retried
- * create whose first answer was lost) counts as created. Prints only `created` or `exists`.
+ * The script that creates `token` on a master. Idempotent: the same token already there (a retried
+ * create whose first answer was lost) counts as created; another token with the same id is an error.
+ * Prints only `created` or `exists`.
  */
 export function createTokenScript(token: string, ttl: string, description: string): string {
     if (!TOKEN_PATTERN.test(token)) throw new Error("createTokenScript: the token is not of the form [a-z0-9]{6}.[a-z0-9]{16}");
-    const id = token.slice(0, 6);
     return [
         "set -u",
         "export KUBECONFIG=/etc/kubernetes/admin.conf",
-        `if kubeadm token list -o jsonpath='{.token}{"\\n"}' 2>/dev/null | cut -d. -f1 | grep -qx ${id}; then echo exists; exit 0; fi`,
+        `if kubeadm token list -o jsonpath='{.token}{"\\n"}' 2>/dev/null | grep -qxF ${quote(token)}; then echo exists; exit 0; fi`,
         `if out=$(kubeadm token create ${quote(token)} --ttl ${quote(ttl)} --description ${quote(description)} 2>&1); then echo created; exit 0; fi`,
         // kubeadm echoes the token back in some errors: print the error without it.
         `printf '%s\\n' "$out" | sed "s/${token.replace(".", "\\.")}/<token>/g" >&2`,
