@@ -160,7 +160,7 @@ ak_kube_ready() {
 ak_install_apt() {
   local repo="${AK_K8S_REPO_URL%/}/deb/" keyring="/etc/apt/keyrings/alicloud-kubeadm-kubernetes.gpg" v=$AK_KUBERNETES_VERSION
   local -a pkgs=() apt=(apt-get -q -y -o DPkg::Lock::Timeout=600)
-  export DEBIAN_FRONTEND=noninteractive
+  export DEBIAN_FRONTEND=noninteractive NEEDRESTART_SUSPEND=1 # no prompts, no service restarts by needrestart
   if [ "$1" = 1 ]; then
     mkdir -p "${AK_ROOT}/etc/apt/keyrings"
     curl -fsSL --retry 5 "${repo}Release.key" | gpg --dearmor --yes -o "${AK_ROOT}${keyring}"
