@@ -5,6 +5,7 @@ import { spawnSync } from "child_process";
 import * as fs from "fs";
 import { CHECKS, exitCodeOf, renderJson, renderTable, runDoctor, useColour, CheckName, ClusterInfo, EXIT } from "../components/doctor";
 import { parseClusterInfo } from "../components/doctor/clusterInfo";
+import { wrapText } from "../components/doctor/report";
 
 /** Parsed command line. */
 export interface DoctorArgs { stack?: string; outputs?: string; json: boolean; help: boolean; checks?: CheckName[]; pollIntervalMs?: number }
@@ -28,7 +29,7 @@ export function helpText(): string {
         "  --help              this text",
         "",
         "Checks:",
-        ...CHECKS.flatMap((c) => [`  ${c.name.padEnd(11)} ${c.title}: ${c.looksAt}`]),
+        ...CHECKS.flatMap((c) => wrapText(`${c.title}: ${c.looksAt}`, 86).map((l, i) => `  ${(i === 0 ? c.name : "").padEnd(11)} ${l}`)),
         "",
         "Credentials: the standard Alibaba Cloud chain (ALIBABA_CLOUD_ACCESS_KEY_ID/_SECRET, profiles, ECS RAM role).",
         "Exit codes: 0 no problem, 1 at least one problem, 2 could not look (outputs unreadable, no credentials,",

@@ -257,6 +257,19 @@ describe("doctor", () => {
         assert.ok(!renderJson("dev", findings).includes(SECRET));
     });
 
+    it("names a failing /readyz and an etcd member that is not a master", async () => {
+        const { emu } = ctx;
+        const { info, model } = stage(emu);
+        model.readyz = "[+]ping ok\n[-]etcd failed: reason withheld\nreadyz check failed\n";
+        model.etcdIps = ["192.168.0.10", "192.168.0.99"];
+        const findings = await runDoctor(info, { ...fast, checks: ["join"] });
+        assert.ok(find(findings, "join", "problem", /control plane \/readyz.*\[-\]etcd failed/), renderTable("dev", findings));
+        const f = find(findings, "join", "problem", /etcd member master-1/);
+        assert.ok(f);
+        assert.match(f.evidence, /peer https:\/\/192\.168\.0\.99:2380 is not one of the masters/);
+        assert.match(f.next, /etcdctl member remove 8e9e05c521646941/);
+    });
+
     it("names a NotReady node with the kubelet's reason", async () => {
         const { emu } = ctx;
         const { info, model } = stage(emu);
@@ -291,6 +304,40 @@ describe("doctor", () => {
         model.caStatus = undefined;
         findings = await runDoctor(info, { ...fast, checks: ["autoscaler"] });
         assert.ok(find(findings, "autoscaler", "problem", /configmap cluster-autoscaler-status.*never finished a loop/));
+    });
+
+    it("a 300-node pool: pages ESS members, instances and routes; the node listing fits Cloud Assistant's 24 KB", async () => {
+        const { emu } = ctx;
+        const { info, model, routeTableId } = stage(emu);
+        const big = emu.addScalingGroup({ desiredCapacity: 300, minSize: 0, maxSize: 400 });
+        info.pools.push({ name: "big", mode: "autoscale", min: 0, max: 400, scalingGroupId: big.scalingGroupId, tokenId: "ghijkl" });
+        emu.scalingGroupInstances(big.scalingGroupId).forEach((id, i) => {
+            const podCidr = `172.16.${10 + Math.floor(i / 2)}.${(i % 2) * 128}/25`;
+            model.nodes.push({ name: `big-${i}`, instanceId: id, podCidr, pool: "big" });
+            emu.addRouteEntry(routeTableId, { destinationCidrBlock: podCidr, nextHopId: id });
+        });
+        let listingBytes = 0;
+        emu.onCommand(/doctor: nodes/, () => {
+            const output = gz({
+                nodes: { out: model.nodes.map((n) => [n.name, `${REGION}.${n.instanceId}`, "True", "", n.podCidr, n.pool ?? "", "2026-12-01T10:00:00Z"].join("\t")).join("\n") },
+                conditions: { out: model.nodes.map((n) => [n.name, "True", "KubeletReady", "kubelet is posting ready status", "False", "RouteCreated"].join("\t")).join("\n") },
+            });
+            listingBytes = output.length;
+            return { output };
+        });
+        const started = Date.now();
+        const findings = await runDoctor(info, { ...fast, checks: ["ess", "nodes", "routes"] });
+        const ms = Date.now() - started;
+        assert.deepStrictEqual(findings.filter((f) => f.status !== "ok"), [], renderTable("dev", findings));
+        assert.ok(find(findings, "nodes", "ok", /305 Node\(s\), 305 Ready/));
+        assert.ok(find(findings, "routes", "ok", /305 route\(s\)/));
+        assert.ok(listingBytes < 24 * 1024, `node listing is ${listingBytes} bytes after gzip+Base64`);
+        const n = (a: string) => emu.callsOf(a).length;
+        assert.strictEqual(n("DescribeScalingInstances"), 1 + 1 + 6, "50 per page");
+        assert.strictEqual(n("DescribeInstances"), 4, "100 per call: 305 instances");
+        assert.strictEqual(n("DescribeRouteEntryList"), 4, "100 per page: 306 entries");
+        assert.strictEqual(emu.callsOf("RunCommand").length, 1, "one master command for nodes and routes");
+        console.log(`      305 nodes: ${emu.calls.length} API calls, ${ms} ms against the emulator, node listing ${listingBytes} B`);
     });
 
     it("master 0 unreachable: the checks that need it could not look (exit 2), ESS still reports", async () => {

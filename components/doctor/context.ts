@@ -178,8 +178,9 @@ export class DoctorContext {
     readonly groups = memo(async (): Promise<Map<string, GroupView>> => {
         const ids = [...new Set(this.info.pools.map((p) => p.scalingGroupId))];
         const out = new Map<string, GroupView>();
-        for (let k = 0; k < ids.length; k += 50) {
-            const res = await this.describe("ess", "DescribeScalingGroups", { ScalingGroupId: ids.slice(k, k + 50), PageSize: 50 });
+        // 2014-08-28 takes ScalingGroupId.1–20 per call.
+        for (let k = 0; k < ids.length; k += 20) {
+            const res = await this.describe("ess", "DescribeScalingGroups", { ScalingGroupId: ids.slice(k, k + 20), PageSize: 50 });
             for (const g of (res.ScalingGroups as { ScalingGroup?: Record<string, unknown>[] } | undefined)?.ScalingGroup ?? []) {
                 const n = (key: string) => Number(g[key] ?? 0);
                 out.set(String(g.ScalingGroupId), {

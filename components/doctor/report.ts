@@ -40,7 +40,11 @@ export function useColour(stream: { isTTY?: boolean } = process.stdout, env: Nod
 
 const COLOURS = { ok: "\x1b[32m", warning: "\x1b[33m", problem: "\x1b[31m", dim: "\x1b[2m", reset: "\x1b[0m" } as const;
 
-function wrap(text: string, width: number): string[] {
+/**
+ * Word-wraps text to `width` columns (words longer than that are cut); keeps explicit newlines.
+ * @returns The lines, without trailing newlines.
+ */
+export function wrapText(text: string, width: number): string[] {
     const out: string[] = [];
     for (const para of text.split("\n")) {
         let line = "";
@@ -59,7 +63,7 @@ function wrap(text: string, width: number): string[] {
  * below; ok rows are one line. Ends with a summary line.
  * @param cluster Cluster name.
  * @param findings What doctor found.
- * @param opts `colour` (default false), `width` of the text (default 100), `verbose` to print ok evidence (default true).
+ * @param opts `colour` (default false) and `width` of the text (default 100, at least 40).
  */
 export function renderTable(cluster: string, findings: Finding[], opts: { colour?: boolean; width?: number } = {}): string {
     const c = (k: keyof typeof COLOURS, s: string) => (opts.colour ? `${COLOURS[k]}${s}${COLOURS.reset}` : s);
@@ -71,9 +75,9 @@ export function renderTable(cluster: string, findings: Finding[], opts: { colour
         const status = c(f.status, label);
         const head = `${status} ${f.check.padEnd(10)} ${f.subject.padEnd(subjW)}  `;
         const indent = " ".repeat(8 + 1 + 10 + 1 + subjW + 2);
-        const ev = wrap(f.evidence, Math.max(30, width - indent.length));
+        const ev = wrapText(f.evidence, Math.max(30, width - indent.length));
         lines.push(head + ev[0], ...ev.slice(1).map((l) => indent + l));
-        if (f.next) wrap(`→ ${f.next}`, Math.max(30, width - indent.length)).forEach((l) => lines.push(indent + c("dim", l)));
+        if (f.next) wrapText(`→ ${f.next}`, Math.max(30, width - indent.length)).forEach((l) => lines.push(indent + c("dim", l)));
     }
     const s = summaryOf(findings);
     const verdict = exitCodeOf(findings) === EXIT.couldNotLook ? c("problem", "could not look everywhere") : s.problem ? c("problem", `${s.problem} problem(s)`) : c("ok", "no problem");
