@@ -115,6 +115,11 @@ export function createNodePool(name: string, args: NodePoolArgs, parent: pulumi.
     const nodeLabels = poolNodeLabels(pool);
     const fixed = pool.autoscale === undefined;
     const size = pool.size ?? 0;
+    // Checked before anything is registered, so a bad pool creates nothing.
+    const configurationTags = scalingConfigurationTags(pool, cloudTags);
+    if (args.vswitchIds.length === 0) {
+        throw new pulumi.InputPropertyError({ propertyPath: "vswitchIds", reason: `pool ${pool.name} needs at least one vSwitch` });
+    }
 
     const group = new alicloud.ess.ScalingGroup(`${name}-group`, {
         scalingGroupName: `${config.name}-${pool.name}`,
@@ -165,7 +170,7 @@ export function createNodePool(name: string, args: NodePoolArgs, parent: pulumi.
         securityGroupIds: args.securityGroupIds,
         instanceName: `${config.name}-${pool.name}`,
         internetMaxBandwidthOut: 0,
-        tags: scalingConfigurationTags(pool, cloudTags),
+        tags: configurationTags,
         userData,
         active: true,
         enable: true,

@@ -295,6 +295,20 @@ describe("NodePool (mock graph, dev pools)", () => {
         assert.strictEqual(actual, fs.readFileSync(golden, "utf8"), "the dev attach userdata header changed: review the diff, then run with UPDATE_GOLDEN=1");
     });
 
+    it("a pool whose tags ESS would refuse creates no cloud resource", async () => {
+        const { NodePool } = await import("../components/nodePool");
+        const doc = YAML.parse(fs.readFileSync(path.join(__dirname, "..", "stacks", "Pulumi.dev.yaml"), "utf8"));
+        const config = parseClusterConfig(doc.config["alicloud-kubeadm:cluster"], doc.config["alicloud:region"]);
+        const labels = Object.fromEntries(Array.from({ length: 19 }, (_, i) => [`label-${i}`, "x"]));
+        const before = recorder.resources.filter((r) => r.custom).length;
+        assert.throws(() => new NodePool("dev-pool-bad", {
+            config, pool: { ...config.nodePools[1], name: "bad", labels }, vswitchIds: ["vsw-h"], securityGroupIds: ["sg"], imageId: "img",
+            apiEndpoint: "192.168.0.10:6443", caCertHash: CA_HASH, masterInstanceId: "i-master0",
+        }), /21 tags/);
+        await recorder.settle();
+        assert.strictEqual(recorder.resources.filter((r) => r.custom).length, before);
+    });
+
     it("no token or CA hash in any non-secret input (what resources.json shows)", () => {
         const visible = JSON.stringify(recorder.resources.map((r) => r.inputs));
         assert.ok(!visible.includes(TOKEN) && !visible.includes(TOKEN.slice(7)), "token");
