@@ -8,7 +8,7 @@ import { useEmulator } from "./emulator/fixture";
 import { Emulator, EmuActivity, TEST_CREDENTIALS } from "./emulator/index";
 import { ESS_ACTIONS } from "./emulator/ess";
 import {
-    ClusterInfo, exitCodeOf, explainActivityError, Finding, parseAutoscalerStatus, parseEtcdMembers, parseTokenList, redact, renderJson, renderTable, runDoctor,
+    ClusterInfo, exitCodeOf, explainActivityError, Finding, parseAutoscalerStatus, parseCaTime, parseEtcdMembers, parseTokenList, redact, renderJson, renderTable, runDoctor,
 } from "../components/doctor";
 import { parseSections, sectionsScript, REDACT_SED } from "../components/doctor/context";
 import { parseClusterInfo } from "../components/doctor/clusterInfo";
@@ -372,6 +372,8 @@ describe("doctor pieces", () => {
     });
 
     it("reads the YAML status ConfigMap and the older text one", () => {
+        assert.strictEqual(parseCaTime("2026-12-02 10:00:00.123456789 +0000 UTC"), Date.parse("2026-12-02T10:00:00.123Z"));
+        assert.strictEqual(parseCaTime("2026-12-02 18:00:00 +0800 CST"), Date.parse("2026-12-02T10:00:00Z"));
         assert.strictEqual(parseAutoscalerStatus(caStatusYaml("asg-1", { scaleUp: "Backoff" }))?.nodeGroups?.[0].scaleUp?.status, "Backoff");
         assert.strictEqual(parseAutoscalerStatus("Cluster-autoscaler status at 2020-01-01:\nCluster-wide:\n  Health:      Unhealthy (ready=1)\n  ScaleUp:     NoActivity")?.clusterWide?.health?.status, "Unhealthy");
     });

@@ -41,10 +41,11 @@ export function parseAutoscalerStatus(text: string): AutoscalerStatus | undefine
     return { clusterWide: { health: { status: health }, scaleUp: { status: /ScaleUp:\s+(\w+)/.exec(text)?.[1] } } };
 }
 
-/** CA writes `time` as Go's `2026-12-02 10:00:00.123 +0000 UTC`; returns epoch ms or NaN. */
+/** CA writes `time` as Go's `2026-12-02 10:00:00.123 +0000 UTC` (any offset); returns epoch ms or NaN. */
 export function parseCaTime(t: string): number {
-    const m = /^(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d(?:\.\d+)?)\s*(?:\+0000 UTC|Z)?$/.exec(t.trim());
-    return m ? Date.parse(`${m[1]}T${m[2]}Z`) : Date.parse(t);
+    const m = /^(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d(?:\.\d+)?)\s*(?:([+-])(\d\d)(\d\d)(?: \w+)?|Z)?$/.exec(t.trim());
+    if (!m) return Date.parse(t);
+    return Date.parse(`${m[1]}T${m[2]}${m[3] ? `${m[3]}${m[4]}:${m[5]}` : "Z"}`);
 }
 
 /** Log patterns that explain a blocked autoscaler, with the fix. Sources: reference autoscaler-ccm-flannel.md A1, A6, A7. */

@@ -14,7 +14,7 @@ import { CheckName, ClusterInfo, DoctorOptions, Finding } from "./types";
 export * from "./types";
 export { DoctorContext, redact } from "./context";
 export { explainActivityError, ESS_ERROR_CODES } from "./ess";
-export { parseAutoscalerStatus } from "./autoscaler";
+export { parseAutoscalerStatus, parseCaTime } from "./autoscaler";
 export { parseTokenList, parseEtcdMembers } from "./joinMaterial";
 export { exitCodeOf, renderJson, renderTable, useColour, EXIT } from "./report";
 
@@ -52,7 +52,7 @@ export async function runDoctor(info: ClusterInfo, opts: DoctorOptions = {}): Pr
                 check: c.name, status: "problem", subject: c.title, couldNotLook: true,
                 evidence: `could not look: ${errorText(e)}`,
                 next: look ? "fix access (credentials, network to the OpenAPI endpoint, master 0's Cloud Assistant agent), then run doctor again"
-                    : "this is unexpected; run doctor again, and report it with the message above if it persists",
+                    : "the message above names what failed on master 0 (the join check's /readyz shows whether the API server answers); fix it and run doctor again",
             }];
         }
     }));

@@ -51,7 +51,7 @@ interface Expected { id: string; role: string; pool?: string }
 export async function checkNodes(ctx: DoctorContext): Promise<Finding[]> {
     const { info } = ctx;
     const expected: Expected[] = info.masterInstanceIds.map((id, i) => ({ id, role: `master ${i}` }));
-    const groups = info.pools.length ? await ctx.groups() : new Map();
+    const groups = await ctx.groups();
     for (const p of info.pools) {
         if (!groups.has(p.scalingGroupId)) continue;
         for (const id of await ctx.members(p.scalingGroupId)) expected.push({ id, role: `pool ${p.name}`, pool: p.name });
