@@ -18,3 +18,5 @@ export const natEipAddress = cluster.network.natEipAddress;
 export const apiEndpoint = cluster.controlPlane.endpoint;
 export const masterInstanceIds = cluster.controlPlane.masterInstanceIds;
 export const kubeconfig = cluster.kubeconfig;
+/** Not secret: where everything is, for `npm run doctor -- --stack <name>`. */
+export const clusterInfo = cluster.clusterInfo;

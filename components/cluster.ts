@@ -7,9 +7,14 @@ import * as k8s from "@pulumi/kubernetes";
 import { renderControlPlaneJoin, renderMasterInit } from "../userdata/render";
 import { validateClusterConfig, type ClusterConfig, type ClusterConfigInput } from "./config";
 import { ControlPlane } from "./controlPlane";
+import { ClusterAutoscaler } from "./clusterAutoscaler";
+import type { ClusterInfo, PoolInfo } from "./doctor/types";
 import { ApiServerReady } from "./dynamic/apiServerReady";
+import { BootstrapToken } from "./dynamic/bootstrapToken";
 import { ControlPlaneMember } from "./dynamic/controlPlaneMember";
 import { JoinInfo } from "./dynamic/joinInfo";
+import { ExistingNode } from "./existingNode";
+import { NodePool } from "./nodePool";
 import { PodNetwork } from "./podNetwork";
 import { Network } from "./network";
 
@@ -59,6 +64,14 @@ export class Cluster extends pulumi.ComponentResource {
     public readonly kubernetesProvider: k8s.Provider;
     /** flannel (alloc) + Alibaba Cloud Controller Manager (pod routes). */
     public readonly podNetwork: PodNetwork;
+    /** ESS node pools, in config order. */
+    public readonly nodePools: NodePool[];
+    /** Existing ECS instances joined to the cluster, in config order. */
+    public readonly existingNodes: ExistingNode[];
+    /** The Cluster Autoscaler, when at least one pool autoscales. */
+    public readonly autoscaler?: ClusterAutoscaler;
+    /** Where everything is, for `npm run doctor` (not secret). */
+    public readonly clusterInfo: pulumi.Output<ClusterInfo>;
 
     constructor(name: string, args: ClusterArgs, opts?: pulumi.ComponentResourceOptions) {
         // Validate before registering anything, so bad input creates nothing at all.
@@ -124,6 +137,26 @@ export class Cluster extends pulumi.ComponentResource {
             return previous as ControlPlaneMember;
         });
 
+        // Nodes: ESS pools (one bootstrap token each) and existing instances (one shared token). Tokens
+        // are created on master 0, so they wait for kubeadm init (JoinInfo).
+        const master0 = masters[0].id;
+        const joinCommon = {
+            config, imageId, apiEndpoint: this.controlPlane.endpoint, caCertHash: this.joinInfo.caCertHash,
+            masterInstanceId: master0, routeTableId: net.routeTableId,
+        };
+        this.nodePools = config.nodePools.map((pool) => new NodePool(`${name}-pool-${pool.name}`, {
+            ...joinCommon, pool, tags,
+            vswitchIds: net.resources.vswitches.map((v) => v.id),
+            securityGroupIds: [net.clusterSecurityGroupId],
+            dependsOn: [this.joinInfo],
+        }, { parent: this }));
+        const existingToken = config.existingNodes.length === 0 ? undefined : new BootstrapToken(`${name}-existing-token`, {
+            region: config.region, masterInstanceId: master0, ttl: "0", description: `alicloud-kubeadm ${config.name} existing nodes`,
+        }, { parent: this, dependsOn: [this.joinInfo] });
+        this.existingNodes = config.existingNodes.map((node) => new ExistingNode(`${name}-node-${node.instanceId}`, {
+            ...joinCommon, node, token: existingToken!.token,
+        }, { parent: this }));
+
         // Add-ons: only once the API server is ready, through a provider built from the secret kubeconfig.
         const ready = new ApiServerReady(`${name}-api-ready`, { kubeconfig: this.joinInfo.kubeconfig }, { parent: this });
         this.kubernetesProvider = new k8s.Provider(`${name}-k8s`, { kubeconfig: ready.kubeconfig }, { parent: this });
@@ -133,6 +166,36 @@ export class Cluster extends pulumi.ComponentResource {
             region: config.region,
             kubernetesVersion: config.kubernetesVersion,
         }, { parent: this, provider: this.kubernetesProvider });
+        const autoscaled = this.nodePools.filter((p) => p.autoscale);
+        if (autoscaled.length > 0) {
+            this.autoscaler = new ClusterAutoscaler(`${name}-autoscaler`, {
+                region: config.region,
+                kubernetesVersion: config.kubernetesVersion,
+                version: config.autoscaler.version,
+                pools: autoscaled.map((p) => ({ name: p.poolName, min: p.autoscale!.min, max: p.autoscale!.max, scalingGroupId: p.scalingGroupId })),
+                settings: config.autoscaler,
+            }, { parent: this, provider: this.kubernetesProvider });
+        }
+
+        const tokenId = (t: BootstrapToken): pulumi.Output<string> => pulumi.unsecret(t.tokenId);
+        const pools = pulumi.all(this.nodePools.map((p, i) => pulumi.all([p.scalingGroupId, tokenId(p.resources.token)]).apply(([scalingGroupId, id]): PoolInfo => {
+            const pool = config.nodePools[i];
+            return pool.autoscale
+                ? { name: pool.name, mode: "autoscale", min: pool.autoscale.min, max: pool.autoscale.max, scalingGroupId, tokenId: id }
+                : { name: pool.name, mode: "fixed", size: pool.size, min: 0, max: pool.size ?? 0, scalingGroupId, tokenId: id };
+        })));
+        this.clusterInfo = pulumi.all([
+            this.controlPlane.masterInstanceIds, this.controlPlane.endpoint, net.routeTableId, pools,
+            existingToken ? tokenId(existingToken) : pulumi.output(""),
+        ]).apply(([masterInstanceIds, apiEndpoint, routeTableId, poolInfos, existingTokenId]): ClusterInfo => ({
+            name: config.name,
+            region: config.region,
+            kubernetesVersion: config.kubernetesVersion,
+            masterInstanceIds, apiEndpoint, routeTableId,
+            podCidr: config.network.podCidr,
+            pools: poolInfos,
+            existingNodes: config.existingNodes.map((n) => ({ instanceId: n.instanceId, mode: n.mode, tokenId: existingTokenId })),
+        }));
 
         this.registerOutputs({ network: this.network, controlPlane: this.controlPlane, kubeconfig: this.kubeconfig });
     }

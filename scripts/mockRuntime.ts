@@ -90,6 +90,7 @@ export const DYNAMIC_PLACEHOLDERS: Record<string, unknown> = {
     caCertHash: `sha256:${"0".repeat(64)}`,
     kubeconfig: "apiVersion: v1\nkind: Config\n# placeholder: the real admin kubeconfig is read from master 0 at deploy time\n",
     token: "abcdef.0123456789abcdef",
+    tokenId: "abcdef",
     certificateKey: "0".repeat(64),
 };
 

@@ -9,7 +9,8 @@ import * as path from "path";
 import * as YAML from "yaml";
 import { manifestFiles } from "../components/kube";
 import { redactUserdata } from "../userdata/render";
-import { installMocks, REDACTED, type RecordedResource } from "./mockRuntime";
+import * as pulumi from "@pulumi/pulumi";
+import { installMocks, REDACTED, valueOf, type RecordedResource } from "./mockRuntime";
 
 const ROOT = path.resolve(__dirname, "..");
 
@@ -59,16 +60,19 @@ export async function synthesize(stackArg: string, outRoot = path.join(ROOT, "ou
     const recorder = installMocks({ stack, config: doc.config ?? {} });
     const outDir = path.join(outRoot, stack);
     const failures: unknown[] = [];
+    let outputs: Record<string, unknown> = {};
     const onRejection = (err: unknown) => failures.push(err);
     process.on("unhandledRejection", onRejection);
     try {
         const program = require.resolve(path.join(ROOT, "index.ts"));
         delete require.cache[program];
+        let exported: Record<string, unknown>;
         try {
-            require(program);
+            exported = require(program);
         } catch (err) {
             return { stack, file, outDir, resources: recorder.resources, problems: problemsOf(err) };
         }
+        outputs = await resolveOutputs(exported);
         await recorder.settle();
     } finally {
         process.off("unhandledRejection", onRejection);
@@ -76,11 +80,24 @@ export async function synthesize(stackArg: string, outRoot = path.join(ROOT, "ou
     if (failures.length > 0) {
         return { stack, file, outDir, resources: recorder.resources, problems: failures.flatMap(problemsOf) };
     }
-    writeOutputs(outDir, recorder.resources);
+    writeOutputs(outDir, recorder.resources, outputs);
     return { stack, file, outDir, resources: recorder.resources, problems: [] };
 }
 
-function writeOutputs(outDir: string, resources: RecordedResource[]): void {
+/** The stack's exports as `pulumi stack output --json` shows them: secrets as "[secret]". */
+async function resolveOutputs(exported: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const out: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(exported)) {
+        if (pulumi.Output.isInstance(value)) {
+            out[key] = (await pulumi.isSecret(value)) ? REDACTED : await valueOf(value);
+        } else if (value !== undefined) {
+            out[key] = value;
+        }
+    }
+    return out;
+}
+
+function writeOutputs(outDir: string, resources: RecordedResource[], outputs: Record<string, unknown>): void {
     fs.rmSync(outDir, { recursive: true, force: true });
     for (const dir of ["userdata", "manifests"]) {
         fs.mkdirSync(path.join(outDir, dir), { recursive: true });
@@ -89,6 +106,8 @@ function writeOutputs(outDir: string, resources: RecordedResource[]): void {
         .sort((a, b) => a.type.localeCompare(b.type) || a.name.localeCompare(b.name))
         .map(({ type, name, parent, inputs }) => ({ type, name, parent: parent ?? null, inputs }));
     fs.writeFileSync(path.join(outDir, "resources.json"), JSON.stringify(rows, null, 2) + "\n");
+    // Example of `pulumi stack output --json` (ids are mock ids): `npm run doctor -- --outputs` reads this shape.
+    fs.writeFileSync(path.join(outDir, "outputs.json"), JSON.stringify(outputs, null, 2) + "\n");
 
     // Userdata of instances and scaling configurations, with token / CA hash / certificate key lines redacted.
     for (const r of resources) {
