@@ -34,6 +34,31 @@ describe("Cluster (whole stack under mocks)", () => {
         }
     });
 
+    it("no token, CA pin or kubeconfig reaches a non-secret input, resources.json, outputs.json or the written userdata", async () => {
+        const result = await synthesize("dev", out);
+        assert.deepStrictEqual(result.problems, []);
+        // Under mocks the dynamic resources answer with recognisable placeholders (scripts/mockRuntime.ts).
+        const secrets = ["0123456789abcdef", "0".repeat(64), "placeholder: the real admin kubeconfig"];
+        const dir = path.join(out, "dev");
+        const files = ["resources.json", "outputs.json", ...fs.readdirSync(path.join(dir, "userdata")).map((f) => path.join("userdata", f))];
+        assert.ok(files.length >= 6, `expected master, two pool and one existing-node scripts, got ${files.join(", ")}`);
+        for (const f of files) {
+            const text = fs.readFileSync(path.join(dir, f), "utf8");
+            for (const secret of secrets) {
+                assert.ok(!text.includes(secret), `${f} contains ${secret}`);
+            }
+        }
+        const userdata = result.resources.filter((r) => r.rawInputs.userData !== undefined && r.type !== "alicloud:ecs/instance:Instance");
+        assert.deepStrictEqual(userdata.map((r) => r.type).sort(), ["alicloud:ess/scalingConfiguration:ScalingConfiguration", "alicloud:ess/scalingConfiguration:ScalingConfiguration", "pulumi-nodejs:dynamic:Resource"]);
+        for (const r of userdata) {
+            assert.ok(r.secretInputs.includes("userData"), `${r.name}: attach userdata must be secret`);
+            assert.match(r.rawInputs.userData as string, /abcdef\.0123456789abcdef/, `${r.name} carries the (placeholder) token`);
+        }
+        const outputs = JSON.parse(fs.readFileSync(path.join(dir, "outputs.json"), "utf8"));
+        assert.strictEqual(outputs.kubeconfig, "[secret]");
+        assert.deepStrictEqual(outputs.clusterInfo.pools.map((p: { name: string; mode: string }) => `${p.name}:${p.mode}`), ["general:fixed", "elastic:autoscale"]);
+    });
+
     it("add-ons go through a Kubernetes provider built from the API-ready kubeconfig, which stays secret", async () => {
         const result = await synthesize("dev", out);
         const provider = result.resources.find((r) => r.type === "pulumi:providers:kubernetes")!;
