@@ -63,6 +63,10 @@ export async function synthesize(stackArg: string, outRoot = path.join(ROOT, "ou
     let outputs: Record<string, unknown> = {};
     const onRejection = (err: unknown) => failures.push(err);
     process.on("unhandledRejection", onRejection);
+    // Pulumi captures a stack trace per resource (source positions); under ts-node every trace is
+    // source-mapped, which was half of a large synth's time. Synth reports problems, not traces.
+    const prepareStackTrace = Error.prepareStackTrace;
+    Error.prepareStackTrace = undefined;
     try {
         const program = require.resolve(path.join(ROOT, "index.ts"));
         delete require.cache[program];
@@ -76,6 +80,7 @@ export async function synthesize(stackArg: string, outRoot = path.join(ROOT, "ou
         await recorder.settle();
     } finally {
         process.off("unhandledRejection", onRejection);
+        Error.prepareStackTrace = prepareStackTrace;
     }
     if (failures.length > 0) {
         return { stack, file, outDir, resources: recorder.resources, problems: failures.flatMap(problemsOf) };
