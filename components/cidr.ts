@@ -33,9 +33,9 @@ export function parseCidr(text: string): Cidr | string {
     return { base, prefix };
 }
 
-/** True when `text` parses as a canonical IPv4 CIDR. */
-export function isCidr(text: string): boolean {
-    return typeof parseCidr(text) !== "string";
+/** True when `text` is a string that parses as a canonical IPv4 CIDR. */
+export function isCidr(text: unknown): text is string {
+    return typeof text === "string" && typeof parseCidr(text) !== "string";
 }
 
 /** The netmask of a prefix as an unsigned 32-bit number. */

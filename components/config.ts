@@ -18,6 +18,8 @@ import {
     type Cidr,
 } from "./cidr";
 import { autoscalerVersionFor, refusedAutoscalerVersion } from "./clusterAutoscaler";
+import { isLabelValue, kubeletMaySetLabel, labelKeyProblem } from "./labels";
+export { isChinaRegion } from "./labels";
 
 /** Lowest Kubernetes minor supported: kubeadm config API v1beta4 arrived in 1.31. */
 export const MIN_KUBERNETES_MINOR = 31;
@@ -25,8 +27,6 @@ export const MIN_KUBERNETES_MINOR = 31;
 export const DEFAULT_ROUTE_ENTRY_QUOTA = 200;
 
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const LABEL_NAME = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
-const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const INSTANCE_ID = /^i-[a-z0-9]{8,30}$/;
 const VERSION = /^(\d+)\.(\d+)\.(\d+)$/;
 const DURATION = /^(\d+(\.\d+)?(ns|us|ms|s|m|h))+$/;
@@ -188,11 +188,6 @@ export class ClusterConfigError extends Error {
     }
 }
 
-/** True for region ids in mainland China, where Alibaba mirrors are the default package and image sources. */
-export function isChinaRegion(region: string): boolean {
-    return region.startsWith("cn-") && region !== "cn-hongkong";
-}
-
 /** Parses `text` as `key[=value]:Effect`. */
 export function parseTaint(text: string): Taint | string {
     const m = /^([^=:]+)(?:=([^:]*))?:(NoSchedule|PreferNoSchedule|NoExecute)$/.exec(text);
@@ -319,42 +314,18 @@ function checkZones(zones: string[], problem: Report): void {
 }
 
 function checkLabelKey(key: string, path: string, problem: Report): void {
-    const slash = key.lastIndexOf("/");
-    const prefix = slash >= 0 ? key.slice(0, slash) : undefined;
-    const name = slash >= 0 ? key.slice(slash + 1) : key;
-    if (prefix !== undefined && (prefix.length > 253 || !DNS1123_SUBDOMAIN.test(prefix))) {
-        problem(path, `label key "${key}": prefix must be a DNS subdomain`);
-        return;
-    }
-    if (name.length > 63 || !LABEL_NAME.test(name)) {
-        problem(path, `label key "${key}": name must be at most 63 characters of [A-Za-z0-9-_.], starting and ending alphanumeric`);
-        return;
-    }
-    if (prefix !== undefined && !kubeletMaySetLabel(prefix, key)) {
+    const reason = labelKeyProblem(key);
+    if (reason) {
+        problem(path, `label key "${key}": ${reason}`);
+    } else if (!kubeletMaySetLabel(key)) {
         problem(path, `label "${key}" is in a kubernetes.io/k8s.io namespace the kubelet may not set (NodeRestriction); use your own prefix or node.kubernetes.io/`);
     }
-}
-
-/** Labels the kubelet may self-apply via --node-labels (kubelet flag reference; NodeRestriction). */
-const KUBELET_ALLOWED_KEYS = new Set([
-    "kubernetes.io/hostname", "kubernetes.io/arch", "kubernetes.io/os",
-    "beta.kubernetes.io/instance-type", "node.kubernetes.io/instance-type",
-    "failure-domain.beta.kubernetes.io/region", "failure-domain.beta.kubernetes.io/zone",
-    "topology.kubernetes.io/region", "topology.kubernetes.io/zone",
-]);
-
-function kubeletMaySetLabel(prefix: string, key: string): boolean {
-    const restricted = (ns: string) => prefix === ns || prefix.endsWith(`.${ns}`);
-    if (!restricted("kubernetes.io") && !restricted("k8s.io")) {
-        return true;
-    }
-    return KUBELET_ALLOWED_KEYS.has(key) || restricted("kubelet.kubernetes.io") || restricted("node.kubernetes.io");
 }
 
 function checkLabels(labels: Record<string, string>, path: string, problem: Report): void {
     for (const [key, value] of Object.entries(labels)) {
         checkLabelKey(key, `${path}.${key}`, problem);
-        if (value.length > 63 || (value !== "" && !LABEL_NAME.test(value))) {
+        if (!isLabelValue(value)) {
             problem(`${path}.${key}`, `label value "${value}" must be empty or at most 63 characters of [A-Za-z0-9-_.], starting and ending alphanumeric`);
         }
     }
@@ -370,7 +341,7 @@ function checkTaints(taints: Array<string | Taint>, path: string, problem: Repor
         }
         const before = out.length;
         checkLabelKey(taint.key, `${path}.${i}.key`, (p, r) => problem(p, r.replace("label key", "taint key").replace(/label "/, "taint \"")));
-        if (taint.value !== undefined && (taint.value.length > 63 || (taint.value !== "" && !LABEL_NAME.test(taint.value)))) {
+        if (taint.value !== undefined && !isLabelValue(taint.value)) {
             problem(`${path}.${i}.value`, `taint value "${taint.value}" must be at most 63 characters of [A-Za-z0-9-_.]`);
         }
         if (out.length === before) {

@@ -65,8 +65,9 @@ export async function synthesize(stackArg: string, outRoot = path.join(ROOT, "ou
     process.on("unhandledRejection", onRejection);
     // Pulumi captures a stack trace per resource (source positions); under ts-node every trace is
     // source-mapped, which was half of a large synth's time. Synth reports problems, not traces.
-    const prepareStackTrace = Error.prepareStackTrace;
-    Error.prepareStackTrace = undefined;
+    const errorClass = Error as { prepareStackTrace?: unknown };
+    const prepareStackTrace = errorClass.prepareStackTrace;
+    errorClass.prepareStackTrace = undefined;
     try {
         const program = require.resolve(path.join(ROOT, "index.ts"));
         delete require.cache[program];
@@ -80,7 +81,7 @@ export async function synthesize(stackArg: string, outRoot = path.join(ROOT, "ou
         await recorder.settle();
     } finally {
         process.off("unhandledRejection", onRejection);
-        Error.prepareStackTrace = prepareStackTrace;
+        errorClass.prepareStackTrace = prepareStackTrace;
     }
     if (failures.length > 0) {
         return { stack, file, outDir, resources: recorder.resources, problems: failures.flatMap(problemsOf) };

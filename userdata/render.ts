@@ -6,6 +6,8 @@
  */
 import * as fs from "fs";
 import * as path from "path";
+import { isCidr } from "../components/cidr";
+import { isChinaRegion, isLabelValue, kubeletMaySetLabel, labelKeyProblem } from "../components/labels";
 
 /** ECS accepts 32 KiB of userdata before Base64; rendering fails above it. Our own budget is 16 KiB. */
 export const USERDATA_HARD_LIMIT_BYTES = 32 * 1024;
@@ -24,7 +26,7 @@ export interface Mirrors {
  * @param region Alibaba Cloud region id, e.g. `cn-hangzhou`.
  */
 export function defaultMirrors(region: string): Mirrors {
-    return region.startsWith("cn-")
+    return isChinaRegion(region)
         ? { packageMirror: "https://mirrors.cloud.aliyuncs.com", imageRepository: "registry.cn-hangzhou.aliyuncs.com/google_containers" }
         : { packageMirror: "https://pkgs.k8s.io", imageRepository: "registry.k8s.io" };
 }
@@ -265,31 +267,8 @@ function throwIfAny(fn: string, problems: string[]): void {
     if (problems.length > 0) throw new Error(`${fn}: invalid parameters:\n  ${problems.join("\n  ")}`);
 }
 
-function isCidr(value: string | undefined): value is string {
-    const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/.exec(value ?? "");
-    return !!m && m.slice(1, 5).every((o) => Number(o) <= 255) && Number(m[5]) <= 32;
-}
-
 function isLabelKey(key: string): boolean {
-    const [prefix, name] = key.includes("/") ? key.split(/\/(.*)/s, 2) : [undefined, key];
-    const nameOk = /^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$/.test(name ?? "");
-    const prefixOk = prefix === undefined || (prefix.length <= 253 && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(prefix));
-    return nameOk && prefixOk;
-}
-
-function isLabelValue(value: string): boolean {
-    return value === "" || /^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$/.test(value);
-}
-
-/** kubelet `--node-labels`: kubernetes.io / k8s.io keys only under node.kubernetes.io, kubelet.kubernetes.io or well-known. */
-function kubeletMaySetLabel(key: string): boolean {
-    const prefix = key.includes("/") ? key.slice(0, key.indexOf("/")) : "";
-    const restricted = /(^|\.)(kubernetes\.io|k8s\.io)$/.test(prefix);
-    if (!restricted) return true;
-    const wellKnown = ["kubernetes.io/hostname", "kubernetes.io/arch", "kubernetes.io/os", "beta.kubernetes.io/arch",
-        "beta.kubernetes.io/os", "beta.kubernetes.io/instance-type", "topology.kubernetes.io/region", "topology.kubernetes.io/zone",
-        "failure-domain.beta.kubernetes.io/region", "failure-domain.beta.kubernetes.io/zone"];
-    return wellKnown.includes(key) || /(^|\.)(kubelet|node)\.kubernetes\.io$/.test(prefix);
+    return labelKeyProblem(key) === undefined;
 }
 
 function unique(values: string[]): string[] {
