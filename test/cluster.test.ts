@@ -59,6 +59,18 @@ describe("Cluster (whole stack under mocks)", () => {
         assert.deepStrictEqual(outputs.clusterInfo.pools.map((p: { name: string; mode: string }) => `${p.name}:${p.mode}`), ["general:fixed", "elastic:autoscale"]);
     });
 
+    it("dev registers every public component under its type token, parented to the Cluster", async () => {
+        const result = await synthesize("dev", out);
+        const api = await import("../components");
+        for (const name of ["Cluster", "Network", "ControlPlane", "NodePool", "ExistingNode", "PodNetwork", "ClusterAutoscaler"]) {
+            assert.strictEqual(typeof (api as Record<string, unknown>)[name], "function", `components/index.ts exports ${name}`);
+            const found = result.resources.filter((r) => r.type === `alicloud-kubeadm:index:${name}`);
+            assert.ok(found.length > 0, `no ${name} in the dev graph`);
+            assert.ok(found.every((r) => (name === "Cluster" ? r.parent === undefined : r.parent === "dev")), `${name} parent`);
+        }
+        assert.strictEqual(result.resources.filter((r) => r.type === "alicloud-kubeadm:index:NodePool").length, 2);
+    });
+
     it("add-ons go through a Kubernetes provider built from the API-ready kubeconfig, which stays secret", async () => {
         const result = await synthesize("dev", out);
         const provider = result.resources.find((r) => r.type === "pulumi:providers:kubernetes")!;
