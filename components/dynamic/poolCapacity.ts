@@ -18,7 +18,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { getNodes, POOL_LABEL, providerIdOf } from "./kubectl";
 import { callApi, OpenApiError } from "./openapi";
-import { scaleInPool, type RemovalOptions, type RemovalReport } from "./removal";
+import { scaleInPool, scalingGroupMembers, type RemovalOptions, type RemovalReport } from "./removal";
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
 export const POOL_CAPACITY_PROVIDER_VERSION = "1";
@@ -62,13 +62,7 @@ const ESS_RETRY = { retryableCodes: ["ScalingActivityInProgress", "IncorrectScal
 
 /** Member instance ids of a scaling group (every page). */
 export async function groupInstanceIds(region: string, scalingGroupId: string): Promise<string[]> {
-    const ids: string[] = [];
-    for (let page = 1; ; page++) {
-        const res = await callApi("ess", "DescribeScalingInstances", { ScalingGroupId: scalingGroupId, PageSize: 50, PageNumber: page }, { region });
-        const rows = ((res.ScalingInstances as { ScalingInstance?: Array<{ InstanceId: string }> } | undefined)?.ScalingInstance) ?? [];
-        ids.push(...rows.map((r) => r.InstanceId));
-        if (rows.length < 50 || ids.length >= Number(res.TotalCount ?? 0)) return ids;
-    }
+    return (await scalingGroupMembers(region, scalingGroupId)).map((m) => m.InstanceId);
 }
 
 /** A scaling activity of the group that failed since `sinceMs`, described; undefined when none. */

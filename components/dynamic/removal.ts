@@ -316,6 +316,26 @@ export interface ScaleInPool {
     essAction?: "release" | "keep";
 }
 
+/** One member of an ESS scaling group (DescribeScalingInstances, ESS 2014-08-28). */
+export interface ScalingGroupMember {
+    InstanceId: string;
+    CreationTime?: string;
+    LifecycleState?: string;
+}
+
+/** Every member of a scaling group (all pages). */
+export async function scalingGroupMembers(region: string, scalingGroupId: string): Promise<ScalingGroupMember[]> {
+    const members: ScalingGroupMember[] = [];
+    for (let page = 1; ; page++) {
+        const res = await callApi("ess", "DescribeScalingInstances", { ScalingGroupId: scalingGroupId, PageSize: 50, PageNumber: page }, { region });
+        const rows = ((res.ScalingInstances as { ScalingInstance?: ScalingGroupMember[] } | undefined)?.ScalingInstance ?? []);
+        members.push(...rows);
+        if (rows.length < 50 || members.length >= Number(res.TotalCount ?? 0)) {
+            return members;
+        }
+    }
+}
+
 /** Prints `<node>\t<owner kind>` per pod, gzip+Base64 (fits Cloud Assistant's 24 KB output). */
 export const POD_OWNERS_JSONPATH = '{range .items[*]}{.spec.nodeName}{"\\t"}{.metadata.ownerReferences[0].kind}{"\\n"}{end}';
 
@@ -327,15 +347,7 @@ export async function scaleInPool(pool: ScaleInPool, opts: RemovalOptions): Prom
     const log = opts.log ?? (() => undefined);
     const master = { region: opts.region, masterInstanceId: opts.masterInstanceId, pollIntervalMs: opts.pollIntervalMs };
 
-    const instances: Array<{ InstanceId: string; CreationTime?: string; LifecycleState?: string }> = [];
-    for (let page = 1; ; page++) {
-        const res = await callApi("ess", "DescribeScalingInstances", { ScalingGroupId: pool.scalingGroupId, PageSize: 50, PageNumber: page }, { region: opts.region });
-        const rows = ((res.ScalingInstances as { ScalingInstance?: typeof instances } | undefined)?.ScalingInstance ?? []);
-        instances.push(...rows);
-        if (rows.length < 50 || instances.length >= Number(res.TotalCount ?? 0)) {
-            break;
-        }
-    }
+    const instances = await scalingGroupMembers(opts.region, pool.scalingGroupId);
     const keep = Math.max(pool.targetSize, pool.minSize, 0);
     const count = instances.length - keep;
     if (count <= 0) {
