@@ -26,14 +26,9 @@ ak_init_config() {
   cat <<EOF
 apiVersion: kubeadm.k8s.io/v1beta4
 kind: InitConfiguration
-nodeRegistration:
-  name: $(ak_yaml "$AK_PROVIDER_ID")
-  criSocket: $(ak_yaml "$AK_CRI_SOCKET")
-  kubeletExtraArgs:
-    - name: cloud-provider
-      value: external
-    - name: provider-id
-      value: $(ak_yaml "$AK_PROVIDER_ID")
+EOF
+  ak_node_registration
+  cat <<EOF
 ---
 apiVersion: kubeadm.k8s.io/v1beta4
 kind: ClusterConfiguration

@@ -50,6 +50,21 @@ ak_yaml() {
   printf "'%s'" "${1//\'/\'\'}"
 }
 
+# ak_node_registration: the nodeRegistration block every kubeadm config here shares: the node is named
+# by its provider id, and the kubelet runs with --cloud-provider=external and --provider-id.
+ak_node_registration() {
+  cat <<EOF
+nodeRegistration:
+  name: $(ak_yaml "$AK_PROVIDER_ID")
+  criSocket: $(ak_yaml "$AK_CRI_SOCKET")
+  kubeletExtraArgs:
+    - name: cloud-provider
+      value: external
+    - name: provider-id
+      value: $(ak_yaml "$AK_PROVIDER_ID")
+EOF
+}
+
 # ak_redact: copy stdin to stdout with bootstrap tokens and certificate keys blanked.
 ak_redact() {
   sed -E 's/(--token|--certificate-key|--discovery-token-ca-cert-hash)([ =])[^ ]+/\1\2<redacted>/g'

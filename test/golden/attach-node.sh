@@ -55,6 +55,19 @@ ak_yaml() {
   printf "'%s'" "${1//\'/\'\'}"
 }
 
+ak_node_registration() {
+  cat <<EOF
+nodeRegistration:
+  name: $(ak_yaml "$AK_PROVIDER_ID")
+  criSocket: $(ak_yaml "$AK_CRI_SOCKET")
+  kubeletExtraArgs:
+    - name: cloud-provider
+      value: external
+    - name: provider-id
+      value: $(ak_yaml "$AK_PROVIDER_ID")
+EOF
+}
+
 ak_redact() {
   sed -E 's/(--token|--certificate-key|--discovery-token-ca-cert-hash)([ =])[^ ]+/\1\2<redacted>/g'
 }
@@ -290,18 +303,8 @@ EOF
   for hash in "${hashes[@]}"; do
     printf '      - %s\n' "$(ak_yaml "$hash")"
   done
-  cat <<EOF
-nodeRegistration:
-  name: $(ak_yaml "$AK_PROVIDER_ID")
-  criSocket: $(ak_yaml "$AK_CRI_SOCKET")
-  kubeletExtraArgs:
-    - name: cloud-provider
-      value: external
-    - name: provider-id
-      value: $(ak_yaml "$AK_PROVIDER_ID")
-    - name: node-labels
-      value: $(ak_yaml "$labels")
-EOF
+  ak_node_registration
+  printf '    - name: node-labels\n      value: %s\n' "$(ak_yaml "$labels")"
   if [ -n "${AK_NODE_TAINTS:-}" ]; then
     printf '    - name: register-with-taints\n      value: %s\n' "$(ak_yaml "$AK_NODE_TAINTS")"
   fi
