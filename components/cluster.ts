@@ -109,6 +109,7 @@ export class Cluster extends pulumi.ComponentResource {
             securityGroupIds: [net.clusterSecurityGroupId, net.apiSecurityGroupId],
             apiSecurityGroupId: net.apiSecurityGroupId,
             natEipAddress: net.natEipAddress,
+            natGateway: config.network.natGateway,
             imageId,
             tags,
             userdata: (index, endpoint, certSANs) => masterUserdata(config, index, endpoint, certSANs),

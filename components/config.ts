@@ -15,6 +15,7 @@ import {
     parseCidr,
     VSWITCH_MAX_PREFIX,
     VSWITCH_MIN_PREFIX,
+    sizeOf,
     type Cidr,
 } from "./cidr";
 import { autoscalerVersionFor, refusedAutoscalerVersion } from "./clusterAutoscaler";
@@ -23,6 +24,21 @@ export { isChinaRegion } from "./labels";
 
 /** Lowest Kubernetes minor supported: kubeadm config API v1beta4 arrived in 1.31. */
 export const MIN_KUBERNETES_MINOR = 31;
+/** ESS scaling group and scaling configuration names (`<name>-<pool>`) are at most 64 characters. */
+export const MAX_ESS_NAME_LENGTH = 64;
+/** ESS allows at most 20 tags on a scaling configuration (same as components/nodePool.ts). */
+export const MAX_SCALING_CONFIGURATION_TAGS = 20;
+/** Tag keys Alibaba Cloud reserves for itself (case-insensitive). */
+const RESERVED_TAG_KEY = /^(aliyun|acs:)/i;
+/** Labels alicloud-kubeadm adds to pool nodes and their scaling configuration (components/nodePool.ts). */
+const POOL_LABEL_KEY = "alicloud-kubeadm/pool";
+const AUTOSCALED_LABEL_KEY = "alicloud-kubeadm/autoscaled";
+const CLUSTER_TAG_KEY = "alicloud-kubeadm/cluster";
+/** Host offset of master 0 in its vSwitch (components/controlPlane.ts masterPrivateIp: base + 10 + n). */
+const MASTER_IP_OFFSET = 10;
+/** Addresses of a vSwitch that are not usable for instances near its end (Alibaba reserves the first 3 and last 1). */
+const VSWITCH_RESERVED_TAIL = 4;
+
 /** Alibaba Cloud's default quota of custom entries per VPC route table (raise it in the Quota Center). */
 export const DEFAULT_ROUTE_ENTRY_QUOTA = 200;
 
@@ -30,6 +46,11 @@ const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const INSTANCE_ID = /^i-[a-z0-9]{8,30}$/;
 const VERSION = /^(\d+)\.(\d+)\.(\d+)$/;
 const DURATION = /^(\d+(\.\d+)?(ns|us|ms|s|m|h))+$/;
+/** `registry[:port]/path` without tag or digest (a tag is appended by the consumer). */
+const IMAGE_REPOSITORY = /^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(\/[a-z0-9]+([._-]+[a-z0-9]+)*)*$/;
+/** A full image reference: repository plus `:tag` and/or `@sha256:<hex>`. */
+const IMAGE_REFERENCE = /^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(\/[a-z0-9]+([._-]+[a-z0-9]+)*)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$/;
+const HTTPS_URL = /^https:\/\/[A-Za-z0-9.-]+(:\d+)?(\/[^\s'"\\]*)?$/;
 
 // The schema is built twice: strict (unknown keys are reported, catching typos) and lenient (unknown
 // keys stripped), so that a typo does not hide the cross-field problems from the same run.
@@ -137,6 +158,25 @@ function buildSchema(obj: typeof z.strictObject) {
             scaleDownUtilizationThreshold: 0.5, scaleDownUnneededTime: "10m", scaleDownDelayAfterAdd: "10m",
             expander: "least-waste", balanceSimilarNodeGroups: false, skipNodesWithLocalStorage: true,
         }),
+        /**
+         * Image and package sources (DESIGN.md §6). Defaults: upstream flannel and autoscaler images
+         * everywhere (no Alibaba mirror exists), Alibaba's CCM image, and for Kubernetes images and
+         * packages the region's default mirrors (Alibaba's in China regions, upstream elsewhere).
+         */
+        images: obj({
+            /** flanneld image (also runs the install-cni init container). */
+            flannel: z.string().optional(),
+            /** flannel CNI plugin image (init container). */
+            flannelCniPlugin: z.string().optional(),
+            /** Alibaba Cloud Controller Manager image. */
+            cloudControllerManager: z.string().optional(),
+            /** Cluster Autoscaler image repository; the tag `v<version>` is appended. */
+            clusterAutoscalerRepository: z.string().optional(),
+            /** kubeadm `imageRepository`: control-plane and pause images. */
+            kubernetesRepository: z.string().optional(),
+            /** Base URL of the package mirror (Kubernetes and containerd packages). */
+            packageMirror: z.string().optional(),
+        }).default({}),
         /** Free-form tags put on every cloud resource, besides `alicloud-kubeadm/cluster=<name>`. */
         tags: z.record(z.string(), z.string()).default({}),
     });
@@ -228,13 +268,15 @@ export function validateClusterConfig(raw: unknown, region: string | undefined):
 
     checkName(c.name, problem);
     checkVersion(c.kubernetesVersion, problem);
-    checkZones(c.zones, problem);
+    checkZones(c.zones, region, problem);
     if (![1, 3, 5].includes(c.controlPlane.count)) {
         problem("controlPlane.count", `must be 1, 3 or 5 (an odd etcd quorum), got ${c.controlPlane.count}`);
     } else if (c.controlPlane.count > 1 && c.zones.length < 2) {
         problem("controlPlane.count", `${c.controlPlane.count} masters sit behind an NLB, which needs at least 2 zones; list another zone or use 1 master`);
     }
-    const pools = checkPools(c.nodePools, problem);
+    const pools = checkPools(c.nodePools, c.name, problem);
+    checkTags(c, pools, problem);
+    checkImages(c.images, problem);
     const existing = checkExistingNodes(c.existingNodes, problem);
     const vswitchCidrs = checkNetwork(c, pools, existing.length, problem, warn);
     checkAutoscaler(c.autoscaler, c.kubernetesVersion, pools, problem);
@@ -300,14 +342,17 @@ function checkVersion(version: string, problem: Report): void {
     }
 }
 
-function checkZones(zones: string[], problem: Report): void {
+function checkZones(zones: string[], region: string | undefined, problem: Report): void {
     if (zones.length === 0) {
-        problem("zones", "needs at least one zone, e.g. [cn-hangzhou-h]");
+        problem("zones", `needs at least one zone, e.g. [${region ?? "cn-hangzhou"}-h]`);
     }
     const seen = new Set<string>();
     zones.forEach((zone, i) => {
         if (seen.has(zone)) {
             problem(`zones.${i}`, `"${zone}" is listed twice`);
+        }
+        if (region && !zone.startsWith(`${region}-`)) {
+            problem(`zones.${i}`, `"${zone}" is not a zone of region ${region} (zone ids start with "${region}-", e.g. ${region}-h)`);
         }
         seen.add(zone);
     });
@@ -351,7 +396,7 @@ function checkTaints(taints: Array<string | Taint>, path: string, problem: Repor
     return out;
 }
 
-function checkPools(pools: ParsedPool[], problem: Report): NodePoolConfig[] {
+function checkPools(pools: ParsedPool[], clusterName: string, problem: Report): NodePoolConfig[] {
     const names = new Set<string>();
     return pools.map((pool, i) => {
         const path = `nodePools.${i}`;
@@ -362,6 +407,10 @@ function checkPools(pools: ParsedPool[], problem: Report): NodePoolConfig[] {
             problem(`${path}.name`, `"${pool.name}" is used by another pool; pool names must be unique`);
         }
         names.add(pool.name);
+        const essName = `${clusterName}-${pool.name}`;
+        if (essName.length > MAX_ESS_NAME_LENGTH) {
+            problem(`${path}.name`, `the scaling group and scaling configuration are named "${essName}" (${essName.length} characters); ESS allows at most ${MAX_ESS_NAME_LENGTH}, so name + "-" + pool name must fit: shorten the pool name to at most ${Math.max(MAX_ESS_NAME_LENGTH - clusterName.length - 1, 0)} characters`);
+        }
         if ((pool.size === undefined) === (pool.autoscale === undefined)) {
             problem(path, "set exactly one of `size` (fixed) or `autoscale: { min, max }`");
         }
@@ -401,6 +450,55 @@ function checkPools(pools: ParsedPool[], problem: Report): NodePoolConfig[] {
         const taints = checkTaints(pool.taints, `${path}.taints`, problem);
         return { ...pool, instanceTypes: types, taints };
     });
+}
+
+/**
+ * ESS tag rules, mirroring components/nodePool.ts `scalingConfigurationTags` so bad input fails before
+ * any resource: autoscaled pools tag the scaling configuration with exactly the node labels, fixed pools
+ * with the cloud tags plus the node labels; at most 20 tags, no key starting with `aliyun` or `acs:`.
+ */
+function checkTags(c: Parsed, pools: NodePoolConfig[], problem: Report): void {
+    for (const key of Object.keys(c.tags)) {
+        if (RESERVED_TAG_KEY.test(key)) {
+            problem(`tags.${key}`, `tag key "${key}": Alibaba Cloud reserves keys starting with aliyun or acs: (ESS and the tag service refuse them)`);
+        }
+    }
+    const cloudTags = { ...c.tags, [CLUSTER_TAG_KEY]: c.name };
+    pools.forEach((pool, i) => {
+        const path = `nodePools.${i}.labels`;
+        const labels = { ...pool.labels, [POOL_LABEL_KEY]: pool.name, ...(pool.autoscale ? { [AUTOSCALED_LABEL_KEY]: "true" } : {}) };
+        const tags = pool.autoscale ? labels : { ...cloudTags, ...labels };
+        const count = Object.keys(tags).length;
+        if (count > MAX_SCALING_CONFIGURATION_TAGS) {
+            const parts = pool.autoscale
+                ? `${Object.keys(pool.labels).length} labels + ${POOL_LABEL_KEY} + ${AUTOSCALED_LABEL_KEY}`
+                : `${Object.keys(pool.labels).length} labels + ${POOL_LABEL_KEY} + ${Object.keys(cloudTags).length} cloud tags (tags + ${CLUSTER_TAG_KEY})`;
+            problem(path, `the scaling configuration would carry ${count} tags (${parts}); ESS allows at most ${MAX_SCALING_CONFIGURATION_TAGS}: remove labels${pool.autoscale ? "" : " or tags"}`);
+        }
+        for (const key of Object.keys(pool.labels)) {
+            if (RESERVED_TAG_KEY.test(key)) {
+                problem(`${path}.${key}`, `label key "${key}" becomes a scaling-configuration tag, and ESS refuses tag keys starting with aliyun or acs:`);
+            }
+        }
+    });
+}
+
+function checkImages(images: Parsed["images"], problem: Report): void {
+    for (const key of ["flannel", "flannelCniPlugin", "cloudControllerManager"] as const) {
+        const value = images[key];
+        if (value !== undefined && !IMAGE_REFERENCE.test(value)) {
+            problem(`images.${key}`, `"${value}" is not an image reference (expected registry/path:tag, e.g. registry.cn-hangzhou.aliyuncs.com/my-ns/flannel:v0.28.9)`);
+        }
+    }
+    for (const key of ["clusterAutoscalerRepository", "kubernetesRepository"] as const) {
+        const value = images[key];
+        if (value !== undefined && !IMAGE_REPOSITORY.test(value)) {
+            problem(`images.${key}`, `"${value}" is not an image repository (expected registry/path without tag or digest, e.g. registry.cn-hangzhou.aliyuncs.com/my-ns)`);
+        }
+    }
+    if (images.packageMirror !== undefined && !HTTPS_URL.test(images.packageMirror)) {
+        problem("images.packageMirror", `"${images.packageMirror}" must be an https URL (e.g. https://mirrors.cloud.aliyuncs.com)`);
+    }
 }
 
 function checkExistingNodes(nodes: Parsed["existingNodes"], problem: Report): ExistingNodeConfig[] {
@@ -475,12 +573,22 @@ function checkNetwork(c: Parsed, pools: NodePoolConfig[], existingCount: number,
                 }
             });
         });
+        parsed.forEach((v, i) => {
+            const reason = v && masterRoomProblem(v, i, c.zones.length, c.controlPlane.count);
+            if (reason) {
+                problem(`network.vswitchCidrs.${i}`, reason);
+            }
+        });
         vswitchCidrs = n.vswitchCidrs;
     } else if (vpc && c.zones.length > 0 && vpc.prefix >= 8 && vpc.prefix <= 28) {
         if (carvedVSwitchPrefix(vpc, c.zones.length) === undefined) {
             problem("network.vpcCidr", `${n.vpcCidr} is too small to carve ${c.zones.length} vSwitches (at most /${VSWITCH_MAX_PREFIX} each); use a larger VPC or set network.vswitchCidrs`);
         } else {
             vswitchCidrs = carveVSwitchCidrs(n.vpcCidr, c.zones.length);
+            const reason = masterRoomProblem(parseCidr(vswitchCidrs[0]) as Cidr, 0, c.zones.length, c.controlPlane.count);
+            if (reason) {
+                problem("network.vpcCidr", `carved vSwitches: ${reason}; use a larger VPC or set network.vswitchCidrs`);
+            }
         }
     }
 
@@ -508,6 +616,30 @@ function checkNetwork(c: Parsed, pools: NodePoolConfig[], existingCount: number,
         warn("network.apiAllowedCidrs", "controlPlane.publicEndpoint is true but no CIDR is allowed to reach 6443 from outside the VPC");
     }
     return vswitchCidrs;
+}
+
+/**
+ * Masters get fixed private IPs: base + 10 + n in their zone's vSwitch (controlPlane.ts masterPrivateIp,
+ * masters spread round-robin over the zones). The highest offset must stay clear of the addresses
+ * Alibaba reserves at the end of a vSwitch.
+ */
+function masterRoomProblem(v: Cidr, zoneIndex: number, zoneCount: number, masterCount: number): string | undefined {
+    if (zoneCount === 0 || ![1, 3, 5].includes(masterCount) || zoneIndex >= zoneCount) {
+        return undefined;
+    }
+    const mastersHere = Math.floor(masterCount / zoneCount) + (zoneIndex < masterCount % zoneCount ? 1 : 0);
+    if (mastersHere === 0) {
+        return undefined;
+    }
+    const highest = MASTER_IP_OFFSET + mastersHere - 1;
+    const size = sizeOf(v);
+    if (highest < size - VSWITCH_RESERVED_TAIL) {
+        return undefined;
+    }
+    const need = 32 - Math.ceil(Math.log2(highest + VSWITCH_RESERVED_TAIL + 1));
+    return `${formatCidr(v)} (${size} addresses) is too small for the ${mastersHere} master${mastersHere === 1 ? "" : "s"} placed in its zone: ` +
+        `masters take the fixed addresses base + ${MASTER_IP_OFFSET}${mastersHere > 1 ? `…${highest}` : ""}, which must stay below the last ` +
+        `${VSWITCH_RESERVED_TAIL} addresses; use /${need} or larger`;
 }
 
 function checkAutoscaler(a: Parsed["autoscaler"], kubernetesVersion: string, pools: NodePoolConfig[], problem: Report): void {

@@ -61,8 +61,10 @@ export interface ControlPlaneArgs {
     securityGroupIds: pulumi.Input<string>[];
     /** The API security group, also put on the NLB. */
     apiSecurityGroupId: pulumi.Input<string>;
-    /** The NAT gateway's EIP, allowed to a public NLB so nodes can reach it through NAT. Default none. */
+    /** The NAT gateway's EIP, allowed to a public NLB so nodes can reach it through NAT. Only used when `natGateway`. */
     natEipAddress?: pulumi.Input<string | undefined>;
+    /** Whether the network has a NAT gateway (and so `natEipAddress`). Default false. */
+    natGateway?: boolean;
     /** ECS image id for the masters. */
     imageId: pulumi.Input<string>;
     /**
@@ -162,7 +164,7 @@ export function createControlPlane(name: string, args: ControlPlaneArgs, parent:
             listenerPort: 6443,
             listenerDescription: `${config.name} Kubernetes API`,
         }, opts);
-        if (cp.publicEndpoint && args.natEipAddress) {
+        if (cp.publicEndpoint && args.natGateway && args.natEipAddress !== undefined) {
             new alicloud.ecs.SecurityGroupRule(`${name}-api-from-nat`, {
                 securityGroupId: args.apiSecurityGroupId,
                 type: "ingress", ipProtocol: "tcp", portRange: "6443/6443", nicType: "intranet", policy: "accept", priority: 1,
@@ -209,7 +211,13 @@ export function createControlPlane(name: string, args: ControlPlaneArgs, parent:
             httpTokens: "optional",
             userData: pulumi.all([endpoint, sans]).apply(([e, s]) => args.userdata(i, e, s)),
             tags: { ...tags, "alicloud-kubeadm/role": "control-plane" },
-        }, opts);
+        }, {
+            ...opts,
+            // A new image (image.nameRegex resolves to the newest one on every run) would replace the system
+            // disk in place and wipe etcd and the PKI; new userdata would only reboot the master (kubeadm init
+            // ran once). Neither is an upgrade: keep the masters as they were created.
+            ignoreChanges: ["imageId", "userData"],
+        });
     });
 
     for (const [i, master] of masters.entries()) {

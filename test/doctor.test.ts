@@ -117,7 +117,7 @@ function assertReadOnly(emu: Emulator): void {
     const scripts = emu.callsOf("RunCommand").map((c) => Buffer.from(c.params.CommandContent, "base64").toString("utf8"));
     assert.ok(scripts.length > 0);
     for (const s of scripts) {
-        assert.match(s, /^# alicloud-kubeadm doctor: /, "every script is a doctor script");
+        assert.match(s, /^#!\/bin\/bash\n# alicloud-kubeadm doctor: /, "every script is a doctor script");
         assert.doesNotMatch(s, FORBIDDEN, `read-only script:\n${s}`);
         const sc = spawnSync("shellcheck", ["-s", "bash", "-"], { input: s, encoding: "utf8" });
         assert.strictEqual(sc.status, 0, `shellcheck:\n${sc.stdout}\n${s}`);

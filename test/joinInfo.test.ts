@@ -84,6 +84,18 @@ describe("JoinInfo", () => {
         assert.strictEqual(out.caCertHash, ca.pin);
     });
 
+    it("keeps waiting while RunCommand refuses the Running master synchronously (agent still registering)", async () => {
+        const { emu } = ctx;
+        const master = emu.addInstance().instanceId;
+        const ca = makeCa("ec");
+        emu.inject("RunCommand", { status: 400, code: "InvalidInstance.NotMatch", message: "The specified instance type does not match the command.", times: 2 });
+        emu.onCommand(/init\.done/, { output: `status=done\n${Buffer.from(ca.pem).toString("base64")}\n` });
+        emu.onCommand(/admin\.conf/, { output: ADMIN_CONF });
+        const out = await readJoinInfo(inputs(master));
+        assert.strictEqual(out.caCertHash, ca.pin);
+        assert.strictEqual(emu.callsOf("RunCommand").filter((c) => c.code === "InvalidInstance.NotMatch").length, 2);
+    });
+
     it("a failed init surfaces the tail of the init log and the fix", async () => {
         const { emu } = ctx;
         const master = emu.addInstance().instanceId;

@@ -87,9 +87,9 @@ export function errorText(e: unknown): string {
     return redact(e instanceof Error ? e.message : String(e)).split("\n")[0];
 }
 
-/** Marker of the first line of every doctor script: `# alicloud-kubeadm doctor: <name>` (tests route on it). */
+/** First lines of every doctor script: bash (the sections use pipefail), then `# alicloud-kubeadm doctor: <name>` (tests route on it). */
 export function scriptHeader(name: string): string {
-    return `# alicloud-kubeadm doctor: ${name} (read-only)`;
+    return `#!/bin/bash\n# alicloud-kubeadm doctor: ${name} (read-only)`;
 }
 
 /**

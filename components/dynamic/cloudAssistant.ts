@@ -141,7 +141,6 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
  *   `OpenApiError` when an API call fails for good.
  */
 export async function runCommand(opts: RunCommandOptions): Promise<InstanceResult[]> {
-    
     const ids = [...new Set(opts.instanceIds)];
     const name = opts.name ?? "alicloud-kubeadm";
     const timeoutSeconds = opts.timeoutSeconds ?? 60;
@@ -177,6 +176,11 @@ export async function runCommand(opts: RunCommandOptions): Promise<InstanceResul
                 const err = e as OpenApiErrorType;
                 if (!SYNC_INSTANCE_CODES.includes(err.code)) throw e;
                 const bad = await unusableInstances(pending, err.code);
+                if (bad.size === 0 && err.code === "InvalidInstance.NotMatch") {
+                    // Every instance is Running, yet refused: its agent is not ready to take commands yet.
+                    for (const id of pending) fail(id, "InvalidInstance.NotMatch", "RunCommand refused a Running instance; its Cloud Assistant agent is probably not ready yet");
+                    return undefined;
+                }
                 if (bad.size === 0) throw e;
                 for (const [id, why] of bad) fail(id, why.code, why.info);
                 pending = pending.filter((id) => !bad.has(id));

@@ -21,6 +21,7 @@ export interface JoinSecrets {
 /** Script run on master 0: prints `<token> <certificate key>`. */
 export function joinSecretsScript(): string {
     return [
+        "#!/bin/bash",
         "set -euo pipefail",
         "key=$(kubeadm init phase upload-certs --upload-certs 2>/dev/null | tail -n 1)",
         "token=$(kubeadm token create --ttl 30m --description 'alicloud-kubeadm control-plane join')",

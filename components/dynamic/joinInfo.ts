@@ -17,7 +17,7 @@ export const MASTER_PATHS = {
 } as const;
 
 /** Agent states that mean "the instance is still booting": keep waiting. */
-const NOT_READY_CODES = ["ClientNotRunning", "ClientNotResponse", "ClientIsUpgrading", "InstanceNotRunning", "DeliveryTimeout"];
+const NOT_READY_CODES = ["ClientNotRunning", "ClientNotResponse", "ClientIsUpgrading", "InstanceNotRunning", "DeliveryTimeout", "InvalidInstance.NotMatch"];
 
 export interface JoinInfoInputs {
     /** Region id, e.g. `cn-hangzhou`. */

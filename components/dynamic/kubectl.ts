@@ -84,7 +84,7 @@ export function parseNodeLines(text: string): NodeInfo[] {
 /** Every Node, optionally filtered by a label selector (e.g. `alicloud-kubeadm/pool=general`). */
 export async function getNodes(target: MasterTarget, selector?: string): Promise<NodeInfo[]> {
     const args = ["get", "nodes", "-o", `jsonpath=${NODE_LINES_JSONPATH}`, ...(selector ? ["-l", selector] : [])];
-    const script = `set -o pipefail\n${kubectlCommand(args)} | gzip -c | base64 -w0`;
+    const script = `#!/bin/bash\nset -o pipefail\n${kubectlCommand(args)} | gzip -c | base64 -w0`;
     const out = await runOnInstance({
         region: target.region, instanceId: target.masterInstanceId, script, name: "alicloud-kubeadm-get-nodes",
         timeoutSeconds: 120, pollIntervalMs: target.pollIntervalMs,

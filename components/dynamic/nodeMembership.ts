@@ -176,7 +176,8 @@ async function attachByReimage(inputs: NodeMembershipInputs, log: (m: string) =>
         await callApi("ecs", "StopInstance", { InstanceId: instanceId, StoppedMode: "KeepCharging" }, { region, retry: { retryableCodes: ["IncorrectInstanceStatus"] } });
         await waitForStatus(region, instanceId, "Stopped", w, log);
     }
-    await callApi("ecs", "ReplaceSystemDisk", { InstanceId: instanceId, ImageId: inputs.imageId }, { region });
+    // PasswordInherit keeps the instance's login password or key pair on the new disk.
+    await callApi("ecs", "ReplaceSystemDisk", { InstanceId: instanceId, ImageId: inputs.imageId, PasswordInherit: true }, { region });
     log(`${instanceId}: replacing the system disk with ${inputs.imageId}`);
     await waitForStatus(region, instanceId, "Stopped", w, log);
     await callApi("ecs", "StartInstance", { InstanceId: instanceId }, { region, retry: { retryableCodes: ["IncorrectInstanceStatus"] } });

@@ -356,7 +356,7 @@ export async function scaleInPool(pool: ScaleInPool, opts: RemovalOptions): Prom
     }
 
     const nodes = await getNodes(master, `${POOL_LABEL}=${pool.poolName}`);
-    const script = `set -o pipefail\n${kubectlCommand(["get", "pods", "-A", "--field-selector=status.phase!=Succeeded,status.phase!=Failed", "-o", `jsonpath=${POD_OWNERS_JSONPATH}`])} | gzip -c | base64 -w0`;
+    const script = `#!/bin/bash\nset -o pipefail\n${kubectlCommand(["get", "pods", "-A", "--field-selector=status.phase!=Succeeded,status.phase!=Failed", "-o", `jsonpath=${POD_OWNERS_JSONPATH}`])} | gzip -c | base64 -w0`;
     const out = await runOnInstance({ region: opts.region, instanceId: opts.masterInstanceId, script, name: "alicloud-kubeadm-pod-owners", timeoutSeconds: 120, pollIntervalMs: opts.pollIntervalMs });
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const zlib = require("zlib") as typeof import("zlib");
