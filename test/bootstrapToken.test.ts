@@ -127,10 +127,16 @@ describe("BootstrapToken", () => {
         assert.match(warnings[1], /no longer exists/);
     });
 
-    it("a failed create names the master and the fix, never the token", async () => {
+    it("a failed create names the master and the fix, never the token, and deletes the token it may have left", async () => {
         const id = ctx.emu.addInstance().instanceId;
         let sent = "";
+        const deleted: string[] = [];
         ctx.emu.onCommand(/kubeadm token/, (c) => {
+            const del = /token delete '?([a-z0-9]{6})'?/.exec(c.script);
+            if (del) {
+                deleted.push(del[1]);
+                return { output: "" };
+            }
             sent = /token create '([^']+)'/.exec(c.script)![1];
             return { exitCode: 1, output: `failed to create token ${sent}: connection refused\n` };
         });
@@ -141,6 +147,7 @@ describe("BootstrapToken", () => {
             assert.ok(!err.message.includes(sent.slice(7)), "not even the secret half");
             return true;
         });
+        assert.deepStrictEqual(deleted, [sent.slice(0, 6)], "a token whose create result was lost is not left unowned");
     });
 
     it("ttl, description or master changes replace the token; a provider version bump only updates", async () => {

@@ -62,9 +62,10 @@ export function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: { comma
             return { exitCode: 1, output: `evicting pod default/web-1\nerror when evicting pods/"web-1" -n "default" (will retry after 5s): Cannot evict pod as it would violate the pod's disruption budget.\nerror: unable to drain node "${name}" due to error: global timeout reached: 10s` };
         }
         const node = c.nodes.get(name);
-        if (node) {
-            node.pods = node.pods.filter((k) => k === "DaemonSet");
+        if (!node) {
+            return { exitCode: 1, output: `Error from server (NotFound): nodes "${name}" not found\n` };
         }
+        node.pods = node.pods.filter((k) => k === "DaemonSet");
         return { output: `node/${name} cordoned\nnode/${name} drained\n`, delayMs };
     });
     emu.onCommand(/kubectl .* delete node /, (ctx) => {
@@ -72,6 +73,11 @@ export function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: { comma
         c.commands.push(`${ctx.instanceId}: delete-node ${name}`);
         c.nodes.delete(name);
         return { output: `node "${name}" deleted\n` };
+    });
+    emu.onCommand(/etcdctl .*member list/, (ctx) => {
+        const member = /-v n='?([^' ]+)'? /.exec(ctx.script)?.[1];
+        c.commands.push(`${ctx.instanceId}: etcd-member-remove ${member}`);
+        return { output: "member-removed\n" };
     });
     emu.onCommand(/kubeadm reset -f/, (ctx) => {
         c.commands.push(`${ctx.instanceId}: reset`);

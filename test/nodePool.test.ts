@@ -144,8 +144,9 @@ describe("PoolCapacity (emulator)", () => {
         await poolCapacityProvider.delete!("x", { ...inputs(group.scalingGroupId, master, 0), poolName: "elastic", mode: "observe", minSize: 2, readyInstanceIds: [] });
         assert.deepStrictEqual(emu.scalingGroupInstances(group.scalingGroupId), []);
         assert.strictEqual(drained.length, 2);
-        const ess = emu.mutatingCalls().filter((c) => c.product === "ess").map((c) => c.action + (c.params.MinSize ? `(min ${c.params.MinSize})` : ""));
-        assert.deepStrictEqual(ess, ["ModifyScalingGroup(min 0)", "RemoveInstances", "RemoveInstances"]);
+        const ess = emu.mutatingCalls().filter((c) => c.product === "ess").map((c) => c.action + (c.params.MinSize ? `(min ${c.params.MinSize}, max ${c.params.MaxSize})` : ""));
+        // MaxSize capped at the members first: the autoscaler cannot add a node that would go undrained with the group.
+        assert.deepStrictEqual(ess, ["ModifyScalingGroup(min 0, max 2)", "RemoveInstances", "RemoveInstances"]);
     });
 
     it("deleting a pool whose ESS group is already gone is fine, with a warning", async () => {
@@ -161,6 +162,8 @@ describe("PoolCapacity (emulator)", () => {
         const olds = { ...inputs("asg-1", "i-m", 2), readyInstanceIds: [] };
         const grow = await poolCapacityProvider.diff!("x", olds, inputs("asg-1", "i-m", 3));
         assert.deepStrictEqual([grow.changes, grow.replaces], [true, []]);
+        const toAutoscaled = await poolCapacityProvider.diff!("x", olds, { ...inputs("asg-1", "i-m", 2), mode: "observe" });
+        assert.deepStrictEqual([toAutoscaled.changes, toAutoscaled.replaces], [true, []], "fixed → autoscaled is an update: no drain of the pool");
         const moved = await poolCapacityProvider.diff!("x", olds, inputs("asg-2", "i-m", 2));
         assert.deepStrictEqual([moved.replaces, moved.deleteBeforeReplace], [["scalingGroupId"], true]);
         const check = await poolCapacityProvider.check!({}, { ...inputs("asg-1", "i-m", -1) });

@@ -100,6 +100,39 @@ describe("removal core", () => {
         ]);
     });
 
+    it("a Node deleted meanwhile (stale name from state): drain is skipped and the rest completes", async () => {
+        const id = existingNode();
+        const stale = [...c.nodes.values()][0].name;
+        c.nodes.clear();
+        const report = await removeNode({ instanceId: id, kind: "existing", nodeName: stale }, opts);
+        assert.deepStrictEqual(report.done, ["clear-userdata", "delete-route"]);
+        assert.match(warnings.join("\n"), new RegExp(`drain skipped: Node ${stale} is already deleted`));
+    });
+
+    it("a NotReady node is drained without waiting forever for pods its kubelet never confirms", async () => {
+        const id = existingNode();
+        [...c.nodes.values()][0].ready = false;
+        await removeNode({ instanceId: id, kind: "existing" }, opts);
+        const drain = ctx.emu.callsOf("RunCommand").map((x) => Buffer.from(x.params.CommandContent, "base64").toString()).find((s) => s.includes(" drain "))!;
+        assert.match(drain, /--skip-wait-for-delete-timeout=60/);
+        const readyId = existingNode();
+        await removeNode({ instanceId: readyId, kind: "existing" }, opts);
+        const drains = ctx.emu.callsOf("RunCommand").map((x) => Buffer.from(x.params.CommandContent, "base64").toString()).filter((s) => s.includes(" drain "));
+        assert.doesNotMatch(drains[1], /skip-wait-for-delete-timeout/, "Ready nodes keep graceful termination");
+    });
+
+    it("a control-plane member that cannot reset leaves etcd through master 0", async () => {
+        const id = ctx.emu.addInstance().instanceId;
+        c.addNode(c.master, { name: "master-0" });
+        c.addNode(id, { name: "master-1" });
+        ctx.emu.stopInstance(id);
+        const report = await removeNode({ instanceId: id, kind: "control-plane" }, { ...opts, routeTableId: undefined });
+        assert.deepStrictEqual(c.commands.filter((x) => !x.endsWith("get-nodes")), [`${c.master}: drain master-1`, `${c.master}: etcd-member-remove master-1`, `${c.master}: delete-node master-1`]);
+        assert.deepStrictEqual(report.done, ["drain", "reset", "delete-node"]);
+        const script = ctx.emu.callsOf("RunCommand").map((x) => Buffer.from(x.params.CommandContent, "base64").toString()).find((s) => s.includes("etcdctl"))!;
+        assert.match(script, /exec etcd-master-0 -- etcdctl .* member list/);
+    });
+
     it("is idempotent: removing again makes no mutating call but the read-only node lookup", async () => {
         const id = existingNode();
         await removeNode({ instanceId: id, kind: "existing" }, opts);

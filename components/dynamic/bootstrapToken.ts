@@ -104,6 +104,9 @@ export async function createBootstrapToken(inputs: BootstrapTokenInputs): Promis
             timeoutSeconds: 60, sensitiveOutput: true, pollIntervalMs: inputs.pollIntervalMs,
         });
     } catch (err) {
+        // The command may have run even though its result was lost: nothing would own that token, so
+        // delete it (best effort) before failing.
+        await deleteBootstrapToken(inputs, token.slice(0, 6)).catch(() => undefined);
         const code = err instanceof CommandError ? ` (${err.errorCode})` : "";
         throw new Error(`creating a bootstrap token on master 0 (${inputs.masterInstanceId}) failed${code}: ` +
             `${(err as Error).message.split(token).join("<token>")}\n  fix: check that kubeadm init finished on ${inputs.masterInstanceId} ` +

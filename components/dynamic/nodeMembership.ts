@@ -195,12 +195,17 @@ export async function joinExistingNode(inputs: NodeMembershipInputs, log: (m: st
     if (inputs.mode === "auto") {
         const providerId = providerIdOf(inputs.region, inputs.instanceId);
         const target = { region: inputs.region, masterInstanceId: inputs.masterInstanceId, pollIntervalMs: inputs.pollIntervalMs };
-        const node = (await getNodes(target)).find((n) => n.providerId === providerId && n.ready);
-        if (node) {
+        const node = (await getNodes(target)).find((n) => n.providerId === providerId);
+        if (node?.ready) {
             log(`${inputs.instanceId}: already a Ready node (${node.name}); the system disk is left alone`);
             return { nodeName: node.name, providerId };
         }
-        await attachByReimage(inputs, log);
+        if (node) {
+            // Joined but not Ready (a resumed `pulumi up` after a slow join): re-imaging would destroy it.
+            log(`${inputs.instanceId}: already joined as ${node.name} (NotReady); the system disk is left alone, waiting for Ready`);
+        } else {
+            await attachByReimage(inputs, log);
+        }
     } else if (inputs.mode === "manual") {
         await attachManually(inputs, log);
     }
@@ -242,7 +247,9 @@ export const nodeMembershipProvider: pulumi.dynamic.ResourceProvider = {
             drainTimeoutSeconds: props.drainTimeoutSeconds, pollIntervalMs: props.pollIntervalMs,
             log: (m) => log.info(m), warn: (m) => log.warn(m),
         };
-        await removeNode({ instanceId: props.instanceId, kind: "existing", nodeName: props.nodeName || undefined }, opts);
+        // Looked up by provider id, not taken from state: the Node may be gone already (a resumed delete,
+        // or the CCM removed it after the instance was released).
+        await removeNode({ instanceId: props.instanceId, kind: "existing" }, opts);
     },
 };
 

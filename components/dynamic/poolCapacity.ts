@@ -153,12 +153,16 @@ export async function shrinkPool(inputs: PoolCapacityInputs, targetSize: number,
 }
 
 /**
- * Before the group is deleted: MinSize 0 (so ESS accepts removing every member), then every node drained
- * and removed through the removal flow. A group already gone is fine.
+ * Before the group is deleted: MinSize 0 (so ESS accepts removing every member) and MaxSize at the
+ * current member count (so the Cluster Autoscaler cannot add a node that would then be released
+ * undrained with the group), then every node drained and removed through the removal flow. A group
+ * already gone is fine.
  */
 export async function drainPool(inputs: PoolCapacityInputs, opts: RemovalOptions = removalOptions(inputs)): Promise<RemovalReport[]> {
     try {
-        await callApi("ess", "ModifyScalingGroup", { ScalingGroupId: inputs.scalingGroupId, MinSize: 0 }, { region: inputs.region, retry: ESS_RETRY });
+        const members = await groupInstanceIds(inputs.region, inputs.scalingGroupId);
+        await callApi("ess", "ModifyScalingGroup", { ScalingGroupId: inputs.scalingGroupId, MinSize: 0, MaxSize: members.length },
+            { region: inputs.region, retry: ESS_RETRY });
     } catch (err) {
         if (err instanceof OpenApiError && err.code === "InvalidScalingGroupId.NotFound") {
             (opts.warn ?? (() => undefined))(`pool ${inputs.poolName}: ESS group ${inputs.scalingGroupId} is already gone; nothing to drain`);
@@ -189,8 +193,10 @@ export const poolCapacityProvider: pulumi.dynamic.ResourceProvider = {
         return { id: `${inputs.scalingGroupId}/capacity`, outs: { ...inputs, ...outs } };
     },
     async diff(_id: string, olds: State, news: PoolCapacityInputs) {
-        const replaces = (["scalingGroupId", "region", "mode"] as const).filter((k) => (olds[k] ?? "") !== (news[k] ?? ""));
-        const keys = ["size", "minSize", "poolName", "masterInstanceId", "routeTableId", "readyTimeoutSeconds", "pollSeconds", "pollIntervalMs", "drainTimeoutSeconds", "providerVersion"] as const;
+        // Only a different group is a replacement: switching a pool between fixed and autoscaled (mode) is an
+        // update, never a delete that would drain every node of the pool.
+        const replaces = (["scalingGroupId", "region"] as const).filter((k) => (olds[k] ?? "") !== (news[k] ?? ""));
+        const keys = ["mode", "size", "minSize", "poolName", "masterInstanceId", "routeTableId", "readyTimeoutSeconds", "pollSeconds", "pollIntervalMs", "drainTimeoutSeconds", "providerVersion"] as const;
         const changed = replaces.length > 0 || keys.some((k) => olds[k] !== news[k]);
         // Replacing (a new group) must drain the old group before its nodes go.
         return { changes: changed, replaces, deleteBeforeReplace: true };

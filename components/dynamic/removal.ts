@@ -9,7 +9,7 @@
  *         → ESS RemoveInstances / DetachInstances (pool members) → delete a left-over pod route
  */
 import { CommandError, runOnInstance } from "./cloudAssistant";
-import { getNodes, kubectl, kubectlCommand, providerIdOf, POOL_LABEL } from "./kubectl";
+import { getNodes, kubectl, kubectlCommand, providerIdOf, shq, POOL_LABEL } from "./kubectl";
 import { callApi, OpenApiError } from "./openapi";
 
 /** How the node came into the cluster; decides which steps apply. */
@@ -102,6 +102,27 @@ const NOT_FOUND = /NotFound$|^InstanceNotExists$|^InstanceReleased$/;
 export interface KnownTarget extends RemovalTarget {
     /** The Node's name when known; `null` when known to be absent. Default: looked up by provider id. */
     nodeName?: string | null;
+    /** Whether that Node is Ready (a NotReady node's pods never finish terminating). Default: looked up. */
+    nodeReady?: boolean;
+}
+
+/**
+ * Removes a control-plane member's etcd member from master 0, for when `kubeadm reset` could not run on
+ * the member itself (stopped, released, no agent): otherwise the dead member keeps counting toward quorum.
+ * The etcd member name is the node name (kubeadm's nodeRegistration.name).
+ */
+export function etcdMemberRemoveScript(master0NodeName: string, memberName: string): string {
+    const etcdctl = `kubectl --kubeconfig=/etc/kubernetes/admin.conf -n kube-system exec ${shq(`etcd-${master0NodeName}`)} -- etcdctl ` +
+        "--endpoints=https://127.0.0.1:2379 --cacert=/etc/kubernetes/pki/etcd/ca.crt " +
+        "--cert=/etc/kubernetes/pki/etcd/healthcheck-client.crt --key=/etc/kubernetes/pki/etcd/healthcheck-client.key";
+    return [
+        "#!/bin/bash",
+        "set -euo pipefail",
+        `id=$(${etcdctl} member list | awk -F', ' -v n=${shq(memberName)} '$3 == n {print $1}')`,
+        'if [ -z "$id" ]; then echo member-absent; exit 0; fi',
+        `${etcdctl} member remove "$id"`,
+        "echo member-removed",
+    ].join("\n");
 }
 
 /**
@@ -128,10 +149,17 @@ export async function removeNode(target: KnownTarget, opts: RemovalOptions): Pro
 
     // Which Node is this instance? The provider id is the stable link (DESIGN.md §2).
     let nodeName = target.nodeName;
-    if (nodeName === undefined) {
+    let nodeReady = target.nodeReady;
+    let master0NodeName: string | undefined;
+    if (nodeName === undefined || target.kind === "control-plane") {
         await step("drain", "check that master 0 is Running with its Cloud Assistant agent online", async () => {
-            const providerId = providerIdOf(opts.region, id);
-            nodeName = (await getNodes(master)).find((n) => n.providerId === providerId)?.name ?? null;
+            const nodes = await getNodes(master);
+            const node = nodes.find((n) => n.providerId === providerIdOf(opts.region, id));
+            master0NodeName = nodes.find((n) => n.providerId === providerIdOf(opts.region, opts.masterInstanceId))?.name;
+            if (nodeName === undefined) {
+                nodeName = node?.name ?? null;
+                nodeReady = node?.ready;
+            }
         });
     }
 
@@ -141,11 +169,23 @@ export async function removeNode(target: KnownTarget, opts: RemovalOptions): Pro
         await step("drain", `a PodDisruptionBudget or a slow pod blocks eviction from ${name}: free it, raise drainTimeoutSeconds, or set force: true to delete pods without a controller`, async () => {
             log(`draining ${id} (node ${name})`);
             const timeout = opts.drainTimeoutSeconds ?? 600;
-            await kubectl(master, ["drain", name, "--ignore-daemonsets", "--delete-emptydir-data", `--timeout=${timeout}s`, ...(opts.force ? ["--force"] : [])],
-                { timeoutSeconds: timeout + 60, name: "alicloud-kubeadm-drain" });
-            report.done.push("drain");
+            // On a NotReady node the kubelet never confirms pod deletion: stop waiting for evicted pods
+            // after a minute instead of running into the drain timeout on every attempt.
+            const notReady = nodeReady === false ? ["--skip-wait-for-delete-timeout=60"] : [];
+            try {
+                await kubectl(master, ["drain", name, "--ignore-daemonsets", "--delete-emptydir-data", `--timeout=${timeout}s`, ...notReady, ...(opts.force ? ["--force"] : [])],
+                    { timeoutSeconds: timeout + 60, name: "alicloud-kubeadm-drain" });
+                report.done.push("drain");
+            } catch (err) {
+                if (!(err instanceof CommandError && /\(NotFound\)|nodes? "[^"]*" not found/.test(err.outputTail))) {
+                    throw err;
+                }
+                nodeName = null; // deleted meanwhile (by an earlier run or by the CCM)
+                skip("drain", `Node ${name} is already deleted`);
+            }
         });
-    } else {
+    }
+    if (!nodeName && !report.skipped.some((s) => s.step === "drain")) {
         skip("drain", `no Node has provider id ${opts.region}.${id} (already deleted)`);
     }
 
@@ -179,17 +219,31 @@ export async function removeNode(target: KnownTarget, opts: RemovalOptions): Pro
     if (!nodeName) {
         skip("reset", "the Node is already deleted, so the reset step ran before (or the node never joined)");
     } else {
+        const memberName = nodeName;
         await step("reset", `start ${id} and its Cloud Assistant agent, or run the reset by hand, then retry`, async () => {
             try {
                 log(`resetting ${id}: kubeadm reset, CNI config, cni0, iptables`);
                 await runOnInstance({ region: opts.region, instanceId: id, script: resetScript(), name: "alicloud-kubeadm-reset", timeoutSeconds: 300, pollIntervalMs: opts.pollIntervalMs });
                 report.done.push("reset");
             } catch (err) {
-                if (err instanceof CommandError && NODE_UNREACHABLE.includes(err.errorCode)) {
+                if (!(err instanceof CommandError && NODE_UNREACHABLE.includes(err.errorCode))) {
+                    throw err;
+                }
+                if (target.kind !== "control-plane") {
                     skip("reset", `${id} cannot run commands (${err.errorCode}); the Kubernetes side still completes`);
                     return;
                 }
-                throw err;
+                // A member that cannot reset itself would stay in etcd and keep counting toward quorum.
+                if (!master0NodeName) {
+                    throw new Error(`${id} cannot run kubeadm reset (${err.errorCode}) and master 0 has no Node to reach etcd through`);
+                }
+                log(`${id} cannot run kubeadm reset (${err.errorCode}); removing its etcd member through master 0`);
+                const out = await runOnInstance({ region: opts.region, instanceId: opts.masterInstanceId, script: etcdMemberRemoveScript(master0NodeName, memberName),
+                    name: "alicloud-kubeadm-etcd-member-remove", timeoutSeconds: 120, pollIntervalMs: opts.pollIntervalMs });
+                report.done.push("reset");
+                if (out.includes("member-absent")) {
+                    warn(`${id}: reset skipped (${err.errorCode}); it was no longer an etcd member`);
+                }
             }
         });
     }
@@ -217,9 +271,18 @@ export async function removeNode(target: KnownTarget, opts: RemovalOptions): Pro
                 return;
             }
             log(`${action === "RemoveInstances" ? "releasing" : "detaching"} ${id} from ${group}`);
-            await callApi("ess", action, { ScalingGroupId: group, InstanceId: [id], DecreaseDesiredCapacity: true },
-                { region: opts.region, retry: { retryableCodes: ESS_BUSY, maxAttempts: 30, totalTimeoutMs: 600_000, maxDelayMs: 20_000 } });
-            report.done.push("leave-scaling-group");
+            try {
+                await callApi("ess", action, { ScalingGroupId: group, InstanceId: [id], DecreaseDesiredCapacity: true },
+                    { region: opts.region, retry: { retryableCodes: ESS_BUSY, maxAttempts: 30, totalTimeoutMs: 600_000, maxDelayMs: 20_000 } });
+                report.done.push("leave-scaling-group");
+            } catch (err) {
+                // Left meanwhile (ESS was already removing it, or the group is gone): done.
+                if (err instanceof OpenApiError && ["IncorrectInstanceStatus", "InvalidInstanceId.NotFound", "InvalidScalingGroupId.NotFound"].includes(err.code)) {
+                    skip("leave-scaling-group", `${id} already left ${group} (${err.code})`);
+                    return;
+                }
+                throw err;
+            }
         });
     } else {
         report.skipped.push({ step: "leave-scaling-group", reason: "not an ESS member" });
@@ -347,7 +410,8 @@ export async function scaleInPool(pool: ScaleInPool, opts: RemovalOptions): Prom
     const log = opts.log ?? (() => undefined);
     const master = { region: opts.region, masterInstanceId: opts.masterInstanceId, pollIntervalMs: opts.pollIntervalMs };
 
-    const instances = await scalingGroupMembers(opts.region, pool.scalingGroupId);
+    // Members ESS is already removing are leaving anyway: neither counted nor chosen.
+    const instances = (await scalingGroupMembers(opts.region, pool.scalingGroupId)).filter((m) => m.LifecycleState !== "Removing");
     const keep = Math.max(pool.targetSize, pool.minSize, 0);
     const count = instances.length - keep;
     if (count <= 0) {
