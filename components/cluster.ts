@@ -127,7 +127,10 @@ export class Cluster extends pulumi.ComponentResource {
         let previous: pulumi.Resource = this.joinInfo;
         this.controlPlaneMembers = masters.slice(1).map((member, k) => {
             const joinScript = pulumi.secret(pulumi.all([this.controlPlane.endpoint, this.joinInfo.caCertHash]).apply(([apiEndpoint, caCertHash]) =>
-                renderControlPlaneJoin({ region: config.region, kubernetesVersion: config.kubernetesVersion, apiEndpoint, caCertHash, ...JOIN_PLACEHOLDERS })));
+                renderControlPlaneJoin({
+                    region: config.region, kubernetesVersion: config.kubernetesVersion, apiEndpoint, caCertHash,
+                    ...nodeMirrors(config), ...JOIN_PLACEHOLDERS,
+                })));
             previous = new ControlPlaneMember(`${name}-master-${k + 1}-join`, {
                 region: config.region,
                 masterInstanceId: masters[0].id,
@@ -166,6 +169,11 @@ export class Cluster extends pulumi.ComponentResource {
             routeTableId: net.routeTableId,
             region: config.region,
             kubernetesVersion: config.kubernetesVersion,
+            images: {
+                flannel: config.images.flannel,
+                flannelCniPlugin: config.images.flannelCniPlugin,
+                ccm: config.images.cloudControllerManager,
+            },
         }, { parent: this, provider: this.kubernetesProvider });
         const autoscaled = this.nodePools.filter((p) => p.autoscale);
         if (autoscaled.length > 0) {
@@ -175,6 +183,7 @@ export class Cluster extends pulumi.ComponentResource {
                 version: config.autoscaler.version,
                 pools: autoscaled.map((p) => ({ name: p.poolName, min: p.autoscale!.min, max: p.autoscale!.max, scalingGroupId: p.scalingGroupId })),
                 settings: config.autoscaler,
+                imageRepository: config.images.clusterAutoscalerRepository,
             }, { parent: this, provider: this.kubernetesProvider });
         }
 
@@ -218,7 +227,20 @@ export function masterUserdata(config: ClusterConfig, index: number, apiEndpoint
         serviceCidr: config.network.serviceCidr,
         nodeCidrMaskSize: config.network.nodeCidrMaskSize,
         certSANs,
+        ...nodeMirrors(config),
     });
+}
+
+/**
+ * `images.kubernetesRepository` / `images.packageMirror` as render parameters; unset keys are left out so
+ * the renderer's region defaults apply (and the scripts of existing stacks render unchanged).
+ */
+export function nodeMirrors(config: ClusterConfig): { imageRepository?: string; packageMirror?: string } {
+    const { kubernetesRepository, packageMirror } = config.images;
+    return {
+        ...(kubernetesRepository !== undefined ? { imageRepository: kubernetesRepository } : {}),
+        ...(packageMirror !== undefined ? { packageMirror } : {}),
+    };
 }
 
 /** Placeholder secrets rendered into the control-plane join script; ControlPlaneMember swaps in real ones. */

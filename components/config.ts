@@ -36,8 +36,8 @@ const AUTOSCALED_LABEL_KEY = "alicloud-kubeadm/autoscaled";
 const CLUSTER_TAG_KEY = "alicloud-kubeadm/cluster";
 /** Host offset of master 0 in its vSwitch (components/controlPlane.ts masterPrivateIp: base + 10 + n). */
 const MASTER_IP_OFFSET = 10;
-/** Addresses of a vSwitch that are not usable for instances near its end (Alibaba reserves the first 3 and last 1). */
-const VSWITCH_RESERVED_TAIL = 4;
+/** Addresses Alibaba reserves in every vSwitch (the first 3 and the last 1): a host offset must be below size − 4. */
+const VSWITCH_RESERVED_ADDRESSES = 4;
 
 /** Alibaba Cloud's default quota of custom entries per VPC route table (raise it in the Quota Center). */
 export const DEFAULT_ROUTE_ENTRY_QUOTA = 200;
@@ -633,13 +633,13 @@ function masterRoomProblem(v: Cidr, zoneIndex: number, zoneCount: number, master
     }
     const highest = MASTER_IP_OFFSET + mastersHere - 1;
     const size = sizeOf(v);
-    if (highest < size - VSWITCH_RESERVED_TAIL) {
+    if (highest < size - VSWITCH_RESERVED_ADDRESSES) {
         return undefined;
     }
-    const need = 32 - Math.ceil(Math.log2(highest + VSWITCH_RESERVED_TAIL + 1));
+    const need = 32 - Math.ceil(Math.log2(highest + VSWITCH_RESERVED_ADDRESSES + 1));
     return `${formatCidr(v)} (${size} addresses) is too small for the ${mastersHere} master${mastersHere === 1 ? "" : "s"} placed in its zone: ` +
-        `masters take the fixed addresses base + ${MASTER_IP_OFFSET}${mastersHere > 1 ? `…${highest}` : ""}, which must stay below the last ` +
-        `${VSWITCH_RESERVED_TAIL} addresses; use /${need} or larger`;
+        `masters take the fixed addresses base + ${MASTER_IP_OFFSET}${mastersHere > 1 ? `…${highest}` : ""}, which must be below base + ` +
+        `${size - VSWITCH_RESERVED_ADDRESSES} (Alibaba reserves ${VSWITCH_RESERVED_ADDRESSES} addresses of every vSwitch); use /${need} or larger`;
 }
 
 function checkAutoscaler(a: Parsed["autoscaler"], kubernetesVersion: string, pools: NodePoolConfig[], problem: Report): void {

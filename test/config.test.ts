@@ -1,8 +1,10 @@
 import * as assert from "assert";
 import * as fs from "fs";
+import * as os from "os";
 import * as path from "path";
 import * as YAML from "yaml";
 import { parseClusterConfig, validateClusterConfig, ClusterConfigError, type ClusterConfigInput } from "../components/config";
+import { synthesize } from "../scripts/synth";
 
 /** A valid config (the dev stack's shape); each case below breaks one thing. */
 function base(): ClusterConfigInput & Record<string, unknown> {
@@ -79,7 +81,36 @@ const badCases: Array<[string, Mutate, string, RegExp]> = [
     ["unknown key (typo)", (c) => { cp(c).instancetype = "ecs.g7.large"; }, "controlPlane", /unknown key "instancetype"/],
     ["wrong type", (c) => { net(c).natGateway = "yes"; }, "network.natGateway", /must be boolean/],
     ["missing name", (c) => { delete (c as Record<string, unknown>).name; }, "name", /is required/],
+    // ESS names `<name>-<pool>` are at most 64 characters.
+    ["ESS name too long", (c) => { c.name = "a".repeat(40); pool(c).name = "b".repeat(24); }, "nodePools.0.name", /"a{40}-b{24}" \(65 characters\); ESS allows at most 64.*at most 23 characters/],
+    // Scaling-configuration tags: at most 20, no reserved keys.
+    ["autoscaled pool: 19 labels + 2 = 21 tags", (c) => { pool(c, 1).labels = manyLabels(19); }, "nodePools.1.labels", /would carry 21 tags \(19 labels \+ alicloud-kubeadm\/pool \+ alicloud-kubeadm\/autoscaled\); ESS allows at most 20/],
+    ["fixed pool: labels + cloud tags > 20", (c) => { c.tags = manyLabels(10, "team"); pool(c).labels = manyLabels(9); }, "nodePools.0.labels", /would carry 21 tags \(9 labels \+ alicloud-kubeadm\/pool \+ 11 cloud tags/],
+    ["label key reserved for tags (aliyun)", (c) => { pool(c).labels = { "aliyun.com/gpu": "true" }; }, "nodePools.0.labels.aliyun.com/gpu", /ESS refuses tag keys starting with aliyun or acs:/],
+    ["label key reserved for tags (case-insensitive)", (c) => { pool(c, 1).labels = { "ALIYUN-team": "a" }; }, "nodePools.1.labels.ALIYUN-team", /aliyun or acs:/],
+    ["tag key reserved (acs:)", (c) => { c.tags = { "acs:owner": "me" }; }, "tags.acs:owner", /reserves keys starting with aliyun or acs:/],
+    ["tag key reserved (Aliyun)", (c) => { c.tags = { "Aliyun-cost": "x" }; }, "tags.Aliyun-cost", /aliyun or acs:/],
+    // Zones belong to the region.
+    ["zone of another region", (c) => { c.zones = ["cn-hangzhou-h", "cn-shanghai-e"]; }, "zones.1", /"cn-shanghai-e" is not a zone of region cn-hangzhou.*cn-hangzhou-/],
+    ["region id without zone suffix", (c) => { c.zones = ["cn-hangzhou", "cn-hangzhou-i"]; }, "zones.0", /not a zone of region cn-hangzhou/],
+    // Masters take base + 10 + n in their zone's vSwitch.
+    ["given /29 vSwitch hosting a master", (c) => { net(c).vswitchCidrs = ["192.168.0.0/29", "192.168.16.0/20"]; }, "network.vswitchCidrs.0", /192\.168\.0\.0\/29 \(8 addresses\) is too small for the 1 master placed in its zone.*use \/28 or larger/],
+    ["given /28 vSwitch with 3 masters (5 over 2 zones)", (c) => { cp(c).count = 5; net(c).vswitchCidrs = ["192.168.0.0/28", "192.168.16.0/28"]; }, "network.vswitchCidrs.0", /too small for the 3 masters.*base \+ 10…12, which must be below base \+ 12.*use \/27/],
+    ["carved /29 vSwitches (/25 VPC) hosting a master", (c) => { net(c).vpcCidr = "192.168.0.0/25"; }, "network.vpcCidr", /carved vSwitches: 192\.168\.0\.0\/29 \(8 addresses\) is too small for the 1 master/],
+    // images
+    ["image reference with spaces", (c) => { c.images = { flannel: "my flannel" }; }, "images.flannel", /not an image reference/],
+    ["image reference uppercase repo", (c) => { c.images = { cloudControllerManager: "Registry.example.com/CCM:v1" }; }, "images.cloudControllerManager", /not an image reference/],
+    ["repository with a tag", (c) => { c.images = { clusterAutoscalerRepository: "registry.example.com/ns/cluster-autoscaler:v1.34.1" }; }, "images.clusterAutoscalerRepository", /without tag or digest/],
+    ["kubernetes repository with a trailing slash", (c) => { c.images = { kubernetesRepository: "registry.example.com/ns/" }; }, "images.kubernetesRepository", /not an image repository/],
+    ["package mirror not https", (c) => { c.images = { packageMirror: "http://mirrors.example.com" }; }, "images.packageMirror", /must be an https URL/],
+    ["package mirror not a URL", (c) => { c.images = { packageMirror: "mirrors.example.com" }; }, "images.packageMirror", /must be an https URL/],
+    ["images typo", (c) => { (c as Record<string, unknown>).images = { flanel: "x/y:z" }; }, "images", /unknown key "flanel"/],
 ];
+
+/** `n` distinct valid labels `<prefix>-<i>: v`. */
+function manyLabels(n: number, prefix = "l"): Record<string, string> {
+    return Object.fromEntries(Array.from({ length: n }, (_, i) => [`${prefix}-${i}`, "v"]));
+}
 
 describe("cluster config validation", () => {
     it("accepts the dev example and applies defaults", () => {
@@ -135,6 +166,76 @@ describe("cluster config validation", () => {
         }
     });
 
+    it("accepts the limits exactly: 64-character ESS names, 20 tags, a /28 vSwitch for 2 masters", () => {
+        const cfg = base();
+        cfg.name = "a".repeat(40);
+        pool(cfg).name = "b".repeat(23);
+        pool(cfg, 1).labels = manyLabels(18);
+        cp(cfg).count = 3; // 2 masters in zone 0: base + 10 and + 11, below 16 - 4
+        net(cfg).vswitchCidrs = ["192.168.0.0/28", "192.168.16.0/28"];
+        assert.deepStrictEqual(validateClusterConfig(cfg, "cn-hangzhou").errors, []);
+
+        const fixed = base();
+        fixed.tags = manyLabels(9, "team");
+        pool(fixed).labels = manyLabels(9);
+        assert.deepStrictEqual(validateClusterConfig(fixed, "cn-hangzhou").errors, [], "9 labels + pool label + 9 tags + cluster tag = 20");
+    });
+
+    it("accepts carved vSwitches of a /24 VPC for 3 masters in 3 zones (/28 each, one master per zone)", () => {
+        const cfg = base();
+        net(cfg).vpcCidr = "192.168.0.0/24";
+        cfg.zones = ["cn-hangzhou-h", "cn-hangzhou-i", "cn-hangzhou-j"];
+        cp(cfg).count = 3;
+        const r = validateClusterConfig(cfg, "cn-hangzhou");
+        assert.deepStrictEqual(r.errors, []);
+        assert.deepStrictEqual(r.config!.network.vswitchCidrs, ["192.168.0.0/28", "192.168.0.16/28", "192.168.0.32/28"]);
+        // 5 masters over 2 zones of a /24: 3 masters in zone 0 need base + 12, not below 16 - 4.
+        const five = base();
+        net(five).vpcCidr = "192.168.0.0/24";
+        cp(five).count = 5;
+        assert.match(validateClusterConfig(five, "cn-hangzhou").errors.join("\n"), /^network\.vpcCidr: carved vSwitches: 192\.168\.0\.0\/28 \(16 addresses\) is too small for the 3 masters/m);
+    });
+
+    it("checks zones against the region only when the region is set", () => {
+        const cfg = base();
+        cfg.zones = ["cn-shanghai-e", "cn-shanghai-f"];
+        assert.deepStrictEqual(validateClusterConfig(cfg, undefined).errors.map((e) => e.split(": ")[0]), ["alicloud:region"]);
+        assert.deepStrictEqual(validateClusterConfig(cfg, "cn-shanghai").errors, []);
+    });
+
+    it("accepts image overrides and keeps them in the config (unset keys stay unset)", () => {
+        const cfg = base();
+        cfg.images = {
+            flannel: "registry.cn-hangzhou.aliyuncs.com/my-ns/flannel:v0.28.9",
+            flannelCniPlugin: "registry.cn-hangzhou.aliyuncs.com/my-ns/flannel-cni-plugin:v1.9.1-flannel3",
+            cloudControllerManager: "registry-vpc.cn-hangzhou.aliyuncs.com/acs/cloud-controller-manager-amd64@sha256:" + "a".repeat(64),
+            clusterAutoscalerRepository: "registry.cn-hangzhou.aliyuncs.com/my-ns/cluster-autoscaler",
+            kubernetesRepository: "my-registry.example.com:5000/google_containers",
+            packageMirror: "https://mirrors.cloud.aliyuncs.com/",
+        };
+        const r = validateClusterConfig(cfg, "cn-hangzhou");
+        assert.deepStrictEqual(r.errors, []);
+        assert.deepStrictEqual(r.config!.images, cfg.images);
+        assert.deepStrictEqual(parseClusterConfig(base(), "cn-hangzhou").images, {});
+    });
+
+    it("reports the new rules together with the others, in one pass", () => {
+        const cfg = base();
+        cfg.name = "a".repeat(40);
+        pool(cfg).name = "b".repeat(30);
+        pool(cfg, 1).labels = { ...manyLabels(18), "aliyun.com/x": "y" };
+        cfg.zones = ["cn-hangzhou-h", "cn-beijing-a"];
+        net(cfg).vswitchCidrs = ["192.168.0.0/29", "192.168.16.0/20"];
+        cfg.tags = { "aliyun-x": "1" };
+        cfg.images = { packageMirror: "ftp://x" };
+        pool(cfg).size = -1;
+        const paths = validateClusterConfig(cfg, "cn-hangzhou").errors.map((e) => e.split(": ")[0]).sort();
+        assert.deepStrictEqual(paths, [
+            "images.packageMirror", "network.vswitchCidrs.0", "nodePools.0.name", "nodePools.0.size",
+            "nodePools.1.labels", "nodePools.1.labels.aliyun.com/x", "tags.aliyun-x", "zones.1",
+        ]);
+    });
+
     it("reports a missing region and a missing cluster object", () => {
         assert.match(validateClusterConfig(base(), undefined).errors.join("\n"), /^alicloud:region: is not set/m);
         assert.match(validateClusterConfig(undefined, "cn-hangzhou").errors[0], /^alicloud-kubeadm:cluster: is not set/);
@@ -181,6 +282,46 @@ describe("cluster config validation", () => {
             assert.match(err.message, /2 problems/);
             return true;
         });
+    });
+
+    it("images.* reach flannel, the CCM, the autoscaler, kubeadm init and the control-plane join (whole stack under mocks)", async () => {
+        const out = fs.mkdtempSync(path.join(os.tmpdir(), "config-images-"));
+        try {
+            const doc = YAML.parse(fs.readFileSync(path.join(__dirname, "..", "stacks", "Pulumi.dev.yaml"), "utf8"));
+            const cluster = doc.config["alicloud-kubeadm:cluster"];
+            const acr = "registry-vpc.cn-hangzhou.aliyuncs.com/mirror";
+            cluster.controlPlane.count = 3;
+            cluster.images = {
+                flannel: `${acr}/flannel:v0.28.9`,
+                flannelCniPlugin: `${acr}/flannel-cni-plugin:v1.9.1-flannel3`,
+                cloudControllerManager: `${acr}/cloud-controller-manager-amd64:v2.14.0`,
+                clusterAutoscalerRepository: `${acr}/cluster-autoscaler`,
+                kubernetesRepository: `${acr}/k8s`,
+                packageMirror: "https://packages.example.com",
+            };
+            const file = path.join(out, "Pulumi.images.yaml");
+            fs.writeFileSync(file, YAML.stringify(doc));
+            const result = await synthesize(file, out);
+            assert.deepStrictEqual(result.problems, []);
+            const all = JSON.stringify(result.resources.map((r) => r.inputs));
+            for (const image of [cluster.images.flannel, cluster.images.flannelCniPlugin, cluster.images.cloudControllerManager, `${acr}/cluster-autoscaler:v`]) {
+                assert.ok(all.includes(image), `${image} is used`);
+            }
+            assert.ok(!/ghcr\.io|registry\.k8s\.io\/autoscaling|acs\/cloud-controller-manager/.test(all), "no default add-on image left");
+            const master = result.resources.find((r) => r.type === "alicloud:ecs/instance:Instance" && r.rawInputs.userData)!;
+            const init = master.rawInputs.userData as string;
+            assert.match(init, new RegExp(`^readonly AK_IMAGE_REPOSITORY='${acr}/k8s'$`, "m"));
+            assert.match(init, /^readonly AK_K8S_REPO_URL='https:\/\/packages\.example\.com\//m);
+            const joins = result.resources.filter((r) => typeof r.rawInputs.joinScript === "string");
+            assert.strictEqual(joins.length, 2, "two control-plane members");
+            for (const j of joins) {
+                // The join reads imageRepository from the cluster's kubeadm-config; the script itself pulls pause.
+                assert.match(j.rawInputs.joinScript as string, new RegExp(`^readonly AK_SANDBOX_IMAGE='${acr}/k8s/pause:`, "m"));
+                assert.match(j.rawInputs.joinScript as string, /^readonly AK_K8S_REPO_URL='https:\/\/packages\.example\.com\//m);
+            }
+        } finally {
+            fs.rmSync(out, { recursive: true, force: true });
+        }
     });
 
     for (const stack of ["dev", "prod"]) {
