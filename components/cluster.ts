@@ -5,7 +5,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as alicloud from "@pulumi/alicloud";
 import * as k8s from "@pulumi/kubernetes";
 import { renderControlPlaneJoin, renderMasterInit } from "../userdata/render";
-import { validateClusterConfig, type ClusterConfig, type ClusterConfigInput } from "./config";
+import { nodeMirrors, validateClusterConfig, type ClusterConfig, type ClusterConfigInput } from "./config";
 import { ControlPlane } from "./controlPlane";
 import { ClusterAutoscaler } from "./clusterAutoscaler";
 import type { ClusterInfo, PoolInfo } from "./doctor/types";
@@ -231,17 +231,6 @@ export function masterUserdata(config: ClusterConfig, index: number, apiEndpoint
     });
 }
 
-/**
- * `images.kubernetesRepository` / `images.packageMirror` as render parameters; unset keys are left out so
- * the renderer's region defaults apply (and the scripts of existing stacks render unchanged).
- */
-export function nodeMirrors(config: ClusterConfig): { imageRepository?: string; packageMirror?: string } {
-    const { kubernetesRepository, packageMirror } = config.images;
-    return {
-        ...(kubernetesRepository !== undefined ? { imageRepository: kubernetesRepository } : {}),
-        ...(packageMirror !== undefined ? { packageMirror } : {}),
-    };
-}
 
 /** Placeholder secrets rendered into the control-plane join script; ControlPlaneMember swaps in real ones. */
 const JOIN_PLACEHOLDERS = { token: "abcdef.0123456789abcdef", certificateKey: "0".repeat(64) };

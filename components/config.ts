@@ -667,3 +667,15 @@ function checkAutoscaler(a: Parsed["autoscaler"], kubernetesVersion: string, poo
         }
     }
 }
+
+/**
+ * `images.kubernetesRepository` / `images.packageMirror` as render parameters; unset keys are left out so
+ * the renderer's region defaults apply (and the scripts of existing stacks render unchanged).
+ */
+export function nodeMirrors(config: ClusterConfig): { imageRepository?: string; packageMirror?: string } {
+    const { kubernetesRepository, packageMirror } = config.images;
+    return {
+        ...(kubernetesRepository !== undefined ? { imageRepository: kubernetesRepository } : {}),
+        ...(packageMirror !== undefined ? { packageMirror } : {}),
+    };
+}

@@ -9,7 +9,7 @@
 import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
 import { renderAttachNode } from "../userdata/render";
-import type { ClusterConfig, ExistingNodeConfig } from "./config";
+import { nodeMirrors, type ClusterConfig, type ExistingNodeConfig } from "./config";
 import { NodeMembership } from "./dynamic/nodeMembership";
 
 /** Pool label value of existing nodes (`alicloud-kubeadm/pool=existing`). */
@@ -79,6 +79,7 @@ export function createExistingNode(name: string, args: ExistingNodeArgs, parent:
     const script = pulumi.secret(pulumi.all([args.token, args.caCertHash, args.apiEndpoint]).apply(([token, hash, endpoint]) => renderAttachNode({
         region: config.region,
         kubernetesVersion: config.kubernetesVersion,
+        ...nodeMirrors(config),
         apiEndpoint: endpoint,
         poolName: args.poolName ?? EXISTING_POOL_NAME,
         labels: node.labels,

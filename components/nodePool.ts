@@ -20,7 +20,7 @@
 import * as alicloud from "@pulumi/alicloud";
 import * as pulumi from "@pulumi/pulumi";
 import { renderAttachNode } from "../userdata/render";
-import type { ClusterConfig, NodePoolConfig } from "./config";
+import { nodeMirrors, type ClusterConfig, type NodePoolConfig } from "./config";
 import { BootstrapToken } from "./dynamic/bootstrapToken";
 import { POOL_LABEL } from "./dynamic/kubectl";
 import { PoolCapacity } from "./dynamic/poolCapacity";
@@ -150,6 +150,7 @@ export function createNodePool(name: string, args: NodePoolArgs, parent: pulumi.
     const userData = pulumi.secret(pulumi.all([token.token, args.caCertHash, args.apiEndpoint]).apply(([t, hash, endpoint]) => renderAttachNode({
         region: config.region,
         kubernetesVersion: config.kubernetesVersion,
+        ...nodeMirrors(config),
         apiEndpoint: endpoint,
         poolName: pool.name,
         labels: extraLabels,

@@ -284,7 +284,7 @@ describe("cluster config validation", () => {
         });
     });
 
-    it("images.* reach flannel, the CCM, the autoscaler, kubeadm init and the control-plane join (whole stack under mocks)", async () => {
+    it("images.* reach flannel, the CCM, the autoscaler, kubeadm init, the control-plane join and every attach script (whole stack under mocks)", async () => {
         const out = fs.mkdtempSync(path.join(os.tmpdir(), "config-images-"));
         try {
             const doc = YAML.parse(fs.readFileSync(path.join(__dirname, "..", "stacks", "Pulumi.dev.yaml"), "utf8"));
@@ -318,6 +318,13 @@ describe("cluster config validation", () => {
                 // The join reads imageRepository from the cluster's kubeadm-config; the script itself pulls pause.
                 assert.match(j.rawInputs.joinScript as string, new RegExp(`^readonly AK_SANDBOX_IMAGE='${acr}/k8s/pause:`, "m"));
                 assert.match(j.rawInputs.joinScript as string, /^readonly AK_K8S_REPO_URL='https:\/\/packages\.example\.com\//m);
+            }
+            // Pool and existing-node attach scripts use the same mirrors.
+            const attach = result.resources.filter((r) => typeof r.rawInputs.userData === "string" && /attach_node\.sh/.test(r.rawInputs.userData as string));
+            assert.strictEqual(attach.length, 3, "two pools and one existing node");
+            for (const a of attach) {
+                assert.match(a.rawInputs.userData as string, new RegExp(`^readonly AK_SANDBOX_IMAGE='${acr}/k8s/pause:`, "m"), a.name);
+                assert.match(a.rawInputs.userData as string, /^readonly AK_K8S_REPO_URL='https:\/\/packages\.example\.com\//m, a.name);
             }
         } finally {
             fs.rmSync(out, { recursive: true, force: true });
