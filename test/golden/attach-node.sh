@@ -183,14 +183,15 @@ ak_install_apt() {
   fi
   if [ "$2" = 1 ]; then pkgs+=(containerd); fi
   "${apt[@]}" update
-  "${apt[@]}" install --allow-change-held-packages "${pkgs[@]}"
+  "${apt[@]}" install --allow-change-held-packages --allow-downgrades "${pkgs[@]}"
   if [ "$1" = 1 ]; then apt-mark hold kubelet kubeadm kubectl; fi
 }
 
 ak_install_dnf() {
   local repo="${AK_K8S_REPO_URL%/}/rpm/" v=$AK_KUBERNETES_VERSION
-  local -a pkgs=()
+  local -a pkgs=() opts=()
   if [ "$1" = 1 ]; then
+    opts+=(--disableexcludes=alicloud-kubeadm-kubernetes)
     printf '%s\n' '[alicloud-kubeadm-kubernetes]' 'name=Kubernetes' "baseurl=${repo}" 'enabled=1' 'gpgcheck=1' \
       "gpgkey=${repo}repodata/repomd.xml.key" 'exclude=kubelet kubeadm kubectl cri-tools kubernetes-cni' |
       ak_write_file "${AK_ROOT}/etc/yum.repos.d/alicloud-kubeadm-kubernetes.repo" 644 || true
@@ -204,7 +205,7 @@ ak_install_dnf() {
       ak_write_file "${AK_ROOT}/etc/yum.repos.d/alicloud-kubeadm-containerd.repo" 644 || true
     pkgs+=(containerd.io)
   fi
-  dnf install -y -q --disableexcludes=alicloud-kubeadm-kubernetes "${pkgs[@]}"
+  dnf install -y -q "${opts[@]}" "${pkgs[@]}"
 }
 
 ak_install_packages() {
