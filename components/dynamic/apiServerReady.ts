@@ -6,6 +6,7 @@
  * endpoint with apiAllowedCidrs, or a runner inside the VPC for an internal endpoint).
  */
 import * as pulumi from "@pulumi/pulumi";
+import { logInfo } from "./log";
 
 export interface ApiServerReadyInputs {
     /** Admin kubeconfig (secret). */
@@ -88,8 +89,7 @@ export const API_SERVER_READY_PROVIDER_VERSION = "1";
 
 export const apiServerReadyProvider: pulumi.dynamic.ResourceProvider = {
     async create(inputs: ApiServerReadyInputs) {
-        // eslint-disable-next-line @typescript-eslint/no-require-imports
-        await waitForApiServer(inputs, (m) => (require("@pulumi/pulumi") as typeof pulumi).log.info(m));
+        await waitForApiServer(inputs, logInfo);
         return { id: "api-server-ready", outs: inputs };
     },
     async diff(_id: string, olds: ApiServerReadyInputs, news: ApiServerReadyInputs) {
@@ -97,8 +97,7 @@ export const apiServerReadyProvider: pulumi.dynamic.ResourceProvider = {
         return { changes: changed };
     },
     async update(_id: string, _olds: ApiServerReadyInputs, news: ApiServerReadyInputs) {
-        // eslint-disable-next-line @typescript-eslint/no-require-imports
-        await waitForApiServer(news, (m) => (require("@pulumi/pulumi") as typeof pulumi).log.info(m));
+        await waitForApiServer(news, logInfo);
         return { outs: news };
     },
 };

@@ -12,6 +12,7 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { CommandError, runOnInstance } from "./cloudAssistant";
+import { pulumiLog } from "./log";
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
 export const BOOTSTRAP_TOKEN_PROVIDER_VERSION = "1";
@@ -135,11 +136,6 @@ export async function deleteBootstrapToken(inputs: BootstrapTokenInputs, tokenId
             `  fix: start ${inputs.masterInstanceId} or bring its Cloud Assistant agent online and run the same command again; ` +
             `or delete it by hand (\`kubeadm token delete ${tokenId}\`) and \`pulumi state delete\` this resource.`);
     }
-}
-
-function pulumiLog(): typeof pulumi.log {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    return (require("@pulumi/pulumi") as typeof pulumi).log;
 }
 
 export const bootstrapTokenProvider: pulumi.dynamic.ResourceProvider = {

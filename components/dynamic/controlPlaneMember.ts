@@ -11,6 +11,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { CommandError, runOnInstance } from "./cloudAssistant";
 import { getNodes, providerIdOf } from "./kubectl";
 import { removeNode } from "./removal";
+import { pulumiLog } from "./log";
 
 /** Secrets from master 0 for one join. */
 export interface JoinSecrets {
@@ -121,8 +122,6 @@ export async function joinControlPlaneMember(inputs: ControlPlaneMemberInputs, l
 }
 
 export const CONTROL_PLANE_MEMBER_PROVIDER_VERSION = "1";
-
-const pulumiLog = () => (require("@pulumi/pulumi") as typeof pulumi).log; // eslint-disable-line @typescript-eslint/no-require-imports
 
 export const controlPlaneMemberProvider: pulumi.dynamic.ResourceProvider = {
     async create(inputs: ControlPlaneMemberInputs) {

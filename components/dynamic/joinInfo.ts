@@ -6,6 +6,7 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { CommandError, runOnInstance } from "./cloudAssistant";
+import { logInfo } from "./log";
 
 /** Where userdata/master_init.sh leaves its markers, log and files. */
 export const MASTER_PATHS = {
@@ -150,9 +151,7 @@ export const JOIN_INFO_PROVIDER_VERSION = "1";
 
 export const joinInfoProvider: pulumi.dynamic.ResourceProvider = {
     async create(inputs: JoinInfoInputs) {
-        // eslint-disable-next-line @typescript-eslint/no-require-imports
-        const log = (m: string) => (require("@pulumi/pulumi") as typeof pulumi).log.info(m);
-        const outs = await readJoinInfo(inputs, log);
+        const outs = await readJoinInfo(inputs, logInfo);
         return { id: `${inputs.masterInstanceId}/join-info`, outs: { ...inputs, ...outs } };
     },
     async diff(_id: string, olds: JoinInfoInputs & JoinInfoOutputs, news: JoinInfoInputs) {
@@ -161,9 +160,7 @@ export const joinInfoProvider: pulumi.dynamic.ResourceProvider = {
         return { changes: replaces.length > 0 || changed, replaces, deleteBeforeReplace: false };
     },
     async update(_id: string, _olds: JoinInfoInputs & JoinInfoOutputs, news: JoinInfoInputs) {
-        // eslint-disable-next-line @typescript-eslint/no-require-imports
-        const log = (m: string) => (require("@pulumi/pulumi") as typeof pulumi).log.info(m);
-        return { outs: { ...news, ...(await readJoinInfo(news, log)) } };
+        return { outs: { ...news, ...(await readJoinInfo(news, logInfo)) } };
     },
     async delete() {
         // Nothing to undo: the material lives on master 0 and goes with it.

@@ -19,6 +19,7 @@ import { CommandError, MAX_CONTENT_BASE64_BYTES, runOnInstance } from "./cloudAs
 import { getNodes, providerIdOf } from "./kubectl";
 import { callApi } from "./openapi";
 import { removeNode, type RemovalOptions } from "./removal";
+import { pulumiLog } from "./log";
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
 export const NODE_MEMBERSHIP_PROVIDER_VERSION = "1";
@@ -210,11 +211,6 @@ export async function joinExistingNode(inputs: NodeMembershipInputs, log: (m: st
         await attachManually(inputs, log);
     }
     return waitForNodeReady(inputs, log);
-}
-
-function pulumiLog(): typeof pulumi.log {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    return (require("@pulumi/pulumi") as typeof pulumi).log;
 }
 
 type State = NodeMembershipInputs & NodeMembershipOutputs;

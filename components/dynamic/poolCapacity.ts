@@ -19,6 +19,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { getNodes, POOL_LABEL, providerIdOf } from "./kubectl";
 import { callApi, OpenApiError } from "./openapi";
 import { scaleInPool, scalingGroupMembers, type RemovalOptions, type RemovalReport } from "./removal";
+import { logInfo, pulumiLog } from "./log";
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
 export const POOL_CAPACITY_PROVIDER_VERSION = "1";
@@ -133,8 +134,7 @@ async function waitForReadyNodes(inputs: PoolCapacityInputs, size: number, start
 
 /** Removal options derived from the inputs. */
 function removalOptions(inputs: PoolCapacityInputs): RemovalOptions {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const log = (require("@pulumi/pulumi") as typeof pulumi).log;
+    const log = pulumiLog();
     return {
         region: inputs.region, masterInstanceId: inputs.masterInstanceId, routeTableId: inputs.routeTableId,
         drainTimeoutSeconds: inputs.drainTimeoutSeconds, pollIntervalMs: inputs.pollIntervalMs,
@@ -173,11 +173,6 @@ export async function drainPool(inputs: PoolCapacityInputs, opts: RemovalOptions
     return scaleInPool({ scalingGroupId: inputs.scalingGroupId, poolName: inputs.poolName, targetSize: 0, minSize: 0, essAction: "release" }, opts);
 }
 
-function info(m: string): void {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    (require("@pulumi/pulumi") as typeof pulumi).log.info(m);
-}
-
 type State = PoolCapacityInputs & PoolCapacityOutputs;
 
 export const poolCapacityProvider: pulumi.dynamic.ResourceProvider = {
@@ -189,7 +184,7 @@ export const poolCapacityProvider: pulumi.dynamic.ResourceProvider = {
         return { inputs: news, failures };
     },
     async create(inputs: PoolCapacityInputs) {
-        const outs = (inputs.mode ?? "fixed") === "observe" ? { readyInstanceIds: [] } : await setPoolCapacity(inputs, info);
+        const outs = (inputs.mode ?? "fixed") === "observe" ? { readyInstanceIds: [] } : await setPoolCapacity(inputs, logInfo);
         return { id: `${inputs.scalingGroupId}/capacity`, outs: { ...inputs, ...outs } };
     },
     async diff(_id: string, olds: State, news: PoolCapacityInputs) {
@@ -203,7 +198,7 @@ export const poolCapacityProvider: pulumi.dynamic.ResourceProvider = {
     },
     async update(_id: string, _olds: State, news: PoolCapacityInputs) {
         if ((news.mode ?? "fixed") === "observe") return { outs: { ...news, readyInstanceIds: [] } };
-        return { outs: { ...news, ...(await setPoolCapacity(news, info)) } };
+        return { outs: { ...news, ...(await setPoolCapacity(news, logInfo)) } };
     },
     async delete(_id: string, props: State) {
         await drainPool(props);
