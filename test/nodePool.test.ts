@@ -128,7 +128,10 @@ describe("PoolCapacity (emulator)", () => {
         assert.deepStrictEqual((res.outs as { readyInstanceIds: string[] }).readyInstanceIds, left);
         assert.strictEqual(scripts.filter((s) => /kubectl .* drain node-/.test(s)).length, 2, "both surplus nodes drained");
         const ess = emu.mutatingCalls().filter((c) => c.product === "ess").map((c) => `${c.action}${c.params.DesiredCapacity ? `(${c.params.DesiredCapacity})` : ""}`);
-        assert.deepStrictEqual(ess, ["RemoveInstances", "RemoveInstances", "ModifyScalingGroup(1)", "ModifyScalingGroup(1)"]);
+        // Both surplus nodes leave in one RemoveInstances (ESS runs one scaling activity at a time per group).
+        assert.deepStrictEqual(ess, ["RemoveInstances", "ModifyScalingGroup(1)", "ModifyScalingGroup(1)"]);
+        const removed = emu.callsOf("RemoveInstances")[0].params;
+        assert.deepStrictEqual([removed["InstanceId.1"], removed["InstanceId.2"]].every(Boolean), true, "two instances in the one call");
         assert.strictEqual(emu.scalingGroups.get(group.scalingGroupId)!.maxSize, 1);
     });
 
@@ -146,7 +149,8 @@ describe("PoolCapacity (emulator)", () => {
         assert.strictEqual(drained.length, 2);
         const ess = emu.mutatingCalls().filter((c) => c.product === "ess").map((c) => c.action + (c.params.MinSize ? `(min ${c.params.MinSize}, max ${c.params.MaxSize})` : ""));
         // MaxSize capped at the members first: the autoscaler cannot add a node that would go undrained with the group.
-        assert.deepStrictEqual(ess, ["ModifyScalingGroup(min 0, max 2)", "RemoveInstances", "RemoveInstances"]);
+        assert.deepStrictEqual(ess, ["ModifyScalingGroup(min 0, max 2)", "RemoveInstances"]);
+        assert.ok(emu.callsOf("RemoveInstances")[0].params["InstanceId.2"], "both nodes in one batch");
     });
 
     it("deleting a pool whose ESS group is already gone is fine, with a warning", async () => {

@@ -216,6 +216,18 @@ describe("removal core", () => {
         assert.strictEqual(c.nodes.size, 1, "the other two were removed");
     });
 
+    it("removeNodes: ESS members leave in batches of 20; a node whose drain failed is not in any batch", async () => {
+        const group = ctx.emu.addScalingGroup({ desiredCapacity: 25, maxSize: 25 }).scalingGroupId;
+        const ids = ctx.emu.scalingGroupInstances(group);
+        ids.forEach((id) => c.addNode(id, { pool: "general" }));
+        c.failDrains = 1;
+        await assert.rejects(removeNodes(ids.map((instanceId) => ({ instanceId, kind: "scale-out" as const, scalingGroupId: group })), { ...opts, concurrency: 1 }),
+            /1 of 25 node removal\(s\) failed/);
+        const calls = ctx.emu.callsOf("RemoveInstances").map((x) => Object.keys(x.params).filter((k) => k.startsWith("InstanceId.")).length);
+        assert.deepStrictEqual(calls, [20, 4]);
+        assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group), [ids[0]], "only the undrained node stays");
+    });
+
     it("scale-in 5 → 2 removes exactly 3: the NotReady node first, then fewest workload pods, then newest", async () => {
         const group = ctx.emu.addScalingGroup({ desiredCapacity: 5 }).scalingGroupId;
         const ids = ctx.emu.scalingGroupInstances(group);

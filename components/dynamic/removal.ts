@@ -95,7 +95,7 @@ export function resetScript(): string {
 const NODE_UNREACHABLE = ["InstanceNotRunning", "InvalidInstance.NotMatch", "InvalidInstance.NotFound", "InvalidInstanceId.NotFound",
     "InstanceNotExists", "InstanceReleased", "ClientNotRunning", "ClientNotResponse", "ClientNeedUpgrade"];
 /** ESS says "busy" while an activity runs: wait and retry (ESS allows one activity at a time). */
-const ESS_BUSY = ["ScalingActivityInProgress", "IncorrectScalingGroupStatus"];
+const ESS_BUSY = ["ScalingActivityInProgress", "IncorrectScalingGroupStatus", "InvalidOperation.Conflict"];
 const NOT_FOUND = /NotFound$|^InstanceNotExists$|^InstanceReleased$/;
 
 /** A node to remove plus what the caller already knows (saves a lookup per node). */
@@ -125,27 +125,59 @@ export function etcdMemberRemoveScript(master0NodeName: string, memberName: stri
     ].join("\n");
 }
 
+/** Per-node bookkeeping shared by the steps. */
+interface NodeRemoval {
+    target: KnownTarget;
+    report: RemovalReport;
+    log: (message: string) => void;
+    warn: (message: string) => void;
+    skip: (step: RemovalStep, reason: string) => void;
+    step: (name: RemovalStep, fix: string, run: () => Promise<void>) => Promise<void>;
+}
+
+function begin(target: KnownTarget, opts: RemovalOptions): NodeRemoval {
+    const id = target.instanceId;
+    const log = opts.log ?? (() => undefined);
+    const warn = opts.warn ?? log;
+    const report: RemovalReport = { instanceId: id, done: [], skipped: [] };
+    return {
+        target, report, log, warn,
+        skip: (step, reason) => {
+            report.skipped.push({ step, reason });
+            warn(`${id}: ${step} skipped: ${reason}`);
+        },
+        step: async (name, fix, run) => {
+            try {
+                await run();
+            } catch (err) {
+                throw err instanceof RemovalError ? err : new RemovalError(id, name, err as Error, fix);
+            }
+        },
+    };
+}
+
 /**
  * Removes one node: drain → clear userdata (existing nodes) → reset → delete Node → leave the ESS
  * group (pool members) → delete a left-over pod route. See the module comment for the guarantees.
  */
 export async function removeNode(target: KnownTarget, opts: RemovalOptions): Promise<RemovalReport> {
+    const r = begin(target, opts);
+    await kubernetesSide(r, opts);
+    if (target.scalingGroupId) {
+        await leaveScalingGroup(target.scalingGroupId, target.essAction ?? "release", [r], opts);
+    } else {
+        r.report.skipped.push({ step: "leave-scaling-group", reason: "not an ESS member" });
+    }
+    await deletePodRoutes(r, opts);
+    r.log(`${target.instanceId} removed (${r.report.done.join(", ") || "nothing left to do"})`);
+    return r.report;
+}
+
+/** Steps (a)–(d): drain, clear userdata, reset, delete the Node. */
+async function kubernetesSide(r: NodeRemoval, opts: RemovalOptions): Promise<void> {
+    const { target, report, log, warn, skip, step } = r;
     const id = target.instanceId;
-    const log = opts.log ?? (() => undefined);
-    const warn = opts.warn ?? log;
     const master = { region: opts.region, masterInstanceId: opts.masterInstanceId, pollIntervalMs: opts.pollIntervalMs };
-    const report: RemovalReport = { instanceId: id, done: [], skipped: [] };
-    const skip = (step: RemovalStep, reason: string) => {
-        report.skipped.push({ step, reason });
-        warn(`${id}: ${step} skipped: ${reason}`);
-    };
-    const step = async (name: RemovalStep, fix: string, run: () => Promise<void>) => {
-        try {
-            await run();
-        } catch (err) {
-            throw new RemovalError(id, name, err as Error, fix);
-        }
-    };
 
     // Which Node is this instance? The provider id is the stable link (DESIGN.md §2).
     let nodeName = target.nodeName;
@@ -258,37 +290,58 @@ export async function removeNode(target: KnownTarget, opts: RemovalOptions): Pro
     } else {
         report.skipped.push({ step: "delete-node", reason: "no Node object" });
     }
+}
 
-    // (e) pool members leave their ESS group: release (RemoveInstances) or keep (DetachInstances).
-    if (target.scalingGroupId) {
-        const group = target.scalingGroupId;
-        const action = target.essAction === "keep" ? "DetachInstances" : "RemoveInstances";
-        await step("leave-scaling-group", `check scaling group ${group} (ESS console: scaling activities), then retry`, async () => {
-            const res = await callApi("ess", "DescribeScalingInstances", { ScalingGroupId: group, InstanceId: [id] }, { region: opts.region });
-            const rows = ((res.ScalingInstances as { ScalingInstance?: Array<{ InstanceId?: string }> } | undefined)?.ScalingInstance ?? []);
-            if (!rows.some((r) => r.InstanceId === id)) {
-                skip("leave-scaling-group", `${id} is no longer in ${group}`);
-                return;
-            }
-            log(`${action === "RemoveInstances" ? "releasing" : "detaching"} ${id} from ${group}`);
-            try {
-                await callApi("ess", action, { ScalingGroupId: group, InstanceId: [id], DecreaseDesiredCapacity: true },
-                    { region: opts.region, retry: { retryableCodes: ESS_BUSY, maxAttempts: 30, totalTimeoutMs: 600_000, maxDelayMs: 20_000 } });
-                report.done.push("leave-scaling-group");
-            } catch (err) {
-                // Left meanwhile (ESS was already removing it, or the group is gone): done.
-                if (err instanceof OpenApiError && ["IncorrectInstanceStatus", "InvalidInstanceId.NotFound", "InvalidScalingGroupId.NotFound"].includes(err.code)) {
-                    skip("leave-scaling-group", `${id} already left ${group} (${err.code})`);
-                    return;
-                }
-                throw err;
-            }
-        });
-    } else {
-        report.skipped.push({ step: "leave-scaling-group", reason: "not an ESS member" });
+/** ESS allows up to 20 instances in one RemoveInstances / DetachInstances call. */
+const ESS_BATCH = 20;
+
+/**
+ * Step (e): pool members leave their ESS group, `release` (RemoveInstances: instance released,
+ * desired capacity decreased) or `keep` (DetachInstances). One call per batch of up to 20: ESS runs
+ * one scaling activity at a time per group, so one call per node would queue behind each other.
+ */
+async function leaveScalingGroup(group: string, essAction: "release" | "keep", nodes: NodeRemoval[], opts: RemovalOptions): Promise<void> {
+    const action = essAction === "keep" ? "DetachInstances" : "RemoveInstances";
+    const ids = nodes.map((n) => n.target.instanceId);
+    const fix = `check scaling group ${group} (ESS console: scaling activities), then retry`;
+    let present: string[];
+    try {
+        // PageSize: the API's default page is 10, smaller than a batch.
+        const res = await callApi("ess", "DescribeScalingInstances", { ScalingGroupId: group, InstanceId: ids, PageSize: 50 }, { region: opts.region });
+        const rows = ((res.ScalingInstances as { ScalingInstance?: ScalingGroupMember[] } | undefined)?.ScalingInstance ?? []);
+        present = ids.filter((id) => rows.some((row) => row.InstanceId === id && row.LifecycleState !== "Removing"));
+    } catch (err) {
+        throw new RemovalError(ids.join(", "), "leave-scaling-group", err as Error, fix);
     }
+    for (const n of nodes.filter((x) => !present.includes(x.target.instanceId))) {
+        n.skip("leave-scaling-group", `${n.target.instanceId} is no longer in ${group}`);
+    }
+    if (present.length === 0) {
+        return;
+    }
+    nodes[0].log(`${action === "RemoveInstances" ? "releasing" : "detaching"} ${present.join(", ")} from ${group}`);
+    try {
+        await callApi("ess", action, { ScalingGroupId: group, InstanceId: present, DecreaseDesiredCapacity: true },
+            { region: opts.region, retry: { retryableCodes: ESS_BUSY, maxAttempts: 30, totalTimeoutMs: 600_000, maxDelayMs: 20_000 } });
+    } catch (err) {
+        // Left meanwhile (ESS was already removing them, or the group is gone): done.
+        if (err instanceof OpenApiError && ["IncorrectInstanceStatus", "InvalidInstanceId.NotFound", "InvalidScalingGroupId.NotFound"].includes(err.code)) {
+            for (const n of nodes.filter((x) => present.includes(x.target.instanceId))) {
+                n.skip("leave-scaling-group", `${n.target.instanceId} already left ${group} (${err.code})`);
+            }
+            return;
+        }
+        throw new RemovalError(present.join(", "), "leave-scaling-group", err as Error, fix);
+    }
+    for (const n of nodes.filter((x) => present.includes(x.target.instanceId))) {
+        n.report.done.push("leave-scaling-group");
+    }
+}
 
-    // (f) a pod route the CCM left behind (it deletes routes of deleted nodes only from its memory).
+/** Step (f): a pod route the CCM left behind (it deletes routes of deleted nodes only from its memory). */
+async function deletePodRoutes(r: NodeRemoval, opts: RemovalOptions): Promise<void> {
+    const { report, log, step } = r;
+    const id = r.target.instanceId;
     if (opts.routeTableId) {
         const table = opts.routeTableId;
         await step("delete-route", `delete the route with next hop ${id} from ${table} in the VPC console`, async () => {
@@ -311,34 +364,88 @@ export async function removeNode(target: KnownTarget, opts: RemovalOptions): Pro
             report.done.push("delete-route");
         });
     }
-    log(`${id} removed (${report.done.join(", ") || "nothing left to do"})`);
-    return report;
 }
 
-/**
- * Removes several nodes, `opts.concurrency` at a time (default 5). Every node is attempted; if any
- * failed, one error lists each failure after the others have finished.
- */
-export async function removeNodes(targets: KnownTarget[], opts: RemovalOptions): Promise<RemovalReport[]> {
-    const concurrency = Math.max(1, opts.concurrency ?? 5);
-    const reports: RemovalReport[] = [];
+/** Runs `work` over `items`, `concurrency` at a time; collects the errors instead of stopping. */
+async function eachLimited<T>(items: T[], concurrency: number, work: (item: T) => Promise<void>): Promise<Error[]> {
     const failures: Error[] = [];
     let next = 0;
     const worker = async () => {
-        while (next < targets.length) {
-            const target = targets[next++];
+        while (next < items.length) {
+            const item = items[next++];
             try {
-                reports.push(await removeNode(target, opts));
+                await work(item);
             } catch (err) {
                 failures.push(err as Error);
             }
         }
     };
-    await Promise.all(Array.from({ length: Math.min(concurrency, targets.length) }, worker));
-    if (failures.length > 0) {
-        throw new Error(`${failures.length} of ${targets.length} node removal(s) failed:\n${failures.map((f) => f.message).join("\n")}`);
+    await Promise.all(Array.from({ length: Math.min(Math.max(1, concurrency), items.length) }, worker));
+    return failures;
+}
+
+/**
+ * Removes several nodes: the Kubernetes side of each, `opts.concurrency` at a time (default 5); then
+ * the ESS members of each group leave in batches; then the left-over routes. A node whose step failed
+ * goes no further; every other node is finished, and one error lists each failure at the end.
+ */
+export async function removeNodes(targets: KnownTarget[], opts: RemovalOptions): Promise<RemovalReport[]> {
+    const concurrency = opts.concurrency ?? 5;
+    const removals = targets.map((t) => begin(t, opts));
+    const failed = new Set<NodeRemoval>();
+    const failures = await eachLimited(removals, concurrency, async (r) => {
+        try {
+            await kubernetesSide(r, opts);
+        } catch (err) {
+            failed.add(r);
+            throw err;
+        }
+    });
+
+    const groups = new Map<string, NodeRemoval[]>();
+    for (const r of removals.filter((x) => !failed.has(x))) {
+        if (!r.target.scalingGroupId) {
+            r.report.skipped.push({ step: "leave-scaling-group", reason: "not an ESS member" });
+            continue;
+        }
+        const key = `${r.target.scalingGroupId}\t${r.target.essAction ?? "release"}`;
+        groups.set(key, [...(groups.get(key) ?? []), r]);
     }
-    return reports;
+    const batches: NodeRemoval[][] = [];
+    for (const members of groups.values()) {
+        for (let k = 0; k < members.length; k += ESS_BATCH) {
+            batches.push(members.slice(k, k + ESS_BATCH));
+        }
+    }
+    // Different groups in parallel; batches of one group one after another (ESS: one activity at a time).
+    const byGroup = new Map<string, NodeRemoval[][]>();
+    for (const b of batches) {
+        byGroup.set(b[0].target.scalingGroupId!, [...(byGroup.get(b[0].target.scalingGroupId!) ?? []), b]);
+    }
+    failures.push(...await eachLimited([...byGroup.values()], byGroup.size, async (groupBatches) => {
+        for (const batch of groupBatches) {
+            try {
+                await leaveScalingGroup(batch[0].target.scalingGroupId!, batch[0].target.essAction ?? "release", batch, opts);
+            } catch (err) {
+                batch.forEach((r) => failed.add(r));
+                throw err;
+            }
+        }
+    }));
+
+    failures.push(...await eachLimited(removals.filter((x) => !failed.has(x)), concurrency, async (r) => {
+        try {
+            await deletePodRoutes(r, opts);
+        } catch (err) {
+            failed.add(r);
+            throw err;
+        }
+        r.log(`${r.target.instanceId} removed (${r.report.done.join(", ") || "nothing left to do"})`);
+    }));
+    if (failures.length > 0) {
+        throw new Error(`${failed.size} of ${targets.length} node removal(s) failed:\n${failures.map((f) => f.message).join("\n")}`);
+    }
+    return removals.map((r) => r.report);
 }
 
 /** A pool member as victim selection sees it. */
