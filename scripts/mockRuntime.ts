@@ -15,6 +15,8 @@ export interface RecordedResource {
     name: string;
     /** Name of the parent resource, undefined at the root. */
     parent?: string;
+    /** Reference of the explicit provider (`<provider urn>::<id>`), if any. */
+    provider?: string;
     /** True for custom (cloud) resources, false for components. */
     custom: boolean;
     /** Inputs as registered, secrets redacted to "[secret]". */
@@ -149,7 +151,7 @@ export function installMocks(options: MockOptions = {}): Recorder {
             }
             const key = `${args.type}::${args.name}`;
             const id = args.custom ? `${ID_PREFIX[args.type] ?? ""}${shortHash(key)}` : undefined;
-            resources.push({ type: args.type, name: args.name, parent: parents.get(key), custom: args.custom ?? true, inputs, secretInputs, id, rawInputs });
+            resources.push({ type: args.type, name: args.name, parent: parents.get(key), provider: args.provider || undefined, custom: args.custom ?? true, inputs, secretInputs, id, rawInputs });
             const placeholders = args.type === "pulumi-nodejs:dynamic:Resource" ? DYNAMIC_PLACEHOLDERS : {};
             return { id: id ?? "", state: { ...placeholders, ...args.inputs, ...computedState(args.type, args.name) } };
         },

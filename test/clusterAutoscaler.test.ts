@@ -1,5 +1,6 @@
 // ClusterAutoscaler: versions, refused releases, generic RBAC per minor, --nodes per pool, settings, credentials.
 import { strict as assert } from "assert";
+import { installMocks, valueOf, type Recorder } from "../scripts/mockRuntime";
 import * as pulumi from "@pulumi/pulumi";
 import { parseAllDocuments } from "yaml";
 import { ServiceAccount } from "kubernetes-models/v1";
@@ -243,16 +244,12 @@ describe("ClusterAutoscaler validation", () => {
 });
 
 describe("ClusterAutoscaler under Pulumi mocks", () => {
-    const registered: pulumi.runtime.MockResourceArgs[] = [];
+    let recorder: Recorder;
     before(() => {
-        pulumi.runtime.setMocks({
-            newResource: (a) => {
-                registered.push(a);
-                return { id: `${a.name}-id`, state: a.inputs };
-            },
-            call: (a) => a.inputs,
-        }, "proj", "test", false);
+        recorder = installMocks({ stack: "test" });
     });
+    /** What the mocks saw, with inputs as registered (secrets revealed). */
+    const registered = () => recorder.resources.map((r) => ({ type: r.type, name: r.name, provider: r.provider, inputs: r.rawInputs as Record<string, any> }));
 
     it("registers typed resources with provider and parent; ESS group ids known only at deploy time reach --nodes", async () => {
         const k8s = await import("@pulumi/kubernetes");
@@ -262,11 +259,11 @@ describe("ClusterAutoscaler under Pulumi mocks", () => {
             { name: "elastic", min: 0, max: 10, scalingGroupId: pulumi.output("asg-from-ess-1") },
             { name: "gpu", min: 1, max: 3, scalingGroupId: Promise.resolve("asg-from-ess-2") },
         ] }, { provider });
-        const urns = await Promise.all(ca.resources.map((r) => promiseOf(r.urn)));
-        const manifests = await promiseOf(ca.manifests);
-        const providerUrn = await promiseOf(provider.urn);
+        const urns = await Promise.all(ca.resources.map((r) => valueOf(r.urn)));
+        const manifests = await valueOf(ca.manifests);
+        const providerUrn = await valueOf(provider.urn);
 
-        const k8sRegs = registered.filter((r) => r.name.startsWith("mockca-"));
+        const k8sRegs = registered().filter((r) => r.name.startsWith("mockca-"));
         assert.deepEqual(k8sRegs.map((r) => r.type).sort(), [
             "kubernetes:apps/v1:Deployment", "kubernetes:core/v1:ServiceAccount",
             "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding",
@@ -284,10 +281,3 @@ describe("ClusterAutoscaler under Pulumi mocks", () => {
         assert.deepEqual(container(docs as KubeObject[]).args.filter((a) => a.startsWith("--nodes=")), ["--nodes=0:10:asg-from-ess-1", "--nodes=1:3:asg-from-ess-2"]);
     });
 });
-
-function promiseOf<T>(o: pulumi.Output<T>): Promise<T> {
-    return new Promise((resolve) => o.apply((v) => {
-        resolve(v);
-        return v;
-    }));
-}

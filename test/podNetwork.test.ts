@@ -1,5 +1,6 @@
 // PodNetwork (flannel alloc + Alibaba CCM routes) and the kube.ts helpers it is built on.
 import { strict as assert } from "assert";
+import { installMocks, valueOf, type Recorder } from "../scripts/mockRuntime";
 import * as fc from "fast-check";
 import * as pulumi from "@pulumi/pulumi";
 import { parseAllDocuments } from "yaml";
@@ -258,16 +259,12 @@ describe("kube helpers", () => {
 });
 
 describe("PodNetwork under Pulumi mocks", () => {
-    const registered: pulumi.runtime.MockResourceArgs[] = [];
+    let recorder: Recorder;
     before(() => {
-        pulumi.runtime.setMocks({
-            newResource: (a) => {
-                registered.push(a);
-                return { id: `${a.name}-id`, state: a.inputs };
-            },
-            call: (a) => a.inputs,
-        }, "proj", "test", false);
+        recorder = installMocks({ stack: "test" });
     });
+    /** What the mocks saw, with inputs as registered (secrets revealed). */
+    const registered = () => recorder.resources.map((r) => ({ type: r.type, name: r.name, provider: r.provider, inputs: r.rawInputs as Record<string, any> }));
 
     it("registers typed kubernetes resources with the provider and the component as parent", async () => {
         const k8s = await import("@pulumi/kubernetes");
@@ -277,12 +274,12 @@ describe("PodNetwork under Pulumi mocks", () => {
         const svc: KubeObject = { apiVersion: "v1", kind: "Service", metadata: { name: "x", namespace: "n" } };
         assert.throws(() => applyObjects("mockbad", [sa, svc], { provider }), /v1 Service "x" is not supported/);
         const pn = new PodNetwork("mockpn", { ...base, routeTableId: pulumi.output("vtb-from-network") }, { provider });
-        const urns = await Promise.all(pn.resources.map((r) => promiseOf(r.urn)));
-        const manifests = await promiseOf(pn.manifests);
-        const providerUrn = await promiseOf(provider.urn);
+        const urns = await Promise.all(pn.resources.map((r) => valueOf(r.urn)));
+        const manifests = await valueOf(pn.manifests);
+        const providerUrn = await valueOf(provider.urn);
 
-        assert.ok(!registered.some((r) => r.name.startsWith("mockbad-")), "a refused batch creates nothing, not even its valid objects");
-        const mine = registered.filter((r) => r.name.startsWith("mockpn-"));
+        assert.ok(!registered().some((r) => r.name.startsWith("mockbad-")), "a refused batch creates nothing, not even its valid objects");
+        const mine = registered().filter((r) => r.name.startsWith("mockpn-"));
         const types = mine.map((r) => r.type).sort();
         assert.deepEqual(types, [
             "kubernetes:apps/v1:DaemonSet", "kubernetes:apps/v1:DaemonSet",
@@ -312,10 +309,3 @@ describe("PodNetwork under Pulumi mocks", () => {
         assert.deepEqual(docs.map((d) => d.kind).slice(0, 3), ["Namespace", "ServiceAccount", "ServiceAccount"], "namespace first");
     });
 });
-
-function promiseOf<T>(o: pulumi.Output<T>): Promise<T> {
-    return new Promise((resolve) => o.apply((v) => {
-        resolve(v);
-        return v;
-    }));
-}
