@@ -254,14 +254,19 @@ describe("userdata scripts: static checks", () => {
     });
 });
 
-describe("master_init.sh in the sandbox", () => {
+/** makeSandbox, with every sandbox made in the enclosing describe cleaned up after it. */
+function trackedSandboxes(): (...args: Parameters<typeof makeSandbox>) => Sandbox {
     const sandboxes: Sandbox[] = [];
-    const sandbox = (...args: Parameters<typeof makeSandbox>): Sandbox => {
+    after(() => sandboxes.forEach((sb) => sb.cleanup()));
+    return (...args) => {
         const sb = makeSandbox(...args);
         sandboxes.push(sb);
         return sb;
     };
-    after(() => sandboxes.forEach((sb) => sb.cleanup()));
+}
+
+describe("master_init.sh in the sandbox", () => {
+    const sandbox = trackedSandboxes();
 
     for (const flavour of [{ os: "ubuntu", ubuntuRelease: "22.04" }, { os: "ubuntu", ubuntuRelease: "24.04" }, { os: "alinux" }] as const) {
         it(`${flavour.os} ${"ubuntuRelease" in flavour ? flavour.ubuntuRelease : "3"}: installs, configures and runs kubeadm init with the rendered config; a second run does nothing`, async () => {
@@ -403,13 +408,7 @@ describe("master_init.sh in the sandbox", () => {
 });
 
 describe("attach_node.sh in the sandbox", () => {
-    const sandboxes: Sandbox[] = [];
-    const sandbox = (...args: Parameters<typeof makeSandbox>): Sandbox => {
-        const sb = makeSandbox(...args);
-        sandboxes.push(sb);
-        return sb;
-    };
-    after(() => sandboxes.forEach((sb) => sb.cleanup()));
+    const sandbox = trackedSandboxes();
     const script = renderAttachNode(attachParams);
 
     for (const os of ["ubuntu", "alinux"] as const) {
