@@ -13,6 +13,10 @@ export const REDACTED = "[secret]";
 export interface RecordedResource {
     type: string;
     name: string;
+    /** The resource's URN as the engine would form it (`urn:pulumi:<stack>::<project>::<parent types>$<type>::<name>`). */
+    urn: string;
+    /** URNs (or alias specs) this resource declares as its previous identities. */
+    aliases: string[];
     /** Name of the parent resource, undefined at the root. */
     parent?: string;
     /** Reference of the explicit provider (`<provider urn>::<id>`), if any. */
@@ -128,6 +132,15 @@ function splitSecrets(value: unknown, path: string, secretPaths: string[]): [unk
     return [value, value];
 }
 
+/** The URN an alias spec stands for (name/type/parent default to the resource's own). */
+function aliasSpecUrn(monitor: { newUrn(parent: string, type: string, name: string): string }, req: { getType(): string; getName(): string; getParent(): string },
+    alias: { getSpec(): { getName(): string; getType(): string; getParenturn(): string; getNoparent(): boolean } | undefined }): string {
+    const spec = alias.getSpec();
+    if (!spec) return "";
+    const parent = spec.getNoparent() ? "" : spec.getParenturn() || req.getParent();
+    return monitor.newUrn(parent, spec.getType() || req.getType(), spec.getName() || req.getName());
+}
+
 function nameFromUrn(urn: string): string | undefined {
     return urn ? urn.split("::").pop() : undefined;
 }
@@ -140,6 +153,7 @@ export function installMocks(options: MockOptions = {}): Recorder {
     const resources: RecordedResource[] = [];
     const calls = { ...DEFAULT_CALLS, ...options.calls };
     const parents = new Map<string, string | undefined>();
+    const urns = new Map<string, { urn: string; aliases: string[] }>();
 
     const mocks: pulumi.runtime.Mocks = {
         newResource(args) {
@@ -151,7 +165,8 @@ export function installMocks(options: MockOptions = {}): Recorder {
             }
             const key = `${args.type}::${args.name}`;
             const id = args.custom ? `${ID_PREFIX[args.type] ?? ""}${shortHash(key)}` : undefined;
-            resources.push({ type: args.type, name: args.name, parent: parents.get(key), provider: args.provider || undefined, custom: args.custom ?? true, inputs, secretInputs, id, rawInputs });
+            const identity = urns.get(key) ?? { urn: "", aliases: [] };
+            resources.push({ type: args.type, name: args.name, urn: identity.urn, aliases: identity.aliases, parent: parents.get(key), provider: args.provider || undefined, custom: args.custom ?? true, inputs, secretInputs, id, rawInputs });
             const placeholders = args.type === "pulumi-nodejs:dynamic:Resource" ? DYNAMIC_PLACEHOLDERS : {};
             return { id: id ?? "", state: { ...placeholders, ...args.inputs, ...computedState(args.type, args.name) } };
         },
@@ -165,14 +180,21 @@ export function installMocks(options: MockOptions = {}): Recorder {
     };
 
     // The public Mocks interface does not pass the parent; capture it from the register request.
-    interface RegisterRequest { getType(): string; getName(): string; getParent(): string }
-    interface Monitor { registerResource(req: RegisterRequest, cb: unknown): Promise<void> }
+    interface AliasSpec { getUrn(): string; hasSpec(): boolean; getSpec(): { getName(): string; getType(): string; getParenturn(): string; getNoparent(): boolean } | undefined }
+    interface RegisterRequest { getType(): string; getName(): string; getParent(): string; getAliasesList?(): AliasSpec[]; getAliasurnsList?(): string[] }
+    interface Monitor { registerResource(req: RegisterRequest, cb: unknown): Promise<void>; newUrn(parent: string, type: string, name: string): string }
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const { MockMonitor } = require("@pulumi/pulumi/runtime/mocks") as { MockMonitor: new (m: pulumi.runtime.Mocks) => Monitor };
     const monitor = new MockMonitor(mocks);
     const register = monitor.registerResource.bind(monitor);
     monitor.registerResource = (req, cb) => {
-        parents.set(`${req.getType()}::${req.getName()}`, nameFromUrn(req.getParent()));
+        const key = `${req.getType()}::${req.getName()}`;
+        parents.set(key, nameFromUrn(req.getParent()));
+        const aliases = [
+            ...(req.getAliasurnsList?.() ?? []),
+            ...(req.getAliasesList?.() ?? []).map((a) => a.getUrn() || aliasSpecUrn(monitor, req, a)),
+        ];
+        urns.set(key, { urn: monitor.newUrn(req.getParent(), req.getType(), req.getName()), aliases });
         return register(req, cb);
     };
     // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -180,7 +202,7 @@ export function installMocks(options: MockOptions = {}): Recorder {
     settings.setMockOptions(monitor, options.project ?? "alicloud-kubeadm", options.stack ?? "test", false);
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const state = require("@pulumi/pulumi/runtime/state");
-    Object.assign(state.getStore(), { supportsSecrets: true, supportsResourceReferences: true, supportsOutputValues: false });
+    Object.assign(state.getStore(), { supportsSecrets: true, supportsResourceReferences: true, supportsOutputValues: false, supportsAliasSpecs: true });
 
     const config: Record<string, string> = {};
     for (const [k, v] of Object.entries(options.config ?? {})) {
