@@ -1,7 +1,7 @@
 // The stack program: one Cluster from the stack's config (stacks/Pulumi.<stack>.yaml).
 //   pulumi stack select dev && pulumi up
 import * as pulumi from "@pulumi/pulumi";
-import { Cluster, type ClusterConfigInput } from "./components";
+import { Cluster, type ClusterConfigInput } from "./src";
 
 const region = new pulumi.Config("alicloud").get("region") ?? "";
 const raw = new pulumi.Config("alicloud-kubeadm").getObject<ClusterConfigInput>("cluster");

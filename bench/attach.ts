@@ -5,7 +5,7 @@
  * and the number of downloads and package installs. Target on a pre-baked image: 0 downloads, 0 installs,
  * <= 2 s of overhead. Throws (exit 1) when a target is missed.
  */
-import { renderAttachNode } from "../userdata/render";
+import { renderAttachNode } from "../src/shell/render";
 import { downloadCalls, installCalls, makeSandbox } from "../test/sandbox";
 
 const DOWNLOAD_MS = 300;

@@ -5,7 +5,7 @@
  *
  * Run: `npm run bench -- cloud-assistant`, or `npx ts-node --transpile-only bench/cloud-assistant.ts`.
  */
-import { runCommand } from "../components/dynamic/cloudAssistant";
+import { runCommand } from "../src/cloud/cloudAssistant";
 import { startEmulator, TEST_CREDENTIALS } from "../test/emulator";
 
 const LATENCY_MS = 100;

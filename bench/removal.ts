@@ -4,7 +4,7 @@
 //   npm run bench -- removal
 import { startEmulator, TEST_CREDENTIALS } from "../test/emulator";
 import { fakeCluster } from "../test/fakeCluster";
-import { scaleInPool } from "../components/dynamic/removal";
+import { scaleInPool } from "../src/removal";
 
 const LATENCY_MS = 100;
 const COMMAND_MS = 1000;

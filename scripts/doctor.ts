@@ -3,9 +3,9 @@
 // Exit: 0 no problem, 1 a problem, 2 could not look. Read-only. See --help and docs/troubleshooting.md.
 import { spawnSync } from "child_process";
 import * as fs from "fs";
-import { CHECKS, exitCodeOf, renderJson, renderTable, runDoctor, useColour, CheckName, ClusterInfo, EXIT } from "../components/doctor";
-import { parseClusterInfo } from "../components/doctor/clusterInfo";
-import { wrapText } from "../components/doctor/report";
+import { CHECKS, exitCodeOf, renderJson, renderTable, runDoctor, useColour, CheckName, ClusterInfo, EXIT } from "../src/doctor";
+import { parseClusterInfo } from "../src/doctor/clusterInfo";
+import { wrapText } from "../src/doctor/report";
 
 /** Parsed command line. */
 export interface DoctorArgs { stack?: string; outputs?: string; json: boolean; help: boolean; checks?: CheckName[]; pollIntervalMs?: number }

@@ -7,10 +7,10 @@
 import * as fs from "fs";
 import * as path from "path";
 import * as YAML from "yaml";
-import { manifestFiles } from "../components/kube";
-import { redactUserdata } from "../userdata/render";
+import { manifestFiles } from "../src/components/kube";
+import { redactUserdata } from "../src/shell/render";
 import * as pulumi from "@pulumi/pulumi";
-import { installMocks, REDACTED, valueOf, type RecordedResource } from "./mockRuntime";
+import { installMocks, REDACTED, valueOf, type RecordedResource } from "../test/mockRuntime";
 
 const ROOT = path.resolve(__dirname, "..");
 

@@ -5,7 +5,7 @@ import * as https from "https";
 import type { AddressInfo } from "net";
 import * as os from "os";
 import * as path from "path";
-import { clusterOf, waitForApiServer } from "../components/dynamic/apiServerReady";
+import { clusterOf, waitForApiServer } from "../src/providers/apiServerReady";
 
 /** A CA and a server certificate for 127.0.0.1, made with the openssl CLI. */
 function pki(): { ca: string; key: string; cert: string } {

@@ -6,7 +6,7 @@ import * as path from "path";
 import { useEmulator } from "./emulator/fixture";
 import {
     bootstrapTokenProvider, createBootstrapToken, createTokenScript, deleteBootstrapToken, deleteTokenScript, generateToken, TOKEN_PATTERN,
-} from "../components/dynamic/bootstrapToken";
+} from "../src/providers/bootstrapToken";
 
 /**
  * A fake `kubeadm token` on a master: tokens live in a file; `create` refuses duplicates like kubeadm,

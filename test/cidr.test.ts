@@ -1,6 +1,6 @@
 import * as assert from "assert";
 import fc from "fast-check";
-import { carveVSwitchCidrs, carvedVSwitchPrefix, contains, formatCidr, nodeCidrCount, overlaps, parseCidr, type Cidr } from "../components/cidr";
+import { carveVSwitchCidrs, carvedVSwitchPrefix, contains, formatCidr, nodeCidrCount, overlaps, parseCidr, type Cidr } from "../src/rules/cidr";
 
 const cidr = (text: string): Cidr => {
     const c = parseCidr(text);

@@ -1,7 +1,7 @@
 import * as assert from "assert";
 import * as pulumi from "@pulumi/pulumi";
-import { CommandError, runCommand, RunCommandOptions, runOnInstance } from "../components/dynamic/cloudAssistant";
-import { OpenApiError } from "../components/dynamic/openapi";
+import { CommandError, runCommand, RunCommandOptions, runOnInstance } from "../src/cloud/cloudAssistant";
+import { OpenApiError } from "../src/cloud/openapi";
 import { TEST_CREDENTIALS } from "./emulator";
 import { useEmulator } from "./emulator/fixture";
 

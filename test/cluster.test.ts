@@ -37,7 +37,7 @@ describe("Cluster (whole stack under mocks)", () => {
     it("no token, CA pin or kubeconfig reaches a non-secret input, resources.json, outputs.json or the written userdata", async () => {
         const result = await synthesize("dev", out);
         assert.deepStrictEqual(result.problems, []);
-        // Under mocks the dynamic resources answer with recognisable placeholders (scripts/mockRuntime.ts).
+        // Under mocks the dynamic resources answer with recognisable placeholders (test/mockRuntime.ts).
         const secrets = ["0123456789abcdef", "0".repeat(64), "placeholder: the real admin kubeconfig"];
         const dir = path.join(out, "dev");
         const files = ["resources.json", "outputs.json", ...fs.readdirSync(path.join(dir, "userdata")).map((f) => path.join("userdata", f))];
@@ -61,9 +61,9 @@ describe("Cluster (whole stack under mocks)", () => {
 
     it("dev registers every public component under its type token, parented to the Cluster", async () => {
         const result = await synthesize("dev", out);
-        const api = await import("../components");
+        const api = await import("../src");
         for (const name of ["Cluster", "Network", "ControlPlane", "NodePool", "ExistingNode", "PodNetwork", "ClusterAutoscaler"]) {
-            assert.strictEqual(typeof (api as Record<string, unknown>)[name], "function", `components/index.ts exports ${name}`);
+            assert.strictEqual(typeof (api as Record<string, unknown>)[name], "function", `src/index.ts exports ${name}`);
             const found = result.resources.filter((r) => r.type === `alicloud-kubeadm:index:${name}`);
             assert.ok(found.length > 0, `no ${name} in the dev graph`);
             assert.ok(found.every((r) => (name === "Cluster" ? r.parent === undefined : r.parent === "dev")), `${name} parent`);

@@ -1,16 +1,16 @@
 // ClusterAutoscaler: versions, refused releases, generic RBAC per minor, --nodes per pool, settings, credentials.
 import { strict as assert } from "assert";
-import { installMocks, valueOf, type Recorder } from "../scripts/mockRuntime";
+import { installMocks, valueOf, type Recorder } from "./mockRuntime";
 import * as pulumi from "@pulumi/pulumi";
 import { parseAllDocuments } from "yaml";
 import { ServiceAccount } from "kubernetes-models/v1";
 import { ClusterRole, ClusterRoleBinding, Role, RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
 import { Deployment } from "kubernetes-models/apps/v1";
-import { toYaml, type KubeObject } from "../components/kube";
+import { toYaml, type KubeObject } from "../src/components/kube";
 import {
     autoscalerObjects, autoscalerProblems, autoscalerVersionFor, refusedAutoscalerVersion, resolveClusterAutoscalerArgs,
     AUTOSCALER_LATEST_PATCH, type ClusterAutoscalerArgs,
-} from "../components/clusterAutoscaler";
+} from "../src/components/clusterAutoscaler";
 
 // kubernetes-models 4.5.1 schemas: Kubernetes 1.33-era fields (see test/podNetwork.test.ts).
 const MODELS: Record<string, (o: never) => void> = {
@@ -253,7 +253,7 @@ describe("ClusterAutoscaler under Pulumi mocks", () => {
 
     it("registers typed resources with provider and parent; ESS group ids known only at deploy time reach --nodes", async () => {
         const k8s = await import("@pulumi/kubernetes");
-        const { ClusterAutoscaler } = await import("../components/clusterAutoscaler");
+        const { ClusterAutoscaler } = await import("../src/components/clusterAutoscaler");
         const provider = new k8s.Provider("k8s", { kubeconfig: "redacted" });
         const ca = new ClusterAutoscaler("mockca", { ...base, pools: [
             { name: "elastic", min: 0, max: 10, scalingGroupId: pulumi.output("asg-from-ess-1") },

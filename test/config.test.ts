@@ -3,7 +3,7 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import * as YAML from "yaml";
-import { parseClusterConfig, validateClusterConfig, ClusterConfigError, type ClusterConfigInput } from "../components/config";
+import { parseClusterConfig, validateClusterConfig, ClusterConfigError, type ClusterConfigInput } from "../src/config";
 import { synthesize } from "../scripts/synth";
 
 /** A valid config (the dev stack's shape); each case below breaks one thing. */

@@ -1,8 +1,8 @@
 import * as assert from "assert";
 import { useEmulator } from "./emulator/fixture";
 import { fakeCluster } from "./fakeCluster";
-import { controlPlaneMemberProvider, joinControlPlaneMember, parseJoinSecrets, setHeader } from "../components/dynamic/controlPlaneMember";
-import { renderControlPlaneJoin } from "../userdata/render";
+import { controlPlaneMemberProvider, joinControlPlaneMember, parseJoinSecrets, setHeader } from "../src/providers/controlPlaneMember";
+import { renderControlPlaneJoin } from "../src/shell/render";
 
 const TOKEN = "k8sabc.0123456789abcdef";
 const KEY = "f".repeat(64);

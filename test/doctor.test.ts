@@ -5,13 +5,13 @@ import * as os from "os";
 import * as path from "path";
 import * as zlib from "zlib";
 import { useEmulator } from "./emulator/fixture";
-import { Emulator, EmuActivity, TEST_CREDENTIALS } from "./emulator/index";
+import { Emulator, EmuActivity, TEST_CREDENTIALS } from "./emulator";
 import { ESS_ACTIONS } from "./emulator/ess";
 import {
     ClusterInfo, exitCodeOf, explainActivityError, Finding, parseAutoscalerStatus, parseCaTime, parseEtcdMembers, parseTokenList, redact, renderJson, renderTable, runDoctor,
-} from "../components/doctor";
-import { parseSections, sectionsScript, REDACT_SED } from "../components/doctor/context";
-import { parseClusterInfo } from "../components/doctor/clusterInfo";
+} from "../src/doctor";
+import { parseSections, sectionsScript, REDACT_SED } from "../src/doctor/context";
+import { parseClusterInfo } from "../src/doctor/clusterInfo";
 import { helpText } from "../scripts/doctor";
 
 const REGION = "cn-hangzhou";

@@ -6,10 +6,10 @@ import * as pulumi from "@pulumi/pulumi";
 import * as YAML from "yaml";
 import { useEmulator } from "./emulator/fixture";
 import type { Emulator } from "./emulator";
-import { installMocks, type Recorder } from "../scripts/mockRuntime";
-import { parseClusterConfig } from "../components/config";
-import { joinExistingNode, membershipProblems, nodeMembershipProvider, type NodeMembershipInputs } from "../components/dynamic/nodeMembership";
-import { renderAttachNode } from "../userdata/render";
+import { installMocks, type Recorder } from "./mockRuntime";
+import { parseClusterConfig } from "../src/config";
+import { joinExistingNode, membershipProblems, nodeMembershipProvider, type NodeMembershipInputs } from "../src/providers/nodeMembership";
+import { renderAttachNode } from "../src/shell/render";
 
 const REGION = "cn-hangzhou";
 const TOKEN = "k8sjn1.q9w8e7r6t5y4u3i2";
@@ -169,12 +169,12 @@ describe("NodeMembership (emulator)", () => {
 
 describe("ExistingNode (mock graph)", () => {
     let recorder: Recorder;
-    let mod: typeof import("../components/existingNode");
+    let mod: typeof import("../src/components/existingNode");
     let config: ReturnType<typeof parseClusterConfig>;
 
     before(async () => {
         recorder = installMocks({ stack: "existing-node-test" });
-        mod = await import("../components/existingNode");
+        mod = await import("../src/components/existingNode");
         const doc = YAML.parse(fs.readFileSync(path.join(__dirname, "..", "stacks", "Pulumi.dev.yaml"), "utf8"));
         config = parseClusterConfig(doc.config["alicloud-kubeadm:cluster"], doc.config["alicloud:region"]);
     });

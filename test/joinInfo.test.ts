@@ -5,7 +5,7 @@ import * as os from "os";
 import * as path from "path";
 import * as YAML from "yaml";
 import { useEmulator } from "./emulator/fixture";
-import { caCertHash, readJoinInfo, rewriteKubeconfigServer, MASTER_PATHS } from "../components/dynamic/joinInfo";
+import { caCertHash, readJoinInfo, rewriteKubeconfigServer, MASTER_PATHS } from "../src/providers/joinInfo";
 
 /** A self-signed CA made with the openssl CLI, and its pin computed independently by openssl. */
 function makeCa(kind: "rsa" | "ec"): { pem: string; pin: string } {

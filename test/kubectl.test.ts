@@ -2,7 +2,7 @@ import * as assert from "assert";
 import { execFileSync } from "child_process";
 import * as zlib from "zlib";
 import { useEmulator } from "./emulator/fixture";
-import { getNodes, kubectl, kubectlCommand, parseNodeLines, shq } from "../components/dynamic/kubectl";
+import { getNodes, kubectl, kubectlCommand, parseNodeLines, shq } from "../src/cloud/kubectl";
 
 describe("kubectl on master 0 over Cloud Assistant", () => {
     const ctx = useEmulator();

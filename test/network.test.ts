@@ -1,16 +1,16 @@
 import * as assert from "assert";
 import * as pulumi from "@pulumi/pulumi";
-import { installMocks, valueOf, type Recorder } from "../scripts/mockRuntime";
+import { installMocks, valueOf, type Recorder } from "./mockRuntime";
 
 describe("Network component (mock graph)", () => {
     let recorder: Recorder;
-    let mod: typeof import("../components/network");
-    let clusterMod: typeof import("../components/cluster");
+    let mod: typeof import("../src/components/network");
+    let clusterMod: typeof import("../src/components/cluster");
 
     before(async () => {
         recorder = installMocks({ stack: "network-test" });
-        mod = await import("../components/network");
-        clusterMod = await import("../components/cluster");
+        mod = await import("../src/components/network");
+        clusterMod = await import("../src/components/cluster");
     });
     beforeEach(() => recorder.resources.splice(0));
 

@@ -6,10 +6,10 @@ import * as pulumi from "@pulumi/pulumi";
 import * as YAML from "yaml";
 import { useEmulator } from "./emulator/fixture";
 import type { Emulator } from "./emulator";
-import { installMocks, type Recorder } from "../scripts/mockRuntime";
-import { redactUserdata } from "../userdata/render";
-import { parseClusterConfig } from "../components/config";
-import { drainPool, setPoolCapacity, poolCapacityProvider, type PoolCapacityInputs } from "../components/dynamic/poolCapacity";
+import { installMocks, type Recorder } from "./mockRuntime";
+import { redactUserdata } from "../src/shell/render";
+import { parseClusterConfig } from "../src/config";
+import { drainPool, setPoolCapacity, poolCapacityProvider, type PoolCapacityInputs } from "../src/providers/poolCapacity";
 
 const REGION = "cn-hangzhou";
 
@@ -189,7 +189,7 @@ describe("NodePool (mock graph, dev pools)", () => {
 
     before(async () => {
         recorder = installMocks({ stack: "node-pool-test" });
-        const { NodePool } = await import("../components/nodePool");
+        const { NodePool } = await import("../src/components/nodePool");
         const doc = YAML.parse(fs.readFileSync(path.join(__dirname, "..", "stacks", "Pulumi.dev.yaml"), "utf8"));
         const config = parseClusterConfig(doc.config["alicloud-kubeadm:cluster"], doc.config["alicloud:region"]);
         for (const pool of config.nodePools) {
@@ -289,7 +289,7 @@ describe("NodePool (mock graph, dev pools)", () => {
     });
 
     it("a pool whose tags ESS would refuse creates no cloud resource", async () => {
-        const { NodePool } = await import("../components/nodePool");
+        const { NodePool } = await import("../src/components/nodePool");
         const doc = YAML.parse(fs.readFileSync(path.join(__dirname, "..", "stacks", "Pulumi.dev.yaml"), "utf8"));
         const config = parseClusterConfig(doc.config["alicloud-kubeadm:cluster"], doc.config["alicloud:region"]);
         const labels = Object.fromEntries(Array.from({ length: 19 }, (_, i) => [`label-${i}`, "x"]));
@@ -312,8 +312,8 @@ describe("NodePool (mock graph, dev pools)", () => {
 });
 
 describe("NodePool tags and labels (pure)", () => {
-    let mod: typeof import("../components/nodePool");
-    before(async () => { mod = await import("../components/nodePool"); });
+    let mod: typeof import("../src/components/nodePool");
+    before(async () => { mod = await import("../src/components/nodePool"); });
     const pool = (extra: Record<string, unknown>) => ({
         name: "p", instanceTypes: ["ecs.g7.xlarge"], systemDisk: { category: "cloud_essd" as const, size: 40 }, tokenTtl: "0", labels: {}, taints: [], ...extra,
     });

@@ -1,7 +1,7 @@
 import * as assert from "assert";
 import * as http from "http";
 import { AddressInfo } from "net";
-import { callApi, flattenParams, OpenApiError, resolveEndpoint } from "../components/dynamic/openapi";
+import { callApi, flattenParams, OpenApiError, resolveEndpoint } from "../src/cloud/openapi";
 import { acs3Signature, TEST_CREDENTIALS } from "./emulator";
 import { useEmulator } from "./emulator/fixture";
 

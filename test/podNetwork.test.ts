@@ -1,18 +1,18 @@
 // PodNetwork (flannel alloc + Alibaba CCM routes) and the kube.ts helpers it is built on.
 import { strict as assert } from "assert";
-import { installMocks, valueOf, type Recorder } from "../scripts/mockRuntime";
+import { installMocks, valueOf, type Recorder } from "./mockRuntime";
 import * as fc from "fast-check";
 import * as pulumi from "@pulumi/pulumi";
 import { parseAllDocuments } from "yaml";
 import { Namespace, ServiceAccount, ConfigMap, Secret } from "kubernetes-models/v1";
 import { ClusterRole, ClusterRoleBinding, Role, RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
 import { DaemonSet, Deployment } from "kubernetes-models/apps/v1";
-import { formatCidr, maskOf } from "../components/cidr";
-import { applyDependencies, applyObjects, canonicalOrder, manifestFiles, resourceName, toYaml, type KubeObject } from "../components/kube";
+import { formatCidr, maskOf } from "../src/rules/cidr";
+import { applyDependencies, applyObjects, canonicalOrder, manifestFiles, resourceName, toYaml, type KubeObject } from "../src/components/kube";
 import {
     ccmObjects, flannelInstallCniCommand, flannelObjects, podNetworkProblems, resolvePodNetworkArgs,
     DEFAULT_CCM_IMAGE, DEFAULT_FLANNEL_CNI_PLUGIN_IMAGE, DEFAULT_FLANNEL_IMAGE, type PodNetworkArgs,
-} from "../components/podNetwork";
+} from "../src/components/podNetwork";
 
 // kubernetes-models 4.5.1: its README badge says 1.27.1, but its schemas carry Kubernetes 1.33 fields
 // (Lifecycle.stopSignal, ContainerStatus.stopSignal) and none of 1.34 (PodSpec.hostnameOverride).
@@ -268,7 +268,7 @@ describe("PodNetwork under Pulumi mocks", () => {
 
     it("registers typed kubernetes resources with the provider and the component as parent", async () => {
         const k8s = await import("@pulumi/kubernetes");
-        const { PodNetwork } = await import("../components/podNetwork");
+        const { PodNetwork } = await import("../src/components/podNetwork");
         const provider = new k8s.Provider("k8s", { kubeconfig: "redacted" });
         const sa: KubeObject = { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "ok", namespace: "n" } };
         const svc: KubeObject = { apiVersion: "v1", kind: "Service", metadata: { name: "x", namespace: "n" } };

@@ -2,7 +2,7 @@ import * as assert from "assert";
 import { useEmulator } from "./emulator/fixture";
 import type { Emulator } from "./emulator";
 import { fakeCluster, type FakeCluster } from "./fakeCluster";
-import { chooseVictims, removeNode, removeNodes, scaleInPool, RemovalError, CLEARED_USERDATA, type RemovalOptions } from "../components/dynamic/removal";
+import { chooseVictims, removeNode, removeNodes, scaleInPool, RemovalError, CLEARED_USERDATA, type RemovalOptions } from "../src/removal";
 
 const REGION = "cn-hangzhou";
 

@@ -2,13 +2,13 @@
 // without capturing a credential: credentials are read at call time from the Alibaba chain.
 import * as assert from "assert";
 import * as pulumi from "@pulumi/pulumi";
-import { apiServerReadyProvider } from "../components/dynamic/apiServerReady";
-import { bootstrapTokenProvider } from "../components/dynamic/bootstrapToken";
-import { controlPlaneMemberProvider } from "../components/dynamic/controlPlaneMember";
-import { joinInfoProvider } from "../components/dynamic/joinInfo";
-import { nodeMembershipProvider } from "../components/dynamic/nodeMembership";
-import { poolCapacityProvider } from "../components/dynamic/poolCapacity";
-import { removeNode } from "../components/dynamic/removal";
+import { apiServerReadyProvider } from "../src/providers/apiServerReady";
+import { bootstrapTokenProvider } from "../src/providers/bootstrapToken";
+import { controlPlaneMemberProvider } from "../src/providers/controlPlaneMember";
+import { joinInfoProvider } from "../src/providers/joinInfo";
+import { nodeMembershipProvider } from "../src/providers/nodeMembership";
+import { poolCapacityProvider } from "../src/providers/poolCapacity";
+import { removeNode } from "../src/removal";
 
 /** A provider whose delete runs the removal core, as NodeMembership's and PoolCapacity's do. */
 const removalProvider = {

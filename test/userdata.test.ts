@@ -12,10 +12,10 @@ import { parseAllDocuments } from "yaml";
 import {
     AttachNodeParams, MasterInitParams, containerdRpmRepoUrl, defaultMirrors, kubernetesRepoUrl, redactUserdata,
     renderAttachNode, renderControlPlaneJoin, renderMasterInit, shellQuote,
-} from "../userdata/render";
+} from "../src/shell/render";
 import { RunResult, Sandbox, callsOf, downloadCalls, installCalls, makeSandbox } from "./sandbox";
 
-const USERDATA_DIR = path.join(__dirname, "..", "userdata");
+const USERDATA_DIR = path.join(__dirname, "..", "src", "shell");
 const STUB_DIR = path.join(__dirname, "sandbox", "stubs");
 const GOLDEN = path.join(__dirname, "golden", "attach-node.sh");
 const BUDGET = 16 * 1024;

@@ -1,7 +1,7 @@
 /** The emulator's own semantics, exercised through the real SDK path (callApi), so later providers can trust it. */
 import * as assert from "assert";
 import * as crypto from "crypto";
-import { callApi, OpenApiError, ParamValue, Product } from "../../components/dynamic/openapi";
+import { callApi, OpenApiError, ParamValue, Product } from "../../src/cloud/openapi";
 import { acs3Signature, EmuInstance, TEST_CREDENTIALS, verifyRequest } from "./index";
 import { useEmulator } from "./fixture";
 

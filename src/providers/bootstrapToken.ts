@@ -11,7 +11,7 @@
  * replaced with it, and the old token is deleted from the cluster.
  */
 import * as pulumi from "@pulumi/pulumi";
-import { CommandError, runOnInstance } from "./cloudAssistant";
+import { CommandError, runOnInstance } from "../cloud/cloudAssistant";
 import { pulumiLog } from "./log";
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */

@@ -4,7 +4,7 @@
 // Every flag, rule and image: /work/shared/reference/autoscaler-ccm-flannel.md sections B, C, D.
 import * as pulumi from "@pulumi/pulumi";
 import type * as k8s from "@pulumi/kubernetes";
-import { parseCidr } from "./cidr";
+import { parseCidr } from "../rules/cidr";
 import { applyObjects, CONTROL_PLANE_LABEL, durationSeconds, kubeObject, mapInput, parseVersion, resolveObjects, type KubeObject } from "./kube";
 
 /** Upstream flannel image of release v0.28.9 (kube-flannel.yml). No Alibaba mirror is documented. */

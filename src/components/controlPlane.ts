@@ -7,8 +7,8 @@
 // the masters exist (fixed private IP, EIP address or NLB DNS name), so it goes into master 0's userdata.
 import * as alicloud from "@pulumi/alicloud";
 import * as pulumi from "@pulumi/pulumi";
-import { formatIp, parseCidr } from "./cidr";
-import type { ClusterConfig } from "./config";
+import { formatIp, parseCidr } from "../rules/cidr";
+import type { ClusterConfig } from "../config";
 
 /** RAM actions the Alibaba Cloud Controller Manager's node and route controllers call (reference B3). */
 export const CCM_ACTIONS: readonly string[] = [

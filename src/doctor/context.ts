@@ -3,9 +3,9 @@
  * route entries, and read-only commands on master 0 (kubectl, kubeadm token list) over Cloud Assistant.
  * Only Describe* OpenAPI actions and RunCommand with read-only scripts are used.
  */
-import { callApi, OpenApiError } from "../dynamic/openapi";
-import { CommandError, runCommand, runOnInstance, InstanceResult } from "../dynamic/cloudAssistant";
-import { kubectlCommand, MasterTarget, NODE_LINES_JSONPATH, NodeInfo, parseNodeLines } from "../dynamic/kubectl";
+import { callApi, OpenApiError } from "../cloud/openapi";
+import { CommandError, runCommand, runOnInstance, InstanceResult } from "../cloud/cloudAssistant";
+import { kubectlCommand, MasterTarget, NODE_LINES_JSONPATH, NodeInfo, parseNodeLines } from "../cloud/kubectl";
 import { ClusterInfo, DoctorOptions } from "./types";
 
 /** What doctor needs to know about an ECS instance. */

@@ -19,11 +19,11 @@
 // `alicloud-kubeadm/autoscaled=true` instead, on the kubelet and in the tags alike.
 import * as alicloud from "@pulumi/alicloud";
 import * as pulumi from "@pulumi/pulumi";
-import { renderAttachNode } from "../userdata/render";
-import { nodeMirrors, type ClusterConfig, type NodePoolConfig } from "./config";
-import { BootstrapToken } from "./dynamic/bootstrapToken";
-import { POOL_LABEL } from "./dynamic/kubectl";
-import { PoolCapacity } from "./dynamic/poolCapacity";
+import { renderAttachNode } from "../shell/render";
+import { nodeMirrors, type ClusterConfig, type NodePoolConfig } from "../config";
+import { BootstrapToken } from "../providers/bootstrapToken";
+import { POOL_LABEL } from "../cloud/kubectl";
+import { PoolCapacity } from "../providers/poolCapacity";
 
 export { POOL_LABEL };
 /** Label (and scaling-configuration tag) on the nodes of autoscaled pools. */

@@ -8,9 +8,9 @@
  * member at a time.
  */
 import * as pulumi from "@pulumi/pulumi";
-import { CommandError, runOnInstance } from "./cloudAssistant";
-import { getNodes, providerIdOf } from "./kubectl";
-import { removeNode } from "./removal";
+import { CommandError, runOnInstance } from "../cloud/cloudAssistant";
+import { getNodes, providerIdOf } from "../cloud/kubectl";
+import { removeNode } from "../removal";
 import { pulumiLog } from "./log";
 
 /** Secrets from master 0 for one join. */

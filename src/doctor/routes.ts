@@ -3,7 +3,7 @@
  * instance) against each Node's podCIDR — missing, stale (instance gone), conflicting — and the
  * Nodes' NetworkUnavailable condition (reference autoscaler-ccm-flannel.md B1/B2).
  */
-import { contains, formatCidr, overlaps, parseCidr, Cidr } from "../cidr";
+import { contains, formatCidr, overlaps, parseCidr, Cidr } from "../rules/cidr";
 import { DoctorContext, RouteView } from "./context";
 import { Finding } from "./types";
 

@@ -3,7 +3,7 @@
 // per node into it (DESIGN.md §3).
 import * as alicloud from "@pulumi/alicloud";
 import * as pulumi from "@pulumi/pulumi";
-import { carveVSwitchCidrs, contains, overlaps, parseCidr, type Cidr } from "./cidr";
+import { carveVSwitchCidrs, contains, overlaps, parseCidr, type Cidr } from "../rules/cidr";
 
 export interface NetworkArgs {
     /** Cluster name; prefixes every resource name. Required. */

@@ -3,7 +3,7 @@
  * the Node objects. Instances without a Node get the tail of their bootstrap log, read over Cloud
  * Assistant; Nodes without an instance, NotReady Nodes and missing or wrong provider ids are named.
  */
-import { providerIdOf } from "../dynamic/kubectl";
+import { providerIdOf } from "../cloud/kubectl";
 import { DoctorContext, errorText, InstanceView, NodeView, redact, REDACT_SED } from "./context";
 import { Finding } from "./types";
 

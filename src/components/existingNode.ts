@@ -8,9 +8,9 @@
 // every existing node and created by the caller (one BootstrapToken "for the existing nodes").
 import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
-import { renderAttachNode } from "../userdata/render";
-import { nodeMirrors, type ClusterConfig, type ExistingNodeConfig } from "./config";
-import { NodeMembership } from "./dynamic/nodeMembership";
+import { renderAttachNode } from "../shell/render";
+import { nodeMirrors, type ClusterConfig, type ExistingNodeConfig } from "../config";
+import { NodeMembership } from "../providers/nodeMembership";
 
 /** Pool label value of existing nodes (`alicloud-kubeadm/pool=existing`). */
 export const EXISTING_POOL_NAME = "existing";

@@ -17,10 +17,10 @@ import {
     VSWITCH_MIN_PREFIX,
     sizeOf,
     type Cidr,
-} from "./cidr";
-import { autoscalerVersionFor, refusedAutoscalerVersion } from "./clusterAutoscaler";
-import { isLabelValue, kubeletMaySetLabel, labelKeyProblem } from "./labels";
-export { isChinaRegion } from "./labels";
+} from "./rules/cidr";
+import { autoscalerVersionFor, refusedAutoscalerVersion } from "./components/clusterAutoscaler";
+import { isLabelValue, kubeletMaySetLabel, labelKeyProblem } from "./rules/labels";
+export { isChinaRegion } from "./rules/labels";
 
 /** Lowest Kubernetes minor supported: kubeadm config API v1beta4 arrived in 1.31. */
 export const MIN_KUBERNETES_MINOR = 31;

@@ -5,7 +5,7 @@
  * or scale-down is blocked, and why.
  */
 import * as YAML from "yaml";
-import { kubectlCommand } from "../dynamic/kubectl";
+import { kubectlCommand } from "../cloud/kubectl";
 import { DoctorContext, redact, REDACT_SED } from "./context";
 import { Finding } from "./types";
 

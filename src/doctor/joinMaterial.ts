@@ -4,7 +4,7 @@
  * and etcd members against the masters. Token secrets are removed on the master before any output
  * leaves it; only token ids are ever printed.
  */
-import { ADMIN_KUBECONFIG, kubectlCommand } from "../dynamic/kubectl";
+import { ADMIN_KUBECONFIG, kubectlCommand } from "../cloud/kubectl";
 import { DoctorContext, redact, REDACT_SED } from "./context";
 import { Finding } from "./types";
 

@@ -15,10 +15,10 @@
  * kubeadm reset, delete the Node, delete a left-over pod route. The instance itself stays.
  */
 import * as pulumi from "@pulumi/pulumi";
-import { CommandError, MAX_CONTENT_BASE64_BYTES, runOnInstance } from "./cloudAssistant";
-import { getNodes, providerIdOf } from "./kubectl";
-import { callApi } from "./openapi";
-import { removeNode, type RemovalOptions } from "./removal";
+import { CommandError, MAX_CONTENT_BASE64_BYTES, runOnInstance } from "../cloud/cloudAssistant";
+import { getNodes, providerIdOf } from "../cloud/kubectl";
+import { callApi } from "../cloud/openapi";
+import { removeNode, type RemovalOptions } from "../removal";
 import { pulumiLog } from "./log";
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */

@@ -6,8 +6,8 @@
  */
 import * as fs from "fs";
 import * as path from "path";
-import { isCidr } from "../components/cidr";
-import { isChinaRegion, isLabelValue, kubeletMaySetLabel, labelKeyProblem } from "../components/labels";
+import { isCidr } from "../rules/cidr";
+import { isChinaRegion, isLabelValue, kubeletMaySetLabel, labelKeyProblem } from "../rules/labels";
 
 /** ECS accepts 32 KiB of userdata before Base64; rendering fails above it. Our own budget is 16 KiB. */
 export const USERDATA_HARD_LIMIT_BYTES = 32 * 1024;

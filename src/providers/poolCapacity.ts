@@ -16,9 +16,9 @@
  * instances without a drain.
  */
 import * as pulumi from "@pulumi/pulumi";
-import { getNodes, POOL_LABEL, providerIdOf } from "./kubectl";
-import { callApi, OpenApiError } from "./openapi";
-import { scaleInPool, scalingGroupMembers, type RemovalOptions, type RemovalReport } from "./removal";
+import { getNodes, POOL_LABEL, providerIdOf } from "../cloud/kubectl";
+import { callApi, OpenApiError } from "../cloud/openapi";
+import { scaleInPool, scalingGroupMembers, type RemovalOptions, type RemovalReport } from "../removal";
 import { logInfo, pulumiLog } from "./log";
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */

@@ -173,7 +173,7 @@ export function installMocks(options: MockOptions = {}): Recorder {
         call(args) {
             const answer = calls[args.token];
             if (!answer) {
-                throw new Error(`no mock answer for data source ${args.token}; add one in scripts/mockRuntime.ts`);
+                throw new Error(`no mock answer for data source ${args.token}; add one in test/mockRuntime.ts`);
             }
             return answer(args.inputs);
         },

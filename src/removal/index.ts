@@ -8,9 +8,9 @@
  *   drain → clear userdata (existing nodes) → kubeadm reset on the node → delete Node
  *         → ESS RemoveInstances / DetachInstances (pool members) → delete a left-over pod route
  */
-import { CommandError, runOnInstance } from "./cloudAssistant";
-import { getNodes, kubectl, kubectlCommand, providerIdOf, shq, POOL_LABEL } from "./kubectl";
-import { callApi, OpenApiError } from "./openapi";
+import { CommandError, runOnInstance } from "../cloud/cloudAssistant";
+import { getNodes, kubectl, kubectlCommand, providerIdOf, shq, POOL_LABEL } from "../cloud/kubectl";
+import { callApi, OpenApiError } from "../cloud/openapi";
 
 /** How the node came into the cluster; decides which steps apply. */
 export type NodeKind = "existing" | "scale-out" | "autoscaled" | "control-plane";

@@ -5,7 +5,7 @@
  * its server set to the API endpoint. Both outputs are Pulumi secrets.
  */
 import * as pulumi from "@pulumi/pulumi";
-import { CommandError, runOnInstance } from "./cloudAssistant";
+import { CommandError, runOnInstance } from "../cloud/cloudAssistant";
 import { logInfo } from "./log";
 
 /** Where userdata/master_init.sh leaves its markers, log and files. */

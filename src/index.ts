@@ -1,0 +1,39 @@
+// The public API of alicloud-kubeadm. Component type tokens are alicloud-kubeadm:index:<Name>.
+// Read in the order a cluster comes up: config → network → control plane → join material →
+// pools and nodes → add-ons → operations.
+
+// Config and validation
+export {
+    parseClusterConfig,
+    validateClusterConfig,
+    isChinaRegion,
+    ClusterConfigError,
+    type ClusterConfig,
+    type ClusterConfigInput,
+    type NodePoolConfig,
+    type ExistingNodeConfig,
+    type Taint,
+    type ValidationResult,
+} from "./config";
+export { carveVSwitchCidrs, parseCidr, overlaps, contains } from "./rules/cidr";
+
+// Components
+export { Cluster, resolveClusterConfig, type ClusterArgs } from "./components/cluster";
+export { Network, createNetwork, type NetworkArgs, type NetworkResources } from "./components/network";
+export { ControlPlane, createControlPlane, CCM_ACTIONS, AUTOSCALER_ACTIONS, type ControlPlaneArgs, type ControlPlaneResources } from "./components/controlPlane";
+export { NodePool, createNodePool, type NodePoolArgs, type NodePoolResources } from "./components/nodePool";
+export { ExistingNode, createExistingNode, type ExistingNodeArgs, type ExistingNodeResources } from "./components/existingNode";
+export { PodNetwork, type PodNetworkArgs } from "./components/podNetwork";
+export { ClusterAutoscaler, autoscalerVersionFor, refusedAutoscalerVersion, type ClusterAutoscalerArgs } from "./components/clusterAutoscaler";
+
+// Dynamic resources (run over Cloud Assistant and the ECS/ESS/VPC OpenAPI)
+export { JoinInfo, type JoinInfoArgs } from "./providers/joinInfo";
+export { BootstrapToken } from "./providers/bootstrapToken";
+export { ControlPlaneMember, type ControlPlaneMemberArgs } from "./providers/controlPlaneMember";
+export { NodeMembership } from "./providers/nodeMembership";
+export { PoolCapacity } from "./providers/poolCapacity";
+export { ApiServerReady, type ApiServerReadyArgs } from "./providers/apiServerReady";
+export { removeNode, removeNodes, scaleInPool, type RemovalTarget, type RemovalOptions, type RemovalReport } from "./removal";
+
+// Operations
+export { runDoctor, type ClusterInfo, type Finding } from "./doctor";
