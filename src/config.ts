@@ -1,59 +1,27 @@
-// The stack configuration contract (DESIGN.md §5): the `alicloud-kubeadm:cluster` object and
-// `alicloud:region`, parsed into a typed, defaulted ClusterConfig.
+// The stack configuration contract: the `alicloud-kubeadm:cluster` object and `alicloud:region`, parsed
+// into a typed, defaulted ClusterConfig.
 //
-// Shape and defaults live in one zod schema; rules that relate fields to each other (CIDR math,
-// capacity, uniqueness) are plain functions below it. validateClusterConfig reports every problem
-// at once, each as `<property.path>: <reason>`, so a user fixes a config in one pass.
+// Shape and defaults live in one zod schema (each default written once); every rule is a function of
+// src/rules, shared with the components (which check their own arguments with the same rules when used
+// without this config). validateClusterConfig reports every problem at once, each as
+// `<property.path>: <reason>`, so a user fixes a config in one pass.
 import { z } from "zod";
 import {
-    carveVSwitchCidrs,
-    carvedVSwitchPrefix,
-    contains,
-    formatCidr,
-    nodeCidrCount,
-    overlaps,
-    parseCidr,
-    VSWITCH_MAX_PREFIX,
-    VSWITCH_MIN_PREFIX,
-    sizeOf,
-    type Cidr,
-} from "./rules/cidr";
-import { autoscalerVersionFor, refusedAutoscalerVersion } from "./components/clusterAutoscaler";
-import { isLabelValue, kubeletMaySetLabel, labelKeyProblem } from "./rules/labels";
-export { isChinaRegion } from "./rules/labels";
+    checkNetworkLayout, checkTaints, CLUSTER_TAG, DEFAULT_AUTOSCALER_SETTINGS, DEFAULT_ROUTE_ENTRY_QUOTA, dnsLabelProblem, durationProblem,
+    essNameProblem, imageReferenceProblem, imageRepositoryProblem, INSTANCE_ID_PATTERN, kubernetesVersionProblem, MAX_SCALING_GROUP_INSTANCES,
+    nodeCidrCount, nodeLabelProblems, packageMirrorProblem, parseCidr, replaceSystemDiskProblem, resolveAutoscalerVersion, autoscalerSettingsProblems,
+    scalingConfigurationTags, tagKeyProblem, joinPath, type Report, type Taint,
+} from "./rules";
 
-/** Lowest Kubernetes minor supported: kubeadm config API v1beta4 arrived in 1.31. */
-export const MIN_KUBERNETES_MINOR = 31;
-/** ESS scaling group and scaling configuration names (`<name>-<pool>`) are at most 64 characters. */
-export const MAX_ESS_NAME_LENGTH = 64;
-/** ESS allows at most 20 tags on a scaling configuration (same as components/nodePool.ts). */
-export const MAX_SCALING_CONFIGURATION_TAGS = 20;
-/** Tag keys Alibaba Cloud reserves for itself (case-insensitive). */
-const RESERVED_TAG_KEY = /^(aliyun|acs:)/i;
-/** Labels alicloud-kubeadm adds to pool nodes and their scaling configuration (components/nodePool.ts). */
-const POOL_LABEL_KEY = "alicloud-kubeadm/pool";
-const AUTOSCALED_LABEL_KEY = "alicloud-kubeadm/autoscaled";
-const CLUSTER_TAG_KEY = "alicloud-kubeadm/cluster";
-/** Host offset of master 0 in its vSwitch (components/controlPlane.ts masterPrivateIp: base + 10 + n). */
-const MASTER_IP_OFFSET = 10;
-/** Addresses Alibaba reserves in every vSwitch (the first 3 and the last 1): a host offset must be below size − 4. */
-const VSWITCH_RESERVED_ADDRESSES = 4;
+export type { Taint } from "./rules";
+export { isChinaRegion, parseTaint } from "./rules";
 
-/** Alibaba Cloud's default quota of custom entries per VPC route table (raise it in the Quota Center). */
-export const DEFAULT_ROUTE_ENTRY_QUOTA = 200;
-
-const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const INSTANCE_ID = /^i-[a-z0-9]{8,30}$/;
-const VERSION = /^(\d+)\.(\d+)\.(\d+)$/;
-const DURATION = /^(\d+(\.\d+)?(ns|us|ms|s|m|h))+$/;
-/** `registry[:port]/path` without tag or digest (a tag is appended by the consumer). */
-const IMAGE_REPOSITORY = /^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(\/[a-z0-9]+([._-]+[a-z0-9]+)*)*$/;
-/** A full image reference: repository plus `:tag` and/or `@sha256:<hex>`. */
-const IMAGE_REFERENCE = /^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(\/[a-z0-9]+([._-]+[a-z0-9]+)*)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$/;
-const HTTPS_URL = /^https:\/\/[A-Za-z0-9.-]+(:\d+)?(\/[^\s'"\\]*)?$/;
+/** Longest cluster and pool name: they prefix every resource name (and ESS names are at most 64 characters). */
+export const MAX_NAME_LENGTH = 40;
 
 // The schema is built twice: strict (unknown keys are reported, catching typos) and lenient (unknown
-// keys stripped), so that a typo does not hide the cross-field problems from the same run.
+// keys stripped), so that a typo does not hide the cross-field problems from the same run. Nested objects
+// take `.prefault({})`: their fields' own defaults then apply, so every default is written once.
 function buildSchema(obj: typeof z.strictObject) {
     const diskSchema = obj({
         /** Disk category as the ECS API spells it. Default `cloud_essd`. */
@@ -72,7 +40,7 @@ function buildSchema(obj: typeof z.strictObject) {
     ]);
 
     const nodeShape = {
-        /** Kubelet labels; `alicloud-kubeadm/pool=<name>` is always added for pools. */
+        /** Kubelet labels; `alicloud-kubeadm/pool=<name>` is always added. */
         labels: z.record(z.string(), z.string()).default({}),
         /** Taints registered by the kubelet, as objects or `key[=value]:Effect` strings. */
         taints: z.array(taintSchema).default([]),
@@ -88,7 +56,7 @@ function buildSchema(obj: typeof z.strictObject) {
         size: z.number().int().optional(),
         /** Bounds for the Cluster Autoscaler. Exclusive with `size`. */
         autoscale: obj({ min: z.number().int(), max: z.number().int() }).optional(),
-        systemDisk: diskSchema.default({ category: "cloud_essd", size: 40 }),
+        systemDisk: diskSchema.prefault({}),
         /** Image for this pool; default the cluster's `image`. */
         imageId: z.string().optional(),
         /** Bootstrap token lifetime, a Go duration. Default `0` = never expires (ESS userdata is static). */
@@ -105,7 +73,8 @@ function buildSchema(obj: typeof z.strictObject) {
         ...nodeShape,
     });
 
-    const clusterSchema = obj({
+    const d = DEFAULT_AUTOSCALER_SETTINGS;
+    return obj({
         name: z.string(),
         kubernetesVersion: z.string(),
         zones: z.array(z.string()),
@@ -123,45 +92,36 @@ function buildSchema(obj: typeof z.strictObject) {
             apiAllowedCidrs: z.array(z.string()).default([]),
             /** Custom route entries allowed in the route table (one per node). Default 200. */
             routeEntryQuota: z.number().int().positive().default(DEFAULT_ROUTE_ENTRY_QUOTA),
-        }).default({
-            vpcCidr: "192.168.0.0/16", podCidr: "172.16.0.0/16", serviceCidr: "10.96.0.0/12", nodeCidrMaskSize: 24,
-            natGateway: true, apiAllowedCidrs: [], routeEntryQuota: DEFAULT_ROUTE_ENTRY_QUOTA,
-        }),
+        }).prefault({}),
         controlPlane: obj({
             count: z.number().int().default(1),
             instanceType: z.string().default("ecs.g7.large"),
             publicEndpoint: z.boolean().default(false),
-            systemDisk: diskSchema.default({ category: "cloud_essd", size: 40 }),
+            systemDisk: diskSchema.prefault({}),
             /** ECS deletion protection on masters. Default false; the prod stack turns it on. */
             deletionProtection: z.boolean().default(false),
-        }).default({
-            count: 1, instanceType: "ecs.g7.large", publicEndpoint: false,
-            systemDisk: { category: "cloud_essd", size: 40 }, deletionProtection: false,
-        }),
+        }).prefault({}),
         /** OS image for masters and nodes: an image id, or a name pattern resolved among system images. */
         image: obj({
             id: z.string().optional(),
             nameRegex: z.string().default("^ubuntu_24_04_x64"),
-        }).default({ nameRegex: "^ubuntu_24_04_x64" }),
+        }).prefault({}),
         nodePools: z.array(poolSchema).default([]),
         existingNodes: z.array(existingNodeSchema).default([]),
         autoscaler: obj({
-            scaleDownUtilizationThreshold: z.number().default(0.5),
-            scaleDownUnneededTime: z.string().default("10m"),
-            scaleDownDelayAfterAdd: z.string().default("10m"),
-            expander: z.string().default("least-waste"),
-            balanceSimilarNodeGroups: z.boolean().default(false),
-            skipNodesWithLocalStorage: z.boolean().default(true),
+            scaleDownUtilizationThreshold: z.number().default(d.scaleDownUtilizationThreshold),
+            scaleDownUnneededTime: z.string().default(d.scaleDownUnneededTime),
+            scaleDownDelayAfterAdd: z.string().default(d.scaleDownDelayAfterAdd),
+            expander: z.string().default(d.expander),
+            balanceSimilarNodeGroups: z.boolean().default(d.balanceSimilarNodeGroups),
+            skipNodesWithLocalStorage: z.boolean().default(d.skipNodesWithLocalStorage),
             /** Cluster Autoscaler version. Default: the latest patch of the Kubernetes minor. */
             version: z.string().optional(),
-        }).default({
-            scaleDownUtilizationThreshold: 0.5, scaleDownUnneededTime: "10m", scaleDownDelayAfterAdd: "10m",
-            expander: "least-waste", balanceSimilarNodeGroups: false, skipNodesWithLocalStorage: true,
-        }),
+        }).prefault({}),
         /**
-         * Image and package sources (DESIGN.md §6). Defaults: upstream flannel and autoscaler images
-         * everywhere (no Alibaba mirror exists), Alibaba's CCM image, and for Kubernetes images and
-         * packages the region's default mirrors (Alibaba's in China regions, upstream elsewhere).
+         * Image and package sources. Defaults (src/rules/images.ts): upstream flannel and autoscaler images
+         * everywhere (no Alibaba mirror exists), Alibaba's CCM image, and for Kubernetes images and packages
+         * the region's default mirrors (Alibaba's in mainland China, upstream elsewhere).
          */
         images: obj({
             /** flanneld image (also runs the install-cni init container). */
@@ -176,11 +136,10 @@ function buildSchema(obj: typeof z.strictObject) {
             kubernetesRepository: z.string().optional(),
             /** Base URL of the package mirror (Kubernetes and containerd packages). */
             packageMirror: z.string().optional(),
-        }).default({}),
+        }).prefault({}),
         /** Free-form tags put on every cloud resource, besides `alicloud-kubeadm/cluster=<name>`. */
         tags: z.record(z.string(), z.string()).default({}),
     });
-    return clusterSchema;
 }
 
 const clusterSchema = buildSchema(z.strictObject);
@@ -189,18 +148,14 @@ const lenientSchema = buildSchema(z.object as typeof z.strictObject);
 /** The `alicloud-kubeadm:cluster` object as written in a stack file (defaults not yet applied). */
 export type ClusterConfigInput = z.input<typeof clusterSchema>;
 
-export interface Taint {
-    key: string;
-    value?: string;
-    effect: "NoSchedule" | "PreferNoSchedule" | "NoExecute";
-}
-
 type Parsed = z.output<typeof clusterSchema>;
 type ParsedPool = Parsed["nodePools"][number];
+type ParsedExistingNode = Parsed["existingNodes"][number];
 
-/** A node pool after defaults: taints normalised, exactly one of `size` / `autoscale`. */
+/** A node pool after defaults: taints normalised, instance types as a list, exactly one of `size` / `autoscale`. */
 export type NodePoolConfig = Omit<ParsedPool, "taints"> & { taints: Taint[]; instanceTypes: string[] };
-export type ExistingNodeConfig = Omit<Parsed["existingNodes"][number], "taints"> & { taints: Taint[] };
+/** An existing node after defaults, taints normalised. */
+export type ExistingNodeConfig = Omit<ParsedExistingNode, "taints"> & { taints: Taint[] };
 
 /** The typed, defaulted, validated cluster configuration every component reads. */
 export interface ClusterConfig extends Omit<Parsed, "nodePools" | "existingNodes" | "network"> {
@@ -228,13 +183,9 @@ export class ClusterConfigError extends Error {
     }
 }
 
-/** Parses `text` as `key[=value]:Effect`. */
-export function parseTaint(text: string): Taint | string {
-    const m = /^([^=:]+)(?:=([^:]*))?:(NoSchedule|PreferNoSchedule|NoExecute)$/.exec(text);
-    if (!m) {
-        return `"${text}" is not a taint (expected key[=value]:NoSchedule|PreferNoSchedule|NoExecute)`;
-    }
-    return m[2] === undefined ? { key: m[1], effect: m[3] as Taint["effect"] } : { key: m[1], value: m[2], effect: m[3] as Taint["effect"] };
+/** The cloud tags of every resource of a cluster: the user's `tags` and `alicloud-kubeadm/cluster=<name>`. */
+export function clusterTags(config: Pick<ClusterConfig, "name" | "tags">): Record<string, string> {
+    return { ...config.tags, [CLUSTER_TAG]: config.name };
 }
 
 /**
@@ -263,23 +214,65 @@ export function validateClusterConfig(raw: unknown, region: string | undefined):
         return { errors, warnings };
     }
     const c = parsed.data as Parsed;
-    const problem = (path: string, reason: string) => errors.push(`${path}: ${reason}`);
-    const warn = (path: string, reason: string) => warnings.push(`${path}: ${reason}`);
+    const problem: Report = (path, reason) => errors.push(`${path}: ${reason}`);
+    const warn: Report = (path, reason) => warnings.push(`${path}: ${reason}`);
 
-    checkName(c.name, problem);
-    checkVersion(c.kubernetesVersion, problem);
+    const nameProblem = dnsLabelProblem(c.name, MAX_NAME_LENGTH);
+    if (nameProblem) {
+        problem("name", nameProblem);
+    }
+    const versionProblem = kubernetesVersionProblem(c.kubernetesVersion);
+    if (versionProblem) {
+        problem("kubernetesVersion", versionProblem);
+    }
     checkZones(c.zones, region, problem);
-    if (![1, 3, 5].includes(c.controlPlane.count)) {
+    const masterCountOk = [1, 3, 5].includes(c.controlPlane.count);
+    if (!masterCountOk) {
         problem("controlPlane.count", `must be 1, 3 or 5 (an odd etcd quorum), got ${c.controlPlane.count}`);
     } else if (c.controlPlane.count > 1 && c.zones.length < 2) {
         problem("controlPlane.count", `${c.controlPlane.count} masters sit behind an NLB, which needs at least 2 zones; list another zone or use 1 master`);
     }
-    const pools = checkPools(c.nodePools, c.name, problem);
-    checkTags(c, pools, problem);
+    for (const key of Object.keys(c.tags)) {
+        const reason = tagKeyProblem(key);
+        if (reason) {
+            problem(`tags.${key}`, reason);
+        }
+    }
+    const cloudTags = clusterTags(c);
+    const names = new Set<string>();
+    const pools = c.nodePools.map((pool, i) => {
+        const at = (path: string, reason: string) => problem(joinPath(`nodePools.${i}`, path), reason);
+        if (names.has(pool.name)) {
+            at("name", `"${pool.name}" is used by another pool; pool names must be unique`);
+        }
+        names.add(pool.name);
+        return checkPool(pool, c.name, cloudTags, at);
+    });
     checkImages(c.images, problem);
-    const existing = checkExistingNodes(c.existingNodes, problem);
-    const vswitchCidrs = checkNetwork(c, pools, existing.length, problem, warn);
-    checkAutoscaler(c.autoscaler, c.kubernetesVersion, pools, problem);
+    const ids = new Set<string>();
+    const existing = c.existingNodes.map((node, i) => {
+        const at = (path: string, reason: string) => problem(joinPath(`existingNodes.${i}`, path), reason);
+        if (ids.has(node.instanceId)) {
+            at("instanceId", `${node.instanceId} is listed twice`);
+        }
+        ids.add(node.instanceId);
+        return checkExistingNode(node, at);
+    });
+    const vswitchCidrs = checkNetworkLayout({ ...c.network, zones: c.zones, controlPlaneCount: masterCountOk ? c.controlPlane.count : 0 }, problem, {
+        zones: "zones", vpcCidr: "network.vpcCidr", podCidr: "network.podCidr", serviceCidr: "network.serviceCidr",
+        vswitchCidrs: "network.vswitchCidrs", apiAllowedCidrs: "network.apiAllowedCidrs",
+    });
+    checkNodeCapacity(c, pools, existing.length, problem, warn);
+    if (c.controlPlane.publicEndpoint && c.network.apiAllowedCidrs.length === 0) {
+        warn("network.apiAllowedCidrs", "controlPlane.publicEndpoint is true but no CIDR is allowed to reach 6443 from outside the VPC");
+    }
+    autoscalerSettingsProblems(c.autoscaler, (path, reason) => problem(`autoscaler.${path}`, reason));
+    if (pools.some((p) => p.autoscale)) {
+        const { problem: versionRefused } = resolveAutoscalerVersion(c.autoscaler.version, c.kubernetesVersion);
+        if (versionRefused) {
+            problem("autoscaler.version", versionRefused);
+        }
+    }
 
     if (errors.length > 0 || !region) {
         return { errors, warnings };
@@ -299,8 +292,6 @@ export function parseClusterConfig(raw: unknown, region: string | undefined): Cl
     }
     return result.config;
 }
-
-type Report = (path: string, reason: string) => void;
 
 /**
  * A union failure (e.g. a taint given as an object with a bad effect) is reported through the branch
@@ -327,21 +318,6 @@ function describeIssue(issue: z.core.$ZodIssue): string {
     }
 }
 
-function checkName(name: string, problem: Report): void {
-    if (!DNS1123_LABEL.test(name) || name.length > 40) {
-        problem("name", `"${name}" must be a DNS-1123 label of at most 40 characters (lowercase letters, digits, '-')`);
-    }
-}
-
-function checkVersion(version: string, problem: Report): void {
-    const m = VERSION.exec(version);
-    if (!m) {
-        problem("kubernetesVersion", `"${version}" must be a full version like "1.34.2" (quote it in YAML)`);
-    } else if (Number(m[1]) !== 1 || Number(m[2]) < MIN_KUBERNETES_MINOR) {
-        problem("kubernetesVersion", `${version} is older than 1.${MIN_KUBERNETES_MINOR}; kubeadm config v1beta4 needs 1.${MIN_KUBERNETES_MINOR} or newer`);
-    }
-}
-
 function checkZones(zones: string[], region: string | undefined, problem: Report): void {
     if (zones.length === 0) {
         problem("zones", `needs at least one zone, e.g. [${region ?? "cn-hangzhou"}-h]`);
@@ -358,313 +334,119 @@ function checkZones(zones: string[], region: string | undefined, problem: Report
     });
 }
 
-function checkLabelKey(key: string, path: string, problem: Report): void {
-    const reason = labelKeyProblem(key);
-    if (reason) {
-        problem(path, `label key "${key}": ${reason}`);
-    } else if (!kubeletMaySetLabel(key)) {
-        problem(path, `label "${key}" is in a kubernetes.io/k8s.io namespace the kubelet may not set (NodeRestriction); use your own prefix or node.kubernetes.io/`);
-    }
-}
-
-function checkLabels(labels: Record<string, string>, path: string, problem: Report): void {
-    for (const [key, value] of Object.entries(labels)) {
-        checkLabelKey(key, `${path}.${key}`, problem);
-        if (!isLabelValue(value)) {
-            problem(`${path}.${key}`, `label value "${value}" must be empty or at most 63 characters of [A-Za-z0-9-_.], starting and ending alphanumeric`);
-        }
-    }
-}
-
-function checkTaints(taints: Array<string | Taint>, path: string, problem: Report): Taint[] {
-    const out: Taint[] = [];
-    taints.forEach((t, i) => {
-        const taint = typeof t === "string" ? parseTaint(t) : t;
-        if (typeof taint === "string") {
-            problem(`${path}.${i}`, taint);
-            return;
-        }
-        const before = out.length;
-        checkLabelKey(taint.key, `${path}.${i}.key`, (p, r) => problem(p, r.replace("label key", "taint key").replace(/label "/, "taint \"")));
-        if (taint.value !== undefined && !isLabelValue(taint.value)) {
-            problem(`${path}.${i}.value`, `taint value "${taint.value}" must be at most 63 characters of [A-Za-z0-9-_.]`);
-        }
-        if (out.length === before) {
-            out.push(taint);
-        }
-    });
-    return out;
-}
-
-function checkPools(pools: ParsedPool[], clusterName: string, problem: Report): NodePoolConfig[] {
-    const names = new Set<string>();
-    return pools.map((pool, i) => {
-        const path = `nodePools.${i}`;
-        if (!DNS1123_LABEL.test(pool.name) || pool.name.length > 40) {
-            problem(`${path}.name`, `"${pool.name}" must be a DNS-1123 label of at most 40 characters`);
-        }
-        if (names.has(pool.name)) {
-            problem(`${path}.name`, `"${pool.name}" is used by another pool; pool names must be unique`);
-        }
-        names.add(pool.name);
-        const essName = `${clusterName}-${pool.name}`;
-        if (essName.length > MAX_ESS_NAME_LENGTH) {
-            problem(`${path}.name`, `the scaling group and scaling configuration are named "${essName}" (${essName.length} characters); ESS allows at most ${MAX_ESS_NAME_LENGTH}, so name + "-" + pool name must fit: shorten the pool name to at most ${Math.max(MAX_ESS_NAME_LENGTH - clusterName.length - 1, 0)} characters`);
-        }
-        if ((pool.size === undefined) === (pool.autoscale === undefined)) {
-            problem(path, "set exactly one of `size` (fixed) or `autoscale: { min, max }`");
-        }
-        if (pool.size !== undefined && pool.size < 0) {
-            problem(`${path}.size`, `must be 0 or more, got ${pool.size}`);
-        }
-        if (pool.autoscale) {
-            const { min, max } = pool.autoscale;
-            if (min < 0) {
-                problem(`${path}.autoscale.min`, `must be 0 or more, got ${min}`);
-            }
-            if (max < min) {
-                problem(`${path}.autoscale.max`, `must be at least autoscale.min (${min}), got ${max}`);
-            }
-            if (max > 2000) {
-                problem(`${path}.autoscale.max`, `ESS allows at most 2000 instances per group, got ${max}`);
-            }
-        }
-        if (pool.size !== undefined && pool.size > 2000) {
-            problem(`${path}.size`, `ESS allows at most 2000 instances per group, got ${pool.size}`);
-        }
-        const types = pool.instanceTypes ?? (pool.instanceType ? [pool.instanceType] : []);
-        if (pool.instanceType && pool.instanceTypes) {
-            problem(path, "set `instanceType` or `instanceTypes`, not both");
-        } else if (types.length === 0) {
-            problem(`${path}.instanceType`, "is required (e.g. ecs.g7.xlarge)");
-        } else if (pool.autoscale && types.length > 1) {
-            problem(`${path}.instanceTypes`, "an autoscaled pool takes exactly one instance type: the Cluster Autoscaler builds its scale-from-zero template from one (use `instanceType`)");
-        }
-        checkLabels(pool.labels, `${path}.labels`, problem);
-        if ("alicloud-kubeadm/pool" in pool.labels) {
-            problem(`${path}.labels.alicloud-kubeadm/pool`, "is set by alicloud-kubeadm to the pool name; remove it");
-        }
-        if (!DURATION.test(pool.tokenTtl) && pool.tokenTtl !== "0") {
-            problem(`${path}.tokenTtl`, `"${pool.tokenTtl}" must be a duration like 0 (never expires), 24h or 30m`);
-        }
-        const taints = checkTaints(pool.taints, `${path}.taints`, problem);
-        return { ...pool, instanceTypes: types, taints };
-    });
-}
+/** What a pool is checked from: the parsed config, or a NodePoolConfig a program built by hand. */
+type PoolInput = Omit<ParsedPool, "taints" | "systemDisk" | "tokenTtl"> & Partial<Pick<ParsedPool, "systemDisk" | "tokenTtl">> & {
+    taints: Array<string | Taint>;
+};
 
 /**
- * ESS tag rules, mirroring components/nodePool.ts `scalingConfigurationTags` so bad input fails before
- * any resource: autoscaled pools tag the scaling configuration with exactly the node labels, fixed pools
- * with the cloud tags plus the node labels; at most 20 tags, no key starting with `aliyun` or `acs:`.
+ * Checks one pool (reports relative to the pool: `name`, `size`, `labels.<key>`, `taints.0`, …) and returns
+ * it normalised. The NodePool component runs the same check on its `pool` argument.
  */
-function checkTags(c: Parsed, pools: NodePoolConfig[], problem: Report): void {
-    for (const key of Object.keys(c.tags)) {
-        if (RESERVED_TAG_KEY.test(key)) {
-            problem(`tags.${key}`, `tag key "${key}": Alibaba Cloud reserves keys starting with aliyun or acs: (ESS and the tag service refuse them)`);
+export function checkPool(pool: PoolInput, clusterName: string, cloudTags: Record<string, string>, report: Report): NodePoolConfig {
+    const nameProblem = dnsLabelProblem(pool.name, MAX_NAME_LENGTH) ?? essNameProblem(clusterName, pool.name);
+    if (nameProblem) {
+        report("name", nameProblem);
+    }
+    if ((pool.size === undefined) === (pool.autoscale === undefined)) {
+        report("", "set exactly one of `size` (fixed) or `autoscale: { min, max }`");
+    }
+    const bounded = (path: string, n: number) => {
+        if (n < 0) {
+            report(path, `must be 0 or more, got ${n}`);
+        } else if (n > MAX_SCALING_GROUP_INSTANCES) {
+            report(path, `ESS allows at most ${MAX_SCALING_GROUP_INSTANCES} instances per group, got ${n}`);
+        }
+    };
+    if (pool.size !== undefined) {
+        bounded("size", pool.size);
+    }
+    if (pool.autoscale) {
+        const { min, max } = pool.autoscale;
+        bounded("autoscale.min", min);
+        if (max < min) {
+            report("autoscale.max", `must be at least autoscale.min (${min}), got ${max}`);
+        } else {
+            bounded("autoscale.max", max);
         }
     }
-    const cloudTags = { ...c.tags, [CLUSTER_TAG_KEY]: c.name };
-    pools.forEach((pool, i) => {
-        const path = `nodePools.${i}.labels`;
-        const labels = { ...pool.labels, [POOL_LABEL_KEY]: pool.name, ...(pool.autoscale ? { [AUTOSCALED_LABEL_KEY]: "true" } : {}) };
-        const tags = pool.autoscale ? labels : { ...cloudTags, ...labels };
-        const count = Object.keys(tags).length;
-        if (count > MAX_SCALING_CONFIGURATION_TAGS) {
-            const parts = pool.autoscale
-                ? `${Object.keys(pool.labels).length} labels + ${POOL_LABEL_KEY} + ${AUTOSCALED_LABEL_KEY}`
-                : `${Object.keys(pool.labels).length} labels + ${POOL_LABEL_KEY} + ${Object.keys(cloudTags).length} cloud tags (tags + ${CLUSTER_TAG_KEY})`;
-            problem(path, `the scaling configuration would carry ${count} tags (${parts}); ESS allows at most ${MAX_SCALING_CONFIGURATION_TAGS}: remove labels${pool.autoscale ? "" : " or tags"}`);
-        }
-        for (const key of Object.keys(pool.labels)) {
-            if (RESERVED_TAG_KEY.test(key)) {
-                problem(`${path}.${key}`, `label key "${key}" becomes a scaling-configuration tag, and ESS refuses tag keys starting with aliyun or acs:`);
-            }
-        }
-    });
+    const types = pool.instanceTypes ?? (pool.instanceType ? [pool.instanceType] : []);
+    // A normalised pool (what this function returns) carries both, the list being the one type.
+    const normalised = pool.instanceTypes?.length === 1 && pool.instanceTypes[0] === pool.instanceType;
+    if (pool.instanceType && pool.instanceTypes && !normalised) {
+        report("", "set `instanceType` or `instanceTypes`, not both");
+    } else if (types.length === 0) {
+        report("instanceType", "is required (e.g. ecs.g7.xlarge)");
+    } else if (pool.autoscale && types.length > 1) {
+        report("instanceTypes", "an autoscaled pool takes exactly one instance type: the Cluster Autoscaler builds its scale-from-zero template from one (use `instanceType`)");
+    }
+    nodeLabelProblems(pool.labels, (key, reason) => report(`labels.${key}`, reason));
+    scalingConfigurationTags(pool, cloudTags, report);
+    const tokenTtl = pool.tokenTtl ?? "0";
+    if (durationProblem(tokenTtl)) {
+        report("tokenTtl", `"${tokenTtl}" must be a duration like 0 (never expires), 24h or 30m`);
+    }
+    const taints = checkTaints(pool.taints, (path, reason) => report(`taints.${path}`, reason));
+    return { ...pool, systemDisk: pool.systemDisk ?? { category: "cloud_essd", size: 40 }, tokenTtl, instanceTypes: types, taints };
+}
+
+/** What an existing node is checked from: the parsed config, or an ExistingNodeConfig built by hand. */
+type ExistingNodeInput = Omit<ParsedExistingNode, "taints"> & { taints: Array<string | Taint> };
+
+/** Checks one existing node (reports relative to it) and returns it normalised. ExistingNode runs the same check. */
+export function checkExistingNode(node: ExistingNodeInput, report: Report): ExistingNodeConfig {
+    if (!INSTANCE_ID_PATTERN.test(node.instanceId)) {
+        report("instanceId", `"${node.instanceId}" is not an ECS instance id (expected i-…, e.g. i-bp1exampleexample01)`);
+    }
+    const guard = replaceSystemDiskProblem(node.mode, node.replaceSystemDisk);
+    if (guard) {
+        report("replaceSystemDisk", guard);
+    }
+    nodeLabelProblems(node.labels, (key, reason) => report(`labels.${key}`, reason));
+    return { ...node, taints: checkTaints(node.taints, (path, reason) => report(`taints.${path}`, reason)) };
 }
 
 function checkImages(images: Parsed["images"], problem: Report): void {
     for (const key of ["flannel", "flannelCniPlugin", "cloudControllerManager"] as const) {
-        const value = images[key];
-        if (value !== undefined && !IMAGE_REFERENCE.test(value)) {
-            problem(`images.${key}`, `"${value}" is not an image reference (expected registry/path:tag, e.g. registry.cn-hangzhou.aliyuncs.com/my-ns/flannel:v0.28.9)`);
+        const reason = images[key] === undefined ? undefined : imageReferenceProblem(images[key]);
+        if (reason) {
+            problem(`images.${key}`, reason);
         }
     }
     for (const key of ["clusterAutoscalerRepository", "kubernetesRepository"] as const) {
-        const value = images[key];
-        if (value !== undefined && !IMAGE_REPOSITORY.test(value)) {
-            problem(`images.${key}`, `"${value}" is not an image repository (expected registry/path without tag or digest, e.g. registry.cn-hangzhou.aliyuncs.com/my-ns)`);
+        const reason = images[key] === undefined ? undefined : imageRepositoryProblem(images[key]);
+        if (reason) {
+            problem(`images.${key}`, reason);
         }
     }
-    if (images.packageMirror !== undefined && !HTTPS_URL.test(images.packageMirror)) {
-        problem("images.packageMirror", `"${images.packageMirror}" must be an https URL (e.g. https://mirrors.cloud.aliyuncs.com)`);
+    const mirror = images.packageMirror === undefined ? undefined : packageMirrorProblem(images.packageMirror);
+    if (mirror) {
+        problem("images.packageMirror", mirror);
     }
 }
 
-function checkExistingNodes(nodes: Parsed["existingNodes"], problem: Report): ExistingNodeConfig[] {
-    const ids = new Set<string>();
-    return nodes.map((node, i) => {
-        const path = `existingNodes.${i}`;
-        if (!INSTANCE_ID.test(node.instanceId)) {
-            problem(`${path}.instanceId`, `"${node.instanceId}" is not an ECS instance id (expected i-…, e.g. i-bp1exampleexample01)`);
-        }
-        if (ids.has(node.instanceId)) {
-            problem(`${path}.instanceId`, `${node.instanceId} is listed twice`);
-        }
-        ids.add(node.instanceId);
-        if (node.mode === "auto" && !node.replaceSystemDisk) {
-            problem(`${path}.replaceSystemDisk`, "mode auto replaces the instance's system disk (all data on it is lost); set replaceSystemDisk: true to confirm, or use mode: manual");
-        }
-        checkLabels(node.labels, `${path}.labels`, problem);
-        return { ...node, taints: checkTaints(node.taints, `${path}.taints`, problem) };
-    });
-}
-
-function cidrAt(text: string, path: string, problem: Report): Cidr | undefined {
-    const c = parseCidr(text);
-    if (typeof c === "string") {
-        problem(path, c);
-        return undefined;
+/** Enough node pod CIDRs for every node the config can have, and the route-table quota (one pod route per node). */
+function checkNodeCapacity(c: Parsed, pools: NodePoolConfig[], existingCount: number, problem: Report, warn: Report): void {
+    const pod = parseCidr(c.network.podCidr);
+    if (typeof pod === "string") {
+        return;
     }
-    return c;
-}
-
-/** CIDR rules; returns the vSwitch CIDRs (given or carved), one per zone. */
-function checkNetwork(c: Parsed, pools: NodePoolConfig[], existingCount: number, problem: Report, warn: Report): string[] {
-    const n = c.network;
-    const vpc = cidrAt(n.vpcCidr, "network.vpcCidr", problem);
-    const pod = cidrAt(n.podCidr, "network.podCidr", problem);
-    const svc = cidrAt(n.serviceCidr, "network.serviceCidr", problem);
-    if (vpc && (vpc.prefix < 8 || vpc.prefix > 28)) {
-        problem("network.vpcCidr", `a VPC CIDR must be between /8 and /28, got /${vpc.prefix}`);
+    const mask = c.network.nodeCidrMaskSize;
+    if (mask <= pod.prefix || mask > 30) {
+        problem("network.nodeCidrMaskSize", `/${mask} must be finer than network.podCidr's /${pod.prefix} and at most /30`);
+        return;
     }
-    const named: Array<[string, string, Cidr | undefined]> = [
-        ["network.vpcCidr", n.vpcCidr, vpc], ["network.podCidr", n.podCidr, pod], ["network.serviceCidr", n.serviceCidr, svc],
-    ];
-    for (let i = 0; i < named.length; i++) {
-        for (let j = 0; j < i; j++) {
-            const [pathA, , a] = named[i];
-            const [pathB, textB, b] = named[j];
-            if (a && b && overlaps(a, b)) {
-                problem(pathA, `overlaps ${pathB} (${textB})`);
-            }
-        }
+    const needed = c.controlPlane.count + existingCount +
+        pools.reduce((sum, p) => sum + (p.autoscale ? Math.max(p.autoscale.max, 0) : Math.max(p.size ?? 0, 0)), 0);
+    const available = nodeCidrCount(pod, mask);
+    if (available < needed) {
+        problem("network.nodeCidrMaskSize", `/${mask} gives ${available} node CIDRs in ${c.network.podCidr}, but masters + existing nodes + pool maximums need ${needed}; use a larger podCidr or a larger mask size`);
     }
-
-    let vswitchCidrs: string[] = [];
-    if (n.vswitchCidrs) {
-        if (n.vswitchCidrs.length !== c.zones.length) {
-            problem("network.vswitchCidrs", `needs one CIDR per zone (${c.zones.length}), got ${n.vswitchCidrs.length}`);
-        }
-        const parsed: Array<Cidr | undefined> = n.vswitchCidrs.map((text, i) => cidrAt(text, `network.vswitchCidrs.${i}`, problem));
-        parsed.forEach((v, i) => {
-            if (!v) {
-                return;
-            }
-            if (v.prefix < VSWITCH_MIN_PREFIX || v.prefix > VSWITCH_MAX_PREFIX) {
-                problem(`network.vswitchCidrs.${i}`, `a vSwitch CIDR must be between /${VSWITCH_MIN_PREFIX} and /${VSWITCH_MAX_PREFIX}, got /${v.prefix}`);
-            }
-            if (vpc && !contains(vpc, v)) {
-                problem(`network.vswitchCidrs.${i}`, `${formatCidr(v)} is not inside network.vpcCidr (${n.vpcCidr})`);
-            }
-            parsed.slice(0, i).forEach((w, j) => {
-                if (w && overlaps(v, w)) {
-                    problem(`network.vswitchCidrs.${i}`, `overlaps network.vswitchCidrs.${j} (${n.vswitchCidrs![j]})`);
-                }
-            });
-        });
-        parsed.forEach((v, i) => {
-            const reason = v && masterRoomProblem(v, i, c.zones.length, c.controlPlane.count);
-            if (reason) {
-                problem(`network.vswitchCidrs.${i}`, reason);
-            }
-        });
-        vswitchCidrs = n.vswitchCidrs;
-    } else if (vpc && c.zones.length > 0 && vpc.prefix >= 8 && vpc.prefix <= 28) {
-        if (carvedVSwitchPrefix(vpc, c.zones.length) === undefined) {
-            problem("network.vpcCidr", `${n.vpcCidr} is too small to carve ${c.zones.length} vSwitches (at most /${VSWITCH_MAX_PREFIX} each); use a larger VPC or set network.vswitchCidrs`);
-        } else {
-            vswitchCidrs = carveVSwitchCidrs(n.vpcCidr, c.zones.length);
-            const reason = masterRoomProblem(parseCidr(vswitchCidrs[0]) as Cidr, 0, c.zones.length, c.controlPlane.count);
-            if (reason) {
-                problem("network.vpcCidr", `carved vSwitches: ${reason}; use a larger VPC or set network.vswitchCidrs`);
-            }
-        }
-    }
-
-    if (pod) {
-        const mask = n.nodeCidrMaskSize;
-        if (mask <= pod.prefix || mask > 30) {
-            problem("network.nodeCidrMaskSize", `/${mask} must be finer than network.podCidr's /${pod.prefix} and at most /30`);
-        } else {
-            const needed = c.controlPlane.count + existingCount +
-                pools.reduce((sum, p) => sum + (p.autoscale ? Math.max(p.autoscale.max, 0) : Math.max(p.size ?? 0, 0)), 0);
-            const available = nodeCidrCount(pod, mask);
-            if (available < needed) {
-                problem("network.nodeCidrMaskSize", `/${mask} gives ${available} node CIDRs in ${n.podCidr}, but masters + existing nodes + pool maximums need ${needed}; use a larger podCidr or a larger mask size`);
-            }
-            if (needed > n.routeEntryQuota) {
-                warn("network.routeEntryQuota", `up to ${needed} nodes need ${needed} pod routes, above the route table quota of ${n.routeEntryQuota}; raise the VPC route entry quota before scaling that far`);
-            } else if (needed >= 0.8 * n.routeEntryQuota) {
-                warn("network.routeEntryQuota", `up to ${needed} nodes use ${Math.round((100 * needed) / n.routeEntryQuota)}% of the route table quota (${n.routeEntryQuota} entries, one pod route per node)`);
-            }
-        }
-    }
-
-    n.apiAllowedCidrs.forEach((text, i) => cidrAt(text, `network.apiAllowedCidrs.${i}`, problem));
-    if (c.controlPlane.publicEndpoint && n.apiAllowedCidrs.length === 0) {
-        warn("network.apiAllowedCidrs", "controlPlane.publicEndpoint is true but no CIDR is allowed to reach 6443 from outside the VPC");
-    }
-    return vswitchCidrs;
-}
-
-/**
- * Masters get fixed private IPs: base + 10 + n in their zone's vSwitch (controlPlane.ts masterPrivateIp,
- * masters spread round-robin over the zones). The highest offset must stay clear of the addresses
- * Alibaba reserves at the end of a vSwitch.
- */
-function masterRoomProblem(v: Cidr, zoneIndex: number, zoneCount: number, masterCount: number): string | undefined {
-    if (zoneCount === 0 || ![1, 3, 5].includes(masterCount) || zoneIndex >= zoneCount) {
-        return undefined;
-    }
-    const mastersHere = Math.floor(masterCount / zoneCount) + (zoneIndex < masterCount % zoneCount ? 1 : 0);
-    if (mastersHere === 0) {
-        return undefined;
-    }
-    const highest = MASTER_IP_OFFSET + mastersHere - 1;
-    const size = sizeOf(v);
-    if (highest < size - VSWITCH_RESERVED_ADDRESSES) {
-        return undefined;
-    }
-    const need = 32 - Math.ceil(Math.log2(highest + VSWITCH_RESERVED_ADDRESSES + 1));
-    return `${formatCidr(v)} (${size} addresses) is too small for the ${mastersHere} master${mastersHere === 1 ? "" : "s"} placed in its zone: ` +
-        `masters take the fixed addresses base + ${MASTER_IP_OFFSET}${mastersHere > 1 ? `…${highest}` : ""}, which must be below base + ` +
-        `${size - VSWITCH_RESERVED_ADDRESSES} (Alibaba reserves ${VSWITCH_RESERVED_ADDRESSES} addresses of every vSwitch); use /${need} or larger`;
-}
-
-function checkAutoscaler(a: Parsed["autoscaler"], kubernetesVersion: string, pools: NodePoolConfig[], problem: Report): void {
-    if (!(a.scaleDownUtilizationThreshold > 0 && a.scaleDownUtilizationThreshold <= 1)) {
-        problem("autoscaler.scaleDownUtilizationThreshold", `must be in (0, 1], got ${a.scaleDownUtilizationThreshold}`);
-    }
-    for (const key of ["scaleDownUnneededTime", "scaleDownDelayAfterAdd"] as const) {
-        if (!DURATION.test(a[key])) {
-            problem(`autoscaler.${key}`, `"${a[key]}" must be a duration like 10m or 1h30m`);
-        }
-    }
-    const expanders = ["random", "most-pods", "least-waste", "least-nodes", "priority"];
-    for (const e of a.expander.split(",")) {
-        if (!expanders.includes(e)) {
-            problem("autoscaler.expander", `"${e}" is not one of ${expanders.join(", ")} (comma-separated to chain)`);
-        }
-    }
-    if (pools.some((p) => p.autoscale)) {
-        const version = a.version ?? autoscalerVersionFor(kubernetesVersion);
-        const refused = version === undefined
-            ? `no known cluster-autoscaler release for Kubernetes ${kubernetesVersion}; set autoscaler.version`
-            : refusedAutoscalerVersion(version);
-        if (refused) {
-            problem("autoscaler.version", refused);
-        }
+    const quota = c.network.routeEntryQuota;
+    if (needed > quota) {
+        warn("network.routeEntryQuota", `up to ${needed} nodes need ${needed} pod routes, above the route table quota of ${quota}; raise the VPC route entry quota before scaling that far`);
+    } else if (needed >= 0.8 * quota) {
+        warn("network.routeEntryQuota", `up to ${needed} nodes use ${Math.round((100 * needed) / quota)}% of the route table quota (${quota} entries, one pod route per node)`);
     }
 }
 
@@ -672,7 +454,7 @@ function checkAutoscaler(a: Parsed["autoscaler"], kubernetesVersion: string, poo
  * `images.kubernetesRepository` / `images.packageMirror` as render parameters; unset keys are left out so
  * the renderer's region defaults apply (and the scripts of existing stacks render unchanged).
  */
-export function nodeMirrors(config: ClusterConfig): { imageRepository?: string; packageMirror?: string } {
+export function nodeMirrors(config: Pick<ClusterConfig, "images">): { imageRepository?: string; packageMirror?: string } {
     const { kubernetesRepository, packageMirror } = config.images;
     return {
         ...(kubernetesRepository !== undefined ? { imageRepository: kubernetesRepository } : {}),

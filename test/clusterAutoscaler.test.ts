@@ -176,7 +176,7 @@ describe("ClusterAutoscaler objects", () => {
     it("scale-down settings become flags: defaults, then overrides (reservation-rate threshold)", () => {
         const defaults = container(build()).args;
         for (const f of ["--scale-down-utilization-threshold=0.5", "--scale-down-unneeded-time=10m", "--scale-down-delay-after-add=10m",
-            "--expander=random", "--balance-similar-node-groups=false", "--skip-nodes-with-local-storage=true"]) {
+            "--expander=least-waste", "--balance-similar-node-groups=false", "--skip-nodes-with-local-storage=true"]) {
             assert.equal(defaults.filter((a) => a === f).length, 1, `default ${f}`);
         }
         const custom = container(build({ ...base, settings: { scaleDownUtilizationThreshold: 0.65, scaleDownUnneededTime: "1h30m",
@@ -212,7 +212,7 @@ describe("ClusterAutoscaler objects", () => {
 });
 
 describe("ClusterAutoscaler validation", () => {
-    const paths = (a: ClusterAutoscalerArgs) => autoscalerProblems(a).map((p) => p.propertyPath);
+    const paths = (a: ClusterAutoscalerArgs) => autoscalerProblems(a).map((p) => p.path);
 
     it("min > max, negative min, duplicate pool names → property-path errors", () => {
         const problems = autoscalerProblems({ ...base, pools: [
@@ -220,14 +220,14 @@ describe("ClusterAutoscaler validation", () => {
             { name: "b", min: -1, max: 2, scalingGroupId: "asg-b" },
             { name: "a", min: 0, max: 1, scalingGroupId: "asg-c" },
         ] });
-        assert.deepEqual(problems.map((p) => p.propertyPath), ["pools[0].max", "pools[1].min", "pools[2].name"]);
+        assert.deepEqual(problems.map((p) => p.path), ["pools.0.max", "pools.1.min", "pools.2.name"]);
         assert.match(problems[0].reason, /must be an integer >= min \(5\), got 2/);
     });
 
     it("a refused or unknown autoscaler version → property-path errors", () => {
         assert.deepEqual(paths({ ...base, version: "1.32.1" }), ["version"]);
         assert.deepEqual(paths({ ...base, version: "1.33.0" }), ["version"]);
-        assert.deepEqual(paths({ ...base, kubernetesVersion: "1.40.0" }), ["kubernetesVersion"]);
+        assert.deepEqual(paths({ ...base, kubernetesVersion: "1.40.0" }), ["version"], "no known release of that minor: the fix is an explicit version");
         assert.deepEqual(paths({ ...base, kubernetesVersion: "1.40.0", version: "1.36.1" }), [], "explicit version wins");
     });
 
@@ -238,7 +238,7 @@ describe("ClusterAutoscaler validation", () => {
         assert.deepEqual(paths({ ...base, settings: { scaleDownUnneededTime: "ten minutes" } }), ["settings.scaleDownUnneededTime"]);
         assert.deepEqual(paths({ ...base, accessKeySecretName: "AK!" }), ["accessKeySecretName"]);
         assert.throws(() => resolveClusterAutoscalerArgs({ ...base, version: "1.32.0", pools: [{ name: "x", min: 3, max: 1, scalingGroupId: "asg-x" }] }),
-            (e: unknown) => pulumi.InputPropertiesError.isInstance(e) && e.errors.map((x) => x.propertyPath).join() === "pools[0].max,version");
+            (e: unknown) => pulumi.InputPropertiesError.isInstance(e) && e.errors.map((x) => x.propertyPath).join() === "pools.0.max,version" && /- pools.0.max: must be an integer/.test(e.message));
         assert.deepEqual(paths(base), []);
     });
 });

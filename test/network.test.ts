@@ -96,7 +96,7 @@ describe("Network component (mock graph)", () => {
 
         assert.throws(() => new mod.Network("bad", { ...args, zones: ["a"], vswitchCidrs: ["10.0.0.0/24"] }), (err: unknown) => {
             assert.ok(pulumi.InputPropertiesError.isInstance(err));
-            assert.deepStrictEqual(err.errors.map((e) => e.propertyPath), ["vswitchCidrs[0]"]);
+            assert.deepStrictEqual(err.errors.map((e) => e.propertyPath), ["vswitchCidrs.0"]);
             return true;
         });
         await recorder.settle();

@@ -8,6 +8,7 @@ import { useEmulator } from "./emulator/fixture";
 import type { Emulator } from "./emulator";
 import { installMocks, type Recorder } from "./mockRuntime";
 import { redactUserdata } from "../src/shell/render";
+import { scalingConfigurationTags } from "../src/rules";
 import { parseClusterConfig } from "../src/config";
 import { drainPool, setPoolCapacity, poolCapacityProvider, type PoolCapacityInputs } from "../src/providers/poolCapacity";
 
@@ -312,22 +313,23 @@ describe("NodePool (mock graph, dev pools)", () => {
 });
 
 describe("NodePool tags and labels (pure)", () => {
-    let mod: typeof import("../src/components/nodePool");
-    before(async () => { mod = await import("../src/components/nodePool"); });
-    const pool = (extra: Record<string, unknown>) => ({
-        name: "p", instanceTypes: ["ecs.g7.xlarge"], systemDisk: { category: "cloud_essd" as const, size: 40 }, tokenTtl: "0", labels: {}, taints: [], ...extra,
-    });
+    const pool = (extra: Record<string, unknown>) => ({ name: "p", labels: {}, ...extra });
+    const none = () => assert.fail("no problem expected");
 
     it("fixed pools tag instances with the cloud tags and the labels; autoscaled pools with the labels only", () => {
         const cloud = { "alicloud-kubeadm/cluster": "c", team: "infra" };
-        assert.deepStrictEqual(mod.scalingConfigurationTags(pool({ size: 1, labels: { a: "1" } }), cloud), { ...cloud, a: "1", "alicloud-kubeadm/pool": "p" });
-        assert.deepStrictEqual(mod.scalingConfigurationTags(pool({ autoscale: { min: 0, max: 3 }, labels: { a: "1" } }), cloud),
+        assert.deepStrictEqual(scalingConfigurationTags(pool({ size: 1, labels: { a: "1" } }), cloud, none), { ...cloud, a: "1", "alicloud-kubeadm/pool": "p" });
+        assert.deepStrictEqual(scalingConfigurationTags(pool({ autoscale: { min: 0, max: 3 }, labels: { a: "1" } }), cloud, none),
             { a: "1", "alicloud-kubeadm/pool": "p", "alicloud-kubeadm/autoscaled": "true" });
     });
 
-    it("refuses tags ESS would refuse: more than 20, or keys starting with aliyun", () => {
+    it("reports tags ESS would refuse: more than 20, or keys starting with aliyun", () => {
         const labels = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`l${i}`, "x"]));
-        assert.throws(() => mod.scalingConfigurationTags(pool({ size: 1, labels }), {}), /21 tags .* ESS allows 20/);
-        assert.throws(() => mod.scalingConfigurationTags(pool({ size: 1, labels: { "aliyun.accelerator/nvidia_name": "V100" } }), {}), /may not start with aliyun/);
+        const seen: string[] = [];
+        scalingConfigurationTags(pool({ size: 1, labels }), {}, (path, reason) => seen.push(`${path}: ${reason}`));
+        scalingConfigurationTags(pool({ size: 1, labels: { "aliyun.accelerator/nvidia_name": "V100" } }), {}, (path, reason) => seen.push(`${path}: ${reason}`));
+        assert.equal(seen.length, 2);
+        assert.match(seen[0], /^labels: the scaling configuration would carry 21 tags .* ESS allows at most 20/);
+        assert.match(seen[1], /^labels\.aliyun\.accelerator\/nvidia_name: .*refuses tag keys starting with aliyun/);
     });
 });

@@ -205,7 +205,7 @@ describe("PodNetwork objects", () => {
 
     it("invalid arguments: every problem with its property path", () => {
         const problems = podNetworkProblems({ ...base, podCidr: "172.16.0.1/16", kubernetesVersion: "1.22.0", routeReconciliationPeriod: "30s", ccmAccessKeySecretName: "Bad_Name" });
-        assert.deepEqual(problems.map((p) => p.propertyPath), ["podCidr", "kubernetesVersion", "routeReconciliationPeriod", "ccmAccessKeySecretName"]);
+        assert.deepEqual(problems.map((p) => p.path), ["podCidr", "kubernetesVersion", "routeReconciliationPeriod", "ccmAccessKeySecretName"]);
         assert.match(problems[0].reason, /host bits/);
         assert.throws(() => resolvePodNetworkArgs({ ...base, podCidr: "nope" }), (e: unknown) =>
             pulumi.InputPropertiesError.isInstance(e) && e.errors.length === 1 && e.errors[0].propertyPath === "podCidr");

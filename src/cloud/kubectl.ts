@@ -4,6 +4,9 @@
  * kubeconfig never leaves the master.
  */
 import { runOnInstance } from "./cloudAssistant";
+import { POOL_LABEL, providerIdOf } from "../rules";
+
+export { POOL_LABEL, providerIdOf };
 
 /** Where kubeadm leaves the admin kubeconfig on masters. */
 export const ADMIN_KUBECONFIG = "/etc/kubernetes/admin.conf";
@@ -62,8 +65,6 @@ export interface NodeInfo {
     createdAt: string;
 }
 
-/** Pool label every pool node carries (set by the attach script). */
-export const POOL_LABEL = "alicloud-kubeadm/pool";
 
 /**
  * One tab-separated line per node: Cloud Assistant keeps only 24 KB of output, and `-o json` is
@@ -92,9 +93,4 @@ export async function getNodes(target: MasterTarget, selector?: string): Promise
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const zlib = require("zlib") as typeof import("zlib");
     return parseNodeLines(zlib.gunzipSync(Buffer.from(out.trim(), "base64")).toString("utf8"));
-}
-
-/** The provider id the kubelet registers for an instance: `<region-id>.<instance-id>` (no prefix). */
-export function providerIdOf(region: string, instanceId: string): string {
-    return `${region}.${instanceId}`;
 }

@@ -1,11 +1,11 @@
 // Cluster: the whole stack from one validated config, in the order a cluster comes up:
 // config → validation → network → control plane → join material → pools/nodes → add-ons.
-// (Control plane, pools, existing nodes and add-ons join here as their issues land.)
 import * as pulumi from "@pulumi/pulumi";
 import * as alicloud from "@pulumi/alicloud";
 import * as k8s from "@pulumi/kubernetes";
 import { renderControlPlaneJoin, renderMasterInit } from "../shell/render";
-import { nodeMirrors, validateClusterConfig, type ClusterConfig, type ClusterConfigInput } from "../config";
+import { clusterTags, nodeMirrors, validateClusterConfig, type ClusterConfig, type ClusterConfigInput } from "../config";
+import { throwIfProblems } from "./args";
 import { ControlPlane } from "./controlPlane";
 import { ClusterAutoscaler } from "./clusterAutoscaler";
 import type { ClusterInfo, PoolInfo } from "../doctor/types";
@@ -19,7 +19,7 @@ import { PodNetwork } from "./podNetwork";
 import { Network } from "./network";
 
 export interface ClusterArgs {
-    /** The `alicloud-kubeadm:cluster` object (DESIGN.md §5); validated before anything is created. */
+    /** The `alicloud-kubeadm:cluster` object (README "Configuration"); validated before anything is created. */
     config: ClusterConfigInput;
     /** The Alibaba Cloud region, usually `alicloud:region`. Required. */
     region: string;
@@ -35,17 +35,14 @@ export function resolveClusterConfig(args: ClusterArgs, resource?: pulumi.Resour
         pulumi.log.warn(warning, resource);
     }
     if (!result.config) {
-        throw new pulumi.InputPropertiesError({
-            message: `invalid cluster configuration (${result.errors.length} problem${result.errors.length === 1 ? "" : "s"})`,
-            errors: result.errors.map(splitProblem),
-        });
+        throwIfProblems("Cluster (its config)", result.errors.map(splitProblem));
     }
-    return result.config;
+    return result.config as ClusterConfig;
 }
 
-function splitProblem(problem: string): pulumi.InputPropertyErrorDetails {
+function splitProblem(problem: string): { path: string; reason: string } {
     const at = problem.indexOf(": ");
-    return { propertyPath: problem.slice(0, at), reason: problem.slice(at + 2) };
+    return { path: problem.slice(0, at), reason: problem.slice(at + 2) };
 }
 
 /** A self-managed kubeadm cluster on Alibaba Cloud, built from one config object. */
@@ -78,7 +75,7 @@ export class Cluster extends pulumi.ComponentResource {
         const config = resolveClusterConfig(args);
         super("alicloud-kubeadm:index:Cluster", name, {}, opts);
         this.config = config;
-        const tags = { ...config.tags, "alicloud-kubeadm/cluster": config.name };
+        const tags = clusterTags(config);
 
         this.network = new Network(`${name}-network`, {
             clusterName: config.name,

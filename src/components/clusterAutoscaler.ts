@@ -1,51 +1,23 @@
 // ClusterAutoscaler: upstream Cluster Autoscaler, alicloud provider, one `--nodes` per autoscaled ESS group.
-// Flags, RBAC, versions and known-broken releases: /work/shared/reference/autoscaler-ccm-flannel.md section A.
+// Versions, known-broken releases, expanders and defaults are rules (src/rules/autoscaler.ts), shared with
+// the stack config; flags and RBAC with their sources: docs/upstream.md ("Cluster Autoscaler").
 import * as pulumi from "@pulumi/pulumi";
 import type * as k8s from "@pulumi/kubernetes";
-import { applyObjects, CONTROL_PLANE_LABEL, durationSeconds, kubeObject, mapInput, parseVersion, resolveObjects, type KubeObject } from "./kube";
+import {
+    AUTOSCALER_EXPANDERS, AUTOSCALER_LATEST_PATCH, DEFAULT_AUTOSCALER_IMAGE_REPOSITORY, DEFAULT_AUTOSCALER_SETTINGS, autoscalerSettingsProblems,
+    autoscalerVersionFor, collect, parseVersion, refusedAutoscalerVersion, resolveAutoscalerVersion, type AutoscalerSettings, type Problem,
+} from "../rules";
+import { throwIfProblems } from "./args";
+import { applyObjects, CONTROL_PLANE_LABEL, kubeObject, mapInput, resolveObjects, type KubeObject } from "./kube";
 
-/** Upstream image repository; its builds include the alicloud provider. No Alibaba mirror is documented. */
-export const DEFAULT_AUTOSCALER_IMAGE_REPOSITORY = "registry.k8s.io/autoscaling/cluster-autoscaler";
+export {
+    AUTOSCALER_EXPANDERS, AUTOSCALER_LATEST_PATCH, DEFAULT_AUTOSCALER_IMAGE_REPOSITORY, DEFAULT_AUTOSCALER_SETTINGS, autoscalerVersionFor,
+    refusedAutoscalerVersion, type AutoscalerSettings,
+};
+
 /** Namespace of the autoscaler (its leader-election lease and status ConfigMap live here too). */
 export const AUTOSCALER_NAMESPACE = "kube-system";
 const NAME = "cluster-autoscaler";
-
-/** Latest cluster-autoscaler patch seen per Kubernetes minor (the CA minor must match the control plane's). */
-export const AUTOSCALER_LATEST_PATCH: Readonly<Record<number, string>> = {
-    28: "1.28.7", 29: "1.29.5", 30: "1.30.7", 31: "1.31.5", 32: "1.32.7", 33: "1.33.6", 34: "1.34.5", 35: "1.35.2", 36: "1.36.1",
-};
-
-/** Expanders usable with alicloud (`price` is GCE/Equinix only, `grpc` needs an external server). */
-export const AUTOSCALER_EXPANDERS: readonly string[] = ["random", "most-pods", "least-waste", "least-nodes", "priority"];
-
-/** Scale-down behaviour, passed as flags. Defaults are the autoscaler's own (reference A6). */
-export interface AutoscalerSettings {
-    /**
-     * `--scale-down-utilization-threshold`: a node whose max(cpu, memory) *requests* / allocatable
-     * (the "reservation rate") stays below this is a scale-down candidate. In (0, 1]. Default 0.5.
-     */
-    scaleDownUtilizationThreshold: number;
-    /** `--scale-down-unneeded-time`: how long a node must be unneeded before removal. Default `10m`. */
-    scaleDownUnneededTime: string;
-    /** `--scale-down-delay-after-add`: pause of scale-down evaluation after a scale-up. Default `10m`. */
-    scaleDownDelayAfterAdd: string;
-    /** `--expander`: one of {@link AUTOSCALER_EXPANDERS}, or a comma-separated chain. Default `random`. */
-    expander: string;
-    /** `--balance-similar-node-groups`. Default false. */
-    balanceSimilarNodeGroups: boolean;
-    /** `--skip-nodes-with-local-storage`: never remove nodes whose pods use emptyDir/hostPath. Default true. */
-    skipNodesWithLocalStorage: boolean;
-}
-
-/** The autoscaler's own flag defaults (tag 1.31.0 main.go), used for every unset setting. */
-export const DEFAULT_AUTOSCALER_SETTINGS: Readonly<AutoscalerSettings> = {
-    scaleDownUtilizationThreshold: 0.5,
-    scaleDownUnneededTime: "10m",
-    scaleDownDelayAfterAdd: "10m",
-    expander: "random",
-    balanceSimilarNodeGroups: false,
-    skipNodesWithLocalStorage: true,
-};
 
 /** One autoscaled node pool: an ESS scaling group built from a scaling configuration. */
 export interface AutoscaledPool {
@@ -94,34 +66,6 @@ export interface ResolvedClusterAutoscalerArgs {
 }
 
 /**
- * The autoscaler version for a Kubernetes version: the latest known patch of the same minor
- * (`1.34.2` → `1.34.5`), or undefined when no release of that minor is known (set `version` then).
- */
-export function autoscalerVersionFor(kubernetesVersion: string): string | undefined {
-    const v = parseVersion(kubernetesVersion);
-    return v && v[0] === 1 ? AUTOSCALER_LATEST_PATCH[v[1]] : undefined;
-}
-
-/**
- * Why an autoscaler version must not be used, or undefined when it may. 1.32.0–1.32.2 and 1.33.0
- * fail on every call: they cannot parse Alibaba's Location `DescribeEndpoints` response.
- */
-export function refusedAutoscalerVersion(version: string): string | undefined {
-    const v = parseVersion(version);
-    if (!v || v[0] !== 1) {
-        return `"${version}" is not a cluster-autoscaler version (expected e.g. 1.34.5)`;
-    }
-    const [, minor, patch] = v;
-    if ((minor === 32 && patch <= 2) || (minor === 33 && patch === 0)) {
-        const fixed = minor === 32 ? "1.32.3" : "1.33.1";
-        return `cluster-autoscaler ${version} cannot parse the Location DescribeEndpoints response on Alibaba Cloud ` +
-            `("failed to unmarshal endpoint response … Protocols", kubernetes/autoscaler#8168) and never scales; ` +
-            `use ${fixed} or later (latest ${AUTOSCALER_LATEST_PATCH[minor]})`;
-    }
-    return undefined;
-}
-
-/**
  * The upstream generic ClusterRole (aws/examples/cluster-autoscaler-autodiscover.yaml) for an autoscaler
  * version: the alicloud standard rules plus jobs and leases; `volumeattachments` from 1.33; DRA from 1.36.
  */
@@ -155,61 +99,39 @@ export const AUTOSCALER_ROLE_RULES: k8s.types.input.rbac.v1.PolicyRule[] = [
 ];
 
 /** Every problem in the arguments, as property path + reason (empty when valid). */
-export function autoscalerProblems(args: ClusterAutoscalerArgs): pulumi.InputPropertyErrorDetails[] {
-    const problems: pulumi.InputPropertyErrorDetails[] = [];
-    const problem = (propertyPath: string, reason: string) => problems.push({ propertyPath, reason });
+export function autoscalerProblems(args: ClusterAutoscalerArgs): Problem[] {
+    const { problems, report } = collect();
     if (args.pools.length === 0) {
-        problem("pools", "at least one autoscaled pool is required (do not create a ClusterAutoscaler without one)");
+        report("pools", "at least one autoscaled pool is required (do not create a ClusterAutoscaler without one)");
     }
     const names = new Set<string>();
     args.pools.forEach((p, i) => {
         if (names.has(p.name)) {
-            problem(`pools[${i}].name`, `"${p.name}" appears twice`);
+            report(`pools.${i}.name`, `"${p.name}" appears twice`);
         }
         names.add(p.name);
         if (!Number.isInteger(p.min) || p.min < 0) {
-            problem(`pools[${i}].min`, `must be an integer >= 0, got ${p.min}`);
+            report(`pools.${i}.min`, `must be an integer >= 0, got ${p.min}`);
         }
         if (!Number.isInteger(p.max) || p.max < p.min) {
-            problem(`pools[${i}].max`, `must be an integer >= min (${p.min}), got ${p.max}`);
+            report(`pools.${i}.max`, `must be an integer >= min (${p.min}), got ${p.max}`);
         }
     });
-    const s = { ...DEFAULT_AUTOSCALER_SETTINGS, ...args.settings };
-    if (!(s.scaleDownUtilizationThreshold > 0 && s.scaleDownUtilizationThreshold <= 1)) {
-        problem("settings.scaleDownUtilizationThreshold", `must be in (0, 1], got ${s.scaleDownUtilizationThreshold}`);
-    }
-    for (const key of ["scaleDownUnneededTime", "scaleDownDelayAfterAdd"] as const) {
-        if (durationSeconds(s[key]) === undefined) {
-            problem(`settings.${key}`, `"${s[key]}" must be a duration like 10m or 1h30m`);
-        }
-    }
-    for (const e of s.expander.split(",")) {
-        if (!AUTOSCALER_EXPANDERS.includes(e)) {
-            problem("settings.expander", `"${e}" is not one of ${AUTOSCALER_EXPANDERS.join(", ")} (comma-separated to chain)`);
-        }
-    }
-    if (args.version !== undefined) {
-        const refused = refusedAutoscalerVersion(args.version);
-        if (refused) {
-            problem("version", refused);
-        }
-    } else if (!autoscalerVersionFor(args.kubernetesVersion)) {
-        problem("kubernetesVersion", `no known cluster-autoscaler release for Kubernetes "${args.kubernetesVersion}" ` +
-            `(known minors: 1.${Object.keys(AUTOSCALER_LATEST_PATCH).join(", 1.")}); set version explicitly`);
+    autoscalerSettingsProblems({ ...DEFAULT_AUTOSCALER_SETTINGS, ...args.settings }, (path, reason) => report(`settings.${path}`, reason));
+    const { problem } = resolveAutoscalerVersion(args.version, args.kubernetesVersion);
+    if (problem) {
+        report("version", problem);
     }
     if (args.accessKeySecretName !== undefined && !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(args.accessKeySecretName)) {
-        problem("accessKeySecretName", `"${args.accessKeySecretName}" is not a valid Secret name`);
+        report("accessKeySecretName", `"${args.accessKeySecretName}" is not a valid Secret name`);
     }
     return problems;
 }
 
 /** Applies defaults; throws `pulumi.InputPropertiesError` listing every problem. */
 export function resolveClusterAutoscalerArgs(args: ClusterAutoscalerArgs): ResolvedClusterAutoscalerArgs {
-    const problems = autoscalerProblems(args);
-    if (problems.length > 0) {
-        throw new pulumi.InputPropertiesError({ message: "invalid ClusterAutoscaler arguments", errors: problems });
-    }
-    const version = (args.version ?? autoscalerVersionFor(args.kubernetesVersion) ?? "").replace(/^v/, "");
+    throwIfProblems("ClusterAutoscaler", autoscalerProblems(args));
+    const version = resolveAutoscalerVersion(args.version, args.kubernetesVersion).version as string;
     return {
         region: args.region,
         version,

@@ -7,7 +7,7 @@
 // the masters exist (fixed private IP, EIP address or NLB DNS name), so it goes into master 0's userdata.
 import * as alicloud from "@pulumi/alicloud";
 import * as pulumi from "@pulumi/pulumi";
-import { formatIp, parseCidr } from "../rules/cidr";
+import { masterPrivateIp, masterZoneIndex, ROLE_TAG } from "../rules";
 import type { ClusterConfig } from "../config";
 
 /** RAM actions the Alibaba Cloud Controller Manager's node and route controllers call (reference B3). */
@@ -34,22 +34,7 @@ export const ECS_TRUST_POLICY = JSON.stringify({
     Statement: [{ Action: "sts:AssumeRole", Effect: "Allow", Principal: { Service: ["ecs.aliyuncs.com"] } }],
 });
 
-/** Where master `index` goes: zones round-robin. */
-export function masterZoneIndex(index: number, zoneCount: number): number {
-    return index % zoneCount;
-}
-
-/**
- * The fixed private IP of master `index`: the (10 + n)th address of its vSwitch, where n counts the
- * masters before it in the same zone. Fixed so the endpoint is known before the instance exists.
- */
-export function masterPrivateIp(vswitchCidr: string, index: number, zoneCount: number): string {
-    const c = parseCidr(vswitchCidr);
-    if (typeof c === "string") {
-        throw new Error(c);
-    }
-    return formatIp(c.base + 10 + Math.floor(index / zoneCount));
-}
+export { masterPrivateIp, masterZoneIndex };
 
 export interface ControlPlaneArgs {
     /** The validated cluster config (controlPlane, zones, network, region, name are read). */
@@ -210,7 +195,7 @@ export function createControlPlane(name: string, args: ControlPlaneArgs, parent:
             // IMDSv1 stays allowed: the Cluster Autoscaler's metadata client sends plain GETs (reference A2).
             httpTokens: "optional",
             userData: pulumi.all([endpoint, sans]).apply(([e, s]) => args.userdata(i, e, s)),
-            tags: { ...tags, "alicloud-kubeadm/role": "control-plane" },
+            tags: { ...tags, [ROLE_TAG]: "control-plane" },
         }, {
             ...opts,
             // A new image (image.nameRegex resolves to the newest one on every run) would replace the system

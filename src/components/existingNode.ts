@@ -9,11 +9,13 @@
 import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
 import { renderAttachNode } from "../shell/render";
-import { nodeMirrors, type ClusterConfig, type ExistingNodeConfig } from "../config";
+import { checkExistingNode, nodeMirrors, type ClusterConfig, type ExistingNodeConfig } from "../config";
 import { NodeMembership } from "../providers/nodeMembership";
+import { EXISTING_POOL, type Report } from "../rules";
+import { checkArgs } from "./args";
 
 /** Pool label value of existing nodes (`alicloud-kubeadm/pool=existing`). */
-export const EXISTING_POOL_NAME = "existing";
+export const EXISTING_POOL_NAME = EXISTING_POOL;
 
 /** Waits of the membership; production defaults apply when unset. */
 export interface MembershipTimeouts {
@@ -63,19 +65,21 @@ export interface ExistingNodeResources {
 /** Runs the attach script from stdin as root (directly, or through passwordless sudo). */
 export const SSH_ATTACH_COMMAND = 'if [ "$(id -u)" -eq 0 ]; then bash -s; else sudo -n bash -s; fi';
 
+/** Checks the arguments with the stack config's rules for existing nodes (paths relative to the args: `node.labels.<key>`). */
+export function existingNodeProblems(args: ExistingNodeArgs, report: Report): void {
+    const { node } = args;
+    checkExistingNode(node, (path, reason) => report(path ? `node.${path}` : "node", reason));
+    if (args.connection && node.mode !== "manual") {
+        report("connection", `a connection runs the attach script over SSH, which only mode manual does (${node.instanceId} is mode ${node.mode})`);
+    }
+    if (node.mode === "auto" && args.imageId === undefined) {
+        report("imageId", "mode auto needs the image of the new system disk");
+    }
+}
+
 /** Creates the node's membership (and SSH command) under `parent`. */
 export function createExistingNode(name: string, args: ExistingNodeArgs, parent: pulumi.Resource): ExistingNodeResources {
     const { config, node } = args;
-    if (args.connection && node.mode !== "manual") {
-        throw new pulumi.InputPropertyError({ propertyPath: "connection", reason: `a connection runs the attach script over SSH, which only mode manual does (${node.instanceId} is mode ${node.mode})` });
-    }
-    if (node.mode === "auto" && !node.replaceSystemDisk) {
-        throw new pulumi.InputPropertyError({ propertyPath: `existingNodes.${node.instanceId}.replaceSystemDisk`,
-            reason: "mode auto replaces the instance's system disk (all data on it is lost); set replaceSystemDisk: true to confirm, or use mode: manual" });
-    }
-    if (node.mode === "auto" && args.imageId === undefined) {
-        throw new pulumi.InputPropertyError({ propertyPath: "imageId", reason: "mode auto needs the image of the new system disk" });
-    }
     const script = pulumi.secret(pulumi.all([args.token, args.caCertHash, args.apiEndpoint]).apply(([token, hash, endpoint]) => renderAttachNode({
         region: config.region,
         kubernetesVersion: config.kubernetesVersion,
@@ -121,6 +125,7 @@ export class ExistingNode extends pulumi.ComponentResource {
     public readonly resources: ExistingNodeResources;
 
     constructor(name: string, args: ExistingNodeArgs, opts?: pulumi.ComponentResourceOptions) {
+        checkArgs(`ExistingNode "${name}"`, (report) => existingNodeProblems(args, report));
         super("alicloud-kubeadm:index:ExistingNode", name, {}, opts);
         this.resources = createExistingNode(name, args, this);
         this.nodeName = this.resources.membership.nodeName;

@@ -40,21 +40,6 @@ export function mapInput<T, U>(value: pulumi.Input<T>, f: (t: T) => U): pulumi.I
 /** Label kubeadm (>= 1.24) puts on control-plane nodes; the CCM and the autoscaler run there. */
 export const CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane";
 
-/** Seconds of a Go duration made of h/m/s parts (`1h30m`, `90s`), or undefined when it is not one. */
-export function durationSeconds(text: string): number | undefined {
-    const m = /^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$/.exec(text);
-    if (!m || text === "") {
-        return undefined;
-    }
-    return Number(m[1] ?? 0) * 3600 + Number(m[2] ?? 0) * 60 + Number(m[3] ?? 0);
-}
-
-/** `[major, minor, patch]` of `1.34.2` / `v1.34.2`, or undefined. */
-export function parseVersion(text: string): [number, number, number] | undefined {
-    const m = /^v?(\d+)\.(\d+)(?:\.(\d+))?$/.exec(text.trim());
-    return m ? [Number(m[1]), Number(m[2]), Number(m[3] ?? 0)] : undefined;
-}
-
 type Create = (name: string, obj: KubeObject, opts: pulumi.CustomResourceOptions) => pulumi.CustomResource;
 
 /** Casts a plain object to the args type of one resource class (the object already has that shape). */

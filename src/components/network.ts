@@ -3,7 +3,8 @@
 // per node into it (DESIGN.md §3).
 import * as alicloud from "@pulumi/alicloud";
 import * as pulumi from "@pulumi/pulumi";
-import { carveVSwitchCidrs, contains, overlaps, parseCidr, type Cidr } from "../rules/cidr";
+import { checkNetworkLayout, CLUSTER_TAG, collect, type Problem } from "../rules";
+import { throwIfProblems } from "./args";
 
 export interface NetworkArgs {
     /** Cluster name; prefixes every resource name. Required. */
@@ -34,55 +35,27 @@ export interface NetworkResources {
     apiSecurityGroup: alicloud.ecs.SecurityGroup;
 }
 
-/** Checks NetworkArgs on their own (the Cluster validates the whole config earlier). */
-export function networkArgProblems(args: NetworkArgs): pulumi.InputPropertyErrorDetails[] {
-    const problems: pulumi.InputPropertyErrorDetails[] = [];
-    const cidr = (path: string, text: string): Cidr | undefined => {
-        const c = parseCidr(text);
-        if (typeof c === "string") {
-            problems.push({ propertyPath: path, reason: c });
-            return undefined;
-        }
-        return c;
-    };
-    if (args.zones.length === 0) {
-        problems.push({ propertyPath: "zones", reason: "needs at least one zone" });
-    }
-    const vpc = cidr("vpcCidr", args.vpcCidr);
-    const pod = cidr("podCidr", args.podCidr);
-    if (vpc && pod && overlaps(vpc, pod)) {
-        problems.push({ propertyPath: "podCidr", reason: `overlaps vpcCidr (${args.vpcCidr})` });
-    }
-    if (args.vswitchCidrs) {
-        if (args.vswitchCidrs.length !== args.zones.length) {
-            problems.push({ propertyPath: "vswitchCidrs", reason: `needs one CIDR per zone (${args.zones.length})` });
-        }
-        args.vswitchCidrs.forEach((text, i) => {
-            const v = cidr(`vswitchCidrs[${i}]`, text);
-            if (v && vpc && !contains(vpc, v)) {
-                problems.push({ propertyPath: `vswitchCidrs[${i}]`, reason: `${text} is not inside vpcCidr (${args.vpcCidr})` });
-            }
-        });
-    }
-    (args.apiAllowedCidrs ?? []).forEach((text, i) => cidr(`apiAllowedCidrs[${i}]`, text));
+/** Checks NetworkArgs with the stack config's layout rules (paths relative to the args, e.g. `vswitchCidrs.0`). */
+export function networkArgProblems(args: NetworkArgs): Problem[] {
+    const { problems, report } = collect();
+    checkNetworkLayout(args, report);
     return problems;
 }
 
-function throwOnProblems(name: string, args: NetworkArgs): void {
-    const problems = networkArgProblems(args);
-    if (problems.length > 0) {
-        throw new pulumi.InputPropertiesError({ message: `invalid Network arguments for ${name}`, errors: problems });
-    }
+function throwOnProblems(name: string, args: NetworkArgs): string[] {
+    const { problems, report } = collect();
+    const vswitchCidrs = checkNetworkLayout(args, report);
+    throwIfProblems(`Network "${name}"`, problems);
+    return vswitchCidrs;
 }
 
 /**
  * Creates the network resources under `parent`. Throws InputPropertiesError (nothing created) on bad args.
  */
 export function createNetwork(name: string, args: NetworkArgs, parent: pulumi.Resource): NetworkResources {
-    throwOnProblems(name, args);
+    const vswitchCidrs = throwOnProblems(name, args);
     const opts = { parent };
-    const tags = args.tags ?? { "alicloud-kubeadm/cluster": args.clusterName };
-    const vswitchCidrs = args.vswitchCidrs ?? carveVSwitchCidrs(args.vpcCidr, args.zones.length);
+    const tags = args.tags ?? { [CLUSTER_TAG]: args.clusterName };
 
     const vpc = new alicloud.vpc.Network(`${name}-vpc`, {
         vpcName: args.clusterName,

@@ -20,16 +20,13 @@
 import * as alicloud from "@pulumi/alicloud";
 import * as pulumi from "@pulumi/pulumi";
 import { renderAttachNode } from "../shell/render";
-import { nodeMirrors, type ClusterConfig, type NodePoolConfig } from "../config";
+import { checkPool, nodeMirrors, type ClusterConfig, type NodePoolConfig } from "../config";
 import { BootstrapToken } from "../providers/bootstrapToken";
-import { POOL_LABEL } from "../cloud/kubectl";
 import { PoolCapacity } from "../providers/poolCapacity";
+import { AUTOSCALED_LABEL, MAX_SCALING_CONFIGURATION_TAGS, POOL_LABEL, poolNodeLabels, scalingConfigurationTags, type Report } from "../rules";
+import { checkArgs } from "./args";
 
-export { POOL_LABEL };
-/** Label (and scaling-configuration tag) on the nodes of autoscaled pools. */
-export const AUTOSCALED_LABEL = "alicloud-kubeadm/autoscaled";
-/** ESS allows at most 20 tags on a scaling configuration. */
-export const MAX_SCALING_CONFIGURATION_TAGS = 20;
+export { AUTOSCALED_LABEL, MAX_SCALING_CONFIGURATION_TAGS, POOL_LABEL, poolNodeLabels };
 
 /** Waits of the pool's PoolCapacity; production defaults apply when unset. */
 export interface PoolTimeouts {
@@ -80,31 +77,12 @@ export interface NodePoolResources {
     nodeLabels: Record<string, string>;
 }
 
-/** The labels a pool's nodes register with: the pool's own, the pool label, the autoscaled marker. */
-export function poolNodeLabels(pool: NodePoolConfig): Record<string, string> {
-    return { ...pool.labels, [POOL_LABEL]: pool.name, ...(pool.autoscale ? { [AUTOSCALED_LABEL]: "true" } : {}) };
-}
-
-/**
- * Scaling-configuration tags. Autoscaled pools: exactly the node labels (the autoscaler's template reads
- * them as labels). Fixed pools: the cloud tags plus the node labels.
- * @throws pulumi.InputPropertyError when ESS would refuse the tags (more than 20, or a key starting with `aliyun`/`acs:`)
- */
-export function scalingConfigurationTags(pool: NodePoolConfig, cloudTags: Record<string, string>): Record<string, string> {
-    const labels = poolNodeLabels(pool);
-    const tags = pool.autoscale ? labels : { ...cloudTags, ...labels };
-    const count = Object.keys(tags).length;
-    if (count > MAX_SCALING_CONFIGURATION_TAGS) {
-        throw new pulumi.InputPropertyError({
-            propertyPath: `nodePools.${pool.name}.labels`,
-            reason: `the scaling configuration would carry ${count} tags (labels${pool.autoscale ? "" : " + cluster tags"} + ${POOL_LABEL}); ESS allows ${MAX_SCALING_CONFIGURATION_TAGS}`,
-        });
+/** Checks the arguments with the stack config's pool rules (paths relative to the args: `pool.labels.<key>`, `vswitchIds`). */
+export function nodePoolProblems(args: NodePoolArgs, report: Report): void {
+    checkPool(args.pool, args.config.name, args.tags ?? {}, (path, reason) => report(path ? `pool.${path}` : "pool", reason));
+    if (args.vswitchIds.length === 0) {
+        report("vswitchIds", `pool ${args.pool.name} needs at least one vSwitch`);
     }
-    const reserved = Object.keys(tags).find((k) => /^(aliyun|acs:)/i.test(k));
-    if (reserved) {
-        throw new pulumi.InputPropertyError({ propertyPath: `nodePools.${pool.name}.labels.${reserved}`, reason: "ESS tag keys may not start with aliyun or acs:" });
-    }
-    return tags;
 }
 
 /** Creates the pool's group, scaling configuration, bootstrap token and capacity under `parent`. */
@@ -115,11 +93,7 @@ export function createNodePool(name: string, args: NodePoolArgs, parent: pulumi.
     const nodeLabels = poolNodeLabels(pool);
     const fixed = pool.autoscale === undefined;
     const size = pool.size ?? 0;
-    // Checked before anything is registered, so a bad pool creates nothing.
-    const configurationTags = scalingConfigurationTags(pool, cloudTags);
-    if (args.vswitchIds.length === 0) {
-        throw new pulumi.InputPropertyError({ propertyPath: "vswitchIds", reason: `pool ${pool.name} needs at least one vSwitch` });
-    }
+    const configurationTags = scalingConfigurationTags(pool, cloudTags, () => undefined); // checked by nodePoolProblems
 
     const group = new alicloud.ess.ScalingGroup(`${name}-group`, {
         scalingGroupName: `${config.name}-${pool.name}`,
@@ -206,6 +180,8 @@ export class NodePool extends pulumi.ComponentResource {
     public readonly resources: NodePoolResources;
 
     constructor(name: string, args: NodePoolArgs, opts?: pulumi.ComponentResourceOptions) {
+        // The same rules as the stack config, before anything is registered: a bad pool creates nothing.
+        checkArgs(`NodePool "${name}"`, (report) => nodePoolProblems(args, report));
         super("alicloud-kubeadm:index:NodePool", name, {}, opts);
         const r = createNodePool(name, args, this);
         this.resources = r;

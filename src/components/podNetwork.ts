@@ -1,18 +1,18 @@
 // PodNetwork: flannel (backend `alloc`) + the Alibaba Cloud Controller Manager route controller.
 // KCM gives each node a podCIDR inside `podCidr`; flannel turns it into cni0 + SNAT (`--ip-masq`);
 // CCM writes one VPC route entry per node (podCIDR → instance) into the Network's route table.
-// Every flag, rule and image: /work/shared/reference/autoscaler-ccm-flannel.md sections B, C, D.
+// Every flag, rule and image, with its source: docs/upstream.md ("flannel", "Cloud Controller Manager").
 import * as pulumi from "@pulumi/pulumi";
 import type * as k8s from "@pulumi/kubernetes";
-import { parseCidr } from "../rules/cidr";
-import { applyObjects, CONTROL_PLANE_LABEL, durationSeconds, kubeObject, mapInput, parseVersion, resolveObjects, type KubeObject } from "./kube";
+import {
+    DEFAULT_CCM_IMAGE, DEFAULT_FLANNEL_CNI_PLUGIN_IMAGE, DEFAULT_FLANNEL_IMAGE, kubernetesVersionProblem, parseCidr, parseDuration, parseVersion,
+    collect, type Problem,
+} from "../rules";
+import { throwIfProblems } from "./args";
+import { applyObjects, CONTROL_PLANE_LABEL, kubeObject, mapInput, resolveObjects, type KubeObject } from "./kube";
 
-/** Upstream flannel image of release v0.28.9 (kube-flannel.yml). No Alibaba mirror is documented. */
-export const DEFAULT_FLANNEL_IMAGE = "ghcr.io/flannel-io/flannel:v0.28.9";
-/** flannel CNI plugin image that kube-flannel.yml v0.28.9 installs in its init container. */
-export const DEFAULT_FLANNEL_CNI_PLUGIN_IMAGE = "ghcr.io/flannel-io/flannel-cni-plugin:v1.9.1-flannel3";
-/** Alibaba Cloud Controller Manager v2.14.0 from Alibaba's own registry (the only published source). */
-export const DEFAULT_CCM_IMAGE = "registry.cn-hangzhou.aliyuncs.com/acs/cloud-controller-manager-amd64:v2.14.0";
+export { DEFAULT_CCM_IMAGE, DEFAULT_FLANNEL_CNI_PLUGIN_IMAGE, DEFAULT_FLANNEL_IMAGE };
+
 /** CCM route reconciliation period, as in CCM's docs/examples (the flag's own default is 5m; minimum 1m). */
 export const DEFAULT_ROUTE_RECONCILIATION_PERIOD = "3m";
 
@@ -66,34 +66,30 @@ export interface ResolvedPodNetworkArgs {
 }
 
 /** Every problem in the arguments, as property path + reason (empty when valid). */
-export function podNetworkProblems(args: PodNetworkArgs): pulumi.InputPropertyErrorDetails[] {
-    const problems: pulumi.InputPropertyErrorDetails[] = [];
+export function podNetworkProblems(args: PodNetworkArgs): Problem[] {
+    const { problems, report } = collect();
     const cidr = parseCidr(args.podCidr);
     if (typeof cidr === "string") {
-        problems.push({ propertyPath: "podCidr", reason: cidr });
+        report("podCidr", cidr);
     }
-    const v = parseVersion(args.kubernetesVersion);
-    if (!v || v[0] !== 1 || v[1] < 24) {
-        problems.push({ propertyPath: "kubernetesVersion",
-            reason: `"${args.kubernetesVersion}" must be a Kubernetes version >= 1.24 (e.g. 1.34.2): the CCM is pinned to the ${CONTROL_PLANE_LABEL} label` });
+    const version = kubernetesVersionProblem(args.kubernetesVersion);
+    if (version) {
+        report("kubernetesVersion", version);
     }
     const period = args.routeReconciliationPeriod ?? DEFAULT_ROUTE_RECONCILIATION_PERIOD;
-    const seconds = durationSeconds(period);
+    const seconds = parseDuration(period);
     if (seconds === undefined || seconds < 60) {
-        problems.push({ propertyPath: "routeReconciliationPeriod", reason: `"${period}" must be a duration of at least 1m (e.g. 3m); CCM refuses shorter periods` });
+        report("routeReconciliationPeriod", `"${period}" must be a duration of at least 1m (e.g. 3m); CCM refuses shorter periods`);
     }
     if (args.ccmAccessKeySecretName !== undefined && !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(args.ccmAccessKeySecretName)) {
-        problems.push({ propertyPath: "ccmAccessKeySecretName", reason: `"${args.ccmAccessKeySecretName}" is not a valid Secret name` });
+        report("ccmAccessKeySecretName", `"${args.ccmAccessKeySecretName}" is not a valid Secret name`);
     }
     return problems;
 }
 
 /** Applies defaults; throws `pulumi.InputPropertiesError` listing every problem. */
 export function resolvePodNetworkArgs(args: PodNetworkArgs): ResolvedPodNetworkArgs {
-    const problems = podNetworkProblems(args);
-    if (problems.length > 0) {
-        throw new pulumi.InputPropertiesError({ message: "invalid PodNetwork arguments", errors: problems });
-    }
+    throwIfProblems("PodNetwork", podNetworkProblems(args));
     return {
         podCidr: args.podCidr,
         region: args.region,

@@ -13,12 +13,12 @@
 import * as pulumi from "@pulumi/pulumi";
 import { CommandError, runOnInstance } from "../cloud/cloudAssistant";
 import { pulumiLog } from "./log";
+import { TOKEN_ID_PATTERN, TOKEN_PATTERN } from "../rules";
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
 export const BOOTSTRAP_TOKEN_PROVIDER_VERSION = "1";
 
-/** Bootstrap token format (kubernetes bootstrap-tokens.md): public id `.` secret. */
-export const TOKEN_PATTERN = /^[a-z0-9]{6}\.[a-z0-9]{16}$/;
+export { TOKEN_PATTERN };
 
 /** Error codes meaning "master 0 no longer exists": nothing left to delete the token from. */
 const MASTER_GONE_CODES = ["InvalidInstance.NotFound", "InvalidInstanceId.NotFound"];
@@ -80,7 +80,7 @@ export function createTokenScript(token: string, ttl: string, description: strin
 
 /** The script that deletes the token with id `tokenId`; a token already gone is fine. */
 export function deleteTokenScript(tokenId: string): string {
-    if (!/^[a-z0-9]{6}$/.test(tokenId)) throw new Error(`deleteTokenScript: "${tokenId}" is not a bootstrap token id`);
+    if (!TOKEN_ID_PATTERN.test(tokenId)) throw new Error(`deleteTokenScript: "${tokenId}" is not a bootstrap token id`);
     return [
         "set -u",
         "export KUBECONFIG=/etc/kubernetes/admin.conf",

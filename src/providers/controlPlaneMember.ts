@@ -12,6 +12,7 @@ import { CommandError, runOnInstance } from "../cloud/cloudAssistant";
 import { getNodes, providerIdOf } from "../cloud/kubectl";
 import { removeNode } from "../removal";
 import { pulumiLog } from "./log";
+import { CERTIFICATE_KEY_PATTERN, TOKEN_PATTERN } from "../rules";
 
 /** Secrets from master 0 for one join. */
 export interface JoinSecrets {
@@ -33,7 +34,7 @@ export function joinSecretsScript(): string {
 /** Parses the output of {@link joinSecretsScript}; never echoes it in an error. */
 export function parseJoinSecrets(output: string): JoinSecrets {
     const [token, certificateKey] = output.trim().split(/\s+/);
-    if (!/^[a-z0-9]{6}\.[a-z0-9]{16}$/.test(token ?? "") || !/^[0-9a-f]{64}$/.test(certificateKey ?? "")) {
+    if (!TOKEN_PATTERN.test(token ?? "") || !CERTIFICATE_KEY_PATTERN.test(certificateKey ?? "")) {
         throw new Error("master 0 did not print a bootstrap token and a certificate key (kubeadm upload-certs / token create failed); " +
             "check /etc/kubernetes/admin.conf and kubeadm on master 0");
     }

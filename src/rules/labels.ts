@@ -1,12 +1,27 @@
-// Kubernetes label and taint rules, shared by the config validator and the userdata renderer.
+// Kubernetes labels and taints: the keys this project sets, what a kubelet may register, and the grammar.
+
+/** Label (and scaling-configuration tag) naming a node's pool; the attach script sets it on every node. */
+export const POOL_LABEL = "alicloud-kubeadm/pool";
+/** Label (and scaling-configuration tag) on the nodes of autoscaled pools. */
+export const AUTOSCALED_LABEL = "alicloud-kubeadm/autoscaled";
+/** Cloud tag on every resource of a cluster: `alicloud-kubeadm/cluster=<name>`. */
+export const CLUSTER_TAG = "alicloud-kubeadm/cluster";
+/** Cloud tag on the masters: `alicloud-kubeadm/role=control-plane`. */
+export const ROLE_TAG = "alicloud-kubeadm/role";
+/** Label keys under this prefix are set by alicloud-kubeadm only. */
+export const RESERVED_LABEL_PREFIX = "alicloud-kubeadm/";
+/** Pool label value of the control-plane members' nodes. */
+export const CONTROL_PLANE_POOL = "control-plane";
+/** Pool label value of existing nodes (`alicloud-kubeadm/pool=existing`). */
+export const EXISTING_POOL = "existing";
 
 const LABEL_NAME = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
 const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 /**
- * Labels the kubelet may set on its own Node with --node-labels (NodeRestriction; kubelet flag
- * reference): in the kubernetes.io / k8s.io namespaces only these keys, and the kubelet.kubernetes.io
- * and node.kubernetes.io prefixes.
+ * Labels the kubelet may set on its own Node with --node-labels (NodeRestriction; docs/upstream.md
+ * "kubelet and NodeRestriction"): in the kubernetes.io / k8s.io namespaces only these keys, and the
+ * kubelet.kubernetes.io and node.kubernetes.io prefixes.
  */
 const KUBELET_ALLOWED_KEYS = [
     "kubernetes.io/hostname", "kubernetes.io/arch", "kubernetes.io/os",
@@ -45,7 +60,85 @@ export function kubeletMaySetLabel(key: string): boolean {
     return KUBELET_ALLOWED_KEYS.includes(key) || within("kubelet.kubernetes.io") || within("node.kubernetes.io");
 }
 
-/** True for region ids in mainland China, where Alibaba mirrors are the default package and image sources. */
-export function isChinaRegion(region: string): boolean {
-    return region.startsWith("cn-") && region !== "cn-hongkong";
+/** Why a node label `key` cannot be registered by the kubelet (validity, NodeRestriction), or undefined. */
+export function nodeLabelKeyProblem(key: string): string | undefined {
+    const reason = labelKeyProblem(key);
+    if (reason) {
+        return `label key "${key}": ${reason}`;
+    }
+    if (!kubeletMaySetLabel(key)) {
+        return `label "${key}" is in a kubernetes.io/k8s.io namespace the kubelet may not set (NodeRestriction); use your own prefix or node.kubernetes.io/`;
+    }
+    return undefined;
+}
+
+/**
+ * Checks node labels as a user gives them: valid keys the kubelet may set, valid values, and none of
+ * the keys alicloud-kubeadm sets itself. Reports at `<key>`.
+ */
+export function nodeLabelProblems(labels: Record<string, string>, report: (path: string, reason: string) => void): void {
+    for (const [key, value] of Object.entries(labels)) {
+        const reason = nodeLabelKeyProblem(key);
+        if (reason) {
+            report(key, reason);
+        } else if (key.startsWith(RESERVED_LABEL_PREFIX)) {
+            report(key, `is set by alicloud-kubeadm (${RESERVED_LABEL_PREFIX}* is reserved); remove it`);
+        }
+        if (!isLabelValue(value)) {
+            report(key, `label value "${value}" must be empty or at most 63 characters of [A-Za-z0-9-_.], starting and ending alphanumeric`);
+        }
+    }
+}
+
+/** A node taint (kubelet `--register-with-taints`). */
+export interface Taint {
+    key: string;
+    value?: string;
+    effect: "NoSchedule" | "PreferNoSchedule" | "NoExecute";
+}
+
+/** The taint grammar of `--register-with-taints`: `key[=value]:Effect`. */
+const TAINT_TEXT = /^([^=:]+)(?:=([^:]*))?:(NoSchedule|PreferNoSchedule|NoExecute)$/;
+
+/** Parses `key[=value]:Effect`; returns the reason when `text` is not a taint. */
+export function parseTaint(text: string): Taint | string {
+    const m = TAINT_TEXT.exec(text);
+    if (!m) {
+        return `"${text}" is not a taint (expected key[=value]:NoSchedule|PreferNoSchedule|NoExecute)`;
+    }
+    return m[2] === undefined ? { key: m[1], effect: m[3] as Taint["effect"] } : { key: m[1], value: m[2], effect: m[3] as Taint["effect"] };
+}
+
+/** `key[=value]:Effect`, the kubelet flag's form. */
+export function formatTaint(t: Taint): string {
+    return `${t.key}${t.value ? `=${t.value}` : ""}:${t.effect}`;
+}
+
+/**
+ * Checks taints given as objects or `key[=value]:Effect` strings; reports at `<index>` / `<index>.key` /
+ * `<index>.value` and returns the valid ones, normalised to objects.
+ */
+export function checkTaints(taints: ReadonlyArray<string | Taint>, report: (path: string, reason: string) => void): Taint[] {
+    const out: Taint[] = [];
+    taints.forEach((t, i) => {
+        const taint = typeof t === "string" ? parseTaint(t) : t;
+        if (typeof taint === "string") {
+            report(String(i), taint);
+            return;
+        }
+        let ok = true;
+        const keyProblem = labelKeyProblem(taint.key);
+        if (keyProblem) {
+            report(`${i}.key`, `taint key "${taint.key}": ${keyProblem}`);
+            ok = false;
+        }
+        if (taint.value !== undefined && !isLabelValue(taint.value)) {
+            report(`${i}.value`, `taint value "${taint.value}" must be at most 63 characters of [A-Za-z0-9-_.]`);
+            ok = false;
+        }
+        if (ok) {
+            out.push(taint);
+        }
+    });
+    return out;
 }

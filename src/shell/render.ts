@@ -6,30 +6,15 @@
  */
 import * as fs from "fs";
 import * as path from "path";
-import { isCidr } from "../rules/cidr";
-import { isChinaRegion, isLabelValue, kubeletMaySetLabel, labelKeyProblem } from "../rules/labels";
+import {
+    CA_HASH_PATTERN, CERTIFICATE_KEY_PATTERN, checkTaints, defaultMirrors, formatTaint, isCidr, kubernetesVersionProblem, nodeLabelKeyProblem,
+    isLabelValue, POOL_LABEL, TOKEN_PATTERN, type Mirrors, type Taint,
+} from "../rules";
+
+export { defaultMirrors, type Mirrors };
 
 /** ECS accepts 32 KiB of userdata before Base64; rendering fails above it. Our own budget is 16 KiB. */
 export const USERDATA_HARD_LIMIT_BYTES = 32 * 1024;
-
-/** Package and image sources for a region. */
-export interface Mirrors {
-    /** Base URL of the package mirror, e.g. `https://mirrors.cloud.aliyuncs.com` or `https://pkgs.k8s.io`. */
-    packageMirror: string;
-    /** Registry for the control-plane images and the pause image, e.g. `registry.k8s.io`. */
-    imageRepository: string;
-}
-
-/**
- * Default mirrors for a region: China regions (`cn-*`) use Alibaba's VPC-internal package mirror and the
- * `google_containers` image mirror; every other region uses the upstream Kubernetes sources.
- * @param region Alibaba Cloud region id, e.g. `cn-hangzhou`.
- */
-export function defaultMirrors(region: string): Mirrors {
-    return isChinaRegion(region)
-        ? { packageMirror: "https://mirrors.cloud.aliyuncs.com", imageRepository: "registry.cn-hangzhou.aliyuncs.com/google_containers" }
-        : { packageMirror: "https://pkgs.k8s.io", imageRepository: "registry.k8s.io" };
-}
 
 /**
  * The Kubernetes package repository for a minor version, without the `deb/` or `rpm/` suffix (the scripts add it).
@@ -90,14 +75,7 @@ export interface MasterInitParams extends NodeParams {
 }
 
 /** A node taint (kubelet `--register-with-taints`). */
-export interface NodeTaint {
-    /** Taint key, a label-style key. */
-    key: string;
-    /** Taint value. Default: none. */
-    value?: string;
-    /** Taint effect. */
-    effect: "NoSchedule" | "PreferNoSchedule" | "NoExecute";
-}
+export type NodeTaint = Taint;
 
 /** Parameters of a worker's `kubeadm join` (pools and existing nodes). */
 export interface AttachNodeParams extends NodeParams {
@@ -167,7 +145,7 @@ export function renderAttachNode(params: AttachNodeParams): string {
  */
 export function renderControlPlaneJoin(params: ControlPlaneJoinParams): string {
     const problems: string[] = [];
-    check(problems, "certificateKey", /^[0-9a-f]{64}$/.test(params.certificateKey ?? ""), "must be 64 lower-case hex digits");
+    check(problems, "certificateKey", CERTIFICATE_KEY_PATTERN.test(params.certificateKey ?? ""), "must be 64 lower-case hex digits");
     const header = attachHeader("renderControlPlaneJoin", { ...params, poolName: params.poolName ?? "control-plane" }, problems);
     return assemble("attach_node.sh", [...header, ["AK_CERTIFICATE_KEY", params.certificateKey]]);
 }
@@ -177,20 +155,15 @@ function attachHeader(fn: string, params: AttachNodeParams, problems: string[]):
     problems.push(...nodeProblems(params));
     check(problems, "poolName", /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(params.poolName ?? ""), "must be a DNS label (lower-case letters, digits, '-')");
     for (const [key, value] of Object.entries(params.labels ?? {})) {
-        check(problems, `labels.${key}`, isLabelKey(key), "is not a valid label key");
-        check(problems, `labels.${key}`, key !== "alicloud-kubeadm/pool", "is set from poolName; remove it");
-        check(problems, `labels.${key}`, kubeletMaySetLabel(key), "kubelet may not set labels in kubernetes.io/k8s.io except node.kubernetes.io/*, kubelet.kubernetes.io/* and the well-known ones");
+        const keyProblem = nodeLabelKeyProblem(key);
+        check(problems, `labels.${key}`, !keyProblem, keyProblem ?? "");
+        check(problems, `labels.${key}`, key !== POOL_LABEL, "is set from poolName; remove it");
         check(problems, `labels.${key}`, isLabelValue(value), "value must be empty or up to 63 of [A-Za-z0-9._-], starting and ending alphanumeric");
     }
-    const taints = (params.taints ?? []).map((t, i) => {
-        const text = typeof t === "string" ? t : `${t.key}${t.value ? `=${t.value}` : ""}:${t.effect}`;
-        const m = /^([^=:]+)(?:=([^:]*))?:(NoSchedule|PreferNoSchedule|NoExecute)$/.exec(text);
-        check(problems, `taints[${i}]`, !!m && isLabelKey(m[1]) && isLabelValue(m[2] ?? ""), "must be key[=value]:NoSchedule|PreferNoSchedule|NoExecute");
-        return text;
-    });
-    check(problems, "token", /^[a-z0-9]{6}\.[a-z0-9]{16}$/.test(params.token ?? ""), "must be a bootstrap token [a-z0-9]{6}.[a-z0-9]{16}");
+    const taints = checkTaints(params.taints ?? [], (path, reason) => problems.push(`taints.${path}: ${reason}`)).map(formatTaint);
+    check(problems, "token", TOKEN_PATTERN.test(params.token ?? ""), "must be a bootstrap token [a-z0-9]{6}.[a-z0-9]{16}");
     const hashes = ([] as string[]).concat(params.caCertHash ?? []);
-    check(problems, "caCertHash", hashes.length > 0 && hashes.every((h) => /^sha256:[0-9a-f]{64}$/.test(h)), "must be sha256:<64 lower-case hex digits> (one or more)");
+    check(problems, "caCertHash", hashes.length > 0 && hashes.every((h) => CA_HASH_PATTERN.test(h)), "must be sha256:<64 lower-case hex digits> (one or more)");
     throwIfAny(fn, problems);
     const labels = Object.entries(params.labels ?? {}).map(([k, v]) => `${k}=${v}`);
     return [
@@ -244,8 +217,8 @@ function nodeProblems(p: NodeParams): string[] {
         if (typeof value === "string" && value.includes("\0")) problems.push(`${key}: must not contain NUL characters`);
     }
     check(problems, "region", /^[a-z]{2,}-[a-z0-9-]+$/.test(p.region ?? ""), "must be a region id like cn-hangzhou");
-    const version = /^(\d+)\.(\d+)\.(\d+)$/.exec(p.kubernetesVersion ?? "");
-    check(problems, "kubernetesVersion", !!version && Number(version[1]) === 1 && Number(version[2]) >= 31, "must be x.y.z with y >= 31 (e.g. 1.34.2; kubeadm config API v1beta4)");
+    const version = kubernetesVersionProblem(p.kubernetesVersion ?? "");
+    check(problems, "kubernetesVersion", !version, version ?? "");
     const endpoint = /^([A-Za-z0-9.-]+):(\d{1,5})$/.exec(p.apiEndpoint ?? "");
     check(problems, "apiEndpoint", !!endpoint && Number(endpoint[2]) >= 1 && Number(endpoint[2]) <= 65535, "must be host:port, e.g. 192.168.0.10:6443");
     for (const key of ["packageMirror", "kubernetesRepoUrl", "containerdRpmRepoUrl"] as const) {
@@ -265,10 +238,6 @@ function check(problems: string[], name: string, ok: boolean, reason: string): v
 
 function throwIfAny(fn: string, problems: string[]): void {
     if (problems.length > 0) throw new Error(`${fn}: invalid parameters:\n  ${problems.join("\n  ")}`);
-}
-
-function isLabelKey(key: string): boolean {
-    return labelKeyProblem(key) === undefined;
 }
 
 function unique(values: string[]): string[] {

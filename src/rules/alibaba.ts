@@ -1,0 +1,130 @@
+// Alibaba Cloud limits and conventions the config and the components both rely on: ESS names and tags,
+// tag keys, instance ids, vSwitch reserved addresses, the masters' fixed addresses, the route-table quota.
+// Sources: docs/upstream.md ("Alibaba Cloud: ESS", "Alibaba Cloud: VPC").
+import { formatIp, parseCidr, sizeOf, type Cidr } from "./cidr";
+import { AUTOSCALED_LABEL, POOL_LABEL } from "./labels";
+import type { Report } from "./problems";
+
+/** ESS scaling group and scaling configuration names (`<cluster>-<pool>`) are at most 64 characters. */
+export const MAX_ESS_NAME_LENGTH = 64;
+/** ESS allows at most 20 tags on a scaling configuration. */
+export const MAX_SCALING_CONFIGURATION_TAGS = 20;
+/** ESS allows at most 2000 instances in a scaling group. */
+export const MAX_SCALING_GROUP_INSTANCES = 2000;
+/** Alibaba Cloud's default quota of custom entries per VPC route table (raise it in the Quota Center). */
+export const DEFAULT_ROUTE_ENTRY_QUOTA = 200;
+/** Addresses Alibaba reserves in every vSwitch (the first 3 and the last 1): a host offset must be below size − 4. */
+export const VSWITCH_RESERVED_ADDRESSES = 4;
+/** Host offset of the first master in its vSwitch: masters get base + 10, + 11, … (fixed, so the endpoint is known early). */
+export const MASTER_IP_OFFSET = 10;
+
+/** Tag keys Alibaba Cloud reserves for itself (case-insensitive). */
+const RESERVED_TAG_KEY = /^(aliyun|acs:)/i;
+
+/** Why `key` cannot be a tag key on Alibaba Cloud, or undefined. */
+export function tagKeyProblem(key: string): string | undefined {
+    return RESERVED_TAG_KEY.test(key) ? `tag key "${key}": Alibaba Cloud reserves keys starting with aliyun or acs: (ESS and the tag service refuse them)` : undefined;
+}
+
+/** What a pool's tag and label rules look at. */
+export interface PoolTagInput {
+    name: string;
+    labels: Record<string, string>;
+    /** Present for autoscaled pools. */
+    autoscale?: unknown;
+}
+
+/** The labels a pool's nodes register with: the pool's own, the pool label, the autoscaled marker. */
+export function poolNodeLabels(pool: PoolTagInput): Record<string, string> {
+    return { ...pool.labels, [POOL_LABEL]: pool.name, ...(pool.autoscale ? { [AUTOSCALED_LABEL]: "true" } : {}) };
+}
+
+/**
+ * The scaling configuration's tags, and the problems ESS would refuse them for (reported at `labels` /
+ * `labels.<key>`). Autoscaled pools carry exactly the node labels, because the Cluster Autoscaler copies
+ * the tags into its scale-from-zero node template; fixed pools carry the cloud tags plus the node labels.
+ */
+export function scalingConfigurationTags(pool: PoolTagInput, cloudTags: Record<string, string>, report: Report): Record<string, string> {
+    const labels = poolNodeLabels(pool);
+    const tags = pool.autoscale ? labels : { ...cloudTags, ...labels };
+    const count = Object.keys(tags).length;
+    if (count > MAX_SCALING_CONFIGURATION_TAGS) {
+        const parts = pool.autoscale
+            ? `${Object.keys(pool.labels).length} labels + ${POOL_LABEL} + ${AUTOSCALED_LABEL}`
+            : `${Object.keys(pool.labels).length} labels + ${POOL_LABEL} + ${Object.keys(cloudTags).length} cloud tags`;
+        report("labels", `the scaling configuration would carry ${count} tags (${parts}); ESS allows at most ${MAX_SCALING_CONFIGURATION_TAGS}: remove labels${pool.autoscale ? "" : " or tags"}`);
+    }
+    for (const key of Object.keys(pool.labels)) {
+        if (tagKeyProblem(key)) {
+            report(`labels.${key}`, `label key "${key}" becomes a scaling-configuration tag, and ESS refuses tag keys starting with aliyun or acs:`);
+        }
+    }
+    return tags;
+}
+
+/** Why `<cluster>-<pool>` is too long for ESS names, or undefined. */
+export function essNameProblem(clusterName: string, poolName: string): string | undefined {
+    const essName = `${clusterName}-${poolName}`;
+    if (essName.length <= MAX_ESS_NAME_LENGTH) {
+        return undefined;
+    }
+    return `the scaling group and scaling configuration are named "${essName}" (${essName.length} characters); ESS allows at most ${MAX_ESS_NAME_LENGTH}, ` +
+        `so name + "-" + pool name must fit: shorten the pool name to at most ${Math.max(MAX_ESS_NAME_LENGTH - clusterName.length - 1, 0)} characters`;
+}
+
+/** Where master `index` goes: zones round-robin. */
+export function masterZoneIndex(index: number, zoneCount: number): number {
+    return index % zoneCount;
+}
+
+/**
+ * The fixed private IP of master `index`: address {@link MASTER_IP_OFFSET} + n of its zone's vSwitch,
+ * where n counts the masters before it in the same zone.
+ */
+export function masterPrivateIp(vswitchCidr: string, index: number, zoneCount: number): string {
+    const c = parseCidr(vswitchCidr);
+    if (typeof c === "string") {
+        throw new Error(c);
+    }
+    return formatIp(c.base + MASTER_IP_OFFSET + Math.floor(index / zoneCount));
+}
+
+/**
+ * Why the vSwitch of zone `zoneIndex` cannot hold the masters placed there (their fixed addresses must
+ * stay clear of the addresses Alibaba reserves at the end of a vSwitch), or undefined.
+ */
+export function masterPlacementProblem(v: Cidr, zoneIndex: number, zoneCount: number, masterCount: number): string | undefined {
+    if (zoneCount === 0 || zoneIndex >= zoneCount) {
+        return undefined;
+    }
+    const mastersHere = Math.floor(masterCount / zoneCount) + (zoneIndex < masterCount % zoneCount ? 1 : 0);
+    if (mastersHere === 0) {
+        return undefined;
+    }
+    const highest = MASTER_IP_OFFSET + mastersHere - 1;
+    const size = sizeOf(v);
+    if (highest < size - VSWITCH_RESERVED_ADDRESSES) {
+        return undefined;
+    }
+    const need = 32 - Math.ceil(Math.log2(highest + VSWITCH_RESERVED_ADDRESSES + 1));
+    return `${formatIp(v.base)}/${v.prefix} (${size} addresses) is too small for the ${mastersHere} master${mastersHere === 1 ? "" : "s"} placed in its zone: ` +
+        `masters take the fixed addresses base + ${MASTER_IP_OFFSET}${mastersHere > 1 ? `…${highest}` : ""}, which must be below base + ` +
+        `${size - VSWITCH_RESERVED_ADDRESSES} (Alibaba reserves ${VSWITCH_RESERVED_ADDRESSES} addresses of every vSwitch); use /${need} or larger`;
+}
+
+/** The provider id a kubelet registers for an instance, `<region-id>.<instance-id>`: the CCM and the autoscaler match it exactly. */
+export function providerIdOf(region: string, instanceId: string): string {
+    return `${region}.${instanceId}`;
+}
+
+/** True for region ids in mainland China, where Alibaba mirrors are the default package and image sources. */
+export function isChinaRegion(region: string): boolean {
+    return region.startsWith("cn-") && region !== "cn-hongkong";
+}
+
+/** The replaceSystemDisk guard of `mode: auto` (it wipes the system disk), or undefined when confirmed. */
+export function replaceSystemDiskProblem(mode: string, replaceSystemDisk: boolean | undefined): string | undefined {
+    return mode === "auto" && replaceSystemDisk !== true
+        ? "mode auto replaces the instance's system disk (all data on it is lost); set replaceSystemDisk: true to confirm, or use mode: manual"
+        : undefined;
+}

@@ -1,0 +1,102 @@
+// Cluster Autoscaler rules: which release goes with which Kubernetes minor, which releases are broken on
+// Alibaba Cloud, the expanders and the scale-down defaults. Sources: docs/upstream.md ("Cluster Autoscaler").
+import { parseDuration, parseVersion } from "./formats";
+import type { Report } from "./problems";
+
+/** Latest cluster-autoscaler patch seen per Kubernetes minor (the autoscaler's minor must match the control plane's). */
+export const AUTOSCALER_LATEST_PATCH: Readonly<Record<number, string>> = {
+    28: "1.28.7", 29: "1.29.5", 30: "1.30.7", 31: "1.31.5", 32: "1.32.7", 33: "1.33.6", 34: "1.34.5", 35: "1.35.2", 36: "1.36.1",
+};
+
+/** Expanders usable with alicloud (`price` is GCE/Equinix only, `grpc` needs an external server). */
+export const AUTOSCALER_EXPANDERS: readonly string[] = ["random", "most-pods", "least-waste", "least-nodes", "priority"];
+
+/** Scale-down behaviour, passed to the autoscaler as flags. */
+export interface AutoscalerSettings {
+    /**
+     * `--scale-down-utilization-threshold`: a node whose max(cpu, memory) *requests* / allocatable
+     * (the "reservation rate") stays below this is a scale-down candidate. In (0, 1]. Default 0.5.
+     */
+    scaleDownUtilizationThreshold: number;
+    /** `--scale-down-unneeded-time`: how long a node must be unneeded before removal (Go duration). Default `10m`. */
+    scaleDownUnneededTime: string;
+    /** `--scale-down-delay-after-add`: pause of scale-down evaluation after a scale-up (Go duration). Default `10m`. */
+    scaleDownDelayAfterAdd: string;
+    /** `--expander`: one of {@link AUTOSCALER_EXPANDERS}, or a comma-separated chain. Default `least-waste`. */
+    expander: string;
+    /** `--balance-similar-node-groups`. Default false. */
+    balanceSimilarNodeGroups: boolean;
+    /** `--skip-nodes-with-local-storage`: never remove nodes whose pods use emptyDir/hostPath. Default true. */
+    skipNodesWithLocalStorage: boolean;
+}
+
+/**
+ * The defaults of every setting, for the stack config and the ClusterAutoscaler component alike. The
+ * autoscaler's own flag defaults, except the expander: `least-waste` (the autoscaler's is `random`) keeps
+ * the fewest idle resources when several pools fit.
+ */
+export const DEFAULT_AUTOSCALER_SETTINGS: Readonly<AutoscalerSettings> = {
+    scaleDownUtilizationThreshold: 0.5,
+    scaleDownUnneededTime: "10m",
+    scaleDownDelayAfterAdd: "10m",
+    expander: "least-waste",
+    balanceSimilarNodeGroups: false,
+    skipNodesWithLocalStorage: true,
+};
+
+/**
+ * The autoscaler version for a Kubernetes version: the latest known patch of the same minor
+ * (`1.34.2` → `1.34.5`), or undefined when no release of that minor is known (set one explicitly then).
+ */
+export function autoscalerVersionFor(kubernetesVersion: string): string | undefined {
+    const v = parseVersion(kubernetesVersion);
+    return v && v[0] === 1 ? AUTOSCALER_LATEST_PATCH[v[1]] : undefined;
+}
+
+/**
+ * Why an autoscaler version must not be used, or undefined when it may. 1.32.0–1.32.2 and 1.33.0
+ * fail on every call: they cannot parse Alibaba's Location `DescribeEndpoints` response.
+ */
+export function refusedAutoscalerVersion(version: string): string | undefined {
+    const v = parseVersion(version);
+    if (!v || v[0] !== 1) {
+        return `"${version}" is not a cluster-autoscaler version (expected e.g. 1.34.5)`;
+    }
+    const [, minor, patch] = v;
+    if ((minor === 32 && patch <= 2) || (minor === 33 && patch === 0)) {
+        const fixed = minor === 32 ? "1.32.3" : "1.33.1";
+        return `cluster-autoscaler ${version} cannot parse the Location DescribeEndpoints response on Alibaba Cloud ` +
+            `("failed to unmarshal endpoint response … Protocols", kubernetes/autoscaler#8168) and never scales; ` +
+            `use ${fixed} or later (latest ${AUTOSCALER_LATEST_PATCH[minor]})`;
+    }
+    return undefined;
+}
+
+/** The version the autoscaler runs at, or the reason there is none (reported at `version`). */
+export function resolveAutoscalerVersion(version: string | undefined, kubernetesVersion: string): { version?: string; problem?: string } {
+    if (version !== undefined) {
+        const problem = refusedAutoscalerVersion(version);
+        return problem ? { problem } : { version: version.replace(/^v/, "") };
+    }
+    const picked = autoscalerVersionFor(kubernetesVersion);
+    return picked ? { version: picked } : {
+        problem: `no known cluster-autoscaler release for Kubernetes ${kubernetesVersion} (known minors: 1.${Object.keys(AUTOSCALER_LATEST_PATCH).join(", 1.")}); set the autoscaler version`,
+    };
+}
+
+/** Checks scale-down settings; reports at the setting's name. */
+export function autoscalerSettingsProblems(s: AutoscalerSettings, report: Report): void {
+    if (!(s.scaleDownUtilizationThreshold > 0 && s.scaleDownUtilizationThreshold <= 1)) {
+        report("scaleDownUtilizationThreshold", `must be in (0, 1], got ${s.scaleDownUtilizationThreshold}`);
+    }
+    for (const key of ["scaleDownUnneededTime", "scaleDownDelayAfterAdd"] as const) {
+        if (parseDuration(s[key]) === undefined) {
+            report(key, `"${s[key]}" must be a duration like 10m, 1h30m or 1.5h (Go duration syntax)`);
+        }
+    }
+    for (const e of s.expander.split(",")) {
+        if (!AUTOSCALER_EXPANDERS.includes(e)) {
+            report("expander", `"${e}" is not one of ${AUTOSCALER_EXPANDERS.join(", ")} (comma-separated to chain)`);
+        }
+    }
+}

@@ -1,0 +1,75 @@
+// Value formats shared by validation, components, providers and the node scripts' renderer:
+// Go durations, versions, bootstrap tokens, certificate keys, CA pins, instance ids, names.
+
+/** Lowest Kubernetes minor supported: kubeadm's config API v1beta4 arrived in 1.31. */
+export const MIN_KUBERNETES_MINOR = 31;
+
+/** A bootstrap token `<id>.<secret>` (kubeadm: 6 + 16 characters of [a-z0-9]). */
+export const TOKEN_PATTERN = /^[a-z0-9]{6}\.[a-z0-9]{16}$/;
+/** The public part of a bootstrap token; it names the Secret `bootstrap-token-<id>`. */
+export const TOKEN_ID_PATTERN = /^[a-z0-9]{6}$/;
+/** The certificate key printed by `kubeadm init phase upload-certs --upload-certs`: 32 bytes in hex. */
+export const CERTIFICATE_KEY_PATTERN = /^[0-9a-f]{64}$/;
+/** A CA pin for `caCertHashes`: `sha256:` and the hex SHA-256 of the CA's SubjectPublicKeyInfo. */
+export const CA_HASH_PATTERN = /^sha256:[0-9a-f]{64}$/;
+/** An ECS instance id. */
+export const INSTANCE_ID_PATTERN = /^i-[a-z0-9]{8,30}$/;
+/** A DNS-1123 label (Kubernetes object names, cluster and pool names). */
+export const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+/** The units of Go's time.ParseDuration, in seconds. */
+const DURATION_UNITS: Readonly<Record<string, number>> = { ns: 1e-9, us: 1e-6, "µs": 1e-6, "μs": 1e-6, ms: 1e-3, s: 1, m: 60, h: 3600 };
+
+/**
+ * Seconds of a Go duration as `time.ParseDuration` reads it (`10m`, `1h30m`, `1.5h`, `500ms`, `0`), or
+ * undefined when it is not one. Negative durations are refused: nothing here takes one. The Cluster
+ * Autoscaler's, the CCM's and kubeadm's duration flags all parse with this grammar.
+ */
+export function parseDuration(text: string): number | undefined {
+    if (text === "0") {
+        return 0;
+    }
+    const part = /(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)/y;
+    let seconds = 0;
+    let at = 0;
+    while (at < text.length) {
+        part.lastIndex = at;
+        const m = part.exec(text);
+        if (!m) {
+            return undefined;
+        }
+        seconds += Number(m[1]) * DURATION_UNITS[m[2]];
+        at = part.lastIndex;
+    }
+    return text.length > 0 ? seconds : undefined;
+}
+
+/** Why `text` is not a Go duration (the reason names examples), or undefined when it is one. */
+export function durationProblem(text: string): string | undefined {
+    return parseDuration(text) === undefined ? `"${text}" must be a duration like 10m, 1h30m or 1.5h (Go duration syntax)` : undefined;
+}
+
+/** `[major, minor, patch]` of a full version `1.34.2` (a leading `v` is allowed), or undefined. */
+export function parseVersion(text: string): [number, number, number] | undefined {
+    const m = /^v?(\d+)\.(\d+)\.(\d+)$/.exec(text.trim());
+    return m ? [Number(m[1]), Number(m[2]), Number(m[3])] : undefined;
+}
+
+/** Why `version` is not a Kubernetes version this project supports, or undefined. */
+export function kubernetesVersionProblem(version: string): string | undefined {
+    const v = parseVersion(version);
+    if (!v || version.startsWith("v")) {
+        return `"${version}" must be a full version like "1.36.3" (quote it in YAML)`;
+    }
+    if (v[0] !== 1 || v[1] < MIN_KUBERNETES_MINOR) {
+        return `${version} is older than 1.${MIN_KUBERNETES_MINOR}; kubeadm config v1beta4 needs 1.${MIN_KUBERNETES_MINOR} or newer`;
+    }
+    return undefined;
+}
+
+/** Why `name` is not a DNS-1123 label of at most `max` characters, or undefined. */
+export function dnsLabelProblem(name: string, max: number): string | undefined {
+    return DNS1123_LABEL.test(name) && name.length <= max
+        ? undefined
+        : `"${name}" must be a DNS-1123 label of at most ${max} characters (lowercase letters, digits, '-')`;
+}

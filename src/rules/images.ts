@@ -1,0 +1,53 @@
+// Image and package sources: the default add-on images, the region's default mirrors, and the grammar of
+// image references. Sources: docs/upstream.md ("flannel", "Cloud Controller Manager", "Cluster Autoscaler").
+import { isChinaRegion } from "./alibaba";
+
+/** Upstream flannel image of release v0.28.9 (kube-flannel.yml). No Alibaba mirror is documented. */
+export const DEFAULT_FLANNEL_IMAGE = "ghcr.io/flannel-io/flannel:v0.28.9";
+/** flannel CNI plugin image that kube-flannel.yml v0.28.9 installs in its init container. */
+export const DEFAULT_FLANNEL_CNI_PLUGIN_IMAGE = "ghcr.io/flannel-io/flannel-cni-plugin:v1.9.1-flannel3";
+/** Alibaba Cloud Controller Manager v2.14.0 from Alibaba's own registry (the only published source). */
+export const DEFAULT_CCM_IMAGE = "registry.cn-hangzhou.aliyuncs.com/acs/cloud-controller-manager-amd64:v2.14.0";
+/** Upstream Cluster Autoscaler repository; its builds include the alicloud provider. No Alibaba mirror is documented. */
+export const DEFAULT_AUTOSCALER_IMAGE_REPOSITORY = "registry.k8s.io/autoscaling/cluster-autoscaler";
+
+/** Package and image sources for a region. */
+export interface Mirrors {
+    /** Base URL of the package mirror, e.g. `https://mirrors.cloud.aliyuncs.com` or `https://pkgs.k8s.io`. */
+    packageMirror: string;
+    /** Registry for the control-plane images and the pause image, e.g. `registry.k8s.io`. */
+    imageRepository: string;
+}
+
+/**
+ * Default mirrors for a region: mainland China regions use Alibaba's VPC-internal package mirror and the
+ * `google_containers` image mirror; every other region uses the upstream Kubernetes sources.
+ */
+export function defaultMirrors(region: string): Mirrors {
+    return isChinaRegion(region)
+        ? { packageMirror: "https://mirrors.cloud.aliyuncs.com", imageRepository: "registry.cn-hangzhou.aliyuncs.com/google_containers" }
+        : { packageMirror: "https://pkgs.k8s.io", imageRepository: "registry.k8s.io" };
+}
+
+/** `registry[:port]/path` without tag or digest (a tag is appended by the consumer). */
+const IMAGE_REPOSITORY = /^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(\/[a-z0-9]+([._-]+[a-z0-9]+)*)*$/;
+/** A full image reference: repository plus `:tag` and/or `@sha256:<hex>`. */
+const IMAGE_REFERENCE = /^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(\/[a-z0-9]+([._-]+[a-z0-9]+)*)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$/;
+const HTTPS_URL = /^https:\/\/[A-Za-z0-9.-]+(:\d+)?(\/[^\s'"\\]*)?$/;
+
+/** Why `value` is not a full image reference, or undefined. */
+export function imageReferenceProblem(value: string): string | undefined {
+    return IMAGE_REFERENCE.test(value) ? undefined
+        : `"${value}" is not an image reference (expected registry/path:tag, e.g. registry.cn-hangzhou.aliyuncs.com/my-ns/flannel:v0.28.9)`;
+}
+
+/** Why `value` is not an image repository (no tag, no digest), or undefined. */
+export function imageRepositoryProblem(value: string): string | undefined {
+    return IMAGE_REPOSITORY.test(value) ? undefined
+        : `"${value}" is not an image repository (expected registry/path without tag or digest, e.g. registry.cn-hangzhou.aliyuncs.com/my-ns)`;
+}
+
+/** Why `value` is not an https base URL of a package mirror, or undefined. */
+export function packageMirrorProblem(value: string): string | undefined {
+    return HTTPS_URL.test(value) ? undefined : `"${value}" must be an https URL (e.g. https://mirrors.cloud.aliyuncs.com)`;
+}

@@ -1,0 +1,10 @@
+// The rules, limits, patterns and defaults that the stack config, the components and the node scripts'
+// renderer share. No Pulumi import anywhere under src/rules: validating a config loads nothing else.
+export * from "./problems";
+export * from "./formats";
+export * from "./cidr";
+export * from "./labels";
+export * from "./alibaba";
+export * from "./autoscaler";
+export * from "./images";
+export * from "./network";

@@ -1,0 +1,31 @@
+/**
+ * Existing stacks keep their resources across upgrades of this library: for the dev and prod stacks as
+ * released before the layout change (test/fixtures/urns/Pulumi.<stack>.yaml, with the URNs that release
+ * registered), every URN is still registered by today's code — or a resource declares it as an alias.
+ * A URN that disappears would make `pulumi up` delete that resource and create a new one (for masters,
+ * scaling groups and node memberships: drain and re-join nodes).
+ */
+import * as assert from "node:assert/strict";
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import { synthesize } from "../scripts/synth";
+
+const FIXTURES = path.join(__dirname, "fixtures", "urns");
+
+describe("URNs of existing stacks", () => {
+    const out = fs.mkdtempSync(path.join(os.tmpdir(), "urns-"));
+    after(() => fs.rmSync(out, { recursive: true, force: true }));
+
+    for (const stack of ["dev", "prod"]) {
+        it(`${stack}: every URN of the released program is still registered or aliased`, async () => {
+            const before = JSON.parse(fs.readFileSync(path.join(FIXTURES, `${stack}.urns.json`), "utf8")) as string[];
+            const result = await synthesize(path.join(FIXTURES, `Pulumi.${stack}.yaml`), out);
+            assert.deepEqual(result.problems, []);
+            const now = new Set(result.resources.flatMap((r) => [r.urn, ...r.aliases]));
+            assert.ok(result.resources.every((r) => r.urn.startsWith(`urn:pulumi:${stack}::`)), "every resource has a URN");
+            const missing = before.filter((urn) => !now.has(urn));
+            assert.deepEqual(missing, [], `URNs that would be deleted and re-created:\n${missing.join("\n")}`);
+        });
+    }
+});
