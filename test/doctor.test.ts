@@ -4,6 +4,7 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import * as zlib from "zlib";
+import { requireTool, SHELLCHECK_INSTALL } from "./tools";
 import { useEmulator } from "./emulator/fixture";
 import { Emulator, EmuActivity, TEST_CREDENTIALS } from "./emulator";
 import { ESS_ACTIONS } from "./emulator/ess";
@@ -119,9 +120,20 @@ function assertReadOnly(emu: Emulator): void {
     for (const s of scripts) {
         assert.match(s, /^#!\/bin\/bash\n# alicloud-kubeadm doctor: /, "every script is a doctor script");
         assert.doesNotMatch(s, FORBIDDEN, `read-only script:\n${s}`);
+    }
+}
+
+/** Every doctor script is shellcheck-clean (its own test, so a machine without shellcheck skips only this). */
+function assertShellcheckClean(emu: Emulator): void {
+    for (const s of emu.callsOf("RunCommand").map((c) => Buffer.from(c.params.CommandContent, "base64").toString("utf8"))) {
         const sc = spawnSync("shellcheck", ["-s", "bash", "-"], { input: s, encoding: "utf8" });
         assert.strictEqual(sc.status, 0, `shellcheck:\n${sc.stdout}\n${s}`);
     }
+}
+
+/** The distinct requests of an action: a retry of the same request (a legitimate answer to a slow or reset call) counts once. */
+function distinctCalls(emu: Emulator, action: string): number {
+    return new Set(emu.callsOf(action).map((c) => JSON.stringify(c.params))).size;
 }
 
 const find = (fs_: Finding[], check: string, status: string, re: RegExp) => fs_.find((f) => f.check === check && f.status === status && re.test(`${f.subject} ${f.evidence}`));
@@ -140,8 +152,19 @@ describe("doctor", () => {
         for (const check of ["ess", "autoscaler", "nodes", "routes", "join"]) assert.ok(findings.some((f) => f.check === check), `${check} reported`);
         assert.ok(find(findings, "nodes", "ok", /5 Node\(s\), 5 Ready/));
         assert.ok(find(findings, "routes", "ok", /5 route\(s\) inside 172\.16\.0\.0\/16/), "the VPN route outside the pod CIDR is ignored");
-        assert.strictEqual(emu.callsOf("RunCommand").length, 3, "nodes, autoscaler and join material: one master command each");
+        assert.strictEqual(distinctCalls(emu, "RunCommand"), 3, "nodes, autoscaler and join material: one master command each");
         assertReadOnly(emu);
+    });
+
+    it("every script doctor sends is shellcheck-clean (master sections and a node's bootstrap log)", async function () {
+        requireTool(this, "shellcheck", SHELLCHECK_INSTALL, "the shellcheck assertions");
+        const { emu } = ctx;
+        const { info } = stage(emu);
+        const lost = emu.addInstance().instanceId;
+        await runDoctor({ ...info, existingNodes: [...info.existingNodes, { instanceId: lost, mode: "manual", tokenId: info.existingNodes[0]?.tokenId ?? "abcdef" }] }, fast);
+        const scripts = emu.callsOf("RunCommand").map((c) => Buffer.from(c.params.CommandContent, "base64").toString("utf8"));
+        assert.ok(scripts.some((x) => /doctor: bootstrap-log/.test(x)), "the node script was sent too");
+        assertShellcheckClean(emu);
     });
 
     it("names a failed scaling activity with its error code explained", async () => {
@@ -332,11 +355,11 @@ describe("doctor", () => {
         assert.ok(find(findings, "nodes", "ok", /305 Node\(s\), 305 Ready/));
         assert.ok(find(findings, "routes", "ok", /305 route\(s\)/));
         assert.ok(listingBytes < 24 * 1024, `node listing is ${listingBytes} bytes after gzip+Base64`);
-        const n = (a: string) => emu.callsOf(a).length;
+        const n = (a: string) => distinctCalls(emu, a);
         assert.strictEqual(n("DescribeScalingInstances"), 1 + 1 + 6, "50 per page");
         assert.strictEqual(n("DescribeInstances"), 4, "100 per call: 305 instances");
         assert.strictEqual(n("DescribeRouteEntryList"), 4, "100 per page: 306 entries");
-        assert.strictEqual(emu.callsOf("RunCommand").length, 1, "one master command for nodes and routes");
+        assert.strictEqual(n("RunCommand"), 1, "one master command for nodes and routes");
         console.log(`      305 nodes: ${emu.calls.length} API calls, ${ms} ms against the emulator, node listing ${listingBytes} B`);
     });
 

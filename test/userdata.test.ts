@@ -14,6 +14,7 @@ import {
     renderAttachNode, renderControlPlaneJoin, renderMasterInit, shellQuote,
 } from "../src/shell/render";
 import { RunResult, Sandbox, callsOf, downloadCalls, installCalls, makeSandbox } from "./sandbox";
+import { requireTool, SHELLCHECK_INSTALL } from "./tools";
 
 const USERDATA_DIR = path.join(__dirname, "..", "src", "shell");
 const STUB_DIR = path.join(__dirname, "sandbox", "stubs");
@@ -201,7 +202,7 @@ describe("userdata rendering", () => {
 
 describe("userdata scripts: static checks", () => {
     before(function () {
-        if (spawnSync("shellcheck", ["--version"]).status !== 0) this.skip(); // shellcheck is not installed: cannot lint
+        requireTool(this, "shellcheck", SHELLCHECK_INSTALL, "the shellcheck assertions");
     });
 
     it("static scripts and sandbox stubs are shellcheck-clean", () => {
