@@ -15,8 +15,11 @@
  *   Without a scheme, `https://` is assumed.
  * - Retries: bounded by attempts and total time, exponential backoff with full jitter, on
  *   `Throttling*`, `ServiceUnavailable`, any 5xx and transient network errors; a server
- *   `x-acs-retry-after` (milliseconds) is honoured. Mutating calls carry one `ClientToken` that is
- *   identical across retries, so a retry cannot act twice.
+ *   `x-acs-retry-after` (milliseconds) is honoured.
+ * - Idempotency: only some actions define a `ClientToken` ({@link CLIENT_TOKEN_ACTIONS}); those carry one
+ *   token, identical across retries, so a retry after a lost response does not act twice. Every other
+ *   mutating action CAN act twice when a response is lost: callers make those steps safe by re-reading the
+ *   state before acting again (docs/upstream.md "api-clienttoken-actions").
  * - Errors: everything surfaces as {@link OpenApiError} with `code`, `requestId`, `action` and a
  *   message that says what to do.
  *
@@ -28,6 +31,12 @@ export type Product = "ecs" | "ess" | "vpc";
 
 /** RPC API version used for each product. ESS uses 2014-08-28 on purpose (its array parameters are `InstanceId.N`). */
 export const API_VERSIONS: Readonly<Record<Product, string>> = { ecs: "2014-05-26", ess: "2014-08-28", vpc: "2016-04-28" };
+
+/**
+ * `<product>:<Action>` of the actions this library calls whose request model has a `ClientToken`
+ * (docs/upstream.md "api-clienttoken-actions"). No other action gets one: the API would not honour it.
+ */
+export const CLIENT_TOKEN_ACTIONS: readonly string[] = ["ecs:RunCommand", "ecs:InvokeCommand", "ecs:ReplaceSystemDisk", "ess:RemoveInstances"];
 
 /** Name of the environment variable that overrides the endpoint of every product (tests: the local emulator). */
 export const ENDPOINT_ENV = "ALICLOUD_KUBEADM_ENDPOINT";
@@ -59,7 +68,7 @@ export interface CallOptions {
     vpcEndpoint?: boolean;
     /** Retry policy; see {@link RetryOptions} for defaults. */
     retry?: RetryOptions;
-    /** Add a `ClientToken`. Default: true for mutating actions (not `Describe*`/`List*`/`Get*`/`Query*`). */
+    /** Add a `ClientToken`. Default: true for the actions in {@link CLIENT_TOKEN_ACTIONS}, which define one. */
     clientToken?: boolean;
     /** Per-request read timeout in ms. Default 30000. */
     readTimeoutMs?: number;
@@ -200,7 +209,7 @@ export async function callApi(product: Product, action: string, params: Record<s
     const core = require("@alicloud/openapi-core");
     const retry = { ...DEFAULT_RETRY, ...opts.retry };
     const query = flattenParams({ RegionId: opts.region, ...params });
-    if ((opts.clientToken ?? isMutating(action)) && query.ClientToken === undefined) query.ClientToken = crypto.randomUUID();
+    if ((opts.clientToken ?? CLIENT_TOKEN_ACTIONS.includes(`${product}:${action}`)) && query.ClientToken === undefined) query.ClientToken = crypto.randomUUID();
     const { host, protocol } = resolveEndpoint(product, opts.region, opts.vpcEndpoint);
     const started = Date.now();
 

@@ -1,0 +1,92 @@
+/**
+ * ECS, typed: instances, user data, power and system disk. Every response is read here, once; callers get
+ * plain typed values. Sources: docs/upstream.md ("Alibaba Cloud: ECS").
+ */
+import { callApi, type RetryOptions } from "./openapi";
+
+/** What callers need to know about an instance. */
+export interface Instance {
+    instanceId: string;
+    /** `Pending`, `Starting`, `Running`, `Stopping`, `Stopped`. */
+    status: string;
+    /** First private IPv4 address ("" when none). */
+    privateIp: string;
+    /** ISO 8601. */
+    creationTime: string;
+    /** An operation (e.g. a system disk replacement) still locks the instance. */
+    locked: boolean;
+    /** Key pair bound to the instance ("" when it logs in by password). */
+    keyPairName: string;
+    tags: Record<string, string>;
+}
+
+interface RawInstance {
+    InstanceId: string;
+    Status?: string;
+    CreationTime?: string;
+    KeyPairName?: string;
+    VpcAttributes?: { PrivateIpAddress?: { IpAddress?: string[] } };
+    OperationLocks?: { LockReason?: unknown[] };
+    Tags?: { Tag?: Array<{ TagKey?: string; TagValue?: string }> };
+}
+
+function toInstance(i: RawInstance): Instance {
+    return {
+        instanceId: i.InstanceId, status: i.Status ?? "", creationTime: i.CreationTime ?? "", keyPairName: i.KeyPairName ?? "",
+        privateIp: i.VpcAttributes?.PrivateIpAddress?.IpAddress?.[0] ?? "",
+        locked: (i.OperationLocks?.LockReason ?? []).length > 0,
+        tags: Object.fromEntries((i.Tags?.Tag ?? []).map((t) => [t.TagKey ?? "", t.TagValue ?? ""])),
+    };
+}
+
+/** DescribeInstances takes at most 100 ids per call. */
+const IDS_PER_CALL = 100;
+
+/** The instances among `ids` that exist, keyed by id (100 per call). */
+export async function describeInstances(region: string, ids: readonly string[], retry?: RetryOptions): Promise<Map<string, Instance>> {
+    const out = new Map<string, Instance>();
+    const unique = [...new Set(ids)];
+    for (let k = 0; k < unique.length; k += IDS_PER_CALL) {
+        const res = await callApi("ecs", "DescribeInstances", { InstanceIds: JSON.stringify(unique.slice(k, k + IDS_PER_CALL)), PageSize: IDS_PER_CALL }, { region, retry });
+        for (const raw of (res.Instances as { Instance?: RawInstance[] } | undefined)?.Instance ?? []) {
+            out.set(raw.InstanceId, toInstance(raw));
+        }
+    }
+    return out;
+}
+
+/** One instance, or undefined when it does not exist. */
+export async function describeInstance(region: string, instanceId: string): Promise<Instance | undefined> {
+    return (await describeInstances(region, [instanceId])).get(instanceId);
+}
+
+/** The instance's user data, decoded ("" when none). */
+export async function getUserData(region: string, instanceId: string): Promise<string> {
+    const res = await callApi("ecs", "DescribeUserData", { InstanceId: instanceId }, { region });
+    return Buffer.from(String(res.UserData ?? ""), "base64").toString("utf8");
+}
+
+/** Replaces the instance's user data (runs only at first boot or after a system disk replacement). */
+export async function setUserData(region: string, instanceId: string, userData: string): Promise<void> {
+    await callApi("ecs", "ModifyInstanceAttribute", { InstanceId: instanceId, UserData: Buffer.from(userData, "utf8").toString("base64") }, { region });
+}
+
+/** StopInstance with the pay-as-you-go standard stop (the instance keeps its resources and billing). */
+export async function stopInstance(region: string, instanceId: string): Promise<void> {
+    await callApi("ecs", "StopInstance", { InstanceId: instanceId, StoppedMode: "KeepCharging" }, { region, retry: { retryableCodes: ["IncorrectInstanceStatus"] } });
+}
+
+export async function startInstance(region: string, instanceId: string): Promise<void> {
+    await callApi("ecs", "StartInstance", { InstanceId: instanceId }, { region, retry: { retryableCodes: ["IncorrectInstanceStatus"] } });
+}
+
+/** Login of the new system disk: a key pair, or the image's preset password (`PasswordInherit`). */
+export type SystemDiskLogin = { keyPairName: string } | { passwordInherit: true };
+
+/** Replaces the (Stopped) instance's system disk with `imageId`; user data runs again at the next start. */
+export async function replaceSystemDisk(region: string, instanceId: string, imageId: string, login: SystemDiskLogin): Promise<void> {
+    await callApi("ecs", "ReplaceSystemDisk", {
+        InstanceId: instanceId, ImageId: imageId,
+        ...("keyPairName" in login ? { KeyPairName: login.keyPairName } : { PasswordInherit: true }),
+    }, { region });
+}

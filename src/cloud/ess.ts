@@ -1,0 +1,123 @@
+/**
+ * ESS (Auto Scaling, API 2014-08-28), typed: scaling groups, their members and activities, capacity and
+ * membership changes. Paging is done here once per listing. Sources: docs/upstream.md ("Alibaba Cloud: ESS").
+ */
+import { codesOf } from "./errors";
+import { callApi, type RetryOptions } from "./openapi";
+
+/** A member of a scaling group. */
+export interface ScalingGroupMember {
+    instanceId: string;
+    /** ISO 8601. */
+    creationTime: string;
+    /** `InService`, `Pending`, `Pending:Wait`, `Protected`, `Standby`, `Removing`, `Removing:Wait`, … */
+    lifecycleState: string;
+    /** `AutoCreated` or `Attached`. */
+    creationType: string;
+}
+
+/** A scaling group's state and capacity. */
+export interface ScalingGroup {
+    scalingGroupId: string;
+    lifecycleState: string;
+    minSize: number;
+    maxSize: number;
+    desiredCapacity: number;
+    totalCapacity: number;
+    /** Members InService. */
+    activeCapacity: number;
+    pendingCapacity: number;
+    removingCapacity: number;
+}
+
+/** A scaling activity. */
+export interface ScalingActivity {
+    scalingActivityId: string;
+    /** `InProgress`, `Successful`, `Warning` (partly successful), `Failed`, `Rejected`. */
+    statusCode: string;
+    /** ISO 8601. */
+    startTime: string;
+    errorCode: string;
+    /** `ErrorMessage`, else `StatusMessage` (unquoted). */
+    message: string;
+    description: string;
+}
+
+/** ESS answers "busy" while another activity runs (one at a time per group): wait and retry. */
+export const ESS_BUSY_RETRY: RetryOptions = { retryableCodes: codesOf("conflict"), maxAttempts: 30, totalTimeoutMs: 600_000, maxDelayMs: 20_000 };
+
+/** Instances per DescribeScalingInstances page (the API's default page is 10). */
+const PAGE = 50;
+/** ScalingGroupId.N / InstanceId.N take at most 20 values per call. */
+const IDS_PER_CALL = 20;
+
+interface RawMember { InstanceId: string; CreationTime?: string; LifecycleState?: string; CreationType?: string }
+
+/**
+ * Every member of a scaling group (all pages), or only those of `instanceIds` (20 per call).
+ * Stops when a page is short or the total is reached.
+ */
+export async function scalingGroupMembers(region: string, scalingGroupId: string, opts: { instanceIds?: readonly string[]; retry?: RetryOptions } = {}): Promise<ScalingGroupMember[]> {
+    const out: ScalingGroupMember[] = [];
+    const filters = opts.instanceIds === undefined ? [undefined]
+        : Array.from({ length: Math.ceil(opts.instanceIds.length / IDS_PER_CALL) }, (_, k) => opts.instanceIds!.slice(k * IDS_PER_CALL, (k + 1) * IDS_PER_CALL));
+    for (const ids of filters) {
+        for (let page = 1; ; page++) {
+            const res = await callApi("ess", "DescribeScalingInstances", { ScalingGroupId: scalingGroupId, InstanceId: ids ? [...ids] : undefined, PageSize: PAGE, PageNumber: page },
+                { region, retry: opts.retry });
+            const rows = (res.ScalingInstances as { ScalingInstance?: RawMember[] } | undefined)?.ScalingInstance ?? [];
+            out.push(...rows.map((r) => ({ instanceId: r.InstanceId, creationTime: r.CreationTime ?? "", lifecycleState: r.LifecycleState ?? "", creationType: r.CreationType ?? "" })));
+            if (rows.length < PAGE || page * PAGE >= Number(res.TotalCount ?? 0)) {
+                break;
+            }
+        }
+    }
+    return out;
+}
+
+/** The scaling groups among `ids` that exist, keyed by id. */
+export async function describeScalingGroups(region: string, ids: readonly string[], retry?: RetryOptions): Promise<Map<string, ScalingGroup>> {
+    const out = new Map<string, ScalingGroup>();
+    const unique = [...new Set(ids)];
+    for (let k = 0; k < unique.length; k += IDS_PER_CALL) {
+        const res = await callApi("ess", "DescribeScalingGroups", { ScalingGroupId: unique.slice(k, k + IDS_PER_CALL), PageSize: 50 }, { region, retry });
+        for (const g of (res.ScalingGroups as { ScalingGroup?: Array<Record<string, unknown>> } | undefined)?.ScalingGroup ?? []) {
+            const n = (key: string) => Number(g[key] ?? 0);
+            out.set(String(g.ScalingGroupId), {
+                scalingGroupId: String(g.ScalingGroupId), lifecycleState: String(g.LifecycleState ?? ""), minSize: n("MinSize"), maxSize: n("MaxSize"),
+                desiredCapacity: n("DesiredCapacity"), totalCapacity: n("TotalCapacity"), activeCapacity: n("ActiveCapacity"),
+                pendingCapacity: n("PendingCapacity"), removingCapacity: n("RemovingCapacity"),
+            });
+        }
+    }
+    return out;
+}
+
+/** The group's most recent activities, newest first (`activityIds` narrows to those). */
+export async function scalingActivities(region: string, scalingGroupId: string, opts: { pageSize?: number; activityIds?: readonly string[]; retry?: RetryOptions } = {}): Promise<ScalingActivity[]> {
+    const res = await callApi("ess", "DescribeScalingActivities", {
+        ScalingGroupId: scalingGroupId, ScalingActivityId: opts.activityIds ? [...opts.activityIds] : undefined, PageSize: opts.pageSize ?? 10,
+    }, { region, retry: opts.retry });
+    const rows = (res.ScalingActivities as { ScalingActivity?: Array<Record<string, unknown>> } | undefined)?.ScalingActivity ?? [];
+    return rows.map((a) => ({
+        scalingActivityId: String(a.ScalingActivityId ?? ""), statusCode: String(a.StatusCode ?? ""), startTime: String(a.StartTime ?? ""),
+        errorCode: String(a.ErrorCode ?? ""), message: String(a.ErrorMessage || a.StatusMessage || "").replace(/^"|"$/g, ""), description: String(a.Description ?? ""),
+    })).sort((a, b) => Date.parse(b.startTime) - Date.parse(a.startTime));
+}
+
+/** Sets any of MinSize, MaxSize and DesiredCapacity (retried while another activity runs). */
+export async function modifyScalingGroup(region: string, scalingGroupId: string, sizes: { minSize?: number; maxSize?: number; desiredCapacity?: number }): Promise<void> {
+    await callApi("ess", "ModifyScalingGroup", {
+        ScalingGroupId: scalingGroupId, MinSize: sizes.minSize, MaxSize: sizes.maxSize, DesiredCapacity: sizes.desiredCapacity,
+    }, { region, retry: ESS_BUSY_RETRY });
+}
+
+/**
+ * Takes members out of the group: `release` (RemoveInstances: released, desired capacity decreased) or
+ * `keep` (DetachInstances: the instance stays). Returns the scaling activity it started ("" when none was reported).
+ */
+export async function leaveScalingGroup(region: string, scalingGroupId: string, instanceIds: readonly string[], how: "release" | "keep"): Promise<string> {
+    const res = await callApi("ess", how === "keep" ? "DetachInstances" : "RemoveInstances",
+        { ScalingGroupId: scalingGroupId, InstanceId: [...instanceIds], DecreaseDesiredCapacity: true }, { region, retry: ESS_BUSY_RETRY });
+    return String(res.ScalingActivityId ?? "");
+}
