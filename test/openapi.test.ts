@@ -47,15 +47,22 @@ describe("openapi wrapper against the emulator", () => {
 
     it("retries throttling with the same ClientToken, then succeeds", async () => {
         const [id] = fx.emu.addInstances(1);
-        fx.emu.throttle("StopInstance", 2);
+        fx.emu.throttle("RunCommand", 2);
         const retries: string[] = [];
-        await callApi("ecs", "StopInstance", { InstanceId: id }, { region, retry: { ...fast, onRetry: (r) => retries.push(r.code) } });
-        const calls = fx.emu.callsOf("StopInstance");
+        await callApi("ecs", "RunCommand", { Type: "RunShellScript", CommandContent: "echo hi", InstanceId: [id] }, { region, retry: { ...fast, onRetry: (r) => retries.push(r.code) } });
+        const calls = fx.emu.callsOf("RunCommand");
         assert.deepStrictEqual(calls.map((c) => c.status), [400, 400, 200]);
         assert.deepStrictEqual(retries, ["Throttling.User", "Throttling.User"]);
         const tokens = new Set(calls.map((c) => c.params.ClientToken));
         assert.strictEqual(tokens.size, 1, "one ClientToken across retries");
         assert.match([...tokens][0], /^[0-9a-f-]{36}$/);
+    });
+
+    it("sends a ClientToken only to actions that define one (StopInstance does not)", async () => {
+        const [id] = fx.emu.addInstances(1);
+        fx.emu.throttle("StopInstance", 1);
+        await callApi("ecs", "StopInstance", { InstanceId: id }, { region, retry: fast });
+        assert.deepStrictEqual(fx.emu.callsOf("StopInstance").map((c) => c.params.ClientToken), [undefined, undefined]);
         assert.strictEqual(fx.emu.instances.get(id)?.status, "Stopped");
     });
 
