@@ -108,17 +108,14 @@ function finish(st: EmulatorState, a: EmuActivity): void {
         : status === "Warning" ? (o?.keep ?? affected.slice(-1)) : [];
     const g = st.scalingGroups.get(a.scalingGroupId);
     const destroyed: string[] = [];
-    let removed = 0, joined = 0;
+    let notRemoved = 0, notJoined = 0;
     for (const id of plan.instanceIds) {
         const si = st.scalingInstances.get(id);
         if (!si) continue;
-        if (keep.includes(id)) { si.lifecycleState = plan.before[id] ?? "InService"; continue; }
+        if (keep.includes(id)) { si.lifecycleState = plan.before[id] ?? "InService"; notRemoved += 1; continue; }
         if (plan.kind === "enterStandby") si.lifecycleState = "Standby";
         else if (plan.kind === "exitStandby") si.lifecycleState = "InService";
-        else {
-            if (removeMember(st, id, plan.release, plan.recycle)) destroyed.push(id);
-            removed += 1;
-        }
+        else if (removeMember(st, id, plan.release, plan.recycle)) destroyed.push(id);
     }
     for (const id of plan.launched) {
         const si = st.scalingInstances.get(id);
@@ -127,13 +124,14 @@ function finish(st: EmulatorState, a: EmuActivity): void {
             // A launch or attach that did not happen: the member leaves again; an instance ESS created is released.
             st.scalingInstances.delete(id);
             if (plan.kind !== "attach") st.instances.delete(id);
+            notJoined += 1;
             continue;
         }
         si.lifecycleState = "InService";
-        joined += 1;
     }
-    if (g && plan.decrease) g.desiredCapacity = Math.max(g.minSize, g.desiredCapacity - removed);
-    if (g && plan.kind === "attach") g.desiredCapacity = Math.min(g.maxSize, g.desiredCapacity + joined);
+    // DesiredCapacity moved when the request was accepted; what did not happen is given back (not documented).
+    if (g && plan.decrease) g.desiredCapacity = Math.min(g.maxSize, g.desiredCapacity + notRemoved);
+    if (g && plan.kind === "attach") g.desiredCapacity = Math.max(g.minSize, g.desiredCapacity - notJoined);
     a.statusCode = status;
     a.endsAt = Math.max(a.endsAt, a.startedAt);
     a.totalCapacity = members(st, a.scalingGroupId).length;
@@ -278,8 +276,8 @@ function incorrectInstanceStatus(si: EmuScalingInstance, action: string): ApiErr
  * `IncorrectCapacity.MinSize` ([RM] states it without regard to DecreaseDesiredCapacity).
  * The response carries `ScalingActivityId`; the members leave when that activity ends, Successful or
  * `Warning`/`Failed`/`Rejected` as arranged by `failNextActivity`. DecreaseDesiredCapacity (default
- * true) lowers DesiredCapacity by the members actually removed; with false, ESS launches replacements
- * after the activity. RemoveInstances releases auto-created/entrusted members; DetachInstances never
+ * true) lowers DesiredCapacity when the request is accepted (given back for members the activity did not
+ * remove); with false, ESS launches replacements after the activity. RemoveInstances releases auto-created/entrusted members; DetachInstances never
  * releases. Only RemoveInstances has a ClientToken ([GO]).
  */
 function removeOrDetach(st: EmulatorState, p: Record<string, string>, detach: boolean): Record<string, unknown> {
@@ -300,6 +298,7 @@ function removeOrDetach(st: EmulatorState, p: Record<string, string>, detach: bo
         throw new ApiError(403, "IncorrectCapacity.MinSize", `To remove ${ids.length} instance(s), the total capacity (${total}) minus the removed instances must not be less than MinSize (${g.minSize}).`);
     }
     const decrease = p.DecreaseDesiredCapacity !== "false";
+    if (decrease) g.desiredCapacity = Math.max(g.minSize, g.desiredCapacity - ids.length);
     const before = Object.fromEntries(ids.map((id) => [id, (st.scalingInstances.get(id) as EmuScalingInstance).lifecycleState]));
     const a = startActivity(st, g, `${detach ? "detaches" : "removes"} ${ids.length} instance(s)`, {
         kind: detach ? "detach" : "remove", instanceIds: ids, launched: [], release: !detach, recycle: !detach && (p.RemovePolicy ?? "release") === "recycle",
@@ -400,6 +399,7 @@ const attachInstances: Handler = (st, p) => {
     for (const id of ids) {
         st.scalingInstances.set(id, { instanceId: id, scalingGroupId: g.scalingGroupId, scalingConfigurationId: "", creationType: "Attached", entrusted: p.Entrusted === "true", lifecycleState: "Pending", healthStatus: "Healthy", creationTime: isoTime(), seq: st.nextSeq() });
     }
+    g.desiredCapacity = Math.min(g.maxSize, g.desiredCapacity + ids.length);
     const a = startActivity(st, g, `attaches ${ids.length} instance(s)`,
         { kind: "attach", instanceIds: [], launched: ids, release: false, recycle: false, decrease: false, before: {}, reconcileAfter: false });
     return { ScalingActivityId: a.scalingActivityId };
