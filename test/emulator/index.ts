@@ -5,6 +5,15 @@
  * keeps ECS / ESS / VPC state in memory, answers Cloud Assistant commands with handlers the test
  * registers, records every call, and injects faults (throttling, 5xx, latency, offline agents,
  * stopped or released instances).
+ *
+ * It models Alibaba Cloud, not this library: each behaviour cites its public source where it is
+ * implemented (ecs.ts, ess.ts, vpc.ts), and where the sources are silent the harsher behaviour is
+ * modelled and the comment says so. Knobs on `emu.state` (defaults): `activityDurationMs` (0),
+ * `routeTaskMs` (0), `routeConflictCodes` (TaskConflict, OperationConflict, IncorrectRouteEntryStatus,
+ * SystemBusy), `transitionMs` (0), `deliveryTimeoutMs` (60000), `protectedMembersRemovable` (false),
+ * `presetPasswordImages` (empty), `syncNotMatchForStoppedInstances` (false), `invocationResultsPageCap` (50).
+ * Hooks: `onCommand`, `setAgentOffline(id, "ClientNotRunning" | "ClientNotResponse" | "DeliveryTimeout")`,
+ * `failNextActivity`, `runHealthCheck`, `activitiesOf`, `inject`, `throttle`, `fail5xx`.
  */
 import * as http from "http";
 import { AddressInfo } from "net";
