@@ -1,7 +1,38 @@
-/** ESS 2014-08-28 actions of the emulator: scaling groups, their instances, configurations and activities. */
-import { ApiError, EmuActivity, EmuInstance, EmuScalingGroup, EmulatorState, intParam, isoTime, listParam, page, required } from "./state";
+/**
+ * ESS 2014-08-28 actions of the emulator: scaling groups, their instances, configurations and
+ * asynchronous scaling activities.
+ *
+ * Sources (public):
+ *  [GO]   aliyun/alibaba-cloud-sdk-go services/ess: remove_instances.go@d5c3d8e, detach_instances.go,
+ *         attach_instances.go, scale_with_adjustment.go, describe_scaling_activities.go,
+ *         struct_scaling_activity.go, struct_scaling_instance.go (@21c4618), modify_scaling_group.go@1334f3e,
+ *         set_instances_protection.go@dbe30d7, enter_standby.go / exit_standby.go@cd941e9.
+ *  [RM]   alibabacloud.com/help/en/auto-scaling/developer-reference/api-ess-2022-02-22-removeinstances
+ *         (also doc-detail/25955): group Active, no activity in progress; "If the difference between ...
+ *         TotalCapacity and the number of ECS instances that you call this operation to remove is less
+ *         than the value of the MinSize parameter, the call fails"; "A successful call only means that
+ *         Auto Scaling accepts the request. The scaling activity may still fail"; InstanceId.N 1–20.
+ *  [PROT] .../api-ess-2022-02-22-setinstancesprotection: protected instances are never removed by
+ *         scale-in and "maintain their health status even when they undergo stopping or restarting".
+ *  [STBY] .../api-ess-2022-02-22-enterstandby: standby instances are not removed by scale-in, their health
+ *         status is not updated, and "You can remove an instance that is in the Standby state from a scaling group".
+ *  [LIFE] .../api-ess-2022-02-22-describescalinginstances: LifecycleState InService, Pending, Pending:Wait,
+ *         Protected, Standby, Removing, Removing:Wait, …
+ *  [POL]  RemovalPolicy.N: OldestInstance (earliest added), NewestInstance (latest added),
+ *         OldestScalingConfiguration (created from the earliest configuration); defaults
+ *         OldestScalingConfiguration then OldestInstance (terraform-provider-alicloud
+ *         website/docs/r/ess_scaling_group.html.markdown `removal_policies`; help doc-detail/254822).
+ *  [TF]   terraform-provider-alicloud alicloud/service_alicloud_ess.go:793-850 (waits for the
+ *         RemoveInstances activity, fails on Failed/Rejected, retries the members still there) and
+ *         resource_alicloud_ess_attachment.go:115-308 (ScalingActivityInProgress, IncorrectCapacity.*,
+ *         IncorrectInstanceStatus).
+ */
+import { ActivityFault, ActivityPlan, ApiError, EmuActivity, EmuInstance, EmuScalingGroup, EmuScalingInstance, EmulatorState, ScalingLifecycleState, intParam, isoTime, listParam, page, required } from "./state";
 
 type Handler = (st: EmulatorState, p: Record<string, string>) => Record<string, unknown>;
+
+/** [RM] "Valid values of N: 1 to 20" (RemoveInstances; the same batch size for Detach/Attach/Protection/Standby). */
+const MAX_INSTANCES_PER_CALL = 20;
 
 function groupOr404(st: EmulatorState, id: string): EmuScalingGroup {
     const g = st.scalingGroups.get(id);
@@ -9,36 +40,118 @@ function groupOr404(st: EmulatorState, id: string): EmuScalingGroup {
     return g;
 }
 
-function members(st: EmulatorState, groupId: string) {
+function members(st: EmulatorState, groupId: string): EmuScalingInstance[] {
     return [...st.scalingInstances.values()].filter((s) => s.scalingGroupId === groupId).sort((a, b) => a.seq - b.seq);
 }
 
+/** Status of an activity now. Activities a test pushed by hand (no plan) end Successful at `endsAt`. */
 function activityOf(a: EmuActivity, now: number): EmuActivity["statusCode"] {
-    return a.statusCode === "InProgress" && now >= a.endsAt ? "Successful" : a.statusCode;
+    return a.statusCode === "InProgress" && !a.plan && now >= a.endsAt ? "Successful" : a.statusCode;
 }
 
-/** Fail like ESS when the group cannot take a membership change right now. */
+function inProgress(st: EmulatorState, g: EmuScalingGroup, now = Date.now()): boolean {
+    return st.activities.some((a) => a.scalingGroupId === g.scalingGroupId && activityOf(a, now) === "InProgress");
+}
+
+/** Fail like ESS when the group cannot take a membership change right now ([RM]: Active, no activity in progress). */
 function assertIdle(st: EmulatorState, g: EmuScalingGroup): void {
     if (g.lifecycleState !== "Active") throw new ApiError(403, "IncorrectScalingGroupStatus", `The current status of the specified scaling group does not support this action (${g.lifecycleState}).`);
-    const now = Date.now();
-    if (st.activities.some((a) => a.scalingGroupId === g.scalingGroupId && activityOf(a, now) === "InProgress")) {
+    if (inProgress(st, g)) {
         throw new ApiError(403, "ScalingActivityInProgress", "You cannot delete a scaling group or launch a new scaling activity while there is a scaling activity in progress for the specified scaling group.");
     }
 }
 
-function record(st: EmulatorState, g: EmuScalingGroup, description: string, created: string[], destroyed: string[]): string {
-    const now = Date.now();
-    const a: EmuActivity = {
-        scalingActivityId: st.nextId("asa-emu"), scalingGroupId: g.scalingGroupId, description, cause: `A user request ${description}.`,
-        startedAt: now, endsAt: now + st.activityDurationMs, statusCode: st.activityDurationMs > 0 ? "InProgress" : "Successful",
-        totalCapacity: members(st, g.scalingGroupId).length, createdInstances: created, destroyedInstances: destroyed,
-    };
-    st.activities.push(a);
-    return a.scalingActivityId;
+/** End every planned activity whose time has come (called by each ESS action, by timers and by `Emulator` helpers). */
+export function settleActivities(st: EmulatorState, now = Date.now()): void {
+    for (const a of st.activities) {
+        if (a.plan && a.statusCode === "InProgress" && now >= a.endsAt) finish(st, a);
+    }
 }
 
-/** Launch one auto-created instance from the group's active configuration. */
-export function launchInstance(st: EmulatorState, g: EmuScalingGroup): EmuInstance {
+/**
+ * Start a scaling activity. It stays `InProgress` for `st.activityDurationMs` (ESS activities are
+ * asynchronous: [RM]) and its membership change happens when it ends, not before. Members leaving are
+ * `Removing` meanwhile, members joining `Pending` ([LIFE]). A fault queued with `failNextActivity`
+ * decides how it ends.
+ */
+function startActivity(st: EmulatorState, g: EmuScalingGroup, description: string, plan: ActivityPlan, outcomeIfNoFault?: ActivityFault): EmuActivity {
+    const now = Date.now();
+    const faults = st.activityFaults.get(g.scalingGroupId);
+    const outcome = faults?.shift() ?? outcomeIfNoFault;
+    const a: EmuActivity = {
+        scalingActivityId: st.nextId("asa-emu"), scalingGroupId: g.scalingGroupId, description, cause: `A user request ${description}.`,
+        startedAt: now, endsAt: now + st.activityDurationMs, statusCode: "InProgress",
+        totalCapacity: members(st, g.scalingGroupId).length, createdInstances: [...plan.launched], destroyedInstances: [], plan, outcome,
+    };
+    if (["remove", "detach", "scale", "healthCheck"].includes(plan.kind)) {
+        for (const id of plan.instanceIds) { const si = st.scalingInstances.get(id); if (si) si.lifecycleState = "Removing"; }
+    }
+    st.activities.push(a);
+    if (st.activityDurationMs <= 0) finish(st, a);
+    else setTimeout(() => settleActivities(st), st.activityDurationMs + 1).unref();
+    return a;
+}
+
+const DEFAULT_FAULT_CODE: Record<ActivityFault["status"], string> = { Failed: "OperationFailed", Rejected: "OperationDenied", Warning: "PartialFailed" };
+
+/**
+ * End an activity: apply its planned change, fully (Successful), partly (Warning: the `keep` members
+ * stay as they were) or not at all (Failed, Rejected), and fill `StatusCode`, `StatusMessage`,
+ * `ErrorCode`, `ErrorMessage` ([GO] struct_scaling_activity.go).
+ */
+function finish(st: EmulatorState, a: EmuActivity): void {
+    const plan = a.plan as ActivityPlan;
+    const o = a.outcome;
+    const status = o?.status ?? "Successful";
+    const affected = [...plan.instanceIds, ...plan.launched];
+    const keep = status === "Failed" || status === "Rejected" ? affected
+        : status === "Warning" ? (o?.keep ?? affected.slice(-1)) : [];
+    const g = st.scalingGroups.get(a.scalingGroupId);
+    const destroyed: string[] = [];
+    let notRemoved = 0, notJoined = 0;
+    for (const id of plan.instanceIds) {
+        const si = st.scalingInstances.get(id);
+        if (!si) continue;
+        if (keep.includes(id)) { si.lifecycleState = plan.before[id] ?? "InService"; notRemoved += 1; continue; }
+        if (plan.kind === "enterStandby") si.lifecycleState = "Standby";
+        else if (plan.kind === "exitStandby") si.lifecycleState = "InService";
+        else if (removeMember(st, id, plan.release, plan.recycle)) destroyed.push(id);
+    }
+    for (const id of plan.launched) {
+        const si = st.scalingInstances.get(id);
+        if (!si) continue;
+        if (keep.includes(id)) {
+            // A launch or attach that did not happen: the member leaves again; an instance ESS created is released.
+            st.scalingInstances.delete(id);
+            if (plan.kind !== "attach") st.instances.delete(id);
+            notJoined += 1;
+            continue;
+        }
+        si.lifecycleState = "InService";
+    }
+    // DesiredCapacity moved when the request was accepted; what did not happen is given back (not documented).
+    if (g && plan.decrease) g.desiredCapacity = Math.min(g.maxSize, g.desiredCapacity + notRemoved);
+    if (g && plan.kind === "attach") g.desiredCapacity = Math.max(g.minSize, g.desiredCapacity - notJoined);
+    a.statusCode = status;
+    a.endsAt = Math.max(a.endsAt, a.startedAt);
+    a.totalCapacity = members(st, a.scalingGroupId).length;
+    a.destroyedInstances = destroyed;
+    a.createdInstances = plan.kind === "attach" ? [] : plan.launched.filter((id) => !keep.includes(id));
+    if (status === "Successful") {
+        a.statusMessage = "\"Successful\"";
+    } else {
+        a.errorCode = o?.errorCode ?? DEFAULT_FAULT_CODE[status as ActivityFault["status"]];
+        a.errorMessage = o?.message ?? `The scaling activity ended ${status}.`;
+        a.statusMessage = a.errorMessage;
+    }
+    if (g && (plan.reconcileAfter || g.pendingReconcile) && status !== "Failed" && status !== "Rejected") {
+        g.pendingReconcile = false;
+        reconcile(st, g);
+    }
+}
+
+/** Launch one auto-created instance from the group's active configuration (a member in `lifecycle`). */
+export function launchInstance(st: EmulatorState, g: EmuScalingGroup, lifecycle: ScalingLifecycleState = "InService"): EmuInstance {
     const cfg = st.scalingConfigurations.get(g.activeScalingConfigurationId);
     const id = st.nextId("i-emu");
     const inst: EmuInstance = {
@@ -47,81 +160,155 @@ export function launchInstance(st: EmulatorState, g: EmuScalingGroup): EmuInstan
         userData: cfg?.userData ?? "", systemDiskId: st.nextId("d-emu"), vpcId: g.vpcId, vSwitchId: g.vSwitchIds[0] ?? "vsw-emu",
         privateIp: `10.0.${Math.floor(st.nextSeq() / 250) % 250}.${(st.nextSeq() % 250) + 2}`, agentOnline: true,
         agentFailure: "ClientNotRunning", tags: {}, creationTime: isoTime(), userDataRuns: 1, pendingUserDataRun: false,
+        keyPairName: "", passwordSource: "instance",
     };
     st.instances.set(id, inst);
     st.scalingInstances.set(id, {
         instanceId: id, scalingGroupId: g.scalingGroupId, scalingConfigurationId: g.activeScalingConfigurationId, creationType: "AutoCreated",
-        entrusted: true, lifecycleState: "InService", healthStatus: "Healthy", creationTime: isoTime(), seq: st.nextSeq(),
+        entrusted: true, lifecycleState: lifecycle, healthStatus: "Healthy", creationTime: isoTime(), seq: st.nextSeq(),
     });
     st.onUserDataRun?.(inst);
     return inst;
 }
 
-/** Take instances out of a group; auto-created and entrusted ones are released (or stopped with recycle). */
-function removeMembers(st: EmulatorState, ids: string[], release: boolean, recycle: boolean): void {
-    for (const id of ids) {
-        const si = st.scalingInstances.get(id);
-        st.scalingInstances.delete(id);
-        if (!si || !release || !(si.creationType === "AutoCreated" || si.entrusted)) continue;
-        const inst = st.instances.get(id);
-        if (!inst) continue;
-        if (recycle) inst.status = "Stopped";
-        else st.instances.delete(id);
-    }
+/**
+ * Take one member out of its group. Auto-created and entrusted members are released (or stopped with
+ * recycle); manually attached, non-entrusted ones are only detached ([RM]).
+ * @returns Whether the ECS instance was released or stopped.
+ */
+function removeMember(st: EmulatorState, id: string, release: boolean, recycle: boolean): boolean {
+    const si = st.scalingInstances.get(id);
+    st.scalingInstances.delete(id);
+    if (!si || !release || !(si.creationType === "AutoCreated" || si.entrusted)) return false;
+    const inst = st.instances.get(id);
+    if (!inst) return false;
+    if (recycle) inst.status = "Stopped";
+    else st.instances.delete(id);
+    return true;
 }
 
-/** Bring the group's member count to its desired capacity (launch newest, remove oldest). */
-function reconcile(st: EmulatorState, g: EmuScalingGroup): { created: string[]; destroyed: string[] } {
-    const created: string[] = [], destroyed: string[] = [];
-    while (members(st, g.scalingGroupId).length < g.desiredCapacity) created.push(launchInstance(st, g).instanceId);
-    const extra = members(st, g.scalingGroupId).length - g.desiredCapacity;
-    if (extra > 0) {
-        const victims = members(st, g.scalingGroupId).slice(0, extra).map((m) => m.instanceId);
-        removeMembers(st, victims, true, false);
-        destroyed.push(...victims);
+/**
+ * Members ESS itself would remove on a scale-in, in order. Only `InService` members are candidates:
+ * Protected ([PROT]) and Standby ([STBY]) never are, nor members still joining or leaving. The group's
+ * RemovalPolicies order them ([POL]); a final tie-break is the oldest member.
+ * Manually attached members (no scaling configuration) rank as the OLDEST configuration: no source says
+ * where ESS puts them; ranking them first is the harsher choice (ESS picks a node the user brought).
+ */
+export function scaleInVictims(st: EmulatorState, g: EmuScalingGroup, count: number): string[] {
+    const cfgOrder = [...st.scalingConfigurations.values()].filter((c) => c.scalingGroupId === g.scalingGroupId).map((c) => c.scalingConfigurationId);
+    const cfgRank = (id: string) => (id ? cfgOrder.indexOf(id) : -1);
+    const key = (s: EmuScalingInstance): number[] => [...g.removalPolicies.map((policy) => {
+        if (policy === "OldestScalingConfiguration") return cfgRank(s.scalingConfigurationId);
+        if (policy === "NewestInstance") return -s.seq;
+        return s.seq; // OldestInstance; CustomPolicy (a function ESS calls) is not modelled
+    }), s.seq];
+    const candidates = members(st, g.scalingGroupId).filter((s) => s.lifecycleState === "InService");
+    candidates.sort((a, b) => {
+        const ka = key(a), kb = key(b);
+        for (let k = 0; k < ka.length; k++) if (ka[k] !== kb[k]) return ka[k] - kb[k];
+        return 0;
+    });
+    return candidates.slice(0, count).map((s) => s.instanceId);
+}
+
+/**
+ * Bring the member count to DesiredCapacity with one activity: launch (members `Pending` until it ends)
+ * or pick victims by the removal policies and release them. When protected/standby members leave too
+ * few victims, the activity removes what it can and ends `Warning` (not sourced: the outcome ESS reports
+ * for an unreachable capacity is not documented). Nothing to do, or nothing possible → no activity.
+ */
+function reconcile(st: EmulatorState, g: EmuScalingGroup): EmuActivity | undefined {
+    const total = members(st, g.scalingGroupId).length;
+    if (total < g.desiredCapacity) {
+        const launched: string[] = [];
+        for (let k = total; k < g.desiredCapacity; k++) launched.push(launchInstance(st, g, "Pending").instanceId);
+        return startActivity(st, g, `adds ${launched.length} ECS instance(s) to reach the desired capacity ${g.desiredCapacity}`,
+            { kind: "scale", instanceIds: [], launched, release: false, recycle: false, decrease: false, before: {}, reconcileAfter: false });
     }
-    return { created, destroyed };
+    if (total > g.desiredCapacity) {
+        const want = total - g.desiredCapacity;
+        const victims = scaleInVictims(st, g, want);
+        if (victims.length === 0) return undefined;
+        const before = Object.fromEntries(victims.map((id) => [id, (st.scalingInstances.get(id) as EmuScalingInstance).lifecycleState]));
+        const short: ActivityFault | undefined = victims.length < want
+            ? { status: "Warning", errorCode: "PartialFailed", keep: [], message: `Only ${victims.length} of ${want} instance(s) can be removed: the others are protected, in standby, or changing.` }
+            : undefined;
+        return startActivity(st, g, `removes ${victims.length} ECS instance(s) to reach the desired capacity ${g.desiredCapacity}`,
+            { kind: "scale", instanceIds: victims, launched: [], release: true, recycle: false, decrease: false, before, reconcileAfter: false }, short);
+    }
+    return undefined;
 }
 
 function groupView(st: EmulatorState, g: EmuScalingGroup): Record<string, unknown> {
     const m = members(st, g.scalingGroupId);
+    const count = (...states: string[]) => m.filter((x) => states.includes(x.lifecycleState)).length;
     return {
         ScalingGroupId: g.scalingGroupId, ScalingGroupName: g.scalingGroupName, RegionId: g.regionId, MinSize: g.minSize, MaxSize: g.maxSize,
         DesiredCapacity: g.desiredCapacity, LifecycleState: g.lifecycleState, ActiveScalingConfigurationId: g.activeScalingConfigurationId,
-        TotalCapacity: m.length, ActiveCapacity: m.filter((x) => x.lifecycleState === "InService").length, PendingCapacity: m.filter((x) => x.lifecycleState === "Pending").length,
-        RemovingCapacity: m.filter((x) => x.lifecycleState === "Removing").length, StandbyCapacity: 0, ProtectedCapacity: 0, StoppedCapacity: 0,
+        TotalCapacity: m.length, ActiveCapacity: count("InService"), PendingCapacity: count("Pending", "Pending:Wait"),
+        RemovingCapacity: count("Removing", "Removing:Wait"), StandbyCapacity: count("Standby"), ProtectedCapacity: count("Protected"), StoppedCapacity: count("Stopped"),
         TotalInstanceCount: m.length, VpcId: g.vpcId, VSwitchId: g.vSwitchIds[0] ?? "", VSwitchIds: { VSwitchId: g.vSwitchIds },
         RemovalPolicies: { RemovalPolicy: g.removalPolicies }, DefaultCooldown: 300, MultiAZPolicy: "PRIORITY", ScalingPolicy: "release",
         CreationTime: g.creationTime,
     };
 }
 
-function capacityCheck(g: EmuScalingGroup, total: number, removing: number): void {
-    if (total - removing < g.minSize) {
-        throw new ApiError(403, "IncorrectCapacity.MinSize", `To remove ${removing} instance(s), the total capacity (${total}) minus the removed instances must not be less than MinSize (${g.minSize}).`);
-    }
+function instanceIdsParam(p: Record<string, string>): string[] {
+    const ids = listParam(p, "InstanceId");
+    if (ids.length === 0) throw new ApiError(400, "MissingInstanceId", 'The input parameter "InstanceId" that is mandatory for processing this request is not supplied.');
+    // The limit is documented ([RM]); the code for exceeding it is not.
+    if (ids.length > MAX_INSTANCES_PER_CALL) throw new ApiError(400, "InvalidParameter.InstanceId", `At most ${MAX_INSTANCES_PER_CALL} instances per call (InstanceId.N, N = 1 to 20).`);
+    return ids;
 }
 
+function incorrectInstanceStatus(si: EmuScalingInstance, action: string): ApiError {
+    return new ApiError(403, "IncorrectInstanceStatus", `The current status of the specified instance does not support this action: ${si.instanceId} is ${si.lifecycleState} (${action}).`);
+}
+
+/**
+ * RemoveInstances / DetachInstances ([RM], [GO]): the group must be Active and idle
+ * (`ScalingActivityInProgress`); members are checked one by one: not a member → 404
+ * `InvalidInstanceId.NotFound`; a member that cannot leave → 403 `IncorrectInstanceStatus` and nothing is
+ * removed. Removable: InService and Standby ([STBY]); Protected only when
+ * `st.protectedMembersRemovable` (see state.ts: the current doc says protected members are immune);
+ * never Pending/Pending:Wait/Removing/Removing:Wait (harsher choice; not documented per state).
+ * `IgnoreInvalidInstance=true` skips both kinds instead. TotalCapacity − n < MinSize → 403
+ * `IncorrectCapacity.MinSize` ([RM] states it without regard to DecreaseDesiredCapacity).
+ * The response carries `ScalingActivityId`; the members leave when that activity ends, Successful or
+ * `Warning`/`Failed`/`Rejected` as arranged by `failNextActivity`. DecreaseDesiredCapacity (default
+ * true) lowers DesiredCapacity when the request is accepted (given back for members the activity did not
+ * remove); with false, ESS launches replacements after the activity. RemoveInstances releases auto-created/entrusted members; DetachInstances never
+ * releases. Only RemoveInstances has a ClientToken ([GO]).
+ */
 function removeOrDetach(st: EmulatorState, p: Record<string, string>, detach: boolean): Record<string, unknown> {
+    settleActivities(st);
     const g = groupOr404(st, required(p, "ScalingGroupId"));
     assertIdle(st, g);
     const ignoreInvalid = p.IgnoreInvalidInstance === "true";
-    let ids = listParam(p, "InstanceId");
-    if (ids.length === 0) throw new ApiError(400, "MissingInstanceId", 'The input parameter "InstanceId" that is mandatory for processing this request is not supplied.');
+    let ids = instanceIdsParam(p);
     const invalid = ids.filter((id) => st.scalingInstances.get(id)?.scalingGroupId !== g.scalingGroupId);
     if (invalid.length && !ignoreInvalid) throw new ApiError(404, "InvalidInstanceId.NotFound", `The specified instance is not in scaling group ${g.scalingGroupId}: ${invalid.join(", ")}.`);
     ids = ids.filter((id) => !invalid.includes(id));
-    const decrease = p.DecreaseDesiredCapacity !== "false";
+    const removable = (s: EmuScalingInstance) => s.lifecycleState === "InService" || s.lifecycleState === "Standby" || (s.lifecycleState === "Protected" && st.protectedMembersRemovable);
+    const refused = ids.map((id) => st.scalingInstances.get(id) as EmuScalingInstance).filter((s) => !removable(s));
+    if (refused.length && !ignoreInvalid) throw incorrectInstanceStatus(refused[0], detach ? "DetachInstances" : "RemoveInstances");
+    ids = ids.filter((id) => !refused.some((s) => s.instanceId === id));
     const total = members(st, g.scalingGroupId).length;
-    if (decrease) capacityCheck(g, total, ids.length);
-    if (detach) removeMembers(st, ids, false, false);
-    else removeMembers(st, ids, true, (p.RemovePolicy ?? "release") === "recycle");
+    if (total - ids.length < g.minSize) {
+        throw new ApiError(403, "IncorrectCapacity.MinSize", `To remove ${ids.length} instance(s), the total capacity (${total}) minus the removed instances must not be less than MinSize (${g.minSize}).`);
+    }
+    const decrease = p.DecreaseDesiredCapacity !== "false";
     if (decrease) g.desiredCapacity = Math.max(g.minSize, g.desiredCapacity - ids.length);
-    const { created } = decrease ? { created: [] as string[] } : reconcile(st, g);
-    return { ScalingActivityId: record(st, g, `${detach ? "detaches" : "removes"} ${ids.length} instance(s)`, created, detach ? [] : ids) };
+    const before = Object.fromEntries(ids.map((id) => [id, (st.scalingInstances.get(id) as EmuScalingInstance).lifecycleState]));
+    const a = startActivity(st, g, `${detach ? "detaches" : "removes"} ${ids.length} instance(s)`, {
+        kind: detach ? "detach" : "remove", instanceIds: ids, launched: [], release: !detach, recycle: !detach && (p.RemovePolicy ?? "release") === "recycle",
+        decrease, before, reconcileAfter: !decrease,
+    });
+    return { ScalingActivityId: a.scalingActivityId };
 }
 
 const describeScalingGroups: Handler = (st, p) => {
+    settleActivities(st);
     const ids = listParam(p, "ScalingGroupId");
     let list = [...st.scalingGroups.values()].filter((g) => g.regionId === (p.RegionId ?? g.regionId));
     if (ids.length) list = list.filter((g) => ids.includes(g.scalingGroupId));
@@ -131,12 +318,14 @@ const describeScalingGroups: Handler = (st, p) => {
 };
 
 const describeScalingInstances: Handler = (st, p) => {
+    settleActivities(st);
     const ids = listParam(p, "InstanceId");
     let list = [...st.scalingInstances.values()].sort((a, b) => a.seq - b.seq);
     if (p.ScalingGroupId) list = list.filter((s) => s.scalingGroupId === p.ScalingGroupId);
     if (ids.length) list = list.filter((s) => ids.includes(s.instanceId));
     if (p.CreationType) list = list.filter((s) => s.creationType === p.CreationType);
     if (p.LifecycleState) list = list.filter((s) => s.lifecycleState === p.LifecycleState);
+    if (p.HealthStatus) list = list.filter((s) => s.healthStatus === p.HealthStatus);
     const pg = page(list, p, 50, 10);
     return {
         TotalCount: pg.TotalCount, PageNumber: pg.PageNumber, PageSize: pg.PageSize,
@@ -148,7 +337,16 @@ const describeScalingInstances: Handler = (st, p) => {
     };
 };
 
+/**
+ * ModifyScalingGroup ([GO] modify_scaling_group.go: MinSize, MaxSize, DesiredCapacity, RemovalPolicy.1–3;
+ * the response has no ScalingActivityId and the request no ClientToken). A DesiredCapacity the members
+ * do not match makes ESS launch, or pick victims by RemovalPolicies and release them, in a scaling
+ * activity of its own (see {@link reconcile}; listed by DescribeScalingActivities). While another
+ * activity runs, the change is accepted and ESS reconciles when that one ends (not documented; accepting
+ * and acting later is the harsher case for a caller that assumes nothing happens after its own activity).
+ */
 const modifyScalingGroup: Handler = (st, p) => {
+    settleActivities(st);
     const g = groupOr404(st, required(p, "ScalingGroupId"));
     const min = intParam(p, "MinSize", g.minSize, 0, 2000);
     const max = intParam(p, "MaxSize", g.maxSize, 0, 2000);
@@ -157,12 +355,16 @@ const modifyScalingGroup: Handler = (st, p) => {
     if (desired < min || desired > max) throw new ApiError(400, "InvalidParameter.Conflict", `DesiredCapacity (${desired}) must be between MinSize (${min}) and MaxSize (${max}).`);
     Object.assign(g, { minSize: min, maxSize: max, desiredCapacity: desired });
     if (p.ScalingGroupName) g.scalingGroupName = p.ScalingGroupName;
-    const { created, destroyed } = reconcile(st, g);
-    if (created.length || destroyed.length) record(st, g, `changes the desired capacity to ${desired}`, created, destroyed);
+    const policies = [1, 2, 3].map((k) => p[`RemovalPolicy.${k}`]).filter((x): x is string => !!x);
+    if (policies.length) g.removalPolicies = policies;
+    if (inProgress(st, g)) g.pendingReconcile = true;
+    else reconcile(st, g);
     return {};
 };
 
+/** ScaleWithAdjustment ([GO]: ClientToken, returns ScalingActivityId): like a DesiredCapacity change, in an activity. */
 const scaleWithAdjustment: Handler = (st, p) => {
+    settleActivities(st);
     const g = groupOr404(st, required(p, "ScalingGroupId"));
     assertIdle(st, g);
     const type = required(p, "AdjustmentType");
@@ -176,14 +378,17 @@ const scaleWithAdjustment: Handler = (st, p) => {
     if (target > g.maxSize) throw new ApiError(403, "IncorrectCapacity.MaxSize", `The target capacity (${target}) exceeds MaxSize (${g.maxSize}).`);
     if (target < g.minSize) throw new ApiError(403, "IncorrectCapacity.MinSize", `The target capacity (${target}) is below MinSize (${g.minSize}).`);
     g.desiredCapacity = target;
-    const { created, destroyed } = reconcile(st, g);
-    return { ScalingActivityId: record(st, g, `adjusts the capacity to ${target}`, created, destroyed), ActivityType: "Normal" };
+    const a = reconcile(st, g) ?? startActivity(st, g, `adjusts the capacity to ${target}`,
+        { kind: "scale", instanceIds: [], launched: [], release: false, recycle: false, decrease: false, before: {}, reconcileAfter: false });
+    return { ScalingActivityId: a.scalingActivityId, ActivityType: "Normal" };
 };
 
+/** AttachInstances ([GO] attach_instances.go, no ClientToken): attached members are `Pending` until the activity ends. */
 const attachInstances: Handler = (st, p) => {
+    settleActivities(st);
     const g = groupOr404(st, required(p, "ScalingGroupId"));
     assertIdle(st, g);
-    const ids = listParam(p, "InstanceId");
+    const ids = instanceIdsParam(p);
     for (const id of ids) {
         const i = st.instances.get(id);
         if (!i) throw new ApiError(404, "InvalidInstanceId.NotFound", `The specified instance does not exist: ${id}.`);
@@ -192,13 +397,79 @@ const attachInstances: Handler = (st, p) => {
     }
     if (members(st, g.scalingGroupId).length + ids.length > g.maxSize) throw new ApiError(403, "IncorrectCapacity.MaxSize", `Attaching ${ids.length} instance(s) would exceed MaxSize (${g.maxSize}).`);
     for (const id of ids) {
-        st.scalingInstances.set(id, { instanceId: id, scalingGroupId: g.scalingGroupId, scalingConfigurationId: "", creationType: "Attached", entrusted: p.Entrusted === "true", lifecycleState: "InService", healthStatus: "Healthy", creationTime: isoTime(), seq: st.nextSeq() });
+        st.scalingInstances.set(id, { instanceId: id, scalingGroupId: g.scalingGroupId, scalingConfigurationId: "", creationType: "Attached", entrusted: p.Entrusted === "true", lifecycleState: "Pending", healthStatus: "Healthy", creationTime: isoTime(), seq: st.nextSeq() });
     }
     g.desiredCapacity = Math.min(g.maxSize, g.desiredCapacity + ids.length);
-    return { ScalingActivityId: record(st, g, `attaches ${ids.length} instance(s)`, [], []) };
+    const a = startActivity(st, g, `attaches ${ids.length} instance(s)`,
+        { kind: "attach", instanceIds: [], launched: ids, release: false, recycle: false, decrease: false, before: {}, reconcileAfter: false });
+    return { ScalingActivityId: a.scalingActivityId };
 };
 
+function groupMembers(st: EmulatorState, g: EmuScalingGroup, ids: string[]): EmuScalingInstance[] {
+    return ids.map((id) => {
+        const si = st.scalingInstances.get(id);
+        if (!si || si.scalingGroupId !== g.scalingGroupId) throw new ApiError(404, "InvalidInstanceId.NotFound", `The specified instance is not in scaling group ${g.scalingGroupId}: ${id}.`);
+        return si;
+    });
+}
+
+/**
+ * SetInstancesProtection ([GO] set_instances_protection.go: ScalingGroupId, InstanceId.N, ProtectedFromScaleIn;
+ * response RequestId only, no activity, no ClientToken; Terraform's `protected_instances`
+ * reads them back as LifecycleState `Protected`, resource_alicloud_ess_scaling_group.go:505). Takes effect
+ * at once. Protecting needs InService (or already Protected), unprotecting needs Protected (or already
+ * InService); anything else → 403 `IncorrectInstanceStatus` (not documented per state; harsher choice).
+ */
+const setInstancesProtection: Handler = (st, p) => {
+    settleActivities(st);
+    const g = groupOr404(st, required(p, "ScalingGroupId"));
+    const protect = required(p, "ProtectedFromScaleIn") === "true";
+    const list = groupMembers(st, g, instanceIdsParam(p));
+    for (const si of list) if (!["InService", "Protected"].includes(si.lifecycleState)) throw incorrectInstanceStatus(si, "SetInstancesProtection");
+    for (const si of list) si.lifecycleState = protect ? "Protected" : "InService";
+    return {};
+};
+
+/** EnterStandby / ExitStandby ([GO] enter_standby.go / exit_standby.go: ClientToken, returns ScalingActivityId). InService ⇄ Standby when the activity ends. */
+function standby(st: EmulatorState, p: Record<string, string>, enter: boolean): Record<string, unknown> {
+    settleActivities(st);
+    const g = groupOr404(st, required(p, "ScalingGroupId"));
+    assertIdle(st, g);
+    const list = groupMembers(st, g, instanceIdsParam(p));
+    for (const si of list) if (si.lifecycleState !== (enter ? "InService" : "Standby")) throw incorrectInstanceStatus(si, enter ? "EnterStandby" : "ExitStandby");
+    const a = startActivity(st, g, `${enter ? "puts" : "takes"} ${list.length} instance(s) ${enter ? "into" : "out of"} standby`, {
+        kind: enter ? "enterStandby" : "exitStandby", instanceIds: list.map((s) => s.instanceId), launched: [], release: false, recycle: false, decrease: false,
+        before: Object.fromEntries(list.map((s) => [s.instanceId, s.lifecycleState])), reconcileAfter: false,
+    });
+    return { ScalingActivityId: a.scalingActivityId };
+}
+
+/**
+ * One ESS health check of a group: InService members whose ECS instance is not Running are marked
+ * Unhealthy and removed (released) in an activity, then replaced up to DesiredCapacity ("Unhealthy
+ * instances are removed automatically", alibabacloud.com/help/doc-detail/25911). Protected ([PROT]) and
+ * Standby ([STBY]) members are skipped. Skipped while an activity runs.
+ * @returns The activity, or undefined when nothing was unhealthy (or the group was busy).
+ */
+export function runHealthCheck(st: EmulatorState, scalingGroupId: string): EmuActivity | undefined {
+    settleActivities(st);
+    const g = groupOr404(st, scalingGroupId);
+    if (inProgress(st, g)) return undefined;
+    const sick = members(st, g.scalingGroupId).filter((s) => s.lifecycleState === "InService" && st.instances.get(s.instanceId)?.status !== "Running");
+    if (sick.length === 0) return undefined;
+    for (const s of sick) s.healthStatus = "Unhealthy";
+    return startActivity(st, g, `removes ${sick.length} unhealthy instance(s)`, {
+        kind: "healthCheck", instanceIds: sick.map((s) => s.instanceId), launched: [], release: true, recycle: false, decrease: false,
+        before: Object.fromEntries(sick.map((s) => [s.instanceId, s.lifecycleState])), reconcileAfter: true,
+    });
+}
+
+/**
+ * DescribeScalingActivities ([GO] describe_scaling_activities.go: ScalingGroupId, ScalingActivityId.N,
+ * StatusCode; fields per struct_scaling_activity.go), newest first.
+ */
 const describeScalingActivities: Handler = (st, p) => {
+    settleActivities(st);
     const ids = listParam(p, "ScalingActivityId");
     const now = Date.now();
     let list = st.activities.filter((a) => (!p.ScalingGroupId || a.scalingGroupId === p.ScalingGroupId) && (!ids.length || ids.includes(a.scalingActivityId)));
@@ -209,11 +480,15 @@ const describeScalingActivities: Handler = (st, p) => {
         TotalCount: pg.TotalCount, PageNumber: pg.PageNumber, PageSize: pg.PageSize,
         ScalingActivities: { ScalingActivity: pg.items.map((a) => {
             const status = activityOf(a, now);
+            const running = status === "InProgress";
             return {
                 ScalingActivityId: a.scalingActivityId, ScalingGroupId: a.scalingGroupId, Description: a.description, Cause: a.cause,
-                StartTime: isoTime(a.startedAt), EndTime: status === "InProgress" ? "" : isoTime(a.endsAt), Progress: status === "InProgress" ? 50 : 100,
-                StatusCode: status, StatusMessage: status === "InProgress" ? "" : "\"Successful\"", TotalCapacity: String(a.totalCapacity),
+                StartTime: isoTime(a.startedAt), EndTime: running ? "" : isoTime(a.endsAt),
+                Progress: running ? Math.min(99, Math.floor(((now - a.startedAt) / Math.max(1, a.endsAt - a.startedAt)) * 100)) : 100,
+                StatusCode: status, StatusMessage: running ? "" : (a.statusMessage ?? "\"Successful\""),
+                ErrorCode: a.errorCode ?? "", ErrorMessage: a.errorMessage ?? "", TotalCapacity: String(a.totalCapacity),
                 ScalingInstanceNumber: a.createdInstances.length + a.destroyedInstances.length,
+                CreatedCapacity: a.createdInstances.length, DestroyedCapacity: a.destroyedInstances.length,
                 CreatedInstances: { CreatedInstance: a.createdInstances }, DestroyedInstances: { DestroyedInstance: a.destroyedInstances },
             };
         }) },
@@ -247,4 +522,7 @@ export const ESS_ACTIONS: Record<string, Handler> = {
     AttachInstances: attachInstances,
     RemoveInstances: (st, p) => removeOrDetach(st, p, false),
     DetachInstances: (st, p) => removeOrDetach(st, p, true),
+    SetInstancesProtection: setInstancesProtection,
+    EnterStandby: (st, p) => standby(st, p, true),
+    ExitStandby: (st, p) => standby(st, p, false),
 };

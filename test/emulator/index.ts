@@ -5,13 +5,22 @@
  * keeps ECS / ESS / VPC state in memory, answers Cloud Assistant commands with handlers the test
  * registers, records every call, and injects faults (throttling, 5xx, latency, offline agents,
  * stopped or released instances).
+ *
+ * It models Alibaba Cloud, not this library: each behaviour cites its public source where it is
+ * implemented (ecs.ts, ess.ts, vpc.ts), and where the sources are silent the harsher behaviour is
+ * modelled and the comment says so. Knobs on `emu.state` (defaults): `activityDurationMs` (0),
+ * `routeTaskMs` (0), `routeConflictCodes` (TaskConflict, OperationConflict, IncorrectRouteEntryStatus,
+ * SystemBusy), `transitionMs` (0), `deliveryTimeoutMs` (60000), `protectedMembersRemovable` (false),
+ * `presetPasswordImages` (empty), `syncNotMatchForStoppedInstances` (false), `invocationResultsPageCap` (50).
+ * Hooks: `onCommand`, `setAgentOffline(id, "ClientNotRunning" | "ClientNotResponse" | "DeliveryTimeout")`,
+ * `failNextActivity`, `runHealthCheck`, `activitiesOf`, `inject`, `throttle`, `fail5xx`.
  */
 import * as http from "http";
 import { AddressInfo } from "net";
 import * as querystring from "querystring";
 import { ECS_ACTIONS } from "./ecs";
-import { ESS_ACTIONS, launchInstance } from "./ess";
-import { ApiError, CommandHandler, EmuInstance, EmuRouteEntry, EmuRouteTable, EmuScalingGroup, EmulatorState, isoTime, requestId } from "./state";
+import { ESS_ACTIONS, launchInstance, runHealthCheck, settleActivities } from "./ess";
+import { ActivityFault, AgentFailure, ApiError, CommandHandler, EmuActivity, EmuCommand, EmuInstance, EmuRouteEntry, EmuRouteTable, EmuScalingGroup, EmulatorState, isoTime, requestId } from "./state";
 import { verifyRequest } from "./signature";
 import { VPC_ACTIONS } from "./vpc";
 
@@ -50,7 +59,11 @@ export interface Fault {
     code: string;
     message: string;
     times: number;
-    /** Perform the action first, then answer with the error (a lost response; a ClientToken retry must not act twice). */
+    /**
+     * Perform the action first, then answer with the error (a lost response). A retry with the same
+     * ClientToken gets the cached answer only for the actions in {@link CLIENT_TOKEN_ACTIONS}; any other
+     * action runs again.
+     */
     afterApply?: boolean;
     /** Extra response headers, e.g. `x-acs-retry-after`. */
     headers?: Record<string, string>;
@@ -66,6 +79,26 @@ export interface EmulatorOptions {
 
 const isMutating = (action: string) => !/^(Describe|List|Get|Query)/.test(action);
 
+/**
+ * The actions (of those the emulator implements) whose official request model has a `ClientToken`:
+ * only these are idempotent by token. For every other action the token is ignored, as the gateway
+ * ignores unknown parameters, so a retry after a lost response acts twice, as in the cloud.
+ * - ECS (npm @alicloud/ecs20140526 src/models/<Action>Request.ts): RunCommand, CreateCommand,
+ *   InvokeCommand, ReplaceSystemDisk have it; ModifyInstanceAttribute, StopInstance, StartInstance,
+ *   DeleteInstance, DeleteCommand do not.
+ * - ESS 2014-08-28 (aliyun/alibaba-cloud-sdk-go services/ess/*.go request structs): RemoveInstances
+ *   (remove_instances.go@d5c3d8e), ScaleWithAdjustment (scale_with_adjustment.go@21c4618), EnterStandby
+ *   and ExitStandby (@cd941e9) have it; ModifyScalingGroup (@1334f3e), DetachInstances, AttachInstances
+ *   (@21c4618) and SetInstancesProtection (@dbe30d7) do not.
+ * - VPC 2016-04-28 (aliyun/alibabacloud-typescript-sdk vpc-20160428/src/models/*Request.ts): CreateRouteEntry
+ *   has it; DeleteRouteEntry, DeleteRouteEntries and CreateRouteEntries do not.
+ */
+export const CLIENT_TOKEN_ACTIONS: Readonly<Record<"ecs" | "ess" | "vpc", readonly string[]>> = {
+    ecs: ["RunCommand", "CreateCommand", "InvokeCommand", "ReplaceSystemDisk"],
+    ess: ["RemoveInstances", "ScaleWithAdjustment", "EnterStandby", "ExitStandby"],
+    vpc: ["CreateRouteEntry"],
+};
+
 /** A running emulator. */
 export class Emulator {
     /** `http://127.0.0.1:PORT`, for `ALICLOUD_KUBEADM_ENDPOINT`. */
@@ -77,7 +110,7 @@ export class Emulator {
     /** Delay added to every response, ms. */
     latencyMs: number;
     private readonly faults = new Map<string, Fault[]>();
-    private readonly idempotent = new Map<string, Record<string, unknown>>();
+    private readonly idempotent = new Map<string, { params: string; out: Record<string, unknown> }>();
     private readonly nonces = new Set<string>();
     private readonly secrets: Map<string, string>;
 
@@ -96,6 +129,8 @@ export class Emulator {
     get scalingGroups(): Map<string, EmuScalingGroup> { return this.state.scalingGroups; }
     /** VPC route tables by id. */
     get routeTables(): Map<string, EmuRouteTable> { return this.state.routeTables; }
+    /** Saved Cloud Assistant commands by id. */
+    get commands(): Map<string, EmuCommand> { return this.state.commands; }
 
     /** Calls of one action. */
     callsOf(action: string): RecordedCall[] { return this.calls.filter((c) => c.action === action); }
@@ -121,7 +156,8 @@ export class Emulator {
             instanceId: id, regionId: "cn-hangzhou", zoneId: "cn-hangzhou-h", instanceName: id, hostName: id, instanceType: "ecs.g7.large",
             imageId: "aliyun_3_x64_20G_alibase_20250101.vhd", status: "Running", userData: "", systemDiskId: this.state.nextId("d-emu"),
             vpcId: "vpc-emu", vSwitchId: "vsw-emu", privateIp: `192.168.${Math.floor(n / 250) % 250}.${(n % 250) + 2}`, agentOnline: true,
-            agentFailure: "ClientNotRunning", tags: {}, creationTime: isoTime(), userDataRuns: 0, pendingUserDataRun: false, ...init,
+            agentFailure: "ClientNotRunning", tags: {}, creationTime: isoTime(), userDataRuns: 0, pendingUserDataRun: false,
+            keyPairName: "", passwordSource: "instance", ...init,
         };
         this.state.instances.set(id, inst);
         return inst;
@@ -132,8 +168,12 @@ export class Emulator {
         return Array.from({ length: count }, () => this.addInstance(init).instanceId);
     }
 
-    /** Take the Cloud Assistant agent of an instance offline (`ClientNotRunning` by default). */
-    setAgentOffline(instanceId: string, code: "ClientNotRunning" | "ClientNotResponse" = "ClientNotRunning"): void {
+    /**
+     * Take the Cloud Assistant agent of an instance offline (`ClientNotRunning` by default).
+     * `DeliveryTimeout`: commands are never delivered; each stays `Pending` for `state.deliveryTimeoutMs`
+     * (default 60 s), then ends `Aborted` with ErrorCode `DeliveryTimeout`.
+     */
+    setAgentOffline(instanceId: string, code: AgentFailure = "ClientNotRunning"): void {
         const i = this.mustGet(instanceId);
         i.agentOnline = false;
         i.agentFailure = code;
@@ -170,9 +210,37 @@ export class Emulator {
         return g;
     }
 
-    /** Ids of a scaling group's member instances, oldest first. */
+    /** Ids of a scaling group's member instances, oldest first (activities that are due are ended first). */
     scalingGroupInstances(scalingGroupId: string): string[] {
+        settleActivities(this.state);
         return [...this.state.scalingInstances.values()].filter((s) => s.scalingGroupId === scalingGroupId).sort((a, b) => a.seq - b.seq).map((s) => s.instanceId);
+    }
+
+    /**
+     * Make the next scaling activity of a group (RemoveInstances, DetachInstances, AttachInstances,
+     * ScaleWithAdjustment, a DesiredCapacity change, standby, health check) end `Failed` or `Rejected`
+     * (its change does not happen) or `Warning` (partly: the `keep` instances stay as they were; default
+     * the last one). Faults queue: each call arms one more activity.
+     */
+    failNextActivity(scalingGroupId: string, fault: ActivityFault): void {
+        const list = this.state.activityFaults.get(scalingGroupId) ?? [];
+        list.push({ ...fault });
+        this.state.activityFaults.set(scalingGroupId, list);
+    }
+
+    /** Scaling activities of a group, oldest first (due ones ended first). */
+    activitiesOf(scalingGroupId: string): EmuActivity[] {
+        settleActivities(this.state);
+        return this.state.activities.filter((a) => a.scalingGroupId === scalingGroupId);
+    }
+
+    /**
+     * Run one ESS health check on a group: InService members whose instance is not Running are removed
+     * (released) and replaced; Protected and Standby members are skipped.
+     * @returns The removal activity, or undefined when nothing was unhealthy or an activity was running.
+     */
+    runHealthCheck(scalingGroupId: string): EmuActivity | undefined {
+        return runHealthCheck(this.state, scalingGroupId);
     }
 
     /** Add a route table (System type by default). */
@@ -261,10 +329,15 @@ export class Emulator {
             if (!handler) throw new ApiError(404, "InvalidAction.NotFound", `Specified api is not found, please check your url and method: ${action}.`);
             const before = this.takeFault(action, false);
             if (before) { extraHeaders = before.headers ?? {}; throw new ApiError(before.status, before.code, before.message); }
-            const tokenKey = isMutating(action) && params.ClientToken ? `${spec.product}:${action}:${params.ClientToken}` : "";
+            // Idempotency only where the request model defines ClientToken (CLIENT_TOKEN_ACTIONS); the same token
+            // with other parameters → IdempotentParameterMismatch (InvokeCommand/RunCommand error tables).
+            const tokenKey = params.ClientToken && CLIENT_TOKEN_ACTIONS[spec.product].includes(action) ? `${spec.product}:${action}:${params.ClientToken}` : "";
+            const { ClientToken: _token, ...rest } = params;
+            const fingerprint = JSON.stringify(Object.keys(rest).sort().map((k) => [k, rest[k]]));
             const cached = tokenKey ? this.idempotent.get(tokenKey) : undefined;
-            out = cached ?? await handler(this.state, params);
-            if (tokenKey) this.idempotent.set(tokenKey, out);
+            if (cached && cached.params !== fingerprint) throw new ApiError(403, "IdempotentParameterMismatch", "The request uses the same client token as a previous, but non-identical request.");
+            out = cached?.out ?? await handler(this.state, params);
+            if (tokenKey && !cached) this.idempotent.set(tokenKey, { params: fingerprint, out });
             const after = this.takeFault(action, true);
             if (after) { extraHeaders = after.headers ?? {}; throw new ApiError(after.status, after.code, after.message); }
             out = { RequestId: requestId(), ...out };

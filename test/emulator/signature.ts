@@ -1,6 +1,7 @@
 /**
  * ACS3-HMAC-SHA256 ("signature V3") verification, written independently of the SDK from the
- * published algorithm (reference alicloud-apis.md §4.2), so the emulator really checks what the SDK sends.
+ * published algorithm (https://alibabacloud.com/help/en/sdk/product-overview/v3-request-structure-and-signature),
+ * so the emulator really checks what the SDK sends.
  */
 import * as crypto from "crypto";
 

@@ -8,6 +8,18 @@ export class ApiError extends Error {
     }
 }
 
+/** Per-instance Cloud Assistant failure an offline agent produces (DescribeInvocationResults `ErrorCode`). */
+export type AgentFailure = "ClientNotRunning" | "ClientNotResponse" | "DeliveryTimeout";
+
+/**
+ * Where the login password of an instance's current system disk comes from.
+ * `instance`: unchanged from before (ReplaceSystemDisk without Password/PasswordInherit keeps it:
+ * ecs20140526 ReplaceSystemDiskRequest.password "Default value: The password remains unchanged");
+ * `request`: set by the `Password` parameter; `image`: the image's preset password
+ * (`PasswordInherit=true`); `none`: `PasswordInherit=true` on an image without a preset password.
+ */
+export type PasswordSource = "instance" | "request" | "image" | "none";
+
 /** ECS instance status values the emulator uses. */
 export type InstanceStatus = "Pending" | "Starting" | "Running" | "Stopping" | "Stopped";
 
@@ -29,21 +41,33 @@ export interface EmuInstance {
     privateIp: string;
     /** Whether the Cloud Assistant agent is online. */
     agentOnline: boolean;
-    /** Per-instance error code a command gets while the agent is offline. */
-    agentFailure: "ClientNotRunning" | "ClientNotResponse";
+    /**
+     * Per-instance error code a command gets while the agent is offline. `DeliveryTimeout`: the
+     * command is never delivered; it stays `Pending` for `EmulatorState.deliveryTimeoutMs`, then ends
+     * `Aborted` / `DeliveryTimeout` (see ecs.ts).
+     */
+    agentFailure: AgentFailure;
     tags: Record<string, string>;
     creationTime: string;
     /** Times the user data "ran" (first boot, and each boot after ReplaceSystemDisk). */
     userDataRuns: number;
     /** Set by ReplaceSystemDisk: the next StartInstance runs the user data. */
     pendingUserDataRun: boolean;
+    /** SSH key pair bound to the instance, "" when none (DescribeInstances `KeyPairName`). Default "". */
+    keyPairName: string;
+    /** Where the current system disk's login password comes from. Default `instance`. */
+    passwordSource: PasswordSource;
 }
 
 /** What a command handler returns: exit code (default 0), output (default ""), run time (default 0 ms). */
 export interface CommandReply { exitCode?: number; output?: string; delayMs?: number }
 
-/** What a function handler receives. */
-export interface CommandContext { instanceId: string; script: string; invokeId: string; instance: EmuInstance }
+/**
+ * What a function handler receives. `script` is the final script the agent runs: for
+ * CreateCommand/InvokeCommand (and RunCommand with `EnableParameter=true`) the `{{name}}`
+ * parameters are already substituted. `commandId` is the saved or RunCommand-created command.
+ */
+export interface CommandContext { instanceId: string; script: string; invokeId: string; instance: EmuInstance; commandId: string; parameters: Record<string, string> }
 
 /** Static reply, or a function computing one (may be async). */
 export type CommandHandler = CommandReply | ((ctx: CommandContext) => CommandReply | Promise<CommandReply>);
@@ -57,16 +81,48 @@ export interface EmuInvocationRecord {
     reply?: CommandReply;
     /** Terminal status decided at creation (agent offline, instance not running). */
     fixed?: { status: string; errorCode: string; errorInfo: string };
+    /** Agent in `DeliveryTimeout`: `Pending` until this time, then `Aborted` / `DeliveryTimeout`. */
+    deliveryTimeoutAt?: number;
+    /** The script this instance runs (built-in `{{ACS::…}}` parameters differ per instance). */
+    script?: string;
 }
 
-/** One RunCommand invocation. */
+/** One RunCommand or InvokeCommand invocation. */
 export interface EmuInvocation {
     invokeId: string;
     commandId: string;
+    /** The script with custom parameters substituted (per-instance built-ins are in each record's `script`). */
     script: string;
     timeoutSeconds: number;
     createdAt: number;
     records: EmuInvocationRecord[];
+    /** The command content as submitted (before substitution); DescribeInvocations returns it as `CommandContent`. */
+    content?: string;
+    /** The `Parameters` JSON string as passed ("" when none); DescribeInvocations returns it as `Parameters`. */
+    parameters?: string;
+    commandName?: string;
+    commandType?: string;
+    commandDescription?: string;
+    workingDir?: string;
+    username?: string;
+}
+
+/** One saved Cloud Assistant command (CreateCommand, or RunCommand with KeepCommand=true). */
+export interface EmuCommand {
+    commandId: string;
+    name: string;
+    description: string;
+    type: string;
+    /** Decoded content as created (with its `{{name}}` placeholders). */
+    content: string;
+    enableParameter: boolean;
+    /** Custom parameter names found in the content when EnableParameter=true (first spelling wins). */
+    parameterNames: string[];
+    timeoutSeconds: number;
+    workingDir: string;
+    launcher: string;
+    creationTime: string;
+    invokeTimes: number;
 }
 
 /** One ESS scaling group. */
@@ -83,7 +139,12 @@ export interface EmuScalingGroup {
     vpcId: string;
     removalPolicies: string[];
     creationTime: string;
+    /** A DesiredCapacity change arrived while an activity ran: ESS reconciles when it ends. */
+    pendingReconcile?: boolean;
 }
+
+/** Lifecycle states of a scaling-group member. */
+export type ScalingLifecycleState = "InService" | "Pending" | "Pending:Wait" | "Protected" | "Standby" | "Removing" | "Removing:Wait" | "Stopped";
 
 /** An instance's membership in a scaling group. */
 export interface EmuScalingInstance {
@@ -92,7 +153,12 @@ export interface EmuScalingInstance {
     scalingConfigurationId: string;
     creationType: "AutoCreated" | "Attached";
     entrusted: boolean;
-    lifecycleState: "InService" | "Pending" | "Removing";
+    /**
+     * ESS lifecycle state (DescribeScalingInstances `LifecycleState`, api-ess-2022-02-22-describescalinginstances):
+     * `Pending`/`Pending:Wait` while being added, `Protected` after SetInstancesProtection, `Standby` after
+     * EnterStandby, `Removing`/`Removing:Wait` while a removal activity runs.
+     */
+    lifecycleState: ScalingLifecycleState;
     healthStatus: "Healthy" | "Unhealthy";
     creationTime: string;
     seq: number;
@@ -109,6 +175,39 @@ export interface EmuScalingConfiguration {
     lifecycleState: "Active" | "Inactive";
 }
 
+/** Final status of a scaling activity (DescribeScalingActivities `StatusCode`). */
+export type ActivityStatus = "Successful" | "Warning" | "Failed" | "InProgress" | "Rejected";
+
+/** How a test makes the next scaling activity of a group end (see `Emulator.failNextActivity`). */
+export interface ActivityFault {
+    status: "Failed" | "Rejected" | "Warning";
+    /** `ErrorCode` of the activity. Default `OperationFailed` (Failed), `OperationDenied` (Rejected), `PartialFailed` (Warning). */
+    errorCode?: string;
+    /** `ErrorMessage` and `StatusMessage`. */
+    message?: string;
+    /** Warning only: instances whose planned change does NOT happen (default: the last planned one). */
+    keep?: string[];
+}
+
+/** What an activity changes when it ends (emulator bookkeeping; absent on activities tests push by hand). */
+export interface ActivityPlan {
+    kind: "scale" | "remove" | "detach" | "attach" | "enterStandby" | "exitStandby" | "healthCheck";
+    /** Members leaving (remove/detach/scale-in/health check) or changing state (standby). */
+    instanceIds: string[];
+    /** Instances launched (scale-out) or attached at the start, `Pending` until the end. */
+    launched: string[];
+    /** Release auto-created / entrusted members on removal (RemoveInstances, scale-in). */
+    release: boolean;
+    /** RemovePolicy=recycle: stop instead of release. */
+    recycle: boolean;
+    /** Lower DesiredCapacity by the number of members actually removed. */
+    decrease: boolean;
+    /** Lifecycle state of each affected member before the activity (restored when it does not happen). */
+    before: Record<string, ScalingLifecycleState>;
+    /** Bring the group back to DesiredCapacity when the activity ends (RemoveInstances with DecreaseDesiredCapacity=false, health check). */
+    reconcileAfter: boolean;
+}
+
 /** One ESS scaling activity. */
 export interface EmuActivity {
     scalingActivityId: string;
@@ -117,10 +216,19 @@ export interface EmuActivity {
     cause: string;
     startedAt: number;
     endsAt: number;
-    statusCode: "Successful" | "Warning" | "Failed" | "InProgress" | "Rejected";
+    statusCode: ActivityStatus;
     totalCapacity: number;
     createdInstances: string[];
     destroyedInstances: string[];
+    /** Set when the activity ends (struct_scaling_activity.go `StatusMessage`). */
+    statusMessage?: string;
+    /** `ErrorCode` / `ErrorMessage` of a Failed, Rejected or Warning activity. */
+    errorCode?: string;
+    errorMessage?: string;
+    /** The membership change applied when the activity ends. */
+    plan?: ActivityPlan;
+    /** How the activity ends (from `failNextActivity`); Successful when absent. */
+    outcome?: ActivityFault;
 }
 
 /** One VPC route entry. */
@@ -132,7 +240,9 @@ export interface EmuRouteEntry {
     nextHopId: string;
     routeEntryName: string;
     type: "Custom" | "System";
-    status: "Available" | "Pending" | "Deleting";
+    status: "Available" | "Pending" | "Modifying" | "Deleting";
+    /** While `Pending`/`Deleting`: when the route task ends (then `Available`, or gone). */
+    until?: number;
 }
 
 /** One VPC route table. */
@@ -154,6 +264,12 @@ export class EmulatorState {
     readonly scalingConfigurations = new Map<string, EmuScalingConfiguration>();
     readonly activities: EmuActivity[] = [];
     readonly routeTables = new Map<string, EmuRouteTable>();
+    /** Saved Cloud Assistant commands by id (CreateCommand; RunCommand with KeepCommand=true). */
+    readonly commands = new Map<string, EmuCommand>();
+    /** Faults for the next scaling activity of a group (`Emulator.failNextActivity`). */
+    readonly activityFaults = new Map<string, ActivityFault[]>();
+    /** Per VPC: until when a route-entry task runs (`routeTaskMs`). */
+    readonly routeTaskUntil = new Map<string, number>();
     /** Registered Cloud Assistant handlers; the most recently registered match wins. */
     readonly handlers: { pattern: RegExp; handler: CommandHandler }[] = [];
     /** When true, RunCommand on a non-Running instance fails synchronously with `InvalidInstance.NotMatch`
@@ -165,6 +281,32 @@ export class EmulatorState {
     transitionMs = 0;
     /** How long ESS scaling activities stay `InProgress` (ms). Default 0: they finish at once. */
     activityDurationMs = 0;
+    /**
+     * How long an undeliverable command (agent in `DeliveryTimeout`) stays `Pending` before it ends
+     * `Aborted` / `DeliveryTimeout` (ms). Default 60000: the InvocationStatus doc says a command must
+     * reach the instance "within 1 minute" (alibabacloud-csharp-sdk
+     * ecs-20140526/core/Models/DescribeInvocationResultsResponseBody.cs, `Aborted`).
+     */
+    deliveryTimeoutMs = 60_000;
+    /**
+     * Whether RemoveInstances/DetachInstances may remove a `Protected` member. Default false: the
+     * current SetInstancesProtection reference says protected instances "become immune to manual
+     * deletion attempts by using the Auto Scaling console or API operations"
+     * (alibabacloud.com/help/en/auto-scaling/developer-reference/api-ess-2022-02-22-setinstancesprotection);
+     * the older 2014-08-28 page says RemoveInstances can still remove them. The harsher one is the default.
+     */
+    protectedMembersRemovable = false;
+    /** Images that carry a preset password (ReplaceSystemDisk `PasswordInherit=true` needs one). Default none: public images have none. */
+    readonly presetPasswordImages = new Set<string>();
+    /** How long a route entry change keeps its VPC busy (entry `Pending`/`Deleting`), ms. Default 0. */
+    routeTaskMs = 0;
+    /**
+     * Codes a route change gets while another one runs in the same VPC; used in rotation. Default the
+     * four codes Terraform retries for this (resource_alicloud_route_entry.go:69-80, :326), all HTTP 400.
+     */
+    routeConflictCodes: string[] = ["TaskConflict", "OperationConflict", "IncorrectRouteEntryStatus", "SystemBusy"];
+    /** Rotation counter of `routeConflictCodes`. */
+    routeConflictSeq = 0;
     /** Called when an instance "runs" its user data (first boot after ReplaceSystemDisk). */
     onUserDataRun?: (instance: EmuInstance) => void;
     private seq = 0;
