@@ -3,7 +3,7 @@
  * timeouts) and the ECS power/system-disk semantics, exercised through the real SDK path (callApi).
  */
 import * as assert from "assert";
-import { callApi, OpenApiError, ParamValue, Product } from "../../components/dynamic/openapi";
+import { callApi, OpenApiError, ParamValue, Product } from "../../src/cloud/openapi";
 import { useEmulator } from "./fixture";
 
 const region = "cn-hangzhou";

@@ -4,6 +4,12 @@ import { ApiError, CommandHandler, EmuCommand, EmuInstance, InstanceStatus, EmuI
 type Handler = (st: EmulatorState, p: Record<string, string>) => Record<string, unknown> | Promise<Record<string, unknown>>;
 
 const MAX_CONTENT_B64 = 24 * 1024;
+/**
+ * Kept (saved) commands: the pinned @alicloud/ecs20140526 7.11.6 CreateCommandRequest says 24 KB after Base64,
+ * an older published model (aliyun/alibabacloud-typescript-sdk b63a41de, ecs-20140526/src/models/CreateCommandRequest.ts)
+ * says 18 KB for kept commands. The sources disagree: the harsher 18 KB is modelled.
+ */
+const MAX_SAVED_CONTENT_B64 = 18 * 1024;
 const MAX_OUTPUT = 24 * 1024;
 const MAX_USERDATA_RAW = 32 * 1024;
 
@@ -344,7 +350,7 @@ const runCommand: Handler = (st, p) => {
 
 /**
  * CreateCommand ([REQ] CreateCommandRequest): Name (required, ≤ 128), Type, CommandContent (Base64 by
- * default; "If an invalid value is specified, it is treated as Base64"; ≤ 24 KB after Base64),
+ * default; "If an invalid value is specified, it is treated as Base64"; ≤ 18 KB after Base64, see MAX_SAVED_CONTENT_B64),
  * Description ≤ 512, Timeout (default 60), WorkingDir ≤ 200, EnableParameter (default false: `{{…}}`
  * is then plain text), Launcher ≤ 1 KB. Returns CommandId.
  */
@@ -354,7 +360,7 @@ const createCommand: Handler = (st, p) => {
     const raw = required(p, "CommandContent");
     const base64 = (p.ContentEncoding ?? "Base64").toLowerCase() !== "plaintext";
     const b64Len = base64 ? raw.length : Buffer.from(raw, "utf8").toString("base64").length;
-    if (b64Len > MAX_CONTENT_B64) throw new ApiError(403, "CmdContent.ExceedLimit", "The length of the command content exceeds the upper limit.");
+    if (b64Len > MAX_SAVED_CONTENT_B64) throw new ApiError(403, "CmdContent.ExceedLimit", "The length of the command content exceeds the upper limit (18 KB after Base64 for a kept command).");
     const content = decodeContent(raw, base64);
     checkTextLimits(p);
     const timeoutSeconds = intParam(p, "Timeout", 60, 1, 86400);

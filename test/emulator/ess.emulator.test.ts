@@ -3,7 +3,7 @@
  * removal, the removal policy ESS applies on its own, capacity limits; through the real SDK path.
  */
 import * as assert from "assert";
-import { callApi, OpenApiError, ParamValue, Product } from "../../components/dynamic/openapi";
+import { callApi, OpenApiError, ParamValue, Product } from "../../src/cloud/openapi";
 import { useEmulator } from "./fixture";
 
 const region = "cn-hangzhou";

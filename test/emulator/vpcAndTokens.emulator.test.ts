@@ -3,7 +3,7 @@
  * ClientToken semantics (idempotent only where the request model defines ClientToken), through callApi.
  */
 import * as assert from "assert";
-import { callApi, OpenApiError, ParamValue, Product } from "../../components/dynamic/openapi";
+import { callApi, OpenApiError, ParamValue, Product } from "../../src/cloud/openapi";
 import { CLIENT_TOKEN_ACTIONS } from "./index";
 import { useEmulator } from "./fixture";
 
