@@ -2,6 +2,7 @@
 // stack's config, and writes what `pulumi up` would create:
 //   out/<stack>/resources.json   [{type, name, parent, inputs}], secrets redacted
 //   out/<stack>/userdata/*.sh    rendered bootstrap scripts
+//   out/<stack>/commands/*.sh    the saved Cloud Assistant commands (node operations, attach, control-plane join)
 //   out/<stack>/manifests/*.yaml Kubernetes objects the stack applies
 // Usage: npm run synth -- <stack | path/to/Pulumi.<stack>.yaml> [--out <dir>]
 import * as fs from "fs";
@@ -105,7 +106,7 @@ async function resolveOutputs(exported: Record<string, unknown>): Promise<Record
 
 function writeOutputs(outDir: string, resources: RecordedResource[], outputs: Record<string, unknown>): void {
     fs.rmSync(outDir, { recursive: true, force: true });
-    for (const dir of ["userdata", "manifests"]) {
+    for (const dir of ["userdata", "commands", "manifests"]) {
         fs.mkdirSync(path.join(outDir, dir), { recursive: true });
     }
     const rows = [...resources]
@@ -120,6 +121,14 @@ function writeOutputs(outDir: string, resources: RecordedResource[], outputs: Re
         const script = r.rawInputs.userData;
         if (typeof script === "string" && script !== REDACTED) {
             fs.writeFileSync(path.join(outDir, "userdata", `${r.name}.sh`), redactUserdata(script));
+        }
+    }
+
+    // Saved Cloud Assistant commands, decoded, secrets redacted like the userdata.
+    for (const r of resources.filter((x) => x.type === "alicloud:ecs/command:Command")) {
+        const content = r.rawInputs.commandContent;
+        if (typeof content === "string") {
+            fs.writeFileSync(path.join(outDir, "commands", `${String(r.rawInputs.name ?? r.name)}.sh`), redactUserdata(Buffer.from(content, "base64").toString("utf8")));
         }
     }
 

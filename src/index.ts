@@ -22,7 +22,8 @@ export { Cluster, resolveClusterConfig, type ClusterArgs } from "./components/cl
 export { Network, createNetwork, type NetworkArgs, type NetworkResources } from "./components/network";
 export { ControlPlane, createControlPlane, CCM_ACTIONS, AUTOSCALER_ACTIONS, type ControlPlaneArgs, type ControlPlaneResources } from "./components/controlPlane";
 export { NodePool, createNodePool, type NodePoolArgs, type NodePoolResources } from "./components/nodePool";
-export { ExistingNode, createExistingNode, type ExistingNodeArgs, type ExistingNodeResources } from "./components/existingNode";
+export { ExistingNode, createExistingNode, createAttachCommand, type ExistingNodeArgs, type ExistingNodeResources, type AttachCommandArgs } from "./components/existingNode";
+export { NodeCommands, nodeCommandSpecs, saveCommand, type NodeCommandsArgs, type SavedCommandArgs } from "./components/nodeCommands";
 export { PodNetwork, type PodNetworkArgs } from "./components/podNetwork";
 export { ClusterAutoscaler, autoscalerVersionFor, refusedAutoscalerVersion, type ClusterAutoscalerArgs } from "./components/clusterAutoscaler";
 
@@ -34,6 +35,7 @@ export { NodeMembership } from "./providers/nodeMembership";
 export { PoolCapacity } from "./providers/poolCapacity";
 export { ApiServerReady, type ApiServerReadyArgs } from "./providers/apiServerReady";
 export { removeNode, removeNodes, scaleInPool, type RemovalTarget, type RemovalOptions, type RemovalReport } from "./removal";
+export { OPERATIONS, type NodeCommandIds, type OperationName } from "./rules";
 
 // Operations
 export { runDoctor, type ClusterInfo, type Finding } from "./doctor";

@@ -4,9 +4,13 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import { useEmulator } from "./emulator/fixture";
-import {
-    bootstrapTokenProvider, createBootstrapToken, createTokenScript, deleteBootstrapToken, deleteTokenScript, generateToken, TOKEN_PATTERN,
-} from "../src/providers/bootstrapToken";
+import { bootstrapTokenProvider, createBootstrapToken, deleteBootstrapToken, generateToken, TOKEN_PATTERN } from "../src/providers/bootstrapToken";
+import { renderOperation } from "../src/shell/render";
+import type { NodeCommandIds } from "../src/rules";
+import { fill, operation, saveNodeCommands } from "./savedCommands";
+
+const createTokenScript = (token: string, ttl: string, description: string) => fill(renderOperation("token-create"), { token, ttl, description });
+const deleteTokenScript = (tokenId: string) => fill(renderOperation("token-delete"), { tokenId });
 
 /**
  * A fake `kubeadm token` on a master: tokens live in a file; `create` refuses duplicates like kubeadm,
@@ -44,7 +48,11 @@ esac
 describe("BootstrapToken", () => {
     const ctx = useEmulator();
     let master: ReturnType<typeof fakeMaster>;
-    beforeEach(() => { master = fakeMaster(); });
+    let commands: NodeCommandIds;
+    beforeEach(async () => {
+        master = fakeMaster();
+        commands = await saveNodeCommands();
+    });
     afterEach(() => fs.rmSync(master.dir, { recursive: true, force: true }));
 
     /** Master 0 in the emulator runs Cloud Assistant scripts with the fake kubeadm. */
@@ -56,7 +64,7 @@ describe("BootstrapToken", () => {
         });
         return id;
     }
-    const inputs = (masterInstanceId: string) => ({ region: "cn-hangzhou", masterInstanceId, ttl: "0", description: "alicloud-kubeadm dev pool general", pollIntervalMs: 20 });
+    const inputs = (masterInstanceId: string) => ({ region: "cn-hangzhou", masterInstanceId, commands, ttl: "0", description: "alicloud-kubeadm dev pool general", pollIntervalMs: 20 });
 
     it("generates tokens of the form [a-z0-9]{6}.[a-z0-9]{16}, all different", () => {
         const tokens = Array.from({ length: 500 }, generateToken);
@@ -92,7 +100,8 @@ describe("BootstrapToken", () => {
         assert.deepStrictEqual(master.run(deleteTokenScript(token.slice(0, 6))), { code: 0, out: "deleted\n" });
         assert.deepStrictEqual(master.tokens(), []);
         assert.deepStrictEqual(master.run(deleteTokenScript(token.slice(0, 6))), { code: 0, out: "already gone\n" });
-        assert.throws(() => deleteTokenScript("ABC; rm"), /not a bootstrap token id/);
+        assert.deepStrictEqual(master.run(deleteTokenScript("ABC; rm")), { code: 1, out: "error: parameter TOKEN_ID must be a bootstrap token id [a-z0-9]{6}\n" },
+            "the script itself refuses a value that is not a token id");
     });
 
     it("provider create runs one token create on master 0 and returns the token as output; delete removes it", async () => {
@@ -103,17 +112,18 @@ describe("BootstrapToken", () => {
         assert.strictEqual(outs.tokenId, outs.token.slice(0, 6));
         assert.strictEqual(res.id, `${id}/token/${outs.tokenId}`);
         assert.deepStrictEqual(master.tokens(), [outs.token]);
-        const runs = ctx.emu.callsOf("RunCommand");
+        const runs = ctx.emu.callsOf("InvokeCommand");
         assert.strictEqual(runs.length, 1);
         assert.strictEqual(runs[0].params["InstanceId.1"], id);
-        const script = Buffer.from(runs[0].params.CommandContent, "base64").toString("utf8");
-        assert.match(script, new RegExp(`kubeadm token create '${outs.token.replace(".", "\\.")}' --ttl '0' --description 'alicloud-kubeadm dev pool general'`));
+        assert.strictEqual(runs[0].params.CommandId, commands["token-create"], "the saved token-create command");
+        assert.deepStrictEqual(JSON.parse(runs[0].params.Parameters), { token: outs.token, ttl: "0", description: "alicloud-kubeadm dev pool general" });
+        assert.deepStrictEqual(master.calls().filter((c) => c.includes("create")), [`token create ${outs.token} --ttl 0 --description alicloud-kubeadm dev pool general`]);
 
         await bootstrapTokenProvider.delete!(res.id, { ...inputs(id), ...outs });
         assert.deepStrictEqual(master.tokens(), []);
-        const del = Buffer.from(ctx.emu.callsOf("RunCommand")[1].params.CommandContent, "base64").toString("utf8");
-        assert.match(del, new RegExp(`kubeadm token delete ${outs.tokenId} `));
-        assert.ok(!del.includes(outs.token), "delete sends only the public token id");
+        const del = ctx.emu.callsOf("InvokeCommand")[1];
+        assert.strictEqual(del.params.CommandId, commands["token-delete"]);
+        assert.deepStrictEqual(JSON.parse(del.params.Parameters), { tokenId: outs.tokenId }, "delete sends only the public token id");
     });
 
     it("delete is fine when the token or master 0 is already gone, with a warning", async () => {
@@ -130,13 +140,12 @@ describe("BootstrapToken", () => {
         const id = ctx.emu.addInstance().instanceId;
         let sent = "";
         const deleted: string[] = [];
-        ctx.emu.onCommand(/kubeadm token/, (c) => {
-            const del = /token delete '?([a-z0-9]{6})'?/.exec(c.script);
-            if (del) {
-                deleted.push(del[1]);
-                return { output: "" };
-            }
-            sent = /token create '([^']+)'/.exec(c.script)![1];
+        ctx.emu.onCommand(operation("token-delete"), (c) => {
+            deleted.push(c.parameters.tokenid);
+            return { output: "deleted\n" };
+        });
+        ctx.emu.onCommand(operation("token-create"), (c) => {
+            sent = c.parameters.token;
             return { exitCode: 1, output: `failed to create token ${sent}: connection refused\n` };
         });
         await assert.rejects(createBootstrapToken(inputs(id)), (err: Error) => {
@@ -150,11 +159,13 @@ describe("BootstrapToken", () => {
     });
 
     it("ttl, description or master changes replace the token; a provider version bump only updates", async () => {
-        const olds = { region: "r", masterInstanceId: "i-1", ttl: "0", description: "d", token: "abcdef.0123456789abcdef", tokenId: "abcdef", providerVersion: "1" };
+        const olds = { region: "r", masterInstanceId: "i-1", commands, ttl: "0", description: "d", token: "abcdef.0123456789abcdef", tokenId: "abcdef", providerVersion: "1" };
         assert.deepStrictEqual((await bootstrapTokenProvider.diff!("x", olds, { ...olds, ttl: "24h" })).replaces, ["ttl"]);
         assert.deepStrictEqual((await bootstrapTokenProvider.diff!("x", olds, { ...olds, masterInstanceId: "i-2" })).replaces, ["masterInstanceId"]);
         const bump = await bootstrapTokenProvider.diff!("x", olds, { ...olds, providerVersion: "2" });
         assert.deepStrictEqual([bump.changes, bump.replaces], [true, []]);
+        const moved = await bootstrapTokenProvider.diff!("x", olds, { ...olds, commands: { ...commands, "token-create": "c-new" } });
+        assert.deepStrictEqual([moved.changes, moved.replaces], [true, []], "a new command id is an update, never a new token");
         const upd = await bootstrapTokenProvider.update!("x", olds, { ...olds, providerVersion: "2" });
         assert.strictEqual((upd.outs as { token: string }).token, olds.token, "an update keeps the token");
     });

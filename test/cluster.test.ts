@@ -40,8 +40,9 @@ describe("Cluster (whole stack under mocks)", () => {
         // Under mocks the dynamic resources answer with recognisable placeholders (test/mockRuntime.ts).
         const secrets = ["0123456789abcdef", "0".repeat(64), "placeholder: the real admin kubeconfig"];
         const dir = path.join(out, "dev");
-        const files = ["resources.json", "outputs.json", ...fs.readdirSync(path.join(dir, "userdata")).map((f) => path.join("userdata", f))];
-        assert.ok(files.length >= 6, `expected master, two pool and one existing-node scripts, got ${files.join(", ")}`);
+        const files = ["resources.json", "outputs.json", ...["userdata", "commands"].flatMap((d) => fs.readdirSync(path.join(dir, d)).map((f) => path.join(d, f)))];
+        assert.ok(files.includes(path.join("commands", "dev-attach.sh")) && files.includes(path.join("commands", "dev-drain.sh")), files.join(", "));
+        assert.ok(files.length >= 2 + 3 + 14, `expected master, two pool scripts and 14 saved commands, got ${files.join(", ")}`);
         for (const f of files) {
             const text = fs.readFileSync(path.join(dir, f), "utf8");
             for (const secret of secrets) {
@@ -49,11 +50,15 @@ describe("Cluster (whole stack under mocks)", () => {
             }
         }
         const userdata = result.resources.filter((r) => r.rawInputs.userData !== undefined && r.type !== "alicloud:ecs/instance:Instance");
-        assert.deepStrictEqual(userdata.map((r) => r.type).sort(), ["alicloud:ess/scalingConfiguration:ScalingConfiguration", "alicloud:ess/scalingConfiguration:ScalingConfiguration", "pulumi-nodejs:dynamic:Resource"]);
+        assert.deepStrictEqual(userdata.map((r) => r.type).sort(), ["alicloud:ess/scalingConfiguration:ScalingConfiguration", "alicloud:ess/scalingConfiguration:ScalingConfiguration"],
+            "the manual existing node runs the saved attach command: no script of its own");
         for (const r of userdata) {
             assert.ok(r.secretInputs.includes("userData"), `${r.name}: attach userdata must be secret`);
             assert.match(r.rawInputs.userData as string, /abcdef\.0123456789abcdef/, `${r.name} carries the (placeholder) token`);
         }
+        const attach = result.resources.find((r) => r.type === "alicloud:ecs/command:Command" && r.inputs.name === "dev-attach")!;
+        assert.ok(attach.secretInputs.includes("commandContent"), "the attach command's content (token, CA pin) is secret");
+        assert.match(Buffer.from(attach.rawInputs.commandContent as string, "base64").toString(), /abcdef\.0123456789abcdef/);
         const outputs = JSON.parse(fs.readFileSync(path.join(dir, "outputs.json"), "utf8"));
         assert.strictEqual(outputs.kubeconfig, "[secret]");
         assert.deepStrictEqual(outputs.clusterInfo.pools.map((p: { name: string; mode: string }) => `${p.name}:${p.mode}`), ["general:fixed", "elastic:autoscale"]);
@@ -62,7 +67,7 @@ describe("Cluster (whole stack under mocks)", () => {
     it("dev registers every public component under its type token, parented to the Cluster", async () => {
         const result = await synthesize("dev", out);
         const api = await import("../src");
-        for (const name of ["Cluster", "Network", "ControlPlane", "NodePool", "ExistingNode", "PodNetwork", "ClusterAutoscaler"]) {
+        for (const name of ["Cluster", "Network", "ControlPlane", "NodeCommands", "NodePool", "ExistingNode", "PodNetwork", "ClusterAutoscaler"]) {
             assert.strictEqual(typeof (api as Record<string, unknown>)[name], "function", `src/index.ts exports ${name}`);
             const found = result.resources.filter((r) => r.type === `alicloud-kubeadm:index:${name}`);
             assert.ok(found.length > 0, `no ${name} in the dev graph`);

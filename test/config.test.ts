@@ -312,19 +312,25 @@ describe("cluster config validation", () => {
             const init = master.rawInputs.userData as string;
             assert.match(init, new RegExp(`^readonly AK_IMAGE_REPOSITORY='${acr}/k8s'$`, "m"));
             assert.match(init, /^readonly AK_K8S_REPO_URL='https:\/\/packages\.example\.com\//m);
-            const joins = result.resources.filter((r) => typeof r.rawInputs.joinScript === "string");
-            assert.strictEqual(joins.length, 2, "two control-plane members");
+            const joins = result.resources.filter((r) => r.type === "alicloud:ecs/command:Command" && /-control-plane-join$/.test(String(r.inputs.name)))
+                .map((r) => ({ ...r, rawInputs: { ...r.rawInputs, joinScript: Buffer.from(r.rawInputs.commandContent as string, "base64").toString() } }));
+            assert.strictEqual(joins.length, 1, "one saved control-plane join command for the two members");
             for (const j of joins) {
                 // The join reads imageRepository from the cluster's kubeadm-config; the script itself pulls pause.
                 assert.match(j.rawInputs.joinScript as string, new RegExp(`^readonly AK_SANDBOX_IMAGE='${acr}/k8s/pause:`, "m"));
                 assert.match(j.rawInputs.joinScript as string, /^readonly AK_K8S_REPO_URL='https:\/\/packages\.example\.com\//m);
             }
             // Pool and existing-node attach scripts use the same mirrors.
-            const attach = result.resources.filter((r) => typeof r.rawInputs.userData === "string" && /attach_node\.sh/.test(r.rawInputs.userData as string));
-            assert.strictEqual(attach.length, 3, "two pools and one existing node");
+            const attach = [
+                ...result.resources.filter((r) => typeof r.rawInputs.userData === "string" && /attach_node\.sh/.test(r.rawInputs.userData as string))
+                    .map((r) => ({ name: r.name, script: r.rawInputs.userData as string })),
+                ...result.resources.filter((r) => r.type === "alicloud:ecs/command:Command" && r.inputs.name === "dev-attach")
+                    .map((r) => ({ name: r.name, script: Buffer.from(r.rawInputs.commandContent as string, "base64").toString() })),
+            ];
+            assert.strictEqual(attach.length, 3, "two pools and the existing nodes' attach command");
             for (const a of attach) {
-                assert.match(a.rawInputs.userData as string, new RegExp(`^readonly AK_SANDBOX_IMAGE='${acr}/k8s/pause:`, "m"), a.name);
-                assert.match(a.rawInputs.userData as string, /^readonly AK_K8S_REPO_URL='https:\/\/packages\.example\.com\//m, a.name);
+                assert.match(a.script, new RegExp(`^readonly AK_SANDBOX_IMAGE='${acr}/k8s/pause:`, "m"), a.name);
+                assert.match(a.script, /^readonly AK_K8S_REPO_URL='https:\/\/packages\.example\.com\//m, a.name);
             }
         } finally {
             fs.rmSync(out, { recursive: true, force: true });

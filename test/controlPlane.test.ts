@@ -67,7 +67,7 @@ describe("ControlPlane (mock graph via the stack program)", () => {
         assert.match(header(m0.rawInputs.userData as string, "AK_API_ENDPOINT") ?? "", /^nlb-[0-9a-f]+\..*:6443$/);
     });
 
-    it("prod: masters 1 and 2 have no init userdata and join through ControlPlaneMember with a secret join script", () => {
+    it("prod: masters 1 and 2 have no init userdata and join through ControlPlaneMember with the saved, secret join command", () => {
         const masters = ofType(prod, "alicloud:ecs/instance:Instance");
         for (const m of masters.filter((x) => x.name !== "prod-control-plane-master-0")) {
             assert.strictEqual(m.rawInputs.userData, undefined, `${m.name} must not run kubeadm init`);
@@ -76,16 +76,22 @@ describe("ControlPlane (mock graph via the stack program)", () => {
         assert.deepStrictEqual(joins.map((j) => j.name).sort(), ["prod-master-1-join", "prod-master-2-join"]);
         const byName = Object.fromEntries(masters.map((m) => [m.name, m.id]));
         assert.strictEqual(joins.find((j) => j.name === "prod-master-1-join")!.inputs.memberInstanceId, byName["prod-control-plane-master-1"]);
+        const [command] = ofType(prod, "alicloud:ecs/command:Command").filter((c) => c.inputs.name === "prod-control-plane-join");
         for (const j of joins) {
             assert.strictEqual(j.inputs.masterInstanceId, byName["prod-control-plane-master-0"]);
-            assert.ok(j.secretInputs.includes("joinScript"), "the join script (CA pin, placeholders) is secret");
-            assert.match(j.rawInputs.joinScript as string, /^readonly AK_CERTIFICATE_KEY='0{64}'$/m);
+            assert.strictEqual(j.inputs.joinCommandId, command.id, "each member invokes the one saved join command");
+            assert.strictEqual(j.rawInputs.joinScript, undefined, "no script travels with the member");
         }
+        assert.ok(command.secretInputs.includes("commandContent"), "the join command's content (CA pin) is secret");
+        const script = Buffer.from(command.rawInputs.commandContent as string, "base64").toString();
+        assert.match(script, /^readonly AK_CERTIFICATE_KEY='\{\{certificateKey\}\}'$/m, "the certificate key is a parameter of each invocation");
+        assert.match(script, /^readonly AK_BOOTSTRAP_TOKEN='\{\{token\}\}'$/m);
         assert.strictEqual(ofType(dev, "pulumi-nodejs:dynamic:Resource").filter((r) => /-join$/.test(r.name)).length, 0);
+        assert.strictEqual(ofType(dev, "alicloud:ecs/command:Command").filter((c) => c.inputs.name === "dev-control-plane-join").length, 0, "one master: no join command");
     });
 
     it("the masters' RAM role carries exactly the CCM and Cluster Autoscaler actions of the reference", () => {
-        // reference/autoscaler-ccm-flannel.md B3 (CCM route + node code paths) and A2 (+ ScaleWithAdjustment, CA >= 1.32)
+        // docs/upstream.md ram-ccm-actions (CCM route + node code paths) and ram-autoscaler-actions (+ ScaleWithAdjustment, CA >= 1.32)
         const expected: Record<string, string[]> = {
             "dev-ccm": ["vpc:DescribeRouteTableList", "vpc:DescribeRouteEntryList", "vpc:CreateRouteEntry", "vpc:DeleteRouteEntry",
                 "vpc:CreateRouteEntries", "vpc:DeleteRouteEntries", "ecs:DescribeInstances", "ecs:DescribeNetworkInterfaces",

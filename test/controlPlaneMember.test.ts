@@ -1,72 +1,91 @@
 import * as assert from "assert";
 import { useEmulator } from "./emulator/fixture";
-import { fakeCluster } from "./fakeCluster";
-import { controlPlaneMemberProvider, joinControlPlaneMember, parseJoinSecrets, setHeader } from "../src/providers/controlPlaneMember";
-import { renderControlPlaneJoin } from "../src/shell/render";
+import { fakeCluster, type FakeCluster } from "./fakeCluster";
+import { controlPlaneMemberProvider, joinControlPlaneMember, parseJoinSecrets } from "../src/providers/controlPlaneMember";
+import { renderControlPlaneJoinCommand } from "../src/shell/render";
+import { OPERATIONS } from "../src/rules";
+import { createCommand, operation } from "./savedCommands";
 
 const TOKEN = "k8sabc.0123456789abcdef";
 const KEY = "f".repeat(64);
-const PLACEHOLDER = { token: "abcdef.0123456789abcdef", certificateKey: "0".repeat(64) };
 
 describe("ControlPlaneMember", () => {
     const ctx = useEmulator();
-    const template = renderControlPlaneJoin({
-        region: "cn-shanghai", kubernetesVersion: "1.34.2", apiEndpoint: "nlb-x.example:6443",
-        token: PLACEHOLDER.token, certificateKey: PLACEHOLDER.certificateKey, caCertHash: `sha256:${"a".repeat(64)}`,
+    const joinScript = renderControlPlaneJoinCommand({
+        region: "cn-shanghai", kubernetesVersion: "1.34.2", apiEndpoint: "nlb-x.example:6443", caCertHash: `sha256:${"a".repeat(64)}`,
+    });
+    /** The fake cluster and the saved control-plane join command, as the Cluster component saves it. */
+    async function setup(): Promise<{ c: FakeCluster; joinCommandId: string; member: string }> {
+        const c = await fakeCluster(ctx.emu, "cn-shanghai");
+        const joinCommandId = await createCommand("cn-shanghai", {
+            commandName: "test-control-plane-join", script: joinScript, parameters: true,
+            timeoutSeconds: OPERATIONS["control-plane-join"].timeoutSeconds, description: OPERATIONS["control-plane-join"].description,
+        });
+        return { c, joinCommandId, member: ctx.emu.addInstance({ regionId: "cn-shanghai" }).instanceId };
+    }
+    const inputs = (s: { c: FakeCluster; joinCommandId: string; member: string }) => ({
+        region: "cn-shanghai", masterInstanceId: s.c.master, memberInstanceId: s.member, joinCommandId: s.joinCommandId, commands: s.c.commands, pollSeconds: 0.02,
     });
 
-    it("gets a fresh certificate key and token from master 0, joins the member with them, waits for Ready", async () => {
+    it("gets a fresh certificate key and token from master 0, invokes the saved join command with them, waits for Ready", async () => {
         const { emu } = ctx;
-        const c = fakeCluster(emu, "cn-shanghai");
-        const member = emu.addInstance().instanceId;
-        let joinScript = "";
-        emu.onCommand(/upload-certs --upload-certs/, (x) => {
-            c.commands.push(`${x.instanceId}: join-secrets`);
+        const s = await setup();
+        const { c, member } = s;
+        let joined = "";
+        emu.onCommand(operation("join-secrets"), (x) => {
+            c.log.push(`${x.instanceId}: join-secrets`);
             return { output: `${TOKEN} ${KEY}\n` };
         });
-        emu.onCommand(/AK_CERTIFICATE_KEY=/, (x) => {
-            joinScript = x.script;
-            c.commands.push(`${x.instanceId}: join`);
+        emu.onCommand(/kubeadm join --config/, (x) => {
+            joined = x.script;
+            c.log.push(`${x.instanceId}: join`);
             c.addNode(member, { name: "master-1", pool: "control-plane" });
             return { output: "" };
         });
         const logs: string[] = [];
-        const name = await joinControlPlaneMember({ region: "cn-shanghai", masterInstanceId: c.master, memberInstanceId: member, joinScript: template, pollSeconds: 0.02 }, (m) => logs.push(m));
+        const name = await joinControlPlaneMember(inputs(s), (m) => logs.push(m));
         assert.strictEqual(name, "master-1");
-        assert.deepStrictEqual(c.commands, [`${c.master}: get-nodes`, `${c.master}: join-secrets`, `${member}: join`, `${c.master}: get-nodes`]);
-        assert.match(joinScript, new RegExp(`^readonly AK_BOOTSTRAP_TOKEN='${TOKEN.replace(".", "\\.")}'$`, "m"));
-        assert.match(joinScript, new RegExp(`^readonly AK_CERTIFICATE_KEY='${KEY}'$`, "m"));
-        assert.ok(!joinScript.includes(PLACEHOLDER.certificateKey), "placeholders replaced");
+        assert.deepStrictEqual(c.log, [`${c.master}: get-nodes`, `${c.master}: join-secrets`, `${member}: join`, `${c.master}: get-nodes`]);
+        // Cloud Assistant filled the parameters into the saved script's header.
+        assert.match(joined, new RegExp(`^readonly AK_BOOTSTRAP_TOKEN='${TOKEN.replace(".", "\\.")}'$`, "m"));
+        assert.match(joined, new RegExp(`^readonly AK_CERTIFICATE_KEY='${KEY}'$`, "m"));
+        const join = emu.callsOf("InvokeCommand").find((x) => x.params.CommandId === s.joinCommandId)!;
+        assert.strictEqual(join.params["InstanceId.1"], member);
+        assert.deepStrictEqual(JSON.parse(join.params.Parameters), { token: TOKEN, certificateKey: KEY });
         assert.ok(logs.every((l) => !l.includes(TOKEN) && !l.includes(KEY)), "secrets never logged");
-        // The secrets travel only in RunCommand content to the member; the master's command is fixed text.
-        const secretsCall = emu.callsOf("RunCommand").find((x) => Buffer.from(x.params.CommandContent, "base64").toString().includes("upload-certs"))!;
-        assert.ok(!Buffer.from(secretsCall.params.CommandContent, "base64").toString().includes(KEY));
+        // The saved command holds no secret: they travel only as the invocation's parameters.
+        assert.ok(!emu.calls.filter((x) => x.action === "CreateCommand").some((x) => Buffer.from(x.params.CommandContent, "base64").toString().includes(KEY)));
     });
 
     it("a failed join reports the join log tail and never the secrets", async () => {
         const { emu } = ctx;
-        const c = fakeCluster(emu, "cn-shanghai");
-        const member = emu.addInstance().instanceId;
-        emu.onCommand(/upload-certs/, { output: `${TOKEN} ${KEY}\n` });
-        emu.onCommand(/AK_CERTIFICATE_KEY=/, { exitCode: 1, output: `token ${TOKEN}` });
-        emu.onCommand(/tail -c 2000/, { output: "[ERROR]: etcd cluster is not healthy\n" });
-        await assert.rejects(joinControlPlaneMember({ region: "cn-shanghai", masterInstanceId: c.master, memberInstanceId: member, joinScript: template, pollSeconds: 0.02 }),
+        const s = await setup();
+        emu.onCommand(operation("join-secrets"), { output: `${TOKEN} ${KEY}\n` });
+        emu.onCommand(/kubeadm join --config/, { exitCode: 1, output: `token ${TOKEN}` });
+        emu.onCommand(operation("doctor-bootstrap-log"), { output: "[ERROR]: etcd cluster is not healthy\n" });
+        await assert.rejects(joinControlPlaneMember(inputs(s)),
             (err: Error) => /join --control-plane failed on .*etcd cluster is not healthy/s.test(err.message) && !err.message.includes(TOKEN) && !err.message.includes(KEY));
     });
 
     it("delete: drain → reset (leaves etcd) → delete Node", async () => {
-        const { emu } = ctx;
-        const c = fakeCluster(emu, "cn-shanghai");
-        const member = emu.addInstance().instanceId;
+        const s = await setup();
+        const { c, member } = s;
         c.addNode(member, { name: "master-1" });
-        await controlPlaneMemberProvider.delete!(member, { region: "cn-shanghai", masterInstanceId: c.master, memberInstanceId: member, joinScript: template, pollSeconds: 0.02 });
-        assert.deepStrictEqual(c.commands, [`${c.master}: get-nodes`, `${c.master}: drain master-1`, `${member}: reset`, `${c.master}: delete-node master-1`]);
+        await controlPlaneMemberProvider.delete!(member, inputs(s));
+        assert.deepStrictEqual(c.log, [`${c.master}: get-nodes`, `${c.master}: drain master-1`, `${member}: reset`, `${c.master}: delete-node master-1`]);
     });
 
-    it("refuses malformed join secrets without echoing them; replaces header lines exactly", () => {
+    it("a new join command or new command ids are an in-place update, never a replacement (which would reset the member)", async () => {
+        const olds = { region: "r", masterInstanceId: "i-0", memberInstanceId: "i-1", joinCommandId: "c-1", commands: { drain: "c-d" }, providerVersion: "1" };
+        for (const news of [{ ...olds, joinCommandId: "c-2" }, { ...olds, commands: { drain: "c-e" } }]) {
+            const d = await controlPlaneMemberProvider.diff!("i-1", olds, news);
+            assert.deepStrictEqual([d.changes, d.replaces], [true, []]);
+        }
+        assert.deepStrictEqual((await controlPlaneMemberProvider.diff!("i-1", olds, { ...olds, memberInstanceId: "i-2" })).replaces, ["memberInstanceId"]);
+    });
+
+    it("refuses malformed join secrets without echoing them", () => {
         assert.throws(() => parseJoinSecrets("sekrit-value\n"), (e: Error) => !e.message.includes("sekrit") && /did not print a bootstrap token/.test(e.message));
         assert.deepStrictEqual(parseJoinSecrets(`${TOKEN} ${KEY}`), { token: TOKEN, certificateKey: KEY });
-        assert.match(setHeader("readonly A='x'\nreadonly B='y'", "B", "it's"), /^readonly B='it'\\''s'$/m);
-        assert.throws(() => setHeader("readonly A='x'", "B", "z"), /no B parameter/);
     });
 });

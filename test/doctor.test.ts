@@ -7,11 +7,12 @@ import * as zlib from "zlib";
 import { requireTool, SHELLCHECK_INSTALL } from "./tools";
 import { useEmulator } from "./emulator/fixture";
 import { Emulator, EmuActivity, TEST_CREDENTIALS } from "./emulator";
-import { ESS_ACTIONS } from "./emulator/ess";
 import {
     ClusterInfo, exitCodeOf, explainActivityError, Finding, parseAutoscalerStatus, parseCaTime, parseEtcdMembers, parseTokenList, redact, renderJson, renderTable, runDoctor,
 } from "../src/doctor";
-import { parseSections, sectionsScript, REDACT_SED } from "../src/doctor/context";
+import { parseSections } from "../src/doctor/context";
+import { renderOperation } from "../src/shell/render";
+import { operation, saveNodeCommands } from "./savedCommands";
 import { parseClusterInfo } from "../src/doctor/clusterInfo";
 import { helpText } from "../scripts/doctor";
 
@@ -31,7 +32,8 @@ interface Model {
 }
 
 /** A healthy cluster in the emulator: master 0, a fixed pool of 2, an autoscaled pool of 1, one existing node, routes, tokens. */
-function stage(emu: Emulator): { info: ClusterInfo; model: Model; ids: { master: string; general: string[]; elastic: string[]; existing: string }; routeTableId: string } {
+async function stage(emu: Emulator): Promise<{ info: ClusterInfo; model: Model; ids: { master: string; general: string[]; elastic: string[]; existing: string }; routeTableId: string }> {
+    const commands = await saveNodeCommands(REGION);
     const master = emu.addInstance({ privateIp: "192.168.0.10" }).instanceId;
     const existing = emu.addInstance().instanceId;
     const general = emu.addScalingGroup({ desiredCapacity: 2, minSize: 2, maxSize: 2 });
@@ -56,6 +58,7 @@ function stage(emu: Emulator): { info: ClusterInfo; model: Model; ids: { master:
             { name: "elastic", mode: "autoscale", min: 0, max: 10, scalingGroupId: elastic.scalingGroupId, tokenId: "ghijkl" },
         ],
         existingNodes: [{ instanceId: existing, mode: "manual", tokenId: "mnopqr" }],
+        commands,
     };
     const model: Model = {
         nodes,
@@ -87,16 +90,16 @@ const gz = (sections: Record<string, { out: string; rc?: number }>) =>
 
 /** Answers doctor's scripts from the model (read at call time, so tests can change it after staging). */
 function registerFakeMaster(emu: Emulator, m: Model): void {
-    emu.onCommand(/doctor: nodes/, () => ({
+    emu.onCommand(operation("doctor-nodes"), () => ({
         output: gz({
             nodes: { out: m.nodes.map((n) => [n.name, n.providerId ?? `${REGION}.${n.instanceId}`, n.ready ?? "True", "", n.podCidr, n.pool ?? "", "2026-12-01T10:00:00Z"].join("\t")).join("\n") },
             conditions: { out: m.nodes.map((n) => [n.name, n.ready ?? "True", n.reason ?? "KubeletReady", n.message ?? "kubelet is posting ready status", n.networkUnavailable ?? "False", "RouteCreated"].join("\t")).join("\n") },
         }),
     }));
-    emu.onCommand(/doctor: autoscaler/, () => ({
+    emu.onCommand(operation("doctor-autoscaler"), () => ({
         output: gz({ deploy: { out: "1 1" }, status: m.caStatus ? { out: m.caStatus } : { out: 'Error from server (NotFound): configmaps "cluster-autoscaler-status" not found', rc: 1 }, log: { out: m.caLog } }),
     }));
-    emu.onCommand(/doctor: join-material/, () => ({
+    emu.onCommand(operation("doctor-join"), () => ({
         output: gz({
             // Raw kubeadm output with secrets, as if the on-master filter were missing: doctor must still never print them.
             tokens: { out: m.tokens.map((t) => JSON.stringify({ kind: "BootstrapToken", apiVersion: "output.kubeadm.k8s.io/v1alpha3", creationTimestamp: null, token: `${t.id}.${SECRET}`,
@@ -106,26 +109,33 @@ function registerFakeMaster(emu: Emulator, m: Model): void {
             etcd: { out: m.etcdIps.map((ip, i) => `8e9e05c52164694${i}, started, master-${i}, https://${ip}:2380, https://${ip}:2379, false`).join("\n") },
         }),
     }));
-    emu.onCommand(/doctor: bootstrap-log/, (c) => ({ output: m.bootstrapLogs[c.instanceId] ?? "==> no /var/log/alicloud-kubeadm/*.log (user data did not start?)\n" }));
+    emu.onCommand(operation("doctor-bootstrap-log"), (c) => ({ output: m.bootstrapLogs[c.instanceId] ?? "==> no /var/log/alicloud-kubeadm/*.log (user data did not start?)\n" }));
 }
 
 const FORBIDDEN = /kubectl[^\n|]*\s(delete|drain|cordon|uncordon|apply|patch|edit|replace|scale|annotate|label|taint|create)\s|kubeadm\s+(reset|token\s+(create|delete)|join|init)|(^|[\s;&|])rm\s|systemctl\s+(stop|restart|start)|>\s*\/(etc|var)/;
 
-/** Doctor made no mutating call: only Describe* actions and RunCommand, and every script is read-only. */
+/** The scripts doctor ran: the saved commands it invoked, as stored (doctor never sends a script of its own). */
+function invokedScripts(emu: Emulator): string[] {
+    const byId = new Map([...emu.commands.values()].map((cmd) => [cmd.commandId, cmd.content]));
+    return emu.callsOf("InvokeCommand").map((c) => byId.get(c.params.CommandId) ?? "");
+}
+
+/** Doctor made no mutating call: only Describe* actions and InvokeCommand of the saved doctor operations, every one read-only. */
 function assertReadOnly(emu: Emulator): void {
-    const other = emu.calls.filter((c) => !/^Describe/.test(c.action) && c.action !== "RunCommand").map((c) => c.action);
-    assert.deepStrictEqual(other, [], "no mutating action besides RunCommand");
-    const scripts = emu.callsOf("RunCommand").map((c) => Buffer.from(c.params.CommandContent, "base64").toString("utf8"));
+    const other = emu.calls.filter((c) => !/^Describe/.test(c.action) && !["InvokeCommand", "CreateCommand"].includes(c.action)).map((c) => c.action);
+    assert.deepStrictEqual(other, [], "no mutating action besides InvokeCommand");
+    assert.strictEqual(emu.callsOf("RunCommand").length, 0, "no one-off script");
+    const scripts = invokedScripts(emu);
     assert.ok(scripts.length > 0);
     for (const s of scripts) {
-        assert.match(s, /^#!\/bin\/bash\n# alicloud-kubeadm doctor: /, "every script is a doctor script");
+        assert.match(s, /^#!\/bin\/bash\n# alicloud-kubeadm operation: doctor-/, "every command is a doctor operation");
         assert.doesNotMatch(s, FORBIDDEN, `read-only script:\n${s}`);
     }
 }
 
 /** Every doctor script is shellcheck-clean (its own test, so a machine without shellcheck skips only this). */
 function assertShellcheckClean(emu: Emulator): void {
-    for (const s of emu.callsOf("RunCommand").map((c) => Buffer.from(c.params.CommandContent, "base64").toString("utf8"))) {
+    for (const s of invokedScripts(emu)) {
         const sc = spawnSync("shellcheck", ["-s", "bash", "-"], { input: s, encoding: "utf8" });
         assert.strictEqual(sc.status, 0, `shellcheck:\n${sc.stdout}\n${s}`);
     }
@@ -144,7 +154,7 @@ describe("doctor", () => {
 
     it("a healthy staging reports no problem and no warning, and makes no mutating call", async () => {
         const { emu } = ctx;
-        const { info } = stage(emu);
+        const { info } = await stage(emu);
         const findings = await runDoctor(info, fast);
         const bad = findings.filter((f) => f.status !== "ok");
         assert.deepStrictEqual(bad, [], renderTable("dev", findings));
@@ -152,54 +162,42 @@ describe("doctor", () => {
         for (const check of ["ess", "autoscaler", "nodes", "routes", "join"]) assert.ok(findings.some((f) => f.check === check), `${check} reported`);
         assert.ok(find(findings, "nodes", "ok", /5 Node\(s\), 5 Ready/));
         assert.ok(find(findings, "routes", "ok", /5 route\(s\) inside 172\.16\.0\.0\/16/), "the VPN route outside the pod CIDR is ignored");
-        assert.strictEqual(distinctCalls(emu, "RunCommand"), 3, "nodes, autoscaler and join material: one master command each");
+        assert.strictEqual(distinctCalls(emu, "InvokeCommand"), 3, "nodes, autoscaler and join material: one master command each");
         assertReadOnly(emu);
     });
 
     it("every script doctor sends is shellcheck-clean (master sections and a node's bootstrap log)", async function () {
         requireTool(this, "shellcheck", SHELLCHECK_INSTALL, "the shellcheck assertions");
         const { emu } = ctx;
-        const { info } = stage(emu);
+        const { info } = await stage(emu);
         const lost = emu.addInstance().instanceId;
         await runDoctor({ ...info, existingNodes: [...info.existingNodes, { instanceId: lost, mode: "manual", tokenId: info.existingNodes[0]?.tokenId ?? "abcdef" }] }, fast);
-        const scripts = emu.callsOf("RunCommand").map((c) => Buffer.from(c.params.CommandContent, "base64").toString("utf8"));
-        assert.ok(scripts.some((x) => /doctor: bootstrap-log/.test(x)), "the node script was sent too");
+        assert.ok(invokedScripts(emu).some((x) => operation("doctor-bootstrap-log").test(x)), "the node operation was invoked too");
         assertShellcheckClean(emu);
     });
 
     it("names a failed scaling activity with its error code explained", async () => {
         const { emu } = ctx;
-        const { info } = stage(emu);
+        const { info } = await stage(emu);
         const groupId = info.pools[1].scalingGroupId;
         const failed: EmuActivity = { scalingActivityId: "asa-failed0001", scalingGroupId: groupId, description: "Add \"1\" ECS instance(s)", cause: "A user request",
-            startedAt: Date.now() - 60_000, endsAt: Date.now() - 50_000, statusCode: "Failed", totalCapacity: 1, createdInstances: [], destroyedInstances: [] };
+            startedAt: Date.now() - 60_000, endsAt: Date.now() - 50_000, statusCode: "Failed", totalCapacity: 1, createdInstances: [], destroyedInstances: [],
+            statusMessage: "Fail to create Instance", errorCode: "OperationDenied.NoStock", errorMessage: "The requested resource is sold out in the specified zone." };
         emu.state.activities.push(failed);
-        // The emulator's view has no error fields; add them as the real API returns them (reference alicloud-apis.md §3.4).
-        const original = ESS_ACTIONS.DescribeScalingActivities;
-        ESS_ACTIONS.DescribeScalingActivities = (st, p) => {
-            const res = original(st, p) as { ScalingActivities: { ScalingActivity: Record<string, unknown>[] } };
-            for (const a of res.ScalingActivities.ScalingActivity) {
-                if (a.ScalingActivityId === failed.scalingActivityId) Object.assign(a, { ErrorCode: "OperationDenied.NoStock", ErrorMessage: "The requested resource is sold out in the specified zone.", StatusMessage: "\"Fail to create Instance\"" });
-            }
-            return res;
-        };
-        try {
-            const findings = await runDoctor(info, { ...fast, checks: ["ess"] });
-            const f = find(findings, "ess", "problem", /asa-failed0001/);
-            assert.ok(f, renderTable("dev", findings));
-            assert.match(f.subject, /pool elastic/);
-            assert.match(f.evidence, /Failed.*OperationDenied\.NoStock: The requested resource is sold out.*no stock/);
-            assert.match(f.next, /add zones/);
-            assert.strictEqual(exitCodeOf(findings), 1);
-        } finally {
-            ESS_ACTIONS.DescribeScalingActivities = original;
-        }
-        assert.ok(emu.calls.every((c) => /^Describe/.test(c.action)));
+        const before = emu.calls.length;
+        const findings = await runDoctor(info, { ...fast, checks: ["ess"] });
+        const f = find(findings, "ess", "problem", /asa-failed0001/);
+        assert.ok(f, renderTable("dev", findings));
+        assert.match(f.subject, /pool elastic/);
+        assert.match(f.evidence, /Failed.*OperationDenied\.NoStock: The requested resource is sold out.*no stock/);
+        assert.match(f.next, /add zones/);
+        assert.strictEqual(exitCodeOf(findings), 1);
+        assert.ok(emu.calls.slice(before).every((c) => /^Describe/.test(c.action)));
     });
 
     it("an instance without a Node: quotes its failing bootstrap log fetched from that instance, without the token secret", async () => {
         const { emu } = ctx;
-        const { info, model, ids } = stage(emu);
+        const { info, model, ids } = await stage(emu);
         const lost = ids.general[1];
         model.nodes = model.nodes.filter((n) => n.instanceId !== lost);
         model.bootstrapLogs[lost] = [
@@ -218,7 +216,7 @@ describe("doctor", () => {
         assert.match(f.evidence, /x509: certificate signed by unknown authority/);
         assert.match(f.evidence, /status=failed/);
         assert.ok(f.details?.includes("kubeadm join"), "the whole tail is in details");
-        const logCall = emu.callsOf("RunCommand").find((c) => /doctor: bootstrap-log/.test(Buffer.from(c.params.CommandContent, "base64").toString()));
+        const logCall = emu.callsOf("InvokeCommand").find((c) => c.params.CommandId === info.commands!["doctor-bootstrap-log"]);
         assert.ok(logCall);
         assert.strictEqual(logCall.params["InstanceId.1"], lost, "the log is read from that instance");
         assert.strictEqual(logCall.params["InstanceId.2"], undefined);
@@ -230,18 +228,18 @@ describe("doctor", () => {
 
     it("a young instance without a Node is still joining (warning), a stopped one is named", async () => {
         const { emu } = ctx;
-        const { info, model, ids } = stage(emu);
+        const { info, model, ids } = await stage(emu);
         model.nodes = model.nodes.filter((n) => n.instanceId !== ids.general[0] && n.instanceId !== ids.existing);
         emu.stopInstance(ids.existing);
         const findings = await runDoctor(info, { ...fast, joinGraceMinutes: 15, checks: ["nodes"] });
         assert.ok(find(findings, "nodes", "warning", new RegExp(`${ids.general[0]}.*may still be joining`)), renderTable("dev", findings));
         assert.ok(find(findings, "nodes", "warning", new RegExp(`${ids.existing}.*Stopped`)));
-        assert.strictEqual(emu.callsOf("RunCommand").length, 1, "no log fetch for instances still in their grace period");
+        assert.strictEqual(emu.callsOf("InvokeCommand").length, 1, "no log fetch for instances still in their grace period");
     });
 
     it("names a stale route (instance gone), a conflicting route and a missing route with NetworkUnavailable", async () => {
         const { emu } = ctx;
-        const { info, model, ids, routeTableId } = stage(emu);
+        const { info, model, ids, routeTableId } = await stage(emu);
         const gone = emu.addInstance().instanceId;
         const stale = emu.addRouteEntry(routeTableId, { destinationCidrBlock: "172.16.9.0/25", nextHopId: gone });
         emu.releaseInstance(gone);
@@ -261,13 +259,13 @@ describe("doctor", () => {
         const m = find(findings, "routes", "problem", /node existing-0/);
         assert.ok(m);
         assert.match(m.evidence, /no route for its podCIDR 172\.16\.2\.0\/25.*NetworkUnavailable=True/);
-        assert.ok(emu.calls.every((x) => /^Describe/.test(x.action) || x.action === "RunCommand"));
+        assert.ok(emu.calls.every((x) => /^Describe/.test(x.action) || ["InvokeCommand", "CreateCommand"].includes(x.action)));
         assert.strictEqual(emu.callsOf("DeleteRouteEntry").length, 0);
     });
 
     it("names an expired token and the pool that uses it, printing only the token id", async () => {
         const { emu } = ctx;
-        const { info, model } = stage(emu);
+        const { info, model } = await stage(emu);
         model.tokens[1].expires = "2026-01-01T00:00:00Z";
         model.tokens = model.tokens.filter((t) => t.id !== "mnopqr");
         const findings = await runDoctor(info, { ...fast, checks: ["join"] });
@@ -282,7 +280,7 @@ describe("doctor", () => {
 
     it("names a failing /readyz and an etcd member that is not a master", async () => {
         const { emu } = ctx;
-        const { info, model } = stage(emu);
+        const { info, model } = await stage(emu);
         model.readyz = "[+]ping ok\n[-]etcd failed: reason withheld\nreadyz check failed\n";
         model.etcdIps = ["192.168.0.10", "192.168.0.99"];
         const findings = await runDoctor(info, { ...fast, checks: ["join"] });
@@ -295,7 +293,7 @@ describe("doctor", () => {
 
     it("names a NotReady node with the kubelet's reason", async () => {
         const { emu } = ctx;
-        const { info, model } = stage(emu);
+        const { info, model } = await stage(emu);
         Object.assign(model.nodes[3], { ready: "False", reason: "KubeletNotReady", message: "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:cni plugin not initialized" });
         const findings = await runDoctor(info, { ...fast, checks: ["nodes"] });
         const f = find(findings, "nodes", "problem", /node elastic-0/);
@@ -306,7 +304,7 @@ describe("doctor", () => {
 
     it("names Nodes without an instance and wrong or missing provider ids", async () => {
         const { emu } = ctx;
-        const { info, model } = stage(emu);
+        const { info, model } = await stage(emu);
         model.nodes.push({ name: "ghost", instanceId: "i-emugone000000000001", podCidr: "172.16.3.0/25", ready: "Unknown" });
         model.nodes[1].providerId = `alicloud://${REGION}.${model.nodes[1].instanceId}`;
         model.nodes.push({ name: "noid", instanceId: "", providerId: "", podCidr: "" });
@@ -318,7 +316,7 @@ describe("doctor", () => {
 
     it("names an autoscaler scale-up backoff and a missing status ConfigMap", async () => {
         const { emu } = ctx;
-        const { info, model } = stage(emu);
+        const { info, model } = await stage(emu);
         model.caStatus = caStatusYaml(info.pools[1].scalingGroupId, { scaleUp: "Backoff", backoff: { errorCode: "cloudProviderError", errorMessage: "failed to increase node group size" } });
         model.caLog += "E1202 10:01:00.000000       1 static_autoscaler.go:444] AliCloud: unexpected ProviderID format\n";
         let findings = await runDoctor(info, { ...fast, checks: ["autoscaler"] });
@@ -331,7 +329,7 @@ describe("doctor", () => {
 
     it("a 300-node pool: pages ESS members, instances and routes; the node listing fits Cloud Assistant's 24 KB", async () => {
         const { emu } = ctx;
-        const { info, model, routeTableId } = stage(emu);
+        const { info, model, routeTableId } = await stage(emu);
         const big = emu.addScalingGroup({ desiredCapacity: 300, minSize: 0, maxSize: 400 });
         info.pools.push({ name: "big", mode: "autoscale", min: 0, max: 400, scalingGroupId: big.scalingGroupId, tokenId: "ghijkl" });
         emu.scalingGroupInstances(big.scalingGroupId).forEach((id, i) => {
@@ -340,7 +338,7 @@ describe("doctor", () => {
             emu.addRouteEntry(routeTableId, { destinationCidrBlock: podCidr, nextHopId: id });
         });
         let listingBytes = 0;
-        emu.onCommand(/doctor: nodes/, () => {
+        emu.onCommand(operation("doctor-nodes"), () => {
             const output = gz({
                 nodes: { out: model.nodes.map((n) => [n.name, `${REGION}.${n.instanceId}`, "True", "", n.podCidr, n.pool ?? "", "2026-12-01T10:00:00Z"].join("\t")).join("\n") },
                 conditions: { out: model.nodes.map((n) => [n.name, "True", "KubeletReady", "kubelet is posting ready status", "False", "RouteCreated"].join("\t")).join("\n") },
@@ -359,20 +357,20 @@ describe("doctor", () => {
         assert.strictEqual(n("DescribeScalingInstances"), 1 + 1 + 6, "50 per page");
         assert.strictEqual(n("DescribeInstances"), 4, "100 per call: 305 instances");
         assert.strictEqual(n("DescribeRouteEntryList"), 4, "100 per page: 306 entries");
-        assert.strictEqual(n("RunCommand"), 1, "one master command for nodes and routes");
+        assert.strictEqual(n("InvokeCommand"), 1, "one master command for nodes and routes");
         console.log(`      305 nodes: ${emu.calls.length} API calls, ${ms} ms against the emulator, node listing ${listingBytes} B`);
     });
 
     it("master 0 unreachable: the checks that need it could not look (exit 2), ESS still reports", async () => {
         const { emu } = ctx;
-        const { info } = stage(emu);
+        const { info } = await stage(emu);
         emu.setAgentOffline(info.masterInstanceIds[0]);
         const findings = await runDoctor(info, fast);
         assert.deepStrictEqual(findings.filter((f) => f.couldNotLook).map((f) => f.check).sort(), ["autoscaler", "join", "nodes", "routes"]);
         assert.match(findings.find((f) => f.check === "nodes")!.evidence, /could not look: Cloud Assistant agent on .* is not running/);
         assert.ok(findings.some((f) => f.check === "ess" && f.status === "ok"));
         assert.strictEqual(exitCodeOf(findings), 2);
-        assert.strictEqual(emu.callsOf("RunCommand").length, 1, "an unreachable master is tried once, not once per check");
+        assert.strictEqual(emu.callsOf("InvokeCommand").length, 1, "an unreachable master is tried once, not once per check");
     });
 });
 
@@ -401,17 +399,18 @@ describe("doctor pieces", () => {
         assert.strictEqual(parseAutoscalerStatus("Cluster-autoscaler status at 2020-01-01:\nCluster-wide:\n  Health:      Unhealthy (ready=1)\n  ScaleUp:     NoActivity")?.clusterWide?.health?.status, "Unhealthy");
     });
 
-    it("the sections script runs in bash: framing, exit codes and on-machine token redaction", () => {
+    it("a doctor operation runs in bash: section framing, exit codes and on-machine token redaction", () => {
         const dir = fs.mkdtempSync(path.join(os.tmpdir(), "doctor-"));
         try {
-            fs.writeFileSync(path.join(dir, "kubectl"), `#!/bin/sh\necho "kubectl $*"\n[ "$2" = fail ] && { echo "boom" >&2; exit 3; }\nexit 0\n`, { mode: 0o755 });
-            const script = sectionsScript("test", { a: "kubectl get nodes", b: "kubectl get fail", c: `echo 'kubeadm join --token abcdef.${SECRET}' | ${REDACT_SED}` });
-            const r = spawnSync("bash", ["-c", script], { encoding: "utf8", env: { ...process.env, PATH: `${dir}:${process.env.PATH}` } });
+            // kubectl answers the readyz section, fails etcd's pod lookup; kubeadm prints a token.
+            fs.writeFileSync(path.join(dir, "kubectl"), `#!/bin/sh\ncase "$*" in *readyz*) echo "readyz check passed" ;; *component=etcd*) echo "boom" >&2; exit 3 ;; esac\n`, { mode: 0o755 });
+            fs.writeFileSync(path.join(dir, "kubeadm"), `#!/bin/sh\necho '{"token": "abcdef.${SECRET}"}'\n`, { mode: 0o755 });
+            const r = spawnSync("bash", ["-c", renderOperation("doctor-join")], { encoding: "utf8", env: { ...process.env, PATH: `${dir}:${process.env.PATH}`, AK_ROOT: dir } });
             assert.strictEqual(r.status, 0, r.stderr);
             const s = parseSections(zlib.gunzipSync(Buffer.from(r.stdout.trim(), "base64")).toString("utf8"));
-            assert.deepStrictEqual(s.a, { output: "kubectl get nodes", rc: 0 });
-            assert.deepStrictEqual(s.b, { output: "kubectl get fail\nboom", rc: 3 });
-            assert.strictEqual(s.c.output, "kubeadm join --token abcdef.<redacted>");
+            assert.deepStrictEqual(s.readyz, { output: "readyz check passed", rc: 0 });
+            assert.deepStrictEqual(s.etcd, { output: "boom", rc: 3 });
+            assert.strictEqual(s.tokens.output, '{"token": "abcdef.<redacted>"}', "the secret never leaves the machine");
         } finally {
             fs.rmSync(dir, { recursive: true, force: true });
         }
@@ -460,7 +459,7 @@ describe("doctor CLI", () => {
     it("exits 0 healthy, 1 on a problem (with --json), 2 when the endpoint is unreachable or credentials are missing", async function () {
         this.timeout(120_000);
         const { emu } = ctx;
-        const { info, model } = stage(emu);
+        const { info, model } = await stage(emu);
         const file = path.join(tmp, "outputs.json");
         fs.writeFileSync(file, JSON.stringify({ clusterInfo: info, kubeconfig: "[secret]" }));
         const args = ["--outputs", file, "--poll-interval-ms", "10"];

@@ -9,15 +9,17 @@ import type { Emulator } from "./emulator";
 import { installMocks, type Recorder } from "./mockRuntime";
 import { parseClusterConfig } from "../src/config";
 import { joinExistingNode, membershipProblems, nodeMembershipProvider, type NodeMembershipInputs } from "../src/providers/nodeMembership";
-import { renderAttachNode } from "../src/shell/render";
+import { renderAttachCommand, renderAttachNode } from "../src/shell/render";
+import type { NodeCommandIds } from "../src/rules";
+import { OPERATIONS } from "../src/rules";
+import { createCommand, saveNodeCommands } from "./savedCommands";
 
 const REGION = "cn-hangzhou";
 const TOKEN = "k8sjn1.q9w8e7r6t5y4u3i2";
 const CA_HASH = `sha256:${"cd".repeat(32)}`;
-const SCRIPT = renderAttachNode({
-    region: REGION, kubernetesVersion: "1.34.2", apiEndpoint: "192.168.0.10:6443", poolName: "existing",
-    labels: { role: "legacy" }, taints: ["legacy=true:NoSchedule"], token: TOKEN, caCertHash: CA_HASH,
-});
+const JOIN = { region: REGION, kubernetesVersion: "1.34.2", apiEndpoint: "192.168.0.10:6443", poolName: "existing", token: TOKEN, caCertHash: CA_HASH };
+/** The userdata of `auto` mode. */
+const SCRIPT = renderAttachNode({ ...JOIN, labels: { role: "legacy" }, taints: ["legacy=true:NoSchedule"] });
 
 /**
  * Master 0 answering `kubectl get nodes`: an instance in `joined` appears as a node, NotReady on its
@@ -39,30 +41,42 @@ function clusterOf(emu: Emulator, joined: Set<string>): { listings: number } {
 
 describe("NodeMembership (emulator)", () => {
     const ctx = useEmulator();
+    let commands: NodeCommandIds;
+    let attachCommandId: string;
+    beforeEach(async () => {
+        commands = await saveNodeCommands(REGION);
+        attachCommandId = await createCommand(REGION, {
+            commandName: "test-attach", script: renderAttachCommand(JOIN), parameters: true,
+            timeoutSeconds: OPERATIONS.attach.timeoutSeconds, description: OPERATIONS.attach.description,
+        });
+    });
     const inputs = (instanceId: string, master: string, extra: Partial<NodeMembershipInputs> = {}): NodeMembershipInputs => ({
-        region: REGION, instanceId, mode: "manual", userData: SCRIPT, masterInstanceId: master,
+        region: REGION, instanceId, mode: "manual", attachCommandId, labels: "role=legacy", taints: "legacy=true:NoSchedule", commands, masterInstanceId: master,
         pollSeconds: 0.02, readyTimeoutSeconds: 5, pollIntervalMs: 10, ...extra,
     });
 
-    it("manual: one RunCommand on the instance whose decoded content is the attach script, then Ready polling on master 0", async () => {
+    it("manual: one InvokeCommand of the saved attach command on the instance, its labels and taints as parameters, then Ready polling on master 0", async () => {
         const { emu } = ctx;
         const master = emu.addInstance().instanceId;
         const node = emu.addInstance().instanceId;
         const joined = new Set<string>();
-        emu.onCommand(/kubeadm join --config/, (c) => { joined.add(c.instanceId); return { output: "joined\n" }; });
+        let ran = "";
+        emu.onCommand(/kubeadm join --config/, (c) => { joined.add(c.instanceId); ran = c.script; return { output: "joined\n" }; });
         const seen = clusterOf(emu, joined);
 
         const outs = await joinExistingNode(inputs(node, master));
         assert.deepStrictEqual(outs, { nodeName: `node-${node}`, providerId: `${REGION}.${node}` });
-        const runs = emu.callsOf("RunCommand");
-        const onNode = runs.filter((r) => r.params["InstanceId.1"] === node);
+        const invokes = emu.callsOf("InvokeCommand");
+        const onNode = invokes.filter((r) => r.params["InstanceId.1"] === node);
         assert.strictEqual(onNode.length, 1);
-        assert.strictEqual(onNode[0].params.ContentEncoding, "Base64");
-        assert.strictEqual(Buffer.from(onNode[0].params.CommandContent, "base64").toString("utf8"), SCRIPT);
-        assert.strictEqual(runs.indexOf(onNode[0]), 0, "the attach script runs first");
-        assert.ok(runs.slice(1).every((r) => r.params["InstanceId.1"] === master), "then only listings on master 0");
+        assert.strictEqual(onNode[0].params.CommandId, attachCommandId);
+        assert.deepStrictEqual(JSON.parse(onNode[0].params.Parameters), { labels: "role=legacy", taints: "legacy=true:NoSchedule" });
+        assert.match(ran, /^readonly AK_NODE_LABELS='role=legacy'$/m, "Cloud Assistant filled the labels into the saved script");
+        assert.strictEqual(invokes.indexOf(onNode[0]), 0, "the attach command runs first");
+        assert.ok(invokes.slice(1).every((r) => r.params["InstanceId.1"] === master && r.params.CommandId === commands["list-nodes"]), "then only listings on master 0");
         assert.strictEqual(seen.listings, 2, "NotReady, then Ready");
-        assert.deepStrictEqual(emu.mutatingCalls().map((c) => c.action).filter((a) => a !== "RunCommand"), [], "manual changes nothing else");
+        assert.deepStrictEqual(emu.mutatingCalls().map((c) => c.action).filter((a) => a !== "InvokeCommand" && a !== "CreateCommand"), [], "manual changes nothing else");
+        assert.strictEqual(emu.callsOf("RunCommand").length, 0, "no one-off script");
     });
 
     it("manual: a failing attach script names the instance, the log and the fix, without the token or CA pin", async () => {
@@ -70,6 +84,8 @@ describe("NodeMembership (emulator)", () => {
         const master = emu.addInstance().instanceId;
         const node = emu.addInstance().instanceId;
         emu.onCommand(/kubeadm join --config/, { exitCode: 1, output: `[ERROR] discovery with token ${TOKEN} and ${CA_HASH} failed: connection refused\n` });
+        // The node's bootstrap log, as doctor-bootstrap-log prints it: token secrets blanked on the node.
+        emu.onCommand(/alicloud-kubeadm operation: doctor-bootstrap-log/, { output: `==> /var/log/alicloud-kubeadm/attach-node.log\n[ERROR] discovery with token ${TOKEN.slice(0, 6)}.<redacted> failed: connection refused\n` });
         await assert.rejects(joinExistingNode(inputs(node, master)), (err: Error) => {
             assert.match(err.message, new RegExp(`attaching ${node} failed`));
             assert.match(err.message, /connection refused/);
@@ -80,11 +96,12 @@ describe("NodeMembership (emulator)", () => {
         });
     });
 
-    it("manual: a script above Cloud Assistant's 24 KB (after Base64) is refused before any call", async () => {
+    it("manual: labels or taints that could break out of the script's quoting are refused before any call", async () => {
         const { emu } = ctx;
-        const big = `${SCRIPT}\n# ${"x".repeat(19 * 1024)}\n`;
-        await assert.rejects(joinExistingNode(inputs("i-emubig", "i-master", { userData: big })), /after Base64, above Cloud Assistant's 24576.*mode auto.*connection/s);
-        assert.strictEqual(emu.calls.length, 0);
+        const before = emu.calls.length;
+        await assert.rejects(joinExistingNode(inputs("i-emubad", "i-master", { labels: "role=x'; rm -rf /; '" })), /labels: parameter labels must be node labels/);
+        await assert.rejects(joinExistingNode(inputs("i-emubad", "i-master", { taints: "a=$(id):NoSchedule" })), /taints: parameter taints must be node taints/);
+        assert.strictEqual(emu.calls.length, before);
     });
 
     it("auto: ModifyInstanceAttribute → StopInstance → ReplaceSystemDisk → StartInstance, in that order, then Ready", async () => {
@@ -99,10 +116,10 @@ describe("NodeMembership (emulator)", () => {
         };
         clusterOf(emu, joined);
         const progress: string[] = [];
-        const outs = await joinExistingNode(inputs(node, master, { mode: "auto", replaceSystemDisk: true, imageId: "ubuntu_24_04_x64_20G_alibase_20260101.vhd" }), (m) => progress.push(m));
+        const outs = await joinExistingNode(inputs(node, master, { mode: "auto", replaceSystemDisk: true, imageId: "ubuntu_24_04_x64_20G_alibase_20260101.vhd", userData: SCRIPT }), (m) => progress.push(m));
 
         assert.deepStrictEqual(outs, { nodeName: `node-${node}`, providerId: `${REGION}.${node}` });
-        const ecs = emu.mutatingCalls().filter((c) => c.action !== "RunCommand");
+        const ecs = emu.mutatingCalls().filter((c) => !["InvokeCommand", "CreateCommand"].includes(c.action));
         assert.deepStrictEqual(ecs.map((c) => c.action), ["ModifyInstanceAttribute", "StopInstance", "ReplaceSystemDisk", "StartInstance"]);
         assert.ok(ecs.every((c) => c.params.InstanceId === node && c.status === 200));
         assert.strictEqual(Buffer.from(ecs[0].params.UserData, "base64").toString("utf8"), SCRIPT);
@@ -117,12 +134,13 @@ describe("NodeMembership (emulator)", () => {
     it("auto without replaceSystemDisk: true makes no call at all and says why", async () => {
         const { emu } = ctx;
         const node = emu.addInstance().instanceId;
-        const refused = inputs(node, "i-master", { mode: "auto", imageId: "img" });
+        const refused = inputs(node, "i-master", { mode: "auto", imageId: "img", userData: SCRIPT });
+        const before = emu.calls.length;
         await assert.rejects(joinExistingNode(refused), /replaceSystemDisk: mode auto replaces the system disk .* set replaceSystemDisk: true/);
         await assert.rejects(nodeMembershipProvider.create!(refused), /replaceSystemDisk/);
         const check = await nodeMembershipProvider.check!({}, refused);
         assert.strictEqual(check.failures![0].property, "replaceSystemDisk");
-        assert.strictEqual(emu.calls.length, 0);
+        assert.strictEqual(emu.calls.length, before);
         assert.strictEqual(emu.instances.get(node)!.status, "Running");
     });
 
@@ -131,9 +149,9 @@ describe("NodeMembership (emulator)", () => {
         const master = emu.addInstance().instanceId;
         const node = emu.addInstance().instanceId;
         emu.onCommand(/get nodes/, () => ({ output: zlib.gzipSync(`node-a\t${REGION}.${node}\tTrue\t\t\texisting\t2026-12-01T10:00:00Z`).toString("base64") }));
-        const outs = await joinExistingNode(inputs(node, master, { mode: "auto", replaceSystemDisk: true, imageId: "img" }));
+        const outs = await joinExistingNode(inputs(node, master, { mode: "auto", replaceSystemDisk: true, imageId: "img", userData: SCRIPT }));
         assert.strictEqual(outs.nodeName, "node-a");
-        assert.deepStrictEqual(emu.mutatingCalls().map((c) => c.action), ["RunCommand"], "only the node listing");
+        assert.deepStrictEqual(emu.mutatingCalls().map((c) => c.action).filter((a) => a !== "CreateCommand"), ["InvokeCommand"], "only the node listing");
     });
 
     it("ssh: the script ran elsewhere (remote.Command); the membership only waits for Ready", async () => {
@@ -142,7 +160,7 @@ describe("NodeMembership (emulator)", () => {
         const node = emu.addInstance().instanceId;
         clusterOf(emu, new Set([node]));
         await joinExistingNode(inputs(node, master, { mode: "ssh" }));
-        assert.ok(emu.callsOf("RunCommand").every((c) => c.params["InstanceId.1"] === master));
+        assert.ok(emu.callsOf("InvokeCommand").every((c) => c.params["InstanceId.1"] === master));
     });
 
     it("gives up after the bounded wait, pointing at the attach log", async () => {
@@ -155,13 +173,16 @@ describe("NodeMembership (emulator)", () => {
     });
 
     it("membershipProblems lists every problem; a new instance or mode replaces (leave first), a new script does not re-join", async () => {
-        const p = membershipProblems({ region: REGION, instanceId: "i-x", mode: "auto", userData: SCRIPT, masterInstanceId: "i-m" });
+        const p = membershipProblems({ region: REGION, instanceId: "i-x", mode: "auto", userData: SCRIPT, masterInstanceId: "i-m", commands });
         assert.strictEqual(p.length, 2, p.join("\n"));
+        assert.deepStrictEqual(membershipProblems({ ...inputs("i-x", "i-m"), attachCommandId: undefined }).map((x) => x.split(":")[0]), ["attachCommandId"]);
         const olds = { ...inputs("i-x", "i-m"), nodeName: "n", providerId: `${REGION}.i-x` };
         const d = await nodeMembershipProvider.diff!("x", olds, { ...inputs("i-x", "i-m"), mode: "auto", replaceSystemDisk: true, imageId: "img" });
         assert.deepStrictEqual([d.replaces, d.deleteBeforeReplace], [["mode"], true]);
-        const rotated = await nodeMembershipProvider.diff!("x", olds, { ...inputs("i-x", "i-m"), userData: `${SCRIPT}\n` });
-        assert.deepStrictEqual([rotated.changes, rotated.replaces], [true, []]);
+        for (const changed of [{ attachCommandId: "c-new" }, { commands: { ...commands, drain: "c-new" } }, { labels: "role=new" }]) {
+            const rotated = await nodeMembershipProvider.diff!("x", olds, { ...inputs("i-x", "i-m"), ...changed });
+            assert.deepStrictEqual([rotated.changes, rotated.replaces], [true, []], `${JSON.stringify(changed)}: an update, never a re-join`);
+        }
         const t = await nodeMembershipProvider.diff!("x", olds, { ...inputs("i-x", "i-m"), readyTimeoutSeconds: 99 });
         assert.deepStrictEqual([t.changes, t.replaces], [true, []]);
     });
@@ -182,24 +203,34 @@ describe("ExistingNode (mock graph)", () => {
 
     const common = () => ({
         config, apiEndpoint: "192.168.0.10:6443", token: pulumi.secret(TOKEN), caCertHash: pulumi.secret(CA_HASH),
-        masterInstanceId: "i-master0", routeTableId: "vtb-dev", imageId: "img",
+        masterInstanceId: "i-master0", routeTableId: "vtb-dev", imageId: "img", commands: { "list-nodes": "c-list" } as unknown as NodeCommandIds, attachCommandId: "c-attach",
     });
 
-    it("dev's manual node: one NodeMembership running the attach script, userdata secret, nothing secret in plain inputs", async () => {
+    it("dev's manual node: one NodeMembership invoking the saved attach command with its labels and taints; nothing secret in its inputs", async () => {
         const [node] = config.existingNodes;
-        new mod.ExistingNode("dev-node-0", { ...common(), node });
+        new mod.ExistingNode("dev-node-0", { ...common(), node: { ...node, labels: { role: "legacy" } } });
         await recorder.settle();
         const [m] = recorder.ofType("pulumi-nodejs:dynamic:Resource");
         assert.strictEqual(m.parent, "dev-node-0");
-        assert.deepStrictEqual([m.inputs.mode, m.inputs.instanceId, m.inputs.masterInstanceId, m.inputs.imageId], ["manual", "i-bp1exampleexample01", "i-master0", undefined]);
-        assert.ok(m.secretInputs.includes("userData"));
-        const script = m.rawInputs.userData as string;
-        assert.match(script, /readonly AK_POOL_NAME='existing'/);
-        assert.ok(script.includes(TOKEN) && script.includes(CA_HASH));
-        assert.ok(Buffer.byteLength(script) <= 16 * 1024);
+        assert.deepStrictEqual([m.inputs.mode, m.inputs.instanceId, m.inputs.masterInstanceId, m.inputs.imageId, m.inputs.attachCommandId, m.inputs.labels],
+            ["manual", "i-bp1exampleexample01", "i-master0", undefined, "c-attach", "role=legacy"]);
+        assert.strictEqual(m.rawInputs.userData, undefined, "manual mode sends no script");
         const visible = JSON.stringify(recorder.resources.map((r) => r.inputs));
         assert.ok(!visible.includes(TOKEN.slice(7)) && !visible.includes(CA_HASH.slice(7)));
         assert.strictEqual(recorder.ofType("command:remote:Command").length, 0);
+    });
+
+    it("the cluster's attach command: the attach script with the shared join material (secret) and labels/taints as parameters, within 18 KB", async () => {
+        mod.createAttachCommand("dev-attach", { config, apiEndpoint: "192.168.0.10:6443", caCertHash: pulumi.secret(CA_HASH), token: pulumi.secret(TOKEN) }, {});
+        await recorder.settle();
+        const [cmd] = recorder.ofType("alicloud:ecs/command:Command");
+        assert.deepStrictEqual([cmd.inputs.name, cmd.inputs.type, cmd.inputs.enableParameter], ["dev-attach", "RunShellScript", true]);
+        assert.ok(cmd.secretInputs.includes("commandContent"));
+        const script = Buffer.from(cmd.rawInputs.commandContent as string, "base64").toString("utf8");
+        assert.match(script, /^readonly AK_NODE_LABELS='\{\{labels\}\}'$/m);
+        assert.match(script, /^readonly AK_NODE_TAINTS='\{\{taints\}\}'$/m);
+        assert.ok(script.includes(TOKEN) && script.includes(CA_HASH));
+        assert.ok((cmd.rawInputs.commandContent as string).length <= 18 * 1024);
     });
 
     it("with a connection: the script goes over SSH on stdin (secret, logging off), the membership only waits", async () => {

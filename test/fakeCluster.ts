@@ -1,8 +1,14 @@
-// A fake Kubernetes cluster behind the emulator's Cloud Assistant: master 0 answers kubectl
-// (node listing, pod owners, drain, delete node) from an in-memory node table, and nodes answer the
-// reset script. Every command is recorded as "<instance>: <verb>" for ordered assertions.
+// A fake Kubernetes cluster behind the emulator's Cloud Assistant: master 0 answers the saved node
+// operations (list-nodes, pod-owners, drain, delete-node, etcd-member-remove) from an in-memory node table,
+// and nodes answer `reset`. The operations are saved in the emulator from the program's own NodeCommands
+// specs, and handlers read their parameters, as the real scripts would. Every command is recorded as
+// "<instance>: <verb>" for ordered assertions. Used where a test must inject a failure or a timing the real
+// control plane cannot produce (test/kube/ is the real one).
 import * as zlib from "zlib";
 import type { Emulator } from "./emulator";
+import type { ClusterAccess } from "../src/cloud/operations";
+import type { NodeCommandIds } from "../src/rules";
+import { operation, saveNodeCommands } from "./savedCommands";
 
 export interface FakeNode {
     name: string;
@@ -17,9 +23,14 @@ export interface FakeNode {
 
 export interface FakeCluster {
     master: string;
+    region: string;
     nodes: Map<string, FakeNode>;
+    /** The saved operations' command ids. */
+    commands: NodeCommandIds;
+    /** Where the providers and the removal core reach the cluster. */
+    access: ClusterAccess;
     /** `<instanceId>: <verb>` per command, in order: get-nodes, get-pods, drain <node>, delete-node <node>, reset. */
-    commands: string[];
+    log: string[];
     /** Make the next drains fail (e.g. a PDB) until reset to 0. */
     failDrains: number;
     addNode(instanceId: string, init?: Partial<FakeNode>): FakeNode;
@@ -28,13 +39,15 @@ export interface FakeCluster {
 /**
  * @param opts.commandDelayMs how long drain and reset take (benchmarks). Default 0.
  */
-export function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: { commandDelayMs?: number } = {}): FakeCluster {
+export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: { commandDelayMs?: number } = {}): Promise<FakeCluster> {
     const delayMs = opts.commandDelayMs ?? 0;
-    const master = emu.addInstance({ instanceName: "master-0" }).instanceId;
+    const master = emu.addInstance({ instanceName: "master-0", regionId: region }).instanceId;
+    const commands = await saveNodeCommands(region);
     const c: FakeCluster = {
-        master,
+        master, region, commands,
+        access: { region, masterInstanceId: master, commands, pollIntervalMs: 10 },
         nodes: new Map(),
-        commands: [],
+        log: [],
         failDrains: 0,
         addNode(instanceId, init = {}) {
             const node: FakeNode = { name: `node-${instanceId}`, instanceId, ready: true, pool: "", podCidr: `172.16.${c.nodes.size}.0/25`, pods: [], createdAt: new Date().toISOString(), ...init };
@@ -43,20 +56,20 @@ export function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: { comma
         },
     };
     const gz = (text: string) => zlib.gzipSync(text).toString("base64");
-    emu.onCommand(/kubectl .* get nodes/, (ctx) => {
-        c.commands.push(`${ctx.instanceId}: get-nodes`);
-        const selector = /-l alicloud-kubeadm\/pool=(\S+)/.exec(ctx.script)?.[1];
+    emu.onCommand(operation("list-nodes"), (ctx) => {
+        c.log.push(`${ctx.instanceId}: get-nodes`);
+        const selector = /^alicloud-kubeadm\/pool=(\S+)$/.exec(ctx.parameters.selector ?? "")?.[1];
         const lines = [...c.nodes.values()].filter((n) => !selector || n.pool === selector)
             .map((n) => [n.name, `${region}.${n.instanceId}`, n.ready ? "True" : "False", "", n.podCidr, n.pool, n.createdAt].join("\t"));
         return { output: gz(lines.join("\n")) };
     });
-    emu.onCommand(/kubectl .* get pods/, (ctx) => {
-        c.commands.push(`${ctx.instanceId}: get-pods`);
+    emu.onCommand(operation("pod-owners"), (ctx) => {
+        c.log.push(`${ctx.instanceId}: get-pods`);
         return { output: gz([...c.nodes.values()].flatMap((n) => n.pods.map((kind) => `${n.name}\t${kind}`)).join("\n")) };
     });
-    emu.onCommand(/kubectl .* drain /, (ctx) => {
-        const name = /drain (\S+)/.exec(ctx.script)![1];
-        c.commands.push(`${ctx.instanceId}: drain ${name}`);
+    emu.onCommand(operation("drain"), (ctx) => {
+        const name = ctx.parameters.node;
+        c.log.push(`${ctx.instanceId}: drain ${name}`);
         if (c.failDrains > 0) {
             c.failDrains--;
             return { exitCode: 1, output: `evicting pod default/web-1\nerror when evicting pods/"web-1" -n "default" (will retry after 5s): Cannot evict pod as it would violate the pod's disruption budget.\nerror: unable to drain node "${name}" due to error: global timeout reached: 10s` };
@@ -68,19 +81,18 @@ export function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: { comma
         node.pods = node.pods.filter((k) => k === "DaemonSet");
         return { output: `node/${name} cordoned\nnode/${name} drained\n`, delayMs };
     });
-    emu.onCommand(/kubectl .* delete node /, (ctx) => {
-        const name = /delete node (\S+)/.exec(ctx.script)![1];
-        c.commands.push(`${ctx.instanceId}: delete-node ${name}`);
+    emu.onCommand(operation("delete-node"), (ctx) => {
+        const name = ctx.parameters.node;
+        c.log.push(`${ctx.instanceId}: delete-node ${name}`);
         c.nodes.delete(name);
         return { output: `node "${name}" deleted\n` };
     });
-    emu.onCommand(/etcdctl .*member list/, (ctx) => {
-        const member = /-v n='?([^' ]+)'? /.exec(ctx.script)?.[1];
-        c.commands.push(`${ctx.instanceId}: etcd-member-remove ${member}`);
+    emu.onCommand(operation("etcd-member-remove"), (ctx) => {
+        c.log.push(`${ctx.instanceId}: etcd-member-remove ${ctx.parameters.member} via ${ctx.parameters.etcdnode ?? ctx.parameters.etcdNode}`);
         return { output: "member-removed\n" };
     });
-    emu.onCommand(/kubeadm reset -f/, (ctx) => {
-        c.commands.push(`${ctx.instanceId}: reset`);
+    emu.onCommand(operation("reset"), (ctx) => {
+        c.log.push(`${ctx.instanceId}: reset`);
         return { output: "reset-complete\n", delayMs };
     });
     return c;

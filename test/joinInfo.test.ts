@@ -5,7 +5,9 @@ import * as os from "os";
 import * as path from "path";
 import * as YAML from "yaml";
 import { useEmulator } from "./emulator/fixture";
-import { caCertHash, readJoinInfo, rewriteKubeconfigServer, MASTER_PATHS } from "../src/providers/joinInfo";
+import { caCertHash, readJoinInfo, rewriteKubeconfigServer } from "../src/providers/joinInfo";
+import { renderOperation } from "../src/shell/render";
+import { operation } from "./savedCommands";
 
 /** A self-signed CA made with the openssl CLI, and its pin computed independently by openssl. */
 function makeCa(kind: "rsa" | "ec"): { pem: string; pin: string } {
@@ -40,7 +42,8 @@ users:
 
 describe("JoinInfo", () => {
     const ctx = useEmulator();
-    const inputs = (masterInstanceId: string) => ({ region: "cn-hangzhou", masterInstanceId, kubeconfigServer: "https://203.0.113.10:6443", pollSeconds: 0.05, waitTimeoutSeconds: 5 });
+    const scripts = { initStatus: renderOperation("init-status"), readKubeconfig: renderOperation("read-kubeconfig") };
+    const inputs = (masterInstanceId: string) => ({ region: "cn-hangzhou", masterInstanceId, kubeconfigServer: "https://203.0.113.10:6443", scripts, pollSeconds: 0.05, waitTimeoutSeconds: 5 });
 
     for (const kind of ["rsa", "ec"] as const) {
         it(`computes the CA pin of an ${kind.toUpperCase()} CA exactly as openssl does`, () => {
@@ -55,11 +58,11 @@ describe("JoinInfo", () => {
         const master = emu.addInstance().instanceId;
         const ca = makeCa("ec");
         let checks = 0;
-        emu.onCommand(/init\.done/, () => {
+        emu.onCommand(operation("init-status"), () => {
             checks++;
             return checks < 3 ? { output: "status=waiting\n" } : { output: `status=done\n${Buffer.from(ca.pem).toString("base64")}\n` };
         });
-        emu.onCommand(new RegExp(`^cat ${MASTER_PATHS.adminConf}$`), { output: ADMIN_CONF });
+        emu.onCommand(operation("read-kubeconfig"), { output: ADMIN_CONF });
         const progress: string[] = [];
         const out = await readJoinInfo(inputs(master), (m) => progress.push(m));
         assert.strictEqual(checks, 3);
@@ -77,8 +80,8 @@ describe("JoinInfo", () => {
         const master = emu.addInstance().instanceId;
         emu.setAgentOffline(master);
         const ca = makeCa("rsa");
-        emu.onCommand(/init\.done/, { output: `status=done\n${Buffer.from(ca.pem).toString("base64")}\n` });
-        emu.onCommand(/admin\.conf/, { output: ADMIN_CONF });
+        emu.onCommand(operation("init-status"), { output: `status=done\n${Buffer.from(ca.pem).toString("base64")}\n` });
+        emu.onCommand(operation("read-kubeconfig"), { output: ADMIN_CONF });
         setTimeout(() => { emu.instances.get(master)!.agentOnline = true; }, 300);
         const out = await readJoinInfo(inputs(master));
         assert.strictEqual(out.caCertHash, ca.pin);
@@ -89,8 +92,8 @@ describe("JoinInfo", () => {
         const master = emu.addInstance().instanceId;
         const ca = makeCa("ec");
         emu.inject("RunCommand", { status: 400, code: "InvalidInstance.NotMatch", message: "The specified instance type does not match the command.", times: 2 });
-        emu.onCommand(/init\.done/, { output: `status=done\n${Buffer.from(ca.pem).toString("base64")}\n` });
-        emu.onCommand(/admin\.conf/, { output: ADMIN_CONF });
+        emu.onCommand(operation("init-status"), { output: `status=done\n${Buffer.from(ca.pem).toString("base64")}\n` });
+        emu.onCommand(operation("read-kubeconfig"), { output: ADMIN_CONF });
         const out = await readJoinInfo(inputs(master));
         assert.strictEqual(out.caCertHash, ca.pin);
         assert.strictEqual(emu.callsOf("RunCommand").filter((c) => c.code === "InvalidInstance.NotMatch").length, 2);
@@ -99,7 +102,7 @@ describe("JoinInfo", () => {
     it("a failed init surfaces the tail of the init log and the fix", async () => {
         const { emu } = ctx;
         const master = emu.addInstance().instanceId;
-        emu.onCommand(/init\.done/, { output: "status=failed\nstatus=failed\nexit_code=1\n--- last lines of the init log:\n[ERROR FileAvailable--etc-kubernetes-manifests-kube-apiserver.yaml]: exists\n" });
+        emu.onCommand(operation("init-status"), { output: "status=failed\nstatus=failed\nexit_code=1\n--- last lines of the init log:\n[ERROR FileAvailable--etc-kubernetes-manifests-kube-apiserver.yaml]: exists\n" });
         await assert.rejects(readJoinInfo(inputs(master)), (err: Error) => {
             assert.match(err.message, new RegExp(`kubeadm init failed on master 0 \\(${master}\\)`));
             assert.match(err.message, /kube-apiserver\.yaml\]: exists/);
@@ -112,7 +115,7 @@ describe("JoinInfo", () => {
     it("gives up after the bounded wait with a message saying where to look", async () => {
         const { emu } = ctx;
         const master = emu.addInstance().instanceId;
-        emu.onCommand(/init\.done/, { output: "status=waiting\n" });
+        emu.onCommand(operation("init-status"), { output: "status=waiting\n" });
         await assert.rejects(readJoinInfo({ ...inputs(master), waitTimeoutSeconds: 0.3 }), /did not finish within 0 s.*master-init\.log/s);
     });
 

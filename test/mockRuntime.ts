@@ -64,6 +64,7 @@ const ID_PREFIX: Record<string, string> = {
     "alicloud:ess/scalingGroup:ScalingGroup": "asg-",
     "alicloud:ess/scalingConfiguration:ScalingConfiguration": "asc-",
     "alicloud:nlb/loadBalancer:LoadBalancer": "nlb-",
+    "alicloud:ecs/command:Command": "c-",
 };
 
 /** Attributes the real provider computes, given deterministic values. */

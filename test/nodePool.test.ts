@@ -11,6 +11,8 @@ import { redactUserdata } from "../src/shell/render";
 import { scalingConfigurationTags } from "../src/rules";
 import { parseClusterConfig } from "../src/config";
 import { drainPool, setPoolCapacity, poolCapacityProvider, type PoolCapacityInputs } from "../src/providers/poolCapacity";
+import type { NodeCommandIds } from "../src/rules";
+import { operation, saveNodeCommands } from "./savedCommands";
 
 const REGION = "cn-hangzhou";
 
@@ -25,9 +27,9 @@ const line = (name: string, providerId: string, ready: boolean, pool: string) =>
  */
 function clusterOf(emu: Emulator, groupId: string, pool: string): { listings: number; selectors: string[] } {
     const seen = { listings: 0, selectors: [] as string[] };
-    emu.onCommand(/get nodes/, (c) => {
+    emu.onCommand(operation("list-nodes"), (c) => {
         seen.listings++;
-        seen.selectors.push(/-l (\S+)/.exec(c.script)?.[1] ?? "");
+        seen.selectors.push(c.parameters.selector ?? "");
         const members = emu.scalingGroupInstances(groupId);
         const lines = members.map((id, i) => line(`node-${id}`, `${REGION}.${id}`, i < seen.listings - 1, pool));
         lines.push(line("stale", `${REGION}.i-released0000000001`, true, pool));
@@ -38,8 +40,10 @@ function clusterOf(emu: Emulator, groupId: string, pool: string): { listings: nu
 
 describe("PoolCapacity (emulator)", () => {
     const ctx = useEmulator();
+    let commands: NodeCommandIds;
+    beforeEach(async () => { commands = await saveNodeCommands(REGION); });
     const inputs = (groupId: string, master: string, size: number): PoolCapacityInputs => ({
-        region: REGION, scalingGroupId: groupId, poolName: "general", masterInstanceId: master, size,
+        region: REGION, scalingGroupId: groupId, poolName: "general", masterInstanceId: master, commands, size,
         pollSeconds: 0.02, readyTimeoutSeconds: 5, pollIntervalMs: 10,
     });
 
@@ -67,7 +71,7 @@ describe("PoolCapacity (emulator)", () => {
         const { emu } = ctx;
         const master = emu.addInstance().instanceId;
         const group = emu.addScalingGroup({ maxSize: 5 });
-        emu.onCommand(/get nodes/, () => {
+        emu.onCommand(operation("list-nodes"), () => {
             emu.state.activities.push({
                 scalingActivityId: "asa-failed", scalingGroupId: group.scalingGroupId, description: "Add 2 ECS instance(s)", cause: "A user request",
                 startedAt: Date.now(), endsAt: Date.now(), statusCode: "Failed", totalCapacity: 0, createdInstances: [], destroyedInstances: [],
@@ -85,7 +89,7 @@ describe("PoolCapacity (emulator)", () => {
         const { emu } = ctx;
         const master = emu.addInstance().instanceId;
         const group = emu.addScalingGroup({ maxSize: 2 });
-        emu.onCommand(/get nodes/, () => ({ output: zlib.gzipSync("").toString("base64") }));
+        emu.onCommand(operation("list-nodes"), () => ({ output: zlib.gzipSync("").toString("base64") }));
         await assert.rejects(setPoolCapacity({ ...inputs(group.scalingGroupId, master, 2), readyTimeoutSeconds: 0.2 }), (err: Error) => {
             const members = emu.scalingGroupInstances(group.scalingGroupId);
             assert.match(err.message, /only 0\/2 nodes Ready after 0 s/);
@@ -118,8 +122,8 @@ describe("PoolCapacity (emulator)", () => {
         const members = emu.scalingGroupInstances(group.scalingGroupId);
         const scripts: string[] = [];
         emu.onCommand(/./, (c) => { scripts.push(c.script); return { output: "" }; });
-        emu.onCommand(/get pods/, () => ({ output: zlib.gzipSync("").toString("base64") }));
-        emu.onCommand(/get nodes/, () => ({ output: zlib.gzipSync(emu.scalingGroupInstances(group.scalingGroupId)
+        emu.onCommand(operation("pod-owners"), () => ({ output: zlib.gzipSync("").toString("base64") }));
+        emu.onCommand(operation("list-nodes"), () => ({ output: zlib.gzipSync(emu.scalingGroupInstances(group.scalingGroupId)
             .map((id) => line(`node-${id}`, `${REGION}.${id}`, true, "general")).join("\n")).toString("base64") }));
         const olds = { ...inputs(group.scalingGroupId, master, 3), readyInstanceIds: members };
         const res = await poolCapacityProvider.update!("x", olds, inputs(group.scalingGroupId, master, 1));
@@ -127,7 +131,7 @@ describe("PoolCapacity (emulator)", () => {
         const left = emu.scalingGroupInstances(group.scalingGroupId);
         assert.strictEqual(left.length, 1);
         assert.deepStrictEqual((res.outs as { readyInstanceIds: string[] }).readyInstanceIds, left);
-        assert.strictEqual(scripts.filter((s) => /kubectl .* drain node-/.test(s)).length, 2, "both surplus nodes drained");
+        assert.strictEqual(scripts.filter((s) => operation("drain").test(s) && /^readonly AK_NODE='node-/m.test(s)).length, 2, "both surplus nodes drained");
         const ess = emu.mutatingCalls().filter((c) => c.product === "ess").map((c) => `${c.action}${c.params.DesiredCapacity ? `(${c.params.DesiredCapacity})` : ""}`);
         // Both surplus nodes leave in one RemoveInstances (ESS runs one scaling activity at a time per group).
         assert.deepStrictEqual(ess, ["RemoveInstances", "ModifyScalingGroup(1)", "ModifyScalingGroup(1)"]);
@@ -141,9 +145,9 @@ describe("PoolCapacity (emulator)", () => {
         const master = emu.addInstance().instanceId;
         const group = emu.addScalingGroup({ minSize: 2, maxSize: 10, desiredCapacity: 2 });
         const drained: string[] = [];
-        emu.onCommand(/./, (c) => { if (/ drain /.test(c.script)) drained.push(c.script); return { output: "" }; });
-        emu.onCommand(/get pods/, () => ({ output: zlib.gzipSync("").toString("base64") }));
-        emu.onCommand(/get nodes/, () => ({ output: zlib.gzipSync(emu.scalingGroupInstances(group.scalingGroupId)
+        emu.onCommand(/./, (c) => { if (operation("drain").test(c.script)) drained.push(c.script); return { output: "" }; });
+        emu.onCommand(operation("pod-owners"), () => ({ output: zlib.gzipSync("").toString("base64") }));
+        emu.onCommand(operation("list-nodes"), () => ({ output: zlib.gzipSync(emu.scalingGroupInstances(group.scalingGroupId)
             .map((id) => line(`node-${id}`, `${REGION}.${id}`, true, "elastic")).join("\n")).toString("base64") }));
         await poolCapacityProvider.delete!("x", { ...inputs(group.scalingGroupId, master, 0), poolName: "elastic", mode: "observe", minSize: 2, readyInstanceIds: [] });
         assert.deepStrictEqual(emu.scalingGroupInstances(group.scalingGroupId), []);
@@ -158,7 +162,7 @@ describe("PoolCapacity (emulator)", () => {
         const { emu } = ctx;
         const master = emu.addInstance().instanceId;
         const warnings: string[] = [];
-        const reports = await drainPool(inputs("asg-gone", master, 0), { region: REGION, masterInstanceId: master, warn: (m) => warnings.push(m) });
+        const reports = await drainPool(inputs("asg-gone", master, 0), { region: REGION, masterInstanceId: master, commands, warn: (m) => warnings.push(m) });
         assert.deepStrictEqual(reports, []);
         assert.match(warnings[0], /asg-gone is already gone/);
     });
@@ -169,6 +173,8 @@ describe("PoolCapacity (emulator)", () => {
         assert.deepStrictEqual([grow.changes, grow.replaces], [true, []]);
         const toAutoscaled = await poolCapacityProvider.diff!("x", olds, { ...inputs("asg-1", "i-m", 2), mode: "observe" });
         assert.deepStrictEqual([toAutoscaled.changes, toAutoscaled.replaces], [true, []], "fixed → autoscaled is an update: no drain of the pool");
+        const newCommand = await poolCapacityProvider.diff!("x", olds, { ...inputs("asg-1", "i-m", 2), commands: { ...commands, drain: "c-new" } });
+        assert.deepStrictEqual([newCommand.changes, newCommand.replaces], [true, []], "a new command id is an update: the pool is not drained");
         const moved = await poolCapacityProvider.diff!("x", olds, inputs("asg-2", "i-m", 2));
         assert.deepStrictEqual([moved.replaces, moved.deleteBeforeReplace], [["scalingGroupId"], true]);
         const check = await poolCapacityProvider.check!({}, { ...inputs("asg-1", "i-m", -1) });
@@ -202,6 +208,7 @@ describe("NodePool (mock graph, dev pools)", () => {
                 apiEndpoint: "192.168.0.10:6443",
                 caCertHash: pulumi.secret(CA_HASH),
                 masterInstanceId: "i-master0",
+                commands: { "list-nodes": "c-list" } as unknown as NodeCommandIds,
                 routeTableId: "vtb-dev",
                 tags: { "alicloud-kubeadm/cluster": "dev" },
             }, { transformations: [(a) => { childOpts.set(a.name, a.opts); return undefined; }] });
@@ -282,7 +289,7 @@ describe("NodePool (mock graph, dev pools)", () => {
         const golden = path.join(__dirname, "golden", "attach-node.dev-pools.header.sh");
         const actual = configs().map((c) => {
             const script = redactUserdata(c.rawInputs.userData as string);
-            return `# ${c.name}\n${script.slice(0, script.indexOf("\n# ---- userdata/"))}\n`;
+            return `# ${c.name}\n${script.slice(0, script.indexOf("\n# ---- src/shell/"))}\n`;
         }).join("\n");
         assert.ok(!actual.includes(TOKEN) && !actual.includes(CA_HASH.slice(7)));
         if (process.env.UPDATE_GOLDEN === "1") fs.writeFileSync(golden, actual);
@@ -297,7 +304,7 @@ describe("NodePool (mock graph, dev pools)", () => {
         const before = recorder.resources.filter((r) => r.custom).length;
         assert.throws(() => new NodePool("dev-pool-bad", {
             config, pool: { ...config.nodePools[1], name: "bad", labels }, vswitchIds: ["vsw-h"], securityGroupIds: ["sg"], imageId: "img",
-            apiEndpoint: "192.168.0.10:6443", caCertHash: CA_HASH, masterInstanceId: "i-master0",
+            apiEndpoint: "192.168.0.10:6443", caCertHash: CA_HASH, masterInstanceId: "i-master0", commands: {} as NodeCommandIds,
         }), /21 tags/);
         await recorder.settle();
         assert.strictEqual(recorder.resources.filter((r) => r.custom).length, before);

@@ -6,17 +6,17 @@ import { chooseVictims, removeNode, removeNodes, scaleInPool, RemovalError, CLEA
 
 const REGION = "cn-hangzhou";
 
-/** Every mutating call in order; RunCommand is shown with its target and what the script does. */
+/** Every mutating call after the setup, in order; InvokeCommand is shown with its target and the saved operation it runs. */
 function timeline(emu: Emulator, c: FakeCluster): string[] {
-    return emu.mutatingCalls().filter((call) => call.code === "").map((call) => {
-        if (call.action !== "RunCommand") {
+    const opOf = Object.fromEntries(Object.entries(c.commands).map(([op, id]) => [id, op]));
+    const verb: Record<string, string> = { "list-nodes": "get-nodes", "pod-owners": "get-pods" };
+    return emu.mutatingCalls().filter((call) => call.code === "" && call.action !== "CreateCommand").map((call) => {
+        if (call.action !== "InvokeCommand") {
             return `${call.action} ${call.params["InstanceId.1"] ?? call.params.InstanceId ?? call.params.DestinationCidrBlock ?? ""}`.trim();
         }
-        const script = Buffer.from(call.params.CommandContent, "base64").toString("utf8");
-        const verb = /get nodes/.test(script) ? "get-nodes" : /get pods/.test(script) ? "get-pods" : /drain/.test(script) ? "drain"
-            : /delete node/.test(script) ? "delete-node" : /kubeadm reset/.test(script) ? "reset" : "other";
+        const op = opOf[call.params.CommandId] ?? "other";
         const who = call.params["InstanceId.1"] === c.master ? "master" : call.params["InstanceId.1"];
-        return `RunCommand ${who} ${verb}`;
+        return `InvokeCommand ${who} ${verb[op] ?? op}`;
     });
 }
 
@@ -27,11 +27,11 @@ describe("removal core", () => {
     let opts: RemovalOptions;
     let table: string;
 
-    beforeEach(() => {
-        c = fakeCluster(ctx.emu, REGION);
+    beforeEach(async () => {
+        c = await fakeCluster(ctx.emu, REGION);
         table = ctx.emu.addRouteTable().routeTableId;
         warnings = [];
-        opts = { region: REGION, masterInstanceId: c.master, routeTableId: table, pollIntervalMs: 10, warn: (m) => warnings.push(m), log: () => undefined };
+        opts = { region: REGION, masterInstanceId: c.master, commands: c.commands, routeTableId: table, pollIntervalMs: 10, warn: (m) => warnings.push(m), log: () => undefined };
     });
 
     /** An existing instance joined as a node, with userdata and a pod route. */
@@ -54,11 +54,11 @@ describe("removal core", () => {
         const id = existingNode();
         const report = await removeNode({ instanceId: id, kind: "existing" }, opts);
         assert.deepStrictEqual(timeline(ctx.emu, c), [
-            "RunCommand master get-nodes",
-            "RunCommand master drain",
+            "InvokeCommand master get-nodes",
+            "InvokeCommand master drain",
             `ModifyInstanceAttribute ${id}`,
-            `RunCommand ${id} reset`,
-            "RunCommand master delete-node",
+            `InvokeCommand ${id} reset`,
+            "InvokeCommand master delete-node",
             "DeleteRouteEntry 172.16.0.0/25",
         ]);
         assert.deepStrictEqual(report.done, ["drain", "clear-userdata", "reset", "delete-node", "delete-route"]);
@@ -74,10 +74,10 @@ describe("removal core", () => {
             const id = poolNode(group);
             await removeNode({ instanceId: id, kind: "scale-out", scalingGroupId: group, essAction }, opts);
             assert.deepStrictEqual(timeline(ctx.emu, c), [
-                "RunCommand master get-nodes",
-                "RunCommand master drain",
-                `RunCommand ${id} reset`,
-                "RunCommand master delete-node",
+                "InvokeCommand master get-nodes",
+                "InvokeCommand master drain",
+                `InvokeCommand ${id} reset`,
+                "InvokeCommand master delete-node",
                 `${action} ${id}`,
                 "DeleteRouteEntry 172.16.0.0/25",
             ]);
@@ -92,10 +92,10 @@ describe("removal core", () => {
         c.addNode(id);
         await removeNode({ instanceId: id, kind: "control-plane" }, { ...opts, routeTableId: undefined });
         assert.deepStrictEqual(timeline(ctx.emu, c), [
-            "RunCommand master get-nodes",
-            "RunCommand master drain",
-            `RunCommand ${id} reset`,
-            "RunCommand master delete-node",
+            "InvokeCommand master get-nodes",
+            "InvokeCommand master drain",
+            `InvokeCommand ${id} reset`,
+            "InvokeCommand master delete-node",
         ]);
     });
 
@@ -112,12 +112,11 @@ describe("removal core", () => {
         const id = existingNode();
         [...c.nodes.values()][0].ready = false;
         await removeNode({ instanceId: id, kind: "existing" }, opts);
-        const drain = ctx.emu.callsOf("RunCommand").map((x) => Buffer.from(x.params.CommandContent, "base64").toString()).find((s) => s.includes(" drain "))!;
-        assert.match(drain, /--skip-wait-for-delete-timeout=60/);
+        const drains = () => ctx.emu.callsOf("InvokeCommand").filter((x) => x.params.CommandId === c.commands.drain).map((x) => JSON.parse(x.params.Parameters) as Record<string, string>);
+        assert.equal(drains()[0].skipWait, "60");
         const readyId = existingNode();
         await removeNode({ instanceId: readyId, kind: "existing" }, opts);
-        const drains = ctx.emu.callsOf("RunCommand").map((x) => Buffer.from(x.params.CommandContent, "base64").toString()).filter((s) => s.includes(" drain "));
-        assert.doesNotMatch(drains[1], /skip-wait-for-delete-timeout/, "Ready nodes keep graceful termination");
+        assert.equal(drains()[1].skipWait, "0", "Ready nodes keep graceful termination");
     });
 
     it("a control-plane member that cannot reset leaves etcd through master 0", async () => {
@@ -126,10 +125,9 @@ describe("removal core", () => {
         c.addNode(id, { name: "master-1" });
         ctx.emu.stopInstance(id);
         const report = await removeNode({ instanceId: id, kind: "control-plane" }, { ...opts, routeTableId: undefined });
-        assert.deepStrictEqual(c.commands.filter((x) => !x.endsWith("get-nodes")), [`${c.master}: drain master-1`, `${c.master}: etcd-member-remove master-1`, `${c.master}: delete-node master-1`]);
+        assert.deepStrictEqual(c.log.filter((x) => !x.endsWith("get-nodes")),
+            [`${c.master}: drain master-1`, `${c.master}: etcd-member-remove master-1 via master-0`, `${c.master}: delete-node master-1`]);
         assert.deepStrictEqual(report.done, ["drain", "reset", "delete-node"]);
-        const script = ctx.emu.callsOf("RunCommand").map((x) => Buffer.from(x.params.CommandContent, "base64").toString()).find((s) => s.includes("etcdctl"))!;
-        assert.match(script, /exec etcd-master-0 -- etcdctl .* member list/);
     });
 
     it("is idempotent: removing again makes no mutating call but the read-only node lookup", async () => {
@@ -138,7 +136,7 @@ describe("removal core", () => {
         const before = ctx.emu.calls.length;
         const report = await removeNode({ instanceId: id, kind: "existing" }, opts);
         const again = ctx.emu.calls.slice(before).filter((x) => !/^(Describe|List|Get)/.test(x.action));
-        assert.deepStrictEqual(again.map((x) => [x.action, Buffer.from(x.params.CommandContent ?? "", "base64").toString().includes("get nodes")]), [["RunCommand", true]]);
+        assert.deepStrictEqual(again.map((x) => [x.action, x.params.CommandId]), [["InvokeCommand", c.commands["list-nodes"]]]);
         assert.deepStrictEqual(report.done, []);
         assert.match(warnings.join("\n"), /drain skipped: no Node has provider id/);
         assert.match(warnings.join("\n"), /clear-userdata skipped: userdata already cleared/);
@@ -176,7 +174,7 @@ describe("removal core", () => {
             assert.match(err.message, /run the same `pulumi up` \/ `pulumi destroy` again to resume/);
             return true;
         });
-        assert.deepStrictEqual(timeline(ctx.emu, c), ["RunCommand master get-nodes", "RunCommand master drain"], "nothing after the failed drain");
+        assert.deepStrictEqual(timeline(ctx.emu, c), ["InvokeCommand master get-nodes", "InvokeCommand master drain"], "nothing after the failed drain");
         assert.ok(ctx.emu.instances.has(id) && ctx.emu.scalingGroupInstances(group).includes(id), "the undrained node is not released");
 
         await removeNode({ instanceId: id, kind: "scale-out", scalingGroupId: group }, opts);
@@ -203,8 +201,8 @@ describe("removal core", () => {
     it("master unreachable: fails at the first step, touches nothing", async () => {
         const id = existingNode();
         ctx.emu.setAgentOffline(c.master);
-        await assert.rejects(removeNode({ instanceId: id, kind: "existing" }, opts), /step "drain" failed: Cloud Assistant agent on .* is not running/);
-        assert.deepStrictEqual(ctx.emu.mutatingCalls().filter((x) => x.action !== "RunCommand"), []);
+        await assert.rejects(removeNode({ instanceId: id, kind: "existing" }, opts), /step "find-node" failed: Cloud Assistant agent on .* is not running/);
+        assert.deepStrictEqual(ctx.emu.mutatingCalls().filter((x) => x.action !== "InvokeCommand" && x.action !== "CreateCommand"), []);
     });
 
     it("removeNodes attempts every node and reports all failures together", async () => {

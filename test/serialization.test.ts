@@ -9,18 +9,19 @@ import { joinInfoProvider } from "../src/providers/joinInfo";
 import { nodeMembershipProvider } from "../src/providers/nodeMembership";
 import { poolCapacityProvider } from "../src/providers/poolCapacity";
 import { removeNode } from "../src/removal";
+import type { NodeCommandIds } from "../src/rules";
 
 /** A provider whose delete runs the removal core, as NodeMembership's and PoolCapacity's do. */
 const removalProvider = {
     async delete(_id: string, props: { instanceId: string }) {
-        await removeNode({ instanceId: props.instanceId, kind: "existing" }, { region: "cn-hangzhou", masterInstanceId: "i-x" });
+        await removeNode({ instanceId: props.instanceId, kind: "existing" }, { region: "cn-hangzhou", masterInstanceId: "i-x", commands: {} as NodeCommandIds });
     },
 };
 
 /** [name, provider, text its serialization must contain (proves the code was captured)]. */
 const PROVIDERS: Array<[string, object, RegExp]> = [
-    ["JoinInfo", joinInfoProvider, /init\.done/],
-    ["BootstrapToken", bootstrapTokenProvider, /kubeadm token create/],
+    ["JoinInfo", joinInfoProvider, /kubeadm init failed on master 0/],
+    ["BootstrapToken", bootstrapTokenProvider, /token-create/],
     ["ControlPlaneMember", controlPlaneMemberProvider, /upload-certs/],
     ["NodeMembership", nodeMembershipProvider, /ReplaceSystemDisk/],
     ["PoolCapacity", poolCapacityProvider, /ModifyScalingGroup/],
@@ -46,6 +47,8 @@ describe("dynamic provider serialization", () => {
             assert.match(text, marker);
             assert.ok(!text.includes("distinctive-serialization"), "no credential in the serialized provider");
             assert.ok(!text.includes("distinctive-endpoint"), "no endpoint captured either");
+            // delete runs the last deployment's code, maybe from a consumer's node_modules: it must not depend on files.
+            assert.doesNotMatch(text, /readFileSync|readdirSync/, "a dynamic provider never reads a file when it runs");
         });
     }
 });

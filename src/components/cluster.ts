@@ -3,7 +3,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as alicloud from "@pulumi/alicloud";
 import * as k8s from "@pulumi/kubernetes";
-import { renderControlPlaneJoin, renderMasterInit } from "../shell/render";
+import { renderControlPlaneJoinCommand, renderMasterInit, renderOperation } from "../shell/render";
 import { clusterTags, nodeMirrors, validateClusterConfig, type ClusterConfig, type ClusterConfigInput } from "../config";
 import { throwIfProblems } from "./args";
 import { ControlPlane } from "./controlPlane";
@@ -13,7 +13,9 @@ import { ApiServerReady } from "../providers/apiServerReady";
 import { BootstrapToken } from "../providers/bootstrapToken";
 import { ControlPlaneMember } from "../providers/controlPlaneMember";
 import { JoinInfo } from "../providers/joinInfo";
-import { ExistingNode } from "./existingNode";
+import { createAttachCommand, ExistingNode } from "./existingNode";
+import { NodeCommands, saveCommand } from "./nodeCommands";
+import { OPERATIONS } from "../rules";
 import { NodePool } from "./nodePool";
 import { PodNetwork } from "./podNetwork";
 import { Network } from "./network";
@@ -53,6 +55,8 @@ export class Cluster extends pulumi.ComponentResource {
     public readonly controlPlane: ControlPlane;
     /** CA pin and admin kubeconfig read from master 0 (both secret). */
     public readonly joinInfo: JoinInfo;
+    /** The node operations saved as Cloud Assistant commands. */
+    public readonly commands: NodeCommands;
     /** Admin kubeconfig (secret). */
     public readonly kubeconfig: pulumi.Output<string>;
     /** Masters 1..n-1 joined with kubeadm join --control-plane. */
@@ -112,27 +116,34 @@ export class Cluster extends pulumi.ComponentResource {
             userdata: (index, endpoint, certSANs) => masterUserdata(config, index, endpoint, certSANs),
         }, { parent: this });
 
+        // Join material: the CA pin and the kubeconfig from master 0, and the node operations saved as commands.
         this.joinInfo = new JoinInfo(`${name}-join-info`, {
             region: config.region,
             masterInstanceId: this.controlPlane.resources.masters[0].id,
             kubeconfigServer: this.controlPlane.kubeconfigServer,
+            scripts: { initStatus: renderOperation("init-status"), readKubeconfig: renderOperation("read-kubeconfig") },
         }, { parent: this });
         this.kubeconfig = pulumi.secret(this.joinInfo.kubeconfig);
+        this.commands = new NodeCommands(`${name}-commands`, { clusterName: config.name }, { parent: this });
+        const commands = this.commands.ids;
 
-        // Masters 1..n-1 join one at a time (etcd grows by one member per step).
+        // Masters 1..n-1 join one at a time (etcd grows by one member per step), each with the saved
+        // control-plane join command and a fresh token and certificate key from master 0.
         const masters = this.controlPlane.resources.masters;
+        const joinCommand = masters.length < 2 ? undefined : saveCommand(`${name}-control-plane-join`, {
+            commandName: `${config.name}-control-plane-join`, parameters: true,
+            timeoutSeconds: OPERATIONS["control-plane-join"].timeoutSeconds, description: OPERATIONS["control-plane-join"].description,
+            script: pulumi.secret(pulumi.all([this.controlPlane.endpoint, this.joinInfo.caCertHash]).apply(([apiEndpoint, caCertHash]) =>
+                renderControlPlaneJoinCommand({ region: config.region, kubernetesVersion: config.kubernetesVersion, apiEndpoint, caCertHash, ...nodeMirrors(config) }))),
+        }, { parent: this });
         let previous: pulumi.Resource = this.joinInfo;
         this.controlPlaneMembers = masters.slice(1).map((member, k) => {
-            const joinScript = pulumi.secret(pulumi.all([this.controlPlane.endpoint, this.joinInfo.caCertHash]).apply(([apiEndpoint, caCertHash]) =>
-                renderControlPlaneJoin({
-                    region: config.region, kubernetesVersion: config.kubernetesVersion, apiEndpoint, caCertHash,
-                    ...nodeMirrors(config), ...JOIN_PLACEHOLDERS,
-                })));
             previous = new ControlPlaneMember(`${name}-master-${k + 1}-join`, {
                 region: config.region,
                 masterInstanceId: masters[0].id,
                 memberInstanceId: member.id,
-                joinScript,
+                joinCommandId: joinCommand!.id,
+                commands,
                 routeTableId: net.routeTableId,
             }, { parent: this, dependsOn: [previous] });
             return previous as ControlPlaneMember;
@@ -143,7 +154,7 @@ export class Cluster extends pulumi.ComponentResource {
         const master0 = masters[0].id;
         const joinCommon = {
             config, imageId, apiEndpoint: this.controlPlane.endpoint, caCertHash: this.joinInfo.caCertHash,
-            masterInstanceId: master0, routeTableId: net.routeTableId,
+            masterInstanceId: master0, commands, routeTableId: net.routeTableId,
         };
         this.nodePools = config.nodePools.map((pool) => new NodePool(`${name}-pool-${pool.name}`, {
             ...joinCommon, pool, tags,
@@ -152,10 +163,12 @@ export class Cluster extends pulumi.ComponentResource {
             dependsOn: [this.joinInfo],
         }, { parent: this }));
         const existingToken = config.existingNodes.length === 0 ? undefined : new BootstrapToken(`${name}-existing-token`, {
-            region: config.region, masterInstanceId: master0, ttl: "0", description: `alicloud-kubeadm ${config.name} existing nodes`,
+            region: config.region, masterInstanceId: master0, commands, ttl: "0", description: `alicloud-kubeadm ${config.name} existing nodes`,
         }, { parent: this, dependsOn: [this.joinInfo] });
+        const attachCommand = !existingToken || !config.existingNodes.some((n) => n.mode === "manual") ? undefined
+            : createAttachCommand(`${name}-attach`, { config, apiEndpoint: this.controlPlane.endpoint, caCertHash: this.joinInfo.caCertHash, token: existingToken.token }, { parent: this });
         this.existingNodes = config.existingNodes.map((node) => new ExistingNode(`${name}-node-${node.instanceId}`, {
-            ...joinCommon, node, token: existingToken!.token,
+            ...joinCommon, node, token: existingToken!.token, attachCommandId: attachCommand?.id,
         }, { parent: this }));
 
         // Add-ons: only once the API server is ready, through a provider built from the secret kubeconfig.
@@ -193,8 +206,8 @@ export class Cluster extends pulumi.ComponentResource {
         })));
         this.clusterInfo = pulumi.all([
             this.controlPlane.masterInstanceIds, this.controlPlane.endpoint, net.routeTableId, pools,
-            existingToken ? tokenId(existingToken) : pulumi.output(""),
-        ]).apply(([masterInstanceIds, apiEndpoint, routeTableId, poolInfos, existingTokenId]): ClusterInfo => ({
+            existingToken ? tokenId(existingToken) : pulumi.output(""), commands,
+        ]).apply(([masterInstanceIds, apiEndpoint, routeTableId, poolInfos, existingTokenId, commandIds]): ClusterInfo => ({
             name: config.name,
             region: config.region,
             kubernetesVersion: config.kubernetesVersion,
@@ -202,6 +215,7 @@ export class Cluster extends pulumi.ComponentResource {
             podCidr: config.network.podCidr,
             pools: poolInfos,
             existingNodes: config.existingNodes.map((n) => ({ instanceId: n.instanceId, mode: n.mode, tokenId: existingTokenId })),
+            commands: commandIds,
         }));
 
         this.registerOutputs({ network: this.network, controlPlane: this.controlPlane, kubeconfig: this.kubeconfig });
@@ -228,6 +242,3 @@ export function masterUserdata(config: ClusterConfig, index: number, apiEndpoint
     });
 }
 
-
-/** Placeholder secrets rendered into the control-plane join script; ControlPlaneMember swaps in real ones. */
-const JOIN_PLACEHOLDERS = { token: "abcdef.0123456789abcdef", certificateKey: "0".repeat(64) };

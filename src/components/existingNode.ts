@@ -1,14 +1,19 @@
-// ExistingNode: an ECS instance that already exists, joined to the cluster (DESIGN.md §1).
+// ExistingNode: an ECS instance that already exists, joined to the cluster (docs/architecture.md, "How nodes join").
 //
-// `mode: manual` runs the attach script on the running instance over Cloud Assistant, or, when a
-// `connection` is given, over SSH with a `@pulumi/command` remote.Command (script on stdin, logging off);
+// `mode: manual` invokes the cluster's saved attach command (createAttachCommand) on the running instance
+// over Cloud Assistant, with the node's labels and taints as parameters; or, when a `connection` is given,
+// runs the attach script over SSH with a `@pulumi/command` remote.Command (script on stdin, logging off);
 // `mode: auto` sets the attach script as userdata and replaces the system disk (destructive: needs
 // `replaceSystemDisk: true`). A NodeMembership waits for the Node to be Ready and, on delete, removes it
 // cleanly (drain, clear userdata, kubeadm reset, delete Node, pod route). The bootstrap token is shared by
 // every existing node and created by the caller (one BootstrapToken "for the existing nodes").
+import * as alicloud from "@pulumi/alicloud";
 import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
-import { renderAttachNode } from "../shell/render";
+import { renderAttachCommand, renderAttachNode } from "../shell/render";
+import type { NodeCommandIds } from "../cloud/operations";
+import { formatTaint, OPERATIONS } from "../rules";
+import { saveCommand } from "./nodeCommands";
 import { checkExistingNode, nodeMirrors, type ClusterConfig, type ExistingNodeConfig } from "../config";
 import { NodeMembership } from "../providers/nodeMembership";
 import { EXISTING_POOL, type Report } from "../rules";
@@ -46,6 +51,10 @@ export interface ExistingNodeArgs {
     caCertHash: pulumi.Input<string>;
     /** Master 0 (kubectl runs there). Required. */
     masterInstanceId: pulumi.Input<string>;
+    /** The cluster's saved commands (NodeCommands `ids`). Required. */
+    commands: pulumi.Input<NodeCommandIds>;
+    /** The cluster's saved attach command (createAttachCommand). Required for `mode: manual` without a `connection`. */
+    attachCommandId?: pulumi.Input<string>;
     /** Route table of the pod routes (cleaned when the node is removed). Default none. */
     routeTableId?: pulumi.Input<string>;
     /** SSH connection: run the attach script over SSH instead of Cloud Assistant (manual mode only). Default none. */
@@ -75,11 +84,42 @@ export function existingNodeProblems(args: ExistingNodeArgs, report: Report): vo
     if (node.mode === "auto" && args.imageId === undefined) {
         report("imageId", "mode auto needs the image of the new system disk");
     }
+    if (node.mode === "manual" && !args.connection && args.attachCommandId === undefined) {
+        report("attachCommandId", "mode manual runs the cluster's saved attach command: create it with createAttachCommand");
+    }
+}
+
+/** What the cluster's attach command bakes in: the join material every existing node shares. */
+export interface AttachCommandArgs {
+    config: Pick<ClusterConfig, "name" | "region" | "kubernetesVersion" | "images">;
+    apiEndpoint: pulumi.Input<string>;
+    /** `sha256:<hex>` CA pin (secret). */
+    caCertHash: pulumi.Input<string>;
+    /** The existing nodes' bootstrap token (secret). */
+    token: pulumi.Input<string>;
+    /** Pool label value. Default {@link EXISTING_POOL_NAME}. */
+    poolName?: string;
+}
+
+/**
+ * The cluster's saved attach command (`<cluster>-attach`): the attach script with the shared join material
+ * baked in (so its content is a secret) and the node's labels and taints as parameters.
+ */
+export function createAttachCommand(name: string, args: AttachCommandArgs, opts: pulumi.CustomResourceOptions): alicloud.ecs.Command {
+    const { config } = args;
+    const script = pulumi.secret(pulumi.all([args.token, args.caCertHash, args.apiEndpoint]).apply(([token, caCertHash, apiEndpoint]) => renderAttachCommand({
+        region: config.region, kubernetesVersion: config.kubernetesVersion, ...nodeMirrors(config), apiEndpoint,
+        poolName: args.poolName ?? EXISTING_POOL_NAME, token, caCertHash,
+    })));
+    return saveCommand(name, {
+        commandName: `${config.name}-attach`, script, parameters: true, timeoutSeconds: OPERATIONS.attach.timeoutSeconds, description: OPERATIONS.attach.description,
+    }, opts);
 }
 
 /** Creates the node's membership (and SSH command) under `parent`. */
 export function createExistingNode(name: string, args: ExistingNodeArgs, parent: pulumi.Resource): ExistingNodeResources {
     const { config, node } = args;
+    // The whole attach script: userdata in `auto` mode, stdin over SSH. `manual` runs the saved attach command.
     const script = pulumi.secret(pulumi.all([args.token, args.caCertHash, args.apiEndpoint]).apply(([token, hash, endpoint]) => renderAttachNode({
         region: config.region,
         kubernetesVersion: config.kubernetesVersion,
@@ -106,7 +146,11 @@ export function createExistingNode(name: string, args: ExistingNodeArgs, parent:
         region: config.region,
         instanceId: node.instanceId,
         mode: sshAttach ? "ssh" : node.mode,
-        userData: script,
+        userData: node.mode === "auto" ? script : undefined,
+        attachCommandId: sshAttach || node.mode !== "manual" ? undefined : args.attachCommandId,
+        labels: Object.entries(node.labels).map(([k, v]) => `${k}=${v}`).join(","),
+        taints: node.taints.map(formatTaint).join(","),
+        commands: args.commands,
         imageId: node.mode === "auto" ? args.imageId : undefined,
         replaceSystemDisk: node.replaceSystemDisk,
         masterInstanceId: args.masterInstanceId,

@@ -23,6 +23,7 @@ import { renderAttachNode } from "../shell/render";
 import { checkPool, nodeMirrors, type ClusterConfig, type NodePoolConfig } from "../config";
 import { BootstrapToken } from "../providers/bootstrapToken";
 import { PoolCapacity } from "../providers/poolCapacity";
+import type { NodeCommandIds } from "../cloud/operations";
 import { AUTOSCALED_LABEL, MAX_SCALING_CONFIGURATION_TAGS, POOL_LABEL, poolNodeLabels, scalingConfigurationTags, type Report } from "../rules";
 import { checkArgs } from "./args";
 
@@ -57,6 +58,8 @@ export interface NodePoolArgs {
     caCertHash: pulumi.Input<string>;
     /** Master 0: bootstrap tokens are created there and kubectl runs there. Required. */
     masterInstanceId: pulumi.Input<string>;
+    /** The cluster's saved commands (NodeCommands `ids`). Required. */
+    commands: pulumi.Input<NodeCommandIds>;
     /** Route table of the pod routes (cleaned up when nodes are removed). Default none. */
     routeTableId?: pulumi.Input<string>;
     /** Cloud tags (the cluster tag and the user's `tags`): on the group, and on fixed pools' instances. Default none. */
@@ -115,6 +118,7 @@ export function createNodePool(name: string, args: NodePoolArgs, parent: pulumi.
     const token = new BootstrapToken(`${name}-token`, {
         region: config.region,
         masterInstanceId: args.masterInstanceId,
+        commands: args.commands,
         ttl: pool.tokenTtl,
         description: `alicloud-kubeadm ${config.name} pool ${pool.name}`,
         pollIntervalMs: args.timeouts?.pollIntervalMs,
@@ -157,6 +161,7 @@ export function createNodePool(name: string, args: NodePoolArgs, parent: pulumi.
         scalingGroupId: group.id,
         poolName: pool.name,
         masterInstanceId: args.masterInstanceId,
+        commands: args.commands,
         mode: fixed ? "fixed" : "observe",
         size: fixed ? size : undefined,
         minSize: fixed ? 0 : pool.autoscale!.min,

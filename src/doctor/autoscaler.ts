@@ -5,11 +5,10 @@
  * or scale-down is blocked, and why.
  */
 import * as YAML from "yaml";
-import { kubectlCommand } from "../cloud/kubectl";
-import { DoctorContext, redact, REDACT_SED } from "./context";
+import { DoctorContext, redact } from "./context";
 import { Finding } from "./types";
 
-/** Where the autoscaler lives (see components/clusterAutoscaler.ts). */
+/** Where the autoscaler lives (src/components/clusterAutoscaler.ts; read by src/shell/ops/doctor-autoscaler.sh). */
 export const AUTOSCALER = { namespace: "kube-system", deployment: "cluster-autoscaler", statusConfigMap: "cluster-autoscaler-status" } as const;
 
 /** The parts of the status ConfigMap doctor reads. */
@@ -48,7 +47,7 @@ export function parseCaTime(t: string): number {
     return Date.parse(`${m[1]}T${m[2]}${m[3] ? `${m[3]}${m[4]}:${m[5]}` : "Z"}`);
 }
 
-/** Log patterns that explain a blocked autoscaler, with the fix. Sources: reference autoscaler-ccm-flannel.md A1, A6, A7. */
+/** Log patterns that explain a blocked autoscaler, with the fix. Sources: docs/upstream.md (autoscaler-provider-id, autoscaler-flag-defaults, broken-autoscaler-8168). */
 const LOG_HINTS: { match: RegExp; what: string; fix: string }[] = [
     { match: /unexpected ProviderID format|has no providerId/i, what: "a Node's provider id is missing or malformed", fix: "see the Nodes check; kubelet needs --provider-id=<region>.<instance-id>" },
     { match: /CanNotResolveEndpoint|failed to unmarshal endpoint response/i, what: "the autoscaler cannot resolve the ESS endpoint (region, or CA 1.32.0–1.32.2/1.33.0 bug #8168)", fix: "check REGION_ID and use a fixed CA release (1.32.3+, 1.33.1+, 1.34+)" },
@@ -66,12 +65,7 @@ const SCALE_UP_BLOCKED = /didn't trigger scale-up|No expansion options|wouldn't 
 export async function checkAutoscaler(ctx: DoctorContext): Promise<Finding[]> {
     const pools = ctx.info.pools.filter((p) => p.mode === "autoscale");
     if (pools.length === 0) return [{ check: "autoscaler", status: "ok", subject: "cluster-autoscaler", evidence: "no autoscaled pool: the autoscaler is not deployed", next: "" }];
-    const ns = ["-n", AUTOSCALER.namespace];
-    const s = await ctx.onMaster("autoscaler", {
-        deploy: kubectlCommand([...ns, "get", "deployment", AUTOSCALER.deployment, "-o", "jsonpath={.spec.replicas} {.status.readyReplicas}"]),
-        status: kubectlCommand([...ns, "get", "configmap", AUTOSCALER.statusConfigMap, "-o", "jsonpath={.data.status}"]),
-        log: `set -o pipefail; ${kubectlCommand([...ns, "logs", `deployment/${AUTOSCALER.deployment}`, "--tail=200"])} | ${REDACT_SED} | tail -c 12000`,
-    });
+    const s = await ctx.onMaster("doctor-autoscaler");
     const out: Finding[] = [];
     const add = (status: Finding["status"], subject: string, evidence: string, next: string, details?: string) => out.push({ check: "autoscaler", status, subject, evidence, next, ...(details ? { details } : {}) });
     const dep = `deployment ${AUTOSCALER.namespace}/${AUTOSCALER.deployment}`;

@@ -19,6 +19,8 @@ const schema = z.object({
         min: z.number().int(), max: z.number().int(), scalingGroupId: z.string().min(1), tokenId,
     })).default([]),
     existingNodes: z.array(z.object({ instanceId: z.string().min(1), mode: z.string(), tokenId })).default([]),
+    /** Saved command ids by operation (absent in outputs written before the saved commands). */
+    commands: z.record(z.string(), z.string().min(1)).optional(),
 });
 
 /**

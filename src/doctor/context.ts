@@ -1,36 +1,24 @@
 /**
- * What every doctor check reads, fetched once and shared: ECS instances, ESS groups and members, VPC
- * route entries, and read-only commands on master 0 (kubectl, kubeadm token list) over Cloud Assistant.
- * Only Describe* OpenAPI actions and RunCommand with read-only scripts are used.
+ * What every doctor check reads, fetched once and shared: ECS instances, ESS groups, members and
+ * activities, VPC route entries (typed reads of src/cloud), and the cluster's read-only saved doctor
+ * commands on master 0 and on nodes over Cloud Assistant. Only Describe* actions and InvokeCommand of the
+ * `doctor-*` operations are used.
  */
-import { callApi, OpenApiError } from "../cloud/openapi";
 import { CommandError, runCommand, runOnInstance, InstanceResult } from "../cloud/cloudAssistant";
-import { kubectlCommand, MasterTarget, NODE_LINES_JSONPATH, NodeInfo, parseNodeLines } from "../cloud/kubectl";
+import { describeInstances, type Instance } from "../cloud/ecs";
+import { classify } from "../cloud/errors";
+import { describeScalingGroups, scalingActivities, scalingGroupMembers, type ScalingActivity, type ScalingGroup } from "../cloud/ess";
+import { OpenApiError, type RetryOptions } from "../cloud/openapi";
+import { decompress, NodeInfo, parseNodeLines } from "../cloud/operations";
+import { customRouteEntries, type RouteEntry } from "../cloud/vpc";
+import { operationParameters, type SavedOperation } from "../rules";
 import { ClusterInfo, DoctorOptions } from "./types";
 
 /** What doctor needs to know about an ECS instance. */
-export interface InstanceView {
-    instanceId: string;
-    /** ECS status: Running, Stopped, Pending, … */
-    status: string;
-    privateIp: string;
-    /** ISO 8601 creation time. */
-    creationTime: string;
-}
+export type InstanceView = Pick<Instance, "instanceId" | "status" | "privateIp" | "creationTime">;
 
 /** What doctor needs to know about an ESS scaling group (DescribeScalingGroups). */
-export interface GroupView {
-    scalingGroupId: string;
-    lifecycleState: string;
-    minSize: number;
-    maxSize: number;
-    desiredCapacity: number;
-    totalCapacity: number;
-    /** Members InService. */
-    activeCapacity: number;
-    pendingCapacity: number;
-    removingCapacity: number;
-}
+export type GroupView = ScalingGroup;
 
 /** A Node with the conditions doctor explains. */
 export interface NodeView extends NodeInfo {
@@ -44,20 +32,10 @@ export interface NodeView extends NodeInfo {
 }
 
 /** One VPC custom route entry. */
-export interface RouteView {
-    routeEntryId: string;
-    destinationCidrBlock: string;
-    nextHopType: string;
-    nextHopId: string;
-    status: string;
-}
+export type RouteView = RouteEntry;
 
 /** Output and exit code of one section of a master script. */
 export interface SectionResult { output: string; rc: number }
-
-/** Error codes of a Cloud Assistant run that mean "could not reach the instance", not "the command failed". */
-const UNREACHABLE_CODES = ["ClientNotRunning", "ClientNotResponse", "ClientIsUpgrading", "ClientNeedUpgrade", "InstanceNotRunning",
-    "InvalidInstance.NotMatch", "InvalidInstance.NotFound", "InvalidInstanceId.NotFound", "ClientWaitTimeout", "ExecutionTimeout", "CmdContent.ExceedLimit"];
 
 /**
  * Removes secrets from text that came from a node or the master: bootstrap token secrets (keeps the
@@ -72,13 +50,10 @@ export function redact(text: string): string {
         .replace(/((?:client-key-data|client-certificate-data|token-secret|AccessKeySecret|ACCESS_KEY_SECRET|SECURITY_TOKEN)["':=\s]+)\S+/gi, "$1<redacted>");
 }
 
-/** Shell filter applied on the machine itself, so token secrets never reach Cloud Assistant's stored output. */
-export const REDACT_SED = `sed -E 's/([a-z0-9]{6})\\.[a-z0-9]{16}/\\1.<redacted>/g'`;
-
-/** True when an error means doctor could not look (API, credentials, unreachable instance), not a finding. */
+/** True when an error means doctor could not look (API, credentials, unreachable or missing instance, timeout), not a finding. */
 export function isLookError(e: unknown): boolean {
     if (e instanceof OpenApiError) return true;
-    if (e instanceof CommandError) return UNREACHABLE_CODES.includes(e.errorCode) || e.errorCode === "OutputTruncated";
+    if (e instanceof CommandError) return classify(e.errorCode) !== "fatal" || e.errorCode === "OutputTruncated";
     return false;
 }
 
@@ -87,23 +62,7 @@ export function errorText(e: unknown): string {
     return redact(e instanceof Error ? e.message : String(e)).split("\n")[0];
 }
 
-/** First lines of every doctor script: bash (the sections use pipefail), then `# alicloud-kubeadm doctor: <name>` (tests route on it). */
-export function scriptHeader(name: string): string {
-    return `#!/bin/bash\n# alicloud-kubeadm doctor: ${name} (read-only)`;
-}
-
-/**
- * One script of named sections: each runs with stderr folded in, its exit code recorded; the whole
- * output is gzip+Base64 (Cloud Assistant keeps 24 KB). Parse with {@link parseSections}.
- * @param name Script name (first-line marker).
- * @param sections Section name → shell command (read-only).
- */
-export function sectionsScript(name: string, sections: Record<string, string>): string {
-    const body = Object.entries(sections).map(([k, cmd]) => `echo '@@section ${k}'\n( ${cmd} ) 2>&1\necho "@@rc $?"`).join("\n");
-    return `${scriptHeader(name)}\n{\n${body}\n} | gzip -c | base64 -w0\n`;
-}
-
-/** Parses the decoded output of {@link sectionsScript}. Sections that did not print are absent. */
+/** Parses the decoded output of a doctor operation (`ak_section` in src/shell/ops/lib.sh). Sections that did not print are absent. */
 export function parseSections(text: string): Record<string, SectionResult> {
     const out: Record<string, SectionResult> = {};
     let current = "", lines: string[] = [];
@@ -117,25 +76,23 @@ export function parseSections(text: string): Record<string, SectionResult> {
     return out;
 }
 
-/** JSONPath of the Node conditions doctor explains (one tab-separated line per node). */
-export const NODE_CONDITIONS_JSONPATH = "{range .items[*]}{.metadata.name}{\"\\t\"}" +
-    "{.status.conditions[?(@.type==\"Ready\")].status}{\"\\t\"}{.status.conditions[?(@.type==\"Ready\")].reason}{\"\\t\"}" +
-    "{.status.conditions[?(@.type==\"Ready\")].message}{\"\\t\"}{.status.conditions[?(@.type==\"NetworkUnavailable\")].status}{\"\\t\"}" +
-    "{.status.conditions[?(@.type==\"NetworkUnavailable\")].reason}{\"\\n\"}{end}";
-
 const memo = <T>(f: () => Promise<T>): (() => Promise<T>) => {
     let p: Promise<T> | undefined;
     return () => (p ??= f());
 };
 
+/** Doctor reads with fewer retries than a deployment: it must answer. */
+const DOCTOR_RETRY: RetryOptions = { maxAttempts: 3, totalTimeoutMs: 20_000, baseDelayMs: 200 };
+
 /** Shared, memoized reads for one doctor run. */
 export class DoctorContext {
-    /** Where kubectl runs. */
-    readonly master: MasterTarget;
     /** Options with defaults applied. */
     readonly opts: Required<Omit<DoctorOptions, "checks" | "progress">> & Pick<DoctorOptions, "progress">;
+    /** Master 0, where the doctor's master operations run ("" when unknown). */
+    readonly master0: string;
     private masterError: unknown;
-    private readonly instanceCache = new Map<string, InstanceView | null>();
+    /** Instances by id, as promises: checks that run at once share one fetch. */
+    private readonly instanceCache = new Map<string, Promise<InstanceView | null>>();
 
     /**
      * @param info The stack's `clusterInfo`.
@@ -147,114 +104,79 @@ export class DoctorContext {
             commandTimeoutSeconds: opts.commandTimeoutSeconds ?? 60, joinGraceMinutes: opts.joinGraceMinutes ?? 15,
             lookbackHours: opts.lookbackHours ?? 24, logLines: opts.logLines ?? 25, now: opts.now ?? Date.now(), progress: opts.progress,
         };
-        this.master = { region: info.region, masterInstanceId: info.masterInstanceIds[0] ?? "", pollIntervalMs: this.opts.pollIntervalMs };
-    }
-
-    /** A Describe or List call in the cluster's region (fewer retries than a deployment: doctor must answer). */
-    describe(product: "ecs" | "ess" | "vpc", action: string, params: Record<string, string | number | string[] | undefined>): Promise<Record<string, unknown>> {
-        if (!/^(Describe|List)/.test(action)) throw new Error(`doctor only reads: ${action} is not a Describe/List action`);
-        return callApi(product, action, params, { region: this.info.region, retry: { maxAttempts: 3, totalTimeoutMs: 20_000, baseDelayMs: 200 } });
+        this.master0 = info.masterInstanceIds[0] ?? "";
     }
 
     /**
-     * ECS instances by id (DescribeInstances, 100 per call). Ids that do not exist map to null.
+     * ECS instances by id (100 per call). Ids that do not exist map to null.
      * @param ids Instance ids; cached across calls.
      */
     async instances(ids: string[]): Promise<Map<string, InstanceView | null>> {
         const missing = [...new Set(ids)].filter((id) => !this.instanceCache.has(id));
-        for (let k = 0; k < missing.length; k += 100) {
-            const chunk = missing.slice(k, k + 100);
-            const res = await this.describe("ecs", "DescribeInstances", { InstanceIds: JSON.stringify(chunk), PageSize: 100 });
-            for (const id of chunk) this.instanceCache.set(id, null);
-            for (const i of (res.Instances as { Instance?: Record<string, unknown>[] } | undefined)?.Instance ?? []) {
-                const ips = ((i.VpcAttributes as { PrivateIpAddress?: { IpAddress?: string[] } } | undefined)?.PrivateIpAddress?.IpAddress) ?? [];
-                this.instanceCache.set(String(i.InstanceId), { instanceId: String(i.InstanceId), status: String(i.Status ?? ""), privateIp: ips[0] ?? "", creationTime: String(i.CreationTime ?? "") });
-            }
+        if (missing.length > 0) {
+            const fetched = describeInstances(this.info.region, missing, DOCTOR_RETRY);
+            for (const id of missing) this.instanceCache.set(id, fetched.then((found) => found.get(id) ?? null));
         }
-        return new Map(ids.map((id) => [id, this.instanceCache.get(id) ?? null]));
+        return new Map(await Promise.all(ids.map(async (id) => [id, await this.instanceCache.get(id)!] as const)));
     }
 
     /** Scaling groups of every pool, by id (absent: the group does not exist). */
-    readonly groups = memo(async (): Promise<Map<string, GroupView>> => {
-        const ids = [...new Set(this.info.pools.map((p) => p.scalingGroupId))];
-        const out = new Map<string, GroupView>();
-        // 2014-08-28 takes ScalingGroupId.1–20 per call.
-        for (let k = 0; k < ids.length; k += 20) {
-            const res = await this.describe("ess", "DescribeScalingGroups", { ScalingGroupId: ids.slice(k, k + 20), PageSize: 50 });
-            for (const g of (res.ScalingGroups as { ScalingGroup?: Record<string, unknown>[] } | undefined)?.ScalingGroup ?? []) {
-                const n = (key: string) => Number(g[key] ?? 0);
-                out.set(String(g.ScalingGroupId), {
-                    scalingGroupId: String(g.ScalingGroupId), lifecycleState: String(g.LifecycleState ?? ""), minSize: n("MinSize"), maxSize: n("MaxSize"),
-                    desiredCapacity: n("DesiredCapacity"), totalCapacity: n("TotalCapacity"), activeCapacity: n("ActiveCapacity"),
-                    pendingCapacity: n("PendingCapacity"), removingCapacity: n("RemovingCapacity"),
-                });
-            }
-        }
-        return out;
-    });
+    readonly groups = memo(() => describeScalingGroups(this.info.region, this.info.pools.map((p) => p.scalingGroupId), DOCTOR_RETRY));
 
     private readonly memberCache = new Map<string, Promise<string[]>>();
 
-    /** Instance ids in a scaling group (DescribeScalingInstances, paged). */
+    /** Instance ids in a scaling group. */
     members(scalingGroupId: string): Promise<string[]> {
         let p = this.memberCache.get(scalingGroupId);
         if (!p) {
-            p = (async () => {
-                const ids: string[] = [];
-                for (let pageNumber = 1; ; pageNumber++) {
-                    const res = await this.describe("ess", "DescribeScalingInstances", { ScalingGroupId: scalingGroupId, PageSize: 50, PageNumber: pageNumber });
-                    const rows = (res.ScalingInstances as { ScalingInstance?: { InstanceId: string }[] } | undefined)?.ScalingInstance ?? [];
-                    ids.push(...rows.map((r) => r.InstanceId));
-                    if (rows.length === 0 || ids.length >= Number(res.TotalCount ?? 0)) return ids;
-                }
-            })();
+            p = scalingGroupMembers(this.info.region, scalingGroupId, { retry: DOCTOR_RETRY }).then((ms) => ms.map((m) => m.instanceId));
             this.memberCache.set(scalingGroupId, p);
         }
         return p;
     }
 
-    /** Custom route entries of the cluster's route table (DescribeRouteEntryList, paged by NextToken). */
-    readonly routes = memo(async (): Promise<RouteView[]> => {
-        const out: RouteView[] = [];
-        let token = "";
-        do {
-            const res = await this.describe("vpc", "DescribeRouteEntryList", { RouteTableId: this.info.routeTableId, RouteEntryType: "Custom", MaxResult: 100, NextToken: token || undefined });
-            for (const e of (res.RouteEntrys as { RouteEntry?: Record<string, unknown>[] } | undefined)?.RouteEntry ?? []) {
-                const hop = ((e.NextHops as { NextHop?: { NextHopType?: string; NextHopId?: string }[] } | undefined)?.NextHop ?? [])[0] ?? {};
-                out.push({ routeEntryId: String(e.RouteEntryId ?? ""), destinationCidrBlock: String(e.DestinationCidrBlock ?? ""), nextHopType: hop.NextHopType ?? "", nextHopId: hop.NextHopId ?? "", status: String(e.Status ?? "") });
-            }
-            token = String(res.NextToken ?? "");
-        } while (token);
-        return out;
-    });
+    /** The group's most recent scaling activities, newest first. */
+    activities(scalingGroupId: string): Promise<ScalingActivity[]> {
+        return scalingActivities(this.info.region, scalingGroupId, { pageSize: 20, retry: DOCTOR_RETRY });
+    }
+
+    /** Custom route entries of the cluster's route table. */
+    readonly routes = memo(() => customRouteEntries(this.info.region, this.info.routeTableId, { retry: DOCTOR_RETRY }));
+
+    /** How a doctor operation is invoked (its saved command, doctor's waits and retries). */
+    private invocation(op: SavedOperation, instanceIds: string[], parameters: Record<string, string>) {
+        const commandId = this.info.commands?.[op];
+        if (!commandId) {
+            throw new CommandError(`clusterInfo.commands.${op} is missing: these stack outputs predate the saved doctor commands; run \`pulumi up\` once, then doctor again.`,
+                "", "InvalidCmdId.NotFound", null, "");
+        }
+        return {
+            region: this.info.region, instanceIds, commandId, parameters, name: `alicloud-kubeadm ${op}`,
+            timeoutSeconds: this.opts.commandTimeoutSeconds, pollIntervalMs: this.opts.pollIntervalMs, pollMaxIntervalMs: this.opts.pollMaxIntervalMs,
+            waitTimeoutMs: this.opts.commandTimeoutSeconds * 1000 + 30_000, retry: DOCTOR_RETRY,
+        };
+    }
 
     /**
-     * Runs a sections script on master 0 and parses it. Once master 0 is unreachable, later calls fail at once.
-     * @param name Script name.
-     * @param sections Section name → read-only shell command.
+     * Runs a doctor operation on master 0 and parses its sections. Once master 0 is unreachable, later calls fail at once.
+     * @param op `doctor-nodes`, `doctor-autoscaler` or `doctor-join`.
      */
-    onMaster(name: string, sections: Record<string, string>): Promise<Record<string, SectionResult>> {
+    onMaster(op: "doctor-nodes" | "doctor-autoscaler" | "doctor-join"): Promise<Record<string, SectionResult>> {
         // One command at a time on master 0: an unreachable master costs one attempt, not one per check.
-        const run = this.masterQueue.then(() => this.runOnMaster(name, sections));
+        const run = this.masterQueue.then(() => this.runOnMaster(op));
         this.masterQueue = run.then(() => undefined, () => undefined);
         return run;
     }
 
     private masterQueue: Promise<void> = Promise.resolve();
 
-    private async runOnMaster(name: string, sections: Record<string, string>): Promise<Record<string, SectionResult>> {
+    private async runOnMaster(op: "doctor-nodes" | "doctor-autoscaler" | "doctor-join"): Promise<Record<string, SectionResult>> {
         if (this.masterError) throw this.masterError;
-        if (!this.master.masterInstanceId) throw new CommandError("clusterInfo.masterInstanceIds is empty: doctor does not know where kubectl runs.", "", "InvalidInstance.NotFound", null, "");
+        if (!this.master0) throw new CommandError("clusterInfo.masterInstanceIds is empty: doctor does not know where kubectl runs.", "", "InvalidInstance.NotFound", null, "");
         try {
-            this.opts.progress?.(`master 0 (${this.master.masterInstanceId}): ${name}`);
-            const out = await runOnInstance({
-                region: this.info.region, instanceId: this.master.masterInstanceId, script: sectionsScript(name, sections), name: `alicloud-kubeadm-doctor-${name}`,
-                timeoutSeconds: this.opts.commandTimeoutSeconds, pollIntervalMs: this.opts.pollIntervalMs, pollMaxIntervalMs: this.opts.pollMaxIntervalMs,
-                waitTimeoutMs: this.opts.commandTimeoutSeconds * 1000 + 30_000, retry: { maxAttempts: 3, totalTimeoutMs: 20_000, baseDelayMs: 200 },
-            });
-            // eslint-disable-next-line @typescript-eslint/no-require-imports
-            const zlib = require("zlib") as typeof import("zlib");
-            return parseSections(zlib.gunzipSync(Buffer.from(out.trim(), "base64")).toString("utf8"));
+            this.opts.progress?.(`master 0 (${this.master0}): ${op}`);
+            const { instanceIds, ...rest } = this.invocation(op, [this.master0], {});
+            return parseSections(decompress(await runOnInstance({ ...rest, instanceId: instanceIds[0] })));
         } catch (e) {
             if (isLookError(e)) this.masterError = e;
             throw e;
@@ -263,10 +185,7 @@ export class DoctorContext {
 
     /** Every Node with its Ready and NetworkUnavailable conditions (one master command). */
     readonly nodes = memo(async (): Promise<NodeView[]> => {
-        const s = await this.onMaster("nodes", {
-            nodes: kubectlCommand(["get", "nodes", "-o", `jsonpath=${NODE_LINES_JSONPATH}`]),
-            conditions: kubectlCommand(["get", "nodes", "-o", `jsonpath=${NODE_CONDITIONS_JSONPATH}`]),
-        });
+        const s = await this.onMaster("doctor-nodes");
         for (const k of ["nodes", "conditions"]) {
             if (!s[k] || s[k].rc !== 0) throw new Error(`kubectl get nodes failed on master 0 (exit ${s[k]?.rc ?? "none"}): ${redact(s[k]?.output ?? "no output").slice(-500)}`);
         }
@@ -278,17 +197,10 @@ export class DoctorContext {
         });
     });
 
-    /**
-     * Runs one read-only script on several instances at once (not master-specific), e.g. the bootstrap
-     * log tail. Per-instance failures come back in the results.
-     */
-    onInstances(name: string, instanceIds: string[], script: string): Promise<InstanceResult[]> {
-        this.opts.progress?.(`${instanceIds.length} instance(s): ${name}`);
-        return runCommand({
-            region: this.info.region, instanceIds, script: `${scriptHeader(name)}\n${script}`, name: `alicloud-kubeadm-doctor-${name}`,
-            timeoutSeconds: this.opts.commandTimeoutSeconds, pollIntervalMs: this.opts.pollIntervalMs, pollMaxIntervalMs: this.opts.pollMaxIntervalMs,
-            waitTimeoutMs: this.opts.commandTimeoutSeconds * 1000 + 30_000, retry: { maxAttempts: 3, totalTimeoutMs: 20_000, baseDelayMs: 200 },
-        });
+    /** The tail of the bootstrap logs of several instances at once (doctor-bootstrap-log). Per-instance failures come back in the results. */
+    bootstrapLogs(instanceIds: string[]): Promise<InstanceResult[]> {
+        this.opts.progress?.(`${instanceIds.length} instance(s): doctor-bootstrap-log`);
+        return runCommand(this.invocation("doctor-bootstrap-log", instanceIds, operationParameters("doctor-bootstrap-log", { lines: String(this.opts.logLines) })));
     }
 
     /** Instance id in a provider id `<region>.<instance-id>` (also tolerates an `alicloud://` prefix); "" when none. */

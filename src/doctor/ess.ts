@@ -10,10 +10,10 @@ export interface ErrorExplanation { meaning: string; fix: string }
 
 /**
  * Known causes of failed scaling activities. Sources: `OperationDenied.NoStock` and the activity fields
- * are in reference/alicloud-apis.md §3.4; `InvalidSystemDiskCategory.ValueNotSupported` in
- * reference/autoscaler-ccm-flannel.md A7 (terraform-provider-alicloud#3301). The others are widely
- * known ECS instance-creation error codes that ESS passes through; they are NOT in our references,
- * so each is also matched by message keywords, and an unknown code falls back to the raw message.
+ * in docs/upstream.md "ess-activities"; `InvalidSystemDiskCategory.ValueNotSupported` in
+ * "pitfall-ess-disk-category" (terraform-provider-alicloud#3301). The others are widely known ECS
+ * instance-creation error codes that ESS passes through; they are not confirmed by a source, so each is
+ * also matched by message keywords, and an unknown code falls back to the raw message.
  */
 export const ESS_ERROR_CODES: { match: RegExp; meaning: string; fix: string }[] = [
     { match: /NoStock|out of stock|InstanceType\.NotAvailable|Zone\.NotOnSale|InvalidResourceType\.NotSupported|ResourceNotAvailable|not available in the zone/i,
@@ -61,14 +61,6 @@ export function explainActivityError(code: string, message: string): ErrorExplan
 
 interface Activity { id: string; status: string; start: string; code: string; message: string; description: string }
 
-function activitiesOf(res: Record<string, unknown>): Activity[] {
-    const rows = (res.ScalingActivities as { ScalingActivity?: Record<string, unknown>[] } | undefined)?.ScalingActivity ?? [];
-    return rows.map((a) => ({
-        id: String(a.ScalingActivityId ?? ""), status: String(a.StatusCode ?? ""), start: String(a.StartTime ?? ""), code: String(a.ErrorCode ?? ""),
-        message: String(a.ErrorMessage || a.StatusMessage || "").replace(/^"|"$/g, ""), description: String(a.Description ?? ""),
-    })).sort((a, b) => Date.parse(b.start) - Date.parse(a.start));
-}
-
 function capacityFindings(pool: PoolInfo, g: GroupView, inProgress: boolean): Finding[] {
     const subject = `pool ${pool.name} (${g.scalingGroupId})`;
     const counts = `desired ${g.desiredCapacity}, in service ${g.activeCapacity}, total ${g.totalCapacity} (min ${g.minSize}, max ${g.maxSize})`;
@@ -110,7 +102,9 @@ export async function checkEss(ctx: DoctorContext): Promise<Finding[]> {
             out.push({ check: "ess", status: "problem", subject, evidence: `scaling group ${pool.scalingGroupId} does not exist in ${ctx.info.region}`, next: "run `pulumi refresh` then `pulumi up` to recreate it; check that the stack's region is right" });
             continue;
         }
-        const acts = activitiesOf(await ctx.describe("ess", "DescribeScalingActivities", { ScalingGroupId: pool.scalingGroupId, PageSize: 20 }));
+        const acts: Activity[] = (await ctx.activities(pool.scalingGroupId)).map((a) => ({
+            id: a.scalingActivityId, status: a.statusCode, start: a.startTime, code: a.errorCode, message: a.message, description: a.description,
+        }));
         const inProgress = acts.some((a) => a.status === "InProgress");
         out.push(...capacityFindings(pool, g, inProgress));
         const lastSuccess = acts.find((a) => a.status === "Successful");

@@ -4,8 +4,7 @@
  * and etcd members against the masters. Token secrets are removed on the master before any output
  * leaves it; only token ids are ever printed.
  */
-import { ADMIN_KUBECONFIG, kubectlCommand } from "../cloud/kubectl";
-import { DoctorContext, redact, REDACT_SED } from "./context";
+import { DoctorContext, redact } from "./context";
 import { Finding } from "./types";
 
 /** One bootstrap token as `kubeadm token list -o json` prints it (output.kubeadm.k8s.io BootstrapToken), secret removed. */
@@ -47,8 +46,6 @@ export function parseEtcdMembers(text: string): { id: string; status: string; na
         .map((f) => ({ id: f[0], status: f[1], name: f[2], peerUrls: f[3].split(/\s+/).filter(Boolean) }));
 }
 
-const ETCD_PKI = "/etc/kubernetes/pki/etcd";
-
 /**
  * Runs the Join material check.
  * @param ctx Shared reads of this doctor run.
@@ -56,14 +53,7 @@ const ETCD_PKI = "/etc/kubernetes/pki/etcd";
  */
 export async function checkJoinMaterial(ctx: DoctorContext): Promise<Finding[]> {
     const { info } = ctx;
-    const k = (args: string[]) => kubectlCommand(args);
-    const s = await ctx.onMaster("join-material", {
-        tokens: `set -o pipefail; kubeadm token list -o json --kubeconfig=${ADMIN_KUBECONFIG} | ${REDACT_SED}`,
-        readyz: k(["get", "--raw=/readyz?verbose"]),
-        etcd: `pod=$(${k(["-n", "kube-system", "get", "pods", "-l", "component=etcd", "-o", "jsonpath={.items[0].metadata.name}"])}) && ` +
-            `${k(["-n", "kube-system", "exec"])} "$pod" -- etcdctl --endpoints=https://127.0.0.1:2379 --cacert=${ETCD_PKI}/ca.crt ` +
-            `--cert=${ETCD_PKI}/healthcheck-client.crt --key=${ETCD_PKI}/healthcheck-client.key member list -w simple`,
-    });
+    const s = await ctx.onMaster("doctor-join");
     const out: Finding[] = [];
     const add = (status: Finding["status"], subject: string, evidence: string, next: string) => out.push({ check: "join", status, subject, evidence, next });
 

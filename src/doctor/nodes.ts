@@ -1,34 +1,16 @@
 /**
  * Nodes check: every ECS instance the stack owns (masters, ESS pool members, existing nodes) against
- * the Node objects. Instances without a Node get the tail of their bootstrap log, read over Cloud
- * Assistant; Nodes without an instance, NotReady Nodes and missing or wrong provider ids are named.
+ * the Node objects. Instances without a Node get the tail of their bootstrap log (the saved
+ * doctor-bootstrap-log operation); Nodes without an instance, NotReady Nodes and missing or wrong provider
+ * ids are named.
  */
-import { providerIdOf } from "../cloud/kubectl";
-import { DoctorContext, errorText, InstanceView, NodeView, redact, REDACT_SED } from "./context";
+import { providerIdOf } from "../rules";
+import { DoctorContext, errorText, InstanceView, NodeView, redact } from "./context";
 import { Finding } from "./types";
 
 /** Where the user-data scripts log, and where they leave markers (join.done, join.failed). */
 export const BOOTSTRAP_LOG_DIR = "/var/log/alicloud-kubeadm";
 export const BOOTSTRAP_STATE_DIR = "/var/lib/alicloud-kubeadm";
-
-/**
- * Read-only script printing the last `lines` lines of every bootstrap log, the failure markers, and the
- * cloud-init output when no bootstrap log exists (user data never ran). Token secrets are removed on the node.
- * @param lines Lines per log file.
- */
-export function bootstrapLogScript(lines: number): string {
-    return [
-        `found=0`,
-        `for f in ${BOOTSTRAP_LOG_DIR}/*.log; do [ -f "$f" ] || continue; found=1; echo "==> $f"; tail -n ${lines} "$f"; done`,
-        `for m in ${BOOTSTRAP_STATE_DIR}/*.failed; do [ -f "$m" ] || continue; echo "==> marker $m"; cat "$m"; done`,
-        `if [ "$found" = 0 ]; then echo "==> no ${BOOTSTRAP_LOG_DIR}/*.log (user data did not start?)"; tail -n ${lines} /var/log/cloud-init-output.log 2>&1; fi`,
-    ].join("\n") + "\n";
-}
-
-/** The full command sent: the script piped through the redaction filter, capped under the 24 KB output limit. */
-function bootstrapLogCommand(lines: number): string {
-    return `{\n${bootstrapLogScript(lines)}} 2>&1 | ${REDACT_SED} | tail -c 20000\n`;
-}
 
 const ERROR_LINE = /error|fail|fatal|denied|refused|timed? ?out|unable|cannot|x509|forbidden|unauthorized/i;
 
@@ -116,7 +98,7 @@ export async function checkNodes(ctx: DoctorContext): Promise<Finding[]> {
     }
 
     if (noNode.length) {
-        const results = await ctx.onInstances("bootstrap-log", noNode.map((x) => x.e.id), bootstrapLogCommand(ctx.opts.logLines));
+        const results = await ctx.bootstrapLogs(noNode.map((x) => x.e.id));
         for (const { e, inst } of noNode) {
             const r = results.find((x) => x.instanceId === e.id);
             const age = Math.round(ctx.ageMinutes(inst.creationTime));

@@ -1,3 +1,5 @@
+import type { NodeCommandIds } from "../rules";
+
 /**
  * Shared types of `doctor`: the stack output it reads ({@link ClusterInfo}) and what every check
  * returns ({@link Finding}).
@@ -50,6 +52,8 @@ export interface ClusterInfo {
     podCidr: string;
     pools: PoolInfo[];
     existingNodes: ExistingNodeInfo[];
+    /** The cluster's saved commands (operation → Cloud Assistant command id); doctor runs its `doctor-*` ones. */
+    commands?: Partial<NodeCommandIds>;
 }
 
 /** Outcome of one finding. */

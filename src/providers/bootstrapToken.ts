@@ -1,9 +1,9 @@
 /**
  * BootstrapToken: a kubeadm bootstrap token that nodes join with, generated here with `crypto`
- * (`[a-z0-9]{6}.[a-z0-9]{16}`), created on master 0 over Cloud Assistant with `kubeadm token create`
- * and deleted with its owner (`kubeadm token delete`). The token is a secret output; it never appears
- * in an error message or in the Pulumi log (the runner keeps command output out of errors, and the
- * script is never logged).
+ * (`[a-z0-9]{6}.[a-z0-9]{16}`), created on master 0 by the saved token-create operation (`kubeadm token
+ * create`) and deleted with its owner (token-delete). The token is a secret output; it never appears in
+ * an error message or in the Pulumi log (the runner keeps the output of sensitive operations out of
+ * errors, and parameters are never logged).
  *
  * One per node pool and one for the existing nodes. ESS userdata is static, so a pool token must live
  * as long as the pool's scaling configuration: the default ttl is `0` (never expires). Rotate a token by
@@ -11,7 +11,9 @@
  * replaced with it, and the old token is deleted from the cluster.
  */
 import * as pulumi from "@pulumi/pulumi";
-import { CommandError, runOnInstance } from "../cloud/cloudAssistant";
+import { CommandError } from "../cloud/cloudAssistant";
+import { classify } from "../cloud/errors";
+import { createToken, deleteToken, type ClusterAccess, type NodeCommandIds } from "../cloud/operations";
 import { pulumiLog } from "./log";
 import { TOKEN_ID_PATTERN, TOKEN_PATTERN } from "../rules";
 
@@ -20,14 +22,14 @@ export const BOOTSTRAP_TOKEN_PROVIDER_VERSION = "1";
 
 export { TOKEN_PATTERN };
 
-/** Error codes meaning "master 0 no longer exists": nothing left to delete the token from. */
-const MASTER_GONE_CODES = ["InvalidInstance.NotFound", "InvalidInstanceId.NotFound"];
 
 export interface BootstrapTokenInputs {
     /** Region id, e.g. `cn-hangzhou`. */
     region: string;
     /** Master 0 (has /etc/kubernetes/admin.conf, which `kubeadm token` uses). */
     masterInstanceId: string;
+    /** The cluster's saved commands (from the NodeCommands component). */
+    commands: NodeCommandIds;
     /** Token lifetime as `kubeadm token create --ttl` takes it (`0` = never expires, `24h`). Default `0`. */
     ttl?: string;
     /** `--description` of the token, e.g. `alicloud-kubeadm pool general`. Default `alicloud-kubeadm`. */
@@ -55,40 +57,8 @@ export function generateToken(): string {
     return `${pick(6)}.${pick(16)}`;
 }
 
-/** Single-quotes a value for a POSIX shell. */
-function quote(value: string): string {
-    return `'${value.replace(/'/g, `'\\''`)}'`;
-}
-
-/**
- * The script that creates `token` on a master. Idempotent: the same token already there (a retried
- * create whose first answer was lost) counts as created; another token with the same id is an error.
- * Prints only `created` or `exists`.
- */
-export function createTokenScript(token: string, ttl: string, description: string): string {
-    if (!TOKEN_PATTERN.test(token)) throw new Error("createTokenScript: the token is not of the form [a-z0-9]{6}.[a-z0-9]{16}");
-    return [
-        "set -u",
-        "export KUBECONFIG=/etc/kubernetes/admin.conf",
-        `if kubeadm token list -o jsonpath='{.token}{"\\n"}' 2>/dev/null | grep -qxF ${quote(token)}; then echo exists; exit 0; fi`,
-        `if out=$(kubeadm token create ${quote(token)} --ttl ${quote(ttl)} --description ${quote(description)} 2>&1); then echo created; exit 0; fi`,
-        // kubeadm echoes the token back in some errors: print the error without it.
-        `printf '%s\\n' "$out" | sed "s/${token.replace(".", "\\.")}/<token>/g" >&2`,
-        "exit 1",
-    ].join("\n");
-}
-
-/** The script that deletes the token with id `tokenId`; a token already gone is fine. */
-export function deleteTokenScript(tokenId: string): string {
-    if (!TOKEN_ID_PATTERN.test(tokenId)) throw new Error(`deleteTokenScript: "${tokenId}" is not a bootstrap token id`);
-    return [
-        "set -u",
-        "export KUBECONFIG=/etc/kubernetes/admin.conf",
-        `if out=$(kubeadm token delete ${tokenId} 2>&1); then echo deleted; exit 0; fi`,
-        'case "$out" in *"not found"*|*NotFound*) echo "already gone"; exit 0 ;; esac',
-        `printf '%s\\n' "$out" >&2`,
-        "exit 1",
-    ].join("\n");
+function accessOf(inputs: BootstrapTokenInputs): ClusterAccess {
+    return { region: inputs.region, masterInstanceId: inputs.masterInstanceId, commands: inputs.commands, pollIntervalMs: inputs.pollIntervalMs };
 }
 
 /**
@@ -99,11 +69,7 @@ export async function createBootstrapToken(inputs: BootstrapTokenInputs): Promis
     const token = generateToken();
     const ttl = inputs.ttl ?? "0";
     try {
-        await runOnInstance({
-            region: inputs.region, instanceId: inputs.masterInstanceId, name: "alicloud-kubeadm-token-create",
-            script: createTokenScript(token, ttl, inputs.description ?? "alicloud-kubeadm"),
-            timeoutSeconds: 60, sensitiveOutput: true, pollIntervalMs: inputs.pollIntervalMs,
-        });
+        await createToken(accessOf(inputs), token, ttl, inputs.description ?? "alicloud-kubeadm");
     } catch (err) {
         // The command may have run even though its result was lost: nothing would own that token, so
         // delete it (best effort) before failing.
@@ -121,14 +87,11 @@ export async function createBootstrapToken(inputs: BootstrapTokenInputs): Promis
  * @param warn called when there was nothing to delete
  */
 export async function deleteBootstrapToken(inputs: BootstrapTokenInputs, tokenId: string, warn: (m: string) => void = () => undefined): Promise<void> {
+    if (!TOKEN_ID_PATTERN.test(tokenId)) throw new Error(`"${tokenId}" is not a bootstrap token id`);
     try {
-        const out = await runOnInstance({
-            region: inputs.region, instanceId: inputs.masterInstanceId, name: "alicloud-kubeadm-token-delete",
-            script: deleteTokenScript(tokenId), timeoutSeconds: 60, pollIntervalMs: inputs.pollIntervalMs,
-        });
-        if (out.includes("already gone")) warn(`bootstrap token ${tokenId} was already gone from the cluster`);
+        if ((await deleteToken(accessOf(inputs), tokenId)) === "already gone") warn(`bootstrap token ${tokenId} was already gone from the cluster`);
     } catch (err) {
-        if (err instanceof CommandError && MASTER_GONE_CODES.includes(err.errorCode)) {
+        if (err instanceof CommandError && classify(err.errorCode) === "not-found") {
             warn(`master 0 (${inputs.masterInstanceId}) no longer exists; bootstrap token ${tokenId} went with it`);
             return;
         }
@@ -145,7 +108,9 @@ export const bootstrapTokenProvider: pulumi.dynamic.ResourceProvider = {
     },
     async diff(_id: string, olds: BootstrapTokenInputs & BootstrapTokenOutputs, news: BootstrapTokenInputs) {
         const replaces = (["masterInstanceId", "ttl", "description", "region"] as const).filter((k) => (olds[k] ?? "") !== (news[k] ?? ""));
-        const changed = replaces.length > 0 || olds.providerVersion !== news.providerVersion || olds.pollIntervalMs !== news.pollIntervalMs;
+        // New command ids are an update: the token itself stays.
+        const changed = replaces.length > 0 || olds.providerVersion !== news.providerVersion || olds.pollIntervalMs !== news.pollIntervalMs ||
+            JSON.stringify(olds.commands) !== JSON.stringify(news.commands);
         // Create the new token before deleting the old one: nodes joining meanwhile keep working.
         return { changes: changed, replaces, deleteBeforeReplace: false };
     },
@@ -162,6 +127,8 @@ export interface BootstrapTokenArgs {
     region: pulumi.Input<string>;
     /** Master 0's instance id. */
     masterInstanceId: pulumi.Input<string>;
+    /** The cluster's saved commands (NodeCommands `ids`). */
+    commands: pulumi.Input<NodeCommandIds>;
     /** Token lifetime, `kubeadm token create --ttl` syntax. Default `0` (never expires; ESS userdata is static). Changing it replaces the token. */
     ttl?: pulumi.Input<string>;
     /** Token description. Default `alicloud-kubeadm`. */

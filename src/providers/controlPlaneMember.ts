@@ -1,15 +1,15 @@
 /**
  * ControlPlaneMember: joins master 1..n-1 with `kubeadm join --control-plane` over Cloud Assistant.
  * On create it asks master 0 for a fresh certificate key (`kubeadm init phase upload-certs
- * --upload-certs`, valid 2 h) and a short-lived token (30 min), puts both into the rendered join
- * script, runs it on the member, and waits for its Node to be Ready. On delete it runs the removal
- * core for a control-plane node: drain, `kubeadm reset` (which removes its etcd member), delete Node.
- * Joins are serialised by the caller (each member depends on the previous one): etcd grows one
- * member at a time.
+ * --upload-certs`, valid 2 h) and a short-lived token (30 min) — the saved join-secrets operation — and
+ * invokes the cluster's saved control-plane join command on the member with both as parameters, then
+ * waits for its Node to be Ready. On delete it runs the removal core for a control-plane node: drain,
+ * `kubeadm reset` (which removes its etcd member), delete Node. Joins are serialised by the caller (each
+ * member depends on the previous one): etcd grows one member at a time.
  */
 import * as pulumi from "@pulumi/pulumi";
-import { CommandError, runOnInstance } from "../cloud/cloudAssistant";
-import { getNodes, providerIdOf } from "../cloud/kubectl";
+import { CommandError } from "../cloud/cloudAssistant";
+import { bootstrapLog, joinSecrets, listNodes, providerIdOf, runJoin, type ClusterAccess, type NodeCommandIds } from "../cloud/operations";
 import { removeNode } from "../removal";
 import { pulumiLog } from "./log";
 import { CERTIFICATE_KEY_PATTERN, TOKEN_PATTERN } from "../rules";
@@ -20,18 +20,7 @@ export interface JoinSecrets {
     certificateKey: string;
 }
 
-/** Script run on master 0: prints `<token> <certificate key>`. */
-export function joinSecretsScript(): string {
-    return [
-        "#!/bin/bash",
-        "set -euo pipefail",
-        "key=$(kubeadm init phase upload-certs --upload-certs 2>/dev/null | tail -n 1)",
-        "token=$(kubeadm token create --ttl 30m --description 'alicloud-kubeadm control-plane join')",
-        "printf '%s %s\\n' \"$token\" \"$key\"",
-    ].join("\n");
-}
-
-/** Parses the output of {@link joinSecretsScript}; never echoes it in an error. */
+/** Parses what the join-secrets operation prints (`<token> <certificate key>`); never echoes it in an error. */
 export function parseJoinSecrets(output: string): JoinSecrets {
     const [token, certificateKey] = output.trim().split(/\s+/);
     if (!TOKEN_PATTERN.test(token ?? "") || !CERTIFICATE_KEY_PATTERN.test(certificateKey ?? "")) {
@@ -41,26 +30,16 @@ export function parseJoinSecrets(output: string): JoinSecrets {
     return { token, certificateKey };
 }
 
-/** Replaces one `readonly NAME='…'` header line of a rendered script. */
-export function setHeader(script: string, name: string, value: string): string {
-    const line = new RegExp(`^readonly ${name}='(?:[^']|'\\\\'')*'$`, "m");
-    if (!line.test(script)) {
-        throw new Error(`the join script template has no ${name} parameter`);
-    }
-    return script.replace(line, () => `readonly ${name}='${value.replace(/'/g, `'\\''`)}'`);
-}
-
 export interface ControlPlaneMemberInputs {
     region: string;
     /** Master 0 (issues the token and certificate key; runs kubectl). */
     masterInstanceId: string;
     /** The master to join. */
     memberInstanceId: string;
-    /**
-     * The rendered control-plane join script (userdata/render.ts renderControlPlaneJoin) with placeholder
-     * token and certificate key; the real ones are put in at create time and never stored.
-     */
-    joinScript: string;
+    /** The cluster's saved control-plane join command (the attach script with this cluster's join material; token and certificate key are its parameters). */
+    joinCommandId: string;
+    /** The cluster's saved commands (from the NodeCommands component). */
+    commands: NodeCommandIds;
     /** Route table, for the pod-route clean-up on delete. */
     routeTableId?: string;
     /** Bound on the join (package install + join), seconds. Default 1800. */
@@ -77,30 +56,21 @@ export async function joinControlPlaneMember(inputs: ControlPlaneMemberInputs, l
     const { region, masterInstanceId, memberInstanceId } = inputs;
     const pollMs = (inputs.pollSeconds ?? 10) * 1000;
     const pollIntervalMs = Math.min(1000, pollMs);
-    const master = { region, masterInstanceId, pollIntervalMs };
+    const master: ClusterAccess = { region, masterInstanceId, commands: inputs.commands, pollIntervalMs };
     const providerId = providerIdOf(region, memberInstanceId);
 
-    const existing = (await getNodes(master)).find((n) => n.providerId === providerId);
+    const existing = (await listNodes(master)).find((n) => n.providerId === providerId);
     if (!existing) {
         log(`asking master 0 (${masterInstanceId}) for a certificate key and a join token`);
-        const secrets = parseJoinSecrets(await runOnInstance({
-            region, instanceId: masterInstanceId, script: joinSecretsScript(), name: "alicloud-kubeadm-control-plane-join-secrets",
-            timeoutSeconds: 120, sensitiveOutput: true, pollIntervalMs,
-        }));
-        const script = setHeader(setHeader(inputs.joinScript, "AK_BOOTSTRAP_TOKEN", secrets.token), "AK_CERTIFICATE_KEY", secrets.certificateKey);
+        const secrets = parseJoinSecrets(await joinSecrets(master));
         log(`joining ${memberInstanceId} to the control plane (installs packages, then kubeadm join --control-plane)`);
         try {
-            await runOnInstance({
-                region, instanceId: memberInstanceId, script, name: "alicloud-kubeadm-control-plane-join",
-                timeoutSeconds: inputs.joinTimeoutSeconds ?? 1800, sensitiveOutput: true, pollIntervalMs, pollMaxIntervalMs: 10_000,
-            });
+            await runJoin(region, "control-plane-join", inputs.joinCommandId, memberInstanceId, { token: secrets.token, certificateKey: secrets.certificateKey },
+                { timeoutSeconds: inputs.joinTimeoutSeconds ?? 1800, pollIntervalMs });
         } catch (err) {
-            const tail = await runOnInstance({
-                region, instanceId: memberInstanceId, name: "alicloud-kubeadm-join-log", timeoutSeconds: 30, pollIntervalMs,
-                script: "tail -c 2000 /var/log/alicloud-kubeadm/attach-node.log 2>/dev/null || echo '(no join log)'",
-            }).catch(() => "(could not read the join log)");
+            const tail = await bootstrapLog(master, memberInstanceId).catch(() => "(could not read the join log)");
             const code = err instanceof CommandError ? ` (${err.errorCode || `exit ${err.exitCode}`})` : "";
-            throw new Error(`kubeadm join --control-plane failed on ${memberInstanceId}${code}. Last lines of /var/log/alicloud-kubeadm/attach-node.log:\n${tail}\n` +
+            throw new Error(`kubeadm join --control-plane failed on ${memberInstanceId}${code}. Last lines of its bootstrap log (/var/log/alicloud-kubeadm/):\n${tail}\n` +
                 "Fix the cause and run `pulumi up` again: the join script cleans up a failed join before retrying.");
         }
     } else {
@@ -109,7 +79,7 @@ export async function joinControlPlaneMember(inputs: ControlPlaneMemberInputs, l
 
     const deadline = Date.now() + (inputs.readyTimeoutSeconds ?? 600) * 1000;
     for (;;) {
-        const node = (await getNodes(master)).find((n) => n.providerId === providerId);
+        const node = (await listNodes(master)).find((n) => n.providerId === providerId);
         if (node?.ready) {
             log(`control-plane member ${memberInstanceId} is Ready as ${node.name}`);
             return node.name;
@@ -131,8 +101,9 @@ export const controlPlaneMemberProvider: pulumi.dynamic.ResourceProvider = {
     },
     async diff(_id: string, olds: ControlPlaneMemberInputs, news: ControlPlaneMemberInputs) {
         const replaces = ["memberInstanceId", "masterInstanceId"].filter((k) => olds[k as keyof ControlPlaneMemberInputs] !== news[k as keyof ControlPlaneMemberInputs]);
-        // A changed join script matters only for the next join; no update needed.
-        return { changes: replaces.length > 0 || olds.providerVersion !== news.providerVersion, replaces, deleteBeforeReplace: true };
+        // New command ids (a changed script) are an update — never a replacement, which would reset the member.
+        const updates = (["joinCommandId", "commands", "routeTableId", "providerVersion"] as const).some((k) => JSON.stringify(olds[k]) !== JSON.stringify(news[k]));
+        return { changes: replaces.length > 0 || updates, replaces, deleteBeforeReplace: true };
     },
     async update(_id: string, olds: ControlPlaneMemberInputs & { nodeName: string }, news: ControlPlaneMemberInputs) {
         return { outs: { ...news, nodeName: olds.nodeName } };
@@ -140,7 +111,7 @@ export const controlPlaneMemberProvider: pulumi.dynamic.ResourceProvider = {
     async delete(_id: string, props: ControlPlaneMemberInputs) {
         const log = pulumiLog();
         await removeNode({ instanceId: props.memberInstanceId, kind: "control-plane" }, {
-            region: props.region, masterInstanceId: props.masterInstanceId, routeTableId: props.routeTableId,
+            region: props.region, masterInstanceId: props.masterInstanceId, commands: props.commands, routeTableId: props.routeTableId,
             pollIntervalMs: Math.min(1000, (props.pollSeconds ?? 10) * 1000), log: (m) => log.info(m), warn: (m) => log.warn(m),
         });
     },
@@ -150,8 +121,10 @@ export interface ControlPlaneMemberArgs {
     region: pulumi.Input<string>;
     masterInstanceId: pulumi.Input<string>;
     memberInstanceId: pulumi.Input<string>;
-    /** Rendered join script with placeholder secrets (see ControlPlaneMemberInputs.joinScript). */
-    joinScript: pulumi.Input<string>;
+    /** The cluster's saved control-plane join command. */
+    joinCommandId: pulumi.Input<string>;
+    /** The cluster's saved commands (NodeCommands `ids`). */
+    commands: pulumi.Input<NodeCommandIds>;
     routeTableId?: pulumi.Input<string>;
     joinTimeoutSeconds?: pulumi.Input<number>;
     readyTimeoutSeconds?: pulumi.Input<number>;

@@ -6,19 +6,15 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { CommandError, runOnInstance } from "../cloud/cloudAssistant";
+import { cannotRunCommands } from "../cloud/errors";
 import { logInfo } from "./log";
 
-/** Where userdata/master_init.sh leaves its markers, log and files. */
+/** Where src/shell/master_init.sh leaves its markers and log, and kubeadm its files (init-status.sh reads them). */
 export const MASTER_PATHS = {
-    done: "/var/lib/alicloud-kubeadm/init.done",
     failed: "/var/lib/alicloud-kubeadm/init.failed",
     log: "/var/log/alicloud-kubeadm/master-init.log",
     caCert: "/etc/kubernetes/pki/ca.crt",
-    adminConf: "/etc/kubernetes/admin.conf",
 } as const;
-
-/** Agent states that mean "the instance is still booting": keep waiting. */
-const NOT_READY_CODES = ["ClientNotRunning", "ClientNotResponse", "ClientIsUpgrading", "InstanceNotRunning", "DeliveryTimeout", "InvalidInstance.NotMatch"];
 
 export interface JoinInfoInputs {
     /** Region id, e.g. `cn-hangzhou`. */
@@ -27,6 +23,11 @@ export interface JoinInfoInputs {
     masterInstanceId: string;
     /** `https://host:6443` written into the returned kubeconfig. */
     kubeconfigServer: string;
+    /**
+     * The init-status and read-kubeconfig operations, rendered at program time (src/shell/ops): run once per
+     * cluster with RunCommand while master 0 comes up, so not saved as commands.
+     */
+    scripts: { initStatus: string; readKubeconfig: string };
     /** Bound on the wait for `kubeadm init`, seconds. Default 1800 (package installs on a fresh image take minutes). */
     waitTimeoutSeconds?: number;
     /** Pause between checks, seconds. Default 15. */
@@ -67,24 +68,6 @@ export function rewriteKubeconfigServer(kubeconfig: string, server: string): str
     return YAML.stringify(doc);
 }
 
-/** The script that reports init status and, when done, the CA certificate (Base64). */
-export function initStatusScript(): string {
-    return [
-        "set -u",
-        `if [ -f ${MASTER_PATHS.done} ]; then`,
-        "  echo status=done",
-        `  base64 -w0 ${MASTER_PATHS.caCert}; echo`,
-        `elif [ -f ${MASTER_PATHS.failed} ]; then`,
-        "  echo status=failed",
-        `  cat ${MASTER_PATHS.failed}`,
-        "  echo '--- last lines of the init log:'",
-        `  tail -c 3000 ${MASTER_PATHS.log} 2>/dev/null || echo '(no log at ${MASTER_PATHS.log})'`,
-        "else",
-        "  echo status=waiting",
-        "fi",
-    ].join("\n");
-}
-
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -103,12 +86,13 @@ export async function readJoinInfo(inputs: JoinInfoInputs, log: (msg: string) =>
         let status = "waiting";
         let body = "";
         try {
-            const out = await runOnInstance({ region, instanceId, script: initStatusScript(), name: "alicloud-kubeadm-init-status", timeoutSeconds: 30, pollIntervalMs });
+            const out = await runOnInstance({ region, instanceId, script: inputs.scripts.initStatus, name: "alicloud-kubeadm init-status", timeoutSeconds: 30, pollIntervalMs });
             const newline = out.indexOf("\n");
             status = (newline < 0 ? out : out.slice(0, newline)).trim().replace(/^status=/, "");
             body = newline < 0 ? "" : out.slice(newline + 1);
         } catch (err) {
-            if (!(err instanceof CommandError && NOT_READY_CODES.includes(err.errorCode))) {
+            // The agent or the instance not ready yet: master 0 is still booting, keep waiting.
+            if (!(err instanceof CommandError && cannotRunCommands(err.errorCode))) {
                 throw err;
             }
             status = `waiting (Cloud Assistant: ${err.errorCode})`;
@@ -139,8 +123,7 @@ export async function readJoinInfo(inputs: JoinInfoInputs, log: (msg: string) =>
         throw new Error(`${MASTER_PATHS.caCert} on ${instanceId} is not a PEM certificate: ${(err as Error).message}`);
     }
     const adminConf = await runOnInstance({
-        region, instanceId, name: "alicloud-kubeadm-read-kubeconfig", timeoutSeconds: 30, sensitiveOutput: true, pollIntervalMs,
-        script: `cat ${MASTER_PATHS.adminConf}`,
+        region, instanceId, name: "alicloud-kubeadm read-kubeconfig", timeoutSeconds: 30, sensitiveOutput: true, pollIntervalMs, script: inputs.scripts.readKubeconfig,
     });
     log(`kubeadm init finished on ${instanceId}; read the CA hash and the admin kubeconfig`);
     return { caCertHash: hash, kubeconfig: rewriteKubeconfigServer(adminConf, inputs.kubeconfigServer) };
@@ -156,7 +139,8 @@ export const joinInfoProvider: pulumi.dynamic.ResourceProvider = {
     },
     async diff(_id: string, olds: JoinInfoInputs & JoinInfoOutputs, news: JoinInfoInputs) {
         const replaces = olds.masterInstanceId !== news.masterInstanceId ? ["masterInstanceId"] : [];
-        const changed = olds.kubeconfigServer !== news.kubeconfigServer || olds.providerVersion !== news.providerVersion;
+        const changed = olds.kubeconfigServer !== news.kubeconfigServer || olds.providerVersion !== news.providerVersion ||
+            JSON.stringify(olds.scripts) !== JSON.stringify(news.scripts);
         return { changes: replaces.length > 0 || changed, replaces, deleteBeforeReplace: false };
     },
     async update(_id: string, _olds: JoinInfoInputs & JoinInfoOutputs, news: JoinInfoInputs) {
@@ -171,6 +155,8 @@ export interface JoinInfoArgs {
     region: pulumi.Input<string>;
     masterInstanceId: pulumi.Input<string>;
     kubeconfigServer: pulumi.Input<string>;
+    /** The init-status and read-kubeconfig scripts (`renderOperation`). */
+    scripts: pulumi.Input<{ initStatus: string; readKubeconfig: string }>;
     /** Default 1800 s. */
     waitTimeoutSeconds?: pulumi.Input<number>;
     /** Default 15 s. */

@@ -1,8 +1,9 @@
 /**
- * NodeMembership: an existing ECS instance joined to the cluster (DESIGN.md §1).
+ * NodeMembership: an existing ECS instance joined to the cluster (docs/architecture.md, "How nodes join").
  *
- * - `manual`: runs the rendered attach script on the running instance with Cloud Assistant, then waits
- *   (bounded) until the Node with provider id `<region>.<instance-id>` is Ready.
+ * - `manual`: invokes the cluster's saved attach command on the running instance with Cloud Assistant
+ *   (the node's labels and taints as parameters), then waits (bounded) until the Node with provider id
+ *   `<region>.<instance-id>` is Ready.
  * - `ssh`: the script was run over SSH by a `@pulumi/command` `remote.Command` that this resource depends
  *   on (see ExistingNode); this resource only waits for Ready.
  * - `auto` (destructive, needs `replaceSystemDisk: true`): ModifyInstanceAttribute(UserData = the attach
@@ -15,10 +16,12 @@
  * kubeadm reset, delete the Node, delete a left-over pod route. The instance itself stays.
  */
 import * as pulumi from "@pulumi/pulumi";
-import { CommandError, MAX_CONTENT_BASE64_BYTES, runOnInstance } from "../cloud/cloudAssistant";
-import { getNodes, providerIdOf } from "../cloud/kubectl";
-import { callApi } from "../cloud/openapi";
+import { CommandError } from "../cloud/cloudAssistant";
+import { describeInstance, replaceSystemDisk, setUserData, startInstance, stopInstance } from "../cloud/ecs";
+import { cannotRunCommands } from "../cloud/errors";
+import { bootstrapLog, listNodes, providerIdOf, runJoin, type ClusterAccess, type NodeCommandIds } from "../cloud/operations";
 import { removeNode, type RemovalOptions } from "../removal";
+import { parameterProblem } from "../rules";
 import { pulumiLog } from "./log";
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
@@ -36,8 +39,16 @@ export interface NodeMembershipInputs {
     instanceId: string;
     /** How the instance joins. */
     mode: MembershipMode;
-    /** The rendered attach script (secret): run in `manual` mode, set as userdata in `auto` mode. */
-    userData: string;
+    /** The rendered attach script (secret), set as userdata in `auto` mode. */
+    userData?: string;
+    /** The cluster's saved attach command, invoked in `manual` mode. */
+    attachCommandId?: string;
+    /** The node's labels as the attach command's parameter (`key=value,...`). Default none. */
+    labels?: string;
+    /** The node's taints as the attach command's parameter (`key[=value]:Effect,...`). Default none. */
+    taints?: string;
+    /** The cluster's saved commands (from the NodeCommands component). */
+    commands: NodeCommandIds;
     /** Image for the new system disk (`auto` mode). */
     imageId?: string;
     /** Must be true for `auto` mode, which wipes the system disk. Default false. */
@@ -69,16 +80,6 @@ export interface NodeMembershipOutputs {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Blanks the bootstrap token and CA pins of `script` wherever they appear in `text`. */
-export function scrubSecrets(text: string, script: string): string {
-    let out = text;
-    for (const name of ["AK_BOOTSTRAP_TOKEN", "AK_CA_CERT_HASHES"]) {
-        const m = new RegExp(`^readonly ${name}='([^']*)'$`, "m").exec(script);
-        for (const value of (m?.[1] ?? "").split(",").filter((v) => v.length >= 6)) out = out.split(value).join("<redacted>");
-    }
-    return out;
-}
-
 /** Problems that stop a membership before any call (every one listed). */
 export function membershipProblems(inputs: NodeMembershipInputs): string[] {
     const problems: string[] = [];
@@ -88,12 +89,11 @@ export function membershipProblems(inputs: NodeMembershipInputs): string[] {
             "set replaceSystemDisk: true to confirm, or use mode: manual");
     }
     if (inputs.mode === "auto" && !inputs.imageId) problems.push("imageId: mode auto needs the image for the new system disk");
-    if (inputs.mode === "manual") {
-        const b64 = Buffer.from(inputs.userData ?? "", "utf8").toString("base64").length;
-        if (b64 > MAX_CONTENT_BASE64_BYTES) {
-            problems.push(`userData: the attach script is ${b64} bytes after Base64, above Cloud Assistant's ${MAX_CONTENT_BASE64_BYTES}; ` +
-                "use mode auto (userdata takes 32 KB) or a `connection` (SSH), or shorten the script (fewer labels/taints)");
-        }
+    if (inputs.mode === "auto" && !inputs.userData) problems.push("userData: mode auto needs the attach script as userdata");
+    if (inputs.mode === "manual" && !inputs.attachCommandId) problems.push("attachCommandId: mode manual needs the cluster's saved attach command");
+    for (const name of ["labels", "taints"] as const) {
+        const reason = inputs.mode === "manual" ? parameterProblem(name, inputs[name] ?? "") : undefined;
+        if (reason) problems.push(`${name}: ${reason}`);
     }
     if (Buffer.byteLength(inputs.userData ?? "", "utf8") > 32 * 1024) problems.push("userData: the attach script is above ECS's 32 KB userdata limit");
     return problems;
@@ -107,10 +107,13 @@ function waitsOf(inputs: NodeMembershipInputs): Waits {
 
 /** Instance status and whether an operation (e.g. a system disk replacement) still locks it. */
 async function instanceState(region: string, instanceId: string): Promise<{ status: string; locked: boolean }> {
-    const res = await callApi("ecs", "DescribeInstances", { InstanceIds: JSON.stringify([instanceId]), PageSize: 10 }, { region });
-    const inst = ((res.Instances as { Instance?: Array<{ Status: string; OperationLocks?: { LockReason?: unknown[] } }> } | undefined)?.Instance ?? [])[0];
+    const inst = await describeInstance(region, instanceId);
     if (!inst) throw new Error(`ECS instance ${instanceId} does not exist in ${region}; check existingNodes[].instanceId`);
-    return { status: inst.Status, locked: (inst.OperationLocks?.LockReason ?? []).length > 0 };
+    return { status: inst.status, locked: inst.locked };
+}
+
+function accessOf(inputs: NodeMembershipInputs): ClusterAccess {
+    return { region: inputs.region, masterInstanceId: inputs.masterInstanceId, commands: inputs.commands, pollIntervalMs: inputs.pollIntervalMs };
 }
 
 async function waitForStatus(region: string, instanceId: string, want: string, w: Waits, log: (m: string) => void): Promise<void> {
@@ -132,9 +135,8 @@ export async function waitForNodeReady(inputs: NodeMembershipInputs, log: (m: st
     const providerId = providerIdOf(inputs.region, inputs.instanceId);
     const w = waitsOf(inputs);
     const started = Date.now();
-    const target = { region: inputs.region, masterInstanceId: inputs.masterInstanceId, pollIntervalMs: inputs.pollIntervalMs };
     for (let attempt = 0; ; attempt++) {
-        const node = (await getNodes(target)).find((n) => n.providerId === providerId);
+        const node = (await listNodes(accessOf(inputs))).find((n) => n.providerId === providerId);
         if (node?.ready) {
             log(`${inputs.instanceId}: node ${node.name} is Ready`);
             return { nodeName: node.name, providerId };
@@ -149,20 +151,22 @@ export async function waitForNodeReady(inputs: NodeMembershipInputs, log: (m: st
     }
 }
 
-/** Runs the attach script on the running instance over Cloud Assistant. */
+/** Invokes the cluster's saved attach command on the running instance over Cloud Assistant. */
 async function attachManually(inputs: NodeMembershipInputs, log: (m: string) => void): Promise<void> {
-    log(`${inputs.instanceId}: running the attach script over Cloud Assistant`);
+    log(`${inputs.instanceId}: running the attach command over Cloud Assistant`);
     try {
-        await runOnInstance({
-            region: inputs.region, instanceId: inputs.instanceId, script: inputs.userData, name: "alicloud-kubeadm-attach-node",
-            timeoutSeconds: inputs.attachTimeoutSeconds ?? 1800, pollIntervalMs: inputs.pollIntervalMs,
-        });
+        await runJoin(inputs.region, "attach", inputs.attachCommandId ?? "", inputs.instanceId, { labels: inputs.labels ?? "", taints: inputs.taints ?? "" },
+            { timeoutSeconds: inputs.attachTimeoutSeconds ?? 1800, pollIntervalMs: inputs.pollIntervalMs });
     } catch (err) {
         const code = err instanceof CommandError ? err.errorCode : "";
-        const hint = ["ClientNotRunning", "ClientNotResponse", "InstanceNotRunning"].includes(code)
-            ? `start ${inputs.instanceId} and make sure its Cloud Assistant agent runs (or give a \`connection\` to use SSH)`
-            : `read ${ATTACH_LOG} on ${inputs.instanceId}; the script is re-runnable`;
-        throw new Error(`attaching ${inputs.instanceId} failed: ${scrubSecrets((err as Error).message, inputs.userData)}\n  fix: ${hint}, then run \`pulumi up\` again.`);
+        if (cannotRunCommands(code)) {
+            throw new Error(`attaching ${inputs.instanceId} failed: ${(err as Error).message}\n  fix: start ${inputs.instanceId} and make sure its Cloud Assistant agent runs ` +
+                "(or give a `connection` to use SSH), then run `pulumi up` again.");
+        }
+        // The attach command's own output may echo its join material: read the bootstrap log instead (token secrets are blanked on the node).
+        const tail = await bootstrapLog(accessOf(inputs), inputs.instanceId).catch(() => "(could not read the bootstrap log)");
+        throw new Error(`attaching ${inputs.instanceId} failed: ${(err as Error).message}. Last lines of its bootstrap log:\n${tail}\n` +
+            `  fix: read ${ATTACH_LOG} on ${inputs.instanceId}; the script is re-runnable, then run \`pulumi up\` again.`);
     }
 }
 
@@ -170,18 +174,17 @@ async function attachManually(inputs: NodeMembershipInputs, log: (m: string) => 
 async function attachByReimage(inputs: NodeMembershipInputs, log: (m: string) => void): Promise<void> {
     const { region, instanceId } = inputs;
     const w = waitsOf(inputs);
-    await callApi("ecs", "ModifyInstanceAttribute", { InstanceId: instanceId, UserData: Buffer.from(inputs.userData, "utf8").toString("base64") }, { region });
+    await setUserData(region, instanceId, inputs.userData ?? "");
     log(`${instanceId}: userdata set to the attach script`);
     const { status } = await instanceState(region, instanceId);
     if (status !== "Stopped") {
-        await callApi("ecs", "StopInstance", { InstanceId: instanceId, StoppedMode: "KeepCharging" }, { region, retry: { retryableCodes: ["IncorrectInstanceStatus"] } });
+        await stopInstance(region, instanceId);
         await waitForStatus(region, instanceId, "Stopped", w, log);
     }
-    // PasswordInherit keeps the instance's login password or key pair on the new disk.
-    await callApi("ecs", "ReplaceSystemDisk", { InstanceId: instanceId, ImageId: inputs.imageId, PasswordInherit: true }, { region });
+    await replaceSystemDisk(region, instanceId, inputs.imageId ?? "", { passwordInherit: true });
     log(`${instanceId}: replacing the system disk with ${inputs.imageId}`);
     await waitForStatus(region, instanceId, "Stopped", w, log);
-    await callApi("ecs", "StartInstance", { InstanceId: instanceId }, { region, retry: { retryableCodes: ["IncorrectInstanceStatus"] } });
+    await startInstance(region, instanceId);
     await waitForStatus(region, instanceId, "Running", w, log);
     log(`${instanceId}: running on the new system disk; the attach script runs at first boot`);
 }
@@ -195,8 +198,7 @@ export async function joinExistingNode(inputs: NodeMembershipInputs, log: (m: st
     if (problems.length > 0) throw new Error(`existing node ${inputs.instanceId}:\n  ${problems.join("\n  ")}`);
     if (inputs.mode === "auto") {
         const providerId = providerIdOf(inputs.region, inputs.instanceId);
-        const target = { region: inputs.region, masterInstanceId: inputs.masterInstanceId, pollIntervalMs: inputs.pollIntervalMs };
-        const node = (await getNodes(target)).find((n) => n.providerId === providerId);
+        const node = (await listNodes(accessOf(inputs))).find((n) => n.providerId === providerId);
         if (node?.ready) {
             log(`${inputs.instanceId}: already a Ready node (${node.name}); the system disk is left alone`);
             return { nodeName: node.name, providerId };
@@ -229,9 +231,10 @@ export const nodeMembershipProvider: pulumi.dynamic.ResourceProvider = {
         // (a rotated token, more labels) or image does not: the node is already in, and re-joining would drain
         // it. Those take effect at the next join (`pulumi up --replace <urn>`).
         const replaces = (["instanceId", "region", "mode"] as const).filter((k) => (olds[k] ?? "") !== (news[k] ?? ""));
-        const keys = ["userData", "imageId", "masterInstanceId", "replaceSystemDisk", "routeTableId", "attachTimeoutSeconds", "readyTimeoutSeconds", "pollSeconds",
-            "pollIntervalMs", "drainTimeoutSeconds", "providerVersion"] as const;
-        return { changes: replaces.length > 0 || keys.some((k) => olds[k] !== news[k]), replaces, deleteBeforeReplace: true };
+        // A new attach command or new command ids (a changed script) are updates too: never a replacement.
+        const keys = ["userData", "attachCommandId", "labels", "taints", "commands", "imageId", "masterInstanceId", "replaceSystemDisk", "routeTableId",
+            "attachTimeoutSeconds", "readyTimeoutSeconds", "pollSeconds", "pollIntervalMs", "drainTimeoutSeconds", "providerVersion"] as const;
+        return { changes: replaces.length > 0 || keys.some((k) => JSON.stringify(olds[k]) !== JSON.stringify(news[k])), replaces, deleteBeforeReplace: true };
     },
     async update(_id: string, olds: State, news: NodeMembershipInputs) {
         return { outs: { ...news, nodeName: olds.nodeName, providerId: olds.providerId } };
@@ -239,7 +242,7 @@ export const nodeMembershipProvider: pulumi.dynamic.ResourceProvider = {
     async delete(_id: string, props: State) {
         const log = pulumiLog();
         const opts: RemovalOptions = {
-            region: props.region, masterInstanceId: props.masterInstanceId, routeTableId: props.routeTableId,
+            region: props.region, masterInstanceId: props.masterInstanceId, commands: props.commands, routeTableId: props.routeTableId,
             drainTimeoutSeconds: props.drainTimeoutSeconds, pollIntervalMs: props.pollIntervalMs,
             log: (m) => log.info(m), warn: (m) => log.warn(m),
         };
@@ -256,8 +259,16 @@ export interface NodeMembershipArgs {
     instanceId: pulumi.Input<string>;
     /** `manual` (Cloud Assistant), `auto` (userdata + system disk replacement) or `ssh` (script run by a remote.Command). */
     mode: pulumi.Input<MembershipMode>;
-    /** The rendered attach script; pass it as a secret. */
-    userData: pulumi.Input<string>;
+    /** The rendered attach script (`auto`); pass it as a secret. */
+    userData?: pulumi.Input<string>;
+    /** The cluster's saved attach command (`manual`). */
+    attachCommandId?: pulumi.Input<string>;
+    /** The node's labels, `key=value,...` (`manual`). Default none. */
+    labels?: pulumi.Input<string>;
+    /** The node's taints, `key[=value]:Effect,...` (`manual`). Default none. */
+    taints?: pulumi.Input<string>;
+    /** The cluster's saved commands (NodeCommands `ids`). */
+    commands: pulumi.Input<NodeCommandIds>;
     /** Image of the new system disk (`auto`). */
     imageId?: pulumi.Input<string>;
     /** Confirms the destructive `auto` mode. Default false. */

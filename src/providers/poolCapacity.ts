@@ -16,9 +16,10 @@
  * instances without a drain.
  */
 import * as pulumi from "@pulumi/pulumi";
-import { getNodes, POOL_LABEL, providerIdOf } from "../cloud/kubectl";
-import { callApi, OpenApiError } from "../cloud/openapi";
-import { scaleInPool, scalingGroupMembers, type RemovalOptions, type RemovalReport } from "../removal";
+import { modifyScalingGroup, scalingActivities, scalingGroupMembers } from "../cloud/ess";
+import { OpenApiError } from "../cloud/openapi";
+import { listNodes, POOL_LABEL, providerIdOf, type NodeCommandIds } from "../cloud/operations";
+import { scaleInPool, type RemovalOptions, type RemovalReport } from "../removal";
 import { logInfo, pulumiLog } from "./log";
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
@@ -33,6 +34,8 @@ export interface PoolCapacityInputs {
     poolName: string;
     /** Master 0, where kubectl runs. */
     masterInstanceId: string;
+    /** The cluster's saved commands (from the NodeCommands component). */
+    commands: NodeCommandIds;
     /** `fixed`: this resource sets the capacity. `observe`: only delete acts (autoscaled pools). Default `fixed`. */
     mode?: "fixed" | "observe";
     /** Nodes wanted (fixed mode). Default 0. */
@@ -59,21 +62,18 @@ export interface PoolCapacityOutputs {
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const ESS_RETRY = { retryableCodes: ["ScalingActivityInProgress", "IncorrectScalingGroupStatus", "InvalidOperation.Conflict"] };
 
 /** Member instance ids of a scaling group (every page). */
 export async function groupInstanceIds(region: string, scalingGroupId: string): Promise<string[]> {
-    return (await scalingGroupMembers(region, scalingGroupId)).map((m) => m.InstanceId);
+    return (await scalingGroupMembers(region, scalingGroupId)).map((m) => m.instanceId);
 }
 
 /** A scaling activity of the group that failed since `sinceMs`, described; undefined when none. */
 async function failedActivity(region: string, scalingGroupId: string, sinceMs: number): Promise<string | undefined> {
-    const res = await callApi("ess", "DescribeScalingActivities", { ScalingGroupId: scalingGroupId, PageSize: 10 }, { region });
-    const rows = ((res.ScalingActivities as { ScalingActivity?: Array<Record<string, unknown>> } | undefined)?.ScalingActivity) ?? [];
-    const failed = rows.find((a) => ["Failed", "Rejected"].includes(String(a.StatusCode)) && Date.parse(String(a.StartTime)) >= sinceMs - 60_000);
+    const failed = (await scalingActivities(region, scalingGroupId)).find((a) => ["Failed", "Rejected"].includes(a.statusCode) && Date.parse(a.startTime) >= sinceMs - 60_000);
     if (!failed) return undefined;
-    const code = failed.ErrorCode ? `${String(failed.ErrorCode)}: ` : "";
-    return `${String(failed.ScalingActivityId)} ${String(failed.StatusCode)}: ${code}${String(failed.ErrorMessage ?? failed.StatusMessage ?? failed.Description ?? "")}`;
+    const code = failed.errorCode ? `${failed.errorCode}: ` : "";
+    return `${failed.scalingActivityId} ${failed.statusCode}: ${code}${failed.message || failed.description}`;
 }
 
 /**
@@ -93,7 +93,7 @@ export async function setPoolCapacity(inputs: PoolCapacityInputs, log: (m: strin
         log(`pool ${poolName}: ${members.length} instance(s) in ${scalingGroupId}, ${size} wanted: draining and removing the surplus`);
         await shrinkPool(inputs, size);
     }
-    await callApi("ess", "ModifyScalingGroup", { ScalingGroupId: scalingGroupId, MaxSize: Math.max(size, 1), DesiredCapacity: size }, { region, retry: ESS_RETRY });
+    await modifyScalingGroup(region, scalingGroupId, { maxSize: Math.max(size, 1), desiredCapacity: size });
     log(`pool ${poolName}: ESS group ${scalingGroupId} desired capacity set to ${size}`);
     return waitForReadyNodes(inputs, size, started, log);
 }
@@ -102,11 +102,11 @@ async function waitForReadyNodes(inputs: PoolCapacityInputs, size: number, start
     const { region, scalingGroupId, poolName } = inputs;
     const timeoutMs = (inputs.readyTimeoutSeconds ?? 1200) * 1000;
     const pollMs = (inputs.pollSeconds ?? 15) * 1000;
-    const target = { region, masterInstanceId: inputs.masterInstanceId, pollIntervalMs: inputs.pollIntervalMs };
+    const access = { region, masterInstanceId: inputs.masterInstanceId, commands: inputs.commands, pollIntervalMs: inputs.pollIntervalMs };
     let last = "";
     for (;;) {
         const members = await groupInstanceIds(region, scalingGroupId);
-        const nodes = await getNodes(target, `${POOL_LABEL}=${poolName}`);
+        const nodes = await listNodes(access, `${POOL_LABEL}=${poolName}`);
         const readyIds = new Set(nodes.filter((n) => n.ready).map((n) => n.providerId));
         const ready = members.filter((id) => readyIds.has(providerIdOf(region, id)));
         const progress = `pool ${poolName}: waiting for ${ready.length}/${size} nodes Ready (${members.length} instance(s) in ${scalingGroupId})`;
@@ -136,7 +136,7 @@ async function waitForReadyNodes(inputs: PoolCapacityInputs, size: number, start
 function removalOptions(inputs: PoolCapacityInputs): RemovalOptions {
     const log = pulumiLog();
     return {
-        region: inputs.region, masterInstanceId: inputs.masterInstanceId, routeTableId: inputs.routeTableId,
+        region: inputs.region, masterInstanceId: inputs.masterInstanceId, commands: inputs.commands, routeTableId: inputs.routeTableId,
         drainTimeoutSeconds: inputs.drainTimeoutSeconds, pollIntervalMs: inputs.pollIntervalMs,
         log: (m) => log.info(m), warn: (m) => log.warn(m),
     };
@@ -146,8 +146,7 @@ function removalOptions(inputs: PoolCapacityInputs): RemovalOptions {
 export async function shrinkPool(inputs: PoolCapacityInputs, targetSize: number, opts: RemovalOptions = removalOptions(inputs)): Promise<RemovalReport[]> {
     const reports = await scaleInPool({ scalingGroupId: inputs.scalingGroupId, poolName: inputs.poolName, targetSize, minSize: inputs.minSize ?? 0, essAction: "release" }, opts);
     if ((inputs.mode ?? "fixed") === "fixed") {
-        await callApi("ess", "ModifyScalingGroup", { ScalingGroupId: inputs.scalingGroupId, MaxSize: Math.max(targetSize, 1), DesiredCapacity: targetSize },
-            { region: inputs.region, retry: ESS_RETRY });
+        await modifyScalingGroup(inputs.region, inputs.scalingGroupId, { maxSize: Math.max(targetSize, 1), desiredCapacity: targetSize });
     }
     return reports;
 }
@@ -161,8 +160,7 @@ export async function shrinkPool(inputs: PoolCapacityInputs, targetSize: number,
 export async function drainPool(inputs: PoolCapacityInputs, opts: RemovalOptions = removalOptions(inputs)): Promise<RemovalReport[]> {
     try {
         const members = await groupInstanceIds(inputs.region, inputs.scalingGroupId);
-        await callApi("ess", "ModifyScalingGroup", { ScalingGroupId: inputs.scalingGroupId, MinSize: 0, MaxSize: members.length },
-            { region: inputs.region, retry: ESS_RETRY });
+        await modifyScalingGroup(inputs.region, inputs.scalingGroupId, { minSize: 0, maxSize: members.length });
     } catch (err) {
         if (err instanceof OpenApiError && err.code === "InvalidScalingGroupId.NotFound") {
             (opts.warn ?? (() => undefined))(`pool ${inputs.poolName}: ESS group ${inputs.scalingGroupId} is already gone; nothing to drain`);
@@ -191,8 +189,9 @@ export const poolCapacityProvider: pulumi.dynamic.ResourceProvider = {
         // Only a different group is a replacement: switching a pool between fixed and autoscaled (mode) is an
         // update, never a delete that would drain every node of the pool.
         const replaces = (["scalingGroupId", "region"] as const).filter((k) => (olds[k] ?? "") !== (news[k] ?? ""));
-        const keys = ["mode", "size", "minSize", "poolName", "masterInstanceId", "routeTableId", "readyTimeoutSeconds", "pollSeconds", "pollIntervalMs", "drainTimeoutSeconds", "providerVersion"] as const;
-        const changed = replaces.length > 0 || keys.some((k) => olds[k] !== news[k]);
+        const keys = ["mode", "size", "minSize", "poolName", "masterInstanceId", "commands", "routeTableId", "readyTimeoutSeconds", "pollSeconds", "pollIntervalMs", "drainTimeoutSeconds", "providerVersion"] as const;
+        // A new command id (a changed script) is an update: never a replacement, which would drain the pool.
+        const changed = replaces.length > 0 || keys.some((k) => JSON.stringify(olds[k]) !== JSON.stringify(news[k]));
         // Replacing (a new group) must drain the old group before its nodes go.
         return { changes: changed, replaces, deleteBeforeReplace: true };
     },
@@ -214,6 +213,8 @@ export interface PoolCapacityArgs {
     poolName: pulumi.Input<string>;
     /** Master 0's instance id. */
     masterInstanceId: pulumi.Input<string>;
+    /** The cluster's saved commands (NodeCommands `ids`). */
+    commands: pulumi.Input<NodeCommandIds>;
     /** `fixed` (default): owns the capacity. `observe`: only drains the pool on delete (autoscaled pools). */
     mode?: pulumi.Input<"fixed" | "observe">;
     /** Nodes wanted in fixed mode. Default 0. */

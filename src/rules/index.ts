@@ -8,3 +8,4 @@ export * from "./alibaba";
 export * from "./autoscaler";
 export * from "./images";
 export * from "./network";
+export * from "./operations";

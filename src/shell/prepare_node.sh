@@ -1,6 +1,6 @@
 #!/bin/bash
 # alicloud-kubeadm node preparation: functions shared by master_init.sh and attach_node.sh.
-# userdata/render.ts builds the userdata as: a header of readonly AK_* parameters, this file, one role script.
+# src/shell/render.ts builds the userdata as: a header of readonly AK_* parameters, this file, one role script.
 # Every path is under ${AK_ROOT}: empty on a node, a temporary directory in the test sandbox.
 set -euo pipefail
 
@@ -42,7 +42,7 @@ ak_require() {
   for name in "$@"; do
     [ -n "${!name:-}" ] || missing="${missing} ${name}"
   done
-  [ -z "$missing" ] || ak_die "missing required parameter(s):${missing}; render the userdata with userdata/render.ts (or export them) and run again"
+  [ -z "$missing" ] || ak_die "missing required parameter(s):${missing}; render the userdata with src/shell/render.ts (or export them) and run again"
 }
 
 # ak_yaml VALUE: VALUE as a single-quoted YAML scalar.

@@ -1,14 +1,23 @@
 /**
- * Renders node userdata: `#!/bin/bash`, a header of shell-quoted `readonly AK_*='value'` parameters, then the
- * static scripts `prepare_node.sh` (shared functions) and one role script (`master_init.sh`, `attach_node.sh`).
- * The static scripts are what shellcheck reads and what the sandbox tests run; only the header differs between
- * pools. Parameters are validated here (every problem listed, naming the parameter) and again by the scripts.
+ * The one module that renders what runs on an instance, at program time, from the static scripts beside it:
+ *
+ * - userdata and join scripts: `#!/bin/bash`, a header of shell-quoted `readonly AK_*='value'` parameters,
+ *   then `prepare_node.sh` (shared functions) and one role script (`master_init.sh`, `attach_node.sh`);
+ * - node operations (`ops/<name>.sh`, the table in src/rules/operations.ts): a header, `ops/lib.sh`, the
+ *   parameter checks, the operation.
+ *
+ * A value that is only known per node or per run is a Cloud Assistant parameter: the header then holds
+ * `readonly AK_X='{{name}}'`, which the saved command's invocation fills in (values are validated before
+ * they are sent, and again by the script). The static scripts are what shellcheck reads and what the
+ * sandbox runs; only headers differ. Dynamic providers never read these files: they get rendered content
+ * as inputs, or the ids of saved commands.
  */
 import * as fs from "fs";
 import * as path from "path";
 import {
     CA_HASH_PATTERN, CERTIFICATE_KEY_PATTERN, checkTaints, defaultMirrors, formatTaint, isCidr, kubernetesVersionProblem, nodeLabelKeyProblem,
-    isLabelValue, POOL_LABEL, TOKEN_PATTERN, type Mirrors, type Taint,
+    isLabelValue, OPERATION_PARAMETERS, OPERATIONS, operationParameters, POOL_LABEL, TOKEN_PATTERN,
+    type JoinOperation, type Mirrors, type OperationName, type ParameterName, type Taint,
 } from "../rules";
 
 export { defaultMirrors, type Mirrors };
@@ -77,24 +86,44 @@ export interface MasterInitParams extends NodeParams {
 /** A node taint (kubelet `--register-with-taints`). */
 export type NodeTaint = Taint;
 
+/**
+ * A value the script gets at run time from a Cloud Assistant parameter: rendered as `{{name}}`, filled in
+ * by the saved command's invocation (src/cloud/operations.ts validates it first; the script checks it again).
+ */
+export interface ParameterRef {
+    parameter: ParameterName;
+}
+
+/** A value given now, or a {@link ParameterRef}. */
+export type Param<T> = T | ParameterRef;
+
+function isRef(v: unknown): v is ParameterRef {
+    return typeof v === "object" && v !== null && "parameter" in v;
+}
+
+/** The header value of a parameter reference. */
+function placeholder(ref: ParameterRef): string {
+    return `{{${ref.parameter}}}`;
+}
+
 /** Parameters of a worker's `kubeadm join` (pools and existing nodes). */
 export interface AttachNodeParams extends NodeParams {
     /** Pool name; the node always gets the label `alicloud-kubeadm/pool=<poolName>`. */
     poolName: string;
-    /** Extra node labels (kubelet `--node-labels` rules: no `node-role.kubernetes.io/*`). Default: none. */
-    labels?: Record<string, string>;
-    /** Node taints, as objects or `key[=value]:Effect` strings. Default: none. */
-    taints?: Array<NodeTaint | string>;
-    /** Bootstrap token `[a-z0-9]{6}.[a-z0-9]{16}` (secret). */
-    token: string;
+    /** Extra node labels (kubelet `--node-labels` rules: no `node-role.kubernetes.io/*`), or a parameter (`key=value,...`). Default: none. */
+    labels?: Param<Record<string, string>>;
+    /** Node taints, as objects or `key[=value]:Effect` strings, or a parameter (`key[=value]:Effect,...`). Default: none. */
+    taints?: Param<Array<NodeTaint | string>>;
+    /** Bootstrap token `[a-z0-9]{6}.[a-z0-9]{16}` (secret), or a parameter. */
+    token: Param<string>;
     /** CA public key hash(es) `sha256:<hex>` pinned by the join (`caCertHashes`). */
     caCertHash: string | string[];
 }
 
 /** Parameters of a control-plane member's `kubeadm join --control-plane` (masters 1..n-1). */
 export interface ControlPlaneJoinParams extends Omit<AttachNodeParams, "poolName"> {
-    /** Certificate key from `kubeadm init phase upload-certs --upload-certs` on master 0: 64 hex digits (secret). */
-    certificateKey: string;
+    /** Certificate key from `kubeadm init phase upload-certs --upload-certs` on master 0: 64 hex digits (secret), or a parameter. */
+    certificateKey: Param<string>;
     /** Value of the `alicloud-kubeadm/pool` label. Default `control-plane`. */
     poolName?: string;
 }
@@ -145,33 +174,37 @@ export function renderAttachNode(params: AttachNodeParams): string {
  */
 export function renderControlPlaneJoin(params: ControlPlaneJoinParams): string {
     const problems: string[] = [];
-    check(problems, "certificateKey", CERTIFICATE_KEY_PATTERN.test(params.certificateKey ?? ""), "must be 64 lower-case hex digits");
+    const key = params.certificateKey;
+    check(problems, "certificateKey", isRef(key) || CERTIFICATE_KEY_PATTERN.test(key ?? ""), "must be 64 lower-case hex digits");
     const header = attachHeader("renderControlPlaneJoin", { ...params, poolName: params.poolName ?? "control-plane" }, problems);
-    return assemble("attach_node.sh", [...header, ["AK_CERTIFICATE_KEY", params.certificateKey]]);
+    return assemble("attach_node.sh", [...header, ["AK_CERTIFICATE_KEY", isRef(key) ? placeholder(key) : key]]);
 }
 
 /** Validated header of attach_node.sh; `problems` carries the caller's own findings. */
 function attachHeader(fn: string, params: AttachNodeParams, problems: string[]): Array<[string, string]> {
     problems.push(...nodeProblems(params));
     check(problems, "poolName", /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(params.poolName ?? ""), "must be a DNS label (lower-case letters, digits, '-')");
-    for (const [key, value] of Object.entries(params.labels ?? {})) {
+    const labels = params.labels ?? {};
+    for (const [key, value] of isRef(labels) ? [] : Object.entries(labels)) {
         const keyProblem = nodeLabelKeyProblem(key);
         check(problems, `labels.${key}`, !keyProblem, keyProblem ?? "");
         check(problems, `labels.${key}`, key !== POOL_LABEL, "is set from poolName; remove it");
         check(problems, `labels.${key}`, isLabelValue(value), "value must be empty or up to 63 of [A-Za-z0-9._-], starting and ending alphanumeric");
     }
-    const taints = checkTaints(params.taints ?? [], (path, reason) => problems.push(`taints.${path}: ${reason}`)).map(formatTaint);
-    check(problems, "token", TOKEN_PATTERN.test(params.token ?? ""), "must be a bootstrap token [a-z0-9]{6}.[a-z0-9]{16}");
+    const taints = params.taints ?? [];
+    const taintText = isRef(taints) ? placeholder(taints)
+        : checkTaints(taints, (path, reason) => problems.push(`taints.${path}: ${reason}`)).map(formatTaint).join(",");
+    const token = params.token;
+    check(problems, "token", isRef(token) || TOKEN_PATTERN.test(token ?? ""), "must be a bootstrap token [a-z0-9]{6}.[a-z0-9]{16}");
     const hashes = ([] as string[]).concat(params.caCertHash ?? []);
     check(problems, "caCertHash", hashes.length > 0 && hashes.every((h) => CA_HASH_PATTERN.test(h)), "must be sha256:<64 lower-case hex digits> (one or more)");
     throwIfAny(fn, problems);
-    const labels = Object.entries(params.labels ?? {}).map(([k, v]) => `${k}=${v}`);
     return [
         ...nodeHeader(params),
         ["AK_POOL_NAME", params.poolName],
-        ["AK_NODE_LABELS", labels.join(",")],
-        ["AK_NODE_TAINTS", taints.join(",")],
-        ["AK_BOOTSTRAP_TOKEN", params.token],
+        ["AK_NODE_LABELS", isRef(labels) ? placeholder(labels) : Object.entries(labels).map(([k, v]) => `${k}=${v}`).join(",")],
+        ["AK_NODE_TAINTS", taintText],
+        ["AK_BOOTSTRAP_TOKEN", isRef(token) ? placeholder(token) : token],
         ["AK_CA_CERT_HASHES", hashes.join(",")],
     ];
 }
@@ -244,12 +277,10 @@ function unique(values: string[]): string[] {
     return [...new Set(values)];
 }
 
-/** Directory holding the static scripts (next to this file under ts-node; `userdata/` when run from `bin/`). */
+/** Directory holding the static scripts: next to this file (under ts-node, and in the compiled package). */
 function scriptDir(): string {
-    const candidates = [__dirname, path.resolve(__dirname, "..", "..", "userdata")];
-    const dir = candidates.find((d) => fs.existsSync(path.join(d, "prepare_node.sh")));
-    if (!dir) throw new Error(`userdata scripts not found in ${candidates.join(" or ")}`);
-    return dir;
+    if (!fs.existsSync(path.join(__dirname, "prepare_node.sh"))) throw new Error(`node scripts not found in ${__dirname}`);
+    return __dirname;
 }
 
 /**
@@ -257,7 +288,7 @@ function scriptDir(): string {
  * is the documented one; ECS userdata is size-limited). shellcheck directives stay.
  */
 function body(file: string): string {
-    return fs.readFileSync(path.join(scriptDir(), file), "utf8")
+    return fs.readFileSync(path.join(scriptDir(), ...file.split("/")), "utf8")
         .split("\n")
         .filter((line) => !/^\s*#/.test(line) || /^\s*# shellcheck /.test(line))
         .join("\n")
@@ -268,12 +299,12 @@ function assemble(roleScript: string, header: Array<[string, string]>): string {
     const lines = header.map(([name, value]) => `readonly ${name}=${shellQuote(value)}`);
     const script = [
         "#!/bin/bash",
-        `# alicloud-kubeadm userdata (${roleScript}), rendered by userdata/render.ts. Parameters:`,
+        `# alicloud-kubeadm userdata (${roleScript}), rendered by src/shell/render.ts. Parameters:`,
         ...lines,
         "",
-        "# ---- userdata/prepare_node.sh ----",
+        "# ---- src/shell/prepare_node.sh ----",
         body("prepare_node.sh"),
-        `# ---- userdata/${roleScript} ----`,
+        `# ---- src/shell/${roleScript} ----`,
         body(roleScript),
     ].join("\n");
     const bytes = Buffer.byteLength(script, "utf8");
@@ -281,4 +312,86 @@ function assemble(roleScript: string, header: Array<[string, string]>): string {
         throw new Error(`rendered ${roleScript} is ${bytes} bytes; ECS accepts at most ${USERDATA_HARD_LIMIT_BYTES} before Base64`);
     }
     return script;
+}
+
+/** What a saved command's content may be after Base64 (docs/upstream.md "cas-content-limit": the sources say 18 or 24 KB; the smaller holds). */
+export const SAVED_COMMAND_LIMIT_BASE64 = 18 * 1024;
+
+/**
+ * A script as it goes into a saved command: without blank lines and leading indentation (outside heredocs,
+ * whose text is data), so the attach script fits the 18 KB a saved command may hold. Bash reads it the same.
+ */
+export function compactShell(script: string): string {
+    const out: string[] = [];
+    let heredocEnd: string | undefined;
+    for (const line of script.split("\n")) {
+        if (heredocEnd !== undefined) {
+            out.push(line);
+            if (line === heredocEnd) heredocEnd = undefined;
+            continue;
+        }
+        const trimmed = line.replace(/^\s+/, "");
+        if (trimmed === "") continue;
+        out.push(trimmed);
+        heredocEnd = /<<-?\s*['"]?([A-Za-z_]+)['"]?/.exec(trimmed)?.[1];
+    }
+    return out.join("\n") + "\n";
+}
+
+/** Throws unless `script` fits a saved command. */
+function fitSavedCommand(what: string, script: string): string {
+    const size = Buffer.byteLength(script, "utf8");
+    const b64 = 4 * Math.ceil(size / 3);
+    if (b64 > SAVED_COMMAND_LIMIT_BASE64) {
+        throw new Error(`${what} is ${b64} bytes after Base64, over the ${SAVED_COMMAND_LIMIT_BASE64} a saved Cloud Assistant command may hold`);
+    }
+    return script;
+}
+
+/**
+ * The saved attach command of existing nodes (`mode: manual`): the attach script, compacted, with the
+ * node's labels and taints as the parameters `labels` and `taints`.
+ */
+export function renderAttachCommand(params: Omit<AttachNodeParams, "labels" | "taints">): string {
+    return fitSavedCommand("the attach command", compactShell(renderAttachNode({ ...params, labels: { parameter: "labels" }, taints: { parameter: "taints" } })));
+}
+
+/**
+ * The saved control-plane join command: the attach script with `AK_CERTIFICATE_KEY`, compacted, with the
+ * join's token and certificate key as the parameters `token` and `certificateKey`.
+ */
+export function renderControlPlaneJoinCommand(params: Omit<ControlPlaneJoinParams, "token" | "certificateKey">): string {
+    return fitSavedCommand("the control-plane join command", compactShell(renderControlPlaneJoin({
+        ...params, token: { parameter: "token" }, certificateKey: { parameter: "certificateKey" },
+    })));
+}
+
+/**
+ * A node operation (src/shell/ops/<op>.sh, the table in src/rules/operations.ts): header, `ops/lib.sh`, the
+ * checks of its parameters, the operation. A saved operation renders its parameters as `{{name}}`; a
+ * one-off one (RunCommand) takes its values now, checked against the same patterns.
+ */
+export function renderOperation(op: Exclude<OperationName, JoinOperation>, values: Partial<Record<ParameterName, string>> = {}): string {
+    const spec = OPERATIONS[op];
+    const given = spec.saved ? {} : operationParameters(op, values);
+    const names: readonly ParameterName[] = spec.parameters;
+    const header = names.map((name) => {
+        const p = OPERATION_PARAMETERS[name];
+        return `readonly ${p.variable}=${spec.saved ? `'{{${name}}}'` : shellQuote(given[name])}`;
+    });
+    const checks = names.map((name) => {
+        const p = OPERATION_PARAMETERS[name];
+        return `ak_param ${p.variable} ${shellQuote(p.pattern.source)} ${shellQuote(p.what)}`;
+    });
+    const script = [
+        "#!/bin/bash",
+        `# alicloud-kubeadm operation: ${op} (${spec.description}), rendered by src/shell/render.ts.${names.length ? " Parameters:" : ""}`,
+        ...header,
+        "# ---- src/shell/ops/lib.sh ----",
+        body("ops/lib.sh"),
+        ...checks,
+        `# ---- src/shell/ops/${op}.sh ----`,
+        body(`ops/${op}.sh`),
+    ].join("\n");
+    return spec.saved ? fitSavedCommand(`operation ${op}`, script) : script;
 }

@@ -1,6 +1,6 @@
 # dev-pool-general-config
 #!/bin/bash
-# alicloud-kubeadm userdata (attach_node.sh), rendered by userdata/render.ts. Parameters:
+# alicloud-kubeadm userdata (attach_node.sh), rendered by src/shell/render.ts. Parameters:
 readonly AK_KUBERNETES_VERSION='1.34.2'
 readonly AK_K8S_REPO_URL='https://mirrors.cloud.aliyuncs.com/kubernetes-new/core/stable/v1.34/'
 readonly AK_CONTAINERD_RPM_REPO_URL='https://mirrors.cloud.aliyuncs.com/docker-ce/linux/centos'
@@ -15,7 +15,7 @@ readonly AK_CA_CERT_HASHES='<redacted>'
 
 # dev-pool-elastic-config
 #!/bin/bash
-# alicloud-kubeadm userdata (attach_node.sh), rendered by userdata/render.ts. Parameters:
+# alicloud-kubeadm userdata (attach_node.sh), rendered by src/shell/render.ts. Parameters:
 readonly AK_KUBERNETES_VERSION='1.34.2'
 readonly AK_K8S_REPO_URL='https://mirrors.cloud.aliyuncs.com/kubernetes-new/core/stable/v1.34/'
 readonly AK_CONTAINERD_RPM_REPO_URL='https://mirrors.cloud.aliyuncs.com/docker-ce/linux/centos'

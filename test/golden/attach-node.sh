@@ -1,5 +1,5 @@
 #!/bin/bash
-# alicloud-kubeadm userdata (attach_node.sh), rendered by userdata/render.ts. Parameters:
+# alicloud-kubeadm userdata (attach_node.sh), rendered by src/shell/render.ts. Parameters:
 readonly AK_KUBERNETES_VERSION='1.34.2'
 readonly AK_K8S_REPO_URL='https://mirrors.cloud.aliyuncs.com/kubernetes-new/core/stable/v1.34/'
 readonly AK_CONTAINERD_RPM_REPO_URL='https://mirrors.cloud.aliyuncs.com/docker-ce/linux/centos'
@@ -11,7 +11,7 @@ readonly AK_NODE_TAINTS=''
 readonly AK_BOOTSTRAP_TOKEN='<redacted>'
 readonly AK_CA_CERT_HASHES='<redacted>'
 
-# ---- userdata/prepare_node.sh ----
+# ---- src/shell/prepare_node.sh ----
 set -euo pipefail
 
 AK_ROOT="${AK_ROOT:-}"
@@ -48,7 +48,7 @@ ak_require() {
   for name in "$@"; do
     [ -n "${!name:-}" ] || missing="${missing} ${name}"
   done
-  [ -z "$missing" ] || ak_die "missing required parameter(s):${missing}; render the userdata with userdata/render.ts (or export them) and run again"
+  [ -z "$missing" ] || ak_die "missing required parameter(s):${missing}; render the userdata with src/shell/render.ts (or export them) and run again"
 }
 
 ak_yaml() {
@@ -249,7 +249,7 @@ ak_prepare_node() {
   systemctl enable kubelet
 }
 
-# ---- userdata/attach_node.sh ----
+# ---- src/shell/attach_node.sh ----
 set -euo pipefail
 
 AK_API_WAIT_ATTEMPTS="${AK_API_WAIT_ATTEMPTS:-120}"

@@ -1,0 +1,51 @@
+/**
+ * Pool scale-in: bring an ESS pool down to a target size through the removal core, choosing the victims
+ * (victims.ts) from the group's members and the cluster's Nodes and pods.
+ */
+import { scalingGroupMembers } from "../cloud/ess";
+import { listNodes, POOL_LABEL, providerIdOf, workloadPods } from "../cloud/operations";
+import { removeNodes } from "./batch";
+import { accessOf } from "./steps";
+import type { RemovalOptions, RemovalReport } from "./types";
+import { chooseVictims, type PoolMember } from "./victims";
+
+/** The pool to scale in. */
+export interface ScaleInPool {
+    scalingGroupId: string;
+    /** Pool name (its nodes carry `alicloud-kubeadm/pool=<name>`). */
+    poolName: string;
+    /** Members to keep. */
+    targetSize: number;
+    /** Never go below this many members. */
+    minSize: number;
+    /** Release (default) or keep the removed instances. */
+    essAction?: "release" | "keep";
+}
+
+/**
+ * Scales an ESS pool in to `targetSize` (never below `minSize`) through the removal core: chooses
+ * victims (NotReady first, then fewest workload pods, then newest) and removes them concurrently.
+ */
+export async function scaleInPool(pool: ScaleInPool, opts: RemovalOptions): Promise<RemovalReport[]> {
+    const log = opts.log ?? (() => undefined);
+    // Members ESS is already removing are leaving anyway: neither counted nor chosen.
+    const instances = (await scalingGroupMembers(opts.region, pool.scalingGroupId)).filter((m) => m.lifecycleState !== "Removing");
+    const keep = Math.max(pool.targetSize, pool.minSize, 0);
+    const count = instances.length - keep;
+    if (count <= 0) {
+        log(`pool ${pool.poolName}: ${instances.length} member(s), target ${keep}: nothing to remove`);
+        return [];
+    }
+    const access = accessOf(opts);
+    const nodes = await listNodes(access, `${POOL_LABEL}=${pool.poolName}`);
+    const workload = await workloadPods(access);
+    const members: PoolMember[] = instances.map((i) => {
+        const node = nodes.find((n) => n.providerId === providerIdOf(opts.region, i.instanceId));
+        return { instanceId: i.instanceId, nodeName: node?.name ?? null, ready: node?.ready ?? false, workloadPods: node ? workload.get(node.name) ?? 0 : 0, createdAt: i.creationTime };
+    });
+    const victims = chooseVictims(members, count);
+    log(`pool ${pool.poolName}: removing ${victims.length} of ${instances.length} node(s): ${victims.map((v) => v.instanceId).join(", ")}`);
+    return removeNodes(victims.map((v) => ({
+        instanceId: v.instanceId, kind: "scale-out", scalingGroupId: pool.scalingGroupId, essAction: pool.essAction, nodeName: v.nodeName,
+    })), opts);
+}

@@ -1,0 +1,109 @@
+// The removal core's vocabulary: what is removed, how, and what happened.
+import type { NodeCommandIds } from "../rules";
+
+/** How the node came into the cluster; decides which steps apply. */
+export type NodeKind = "existing" | "scale-out" | "autoscaled" | "control-plane";
+
+/** One node to remove. */
+export interface RemovalTarget {
+    instanceId: string;
+    kind: NodeKind;
+    /** ESS group of pool members (`scale-out`, `autoscaled`). */
+    scalingGroupId?: string;
+    /** For ESS members: `release` = RemoveInstances (instance released, desired capacity decreased),
+     * `keep` = DetachInstances (instance stays). Default `release`. */
+    essAction?: "release" | "keep";
+    /** The Node's name when the caller knows it; `null` when known to be absent. Default: looked up by provider id. */
+    nodeName?: string | null;
+    /** Whether that Node is Ready (a NotReady node's pods never finish terminating). Default: looked up. */
+    nodeReady?: boolean;
+}
+
+/** Where and how to remove. */
+export interface RemovalOptions {
+    region: string;
+    /** Master that runs the Kubernetes-side operations (master 0). */
+    masterInstanceId: string;
+    /** The cluster's saved commands (drain, reset, delete-node, …). */
+    commands: NodeCommandIds;
+    /** Route table holding the pod routes; when set, a route left behind for the instance is deleted. */
+    routeTableId?: string;
+    /** `kubectl drain --timeout`, seconds. Default 600. */
+    drainTimeoutSeconds?: number;
+    /** Drain with `--force` (deletes pods without a controller). Default false. */
+    force?: boolean;
+    /** Nodes removed at once by removeNodes. Default 5. */
+    concurrency?: number;
+    /** First Cloud Assistant poll delay, ms. Default 1000 (tests lower it). */
+    pollIntervalMs?: number;
+    /** Progress for the Pulumi log (`draining i-…`). */
+    log?: (message: string) => void;
+    /** Warnings for the Pulumi log (a step skipped because its target is gone). */
+    warn?: (message: string) => void;
+}
+
+/** The steps, in order. `find-node` only looks; it is named so that its failure is not reported as a drain's. */
+export const REMOVAL_STEPS = ["find-node", "drain", "clear-userdata", "reset", "delete-node", "leave-scaling-group", "delete-route"] as const;
+export type RemovalStep = (typeof REMOVAL_STEPS)[number];
+
+/** What happened to one node. */
+export interface RemovalReport {
+    instanceId: string;
+    /** Steps that acted. */
+    done: RemovalStep[];
+    /** Steps skipped because their target was already gone or does not apply, with the reason. */
+    skipped: Array<{ step: RemovalStep; reason: string }>;
+}
+
+/** A step failed: removal of that node (or that ESS batch) stopped there. */
+export class RemovalError extends Error {
+    constructor(
+        public readonly instanceIds: string[],
+        public readonly step: RemovalStep,
+        public readonly cause: Error,
+        fix: string,
+    ) {
+        super(`removing ${instanceIds.join(", ")}: step "${step}" failed: ${cause.message}\n  fix: ${fix}\n  ` +
+            "Later steps did not run for this node; run the same `pulumi up` / `pulumi destroy` again to resume.");
+        this.name = "RemovalError";
+    }
+
+    /** The first (for a single node: the only) instance. */
+    get instanceId(): string {
+        return this.instanceIds[0] ?? "";
+    }
+}
+
+/** One node's removal in progress: its target, its report, and how it logs. */
+export interface NodeRemoval {
+    target: RemovalTarget;
+    report: RemovalReport;
+    log: (message: string) => void;
+    warn: (message: string) => void;
+}
+
+/** Starts the bookkeeping of one node's removal. */
+export function beginRemoval(target: RemovalTarget, opts: RemovalOptions): NodeRemoval {
+    const log = opts.log ?? (() => undefined);
+    return { target, report: { instanceId: target.instanceId, done: [], skipped: [] }, log, warn: opts.warn ?? log };
+}
+
+/** Records a skipped step, with a warning in the Pulumi log (the target was gone: worth knowing). */
+export function skipStep(r: NodeRemoval, step: RemovalStep, reason: string): void {
+    r.report.skipped.push({ step, reason });
+    r.warn(`${r.target.instanceId}: ${step} skipped: ${reason}`);
+}
+
+/** Records a step that does not apply to this kind of node (no warning). */
+export function notApplicable(r: NodeRemoval, step: RemovalStep, reason: string): void {
+    r.report.skipped.push({ step, reason });
+}
+
+/** Runs one step; any failure becomes a RemovalError naming the instance, the step and the fix. */
+export async function runStep(r: NodeRemoval, step: RemovalStep, fix: string, run: () => Promise<void>): Promise<void> {
+    try {
+        await run();
+    } catch (err) {
+        throw err instanceof RemovalError ? err : new RemovalError([r.target.instanceId], step, err as Error, fix);
+    }
+}

@@ -1,0 +1,26 @@
+// Victim choice when a pool shrinks: the nodes that cost the least to remove.
+
+/** A pool member as victim selection sees it. */
+export interface PoolMember {
+    instanceId: string;
+    /** Node name, or null when the instance has no Node. */
+    nodeName: string | null;
+    ready: boolean;
+    /** Pods on the node not owned by a DaemonSet. */
+    workloadPods: number;
+    /** Instance creation time, ISO 8601. */
+    createdAt: string;
+}
+
+/**
+ * Picks `count` members to remove: NotReady (or Node-less) first, then fewest workload pods, then newest.
+ * Deterministic for equal keys (instance id).
+ */
+export function chooseVictims(members: PoolMember[], count: number): PoolMember[] {
+    const sorted = [...members].sort((a, b) =>
+        Number(a.ready && a.nodeName !== null) - Number(b.ready && b.nodeName !== null) ||
+        a.workloadPods - b.workloadPods ||
+        b.createdAt.localeCompare(a.createdAt) ||
+        a.instanceId.localeCompare(b.instanceId));
+    return sorted.slice(0, Math.max(0, count));
+}

@@ -1,0 +1,114 @@
+// The node operations: what runs on a master or a node over Cloud Assistant, as saved commands
+// (`alicloud.ecs.Command`, run with InvokeCommand) or one-off scripts (RunCommand). One table says which
+// operations exist, where they run, and which per-node parameters each takes; every parameter value is
+// checked against its pattern before it reaches a shell (Cloud Assistant substitutes `{{name}}` verbatim).
+// The scripts are src/shell/ops/<name>.sh; src/shell/render.ts renders them, the NodeCommands component
+// saves them, src/cloud/operations.ts invokes them.
+import { TOKEN_ID_PATTERN, TOKEN_PATTERN } from "./formats";
+
+/** A parameter of an operation: the shell variable it becomes and what a value must look like. */
+export interface OperationParameter {
+    /** `AK_<NAME>` in the script. */
+    variable: string;
+    pattern: RegExp;
+    /** What the pattern means, for the error. */
+    what: string;
+}
+
+/** Every parameter any operation takes (Cloud Assistant allows 10 per invocation and 20 per command). */
+export const OPERATION_PARAMETERS = {
+    node: { variable: "AK_NODE", pattern: /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, what: "a Node name (DNS subdomain)" },
+    selector: { variable: "AK_SELECTOR", pattern: /^[A-Za-z0-9./_=,!-]{0,512}$/, what: "a label selector (key=value,...) or empty" },
+    timeout: { variable: "AK_TIMEOUT", pattern: /^[1-9][0-9]{0,5}$/, what: "a number of seconds" },
+    force: { variable: "AK_FORCE", pattern: /^(true|false)$/, what: "true or false" },
+    skipWait: { variable: "AK_SKIP_WAIT", pattern: /^[0-9]{1,6}$/, what: "a number of seconds (0: wait for every pod)" },
+    member: { variable: "AK_MEMBER", pattern: /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, what: "an etcd member name (the master's Node name)" },
+    etcdNode: { variable: "AK_ETCD_NODE", pattern: /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, what: "the Node name of a master whose etcd is healthy" },
+    token: { variable: "AK_BOOTSTRAP_TOKEN", pattern: TOKEN_PATTERN, what: "a bootstrap token [a-z0-9]{6}.[a-z0-9]{16}" },
+    tokenId: { variable: "AK_TOKEN_ID", pattern: TOKEN_ID_PATTERN, what: "a bootstrap token id [a-z0-9]{6}" },
+    ttl: { variable: "AK_TTL", pattern: /^(0|([0-9]+(\.[0-9]*)?(ns|us|ms|s|m|h))+)$/, what: "a Go duration (0: never expires)" },
+    description: { variable: "AK_DESCRIPTION", pattern: /^[A-Za-z0-9 ._-]{0,200}$/, what: "a description of letters, digits, spaces and ._-" },
+    certificateKey: { variable: "AK_CERTIFICATE_KEY", pattern: /^[0-9a-f]{64}$/, what: "a certificate key (64 hex digits)" },
+    labels: { variable: "AK_NODE_LABELS", pattern: /^[A-Za-z0-9./_=,-]{0,4096}$/, what: "node labels key=value,..." },
+    taints: { variable: "AK_NODE_TAINTS", pattern: /^[A-Za-z0-9./_=,:-]{0,4096}$/, what: "node taints key[=value]:Effect,..." },
+    lines: { variable: "AK_LINES", pattern: /^[1-9][0-9]{0,3}$/, what: "a number of lines" },
+} as const satisfies Record<string, OperationParameter>;
+
+export type ParameterName = keyof typeof OPERATION_PARAMETERS;
+
+/** One operation: where it runs, its parameters, and how long Cloud Assistant lets it run by default. */
+export interface Operation {
+    /** `master`: a master with /etc/kubernetes/admin.conf; `node`: the node itself. */
+    on: "master" | "node";
+    parameters: readonly ParameterName[];
+    /** The saved command's default `Timeout`, seconds (an invocation may set its own). */
+    timeoutSeconds: number;
+    /** One line for the ECS console's command description. */
+    description: string;
+    /** Saved as an `alicloud.ecs.Command` (true), or only rendered for a one-off RunCommand (false). */
+    saved: boolean;
+    /**
+     * `join` operations are the attach script (src/shell/attach_node.sh) saved with this cluster's join
+     * material baked in; they are saved where that material is known, not with the other operations.
+     */
+    join?: boolean;
+}
+
+/** Every node operation, by name; the script is src/shell/ops/<name>.sh. */
+export const OPERATIONS = {
+    "list-nodes": { on: "master", parameters: ["selector"], timeoutSeconds: 120, saved: true, description: "list Nodes (name, provider id, Ready, pool), compact" },
+    "pod-owners": { on: "master", parameters: [], timeoutSeconds: 120, saved: true, description: "list running pods' node and owner kind, compact" },
+    "drain": { on: "master", parameters: ["node", "timeout", "force", "skipWait"], timeoutSeconds: 660, saved: true, description: "cordon and drain a Node through the eviction API" },
+    "delete-node": { on: "master", parameters: ["node"], timeoutSeconds: 120, saved: true, description: "delete a Node object" },
+    "etcd-member-remove": { on: "master", parameters: ["member", "etcdNode"], timeoutSeconds: 120, saved: true, description: "remove a master's etcd member through a healthy master's etcd" },
+    "reset": { on: "node", parameters: [], timeoutSeconds: 300, saved: true, description: "kubeadm reset and the CNI state it leaves behind" },
+    "token-create": { on: "master", parameters: ["token", "ttl", "description"], timeoutSeconds: 60, saved: true, description: "create a bootstrap token (idempotent)" },
+    "token-delete": { on: "master", parameters: ["tokenId"], timeoutSeconds: 60, saved: true, description: "delete a bootstrap token (gone is fine)" },
+    "join-secrets": { on: "master", parameters: [], timeoutSeconds: 120, saved: true, description: "a fresh certificate key and a 30-minute token for a control-plane join" },
+    "init-status": { on: "master", parameters: [], timeoutSeconds: 30, saved: false, description: "kubeadm init status of master 0, and the CA certificate once done" },
+    "read-kubeconfig": { on: "master", parameters: [], timeoutSeconds: 30, saved: false, description: "the admin kubeconfig of master 0" },
+    "doctor-nodes": { on: "master", parameters: [], timeoutSeconds: 60, saved: true, description: "doctor (read-only): Nodes and their conditions" },
+    "doctor-autoscaler": { on: "master", parameters: [], timeoutSeconds: 60, saved: true, description: "doctor (read-only): Cluster Autoscaler deployment, status and log" },
+    "doctor-join": { on: "master", parameters: [], timeoutSeconds: 60, saved: true, description: "doctor (read-only): bootstrap tokens, /readyz, etcd members" },
+    "doctor-bootstrap-log": { on: "node", parameters: ["lines"], timeoutSeconds: 60, saved: true, description: "doctor (read-only): a node's bootstrap log and markers" },
+    "attach": { on: "node", parameters: ["labels", "taints"], timeoutSeconds: 1800, saved: true, join: true, description: "join an existing instance as a worker node" },
+    "control-plane-join": { on: "node", parameters: ["token", "certificateKey"], timeoutSeconds: 1800, saved: true, join: true, description: "join a master to the control plane" },
+} as const satisfies Record<string, Operation>;
+
+export type OperationName = keyof typeof OPERATIONS;
+/** The join operations (the attach script saved with a cluster's join material). */
+export type JoinOperation = "attach" | "control-plane-join";
+/** The operations saved as commands by the NodeCommands component (every saved one but the joins). */
+export type SavedOperation = Exclude<{ [K in OperationName]: (typeof OPERATIONS)[K]["saved"] extends true ? K : never }[OperationName], JoinOperation>;
+
+/** The saved commands of a cluster: operation → `alicloud.ecs.Command` id. */
+export type NodeCommandIds = Record<SavedOperation, string>;
+
+/** The operations the NodeCommands component saves, in table order. */
+export const SAVED_OPERATIONS = (Object.keys(OPERATIONS) as OperationName[])
+    .filter((op) => OPERATIONS[op].saved && !(OPERATIONS[op] as Operation).join) as SavedOperation[];
+
+/** Why `value` cannot be given as parameter `name`, or undefined when it can. */
+export function parameterProblem(name: ParameterName, value: string): string | undefined {
+    const p: OperationParameter = OPERATION_PARAMETERS[name];
+    return p.pattern.test(value) ? undefined : `parameter ${name} must be ${p.what}`;
+}
+
+/**
+ * The parameters of one invocation of `op`, every value checked: exactly the operation's parameters.
+ * @throws Error naming the operation and the parameter (never the value: it may be a secret)
+ */
+export function operationParameters(op: OperationName, values: Partial<Record<ParameterName, string>>): Record<string, string> {
+    const declared: readonly ParameterName[] = OPERATIONS[op].parameters;
+    const out: Record<string, string> = {};
+    for (const name of declared) {
+        const value = values[name];
+        if (value === undefined) throw new Error(`operation ${op}: parameter ${name} is missing`);
+        const problem = parameterProblem(name, value);
+        if (problem) throw new Error(`operation ${op}: ${problem}`);
+        out[name] = value;
+    }
+    const extra = Object.keys(values).filter((k) => !declared.includes(k as ParameterName));
+    if (extra.length > 0) throw new Error(`operation ${op} takes no parameter ${extra.join(", ")}`);
+    return out;
+}

@@ -1,0 +1,19 @@
+#!/bin/bash
+# doctor-join (on a master, read-only): bootstrap tokens (secrets blanked on this machine), the API server's
+# /readyz?verbose, and the etcd member list; gzip+Base64.
+pki=/etc/kubernetes/pki/etcd
+tokens() {
+  kubeadm token list -o json --kubeconfig="$AK_ADMIN_CONF" | ak_redact
+}
+etcd_members() {
+  local pod
+  # A section runs in an `||` list, where set -e is off: every step says how it failed.
+  pod=$(ak_kubectl -n kube-system get pods -l component=etcd -o 'jsonpath={.items[0].metadata.name}') || return
+  ak_kubectl -n kube-system exec "$pod" -- etcdctl --endpoints=https://127.0.0.1:2379 --cacert="${pki}/ca.crt" \
+    --cert="${pki}/healthcheck-client.crt" --key="${pki}/healthcheck-client.key" member list -w simple
+}
+{
+  ak_section tokens tokens
+  ak_section readyz ak_kubectl get --raw='/readyz?verbose'
+  ak_section etcd etcd_members
+} | ak_compact

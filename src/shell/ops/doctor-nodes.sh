@@ -1,0 +1,12 @@
+#!/bin/bash
+# doctor-nodes (on a master, read-only): section `nodes` as list-nodes prints them (uncompressed), section
+# `conditions` with each Node's Ready and NetworkUnavailable status, reason and message; gzip+Base64.
+nodes='{range .items[*]}{.metadata.name}{"\t"}{.spec.providerID}{"\t"}{.status.conditions[?(@.type=="Ready")].status}{"\t"}'
+nodes+='{.spec.unschedulable}{"\t"}{.spec.podCIDR}{"\t"}{.metadata.labels.alicloud-kubeadm/pool}{"\t"}{.metadata.creationTimestamp}{"\n"}{end}'
+conditions='{range .items[*]}{.metadata.name}{"\t"}{.status.conditions[?(@.type=="Ready")].status}{"\t"}'
+conditions+='{.status.conditions[?(@.type=="Ready")].reason}{"\t"}{.status.conditions[?(@.type=="Ready")].message}{"\t"}'
+conditions+='{.status.conditions[?(@.type=="NetworkUnavailable")].status}{"\t"}{.status.conditions[?(@.type=="NetworkUnavailable")].reason}{"\n"}{end}'
+{
+  ak_section nodes ak_kubectl get nodes -o "jsonpath=${nodes}"
+  ak_section conditions ak_kubectl get nodes -o "jsonpath=${conditions}"
+} | ak_compact

@@ -1,0 +1,18 @@
+#!/bin/bash
+# reset (on the node): `kubeadm reset` plus what it leaves behind — CNI configuration and state, the cni0 and
+# flannel links, iptables and IPVS rules — and the join markers, so the node neither runs nor rejoins.
+if command -v kubeadm >/dev/null 2>&1; then
+  kubeadm reset -f
+else
+  echo 'kubeadm not installed: nothing to reset'
+fi
+rm -rf "${AK_ROOT}/etc/cni/net.d" "${AK_ROOT}/var/lib/cni/flannel" "${AK_ROOT}/run/flannel"
+for link in cni0 flannel.1; do
+  if ip link show "$link" >/dev/null 2>&1; then ip link delete "$link"; fi
+done
+if command -v iptables >/dev/null 2>&1; then
+  iptables -F && iptables -t nat -F && iptables -t mangle -F && iptables -X
+fi
+if command -v ipvsadm >/dev/null 2>&1; then ipvsadm --clear; fi
+rm -f "${AK_STATE_DIR}/join.done" "${AK_STATE_DIR}/init.done"
+echo reset-complete

@@ -1,0 +1,67 @@
+import * as assert from "assert";
+import * as zlib from "zlib";
+import { useEmulator } from "./emulator/fixture";
+import { deleteNode, drainNode, listNodes, parseNodeLines, type ClusterAccess } from "../src/cloud/operations";
+import { operationParameters, OPERATIONS, OPERATION_PARAMETERS, SAVED_OPERATIONS } from "../src/rules";
+import { renderOperation } from "../src/shell/render";
+import { operation, saveNodeCommands } from "./savedCommands";
+
+describe("node operations: saved commands invoked on a master", () => {
+    const ctx = useEmulator();
+    let access: ClusterAccess;
+    beforeEach(async () => {
+        access = { region: "cn-hangzhou", masterInstanceId: ctx.emu.addInstance().instanceId, commands: await saveNodeCommands(), pollIntervalMs: 10 };
+    });
+
+    it("parses the compact node listing", () => {
+        const nodes = parseNodeLines("n1\tcn-hangzhou.i-a\tTrue\t\t172.16.0.0/25\tgeneral\t2026-12-01T10:00:00Z\nn2\t\tFalse\ttrue\t\t\t2026-12-01T11:00:00Z\n");
+        assert.deepStrictEqual(nodes, [
+            { name: "n1", providerId: "cn-hangzhou.i-a", ready: true, unschedulable: false, podCidr: "172.16.0.0/25", pool: "general", createdAt: "2026-12-01T10:00:00Z" },
+            { name: "n2", providerId: "", ready: false, unschedulable: true, podCidr: "", pool: "", createdAt: "2026-12-01T11:00:00Z" },
+        ]);
+    });
+
+    it("listNodes invokes the saved list-nodes command with the selector as its parameter and decodes gzip+Base64 output", async () => {
+        const lines = Array.from({ length: 300 }, (_, i) => `node-${i}\tcn-hangzhou.i-${i}\tTrue\t\t172.16.${i}.0/24\tgeneral\t2026-12-01T10:00:00Z`).join("\n");
+        let script = "";
+        ctx.emu.onCommand(operation("list-nodes"), (c) => {
+            script = c.script;
+            return { output: zlib.gzipSync(lines).toString("base64") };
+        });
+        const nodes = await listNodes(access, "alicloud-kubeadm/pool=general");
+        assert.strictEqual(nodes.length, 300, "300 nodes fit under the 24 KB output limit");
+        assert.strictEqual(nodes[299].providerId, "cn-hangzhou.i-299");
+        const [call] = ctx.emu.callsOf("InvokeCommand");
+        assert.deepStrictEqual([call.params.CommandId, call.params["InstanceId.1"], JSON.parse(call.params.Parameters)],
+            [access.commands["list-nodes"], access.masterInstanceId, { selector: "alicloud-kubeadm/pool=general" }]);
+        assert.match(script, /^readonly AK_SELECTOR='alicloud-kubeadm\/pool=general'$/m, "Cloud Assistant filled in the parameter");
+        assert.match(script, /^#!\/bin\/bash\n/, "bash, whatever shell the agent would pick: pipefail is not POSIX sh");
+        assert.strictEqual(ctx.emu.callsOf("RunCommand").length, 0);
+    });
+
+    it("a value that could break out of the script's quoting never reaches a shell", async () => {
+        const before = ctx.emu.calls.length;
+        await assert.rejects(deleteNode(access, "x'; reboot; '"), /operation delete-node: parameter node must be a Node name/);
+        await assert.rejects(listNodes(access, "a=$(reboot)"), /parameter selector must be a label selector/);
+        await assert.rejects(drainNode(access, "n1", { timeoutSeconds: -1, force: false, skipWaitSeconds: 0 }), /parameter timeout must be a number of seconds/);
+        assert.strictEqual(ctx.emu.calls.length, before, "refused before any call");
+        assert.throws(() => operationParameters("drain", { node: "n1" }), /parameter timeout is missing/);
+        assert.throws(() => operationParameters("delete-node", { node: "n1", force: "true" }), /takes no parameter force/);
+    });
+
+    it("a failing operation surfaces its output", async () => {
+        ctx.emu.onCommand(operation("delete-node"), { exitCode: 1, output: 'Error from server (Forbidden): nodes "x" is forbidden' });
+        await assert.rejects(deleteNode(access, "x"), /nodes "x" is forbidden/);
+    });
+
+    it("every saved operation renders with exactly its parameters as {{name}} placeholders, checked again in the script", () => {
+        for (const op of SAVED_OPERATIONS) {
+            const script = renderOperation(op);
+            const placeholders = [...script.matchAll(/\{\{([A-Za-z0-9_-]+)\}\}/g)].map((m) => m[1]);
+            assert.deepStrictEqual(placeholders, [...OPERATIONS[op].parameters], op);
+            for (const name of OPERATIONS[op].parameters) {
+                assert.match(script, new RegExp(`^ak_param ${OPERATION_PARAMETERS[name].variable} `, "m"), `${op}: ${name} checked on the machine`);
+            }
+        }
+    });
+});
