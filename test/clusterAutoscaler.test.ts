@@ -54,7 +54,7 @@ function grants(rs: Rule[], group: string, resource: string, verb: string, resou
         (!r.resourceNames?.length || (resourceName !== undefined && r.resourceNames.includes(resourceName))));
 }
 
-// Upstream generic ClusterRole (aws/examples/cluster-autoscaler-autodiscover.yaml), reference A5, rule by rule.
+// Upstream generic ClusterRole (aws/examples/cluster-autoscaler-autodiscover.yaml), docs/upstream.md#autoscaler-rbac, rule by rule.
 const GENERIC_1_28_TO_1_32: Rule[] = [
     { apiGroups: [""], resources: ["events", "endpoints"], verbs: ["create", "patch"] },
     { apiGroups: [""], resources: ["pods/eviction"], verbs: ["create"] },

@@ -91,7 +91,7 @@ describe("ControlPlane (mock graph via the stack program)", () => {
     });
 
     it("the masters' RAM role carries exactly the CCM and Cluster Autoscaler actions of the reference", () => {
-        // docs/upstream.md ram-ccm-actions (CCM route + node code paths) and ram-autoscaler-actions (+ ScaleWithAdjustment, CA >= 1.32)
+        // docs/upstream.md#ram-ccm-actions (CCM route + node code paths) and ram-autoscaler-actions (+ ScaleWithAdjustment, CA >= 1.32)
         const expected: Record<string, string[]> = {
             "dev-ccm": ["vpc:DescribeRouteTableList", "vpc:DescribeRouteEntryList", "vpc:CreateRouteEntry", "vpc:DeleteRouteEntry",
                 "vpc:CreateRouteEntries", "vpc:DeleteRouteEntries", "ecs:DescribeInstances", "ecs:DescribeNetworkInterfaces",

@@ -155,7 +155,7 @@ describe("PodNetwork objects", () => {
     it("CCM: the superset ClusterRole of docs/examples, bound to its ServiceAccount", () => {
         const objs = all();
         const role = find(objs, "ClusterRole", "system:cloud-controller-manager") as unknown as { rules: { apiGroups: string[]; resources: string[]; verbs: string[] }[] };
-        // reference B3 docs/examples/cloud-controller-manager.yml, rule by rule
+        // docs/upstream.md#ccm-rbac (docs/examples/cloud-controller-manager.yml), rule by rule
         const expected: [string, string[], string[]][] = [
             ["", ["persistentvolumes", "services", "secrets", "endpoints", "configmaps", "serviceaccounts", "pods"], ["get", "list", "watch", "create", "update", "patch"]],
             ["", ["nodes"], ["get", "list", "watch", "delete", "patch", "update"]],

@@ -10,9 +10,11 @@ import * as path from "path";
 import fc from "fast-check";
 import { parseAllDocuments } from "yaml";
 import {
-    AttachNodeParams, MasterInitParams, containerdRpmRepoUrl, defaultMirrors, kubernetesRepoUrl, redactUserdata,
-    renderAttachNode, renderControlPlaneJoin, renderMasterInit, shellQuote,
+    AttachNodeParams, MasterInitParams, compactShell, containerdRpmRepoUrl, defaultMirrors, kubernetesRepoUrl, redactUserdata,
+    renderAttachCommand, renderAttachNode, renderControlPlaneJoin, renderControlPlaneJoinCommand, renderMasterInit, renderOperation, shellQuote,
 } from "../src/shell/render";
+import { OPERATIONS } from "../src/rules";
+import { fill } from "./savedCommands";
 import { RunResult, Sandbox, callsOf, downloadCalls, installCalls, makeSandbox } from "./sandbox";
 import { requireTool, SHELLCHECK_INSTALL } from "./tools";
 
@@ -231,6 +233,25 @@ describe("userdata scripts: static checks", () => {
         }
     });
 
+    it("every rendered node operation and the saved attach and control-plane join commands are shellcheck-clean", () => {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ak-shellcheck-ops-"));
+        try {
+            const files: Record<string, string> = {
+                "attach-command.sh": renderAttachCommand(attachParams),
+                "control-plane-join-command.sh": renderControlPlaneJoinCommand(attachParams),
+            };
+            for (const op of Object.keys(OPERATIONS) as Array<keyof typeof OPERATIONS>) {
+                if (op === "attach" || op === "control-plane-join") continue;
+                files[`${op}.sh`] = renderOperation(op);
+            }
+            for (const [name, text] of Object.entries(files)) fs.writeFileSync(path.join(dir, name), text);
+            const r = shellcheck(Object.keys(files).map((f) => path.join(dir, f)));
+            assert.equal(r.status, 0, r.output);
+        } finally {
+            fs.rmSync(dir, { recursive: true, force: true });
+        }
+    });
+
     it("kubeadm output is redacted before it reaches the log (tokens, certificate keys, CA pins)", () => {
         const functions = fs.readFileSync(path.join(USERDATA_DIR, "prepare_node.sh"), "utf8");
         const line = `kubeadm join nlb:6443 --token ${TOKEN} --discovery-token-ca-cert-hash ${HASH_A} --control-plane --certificate-key=${CERT_KEY}`;
@@ -245,8 +266,11 @@ describe("userdata scripts: static checks", () => {
             "/etc/apt/keyrings/alicloud-kubeadm-kubernetes.gpg", // inside the apt source line; written via ${AK_ROOT}${keyring}
             "/etc/fstab", "/etc/cni/net.d", "/etc/kubernetes/admin.conf", "/etc/kubernetes/pki/ca.crt", // in messages and comments
             "/run/containerd/containerd.sock", "/dev/null",
+            "/etc/kubernetes/pki/etcd", "/var/log/alicloud-kubeadm/master-init.log", "/var/log/alicloud-kubeadm/", // inside the etcd pod; in messages
         ];
-        for (const file of ["prepare_node.sh", "master_init.sh", "attach_node.sh"]) {
+        const ops = fs.readdirSync(path.join(USERDATA_DIR, "ops")).map((f) => path.join("ops", f));
+        assert.ok(ops.includes(path.join("ops", "reset.sh")));
+        for (const file of ["prepare_node.sh", "master_init.sh", "attach_node.sh", ...ops]) {
             const text = fs.readFileSync(path.join(USERDATA_DIR, file), "utf8");
             for (const m of text.matchAll(/(^|[^}A-Za-z0-9_./:-])(\/(?:etc|var|run|opt|usr|lib|root|home|tmp|dev)\/[A-Za-z0-9_./-]*)/gm)) {
                 assert.ok(allowed.includes(m[2].replace(/[.]$/, "")), `${file}: path ${m[2]} is not under \${AK_ROOT}`);
@@ -408,6 +432,37 @@ describe("master_init.sh in the sandbox", () => {
     });
 });
 
+describe("node operations in the sandbox", () => {
+    const sandbox = trackedSandboxes();
+
+    it("reset: kubeadm reset, the CNI configuration and state, the links and the join markers are gone; a second run changes nothing more", async () => {
+        const sb = sandbox({ os: "ubuntu", prebaked: true });
+        sb.write("/etc/cni/net.d/10-flannel.conflist", "{}");
+        sb.write("/var/lib/cni/flannel/x", "lease");
+        sb.write("/var/lib/alicloud-kubeadm/join.done", "status=ok\n");
+        sb.setLink("cni0", true);
+        const r = await sb.run(renderOperation("reset"));
+        assert.equal(r.code, 0, r.stderr);
+        assert.match(r.stdout, /reset-complete/);
+        assert.deepEqual(callsOf(r.calls, "kubeadm", "reset").map((c) => c.args), [["reset", "-f"]]);
+        assert.ok(callsOf(r.calls, "ip", "link").some((c) => c.args.join(" ") === "link delete cni0"), "cni0 deleted");
+        for (const gone of ["/etc/cni/net.d/10-flannel.conflist", "/var/lib/cni/flannel/x", "/var/lib/alicloud-kubeadm/join.done"]) {
+            assert.equal(sb.read(gone), undefined, gone);
+        }
+        const again = await sb.run(renderOperation("reset"));
+        assert.equal(again.code, 0, again.stderr);
+        assert.equal(callsOf(again.calls, "ip", "link").filter((c) => c.args[1] === "delete").length, 0, "no link left to delete");
+    });
+
+    it("a parameter value that breaks the pattern stops the operation before it does anything", async () => {
+        const sb = sandbox({ os: "ubuntu", prebaked: true });
+        const r = await sb.run(fill(renderOperation("delete-node"), { node: "Node With Spaces" }));
+        assert.equal(r.code, 1);
+        assert.match(r.stderr, /parameter NODE must be a Node name/);
+        assert.equal(r.calls.length, 0, "kubectl never ran");
+    });
+});
+
 describe("attach_node.sh in the sandbox", () => {
     const sandbox = trackedSandboxes();
     const script = renderAttachNode(attachParams);
@@ -438,6 +493,23 @@ describe("attach_node.sh in the sandbox", () => {
             assert.ok(!log.includes(TOKEN) && !r.stderr.includes(TOKEN), "the token never reaches the log");
         });
     }
+
+    it("the saved attach command (compacted, labels and taints filled in by Cloud Assistant) joins exactly like the userdata", async () => {
+        const fromUserdata = sandbox({ os: "ubuntu", prebaked: true, ...metadata });
+        const fromCommand = sandbox({ os: "ubuntu", prebaked: true, ...metadata });
+        const { labels: _l, taints: _t, ...join } = attachParams;
+        const saved = fill(renderAttachCommand(join), {
+            labels: "workload_type=cpu,node.kubernetes.io/instance-family=c7", taints: "dedicated=batch:NoSchedule,spot:PreferNoSchedule",
+        });
+        assert.ok(saved.length < script.length, "blank lines and indentation are gone");
+        const [a, b] = [await fromUserdata.run(script), await fromCommand.run(saved)];
+        assertOk(a, fromUserdata);
+        assertOk(b, fromCommand);
+        assert.equal(callsOf(b.calls, "kubeadm", "join")[0].config, callsOf(a.calls, "kubeadm", "join")[0].config, "the same JoinConfiguration");
+        const steps = (calls: typeof a.calls, root: string) => calls.map((c) => `${c.cmd} ${c.args.join(" ")}`.split(root).join("<root>"));
+        assert.deepEqual(steps(b.calls, fromCommand.root), steps(a.calls, fromUserdata.root), "the same steps");
+        assert.equal(compactShell("f() {\n  cat <<EOF\n  keep: me\nEOF\n\n  echo x\n}\n"), "f() {\ncat <<EOF\n  keep: me\nEOF\necho x\n}\n", "heredoc bodies keep their indentation");
+    });
 
     it("a node without labels or taints still gets the pool label and no taint argument", async () => {
         const sb = sandbox({ os: "ubuntu", prebaked: true });

@@ -5,7 +5,7 @@
  * script (`RunCommand`). Built on {@link callApi}; see `./openapi` for credentials, endpoints
  * (`ALICLOUD_KUBEADM_ENDPOINT`) and retries.
  *
- * Facts used (docs/upstream.md "Alibaba Cloud: Cloud Assistant"): RunCommand content ≤ 24 KB after Base64
+ * Facts used (docs/upstream.md#alibaba-cloud-cloud-assistant): RunCommand content ≤ 24 KB after Base64
  * and PlainText by default, so we send `ContentEncoding=Base64`; results carry Base64 output; a stopped
  * instance or a dead agent usually shows up as a per-instance `ErrorCode`, sometimes as a synchronous
  * `InvalidInstance.NotMatch` — both are classified by ./errors.

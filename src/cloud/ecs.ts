@@ -1,6 +1,6 @@
 /**
  * ECS, typed: instances, user data, power and system disk. Every response is read here, once; callers get
- * plain typed values. Sources: docs/upstream.md ("Alibaba Cloud: ECS").
+ * plain typed values. Sources: docs/upstream.md#alibaba-cloud-ecs.
  */
 import { callApi, type RetryOptions } from "./openapi";
 

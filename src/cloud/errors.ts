@@ -1,8 +1,8 @@
 /**
  * One table for the error codes every caller branches on: the OpenAPI's synchronous codes and Cloud
  * Assistant's per-instance codes, each in one class. Providers, the removal core and doctor ask this
- * module, never a list of their own. Sources: docs/upstream.md ("cas-error-codes", "cas-sync-errors",
- * "ecs-not-found", "ess-activities", "vpc-route-tasks", "api-retries").
+ * module, never a list of their own. Sources: docs/upstream.md#cas-error-codes, #cas-sync-errors,
+ * #ecs-not-found, #ess-activities, #vpc-route-tasks, #api-retries.
  */
 
 /** What a caller does about an error. */

@@ -1,6 +1,6 @@
 /**
  * ESS (Auto Scaling, API 2014-08-28), typed: scaling groups, their members and activities, capacity and
- * membership changes. Paging is done here once per listing. Sources: docs/upstream.md ("Alibaba Cloud: ESS").
+ * membership changes. Paging is done here once per listing. Sources: docs/upstream.md#alibaba-cloud-ess.
  */
 import { codesOf } from "./errors";
 import { callApi, type RetryOptions } from "./openapi";

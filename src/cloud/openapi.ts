@@ -19,7 +19,7 @@
  * - Idempotency: only some actions define a `ClientToken` ({@link CLIENT_TOKEN_ACTIONS}); those carry one
  *   token, identical across retries, so a retry after a lost response does not act twice. Every other
  *   mutating action CAN act twice when a response is lost: callers make those steps safe by re-reading the
- *   state before acting again (docs/upstream.md "api-clienttoken-actions").
+ *   state before acting again (docs/upstream.md#api-clienttoken-actions).
  * - Errors: everything surfaces as {@link OpenApiError} with `code`, `requestId`, `action` and a
  *   message that says what to do.
  *
@@ -34,7 +34,7 @@ export const API_VERSIONS: Readonly<Record<Product, string>> = { ecs: "2014-05-2
 
 /**
  * `<product>:<Action>` of the actions this library calls whose request model has a `ClientToken`
- * (docs/upstream.md "api-clienttoken-actions"). No other action gets one: the API would not honour it.
+ * (docs/upstream.md#api-clienttoken-actions). No other action gets one: the API would not honour it.
  */
 export const CLIENT_TOKEN_ACTIONS: readonly string[] = ["ecs:RunCommand", "ecs:CreateCommand", "ecs:InvokeCommand", "ecs:ReplaceSystemDisk", "ess:RemoveInstances", "vpc:CreateRouteEntry"];
 

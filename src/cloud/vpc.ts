@@ -1,6 +1,6 @@
 /**
  * VPC, typed: the custom route entries of a route table (the pod routes) and their deletion. Sources:
- * docs/upstream.md ("Alibaba Cloud: VPC").
+ * docs/upstream.md#alibaba-cloud-vpc.
  */
 import { callApi, type RetryOptions } from "./openapi";
 

@@ -1,6 +1,6 @@
 // ClusterAutoscaler: upstream Cluster Autoscaler, alicloud provider, one `--nodes` per autoscaled ESS group.
 // Versions, known-broken releases, expanders and defaults are rules (src/rules/autoscaler.ts), shared with
-// the stack config; flags and RBAC with their sources: docs/upstream.md ("Cluster Autoscaler").
+// the stack config; flags and RBAC with their sources: docs/upstream.md#cluster-autoscaler-alicloud-provider.
 import * as pulumi from "@pulumi/pulumi";
 import type * as k8s from "@pulumi/kubernetes";
 import {
@@ -208,7 +208,7 @@ export function autoscalerObjects(args: ResolvedClusterAutoscalerArgs, groupIds:
                             name: NAME, image: args.image,
                             command: ["./cluster-autoscaler"],
                             args: autoscalerArgs(args, groupIds),
-                            // REGION_ID alone → credentials from the ECS RAM role via the metadata service (reference A2).
+                            // REGION_ID alone → credentials from the ECS RAM role via the metadata service (docs/upstream.md#autoscaler-credentials).
                             env: [{ name: "REGION_ID", value: args.region }, ...accessKeyEnv],
                             resources: { requests: { cpu: "100m", memory: "300Mi" }, limits: { cpu: "100m", memory: "300Mi" } },
                         }],

@@ -10,14 +10,14 @@ import * as pulumi from "@pulumi/pulumi";
 import { masterPrivateIp, masterZoneIndex, ROLE_TAG } from "../rules";
 import type { ClusterConfig } from "../config";
 
-/** RAM actions the Alibaba Cloud Controller Manager's node and route controllers call (reference B3). */
+/** RAM actions the Alibaba Cloud Controller Manager's node and route controllers call (docs/upstream.md#ram-ccm-actions). */
 export const CCM_ACTIONS: readonly string[] = [
     "vpc:DescribeRouteTableList", "vpc:DescribeRouteEntryList", "vpc:CreateRouteEntry", "vpc:DeleteRouteEntry",
     "vpc:CreateRouteEntries", "vpc:DeleteRouteEntries",
     "ecs:DescribeInstances", "ecs:DescribeNetworkInterfaces", "ecs:ModifyNetworkInterfaceAttribute",
 ];
 
-/** RAM actions of the Cluster Autoscaler's alicloud provider (reference A2, plus ScaleWithAdjustment for CA ≥ 1.32). */
+/** RAM actions of the Cluster Autoscaler's alicloud provider (docs/upstream.md#ram-autoscaler-actions, plus ScaleWithAdjustment for CA ≥ 1.32). */
 export const AUTOSCALER_ACTIONS: readonly string[] = [
     "ess:Describe*", "ess:CreateScalingRule", "ess:ModifyScalingGroup", "ess:RemoveInstances", "ess:ExecuteScalingRule",
     "ess:ModifyScalingRule", "ess:DeleteScalingRule", "ess:DetachInstances", "ecs:DescribeInstanceTypes", "ess:ScaleWithAdjustment",
@@ -192,7 +192,7 @@ export function createControlPlane(name: string, args: ControlPlaneArgs, parent:
             instanceChargeType: "PostPaid",
             internetMaxBandwidthOut: 0,
             deletionProtection: cp.deletionProtection,
-            // IMDSv1 stays allowed: the Cluster Autoscaler's metadata client sends plain GETs (reference A2).
+            // IMDSv1 stays allowed: the Cluster Autoscaler's metadata client sends plain GETs (docs/upstream.md#autoscaler-credentials).
             httpTokens: "optional",
             userData: pulumi.all([endpoint, sans]).apply(([e, s]) => args.userdata(i, e, s)),
             tags: { ...tags, [ROLE_TAG]: "control-plane" },

@@ -1,6 +1,6 @@
 // Network: the VPC, one vSwitch per zone, optional NAT egress, and the two security groups.
 // The VPC's system route table is exposed because the Cloud Controller Manager writes one pod route
-// per node into it (DESIGN.md §3).
+// per node into it (docs/architecture.md "Pod network").
 import * as alicloud from "@pulumi/alicloud";
 import * as pulumi from "@pulumi/pulumi";
 import { checkNetworkLayout, CLUSTER_TAG, collect, type Problem } from "../rules";

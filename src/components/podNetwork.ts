@@ -1,7 +1,7 @@
 // PodNetwork: flannel (backend `alloc`) + the Alibaba Cloud Controller Manager route controller.
 // KCM gives each node a podCIDR inside `podCidr`; flannel turns it into cni0 + SNAT (`--ip-masq`);
 // CCM writes one VPC route entry per node (podCIDR → instance) into the Network's route table.
-// Every flag, rule and image, with its source: docs/upstream.md ("flannel", "Cloud Controller Manager").
+// Every flag, rule and image, with its source: docs/upstream.md#flannel and #cloud-controller-manager-alibaba.
 import * as pulumi from "@pulumi/pulumi";
 import type * as k8s from "@pulumi/kubernetes";
 import {

@@ -47,7 +47,7 @@ export function parseCaTime(t: string): number {
     return Date.parse(`${m[1]}T${m[2]}${m[3] ? `${m[3]}${m[4]}:${m[5]}` : "Z"}`);
 }
 
-/** Log patterns that explain a blocked autoscaler, with the fix. Sources: docs/upstream.md (autoscaler-provider-id, autoscaler-flag-defaults, broken-autoscaler-8168). */
+/** Log patterns that explain a blocked autoscaler, with the fix. Sources: docs/upstream.md#autoscaler-provider-id, #autoscaler-flag-defaults, #broken-autoscaler-8168. */
 const LOG_HINTS: { match: RegExp; what: string; fix: string }[] = [
     { match: /unexpected ProviderID format|has no providerId/i, what: "a Node's provider id is missing or malformed", fix: "see the Nodes check; kubelet needs --provider-id=<region>.<instance-id>" },
     { match: /CanNotResolveEndpoint|failed to unmarshal endpoint response/i, what: "the autoscaler cannot resolve the ESS endpoint (region, or CA 1.32.0–1.32.2/1.33.0 bug #8168)", fix: "check REGION_ID and use a fixed CA release (1.32.3+, 1.33.1+, 1.34+)" },

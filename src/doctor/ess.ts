@@ -10,8 +10,8 @@ export interface ErrorExplanation { meaning: string; fix: string }
 
 /**
  * Known causes of failed scaling activities. Sources: `OperationDenied.NoStock` and the activity fields
- * in docs/upstream.md "ess-activities"; `InvalidSystemDiskCategory.ValueNotSupported` in
- * "pitfall-ess-disk-category" (terraform-provider-alicloud#3301). The others are widely known ECS
+ * in docs/upstream.md#ess-activities; `InvalidSystemDiskCategory.ValueNotSupported` in
+ * docs/upstream.md#pitfall-ess-disk-category (terraform-provider-alicloud#3301). The others are widely known ECS
  * instance-creation error codes that ESS passes through; they are not confirmed by a source, so each is
  * also matched by message keywords, and an unknown code falls back to the raw message.
  */

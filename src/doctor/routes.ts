@@ -1,7 +1,7 @@
 /**
  * Routes check: the VPC route entries the CCM route controller writes (one per node: podCIDR →
  * instance) against each Node's podCIDR — missing, stale (instance gone), conflicting — and the
- * Nodes' NetworkUnavailable condition (reference autoscaler-ccm-flannel.md B1/B2).
+ * Nodes' NetworkUnavailable condition (docs/upstream.md#ccm-routes, #ccm-stale-routes).
  */
 import { contains, formatCidr, overlaps, parseCidr, Cidr } from "../rules/cidr";
 import { DoctorContext, RouteView } from "./context";

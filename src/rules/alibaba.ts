@@ -1,6 +1,6 @@
 // Alibaba Cloud limits and conventions the config and the components both rely on: ESS names and tags,
 // tag keys, instance ids, vSwitch reserved addresses, the masters' fixed addresses, the route-table quota.
-// Sources: docs/upstream.md ("Alibaba Cloud: ESS", "Alibaba Cloud: VPC").
+// Sources: docs/upstream.md#alibaba-cloud-ess and #alibaba-cloud-vpc.
 import { formatIp, parseCidr, sizeOf, type Cidr } from "./cidr";
 import { AUTOSCALED_LABEL, POOL_LABEL } from "./labels";
 import type { Report } from "./problems";

@@ -1,5 +1,5 @@
 // Cluster Autoscaler rules: which release goes with which Kubernetes minor, which releases are broken on
-// Alibaba Cloud, the expanders and the scale-down defaults. Sources: docs/upstream.md ("Cluster Autoscaler").
+// Alibaba Cloud, the expanders and the scale-down defaults. Sources: docs/upstream.md#cluster-autoscaler-alicloud-provider.
 import { parseDuration, parseVersion } from "./formats";
 import type { Report } from "./problems";
 

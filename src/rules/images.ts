@@ -1,5 +1,5 @@
 // Image and package sources: the default add-on images, the region's default mirrors, and the grammar of
-// image references. Sources: docs/upstream.md ("flannel", "Cloud Controller Manager", "Cluster Autoscaler").
+// image references. Sources: docs/upstream.md#flannel, #cloud-controller-manager-alibaba, #cluster-autoscaler-alicloud-provider.
 import { isChinaRegion } from "./alibaba";
 
 /** Upstream flannel image of release v0.28.9 (kube-flannel.yml). No Alibaba mirror is documented. */

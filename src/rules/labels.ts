@@ -19,9 +19,8 @@ const LABEL_NAME = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
 const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 /**
- * Labels the kubelet may set on its own Node with --node-labels (NodeRestriction; docs/upstream.md
- * "kubelet and NodeRestriction"): in the kubernetes.io / k8s.io namespaces only these keys, and the
- * kubelet.kubernetes.io and node.kubernetes.io prefixes.
+ * Labels the kubelet may set on its own Node with --node-labels (NodeRestriction, docs/upstream.md#kubelet-node-labels):
+ * in the kubernetes.io / k8s.io namespaces only these keys, and the kubelet.kubernetes.io and node.kubernetes.io prefixes.
  */
 const KUBELET_ALLOWED_KEYS = [
     "kubernetes.io/hostname", "kubernetes.io/arch", "kubernetes.io/os",

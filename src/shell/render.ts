@@ -314,7 +314,7 @@ function assemble(roleScript: string, header: Array<[string, string]>): string {
     return script;
 }
 
-/** What a saved command's content may be after Base64 (docs/upstream.md "cas-content-limit": the sources say 18 or 24 KB; the smaller holds). */
+/** What a saved command's content may be after Base64 (docs/upstream.md#cas-content-limit: the sources say 18 or 24 KB; the smaller holds). */
 export const SAVED_COMMAND_LIMIT_BASE64 = 18 * 1024;
 
 /**
