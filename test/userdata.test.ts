@@ -217,39 +217,35 @@ describe("userdata scripts: static checks", () => {
         assert.equal(r.status, 0, r.output);
     });
 
-    it("rendered master and attach userdata are shellcheck-clean", () => {
+    /** shellcheck over rendered scripts, written to a temporary folder. */
+    function shellcheckRendered(files: Record<string, string>): void {
         const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ak-shellcheck-"));
         try {
-            const files = {
-                "master.sh": renderMasterInit(masterParams),
-                "attach.sh": renderAttachNode(attachParams),
-                "attach-intl.sh": renderAttachNode({ ...attachParams, region: "us-west-1", labels: {}, taints: [] }),
-            };
             for (const [name, text] of Object.entries(files)) fs.writeFileSync(path.join(dir, name), text);
             const r = shellcheck(Object.keys(files).map((f) => path.join(dir, f)));
             assert.equal(r.status, 0, r.output);
         } finally {
             fs.rmSync(dir, { recursive: true, force: true });
         }
+    }
+
+    it("rendered master and attach userdata are shellcheck-clean", () => {
+        shellcheckRendered({
+            "master.sh": renderMasterInit(masterParams),
+            "attach.sh": renderAttachNode(attachParams),
+            "attach-intl.sh": renderAttachNode({ ...attachParams, region: "us-west-1", labels: {}, taints: [] }),
+        });
     });
 
     it("every rendered node operation and the saved attach and control-plane join commands are shellcheck-clean", () => {
-        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ak-shellcheck-ops-"));
-        try {
-            const files: Record<string, string> = {
-                "attach-command.sh": renderAttachCommand(attachParams),
-                "control-plane-join-command.sh": renderControlPlaneJoinCommand(attachParams),
-            };
-            for (const op of Object.keys(OPERATIONS) as Array<keyof typeof OPERATIONS>) {
-                if (op === "attach" || op === "control-plane-join") continue;
-                files[`${op}.sh`] = renderOperation(op);
-            }
-            for (const [name, text] of Object.entries(files)) fs.writeFileSync(path.join(dir, name), text);
-            const r = shellcheck(Object.keys(files).map((f) => path.join(dir, f)));
-            assert.equal(r.status, 0, r.output);
-        } finally {
-            fs.rmSync(dir, { recursive: true, force: true });
+        const files: Record<string, string> = {
+            "attach-command.sh": renderAttachCommand(attachParams),
+            "control-plane-join-command.sh": renderControlPlaneJoinCommand(attachParams),
+        };
+        for (const op of Object.keys(OPERATIONS) as Array<keyof typeof OPERATIONS>) {
+            if (op !== "attach" && op !== "control-plane-join") files[`${op}.sh`] = renderOperation(op);
         }
+        shellcheckRendered(files);
     });
 
     it("kubeadm output is redacted before it reaches the log (tokens, certificate keys, CA pins)", () => {

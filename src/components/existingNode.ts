@@ -11,7 +11,7 @@ import * as alicloud from "@pulumi/alicloud";
 import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
 import { renderAttachCommand, renderAttachNode } from "../shell/render";
-import type { NodeCommandIds } from "../cloud/operations";
+import type { JoinArgs } from "./joinArgs";
 import { formatTaint, OPERATIONS } from "../rules";
 import { saveCommand } from "./nodeCommands";
 import { checkExistingNode, nodeMirrors, type ClusterConfig, type ExistingNodeConfig } from "../config";
@@ -36,27 +36,15 @@ export interface MembershipTimeouts {
     drainTimeoutSeconds?: number;
 }
 
-export interface ExistingNodeArgs {
-    /** The validated cluster config (region, Kubernetes version). Required. */
-    config: ClusterConfig;
+export interface ExistingNodeArgs extends JoinArgs {
     /** This node's config (instance id, mode, labels, taints, replaceSystemDisk). Required. */
     node: ExistingNodeConfig;
     /** Image of the new system disk in `auto` mode. Required for `auto`, unused otherwise. */
     imageId?: pulumi.Input<string>;
-    /** API endpoint `host:6443`. Required. */
-    apiEndpoint: pulumi.Input<string>;
     /** Bootstrap token (secret) of the existing nodes' BootstrapToken. Required. */
     token: pulumi.Input<string>;
-    /** `sha256:<hex>` CA pin from JoinInfo (secret). Required. */
-    caCertHash: pulumi.Input<string>;
-    /** Master 0 (kubectl runs there). Required. */
-    masterInstanceId: pulumi.Input<string>;
-    /** The cluster's saved commands (NodeCommands `ids`). Required. */
-    commands: pulumi.Input<NodeCommandIds>;
     /** The cluster's saved attach command (createAttachCommand). Required for `mode: manual` without a `connection`. */
     attachCommandId?: pulumi.Input<string>;
-    /** Route table of the pod routes (cleaned when the node is removed). Default none. */
-    routeTableId?: pulumi.Input<string>;
     /** SSH connection: run the attach script over SSH instead of Cloud Assistant (manual mode only). Default none. */
     connection?: command.types.input.remote.ConnectionArgs;
     /** Pool label value. Default {@link EXISTING_POOL_NAME}. */

@@ -20,10 +20,10 @@
 import * as alicloud from "@pulumi/alicloud";
 import * as pulumi from "@pulumi/pulumi";
 import { renderAttachNode } from "../shell/render";
-import { checkPool, nodeMirrors, type ClusterConfig, type NodePoolConfig } from "../config";
+import { checkPool, nodeMirrors, type NodePoolConfig } from "../config";
 import { BootstrapToken } from "../providers/bootstrapToken";
 import { PoolCapacity } from "../providers/poolCapacity";
-import type { NodeCommandIds } from "../cloud/operations";
+import type { JoinArgs } from "./joinArgs";
 import { AUTOSCALED_LABEL, MAX_SCALING_CONFIGURATION_TAGS, POOL_LABEL, poolNodeLabels, scalingConfigurationTags, type Report } from "../rules";
 import { checkArgs } from "./args";
 
@@ -41,9 +41,7 @@ export interface PoolTimeouts {
     drainTimeoutSeconds?: number;
 }
 
-export interface NodePoolArgs {
-    /** The validated cluster config (region, Kubernetes version, cluster name). Required. */
-    config: ClusterConfig;
+export interface NodePoolArgs extends JoinArgs {
     /** This pool's config (exactly one of `size` / `autoscale`). Required. */
     pool: NodePoolConfig;
     /** vSwitches the group spreads over (one per zone, BALANCE policy). Required, at least one. */
@@ -52,16 +50,6 @@ export interface NodePoolArgs {
     securityGroupIds: pulumi.Input<string>[];
     /** Image of the nodes when the pool sets no `imageId`. Required. */
     imageId: pulumi.Input<string>;
-    /** API endpoint `host:6443` the nodes join through. Required. */
-    apiEndpoint: pulumi.Input<string>;
-    /** `sha256:<hex>` CA pin from JoinInfo (secret). Required. */
-    caCertHash: pulumi.Input<string>;
-    /** Master 0: bootstrap tokens are created there and kubectl runs there. Required. */
-    masterInstanceId: pulumi.Input<string>;
-    /** The cluster's saved commands (NodeCommands `ids`). Required. */
-    commands: pulumi.Input<NodeCommandIds>;
-    /** Route table of the pod routes (cleaned up when nodes are removed). Default none. */
-    routeTableId?: pulumi.Input<string>;
     /** Cloud tags (the cluster tag and the user's `tags`): on the group, and on fixed pools' instances. Default none. */
     tags?: Record<string, string>;
     /** Resources the pool's bootstrap token waits for: pass the JoinInfo (kubeadm init must have finished). Default none. */

@@ -13,7 +13,8 @@
 import * as pulumi from "@pulumi/pulumi";
 import { CommandError } from "../cloud/cloudAssistant";
 import { classify } from "../cloud/errors";
-import { createToken, deleteToken, type ClusterAccess, type NodeCommandIds } from "../cloud/operations";
+import { createToken, deleteToken, type ClusterAccess } from "../cloud/operations";
+import type { ClusterAccessArgs, ClusterAccessInputs } from "./access";
 import { pulumiLog } from "./log";
 import { TOKEN_ID_PATTERN, TOKEN_PATTERN } from "../rules";
 
@@ -23,13 +24,7 @@ export const BOOTSTRAP_TOKEN_PROVIDER_VERSION = "1";
 export { TOKEN_PATTERN };
 
 
-export interface BootstrapTokenInputs {
-    /** Region id, e.g. `cn-hangzhou`. */
-    region: string;
-    /** Master 0 (has /etc/kubernetes/admin.conf, which `kubeadm token` uses). */
-    masterInstanceId: string;
-    /** The cluster's saved commands (from the NodeCommands component). */
-    commands: NodeCommandIds;
+export interface BootstrapTokenInputs extends ClusterAccessInputs {
     /** Token lifetime as `kubeadm token create --ttl` takes it (`0` = never expires, `24h`). Default `0`. */
     ttl?: string;
     /** `--description` of the token, e.g. `alicloud-kubeadm pool general`. Default `alicloud-kubeadm`. */
@@ -122,13 +117,7 @@ export const bootstrapTokenProvider: pulumi.dynamic.ResourceProvider = {
     },
 };
 
-export interface BootstrapTokenArgs {
-    /** Region id. */
-    region: pulumi.Input<string>;
-    /** Master 0's instance id. */
-    masterInstanceId: pulumi.Input<string>;
-    /** The cluster's saved commands (NodeCommands `ids`). */
-    commands: pulumi.Input<NodeCommandIds>;
+export interface BootstrapTokenArgs extends ClusterAccessArgs {
     /** Token lifetime, `kubeadm token create --ttl` syntax. Default `0` (never expires; ESS userdata is static). Changing it replaces the token. */
     ttl?: pulumi.Input<string>;
     /** Token description. Default `alicloud-kubeadm`. */

@@ -9,7 +9,8 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { CommandError } from "../cloud/cloudAssistant";
-import { bootstrapLog, joinSecrets, listNodes, providerIdOf, runJoin, type ClusterAccess, type NodeCommandIds } from "../cloud/operations";
+import { bootstrapLog, joinSecrets, listNodes, providerIdOf, runJoin, type ClusterAccess } from "../cloud/operations";
+import type { ClusterAccessArgs, ClusterAccessInputs } from "./access";
 import { removeNode } from "../removal";
 import { pulumiLog } from "./log";
 import { CERTIFICATE_KEY_PATTERN, TOKEN_PATTERN } from "../rules";
@@ -30,16 +31,11 @@ export function parseJoinSecrets(output: string): JoinSecrets {
     return { token, certificateKey };
 }
 
-export interface ControlPlaneMemberInputs {
-    region: string;
-    /** Master 0 (issues the token and certificate key; runs kubectl). */
-    masterInstanceId: string;
+export interface ControlPlaneMemberInputs extends ClusterAccessInputs {
     /** The master to join. */
     memberInstanceId: string;
     /** The cluster's saved control-plane join command (the attach script with this cluster's join material; token and certificate key are its parameters). */
     joinCommandId: string;
-    /** The cluster's saved commands (from the NodeCommands component). */
-    commands: NodeCommandIds;
     /** Route table, for the pod-route clean-up on delete. */
     routeTableId?: string;
     /** Bound on the join (package install + join), seconds. Default 1800. */
@@ -117,14 +113,10 @@ export const controlPlaneMemberProvider: pulumi.dynamic.ResourceProvider = {
     },
 };
 
-export interface ControlPlaneMemberArgs {
-    region: pulumi.Input<string>;
-    masterInstanceId: pulumi.Input<string>;
+export interface ControlPlaneMemberArgs extends ClusterAccessArgs {
     memberInstanceId: pulumi.Input<string>;
     /** The cluster's saved control-plane join command. */
     joinCommandId: pulumi.Input<string>;
-    /** The cluster's saved commands (NodeCommands `ids`). */
-    commands: pulumi.Input<NodeCommandIds>;
     routeTableId?: pulumi.Input<string>;
     joinTimeoutSeconds?: pulumi.Input<number>;
     readyTimeoutSeconds?: pulumi.Input<number>;

@@ -19,7 +19,8 @@ import * as pulumi from "@pulumi/pulumi";
 import { CommandError } from "../cloud/cloudAssistant";
 import { describeInstance, replaceSystemDisk, setUserData, startInstance, stopInstance } from "../cloud/ecs";
 import { cannotRunCommands } from "../cloud/errors";
-import { bootstrapLog, listNodes, providerIdOf, runJoin, type ClusterAccess, type NodeCommandIds } from "../cloud/operations";
+import { bootstrapLog, listNodes, providerIdOf, runJoin, type ClusterAccess } from "../cloud/operations";
+import type { ClusterAccessArgs, ClusterAccessInputs } from "./access";
 import { removeNode, type RemovalOptions } from "../removal";
 import { parameterProblem } from "../rules";
 import { pulumiLog } from "./log";
@@ -32,9 +33,7 @@ export const ATTACH_LOG = "/var/log/alicloud-kubeadm/attach-node.log";
 
 export type MembershipMode = "manual" | "auto" | "ssh";
 
-export interface NodeMembershipInputs {
-    /** Region id, e.g. `cn-hangzhou`. */
-    region: string;
+export interface NodeMembershipInputs extends ClusterAccessInputs {
     /** The existing ECS instance. */
     instanceId: string;
     /** How the instance joins. */
@@ -47,14 +46,10 @@ export interface NodeMembershipInputs {
     labels?: string;
     /** The node's taints as the attach command's parameter (`key[=value]:Effect,...`). Default none. */
     taints?: string;
-    /** The cluster's saved commands (from the NodeCommands component). */
-    commands: NodeCommandIds;
     /** Image for the new system disk (`auto` mode). */
     imageId?: string;
     /** Must be true for `auto` mode, which wipes the system disk. Default false. */
     replaceSystemDisk?: boolean;
-    /** Master 0, where kubectl runs. */
-    masterInstanceId: string;
     /** Route table of the pod routes (cleaned on removal). Default none. */
     routeTableId?: string;
     /** Cloud Assistant timeout of the attach script (`manual`), seconds. Default 1800 (package installs). */
@@ -252,9 +247,7 @@ export const nodeMembershipProvider: pulumi.dynamic.ResourceProvider = {
     },
 };
 
-export interface NodeMembershipArgs {
-    /** Region id. */
-    region: pulumi.Input<string>;
+export interface NodeMembershipArgs extends ClusterAccessArgs {
     /** The existing ECS instance. */
     instanceId: pulumi.Input<string>;
     /** `manual` (Cloud Assistant), `auto` (userdata + system disk replacement) or `ssh` (script run by a remote.Command). */
@@ -267,14 +260,10 @@ export interface NodeMembershipArgs {
     labels?: pulumi.Input<string>;
     /** The node's taints, `key[=value]:Effect,...` (`manual`). Default none. */
     taints?: pulumi.Input<string>;
-    /** The cluster's saved commands (NodeCommands `ids`). */
-    commands: pulumi.Input<NodeCommandIds>;
     /** Image of the new system disk (`auto`). */
     imageId?: pulumi.Input<string>;
     /** Confirms the destructive `auto` mode. Default false. */
     replaceSystemDisk?: pulumi.Input<boolean>;
-    /** Master 0's instance id. */
-    masterInstanceId: pulumi.Input<string>;
     /** Route table of the pod routes. Default none. */
     routeTableId?: pulumi.Input<string | undefined>;
     /** Cloud Assistant timeout of the attach script. Default 1800 s. */

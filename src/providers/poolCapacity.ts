@@ -18,24 +18,19 @@
 import * as pulumi from "@pulumi/pulumi";
 import { modifyScalingGroup, scalingActivities, scalingGroupMembers } from "../cloud/ess";
 import { OpenApiError } from "../cloud/openapi";
-import { listNodes, POOL_LABEL, providerIdOf, type NodeCommandIds } from "../cloud/operations";
+import { listNodes, POOL_LABEL, providerIdOf } from "../cloud/operations";
+import type { ClusterAccessArgs, ClusterAccessInputs } from "./access";
 import { scaleInPool, type RemovalOptions, type RemovalReport } from "../removal";
 import { logInfo, pulumiLog } from "./log";
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
 export const POOL_CAPACITY_PROVIDER_VERSION = "1";
 
-export interface PoolCapacityInputs {
-    /** Region id, e.g. `cn-hangzhou`. */
-    region: string;
+export interface PoolCapacityInputs extends ClusterAccessInputs {
     /** ESS scaling group (`asg-…`). */
     scalingGroupId: string;
     /** Pool name: nodes carry `alicloud-kubeadm/pool=<poolName>`. */
     poolName: string;
-    /** Master 0, where kubectl runs. */
-    masterInstanceId: string;
-    /** The cluster's saved commands (from the NodeCommands component). */
-    commands: NodeCommandIds;
     /** `fixed`: this resource sets the capacity. `observe`: only delete acts (autoscaled pools). Default `fixed`. */
     mode?: "fixed" | "observe";
     /** Nodes wanted (fixed mode). Default 0. */
@@ -204,17 +199,11 @@ export const poolCapacityProvider: pulumi.dynamic.ResourceProvider = {
     },
 };
 
-export interface PoolCapacityArgs {
-    /** Region id. */
-    region: pulumi.Input<string>;
+export interface PoolCapacityArgs extends ClusterAccessArgs {
     /** ESS scaling group id. */
     scalingGroupId: pulumi.Input<string>;
     /** Pool name (node label `alicloud-kubeadm/pool`). */
     poolName: pulumi.Input<string>;
-    /** Master 0's instance id. */
-    masterInstanceId: pulumi.Input<string>;
-    /** The cluster's saved commands (NodeCommands `ids`). */
-    commands: pulumi.Input<NodeCommandIds>;
     /** `fixed` (default): owns the capacity. `observe`: only drains the pool on delete (autoscaled pools). */
     mode?: pulumi.Input<"fixed" | "observe">;
     /** Nodes wanted in fixed mode. Default 0. */

@@ -3,19 +3,12 @@
  * timeouts) and the ECS power/system-disk semantics, exercised through the real SDK path (callApi).
  */
 import * as assert from "assert";
-import { callApi, OpenApiError, ParamValue, Product } from "../../src/cloud/openapi";
-import { useEmulator } from "./fixture";
+import { call, code, sleep, useEmulator } from "./fixture";
+import type { ParamValue } from "../../src/cloud/openapi";
 
-const region = "cn-hangzhou";
-const call = (product: Product, action: string, params: Record<string, ParamValue>) => callApi(product, action, params, { region, retry: { maxAttempts: 1 } });
 const b64 = (s: string) => Buffer.from(s, "utf8").toString("base64");
 const unb64 = (s: string) => Buffer.from(s, "base64").toString("utf8");
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function code(p: Promise<unknown>): Promise<string> {
-    try { await p; } catch (e) { if (e instanceof OpenApiError) return e.code; throw e; }
-    return "";
-}
 
 interface Invocation { InvokeId: string; CommandId: string; CommandContent: string; Parameters: string; InvocationStatus: string; InvokeInstances: { InvokeInstance: { InstanceId: string; InvocationStatus: string; ErrorCode: string; ErrorInfo: string; Output?: string; ExitCode?: number }[] } }
 

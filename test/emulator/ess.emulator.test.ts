@@ -3,17 +3,9 @@
  * removal, the removal policy ESS applies on its own, capacity limits; through the real SDK path.
  */
 import * as assert from "assert";
-import { callApi, OpenApiError, ParamValue, Product } from "../../src/cloud/openapi";
-import { useEmulator } from "./fixture";
+import { call, code, describeMap, sleep, useEmulator } from "./fixture";
 
-const region = "cn-hangzhou";
-const call = (product: Product, action: string, params: Record<string, ParamValue>) => callApi(product, action, params, { region, retry: { maxAttempts: 1 } });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function code(p: Promise<unknown>): Promise<string> {
-    try { await p; } catch (e) { if (e instanceof OpenApiError) return e.code; throw e; }
-    return "";
-}
 
 interface Activity { ScalingActivityId: string; StatusCode: string; StatusMessage: string; ErrorCode: string; ErrorMessage: string; Progress: number; TotalCapacity: string; DestroyedInstances: { DestroyedInstance: string[] }; CreatedInstances: { CreatedInstance: string[] } }
 
@@ -22,10 +14,7 @@ async function activity(id: unknown): Promise<Activity> {
     return (res.ScalingActivities as { ScalingActivity: Activity[] }).ScalingActivity[0];
 }
 
-async function lifecycle(groupId: string): Promise<Record<string, string>> {
-    const res = await call("ess", "DescribeScalingInstances", { ScalingGroupId: groupId, PageSize: 50 });
-    return Object.fromEntries((res.ScalingInstances as { ScalingInstance: { InstanceId: string; LifecycleState: string }[] }).ScalingInstance.map((s) => [s.InstanceId, s.LifecycleState]));
-}
+const lifecycle = (groupId: string) => describeMap("ess", "DescribeScalingInstances", { ScalingGroupId: groupId, PageSize: 50 }, ["ScalingInstances", "ScalingInstance"], "InstanceId", "LifecycleState");
 
 describe("emulator: ESS scaling activities", () => {
     const fx = useEmulator();

@@ -4,6 +4,7 @@
  * connection to an address other than 127.0.0.1.
  */
 import * as net from "net";
+import { callApi, OpenApiError, type ParamValue, type Product } from "../../src/cloud/openapi";
 import { Emulator, EmulatorOptions, startEmulator, TEST_CREDENTIALS } from "./index";
 
 const ENV_KEYS = ["ALICLOUD_KUBEADM_ENDPOINT", "ALIBABA_CLOUD_ACCESS_KEY_ID", "ALIBABA_CLOUD_ACCESS_KEY_SECRET", "ALIBABA_CLOUD_SECURITY_TOKEN", "ALIBABA_CLOUD_ECS_METADATA_DISABLED", "ALIBABA_CLOUD_CLI_PROFILE_DISABLED"];
@@ -47,4 +48,28 @@ export function useEmulator(opts: EmulatorOptions = {}): { readonly emu: Emulato
         }
     });
     return { get emu(): Emulator { if (!box.emu) throw new Error("emulator not started"); return box.emu; } };
+}
+
+/** One OpenAPI call to the emulator through the real SDK path, without retries (the emulator's self-tests). */
+export const call = (product: Product, action: string, params: Record<string, ParamValue>) =>
+    callApi(product, action, params, { region: "cn-hangzhou", retry: { maxAttempts: 1 } });
+
+/** The error code a call fails with, "" when it succeeds. */
+export async function code(p: Promise<unknown>): Promise<string> {
+    try {
+        await p;
+    } catch (e) {
+        if (e instanceof OpenApiError) return e.code;
+        throw e;
+    }
+    return "";
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** `key → value` of the rows a Describe call lists under `container.item`, e.g. members' LifecycleState by InstanceId. */
+export async function describeMap(product: Product, action: string, params: Record<string, ParamValue>, list: [string, string], key: string, value: string): Promise<Record<string, string>> {
+    const res = await call(product, action, params);
+    const rows = ((res[list[0]] as Record<string, unknown> | undefined)?.[list[1]] ?? []) as Array<Record<string, string>>;
+    return Object.fromEntries(rows.map((r) => [r[key], r[value]]));
 }

@@ -161,15 +161,23 @@ const deleteRouteEntry: Handler = (st, p) => {
  * FailedMessage} (e.g. `VPC_ROUTER_ENTRY_NOT_EXIST`), `SuccessCount`. A VPC already running a route task
  * fails the whole request (the doc's "You cannot repeatedly call DeleteRouteEntries within a specific period").
  */
-const deleteRouteEntries: Handler = (st, p) => {
+/**
+ * The shared start of DeleteRouteEntries and CreateRouteEntries: the `RouteEntries.N.*` items (1–50: the limit is
+ * the model's "You can specify up to 50"; the code for exceeding it is not documented), their tables, and no route
+ * task running in any of their VPCs (one task per VPC, as above).
+ */
+function routeBatch(st: EmulatorState, p: Record<string, string>): { items: Array<Record<string, string>>; tables: EmuRouteTable[]; until: Map<string, number | undefined> } {
     settleRoutes(st);
     const items = objectListParam(p, "RouteEntries");
     if (items.length === 0) throw new ApiError(400, "MissingParameter", "The input parameter \"RouteEntries\" that is mandatory for processing this request is not supplied.");
-    // Limit from the model ("You can specify up to 50"); the code for exceeding it is not documented.
     if (items.length > 50) throw new ApiError(400, "InvalidParameter.RouteEntries", "You can specify up to 50 route entries.");
     const tables = items.map((it) => tableOr404(st, it.RouteTableId ?? ""));
     for (const vpcId of new Set(tables.map((t) => t.vpcId))) assertRouteTaskFree(st, vpcId);
-    const until = new Map<string, number | undefined>();
+    return { items, tables, until: new Map() };
+}
+
+const deleteRouteEntries: Handler = (st, p) => {
+    const { items, tables, until } = routeBatch(st, p);
     const failed: Record<string, string>[] = [];
     let ok = 0;
     items.forEach((it, k) => {
@@ -194,13 +202,7 @@ const deleteRouteEntries: Handler = (st, p) => {
  * the new ids in `RouteEntryIds[]`. One task per VPC, as above.
  */
 const createRouteEntries: Handler = (st, p) => {
-    settleRoutes(st);
-    const items = objectListParam(p, "RouteEntries");
-    if (items.length === 0) throw new ApiError(400, "MissingParameter", "The input parameter \"RouteEntries\" that is mandatory for processing this request is not supplied.");
-    if (items.length > 50) throw new ApiError(400, "InvalidParameter.RouteEntries", "You can specify up to 50 route entries.");
-    const tables = items.map((it) => tableOr404(st, it.RouteTableId ?? ""));
-    for (const vpcId of new Set(tables.map((t) => t.vpcId))) assertRouteTaskFree(st, vpcId);
-    const until = new Map<string, number | undefined>();
+    const { items, tables, until } = routeBatch(st, p);
     const failed: Record<string, string>[] = [];
     const ids: string[] = [];
     items.forEach((it, k) => {

@@ -3,23 +3,13 @@
  * ClientToken semantics (idempotent only where the request model defines ClientToken), through callApi.
  */
 import * as assert from "assert";
-import { callApi, OpenApiError, ParamValue, Product } from "../../src/cloud/openapi";
 import { CLIENT_TOKEN_ACTIONS } from "./index";
-import { useEmulator } from "./fixture";
+import { call, code, describeMap, sleep, useEmulator } from "./fixture";
+import { callApi, type ParamValue, type Product } from "../../src/cloud/openapi";
 
 const region = "cn-hangzhou";
-const call = (product: Product, action: string, params: Record<string, ParamValue>) => callApi(product, action, params, { region, retry: { maxAttempts: 1 } });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function code(p: Promise<unknown>): Promise<string> {
-    try { await p; } catch (e) { if (e instanceof OpenApiError) return e.code; throw e; }
-    return "";
-}
-
-async function statuses(routeTableId: string): Promise<Record<string, string>> {
-    const res = await call("vpc", "DescribeRouteEntryList", { RouteTableId: routeTableId, MaxResult: 100 });
-    return Object.fromEntries((res.RouteEntrys as { RouteEntry: { DestinationCidrBlock: string; Status: string }[] }).RouteEntry.map((e) => [e.DestinationCidrBlock, e.Status]));
-}
+const statuses = (routeTableId: string) => describeMap("vpc", "DescribeRouteEntryList", { RouteTableId: routeTableId, MaxResult: 100 }, ["RouteEntrys", "RouteEntry"], "DestinationCidrBlock", "Status");
 
 describe("emulator: VPC route tasks", () => {
     const fx = useEmulator();

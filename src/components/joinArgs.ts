@@ -1,0 +1,20 @@
+// What every component that joins nodes (NodePool, ExistingNode) is given: the cluster's config and join
+// material, and where the node operations run. Written once, extended by each.
+import type * as pulumi from "@pulumi/pulumi";
+import type { ClusterConfig } from "../config";
+import type { NodeCommandIds } from "../rules";
+
+export interface JoinArgs {
+    /** The validated cluster config (region, Kubernetes version, cluster name, image sources). Required. */
+    config: ClusterConfig;
+    /** API endpoint `host:6443` the nodes join through. Required. */
+    apiEndpoint: pulumi.Input<string>;
+    /** `sha256:<hex>` CA pin from JoinInfo (secret). Required. */
+    caCertHash: pulumi.Input<string>;
+    /** Master 0: bootstrap tokens are created there and the Kubernetes-side operations run there. Required. */
+    masterInstanceId: pulumi.Input<string>;
+    /** The cluster's saved commands (NodeCommands `ids`). Required. */
+    commands: pulumi.Input<NodeCommandIds>;
+    /** Route table of the pod routes (a route left behind is deleted when a node is removed). Default none. */
+    routeTableId?: pulumi.Input<string>;
+}
