@@ -57,10 +57,11 @@ function renderProjectConfig(fn: string, env: Record<string, string>): string {
 
 describe("real cluster (kube-apiserver, controller-manager, scheduler v1.36.3 + KWOK on 127.0.0.1)", function () {
     let c: Cluster;
-    const started = Date.now();
+    let started = Date.now();
 
     before(async function () {
         this.timeout(240_000);
+        started = Date.now();
         const missing = missingBinaries();
         if (missing.length) {
             const msg = `real-cluster tests need ${missing.join(", ")} in ${binDir()}: run \`npm run kube:build\``;

@@ -69,7 +69,8 @@ export interface ClusterOptions {
     kwokArgs?: Flags;
     /** Bound for the control plane to become ready. Default 90 s. */
     readyTimeoutMs?: number;
-    /** "auto" (default): a private network namespace when the machine allows it; false: never; true: required. */
+    /** "auto" (default): a private network namespace when the machine allows it; false: never (the default when
+     *  KUBE_NETNS=0); true: required. */
     netns?: boolean | "auto";
     /** Keep the run folder after stop() (for debugging). Default: KUBE_KEEP_RUN_DIR=1 in the environment. */
     keepDir?: boolean;
@@ -214,10 +215,36 @@ function tail(file: string, lines: number): string {
     }
 }
 
+// Clean-up when this process ends: on exit and on SIGINT/SIGTERM (then the signal is raised again, unless
+// someone else handles it). On a hard kill the processes still die (parent-death signal, see wrap below) and
+// the next startCluster removes the run folders whose owner is gone.
 const live = new Set<{ stopNow(): void }>();
 process.once("exit", () => {
     for (const c of live) c.stopNow();
 });
+for (const sig of ["SIGINT", "SIGTERM"] as const) {
+    process.once(sig, () => {
+        for (const c of live) c.stopNow();
+        if (process.listenerCount(sig) === 0) process.kill(process.pid, sig);
+    });
+}
+
+const RUN_DIR_PREFIX = "ak-kube-";
+
+/** Removes run folders left by processes that no longer exist (a run killed hard). */
+function sweepStaleRunDirs(): void {
+    const tmp = os.tmpdir();
+    for (const name of fs.readdirSync(tmp)) {
+        if (!name.startsWith(RUN_DIR_PREFIX)) continue;
+        const dir = path.join(tmp, name);
+        try {
+            const pid = Number(fs.readFileSync(path.join(dir, "owner.pid"), "utf8"));
+            if (pid > 0 && !fs.existsSync(`/proc/${pid}`)) fs.rmSync(dir, { recursive: true, force: true });
+        } catch {
+            // not ours, or being created right now: leave it
+        }
+    }
+}
 
 export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> {
     const bin = binDir();
@@ -233,14 +260,17 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     const keepDir = opts.keepDir ?? process.env.KUBE_KEEP_RUN_DIR === "1";
     const readyTimeoutMs = opts.readyTimeoutMs ?? 90_000;
 
+    const netnsWanted = opts.netns ?? (process.env.KUBE_NETNS === "0" ? false : "auto");
     let useNetns = false;
-    if (opts.netns === true || opts.netns === undefined || opts.netns === "auto") {
+    if (netnsWanted !== false) {
         useNetns = netnsAvailable();
-        if (opts.netns === true && !useNetns) throw new Error("startCluster({netns: true}): `unshare --net` is not permitted here");
+        if (netnsWanted === true && !useNetns) throw new Error("startCluster({netns: true}): `unshare --net` is not permitted here");
     }
 
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ak-kube-"));
+    sweepStaleRunDirs();
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), RUN_DIR_PREFIX));
     fs.chmodSync(dir, 0o700);
+    fs.writeFileSync(path.join(dir, "owner.pid"), String(process.pid));
     const logs = path.join(dir, "logs");
     fs.mkdirSync(logs);
     const procs = new Map<string, ChildProcess>();
