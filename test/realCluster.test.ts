@@ -278,6 +278,41 @@ describe("real cluster (kube-apiserver, controller-manager, scheduler v1.36.3 + 
         assert.match(bogus.stderr, /Unauthorized/);
     });
 
+    it("a node's TLS bootstrap as kubeadm join does it: the CSR is auto-approved and signed by the cluster CA; the node registers itself, and NodeRestriction keeps it off other nodes", async function () {
+        this.timeout(90_000);
+        const name = "cn-hangzhou.i-joined";
+        const creds = await c.nodeCredentials(name);
+        const cert = new crypto.X509Certificate(creds.certPem);
+        assert.ok(cert.verify(new crypto.X509Certificate(c.caPem).publicKey), "signed by the cluster CA");
+        assert.match(cert.subject, new RegExp(`CN=system:node:${name.replace(/\./g, "\\.")}`));
+        const csr = JSON.parse(await c.kubectl(["get", "csr", creds.csrName, "-o", "json"]));
+        assert.strictEqual(csr.spec.username, `system:bootstrap:${creds.token.split(".")[0]}`);
+        assert.ok(csr.status.conditions.some((x: { type: string; reason: string }) => x.type === "Approved" && x.reason === "AutoApproved"));
+
+        const asNode = (args: string[], input?: string) => c.run("kubectl", ["--kubeconfig", creds.kubeconfig, ...args], { allowFail: true, input });
+        const who = JSON.parse((await asNode(["auth", "whoami", "-o", "json"])).stdout).status.userInfo;
+        assert.strictEqual(who.username, `system:node:${name}`);
+        assert.ok(who.groups.includes("system:nodes"));
+
+        // registers its own Node with the provider id, as the kubelet would (--provider-id, KWOK plays the kubelet)
+        const created = await asNode(["create", "-f", "-"], JSON.stringify({
+            apiVersion: "v1",
+            kind: "Node",
+            metadata: { name, labels: { "kubernetes.io/hostname": name }, annotations: { "kwok.x-k8s.io/node": "fake" } },
+            spec: { providerID: name },
+        }));
+        assert.strictEqual(created.code, 0, created.stderr);
+        await c.waitFor(`${name} Ready with a podCIDR`, async () => {
+            const n = await node(name);
+            return n.spec.podCIDR && n.status.conditions?.some((x: { type: string; status: string }) => x.type === "Ready" && x.status === "True");
+        });
+        const other = await asNode(["label", "node", "cn-hangzhou.i-yyy", "stolen=yes"]);
+        assert.notStrictEqual(other.code, 0, "a node may not label another node");
+        assert.match(other.stderr, /forbidden|not allowed to modify node/i, other.stderr);
+        const restricted = await asNode(["label", "node", name, "node-restriction.kubernetes.io/x=y"]);
+        assert.notStrictEqual(restricted.code, 0, "NodeRestriction: a node may not set node-restriction.kubernetes.io/ labels");
+    });
+
     it("kubeadm config validate accepts the project's master (ak_init_config) and join (ak_join_config) configs", async function () {
         const common = {
             AK_KUBERNETES_VERSION: "1.36.3",

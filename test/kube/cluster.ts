@@ -137,6 +137,13 @@ export interface Cluster {
     apply(objects: string | object | object[]): Promise<string>;
     /** A KWOK-managed fake node; resolves once it is Ready. */
     addNode(spec: NodeSpec): Promise<void>;
+    /**
+     * A node's credentials the way `kubeadm join` gets them for its kubelet (TLS bootstrap): with a bootstrap
+     * token (a new one from `kubeadm token create` unless given), a node-client CSR (O=system:nodes,
+     * CN=system:node:<name>, key made by openssl), which the controller-manager auto-approves and signs with the
+     * cluster CA. Resolves with a kubeconfig for that node (user system:node:<name>, subject to NodeRestriction).
+     */
+    nodeCredentials(nodeName: string, token?: string): Promise<{ kubeconfig: string; certPem: string; csrName: string; token: string }>;
     /** Poll until fn returns a truthy value (bounded); the error names what was awaited. */
     waitFor<T>(what: string, fn: () => Promise<T | undefined | false | null>, timeoutMs?: number): Promise<T>;
     /** The last lines of a component's log (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok). */
@@ -604,6 +611,47 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
             });
         };
 
+        const nodeCredentials = async (nodeName: string, token?: string) => {
+            const tok = token ?? (await run("kubeadm", ["token", "create", "--kubeconfig", kubeconfig, "--ttl", "10m"])).stdout.trim();
+            const base = path.join(dir, "nodes", nodeName);
+            fs.mkdirSync(base, { recursive: true, mode: 0o700 });
+            execFileSync("openssl", [
+                "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                "-keyout", path.join(base, "node.key"), "-subj", `/O=system:nodes/CN=system:node:${nodeName}`,
+                "-out", path.join(base, "node.csr"),
+            ], { stdio: "pipe" });
+            const csrName = `node-csr-${crypto.randomBytes(6).toString("hex")}`;
+            const anon = path.join(base, "bootstrap.conf");
+            fs.writeFileSync(anon, "apiVersion: v1\nkind: Config\n", { mode: 0o600 });
+            await run("kubectl", ["--kubeconfig", anon, "--server", server, "--certificate-authority", caFile, "--token", tok, "create", "-f", "-"], {
+                input: JSON.stringify({
+                    apiVersion: "certificates.k8s.io/v1",
+                    kind: "CertificateSigningRequest",
+                    metadata: { name: csrName },
+                    spec: {
+                        request: fs.readFileSync(path.join(base, "node.csr")).toString("base64"),
+                        signerName: "kubernetes.io/kube-apiserver-client-kubelet",
+                        usages: ["digital signature", "client auth"],
+                    },
+                }),
+            });
+            const certPem = await waitFor(`certificate of CSR ${csrName} (${nodeName})`, async () => {
+                const csr = JSON.parse(await kubectl(["get", "csr", csrName, "-o", "json"]));
+                return csr.status?.certificate ? Buffer.from(csr.status.certificate, "base64").toString("utf8") : undefined;
+            });
+            fs.writeFileSync(path.join(base, "node.crt"), certPem);
+            const nodeConf = path.join(base, "kubelet.conf");
+            fs.writeFileSync(nodeConf, stringify({
+                apiVersion: "v1",
+                kind: "Config",
+                clusters: [{ name: "kubernetes", cluster: { server, "certificate-authority": caFile } }],
+                users: [{ name: `system:node:${nodeName}`, user: { "client-certificate": path.join(base, "node.crt"), "client-key": path.join(base, "node.key") } }],
+                contexts: [{ name: "node", context: { cluster: "kubernetes", user: `system:node:${nodeName}` } }],
+                "current-context": "node",
+            }), { mode: 0o600 });
+            return { kubeconfig: nodeConf, certPem, csrName, token: tok };
+        };
+
         return {
             dir,
             server,
@@ -628,6 +676,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
             kubectl,
             apply,
             addNode,
+            nodeCredentials,
             waitFor,
             logTail,
             stop,
