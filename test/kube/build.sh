@@ -21,6 +21,10 @@ required() { # module folder, module path -> the version its go.mod requires
 }
 k8s_version="$(required kubernetes k8s.io/kubernetes)"
 [[ -n "$k8s_version" ]] || { echo "kube:build: cannot read the k8s.io/kubernetes version from $gomods/kubernetes/go.mod" >&2; exit 1; }
+if [[ -z "${KUBE_HARNESS_HOME:-}${XDG_CACHE_HOME:-}${HOME:-}" ]]; then
+  echo "kube:build: set HOME, XDG_CACHE_HOME or KUBE_HARNESS_HOME: the binaries and Go caches live outside the clone" >&2
+  exit 1
+fi
 home="${KUBE_HARNESS_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/alicloud-kubeadm/k8s-$k8s_version}"
 bin="$home/bin"
 
