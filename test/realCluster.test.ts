@@ -163,6 +163,9 @@ describe("real cluster (kube-apiserver, controller-manager, scheduler v1.36.3 + 
         assert.deepStrictEqual(n.spec.podCIDRs, [podCIDR]);
         assert.ok(podCIDR.endsWith(`/${MASK}`), `${podCIDR} has the /${MASK} mask`);
         assert.ok(cidrWithin(podCIDR, POD_CIDR), `${podCIDR} lies in ${POD_CIDR}`);
+        const pod = await c.createPod({ name: "pinned", nodeName: "cn-hangzhou.i-xxx" });
+        assert.strictEqual(pod.spec.nodeName, "cn-hangzhou.i-xxx");
+        await c.kubectl(["delete", "pod", "pinned", "--wait=true"]);   // KWOK completes the deletion
     });
 
     it("a Deployment's pods are scheduled onto KWOK nodes and Running", async function () {

@@ -87,6 +87,16 @@ export interface NodeSpec {
     allocatable?: Record<string, string>;
 }
 
+export interface PodSpec {
+    name: string;
+    namespace?: string;
+    labels?: Record<string, string>;
+    /** Bind to this node directly (no scheduler); otherwise the scheduler places it. */
+    nodeName?: string;
+    nodeSelector?: Record<string, string>;
+    tolerations?: object[];
+}
+
 export interface RunResult {
     code: number;
     stdout: string;
@@ -137,6 +147,8 @@ export interface Cluster {
     apply(objects: string | object | object[]): Promise<string>;
     /** A KWOK-managed fake node; resolves once it is Ready. */
     addNode(spec: NodeSpec): Promise<void>;
+    /** A pod (one container, image never pulled) on KWOK nodes; resolves with the pod once it is Running. */
+    createPod(spec: PodSpec): Promise<{ metadata: { name: string; namespace: string }; spec: { nodeName: string }; status: { phase: string; podIP?: string } }>;
     /**
      * A node's credentials the way `kubeadm join` gets them for its kubelet (TLS bootstrap): with a bootstrap
      * token (a new one from `kubeadm token create` unless given), a node-client CSR (O=system:nodes,
@@ -611,6 +623,25 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
             });
         };
 
+        const createPod = async (spec: PodSpec) => {
+            const namespace = spec.namespace ?? "default";
+            await apply({
+                apiVersion: "v1",
+                kind: "Pod",
+                metadata: { name: spec.name, namespace, labels: spec.labels },
+                spec: {
+                    nodeName: spec.nodeName,
+                    nodeSelector: spec.nodeSelector,
+                    tolerations: spec.tolerations,
+                    containers: [{ name: "main", image: "registry.invalid/fake:1" }],
+                },
+            });
+            return waitFor(`pod ${namespace}/${spec.name} Running`, async () => {
+                const pod = JSON.parse(await kubectl(["get", "pod", spec.name, "-n", namespace, "-o", "json"]));
+                return pod.status?.phase === "Running" ? pod : undefined;
+            });
+        };
+
         const nodeCredentials = async (nodeName: string, token?: string) => {
             const tok = token ?? (await run("kubeadm", ["token", "create", "--kubeconfig", kubeconfig, "--ttl", "10m"])).stdout.trim();
             const base = path.join(dir, "nodes", nodeName);
@@ -676,6 +707,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
             kubectl,
             apply,
             addNode,
+            createPod,
             nodeCredentials,
             waitFor,
             logTail,
