@@ -5,7 +5,7 @@
  *
  * How it is made, the way `kubeadm init` makes a master (so the flags are kubeadm v1.36.3's own):
  *   1. a kubeadm v1beta4 InitConfiguration + ClusterConfiguration in the shape the project renders
- *      (userdata/master_init.sh `ak_init_config`: podSubnet, serviceSubnet, controllerManager
+ *      (src/shell/master_init.sh `ak_init_config`: podSubnet, serviceSubnet, controllerManager
  *      allocate-node-cidrs / node-cidr-mask-size / configure-cloud-routes=false, certSANs, node named by
  *      its provider id with kubelet cloud-provider=external + provider-id), plus the run's own ports
  *      and folders as extraArgs;
@@ -434,7 +434,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
         const pki = path.join(dir, "pki");
         const conf = (n: string): string => path.join(dir, n);
 
-        // The project's shape (userdata/master_init.sh ak_init_config), plus this run's places and ports.
+        // The project's shape (src/shell/master_init.sh ak_init_config), plus this run's places and ports.
         const init = {
             apiVersion: "kubeadm.k8s.io/v1beta4",
             kind: "InitConfiguration",
