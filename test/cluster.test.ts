@@ -76,6 +76,23 @@ describe("Cluster (whole stack under mocks)", () => {
         assert.strictEqual(result.resources.filter((r) => r.type === "alicloud-kubeadm:index:NodePool").length, 2);
     });
 
+    it("the saved commands are exactly what the emulator tests create (nodeCommandSpecs), and the providers take their ids", async () => {
+        const result = await synthesize("dev", out);
+        const { nodeCommandSpecs } = await import("../src/components/nodeCommands");
+        const recorded = result.resources.filter((r) => r.type === "alicloud:ecs/command:Command" && r.parent === "dev-commands");
+        const specs = nodeCommandSpecs("dev");
+        assert.deepStrictEqual(recorded.map((r) => r.inputs.name).sort(), specs.map((s) => s.args.commandName).sort());
+        for (const { args } of specs) {
+            const r = recorded.find((x) => x.inputs.name === args.commandName)!;
+            assert.strictEqual(Buffer.from(r.rawInputs.commandContent as string, "base64").toString("utf8"), args.script, args.commandName);
+            assert.deepStrictEqual([r.inputs.type, r.inputs.enableParameter, r.inputs.timeout], ["RunShellScript", args.parameters, args.timeoutSeconds]);
+        }
+        const ids = Object.fromEntries(recorded.map((r) => [String(r.inputs.name).replace(/^dev-/, ""), r.id]));
+        const dynamic = result.resources.filter((r) => r.type === "pulumi-nodejs:dynamic:Resource" && r.rawInputs.commands !== undefined);
+        assert.ok(dynamic.length >= 4, "tokens, memberships and pool capacities take the command ids");
+        for (const d of dynamic) assert.deepStrictEqual(d.rawInputs.commands, ids, d.name);
+    });
+
     it("add-ons go through a Kubernetes provider built from the API-ready kubeconfig, which stays secret", async () => {
         const result = await synthesize("dev", out);
         const provider = result.resources.find((r) => r.type === "pulumi:providers:kubernetes")!;

@@ -52,3 +52,23 @@ describe("rules: one verdict for the config and the components", () => {
         assert.ok(args({}).includes("--expander=least-waste"));
     });
 });
+
+describe("one error-code table", () => {
+    it("classifies every code a caller branches on; DeliveryTimeout is 'agent unreachable' for every caller", async () => {
+        const { classify, cannotRunCommands } = await import("../src/cloud/errors");
+        const table: Record<string, string> = {
+            ClientNotRunning: "agent-unreachable", ClientNotResponse: "agent-unreachable", ClientIsUpgrading: "agent-unreachable",
+            ClientNeedUpgrade: "agent-unreachable", DeliveryTimeout: "agent-unreachable", "InvalidInstance.NotMatch": "agent-unreachable",
+            InstanceNotRunning: "instance-not-running",
+            "InvalidInstance.NotFound": "not-found", "InvalidInstanceId.NotFound": "not-found", InstanceNotExists: "not-found", InstanceReleased: "not-found",
+            "InvalidScalingGroupId.NotFound": "not-found", "InvalidRouteEntry.NotFound": "not-found", "InvalidCmdId.NotFound": "not-found",
+            "Throttling.User": "retry-later", ServiceUnavailable: "retry-later", SystemBusy: "retry-later",
+            ScalingActivityInProgress: "conflict", IncorrectScalingGroupStatus: "conflict", TaskConflict: "conflict", OperationConflict: "conflict",
+            IncorrectRouteEntryStatus: "conflict",
+            ExecutionTimeout: "timeout", ClientWaitTimeout: "timeout",
+            IncorrectInstanceStatus: "fatal", ExitCodeNonzero: "fatal", "Forbidden.RAM": "fatal",
+        };
+        assert.deepEqual(Object.fromEntries(Object.keys(table).map((c) => [c, classify(c)])), table);
+        assert.ok(cannotRunCommands("DeliveryTimeout") && cannotRunCommands("InstanceNotRunning") && !cannotRunCommands("ExitCodeNonzero"));
+    });
+});
