@@ -32,7 +32,7 @@ async function measure(nodes: number): Promise<Row> {
         }
         const start = Date.now();
         const reports = await scaleInPool({ scalingGroupId: group, poolName: "bench", targetSize: 0, minSize: 0 },
-            { region: "cn-hangzhou", masterInstanceId: cluster.master, commands: cluster.commands, routeTableId: table, concurrency: CONCURRENCY });
+            { region: "cn-hangzhou", masterInstanceIds: cluster.masters, commands: cluster.commands, routeTableId: table, concurrency: CONCURRENCY });
         const ms = Date.now() - start;
         if (reports.length !== nodes || emu.scalingGroupInstances(group).length !== 0) {
             throw new Error(`removed ${reports.length}/${nodes}`);

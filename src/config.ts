@@ -70,6 +70,13 @@ function buildSchema(obj: typeof z.strictObject) {
         mode: z.enum(["manual", "auto"]).default("manual"),
         /** Required to be `true` for `mode: auto`, which wipes the system disk. */
         replaceSystemDisk: z.boolean().default(false),
+        /**
+         * On removal, when the instance cannot run commands (stopped, Cloud Assistant agent offline), remove it
+         * without `kubeadm reset`: its kubelet credentials stay on it, and it registers its Node again when it next
+         * runs until `kubeadm reset -f` is run there. Default false: the removal fails with the fix. Set it with a
+         * `pulumi up` before the removal: a removal uses the settings Pulumi last recorded.
+         */
+        removeWithoutReset: z.boolean().default(false),
         ...nodeShape,
     });
 

@@ -67,12 +67,30 @@ describe("ControlPlaneMember", () => {
             (err: Error) => /join --control-plane failed on .*etcd cluster is not healthy/s.test(err.message) && !err.message.includes(TOKEN) && !err.message.includes(KEY));
     });
 
-    it("delete: drain → reset (leaves etcd) → delete Node", async () => {
+    it("delete: drain → reset (leaves etcd) → the member checked through another master → delete Node", async () => {
         const s = await setup();
         const { c, member } = s;
-        c.addNode(member, { name: "master-1" });
-        await controlPlaneMemberProvider.delete!(member, inputs(s));
-        assert.deepStrictEqual(c.log, [`${c.master}: get-nodes`, `${c.master}: drain master-1`, `${member}: reset`, `${c.master}: delete-node master-1`]);
+        c.addNode(c.master, { name: "master-0", controlPlane: true });
+        c.addNode(member, { name: "master-1", controlPlane: true });
+        c.etcd.set("master-1", ctx.emu.instances.get(member)!.privateIp);
+        await controlPlaneMemberProvider.delete!(member, { ...inputs(s), masterInstanceIds: [c.master, member] });
+        assert.deepStrictEqual(c.log.filter((x) => !x.endsWith("get-nodes")), [
+            `${c.master}: drain master-1`, `${member}: reset`, `${c.master}: etcd-member-remove master-1 via master-0`, `${c.master}: delete-node master-1`]);
+        assert.deepStrictEqual([...c.etcd.keys()], ["master-0"], "out of etcd");
+        assert.ok(!c.nodes.has("master-1"));
+    });
+
+    it("delete with master 0 stopped (3 masters): runs through master 1, leaves etcd through master 1's etcd", async () => {
+        const s = await setup();
+        const { c } = s;
+        c.addNode(c.master, { name: "master-0", controlPlane: true });
+        const m1 = c.addMaster(), m2 = c.addMaster();
+        ctx.emu.stopInstance(c.master);
+        c.nodes.get("master-0")!.ready = false;
+        await controlPlaneMemberProvider.delete!(m2, { ...inputs(s), memberInstanceId: m2, masterInstanceIds: c.masters });
+        assert.deepStrictEqual([...c.etcd.keys()], ["master-0", "master-1"]);
+        assert.ok(!c.nodes.has("master-2"));
+        assert.ok(c.log.filter((x) => !x.startsWith(`${m2}:`)).every((x) => x.startsWith(`${m1}:`)), c.log.join("\n"));
     });
 
     it("a new join command or new command ids are an in-place update, never a replacement (which would reset the member)", async () => {

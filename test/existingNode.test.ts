@@ -108,7 +108,7 @@ describe("NodeMembership (emulator)", () => {
         const { emu } = ctx;
         emu.state.transitionMs = 60;
         const master = emu.addInstance().instanceId;
-        const node = emu.addInstance({ imageId: "old-image" }).instanceId;
+        const node = emu.addInstance({ imageId: "old-image", keyPairName: "ops-key" }).instanceId;
         const joined = new Set<string>();
         // cloud-init runs the userdata at first boot on the new system disk: the script joins.
         emu.state.onUserDataRun = (i) => {
@@ -129,7 +129,39 @@ describe("NodeMembership (emulator)", () => {
         assert.deepStrictEqual([inst.status, inst.imageId, inst.userDataRuns], ["Running", "ubuntu_24_04_x64_20G_alibase_20260101.vhd", 1]);
         assert.ok(progress.some((m) => m.includes("waiting for Stopped (now Stopping)")), progress.join("\n"));
         assert.ok(progress.some((m) => m.includes("waiting for Running (now Starting)")), progress.join("\n"));
+        // issue 13 point 15: the new system disk keeps the instance's key pair, not the image's preset password.
+        assert.strictEqual(ecs[2].params.KeyPairName, "ops-key");
+        assert.strictEqual(ecs[2].params.PasswordInherit, undefined);
+        assert.deepStrictEqual([inst.keyPairName, inst.passwordSource], ["ops-key", "instance"]);
     });
+
+    it("issue 13 point 15: auto on an instance that logs in by password only is refused before anything changes", async () => {
+        const { emu } = ctx;
+        const master = emu.addInstance().instanceId;
+        const node = emu.addInstance({ imageId: "old-image", keyPairName: "" }).instanceId;
+        clusterOf(emu, new Set());
+        await assert.rejects(joinExistingNode(inputs(node, master, { mode: "auto", replaceSystemDisk: true, imageId: "new-image", userData: SCRIPT })),
+            /logs in by password only.*\n  fix: bind a key pair .* or use mode: manual; nothing was changed/s);
+        assert.deepStrictEqual(emu.mutatingCalls().filter((c) => !["InvokeCommand", "CreateCommand"].includes(c.action)), []);
+        assert.deepStrictEqual([emu.instances.get(node)!.status, emu.instances.get(node)!.imageId], ["Running", "old-image"]);
+    });
+
+    for (const start of ["Stopped", "Stopping"] as const) {
+        it(`issue 13 point 16: auto on a ${start} instance sends no StopInstance${start === "Stopping" ? " (it waits the stop out)" : ""}`, async () => {
+            const { emu } = ctx;
+            emu.state.transitionMs = 60;
+            const master = emu.addInstance().instanceId;
+            const node = emu.addInstance({ imageId: "old-image", keyPairName: "ops-key", status: start }).instanceId;
+            if (start === "Stopping") setTimeout(() => { emu.instances.get(node)!.status = "Stopped"; }, 80);
+            const joined = new Set<string>();
+            emu.state.onUserDataRun = (i) => { joined.add(i.instanceId); };
+            clusterOf(emu, joined);
+            await joinExistingNode(inputs(node, master, { mode: "auto", replaceSystemDisk: true, imageId: "new-image", userData: SCRIPT }));
+            const ecs = emu.mutatingCalls().filter((c) => !["InvokeCommand", "CreateCommand"].includes(c.action)).map((c) => c.action);
+            assert.deepStrictEqual(ecs, ["ModifyInstanceAttribute", "ReplaceSystemDisk", "StartInstance"]);
+            assert.strictEqual(emu.instances.get(node)!.status, "Running");
+        });
+    }
 
     it("auto without replaceSystemDisk: true makes no call at all and says why", async () => {
         const { emu } = ctx;

@@ -1,9 +1,18 @@
-// A fake Kubernetes cluster behind the emulator's Cloud Assistant: master 0 answers the saved node
-// operations (list-nodes, pod-owners, drain, delete-node, etcd-member-remove) from an in-memory node table,
-// and nodes answer `reset`. The operations are saved in the emulator from the program's own NodeCommands
-// specs, and handlers read their parameters, as the real scripts would. Every command is recorded as
-// "<instance>: <verb>" for ordered assertions. Used where a test must inject a failure or a timing the real
-// control plane cannot produce (test/kube/ is the real one).
+// A fake Kubernetes cluster behind the emulator's Cloud Assistant: any master answers the saved node
+// operations (list-nodes, pod-owners, drain, uncordon, delete-node, etcd-member-remove) from an in-memory
+// node table, and nodes answer `reset`. The operations are saved in the emulator from the program's own
+// NodeCommands specs, and handlers read their parameters, as the real scripts would. Every command is
+// recorded as "<instance>: <verb>" for ordered assertions. Used where a test must inject a failure or a
+// timing the real control plane cannot produce (test/kube/ is the real one).
+//
+// What it keeps, so tests assert invariants from state rather than from logs:
+// - Nodes with their pods (owner kinds), cordon (`unschedulable`) and removal mark (`removing`); a drain
+//   cordons and marks first, then moves every non-DaemonSet pod to another schedulable worker, as evictions
+//   and their controllers would.
+// - `credentials`: the instances holding kubelet credentials (a joined node until `kubeadm reset`).
+// - `etcd`: member name → peer IP; `kubeadm reset` on a member takes it out unless `resetLeavesEtcd`.
+// - `violations`: every scaling-group member that left ESS while it had a Node that was not drained (I1),
+//   recorded by the emulator's member-left hook at the moment ESS takes it out.
 import * as zlib from "zlib";
 import type { Emulator } from "./emulator";
 import type { ClusterAccess } from "../src/cloud/operations";
@@ -19,10 +28,19 @@ export interface FakeNode {
     /** Owner kinds of the pods on the node (e.g. ["ReplicaSet", "DaemonSet"]). */
     pods: string[];
     createdAt: string;
+    /** Cordoned. */
+    unschedulable: boolean;
+    /** The removal mark (annotation alicloud-kubeadm/removing), "" when none. */
+    removing: string;
+    /** A master's Node (never receives evicted pods). */
+    controlPlane: boolean;
 }
 
 export interface FakeCluster {
+    /** Master 0. */
     master: string;
+    /** Every master, master 0 first. */
+    masters: string[];
     region: string;
     nodes: Map<string, FakeNode>;
     /** The saved operations' command ids. */
@@ -33,34 +51,106 @@ export interface FakeCluster {
     log: string[];
     /** Make the next drains fail (e.g. a PDB) until reset to 0. */
     failDrains: number;
+    /** Bytes of output every drain prints (Cloud Assistant keeps 24 KB). Default small. */
+    drainOutputBytes: number;
+    /** Called at the start of every drain (a test's late registration, say). */
+    onDrain?: (node: string) => void;
+    /** Instances holding kubelet credentials. */
+    credentials: Set<string>;
+    /** etcd members: name → peer IP. */
+    etcd: Map<string, string>;
+    /** `kubeadm reset` cannot leave etcd (it warns and exits 0, as kubeadm does). */
+    resetLeavesEtcd: boolean;
+    /** A deleted Node comes back while its instance still holds credentials and runs (a kubelet nobody reset). */
+    kubeletReregisters: boolean;
+    /** Members that left ESS with a Node that was not drained. */
+    violations: string[];
     addNode(instanceId: string, init?: Partial<FakeNode>): FakeNode;
+    /** Adds master `index` ≥ 1 (an instance, its Ready control-plane Node, its etcd member). */
+    addMaster(): string;
+    /**
+     * Every instance ESS launches from now on joins as a Node of `pool` (cloud-init runs its userdata), NotReady
+     * until `readyAfterListings` node listings later (default 0: Ready at once).
+     */
+    autoJoin(pool: string, opts?: { readyAfterListings?: number; pods?: string[] }): void;
 }
 
 /**
  * @param opts.commandDelayMs how long drain and reset take (benchmarks). Default 0.
+ * @param opts.masters how many masters (master 0 plus Ready control-plane members with etcd members). Default 1.
  */
-export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: { commandDelayMs?: number } = {}): Promise<FakeCluster> {
+export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: { commandDelayMs?: number; masters?: number } = {}): Promise<FakeCluster> {
     const delayMs = opts.commandDelayMs ?? 0;
     const master = emu.addInstance({ instanceName: "master-0", regionId: region }).instanceId;
     const commands = await saveNodeCommands(region);
+    const masters = [master];
     const c: FakeCluster = {
-        master, region, commands,
-        access: { region, masterInstanceId: master, commands, pollIntervalMs: 10 },
+        master, masters, region, commands,
+        access: { region, masterInstanceIds: masters, commands, pollIntervalMs: 10 },
         nodes: new Map(),
         log: [],
         failDrains: 0,
+        drainOutputBytes: 0,
+        credentials: new Set(),
+        etcd: new Map([["master-0", emu.instances.get(master)!.privateIp]]),
+        resetLeavesEtcd: false,
+        kubeletReregisters: false,
+        violations: [],
         addNode(instanceId, init = {}) {
-            const node: FakeNode = { name: `node-${instanceId}`, instanceId, ready: true, pool: "", podCidr: `172.16.${c.nodes.size}.0/25`, pods: [], createdAt: new Date().toISOString(), ...init };
+            const node: FakeNode = {
+                name: `node-${instanceId}`, instanceId, ready: true, pool: "", podCidr: `172.16.${c.nodes.size}.0/25`, pods: [], createdAt: new Date().toISOString(),
+                unschedulable: false, removing: "", controlPlane: false, ...init,
+            };
             c.nodes.set(node.name, node);
+            c.credentials.add(instanceId);
             return node;
         },
+        autoJoin: () => undefined,
+        addMaster() {
+            const name = `master-${masters.length}`;
+            const inst = emu.addInstance({ instanceName: name, regionId: region });
+            masters.push(inst.instanceId);
+            c.addNode(inst.instanceId, { name, controlPlane: true });
+            c.etcd.set(name, inst.privateIp);
+            return inst.instanceId;
+        },
     };
+    let listings = 0;
+    const readyAt = new Map<string, number>();
+    c.autoJoin = (pool, o = {}) => {
+        emu.state.onUserDataRun = (inst) => {
+            c.addNode(inst.instanceId, { pool, ready: (o.readyAfterListings ?? 0) === 0, pods: [...(o.pods ?? [])] });
+            readyAt.set(inst.instanceId, listings + (o.readyAfterListings ?? 0));
+        };
+    };
+    for (let k = 1; k < (opts.masters ?? 1); k++) c.addMaster();
     const gz = (text: string) => zlib.gzipSync(text).toString("base64");
+    const nodeOfInstance = (id: string) => [...c.nodes.values()].find((n) => n.instanceId === id);
+    const running = (id: string) => emu.instances.get(id)?.status === "Running";
+
+    /** Evicted pods land on the schedulable, Ready worker with the fewest pods; with none, they stay Pending (dropped here). */
+    const reschedule = (from: FakeNode, kinds: string[]) => {
+        for (const kind of kinds) {
+            const to = [...c.nodes.values()].filter((n) => n !== from && !n.controlPlane && !n.unschedulable && n.ready)
+                .sort((a, b) => a.pods.length - b.pods.length)[0];
+            to?.pods.push(kind);
+        }
+    };
+
+    emu.state.onMemberLeft = (instanceId, group) => {
+        const node = nodeOfInstance(instanceId);
+        if (node && (!node.unschedulable || node.pods.some((k) => k !== "DaemonSet"))) {
+            c.violations.push(`${instanceId} left ${group} with Node ${node.name} ${node.unschedulable ? "still running workload pods" : "not drained"}`);
+        }
+    };
+
     emu.onCommand(operation("list-nodes"), (ctx) => {
         c.log.push(`${ctx.instanceId}: get-nodes`);
+        listings++;
+        for (const n of c.nodes.values()) if ((readyAt.get(n.instanceId) ?? Infinity) <= listings) n.ready = true;
         const selector = /^alicloud-kubeadm\/pool=(\S+)$/.exec(ctx.parameters.selector ?? "")?.[1];
         const lines = [...c.nodes.values()].filter((n) => !selector || n.pool === selector)
-            .map((n) => [n.name, `${region}.${n.instanceId}`, n.ready ? "True" : "False", "", n.podCidr, n.pool, n.createdAt].join("\t"));
+            .map((n) => [n.name, `${region}.${n.instanceId}`, n.ready ? "True" : "False", n.unschedulable ? "true" : "", n.podCidr, n.pool, n.createdAt, n.removing].join("\t"));
         return { output: gz(lines.join("\n")) };
     });
     emu.onCommand(operation("pod-owners"), (ctx) => {
@@ -70,30 +160,60 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
     emu.onCommand(operation("drain"), (ctx) => {
         const name = ctx.parameters.node;
         c.log.push(`${ctx.instanceId}: drain ${name}`);
-        if (c.failDrains > 0) {
-            c.failDrains--;
-            return { exitCode: 1, output: `evicting pod default/web-1\nerror when evicting pods/"web-1" -n "default" (will retry after 5s): Cannot evict pod as it would violate the pod's disruption budget.\nerror: unable to drain node "${name}" due to error: global timeout reached: 10s` };
-        }
+        c.onDrain?.(name);
         const node = c.nodes.get(name);
         if (!node) {
-            return { exitCode: 1, output: `Error from server (NotFound): nodes "${name}" not found\n` };
+            return { exitCode: 1, output: `Error from server (NotFound): nodes "${name}" not found\ndrain-status=1\n` };
         }
+        node.removing = new Date().toISOString();
+        node.unschedulable = true;
+        if (c.failDrains > 0) {
+            c.failDrains--;
+            return { exitCode: 1, output: `evicting pod default/web-1\nerror when evicting pods/"web-1" -n "default" (will retry after 5s): Cannot evict pod as it would violate the pod's disruption budget.\nerror: unable to drain node "${name}" due to error: global timeout reached: 10s\ndrain-status=1\n` };
+        }
+        const evicted = node.pods.filter((k) => k !== "DaemonSet");
         node.pods = node.pods.filter((k) => k === "DaemonSet");
-        return { output: `node/${name} cordoned\nnode/${name} drained\n`, delayMs };
+        reschedule(node, evicted);
+        const filler = c.drainOutputBytes > 0 ? `${"evicting pod default/web-0\n".repeat(Math.ceil(c.drainOutputBytes / 26))}` : "";
+        return { output: `${filler}node/${name} cordoned\nnode/${name} drained\ndrain-status=0\n`, delayMs };
+    });
+    emu.onCommand(operation("uncordon"), (ctx) => {
+        const node = c.nodes.get(ctx.parameters.node);
+        c.log.push(`${ctx.instanceId}: uncordon ${ctx.parameters.node}`);
+        if (!node?.removing) return { output: "not-marked\n" };
+        node.unschedulable = false;
+        node.removing = "";
+        return { output: "uncordoned\n" };
     });
     emu.onCommand(operation("delete-node"), (ctx) => {
         const name = ctx.parameters.node;
         c.log.push(`${ctx.instanceId}: delete-node ${name}`);
+        const node = c.nodes.get(name);
         c.nodes.delete(name);
+        if (node && c.kubeletReregisters && c.credentials.has(node.instanceId) && running(node.instanceId)) {
+            c.nodes.set(name, { ...node, unschedulable: false, removing: "", pods: [], createdAt: new Date().toISOString() });
+        }
         return { output: `node "${name}" deleted\n` };
     });
     emu.onCommand(operation("etcd-member-remove"), (ctx) => {
-        c.log.push(`${ctx.instanceId}: etcd-member-remove ${ctx.parameters.member} via ${ctx.parameters.etcdnode ?? ctx.parameters.etcdNode}`);
+        const { member, peerip: peerIp, etcdnode: via } = ctx.parameters;
+        c.log.push(`${ctx.instanceId}: etcd-member-remove ${member || peerIp} via ${via}`);
+        const viaNode = c.nodes.get(via);
+        if (!viaNode?.ready || !running(viaNode.instanceId)) {
+            return { exitCode: 1, output: `error: unable to upgrade connection: container not found ("etcd")\n` };
+        }
+        const name = [...c.etcd.entries()].find(([n, ip]) => (member && n === member) || (peerIp && ip === peerIp))?.[0];
+        if (!name) return { output: "member-absent\n" };
+        c.etcd.delete(name);
         return { output: "member-removed\n" };
     });
     emu.onCommand(operation("reset"), (ctx) => {
         c.log.push(`${ctx.instanceId}: reset`);
-        return { output: "reset-complete\n", delayMs };
+        c.credentials.delete(ctx.instanceId);
+        const ip = emu.instances.get(ctx.instanceId)?.privateIp;
+        const member = [...c.etcd.entries()].find(([, peer]) => peer === ip)?.[0];
+        if (member && !c.resetLeavesEtcd) c.etcd.delete(member);
+        return { output: `${member && c.resetLeavesEtcd ? "[reset] failed to remove etcd member: context deadline exceeded\n" : ""}reset-complete\n`, delayMs };
     });
     return c;
 }

@@ -1,183 +1,222 @@
 import * as assert from "assert";
 import * as fs from "fs";
 import * as path from "path";
-import * as zlib from "zlib";
 import * as pulumi from "@pulumi/pulumi";
 import * as YAML from "yaml";
 import { useEmulator } from "./emulator/fixture";
-import type { Emulator } from "./emulator";
 import { installMocks, type Recorder } from "./mockRuntime";
 import { redactUserdata } from "../src/shell/render";
 import { scalingConfigurationTags } from "../src/rules";
 import { parseClusterConfig } from "../src/config";
 import { drainPool, setPoolCapacity, poolCapacityProvider, type PoolCapacityInputs } from "../src/providers/poolCapacity";
 import type { NodeCommandIds } from "../src/rules";
-import { operation, saveNodeCommands } from "./savedCommands";
+import { fakeCluster, type FakeCluster } from "./fakeCluster";
+import { call } from "./emulator/fixture";
+import { launchInstance } from "./emulator/ess";
+import type { EmuScalingGroup } from "./emulator";
 
 const REGION = "cn-hangzhou";
 
-/** A node listing line as kubectl prints it with NODE_LINES_JSONPATH. */
-const line = (name: string, providerId: string, ready: boolean, pool: string) =>
-    `${name}\t${providerId}\t${ready ? "True" : "False"}\t\t172.16.0.0/25\t${pool}\t2026-12-01T10:00:00Z`;
-
-/**
- * Master 0 answering `kubectl get nodes -l alicloud-kubeadm/pool=<pool>`: every member of the group
- * registers as a node, and one more of them becomes Ready per listing. A stale Ready node of a released
- * instance carries the same pool label and must not be counted.
- */
-function clusterOf(emu: Emulator, groupId: string, pool: string): { listings: number; selectors: string[] } {
-    const seen = { listings: 0, selectors: [] as string[] };
-    emu.onCommand(operation("list-nodes"), (c) => {
-        seen.listings++;
-        seen.selectors.push(c.parameters.selector ?? "");
-        const members = emu.scalingGroupInstances(groupId);
-        const lines = members.map((id, i) => line(`node-${id}`, `${REGION}.${id}`, i < seen.listings - 1, pool));
-        lines.push(line("stale", `${REGION}.i-released0000000001`, true, pool));
-        return { output: zlib.gzipSync(lines.join("\n")).toString("base64") };
-    });
-    return seen;
-}
-
 describe("PoolCapacity (emulator)", () => {
     const ctx = useEmulator();
-    let commands: NodeCommandIds;
-    beforeEach(async () => { commands = await saveNodeCommands(REGION); });
-    const inputs = (groupId: string, master: string, size: number): PoolCapacityInputs => ({
-        region: REGION, scalingGroupId: groupId, poolName: "general", masterInstanceId: master, commands, size,
-        pollSeconds: 0.02, readyTimeoutSeconds: 5, pollIntervalMs: 10,
+    let c: FakeCluster;
+    let warnings: string[];
+    beforeEach(async () => {
+        c = await fakeCluster(ctx.emu, REGION);
+        warnings = [];
     });
+    afterEach(() => assert.deepStrictEqual(c.violations, [], "I1: no member left ESS with a Node that was not drained"));
+    const inputs = (groupId: string, size: number, extra: Partial<PoolCapacityInputs> = {}): PoolCapacityInputs => ({
+        region: REGION, scalingGroupId: groupId, poolName: "general", masterInstanceId: c.master, commands: c.commands, size,
+        pollSeconds: 0.02, readyTimeoutSeconds: 5, pollIntervalMs: 10, ...extra,
+    });
+    const commands = () => c.commands;
+    const members = (group: string) => ctx.emu.scalingGroupInstances(group);
+    const states = (group: string) => members(group).map((id) => ctx.emu.state.scalingInstances.get(id)!.lifecycleState);
+    /** A group of `n` members that joined the pool, each running a workload pod. */
+    function joinedGroup(n: number, init: Partial<EmuScalingGroup> = {}): string {
+        const group = ctx.emu.addScalingGroup({ maxSize: n, desiredCapacity: n, removalPolicies: ["NewestInstance", "OldestScalingConfiguration"], ...init }).scalingGroupId;
+        members(group).forEach((id) => c.addNode(id, { pool: "general", pods: ["ReplicaSet"] }));
+        return group;
+    }
 
-    it("create sets the ESS capacity, then waits until that many group instances are Ready nodes, with progress", async () => {
-        const { emu } = ctx;
-        const master = emu.addInstance().instanceId;
-        const group = emu.addScalingGroup({ maxSize: 1, desiredCapacity: 0 });
-        const seen = clusterOf(emu, group.scalingGroupId, "general");
+    it("create sets the ESS capacity, waits until that many group instances are Ready nodes (progress), then protects them from scale-in", async () => {
+        const group = ctx.emu.addScalingGroup({ maxSize: 1, desiredCapacity: 0 }).scalingGroupId;
+        c.autoJoin("general", { readyAfterListings: 2 });
+        // A stale Ready node of a released instance carries the pool label: it must not be counted.
+        c.addNode("i-released0000000001", { pool: "general" });
         const progress: string[] = [];
-        const outs = await setPoolCapacity(inputs(group.scalingGroupId, master, 3), (m) => progress.push(m));
-
-        const [modify] = emu.callsOf("ModifyScalingGroup");
-        assert.deepStrictEqual([modify.params.ScalingGroupId, modify.params.DesiredCapacity, modify.params.MaxSize], [group.scalingGroupId, "3", "3"]);
-        const members = emu.scalingGroupInstances(group.scalingGroupId);
-        assert.strictEqual(members.length, 3);
-        assert.deepStrictEqual(outs.readyInstanceIds, [...members].sort());
-        // The stale node is Ready from the first listing; counting it would have ended the wait early.
-        assert.strictEqual(seen.listings, 4, "Ready after the 4th listing: 0, 1, 2, then 3 members Ready");
-        assert.ok(seen.selectors.every((s) => s === "alicloud-kubeadm/pool=general"), seen.selectors.join(" "));
-        assert.ok(progress.includes(`pool general: waiting for 1/3 nodes Ready (3 instance(s) in ${group.scalingGroupId})`), progress.join("\n"));
-        assert.strictEqual(progress[progress.length - 1], "pool general: 3/3 nodes Ready");
+        const outs = await setPoolCapacity(inputs(group, 3), (m) => progress.push(m));
+        const [modify] = ctx.emu.callsOf("ModifyScalingGroup");
+        assert.deepStrictEqual([modify.params.ScalingGroupId, modify.params.DesiredCapacity, modify.params.MaxSize], [group, "3", "3"]);
+        assert.strictEqual(members(group).length, 3);
+        assert.deepStrictEqual(outs.readyInstanceIds, [...members(group)].sort());
+        assert.ok(progress.includes(`pool general: waiting for 0/3 nodes Ready (3 instance(s) in ${group})`), progress.join("\n"));
+        assert.ok(progress.includes("pool general: 3/3 nodes Ready"), progress.join("\n"));
+        assert.deepStrictEqual(states(group), ["Protected", "Protected", "Protected"], "ESS can never pick one of them itself");
     });
 
     it("a failed ESS scaling activity fails the wait at once with ESS's reason", async () => {
-        const { emu } = ctx;
-        const master = emu.addInstance().instanceId;
-        const group = emu.addScalingGroup({ maxSize: 5 });
-        emu.onCommand(operation("list-nodes"), () => {
-            emu.state.activities.push({
-                scalingActivityId: "asa-failed", scalingGroupId: group.scalingGroupId, description: "Add 2 ECS instance(s)", cause: "A user request",
-                startedAt: Date.now(), endsAt: Date.now(), statusCode: "Failed", totalCapacity: 0, createdInstances: [], destroyedInstances: [],
-            });
-            return { output: zlib.gzipSync("").toString("base64") };
-        });
-        await assert.rejects(setPoolCapacity({ ...inputs(group.scalingGroupId, master, 2), size: 2 }), (err: Error) => {
-            assert.match(err.message, /pool general: ESS could not scale .* out: asa-failed Failed/);
+        const group = ctx.emu.addScalingGroup({ maxSize: 5 }).scalingGroupId;
+        ctx.emu.failNextActivity(group, { status: "Failed", errorCode: "OperationDenied.NoStock", message: "The requested resource is sold out" });
+        await assert.rejects(setPoolCapacity(inputs(group, 2)), (err: Error) => {
+            assert.match(err.message, /pool general: ESS could not scale .* out: asa-emu\d+ Failed: OperationDenied.NoStock: The requested resource is sold out/);
             assert.match(err.message, /instanceTypes/);
             return true;
         });
     });
 
     it("gives up after the bounded wait, naming the instances that are not Ready", async () => {
-        const { emu } = ctx;
-        const master = emu.addInstance().instanceId;
-        const group = emu.addScalingGroup({ maxSize: 2 });
-        emu.onCommand(operation("list-nodes"), () => ({ output: zlib.gzipSync("").toString("base64") }));
-        await assert.rejects(setPoolCapacity({ ...inputs(group.scalingGroupId, master, 2), readyTimeoutSeconds: 0.2 }), (err: Error) => {
-            const members = emu.scalingGroupInstances(group.scalingGroupId);
+        const group = ctx.emu.addScalingGroup({ maxSize: 2 }).scalingGroupId;
+        await assert.rejects(setPoolCapacity(inputs(group, 2, { readyTimeoutSeconds: 0.2 })), (err: Error) => {
             assert.match(err.message, /only 0\/2 nodes Ready after 0 s/);
-            for (const id of members) assert.ok(err.message.includes(id), `${id} named`);
+            for (const id of members(group)) assert.ok(err.message.includes(id), `${id} named`);
             assert.match(err.message, /attach-node\.log/);
             return true;
         });
     });
 
-    it("update growing raises the capacity and waits; observe mode (autoscaled pools) sets nothing", async () => {
-        const { emu } = ctx;
-        const master = emu.addInstance().instanceId;
-        const group = emu.addScalingGroup({ maxSize: 2, desiredCapacity: 2 });
-        clusterOf(emu, group.scalingGroupId, "general");
-        const olds = { ...inputs(group.scalingGroupId, master, 2), readyInstanceIds: [] };
-        const res = await poolCapacityProvider.update!("x", olds, inputs(group.scalingGroupId, master, 4));
-        assert.strictEqual(emu.scalingGroupInstances(group.scalingGroupId).length, 4);
+    it("update growing raises the capacity and waits; observe mode (autoscaled pools) creates nothing", async () => {
+        const group = joinedGroup(2);
+        c.autoJoin("general");
+        const olds = { ...inputs(group, 2), readyInstanceIds: [] };
+        const res = await poolCapacityProvider.update!("x", olds, inputs(group, 4));
+        assert.strictEqual(members(group).length, 4);
         assert.strictEqual((res.outs as { readyInstanceIds: string[] }).readyInstanceIds.length, 4);
-
-        const before = emu.calls.length;
-        const observed = await poolCapacityProvider.create!({ ...inputs(group.scalingGroupId, master, 0), mode: "observe", size: undefined });
+        const before = ctx.emu.calls.length;
+        const observed = await poolCapacityProvider.create!({ ...inputs(group, 0), mode: "observe", size: undefined });
         assert.deepStrictEqual((observed.outs as { readyInstanceIds: string[] }).readyInstanceIds, []);
-        assert.strictEqual(emu.calls.length, before, "observe mode makes no call");
+        assert.strictEqual(ctx.emu.calls.length, before, "observe mode makes no call on create");
     });
 
     it("a smaller size drains and removes the surplus through the removal flow before ESS sees the lower capacity", async () => {
-        const { emu } = ctx;
-        const master = emu.addInstance().instanceId;
-        const group = emu.addScalingGroup({ maxSize: 3, desiredCapacity: 3 });
-        const members = emu.scalingGroupInstances(group.scalingGroupId);
-        const scripts: string[] = [];
-        emu.onCommand(/./, (c) => { scripts.push(c.script); return { output: "" }; });
-        emu.onCommand(operation("pod-owners"), () => ({ output: zlib.gzipSync("").toString("base64") }));
-        emu.onCommand(operation("list-nodes"), () => ({ output: zlib.gzipSync(emu.scalingGroupInstances(group.scalingGroupId)
-            .map((id) => line(`node-${id}`, `${REGION}.${id}`, true, "general")).join("\n")).toString("base64") }));
-        const olds = { ...inputs(group.scalingGroupId, master, 3), readyInstanceIds: members };
-        const res = await poolCapacityProvider.update!("x", olds, inputs(group.scalingGroupId, master, 1));
-
-        const left = emu.scalingGroupInstances(group.scalingGroupId);
+        const group = joinedGroup(3);
+        const olds = { ...inputs(group, 3), readyInstanceIds: members(group) };
+        const res = await poolCapacityProvider.update!("x", olds, inputs(group, 1));
+        const left = members(group);
         assert.strictEqual(left.length, 1);
         assert.deepStrictEqual((res.outs as { readyInstanceIds: string[] }).readyInstanceIds, left);
-        assert.strictEqual(scripts.filter((s) => operation("drain").test(s) && /^readonly AK_NODE='node-/m.test(s)).length, 2, "both surplus nodes drained");
-        const ess = emu.mutatingCalls().filter((c) => c.product === "ess").map((c) => `${c.action}${c.params.DesiredCapacity ? `(${c.params.DesiredCapacity})` : ""}`);
-        // Both surplus nodes leave in one RemoveInstances (ESS runs one scaling activity at a time per group).
-        assert.deepStrictEqual(ess, ["RemoveInstances", "ModifyScalingGroup(1)", "ModifyScalingGroup(1)"]);
-        const removed = emu.callsOf("RemoveInstances")[0].params;
-        assert.deepStrictEqual([removed["InstanceId.1"], removed["InstanceId.2"]].every(Boolean), true, "two instances in the one call");
-        assert.strictEqual(emu.scalingGroups.get(group.scalingGroupId)!.maxSize, 1);
+        assert.strictEqual(c.log.filter((x) => / drain node-/.test(x)).length, 2, "both surplus nodes drained");
+        const ess = ctx.emu.mutatingCalls().filter((x) => x.product === "ess" && !x.code).map((x) => x.action);
+        assert.ok(ess.indexOf("ModifyScalingGroup") > ess.lastIndexOf("RemoveInstances"), `capacity set only after the removals: ${ess.join(", ")}`);
+        const g = ctx.emu.scalingGroups.get(group)!;
+        assert.deepStrictEqual([g.desiredCapacity, g.maxSize], [1, 1]);
+        assert.deepStrictEqual(states(group), ["Protected"]);
+        assert.deepStrictEqual(ctx.emu.activitiesOf(group).filter((a) => /desired capacity/.test(a.description)).flatMap((a) => a.destroyedInstances), [], "ESS chose no victim itself");
     });
 
-    it("deleting an autoscaled pool (observe mode) lowers MinSize to 0, then drains and removes every node", async () => {
-        const { emu } = ctx;
-        const master = emu.addInstance().instanceId;
-        const group = emu.addScalingGroup({ minSize: 2, maxSize: 10, desiredCapacity: 2 });
-        const drained: string[] = [];
-        emu.onCommand(/./, (c) => { if (operation("drain").test(c.script)) drained.push(c.script); return { output: "" }; });
-        emu.onCommand(operation("pod-owners"), () => ({ output: zlib.gzipSync("").toString("base64") }));
-        emu.onCommand(operation("list-nodes"), () => ({ output: zlib.gzipSync(emu.scalingGroupInstances(group.scalingGroupId)
-            .map((id) => line(`node-${id}`, `${REGION}.${id}`, true, "elastic")).join("\n")).toString("base64") }));
-        await poolCapacityProvider.delete!("x", { ...inputs(group.scalingGroupId, master, 0), poolName: "elastic", mode: "observe", minSize: 2, readyInstanceIds: [] });
-        assert.deepStrictEqual(emu.scalingGroupInstances(group.scalingGroupId), []);
-        assert.strictEqual(drained.length, 2);
-        const ess = emu.mutatingCalls().filter((c) => c.product === "ess").map((c) => c.action + (c.params.MinSize ? `(min ${c.params.MinSize}, max ${c.params.MaxSize})` : ""));
+    it("deleting an autoscaled pool (observe mode) lowers MinSize to 0 and caps MaxSize, then drains and removes every node", async () => {
+        const group = joinedGroup(2, { minSize: 2, maxSize: 10 });
+        await poolCapacityProvider.delete!("x", { ...inputs(group, 0), mode: "observe", minSize: 2, readyInstanceIds: [] });
+        assert.deepStrictEqual(members(group), []);
+        assert.strictEqual(c.nodes.size, 0);
+        const ess = ctx.emu.mutatingCalls().filter((x) => x.product === "ess").map((x) => x.action + (x.params.MinSize ? `(min ${x.params.MinSize}, max ${x.params.MaxSize})` : ""));
         // MaxSize capped at the members first: the autoscaler cannot add a node that would go undrained with the group.
-        assert.deepStrictEqual(ess, ["ModifyScalingGroup(min 0, max 2)", "RemoveInstances"]);
-        assert.ok(emu.callsOf("RemoveInstances")[0].params["InstanceId.2"], "both nodes in one batch");
+        assert.strictEqual(ess[0], "ModifyScalingGroup(min 0, max 2)");
+        assert.deepStrictEqual(ess.slice(1).filter((a) => a !== "RemoveInstances"), []);
     });
 
     it("deleting a pool whose ESS group is already gone is fine, with a warning", async () => {
-        const { emu } = ctx;
-        const master = emu.addInstance().instanceId;
-        const warnings: string[] = [];
-        const reports = await drainPool(inputs("asg-gone", master, 0), { region: REGION, masterInstanceId: master, commands, warn: (m) => warnings.push(m) });
+        const reports = await drainPool(inputs("asg-gone", 0), { region: REGION, masterInstanceIds: [c.master], commands: commands(), warn: (m) => warnings.push(m) });
         assert.deepStrictEqual(reports, []);
         assert.match(warnings[0], /asg-gone is already gone/);
     });
 
+    describe("issue 13: ESS never chooses a victim of a fixed pool", () => {
+        it("a lowered desired capacity behind our back (console, another tool) makes ESS release no protected member", async () => {
+            const group = ctx.emu.addScalingGroup({ maxSize: 1, desiredCapacity: 0 }).scalingGroupId;
+            c.autoJoin("general", { pods: ["ReplicaSet"] });
+            await setPoolCapacity(inputs(group, 3));
+            const before = members(group);
+            await call("ess", "ModifyScalingGroup", { ScalingGroupId: group, DesiredCapacity: 1 });
+            assert.deepStrictEqual(members(group), before, "every member stays");
+        });
+
+        it("4: a member that appears between the victims' removal and the capacity change is drained through the flow, not released by ESS", async () => {
+            const group = joinedGroup(3, { maxSize: 4 });
+            let added = "";
+            c.autoJoin("general", { pods: ["ReplicaSet", "ReplicaSet"] });
+            // As the first victim leaves, ESS launches a member (a health replacement, an out-of-band scale-out) that joins at once.
+            const hook = ctx.emu.state.onMemberLeft!;
+            ctx.emu.state.onMemberLeft = (id, g, released) => {
+                hook(id, g, released);
+                if (!added) {
+                    const sg = ctx.emu.scalingGroups.get(g)!;
+                    added = launchInstance(ctx.emu.state, sg).instanceId;
+                }
+            };
+            await setPoolCapacity(inputs(group, 1));
+            assert.ok(added, "a member appeared");
+            assert.strictEqual(members(group).length, 1);
+            assert.deepStrictEqual(ctx.emu.activitiesOf(group).filter((a) => /desired capacity/.test(a.description)).flatMap((a) => a.destroyedInstances), [], "ESS released nobody itself");
+            assert.strictEqual(ctx.emu.scalingGroups.get(group)!.desiredCapacity, 1);
+        });
+
+        it("5: the final capacity never goes below the minimum: a pool at size 0 with minimum 1 keeps one member, drained of nothing", async () => {
+            const group = joinedGroup(2);
+            await setPoolCapacity(inputs(group, 0, { minSize: 1 }));
+            assert.strictEqual(members(group).length, 1);
+            const g = ctx.emu.scalingGroups.get(group)!;
+            assert.ok(g.desiredCapacity >= 1 && g.maxSize >= 1, `desired ${g.desiredCapacity}, max ${g.maxSize}`);
+            assert.ok(c.nodes.size === 1 && !nodeOfInstance(members(group)[0])!.unschedulable, "the member that stays is a schedulable node");
+        });
+
+        it("3: a victim ESS refuses to remove (IncorrectInstanceStatus) fails the shrink; no other node is released and the capacity is not lowered", async () => {
+            const group = joinedGroup(3);
+            ctx.emu.state.activityDurationMs = 20;
+            // Every other member is more expensive to remove, so the victim is this one; ESS has not finished adding it (Pending).
+            const [victim, ...others] = members(group);
+            nodeOfInstance(victim)!.pods = [];
+            ctx.emu.state.scalingInstances.get(victim)!.lifecycleState = "Pending";
+            await assert.rejects(setPoolCapacity(inputs(group, 2)), /IncorrectInstanceStatus/);
+            assert.deepStrictEqual(members(group), [victim, ...others]);
+            assert.strictEqual(ctx.emu.callsOf("ModifyScalingGroup").length, 0);
+            assert.ok(others.every((id) => nodeOfInstance(id) && !nodeOfInstance(id)!.unschedulable));
+        });
+
+        it("11: a drain that fails leaves the node cordoned; reverting the size uncordons it (only a node a removal marked)", async () => {
+            const group = joinedGroup(3);
+            const someoneElses = members(group)[0];
+            nodeOfInstance(someoneElses)!.unschedulable = true; // cordoned by an operator: left alone
+            nodeOfInstance(someoneElses)!.pods.push("ReplicaSet", "ReplicaSet");
+            c.failDrains = 1;
+            await assert.rejects(setPoolCapacity(inputs(group, 2)), /step "drain" failed/);
+            const cordoned = [...c.nodes.values()].filter((n) => n.removing);
+            assert.strictEqual(cordoned.length, 1);
+            await setPoolCapacity(inputs(group, 3));
+            assert.deepStrictEqual([...c.nodes.values()].filter((n) => n.unschedulable).map((n) => n.instanceId), [someoneElses]);
+            assert.strictEqual(members(group).length, 3);
+        });
+
+        it("switching a pool to autoscaled lifts the protection: the Cluster Autoscaler's own RemoveInstances works", async () => {
+            const group = ctx.emu.addScalingGroup({ maxSize: 1, desiredCapacity: 0 }).scalingGroupId;
+            c.autoJoin("general");
+            await setPoolCapacity(inputs(group, 2));
+            assert.deepStrictEqual(states(group), ["Protected", "Protected"]);
+            await poolCapacityProvider.update!("x", { ...inputs(group, 2), readyInstanceIds: [] }, { ...inputs(group, 0), mode: "observe", size: undefined });
+            assert.deepStrictEqual(states(group), ["InService", "InService"]);
+            const victim = members(group)[1];
+            nodeOfInstance(victim)!.unschedulable = true; // the autoscaler drained it
+            await call("ess", "RemoveInstances", { ScalingGroupId: group, InstanceId: [victim] });
+            assert.deepStrictEqual(members(group).length, 1);
+        });
+    });
+
+    function nodeOfInstance(id: string) {
+        return [...c.nodes.values()].find((n) => n.instanceId === id);
+    }
+
     it("diff: a size change updates in place; a new scaling group replaces (draining the old one first)", async () => {
-        const olds = { ...inputs("asg-1", "i-m", 2), readyInstanceIds: [] };
-        const grow = await poolCapacityProvider.diff!("x", olds, inputs("asg-1", "i-m", 3));
+        const olds = { ...inputs("asg-1", 2), readyInstanceIds: [] };
+        const grow = await poolCapacityProvider.diff!("x", olds, inputs("asg-1", 3));
         assert.deepStrictEqual([grow.changes, grow.replaces], [true, []]);
-        const toAutoscaled = await poolCapacityProvider.diff!("x", olds, { ...inputs("asg-1", "i-m", 2), mode: "observe" });
+        const toAutoscaled = await poolCapacityProvider.diff!("x", olds, { ...inputs("asg-1", 2), mode: "observe" });
         assert.deepStrictEqual([toAutoscaled.changes, toAutoscaled.replaces], [true, []], "fixed → autoscaled is an update: no drain of the pool");
-        const newCommand = await poolCapacityProvider.diff!("x", olds, { ...inputs("asg-1", "i-m", 2), commands: { ...commands, drain: "c-new" } });
+        const newCommand = await poolCapacityProvider.diff!("x", olds, { ...inputs("asg-1", 2), commands: { ...commands(), drain: "c-new" } });
         assert.deepStrictEqual([newCommand.changes, newCommand.replaces], [true, []], "a new command id is an update: the pool is not drained");
-        const moved = await poolCapacityProvider.diff!("x", olds, inputs("asg-2", "i-m", 2));
+        const moved = await poolCapacityProvider.diff!("x", olds, inputs("asg-2", 2));
         assert.deepStrictEqual([moved.replaces, moved.deleteBeforeReplace], [["scalingGroupId"], true]);
-        const check = await poolCapacityProvider.check!({}, { ...inputs("asg-1", "i-m", -1) });
+        const check = await poolCapacityProvider.check!({}, { ...inputs("asg-1", -1) });
         assert.match(check.failures![0].reason, /0\.\.2000/);
     });
 });
@@ -231,8 +270,9 @@ describe("NodePool (mock graph, dev pools)", () => {
             assert.strictEqual(g.inputs.multiAzPolicy, "BALANCE");
             assert.strictEqual((g.inputs.removalPolicies as string[])[0], "NewestInstance");
         }
-        assert.deepStrictEqual(childOpts.get("dev-pool-general-group")?.ignoreChanges, ["desiredCapacity", "maxSize"]);
-        assert.deepStrictEqual(childOpts.get("dev-pool-elastic-group")?.ignoreChanges, ["desiredCapacity"]);
+        // protectedInstances too: PoolCapacity protects a fixed pool's members, and a later `pulumi up` must not lift it.
+        assert.deepStrictEqual(childOpts.get("dev-pool-general-group")?.ignoreChanges, ["desiredCapacity", "maxSize", "protectedInstances"]);
+        assert.deepStrictEqual(childOpts.get("dev-pool-elastic-group")?.ignoreChanges, ["desiredCapacity", "protectedInstances"]);
     });
 
     it("scaling configurations: type, image, disk, security group, no RAM role, active and enabled, userdata secret", () => {

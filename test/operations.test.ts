@@ -10,14 +10,14 @@ describe("node operations: saved commands invoked on a master", () => {
     const ctx = useEmulator();
     let access: ClusterAccess;
     beforeEach(async () => {
-        access = { region: "cn-hangzhou", masterInstanceId: ctx.emu.addInstance().instanceId, commands: await saveNodeCommands(), pollIntervalMs: 10 };
+        access = { region: "cn-hangzhou", masterInstanceIds: [ctx.emu.addInstance().instanceId], commands: await saveNodeCommands(), pollIntervalMs: 10 };
     });
 
     it("parses the compact node listing", () => {
-        const nodes = parseNodeLines("n1\tcn-hangzhou.i-a\tTrue\t\t172.16.0.0/25\tgeneral\t2026-12-01T10:00:00Z\nn2\t\tFalse\ttrue\t\t\t2026-12-01T11:00:00Z\n");
+        const nodes = parseNodeLines("n1\tcn-hangzhou.i-a\tTrue\t\t172.16.0.0/25\tgeneral\t2026-12-01T10:00:00Z\t\nn2\t\tFalse\ttrue\t\t\t2026-12-01T11:00:00Z\t2026-12-01T12:00:00Z\n");
         assert.deepStrictEqual(nodes, [
-            { name: "n1", providerId: "cn-hangzhou.i-a", ready: true, unschedulable: false, podCidr: "172.16.0.0/25", pool: "general", createdAt: "2026-12-01T10:00:00Z" },
-            { name: "n2", providerId: "", ready: false, unschedulable: true, podCidr: "", pool: "", createdAt: "2026-12-01T11:00:00Z" },
+            { name: "n1", providerId: "cn-hangzhou.i-a", ready: true, unschedulable: false, podCidr: "172.16.0.0/25", pool: "general", createdAt: "2026-12-01T10:00:00Z", removing: "" },
+            { name: "n2", providerId: "", ready: false, unschedulable: true, podCidr: "", pool: "", createdAt: "2026-12-01T11:00:00Z", removing: "2026-12-01T12:00:00Z" },
         ]);
     });
 
@@ -33,7 +33,7 @@ describe("node operations: saved commands invoked on a master", () => {
         assert.strictEqual(nodes[299].providerId, "cn-hangzhou.i-299");
         const [call] = ctx.emu.callsOf("InvokeCommand");
         assert.deepStrictEqual([call.params.CommandId, call.params["InstanceId.1"], JSON.parse(call.params.Parameters)],
-            [access.commands["list-nodes"], access.masterInstanceId, { selector: "alicloud-kubeadm/pool=general" }]);
+            [access.commands["list-nodes"], access.masterInstanceIds[0], { selector: "alicloud-kubeadm/pool=general" }]);
         assert.match(script, /^readonly AK_SELECTOR='alicloud-kubeadm\/pool=general'$/m, "Cloud Assistant filled in the parameter");
         assert.match(script, /^#!\/bin\/bash\n/, "bash, whatever shell the agent would pick: pipefail is not POSIX sh");
         assert.strictEqual(ctx.emu.callsOf("RunCommand").length, 0);

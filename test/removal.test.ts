@@ -2,6 +2,7 @@ import * as assert from "assert";
 import { useEmulator } from "./emulator/fixture";
 import type { Emulator } from "./emulator";
 import { fakeCluster, type FakeCluster } from "./fakeCluster";
+import { operation } from "./savedCommands";
 import { chooseVictims, removeNode, removeNodes, scaleInPool, RemovalError, CLEARED_USERDATA, type RemovalOptions } from "../src/removal";
 
 const REGION = "cn-hangzhou";
@@ -12,7 +13,7 @@ function timeline(emu: Emulator, c: FakeCluster): string[] {
     const verb: Record<string, string> = { "list-nodes": "get-nodes", "pod-owners": "get-pods" };
     return emu.mutatingCalls().filter((call) => call.code === "" && call.action !== "CreateCommand").map((call) => {
         if (call.action !== "InvokeCommand") {
-            return `${call.action} ${call.params["InstanceId.1"] ?? call.params.InstanceId ?? call.params.DestinationCidrBlock ?? ""}`.trim();
+            return `${call.action} ${call.params["InstanceId.1"] ?? call.params.InstanceId ?? call.params["RouteEntries.1.RouteEntryId"] ?? ""}`.trim();
         }
         const op = opOf[call.params.CommandId] ?? "other";
         const who = call.params["InstanceId.1"] === c.master ? "master" : call.params["InstanceId.1"];
@@ -24,6 +25,7 @@ describe("removal core", () => {
     const ctx = useEmulator();
     let c: FakeCluster;
     let warnings: string[];
+    let logs: string[];
     let opts: RemovalOptions;
     let table: string;
 
@@ -31,8 +33,10 @@ describe("removal core", () => {
         c = await fakeCluster(ctx.emu, REGION);
         table = ctx.emu.addRouteTable().routeTableId;
         warnings = [];
-        opts = { region: REGION, masterInstanceId: c.master, commands: c.commands, routeTableId: table, pollIntervalMs: 10, warn: (m) => warnings.push(m), log: () => undefined };
+        logs = [];
+        opts = { region: REGION, masterInstanceIds: c.masters, commands: c.commands, routeTableId: table, pollIntervalMs: 10, warn: (m) => warnings.push(m), log: (m) => logs.push(m) };
     });
+    afterEach(() => assert.deepStrictEqual(c.violations, [], "I1: no member left ESS with a Node that was not drained"));
 
     /** An existing instance joined as a node, with userdata and a pod route. */
     function existingNode(): string {
@@ -43,12 +47,15 @@ describe("removal core", () => {
     }
 
     /** A pool member launched by ESS, joined, with a pod route. */
-    function poolNode(groupId: string): string {
+    function poolNode(groupId: string, pods = ["ReplicaSet"]): string {
         const id = ctx.emu.scalingGroupInstances(groupId).find((i) => ![...c.nodes.values()].some((n) => n.instanceId === i))!;
-        const node = c.addNode(id, { pool: "general", pods: ["ReplicaSet"] });
+        const node = c.addNode(id, { pool: "general", pods });
         ctx.emu.addRouteEntry(table, { destinationCidrBlock: node.podCidr, nextHopId: id });
         return id;
     }
+
+    const routesTo = (id: string) => ctx.emu.routeTables.get(table)!.entries.filter((e) => e.nextHopId === id);
+    const nodeOf = (id: string) => [...c.nodes.values()].find((n) => n.instanceId === id);
 
     it("existing node (manual or auto): drain → clear userdata → reset → delete Node → delete route", async () => {
         const id = existingNode();
@@ -59,58 +66,59 @@ describe("removal core", () => {
             `ModifyInstanceAttribute ${id}`,
             `InvokeCommand ${id} reset`,
             "InvokeCommand master delete-node",
-            "DeleteRouteEntry 172.16.0.0/25",
+            `DeleteRouteEntries ${ctx.emu.callsOf("DeleteRouteEntries")[0].params["RouteEntries.1.RouteEntryId"]}`,
         ]);
         assert.deepStrictEqual(report.done, ["drain", "clear-userdata", "reset", "delete-node", "delete-route"]);
         assert.strictEqual(Buffer.from(ctx.emu.instances.get(id)!.userData, "base64").toString("utf8"), CLEARED_USERDATA);
         assert.strictEqual(c.nodes.size, 0);
+        assert.ok(!c.credentials.has(id), "no kubelet credentials left on a machine that keeps running");
         assert.strictEqual(ctx.emu.routeTables.get(table)!.entries.length, 0);
         assert.ok(ctx.emu.instances.has(id), "an existing instance is never released");
     });
 
     for (const [essAction, action] of [["release", "RemoveInstances"], ["keep", "DetachInstances"]] as const) {
-        it(`scale-out node (${essAction}): drain → reset → delete Node → ${action} → delete route`, async () => {
+        it(`scale-out node (${essAction}): drain → reset → delete Node → re-read → ${action} → delete route`, async () => {
             const group = ctx.emu.addScalingGroup({ desiredCapacity: 2, minSize: 0 }).scalingGroupId;
             const id = poolNode(group);
             await removeNode({ instanceId: id, kind: "scale-out", scalingGroupId: group, essAction }, opts);
+            const [rte] = ctx.emu.callsOf("DeleteRouteEntries").map((x) => x.params["RouteEntries.1.RouteEntryId"]);
             assert.deepStrictEqual(timeline(ctx.emu, c), [
                 "InvokeCommand master get-nodes",
                 "InvokeCommand master drain",
                 `InvokeCommand ${id} reset`,
                 "InvokeCommand master delete-node",
+                "InvokeCommand master get-nodes",
                 `${action} ${id}`,
-                "DeleteRouteEntry 172.16.0.0/25",
+                `DeleteRouteEntries ${rte}`,
             ]);
             assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group).includes(id), false);
             assert.strictEqual(ctx.emu.instances.has(id), essAction === "keep");
             assert.strictEqual(ctx.emu.scalingGroups.get(group)!.desiredCapacity, 1, "desired capacity decreased");
+            assert.ok(!c.credentials.has(id));
         });
     }
 
     it("control-plane member: drain → reset (leaves etcd) → delete Node; no userdata or ESS calls", async () => {
-        const id = ctx.emu.addInstance().instanceId;
-        c.addNode(id);
-        await removeNode({ instanceId: id, kind: "control-plane" }, { ...opts, routeTableId: undefined });
-        assert.deepStrictEqual(timeline(ctx.emu, c), [
-            "InvokeCommand master get-nodes",
-            "InvokeCommand master drain",
-            `InvokeCommand ${id} reset`,
-            "InvokeCommand master delete-node",
-        ]);
+        c = await fakeCluster(ctx.emu, REGION, { masters: 3 });
+        const id = c.masters[2];
+        await removeNode({ instanceId: id, kind: "control-plane" }, { ...opts, masterInstanceIds: c.masters, commands: c.commands, routeTableId: undefined });
+        assert.deepStrictEqual(c.log.filter((x) => !x.endsWith("get-nodes")), [`${c.master}: drain master-2`, `${id}: reset`, `${c.master}: etcd-member-remove master-2 via master-1`, `${c.master}: delete-node master-2`]);
+        assert.deepStrictEqual([...c.etcd.keys()], ["master-0", "master-1"]);
     });
 
-    it("a Node deleted meanwhile (stale name from state): drain is skipped and the rest completes", async () => {
+    it("a Node deleted meanwhile (stale name from state): the drain fails, a fresh listing shows it gone, the rest completes", async () => {
         const id = existingNode();
-        const stale = [...c.nodes.values()][0].name;
+        const stale = nodeOf(id)!.name;
         c.nodes.clear();
         const report = await removeNode({ instanceId: id, kind: "existing", nodeName: stale }, opts);
-        assert.deepStrictEqual(report.done, ["clear-userdata", "delete-route"]);
-        assert.match(warnings.join("\n"), new RegExp(`drain skipped: Node ${stale} is already deleted`));
+        assert.deepStrictEqual(report.done, ["clear-userdata", "reset", "delete-route"], "the machine is still reset: its credentials would let it back");
+        assert.match(warnings.join("\n"), new RegExp(`drain skipped: Node ${stale} no longer exists`));
+        assert.ok(!c.credentials.has(id));
     });
 
     it("a NotReady node is drained without waiting forever for pods its kubelet never confirms", async () => {
         const id = existingNode();
-        [...c.nodes.values()][0].ready = false;
+        nodeOf(id)!.ready = false;
         await removeNode({ instanceId: id, kind: "existing" }, opts);
         const drains = () => ctx.emu.callsOf("InvokeCommand").filter((x) => x.params.CommandId === c.commands.drain).map((x) => JSON.parse(x.params.Parameters) as Record<string, string>);
         assert.equal(drains()[0].skipWait, "60");
@@ -119,25 +127,24 @@ describe("removal core", () => {
         assert.equal(drains()[1].skipWait, "0", "Ready nodes keep graceful termination");
     });
 
-    it("a control-plane member that cannot reset leaves etcd through master 0", async () => {
-        const id = ctx.emu.addInstance().instanceId;
-        c.addNode(c.master, { name: "master-0" });
-        c.addNode(id, { name: "master-1" });
+    it("a control-plane member that cannot reset leaves etcd through another Ready master", async () => {
+        c = await fakeCluster(ctx.emu, REGION, { masters: 3 });
+        const id = c.masters[1];
         ctx.emu.stopInstance(id);
-        const report = await removeNode({ instanceId: id, kind: "control-plane" }, { ...opts, routeTableId: undefined });
-        assert.deepStrictEqual(c.log.filter((x) => !x.endsWith("get-nodes")),
-            [`${c.master}: drain master-1`, `${c.master}: etcd-member-remove master-1 via master-0`, `${c.master}: delete-node master-1`]);
-        assert.deepStrictEqual(report.done, ["drain", "reset", "delete-node"]);
+        const report = await removeNode({ instanceId: id, kind: "control-plane" }, { ...opts, masterInstanceIds: c.masters, commands: c.commands, routeTableId: undefined });
+        assert.deepStrictEqual(report.done, ["drain", "leave-etcd", "delete-node"]);
+        assert.deepStrictEqual([...c.etcd.keys()], ["master-0", "master-2"]);
+        assert.match(c.log.join("\n"), /etcd-member-remove master-1 via master-2/);
     });
 
-    it("is idempotent: removing again makes no mutating call but the read-only node lookup", async () => {
+    it("a second run of a finished removal changes nothing but resetting the machine again", async () => {
         const id = existingNode();
         await removeNode({ instanceId: id, kind: "existing" }, opts);
         const before = ctx.emu.calls.length;
         const report = await removeNode({ instanceId: id, kind: "existing" }, opts);
         const again = ctx.emu.calls.slice(before).filter((x) => !/^(Describe|List|Get)/.test(x.action));
-        assert.deepStrictEqual(again.map((x) => [x.action, x.params.CommandId]), [["InvokeCommand", c.commands["list-nodes"]]]);
-        assert.deepStrictEqual(report.done, []);
+        assert.deepStrictEqual(again.map((x) => [x.action, x.params.CommandId]), [["InvokeCommand", c.commands["list-nodes"]], ["InvokeCommand", c.commands.reset]]);
+        assert.deepStrictEqual(report.done, ["reset"]);
         assert.match(warnings.join("\n"), /drain skipped: no Node has provider id/);
         assert.match(warnings.join("\n"), /clear-userdata skipped: userdata already cleared/);
     });
@@ -146,20 +153,22 @@ describe("removal core", () => {
         const group = ctx.emu.addScalingGroup({ desiredCapacity: 1 }).scalingGroupId;
         const id = poolNode(group);
         ctx.emu.throttle("RemoveInstances", 2);
-        ctx.emu.fail5xx("DeleteRouteEntry", 1);
+        ctx.emu.fail5xx("DeleteRouteEntries", 1);
         const report = await removeNode({ instanceId: id, kind: "scale-out", scalingGroupId: group }, opts);
         assert.deepStrictEqual(report.done, ["drain", "reset", "delete-node", "leave-scaling-group", "delete-route"]);
         assert.strictEqual(ctx.emu.callsOf("RemoveInstances").length, 3);
         assert.ok(!ctx.emu.instances.has(id));
+        assert.deepStrictEqual(routesTo(id), []);
     });
 
-    it("agent offline on the node: reset is skipped with a warning, the Kubernetes side and ESS still complete", async () => {
+    it("agent offline on a pool node that is released: reset is skipped with a warning, the rest completes", async () => {
         const group = ctx.emu.addScalingGroup({ desiredCapacity: 1 }).scalingGroupId;
         const id = poolNode(group);
         ctx.emu.setAgentOffline(id);
         const report = await removeNode({ instanceId: id, kind: "scale-out", scalingGroupId: group }, opts);
-        assert.deepStrictEqual(report.done, ["drain", "delete-node", "leave-scaling-group", "delete-route"]);
-        assert.match(warnings.join("\n"), new RegExp(`${id}: reset skipped: .*ClientNotRunning`));
+        assert.deepStrictEqual(report.done, ["drain", "leave-scaling-group", "delete-node", "delete-route"], "its Node goes once the instance has");
+        assert.match(warnings.join("\n"), new RegExp(`${id}: reset skipped: .*ClientNotRunning.*released next`));
+        assert.ok(!ctx.emu.instances.has(id), "the machine holding the credentials is gone");
     });
 
     it("drain timeout (PodDisruptionBudget): stops with the step and the fix, releases nothing; a re-run resumes", async () => {
@@ -174,7 +183,7 @@ describe("removal core", () => {
             assert.match(err.message, /run the same `pulumi up` \/ `pulumi destroy` again to resume/);
             return true;
         });
-        assert.deepStrictEqual(timeline(ctx.emu, c), ["InvokeCommand master get-nodes", "InvokeCommand master drain"], "nothing after the failed drain");
+        assert.deepStrictEqual(timeline(ctx.emu, c), ["InvokeCommand master get-nodes", "InvokeCommand master drain", "InvokeCommand master get-nodes"], "only a look after the failed drain");
         assert.ok(ctx.emu.instances.has(id) && ctx.emu.scalingGroupInstances(group).includes(id), "the undrained node is not released");
 
         await removeNode({ instanceId: id, kind: "scale-out", scalingGroupId: group }, opts);
@@ -186,7 +195,7 @@ describe("removal core", () => {
         ctx.emu.releaseInstance(id);
         const report = await removeNode({ instanceId: id, kind: "existing" }, opts);
         assert.deepStrictEqual(report.done, ["drain", "delete-node", "delete-route"]);
-        assert.deepStrictEqual(report.skipped.map((s) => s.step).sort(), ["clear-userdata", "leave-scaling-group", "reset"]);
+        assert.deepStrictEqual(report.skipped.map((s) => s.step).sort(), ["clear-userdata", "leave-etcd", "leave-scaling-group", "reset"]);
         assert.strictEqual(c.nodes.size, 0);
     });
 
@@ -195,14 +204,28 @@ describe("removal core", () => {
         const id = poolNode(group);
         await assert.rejects(removeNode({ instanceId: id, kind: "scale-out", scalingGroupId: group }, opts),
             (err: unknown) => err instanceof RemovalError && err.step === "leave-scaling-group" && /IncorrectCapacity\.MinSize/.test(err.message) && err.message.includes(group));
-        assert.strictEqual(ctx.emu.callsOf("DeleteRouteEntry").length, 0);
+        assert.strictEqual(ctx.emu.callsOf("DeleteRouteEntries").length, 0);
+        assert.strictEqual(routesTo(id).length, 1);
     });
 
-    it("master unreachable: fails at the first step, touches nothing", async () => {
+    it("every master unreachable: fails at the first step, touches nothing", async () => {
         const id = existingNode();
         ctx.emu.setAgentOffline(c.master);
         await assert.rejects(removeNode({ instanceId: id, kind: "existing" }, opts), /step "find-node" failed: Cloud Assistant agent on .* is not running/);
         assert.deepStrictEqual(ctx.emu.mutatingCalls().filter((x) => x.action !== "InvokeCommand" && x.action !== "CreateCommand"), []);
+    });
+
+    it("a removal completes with master 0 stopped (3 masters): the Kubernetes side runs on the next master that can run commands", async () => {
+        c = await fakeCluster(ctx.emu, REGION, { masters: 3 });
+        const id = existingNode();
+        ctx.emu.stopInstance(c.master);
+        const report = await removeNode({ instanceId: id, kind: "existing" }, { ...opts, masterInstanceIds: c.masters, commands: c.commands });
+        assert.deepStrictEqual(report.done, ["drain", "clear-userdata", "reset", "delete-node", "delete-route"]);
+        assert.strictEqual(nodeOf(id), undefined);
+        const onMaster1 = c.log.filter((x) => x.startsWith(`${c.masters[1]}:`)).map((x) => x.split(": ")[1].split(" ")[0]);
+        assert.deepStrictEqual(onMaster1, ["get-nodes", "drain", "delete-node"]);
+        assert.ok(!c.log.some((x) => x.startsWith(`${c.master}:`)), "master 0 ran nothing");
+        assert.strictEqual(ctx.emu.callsOf("InvokeCommand").filter((x) => x.params["InstanceId.1"] === c.master).length, 1, "master 0 was tried once, then the run kept to master 1");
     });
 
     it("removeNodes attempts every node and reports all failures together", async () => {
@@ -213,15 +236,17 @@ describe("removal core", () => {
         assert.strictEqual(c.nodes.size, 1, "the other two were removed");
     });
 
-    it("removeNodes: ESS members leave in batches of 20; a node whose drain failed is not in any batch", async () => {
+    it("removeNodes: ESS members leave in batches of at most 20 while others still drain; a node whose drain failed is in none", async () => {
         const group = ctx.emu.addScalingGroup({ desiredCapacity: 25, maxSize: 25 }).scalingGroupId;
         const ids = ctx.emu.scalingGroupInstances(group);
         ids.forEach((id) => c.addNode(id, { pool: "general" }));
         c.failDrains = 1;
-        await assert.rejects(removeNodes(ids.map((instanceId) => ({ instanceId, kind: "scale-out" as const, scalingGroupId: group })), { ...opts, concurrency: 1 }),
+        ctx.emu.state.activityDurationMs = 50;
+        await assert.rejects(removeNodes(ids.map((instanceId) => ({ instanceId, kind: "scale-out" as const, scalingGroupId: group })), { ...opts, concurrency: 3 }),
             /1 of 25 node removal\(s\) failed/);
-        const calls = ctx.emu.callsOf("RemoveInstances").map((x) => Object.keys(x.params).filter((k) => k.startsWith("InstanceId.")).length);
-        assert.deepStrictEqual(calls, [20, 4]);
+        const batches = ctx.emu.callsOf("RemoveInstances").filter((x) => !x.code).map((x) => Object.keys(x.params).filter((k) => k.startsWith("InstanceId.")).map((k) => x.params[k]));
+        assert.ok(batches.every((b) => b.length <= 20) && batches.length < 24, `batched: ${batches.map((b) => b.length)}`);
+        assert.ok(!batches.flat().includes(ids[0]));
         assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group), [ids[0]], "only the undrained node stays");
     });
 
@@ -249,10 +274,216 @@ describe("removal core", () => {
         assert.deepStrictEqual(await scaleInPool({ scalingGroupId: group, poolName: "general", targetSize: 3, minSize: 0 }, opts), []);
     });
 
-    it("chooseVictims orders NotReady / Node-less, then workload pods, then newest", () => {
-        const m = (instanceId: string, ready: boolean, workloadPods: number, createdAt: string, nodeName: string | null = instanceId) => ({ instanceId, nodeName, ready, workloadPods, createdAt });
-        const members = [m("a", true, 0, "2026-01-01"), m("b", true, 0, "2026-01-03"), m("c", false, 9, "2026-01-01"), m("d", true, 5, "2026-01-02"), m("e", true, 0, "2026-01-02", null)];
-        assert.deepStrictEqual(chooseVictims(members, 4).map((v) => v.instanceId), ["e", "c", "b", "a"]);
+    it("chooseVictims orders NotReady / Node-less, then a node an unfinished removal cordoned, then workload pods, then newest", () => {
+        const m = (instanceId: string, ready: boolean, workloadPods: number, createdAt: string, nodeName: string | null = instanceId, marked = false) => ({ instanceId, nodeName, ready, workloadPods, createdAt, marked });
+        const members = [m("a", true, 0, "2026-01-01"), m("b", true, 0, "2026-01-03"), m("c", false, 9, "2026-01-01"), m("d", true, 5, "2026-01-02"), m("e", true, 0, "2026-01-02", null), m("f", true, 7, "2026-01-01", "f", true)];
+        assert.deepStrictEqual(chooseVictims(members, 5).map((v) => v.instanceId), ["e", "c", "f", "b", "a"]);
         assert.deepStrictEqual(chooseVictims(members, 0), []);
+    });
+
+    describe("the races and semantics of issue 13, one test each", () => {
+        it("1: a victim with no Node that registers while the others drain is drained before it leaves ESS", async () => {
+            const group = ctx.emu.addScalingGroup({ desiredCapacity: 3, maxSize: 3 }).scalingGroupId;
+            const [a, b, survivor] = ctx.emu.scalingGroupInstances(group);
+            c.addNode(a, { pool: "general", pods: ["ReplicaSet", "ReplicaSet"] });
+            c.addNode(survivor, { pool: "general", pods: ["ReplicaSet", "ReplicaSet", "ReplicaSet", "ReplicaSet"] });
+            // b is still joining: it registers while a drains, and a's evicted pods land on it (it has the fewest).
+            c.onDrain = (name) => { if (name === nodeOf(a)?.name && !nodeOf(b)) c.addNode(b, { pool: "general" }); };
+            await scaleInPool({ scalingGroupId: group, poolName: "general", targetSize: 1, minSize: 0 }, opts);
+            assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group), [survivor]);
+            assert.strictEqual(nodeOf(b), undefined, "b's late Node was drained and deleted");
+            assert.strictEqual(nodeOf(survivor)!.pods.length, 6, "every evicted pod ended on the survivor");
+            assert.match(warnings.join("\n"), new RegExp(`${b}: Node node-${b} appeared after the drain`));
+        });
+
+        it("2: a drain failing with '(NotFound)' in its output while the Node exists stops the removal", async () => {
+            const group = ctx.emu.addScalingGroup({ desiredCapacity: 1 }).scalingGroupId;
+            const id = poolNode(group);
+            const undo = ctx.emu.onCommand(operation("drain"), () => ({ exitCode: 1, output: 'error: unable to drain node: Error from server (NotFound): pods "web-1" not found\ndrain-status=1\n' }));
+            await assert.rejects(removeNode({ instanceId: id, kind: "scale-out", scalingGroupId: group }, opts), (err: unknown) => err instanceof RemovalError && err.step === "drain");
+            undo();
+            assert.ok(ctx.emu.scalingGroupInstances(group).includes(id) && nodeOf(id) && c.credentials.has(id), "nothing was reset, deleted or released");
+        });
+
+        it("3: RemoveInstances refused with IncorrectInstanceStatus fails the step; no capacity change lets ESS release another node", async () => {
+            const group = ctx.emu.addScalingGroup({ desiredCapacity: 2, maxSize: 2 }).scalingGroupId;
+            const [victim, other] = ctx.emu.scalingGroupInstances(group);
+            c.addNode(victim, { pool: "general" });
+            c.addNode(other, { pool: "general", pods: ["ReplicaSet"] });
+            // ESS refuses to remove a member it has not finished adding (the emulator's IncorrectInstanceStatus).
+            ctx.emu.state.scalingInstances.get(victim)!.lifecycleState = "Pending";
+            await assert.rejects(removeNode({ instanceId: victim, kind: "scale-out", scalingGroupId: group }, opts),
+                (err: unknown) => err instanceof RemovalError && err.step === "leave-scaling-group" && /IncorrectInstanceStatus.*still in .*Pending/s.test(err.message));
+            assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group), [victim, other], "both still members");
+            assert.strictEqual(ctx.emu.scalingGroups.get(group)!.desiredCapacity, 2, "desired capacity untouched");
+            assert.strictEqual(ctx.emu.callsOf("ModifyScalingGroup").length, 0);
+            assert.ok(nodeOf(other) && !nodeOf(other)!.unschedulable);
+        });
+
+        it("9: after a failed ESS batch, the group's later members are reported failed (not removed) and stay members", async () => {
+            const group = ctx.emu.addScalingGroup({ desiredCapacity: 6, maxSize: 6 }).scalingGroupId;
+            const ids = ctx.emu.scalingGroupInstances(group);
+            ids.forEach((id) => c.addNode(id, { pool: "general" }));
+            ctx.emu.state.activityDurationMs = 30;
+            ctx.emu.failNextActivity(group, { status: "Failed", errorCode: "OperationFailed", message: "boom" });
+            await assert.rejects(removeNodes(ids.map((instanceId) => ({ instanceId, kind: "scale-out" as const, scalingGroupId: group })), { ...opts, concurrency: 1 }),
+                /6 of 6 node removal\(s\) failed:[\s\S]*ended Failed \(OperationFailed\): boom[\s\S]*not attempted: an earlier batch/);
+            assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group), ids);
+            assert.strictEqual(ctx.emu.callsOf("RemoveInstances").length, 1, "one batch tried");
+            assert.deepStrictEqual(logs.filter((l) => / removed \(/.test(l)), [], "no node reported removed");
+            assert.strictEqual(ctx.emu.callsOf("DeleteRouteEntries").length, 0);
+        });
+
+        it("10: a drain printing more than Cloud Assistant keeps (24 KB) succeeds", async () => {
+            const id = existingNode();
+            c.drainOutputBytes = 30 * 1024; // what kubectl printed, were it passed through whole
+            // drain.sh prints only the tail of kubectl's output: the handler passes on what the script would print.
+            const undo = ctx.emu.onCommand(operation("drain"), (cmd) => {
+                const name = cmd.parameters.node;
+                const node = c.nodes.get(name)!;
+                node.unschedulable = true;
+                node.pods = node.pods.filter((k) => k === "DaemonSet");
+                return { output: `${"evicting pod default/web-0\n".repeat(1200)}`.slice(-8192) + "drain-status=0\n" };
+            });
+            await removeNode({ instanceId: id, kind: "existing" }, opts);
+            undo();
+            assert.strictEqual(nodeOf(id), undefined);
+        });
+
+        it("12: route deletions of two removals at once on one table (150 ms route tasks) are serialized, batched and retried until gone", async () => {
+            ctx.emu.state.routeTaskMs = 150;
+            const ids = Array.from({ length: 6 }, () => existingNode());
+            await Promise.all([
+                removeNodes(ids.slice(0, 3).map((instanceId) => ({ instanceId, kind: "existing" as const })), opts),
+                removeNodes(ids.slice(3).map((instanceId) => ({ instanceId, kind: "existing" as const })), opts),
+            ]);
+            assert.deepStrictEqual(ctx.emu.routeTables.get(table)!.entries, [], "every route gone, none left Deleting");
+            const ok = ctx.emu.callsOf("DeleteRouteEntries").filter((x) => !x.code);
+            assert.ok(ok.length <= 2, `one batch call per removal (${ok.length})`);
+            assert.ok(ctx.emu.callsOf("DeleteRouteEntries").some((x) => x.code), "the table was busy at least once (a conflict was retried)");
+            assert.strictEqual(ctx.emu.callsOf("DeleteRouteEntry").length, 0);
+        });
+
+        for (const status of ["Warning", "Failed", "Rejected"] as const) {
+            it(`13: a RemoveInstances activity that ends ${status} fails the members still present; nothing after it runs; a re-run completes`, async () => {
+                const group = ctx.emu.addScalingGroup({ desiredCapacity: 2, maxSize: 2 }).scalingGroupId;
+                // Two members that never joined leave in one batch (they wait for every drain of the run).
+                const [a, b] = ctx.emu.scalingGroupInstances(group);
+                for (const [k, id] of [a, b].entries()) ctx.emu.addRouteEntry(table, { destinationCidrBlock: `172.16.${k}.0/25`, nextHopId: id });
+                ctx.emu.state.activityDurationMs = 30;
+                ctx.emu.failNextActivity(group, { status, keep: [b] });
+                await assert.rejects(removeNodes([a, b].map((instanceId) => ({ instanceId, kind: "scale-out" as const, scalingGroupId: group })), opts),
+                    (err: Error) => new RegExp(`ended ${status}`).test(err.message));
+                assert.strictEqual(ctx.emu.callsOf("RemoveInstances").length, 1);
+                const still = ctx.emu.scalingGroupInstances(group);
+                assert.deepStrictEqual(still, status === "Warning" ? [b] : [a, b]);
+                assert.strictEqual(routesTo(b).length, 1, "the route of a member still there is kept");
+                if (status === "Warning") assert.deepStrictEqual(routesTo(a), [], "the member that left has its route deleted");
+                await removeNodes(still.map((instanceId) => ({ instanceId, kind: "scale-out" as const, scalingGroupId: group })), opts);
+                assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group), []);
+                assert.deepStrictEqual(ctx.emu.routeTables.get(table)!.entries, []);
+            });
+        }
+
+        it("14: a lost response of an action without ClientToken (DetachInstances) is safe: the retry re-reads and counts the member as gone", async () => {
+            const group = ctx.emu.addScalingGroup({ desiredCapacity: 1 }).scalingGroupId;
+            const id = poolNode(group);
+            ctx.emu.inject("DetachInstances", { status: 503, code: "ServiceUnavailable", message: "lost", times: 1, afterApply: true });
+            await removeNode({ instanceId: id, kind: "scale-out", scalingGroupId: group, essAction: "keep" }, opts);
+            assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group), []);
+            assert.ok(ctx.emu.instances.has(id), "kept");
+            assert.ok(ctx.emu.callsOf("DetachInstances").every((x) => x.params.ClientToken === undefined), "DetachInstances has no ClientToken");
+            assert.ok(ctx.emu.callsOf("InvokeCommand").every((x) => x.params.ClientToken), "InvokeCommand carries one");
+        });
+    });
+
+    describe("issue 13 point 7/8: nodes whose machine keeps running are reset, or the removal fails with the fix", () => {
+        for (const [what, arrange] of [
+            ["stopped", (id: string) => ctx.emu.stopInstance(id)],
+            ["agent offline", (id: string) => ctx.emu.setAgentOffline(id, "ClientNotRunning")],
+            ["agent reported DeliveryTimeout", (id: string) => { ctx.emu.state.deliveryTimeoutMs = 50; ctx.emu.setAgentOffline(id, "DeliveryTimeout"); }],
+        ] as const) {
+            it(`${what}: the removal stops at reset with the fix (Node drained, not deleted); with removeWithoutReset it completes and says what is left`, async () => {
+                const id = existingNode();
+                arrange(id);
+                await assert.rejects(removeNode({ instanceId: id, kind: "existing" }, opts), (err: unknown) => {
+                    assert.ok(err instanceof RemovalError && err.step === "reset", String(err));
+                    assert.match(err.message, /fix: start .* Cloud Assistant agent online.*removeWithoutReset/);
+                    assert.doesNotMatch(err.message, /exited with code unknown/);
+                    return true;
+                });
+                assert.ok(nodeOf(id)?.unschedulable && c.credentials.has(id), "drained, not deleted; credentials still on the machine");
+                await assert.rejects(removeNode({ instanceId: id, kind: "existing" }, opts), /step "reset" failed/, "a re-run fails the same way, not differently");
+                const report = await removeNode({ instanceId: id, kind: "existing" }, { ...opts, removeWithoutReset: true });
+                assert.ok(report.done.includes("delete-node"));
+                assert.strictEqual(nodeOf(id), undefined);
+                assert.match(warnings.join("\n"), /removeWithoutReset is set: its kubelet credentials stay on it/);
+            });
+        }
+
+        it("a Node deleted by hand: the machine is still reset (its kubelet would register it again)", async () => {
+            const id = existingNode();
+            c.nodes.delete(nodeOf(id)!.name);
+            const report = await removeNode({ instanceId: id, kind: "existing" }, opts);
+            assert.ok(report.done.includes("reset"));
+            assert.ok(!c.credentials.has(id));
+        });
+
+        it("a pool node detached with keep is held to the same rule", async () => {
+            const group = ctx.emu.addScalingGroup({ desiredCapacity: 1 }).scalingGroupId;
+            const id = poolNode(group);
+            ctx.emu.setAgentOffline(id);
+            await assert.rejects(removeNode({ instanceId: id, kind: "scale-out", scalingGroupId: group, essAction: "keep" }, opts), /step "reset" failed/);
+            assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group), [id], "still a member");
+        });
+
+        it("a released pool node that could not be reset keeps its drained Node until it has left ESS (its kubelet would register a deleted one again)", async () => {
+            const group = ctx.emu.addScalingGroup({ desiredCapacity: 1 }).scalingGroupId;
+            const id = poolNode(group);
+            ctx.emu.setAgentOffline(id);
+            c.kubeletReregisters = true;
+            await removeNode({ instanceId: id, kind: "scale-out", scalingGroupId: group }, opts);
+            assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group), []);
+            assert.strictEqual(nodeOf(id), undefined, "deleted for good: the instance (and its kubelet) is gone");
+            const t = timeline(ctx.emu, c);
+            assert.ok(t.indexOf(`RemoveInstances ${id}`) < t.indexOf("InvokeCommand master delete-node"), t.join("\n"));
+        });
+
+        it("a Node its kubelet registered again (uncordoned) before the ESS call is drained again first", async () => {
+            const group = ctx.emu.addScalingGroup({ desiredCapacity: 1 }).scalingGroupId;
+            const id = poolNode(group, ["ReplicaSet"]);
+            // Reset succeeds but the kubelet comes back once (say, a second kubelet unit): the Node reappears after delete-node.
+            const undo = ctx.emu.onCommand(operation("delete-node"), (cmd) => {
+                const node = c.nodes.get(cmd.parameters.node)!;
+                c.nodes.set(node.name, { ...node, unschedulable: false, removing: "", pods: ["ReplicaSet"] });
+                undo();
+                return { output: "deleted" };
+            });
+            await removeNode({ instanceId: id, kind: "scale-out", scalingGroupId: group }, opts);
+            assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group), []);
+            assert.match(warnings.join("\n"), /appeared after the drain/);
+            assert.strictEqual(c.log.filter((x) => x.includes("drain node-")).length, 2);
+        });
+    });
+
+    describe("issue 13 point 6: etcd membership after kubeadm reset", () => {
+        it("a reset that only warns about etcd (exit 0) leaves the member; it is removed through another master", async () => {
+            c = await fakeCluster(ctx.emu, REGION, { masters: 3 });
+            c.resetLeavesEtcd = true;
+            const id = c.masters[2];
+            const report = await removeNode({ instanceId: id, kind: "control-plane" }, { ...opts, masterInstanceIds: c.masters, commands: c.commands, routeTableId: undefined });
+            assert.deepStrictEqual(report.done, ["drain", "reset", "leave-etcd", "delete-node"]);
+            assert.deepStrictEqual([...c.etcd.keys()], ["master-0", "master-1"]);
+            assert.match(warnings.join("\n"), /etcd member was still there after the reset/);
+        });
+
+        it("a member whose Node was deleted by hand is still found by its peer address", async () => {
+            c = await fakeCluster(ctx.emu, REGION, { masters: 3 });
+            c.resetLeavesEtcd = true;
+            const id = c.masters[2];
+            c.nodes.delete("master-2");
+            await removeNode({ instanceId: id, kind: "control-plane" }, { ...opts, masterInstanceIds: c.masters, commands: c.commands, routeTableId: undefined });
+            assert.deepStrictEqual([...c.etcd.keys()], ["master-0", "master-1"]);
+        });
     });
 });

@@ -14,7 +14,7 @@ import type { NodeCommandIds } from "../src/rules";
 /** A provider whose delete runs the removal core, as NodeMembership's and PoolCapacity's do. */
 const removalProvider = {
     async delete(_id: string, props: { instanceId: string }) {
-        await removeNode({ instanceId: props.instanceId, kind: "existing" }, { region: "cn-hangzhou", masterInstanceId: "i-x", commands: {} as NodeCommandIds });
+        await removeNode({ instanceId: props.instanceId, kind: "existing" }, { region: "cn-hangzhou", masterInstanceIds: ["i-x"], commands: {} as NodeCommandIds });
     },
 };
 

@@ -80,13 +80,11 @@ export async function startInstance(region: string, instanceId: string): Promise
     await callApi("ecs", "StartInstance", { InstanceId: instanceId }, { region, retry: { retryableCodes: ["IncorrectInstanceStatus"] } });
 }
 
-/** Login of the new system disk: a key pair, or the image's preset password (`PasswordInherit`). */
-export type SystemDiskLogin = { keyPairName: string } | { passwordInherit: true };
-
-/** Replaces the (Stopped) instance's system disk with `imageId`; user data runs again at the next start. */
-export async function replaceSystemDisk(region: string, instanceId: string, imageId: string, login: SystemDiskLogin): Promise<void> {
-    await callApi("ecs", "ReplaceSystemDisk", {
-        InstanceId: instanceId, ImageId: imageId,
-        ...("keyPairName" in login ? { KeyPairName: login.keyPairName } : { PasswordInherit: true }),
-    }, { region });
+/**
+ * Replaces the (Stopped) instance's system disk with `imageId`, logging in with key pair `keyPairName` (the
+ * instance's own: `PasswordInherit` would mean the image's preset password, docs/upstream.md#pitfall-passwordinherit);
+ * user data runs again at the next start.
+ */
+export async function replaceSystemDisk(region: string, instanceId: string, imageId: string, login: { keyPairName: string }): Promise<void> {
+    await callApi("ecs", "ReplaceSystemDisk", { InstanceId: instanceId, ImageId: imageId, KeyPairName: login.keyPairName }, { region });
 }

@@ -57,6 +57,6 @@ export function cannotRunCommands(code: string): boolean {
 }
 
 /** The codes of one class that this table knows by name (for retry policies that need a list). */
-export function codesOf(cls: "conflict" | "agent-unreachable"): string[] {
-    return cls === "conflict" ? [...CONFLICT] : [...AGENT_UNREACHABLE];
+export function codesOf(cls: "conflict" | "agent-unreachable" | "retry-later"): string[] {
+    return cls === "conflict" ? [...CONFLICT] : cls === "retry-later" ? [...RETRY_LATER] : [...AGENT_UNREACHABLE];
 }

@@ -94,9 +94,11 @@ export async function describeScalingGroups(region: string, ids: readonly string
 }
 
 /** The group's most recent activities, newest first (`activityIds` narrows to those). */
-export async function scalingActivities(region: string, scalingGroupId: string, opts: { pageSize?: number; activityIds?: readonly string[]; retry?: RetryOptions } = {}): Promise<ScalingActivity[]> {
+export async function scalingActivities(region: string, scalingGroupId: string,
+    opts: { pageSize?: number; activityIds?: readonly string[]; statusCode?: string; retry?: RetryOptions } = {}): Promise<ScalingActivity[]> {
     const res = await callApi("ess", "DescribeScalingActivities", {
         ScalingGroupId: scalingGroupId, ScalingActivityId: opts.activityIds ? [...opts.activityIds] : undefined, PageSize: opts.pageSize ?? 10,
+        StatusCode: opts.statusCode,
     }, { region, retry: opts.retry });
     const rows = (res.ScalingActivities as { ScalingActivity?: Array<Record<string, unknown>> } | undefined)?.ScalingActivity ?? [];
     return rows.map((a) => ({
@@ -120,4 +122,67 @@ export async function leaveScalingGroup(region: string, scalingGroupId: string, 
     const res = await callApi("ess", how === "keep" ? "DetachInstances" : "RemoveInstances",
         { ScalingGroupId: scalingGroupId, InstanceId: [...instanceIds], DecreaseDesiredCapacity: true }, { region, retry: ESS_BUSY_RETRY });
     return String(res.ScalingActivityId ?? "");
+}
+
+/**
+ * Protects members from scale-in (`protect`) or lifts it: protected members are never ESS's own victims
+ * when the capacity drops; an explicit RemoveInstances still needs the protection lifted first.
+ * 20 ids per call; takes effect at once (no activity). docs/upstream.md#ess-protection.
+ */
+export async function setInstancesProtection(region: string, scalingGroupId: string, instanceIds: readonly string[], protect: boolean): Promise<void> {
+    for (let k = 0; k < instanceIds.length; k += IDS_PER_CALL) {
+        await callApi("ess", "SetInstancesProtection", {
+            ScalingGroupId: scalingGroupId, InstanceId: instanceIds.slice(k, k + IDS_PER_CALL), ProtectedFromScaleIn: protect,
+        }, { region, retry: ESS_BUSY_RETRY });
+    }
+}
+
+/** How an activity wait polls and how long it lasts. */
+export interface ActivityWait {
+    /** First pause between polls, ms; grows ×1.5 up to 10 s. Default 1000. */
+    pollMs?: number;
+    /** Give up after this long, ms. Default 1 200 000 (20 min). */
+    timeoutMs?: number;
+    /** Progress for the Pulumi log (every 30 s or so). */
+    log?: (message: string) => void;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Waits until the scaling activity ends and returns it: `Successful`, `Warning` (partly done: re-read the
+ * members), `Failed` or `Rejected`. docs/upstream.md#ess-activities.
+ * @throws when it is still in progress after `timeoutMs`, or no longer listed
+ */
+export async function waitForActivity(region: string, scalingGroupId: string, activityId: string, wait: ActivityWait = {}): Promise<ScalingActivity> {
+    const started = Date.now();
+    const timeoutMs = wait.timeoutMs ?? 1_200_000;
+    let delay = Math.max(1, wait.pollMs ?? 1000);
+    let lastLog = started;
+    for (;;) {
+        const [a] = await scalingActivities(region, scalingGroupId, { activityIds: [activityId], pageSize: 1 });
+        if (!a) throw new Error(`scaling activity ${activityId} of ${scalingGroupId} is not listed (DescribeScalingActivities)`);
+        if (a.statusCode !== "InProgress") return a;
+        if (Date.now() - started + delay > timeoutMs) {
+            throw new Error(`scaling activity ${activityId} of ${scalingGroupId} is still in progress after ${Math.round(timeoutMs / 1000)} s`);
+        }
+        if (wait.log && Date.now() - lastLog >= 30_000) {
+            wait.log(`waiting for scaling activity ${activityId} of ${scalingGroupId} (${Math.round((Date.now() - started) / 1000)} s)`);
+            lastLog = Date.now();
+        }
+        await sleep(delay);
+        delay = Math.min(10_000, delay * 1.5);
+    }
+}
+
+/**
+ * Waits until no scaling activity of the group is in progress (a launch, a health replacement, a removal
+ * of an earlier run), so that its members are what they will stay. docs/upstream.md#ess-one-activity.
+ */
+export async function waitForIdleGroup(region: string, scalingGroupId: string, wait: ActivityWait = {}): Promise<void> {
+    for (;;) {
+        const [running] = await scalingActivities(region, scalingGroupId, { statusCode: "InProgress", pageSize: 1 });
+        if (!running) return;
+        await waitForActivity(region, scalingGroupId, running.scalingActivityId, wait);
+    }
 }

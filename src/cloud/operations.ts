@@ -5,7 +5,8 @@
  * with its admin kubeconfig) and the nodes themselves, without a network path from the machine running
  * Pulumi. The admin kubeconfig never leaves the master.
  */
-import { runOnInstance } from "./cloudAssistant";
+import { CommandError, runOnInstance } from "./cloudAssistant";
+import { cannotRunCommands, classify } from "./errors";
 import { OPERATIONS, operationParameters, POOL_LABEL, providerIdOf, type JoinOperation, type NodeCommandIds, type OperationName, type ParameterName, type SavedOperation } from "../rules";
 
 export { POOL_LABEL, providerIdOf, type NodeCommandIds };
@@ -14,8 +15,14 @@ export { POOL_LABEL, providerIdOf, type NodeCommandIds };
 export interface ClusterAccess {
     /** Region id, e.g. `cn-hangzhou`. */
     region: string;
-    /** A master with /etc/kubernetes/admin.conf (master 0). */
-    masterInstanceId: string;
+    /**
+     * The masters, master 0 first. A master-side operation runs on the first of them that can run
+     * commands (Running, agent online): losing master 0 does not block removals or joins in a 3- or
+     * 5-master cluster, whose admin kubeconfigs reach the API through the load balancer.
+     */
+    masterInstanceIds: readonly string[];
+    /** The master that last ran an operation for this access (set by {@link invokeOnMaster}; tried first next time). */
+    workingMaster?: string;
     /** The cluster's saved commands. */
     commands: NodeCommandIds;
     /** First Cloud Assistant poll delay, ms (≤ 1000). Default 1000; tests lower it. */
@@ -28,6 +35,42 @@ export interface InvokeOptions {
     timeoutSeconds?: number;
     /** The output may carry secrets: keep it out of errors. Default false. */
     sensitive?: boolean;
+}
+
+/** The masters in the order to try them: the one that last worked for this access first, then master 0 onwards. */
+function masterOrder(access: ClusterAccess): string[] {
+    const first = access.masterInstanceIds.find((id) => id === access.workingMaster);
+    return first ? [first, ...access.masterInstanceIds.filter((id) => id !== first)] : [...access.masterInstanceIds];
+}
+
+/** True when the command did not run because of the instance (stopped, released, agent down): another master may. */
+function masterUnusable(err: unknown): boolean {
+    return err instanceof CommandError && (cannotRunCommands(err.errorCode) || classify(err.errorCode) === "not-found");
+}
+
+/**
+ * Invokes master-side operation `op` on a master that can run it (see {@link ClusterAccess.masterInstanceIds}).
+ * @throws the last master's CommandError, listing why each master could not run it, when none could
+ */
+export async function invokeOnMaster(access: ClusterAccess, op: SavedOperation, values: Partial<Record<ParameterName, string>> = {}, opts: InvokeOptions = {}): Promise<string> {
+    if (access.masterInstanceIds.length === 0) throw new Error(`operation ${op}: no master instance id given`);
+    const refused: string[] = [];
+    for (const master of masterOrder(access)) {
+        try {
+            const out = await invokeOperation(access, op, master, values, opts);
+            access.workingMaster = master;
+            return out;
+        } catch (err) {
+            if (!masterUnusable(err)) throw err;
+            const e = err as CommandError;
+            refused.push(`${master} (${e.errorCode})`);
+            if (refused.length === access.masterInstanceIds.length) {
+                if (refused.length === 1) throw err;
+                throw new CommandError(`no master could run "${op}": ${refused.join(", ")}. ${e.message}`, e.instanceId, e.errorCode, e.exitCode, e.outputTail);
+            }
+        }
+    }
+    throw new Error("unreachable");
 }
 
 /**
@@ -66,25 +109,30 @@ export interface NodeInfo {
     pool: string;
     /** Node creation time (ISO 8601). */
     createdAt: string;
+    /** When a removal marked it (annotation `alicloud-kubeadm/removing`, set by the drain); "" when not marked. */
+    removing: string;
 }
 
-/** Parses the lines list-nodes prints (src/shell/ops/list-nodes.sh): name, provider id, Ready, unschedulable, podCIDR, pool, created. */
+/** Parses the lines list-nodes prints (src/shell/ops/list-nodes.sh): name, provider id, Ready, unschedulable, podCIDR, pool, created, removal mark. */
 export function parseNodeLines(text: string): NodeInfo[] {
     return text.split("\n").filter((l) => l.trim() !== "").map((line) => {
-        const [name, providerId, ready, unschedulable, podCidr, pool, createdAt] = line.split("\t");
-        return { name, providerId: providerId ?? "", ready: ready === "True", unschedulable: unschedulable === "true", podCidr: podCidr ?? "", pool: pool ?? "", createdAt: createdAt ?? "" };
+        const [name, providerId, ready, unschedulable, podCidr, pool, createdAt, removing] = line.split("\t");
+        return {
+            name, providerId: providerId ?? "", ready: ready === "True", unschedulable: unschedulable === "true", podCidr: podCidr ?? "", pool: pool ?? "",
+            createdAt: createdAt ?? "", removing: removing ?? "",
+        };
     });
 }
 
 /** Every Node, optionally filtered by a label selector (e.g. `alicloud-kubeadm/pool=general`). */
 export async function listNodes(access: ClusterAccess, selector = ""): Promise<NodeInfo[]> {
-    return parseNodeLines(decompress(await invokeOperation(access, "list-nodes", access.masterInstanceId, { selector })));
+    return parseNodeLines(decompress(await invokeOnMaster(access, "list-nodes", { selector })));
 }
 
 /** The number of pods that are not DaemonSet pods, per node name. */
 export async function workloadPods(access: ClusterAccess): Promise<Map<string, number>> {
     const counts = new Map<string, number>();
-    for (const line of decompress(await invokeOperation(access, "pod-owners", access.masterInstanceId)).split("\n")) {
+    for (const line of decompress(await invokeOnMaster(access, "pod-owners")).split("\n")) {
         const [node, kind] = line.split("\t");
         if (node && kind !== "DaemonSet") {
             counts.set(node, (counts.get(node) ?? 0) + 1);
@@ -95,19 +143,24 @@ export async function workloadPods(access: ClusterAccess): Promise<Map<string, n
 
 /** Cordons and drains a Node through the eviction API. */
 export async function drainNode(access: ClusterAccess, node: string, opts: { timeoutSeconds: number; force: boolean; skipWaitSeconds: number }): Promise<void> {
-    await invokeOperation(access, "drain", access.masterInstanceId,
-        { node, timeout: String(opts.timeoutSeconds), force: String(opts.force), skipWait: String(opts.skipWaitSeconds) },
+    await invokeOnMaster(access, "drain", { node, timeout: String(opts.timeoutSeconds), force: String(opts.force), skipWait: String(opts.skipWaitSeconds) },
         { timeoutSeconds: opts.timeoutSeconds + 60 });
+}
+
+/** Uncordons a Node a removal marked and cordoned, and takes the mark off (a Node not marked is left alone). */
+export async function uncordonNode(access: ClusterAccess, node: string): Promise<"uncordoned" | "not-marked"> {
+    const out = await invokeOnMaster(access, "uncordon", { node });
+    return out.includes("not-marked") ? "not-marked" : "uncordoned";
 }
 
 /** Deletes a Node object (one already gone is fine). */
 export async function deleteNode(access: ClusterAccess, node: string): Promise<void> {
-    await invokeOperation(access, "delete-node", access.masterInstanceId, { node });
+    await invokeOnMaster(access, "delete-node", { node });
 }
 
-/** Removes the etcd member named `member` through the etcd of master `etcdNode`. */
-export async function removeEtcdMember(access: ClusterAccess, member: string, etcdNode: string): Promise<"removed" | "absent"> {
-    const out = await invokeOperation(access, "etcd-member-remove", access.masterInstanceId, { member, etcdNode });
+/** Removes the etcd member named `member` or with peer address `peerIp` (either may be "") through the etcd of master `etcdNode`. */
+export async function removeEtcdMember(access: ClusterAccess, which: { member: string; peerIp: string }, etcdNode: string): Promise<"removed" | "absent"> {
+    const out = await invokeOnMaster(access, "etcd-member-remove", { member: which.member, peerIp: which.peerIp, etcdNode });
     return out.includes("member-absent") ? "absent" : "removed";
 }
 
@@ -118,19 +171,19 @@ export async function resetNode(access: Pick<ClusterAccess, "region" | "commands
 
 /** Creates bootstrap token `token` on the master (idempotent: the same token already there is fine). */
 export async function createToken(access: ClusterAccess, token: string, ttl: string, description: string): Promise<"created" | "exists"> {
-    const out = await invokeOperation(access, "token-create", access.masterInstanceId, { token, ttl, description }, { sensitive: true });
+    const out = await invokeOnMaster(access, "token-create", { token, ttl, description }, { sensitive: true });
     return out.includes("exists") ? "exists" : "created";
 }
 
 /** Deletes the bootstrap token with id `tokenId` (one already gone is fine). */
 export async function deleteToken(access: ClusterAccess, tokenId: string): Promise<"deleted" | "already gone"> {
-    const out = await invokeOperation(access, "token-delete", access.masterInstanceId, { tokenId });
+    const out = await invokeOnMaster(access, "token-delete", { tokenId });
     return out.includes("already gone") ? "already gone" : "deleted";
 }
 
 /** A fresh certificate key and a 30-minute token from the master, as it printed them (`<token> <key>`; secret). */
 export async function joinSecrets(access: ClusterAccess): Promise<string> {
-    return invokeOperation(access, "join-secrets", access.masterInstanceId, {}, { sensitive: true });
+    return invokeOnMaster(access, "join-secrets", {}, { sensitive: true });
 }
 
 /** The tail of a node's bootstrap logs (doctor-bootstrap-log; token secrets blanked on the node). */

@@ -141,6 +141,7 @@ export class Cluster extends pulumi.ComponentResource {
             previous = new ControlPlaneMember(`${name}-master-${k + 1}-join`, {
                 region: config.region,
                 masterInstanceId: masters[0].id,
+                masterInstanceIds: this.controlPlane.masterInstanceIds,
                 memberInstanceId: member.id,
                 joinCommandId: joinCommand!.id,
                 commands,
@@ -150,11 +151,12 @@ export class Cluster extends pulumi.ComponentResource {
         });
 
         // Nodes: ESS pools (one bootstrap token each) and existing instances (one shared token). Tokens
-        // are created on master 0, so they wait for kubeadm init (JoinInfo).
+        // are created on a master, so they wait for kubeadm init (JoinInfo).
         const master0 = masters[0].id;
+        const masterInstanceIds = this.controlPlane.masterInstanceIds;
         const joinCommon = {
             config, imageId, apiEndpoint: this.controlPlane.endpoint, caCertHash: this.joinInfo.caCertHash,
-            masterInstanceId: master0, commands, routeTableId: net.routeTableId,
+            masterInstanceId: master0, masterInstanceIds, commands, routeTableId: net.routeTableId,
         };
         this.nodePools = config.nodePools.map((pool) => new NodePool(`${name}-pool-${pool.name}`, {
             ...joinCommon, pool, tags,
@@ -163,7 +165,7 @@ export class Cluster extends pulumi.ComponentResource {
             dependsOn: [this.joinInfo],
         }, { parent: this }));
         const existingToken = config.existingNodes.length === 0 ? undefined : new BootstrapToken(`${name}-existing-token`, {
-            region: config.region, masterInstanceId: master0, commands, ttl: "0", description: `alicloud-kubeadm ${config.name} existing nodes`,
+            region: config.region, masterInstanceId: master0, masterInstanceIds, commands, ttl: "0", description: `alicloud-kubeadm ${config.name} existing nodes`,
         }, { parent: this, dependsOn: [this.joinInfo] });
         const attachCommand = !existingToken || !config.existingNodes.some((n) => n.mode === "manual") ? undefined
             : createAttachCommand(`${name}-attach`, { config, apiEndpoint: this.controlPlane.endpoint, caCertHash: this.joinInfo.caCertHash, token: existingToken.token }, { parent: this });

@@ -141,7 +141,9 @@ export function createExistingNode(name: string, args: ExistingNodeArgs, parent:
         commands: args.commands,
         imageId: node.mode === "auto" ? args.imageId : undefined,
         replaceSystemDisk: node.replaceSystemDisk,
+        removeWithoutReset: node.removeWithoutReset || undefined,
         masterInstanceId: args.masterInstanceId,
+        masterInstanceIds: args.masterInstanceIds,
         routeTableId: args.routeTableId,
         ...args.timeouts,
     }, { parent, dependsOn: sshAttach ? [sshAttach] : [] });

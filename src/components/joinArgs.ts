@@ -11,8 +11,13 @@ export interface JoinArgs {
     apiEndpoint: pulumi.Input<string>;
     /** `sha256:<hex>` CA pin from JoinInfo (secret). Required. */
     caCertHash: pulumi.Input<string>;
-    /** Master 0: bootstrap tokens are created there and the Kubernetes-side operations run there. Required. */
+    /** Master 0 (kubeadm init ran there). Required. */
     masterInstanceId: pulumi.Input<string>;
+    /**
+     * Every master, master 0 first: bootstrap tokens and the Kubernetes-side operations of joins and removals
+     * run on the first that can run commands, so a removal completes with master 0 stopped. Default `[masterInstanceId]`.
+     */
+    masterInstanceIds?: pulumi.Input<string[]>;
     /** The cluster's saved commands (NodeCommands `ids`). Required. */
     commands: pulumi.Input<NodeCommandIds>;
     /** Route table of the pod routes (a route left behind is deleted when a node is removed). Default none. */

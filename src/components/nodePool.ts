@@ -100,12 +100,15 @@ export function createNodePool(name: string, args: NodePoolArgs, parent: pulumi.
         ...opts,
         // PoolCapacity (fixed) / the autoscaler own the capacity. Fixed pools: PoolCapacity also owns MaxSize, so a
         // smaller size never reaches ESS as a lower MaxSize (ESS would release instances without a drain).
-        ignoreChanges: fixed ? ["desiredCapacity", "maxSize"] : ["desiredCapacity"],
+        // PoolCapacity protects a fixed pool's members from scale-in, which the provider reads back as
+        // `protectedInstances`: ignored, or the next `pulumi up` would lift the protection.
+        ignoreChanges: fixed ? ["desiredCapacity", "maxSize", "protectedInstances"] : ["desiredCapacity", "protectedInstances"],
     });
 
     const token = new BootstrapToken(`${name}-token`, {
         region: config.region,
         masterInstanceId: args.masterInstanceId,
+        masterInstanceIds: args.masterInstanceIds,
         commands: args.commands,
         ttl: pool.tokenTtl,
         description: `alicloud-kubeadm ${config.name} pool ${pool.name}`,
@@ -149,6 +152,7 @@ export function createNodePool(name: string, args: NodePoolArgs, parent: pulumi.
         scalingGroupId: group.id,
         poolName: pool.name,
         masterInstanceId: args.masterInstanceId,
+        masterInstanceIds: args.masterInstanceIds,
         commands: args.commands,
         mode: fixed ? "fixed" : "observe",
         size: fixed ? size : undefined,

@@ -1,17 +1,31 @@
-// What every dynamic resource that runs node operations is given: the region, master 0 (where the
+// What every dynamic resource that runs node operations is given: the region, the masters (where the
 // Kubernetes-side operations run) and the cluster's saved commands. Written once, extended by each.
 import type * as pulumi from "@pulumi/pulumi";
+import type { ClusterAccess } from "../cloud/operations";
 import type { NodeCommandIds } from "../rules";
 
 /** The plain inputs a provider receives. */
 export interface ClusterAccessInputs {
     /** Region id, e.g. `cn-hangzhou`. */
     region: string;
-    /** Master 0: the Kubernetes-side operations (kubectl, kubeadm token) run there. */
+    /** Master 0 (kubeadm init ran there). */
     masterInstanceId: string;
+    /**
+     * Every master, master 0 first: the Kubernetes-side operations (kubectl, kubeadm token) run on the first
+     * that can run commands. Default `[masterInstanceId]` (and for state written before it existed).
+     */
+    masterInstanceIds?: string[];
     /** The cluster's saved commands (the NodeCommands component's `ids`). */
     commands: NodeCommandIds;
+    /** First Cloud Assistant poll delay, ms (≤ 1000). Default 1000; tests lower it. */
+    pollIntervalMs?: number;
 }
 
 /** The same, as the arguments of the resource's class. */
 export type ClusterAccessArgs = { [K in keyof ClusterAccessInputs]: pulumi.Input<ClusterAccessInputs[K]> };
+
+/** Where a provider's operations run: every master known, master 0 first. */
+export function clusterAccess(inputs: ClusterAccessInputs): ClusterAccess {
+    const masters = inputs.masterInstanceIds?.length ? inputs.masterInstanceIds : [inputs.masterInstanceId];
+    return { region: inputs.region, masterInstanceIds: masters, commands: inputs.commands, pollIntervalMs: inputs.pollIntervalMs };
+}

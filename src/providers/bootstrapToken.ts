@@ -14,7 +14,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { CommandError } from "../cloud/cloudAssistant";
 import { classify } from "../cloud/errors";
 import { createToken, deleteToken, type ClusterAccess } from "../cloud/operations";
-import type { ClusterAccessArgs, ClusterAccessInputs } from "./access";
+import { clusterAccess, type ClusterAccessArgs, type ClusterAccessInputs } from "./access";
 import { pulumiLog } from "./log";
 import { TOKEN_ID_PATTERN, TOKEN_PATTERN } from "../rules";
 
@@ -53,7 +53,7 @@ export function generateToken(): string {
 }
 
 function accessOf(inputs: BootstrapTokenInputs): ClusterAccess {
-    return { region: inputs.region, masterInstanceId: inputs.masterInstanceId, commands: inputs.commands, pollIntervalMs: inputs.pollIntervalMs };
+    return clusterAccess(inputs);
 }
 
 /**
@@ -105,7 +105,7 @@ export const bootstrapTokenProvider: pulumi.dynamic.ResourceProvider = {
         const replaces = (["masterInstanceId", "ttl", "description", "region"] as const).filter((k) => (olds[k] ?? "") !== (news[k] ?? ""));
         // New command ids are an update: the token itself stays.
         const changed = replaces.length > 0 || olds.providerVersion !== news.providerVersion || olds.pollIntervalMs !== news.pollIntervalMs ||
-            JSON.stringify(olds.commands) !== JSON.stringify(news.commands);
+            JSON.stringify(olds.commands) !== JSON.stringify(news.commands) || JSON.stringify(olds.masterInstanceIds) !== JSON.stringify(news.masterInstanceIds);
         // Create the new token before deleting the old one: nodes joining meanwhile keep working.
         return { changes: changed, replaces, deleteBeforeReplace: false };
     },

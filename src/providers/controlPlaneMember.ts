@@ -10,7 +10,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { CommandError } from "../cloud/cloudAssistant";
 import { bootstrapLog, joinSecrets, listNodes, providerIdOf, runJoin, type ClusterAccess } from "../cloud/operations";
-import type { ClusterAccessArgs, ClusterAccessInputs } from "./access";
+import { clusterAccess, type ClusterAccessArgs, type ClusterAccessInputs } from "./access";
 import { removeNode } from "../removal";
 import { pulumiLog } from "./log";
 import { CERTIFICATE_KEY_PATTERN, TOKEN_PATTERN } from "../rules";
@@ -49,15 +49,15 @@ export interface ControlPlaneMemberInputs extends ClusterAccessInputs {
 
 /** Joins the member; returns its Node name once Ready. */
 export async function joinControlPlaneMember(inputs: ControlPlaneMemberInputs, log: (m: string) => void = () => undefined): Promise<string> {
-    const { region, masterInstanceId, memberInstanceId } = inputs;
+    const { region, memberInstanceId } = inputs;
     const pollMs = (inputs.pollSeconds ?? 10) * 1000;
     const pollIntervalMs = Math.min(1000, pollMs);
-    const master: ClusterAccess = { region, masterInstanceId, commands: inputs.commands, pollIntervalMs };
+    const master: ClusterAccess = { ...clusterAccess(inputs), pollIntervalMs };
     const providerId = providerIdOf(region, memberInstanceId);
 
     const existing = (await listNodes(master)).find((n) => n.providerId === providerId);
     if (!existing) {
-        log(`asking master 0 (${masterInstanceId}) for a certificate key and a join token`);
+        log(`asking a master (${master.masterInstanceIds.join(" or ")}) for a certificate key and a join token`);
         const secrets = parseJoinSecrets(await joinSecrets(master));
         log(`joining ${memberInstanceId} to the control plane (installs packages, then kubeadm join --control-plane)`);
         try {
@@ -98,7 +98,7 @@ export const controlPlaneMemberProvider: pulumi.dynamic.ResourceProvider = {
     async diff(_id: string, olds: ControlPlaneMemberInputs, news: ControlPlaneMemberInputs) {
         const replaces = ["memberInstanceId", "masterInstanceId"].filter((k) => olds[k as keyof ControlPlaneMemberInputs] !== news[k as keyof ControlPlaneMemberInputs]);
         // New command ids (a changed script) are an update — never a replacement, which would reset the member.
-        const updates = (["joinCommandId", "commands", "routeTableId", "providerVersion"] as const).some((k) => JSON.stringify(olds[k]) !== JSON.stringify(news[k]));
+        const updates = (["joinCommandId", "commands", "masterInstanceIds", "routeTableId", "providerVersion"] as const).some((k) => JSON.stringify(olds[k]) !== JSON.stringify(news[k]));
         return { changes: replaces.length > 0 || updates, replaces, deleteBeforeReplace: true };
     },
     async update(_id: string, olds: ControlPlaneMemberInputs & { nodeName: string }, news: ControlPlaneMemberInputs) {
@@ -107,7 +107,7 @@ export const controlPlaneMemberProvider: pulumi.dynamic.ResourceProvider = {
     async delete(_id: string, props: ControlPlaneMemberInputs) {
         const log = pulumiLog();
         await removeNode({ instanceId: props.memberInstanceId, kind: "control-plane" }, {
-            region: props.region, masterInstanceId: props.masterInstanceId, commands: props.commands, routeTableId: props.routeTableId,
+            region: props.region, masterInstanceIds: clusterAccess(props).masterInstanceIds, commands: props.commands, routeTableId: props.routeTableId,
             pollIntervalMs: Math.min(1000, (props.pollSeconds ?? 10) * 1000), log: (m) => log.info(m), warn: (m) => log.warn(m),
         });
     },

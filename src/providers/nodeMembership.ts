@@ -20,7 +20,7 @@ import { CommandError } from "../cloud/cloudAssistant";
 import { describeInstance, replaceSystemDisk, setUserData, startInstance, stopInstance } from "../cloud/ecs";
 import { cannotRunCommands } from "../cloud/errors";
 import { bootstrapLog, listNodes, providerIdOf, runJoin, type ClusterAccess } from "../cloud/operations";
-import type { ClusterAccessArgs, ClusterAccessInputs } from "./access";
+import { clusterAccess, type ClusterAccessArgs, type ClusterAccessInputs } from "./access";
 import { removeNode, type RemovalOptions } from "../removal";
 import { parameterProblem } from "../rules";
 import { pulumiLog } from "./log";
@@ -62,6 +62,12 @@ export interface NodeMembershipInputs extends ClusterAccessInputs {
     pollIntervalMs?: number;
     /** `kubectl drain --timeout` on removal, seconds. Default 600. */
     drainTimeoutSeconds?: number;
+    /**
+     * On removal, when the instance cannot run commands (stopped, Cloud Assistant agent offline), remove it
+     * anyway without `kubeadm reset`: its kubelet credentials stay on it and it registers its Node again when it
+     * next runs, until `kubeadm reset -f` is run there. Default false: the removal fails with the fix.
+     */
+    removeWithoutReset?: boolean;
     /** Changes when the provider's code changes. */
     providerVersion?: string;
 }
@@ -108,7 +114,7 @@ async function instanceState(region: string, instanceId: string): Promise<{ stat
 }
 
 function accessOf(inputs: NodeMembershipInputs): ClusterAccess {
-    return { region: inputs.region, masterInstanceId: inputs.masterInstanceId, commands: inputs.commands, pollIntervalMs: inputs.pollIntervalMs };
+    return clusterAccess(inputs);
 }
 
 async function waitForStatus(region: string, instanceId: string, want: string, w: Waits, log: (m: string) => void): Promise<void> {
@@ -165,23 +171,43 @@ async function attachManually(inputs: NodeMembershipInputs, log: (m: string) => 
     }
 }
 
-/** userdata → stop → replace the system disk → start; cloud-init then runs the attach script. */
+/**
+ * userdata → stop → replace the system disk → start; cloud-init then runs the attach script. The new
+ * system disk keeps the instance's key pair (ReplaceSystemDisk with its `KeyPairName`, as Terraform does):
+ * `PasswordInherit` would mean the image's preset password, not the instance's, so an instance that logs in
+ * by password only is refused before anything changes. A `Stopped` instance is not stopped again; one
+ * `Stopping` or `Starting` is waited out. docs/upstream.md#pitfall-passwordinherit, #ecs-stop-start.
+ */
 async function attachByReimage(inputs: NodeMembershipInputs, log: (m: string) => void): Promise<void> {
     const { region, instanceId } = inputs;
     const w = waitsOf(inputs);
+    const instance = await describeInstance(region, instanceId);
+    if (!instance) throw new Error(`ECS instance ${instanceId} does not exist in ${region}; check existingNodes[].instanceId`);
+    if (!instance.keyPairName) {
+        throw new Error(`${instanceId} logs in by password only: mode auto replaces its system disk, and the new disk would keep only the image's preset ` +
+            "password (ECS cannot carry the instance's password over).\n  fix: bind a key pair to the instance (ECS console, or AttachKeyPair), or use mode: manual; nothing was changed.");
+    }
     await setUserData(region, instanceId, inputs.userData ?? "");
     log(`${instanceId}: userdata set to the attach script`);
-    const { status } = await instanceState(region, instanceId);
-    if (status !== "Stopped") {
-        await stopInstance(region, instanceId);
-        await waitForStatus(region, instanceId, "Stopped", w, log);
-    }
-    await replaceSystemDisk(region, instanceId, inputs.imageId ?? "", { passwordInherit: true });
-    log(`${instanceId}: replacing the system disk with ${inputs.imageId}`);
+    await stopAndWait(inputs, w, log);
+    await replaceSystemDisk(region, instanceId, inputs.imageId ?? "", { keyPairName: instance.keyPairName });
+    log(`${instanceId}: replacing the system disk with ${inputs.imageId} (key pair ${instance.keyPairName} kept)`);
     await waitForStatus(region, instanceId, "Stopped", w, log);
     await startInstance(region, instanceId);
     await waitForStatus(region, instanceId, "Running", w, log);
     log(`${instanceId}: running on the new system disk; the attach script runs at first boot`);
+}
+
+/** Stops the instance unless it is stopped already; a transition in progress is waited out first. */
+async function stopAndWait(inputs: NodeMembershipInputs, w: Waits, log: (m: string) => void): Promise<void> {
+    const { region, instanceId } = inputs;
+    let { status } = await instanceState(region, instanceId);
+    if (status === "Starting" || status === "Pending") {
+        await waitForStatus(region, instanceId, "Running", w, log);
+        status = "Running";
+    }
+    if (status === "Running") await stopInstance(region, instanceId);
+    await waitForStatus(region, instanceId, "Stopped", w, log);
 }
 
 /**
@@ -227,7 +253,7 @@ export const nodeMembershipProvider: pulumi.dynamic.ResourceProvider = {
         // it. Those take effect at the next join (`pulumi up --replace <urn>`).
         const replaces = (["instanceId", "region", "mode"] as const).filter((k) => (olds[k] ?? "") !== (news[k] ?? ""));
         // A new attach command or new command ids (a changed script) are updates too: never a replacement.
-        const keys = ["userData", "attachCommandId", "labels", "taints", "commands", "imageId", "masterInstanceId", "replaceSystemDisk", "routeTableId",
+        const keys = ["userData", "attachCommandId", "labels", "taints", "commands", "imageId", "masterInstanceId", "masterInstanceIds", "replaceSystemDisk", "routeTableId", "removeWithoutReset",
             "attachTimeoutSeconds", "readyTimeoutSeconds", "pollSeconds", "pollIntervalMs", "drainTimeoutSeconds", "providerVersion"] as const;
         return { changes: replaces.length > 0 || keys.some((k) => JSON.stringify(olds[k]) !== JSON.stringify(news[k])), replaces, deleteBeforeReplace: true };
     },
@@ -237,8 +263,8 @@ export const nodeMembershipProvider: pulumi.dynamic.ResourceProvider = {
     async delete(_id: string, props: State) {
         const log = pulumiLog();
         const opts: RemovalOptions = {
-            region: props.region, masterInstanceId: props.masterInstanceId, commands: props.commands, routeTableId: props.routeTableId,
-            drainTimeoutSeconds: props.drainTimeoutSeconds, pollIntervalMs: props.pollIntervalMs,
+            region: props.region, masterInstanceIds: accessOf(props).masterInstanceIds, commands: props.commands, routeTableId: props.routeTableId,
+            drainTimeoutSeconds: props.drainTimeoutSeconds, pollIntervalMs: props.pollIntervalMs, removeWithoutReset: props.removeWithoutReset,
             log: (m) => log.info(m), warn: (m) => log.warn(m),
         };
         // Looked up by provider id, not taken from state: the Node may be gone already (a resumed delete,
@@ -276,6 +302,8 @@ export interface NodeMembershipArgs extends ClusterAccessArgs {
     pollIntervalMs?: pulumi.Input<number>;
     /** Drain timeout on removal. Default 600 s. */
     drainTimeoutSeconds?: pulumi.Input<number>;
+    /** Remove without `kubeadm reset` when the instance cannot run commands (its kubelet credentials stay). Default false. */
+    removeWithoutReset?: pulumi.Input<boolean>;
 }
 
 /** An existing ECS instance as a node of the cluster. */

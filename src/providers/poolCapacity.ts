@@ -1,25 +1,27 @@
 /**
  * PoolCapacity: owns the desired capacity of one ESS scaling group (a fixed-size node pool).
  *
- * - create / update: `ModifyScalingGroup(MaxSize, DesiredCapacity)` (ESS 2014-08-28), then a
+ * - create / update: surplus members are first drained and removed through the removal flow
+ *   (`scaleInPool`: drain → reset → delete Node → ESS RemoveInstances, which lowers the desired capacity
+ *   by exactly the members it takes), so ESS never releases an undrained node; then
+ *   `ModifyScalingGroup(MaxSize, DesiredCapacity)` (ESS 2014-08-28), never below the members left; then a
  *   bounded wait until that many of the group's instances are Ready nodes carrying
- *   `alicloud-kubeadm/pool=<name>` (checked with kubectl on master 0 over Cloud Assistant), with progress
+ *   `alicloud-kubeadm/pool=<name>` (checked with kubectl on a master over Cloud Assistant), with progress
  *   `waiting for 3/5 nodes Ready` in the Pulumi log. A failed ESS scaling activity (e.g. no stock) fails
- *   the wait at once with ESS's message.
- * - shrinking (fewer wanted than the group has) and delete: first handed to the removal flow (`scaleInPool`: drain → reset → delete Node →
- *   ESS RemoveInstances), so ESS never releases an undrained node; then MaxSize follows.
- * - `mode: "observe"` (autoscaled pools, where the Cluster Autoscaler owns the capacity): create and
- *   update do nothing; delete still drains and removes every node of the pool before the group goes.
+ *   the wait at once with ESS's message. Every member is then protected from scale-in, so ESS has no victim
+ *   to choose even if the capacity dropped behind our back.
+ * - `mode: "observe"` (autoscaled pools, where the Cluster Autoscaler owns the capacity): create does
+ *   nothing; update lifts protections (a pool switched from fixed) and uncordons survivors; delete still
+ *   drains and removes every node of the pool before the group goes.
  *
- * The ScalingGroup resource ignores `desiredCapacity` (and, for fixed pools, `maxSize`) drift, so
- * Pulumi and this resource never fight: lowering MaxSize below the group's size would make ESS release
- * instances without a drain.
+ * The ScalingGroup resource ignores `desiredCapacity`, `protectedInstances` (and, for fixed pools,
+ * `maxSize`) drift, so Pulumi and this resource never fight: lowering MaxSize below the group's size
+ * would make ESS release instances without a drain.
  */
 import * as pulumi from "@pulumi/pulumi";
-import { modifyScalingGroup, scalingActivities, scalingGroupMembers } from "../cloud/ess";
-import { OpenApiError } from "../cloud/openapi";
-import { listNodes, POOL_LABEL, providerIdOf } from "../cloud/operations";
-import type { ClusterAccessArgs, ClusterAccessInputs } from "./access";
+import { describeScalingGroups, modifyScalingGroup, scalingActivities, scalingGroupMembers, setInstancesProtection, waitForIdleGroup, type ScalingGroupMember } from "../cloud/ess";
+import { listNodes, POOL_LABEL, providerIdOf, uncordonNode } from "../cloud/operations";
+import { clusterAccess, type ClusterAccessArgs, type ClusterAccessInputs } from "./access";
 import { scaleInPool, type RemovalOptions, type RemovalReport } from "../removal";
 import { logInfo, pulumiLog } from "./log";
 
@@ -58,10 +60,6 @@ export interface PoolCapacityOutputs {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Member instance ids of a scaling group (every page). */
-export async function groupInstanceIds(region: string, scalingGroupId: string): Promise<string[]> {
-    return (await scalingGroupMembers(region, scalingGroupId)).map((m) => m.instanceId);
-}
 
 /** A scaling activity of the group that failed since `sinceMs`, described; undefined when none. */
 async function failedActivity(region: string, scalingGroupId: string, sinceMs: number): Promise<string | undefined> {
@@ -71,36 +69,91 @@ async function failedActivity(region: string, scalingGroupId: string, sinceMs: n
     return `${failed.scalingActivityId} ${failed.statusCode}: ${code}${failed.message || failed.description}`;
 }
 
+/** Member states ESS is taking the instance out in: leaving anyway, not counted. */
+const LEAVING = ["Removing", "Removing:Wait"];
+
+/** The members that stay (not being taken out). */
+async function stayingMembers(region: string, scalingGroupId: string): Promise<ScalingGroupMember[]> {
+    return (await scalingGroupMembers(region, scalingGroupId)).filter((m) => !LEAVING.includes(m.lifecycleState));
+}
+
+/** Rounds of removal before setPoolCapacity gives up on a group that keeps gaining members. */
+const SHRINK_ROUNDS = 3;
+
 /**
  * Brings the group to `size` instances and waits (bounded) until `size` of them are Ready pool nodes.
  * Going by the group's actual members, not the last recorded size: surplus members (a shrink, or an
- * out-of-band scale-out) are drained and removed through the removal flow before ESS is told the new
- * capacity, because ESS itself would release the surplus without a drain.
+ * out-of-band scale-out) are drained and removed through the removal flow, which lowers the desired
+ * capacity by exactly the members it takes; the members are read again, and a member that appeared
+ * meanwhile (an ESS health replacement) goes the same way. Only then is the capacity set — desired and
+ * max never below the members actually there, nor the minimum — so ESS never picks a victim itself.
+ * Survivors a failed earlier removal left cordoned are uncordoned; finally every member is protected
+ * from scale-in (docs/upstream.md#ess-protection), the second guard against ESS choosing a victim.
  * @param log progress for the Pulumi log
  * @throws on a failed scaling activity or when the wait runs out, naming the instances not Ready yet
  */
 export async function setPoolCapacity(inputs: PoolCapacityInputs, log: (m: string) => void = () => undefined): Promise<PoolCapacityOutputs> {
     const { region, scalingGroupId, poolName } = inputs;
     const size = inputs.size ?? 0;
+    const keep = Math.max(size, inputs.minSize ?? 0);
     const started = Date.now();
-    const members = await groupInstanceIds(region, scalingGroupId);
-    if (members.length > size) {
-        log(`pool ${poolName}: ${members.length} instance(s) in ${scalingGroupId}, ${size} wanted: draining and removing the surplus`);
-        await shrinkPool(inputs, size);
+    const opts = removalOptions(inputs);
+    for (let round = 0; ; round++) {
+        await waitForIdleGroup(region, scalingGroupId, { pollMs: inputs.pollIntervalMs, log });
+        const members = await stayingMembers(region, scalingGroupId);
+        if (members.length <= keep) break;
+        if (round === SHRINK_ROUNDS) {
+            throw new Error(`pool ${poolName}: ${scalingGroupId} still has ${members.length} members after ${SHRINK_ROUNDS} rounds of removal, ${keep} wanted: ` +
+                "something keeps adding members (an out-of-band scale-out?).\n  fix: stop it, then run `pulumi up` again.");
+        }
+        log(`pool ${poolName}: ${members.length} instance(s) in ${scalingGroupId}, ${keep} wanted: draining and removing the surplus`);
+        await scaleInPool({ scalingGroupId, poolName, targetSize: size, minSize: inputs.minSize ?? 0, essAction: "release" }, opts);
     }
-    await modifyScalingGroup(region, scalingGroupId, { maxSize: Math.max(size, 1), desiredCapacity: size });
-    log(`pool ${poolName}: ESS group ${scalingGroupId} desired capacity set to ${size}`);
-    return waitForReadyNodes(inputs, size, started, log);
+    await uncordonSurvivors(inputs, log);
+    // Read right before the call: a member that appeared since stays (it is counted), never ESS's victim.
+    const present = (await stayingMembers(region, scalingGroupId)).length;
+    const desired = Math.max(keep, present);
+    await modifyScalingGroup(region, scalingGroupId, { maxSize: Math.max(desired, 1), desiredCapacity: desired });
+    log(`pool ${poolName}: ESS group ${scalingGroupId} desired capacity set to ${desired}`);
+    const outs = await waitForReadyNodes(inputs, size, started, log);
+    await protectMembers(inputs, true, log);
+    return outs;
+}
+
+/**
+ * Protects every member in service from scale-in (`protect`: fixed pools), or lifts every protection
+ * (autoscaled pools: the Cluster Autoscaler removes members itself, and ESS refuses to remove a protected one).
+ */
+async function protectMembers(inputs: PoolCapacityInputs, protect: boolean, log: (m: string) => void): Promise<void> {
+    const members = await scalingGroupMembers(inputs.region, inputs.scalingGroupId);
+    const ids = members.filter((m) => m.lifecycleState === (protect ? "InService" : "Protected")).map((m) => m.instanceId);
+    if (ids.length === 0) return;
+    await setInstancesProtection(inputs.region, inputs.scalingGroupId, ids, protect);
+    log(`pool ${inputs.poolName}: ${protect ? "protected" : "lifted the protection of"} ${ids.length} member(s) ${protect ? "from" : "against"} ESS scale-in`);
+}
+
+/**
+ * Uncordons the pool's Nodes that a removal marked and cordoned but that stay members (a failed drain, then
+ * a size reverted or other victims chosen). A cordon without the mark is somebody else's and is left alone.
+ */
+async function uncordonSurvivors(inputs: PoolCapacityInputs, log: (m: string) => void): Promise<void> {
+    const access = clusterAccess(inputs);
+    const members = await stayingMembers(inputs.region, inputs.scalingGroupId);
+    const marked = (await listNodes(access, `${POOL_LABEL}=${inputs.poolName}`))
+        .filter((n) => n.removing && members.some((m) => n.providerId === providerIdOf(inputs.region, m.instanceId)));
+    for (const node of marked) {
+        if ((await uncordonNode(access, node.name)) === "uncordoned") log(`pool ${inputs.poolName}: uncordoned ${node.name}: it stays in the pool (an earlier removal of it did not finish)`);
+    }
 }
 
 async function waitForReadyNodes(inputs: PoolCapacityInputs, size: number, started: number, log: (m: string) => void): Promise<PoolCapacityOutputs> {
     const { region, scalingGroupId, poolName } = inputs;
     const timeoutMs = (inputs.readyTimeoutSeconds ?? 1200) * 1000;
     const pollMs = (inputs.pollSeconds ?? 15) * 1000;
-    const access = { region, masterInstanceId: inputs.masterInstanceId, commands: inputs.commands, pollIntervalMs: inputs.pollIntervalMs };
+    const access = clusterAccess(inputs);
     let last = "";
     for (;;) {
-        const members = await groupInstanceIds(region, scalingGroupId);
+        const members = (await stayingMembers(region, scalingGroupId)).map((m) => m.instanceId);
         const nodes = await listNodes(access, `${POOL_LABEL}=${poolName}`);
         const readyIds = new Set(nodes.filter((n) => n.ready).map((n) => n.providerId));
         const ready = members.filter((id) => readyIds.has(providerIdOf(region, id)));
@@ -131,38 +184,24 @@ async function waitForReadyNodes(inputs: PoolCapacityInputs, size: number, start
 function removalOptions(inputs: PoolCapacityInputs): RemovalOptions {
     const log = pulumiLog();
     return {
-        region: inputs.region, masterInstanceId: inputs.masterInstanceId, commands: inputs.commands, routeTableId: inputs.routeTableId,
+        region: inputs.region, masterInstanceIds: clusterAccess(inputs).masterInstanceIds, commands: inputs.commands, routeTableId: inputs.routeTableId,
         drainTimeoutSeconds: inputs.drainTimeoutSeconds, pollIntervalMs: inputs.pollIntervalMs,
         log: (m) => log.info(m), warn: (m) => log.warn(m),
     };
 }
 
-/** Drains and removes nodes down to `targetSize` through the removal flow, then lowers MaxSize to match. */
-export async function shrinkPool(inputs: PoolCapacityInputs, targetSize: number, opts: RemovalOptions = removalOptions(inputs)): Promise<RemovalReport[]> {
-    const reports = await scaleInPool({ scalingGroupId: inputs.scalingGroupId, poolName: inputs.poolName, targetSize, minSize: inputs.minSize ?? 0, essAction: "release" }, opts);
-    if ((inputs.mode ?? "fixed") === "fixed") {
-        await modifyScalingGroup(inputs.region, inputs.scalingGroupId, { maxSize: Math.max(targetSize, 1), desiredCapacity: targetSize });
-    }
-    return reports;
-}
-
 /**
  * Before the group is deleted: MinSize 0 (so ESS accepts removing every member) and MaxSize at the
- * current member count (so the Cluster Autoscaler cannot add a node that would then be released
- * undrained with the group), then every node drained and removed through the removal flow. A group
- * already gone is fine.
+ * current capacity (so the Cluster Autoscaler cannot add a node that would then be released undrained
+ * with the group), then every node drained and removed through the removal flow. A group already gone is fine.
  */
 export async function drainPool(inputs: PoolCapacityInputs, opts: RemovalOptions = removalOptions(inputs)): Promise<RemovalReport[]> {
-    try {
-        const members = await groupInstanceIds(inputs.region, inputs.scalingGroupId);
-        await modifyScalingGroup(inputs.region, inputs.scalingGroupId, { minSize: 0, maxSize: members.length });
-    } catch (err) {
-        if (err instanceof OpenApiError && err.code === "InvalidScalingGroupId.NotFound") {
-            (opts.warn ?? (() => undefined))(`pool ${inputs.poolName}: ESS group ${inputs.scalingGroupId} is already gone; nothing to drain`);
-            return [];
-        }
-        throw err;
+    const group = (await describeScalingGroups(inputs.region, [inputs.scalingGroupId])).get(inputs.scalingGroupId);
+    if (!group) {
+        (opts.warn ?? (() => undefined))(`pool ${inputs.poolName}: ESS group ${inputs.scalingGroupId} is already gone; nothing to drain`);
+        return [];
     }
+    await modifyScalingGroup(inputs.region, inputs.scalingGroupId, { minSize: 0, maxSize: Math.max(group.totalCapacity, group.desiredCapacity, 1) });
     return scaleInPool({ scalingGroupId: inputs.scalingGroupId, poolName: inputs.poolName, targetSize: 0, minSize: 0, essAction: "release" }, opts);
 }
 
@@ -184,14 +223,19 @@ export const poolCapacityProvider: pulumi.dynamic.ResourceProvider = {
         // Only a different group is a replacement: switching a pool between fixed and autoscaled (mode) is an
         // update, never a delete that would drain every node of the pool.
         const replaces = (["scalingGroupId", "region"] as const).filter((k) => (olds[k] ?? "") !== (news[k] ?? ""));
-        const keys = ["mode", "size", "minSize", "poolName", "masterInstanceId", "commands", "routeTableId", "readyTimeoutSeconds", "pollSeconds", "pollIntervalMs", "drainTimeoutSeconds", "providerVersion"] as const;
+        const keys = ["mode", "size", "minSize", "poolName", "masterInstanceId", "masterInstanceIds", "commands", "routeTableId", "readyTimeoutSeconds", "pollSeconds", "pollIntervalMs", "drainTimeoutSeconds", "providerVersion"] as const;
         // A new command id (a changed script) is an update: never a replacement, which would drain the pool.
         const changed = replaces.length > 0 || keys.some((k) => JSON.stringify(olds[k]) !== JSON.stringify(news[k]));
         // Replacing (a new group) must drain the old group before its nodes go.
         return { changes: changed, replaces, deleteBeforeReplace: true };
     },
     async update(_id: string, _olds: State, news: PoolCapacityInputs) {
-        if ((news.mode ?? "fixed") === "observe") return { outs: { ...news, readyInstanceIds: [] } };
+        if ((news.mode ?? "fixed") === "observe") {
+            // The Cluster Autoscaler owns the pool now: its RemoveInstances must not meet a protected member.
+            await protectMembers(news, false, logInfo);
+            await uncordonSurvivors(news, logInfo);
+            return { outs: { ...news, readyInstanceIds: [] } };
+        }
         return { outs: { ...news, ...(await setPoolCapacity(news, logInfo)) } };
     },
     async delete(_id: string, props: State) {

@@ -1,92 +1,110 @@
 /**
- * Removing several nodes: the Kubernetes side of each, a few at a time; then the ESS members of each group
- * leave in batches (one scaling activity per batch; batches of one group one after another, because ESS
- * runs one activity at a time per group); then the left-over routes. A node whose step failed goes no
- * further; every other node is finished, and one error lists each failure at the end.
+ * Removing several nodes: one Node listing for all of them; the Kubernetes side of each, a few at a time;
+ * as each finishes, a drained pool member queues for its scaling group, whose batches (scalingGroup.ts) run
+ * one after another per group while other nodes still drain (a member that had no Node waits until every
+ * drain has ended); then the pod routes of every node that left. A
+ * node whose step failed goes no further, and neither do the members of a group after one of its batches
+ * failed; every other node is finished, and one error lists each failure at the end.
  */
-import { ESS_BUSY_RETRY, leaveScalingGroup as essLeave, scalingGroupMembers } from "../cloud/ess";
-import { OpenApiError } from "../cloud/openapi";
-import { deletePodRoutes, kubernetesSide } from "./steps";
-import { beginRemoval, notApplicable, RemovalError, skipStep, type NodeRemoval, type RemovalOptions, type RemovalReport, type RemovalTarget } from "./types";
+import { deletePodRoutes } from "./routes";
+import { ESS_BATCH, leaveGroupBatch } from "./scalingGroup";
+import { deleteNodeAfterLeaving, findNodes, kubernetesSide } from "./steps";
+import { beginRemoval, beginRun, notApplicable, RemovalError, type NodeRemoval, type RemovalOptions, type RemovalReport, type RemovalRun, type RemovalTarget } from "./types";
 
-/** ESS takes up to 20 instances in one RemoveInstances / DetachInstances call. */
-export const ESS_BATCH = 20;
-
-/**
- * Pool members leave their ESS group, `release` (RemoveInstances: instance released, desired capacity
- * decreased) or `keep` (DetachInstances). One call for the whole batch.
- */
-async function leaveScalingGroup(group: string, essAction: "release" | "keep", nodes: NodeRemoval[], opts: RemovalOptions): Promise<void> {
-    const ids = nodes.map((n) => n.target.instanceId);
-    const fix = `check scaling group ${group} (ESS console: scaling activities), then retry`;
-    let present: string[];
-    try {
-        const members = await scalingGroupMembers(opts.region, group, { instanceIds: ids });
-        present = ids.filter((id) => members.some((m) => m.instanceId === id && m.lifecycleState !== "Removing"));
-    } catch (err) {
-        throw new RemovalError(ids, "leave-scaling-group", err as Error, fix);
-    }
-    for (const n of nodes.filter((x) => !present.includes(x.target.instanceId))) {
-        skipStep(n, "leave-scaling-group", `${n.target.instanceId} is no longer in ${group}`);
-    }
-    if (present.length === 0) {
-        return;
-    }
-    nodes[0].log(`${essAction === "keep" ? "detaching" : "releasing"} ${present.join(", ")} from ${group}`);
-    try {
-        await essLeave(opts.region, group, present, essAction);
-    } catch (err) {
-        // Left meanwhile (ESS was already removing them, or the group is gone): done.
-        if (err instanceof OpenApiError && ["IncorrectInstanceStatus", "InvalidInstanceId.NotFound", "InvalidScalingGroupId.NotFound"].includes(err.code)) {
-            for (const n of nodes.filter((x) => present.includes(x.target.instanceId))) {
-                skipStep(n, "leave-scaling-group", `${n.target.instanceId} already left ${group} (${err.code})`);
-            }
-            return;
-        }
-        throw new RemovalError(present, "leave-scaling-group", err as Error, fix);
-    }
-    for (const n of nodes.filter((x) => present.includes(x.target.instanceId))) {
-        n.report.done.push("leave-scaling-group");
-    }
-}
-
-/** Runs `work` over `items`, `concurrency` at a time; collects the errors instead of stopping. */
-async function eachLimited<T>(items: T[], concurrency: number, work: (item: T) => Promise<void>): Promise<Error[]> {
-    const failures: Error[] = [];
+/** Runs `work` over `items`, `concurrency` at a time, to the end (failures are the work's to record). */
+async function eachLimited<T>(items: readonly T[], concurrency: number, work: (item: T) => Promise<void>): Promise<void> {
     let next = 0;
     const worker = async () => {
-        while (next < items.length) {
-            const item = items[next++];
-            try {
-                await work(item);
-            } catch (err) {
-                failures.push(err as Error);
-            }
-        }
+        while (next < items.length) await work(items[next++]);
     };
     await Promise.all(Array.from({ length: Math.min(Math.max(1, concurrency), items.length) }, worker));
-    return failures;
+}
+
+interface GroupQueue {
+    waiting: NodeRemoval[];
+    /** The running worker, if any. */
+    worker?: Promise<void>;
+    /** Why later members fail without a call (an earlier batch failed). */
+    broken?: string;
 }
 
 /**
- * The ESS batches of the removals that reached the ESS step, grouped by scaling group (batches of
- * one group run one after another; groups in parallel). Within a group, `release` and `keep` members
- * go in separate calls (RemoveInstances vs DetachInstances).
+ * One queue per scaling group: members join as their Kubernetes side ends; a worker takes up to
+ * {@link ESS_BATCH} of them (same action) per call while no other call of that group runs. After a
+ * failed batch, the group's other members fail without a call.
  */
-function essBatchesByGroup(removals: NodeRemoval[]): NodeRemoval[][][] {
-    const byGroup = new Map<string, Map<string, NodeRemoval[]>>();
-    for (const r of removals) {
-        if (!r.target.scalingGroupId) {
-            notApplicable(r, "leave-scaling-group", "not an ESS member");
-            continue;
+class GroupQueues {
+    private readonly queues = new Map<string, GroupQueue>();
+
+    /** Members that had no Node to drain: held until every drain of the run has ended (see {@link release}). */
+    private held: NodeRemoval[] = [];
+    private draining = true;
+
+    constructor(private readonly run: RemovalRun, private readonly failed: Map<NodeRemoval, Error>) {}
+
+    /**
+     * Queues a member whose Kubernetes side is done. One that had no Node (still joining, or never joined)
+     * waits until no drain of this run is running: a node that registers late would otherwise receive the
+     * evicted pods of the others after the last look at it.
+     */
+    add(r: NodeRemoval): void {
+        if (this.draining && !r.report.done.includes("drain")) {
+            this.held.push(r);
+            return;
         }
-        const actions = byGroup.get(r.target.scalingGroupId) ?? new Map<string, NodeRemoval[]>();
-        const action = r.target.essAction ?? "release";
-        actions.set(action, [...(actions.get(action) ?? []), r]);
-        byGroup.set(r.target.scalingGroupId, actions);
+        this.enqueue(r);
     }
-    return [...byGroup.values()].map((actions) => [...actions.values()].flatMap((members) =>
-        Array.from({ length: Math.ceil(members.length / ESS_BATCH) }, (_, k) => members.slice(k * ESS_BATCH, (k + 1) * ESS_BATCH))));
+
+    /** Every drain of the run has ended: the held members go. */
+    release(): void {
+        this.draining = false;
+        this.held.splice(0).forEach((r) => this.enqueue(r));
+    }
+
+    private enqueue(r: NodeRemoval): void {
+        const group = r.target.scalingGroupId!;
+        const q = this.queues.get(group) ?? { waiting: [] };
+        this.queues.set(group, q);
+        q.waiting.push(r);
+        if (!q.worker) q.worker = this.work(group, q);
+    }
+
+    private async work(group: string, q: GroupQueue): Promise<void> {
+        try {
+            await this.drain(group, q);
+        } finally {
+            // Synchronously after the last look at `waiting`: a member added later starts a new worker.
+            q.worker = undefined;
+        }
+    }
+
+    private async drain(group: string, q: GroupQueue): Promise<void> {
+        await Promise.resolve(); // members added in the same turn go in the same batch
+        while (q.waiting.length > 0) {
+            if (q.broken) {
+                const rest = q.waiting.splice(0);
+                const err = new RemovalError(rest.map((r) => r.target.instanceId), "leave-scaling-group", new Error(`not attempted: ${q.broken}`),
+                    `fix the failed batch of ${group} first, then run again`);
+                rest.forEach((r) => this.failed.set(r, err));
+                return;
+            }
+            const action = q.waiting[0].target.essAction ?? "release";
+            const batch = q.waiting.filter((r) => (r.target.essAction ?? "release") === action).slice(0, ESS_BATCH);
+            q.waiting = q.waiting.filter((r) => !batch.includes(r));
+            await leaveGroupBatch(batch, this.run, this.failed);
+            const failedHere = batch.filter((r) => this.failed.has(r));
+            if (failedHere.length > 0) q.broken = `an earlier batch of ${group} failed (${failedHere.map((r) => r.target.instanceId).join(", ")})`;
+        }
+    }
+
+    /** Resolves once every queue is empty and no call runs. */
+    async settled(): Promise<void> {
+        for (;;) {
+            const running = [...this.queues.values()].map((q) => q.worker).filter((w): w is Promise<void> => w !== undefined);
+            if (running.length === 0) return;
+            await Promise.all(running);
+        }
+    }
 }
 
 /**
@@ -94,26 +112,31 @@ function essBatchesByGroup(removals: NodeRemoval[]): NodeRemoval[][][] {
  * @throws the RemovalError of a single failed node; for several, one Error listing each failure
  */
 export async function removeNodes(targets: RemovalTarget[], opts: RemovalOptions): Promise<RemovalReport[]> {
-    const concurrency = opts.concurrency ?? 5;
+    const run = beginRun(opts);
     const removals = targets.map((t) => beginRemoval(t, opts));
-    const failed = new Set<NodeRemoval>();
-    const track = (rs: NodeRemoval[], work: () => Promise<void>) => work().catch((err) => {
-        rs.forEach((r) => failed.add(r));
-        throw err;
-    });
-    const failures = await eachLimited(removals, concurrency, (r) => track([r], () => kubernetesSide(r, opts)));
-    failures.push(...await eachLimited(essBatchesByGroup(removals.filter((x) => !failed.has(x))), Number.MAX_SAFE_INTEGER, async (batches) => {
-        for (const batch of batches) {
-            await track(batch, () => leaveScalingGroup(batch[0].target.scalingGroupId!, batch[0].target.essAction ?? "release", batch, opts));
+    const failed = new Map<NodeRemoval, Error>();
+    const record = (rs: readonly NodeRemoval[]) => (err: unknown) => rs.forEach((r) => failed.set(r, err as Error));
+    await findNodes(removals, run).catch(record(removals));
+    const groups = new GroupQueues(run, failed);
+    await eachLimited(removals.filter((r) => !failed.has(r)), opts.concurrency ?? 10, async (r) => {
+        try {
+            await kubernetesSide(r, run);
+        } catch (err) {
+            failed.set(r, err as Error);
+            return;
         }
-    }));
-    failures.push(...await eachLimited(removals.filter((x) => !failed.has(x)), concurrency, (r) => track([r], async () => {
-        await deletePodRoutes(r, opts);
-        r.log(`${r.target.instanceId} removed (${r.report.done.join(", ") || "nothing left to do"})`);
-    })));
-    if (failures.length === 1 && targets.length === 1) {
-        throw failures[0];
-    }
+        if (r.target.scalingGroupId) groups.add(r);
+        else notApplicable(r, "leave-scaling-group", "not an ESS member");
+    });
+    groups.release();
+    await groups.settled();
+    await eachLimited(removals.filter((r) => !failed.has(r) && r.facts.deleteAfterLeaving), opts.concurrency ?? 10,
+        (r) => deleteNodeAfterLeaving(r, run).catch(record([r])));
+    const left = removals.filter((r) => !failed.has(r));
+    await deletePodRoutes(left, run).catch(record(left));
+    for (const r of removals.filter((x) => !failed.has(x))) r.log(`${r.target.instanceId} removed (${r.report.done.join(", ") || "nothing left to do"})`);
+    const failures = [...new Set(failed.values())];
+    if (failures.length === 1 && targets.length === 1) throw failures[0];
     if (failures.length > 0) {
         throw new Error(`${failed.size} of ${targets.length} node removal(s) failed:\n${failures.map((f) => f.message).join("\n")}`);
     }
@@ -125,4 +148,4 @@ export async function removeNode(target: RemovalTarget, opts: RemovalOptions): P
     return (await removeNodes([target], opts))[0];
 }
 
-export { ESS_BUSY_RETRY };
+export { ESS_BATCH };

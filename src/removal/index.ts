@@ -5,11 +5,13 @@
  * error naming the instance, the step and the fix, so nothing later runs (no release of an undrained
  * node). Running the same `pulumi up` / `destroy` again resumes.
  *
- *   types.ts    what is removed, the options, the report and RemovalError
- *   steps.ts    one node: find Node → drain → clear userdata → reset → delete Node; the pod-route clean-up
- *   batch.ts    several nodes: Kubernetes side a few at a time, ESS batches per group, then routes
- *   victims.ts  which pool members go first
- *   scaleIn.ts  shrinking a pool to a size
+ *   types.ts         what is removed, the options, the report and RemovalError
+ *   steps.ts         one node's Kubernetes side: find Node → drain → clear userdata → reset → leave etcd → delete Node
+ *   scalingGroup.ts  pool members leaving their ESS group: re-read, unprotect, one call per batch, wait for the activity
+ *   routes.ts        the pod routes left behind
+ *   batch.ts         several nodes: Kubernetes side a few at a time, each group's batches as nodes are ready, then routes
+ *   victims.ts       which pool members go first
+ *   scaleIn.ts       shrinking a pool to a size
  */
 export * from "./types";
 export { CLEARED_USERDATA } from "./steps";

@@ -1,4 +1,5 @@
 // The removal core's vocabulary: what is removed, how, and what happened.
+import type { ClusterAccess } from "../cloud/operations";
 import type { NodeCommandIds } from "../rules";
 
 /** How the node came into the cluster; decides which steps apply. */
@@ -22,8 +23,11 @@ export interface RemovalTarget {
 /** Where and how to remove. */
 export interface RemovalOptions {
     region: string;
-    /** Master that runs the Kubernetes-side operations (master 0). */
-    masterInstanceId: string;
+    /**
+     * Every master, master 0 first: the Kubernetes-side operations (kubectl with the admin kubeconfig) run on
+     * the first that can run commands, so a removal completes with master 0 stopped.
+     */
+    masterInstanceIds: readonly string[];
     /** The cluster's saved commands (drain, reset, delete-node, …). */
     commands: NodeCommandIds;
     /** Route table holding the pod routes; when set, a route left behind for the instance is deleted. */
@@ -34,8 +38,17 @@ export interface RemovalOptions {
     force?: boolean;
     /** Nodes removed at once by removeNodes. Default 5. */
     concurrency?: number;
-    /** First Cloud Assistant poll delay, ms. Default 1000 (tests lower it). */
+    /** First Cloud Assistant poll delay, ms; also the first pause of the ESS activity and route waits. Default 1000 (tests lower it). */
     pollIntervalMs?: number;
+    /**
+     * A node whose machine keeps running (an existing node, a pool node detached with `keep`) and that cannot
+     * run commands (stopped, Cloud Assistant agent offline) is removed anyway, without `kubeadm reset`. Its
+     * kubelet credentials stay on it, so its kubelet registers the Node again when it next runs, until
+     * `kubeadm reset -f` is run on it. Default false: the removal fails at the reset step with the fix.
+     */
+    removeWithoutReset?: boolean;
+    /** Bound on the wait for one ESS scaling activity, seconds. Default 1200. */
+    activityTimeoutSeconds?: number;
     /** Progress for the Pulumi log (`draining i-…`). */
     log?: (message: string) => void;
     /** Warnings for the Pulumi log (a step skipped because its target is gone). */
@@ -43,7 +56,7 @@ export interface RemovalOptions {
 }
 
 /** The steps, in order. `find-node` only looks; it is named so that its failure is not reported as a drain's. */
-export const REMOVAL_STEPS = ["find-node", "drain", "clear-userdata", "reset", "delete-node", "leave-scaling-group", "delete-route"] as const;
+export const REMOVAL_STEPS = ["find-node", "drain", "clear-userdata", "reset", "leave-etcd", "delete-node", "leave-scaling-group", "delete-route"] as const;
 export type RemovalStep = (typeof REMOVAL_STEPS)[number];
 
 /** What happened to one node. */
@@ -74,18 +87,51 @@ export class RemovalError extends Error {
     }
 }
 
-/** One node's removal in progress: its target, its report, and how it logs. */
+/** What a removal learns of the node's Kubernetes side as it goes. */
+export interface NodeFacts {
+    /** The Node's name; null when there is none. */
+    name: string | null;
+    /** Whether the Node is Ready; undefined when unknown. */
+    ready?: boolean;
+    /** The reset was skipped because the node could not run commands: its kubelet may still run. */
+    resetSkipped?: boolean;
+    /** A Node whose deletion waits until the instance has left its group (see steps.ts `removeNodeObject`). */
+    deleteAfterLeaving?: string;
+}
+
+/** One node's removal in progress: its target, what is known of its Node, its report, and how it logs. */
 export interface NodeRemoval {
     target: RemovalTarget;
+    facts: NodeFacts;
     report: RemovalReport;
     log: (message: string) => void;
     warn: (message: string) => void;
 }
 
+/** One removal run (one or many nodes): its options and the one cluster access its operations share. */
+export interface RemovalRun {
+    opts: RemovalOptions;
+    /** Shared, so that once a master fails to run a command the others are tried first for the rest of the run. */
+    access: ClusterAccess;
+}
+
+/** Starts a removal run. */
+export function beginRun(opts: RemovalOptions): RemovalRun {
+    return { opts, access: { region: opts.region, masterInstanceIds: opts.masterInstanceIds, commands: opts.commands, pollIntervalMs: opts.pollIntervalMs } };
+}
+
 /** Starts the bookkeeping of one node's removal. */
 export function beginRemoval(target: RemovalTarget, opts: RemovalOptions): NodeRemoval {
     const log = opts.log ?? (() => undefined);
-    return { target, report: { instanceId: target.instanceId, done: [], skipped: [] }, log, warn: opts.warn ?? log };
+    return {
+        target, facts: { name: target.nodeName ?? null, ready: target.nodeReady },
+        report: { instanceId: target.instanceId, done: [], skipped: [] }, log, warn: opts.warn ?? log,
+    };
+}
+
+/** Whether the node's machine keeps running after it left: an existing node, or a pool node detached with `keep`. */
+export function keepsRunning(target: RemovalTarget): boolean {
+    return target.kind === "existing" || (target.kind !== "control-plane" && target.essAction === "keep");
 }
 
 /** Records a skipped step, with a warning in the Pulumi log (the target was gone: worth knowing). */
@@ -99,11 +145,11 @@ export function notApplicable(r: NodeRemoval, step: RemovalStep, reason: string)
     r.report.skipped.push({ step, reason });
 }
 
-/** Runs one step; any failure becomes a RemovalError naming the instance, the step and the fix. */
-export async function runStep(r: NodeRemoval, step: RemovalStep, fix: string, run: () => Promise<void>): Promise<void> {
+/** Runs one step; any failure becomes a RemovalError naming the instance, the step and the fix (which may depend on the error). */
+export async function runStep(r: NodeRemoval, step: RemovalStep, fix: string | ((err: unknown) => string), run: () => Promise<void>): Promise<void> {
     try {
         await run();
     } catch (err) {
-        throw err instanceof RemovalError ? err : new RemovalError([r.target.instanceId], step, err as Error, fix);
+        throw err instanceof RemovalError ? err : new RemovalError([r.target.instanceId], step, err as Error, typeof fix === "string" ? fix : fix(err));
     }
 }

@@ -8,17 +8,20 @@ export interface PoolMember {
     ready: boolean;
     /** Pods on the node not owned by a DaemonSet. */
     workloadPods: number;
+    /** An earlier removal marked (and cordoned) it and did not finish. Default false. */
+    marked?: boolean;
     /** Instance creation time, ISO 8601. */
     createdAt: string;
 }
 
 /**
- * Picks `count` members to remove: NotReady (or Node-less) first, then fewest workload pods, then newest.
- * Deterministic for equal keys (instance id).
+ * Picks `count` members to remove: NotReady (or Node-less) first, then those an unfinished removal already
+ * cordoned, then fewest workload pods, then newest. Deterministic for equal keys (instance id).
  */
 export function chooseVictims(members: PoolMember[], count: number): PoolMember[] {
     const sorted = [...members].sort((a, b) =>
         Number(a.ready && a.nodeName !== null) - Number(b.ready && b.nodeName !== null) ||
+        Number(!a.marked) - Number(!b.marked) ||
         a.workloadPods - b.workloadPods ||
         b.createdAt.localeCompare(a.createdAt) ||
         a.instanceId.localeCompare(b.instanceId));

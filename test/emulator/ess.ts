@@ -179,7 +179,9 @@ export function launchInstance(st: EmulatorState, g: EmuScalingGroup, lifecycle:
 function removeMember(st: EmulatorState, id: string, release: boolean, recycle: boolean): boolean {
     const si = st.scalingInstances.get(id);
     st.scalingInstances.delete(id);
-    if (!si || !release || !(si.creationType === "AutoCreated" || si.entrusted)) return false;
+    const releases = !!si && release && (si.creationType === "AutoCreated" || si.entrusted);
+    if (si) st.onMemberLeft?.(id, si.scalingGroupId, releases);
+    if (!si || !releases) return false;
     const inst = st.instances.get(id);
     if (!inst) return false;
     if (recycle) inst.status = "Stopped";

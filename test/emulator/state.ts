@@ -309,6 +309,8 @@ export class EmulatorState {
     routeConflictSeq = 0;
     /** Called when an instance "runs" its user data (first boot after ReplaceSystemDisk). */
     onUserDataRun?: (instance: EmuInstance) => void;
+    /** Test hook (not a cloud behaviour): called when a member leaves its scaling group, before its instance is released. */
+    onMemberLeft?: (instanceId: string, scalingGroupId: string, released: boolean) => void;
     private seq = 0;
 
     /** A fresh id with a prefix, e.g. `i-emu0000000000000001`. */

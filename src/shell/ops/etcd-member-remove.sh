@@ -1,14 +1,15 @@
 #!/bin/bash
-# etcd-member-remove (on a master): remove the etcd member named AK_MEMBER (a master's Node name: kubeadm names
-# members after nodeRegistration.name) through the etcd static pod of AK_ETCD_NODE. For a member whose own
-# `kubeadm reset` could not leave etcd: otherwise quorum keeps counting a dead member.
-# Prints member-removed or member-absent.
+# etcd-member-remove (on a master): remove the etcd member of a master that is leaving, matched by name AK_MEMBER
+# (kubeadm names members after the Node) or by peer address AK_PEER_IP (either may be empty), through the etcd
+# static pod of AK_ETCD_NODE. `kubeadm reset` only warns when it cannot leave etcd, and a member that could not run
+# it never tried: otherwise quorum keeps counting a dead member. Prints member-removed or member-absent.
 pki=/etc/kubernetes/pki/etcd
 etcdctl() {
   ak_kubectl -n kube-system exec "etcd-${AK_ETCD_NODE}" -- etcdctl --endpoints=https://127.0.0.1:2379 \
     --cacert="${pki}/ca.crt" --cert="${pki}/healthcheck-client.crt" --key="${pki}/healthcheck-client.key" "$@"
 }
-id=$(etcdctl member list | awk -F', ' -v n="$AK_MEMBER" '$3 == n {print $1}')
+id=$(etcdctl member list | awk -F', ' -v n="$AK_MEMBER" -v peer="${AK_PEER_IP:+//${AK_PEER_IP}:}" \
+  '(n != "" && $3 == n) || (peer != "" && index($4, peer) > 0) {print $1; exit}')
 if [ -z "$id" ]; then
   echo member-absent
   exit 0
