@@ -450,6 +450,54 @@ describe("node operations in the sandbox", () => {
         assert.equal(callsOf(again.calls, "ip", "link").filter((c) => c.args[1] === "delete").length, 0, "no link left to delete");
     });
 
+    it("drain: marks the Node, then drains; prints only the last 8 KB of kubectl's output and a status line; the whole output stays in a log on the master", async () => {
+        const sb = sandbox({ os: "ubuntu", prebaked: true });
+        const big = "evicting pod default/web-0\n".repeat(1200); // ~31 KB, more than Cloud Assistant keeps (24 KB)
+        const params = { node: "node-a", timeout: "600", force: "false", skipWait: "0" };
+        const r = await sb.run(fill(renderOperation("drain"), params), { AK_STUB_KUBECTL_OUTPUT: big });
+        assert.equal(r.code, 0, r.stderr);
+        assert.ok(Buffer.byteLength(r.stdout) <= 8192 + 32, `printed ${Buffer.byteLength(r.stdout)} bytes`);
+        assert.match(r.stdout, /drain-status=0\n$/);
+        const kubectl = callsOf(r.calls, "kubectl").map((c) => c.args.filter((a) => !a.startsWith("--kubeconfig")).slice(0, 3).join(" "));
+        assert.deepEqual(kubectl.map((k) => k.split(" ")[0]), ["annotate", "drain"], "marked before the drain");
+        assert.match(kubectl[0], /^annotate node node-a$/);
+        assert.ok(Buffer.byteLength(sb.read("/var/log/alicloud-kubeadm/drain-node-a.log") ?? "") > 60_000, "the whole output is kept on the master");
+        const failed = await sb.run(fill(renderOperation("drain"), params), { AK_STUB_KUBECTL_RC: "1", AK_STUB_KUBECTL_OUTPUT: 'Error from server (NotFound): nodes "node-a" not found' });
+        assert.equal(failed.code, 1);
+        assert.match(failed.stdout, /not found\ndrain-status=1\n$/);
+        assert.deepEqual(callsOf(failed.calls, "kubectl").map((c) => c.args.find((a) => !a.startsWith("--"))), ["annotate"], "no drain of a Node that could not be marked");
+    });
+
+    it("uncordon: only a Node a removal marked; the mark goes with the cordon", async () => {
+        const sb = sandbox({ os: "ubuntu", prebaked: true });
+        const unmarked = await sb.run(fill(renderOperation("uncordon"), { node: "node-a" }), { AK_STUB_KUBECTL_OUTPUT: "" });
+        assert.equal(unmarked.code, 0, unmarked.stderr);
+        assert.match(unmarked.stdout, /^not-marked$/m);
+        assert.deepEqual(callsOf(unmarked.calls, "kubectl").map((c) => c.args.find((a) => !a.startsWith("--"))), ["get"]);
+        const marked = await sb.run(fill(renderOperation("uncordon"), { node: "node-a" }), { AK_STUB_KUBECTL_OUTPUT: "2026-12-02T10:00:00Z" });
+        assert.match(marked.stdout, /^uncordoned$/m);
+        const args = callsOf(marked.calls, "kubectl").map((c) => c.args.filter((a) => !a.startsWith("--kubeconfig")).join(" "));
+        assert.deepEqual(args.slice(1), ["uncordon node-a", "annotate node node-a alicloud-kubeadm/removing-"]);
+    });
+
+    it("etcd-member-remove: finds the member by name or by peer address, removes it once; absent is fine", async () => {
+        const sb = sandbox({ os: "ubuntu", prebaked: true });
+        const list = ["8e9e05c52164694d, started, master-1, https://192.168.1.11:2380, https://192.168.1.11:2379, false",
+            "91bc3c398fb3c146, started, master-2, https://192.168.2.12:2380, https://192.168.2.12:2379, false"].join("\n");
+        const run = (member: string, peerIp: string) => sb.run(fill(renderOperation("etcd-member-remove"), { member, peerIp, etcdNode: "master-0" }), { AK_STUB_KUBECTL_OUTPUT: list });
+        const removedArgs = (r: Awaited<ReturnType<typeof run>>) => callsOf(r.calls, "kubectl").map((c) => c.args.join(" ")).filter((a) => / member remove /.test(a)).map((a) => a.split(" ").pop());
+        const byName = await run("master-2", "");
+        assert.equal(byName.code, 0, byName.stderr);
+        assert.match(byName.stdout, /member-removed/);
+        assert.deepEqual(removedArgs(byName), ["91bc3c398fb3c146"]);
+        const byPeer = await run("", "192.168.1.11");
+        assert.deepEqual(removedArgs(byPeer), ["8e9e05c52164694d"]);
+        const notPrefix = await run("", "192.168.1.1");
+        assert.match(notPrefix.stdout, /member-absent/, "192.168.1.1 is not 192.168.1.11");
+        assert.deepEqual(removedArgs(notPrefix), []);
+        assert.match((await run("master-9", "")).stdout, /member-absent/);
+    });
+
     it("a parameter value that breaks the pattern stops the operation before it does anything", async () => {
         const sb = sandbox({ os: "ubuntu", prebaked: true });
         const r = await sb.run(fill(renderOperation("delete-node"), { node: "Node With Spaces" }));

@@ -111,7 +111,7 @@ const STUB_SRC = path.join(__dirname, "stubs");
 const STUBS = ["kubeadm", "kubelet", "kubectl", "containerd", "curl", "apt-get", "dnf", "gpg", "ip"];
 const INSTALLABLE = new Set(["kubeadm", "kubelet", "kubectl", "containerd"]);
 const RECORD_ONLY = ["systemctl", "modprobe", "sysctl", "swapoff", "apt-mark", "iptables"];
-const REAL_TOOLS = ["bash", "cat", "chmod", "cmp", "cp", "cut", "date", "dirname", "basename", "grep", "head", "ln",
+const REAL_TOOLS = ["awk", "base64", "gzip", "bash", "cat", "chmod", "cmp", "cp", "cut", "date", "dirname", "basename", "grep", "head", "ln",
     "ls", "mkdir", "mktemp", "mv", "rm", "rmdir", "sed", "sleep", "sort", "tail", "tee", "touch", "tr", "wc", "env", "printf"];
 const OS_RELEASE = {
     ubuntu: (release: string) => `NAME="Ubuntu"\nVERSION_ID="${release}"\nID=ubuntu\nID_LIKE=debian\n`,
