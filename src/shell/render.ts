@@ -318,8 +318,9 @@ function assemble(roleScript: string, header: Array<[string, string]>): string {
 export const SAVED_COMMAND_LIMIT_BASE64 = 18 * 1024;
 
 /**
- * A script as it goes into a saved command: without blank lines and leading indentation (outside heredocs,
- * whose text is data), so the attach script fits the 18 KB a saved command may hold. Bash reads it the same.
+ * A script as it goes into a saved command: without blank lines, comments and leading indentation (outside
+ * heredocs, whose text is data; the `#!` line and shellcheck directives stay), so the attach script fits the
+ * 18 KB a saved command may hold. Bash reads it the same: the scripts have no multi-line quoted strings.
  */
 export function compactShell(script: string): string {
     const out: string[] = [];
@@ -331,8 +332,10 @@ export function compactShell(script: string): string {
             continue;
         }
         const trimmed = line.replace(/^\s+/, "");
-        if (trimmed === "") continue;
-        out.push(trimmed);
+        const keep = (out.length === 0 && trimmed.startsWith("#!")) || trimmed.startsWith("# shellcheck ");
+        if (trimmed === "" || (trimmed.startsWith("#") && !keep)) continue;
+        // A trailing ` # comment` goes too when nothing before it could quote or escape it.
+        out.push(trimmed.replace(/^([^'"`#$\\]*?)\s+#\s.*$/, "$1"));
         heredocEnd = /<<-?\s*['"]?([A-Za-z_]+)['"]?/.exec(trimmed)?.[1];
     }
     return out.join("\n") + "\n";
