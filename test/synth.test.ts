@@ -41,7 +41,7 @@ describe("offline synth", () => {
             "  alicloud:region: cn-hangzhou",
             "  alicloud-kubeadm:cluster:",
             "    name: broken",
-            '    kubernetesVersion: "1.34.2"',
+            '    kubernetesVersion: "1.36.3"',
             "    zones: [cn-hangzhou-h]",
             "    network: { podCidr: 192.168.1.0/24, serviceCidr: nonsense }",
             "    nodePools: [{ name: a, instanceType: ecs.g7.large, autoscale: { min: 3, max: 1 } }]",
@@ -53,10 +53,106 @@ describe("offline synth", () => {
         assert.ok(!fs.existsSync(path.join(out, "broken")));
     });
 
+    /** Writes a stack file into the temp folder. */
+    const stackFile = (name: string, lines: string[]) => {
+        const file = path.join(out, `Pulumi.${name}.yaml`);
+        fs.writeFileSync(file, lines.join("\n") + "\n");
+        return file;
+    };
+
+    it("a Singapore stack with two zones synthesizes, with upstream package and image sources only", async () => {
+        const file = stackFile("sg", [
+            "config:",
+            "  alicloud:region: ap-southeast-1",
+            "  alicloud-kubeadm:cluster:",
+            "    name: sg",
+            '    kubernetesVersion: "1.36.3"',
+            "    zones: [ap-southeast-1a, ap-southeast-1b]",
+            "    controlPlane: { count: 3 }",
+            "    nodePools:",
+            "      - { name: general, instanceType: ecs.g7.xlarge, size: 2 }",
+            "      - { name: elastic, instanceType: ecs.c7.xlarge, autoscale: { min: 0, max: 5 } }",
+        ]);
+        const result = await synthesize(file, out);
+        assert.deepStrictEqual(result.problems, []);
+        const switches = result.resources.filter((r) => r.type === "alicloud:vpc/switch:Switch").map((r) => r.inputs.zoneId).sort();
+        assert.deepStrictEqual(switches, ["ap-southeast-1a", "ap-southeast-1b"]);
+        const scripts = result.resources.flatMap((r) => [r.rawInputs.userData, r.rawInputs.commandContent && Buffer.from(String(r.rawInputs.commandContent), "base64").toString()])
+            .filter((x): x is string => typeof x === "string");
+        assert.ok(scripts.length >= 4, "masters, pools and saved commands");
+        const all = scripts.join("\n");
+        assert.ok(!/mirrors\.cloud\.aliyuncs\.com|google_containers/.test(all), "no China-only default mirror in any node script");
+        assert.match(all, /^readonly AK_IMAGE_REPOSITORY='registry\.k8s\.io'$/m);
+        assert.match(all, /^readonly AK_K8S_REPO_URL='https:\/\/pkgs\.k8s\.io\/core:\/stable:\/v1\.36\/'$/m);
+        assert.match(all, /^readonly AK_SANDBOX_IMAGE='registry\.k8s\.io\/pause:3\.10\.2'$/m);
+        assert.match(all, /^readonly AK_CONTAINERD_RPM_REPO_URL='https:\/\/download\.docker\.com\/linux\/centos'$/m);
+    });
+
+    it("a YAML syntax error names the file and the line", async () => {
+        const file = stackFile("yamlerr", ["config:", "  alicloud:region: cn-hangzhou", "  alicloud-kubeadm:cluster:", "    name: x", "    zones: [cn-hangzhou-h", "    nodePools: []"]);
+        const result = await synthesize(file, out);
+        assert.deepStrictEqual(result.resources, []);
+        assert.strictEqual(result.problems.length, 1);
+        assert.match(result.problems[0], /^YAML syntax error at line 6, column \d+: /);
+        const { spawnSync } = await import("child_process");
+        const res = spawnSync(process.execPath, [require.resolve("ts-node/dist/bin"), "--transpile-only", path.join(__dirname, "..", "scripts", "synth.ts"), file, "--out", out], { encoding: "utf8" });
+        assert.strictEqual(res.status, 1);
+        assert.match(res.stderr, new RegExp(`${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}: YAML syntax error at line 6`));
+    });
+
+    it("applies YAML merge keys (<<) as Pulumi's config reader does", async () => {
+        const file = stackFile("merge", [
+            "config:",
+            "  alicloud:region: cn-hangzhou",
+            "  alicloud-kubeadm:cluster:",
+            "    name: merge",
+            '    kubernetesVersion: "1.36.3"',
+            "    zones: [cn-hangzhou-h, cn-hangzhou-i]",
+            "    nodePools:",
+            "      - &pool { name: general, instanceType: ecs.g7.xlarge, size: 1, labels: { team: a } }",
+            "      - <<: *pool",
+            "        name: second",
+        ]);
+        const result = await synthesize(file, out);
+        assert.deepStrictEqual(result.problems, []);
+        assert.strictEqual(result.resources.filter((r) => r.type === "alicloud-kubeadm:index:NodePool").length, 2);
+    });
+
+    it("every problem at once, nothing registered: ignored keys, a zone as the region, an unquoted version, a reserved label on an existing node", async () => {
+        const file = stackFile("many", [
+            "config:",
+            "  alicloud:region: cn-hangzhou-h",
+            "  alicloud-kubeadm:cluster.controlPlane.count: 3",
+            "  alicloud-kubeadm:cluster:",
+            "    name: many",
+            "    kubernetesVersion: 1.30",
+            "    zones: [cn-hangzhou-h, cn-hangzhou-i]",
+            "    existingNodes: [{ instanceId: i-bp1exampleexample01, labels: { alicloud-kubeadm/pool: x } }]",
+            "    nodePools: [{ name: batch, instanceType: ecs.c7.xlarge, autoscale: { min: 0, max: 3 }, taints: [dedicated=batch:NoSchedule] }]",
+            "  nodePools: []",
+        ]);
+        const result = await synthesize(file, out);
+        assert.deepStrictEqual(result.resources, []);
+        assert.deepStrictEqual(result.problems.map((p) => p.split(": ")[0]).sort(), [
+            "alicloud-kubeadm:cluster.controlPlane.count", "alicloud-kubeadm:nodePools", "alicloud:region",
+            "existingNodes.0.labels.alicloud-kubeadm/pool", "kubernetesVersion", "nodePools.0.autoscale.min",
+        ]);
+        assert.ok(!fs.existsSync(path.join(out, "many")));
+    });
+
+    it("a cluster value stored as a JSON string that does not parse: reported once, without the value", async () => {
+        const file = stackFile("json", ["config:", "  alicloud:region: cn-hangzhou", `  alicloud-kubeadm:cluster: '{"name": "json", "zones": [cn-hangzhou-h]}'`]);
+        const result = await synthesize(file, out);
+        assert.deepStrictEqual(result.resources, []);
+        assert.deepStrictEqual(result.problems.map((p) => p.split(": ")[0]), ["alicloud-kubeadm:cluster"]);
+        assert.match(result.problems[0], /does not parse at line 1, column 28/);
+        assert.doesNotMatch(result.problems[0], /cn-hangzhou-h/);
+    });
+
     it("the CLI exits 1 and prints <file>: <path>: <reason> on bad config", async () => {
         const { spawnSync } = await import("child_process");
         const file = path.join(out, "Pulumi.cli.yaml");
-        fs.writeFileSync(file, "config:\n  alicloud-kubeadm:cluster: { name: cli, kubernetesVersion: '1.34.2', zones: [a], controlPlane: { count: 4 } }\n");
+        fs.writeFileSync(file, "config:\n  alicloud-kubeadm:cluster: { name: cli, kubernetesVersion: '1.36.3', zones: [a], controlPlane: { count: 4 } }\n");
         const res = spawnSync(process.execPath, [require.resolve("ts-node/dist/bin"), "--transpile-only", path.join(__dirname, "..", "scripts", "synth.ts"), file, "--out", out], { encoding: "utf8" });
         assert.strictEqual(res.status, 1, res.stderr);
         assert.match(res.stderr, new RegExp(`^${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}: controlPlane\\.count: must be 1, 3 or 5`, "m"));

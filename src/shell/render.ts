@@ -16,7 +16,7 @@ import * as fs from "fs";
 import * as path from "path";
 import {
     CA_HASH_PATTERN, CERTIFICATE_KEY_PATTERN, checkTaints, defaultMirrors, formatTaint, isCidr, kubernetesVersionProblem, nodeLabelKeyProblem,
-    isLabelValue, OPERATION_PARAMETERS, OPERATIONS, operationParameters, POOL_LABEL, TOKEN_PATTERN,
+    isLabelValue, OPERATION_PARAMETERS, OPERATIONS, operationParameters, pauseVersionFor, POOL_LABEL, TOKEN_PATTERN,
     type JoinOperation, type Mirrors, type OperationName, type ParameterName, type Taint,
 } from "../rules";
 
@@ -65,7 +65,7 @@ export interface NodeParams {
     containerdRpmRepoUrl?: string;
     /** Image registry for control-plane and pause images. Default: {@link defaultMirrors}(region).imageRepository. */
     imageRepository?: string;
-    /** containerd sandbox (pause) image. Default: `<imageRepository>/pause:3.10` (`pause:3.10.1` for Kubernetes >= 1.34). */
+    /** containerd sandbox (pause) image. Default: `<imageRepository>/pause:<kubeadm's pause tag for the minor>` (src/rules/images.ts `pauseVersionFor`). */
     sandboxImage?: string;
     /** API endpoint `host:port` (NLB address or the single master's IP), e.g. `192.168.0.10:6443`. */
     apiEndpoint: string;
@@ -239,7 +239,7 @@ function nodeHeader(p: NodeParams): Array<[string, string]> {
         ["AK_KUBERNETES_VERSION", p.kubernetesVersion],
         ["AK_K8S_REPO_URL", p.kubernetesRepoUrl ?? kubernetesRepoUrl(packageMirror, p.kubernetesVersion)],
         ["AK_CONTAINERD_RPM_REPO_URL", p.containerdRpmRepoUrl ?? containerdRpmRepoUrl(packageMirror)],
-        ["AK_SANDBOX_IMAGE", p.sandboxImage ?? `${imageRepositoryOf(p)}/pause:${minor >= 34 ? "3.10.1" : "3.10"}`],
+        ["AK_SANDBOX_IMAGE", p.sandboxImage ?? `${imageRepositoryOf(p)}/pause:${pauseVersionFor(minor)}`],
         ["AK_API_ENDPOINT", p.apiEndpoint],
     ];
 }
