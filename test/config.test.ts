@@ -389,10 +389,13 @@ describe("cluster config validation", () => {
     });
 
     for (const stack of ["dev", "prod"]) {
-        it(`stacks/Pulumi.${stack}.yaml is valid`, () => {
+        it(`stacks/Pulumi.${stack}.yaml is valid, without warnings, at the Kubernetes version the real-cluster harness is built at`, () => {
             const doc = YAML.parse(fs.readFileSync(path.join(__dirname, "..", "stacks", `Pulumi.${stack}.yaml`), "utf8")).config;
             const result = validateClusterConfig(doc["alicloud-kubeadm:cluster"], doc["alicloud:region"]);
             assert.deepStrictEqual(result.errors, []);
+            assert.deepStrictEqual(result.warnings, []);
+            const harness = /export const KUBERNETES_VERSION = "v([0-9.]+)"/.exec(fs.readFileSync(path.join(__dirname, "kube", "cluster.ts"), "utf8"))![1];
+            assert.strictEqual(doc["alicloud-kubeadm:cluster"].kubernetesVersion, harness);
         });
     }
 });

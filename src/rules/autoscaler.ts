@@ -47,7 +47,7 @@ export const DEFAULT_AUTOSCALER_SETTINGS: Readonly<AutoscalerSettings> = {
 
 /**
  * The autoscaler version for a Kubernetes version: the latest known patch of the same minor
- * (`1.34.2` → `1.34.5`), or undefined when no release of that minor is known (set one explicitly then).
+ * (`1.36.3` → `1.36.1`), or undefined when no release of that minor is known (set one explicitly then).
  */
 export function autoscalerVersionFor(kubernetesVersion: string): string | undefined {
     const v = parseVersion(kubernetesVersion);

@@ -57,7 +57,7 @@ export function durationProblem(text: string): string | undefined {
     return parseDuration(text) === undefined ? `"${text}" must be a duration like 10m, 1h30m or 1.5h (Go duration syntax)` : undefined;
 }
 
-/** `[major, minor, patch]` of a full version `1.34.2` (a leading `v` is allowed), or undefined. */
+/** `[major, minor, patch]` of a full version `1.36.3` (a leading `v` is allowed), or undefined. */
 export function parseVersion(text: string): [number, number, number] | undefined {
     const m = /^v?(\d+)\.(\d+)\.(\d+)$/.exec(text.trim());
     return m ? [Number(m[1]), Number(m[2]), Number(m[3])] : undefined;

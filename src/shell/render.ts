@@ -29,7 +29,7 @@ export const USERDATA_HARD_LIMIT_BYTES = 32 * 1024;
  * The Kubernetes package repository for a minor version, without the `deb/` or `rpm/` suffix (the scripts add it).
  * pkgs.k8s.io uses `core:/stable:/v1.34/`; Alibaba's mirror uses `kubernetes-new/core/stable/v1.34/`.
  * @param packageMirror Base URL of the package mirror (see {@link Mirrors.packageMirror}).
- * @param kubernetesVersion Full version, e.g. `1.34.2`.
+ * @param kubernetesVersion Full version, e.g. `1.36.3`.
  */
 export function kubernetesRepoUrl(packageMirror: string, kubernetesVersion: string): string {
     const minor = kubernetesVersion.split(".").slice(0, 2).join(".");
@@ -55,7 +55,7 @@ function isUpstream(mirror: string): boolean {
 export interface NodeParams {
     /** Alibaba Cloud region id, e.g. `cn-hangzhou`; selects the default mirrors (the node reads its own region from metadata). */
     region: string;
-    /** Kubernetes version `x.y.z` (>= 1.31, kubeadm config API v1beta4), e.g. `1.34.2`. */
+    /** Kubernetes version `x.y.z` (>= 1.31, kubeadm config API v1beta4), e.g. `1.36.3`. */
     kubernetesVersion: string;
     /** Package mirror base URL. Default: {@link defaultMirrors}(region).packageMirror. */
     packageMirror?: string;
