@@ -2,6 +2,8 @@ import * as assert from "assert";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
+import fc from "fast-check";
+import * as YAML from "yaml";
 import { synthesize } from "../scripts/synth";
 
 describe("offline synth", () => {
@@ -147,6 +149,57 @@ describe("offline synth", () => {
         assert.deepStrictEqual(result.problems.map((p) => p.split(": ")[0]), ["alicloud-kubeadm:cluster"]);
         assert.match(result.problems[0], /does not parse at line 1, column 28/);
         assert.doesNotMatch(result.problems[0], /cn-hangzhou-h/);
+    });
+
+    it("for any mix of valid and invalid edits: either every problem with its path and nothing registered, or a full graph (property)", async () => {
+        // Each edit is one field's value, valid or not; a run applies a few of them to the dev stack.
+        const edits: Array<[string, (c: Record<string, any>, doc: Record<string, any>) => void]> = [
+            ["region unknown", (_c, doc) => { doc["alicloud:region"] = "xx-newland-1"; }],
+            ["region a zone", (_c, doc) => { doc["alicloud:region"] = "cn-hangzhou-h"; }],
+            ["region malformed", (_c, doc) => { doc["alicloud:region"] = "a-1"; }],
+            ["name digit", (c) => { c.name = "9dev"; }],
+            ["name long", (c) => { c.name = "n".repeat(41); }],
+            ["version number", (c) => { c.kubernetesVersion = 1.3; }],
+            ["version old", (c) => { c.kubernetesVersion = "1.34.2"; }],
+            ["zone other region", (c) => { c.zones = ["cn-hangzhou-h", "cn-beijing-a"]; }],
+            ["labels reserved on existing node", (c) => { c.existingNodes[0].labels = { "alicloud-kubeadm/x": "y" }; }],
+            ["labels many", (c) => { c.nodePools[0].labels = Object.fromEntries(Array.from({ length: 19 }, (_, i) => [`l${i}`, "v"])); }],
+            ["taint node-role", (c) => { c.nodePools[0].taints = ["node-role.kubernetes.io/infra:NoSchedule"]; }],
+            ["taint on zero pool", (c) => { c.nodePools[1].taints = ["x:NoSchedule"]; }],
+            ["taint duplicate", (c) => { c.nodePools[0].taints = ["a:NoSchedule", "a=b:NoSchedule"]; }],
+            ["tags url", (c) => { c.tags = { a: "https://x" }; }],
+            ["tags ok", (c) => { c.tags = { team: "core", "cost-center": "" }; }],
+            ["pod cidr reserved", (c) => { c.network.podCidr = "100.100.0.0/16"; }],
+            ["service cidr huge", (c) => { c.network.serviceCidr = "10.0.0.0/8"; }],
+            ["mask far", (c) => { c.network.podCidr = "172.16.0.0/12"; c.network.nodeCidrMaskSize = 30; }],
+            ["quota small", (c) => { c.network.routeEntryQuota = 3; }],
+            ["instance type bad", (c) => { c.nodePools[0].instanceType = "g7"; }],
+            ["image untagged", (c) => { c.images = { flannel: "ghcr.io/flannel-io/flannel" }; }],
+            ["image regex bad", (c) => { c.image = { nameRegex: "(" }; }],
+            ["expander bad", (c) => { c.autoscaler.expander = "random,priority"; }],
+            ["duration plus", (c) => { c.autoscaler.scaleDownUnneededTime = "+15m"; }],
+            ["ignored key", (_c, doc) => { doc["alicloud-kubeadm:cluster.controlPlane.count"] = 3; }],
+            ["three masters", (c) => { c.controlPlane.count = 3; }],
+            ["singapore", (c, doc) => { doc["alicloud:region"] = "ap-southeast-1"; c.zones = ["ap-southeast-1a", "ap-southeast-1b"]; }],
+        ];
+        const devDoc = YAML.parse(fs.readFileSync(path.join(__dirname, "..", "stacks", "Pulumi.dev.yaml"), "utf8"));
+        let run = 0;
+        await fc.assert(fc.asyncProperty(fc.uniqueArray(fc.integer({ min: 0, max: edits.length - 1 }), { minLength: 1, maxLength: 4 }), async (picked) => {
+            const doc = structuredClone(devDoc);
+            for (const i of picked) edits[i][1](doc.config["alicloud-kubeadm:cluster"], doc.config);
+            const file = path.join(out, `Pulumi.prop${run++}.yaml`);
+            fs.writeFileSync(file, YAML.stringify(doc));
+            const result = await synthesize(file, out);
+            const what = picked.map((i) => edits[i][0]).join(", ");
+            if (result.problems.length > 0) {
+                assert.deepStrictEqual(result.resources, [], `${what}: resources registered although validation failed`);
+                for (const p of result.problems) {
+                    assert.match(p, /^(alicloud:region|alicloud-kubeadm:[A-Za-z.]+|[A-Za-z]+(\.[A-Za-z0-9/_.-]+)*): \S/, `${what}: a problem without its property path: ${p}`);
+                }
+            } else {
+                assert.ok(result.resources.some((r) => r.type === "alicloud:ecs/instance:Instance"), `${what}: a full graph`);
+            }
+        }), { numRuns: 15, seed: 16 });
     });
 
     it("the CLI exits 1 and prints <file>: <path>: <reason> on bad config", async () => {
