@@ -107,7 +107,7 @@ const badCases: Array<[string, Mutate, string, RegExp]> = [
     ["package mirror not a URL", (c) => { c.images = { packageMirror: "mirrors.example.com" }; }, "images.packageMirror", /must be an https URL/],
     ["images typo", (c) => { (c as Record<string, unknown>).images = { flanel: "x/y:z" }; }, "images", /unknown key "flanel"/],
     // Names and values Alibaba Cloud refuses at `pulumi up` (docs/upstream.md#alibaba-names, #alibaba-instance-types, #alibaba-tags).
-    ["cluster name starting with a digit", (c) => { c.name = "1dev"; }, "name", /must start with a letter: it prefixes the names of the VPC/],
+    ["cluster name starting with a digit", (c) => { c.name = "1dev"; }, "name", /must start with a letter: it prefixes the names of the security groups/],
     ["pool instance type not ecs.<family>.<size>", (c) => { pool(c).instanceType = "g7.xlarge"; }, "nodePools.0.instanceType", /not an ECS instance type \(expected ecs\.<family>\.<size>/],
     ["one of several instance types malformed", (c) => { delete pool(c).instanceType; pool(c).instanceTypes = ["ecs.g7.xlarge", "ecs.g6"]; }, "nodePools.0.instanceTypes.1", /not an ECS instance type/],
     ["master instance type upper-case", (c) => { cp(c).instanceType = "ECS.G7.LARGE"; }, "controlPlane.instanceType", /not an ECS instance type/],

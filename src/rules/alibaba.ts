@@ -79,12 +79,12 @@ export function cloudTagProblems(tags: Record<string, string>, essKeys: boolean,
 }
 
 /**
- * Why the cluster name cannot prefix resource names, or undefined. The VPC, its vSwitches, the security
- * groups, the masters and the NLB are named `<name>…`, and their names must start with a letter.
+ * Why the cluster name cannot prefix resource names, or undefined. The security groups (and the VPC, its
+ * vSwitches, the masters and the NLB) are named `<name>…`, and security group names must start with a letter.
  */
 export function resourceNamePrefixProblem(name: string): string | undefined {
     return /^[a-zA-Z]/.test(name) ? undefined
-        : `"${name}" must start with a letter: it prefixes the names of the VPC, vSwitches, security groups, masters and load balancer, which Alibaba Cloud requires to start with a letter`;
+        : `"${name}" must start with a letter: it prefixes the names of the security groups (and the VPC, vSwitches, masters and load balancer), which Alibaba Cloud requires to start with a letter`;
 }
 
 /** An ECS instance type: `ecs.<family>.<size>`, e.g. ecs.g7.xlarge, ecs.gn7i-c8g1.2xlarge. */
