@@ -1,13 +1,15 @@
 // The stack program: one Cluster from the stack's config (stacks/Pulumi.<stack>.yaml).
 //   pulumi stack select dev && pulumi up
 import * as pulumi from "@pulumi/pulumi";
-import { Cluster, type ClusterConfigInput } from "./src";
+import { Cluster, readStackConfig, type ClusterConfigInput } from "./src";
 
-const region = new pulumi.Config("alicloud").get("region") ?? "";
-const raw = new pulumi.Config("alicloud-kubeadm").getObject<ClusterConfigInput>("cluster");
-const name = typeof raw?.name === "string" ? raw.name : "cluster";
+// The whole config, not just the cluster key: other keys of the alicloud-kubeadm namespace would otherwise
+// be ignored in silence, and a cluster value that is not JSON is reported without echoing it.
+const stack = readStackConfig(pulumi.runtime.allConfig());
+const raw = stack.cluster as ClusterConfigInput | undefined;
+const name = typeof raw?.name === "string" && raw.name !== "" ? raw.name : "cluster";
 
-const cluster = new Cluster(name, { config: raw as ClusterConfigInput, region });
+const cluster = new Cluster(name, { config: raw as ClusterConfigInput, region: stack.region ?? "", stackConfig: stack });
 
 export const vpcId = cluster.network.vpcId;
 export const vswitchIds = cluster.network.vswitchIds;

@@ -16,7 +16,7 @@ export function scaleConfig(pools: number, nodes: number): Record<string, unknow
         "alicloud:region": "cn-hangzhou",
         "alicloud-kubeadm:cluster": {
             name: `scale-${pools}-${nodes}`,
-            kubernetesVersion: "1.34.2",
+            kubernetesVersion: "1.36.3",
             zones: ["cn-hangzhou-h", "cn-hangzhou-i", "cn-hangzhou-j"],
             network: { vpcCidr: "192.168.0.0/16", podCidr: "172.16.0.0/12", serviceCidr: "10.96.0.0/12", nodeCidrMaskSize: 24, routeEntryQuota: 5000 },
             controlPlane: { count: 3 },

@@ -39,6 +39,36 @@ function listStacks(): string[] {
     return fs.readdirSync(path.join(ROOT, "stacks")).map((f) => /^Pulumi\.(.+)\.yaml$/.exec(f)?.[1]).filter((s): s is string => !!s);
 }
 
+/** The project name from Pulumi.yaml: the namespace of config keys written without one. */
+function projectName(): string {
+    const doc = YAML.parse(fs.readFileSync(path.join(ROOT, "Pulumi.yaml"), "utf8")) as { name?: string };
+    return doc.name ?? "alicloud-kubeadm";
+}
+
+/**
+ * The `config:` map of a stack file as the Pulumi CLI reads it: YAML merge keys (`<<`) applied, keys
+ * without a namespace put in the project's, a syntax error reported with its line and column.
+ */
+export function readStackFile(file: string): { config: Record<string, unknown> } | { problem: string } {
+    let doc: { config?: Record<string, unknown> } | null;
+    try {
+        doc = YAML.parse(fs.readFileSync(file, "utf8"), { merge: true });
+    } catch (err) {
+        if (err instanceof YAML.YAMLError) {
+            const pos = err.linePos?.[0];
+            const reason = err.message.split("\n")[0].replace(/ at line \d+, column \d+:?$/, "");
+            return { problem: `YAML syntax error${pos ? ` at line ${pos.line}, column ${pos.col}` : ""}: ${reason}` };
+        }
+        throw err;
+    }
+    const config: Record<string, unknown> = {};
+    const project = projectName();
+    for (const [key, value] of Object.entries(doc?.config ?? {})) {
+        config[key.includes(":") ? key : `${project}:${key}`] = value;
+    }
+    return { config };
+}
+
 /** Problems carried by an error the program threw (InputPropertiesError, InputPropertyError or other). */
 function problemsOf(err: unknown): string[] {
     const e = err as { errors?: Array<{ propertyPath: string; reason: string }>; propertyPath?: string; reason?: string; message?: string };
@@ -57,9 +87,12 @@ function problemsOf(err: unknown): string[] {
  */
 export async function synthesize(stackArg: string, outRoot = path.join(ROOT, "out")): Promise<SynthResult> {
     const { stack, file } = resolveStackFile(stackArg);
-    const doc = YAML.parse(fs.readFileSync(file, "utf8")) ?? {};
-    const recorder = installMocks({ stack, config: doc.config ?? {} });
     const outDir = path.join(outRoot, stack);
+    const read = readStackFile(file);
+    if ("problem" in read) {
+        return { stack, file, outDir, resources: [], problems: [read.problem] };
+    }
+    const recorder = installMocks({ stack, config: read.config });
     const failures: unknown[] = [];
     let outputs: Record<string, unknown> = {};
     const onRejection = (err: unknown) => failures.push(err);

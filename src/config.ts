@@ -7,10 +7,12 @@
 // `<property.path>: <reason>`, so a user fixes a config in one pass.
 import { z } from "zod";
 import {
-    checkNetworkLayout, checkTaints, CLUSTER_TAG, DEFAULT_AUTOSCALER_SETTINGS, DEFAULT_ROUTE_ENTRY_QUOTA, dnsLabelProblem, durationProblem,
-    essNameProblem, imageReferenceProblem, imageRepositoryProblem, INSTANCE_ID_PATTERN, kubernetesVersionProblem, MAX_SCALING_GROUP_INSTANCES,
-    nodeCidrCount, nodeLabelProblems, packageMirrorProblem, parseCidr, replaceSystemDiskProblem, resolveAutoscalerVersion, autoscalerSettingsProblems,
-    scalingConfigurationTags, tagKeyProblem, joinPath, type Report, type Taint,
+    autoscalerMinorWarning, autoscalerSettingsProblems, checkNetworkLayout, checkTaints, cloudTagProblems, CLUSTER_TAG, DEFAULT_AUTOSCALER_SETTINGS,
+    DEFAULT_ROUTE_ENTRY_QUOTA, dnsLabelProblem, essNameProblem, GO_DURATION_ERE, goRegexProblem, imageReferenceProblem, imageRepositoryProblem,
+    INSTANCE_ID_PATTERN, instanceTypeProblem, joinPath, kubernetesSupportWarning, kubernetesVersionProblem, MAX_SCALING_GROUP_INSTANCES,
+    nodeCidrCount, nodeCidrMaskProblem, nodeLabelProblems, packageMirrorProblem, parseCidr, regionOfZone, regionProblem, regionWarning,
+    replaceSystemDiskProblem, resolveAutoscalerVersion, resourceNamePrefixProblem, scaleFromZeroProblem, scalingConfigurationTags, zoneProblem,
+    type Report, type Taint,
 } from "./rules";
 
 export type { Taint } from "./rules";
@@ -23,6 +25,8 @@ export const MAX_NAME_LENGTH = 40;
 // keys stripped), so that a typo does not hide the cross-field problems from the same run. Nested objects
 // take `.prefault({})`: their fields' own defaults then apply, so every default is written once.
 function buildSchema(obj: typeof z.strictObject) {
+    /** A string that must not be empty (an empty value is as good as a missing one). */
+    const text = () => z.string().min(1);
     const diskSchema = obj({
         /** Disk category as the ECS API spells it. Default `cloud_essd`. */
         category: z.enum(["cloud_essd", "cloud_auto", "cloud_efficiency", "cloud_ssd", "cloud_essd_entry"]).default("cloud_essd"),
@@ -33,7 +37,7 @@ function buildSchema(obj: typeof z.strictObject) {
     const taintSchema = z.union([
         z.string(),
         obj({
-            key: z.string(),
+            key: text(),
             value: z.string().optional(),
             effect: z.enum(["NoSchedule", "PreferNoSchedule", "NoExecute"]),
         }),
@@ -47,25 +51,25 @@ function buildSchema(obj: typeof z.strictObject) {
     };
 
     const poolSchema = obj({
-        name: z.string(),
+        name: text(),
         /** One instance type. Autoscaled pools must use exactly one (the autoscaler's template reads one). */
-        instanceType: z.string().optional(),
+        instanceType: text().optional(),
         /** Several instance types, in order of preference (fixed-size pools only). */
-        instanceTypes: z.array(z.string()).min(1).optional(),
+        instanceTypes: z.array(text()).min(1).optional(),
         /** Fixed number of nodes, owned by Pulumi. Exclusive with `autoscale`. */
         size: z.number().int().optional(),
         /** Bounds for the Cluster Autoscaler. Exclusive with `size`. */
         autoscale: obj({ min: z.number().int(), max: z.number().int() }).optional(),
         systemDisk: diskSchema.prefault({}),
         /** Image for this pool; default the cluster's `image`. */
-        imageId: z.string().optional(),
+        imageId: text().optional(),
         /** Bootstrap token lifetime, a Go duration. Default `0` = never expires (ESS userdata is static). */
         tokenTtl: z.string().default("0"),
         ...nodeShape,
     });
 
     const existingNodeSchema = obj({
-        instanceId: z.string(),
+        instanceId: text(),
         /** `manual`: run the attach script over Cloud Assistant; `auto`: userdata + system disk replacement. */
         mode: z.enum(["manual", "auto"]).default("manual"),
         /** Required to be `true` for `mode: auto`, which wipes the system disk. */
@@ -82,9 +86,9 @@ function buildSchema(obj: typeof z.strictObject) {
 
     const d = DEFAULT_AUTOSCALER_SETTINGS;
     return obj({
-        name: z.string(),
-        kubernetesVersion: z.string(),
-        zones: z.array(z.string()),
+        name: text(),
+        kubernetesVersion: text(),
+        zones: z.array(text()),
         network: obj({
             vpcCidr: z.string().default("192.168.0.0/16"),
             podCidr: z.string().default("172.16.0.0/16"),
@@ -102,7 +106,7 @@ function buildSchema(obj: typeof z.strictObject) {
         }).prefault({}),
         controlPlane: obj({
             count: z.number().int().default(1),
-            instanceType: z.string().default("ecs.g7.large"),
+            instanceType: text().default("ecs.g7.large"),
             publicEndpoint: z.boolean().default(false),
             systemDisk: diskSchema.prefault({}),
             /** ECS deletion protection on masters. Default false; the prod stack turns it on. */
@@ -110,8 +114,8 @@ function buildSchema(obj: typeof z.strictObject) {
         }).prefault({}),
         /** OS image for masters and nodes: an image id, or a name pattern resolved among system images. */
         image: obj({
-            id: z.string().optional(),
-            nameRegex: z.string().default("^ubuntu_24_04_x64"),
+            id: text().optional(),
+            nameRegex: text().default("^ubuntu_24_04_x64"),
         }).prefault({}),
         nodePools: z.array(poolSchema).default([]),
         existingNodes: z.array(existingNodeSchema).default([]),
@@ -203,28 +207,97 @@ export function clusterTags(config: Pick<ClusterConfig, "name" | "tags">): Recor
 export function validateClusterConfig(raw: unknown, region: string | undefined): ValidationResult {
     const errors: string[] = [];
     const warnings: string[] = [];
+    const problem: Report = (path, reason) => errors.push(`${path}: ${reason}`);
+    const warn: Report = (path, reason) => warnings.push(`${path}: ${reason}`);
     if (!region) {
-        errors.push("alicloud:region: is not set (run `pulumi config set alicloud:region cn-hangzhou`)");
+        problem("alicloud:region", "is not set (run `pulumi config set alicloud:region cn-hangzhou`)");
+    } else {
+        const regionReason = regionProblem(region);
+        if (regionReason) {
+            problem("alicloud:region", regionReason);
+        }
+        const unknown = regionWarning(region);
+        if (unknown) {
+            warn("alicloud:region", unknown);
+        }
     }
     if (raw === undefined || raw === null) {
-        errors.push("alicloud-kubeadm:cluster: is not set (copy stacks/Pulumi.dev.yaml for a starting point)");
+        problem("alicloud-kubeadm:cluster", "is not set (copy stacks/Pulumi.dev.yaml for a starting point)");
         return { errors, warnings };
     }
     const strict = clusterSchema.safeParse(raw, { reportInput: true });
-    const parsed = strict.success ? strict : lenientSchema.safeParse(raw);
+    const shapePaths: string[] = [];
     if (!strict.success) {
         for (const issue of strict.error.issues.flatMap((i) => unwrapUnion(i))) {
-            errors.push(`${issue.path.length ? issue.path.join(".") : "alicloud-kubeadm:cluster"}: ${describeIssue(issue)}`);
+            const path = issue.path.length ? issue.path.join(".") : "alicloud-kubeadm:cluster";
+            problem(path, describeIssue(issue));
+            // An unknown key silences nothing but itself: the object's other fields are still checked.
+            shapePaths.push(...(issue.code === "unrecognized_keys" ? issue.keys.map((k) => joinPath(path, k)) : [path]));
         }
     }
-    if (!parsed.success) {
+    const c = strict.success ? strict.data as Parsed : checkableCopy(raw);
+    if (!c) {
         return { errors, warnings };
     }
-    const c = parsed.data as Parsed;
-    const problem: Report = (path, reason) => errors.push(`${path}: ${reason}`);
-    const warn: Report = (path, reason) => warnings.push(`${path}: ${reason}`);
+    // The rules below see a copy with every badly typed value replaced; they do not report again where the
+    // schema already did.
+    const ruleProblem: Report = (path, reason) => {
+        if (!shapePaths.some((p) => path === p || path.startsWith(`${p}.`))) {
+            problem(path, reason);
+        }
+    };
+    return checkRules(c, region, ruleProblem, warn, errors, warnings);
+}
 
-    const nameProblem = dnsLabelProblem(c.name, MAX_NAME_LENGTH);
+/**
+ * The config with every value of the wrong type (or an unknown key) replaced, so that the cross-field rules
+ * still run and every problem is reported in one pass: an optional or defaulted value is dropped, a
+ * required one becomes an empty value of its type. Undefined when the shape is beyond repair (not an object).
+ */
+function checkableCopy(raw: unknown): Parsed | undefined {
+    if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+        return undefined;
+    }
+    let copy = structuredClone(raw) as Record<string, unknown>;
+    for (let round = 0; round < 5; round++) {
+        const result = lenientSchema.safeParse(copy);
+        if (result.success) {
+            return result.data as Parsed;
+        }
+        for (const issue of result.error.issues) {
+            copy = replaceAt(copy, issue.path as PropertyKey[], issue.code === "invalid_type" ? issue.expected : undefined);
+        }
+    }
+    return undefined;
+}
+
+/**
+ * `obj` with the value at `path` deleted (a defaulted key then takes its default), or, when nothing is
+ * there (a required key), set to an empty value of the `expected` type.
+ */
+function replaceAt(obj: Record<string, unknown>, path: PropertyKey[], expected: string | undefined): Record<string, unknown> {
+    let parent: unknown = obj;
+    for (const key of path.slice(0, -1)) {
+        parent = (parent as Record<PropertyKey, unknown> | undefined)?.[key];
+    }
+    if (path.length === 0 || typeof parent !== "object" || parent === null) {
+        return obj;
+    }
+    const container = parent as Record<PropertyKey, unknown>;
+    const last = path[path.length - 1];
+    if (container[last] !== undefined) {
+        delete container[last];
+    } else {
+        // A placeholder the rules can read; whatever they say about it is not reported (the schema spoke first).
+        const empty: Record<string, unknown> = { string: "-", number: 0, boolean: false, array: [], object: {} };
+        container[last] = expected !== undefined && expected in empty ? structuredClone(empty[expected]) : "-";
+    }
+    return obj;
+}
+
+function checkRules(c: Parsed, region: string | undefined, problem: Report, warn: Report, errors: string[], warnings: string[]): ValidationResult {
+
+    const nameProblem = dnsLabelProblem(c.name, MAX_NAME_LENGTH) ?? resourceNamePrefixProblem(c.name);
     if (nameProblem) {
         problem("name", nameProblem);
     }
@@ -232,19 +305,24 @@ export function validateClusterConfig(raw: unknown, region: string | undefined):
     if (versionProblem) {
         problem("kubernetesVersion", versionProblem);
     }
-    checkZones(c.zones, region, problem);
+    const support = kubernetesSupportWarning(c.kubernetesVersion);
+    if (support) {
+        warn("kubernetesVersion", support);
+    }
+    // A zone id given as the region was reported above; the zones are checked against the region it names.
+    checkZones(c.zones, region && regionProblem(region) ? regionOfZone(region) : region, problem);
     const masterCountOk = [1, 3, 5].includes(c.controlPlane.count);
     if (!masterCountOk) {
         problem("controlPlane.count", `must be 1, 3 or 5 (an odd etcd quorum), got ${c.controlPlane.count}`);
     } else if (c.controlPlane.count > 1 && c.zones.length < 2) {
         problem("controlPlane.count", `${c.controlPlane.count} masters sit behind an NLB, which needs at least 2 zones; list another zone or use 1 master`);
     }
-    for (const key of Object.keys(c.tags)) {
-        const reason = tagKeyProblem(key);
-        if (reason) {
-            problem(`tags.${key}`, reason);
-        }
+    const masterType = instanceTypeProblem(c.controlPlane.instanceType);
+    if (masterType) {
+        problem("controlPlane.instanceType", masterType);
     }
+    cloudTagProblems(c.tags, c.nodePools.some((p) => p.autoscale === undefined), (path, reason) => problem(joinPath("tags", path), reason));
+    checkImageSelection(c.image, problem);
     const cloudTags = clusterTags(c);
     const names = new Set<string>();
     const pools = c.nodePools.map((pool, i) => {
@@ -274,10 +352,14 @@ export function validateClusterConfig(raw: unknown, region: string | undefined):
         warn("network.apiAllowedCidrs", "controlPlane.publicEndpoint is true but no CIDR is allowed to reach 6443 from outside the VPC");
     }
     autoscalerSettingsProblems(c.autoscaler, (path, reason) => problem(`autoscaler.${path}`, reason));
-    if (pools.some((p) => p.autoscale)) {
+    if (pools.some((p) => p.autoscale) && (c.autoscaler.version !== undefined || !versionProblem)) {
         const { problem: versionRefused } = resolveAutoscalerVersion(c.autoscaler.version, c.kubernetesVersion);
         if (versionRefused) {
             problem("autoscaler.version", versionRefused);
+        }
+        const mismatch = c.autoscaler.version === undefined || versionRefused ? undefined : autoscalerMinorWarning(c.autoscaler.version, c.kubernetesVersion);
+        if (mismatch) {
+            warn("autoscaler.version", mismatch);
         }
     }
 
@@ -289,6 +371,106 @@ export function validateClusterConfig(raw: unknown, region: string | undefined):
         errors,
         warnings,
     };
+}
+
+/** The Pulumi config namespace of this project: the stack program reads `alicloud-kubeadm:cluster` and nothing else of it. */
+export const CONFIG_NAMESPACE = "alicloud-kubeadm";
+/** The one key of {@link CONFIG_NAMESPACE}. */
+export const CLUSTER_CONFIG_KEY = `${CONFIG_NAMESPACE}:cluster`;
+
+/** The stack's config as the stack program reads it, and what is wrong with it beyond the cluster object. */
+export interface StackConfig {
+    /** The parsed `alicloud-kubeadm:cluster` value (any shape; undefined when unset or not JSON). */
+    cluster: unknown;
+    /** `alicloud:region`. */
+    region: string | undefined;
+    /** `<key>: <reason>` for keys of the namespace that would be ignored, and a cluster value that does not parse. */
+    errors: string[];
+    warnings: string[];
+}
+
+/**
+ * Reads the stack's whole config (`pulumi.runtime.allConfig()`: full key → string, objects JSON-encoded).
+ * Beyond what the cluster schema checks, it catches what Pulumi would pass over in silence: other keys of
+ * the `alicloud-kubeadm` namespace (a block dedented out of the cluster object, or `pulumi config set
+ * alicloud-kubeadm:cluster.x.y v` without `--path`), and a cluster value stored as a string that is not JSON
+ * (reported with the place of the error, never the value).
+ */
+export function readStackConfig(all: Readonly<Record<string, string>>): StackConfig {
+    const errors: string[] = [];
+    const problem: Report = (path, reason) => errors.push(`${path}: ${reason}`);
+    const text = all[CLUSTER_CONFIG_KEY];
+    let cluster: unknown;
+    if (text !== undefined) {
+        try {
+            cluster = JSON.parse(text);
+        } catch (err) {
+            problem(CLUSTER_CONFIG_KEY, clusterTextProblem(text, err as Error));
+        }
+    }
+    const fields = new Set(Object.keys(clusterSchema.shape));
+    for (const key of Object.keys(all).sort()) {
+        if (!key.startsWith(`${CONFIG_NAMESPACE}:`) || key === CLUSTER_CONFIG_KEY) {
+            continue;
+        }
+        const rest = key.slice(CONFIG_NAMESPACE.length + 1);
+        const value = all[key];
+        const shown = value.length <= 40 && !/[\s'"]/.test(value) ? value : "<value>";
+        if (/^cluster[.[]/.test(rest)) {
+            problem(key, `is a key of its own, not a field of ${CLUSTER_CONFIG_KEY}, and is ignored: it was set without --path. ` +
+                `Run \`pulumi config rm '${key}'\`, then \`pulumi config set --path '${key}' ${shown}\``);
+        } else if (fields.has(rest.split(/[.[]/)[0])) {
+            problem(key, `is ignored: only ${CLUSTER_CONFIG_KEY} is read, and "${rest.split(/[.[]/)[0]}" is a field of it. In the stack file, indent this block ` +
+                `under ${CLUSTER_CONFIG_KEY} (it has been dedented out of it); or run \`pulumi config rm '${key}'\`, then \`pulumi config set --path '${CLUSTER_CONFIG_KEY}.${rest}' ${shown}\``);
+        } else {
+            problem(key, `is ignored: the ${CONFIG_NAMESPACE} namespace has only the key cluster (remove it with \`pulumi config rm '${key}'\`)`);
+        }
+    }
+    return { cluster, region: all["alicloud:region"], errors, warnings: [] };
+}
+
+/**
+ * The offset of the first character JSON.parse refuses, found without reading the error message's echo of the
+ * input: the longest prefix that is still valid JSON so far (it fails only for running out) ends just before it.
+ */
+function jsonErrorOffset(text: string): number | undefined {
+    const fine = (length: number): boolean => {
+        try {
+            JSON.parse(text.slice(0, length));
+            return true;
+        } catch (err) {
+            const message = (err as Error).message;
+            const at = /at position (\d+)/.exec(message);
+            return /Unexpected end/.test(message) || (at !== null && Number(at[1]) >= length);
+        }
+    };
+    if (fine(text.length)) {
+        return undefined;
+    }
+    let lo = 0;
+    let hi = text.length; // fine(lo) holds, fine(hi) does not
+    while (hi - lo > 1) {
+        const mid = (lo + hi) >> 1;
+        if (fine(mid)) lo = mid;
+        else hi = mid;
+    }
+    return hi - 1;
+}
+
+/** Why the cluster value (a string that is not JSON) cannot be read, without echoing it. */
+function clusterTextProblem(text: string, _err: Error): string {
+    if (!/^\s*[[{]/.test(text)) {
+        return "is a plain string, not an object: write the cluster as a YAML object under config: in the stack file (see stacks/Pulumi.dev.yaml), " +
+            "or set its fields with `pulumi config set --path 'alicloud-kubeadm:cluster.<field>' <value>`";
+    }
+    const offset = jsonErrorOffset(text);
+    let where = "";
+    if (offset !== undefined) {
+        const before = text.slice(0, offset);
+        where = ` at line ${before.split("\n").length}, column ${offset - before.lastIndexOf("\n")}`;
+    }
+    return `is stored as a JSON string that does not parse${where} (${text.length} characters): fix it, or write the cluster as a YAML object ` +
+        "under config: in the stack file, or set it with `pulumi config set --path`";
 }
 
 /** Like validateClusterConfig, but throws ClusterConfigError listing every problem. */
@@ -315,7 +497,18 @@ function unwrapUnion(issue: z.core.$ZodIssue): z.core.$ZodIssue[] {
 function describeIssue(issue: z.core.$ZodIssue): string {
     switch (issue.code) {
         case "invalid_type":
-            return issue.input === undefined ? `is required (${issue.expected})` : `must be ${issue.expected}`;
+            if (issue.input === undefined) {
+                return `is required (${issue.expected})`;
+            }
+            if (issue.expected === "string" && typeof issue.input === "number") {
+                // YAML reads `1.30` as the number 1.3: the quotes are what is missing.
+                const version = /version$/i.test(String(issue.path[issue.path.length - 1] ?? ""));
+                return `must be a string, got the number ${issue.input}: YAML reads unquoted numbers as numbers (1.30 becomes 1.3); ` +
+                    `quote it${version ? ` and give the full version, e.g. "1.36.3"` : ""}`;
+            }
+            return `must be ${issue.expected}`;
+        case "too_small":
+            return issue.origin === "string" ? "must not be empty" : issue.message;
         case "unrecognized_keys":
             return `unknown key${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")} (check the spelling against README's config reference)`;
         case "invalid_value":
@@ -334,11 +527,23 @@ function checkZones(zones: string[], region: string | undefined, problem: Report
         if (seen.has(zone)) {
             problem(`zones.${i}`, `"${zone}" is listed twice`);
         }
-        if (region && !zone.startsWith(`${region}-`)) {
-            problem(`zones.${i}`, `"${zone}" is not a zone of region ${region} (zone ids start with "${region}-", e.g. ${region}-h)`);
+        const reason = region ? zoneProblem(zone, region) : undefined;
+        if (reason) {
+            problem(`zones.${i}`, reason);
         }
         seen.add(zone);
     });
+}
+
+/** `image.id` (an image id or name, no spaces) and `image.nameRegex` (a pattern Go's regexp compiles). */
+function checkImageSelection(image: Parsed["image"], problem: Report): void {
+    if (image.id !== undefined && /\s/.test(image.id)) {
+        problem("image.id", `"${image.id}" is not an image id (no spaces; e.g. m-bp1example or ubuntu_24_04_x64_20G_alibase_20260101.vhd)`);
+    }
+    const regex = goRegexProblem(image.nameRegex);
+    if (regex) {
+        problem("image.nameRegex", regex);
+    }
 }
 
 /** What a pool is checked from: the parsed config, or a NodePoolConfig a program built by hand. */
@@ -387,13 +592,30 @@ export function checkPool(pool: PoolInput, clusterName: string, cloudTags: Recor
     } else if (pool.autoscale && types.length > 1) {
         report("instanceTypes", "an autoscaled pool takes exactly one instance type: the Cluster Autoscaler builds its scale-from-zero template from one (use `instanceType`)");
     }
+    if (!pool.instanceTypes || normalised) {
+        const reason = pool.instanceType ? instanceTypeProblem(pool.instanceType) : undefined;
+        if (reason) {
+            report("instanceType", reason);
+        }
+    } else {
+        pool.instanceTypes.forEach((t, i) => {
+            const reason = instanceTypeProblem(t);
+            if (reason) {
+                report(`instanceTypes.${i}`, reason);
+            }
+        });
+    }
     nodeLabelProblems(pool.labels, (key, reason) => report(`labels.${key}`, reason));
     scalingConfigurationTags(pool, cloudTags, report);
     const tokenTtl = pool.tokenTtl ?? "0";
-    if (durationProblem(tokenTtl)) {
+    if (!new RegExp(GO_DURATION_ERE).test(tokenTtl)) {
         report("tokenTtl", `"${tokenTtl}" must be a duration like 0 (never expires), 24h or 30m`);
     }
     const taints = checkTaints(pool.taints, (path, reason) => report(`taints.${path}`, reason));
+    const fromZero = scaleFromZeroProblem({ autoscale: pool.autoscale, taints });
+    if (fromZero) {
+        report("autoscale.min", fromZero);
+    }
     return { ...pool, systemDisk: pool.systemDisk ?? { category: "cloud_essd", size: 40 }, tokenTtl, instanceTypes: types, taints };
 }
 
@@ -432,25 +654,35 @@ function checkImages(images: Parsed["images"], problem: Report): void {
     }
 }
 
-/** Enough node pod CIDRs for every node the config can have, and the route-table quota (one pod route per node). */
+/**
+ * Enough node pod CIDRs for every node the config can have, and the route-table quota: one pod route per
+ * node. Nodes that always exist (masters, existing nodes, fixed pools, autoscale minimums) beyond the quota
+ * are an error: their routes cannot be written and their pods get no network. Autoscale maximums beyond it
+ * are a warning: the autoscaler can be kept below it, or the quota raised first.
+ */
 function checkNodeCapacity(c: Parsed, pools: NodePoolConfig[], existingCount: number, problem: Report, warn: Report): void {
     const pod = parseCidr(c.network.podCidr);
     if (typeof pod === "string") {
         return;
     }
     const mask = c.network.nodeCidrMaskSize;
-    if (mask <= pod.prefix || mask > 30) {
-        problem("network.nodeCidrMaskSize", `/${mask} must be finer than network.podCidr's /${pod.prefix} and at most /30`);
+    const maskReason = nodeCidrMaskProblem(pod, c.network.podCidr, mask);
+    if (maskReason) {
+        problem("network.nodeCidrMaskSize", maskReason);
         return;
     }
-    const needed = c.controlPlane.count + existingCount +
-        pools.reduce((sum, p) => sum + (p.autoscale ? Math.max(p.autoscale.max, 0) : Math.max(p.size ?? 0, 0)), 0);
+    const count = (n: number | undefined) => Math.max(n ?? 0, 0);
+    const always = c.controlPlane.count + existingCount + pools.reduce((sum, p) => sum + count(p.autoscale ? p.autoscale.min : p.size), 0);
+    const needed = c.controlPlane.count + existingCount + pools.reduce((sum, p) => sum + count(p.autoscale ? p.autoscale.max : p.size), 0);
     const available = nodeCidrCount(pod, mask);
     if (available < needed) {
         problem("network.nodeCidrMaskSize", `/${mask} gives ${available} node CIDRs in ${c.network.podCidr}, but masters + existing nodes + pool maximums need ${needed}; use a larger podCidr or a larger mask size`);
     }
     const quota = c.network.routeEntryQuota;
-    if (needed > quota) {
+    if (always > quota) {
+        problem("network.routeEntryQuota", `masters, existing nodes, fixed pool sizes and autoscale minimums make ${always} nodes, each needing a pod route, ` +
+            `above the route table quota of ${quota}: raise the VPC route entry quota in Quota Center and set routeEntryQuota to it, or make the pools smaller`);
+    } else if (needed > quota) {
         warn("network.routeEntryQuota", `up to ${needed} nodes need ${needed} pod routes, above the route table quota of ${quota}; raise the VPC route entry quota before scaling that far`);
     } else if (needed >= 0.8 * quota) {
         warn("network.routeEntryQuota", `up to ${needed} nodes use ${Math.round((100 * needed) / quota)}% of the route table quota (${quota} entries, one pod route per node)`);

@@ -6,6 +6,7 @@
 export {
     parseClusterConfig,
     validateClusterConfig,
+    readStackConfig,
     isChinaRegion,
     ClusterConfigError,
     type ClusterConfig,
@@ -14,6 +15,7 @@ export {
     type ExistingNodeConfig,
     type Taint,
     type ValidationResult,
+    type StackConfig,
 } from "./config";
 export { carveVSwitchCidrs, parseCidr, overlaps, contains } from "./rules/cidr";
 

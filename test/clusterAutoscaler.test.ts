@@ -103,7 +103,7 @@ describe("ClusterAutoscaler versions", () => {
         for (const v of ["1.31.5", "1.32.3", "1.33.1", "1.34.0", "1.36.1"]) {
             assert.equal(refusedAutoscalerVersion(v), undefined, `${v} is fine`);
         }
-        assert.match(refusedAutoscalerVersion("one.two")!, /not a cluster-autoscaler version/);
+        assert.match(refusedAutoscalerVersion("one.two")!, /not a cluster-autoscaler release/);
         for (const v of Object.values(AUTOSCALER_LATEST_PATCH)) {
             assert.equal(refusedAutoscalerVersion(v), undefined, `default ${v} must not be a refused release`);
         }

@@ -3,14 +3,15 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import * as YAML from "yaml";
-import { parseClusterConfig, validateClusterConfig, ClusterConfigError, type ClusterConfigInput } from "../src/config";
+import { isChinaRegion, parseClusterConfig, readStackConfig, validateClusterConfig, ClusterConfigError, type ClusterConfigInput } from "../src/config";
+import { defaultMirrors, KUBERNETES_MINORS, KUBERNETES_SUPPORT_AS_OF } from "../src/rules";
 import { synthesize } from "../scripts/synth";
 
 /** A valid config (the dev stack's shape); each case below breaks one thing. */
 function base(): ClusterConfigInput & Record<string, unknown> {
     return {
         name: "dev",
-        kubernetesVersion: "1.34.2",
+        kubernetesVersion: "1.36.3",
         zones: ["cn-hangzhou-h", "cn-hangzhou-i"],
         network: { vpcCidr: "192.168.0.0/16", podCidr: "172.16.0.0/16", serviceCidr: "10.96.0.0/12", nodeCidrMaskSize: 25, apiAllowedCidrs: ["203.0.113.0/24"] },
         controlPlane: { count: 1, instanceType: "ecs.g7.large", publicEndpoint: true },
@@ -105,6 +106,56 @@ const badCases: Array<[string, Mutate, string, RegExp]> = [
     ["package mirror not https", (c) => { c.images = { packageMirror: "http://mirrors.example.com" }; }, "images.packageMirror", /must be an https URL/],
     ["package mirror not a URL", (c) => { c.images = { packageMirror: "mirrors.example.com" }; }, "images.packageMirror", /must be an https URL/],
     ["images typo", (c) => { (c as Record<string, unknown>).images = { flanel: "x/y:z" }; }, "images", /unknown key "flanel"/],
+    // Names and values Alibaba Cloud refuses at `pulumi up` (docs/upstream.md#alibaba-names, #alibaba-instance-types, #alibaba-tags).
+    ["cluster name starting with a digit", (c) => { c.name = "1dev"; }, "name", /must start with a letter: it prefixes the names of the security groups/],
+    ["pool instance type not ecs.<family>.<size>", (c) => { pool(c).instanceType = "g7.xlarge"; }, "nodePools.0.instanceType", /not an ECS instance type \(expected ecs\.<family>\.<size>/],
+    ["one of several instance types malformed", (c) => { delete pool(c).instanceType; pool(c).instanceTypes = ["ecs.g7.xlarge", "ecs.g6"]; }, "nodePools.0.instanceTypes.1", /not an ECS instance type/],
+    ["master instance type upper-case", (c) => { cp(c).instanceType = "ECS.G7.LARGE"; }, "controlPlane.instanceType", /not an ECS instance type/],
+    ["tag key with a URL", (c) => { c.tags = { "see-https://example.com": "x" }; }, "tags.see-https://example.com", /must not contain http:\/\/ or https:\/\//],
+    ["tag value with a URL", (c) => { c.tags = { docs: "http://wiki" }; }, "tags.docs", /tag value .* must not contain http/],
+    ["tag value starting with acs:", (c) => { c.tags = { owner: "acs:team" }; }, "tags.owner", /must not start with aliyun or acs:/],
+    ["tag value longer than 128", (c) => { c.tags = { note: "n".repeat(129) }; }, "tags.note", /129 characters; at most 128/],
+    ["tag key longer than 64 with a fixed pool (scaling configuration tags)", (c) => { c.tags = { ["k".repeat(65)]: "v" }; }, `tags.${"k".repeat(65)}`, /at most 64 .*fixed pools' scaling configurations carry the cloud tags/],
+    ["19 tags + 2 of ours on the masters", (c) => { c.tags = manyLabels(19, "team"); }, "tags", /= 21 on the masters and scaling groups; .* keep at most 18/],
+    ["label key longer than 64 (a scaling-configuration tag key)", (c) => { pool(c).labels = { [`example.com/${"a".repeat(60)}`]: "x" }; }, `nodePools.0.labels.example.com/${"a".repeat(60)}`, /ESS takes keys of at most 64/],
+    ["label value starting with aliyun", (c) => { pool(c, 1).labels = { vendor: "aliyun-ecs" }; }, "nodePools.1.labels.vendor", /ESS refuses values starting with aliyun/],
+    // Empty required strings.
+    ["empty name", (c) => { c.name = ""; }, "name", /must not be empty/],
+    ["empty zone", (c) => { c.zones = ["cn-hangzhou-h", ""]; }, "zones.1", /must not be empty/],
+    ["empty instance type", (c) => { pool(c).instanceType = ""; }, "nodePools.0.instanceType", /must not be empty/],
+    ["empty image id", (c) => { c.image = { id: "" }; }, "image.id", /must not be empty/],
+    ["empty instance id", (c) => { existing(c).instanceId = ""; }, "existingNodes.0.instanceId", /must not be empty/],
+    ["empty taint key", (c) => { pool(c).taints = [{ key: "", effect: "NoSchedule" }]; }, "nodePools.0.taints.0.key", /must not be empty/],
+    ["image id with spaces", (c) => { c.image = { id: "my image" }; }, "image.id", /not an image id/],
+    ["image name pattern not a regex", (c) => { c.image = { nameRegex: "^ubuntu_(24" }; }, "image.nameRegex", /not a regular expression/],
+    ["image name pattern with lookahead (not RE2)", (c) => { c.image = { nameRegex: "^ubuntu(?!_22)" }; }, "image.nameRegex", /Go's regular expressions \(RE2\) do not support/],
+    // Ranges Alibaba reserves (docs/upstream.md#vpc-cidr-ranges).
+    ["VPC in 100.64.0.0/10", (c) => { net(c).vpcCidr = "100.64.0.0/16"; }, "network.vpcCidr", /overlaps 100\.64\.0\.0\/10.*does not allow in a VPC/],
+    ["VPC in 224.0.0.0/4", (c) => { net(c).vpcCidr = "224.1.0.0/16"; }, "network.vpcCidr", /overlaps 224\.0\.0\.0\/4, the multicast range/],
+    ["VPC in 127.0.0.0/8", (c) => { net(c).vpcCidr = "127.0.0.0/16"; }, "network.vpcCidr", /overlaps 127\.0\.0\.0\/8, the loopback range/],
+    ["VPC in 169.254.0.0/16", (c) => { net(c).vpcCidr = "169.254.0.0/16"; }, "network.vpcCidr", /overlaps 169\.254\.0\.0\/16, the link-local range/],
+    ["pod CIDR in 100.64.0.0/10 (no route may point there)", (c) => { net(c).podCidr = "100.96.0.0/16"; }, "network.podCidr", /overlaps 100\.64\.0\.0\/10.*no VPC route may point into/],
+    // kubeadm's network rules (docs/upstream.md#kubeadm-network-limits).
+    ["service CIDR larger than /12", (c) => { net(c).serviceCidr = "10.0.0.0/11"; }, "network.serviceCidr", /\/11 is too large: kubeadm refuses an IPv4 service CIDR larger than \/12/],
+    ["service CIDR under 10 addresses", (c) => { net(c).serviceCidr = "10.96.0.0/29"; }, "network.serviceCidr", /8 addresses; kubeadm needs at least 10/],
+    ["pod CIDR under 14 addresses", (c) => { net(c).podCidr = "172.16.0.0/29"; net(c).nodeCidrMaskSize = 30; }, "network.podCidr", /kubeadm needs at least 14/],
+    ["node mask more than 16 bits longer than the pod CIDR", (c) => { net(c).podCidr = "172.16.0.0/12"; net(c).nodeCidrMaskSize = 29; }, "network.nodeCidrMaskSize", /17 bits longer .*kubeadm allows at most 16: use \/28/],
+    // Route-entry quota: always-present nodes beyond it cannot get their pod routes (docs/upstream.md#vpc-route-quota).
+    ["fixed pool sizes over the route-entry quota", (c) => { net(c).routeEntryQuota = 10; pool(c).size = 9; }, "network.routeEntryQuota", /make 11 nodes, each needing a pod route, above the route table quota of 10/],
+    // Breaks at boot.
+    ["image without tag or digest", (c) => { c.images = { flannel: "ghcr.io/flannel-io/flannel" }; }, "images.flannel", /with a tag or digest \(without one the node pulls :latest\)/],
+    ["image with a registry port but no tag", (c) => { c.images = { cloudControllerManager: "registry.example.com:5000/acs/ccm" }; }, "images.cloudControllerManager", /with a tag or digest/],
+    ["taint repeated with the same key and effect", (c) => { pool(c).taints = ["gpu=a:NoSchedule", { key: "gpu", value: "b", effect: "NoSchedule" }]; }, "nodePools.0.taints.1", /repeats taint 0 \(key gpu, effect NoSchedule\): the API server refuses/],
+    ["autoscaler version not x.y.z", (c) => { (c.autoscaler as Record<string, unknown>).version = "1.36"; }, "autoscaler.version", /not a cluster-autoscaler release \(expected a full x\.y\.z version/],
+    ["autoscaler pre-release", (c) => { (c.autoscaler as Record<string, unknown>).version = "1.36.0-rc.1"; }, "autoscaler.version", /full x\.y\.z/],
+    ["expander repeated", (c) => { (c.autoscaler as Record<string, unknown>).expander = "least-waste,priority,least-waste"; }, "autoscaler.expander", /"least-waste" is listed twice/],
+    ["expander after random", (c) => { (c.autoscaler as Record<string, unknown>).expander = "random,least-waste"; }, "autoscaler.expander", /"random" must come last/],
+    ["tainted pool scaling from zero", (c) => { pool(c, 1).taints = [{ key: "dedicated", value: "batch", effect: "NoSchedule" }]; }, "nodePools.1.autoscale.min", /template without taints \(dedicated=batch:NoSchedule\).*use min: 1/],
+    ["NoExecute-tainted pool scaling from zero", (c) => { pool(c, 1).taints = ["spot:NoExecute"]; }, "nodePools.1.autoscale.min", /use min: 1/],
+    // Poor messages.
+    ["unquoted version read as a number", (c) => { (c as Record<string, unknown>).kubernetesVersion = 1.3; }, "kubernetesVersion", /got the number 1\.3: YAML reads unquoted numbers as numbers \(1\.30 becomes 1\.3\); quote it and give the full version/],
+    ["unquoted autoscaler version", (c) => { (c.autoscaler as Record<string, unknown>).version = 1.36; }, "autoscaler.version", /got the number 1\.36.*quote it/],
+    ["token TTL with a unit node operations cannot carry", (c) => { pool(c).tokenTtl = "5µs"; }, "nodePools.0.tokenTtl", /must be a duration/],
 ];
 
 /** `n` distinct valid labels `<prefix>-<i>: v`. */
@@ -338,10 +389,202 @@ describe("cluster config validation", () => {
     });
 
     for (const stack of ["dev", "prod"]) {
-        it(`stacks/Pulumi.${stack}.yaml is valid`, () => {
+        it(`stacks/Pulumi.${stack}.yaml is valid, without warnings, at the Kubernetes version the real-cluster harness is built at`, () => {
             const doc = YAML.parse(fs.readFileSync(path.join(__dirname, "..", "stacks", `Pulumi.${stack}.yaml`), "utf8")).config;
             const result = validateClusterConfig(doc["alicloud-kubeadm:cluster"], doc["alicloud:region"]);
             assert.deepStrictEqual(result.errors, []);
+            assert.deepStrictEqual(result.warnings, []);
+            const harness = /export const KUBERNETES_VERSION = "v([0-9.]+)"/.exec(fs.readFileSync(path.join(__dirname, "kube", "cluster.ts"), "utf8"))![1];
+            assert.strictEqual(doc["alicloud-kubeadm:cluster"].kubernetesVersion, harness);
         });
     }
+});
+
+describe("cluster config: regions and zones (docs/upstream.md#alibaba-regions, #alibaba-zones)", () => {
+    const withZones = (zones: string[]) => ({ ...base(), zones, existingNodes: [] });
+
+    it("accepts the zone ids of international and finance regions (<region> + optional - + a letter)", () => {
+        for (const [region, zones] of [
+            ["ap-southeast-1", ["ap-southeast-1a", "ap-southeast-1b"]],
+            ["eu-central-1", ["eu-central-1a", "eu-central-1b"]],
+            ["cn-shanghai-finance-1", ["cn-shanghai-finance-1z", "cn-shanghai-finance-1f"]],
+            ["cn-hangzhou", ["cn-hangzhou-h", "cn-hangzhou-i"]],
+            ["cn-hongkong", ["cn-hongkong-b", "cn-hongkong-c"]],
+        ] as const) {
+            const r = validateClusterConfig(withZones([...zones]), region);
+            assert.deepStrictEqual(r.errors, [], region);
+            assert.deepStrictEqual(r.warnings, [], region);
+        }
+    });
+
+    it("refuses zones of another region, region ids and longer suffixes, by path", () => {
+        const cases: Array<[string, string[], string, RegExp]> = [
+            ["ap-southeast-1", ["ap-southeast-1a", "ap-southeast-5a"], "zones.1", /"ap-southeast-5a" is not a zone of region ap-southeast-1 \(it is a zone of ap-southeast-5\).*e\.g\. ap-southeast-1a/],
+            ["ap-southeast-1", ["ap-southeast-1"], "zones.0", /not a zone of region ap-southeast-1/],
+            ["ap-southeast-1", ["ap-southeast-1ab"], "zones.0", /not a zone of region ap-southeast-1/],
+            ["ap-southeast-1", ["ap-southeast-11a"], "zones.0", /not a zone of region ap-southeast-1/],
+            ["cn-hangzhou", ["cn-hangzhou-finance-1a"], "zones.0", /not a zone of region cn-hangzhou/],
+        ];
+        for (const [region, zones, path, reason] of cases) {
+            const errors = validateClusterConfig(withZones(zones), region).errors;
+            const hit = errors.find((e) => e.startsWith(`${path}: `));
+            assert.ok(hit, `${zones}: ${errors.join("; ")}`);
+            assert.match(hit!, reason);
+        }
+    });
+
+    it("alicloud:region set to a zone id says so and names the region; a malformed region is an error", () => {
+        for (const [zone, region] of [["cn-hangzhou-h", "cn-hangzhou"], ["ap-southeast-1a", "ap-southeast-1"], ["cn-shanghai-finance-1z", "cn-shanghai-finance-1"], ["us-west-2b", "us-west-2"]]) {
+            const errors = validateClusterConfig(withZones([`${region === "cn-hangzhou" ? "cn-hangzhou-h" : `${region}a`}`]), zone).errors;
+            assert.ok(errors.includes(`alicloud:region: "${zone}" is a zone; the region is ${region} (run \`pulumi config set alicloud:region ${region}\` and list ${zone} under zones)`), errors.join("\n"));
+            assert.ok(!errors.some((e) => e.startsWith("zones.")), "the zones are checked against the region the zone names");
+        }
+        assert.match(validateClusterConfig(base(), "Hangzhou").errors.join("\n"), /^alicloud:region: "Hangzhou" is not a region id/m);
+    });
+
+    it("an unknown region is a warning (upstream sources), not an error", () => {
+        const r = validateClusterConfig(withZones(["xx-newland-1a", "xx-newland-1b"]), "xx-newland-1");
+        assert.deepStrictEqual(r.errors, []);
+        assert.match(r.warnings.join("\n"), /^alicloud:region: region xx-newland-1 is not in this project's region table .*upstream package and image sources \(https:\/\/pkgs\.k8s\.io, registry\.k8s\.io\)/m);
+    });
+
+    it("the region table, not a cn- prefix, decides the China defaults", () => {
+        assert.strictEqual(isChinaRegion("cn-hangzhou"), true);
+        assert.strictEqual(isChinaRegion("cn-shanghai-finance-1"), true);
+        assert.strictEqual(isChinaRegion("cn-hongkong"), false);
+        assert.strictEqual(isChinaRegion("cn-unknown"), false, "unknown: upstream sources, with a warning");
+        assert.deepStrictEqual(defaultMirrors("ap-southeast-1"), { packageMirror: "https://pkgs.k8s.io", imageRepository: "registry.k8s.io" });
+        assert.deepStrictEqual(defaultMirrors("cn-heyuan"), { packageMirror: "https://mirrors.cloud.aliyuncs.com", imageRepository: "registry.cn-hangzhou.aliyuncs.com/google_containers" });
+    });
+});
+
+describe("cluster config: what is accepted (no over-rejection)", () => {
+    it("taints in node-role.kubernetes.io/ (NodeRestriction limits labels, not taints)", () => {
+        const cfg = base();
+        pool(cfg).taints = ["node-role.kubernetes.io/gpu:NoSchedule", { key: "node-role.kubernetes.io/infra", value: "true", effect: "NoExecute" }];
+        assert.deepStrictEqual(validateClusterConfig(cfg, "cn-hangzhou").errors, []);
+    });
+
+    it("the same taint key with different effects, and PreferNoSchedule on a pool scaling from zero", () => {
+        const cfg = base();
+        pool(cfg).taints = ["gpu:NoSchedule", "gpu:NoExecute"];
+        pool(cfg, 1).taints = ["spot:PreferNoSchedule"];
+        assert.deepStrictEqual(validateClusterConfig(cfg, "cn-hangzhou").errors, []);
+    });
+
+    it("any duration the autoscaler's flags accept (Go time.ParseDuration, non-negative)", () => {
+        for (const d of ["+10m", ".5h", "1h0m0s", "90s", "1.5h", "5.m", "0", "+0", "300ms", "1µs"]) {
+            const cfg = base();
+            (cfg.autoscaler as Record<string, unknown>).scaleDownUnneededTime = d;
+            (cfg.autoscaler as Record<string, unknown>).scaleDownDelayAfterAdd = d;
+            assert.deepStrictEqual(validateClusterConfig(cfg, "cn-hangzhou").errors, [], d);
+        }
+    });
+
+    it("image references by digest, by tag and digest, and through a registry port", () => {
+        const cfg = base();
+        cfg.images = {
+            flannel: `ghcr.io/flannel-io/flannel@sha256:${"a".repeat(64)}`,
+            flannelCniPlugin: `ghcr.io/flannel-io/flannel-cni-plugin:v1.9.1-flannel3@sha256:${"b".repeat(64)}`,
+            cloudControllerManager: "registry.example.com:5000/acs/cloud-controller-manager-amd64:v2.14.0",
+        };
+        assert.deepStrictEqual(validateClusterConfig(cfg, "cn-hangzhou").errors, []);
+    });
+
+    it("18 tags of the user's, 64-character tag keys with fixed pools, 128 without, empty tag values", () => {
+        const cfg = base();
+        cfg.tags = { ...manyLabels(17, "team"), ["k".repeat(64)]: "" };
+        assert.deepStrictEqual(validateClusterConfig(cfg, "cn-hangzhou").errors, []);
+        const autoscaledOnly = base();
+        autoscaledOnly.nodePools = [(autoscaledOnly.nodePools as unknown[])[1]] as typeof autoscaledOnly.nodePools;
+        autoscaledOnly.tags = { ["k".repeat(128)]: "v" };
+        assert.deepStrictEqual(validateClusterConfig(autoscaledOnly, "cn-hangzhou").errors, []);
+    });
+
+    it("autoscale maximums over the route-entry quota only warn", () => {
+        const cfg = base();
+        net(cfg).routeEntryQuota = 10;
+        const r = validateClusterConfig(cfg, "cn-hangzhou");
+        assert.deepStrictEqual(r.errors, []);
+        assert.match(r.warnings.join("\n"), /^network\.routeEntryQuota: up to 14 nodes need 14 pod routes, above the route table quota of 10/m);
+    });
+});
+
+describe("cluster config: supported Kubernetes versions (docs/upstream.md#kubernetes-support-window)", () => {
+    const warningsFor = (version: string) => validateClusterConfig({ ...base(), kubernetesVersion: version }, "cn-hangzhou");
+
+    it("warns about a minor past its end of life, measured from the table's own date", () => {
+        const r = warningsFor("1.34.2");
+        assert.deepStrictEqual(r.errors, []);
+        assert.deepStrictEqual(r.warnings, [`kubernetesVersion: Kubernetes 1.34 reached its upstream end of life on 2026-10-27 and gets no security fixes; move to a supported minor (1.35, 1.36, 1.37; see README "Changing a running cluster" for upgrades)`]);
+        assert.match(warningsFor("1.31.0").warnings.join("\n"), /1\.31 reached its upstream end of life on 2025-10-28/);
+    });
+
+    it("warns about a minor within 90 days of its end of life", () => {
+        assert.deepStrictEqual(warningsFor("1.35.4").warnings, ["kubernetesVersion: Kubernetes 1.35 reaches its upstream end of life on 2027-02-28 (88 days after 2026-12-02, when this table was checked); plan the move to a newer minor"]);
+    });
+
+    it("is quiet for supported minors and warns about one newer than the table", () => {
+        assert.deepStrictEqual(warningsFor("1.36.3").warnings, []);
+        assert.deepStrictEqual(warningsFor("1.37.1").warnings.filter((w) => w.startsWith("kubernetesVersion")), []);
+        assert.match(warningsFor("1.38.0").warnings.join("\n"), /1\.38 is newer than this project's version table \(newest 1\.37\)/);
+    });
+
+    it("does not depend on the clock", () => {
+        const realNow = Date.now;
+        try {
+            Date.now = () => Date.parse("2030-01-01T00:00:00Z");
+            assert.deepStrictEqual(warningsFor("1.36.3").warnings, []);
+        } finally {
+            Date.now = realNow;
+        }
+        assert.strictEqual(KUBERNETES_SUPPORT_AS_OF, "2026-12-02");
+        for (const [minor, entry] of Object.entries(KUBERNETES_MINORS)) {
+            assert.ok(entry.released < entry.endOfLife, `1.${minor}`);
+        }
+    });
+
+    it("warns when an explicit autoscaler version's minor is not the control plane's", () => {
+        const cfg = base();
+        (cfg.autoscaler as Record<string, unknown>).version = "1.34.5";
+        assert.match(validateClusterConfig(cfg, "cn-hangzhou").warnings.join("\n"), /^autoscaler\.version: cluster-autoscaler 1\.34\.5 is for Kubernetes 1\.34, the control plane runs 1\.36: .*\(1\.36\.1, the default when version is unset\)/m);
+    });
+});
+
+describe("stack config reader (readStackConfig): keys Pulumi would ignore, a cluster value that does not parse", () => {
+    const cluster = JSON.stringify(base());
+
+    it("reads alicloud:region and the cluster object; other namespaces are not its business", () => {
+        const r = readStackConfig({ "alicloud:region": "cn-hangzhou", "alicloud-kubeadm:cluster": cluster, "alicloud:profile": "x", "aws:region": "y" });
+        assert.deepStrictEqual(r.errors, []);
+        assert.strictEqual(r.region, "cn-hangzhou");
+        assert.deepStrictEqual(r.cluster, base());
+    });
+
+    it("a key set without --path: says so and gives both commands", () => {
+        const r = readStackConfig({ "alicloud-kubeadm:cluster": cluster, "alicloud-kubeadm:cluster.controlPlane.count": "3" });
+        assert.deepStrictEqual(r.errors, ["alicloud-kubeadm:cluster.controlPlane.count: is a key of its own, not a field of alicloud-kubeadm:cluster, and is ignored: it was set without --path. " +
+            "Run `pulumi config rm 'alicloud-kubeadm:cluster.controlPlane.count'`, then `pulumi config set --path 'alicloud-kubeadm:cluster.controlPlane.count' 3`"]);
+    });
+
+    it("a block dedented out of the cluster object: names the field and the fix", () => {
+        const r = readStackConfig({ "alicloud-kubeadm:cluster": cluster, "alicloud-kubeadm:nodePools": JSON.stringify([{ name: "x" }]) });
+        assert.strictEqual(r.errors.length, 1);
+        assert.match(r.errors[0], /^alicloud-kubeadm:nodePools: is ignored: only alicloud-kubeadm:cluster is read, and "nodePools" is a field of it\. In the stack file, indent this block under alicloud-kubeadm:cluster/);
+        assert.doesNotMatch(r.errors[0], /"name"/, "a long value is not echoed");
+    });
+
+    it("any other key of the namespace", () => {
+        assert.match(readStackConfig({ "alicloud-kubeadm:clsuter": cluster }).errors.join("\n"), /^alicloud-kubeadm:clsuter: is ignored: the alicloud-kubeadm namespace has only the key cluster/m);
+    });
+
+    it("a cluster value stored as a JSON string that does not parse: where, never the value", () => {
+        const text = '{"name": "dev", "zones": [cn-hangzhou-h], "secret-ish": "do-not-echo-me"}';
+        const r = readStackConfig({ "alicloud-kubeadm:cluster": text });
+        assert.strictEqual(r.cluster, undefined);
+        assert.strictEqual(r.errors.length, 1);
+        assert.match(r.errors[0], /^alicloud-kubeadm:cluster: is stored as a JSON string that does not parse at line 1, column 27 \(73 characters\)/);
+        assert.doesNotMatch(r.errors[0], /do-not-echo-me|cn-hangzhou-h/);
+        assert.match(readStackConfig({ "alicloud-kubeadm:cluster": "dev" }).errors[0], /is a plain string, not an object/);
+    });
 });

@@ -6,15 +6,18 @@
 import * as assert from "node:assert/strict";
 import { validateClusterConfig } from "../src/config";
 import { autoscalerObjects, autoscalerProblems, resolveClusterAutoscalerArgs, type ClusterAutoscalerArgs } from "../src/components/clusterAutoscaler";
-import { DEFAULT_AUTOSCALER_SETTINGS, parseDuration } from "../src/rules";
+import { networkArgProblems } from "../src/components/network";
+import { nodePoolProblems, type NodePoolArgs } from "../src/components/nodePool";
+import { renderAttachNode } from "../src/shell/render";
+import { collect, DEFAULT_AUTOSCALER_SETTINGS, kubernetesSupportWarning, parseDuration, pauseVersionFor, type NodeCommandIds } from "../src/rules";
 
 const cluster = (autoscaler: Record<string, unknown>) => ({
-    name: "drift", kubernetesVersion: "1.34.2", zones: ["cn-hangzhou-h"],
+    name: "drift", kubernetesVersion: "1.36.3", zones: ["cn-hangzhou-h"],
     nodePools: [{ name: "elastic", instanceType: "ecs.c7.xlarge", autoscale: { min: 0, max: 3 } }],
     autoscaler,
 });
 const component: ClusterAutoscalerArgs = {
-    region: "cn-hangzhou", kubernetesVersion: "1.34.2", pools: [{ name: "elastic", min: 0, max: 3, scalingGroupId: "asg-1" }],
+    region: "cn-hangzhou", kubernetesVersion: "1.36.3", pools: [{ name: "elastic", min: 0, max: 3, scalingGroupId: "asg-1" }],
 };
 const args = (settings: Partial<typeof DEFAULT_AUTOSCALER_SETTINGS>) =>
     (autoscalerObjects(resolveClusterAutoscalerArgs({ ...component, settings }), ["asg-1"]).find((o) => o.kind === "Deployment") as unknown as {
@@ -50,6 +53,70 @@ describe("rules: one verdict for the config and the components", () => {
         assert.equal(config.autoscaler.expander, "least-waste");
         assert.equal(DEFAULT_AUTOSCALER_SETTINGS.expander, "least-waste");
         assert.ok(args({}).includes("--expander=least-waste"));
+    });
+
+    it("expander chains: a repeat and anything after random are refused by both, with the same reason", () => {
+        for (const expander of ["least-waste,least-waste", "random,priority", "priority,random,least-waste"]) {
+            const fromConfig = validateClusterConfig(cluster({ expander }), "cn-hangzhou").errors.filter((e) => e.startsWith("autoscaler.expander: ")).map((e) => e.slice("autoscaler.expander: ".length));
+            const fromComponent = autoscalerProblems({ ...component, settings: { expander } }).filter((p) => p.path === "settings.expander").map((p) => p.reason);
+            assert.ok(fromConfig.length > 0, expander);
+            assert.deepEqual(fromConfig, fromComponent, expander);
+        }
+        for (const expander of ["priority,least-waste,random", "least-nodes", "most-pods,random"]) {
+            assert.deepEqual(autoscalerProblems({ ...component, settings: { expander } }), [], expander);
+            assert.deepEqual(validateClusterConfig(cluster({ expander }), "cn-hangzhou").errors, [], expander);
+        }
+    });
+
+    it("a tainted pool scaling from zero: the config and the NodePool component refuse it with the same reason", () => {
+        const raw = cluster({});
+        raw.nodePools[0] = { ...raw.nodePools[0], taints: ["dedicated=batch:NoSchedule"] } as typeof raw.nodePools[0];
+        const fromConfig = validateClusterConfig(raw, "cn-hangzhou").errors.find((e) => e.startsWith("nodePools.0.autoscale.min: "));
+        assert.ok(fromConfig);
+        const config = validateClusterConfig(cluster({}), "cn-hangzhou").config!;
+        const { problems, report } = collect();
+        const args = {
+            config, pool: { ...config.nodePools[0], taints: [{ key: "dedicated", value: "batch", effect: "NoSchedule" }] },
+            vswitchIds: ["vsw-h"], securityGroupIds: ["sg"], imageId: "img", apiEndpoint: "192.168.0.10:6443",
+            caCertHash: `sha256:${"0".repeat(64)}`, masterInstanceId: "i-master0", commands: {} as NodeCommandIds,
+        } as unknown as NodePoolArgs;
+        nodePoolProblems(args, report);
+        assert.deepEqual(problems.map((p) => `${p.path}: ${p.reason}`), [`pool.autoscale.min: ${fromConfig.slice("nodePools.0.autoscale.min: ".length)}`]);
+        // min 1 is the documented fix, for both.
+        const fixed = collect();
+        nodePoolProblems({ ...args, pool: { ...args.pool, autoscale: { min: 1, max: 3 } } }, fixed.report);
+        assert.deepEqual(fixed.problems, []);
+    });
+
+    it("taints in node-role.kubernetes.io/ pass the config, the NodePool component and the renderer", () => {
+        const taints = ["node-role.kubernetes.io/gpu:NoSchedule"];
+        const raw = cluster({});
+        raw.nodePools[0] = { ...raw.nodePools[0], autoscale: { min: 1, max: 3 }, taints } as typeof raw.nodePools[0];
+        assert.deepEqual(validateClusterConfig(raw, "cn-hangzhou").errors, []);
+        const script = renderAttachNode({
+            region: "cn-hangzhou", kubernetesVersion: "1.36.3", apiEndpoint: "192.168.0.10:6443", poolName: "elastic", taints,
+            token: "abcdef.0123456789abcdef", caCertHash: `sha256:${"0".repeat(64)}`,
+        });
+        assert.match(script, /^readonly AK_NODE_TAINTS='node-role\.kubernetes\.io\/gpu:NoSchedule'$/m);
+    });
+
+    it("reserved ranges and kubeadm's network sizes: the config and the Network component agree", () => {
+        for (const [field, value] of [["podCidr", "100.96.0.0/16"], ["vpcCidr", "100.64.0.0/16"], ["vpcCidr", "169.254.0.0/16"], ["podCidr", "172.16.0.0/29"]] as const) {
+            const network = { vpcCidr: "192.168.0.0/16", podCidr: "172.16.0.0/16", [field]: value };
+            const fromConfig = validateClusterConfig({ ...cluster({}), network: { ...network, nodeCidrMaskSize: 30 } }, "cn-hangzhou").errors
+                .filter((e) => e.startsWith(`network.${field}: `)).map((e) => e.slice(`network.${field}: `.length));
+            const fromComponent = networkArgProblems({ clusterName: "drift", zones: ["cn-hangzhou-h"], ...network })
+                .filter((p) => p.path === field).map((p) => p.reason);
+            assert.ok(fromConfig.length > 0, `${field} ${value}`);
+            assert.deepEqual(fromConfig, fromComponent, `${field} ${value}`);
+        }
+    });
+
+    it("the pause image follows kubeadm's PauseVersion per minor; the support warning reads the table, not the clock", () => {
+        assert.deepEqual([31, 33, 34, 35, 36, 37].map(pauseVersionFor), ["3.10", "3.10", "3.10.1", "3.10.1", "3.10.2", "3.10.2"]);
+        assert.equal(kubernetesSupportWarning("1.36.3"), undefined);
+        assert.match(kubernetesSupportWarning("1.34.2")!, /reached its upstream end of life on 2026-10-27/);
+        assert.equal(kubernetesSupportWarning("1.30.0"), undefined, "below the supported range: kubernetesVersionProblem reports it");
     });
 });
 

@@ -261,7 +261,7 @@ describe("userdata scripts: static checks", () => {
         const allowed = [
             "/etc/apt/keyrings/alicloud-kubeadm-kubernetes.gpg", // inside the apt source line; written via ${AK_ROOT}${keyring}
             "/etc/fstab", "/etc/cni/net.d", "/etc/kubernetes/admin.conf", "/etc/kubernetes/pki/ca.crt", // in messages and comments
-            "/run/containerd/containerd.sock", "/dev/null",
+            "/run/containerd/containerd.sock", "/dev/null", "/opt/cni/bin", // in a comment
             "/etc/kubernetes/pki/etcd", "/var/log/alicloud-kubeadm/master-init.log", "/var/log/alicloud-kubeadm/", // inside the etcd pod; in messages
         ];
         const ops = fs.readdirSync(path.join(USERDATA_DIR, "ops")).map((f) => path.join("ops", f));
@@ -355,6 +355,65 @@ describe("master_init.sh in the sandbox", () => {
         assert.match(containerd, /^\s*sandbox = 'registry\.cn-hangzhou\.aliyuncs\.com\/google_containers\/pause:3\.10\.1'$/m);
         assert.match(containerd, /^\s*SystemdCgroup = true$/m);
         assert.match(containerd, /sandboxer = 'podsandbox'/, "the sandboxer key must not be mistaken for sandbox");
+    });
+
+    it("containerd 2.0.0-2.0.6 / 2.1.0-2.1.4 (no SystemdCgroup in the default config): adds the key under the runc options, both layouts", async () => {
+        const tables = {
+            "1": `[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]`,
+            "2": `[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]`,
+        };
+        for (const major of ["1", "2"] as const) {
+            const sb = sandbox({ os: "ubuntu", prebaked: true, env: { AK_STUB_CONTAINERD_MAJOR: major, AK_STUB_CONTAINERD_NO_SYSTEMD: "1" } });
+            const r = await sb.run(renderMasterInit(masterParams));
+            assertOk(r, sb);
+            const conf = sb.read("/etc/containerd/config.toml") ?? "";
+            const lines = conf.split("\n");
+            const header = lines.findIndex((l) => l.trim() === tables[major]);
+            assert.ok(header >= 0, `major ${major}: runc options table kept`);
+            assert.equal(lines[header + 1], `${lines[header].match(/^\s*/)![0]}  SystemdCgroup = true`, `major ${major}: key right below the header, one step deeper`);
+            assert.equal(conf.match(/SystemdCgroup/g)?.length, 1, `major ${major}: exactly one SystemdCgroup`);
+            assert.match(r.stderr, /added SystemdCgroup to containerd's config/);
+            assert.equal(callsOf(r.calls, "kubeadm", "init").length, 1, `major ${major}: init ran`);
+            // Idempotent: the second pass finds the key and leaves the file (and containerd) alone.
+            const again = await sb.run(renderAttachNode({ ...attachParams, region: "cn-hangzhou" }));
+            assert.equal(sb.read("/etc/containerd/config.toml"), conf);
+            assert.equal(callsOf(again.calls, "systemctl", "restart").length, 0, `major ${major}: no restart on a second run`);
+        }
+    });
+
+    it("a pre-baked image without the CNI plugins flannel needs gets kubernetes-cni from the Kubernetes repository (apt and dnf)", async () => {
+        for (const os of ["ubuntu", "alinux"] as const) {
+            const sb = sandbox({ os, prebaked: true, prebakedVersion: "1.34.2", prebakedCni: false });
+            const r = await sb.run(renderMasterInit(masterParams));
+            assertOk(r, sb);
+            const install = installCalls(r.calls);
+            assert.equal(install.length, 1, os);
+            assert.ok(install[0].args.includes("kubernetes-cni"), `${os}: installs kubernetes-cni`);
+            assert.ok(!install[0].args.some((a) => /^kube(let|adm|ctl)[=-]/.test(a) || a === "containerd" || a === "containerd.io"), `${os}: nothing else`);
+            for (const plugin of ["bridge", "host-local", "portmap", "loopback"]) {
+                assert.ok(fs.existsSync(sb.at(`/opt/cni/bin/${plugin}`)), `${os}: ${plugin}`);
+            }
+            if (os === "ubuntu") {
+                assert.match(sb.read("/etc/apt/sources.list.d/alicloud-kubeadm-kubernetes.list") ?? "", /kubernetes-new\/core\/stable\/v1\.34\/deb\//);
+            } else {
+                assert.ok(install[0].args.includes("--disableexcludes=alicloud-kubeadm-kubernetes"), "the repository excludes kubernetes-cni unless told");
+                assert.match(sb.read("/etc/yum.repos.d/alicloud-kubeadm-kubernetes.repo") ?? "", /^baseurl=.*\/v1\.34\/rpm\/$/m);
+            }
+            assert.match(r.stderr, /CNI plugins: 1/);
+        }
+        const partial = sandbox({ os: "ubuntu", prebaked: true });
+        fs.rmSync(partial.at("/opt/cni/bin/portmap"));
+        const r = await partial.run(renderMasterInit(masterParams));
+        assertOk(r, partial);
+        assert.deepEqual(installCalls(r.calls).map((c) => c.args.filter((a) => /^[a-z]/.test(a) && a !== "install")), [["kubernetes-cni"]], "one missing plugin is enough");
+    });
+
+    it("stops with a clear error when the CNI plugins are still missing after the install", async () => {
+        const sb = sandbox({ os: "ubuntu", prebaked: true, prebakedCni: false, stubs: { "apt-get": '. "$AK_STUB_SRC/_lib.sh"' } });
+        const r = await sb.run(renderMasterInit(masterParams));
+        assert.notEqual(r.code, 0);
+        assert.match(r.stderr, /or CNI plugins still missing; check the package mirror/);
+        assert.equal(callsOf(r.calls, "kubeadm", "init").length, 0);
     });
 
     it("a failure before kubeadm init (package install) also leaves init.failed, so JoinInfo does not wait in vain", async () => {
@@ -645,7 +704,7 @@ describe("attach_node.sh in the sandbox", () => {
             assert.deepEqual(installCalls(r.calls), []);
             assert.deepEqual(downloadCalls(r.calls), []);
             assert.equal(callsOf(r.calls, "gpg").length, 0);
-            assert.match(r.stderr, /pre-baked image/);
+            assert.match(r.stderr, /pre-baked image: containerd, CNI plugins, Kubernetes v1\.34\.2/);
         }
     });
 

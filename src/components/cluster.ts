@@ -25,6 +25,11 @@ export interface ClusterArgs {
     config: ClusterConfigInput;
     /** The Alibaba Cloud region, usually `alicloud:region`. Required. */
     region: string;
+    /**
+     * Problems the stack program found reading the stack's config (`readStackConfig`: ignored keys of the
+     * namespace, a cluster value that is not JSON), reported together with the config's own. Default none.
+     */
+    stackConfig?: { errors: readonly string[]; warnings: readonly string[] };
 }
 
 /**
@@ -33,11 +38,15 @@ export interface ClusterArgs {
  */
 export function resolveClusterConfig(args: ClusterArgs, resource?: pulumi.Resource): ClusterConfig {
     const result = validateClusterConfig(args.config, args.region);
-    for (const warning of result.warnings) {
+    const stack = args.stackConfig ?? { errors: [], warnings: [] };
+    for (const warning of [...stack.warnings, ...result.warnings]) {
         pulumi.log.warn(warning, resource);
     }
-    if (!result.config) {
-        throwIfProblems("Cluster (its config)", result.errors.map(splitProblem));
+    // A cluster value the stack program could not read is reported once, by the reader.
+    const readPaths = new Set(stack.errors.map((e) => splitProblem(e).path));
+    const errors = [...stack.errors, ...result.errors.filter((e) => !readPaths.has(splitProblem(e).path))];
+    if (!result.config || errors.length > 0) {
+        throwIfProblems("Cluster (its config)", errors.map(splitProblem));
     }
     return result.config as ClusterConfig;
 }

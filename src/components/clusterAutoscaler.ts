@@ -35,14 +35,14 @@ export interface AutoscaledPool {
 export interface ClusterAutoscalerArgs {
     /** Region id, e.g. `cn-hangzhou`: env `REGION_ID`. Required. */
     region: string;
-    /** Kubernetes version, e.g. `1.34.2`; picks the autoscaler version when `version` is unset. Required. */
+    /** Kubernetes version, e.g. `1.36.3`; picks the autoscaler version when `version` is unset. Required. */
     kubernetesVersion: string;
     /** Autoscaled pools, each becoming one `--nodes=<min>:<max>:<scalingGroupId>`. Required, at least one. */
     pools: AutoscaledPool[];
     /** Scale-down settings. Default {@link DEFAULT_AUTOSCALER_SETTINGS} per field. */
     settings?: Partial<AutoscalerSettings>;
     /**
-     * Cluster Autoscaler version (`1.34.5`): image tag and RBAC flavour. Default: {@link autoscalerVersionFor}
+     * Cluster Autoscaler version (`1.36.1`): image tag and RBAC flavour. Default: {@link autoscalerVersionFor}
      * the Kubernetes version. Known-broken releases are refused ({@link refusedAutoscalerVersion}).
      */
     version?: string;

@@ -41,7 +41,7 @@ export interface PodNetworkArgs {
     routeTableId: pulumi.Input<string>;
     /** Region id, e.g. `cn-hangzhou`. Required. Images do not depend on it (see {@link PodNetworkImages}). */
     region: string;
-    /** Kubernetes version, e.g. `1.34.2`. Required; must be >= 1.24 (the control-plane node label the CCM is pinned to). */
+    /** Kubernetes version, e.g. `1.36.3`. Required; must be >= 1.24 (the control-plane node label the CCM is pinned to). */
     kubernetesVersion: string;
     /** Image overrides. Default: upstream flannel images and Alibaba's CCM image, in every region. */
     images?: PodNetworkImages;

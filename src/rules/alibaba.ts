@@ -1,6 +1,6 @@
 // Alibaba Cloud limits and conventions the config and the components both rely on: ESS names and tags,
-// tag keys, instance ids, vSwitch reserved addresses, the masters' fixed addresses, the route-table quota.
-// Sources: docs/upstream.md#alibaba-cloud-ess and #alibaba-cloud-vpc.
+// tag keys and values, resource names, instance types, vSwitch reserved addresses, the masters' fixed
+// addresses, the route-table quota. Sources: docs/upstream.md#alibaba-cloud-ess, #alibaba-cloud-vpc and #alibaba-tags.
 import { formatIp, parseCidr, sizeOf, type Cidr } from "./cidr";
 import { AUTOSCALED_LABEL, POOL_LABEL } from "./labels";
 import type { Report } from "./problems";
@@ -18,12 +18,81 @@ export const VSWITCH_RESERVED_ADDRESSES = 4;
 /** Host offset of the first master in its vSwitch: masters get base + 10, + 11, … (fixed, so the endpoint is known early). */
 export const MASTER_IP_OFFSET = 10;
 
-/** Tag keys Alibaba Cloud reserves for itself (case-insensitive). */
-const RESERVED_TAG_KEY = /^(aliyun|acs:)/i;
+/** Tags per resource: ECS instances, VPC resources, scaling groups and scaling configurations all take at most 20. */
+export const MAX_RESOURCE_TAGS = 20;
+/** Tag keys of ECS and VPC resources are at most 128 characters. */
+export const MAX_TAG_KEY_LENGTH = 128;
+/** ESS (scaling-configuration) tag keys are at most 64 characters. */
+export const MAX_ESS_TAG_KEY_LENGTH = 64;
+/** Tag values are at most 128 characters (and may be empty). */
+export const MAX_TAG_VALUE_LENGTH = 128;
 
-/** Why `key` cannot be a tag key on Alibaba Cloud, or undefined. */
-export function tagKeyProblem(key: string): string | undefined {
-    return RESERVED_TAG_KEY.test(key) ? `tag key "${key}": Alibaba Cloud reserves keys starting with aliyun or acs: (ESS and the tag service refuse them)` : undefined;
+/** Prefixes Alibaba Cloud reserves for its own tags (compared case-insensitively: the harsher reading). */
+const RESERVED_TAG_PREFIX = /^(aliyun|acs:)/i;
+const URL_IN_TAG = /https?:\/\//i;
+
+/**
+ * Why `key` cannot be a tag key on Alibaba Cloud, or undefined: not empty, at most `maxLength` characters
+ * (128; 64 on ESS scaling configurations), not starting with `aliyun` or `acs:`, without `http://`/`https://`.
+ */
+export function tagKeyProblem(key: string, maxLength = MAX_TAG_KEY_LENGTH): string | undefined {
+    if (key.length === 0) {
+        return "a tag key must not be empty";
+    }
+    if (RESERVED_TAG_PREFIX.test(key)) {
+        return `tag key "${key}": Alibaba Cloud reserves keys starting with aliyun or acs: (ESS and the tag service refuse them)`;
+    }
+    if (URL_IN_TAG.test(key)) {
+        return `tag key "${key}" must not contain http:// or https://`;
+    }
+    return key.length > maxLength ? `tag key "${key}" has ${key.length} characters; at most ${maxLength} are allowed${maxLength === MAX_ESS_TAG_KEY_LENGTH ? " on scaling configurations" : ""}` : undefined;
+}
+
+/** Why `value` cannot be a tag value, or undefined: at most 128 characters, not starting with `aliyun` or `acs:`, no URL. */
+export function tagValueProblem(value: string): string | undefined {
+    if (RESERVED_TAG_PREFIX.test(value)) {
+        return `tag value "${value}" must not start with aliyun or acs: (ESS refuses it)`;
+    }
+    if (URL_IN_TAG.test(value)) {
+        return `tag value "${value}" must not contain http:// or https://`;
+    }
+    return value.length > MAX_TAG_VALUE_LENGTH ? `tag value has ${value.length} characters; at most ${MAX_TAG_VALUE_LENGTH} are allowed` : undefined;
+}
+
+/**
+ * Checks the user's cloud tags (reported at `<key>`, and at "" for the count). Every resource also carries
+ * `alicloud-kubeadm/cluster`, and masters and scaling groups one tag more (role, pool): so at most 18 of
+ * the user's. Fixed pools' scaling configurations carry these tags too, so with `essKeys` keys are held to 64.
+ */
+export function cloudTagProblems(tags: Record<string, string>, essKeys: boolean, report: Report): void {
+    const ours = 2;
+    const count = Object.keys(tags).length;
+    if (count + ours > MAX_RESOURCE_TAGS) {
+        report("", `${count} tags + alicloud-kubeadm/cluster + one role or pool tag = ${count + ours} on the masters and scaling groups; Alibaba Cloud allows at most ${MAX_RESOURCE_TAGS} per resource: keep at most ${MAX_RESOURCE_TAGS - ours}`);
+    }
+    for (const [key, value] of Object.entries(tags)) {
+        const reason = tagKeyProblem(key, essKeys ? MAX_ESS_TAG_KEY_LENGTH : MAX_TAG_KEY_LENGTH) ?? tagValueProblem(value);
+        if (reason) {
+            report(key, essKeys && key.length > MAX_ESS_TAG_KEY_LENGTH && !tagKeyProblem(key) ? `${reason} (fixed pools' scaling configurations carry the cloud tags)` : reason);
+        }
+    }
+}
+
+/**
+ * Why the cluster name cannot prefix resource names, or undefined. The security groups (and the VPC, its
+ * vSwitches, the masters and the NLB) are named `<name>…`, and security group names must start with a letter.
+ */
+export function resourceNamePrefixProblem(name: string): string | undefined {
+    return /^[a-zA-Z]/.test(name) ? undefined
+        : `"${name}" must start with a letter: it prefixes the names of the security groups (and the VPC, vSwitches, masters and load balancer), which Alibaba Cloud requires to start with a letter`;
+}
+
+/** An ECS instance type: `ecs.<family>.<size>`, e.g. ecs.g7.xlarge, ecs.gn7i-c8g1.2xlarge. */
+const INSTANCE_TYPE = /^ecs\.[a-z0-9]+(-[a-z0-9]+)*\.[a-z0-9]+(-[a-z0-9]+)*$/;
+
+/** Why `type` is not an ECS instance type, or undefined. */
+export function instanceTypeProblem(type: string): string | undefined {
+    return INSTANCE_TYPE.test(type) ? undefined : `"${type}" is not an ECS instance type (expected ecs.<family>.<size>, e.g. ecs.g7.xlarge)`;
 }
 
 /** What a pool's tag and label rules look at. */
@@ -54,9 +123,14 @@ export function scalingConfigurationTags(pool: PoolTagInput, cloudTags: Record<s
             : `${Object.keys(pool.labels).length} labels + ${POOL_LABEL} + ${Object.keys(cloudTags).length} cloud tags`;
         report("labels", `the scaling configuration would carry ${count} tags (${parts}); ESS allows at most ${MAX_SCALING_CONFIGURATION_TAGS}: remove labels${pool.autoscale ? "" : " or tags"}`);
     }
-    for (const key of Object.keys(pool.labels)) {
-        if (tagKeyProblem(key)) {
+    for (const [key, value] of Object.entries(pool.labels)) {
+        if (RESERVED_TAG_PREFIX.test(key)) {
             report(`labels.${key}`, `label key "${key}" becomes a scaling-configuration tag, and ESS refuses tag keys starting with aliyun or acs:`);
+        } else if (key.length > MAX_ESS_TAG_KEY_LENGTH) {
+            report(`labels.${key}`, `label key "${key}" (${key.length} characters) becomes a scaling-configuration tag, and ESS takes keys of at most ${MAX_ESS_TAG_KEY_LENGTH}`);
+        }
+        if (RESERVED_TAG_PREFIX.test(value)) {
+            report(`labels.${key}`, `label value "${value}" becomes a scaling-configuration tag value, and ESS refuses values starting with aliyun or acs:`);
         }
     }
     return tags;
@@ -115,11 +189,6 @@ export function masterPlacementProblem(v: Cidr, zoneIndex: number, zoneCount: nu
 /** The provider id a kubelet registers for an instance, `<region-id>.<instance-id>`: the CCM and the autoscaler match it exactly. */
 export function providerIdOf(region: string, instanceId: string): string {
     return `${region}.${instanceId}`;
-}
-
-/** True for region ids in mainland China, where Alibaba mirrors are the default package and image sources. */
-export function isChinaRegion(region: string): boolean {
-    return region.startsWith("cn-") && region !== "cn-hongkong";
 }
 
 /** The replaceSystemDisk guard of `mode: auto` (it wipes the system disk), or undefined when confirmed. */

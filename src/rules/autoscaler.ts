@@ -1,5 +1,6 @@
 // Cluster Autoscaler rules: which release goes with which Kubernetes minor, which releases are broken on
-// Alibaba Cloud, the expanders and the scale-down defaults. Sources: docs/upstream.md#cluster-autoscaler-alicloud-provider.
+// Alibaba Cloud, the expanders and their chains, the scale-down defaults, and the scale-from-zero limits of
+// the alicloud provider. Sources: docs/upstream.md#cluster-autoscaler-alicloud-provider.
 import { parseDuration, parseVersion } from "./formats";
 import type { Report } from "./problems";
 
@@ -46,7 +47,7 @@ export const DEFAULT_AUTOSCALER_SETTINGS: Readonly<AutoscalerSettings> = {
 
 /**
  * The autoscaler version for a Kubernetes version: the latest known patch of the same minor
- * (`1.34.2` → `1.34.5`), or undefined when no release of that minor is known (set one explicitly then).
+ * (`1.36.3` → `1.36.1`), or undefined when no release of that minor is known (set one explicitly then).
  */
 export function autoscalerVersionFor(kubernetesVersion: string): string | undefined {
     const v = parseVersion(kubernetesVersion);
@@ -60,7 +61,7 @@ export function autoscalerVersionFor(kubernetesVersion: string): string | undefi
 export function refusedAutoscalerVersion(version: string): string | undefined {
     const v = parseVersion(version);
     if (!v || v[0] !== 1) {
-        return `"${version}" is not a cluster-autoscaler version (expected e.g. 1.34.5)`;
+        return `"${version}" is not a cluster-autoscaler release (expected a full x.y.z version, e.g. ${AUTOSCALER_LATEST_PATCH[36]})`;
     }
     const [, minor, patch] = v;
     if ((minor === 32 && patch <= 2) || (minor === 33 && patch === 0)) {
@@ -94,9 +95,57 @@ export function autoscalerSettingsProblems(s: AutoscalerSettings, report: Report
             report(key, `"${s[key]}" must be a duration like 10m, 1h30m or 1.5h (Go duration syntax)`);
         }
     }
-    for (const e of s.expander.split(",")) {
+    const chain = s.expander.split(",");
+    chain.forEach((e, i) => {
         if (!AUTOSCALER_EXPANDERS.includes(e)) {
             report("expander", `"${e}" is not one of ${AUTOSCALER_EXPANDERS.join(", ")} (comma-separated to chain)`);
+        } else if (chain.indexOf(e) < i) {
+            report("expander", `"${e}" is listed twice in "${s.expander}"; the autoscaler refuses a repeated expander and exits at start-up`);
         }
+    });
+    const random = chain.indexOf("random");
+    if (random >= 0 && random < chain.length - 1) {
+        report("expander", `"random" must come last in "${s.expander}": it always picks one option, so the autoscaler refuses any expander after it and exits at start-up`);
     }
+}
+
+/**
+ * The warning for an explicit autoscaler version whose minor differs from the control plane's (upstream
+ * supports only the matching minor), or undefined.
+ */
+export function autoscalerMinorWarning(version: string, kubernetesVersion: string): string | undefined {
+    const a = parseVersion(version);
+    const k = parseVersion(kubernetesVersion);
+    if (!a || !k || a[1] === k[1]) {
+        return undefined;
+    }
+    const match = AUTOSCALER_LATEST_PATCH[k[1]];
+    return `cluster-autoscaler ${version.replace(/^v/, "")} is for Kubernetes 1.${a[1]}, the control plane runs 1.${k[1]}: upstream supports only the matching minor` +
+        (match ? ` (${match}, the default when version is unset)` : "");
+}
+
+/** What the scale-from-zero rule looks at. */
+export interface ScaleFromZeroInput {
+    autoscale?: { min: number; max: number };
+    taints: ReadonlyArray<{ key: string; value?: string; effect: string }>;
+}
+
+/**
+ * Why an autoscaled pool may not scale from zero, or undefined. The alicloud provider builds the node
+ * template of an empty group without taints (and with an empty zone), so a pool whose nodes carry a
+ * NoSchedule/NoExecute taint would be grown for pods that do not tolerate it, then shrunk, in a loop.
+ * With `min: 1` a real node is always there and the autoscaler copies its taints. Reported at `autoscale.min`.
+ */
+export function scaleFromZeroProblem(pool: ScaleFromZeroInput): string | undefined {
+    if (!pool.autoscale || pool.autoscale.min !== 0) {
+        return undefined;
+    }
+    const blocking = pool.taints.filter((t) => t.effect === "NoSchedule" || t.effect === "NoExecute");
+    if (blocking.length === 0) {
+        return undefined;
+    }
+    const shown = blocking.map((t) => `${t.key}${t.value ? `=${t.value}` : ""}:${t.effect}`).join(", ");
+    return `a tainted pool cannot scale from zero: the Cluster Autoscaler's alicloud provider builds an empty pool's node template without taints ` +
+        `(${shown}) and without a zone, so it would add nodes for pods that do not tolerate them and remove them again, in a loop; ` +
+        `use min: 1 (a real node then serves as the template; docs/upstream.md#pitfall-template-taints-zone)`;
 }

@@ -21,27 +21,35 @@ export const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const DURATION_UNITS: Readonly<Record<string, number>> = { ns: 1e-9, us: 1e-6, "µs": 1e-6, "μs": 1e-6, ms: 1e-3, s: 1, m: 60, h: 3600 };
 
 /**
- * Seconds of a Go duration as `time.ParseDuration` reads it (`10m`, `1h30m`, `1.5h`, `500ms`, `0`), or
+ * A non-negative Go duration in ASCII, as an extended regular expression that bash's `[[ =~ ]]` reads too:
+ * an optional `+`, then `0` or one or more `<number><unit>` (`10m`, `1h30m`, `1.5h`, `.5h`, `500ms`).
+ * Go also takes `µs`; the node operations' parameters stay ASCII, so they use this.
+ */
+export const GO_DURATION_ERE = "^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$";
+
+/**
+ * Seconds of a Go duration as `time.ParseDuration` reads it (`10m`, `1h30m`, `1.5h`, `500ms`, `0`, `+5m`), or
  * undefined when it is not one. Negative durations are refused: nothing here takes one. The Cluster
  * Autoscaler's, the CCM's and kubeadm's duration flags all parse with this grammar.
  */
 export function parseDuration(text: string): number | undefined {
-    if (text === "0") {
+    const unsigned = text.startsWith("+") ? text.slice(1) : text;
+    if (unsigned === "0") {
         return 0;
     }
     const part = /(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)/y;
     let seconds = 0;
     let at = 0;
-    while (at < text.length) {
+    while (at < unsigned.length) {
         part.lastIndex = at;
-        const m = part.exec(text);
+        const m = part.exec(unsigned);
         if (!m) {
             return undefined;
         }
         seconds += Number(m[1]) * DURATION_UNITS[m[2]];
         at = part.lastIndex;
     }
-    return text.length > 0 ? seconds : undefined;
+    return unsigned.length > 0 ? seconds : undefined;
 }
 
 /** Why `text` is not a Go duration (the reason names examples), or undefined when it is one. */
@@ -49,7 +57,7 @@ export function durationProblem(text: string): string | undefined {
     return parseDuration(text) === undefined ? `"${text}" must be a duration like 10m, 1h30m or 1.5h (Go duration syntax)` : undefined;
 }
 
-/** `[major, minor, patch]` of a full version `1.34.2` (a leading `v` is allowed), or undefined. */
+/** `[major, minor, patch]` of a full version `1.36.3` (a leading `v` is allowed), or undefined. */
 export function parseVersion(text: string): [number, number, number] | undefined {
     const m = /^v?(\d+)\.(\d+)\.(\d+)$/.exec(text.trim());
     return m ? [Number(m[1]), Number(m[2]), Number(m[3])] : undefined;
@@ -72,4 +80,21 @@ export function dnsLabelProblem(name: string, max: number): string | undefined {
     return DNS1123_LABEL.test(name) && name.length <= max
         ? undefined
         : `"${name}" must be a DNS-1123 label of at most ${max} characters (lowercase letters, digits, '-')`;
+}
+
+/**
+ * Why `pattern` cannot be a Go (RE2) regular expression, or undefined. Patterns that select images are
+ * matched by the Alibaba provider in Go: it must compile in JavaScript and use nothing RE2 lacks
+ * (lookaround, backreferences, possessive quantifiers).
+ */
+export function goRegexProblem(pattern: string): string | undefined {
+    try {
+        new RegExp(pattern);
+    } catch (err) {
+        return `"${pattern}" is not a regular expression (${(err as Error).message.replace(/^Invalid regular expression: /, "")})`;
+    }
+    if (/\(\?<?[=!]|\\[1-9]|\\k<|[*+?}][+]/.test(pattern)) {
+        return `"${pattern}" uses lookaround, a backreference or a possessive quantifier, which Go's regular expressions (RE2) do not support`;
+    }
+    return undefined;
 }

@@ -1,6 +1,5 @@
-// Image and package sources: the default add-on images, the region's default mirrors, and the grammar of
-// image references. Sources: docs/upstream.md#flannel, #cloud-controller-manager-alibaba, #cluster-autoscaler-alicloud-provider.
-import { isChinaRegion } from "./alibaba";
+// Image sources: the default add-on images, the pause image of each Kubernetes minor, and the grammar of
+// image references (each region's default mirrors are in regions.ts). Sources: docs/upstream.md#flannel, #cloud-controller-manager-alibaba, #cluster-autoscaler-alicloud-provider.
 
 /** Upstream flannel image of release v0.28.9 (kube-flannel.yml). No Alibaba mirror is documented. */
 export const DEFAULT_FLANNEL_IMAGE = "ghcr.io/flannel-io/flannel:v0.28.9";
@@ -11,34 +10,22 @@ export const DEFAULT_CCM_IMAGE = "registry.cn-hangzhou.aliyuncs.com/acs/cloud-co
 /** Upstream Cluster Autoscaler repository; its builds include the alicloud provider. No Alibaba mirror is documented. */
 export const DEFAULT_AUTOSCALER_IMAGE_REPOSITORY = "registry.k8s.io/autoscaling/cluster-autoscaler";
 
-/** Package and image sources for a region. */
-export interface Mirrors {
-    /** Base URL of the package mirror, e.g. `https://mirrors.cloud.aliyuncs.com` or `https://pkgs.k8s.io`. */
-    packageMirror: string;
-    /** Registry for the control-plane images and the pause image, e.g. `registry.k8s.io`. */
-    imageRepository: string;
-}
-
-/**
- * Default mirrors for a region: mainland China regions use Alibaba's VPC-internal package mirror and the
- * `google_containers` image mirror; every other region uses the upstream Kubernetes sources.
- */
-export function defaultMirrors(region: string): Mirrors {
-    return isChinaRegion(region)
-        ? { packageMirror: "https://mirrors.cloud.aliyuncs.com", imageRepository: "registry.cn-hangzhou.aliyuncs.com/google_containers" }
-        : { packageMirror: "https://pkgs.k8s.io", imageRepository: "registry.k8s.io" };
-}
-
 /** `registry[:port]/path` without tag or digest (a tag is appended by the consumer). */
 const IMAGE_REPOSITORY = /^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(\/[a-z0-9]+([._-]+[a-z0-9]+)*)*$/;
-/** A full image reference: repository plus `:tag` and/or `@sha256:<hex>`. */
-const IMAGE_REFERENCE = /^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(\/[a-z0-9]+([._-]+[a-z0-9]+)*)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$/;
+/**
+ * A full image reference: repository plus `:tag` and/or `@sha256:<hex>`. One of them is required: without
+ * either, the kubelet pulls `:latest`, which changes under a running cluster (and may not exist in a mirror).
+ */
+const IMAGE_REFERENCE = /^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(\/[a-z0-9]+([._-]+[a-z0-9]+)*)*((:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})(@sha256:[a-f0-9]{64})?|@sha256:[a-f0-9]{64})$/;
 const HTTPS_URL = /^https:\/\/[A-Za-z0-9.-]+(:\d+)?(\/[^\s'"\\]*)?$/;
 
 /** Why `value` is not a full image reference, or undefined. */
 export function imageReferenceProblem(value: string): string | undefined {
-    return IMAGE_REFERENCE.test(value) ? undefined
-        : `"${value}" is not an image reference (expected registry/path:tag, e.g. registry.cn-hangzhou.aliyuncs.com/my-ns/flannel:v0.28.9)`;
+    if (IMAGE_REFERENCE.test(value)) {
+        return undefined;
+    }
+    const untagged = IMAGE_REPOSITORY.test(value) ? " with a tag or digest (without one the node pulls :latest)" : "";
+    return `"${value}" is not an image reference${untagged} (expected registry/path:tag or registry/path@sha256:<digest>, e.g. registry.cn-hangzhou.aliyuncs.com/my-ns/flannel:v0.28.9)`;
 }
 
 /** Why `value` is not an image repository (no tag, no digest), or undefined. */
@@ -50,4 +37,12 @@ export function imageRepositoryProblem(value: string): string | undefined {
 /** Why `value` is not an https base URL of a package mirror, or undefined. */
 export function packageMirrorProblem(value: string): string | undefined {
     return HTTPS_URL.test(value) ? undefined : `"${value}" must be an https URL (e.g. https://mirrors.cloud.aliyuncs.com)`;
+}
+
+/**
+ * The pause (sandbox) image tag kubeadm uses for a Kubernetes minor (`PauseVersion` in kubeadm's constants):
+ * 3.10 up to 1.33, 3.10.1 for 1.34 and 1.35, 3.10.2 from 1.36. Sources: docs/upstream.md#kubeadm-pause-image.
+ */
+export function pauseVersionFor(minor: number): string {
+    return minor >= 36 ? "3.10.2" : minor >= 34 ? "3.10.1" : "3.10";
 }

@@ -115,10 +115,14 @@ export function formatTaint(t: Taint): string {
 
 /**
  * Checks taints given as objects or `key[=value]:Effect` strings; reports at `<index>` / `<index>.key` /
- * `<index>.value` and returns the valid ones, normalised to objects.
+ * `<index>.value` and returns the valid ones, normalised to objects. Taint keys are label-shaped but are
+ * not held to the kubelet's label rule: NodeRestriction limits the labels a node registers with, not its
+ * taints, so `node-role.kubernetes.io/…` taints are fine. Two taints with the same key and effect are
+ * refused (the API server rejects such a Node, so the kubelet could never register it).
  */
 export function checkTaints(taints: ReadonlyArray<string | Taint>, report: (path: string, reason: string) => void): Taint[] {
     const out: Taint[] = [];
+    const seen = new Map<string, number>();
     taints.forEach((t, i) => {
         const taint = typeof t === "string" ? parseTaint(t) : t;
         if (typeof taint === "string") {
@@ -135,7 +139,13 @@ export function checkTaints(taints: ReadonlyArray<string | Taint>, report: (path
             report(`${i}.value`, `taint value "${taint.value}" must be at most 63 characters of [A-Za-z0-9-_.]`);
             ok = false;
         }
+        const id = `${taint.key}:${taint.effect}`;
+        if (ok && seen.has(id)) {
+            report(String(i), `repeats taint ${seen.get(id)} (key ${taint.key}, effect ${taint.effect}): the API server refuses a Node with two taints of the same key and effect, so the node would never register; keep one`);
+            ok = false;
+        }
         if (ok) {
+            seen.set(id, i);
             out.push(taint);
         }
     });

@@ -1,6 +1,7 @@
 // The VPC layout rules that the stack config and the Network component both apply: CIDRs parse, VPC, pod
-// and service CIDRs are disjoint, vSwitches sit inside the VPC (given, or carved in zone order) and leave
-// room for the masters' fixed addresses.
+// and service CIDRs are disjoint and outside the ranges Alibaba reserves, the pod and service CIDRs are sized as
+// kubeadm requires, vSwitches sit inside the VPC (given, or carved in zone order) and leave room for the
+// masters' fixed addresses. Sources: docs/upstream.md#vpc-cidr-ranges and #kubeadm-network-limits.
 import { carveVSwitchCidrs, carvedVSwitchPrefix, contains, formatCidr, overlaps, parseCidr, VSWITCH_MAX_PREFIX, VSWITCH_MIN_PREFIX, type Cidr } from "./cidr";
 import { masterPlacementProblem } from "./alibaba";
 import type { Report } from "./problems";
@@ -35,6 +36,42 @@ export const FLAT_NETWORK_PATHS: Readonly<NetworkLayoutPaths> = {
     zones: "zones", vpcCidr: "vpcCidr", podCidr: "podCidr", serviceCidr: "serviceCidr", vswitchCidrs: "vswitchCidrs", apiAllowedCidrs: "apiAllowedCidrs",
 };
 
+/**
+ * Ranges Alibaba Cloud refuses as VPC CIDRs. 100.64.0.0/10 also holds Alibaba's own services (the metadata
+ * service 100.100.100.200, VPC DNS 100.100.2.136/138, the internal mirrors) and no VPC route may point into it.
+ */
+export const RESERVED_RANGES: ReadonlyArray<{ cidr: string; what: string }> = [
+    { cidr: "100.64.0.0/10", what: "the range of Alibaba Cloud's own services (metadata service, VPC DNS, internal endpoints)" },
+    { cidr: "224.0.0.0/4", what: "the multicast range" },
+    { cidr: "127.0.0.0/8", what: "the loopback range" },
+    { cidr: "169.254.0.0/16", what: "the link-local range" },
+];
+
+/** The reserved range `c` overlaps, or undefined. */
+export function reservedRangeOf(c: Cidr): { cidr: string; what: string } | undefined {
+    return RESERVED_RANGES.find((r) => overlaps(c, parseCidr(r.cidr) as Cidr));
+}
+
+/** kubeadm refuses an IPv4 service subnet larger than /12 (`MaximumBitsForServiceSubnet` = 20). */
+export const SERVICE_CIDR_MIN_PREFIX = 12;
+/** kubeadm needs at least 10 addresses in the service subnet (`MinimumAddressesInServiceSubnet`): /28 at the smallest. */
+export const SERVICE_CIDR_MAX_PREFIX = 28;
+/** kubeadm needs at least 14 addresses in the pod subnet (`MinimumAddressesInPodSubnet`): /28 at the smallest. */
+export const POD_CIDR_MAX_PREFIX = 28;
+/** kubeadm refuses a node mask more than 16 bits longer than the pod subnet's (`PodSubnetNodeMaskMaxDiff`). */
+export const NODE_MASK_MAX_DIFF = 16;
+
+/** Why `mask` cannot be the per-node pod CIDR size inside `pod`, or undefined (kube-controller-manager and kubeadm rules). */
+export function nodeCidrMaskProblem(pod: Cidr, podText: string, mask: number): string | undefined {
+    if (!Number.isInteger(mask) || mask <= pod.prefix || mask > 30) {
+        return `/${mask} must be finer than network.podCidr's /${pod.prefix} and at most /30`;
+    }
+    if (mask - pod.prefix > NODE_MASK_MAX_DIFF) {
+        return `/${mask} is ${mask - pod.prefix} bits longer than network.podCidr's /${pod.prefix} (${podText}); kubeadm allows at most ${NODE_MASK_MAX_DIFF}: use /${pod.prefix + NODE_MASK_MAX_DIFF} or a smaller pod CIDR`;
+    }
+    return undefined;
+}
+
 /** Parses a CIDR, reporting at `path` when it is not one. */
 export function cidrOrReport(text: string, path: string, report: Report): Cidr | undefined {
     const c = parseCidr(text);
@@ -59,6 +96,22 @@ export function checkNetworkLayout(n: NetworkLayoutInput, report: Report, paths:
     const vpcSized = vpc !== undefined && vpc.prefix >= 8 && vpc.prefix <= 28;
     if (vpc && !vpcSized) {
         report(paths.vpcCidr, `a VPC CIDR must be between /8 and /28, got /${vpc.prefix}`);
+    }
+    const reserved = (c: Cidr | undefined, path: string, why: string) => {
+        const r = c && reservedRangeOf(c);
+        if (r) {
+            report(path, `overlaps ${r.cidr}, ${r.what}, which ${why}`);
+        }
+    };
+    reserved(vpc, paths.vpcCidr, "Alibaba Cloud does not allow in a VPC; use an RFC 1918 range such as 192.168.0.0/16 or 10.0.0.0/8");
+    reserved(pod, paths.podCidr, "no VPC route may point into (each node's pod CIDR is a route entry); use an RFC 1918 range such as 172.16.0.0/16");
+    if (pod && pod.prefix > POD_CIDR_MAX_PREFIX) {
+        report(paths.podCidr, `/${pod.prefix} has ${2 ** (32 - pod.prefix)} addresses; kubeadm needs at least 14 (/${POD_CIDR_MAX_PREFIX} or larger)`);
+    }
+    if (svc && svc.prefix < SERVICE_CIDR_MIN_PREFIX) {
+        report(paths.serviceCidr, `/${svc.prefix} is too large: kubeadm refuses an IPv4 service CIDR larger than /${SERVICE_CIDR_MIN_PREFIX}`);
+    } else if (svc && svc.prefix > SERVICE_CIDR_MAX_PREFIX) {
+        report(paths.serviceCidr, `/${svc.prefix} has ${2 ** (32 - svc.prefix)} addresses; kubeadm needs at least 10 (/${SERVICE_CIDR_MAX_PREFIX} or larger)`);
     }
     const named: Array<[string, string | undefined, Cidr | undefined]> = [
         [paths.vpcCidr, n.vpcCidr, vpc], [paths.podCidr, n.podCidr, pod], [paths.serviceCidr, n.serviceCidr, svc],

@@ -4,7 +4,7 @@
 // checked against its pattern before it reaches a shell (Cloud Assistant substitutes `{{name}}` verbatim).
 // The scripts are src/shell/ops/<name>.sh; src/shell/render.ts renders them, the NodeCommands component
 // saves them, src/cloud/operations.ts invokes them.
-import { TOKEN_ID_PATTERN, TOKEN_PATTERN } from "./formats";
+import { GO_DURATION_ERE, TOKEN_ID_PATTERN, TOKEN_PATTERN } from "./formats";
 
 /** A parameter of an operation: the shell variable it becomes and what a value must look like. */
 export interface OperationParameter {
@@ -27,7 +27,7 @@ export const OPERATION_PARAMETERS = {
     etcdNode: { variable: "AK_ETCD_NODE", pattern: /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, what: "the Node name of a master whose etcd is healthy" },
     token: { variable: "AK_BOOTSTRAP_TOKEN", pattern: TOKEN_PATTERN, what: "a bootstrap token [a-z0-9]{6}.[a-z0-9]{16}" },
     tokenId: { variable: "AK_TOKEN_ID", pattern: TOKEN_ID_PATTERN, what: "a bootstrap token id [a-z0-9]{6}" },
-    ttl: { variable: "AK_TTL", pattern: /^(0|([0-9]+(\.[0-9]*)?(ns|us|ms|s|m|h))+)$/, what: "a Go duration (0: never expires)" },
+    ttl: { variable: "AK_TTL", pattern: new RegExp(GO_DURATION_ERE), what: "a Go duration (0: never expires)" },
     description: { variable: "AK_DESCRIPTION", pattern: /^[A-Za-z0-9 ._-]{0,200}$/, what: "a description of letters, digits, spaces and ._-" },
     certificateKey: { variable: "AK_CERTIFICATE_KEY", pattern: /^[0-9a-f]{64}$/, what: "a certificate key (64 hex digits)" },
     labels: { variable: "AK_NODE_LABELS", pattern: /^[A-Za-z0-9./_=,-]{0,4096}$/, what: "node labels key=value,..." },

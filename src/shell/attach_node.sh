@@ -13,11 +13,11 @@ ak_start_log attach-node
 ak_require AK_KUBERNETES_VERSION AK_K8S_REPO_URL AK_SANDBOX_IMAGE AK_API_ENDPOINT AK_POOL_NAME \
   AK_BOOTSTRAP_TOKEN AK_CA_CERT_HASHES
 [[ $AK_BOOTSTRAP_TOKEN =~ ^[a-z0-9]{6}\.[a-z0-9]{16}$ ]] ||
-  ak_die "AK_BOOTSTRAP_TOKEN is not a bootstrap token of the form [a-z0-9]{6}.[a-z0-9]{16}"
+  ak_die "AK_BOOTSTRAP_TOKEN is not a bootstrap token [a-z0-9]{6}.[a-z0-9]{16}"
 [[ $AK_CA_CERT_HASHES =~ ^sha256:[0-9a-f]{64}(,sha256:[0-9a-f]{64})*$ ]] ||
-  ak_die "AK_CA_CERT_HASHES must be sha256:<64 hex digits>[,...] (the cluster CA's public key hash)"
+  ak_die "AK_CA_CERT_HASHES must be sha256:<64 hex digits>[,...]"
 if [ -n "${AK_CERTIFICATE_KEY:-}" ] && [[ ! $AK_CERTIFICATE_KEY =~ ^[0-9a-f]{64}$ ]]; then
-  ak_die "AK_CERTIFICATE_KEY must be the 64 hex digits printed by 'kubeadm init phase upload-certs --upload-certs'"
+  ak_die "AK_CERTIFICATE_KEY must be 64 hex digits (kubeadm init phase upload-certs --upload-certs)"
 fi
 
 if [ -f "${AK_STATE_DIR}/join.done" ] && [ -f "${AK_ROOT}/etc/kubernetes/kubelet.conf" ]; then

@@ -42,7 +42,7 @@ ak_require() {
   for name in "$@"; do
     [ -n "${!name:-}" ] || missing="${missing} ${name}"
   done
-  [ -z "$missing" ] || ak_die "missing required parameter(s):${missing}; render the userdata with src/shell/render.ts (or export them) and run again"
+  [ -z "$missing" ] || ak_die "missing required parameter(s):${missing}; render the script with src/shell/render.ts (or export them)"
 }
 
 # ak_yaml VALUE: VALUE as a single-quoted YAML scalar.
@@ -130,8 +130,8 @@ ak_metadata() {
 # ak_read_identity: sets AK_REGION_ID, AK_INSTANCE_ID and AK_PROVIDER_ID (= node name) "<region-id>.<instance-id>".
 ak_read_identity() {
   ak_imds_token
-  AK_REGION_ID=$(ak_metadata region-id) || ak_die "cannot read region-id from ${AK_METADATA}; is the instance metadata service enabled?"
-  AK_INSTANCE_ID=$(ak_metadata instance-id) || ak_die "cannot read instance-id from ${AK_METADATA}; is the instance metadata service enabled?"
+  { AK_REGION_ID=$(ak_metadata region-id) && AK_INSTANCE_ID=$(ak_metadata instance-id); } ||
+    ak_die "cannot read region-id and instance-id from ${AK_METADATA}; is the instance metadata service enabled?"
   [[ $AK_REGION_ID =~ ^[a-z0-9-]+$ && $AK_INSTANCE_ID =~ ^i-[a-z0-9]+$ ]] ||
     ak_die "unexpected metadata: region-id '${AK_REGION_ID}', instance-id '${AK_INSTANCE_ID}'"
   AK_PROVIDER_ID="${AK_REGION_ID}.${AK_INSTANCE_ID}"
@@ -184,35 +184,44 @@ ak_kube_ready() {
     [ "$(kubelet --version 2>/dev/null)" = "Kubernetes v${AK_KUBERNETES_VERSION}" ]
 }
 
-# ak_install_apt NEED_KUBE NEED_CONTAINERD (1 = install)
+# ak_cni_ready: the standard CNI plugins flannel's plugin delegates to are in /opt/cni/bin (flannel's manifest
+# installs only its own; docs/upstream.md#flannel-cni-plugins).
+ak_cni_ready() {
+  local p
+  for p in bridge host-local portmap loopback; do [ -x "${AK_ROOT}/opt/cni/bin/$p" ] || return 1; done
+}
+
+# ak_install_apt NEED_KUBE NEED_CONTAINERD NEED_CNI (1 = install)
 ak_install_apt() {
   local repo="${AK_K8S_REPO_URL%/}/deb/" keyring="/etc/apt/keyrings/alicloud-kubeadm-kubernetes.gpg" v=$AK_KUBERNETES_VERSION
   local -a pkgs=() apt=(apt-get -q -y -o DPkg::Lock::Timeout=600)
   export DEBIAN_FRONTEND=noninteractive NEEDRESTART_SUSPEND=1 # no prompts, no service restarts by needrestart
-  if [ "$1" = 1 ]; then
+  if [ "$1$3" != 00 ]; then
     mkdir -p "${AK_ROOT}/etc/apt/keyrings"
     curl -fsSL --retry 5 "${repo}Release.key" | gpg --dearmor --yes -o "${AK_ROOT}${keyring}"
     printf 'deb [signed-by=%s] %s /\n' "$keyring" "$repo" |
       ak_write_file "${AK_ROOT}/etc/apt/sources.list.d/alicloud-kubeadm-kubernetes.list" 644 || true
-    pkgs+=("kubelet=${v}-*" "kubeadm=${v}-*" "kubectl=${v}-*" conntrack socat)
   fi
+  if [ "$1" = 1 ]; then pkgs+=("kubelet=${v}-*" "kubeadm=${v}-*" "kubectl=${v}-*" conntrack socat); fi
   if [ "$2" = 1 ]; then pkgs+=(containerd); fi
+  if [ "$3" = 1 ]; then pkgs+=(kubernetes-cni); fi
   "${apt[@]}" update
   "${apt[@]}" install --allow-change-held-packages --allow-downgrades "${pkgs[@]}"
   if [ "$1" = 1 ]; then apt-mark hold kubelet kubeadm kubectl; fi
 }
 
-# ak_install_dnf NEED_KUBE NEED_CONTAINERD (1 = install)
+# ak_install_dnf NEED_KUBE NEED_CONTAINERD NEED_CNI (1 = install)
 ak_install_dnf() {
   local repo="${AK_K8S_REPO_URL%/}/rpm/" v=$AK_KUBERNETES_VERSION
   local -a pkgs=() opts=()
-  if [ "$1" = 1 ]; then
+  if [ "$1$3" != 00 ]; then
     opts+=(--disableexcludes=alicloud-kubeadm-kubernetes)
     printf '%s\n' '[alicloud-kubeadm-kubernetes]' 'name=Kubernetes' "baseurl=${repo}" 'enabled=1' 'gpgcheck=1' \
       "gpgkey=${repo}repodata/repomd.xml.key" 'exclude=kubelet kubeadm kubectl cri-tools kubernetes-cni' |
       ak_write_file "${AK_ROOT}/etc/yum.repos.d/alicloud-kubeadm-kubernetes.repo" 644 || true
-    pkgs+=("kubelet-${v}" "kubeadm-${v}" "kubectl-${v}" conntrack-tools socat)
   fi
+  if [ "$1" = 1 ]; then pkgs+=("kubelet-${v}" "kubeadm-${v}" "kubectl-${v}" conntrack-tools socat); fi
+  if [ "$3" = 1 ]; then pkgs+=(kubernetes-cni); fi
   if [ "$2" = 1 ]; then
     ak_require AK_CONTAINERD_RPM_REPO_URL
     # $basearch is expanded by dnf, not by the shell.
@@ -225,32 +234,47 @@ ak_install_dnf() {
   dnf install -y -q "${opts[@]}" "${pkgs[@]}"
 }
 
+# ak_install_packages: Kubernetes of AK_KUBERNETES_VERSION, containerd and the CNI plugins, each only when missing
+# (a pre-baked image may carry some of them: its CNI plugins are checked too, not assumed).
 ak_install_packages() {
-  local need_kube=1 need_containerd=1
+  local need_kube=1 need_containerd=1 need_cni=1
   if ak_kube_ready; then need_kube=0; fi
   if command -v containerd >/dev/null; then need_containerd=0; fi
-  if [ "$need_kube$need_containerd" = 00 ]; then
-    ak_log "pre-baked image: containerd and Kubernetes v${AK_KUBERNETES_VERSION} already installed"
+  if ak_cni_ready; then need_cni=0; fi
+  if [ "$need_kube$need_containerd$need_cni" = 000 ]; then
+    ak_log "pre-baked image: containerd, CNI plugins, Kubernetes v${AK_KUBERNETES_VERSION}"
     return 0
   fi
-  ak_log "installing packages (Kubernetes v${AK_KUBERNETES_VERSION}: ${need_kube}, containerd: ${need_containerd}) from ${AK_K8S_REPO_URL}"
-  "ak_install_${AK_PKG}" "$need_kube" "$need_containerd"
-  ak_kube_ready || ak_die "kubeadm/kubelet v${AK_KUBERNETES_VERSION} still missing after installation; check the package mirror ${AK_K8S_REPO_URL}"
+  ak_log "installing Kubernetes v${AK_KUBERNETES_VERSION}: ${need_kube}, containerd: ${need_containerd}, CNI plugins: ${need_cni}"
+  "ak_install_${AK_PKG}" "$need_kube" "$need_containerd" "$need_cni"
+  { ak_kube_ready && ak_cni_ready; } ||
+    ak_die "kubeadm/kubelet v${AK_KUBERNETES_VERSION} or CNI plugins still missing; check the package mirror ${AK_K8S_REPO_URL}"
 }
+
+# The runc options table header, in containerd's config version 2 (1.x: plugins."io.containerd.grpc.v1.cri".containerd.…)
+# and version 3 (2.x: plugins.'io.containerd.cri.v1.runtime'.containerd.…) layouts; group 1 is its indentation.
+AK_RUNC_OPTS='^([[:space:]]*)\[plugins\.[^]]+\.runtimes\.runc\.options\]'
 
 # ak_configure_containerd: systemd cgroups and the sandbox (pause) image from the configured registry.
 # A full CRI config already on the image (pre-baked, maybe with registry mirrors) is patched in place;
 # otherwise (none, or a packaged stub such as `disabled_plugins = ["cri"]`) containerd's defaults are used.
+# containerd 2.0.0–2.0.6 and 2.1.0–2.1.4 print no SystemdCgroup key (docs/upstream.md#broken-containerd-systemdcgroup):
+# it is then added under the runc options table, which both layouts have.
 ak_configure_containerd() {
   local conf="${AK_ROOT}/etc/containerd/config.toml" desired
   local -a base=(containerd config default)
-  if [ -f "$conf" ] && grep -q 'SystemdCgroup' "$conf"; then base=(cat "$conf"); fi
+  if [ -f "$conf" ] && grep -Eq "SystemdCgroup|$AK_RUNC_OPTS" "$conf"; then base=(cat "$conf"); fi
   # containerd 1.x writes sandbox_image = "...", 2.x writes sandbox = '...'.
   desired=$("${base[@]}" | sed -E \
     -e 's/^([[:space:]]*SystemdCgroup[[:space:]]*=[[:space:]]*).*$/\1true/' \
     -e "s#^([[:space:]]*sandbox_image[[:space:]]*=[[:space:]]*).*\$#\\1\"${AK_SANDBOX_IMAGE}\"#" \
     -e "s#^([[:space:]]*sandbox[[:space:]]*=[[:space:]]*).*\$#\\1'${AK_SANDBOX_IMAGE}'#")
-  grep -q 'SystemdCgroup = true' <<<"$desired" || ak_die "containerd's default config has no SystemdCgroup option to enable"
+  if ! grep -Eq '^[[:space:]]*SystemdCgroup' <<<"$desired"; then
+    # No key to flip: add it right below the runc options header, one step deeper.
+    desired=$(sed -E "/$AK_RUNC_OPTS/{p;s/$AK_RUNC_OPTS.*/\\1  SystemdCgroup = true/;}" <<<"$desired")
+    ak_log "added SystemdCgroup to containerd's config"
+  fi
+  grep -Eq '^[[:space:]]*SystemdCgroup = true$' <<<"$desired" || ak_die "no runc options table for SystemdCgroup in containerd's config"
   if printf '%s\n' "$desired" | ak_write_file "$conf" 644; then
     ak_log "containerd configured: SystemdCgroup, sandbox image ${AK_SANDBOX_IMAGE}"
     systemctl enable containerd

@@ -16,7 +16,7 @@ import * as fs from "fs";
 import * as path from "path";
 import {
     CA_HASH_PATTERN, CERTIFICATE_KEY_PATTERN, checkTaints, defaultMirrors, formatTaint, isCidr, kubernetesVersionProblem, nodeLabelKeyProblem,
-    isLabelValue, OPERATION_PARAMETERS, OPERATIONS, operationParameters, POOL_LABEL, TOKEN_PATTERN,
+    isLabelValue, OPERATION_PARAMETERS, OPERATIONS, operationParameters, pauseVersionFor, POOL_LABEL, TOKEN_PATTERN,
     type JoinOperation, type Mirrors, type OperationName, type ParameterName, type Taint,
 } from "../rules";
 
@@ -29,7 +29,7 @@ export const USERDATA_HARD_LIMIT_BYTES = 32 * 1024;
  * The Kubernetes package repository for a minor version, without the `deb/` or `rpm/` suffix (the scripts add it).
  * pkgs.k8s.io uses `core:/stable:/v1.34/`; Alibaba's mirror uses `kubernetes-new/core/stable/v1.34/`.
  * @param packageMirror Base URL of the package mirror (see {@link Mirrors.packageMirror}).
- * @param kubernetesVersion Full version, e.g. `1.34.2`.
+ * @param kubernetesVersion Full version, e.g. `1.36.3`.
  */
 export function kubernetesRepoUrl(packageMirror: string, kubernetesVersion: string): string {
     const minor = kubernetesVersion.split(".").slice(0, 2).join(".");
@@ -55,7 +55,7 @@ function isUpstream(mirror: string): boolean {
 export interface NodeParams {
     /** Alibaba Cloud region id, e.g. `cn-hangzhou`; selects the default mirrors (the node reads its own region from metadata). */
     region: string;
-    /** Kubernetes version `x.y.z` (>= 1.31, kubeadm config API v1beta4), e.g. `1.34.2`. */
+    /** Kubernetes version `x.y.z` (>= 1.31, kubeadm config API v1beta4), e.g. `1.36.3`. */
     kubernetesVersion: string;
     /** Package mirror base URL. Default: {@link defaultMirrors}(region).packageMirror. */
     packageMirror?: string;
@@ -65,7 +65,7 @@ export interface NodeParams {
     containerdRpmRepoUrl?: string;
     /** Image registry for control-plane and pause images. Default: {@link defaultMirrors}(region).imageRepository. */
     imageRepository?: string;
-    /** containerd sandbox (pause) image. Default: `<imageRepository>/pause:3.10` (`pause:3.10.1` for Kubernetes >= 1.34). */
+    /** containerd sandbox (pause) image. Default: `<imageRepository>/pause:<kubeadm's pause tag for the minor>` (src/rules/images.ts `pauseVersionFor`). */
     sandboxImage?: string;
     /** API endpoint `host:port` (NLB address or the single master's IP), e.g. `192.168.0.10:6443`. */
     apiEndpoint: string;
@@ -239,7 +239,7 @@ function nodeHeader(p: NodeParams): Array<[string, string]> {
         ["AK_KUBERNETES_VERSION", p.kubernetesVersion],
         ["AK_K8S_REPO_URL", p.kubernetesRepoUrl ?? kubernetesRepoUrl(packageMirror, p.kubernetesVersion)],
         ["AK_CONTAINERD_RPM_REPO_URL", p.containerdRpmRepoUrl ?? containerdRpmRepoUrl(packageMirror)],
-        ["AK_SANDBOX_IMAGE", p.sandboxImage ?? `${imageRepositoryOf(p)}/pause:${minor >= 34 ? "3.10.1" : "3.10"}`],
+        ["AK_SANDBOX_IMAGE", p.sandboxImage ?? `${imageRepositoryOf(p)}/pause:${pauseVersionFor(minor)}`],
         ["AK_API_ENDPOINT", p.apiEndpoint],
     ];
 }
@@ -318,8 +318,9 @@ function assemble(roleScript: string, header: Array<[string, string]>): string {
 export const SAVED_COMMAND_LIMIT_BASE64 = 18 * 1024;
 
 /**
- * A script as it goes into a saved command: without blank lines and leading indentation (outside heredocs,
- * whose text is data), so the attach script fits the 18 KB a saved command may hold. Bash reads it the same.
+ * A script as it goes into a saved command: without blank lines, comments and leading indentation (outside
+ * heredocs, whose text is data; the `#!` line and shellcheck directives stay), so the attach script fits the
+ * 18 KB a saved command may hold. Bash reads it the same: the scripts have no multi-line quoted strings.
  */
 export function compactShell(script: string): string {
     const out: string[] = [];
@@ -331,8 +332,10 @@ export function compactShell(script: string): string {
             continue;
         }
         const trimmed = line.replace(/^\s+/, "");
-        if (trimmed === "") continue;
-        out.push(trimmed);
+        const keep = (out.length === 0 && trimmed.startsWith("#!")) || trimmed.startsWith("# shellcheck ");
+        if (trimmed === "" || (trimmed.startsWith("#") && !keep)) continue;
+        // A trailing ` # comment` goes too when nothing before it could quote or escape it.
+        out.push(trimmed.replace(/^([^'"`#$\\]*?)\s+#\s.*$/, "$1"));
         heredocEnd = /<<-?\s*['"]?([A-Za-z_]+)['"]?/.exec(trimmed)?.[1];
     }
     return out.join("\n") + "\n";

@@ -1,10 +1,10 @@
 # dev-pool-general-config
 #!/bin/bash
 # alicloud-kubeadm userdata (attach_node.sh), rendered by src/shell/render.ts. Parameters:
-readonly AK_KUBERNETES_VERSION='1.34.2'
-readonly AK_K8S_REPO_URL='https://mirrors.cloud.aliyuncs.com/kubernetes-new/core/stable/v1.34/'
+readonly AK_KUBERNETES_VERSION='1.36.3'
+readonly AK_K8S_REPO_URL='https://mirrors.cloud.aliyuncs.com/kubernetes-new/core/stable/v1.36/'
 readonly AK_CONTAINERD_RPM_REPO_URL='https://mirrors.cloud.aliyuncs.com/docker-ce/linux/centos'
-readonly AK_SANDBOX_IMAGE='registry.cn-hangzhou.aliyuncs.com/google_containers/pause:3.10.1'
+readonly AK_SANDBOX_IMAGE='registry.cn-hangzhou.aliyuncs.com/google_containers/pause:3.10.2'
 readonly AK_API_ENDPOINT='192.168.0.10:6443'
 readonly AK_POOL_NAME='general'
 readonly AK_NODE_LABELS=''
@@ -16,10 +16,10 @@ readonly AK_CA_CERT_HASHES='<redacted>'
 # dev-pool-elastic-config
 #!/bin/bash
 # alicloud-kubeadm userdata (attach_node.sh), rendered by src/shell/render.ts. Parameters:
-readonly AK_KUBERNETES_VERSION='1.34.2'
-readonly AK_K8S_REPO_URL='https://mirrors.cloud.aliyuncs.com/kubernetes-new/core/stable/v1.34/'
+readonly AK_KUBERNETES_VERSION='1.36.3'
+readonly AK_K8S_REPO_URL='https://mirrors.cloud.aliyuncs.com/kubernetes-new/core/stable/v1.36/'
 readonly AK_CONTAINERD_RPM_REPO_URL='https://mirrors.cloud.aliyuncs.com/docker-ce/linux/centos'
-readonly AK_SANDBOX_IMAGE='registry.cn-hangzhou.aliyuncs.com/google_containers/pause:3.10.1'
+readonly AK_SANDBOX_IMAGE='registry.cn-hangzhou.aliyuncs.com/google_containers/pause:3.10.2'
 readonly AK_API_ENDPOINT='192.168.0.10:6443'
 readonly AK_POOL_NAME='elastic'
 readonly AK_NODE_LABELS='workload_type=cpu,alicloud-kubeadm/autoscaled=true'

@@ -8,7 +8,7 @@
  * (kubeadm init writes admin.conf and pki/ca.crt, join writes kubelet.conf, apt-get/dnf install put kubeadm etc.
  * on PATH). See test/sandbox/stubs/* for the environment variables that make them fail or take time:
  * AK_STUB_FAIL_INIT, AK_STUB_FAIL_JOIN, AK_STUB_API_DOWN, AK_STUB_FAIL_INSTALL, AK_STUB_IMDS, AK_STUB_REGION,
- * AK_STUB_INSTANCE_ID, AK_STUB_DOWNLOAD_MS, AK_STUB_INSTALL_MS, AK_STUB_JOIN_MS, AK_STUB_CONTAINERD_MAJOR,
+ * AK_STUB_INSTANCE_ID, AK_STUB_DOWNLOAD_MS, AK_STUB_INSTALL_MS, AK_STUB_JOIN_MS, AK_STUB_CONTAINERD_MAJOR, AK_STUB_CONTAINERD_NO_SYSTEMD,
  * AK_STUB_KUBECTL_OUTPUT, AK_STUB_KUBECTL_RC (most have a typed option in {@link SandboxOptions}).
  *
  * Usage:
@@ -61,6 +61,8 @@ export interface SandboxOptions {
     prebaked?: boolean;
     /** Kubernetes version of a pre-baked image. Default `1.34.2`. */
     prebakedVersion?: string;
+    /** A pre-baked image has the standard CNI plugins in /opt/cni/bin (the kubernetes-cni package). Default true. */
+    prebakedCni?: boolean;
     /** Metadata service: region id. Default `cn-hangzhou`. */
     region?: string;
     /** Metadata service: instance id. Default `i-bp1stubinstance0001`. */
@@ -141,6 +143,12 @@ export function makeSandbox(options: SandboxOptions): Sandbox {
             fs.copyFileSync(path.join(STUB_SRC, name), path.join(installed, name));
         }
         fs.writeFileSync(path.join(state, "kube-version"), `${options.prebakedVersion ?? "1.34.2"}\n`);
+        if (options.prebakedCni !== false) {
+            fs.mkdirSync(path.join(root, "opt", "cni", "bin"), { recursive: true });
+            for (const plugin of ["bridge", "host-local", "portmap", "loopback"]) {
+                fs.writeFileSync(path.join(root, "opt", "cni", "bin", plugin), "#!/bin/sh\nexit 0\n", { mode: 0o755 });
+            }
+        }
     }
     for (const [name, text] of Object.entries(options.stubs ?? {})) {
         const target = INSTALLABLE.has(name) ? installed : bin;

@@ -53,3 +53,13 @@ stub_install() {
   cp "$AK_STUB_SRC/$1" "$AK_STUB_INSTALLED/$1"
   chmod +x "$AK_STUB_INSTALLED/$1"
 }
+
+# stub_install_cni: put the standard CNI plugins (the kubernetes-cni package) into ${AK_ROOT}/opt/cni/bin.
+stub_install_cni() {
+  local plugin
+  mkdir -p "$AK_ROOT/opt/cni/bin"
+  for plugin in bridge host-local portmap loopback; do
+    printf '#!/bin/sh\nexit 0\n' >"$AK_ROOT/opt/cni/bin/$plugin"
+    chmod +x "$AK_ROOT/opt/cni/bin/$plugin"
+  done
+}

@@ -1,0 +1,78 @@
+// Kubernetes minors: when upstream released each and when it reaches its end of life, and the warning for a
+// minor past or near it. Sources: docs/upstream.md#kubernetes-support-window.
+import { MIN_KUBERNETES_MINOR, parseVersion } from "./formats";
+
+/** One Kubernetes minor's upstream support window (ISO dates, from kubernetes.io/releases). */
+export interface KubernetesMinor {
+    released: string;
+    endOfLife: string;
+}
+
+/** Every minor this project supports (≥ 1.{@link MIN_KUBERNETES_MINOR}), by minor number. */
+export const KUBERNETES_MINORS: Readonly<Record<number, KubernetesMinor>> = {
+    31: { released: "2024-08-13", endOfLife: "2025-10-28" },
+    32: { released: "2024-12-11", endOfLife: "2026-02-28" },
+    33: { released: "2025-04-23", endOfLife: "2026-06-28" },
+    34: { released: "2025-08-27", endOfLife: "2026-10-27" },
+    35: { released: "2025-12-17", endOfLife: "2027-02-28" },
+    36: { released: "2026-04-22", endOfLife: "2027-06-28" },
+    37: { released: "2026-08-26", endOfLife: "2027-10-28" },
+};
+
+/**
+ * The day the table above was last checked, which is the "today" of the end-of-life warning. Validation
+ * compares against this date, never against the clock: the same config then gives the same warnings (and
+ * synth the same output) on every machine and every day, and a warning appears or changes only in a
+ * reviewed commit that refreshes the table and moves this date.
+ */
+export const KUBERNETES_SUPPORT_AS_OF = "2026-12-02";
+
+/** A minor whose end of life is at most this many days after {@link KUBERNETES_SUPPORT_AS_OF} gets the "near" warning. */
+export const END_OF_LIFE_WARNING_DAYS = 90;
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** Whole days from `from` to `to` (ISO dates). */
+function daysBetween(from: string, to: string): number {
+    return Math.round((Date.parse(`${to}T00:00:00Z`) - Date.parse(`${from}T00:00:00Z`)) / DAY_MS);
+}
+
+/** The newest minor with an upstream release in the table. */
+export function newestKubernetesMinor(): number {
+    return Math.max(...Object.keys(KUBERNETES_MINORS).map(Number));
+}
+
+/** The minors still supported as of {@link KUBERNETES_SUPPORT_AS_OF}, oldest first. */
+export function supportedKubernetesMinors(): number[] {
+    return Object.entries(KUBERNETES_MINORS)
+        .filter(([, m]) => daysBetween(KUBERNETES_SUPPORT_AS_OF, m.endOfLife) > 0)
+        .map(([minor]) => Number(minor));
+}
+
+/**
+ * The warning for a Kubernetes version whose minor is past its upstream end of life, within
+ * {@link END_OF_LIFE_WARNING_DAYS} of it, or newer than the table (add-on versions unverified); else undefined.
+ * A version that is not a supported `x.y.z` gets none (kubernetesVersionProblem reports it).
+ */
+export function kubernetesSupportWarning(version: string): string | undefined {
+    const v = parseVersion(version);
+    if (!v || v[0] !== 1 || v[1] < MIN_KUBERNETES_MINOR) {
+        return undefined;
+    }
+    const minor = v[1];
+    const upgrade = `move to a supported minor (${supportedKubernetesMinors().map((m) => `1.${m}`).join(", ")}; see README "Changing a running cluster" for upgrades)`;
+    const entry = KUBERNETES_MINORS[minor];
+    if (!entry) {
+        return minor > newestKubernetesMinor()
+            ? `Kubernetes 1.${minor} is newer than this project's version table (newest 1.${newestKubernetesMinor()}): its add-on versions (Cluster Autoscaler, CCM, flannel) and the pause image are not verified for it`
+            : undefined;
+    }
+    const days = daysBetween(KUBERNETES_SUPPORT_AS_OF, entry.endOfLife);
+    if (days <= 0) {
+        return `Kubernetes 1.${minor} reached its upstream end of life on ${entry.endOfLife} and gets no security fixes; ${upgrade}`;
+    }
+    if (days <= END_OF_LIFE_WARNING_DAYS) {
+        return `Kubernetes 1.${minor} reaches its upstream end of life on ${entry.endOfLife} (${days} days after ${KUBERNETES_SUPPORT_AS_OF}, when this table was checked); plan the move to a newer minor`;
+    }
+    return undefined;
+}
