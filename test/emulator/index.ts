@@ -109,6 +109,14 @@ export class Emulator {
     readonly calls: RecordedCall[] = [];
     /** Delay added to every response, ms. */
     latencyMs: number;
+    /**
+     * Test hook (not a cloud behaviour): consulted before every request's handler; a fault it returns is answered
+     * instead and nothing is applied. The fault matrix uses it to fail one call in turn, and to refuse everything
+     * after a simulated crash of the caller.
+     */
+    beforeRequest?: (req: { product: string; action: string; params: Record<string, string> }) => Omit<Fault, "times"> | undefined;
+    /** Test hook: called after a request was applied and answered successfully. */
+    afterRequest?: (req: { product: string; action: string; params: Record<string, string> }) => void;
     private readonly faults = new Map<string, Fault[]>();
     private readonly idempotent = new Map<string, { params: string; out: Record<string, unknown> }>();
     private readonly nonces = new Set<string>();
@@ -327,6 +335,8 @@ export class Emulator {
             if (!v.ok) throw new ApiError(v.status, v.code, v.message);
             const handler = spec?.actions[action];
             if (!handler) throw new ApiError(404, "InvalidAction.NotFound", `Specified api is not found, please check your url and method: ${action}.`);
+            const hooked = this.beforeRequest?.({ product: spec.product, action, params });
+            if (hooked) { extraHeaders = hooked.headers ?? {}; throw new ApiError(hooked.status, hooked.code, hooked.message); }
             const before = this.takeFault(action, false);
             if (before) { extraHeaders = before.headers ?? {}; throw new ApiError(before.status, before.code, before.message); }
             // Idempotency only where the request model defines ClientToken (CLIENT_TOKEN_ACTIONS); the same token
@@ -341,6 +351,7 @@ export class Emulator {
             const after = this.takeFault(action, true);
             if (after) { extraHeaders = after.headers ?? {}; throw new ApiError(after.status, after.code, after.message); }
             out = { RequestId: requestId(), ...out };
+            this.afterRequest?.({ product: spec.product, action, params });
         } catch (e) {
             const err = e instanceof ApiError ? e : new ApiError(500, "InternalError", `emulator bug: ${String(e)}`);
             status = err.status;
