@@ -238,6 +238,10 @@ describe("removal core", () => {
         assert.deepStrictEqual(reports.map((r) => r.instanceId).sort(), [ids[1], ids[2], ids[3]].sort());
         assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group).sort(), [ids[0], ids[4]].sort());
         assert.strictEqual(ctx.emu.scalingGroups.get(group)!.desiredCapacity, 2);
+        // the victim's readiness travels with its name: the NotReady node is drained without waiting for its pods
+        const drains = ctx.emu.callsOf("InvokeCommand").filter((x) => x.params.CommandId === c.commands.drain).map((x) => JSON.parse(x.params.Parameters) as Record<string, string>);
+        assert.deepStrictEqual(Object.fromEntries(drains.map((d) => [d.node, d.skipWait])),
+            { [`node-${ids[1]}`]: "0", [`node-${ids[2]}`]: "60", [`node-${ids[3]}`]: "0" });
     });
 
     it("scale-in never goes below the pool minimum", async () => {

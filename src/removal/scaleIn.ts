@@ -45,7 +45,10 @@ export async function scaleInPool(pool: ScaleInPool, opts: RemovalOptions): Prom
     });
     const victims = chooseVictims(members, count);
     log(`pool ${pool.poolName}: removing ${victims.length} of ${instances.length} node(s): ${victims.map((v) => v.instanceId).join(", ")}`);
+    // The Node's readiness goes along with its name: given a name, the removal core does not look the Node up
+    // again, and a NotReady node must be drained without waiting for pods its kubelet never confirms.
     return removeNodes(victims.map((v) => ({
         instanceId: v.instanceId, kind: "scale-out", scalingGroupId: pool.scalingGroupId, essAction: pool.essAction, nodeName: v.nodeName,
+        ...(v.nodeName === null ? {} : { nodeReady: v.ready }),
     })), opts);
 }
