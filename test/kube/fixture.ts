@@ -10,8 +10,11 @@ import * as assert from "assert";
 import * as fs from "fs";
 import { binDir, Cluster, ClusterOptions, missingBinaries, startCluster } from "./cluster";
 
-/** Registers before/after hooks; read `.c` inside tests. */
-export function useRealCluster(options: ClusterOptions = {}): { readonly c: Cluster } {
+/**
+ * Registers before/after hooks; read `.c` inside tests. `options` may be a function, called in `before` once
+ * the binaries are known to be there (e.g. to derive the network from a synthesized stack).
+ */
+export function useRealCluster(options: ClusterOptions | (() => ClusterOptions | Promise<ClusterOptions>) = {}): { readonly c: Cluster } {
     const box: { c?: Cluster } = {};
     let started = Date.now();
     before(async function () {
@@ -24,7 +27,7 @@ export function useRealCluster(options: ClusterOptions = {}): { readonly c: Clus
             console.log(`    skipped: ${msg}`);
             this.skip();
         }
-        box.c = await startCluster(options);
+        box.c = await startCluster(typeof options === "function" ? await options() : options);
         console.log(`    cluster up in ${((Date.now() - started) / 1000).toFixed(1)} s at ${box.c.server}` +
             `${box.c.netns ? " (own network namespace)" : ""}, run folder ${box.c.dir}`);
     });
