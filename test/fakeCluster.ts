@@ -2,8 +2,9 @@
 // operations (list-nodes, pod-owners, drain, delete-node, etcd-member-remove) from an in-memory node table,
 // and nodes answer `reset`. The operations are saved in the emulator from the program's own NodeCommands
 // specs, and handlers read their parameters, as the real scripts would. Every command is recorded as
-// "<instance>: <verb>" for ordered assertions. Used where a test must inject a failure or a timing the real
-// control plane cannot produce (test/kube/ is the real one).
+// "<instance>: <verb>" for ordered assertions. Used only where a test must inject a failure, a join or a timing the
+// real control plane cannot produce, with a comment at each use saying which (test/kube/operations.ts answers the
+// same operations from the real one).
 import * as zlib from "zlib";
 import type { Emulator } from "./emulator";
 import type { ClusterAccess } from "../src/cloud/operations";
@@ -31,8 +32,6 @@ export interface FakeCluster {
     access: ClusterAccess;
     /** `<instanceId>: <verb>` per command, in order: get-nodes, get-pods, drain <node>, delete-node <node>, reset. */
     log: string[];
-    /** Make the next drains fail (e.g. a PDB) until reset to 0. */
-    failDrains: number;
     addNode(instanceId: string, init?: Partial<FakeNode>): FakeNode;
 }
 
@@ -48,7 +47,6 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
         access: { region, masterInstanceId: master, commands, pollIntervalMs: 10 },
         nodes: new Map(),
         log: [],
-        failDrains: 0,
         addNode(instanceId, init = {}) {
             const node: FakeNode = { name: `node-${instanceId}`, instanceId, ready: true, pool: "", podCidr: `172.16.${c.nodes.size}.0/25`, pods: [], createdAt: new Date().toISOString(), ...init };
             c.nodes.set(node.name, node);
@@ -70,10 +68,6 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
     emu.onCommand(operation("drain"), (ctx) => {
         const name = ctx.parameters.node;
         c.log.push(`${ctx.instanceId}: drain ${name}`);
-        if (c.failDrains > 0) {
-            c.failDrains--;
-            return { exitCode: 1, output: `evicting pod default/web-1\nerror when evicting pods/"web-1" -n "default" (will retry after 5s): Cannot evict pod as it would violate the pod's disruption budget.\nerror: unable to drain node "${name}" due to error: global timeout reached: 10s` };
-        }
         const node = c.nodes.get(name);
         if (!node) {
             return { exitCode: 1, output: `Error from server (NotFound): nodes "${name}" not found\n` };

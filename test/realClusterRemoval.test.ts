@@ -18,7 +18,7 @@ import type { Cluster } from "./kube/cluster";
 import { fill, saveNodeCommands } from "./savedCommands";
 import { callsOf } from "./sandbox";
 import { listNodes, parseNodeLines, POOL_LABEL, workloadPods } from "../src/cloud/operations";
-import { removeNode, RemovalError, scaleInPool, type RemovalOptions } from "../src/removal";
+import { removeNode, removeNodes, RemovalError, scaleInPool, CLEARED_USERDATA, type RemovalOptions } from "../src/removal";
 import type { NodeCommandIds } from "../src/rules";
 import { renderOperation } from "../src/shell/render";
 
@@ -99,6 +99,19 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
             assert.ok(cidrWithin(cidr, POD_CIDR), `${cidr} in ${POD_CIDR}`);
             emu.addRouteEntry(table, { destinationCidrBlock: cidr, nextHopId: id });
         }));
+    }
+
+    /** An existing ECS instance joined as a node (join userdata, a Node, a pod route). */
+    async function existingNode(extra: { ready?: boolean } = {}): Promise<string> {
+        const id = emu.addInstance({ regionId: REGION, userData: Buffer.from("#!/bin/bash\nkubeadm join ...").toString("base64") }).instanceId;
+        await join([id], "general", extra);
+        return id;
+    }
+
+    /** A bare pod held by a PodDisruptionBudget that never allows a disruption (drains of its node fail). */
+    async function blocked(instanceId: string, name = "held"): Promise<void> {
+        await c.createPod({ name, namespace: ns, nodeName: nodeName(instanceId), labels: { held: name } });
+        await c.apply({ apiVersion: "policy/v1", kind: "PodDisruptionBudget", metadata: { name, namespace: ns }, spec: { maxUnavailable: 0, selector: { matchLabels: { held: name } } } });
     }
 
     /** A Deployment pinned to the test's nodes (one pod per node at most), Running before it returns. */
@@ -354,5 +367,114 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
         // the NotReady node's drain does not wait for pods its kubelet would never confirm
         const drains = emu.callsOf("InvokeCommand").filter((x) => x.params.CommandId === commands.drain).map((x) => JSON.parse(x.params.Parameters) as Record<string, string>);
         assert.deepStrictEqual(drains.map((d) => [d.node, d.skipWait]).sort(), [[nodeName(idle), "0"], [nodeName(notReady), "60"]].sort());
+    });
+
+    it("existing node: drain → clear userdata → reset → delete Node → delete route, in that order, and the instance stays", async function () {
+        const id = await existingNode();
+        const cidr = (await getNode(nodeName(id))).spec.podCIDR;
+        const report = await removeNode({ instanceId: id, kind: "existing" }, opts);
+        assert.deepStrictEqual(timeline(), [
+            "InvokeCommand master list-nodes",
+            "InvokeCommand master drain",
+            `ModifyInstanceAttribute ${id}`,
+            `InvokeCommand ${id} reset`,
+            "InvokeCommand master delete-node",
+            `DeleteRouteEntry ${cidr}`,
+        ]);
+        assert.deepStrictEqual(report.done, ["drain", "clear-userdata", "reset", "delete-node", "delete-route"]);
+        assert.strictEqual(Buffer.from(emu.instances.get(id)!.userData, "base64").toString("utf8"), CLEARED_USERDATA);
+        assert.strictEqual(await getNode(nodeName(id)), undefined);
+        assert.ok(emu.instances.has(id), "an existing instance is never released");
+    });
+
+    it("scale-out node kept (DetachInstances), through throttling and a 5xx: the instance stays, out of the group", async function () {
+        const group = emu.addScalingGroup({ desiredCapacity: 2, regionId: REGION }).scalingGroupId;
+        const [id] = emu.scalingGroupInstances(group);
+        await join([id], "general");
+        emu.throttle("DetachInstances", 2);
+        emu.fail5xx("DeleteRouteEntry", 1);
+        const report = await removeNode({ instanceId: id, kind: "scale-out", scalingGroupId: group, essAction: "keep" }, opts);
+        assert.deepStrictEqual(report.done, ["drain", "reset", "delete-node", "leave-scaling-group", "delete-route"]);
+        assert.strictEqual(emu.callsOf("DetachInstances").length, 3, "two throttled attempts, then success");
+        assert.ok(emu.instances.has(id) && !emu.scalingGroupInstances(group).includes(id));
+        assert.strictEqual(emu.scalingGroups.get(group)!.desiredCapacity, 1);
+        assert.strictEqual(await getNode(nodeName(id)), undefined);
+    });
+
+    it("control-plane member: looked up by provider id, drained, reset (leaves etcd), Node deleted; no userdata or ESS calls", async function () {
+        const id = emu.addInstance({ regionId: REGION }).instanceId;
+        await join([id], "control-plane");
+        const report = await removeNode({ instanceId: id, kind: "control-plane" }, { ...opts, routeTableId: undefined });
+        assert.deepStrictEqual(timeline(), [
+            "InvokeCommand master list-nodes",
+            "InvokeCommand master drain",
+            `InvokeCommand ${id} reset`,
+            "InvokeCommand master delete-node",
+        ]);
+        assert.deepStrictEqual(report.done, ["drain", "reset", "delete-node"]);
+        assert.strictEqual(await getNode(nodeName(id)), undefined);
+    });
+
+    it("the node's side is gone: an agent offline skips the reset with a warning, a released instance skips reset and userdata; Kubernetes, ESS and routes still complete", async function () {
+        const group = emu.addScalingGroup({ desiredCapacity: 1, regionId: REGION }).scalingGroupId;
+        const [offline] = emu.scalingGroupInstances(group);
+        await join([offline], "general");
+        const released = await existingNode();
+        emu.setAgentOffline(offline);
+        emu.releaseInstance(released);
+        const [a, b] = await removeNodes([{ instanceId: offline, kind: "scale-out", scalingGroupId: group }, { instanceId: released, kind: "existing" }], opts);
+        assert.deepStrictEqual(a.done, ["drain", "delete-node", "leave-scaling-group", "delete-route"]);
+        assert.match(warnings.join("\n"), new RegExp(`${offline}: reset skipped: .*ClientNotRunning`));
+        assert.deepStrictEqual(b.done, ["drain", "delete-node", "delete-route"]);
+        assert.deepStrictEqual(b.skipped.map((x) => x.step).sort(), ["clear-userdata", "leave-scaling-group", "reset"]);
+        for (const id of [offline, released]) assert.strictEqual(await getNode(nodeName(id)), undefined, `${id}'s Node deleted`);
+        assert.ok(!emu.routeTables.get(table)!.entries.some((e) => e.nextHopId === offline || e.nextHopId === released), "both routes deleted");
+    });
+
+    it("an ESS refusal stops before the route step and names the group (the Kubernetes side is done); master unreachable stops at the first step and touches nothing", async function () {
+        const group = emu.addScalingGroup({ desiredCapacity: 1, minSize: 1, regionId: REGION }).scalingGroupId;
+        const [id] = emu.scalingGroupInstances(group);
+        await join([id], "general");
+        await assert.rejects(removeNode({ instanceId: id, kind: "scale-out", scalingGroupId: group }, opts),
+            (err: unknown) => err instanceof RemovalError && err.step === "leave-scaling-group" && /IncorrectCapacity\.MinSize/.test(err.message) && err.message.includes(group));
+        assert.strictEqual(emu.callsOf("DeleteRouteEntry").length, 0);
+        assert.strictEqual(await getNode(nodeName(id)), undefined, "drained, reset and deleted before ESS refused");
+
+        const other = await existingNode();
+        emu.setAgentOffline(master);
+        const before = emu.mutatingCalls().length;
+        await assert.rejects(removeNode({ instanceId: other, kind: "existing" }, opts), /step "find-node" failed: Cloud Assistant agent on .* is not running/);
+        assert.deepStrictEqual(emu.mutatingCalls().slice(before).filter((x) => x.action !== "InvokeCommand"), []);
+        assert.ok(await getNode(nodeName(other)), "the Node is untouched");
+    });
+
+    it("removeNodes: every node is attempted, failures are reported together; ESS members leave in batches of 20 and a node whose drain failed is in none", async function () {
+        const group = emu.addScalingGroup({ desiredCapacity: 22, maxSize: 25, regionId: REGION }).scalingGroupId;
+        const ids = emu.scalingGroupInstances(group);
+        await join(ids, "general");
+        await blocked(ids[3]);
+        await assert.rejects(
+            removeNodes(ids.map((instanceId) => ({ instanceId, kind: "scale-out" as const, scalingGroupId: group })), { ...opts, drainTimeoutSeconds: 5, concurrency: 6 }),
+            new RegExp(`1 of 22 node removal\\(s\\) failed:\\nremoving ${ids[3]}: step "drain" failed`));
+        const batches = emu.callsOf("RemoveInstances").filter((x) => x.code === "").map((x) => Object.keys(x.params).filter((k) => k.startsWith("InstanceId.")).length);
+        assert.deepStrictEqual(batches, [20, 1]);
+        assert.deepStrictEqual(emu.scalingGroupInstances(group), [ids[3]], "only the undrained node stays");
+        const left = (await Promise.all(ids.map(async (id) => (await getNode(nodeName(id))) ? id : undefined))).filter(Boolean);
+        assert.deepStrictEqual(left, [ids[3]], "every other Node deleted");
+    });
+
+    it("a NotReady node looked up by provider id is drained without waiting for its pods; scale-in never goes below the pool minimum", async function () {
+        const lost = await existingNode({ ready: false });
+        await removeNode({ instanceId: lost, kind: "existing" }, opts);
+        const ready = await existingNode();
+        await removeNode({ instanceId: ready, kind: "existing" }, opts);
+        const drains = emu.callsOf("InvokeCommand").filter((x) => x.params.CommandId === commands.drain).map((x) => JSON.parse(x.params.Parameters) as Record<string, string>);
+        assert.deepStrictEqual(drains.map((d) => [d.node, d.skipWait]), [[nodeName(lost), "60"], [nodeName(ready), "0"]]);
+
+        const group = emu.addScalingGroup({ desiredCapacity: 3, regionId: REGION }).scalingGroupId;
+        await join(emu.scalingGroupInstances(group), "general");
+        assert.strictEqual((await scaleInPool({ scalingGroupId: group, poolName: "general", targetSize: 1, minSize: 2 }, opts)).length, 1);
+        assert.strictEqual(emu.scalingGroupInstances(group).length, 2);
+        assert.deepStrictEqual(await scaleInPool({ scalingGroupId: group, poolName: "general", targetSize: 2, minSize: 0 }, opts), []);
     });
 });
