@@ -12,6 +12,9 @@
  *   program `SSL_CERT_FILE` = {@link CloudProxy.caFile}), and every product resolves to `<code>.<region>.aliyuncs.com`;
  * - refuses everything else, and records every host asked for ({@link CloudProxy.requests}).
  *
+ * How the autoscaler's SDK finds endpoints and credentials, and why these standard variables suffice:
+ * docs/upstream.md#autoscaler-endpoints.
+ *
  * Nothing reaches the real cloud: the namespace has no route out, and the proxy answers or refuses every request.
  * With a network namespace the proxy listens on a unix socket in the run folder and a small bridge (a node
  * process started with `c.start`) listens on 127.0.0.1 inside the namespace; without one, on 127.0.0.1 directly.
