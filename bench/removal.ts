@@ -26,6 +26,7 @@ async function measure(nodes: number): Promise<Row> {
         ALIBABA_CLOUD_CLI_PROFILE_DISABLED: "true",
     });
     try {
+        // fake: the benchmark injects a fixed 1 s drain/reset time at 50 nodes, which a real control plane cannot be made to take
         const cluster = await fakeCluster(emu, "cn-hangzhou", { commandDelayMs: COMMAND_MS });
         const table = emu.addRouteTable().routeTableId;
         const group = emu.addScalingGroup({ desiredCapacity: nodes, maxSize: nodes }).scalingGroupId;

@@ -16,6 +16,7 @@ describe("ControlPlaneMember", () => {
     });
     /** The fake cluster and the saved control-plane join command, as the Cluster component saves it. */
     async function setup(): Promise<{ c: FakeCluster; joinCommandId: string; member: string }> {
+        // fake: a control-plane kubeadm join (certificates, a second etcd member, static pods) cannot run against the harness; the handler plays it
         const c = await fakeCluster(ctx.emu, "cn-shanghai");
         const joinCommandId = await createCommand("cn-shanghai", {
             commandName: "test-control-plane-join", script: joinScript, parameters: true,

@@ -10,27 +10,14 @@ import { execFileSync } from "child_process";
 import * as crypto from "crypto";
 import * as fs from "fs";
 import * as path from "path";
-import { binDir, Cluster, missingBinaries, startCluster } from "./kube/cluster";
+import { Cluster } from "./kube/cluster";
+import { AUDITED, cidrWithin, useRealCluster } from "./kube/fixture";
 
 const POD_CIDR = "172.16.0.0/16";
 const SERVICE_CIDR = "10.96.0.0/12";
 // not kubeadm's default 24, so the allocation proves the project's node-cidr-mask-size extraArg is used (dev uses 25)
 const MASK = 25;
 const REPO = path.resolve(__dirname, "..");
-
-function ipv4(ip: string): number {
-    return ip.split(".").reduce((acc, o) => acc * 256 + Number(o), 0);
-}
-
-/** Whether `inner` (a.b.c.d/n) lies inside `outer`. */
-function cidrWithin(inner: string, outer: string): boolean {
-    const [ia, ib] = inner.split("/");
-    const [oa, ob] = outer.split("/");
-    const size = (bits: number): number => 2 ** (32 - bits);
-    const start = ipv4(ia);
-    const ostart = ipv4(oa);
-    return Number(ib) >= Number(ob) && start % size(Number(ib)) === 0 && start >= ostart && start + size(Number(ib)) <= ostart + size(Number(ob));
-}
 
 /** The shell file (anywhere in the repo, outside node_modules) that defines the function `fn`. */
 function scriptDefining(fn: string): string {
@@ -56,51 +43,11 @@ function renderProjectConfig(fn: string, env: Record<string, string>): string {
 }
 
 describe("real cluster (kube-apiserver, controller-manager, scheduler v1.36.3 + KWOK on 127.0.0.1)", function () {
+    // The hooks later work uses: a file in the run folder (an audit policy), and apiserver flags that point at it.
+    const rc = useRealCluster({ podCidr: POD_CIDR, serviceCidr: SERVICE_CIDR, nodeCidrMaskSize: MASK, ...AUDITED });
     let c: Cluster;
-    let started = Date.now();
-
-    before(async function () {
-        this.timeout(240_000);
-        started = Date.now();
-        const missing = missingBinaries();
-        if (missing.length) {
-            const msg = `real-cluster tests need ${missing.join(", ")} in ${binDir()}: run \`npm run kube:build\``;
-            if (process.env.CI === "true") throw new Error(`CI=true: ${msg} (.ci/run builds them first)`);
-            console.log(`    skipped: ${msg}`);
-            this.skip();
-        }
-        c = await startCluster({
-            podCidr: POD_CIDR,
-            serviceCidr: SERVICE_CIDR,
-            nodeCidrMaskSize: MASK,
-            // The hooks later work uses: a file in the run folder, and apiserver flags that point at it.
-            files: {
-                "audit-policy.yaml": [
-                    "apiVersion: audit.k8s.io/v1",
-                    "kind: Policy",
-                    "omitStages: [RequestReceived]",
-                    "rules:",
-                    "  - level: Metadata",
-                    "    resources: [{ group: \"\", resources: [\"pods/eviction\"] }]",
-                    "  - level: None",
-                ].join("\n") + "\n",
-            },
-            apiserverArgs: {
-                "audit-policy-file": "{dir}/audit-policy.yaml",
-                "audit-log-path": "{dir}/logs/audit.log",
-            },
-        });
-        console.log(`    cluster up in ${((Date.now() - started) / 1000).toFixed(1)} s at ${c.server}` +
-            `${c.netns ? " (own network namespace)" : ""}, run folder ${c.dir}`);
-    });
-
-    after(async function () {
-        this.timeout(60_000);
-        if (c) {
-            await c.stop();
-            if (process.env.KUBE_KEEP_RUN_DIR !== "1") assert.ok(!fs.existsSync(c.dir), "stop() removes the run folder");
-            console.log(`    real-cluster tests took ${((Date.now() - started) / 1000).toFixed(1)} s in all`);
-        }
+    beforeEach(() => {
+        c = rc.c;
     });
 
     const node = async (name: string) => JSON.parse(await c.kubectl(["get", "node", name, "-o", "json"]));

@@ -95,8 +95,11 @@ export async function leaveGroupBatch(batch: NodeRemoval[], run: RemovalRun, fai
     let members: ScalingGroupMember[];
     let todo: NodeRemoval[];
     try {
-        todo = await drainLateNodes(batch, run, failed);
-        members = await presentMembers(todo, group, run);
+        members = await presentMembers(batch, group, run);
+        const isMember = (r: NodeRemoval) => members.some((m) => m.instanceId === r.target.instanceId);
+        for (const r of batch.filter((x) => !isMember(x))) skipStep(r, "leave-scaling-group", `${r.target.instanceId} is no longer in ${group}`);
+        // The Nodes are read after the members, right before the call.
+        todo = batch.some(isMember) ? await drainLateNodes(batch.filter(isMember), run, failed) : [];
     } catch (err) {
         if (err instanceof OpenApiError && err.code === "InvalidScalingGroupId.NotFound") {
             for (const r of batch.filter((x) => !failed.has(x))) skipStep(r, "leave-scaling-group", `scaling group ${group} no longer exists`);
@@ -105,9 +108,7 @@ export async function leaveGroupBatch(batch: NodeRemoval[], run: RemovalRun, fai
         failAll(batch.filter((r) => !failed.has(r)), err as Error);
         return;
     }
-    const isPresent = (r: NodeRemoval) => members.some((m) => m.instanceId === r.target.instanceId);
-    for (const r of todo.filter((x) => !isPresent(x))) skipStep(r, "leave-scaling-group", `${r.target.instanceId} is no longer in ${group}`);
-    const present = todo.filter(isPresent);
+    const present = todo;
     if (present.length === 0) return;
     const ids = present.map((r) => r.target.instanceId);
     try {

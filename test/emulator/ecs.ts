@@ -508,6 +508,30 @@ const describeInstances: Handler = (st, p) => {
     return { TotalCount: pg.TotalCount, PageNumber: pg.PageNumber, PageSize: pg.PageSize, Instances: { Instance: pg.items.map(instanceView) } };
 };
 
+/**
+ * Instance types the stacks use, with their public sizes (vCPU, GiB): g7/g6 are 1:4, c7 1:2
+ * (https://www.alibabacloud.com/help/en/ecs/user-guide/overview-of-instance-families). The Cluster Autoscaler
+ * reads them for its scale-from-zero template.
+ */
+export const INSTANCE_TYPES: Record<string, { cpu: number; memoryGiB: number; family: string }> = {
+    "ecs.g7.large": { cpu: 2, memoryGiB: 8, family: "ecs.g7" }, "ecs.g7.xlarge": { cpu: 4, memoryGiB: 16, family: "ecs.g7" },
+    "ecs.g7.2xlarge": { cpu: 8, memoryGiB: 32, family: "ecs.g7" }, "ecs.g6.2xlarge": { cpu: 8, memoryGiB: 32, family: "ecs.g6" },
+    "ecs.c7.xlarge": { cpu: 4, memoryGiB: 8, family: "ecs.c7" }, "ecs.c7.2xlarge": { cpu: 8, memoryGiB: 16, family: "ecs.c7" },
+    "ecs.c7.4xlarge": { cpu: 16, memoryGiB: 32, family: "ecs.c7" },
+};
+
+/** DescribeInstanceTypes: every type above, or those named by `InstanceTypes.N`. */
+const describeInstanceTypes: Handler = (_st, p) => {
+    const wanted = listParam(p, "InstanceTypes");
+    const ids = Object.keys(INSTANCE_TYPES).filter((id) => wanted.length === 0 || wanted.includes(id));
+    return {
+        InstanceTypes: { InstanceType: ids.map((id) => ({
+            InstanceTypeId: id, CpuCoreCount: INSTANCE_TYPES[id].cpu, MemorySize: INSTANCE_TYPES[id].memoryGiB, GPUAmount: 0, GPUSpec: "",
+            InstanceTypeFamily: INSTANCE_TYPES[id].family,
+        })) },
+    };
+};
+
 const describeInstanceStatus: Handler = (st, p) => {
     const ids = listParam(p, "InstanceId");
     const list = [...st.instances.values()].filter((i) => ids.length === 0 || ids.includes(i.instanceId));
@@ -627,6 +651,7 @@ export const ECS_ACTIONS: Record<string, Handler> = {
     DescribeInvocationResults: describeInvocationResults,
     DescribeInstances: describeInstances,
     DescribeInstanceStatus: describeInstanceStatus,
+    DescribeInstanceTypes: describeInstanceTypes,
     DescribeCloudAssistantStatus: describeCloudAssistantStatus,
     ModifyInstanceAttribute: modifyInstanceAttribute,
     DescribeUserData: describeUserData,

@@ -2,7 +2,7 @@
 import * as assert from "assert";
 import * as crypto from "crypto";
 import { callApi, OpenApiError, ParamValue, Product } from "../../src/cloud/openapi";
-import { acs3Signature, EmuInstance, TEST_CREDENTIALS, verifyRequest } from "./index";
+import { acs3Signature, EmuInstance, rpcV1Signature, TEST_CREDENTIALS, verifyRequest, verifyRpcV1 } from "./index";
 import { useEmulator } from "./fixture";
 
 const region = "cn-hangzhou";
@@ -189,5 +189,21 @@ describe("emulator: signature checks beyond the secret", () => {
         assert.strictEqual((verifyRequest(stale, secretFor, new Set()) as { code: string }).code, "InvalidTimeStamp.Expired");
         const unsigned = signed({ "x-acs-unsigned": "1" });
         assert.strictEqual((verifyRequest(unsigned, secretFor, new Set()) as { code: string }).code, "IncompleteSignature");
+    });
+
+    it("RPC V1 (HMAC-SHA1): the published example's signature; a correct request once, then tampering, staleness and replay refused", () => {
+        // https://www.alibabacloud.com/help/doc-detail/127287.htm: DescribeRegions signed with the secret "testsecret"
+        const example = { Timestamp: "2016-02-23T12:46:24Z", Format: "XML", AccessKeyId: "testid", Action: "DescribeRegions", SignatureMethod: "HMAC-SHA1",
+            SignatureNonce: "3ee8c1b8-83d3-44af-a94f-4e0ad82fd6cf", Version: "2014-05-26", SignatureVersion: "1.0" };
+        assert.strictEqual(rpcV1Signature("GET", example, "testsecret"), "OLeaidS1JvxuMvnyHOwuJ+uX5qY=");
+        const params: Record<string, string> = { ...example, AccessKeyId: TEST_CREDENTIALS.accessKeyId, Timestamp: new Date().toISOString().replace(/\.\d+Z$/, "Z"), SignatureNonce: crypto.randomUUID() };
+        params.Signature = rpcV1Signature("POST", params, TEST_CREDENTIALS.accessKeySecret);
+        const nonces = new Set<string>();
+        assert.deepStrictEqual(verifyRpcV1("POST", params, secretFor, nonces), { ok: true, accessKeyId: TEST_CREDENTIALS.accessKeyId });
+        assert.strictEqual((verifyRpcV1("POST", params, secretFor, nonces) as { code: string }).code, "SignatureNonceUsed");
+        assert.strictEqual((verifyRpcV1("POST", { ...params, RegionId: "cn-beijing" }, secretFor, new Set()) as { code: string }).code, "SignatureDoesNotMatch");
+        const stale: Record<string, string> = { ...params, Timestamp: "2020-01-01T00:00:00Z" };
+        stale.Signature = rpcV1Signature("POST", stale, TEST_CREDENTIALS.accessKeySecret);
+        assert.strictEqual((verifyRpcV1("POST", stale, secretFor, new Set()) as { code: string }).code, "InvalidTimeStamp.Expired");
     });
 });

@@ -508,7 +508,7 @@ const describeScalingConfigurations: Handler = (st, p) => {
         ScalingConfigurations: { ScalingConfiguration: pg.items.map((c) => ({
             ScalingConfigurationId: c.scalingConfigurationId, ScalingConfigurationName: c.scalingConfigurationName, ScalingGroupId: c.scalingGroupId,
             LifecycleState: c.lifecycleState, ImageId: c.imageId, InstanceType: c.instanceType, InstanceTypes: { InstanceType: [c.instanceType] },
-            UserData: c.userData,
+            UserData: c.userData, Tags: { Tag: Object.entries(c.tags ?? {}).map(([Key, Value]) => ({ Key, Value })) },
         })) },
     };
 };

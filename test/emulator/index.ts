@@ -1,7 +1,8 @@
 /**
  * Local Alibaba Cloud OpenAPI emulator for tests: a loopback HTTP server (127.0.0.1, random port)
  * that the real `@alicloud/openapi-core` SDK talks to unchanged (point `ALICLOUD_KUBEADM_ENDPOINT` at
- * `emulator.endpoint`). It verifies ACS3-HMAC-SHA256 signatures, routes on `x-acs-version` + `x-acs-action`,
+ * `emulator.endpoint`). It verifies ACS3-HMAC-SHA256 signatures (and the older RPC V1 HMAC-SHA1 ones, which the
+ * Cluster Autoscaler's vendored SDK sends), routes on `x-acs-version` + `x-acs-action` (or `Version` + `Action`),
  * keeps ECS / ESS / VPC state in memory, answers Cloud Assistant commands with handlers the test
  * registers, records every call, and injects faults (throttling, 5xx, latency, offline agents,
  * stopped or released instances).
@@ -21,11 +22,11 @@ import * as querystring from "querystring";
 import { ECS_ACTIONS } from "./ecs";
 import { ESS_ACTIONS, launchInstance, runHealthCheck, settleActivities } from "./ess";
 import { ActivityFault, AgentFailure, ApiError, CommandHandler, EmuActivity, EmuCommand, EmuInstance, EmuRouteEntry, EmuRouteTable, EmuScalingGroup, EmulatorState, isoTime, requestId } from "./state";
-import { verifyRequest } from "./signature";
+import { verifyRequest, verifyRpcV1 } from "./signature";
 import { VPC_ACTIONS } from "./vpc";
 
 export * from "./state";
-export { acs3Signature, verifyRequest, percentEncode } from "./signature";
+export { acs3Signature, verifyRequest, percentEncode, rpcV1Signature, verifyRpcV1 } from "./signature";
 
 /** Credentials the emulator accepts by default. Test-only values. */
 export const TEST_CREDENTIALS = { accessKeyId: "LTAI5tEmulatorTestKeyId", accessKeySecret: "emulator-test-secret-0123456789" } as const;
@@ -200,12 +201,12 @@ export class Emulator {
      * Add an Active scaling group with one active scaling configuration and `desiredCapacity`
      * auto-created Running instances.
      */
-    addScalingGroup(init: Partial<EmuScalingGroup> & { userData?: string; imageId?: string; instanceType?: string } = {}): EmuScalingGroup {
+    addScalingGroup(init: Partial<EmuScalingGroup> & { userData?: string; imageId?: string; instanceType?: string; configurationTags?: Record<string, string> } = {}): EmuScalingGroup {
         const id = init.scalingGroupId ?? this.state.nextId("asg-emu");
         const cfgId = this.state.nextId("asc-emu");
         this.state.scalingConfigurations.set(cfgId, {
             scalingConfigurationId: cfgId, scalingConfigurationName: `${id}-config`, scalingGroupId: id, imageId: init.imageId ?? "aliyun_3_x64_20G_alibase_20250101.vhd",
-            instanceType: init.instanceType ?? "ecs.g7.large", userData: init.userData ?? "", lifecycleState: "Active",
+            instanceType: init.instanceType ?? "ecs.g7.large", userData: init.userData ?? "", lifecycleState: "Active", tags: init.configurationTags ?? {},
         });
         const g: EmuScalingGroup = {
             scalingGroupId: id, scalingGroupName: id, regionId: "cn-hangzhou", minSize: 0, maxSize: 10, desiredCapacity: 0, lifecycleState: "Active",
@@ -331,7 +332,10 @@ export class Emulator {
 
         let status = 200, out: Record<string, unknown>, extraHeaders: Record<string, string> = {};
         try {
-            const v = verifyRequest({ method: req.method ?? "POST", path, query, headers, body }, (ak) => this.secrets.get(ak), this.nonces);
+            // V3 (`Authorization: ACS3-HMAC-SHA256 …`, what this library's SDK sends) or the RPC V1 signature in the parameters.
+            const v = headers["authorization"] === undefined && params.Signature !== undefined
+                ? verifyRpcV1(req.method ?? "POST", params, (ak) => this.secrets.get(ak), this.nonces)
+                : verifyRequest({ method: req.method ?? "POST", path, query, headers, body }, (ak) => this.secrets.get(ak), this.nonces);
             if (!v.ok) throw new ApiError(v.status, v.code, v.message);
             const handler = spec?.actions[action];
             if (!handler) throw new ApiError(404, "InvalidAction.NotFound", `Specified api is not found, please check your url and method: ${action}.`);
@@ -342,7 +346,8 @@ export class Emulator {
             // Idempotency only where the request model defines ClientToken (CLIENT_TOKEN_ACTIONS); the same token
             // with other parameters → IdempotentParameterMismatch (InvokeCommand/RunCommand error tables).
             const tokenKey = params.ClientToken && CLIENT_TOKEN_ACTIONS[spec.product].includes(action) ? `${spec.product}:${action}:${params.ClientToken}` : "";
-            const { ClientToken: _token, ...rest } = params;
+            // (an RPC V1 request's signature parameters differ on every retry; they are not what the token guards)
+            const { ClientToken: _token, Signature: _s, SignatureNonce: _n, Timestamp: _t, ...rest } = params;
             const fingerprint = JSON.stringify(Object.keys(rest).sort().map((k) => [k, rest[k]]));
             const cached = tokenKey ? this.idempotent.get(tokenKey) : undefined;
             if (cached && cached.params !== fingerprint) throw new ApiError(403, "IdempotentParameterMismatch", "The request uses the same client token as a previous, but non-identical request.");
@@ -357,8 +362,9 @@ export class Emulator {
             status = err.status;
             out = { RequestId: requestId(), HostId: "127.0.0.1", Code: err.code, Message: err.message, Recommend: "https://api.aliyun.com/troubleshoot" };
         }
-        const accessKeyId = /Credential=([^,]+)/.exec(headers["authorization"] ?? "")?.[1] ?? "";
-        this.calls.push({ product: spec?.product ?? "unknown", action, params, status, code: status === 200 ? "" : String(out.Code), accessKeyId, securityToken: !!headers["x-acs-security-token"], at: Date.now() });
+        const accessKeyId = /Credential=([^,]+)/.exec(headers["authorization"] ?? "")?.[1] ?? params.AccessKeyId ?? "";
+        const securityToken = !!headers["x-acs-security-token"] || !!params.SecurityToken;
+        this.calls.push({ product: spec?.product ?? "unknown", action, params, status, code: status === 200 ? "" : String(out.Code), accessKeyId, securityToken, at: Date.now() });
         const text = JSON.stringify(out);
         res.writeHead(status, { "content-type": "application/json;charset=utf-8", "content-length": Buffer.byteLength(text), ...extraHeaders });
         res.end(text);

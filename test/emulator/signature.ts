@@ -70,3 +70,43 @@ export function verifyRequest(req: { method: string; path: string; query: Record
     seenNonces.add(nonce);
     return { ok: true, accessKeyId };
 }
+
+/**
+ * RPC signature V1 (`SignatureMethod=HMAC-SHA1`, `SignatureVersion=1.0`), which older SDKs still send — e.g. the
+ * Alibaba SDK vendored in the Cluster Autoscaler's alicloud provider. From the published algorithm
+ * (https://www.alibabacloud.com/help/doc-detail/127287.htm): every request parameter but `Signature` (query and
+ * form alike), sorted by name, each name and value percent-encoded, `name=value` joined by `&`; the string to
+ * sign is `METHOD&%2F&` + the percent-encoded result; the signature is Base64(HMAC-SHA1(secret + "&", it)).
+ */
+export function rpcV1Signature(method: string, params: Record<string, string>, secret: string): string {
+    const canonical = Object.keys(params).filter((k) => k !== "Signature").sort().map((k) => `${percentEncode(k)}=${percentEncode(params[k])}`).join("&");
+    const stringToSign = `${method.toUpperCase()}&${percentEncode("/")}&${percentEncode(canonical)}`;
+    return crypto.createHmac("sha1", `${secret}&`).update(stringToSign).digest("base64");
+}
+
+/**
+ * Verify an RPC V1 signed request (no Authorization header; `AccessKeyId`, `Signature`, `SignatureNonce`,
+ * `Timestamp` among the parameters). Same answers as {@link verifyRequest} for the same faults.
+ */
+export function verifyRpcV1(method: string, params: Record<string, string>, secretFor: (ak: string) => string | undefined, seenNonces: Set<string>): VerifyResult {
+    if (!params.Signature || params.SignatureMethod !== "HMAC-SHA1" || params.SignatureVersion !== "1.0" || !params.AccessKeyId) {
+        return { ok: false, status: 400, code: "IncompleteSignature", message: "The request signature does not conform to Aliyun standards." };
+    }
+    const secret = secretFor(params.AccessKeyId);
+    if (secret === undefined) return { ok: false, status: 404, code: "InvalidAccessKeyId.NotFound", message: "Specified access key is not found." };
+    const expected = Buffer.from(rpcV1Signature(method, params, secret));
+    const given = Buffer.from(params.Signature);
+    if (expected.length !== given.length || !crypto.timingSafeEqual(expected, given)) {
+        return { ok: false, status: 400, code: "SignatureDoesNotMatch", message: "Specified signature is not matched with our calculation." };
+    }
+    const time = Date.parse(params.Timestamp ?? "");
+    if (!Number.isFinite(time) || Math.abs(Date.now() - time) > 15 * 60_000) {
+        return { ok: false, status: 400, code: "InvalidTimeStamp.Expired", message: "Specified time stamp or date value is expired." };
+    }
+    const nonce = params.SignatureNonce ?? "";
+    if (!nonce || seenNonces.has(nonce)) {
+        return { ok: false, status: 400, code: "SignatureNonceUsed", message: "Specified signature nonce was used already." };
+    }
+    seenNonces.add(nonce);
+    return { ok: true, accessKeyId: params.AccessKeyId };
+}

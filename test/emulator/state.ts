@@ -173,6 +173,8 @@ export interface EmuScalingConfiguration {
     instanceType: string;
     userData: string;
     lifecycleState: "Active" | "Inactive";
+    /** `Tags` (key → value): ESS puts them on the instances; the Cluster Autoscaler reads them as template labels. */
+    tags?: Record<string, string>;
 }
 
 /** Final status of a scaling activity (DescribeScalingActivities `StatusCode`). */

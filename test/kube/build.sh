@@ -11,6 +11,11 @@
 #
 #   bash test/kube/build.sh            # or: npm run kube:build
 #   bash test/kube/build.sh --print-bin-dir
+#
+# Opt-in: `--autoscaler` (or KUBE_BUILD_AUTOSCALER=1) also builds the Cluster Autoscaler (alicloud provider only)
+# from the git commit pinned in test/kube/go/autoscaler/source, for test/realClusterAutoscaler.test.ts. Its
+# source is not on the Go module proxy, so it needs git access to AUTOSCALER_GIT_URL (a local mirror works too:
+# AUTOSCALER_GIT_URL=/path/to/autoscaler.git); about 7 more minutes cold (docs/real-cluster.md).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -32,6 +37,8 @@ if [[ "${1:-}" == "--print-bin-dir" ]]; then
   echo "$bin"
   exit 0
 fi
+build_autoscaler="${KUBE_BUILD_AUTOSCALER:-0}"
+[[ "${1:-}" == "--autoscaler" ]] && build_autoscaler=1
 
 command -v go >/dev/null 2>&1 || { echo "kube:build: needs the Go toolchain (go 1.26) on PATH" >&2; exit 1; }
 mkdir -p "$bin" "$home/gomodcache" "$home/gocache"
@@ -103,6 +110,43 @@ for family in "${families[@]}"; do
   built=1
 done
 
+# Opt-in: the Cluster Autoscaler, from its pinned git commit (test/kube/go/autoscaler/source), with its own
+# go.mod + go.sum (readonly) and the dependencies through the proxy, into the same caches.
+if [[ "$build_autoscaler" == 1 ]]; then
+  ca_url_env="${AUTOSCALER_GIT_URL:-}"
+  # shellcheck source=/dev/null
+  . "$gomods/autoscaler/source"
+  ca_url="${ca_url_env:-$AUTOSCALER_GIT_URL}"
+  ca_version="${AUTOSCALER_TAG#cluster-autoscaler-}"
+  ca_ldflags="-s -w -X k8s.io/autoscaler/cluster-autoscaler/version.ClusterAutoscalerVersion=$ca_version"
+  ca_stamp="$(
+    { cat "$gomods/autoscaler/source"; echo "$ca_ldflags"; go env GOVERSION; echo "$CGO_ENABLED -trimpath"; } | sha256sum | cut -d' ' -f1
+  )"
+  if [[ ! -x "$bin/cluster-autoscaler" || "$(cat "$bin/.cluster-autoscaler.stamp" 2>/dev/null)" != "$ca_stamp" ]]; then
+    command -v git >/dev/null 2>&1 || { echo "kube:build: --autoscaler needs git" >&2; exit 1; }
+    src="$home/src/autoscaler-$AUTOSCALER_COMMIT"
+    if [[ "$(cat "$src/.commit" 2>/dev/null)" != "$AUTOSCALER_COMMIT" ]]; then
+      echo "kube:build: fetching $AUTOSCALER_TAG from $ca_url ..."
+      rm -rf "$src" "$src.git"
+      git init --quiet --bare "$src.git"
+      git --git-dir="$src.git" fetch --quiet --depth 1 "$ca_url" "refs/tags/$AUTOSCALER_TAG:refs/tags/$AUTOSCALER_TAG"
+      got="$(git --git-dir="$src.git" rev-parse "refs/tags/$AUTOSCALER_TAG^{commit}")"
+      [[ "$got" == "$AUTOSCALER_COMMIT" ]] || { echo "kube:build: $AUTOSCALER_TAG is $got at $ca_url, expected $AUTOSCALER_COMMIT" >&2; exit 1; }
+      mkdir -p "$src"
+      git --git-dir="$src.git" archive "$AUTOSCALER_COMMIT" cluster-autoscaler | tar -x -C "$src" --strip-components=1
+      rm -rf "$src.git"
+      echo "$AUTOSCALER_COMMIT" >"$src/.commit"
+    fi
+    echo "kube:build: building cluster-autoscaler $ca_version (tags $AUTOSCALER_BUILD_TAGS) ..."
+    t0=$SECONDS
+    (cd "$src" && go build -trimpath -tags "$AUTOSCALER_BUILD_TAGS" -ldflags "$ca_ldflags" -o "$bin/cluster-autoscaler.tmp" .)
+    mv -f "$bin/cluster-autoscaler.tmp" "$bin/cluster-autoscaler"
+    echo "$ca_stamp" >"$bin/.cluster-autoscaler.stamp"
+    echo "kube:build: cluster-autoscaler built in $((SECONDS - t0))s"
+    built=1
+  fi
+fi
+
 # KWOK's `kwok` binary needs Stage objects; use the ones kwokctl uses by default (node/fast,
 # node/heartbeat-with-lease, pod/fast), from the same pinned module source.
 stages="$bin/kwok-stages"
@@ -127,3 +171,7 @@ v kube-scheduler --version
 v kubeadm version -o short
 v kubectl version --client
 v kwok --version
+if [[ -x "$bin/cluster-autoscaler" ]]; then
+  # shellcheck source=/dev/null
+  printf '%-24s %s\n' cluster-autoscaler "$(. "$gomods/autoscaler/source"; echo "$AUTOSCALER_TAG ($AUTOSCALER_COMMIT, tags $AUTOSCALER_BUILD_TAGS)")"
+fi

@@ -156,6 +156,12 @@ export interface Cluster {
      * cluster CA. Resolves with a kubeconfig for that node (user system:node:<name>, subject to NodeRestriction).
      */
     nodeCredentials(nodeName: string, token?: string): Promise<{ kubeconfig: string; certPem: string; csrName: string; token: string }>;
+    /**
+     * A long-running process of the test's own (an add-on's binary, a bridge) in the cluster's network, logging to
+     * `logs/<name>.log` (see {@link Cluster.logTail}); killed by `stop()` of the handle or of the cluster. While it
+     * runs, {@link Cluster.waitFor} fails fast if it exits. `cmd` is an upstream binary's name or a path.
+     */
+    start(name: string, cmd: string, args: string[], opts?: { env?: Record<string, string> }): { pid: number; stop(): Promise<void> };
     /** Poll until fn returns a truthy value (bounded); the error names what was awaited. */
     waitFor<T>(what: string, fn: () => Promise<T | undefined | false | null>, timeoutMs?: number): Promise<T>;
     /** The last lines of a component's log (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok). */
@@ -375,14 +381,34 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     const kubectl = async (args: string[], o: RunOptions = {}): Promise<string> =>
         (await run("kubectl", ["--kubeconfig", kubeconfig, ...args], o)).stdout;
 
-    const startProcess = (name: string, cmd: string, args: string[]): void => {
+    const startProcess = (name: string, cmd: string, args: string[], env: Record<string, string> = {}): ChildProcess => {
+        if (procs.has(name)) throw new Error(`a process named ${name} already runs`);
         const out = fs.openSync(path.join(logs, `${name}.log`), "a");
         const [c, a] = wrap(cmd, args);
         commands[name] = args;
-        const p = spawn(c, a, { cwd: dir, stdio: ["ignore", out, out], env: { ...process.env, KUBECONFIG: "" } });
+        const p = spawn(c, a, { cwd: dir, stdio: ["ignore", out, out], env: { ...process.env, KUBECONFIG: "", ...env } });
         fs.closeSync(out);
-        p.on("exit", (code, signal) => exited.set(name, `exited with ${code ?? signal}`));
+        p.on("exit", (code, signal) => {
+            if (procs.get(name) === p) exited.set(name, `exited with ${code ?? signal}`);
+        });
         procs.set(name, p);
+        return p;
+    };
+    const start = (name: string, cmd: string, args: string[], o: { env?: Record<string, string> } = {}) => {
+        const p = startProcess(name, resolveCmd(cmd), args, o.env);
+        return {
+            pid: p.pid ?? -1,
+            stop: async (): Promise<void> => {
+                procs.delete(name);
+                exited.delete(name);
+                if (p.exitCode !== null || p.signalCode !== null) return;
+                const gone = new Promise<void>((r) => p.once("exit", () => r()));
+                p.kill("SIGTERM");
+                const timer = setTimeout(() => p.kill("SIGKILL"), 10_000);
+                await gone;
+                clearTimeout(timer);
+            },
+        };
     };
     const logTail = (component: string, lines = 30): string => tail(path.join(logs, `${component}.log`), lines);
     const failure = (what: string, component: string): Error =>
@@ -709,6 +735,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
             addNode,
             createPod,
             nodeCredentials,
+            start,
             waitFor,
             logTail,
             stop,

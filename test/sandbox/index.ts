@@ -93,6 +93,9 @@ export interface SandboxOptions {
 export interface Sandbox {
     /** The scripts' root (`AK_ROOT`). */
     root: string;
+    /** The environment every run starts from (PATH of stubs and real tools, AK_ROOT, the stub settings), for
+     *  running a script some other way than {@link Sandbox.run} (e.g. inside another network namespace). */
+    env: Readonly<Record<string, string>>;
     /** Absolute path of a path inside the sandbox root, e.g. `at("/etc/kubernetes/admin.conf")`. */
     at(p: string): string;
     /** Reads a file inside the sandbox root (undefined when absent). */
@@ -195,6 +198,7 @@ export function makeSandbox(options: SandboxOptions): Sandbox {
 
     return {
         root,
+        env: { ...baseEnv, AK_ROOT: root, AK_STUB_STATE: state },
         at,
         read: (p) => (fs.existsSync(at(p)) ? fs.readFileSync(at(p), "utf8") : undefined),
         write: (p, content) => {

@@ -1,0 +1,72 @@
+/**
+ * The checked-in stacks, synthesized offline (scripts/synth.ts, in-process under Pulumi mocks) at the
+ * Kubernetes version the real-cluster harness runs, for tests that feed what the stacks render to the real
+ * control plane: manifests, userdata, saved commands.
+ */
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import { parse as parseYaml, stringify } from "yaml";
+import { synthesize } from "../../scripts/synth";
+
+const ROOT = path.resolve(__dirname, "..", "..");
+
+export interface RenderedStack {
+    stack: string;
+    /** `alicloud:region`. */
+    region: string;
+    /** The stack file's own kubernetesVersion, and the one it was rendered at. */
+    stackVersion: string;
+    kubernetesVersion: string;
+    /** `out/<stack>/manifests/*.yaml`, by file name. */
+    manifests: Record<string, string>;
+    /** `out/<stack>/userdata/*.sh` (secrets redacted), by file name. */
+    userdata: Record<string, string>;
+    /** `out/<stack>/commands/*.sh` (saved commands, secrets redacted), by file name. */
+    commands: Record<string, string>;
+}
+
+function readDir(dir: string): Record<string, string> {
+    return Object.fromEntries(fs.readdirSync(dir).sort().map((f) => [f, fs.readFileSync(path.join(dir, f), "utf8")]));
+}
+
+/**
+ * Synthesizes `stacks/Pulumi.<stack>.yaml` with its kubernetesVersion replaced by `kubernetesVersion` (`x.y.z`):
+ * a kubeadm can deploy its own minor and the one before, so the harness's kubeadm judges what the stack renders
+ * for the harness's version. Everything else is the stack's own configuration.
+ */
+export async function synthesizeAt(stack: string, kubernetesVersion: string): Promise<RenderedStack> {
+    const doc = parseYaml(fs.readFileSync(path.join(ROOT, "stacks", `Pulumi.${stack}.yaml`), "utf8"));
+    const cluster = doc.config["alicloud-kubeadm:cluster"];
+    const stackVersion = String(cluster.kubernetesVersion);
+    cluster.kubernetesVersion = kubernetesVersion;
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "ak-stack-"));
+    try {
+        const file = path.join(tmp, `Pulumi.${stack}.yaml`);
+        fs.writeFileSync(file, stringify(doc));
+        const r = await synthesize(file, path.join(tmp, "out"));
+        if (r.problems.length) throw new Error(`synth ${stack} at ${kubernetesVersion}:\n${r.problems.join("\n")}`);
+        return {
+            stack, region: String(doc.config["alicloud:region"]), stackVersion, kubernetesVersion,
+            manifests: readDir(path.join(r.outDir, "manifests")),
+            userdata: readDir(path.join(r.outDir, "userdata")),
+            commands: readDir(path.join(r.outDir, "commands")),
+        };
+    } finally {
+        fs.rmSync(tmp, { recursive: true, force: true });
+    }
+}
+
+/** The `readonly AK_X='value'` parameters at the top of a rendered script (src/shell/render.ts). */
+export function headerOf(script: string): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (const m of script.matchAll(/^readonly (AK_[A-Z0-9_]+)='((?:[^']|'\\'')*)'$/gm)) out[m[1]] = m[2].replace(/'\\''/g, "'");
+    return out;
+}
+
+/** A rendered script with one header parameter's value replaced (e.g. a redacted token by a real one). */
+export function withHeader(script: string, name: string, value: string): string {
+    const re = new RegExp(`^readonly ${name}='(?:[^']|'\\\\'')*'$`, "m");
+    if (!re.test(script)) throw new Error(`no ${name} in the script's header`);
+    return script.replace(re, `readonly ${name}='${value.replace(/'/g, "'\\''")}'`);
+}
