@@ -26,6 +26,13 @@ export function summarizeLog(text: string): string {
 interface Expected { id: string; role: string; pool?: string }
 
 /**
+ * What to do about a member whose instance is not running. ESS replaces unhealthy members of autoscaled pools
+ * by itself, but not a fixed pool's: PoolCapacity protects them from scale-in, and ESS keeps a protected member
+ * as it is (README "How nodes leave").
+ */
+const STOPPED_MEMBER_FIX = "start the instance; for a fixed pool (its members are protected, so ESS does not replace them) you can instead lower `size` by one and raise it again";
+
+/**
  * Runs the Nodes check.
  * @param ctx Shared reads of this doctor run.
  * @returns Findings; throws when instances or Nodes cannot be read at all.
@@ -62,7 +69,7 @@ export async function checkNodes(ctx: DoctorContext): Promise<Finding[]> {
             continue;
         }
         if (matched.length === 0) {
-            if (inst.status !== "Running") add("warning", subject, `instance is ${inst.status} and has no Node`, "start the instance (ESS replaces unhealthy pool members by itself)");
+            if (inst.status !== "Running") add("warning", subject, `instance is ${inst.status} and has no Node`, STOPPED_MEMBER_FIX);
             else if (ctx.ageMinutes(inst.creationTime) < ctx.opts.joinGraceMinutes) add("warning", subject, `no Node yet; the instance was created ${Math.max(0, Math.round(ctx.ageMinutes(inst.creationTime)))} min ago and may still be joining`, "wait a few minutes and run doctor again");
             else noNode.push({ e, inst });
             continue;
@@ -77,7 +84,8 @@ export async function checkNodes(ctx: DoctorContext): Promise<Finding[]> {
         if (n.readyStatus !== "True" && !n.ready) {
             const why = [n.readyStatus && `Ready=${n.readyStatus}`, n.readyReason, n.readyMessage].filter(Boolean).join(": ");
             add("problem", `node ${n.name}`, `NotReady (${why || "no Ready condition"}); instance ${e.id} is ${inst.status}`,
-                n.readyStatus === "Unknown" ? "the kubelet stopped reporting: check the instance is running, then `systemctl status kubelet` and `journalctl -u kubelet` on it"
+                inst.status !== "Running" ? STOPPED_MEMBER_FIX
+                    : n.readyStatus === "Unknown" ? "the kubelet stopped reporting: check the instance is running, then `systemctl status kubelet` and `journalctl -u kubelet` on it"
                     : "check `journalctl -u kubelet` and the CNI (flannel pod on that node) — the message above names the failing part");
         }
         if (e.pool && n.pool !== e.pool) add("warning", `node ${n.name}`, `label alicloud-kubeadm/pool is "${n.pool}", but the instance is in pool ${e.pool}`, "re-join the node with the pool's user data, or fix the label");
