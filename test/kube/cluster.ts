@@ -186,7 +186,8 @@ export function missingBinaries(bin = binDir()): string[] {
     return missing;
 }
 
-function isExecutable(p: string): boolean {
+/** Whether `p` is a file this process may execute. */
+export function isExecutable(p: string): boolean {
     try {
         fs.accessSync(p, fs.constants.X_OK);
         return true;

@@ -9,7 +9,7 @@
 import * as assert from "assert";
 import * as fs from "fs";
 import * as path from "path";
-import { binDir, Cluster, ClusterOptions, missingBinaries, startCluster } from "./cluster";
+import { binDir, Cluster, ClusterOptions, isExecutable, missingBinaries, startCluster } from "./cluster";
 
 /** A binary outside the default build (e.g. the Cluster Autoscaler): its absence skips the file, also under CI=true
  *  unless the environment variable `optIn` is 1 there (then CI was asked to build it, and its absence fails). */
@@ -20,14 +20,6 @@ export interface OptInBinary {
     optIn: string;
 }
 
-function isExecutable(p: string): boolean {
-    try {
-        fs.accessSync(p, fs.constants.X_OK);
-        return true;
-    } catch {
-        return false;
-    }
-}
 
 /**
  * Registers before/after hooks; read `.c` inside tests. `options` may be a function, called in `before` once
