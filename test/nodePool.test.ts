@@ -17,6 +17,10 @@ import type { EmuScalingGroup } from "./emulator";
 
 const REGION = "cn-hangzhou";
 
+// PoolCapacity on test/fakeCluster.ts: each test makes ESS and the cluster act together on cue — an instance
+// joining the moment ESS launches it (NotReady for a few listings), a member appearing while a victim leaves,
+// a drain that fails, a pool at its minimum — and I1 is checked as ESS takes each member out. The removal
+// core's Kubernetes side against a real API server is test/realClusterRemoval.test.ts.
 describe("PoolCapacity (emulator)", () => {
     const ctx = useEmulator();
     let c: FakeCluster;
