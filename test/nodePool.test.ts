@@ -206,6 +206,38 @@ describe("PoolCapacity (emulator)", () => {
         });
     });
 
+    describe("review of issue 13", () => {
+        it("R4: an update of an autoscaled pool (observe before and after) leaves the protections the user set", async () => {
+            const group = joinedGroup(2);
+            await call("ess", "SetInstancesProtection", { ScalingGroupId: group, InstanceId: [members(group)[0]], ProtectedFromScaleIn: true });
+            await poolCapacityProvider.update!("x", { ...inputs(group, 0), mode: "observe", size: undefined, readyInstanceIds: [] }, { ...inputs(group, 0), mode: "observe", size: undefined, drainTimeoutSeconds: 30 });
+            assert.deepStrictEqual(states(group), ["Protected", "InService"]);
+        });
+
+        it("R5: deleting a pool: a member that appears while the others drain (an ESS health replacement) is drained and removed too", async () => {
+            const group = joinedGroup(2);
+            let launched: string | undefined;
+            c.onDrain = () => {
+                if (launched) return;
+                launched = launchInstance(ctx.emu.state, ctx.emu.state.scalingGroups.get(group)!).instanceId;
+                c.addNode(launched, { pool: "general", pods: ["ReplicaSet"] });
+            };
+            await drainPool(inputs(group, 0), { region: REGION, masterInstanceIds: [c.master], commands: commands(), pollIntervalMs: 10 });
+            assert.ok(launched);
+            assert.deepStrictEqual(members(group), []);
+            assert.strictEqual(nodeOfInstance(launched!), undefined);
+        });
+
+        it("R6b: a scale-out that failed before (no stock, since fixed) does not fail the next run's wait", async () => {
+            const group = ctx.emu.addScalingGroup({ maxSize: 5 }).scalingGroupId;
+            ctx.emu.failNextActivity(group, { status: "Failed", errorCode: "OperationDenied.NoStock", message: "sold out" });
+            await assert.rejects(setPoolCapacity(inputs(group, 2)), /NoStock/);
+            c.autoJoin("general", { readyAfterListings: 2 }); // the wait looks at the activities at least once
+            const outs = await setPoolCapacity(inputs(group, 2));
+            assert.strictEqual(outs.readyInstanceIds.length, 2);
+        });
+    });
+
     function nodeOfInstance(id: string) {
         return [...c.nodes.values()].find((n) => n.instanceId === id);
     }

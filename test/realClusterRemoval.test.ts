@@ -64,7 +64,7 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
         table = emu.addRouteTable().routeTableId;
         warnings = [];
         opts = {
-            region: REGION, masterInstanceIds: [master], commands, routeTableId: table, pollIntervalMs: 10, drainTimeoutSeconds: 30,
+            region: REGION, masterInstanceIds: [master], commands, routeTableId: table, podCidr: POD_CIDR, pollIntervalMs: 10, drainTimeoutSeconds: 30,
             warn: (m) => warnings.push(m), log: () => undefined,
         };
     });

@@ -555,6 +555,12 @@ describe("node operations in the sandbox", () => {
         assert.match(notPrefix.stdout, /member-absent/, "192.168.1.1 is not 192.168.1.11");
         assert.deepEqual(removedArgs(notPrefix), []);
         assert.match((await run("master-9", "")).stdout, /member-absent/);
+        // A match on the first of many lines (more than a pipe holds): reading on after the match keeps etcdctl
+        // from dying of SIGPIPE, which pipefail would turn into a failed removal.
+        const long = [list, ...Array.from({ length: 1200 }, (_, k) => `${(0x1000000 + k).toString(16)}aaaaaaaaa, started, node-${k}, https://10.0.${k >> 8}.${k & 255}:2380, https://10.0.0.1:2379, false`)].join("\n");
+        const first = await sb.run(fill(renderOperation("etcd-member-remove"), { member: "master-1", peerIp: "", etcdNode: "master-0" }), { AK_STUB_KUBECTL_OUTPUT: long });
+        assert.equal(first.code, 0, first.stderr);
+        assert.deepEqual(removedArgs(first), ["8e9e05c52164694d"]);
     });
 
     it("a parameter value that breaks the pattern stops the operation before it does anything", async () => {

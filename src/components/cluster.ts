@@ -155,6 +155,7 @@ export class Cluster extends pulumi.ComponentResource {
                 joinCommandId: joinCommand!.id,
                 commands,
                 routeTableId: net.routeTableId,
+                podCidr: config.network.podCidr,
             }, { parent: this, dependsOn: [previous] });
             return previous as ControlPlaneMember;
         });

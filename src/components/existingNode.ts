@@ -145,6 +145,7 @@ export function createExistingNode(name: string, args: ExistingNodeArgs, parent:
         masterInstanceId: args.masterInstanceId,
         masterInstanceIds: args.masterInstanceIds,
         routeTableId: args.routeTableId,
+        podCidr: args.config.network.podCidr,
         ...args.timeouts,
     }, { parent, dependsOn: sshAttach ? [sshAttach] : [] });
     return { membership, sshAttach };

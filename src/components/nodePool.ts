@@ -158,6 +158,7 @@ export function createNodePool(name: string, args: NodePoolArgs, parent: pulumi.
         size: fixed ? size : undefined,
         minSize: fixed ? 0 : pool.autoscale!.min,
         routeTableId: args.routeTableId,
+        podCidr: config.network.podCidr,
         ...args.timeouts,
     }, { ...opts, dependsOn: [configuration, token] });
 

@@ -44,6 +44,7 @@ export async function findNodes(removals: readonly NodeRemoval[], run: RemovalRu
         const node = nodeOf(nodes, run.opts.region, r.target.instanceId);
         r.facts.name = node?.name ?? null;
         r.facts.ready = node?.ready;
+        r.facts.podCidr = node?.podCidr ?? "";
     }
 }
 
@@ -83,6 +84,7 @@ async function drain(r: NodeRemoval, run: RemovalRun): Promise<void> {
                 skipWaitSeconds: r.facts.ready === false ? NOT_READY_SKIP_WAIT_SECONDS : 0,
             });
             r.report.done.push("drain");
+            r.facts.drainedNode = name;
         } catch (err) {
             if (await nodeExists(r, run)) throw err;
             r.facts.name = null; // deleted meanwhile (by an earlier run, by hand, or by the CCM)
@@ -220,7 +222,8 @@ async function deleteNodeNamed(r: NodeRemoval, run: RemovalRun, name: string): P
 /** The Node of a released pool node whose deletion waited for it to leave its group (the instance is gone: its kubelet too). */
 export async function deleteNodeAfterLeaving(r: NodeRemoval, run: RemovalRun): Promise<void> {
     const name = r.facts.deleteAfterLeaving;
-    if (!name || !r.report.done.includes("leave-scaling-group")) return;
+    // Left in this run or found gone from the group (a re-run after the call): either way the instance is released.
+    if (!name || !r.facts.leftGroup) return;
     await deleteNodeNamed(r, run, name);
     r.facts.deleteAfterLeaving = undefined;
 }
