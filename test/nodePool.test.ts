@@ -228,6 +228,16 @@ describe("PoolCapacity (emulator)", () => {
             assert.strictEqual(nodeOfInstance(launched!), undefined);
         });
 
+        it("R9: lowering an autoscaled pool's maximum drains and removes the members above it before ESS sees the lower MaxSize", async () => {
+            const group = joinedGroup(3, { minSize: 0, maxSize: 3 });
+            c.addNode(ctx.emu.addInstance().instanceId, { pool: "other" }); // where the evicted pods go
+            const auto = { ...inputs(group, 0), mode: "observe" as const, size: undefined, minSize: 0 };
+            await poolCapacityProvider.update!("x", { ...auto, maxSize: 3, readyInstanceIds: [] }, { ...auto, maxSize: 1 });
+            assert.strictEqual(members(group).length, 1);
+            assert.strictEqual(ctx.emu.state.scalingGroups.get(group)!.maxSize, 1);
+            // afterEach asserts I1: the two that left were drained first.
+        });
+
         it("R6b: a scale-out that failed before (no stock, since fixed) does not fail the next run's wait", async () => {
             const group = ctx.emu.addScalingGroup({ maxSize: 5 }).scalingGroupId;
             ctx.emu.failNextActivity(group, { status: "Failed", errorCode: "OperationDenied.NoStock", message: "sold out" });
@@ -308,7 +318,8 @@ describe("NodePool (mock graph, dev pools)", () => {
         }
         // protectedInstances too: PoolCapacity protects a fixed pool's members, and a later `pulumi up` must not lift it.
         assert.deepStrictEqual(childOpts.get("dev-pool-general-group")?.ignoreChanges, ["desiredCapacity", "maxSize", "protectedInstances"]);
-        assert.deepStrictEqual(childOpts.get("dev-pool-elastic-group")?.ignoreChanges, ["desiredCapacity", "protectedInstances"]);
+        // Autoscaled pools too: a lower maximum goes through PoolCapacity, which drains the members above it first.
+        assert.deepStrictEqual(childOpts.get("dev-pool-elastic-group")?.ignoreChanges, ["desiredCapacity", "maxSize", "protectedInstances"]);
     });
 
     it("scaling configurations: type, image, disk, security group, no RAM role, active and enabled, userdata secret", () => {

@@ -98,11 +98,12 @@ export function createNodePool(name: string, args: NodePoolArgs, parent: pulumi.
         tags: { ...cloudTags, [POOL_LABEL]: pool.name },
     }, {
         ...opts,
-        // PoolCapacity (fixed) / the autoscaler own the capacity. Fixed pools: PoolCapacity also owns MaxSize, so a
-        // smaller size never reaches ESS as a lower MaxSize (ESS would release instances without a drain).
+        // PoolCapacity (fixed) / the autoscaler own the capacity, and PoolCapacity owns MaxSize, so a smaller size
+        // or maximum never reaches ESS as a lower MaxSize (ESS would release instances without a drain).
+        // (Creation still sets it: ignoreChanges applies to updates.)
         // PoolCapacity protects a fixed pool's members from scale-in, which the provider reads back as
         // `protectedInstances`: ignored, or the next `pulumi up` would lift the protection.
-        ignoreChanges: fixed ? ["desiredCapacity", "maxSize", "protectedInstances"] : ["desiredCapacity", "protectedInstances"],
+        ignoreChanges: ["desiredCapacity", "maxSize", "protectedInstances"],
     });
 
     const token = new BootstrapToken(`${name}-token`, {
@@ -157,6 +158,7 @@ export function createNodePool(name: string, args: NodePoolArgs, parent: pulumi.
         mode: fixed ? "fixed" : "observe",
         size: fixed ? size : undefined,
         minSize: fixed ? 0 : pool.autoscale!.min,
+        maxSize: fixed ? undefined : pool.autoscale!.max,
         routeTableId: args.routeTableId,
         podCidr: config.network.podCidr,
         ...args.timeouts,

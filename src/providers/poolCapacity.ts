@@ -39,6 +39,11 @@ export interface PoolCapacityInputs extends ClusterAccessInputs {
     size?: number;
     /** The group's MinSize (passed to the removal flow). Default 0. */
     minSize?: number;
+    /**
+     * `observe` mode: the group's MaxSize (the autoscaled pool's maximum). Lowered only after the members above
+     * it were drained and removed: ESS would release them undrained. Default: left as it is.
+     */
+    maxSize?: number;
     /** Route table with the pod routes, cleaned on removal. Default none. */
     routeTableId?: string;
     /** The cluster's pod CIDR: a removal deletes only routes to the instance inside it. Default none (only the route to its Node's podCIDR). */
@@ -202,6 +207,31 @@ function removalOptions(inputs: PoolCapacityInputs): RemovalOptions {
 }
 
 /**
+ * Autoscaled pools: sets the group's MaxSize to `maxSize`. A lower maximum is applied in two steps, so ESS
+ * never releases a member itself: MaxSize first drops only to the members there (the Cluster Autoscaler
+ * cannot add more), the surplus is drained and removed through the removal flow, then MaxSize is set.
+ */
+async function setMaxSize(inputs: PoolCapacityInputs, log: (m: string) => void): Promise<void> {
+    const { region, scalingGroupId, poolName, maxSize } = inputs;
+    if (maxSize === undefined) return;
+    const group = (await describeScalingGroups(region, [scalingGroupId])).get(scalingGroupId);
+    if (!group || group.maxSize === maxSize) return;
+    if (maxSize < group.maxSize) {
+        await waitForIdleGroup(region, scalingGroupId, { pollMs: inputs.pollIntervalMs, log });
+        const present = (await stayingMembers(region, scalingGroupId)).length;
+        if (present > maxSize) {
+            await modifyScalingGroup(region, scalingGroupId, { maxSize: present, desiredCapacity: Math.max(present, inputs.minSize ?? 0) });
+            log(`pool ${poolName}: ${present} member(s), maximum now ${maxSize}: draining and removing the surplus before ESS sees the lower maximum`);
+            await scaleInPool({ scalingGroupId, poolName, targetSize: maxSize, minSize: inputs.minSize ?? 0, essAction: "release" }, removalOptions(inputs));
+        }
+    }
+    const left = (await stayingMembers(region, scalingGroupId)).length;
+    if (left > maxSize) throw new Error(`pool ${poolName}: ${left} member(s) still in ${scalingGroupId} above the new maximum ${maxSize}.\n  fix: run \`pulumi up\` again.`);
+    await modifyScalingGroup(region, scalingGroupId, { maxSize });
+    log(`pool ${poolName}: ESS group ${scalingGroupId} maximum set to ${maxSize}`);
+}
+
+/**
  * Before the group is deleted: MinSize 0 (so ESS accepts removing every member) and MaxSize at the
  * current capacity (so the Cluster Autoscaler cannot add a node that would then be released undrained
  * with the group), then every node drained and removed through the removal flow. A group already gone is fine.
@@ -245,7 +275,7 @@ export const poolCapacityProvider: pulumi.dynamic.ResourceProvider = {
         // Only a different group is a replacement: switching a pool between fixed and autoscaled (mode) is an
         // update, never a delete that would drain every node of the pool.
         const replaces = (["scalingGroupId", "region"] as const).filter((k) => (olds[k] ?? "") !== (news[k] ?? ""));
-        const keys = ["mode", "size", "minSize", "poolName", "masterInstanceId", "masterInstanceIds", "commands", "routeTableId", "podCidr", "readyTimeoutSeconds", "pollSeconds", "pollIntervalMs", "drainTimeoutSeconds", "providerVersion"] as const;
+        const keys = ["mode", "size", "minSize", "maxSize", "poolName", "masterInstanceId", "masterInstanceIds", "commands", "routeTableId", "podCidr", "readyTimeoutSeconds", "pollSeconds", "pollIntervalMs", "drainTimeoutSeconds", "providerVersion"] as const;
         // A new command id (a changed script) is an update: never a replacement, which would drain the pool.
         const changed = replaces.length > 0 || keys.some((k) => JSON.stringify(olds[k]) !== JSON.stringify(news[k]));
         // Replacing (a new group) must drain the old group before its nodes go.
@@ -256,6 +286,7 @@ export const poolCapacityProvider: pulumi.dynamic.ResourceProvider = {
             // Switched from fixed: the Cluster Autoscaler owns the pool now, and its RemoveInstances must not meet
             // a member this resource protected. An autoscaled pool's protections otherwise are the user's.
             if ((olds.mode ?? "fixed") === "fixed") await protectMembers(news, false, logInfo);
+            await setMaxSize(news, logInfo);
             await uncordonSurvivors(news, logInfo);
             return { outs: { ...news, readyInstanceIds: [] } };
         }
@@ -277,6 +308,8 @@ export interface PoolCapacityArgs extends ClusterAccessArgs {
     size?: pulumi.Input<number>;
     /** The group's MinSize. Default 0. */
     minSize?: pulumi.Input<number>;
+    /** `observe` mode: the group's MaxSize, lowered only after a drain of the members above it. Default: unchanged. */
+    maxSize?: pulumi.Input<number>;
     /** Route table of the pod routes (removal cleans a route left behind). Default none. */
     routeTableId?: pulumi.Input<string | undefined>;
     /** Pod CIDR of the cluster (only routes inside it are removed with a node). Default none. */
