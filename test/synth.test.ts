@@ -22,7 +22,7 @@ describe("offline synth", () => {
             assert.strictEqual(n("alicloud:vpc/switch:Switch"), zones);
             assert.strictEqual(n("alicloud:vpc/natGateway:NatGateway"), 1);
             assert.strictEqual(n("alicloud:vpc/snatEntry:SnatEntry"), zones);
-            assert.strictEqual(n("alicloud:ecs/securityGroup:SecurityGroup"), 2);
+            assert.strictEqual(n("alicloud:ecs/securityGroup:SecurityGroup"), 3);
             assert.ok(rows.every((r) => r.type === "alicloud-kubeadm:index:Cluster" || r.parent), "every resource but the root has a parent");
             assert.ok(fs.statSync(path.join(out, stack, "userdata")).isDirectory());
             assert.ok(fs.statSync(path.join(out, stack, "manifests")).isDirectory());

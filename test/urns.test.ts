@@ -35,6 +35,14 @@ function migrated(stack: string, dir: string): string {
     return file;
 }
 
+/**
+ * Resources a release deletes on purpose, each with its reason (never a master, scaling group or membership).
+ * `cluster-from-vpc` opened every port of masters and nodes to the whole VPC; the security-group split
+ * (docs/security.md#security-groups) replaces it with the matrix's rules.
+ */
+const DELIBERATELY_DELETED = ["$alicloud:ecs/securityGroupRule:SecurityGroupRule::dev-network-cluster-from-vpc",
+    "$alicloud:ecs/securityGroupRule:SecurityGroupRule::prod-network-cluster-from-vpc"];
+
 describe("URNs of existing stacks", () => {
     const out = fs.mkdtempSync(path.join(os.tmpdir(), "urns-"));
     after(() => fs.rmSync(out, { recursive: true, force: true }));
@@ -46,7 +54,7 @@ describe("URNs of existing stacks", () => {
             assert.deepEqual(result.problems, []);
             const now = new Set(result.resources.flatMap((r) => [r.urn, ...r.aliases]));
             assert.ok(result.resources.every((r) => r.urn.startsWith(`urn:pulumi:${stack}::`)), "every resource has a URN");
-            const missing = before.filter((urn) => !now.has(urn));
+            const missing = before.filter((urn) => !now.has(urn) && !DELIBERATELY_DELETED.some((suffix) => urn.endsWith(suffix)));
             assert.deepEqual(missing, [], `URNs that would be deleted and re-created:\n${missing.join("\n")}`);
         });
     }

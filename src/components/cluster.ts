@@ -6,7 +6,7 @@ import * as k8s from "@pulumi/kubernetes";
 import { renderControlPlaneJoinCommand, renderMasterInit, renderOperation } from "../shell/render";
 import { clusterTags, nodeMirrors, validateClusterConfig, type ClusterConfig, type ClusterConfigInput } from "../config";
 import { throwIfProblems } from "./args";
-import { ControlPlane } from "./controlPlane";
+import { attachAutoscalerPolicy, ControlPlane } from "./controlPlane";
 import { ClusterAutoscaler } from "./clusterAutoscaler";
 import type { ClusterInfo, PoolInfo } from "../doctor/types";
 import { ApiServerReady } from "../providers/apiServerReady";
@@ -116,8 +116,9 @@ export class Cluster extends pulumi.ComponentResource {
             config,
             vpcId: net.vpcId,
             vswitchIds: net.resources.vswitches.map((v) => v.id),
-            securityGroupIds: [net.clusterSecurityGroupId, net.apiSecurityGroupId],
+            securityGroupIds: [net.masterSecurityGroupId],
             apiSecurityGroupId: net.apiSecurityGroupId,
+            routeTableId: net.routeTableId,
             natEipAddress: net.natEipAddress,
             natGateway: config.network.natGateway,
             imageId,
@@ -199,6 +200,7 @@ export class Cluster extends pulumi.ComponentResource {
         }, { parent: this, provider: this.kubernetesProvider });
         const autoscaled = this.nodePools.filter((p) => p.autoscale);
         if (autoscaled.length > 0) {
+            attachAutoscalerPolicy(this.controlPlane, config, autoscaled.map((p) => p.scalingGroupId));
             this.autoscaler = new ClusterAutoscaler(`${name}-autoscaler`, {
                 region: config.region,
                 kubernetesVersion: config.kubernetesVersion,
