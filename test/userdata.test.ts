@@ -164,7 +164,8 @@ describe("userdata rendering", () => {
     });
 
     it("fits Cloud Assistant's RunCommand limit (24 KiB after Base64) for manual joins", () => {
-        for (const script of [renderAttachNode(attachParams), renderControlPlaneJoin({ ...attachParams, certificateKey: CERT_KEY })]) {
+        const { poolName: _p, ...joinParams } = attachParams;
+        for (const script of [renderAttachNode(attachParams), fill(renderControlPlaneJoinCommand(joinParams), { token: TOKEN, certificateKey: CERT_KEY })]) {
             const encoded = Buffer.from(script, "utf8").toString("base64").length;
             assert.ok(encoded <= 24 * 1024, `${encoded} Base64 bytes`);
         }
@@ -264,11 +265,15 @@ describe("userdata scripts: static checks", () => {
             "/run/containerd/containerd.sock", "/dev/null", "/opt/cni/bin", // in a comment
             "/etc/kubernetes/pki/etcd", "/var/log/alicloud-kubeadm/master-init.log", "/var/log/alicloud-kubeadm/", // inside the etcd pod; in messages
             "/usr/local/sbin/alicloud-kubeadm-metadata-block", // AK_IMDS_BLOCK: written as ${AK_ROOT}${AK_IMDS_BLOCK}, run by the unit on the node
+            "/dev/urandom", // read only (the encryption key)
+            "/etc/kubernetes/pki/alicloud-kubeadm-encryption.yaml", "/etc/kubernetes/audit", "/var/log/kubernetes/audit", // AK_* constants, written under ${AK_ROOT}
+            "/usr/local/sbin/alicloud-kubeadm-cert-renew", // AK_RENEW_BIN, as AK_IMDS_BLOCK
         ];
         const ops = fs.readdirSync(path.join(USERDATA_DIR, "ops")).map((f) => path.join("ops", f));
         assert.ok(ops.includes(path.join("ops", "reset.sh")));
-        for (const file of ["prepare_node.sh", "master_init.sh", "attach_node.sh", ...ops]) {
-            const text = fs.readFileSync(path.join(USERDATA_DIR, file), "utf8");
+        for (const file of ["prepare_node.sh", "control_plane.sh", "master_init.sh", "attach_node.sh", ...ops]) {
+            // A quoted heredoc's text is a file installed on the node (it runs there, never in the sandbox).
+            const text = fs.readFileSync(path.join(USERDATA_DIR, file), "utf8").replace(/<<'(\w+)'[^\n]*\n[\s\S]*?\n\1\n/g, "");
             for (const m of text.matchAll(/(^|[^}A-Za-z0-9_./:-])(\/(?:etc|var|run|opt|usr|lib|root|home|tmp|dev)\/[A-Za-z0-9_./-]*)/gm)) {
                 assert.ok(allowed.includes(m[2].replace(/[.]$/, "")), `${file}: path ${m[2]} is not under \${AK_ROOT}`);
             }

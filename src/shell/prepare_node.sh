@@ -170,8 +170,10 @@ ak_kernel_setup() {
   printf 'overlay\nbr_netfilter\n' | ak_write_file "${AK_ROOT}/etc/modules-load.d/alicloud-kubeadm.conf" 644 || true
   modprobe overlay
   modprobe br_netfilter
+  # The last six are what the kubelet's protectKernelDefaults (CIS) requires instead of setting them itself.
   printf '%s\n' 'net.bridge.bridge-nf-call-iptables = 1' 'net.bridge.bridge-nf-call-ip6tables = 1' \
-    'net.ipv4.ip_forward = 1' | ak_write_file "$sysctl_conf" 644 || true
+    'net.ipv4.ip_forward = 1' 'vm.overcommit_memory = 1' 'vm.panic_on_oom = 0' 'kernel.panic = 10' 'kernel.panic_on_oops = 1' \
+    'kernel.keys.root_maxkeys = 1000000' 'kernel.keys.root_maxbytes = 25000000' | ak_write_file "$sysctl_conf" 644 || true
   sysctl -q -p "$sysctl_conf"
 }
 

@@ -85,6 +85,11 @@ export interface MasterInitParams extends NodeParams {
     nodeCidrMaskSize: number;
     /** Extra API server certificate SANs (DNS names or IPs); the endpoint host is always included. Default: none. */
     certSANs?: string[];
+    /**
+     * Encrypt Secrets at rest with a key generated on master 0 (docs/security.md#encryption-at-rest). Every other
+     * control-plane member then needs that key in its join ({@link ControlPlaneJoinParams.encryptionKey}). Default false.
+     */
+    encryptSecrets?: boolean;
 }
 
 /** A node taint (kubelet `--register-with-taints`). */
@@ -130,10 +135,15 @@ export interface ControlPlaneJoinParams extends Omit<AttachNodeParams, "poolName
     certificateKey: Param<string>;
     /** Value of the `alicloud-kubeadm/pool` label. Default `control-plane`. */
     poolName?: string;
+    /**
+     * Master 0's secrets-encryption key (32 bytes, Base64; secret), or a parameter: required when master 0 was
+     * rendered with `encryptSecrets`. Default none (the cluster does not encrypt Secrets at rest).
+     */
+    encryptionKey?: Param<string>;
 }
 
 /** Header variables that carry secrets; {@link redactUserdata} blanks them. */
-export const SECRET_PARAMETERS: readonly string[] = ["AK_BOOTSTRAP_TOKEN", "AK_CA_CERT_HASHES", "AK_CERTIFICATE_KEY"];
+export const SECRET_PARAMETERS: readonly string[] = ["AK_BOOTSTRAP_TOKEN", "AK_CA_CERT_HASHES", "AK_CERTIFICATE_KEY", "AK_ENCRYPTION_KEY"];
 
 /**
  * Renders master 0's userdata (node preparation + `kubeadm init`).
@@ -152,12 +162,13 @@ export function renderMasterInit(params: MasterInitParams): string {
     throwIfAny("renderMasterInit", problems);
     return assemble("master_init.sh", [
         ...nodeHeader(params),
+        ["AK_ENCRYPT_SECRETS", params.encryptSecrets ? "1" : "0"],
         ["AK_IMAGE_REPOSITORY", imageRepositoryOf(params)],
         ["AK_POD_CIDR", params.podCidr],
         ["AK_SERVICE_CIDR", params.serviceCidr],
         ["AK_NODE_CIDR_MASK_SIZE", String(params.nodeCidrMaskSize)],
         ["AK_CERT_SANS", unique((params.certSANs ?? []).filter((s) => s !== endpointHost)).join(",")],
-    ]);
+    ], "control_plane.sh");
 }
 
 /**
@@ -180,8 +191,12 @@ export function renderControlPlaneJoin(params: ControlPlaneJoinParams): string {
     const problems: string[] = [];
     const key = params.certificateKey;
     check(problems, "certificateKey", isRef(key) || CERTIFICATE_KEY_PATTERN.test(key ?? ""), "must be 64 lower-case hex digits");
+    const encryptionKey = params.encryptionKey;
+    check(problems, "encryptionKey", encryptionKey === undefined || isRef(encryptionKey) || /^[A-Za-z0-9+/]{43}=$/.test(encryptionKey),
+        "must be 32 bytes in Base64 (master 0's encryption key)");
     const header = attachHeader("renderControlPlaneJoin", { ...params, poolName: params.poolName ?? "control-plane" }, problems);
-    return assemble("attach_node.sh", [...header, ["AK_CERTIFICATE_KEY", isRef(key) ? placeholder(key) : key]]);
+    const encryption: Array<[string, string]> = encryptionKey === undefined ? [] : [["AK_ENCRYPTION_KEY", isRef(encryptionKey) ? placeholder(encryptionKey) : encryptionKey]];
+    return assemble("attach_node.sh", [...header, ["AK_CERTIFICATE_KEY", isRef(key) ? placeholder(key) : key], ...encryption], "control_plane.sh");
 }
 
 /** Validated header of attach_node.sh; `problems` carries the caller's own findings. */
@@ -308,7 +323,7 @@ function body(file: string): string {
         .replace(/\n{3,}/g, "\n\n");
 }
 
-function assemble(roleScript: string, header: Array<[string, string]>): string {
+function assemble(roleScript: string, header: Array<[string, string]>, shared?: string): string {
     const lines = header.map(([name, value]) => `readonly ${name}=${shellQuote(value)}`);
     const script = [
         "#!/bin/bash",
@@ -317,6 +332,7 @@ function assemble(roleScript: string, header: Array<[string, string]>): string {
         "",
         "# ---- src/shell/prepare_node.sh ----",
         body("prepare_node.sh"),
+        ...(shared ? [`# ---- src/shell/${shared} ----`, body(shared)] : []),
         `# ---- src/shell/${roleScript} ----`,
         body(roleScript),
     ].join("\n");
