@@ -29,6 +29,8 @@ interface Model {
     etcdIps: string[];
     readyz: string;
     bootstrapLogs: Record<string, string>;
+    /** Per master: certificate name → notAfter (ISO), and whether the renewal timer is enabled. */
+    certs: Record<string, { expiry: Record<string, string>; timer: boolean }>;
 }
 
 /** A healthy cluster in the emulator: master 0, a fixed pool of 2, an autoscaled pool of 1, one existing node, routes, tokens. */
@@ -68,6 +70,8 @@ async function stage(emu: Emulator): Promise<{ info: ClusterInfo; model: Model; 
         etcdIps: ["192.168.0.10"],
         readyz: "[+]ping ok\n[+]etcd ok\nreadyz check passed\n",
         bootstrapLogs: {},
+        certs: { [master]: { expiry: { "pki/apiserver.crt": new Date(Date.now() + 300 * 86400_000).toISOString().slice(0, 19) + "Z",
+            "pki/ca.crt": new Date(Date.now() + 3000 * 86400_000).toISOString().slice(0, 19) + "Z", "admin.conf": new Date(Date.now() + 300 * 86400_000).toISOString().slice(0, 19) + "Z" }, timer: true } },
     };
     registerFakeMaster(emu, model);
     return { info, model, ids, routeTableId: rt.routeTableId };
@@ -109,6 +113,13 @@ function registerFakeMaster(emu: Emulator, m: Model): void {
             etcd: { out: m.etcdIps.map((ip, i) => `8e9e05c52164694${i}, started, master-${i}, https://${ip}:2380, https://${ip}:2379, false`).join("\n") },
         }),
     }));
+    emu.onCommand(operation("doctor-certs"), (c) => {
+        const m0 = m.certs[c.instanceId] ?? { expiry: {}, timer: false };
+        return { output: gz({
+            certs: { out: Object.entries(m0.expiry).map(([name, at]) => `${name} ${at}`).join("\n") },
+            timer: m0.timer ? { out: "enabled" } : { out: "Failed to get unit file state for alicloud-kubeadm-cert-renew.timer: No such file or directory", rc: 1 },
+        }) };
+    });
     emu.onCommand(operation("doctor-bootstrap-log"), (c) => ({ output: m.bootstrapLogs[c.instanceId] ?? "==> no /var/log/alicloud-kubeadm/*.log (user data did not start?)\n" }));
 }
 
@@ -159,10 +170,10 @@ describe("doctor", () => {
         const bad = findings.filter((f) => f.status !== "ok");
         assert.deepStrictEqual(bad, [], renderTable("dev", findings));
         assert.strictEqual(exitCodeOf(findings), 0);
-        for (const check of ["ess", "autoscaler", "nodes", "routes", "join"]) assert.ok(findings.some((f) => f.check === check), `${check} reported`);
+        for (const check of ["ess", "autoscaler", "nodes", "routes", "join", "certs"]) assert.ok(findings.some((f) => f.check === check), `${check} reported`);
         assert.ok(find(findings, "nodes", "ok", /5 Node\(s\), 5 Ready/));
         assert.ok(find(findings, "routes", "ok", /5 route\(s\) inside 172\.16\.0\.0\/16/), "the VPN route outside the pod CIDR is ignored");
-        assert.strictEqual(distinctCalls(emu, "InvokeCommand"), 3, "nodes, autoscaler and join material: one master command each");
+        assert.strictEqual(distinctCalls(emu, "InvokeCommand"), 4, "nodes, autoscaler, join material and certificates: one master command each");
         assertReadOnly(emu);
     });
 
@@ -174,6 +185,29 @@ describe("doctor", () => {
         await runDoctor({ ...info, existingNodes: [...info.existingNodes, { instanceId: lost, mode: "manual", tokenId: info.existingNodes[0]?.tokenId ?? "abcdef" }] }, fast);
         assert.ok(invokedScripts(emu).some((x) => operation("doctor-bootstrap-log").test(x)), "the node operation was invoked too");
         assertShellcheckClean(emu);
+    });
+
+    it("certificates: a warning under 30 days left, a problem once expired, a warning where the renewal timer is missing; on every master", async () => {
+        const { emu } = ctx;
+        const { info, model, ids } = await stage(emu);
+        const second = emu.addInstance().instanceId;
+        const iso = (days: number) => new Date(Date.now() + days * 86400_000).toISOString().slice(0, 19) + "Z";
+        model.certs[ids.master].expiry["pki/front-proxy-client.crt"] = iso(12);
+        model.certs[second] = { expiry: { "pki/apiserver.crt": iso(-1), "pki/etcd/server.crt": iso(200) }, timer: false };
+        const two = { ...info, masterInstanceIds: [ids.master, second] };
+        let findings = await runDoctor(two, { ...fast, checks: ["certs"] });
+        const w = find(findings, "certs", "warning", new RegExp(`master ${ids.master} .*less than 30 days left: pki/front-proxy-client\\.crt`));
+        assert.ok(w, renderTable("dev", findings));
+        assert.match(w.evidence, /the renewal timer is enabled/);
+        const p = find(findings, "certs", "problem", new RegExp(`master ${second} .*expired: pki/apiserver\\.crt`));
+        assert.ok(p, renderTable("dev", findings));
+        assert.match(p.evidence, /renewal timer is not installed/);
+        assert.match(p.next, /kubeadm certs renew all/);
+        assert.strictEqual(exitCodeOf(findings), 1);
+        model.certs[second].expiry["pki/apiserver.crt"] = iso(200);
+        findings = await runDoctor(two, { ...fast, checks: ["certs"] });
+        assert.ok(find(findings, "certs", "warning", new RegExp(`master ${second} .*first to expire is pki/apiserver\\.crt.*not installed`)), renderTable("dev", findings));
+        assertReadOnly(emu);
     });
 
     it("names a failed scaling activity with its error code explained", async () => {
@@ -366,7 +400,7 @@ describe("doctor", () => {
         const { info } = await stage(emu);
         emu.setAgentOffline(info.masterInstanceIds[0]);
         const findings = await runDoctor(info, fast);
-        assert.deepStrictEqual(findings.filter((f) => f.couldNotLook).map((f) => f.check).sort(), ["autoscaler", "join", "nodes", "routes"]);
+        assert.deepStrictEqual(findings.filter((f) => f.couldNotLook).map((f) => f.check).sort(), ["autoscaler", "certs", "join", "nodes", "routes"]);
         assert.match(findings.find((f) => f.check === "nodes")!.evidence, /could not look: Cloud Assistant agent on .* is not running/);
         assert.ok(findings.some((f) => f.check === "ess" && f.status === "ok"));
         assert.strictEqual(exitCodeOf(findings), 2);
@@ -452,7 +486,7 @@ describe("doctor CLI", () => {
 
     it("--help lists every check and the exit codes", () => {
         const h = helpText();
-        for (const name of ["ess", "autoscaler", "nodes", "routes", "join"]) assert.match(h, new RegExp(`^  ${name}\\s+\\S`, "m"));
+        for (const name of ["ess", "autoscaler", "nodes", "routes", "join", "certs"]) assert.match(h, new RegExp(`^  ${name}\\s+\\S`, "m"));
         assert.match(h, /0 no problem, 1 at least one problem, 2 could not look/);
     });
 
