@@ -293,7 +293,7 @@ describe("removal core", () => {
             assert.ok(t.indexOf(`RemoveInstances ${id}`) < t.indexOf("InvokeCommand master delete-node"), t.join("\n"));
         });
 
-        it("a Node its kubelet registered again (uncordoned) before the ESS call is drained again first", async () => {
+        it("a Node its kubelet registered again (uncordoned) before the ESS call is drained again first (detach with keep)", async () => {
             const group = ctx.emu.addScalingGroup({ desiredCapacity: 1 }).scalingGroupId;
             const id = poolNode(group, ["ReplicaSet"]);
             // Reset succeeds but the kubelet comes back once (say, a second kubelet unit): the Node reappears after delete-node.
@@ -303,7 +303,8 @@ describe("removal core", () => {
                 undo();
                 return { output: "deleted" };
             });
-            await removeNode({ instanceId: id, kind: "scale-out", scalingGroupId: group }, opts);
+            // A detached node (keep) is reset and its Node deleted before it leaves ESS; a released one keeps its Node until then.
+            await removeNode({ instanceId: id, kind: "scale-out", scalingGroupId: group, essAction: "keep" }, opts);
             assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group), []);
             assert.match(warnings.join("\n"), /appeared after the drain/);
             assert.strictEqual(c.log.filter((x) => x.includes("drain node-")).length, 2);
@@ -324,6 +325,15 @@ describe("removal core", () => {
             await removeNode({ instanceId: id, kind: "scale-out", scalingGroupId: group }, opts);
             assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group), []);
             assert.strictEqual(nodeOf(id), undefined, "the re-run deletes the held Node of the released instance");
+        });
+
+        it("R6a: a released victim ESS refuses to take out stays a whole node: not reset, its drained Node kept (a later run uncordons it)", async () => {
+            const group = ctx.emu.addScalingGroup({ desiredCapacity: 1, minSize: 1 }).scalingGroupId;
+            const id = poolNode(group);
+            await assert.rejects(removeNode({ instanceId: id, kind: "scale-out", scalingGroupId: group }, opts), /leave-scaling-group/);
+            assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group), [id]);
+            assert.ok(c.credentials.has(id), "its kubelet was not reset");
+            assert.ok(nodeOf(id)?.unschedulable && nodeOf(id)?.removing, "its Node is kept, drained, cordoned and marked");
         });
 
         it("R3: removing master 1 with master 0 stopped runs the Kubernetes side on master 2, never on the member leaving", async () => {
