@@ -336,6 +336,20 @@ describe("removal core", () => {
             assert.ok(nodeOf(id)?.unschedulable && nodeOf(id)?.removing, "its Node is kept, drained, cordoned and marked");
         });
 
+        it("R2: a released victim with no Node is stopped before ESS takes it: still joining, it cannot register during the activity", async () => {
+            const group = ctx.emu.addScalingGroup({ desiredCapacity: 2 }).scalingGroupId;
+            const [joining] = ctx.emu.scalingGroupInstances(group);
+            ctx.emu.state.activityDurationMs = 200;
+            // Its kubelet registers the Node as soon as the activity starts, if the machine still runs.
+            ctx.emu.afterRequest = (req) => {
+                if (req.action === "RemoveInstances" && ctx.emu.instances.get(joining)?.status === "Running") c.addNode(joining, { pool: "general", pods: ["ReplicaSet"] });
+            };
+            await removeNodes([{ instanceId: joining, kind: "scale-out", scalingGroupId: group }], opts);
+            assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group).includes(joining), false);
+            assert.deepStrictEqual(c.violations, [], "I1");
+            assert.strictEqual(nodeOf(joining), undefined, "no Node registered");
+        });
+
         it("R3: removing master 1 with master 0 stopped runs the Kubernetes side on master 2, never on the member leaving", async () => {
             c = await fakeCluster(ctx.emu, REGION, { masters: 3 });
             const id = c.masters[1];
