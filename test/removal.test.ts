@@ -375,6 +375,16 @@ describe("removal core", () => {
             assert.deepStrictEqual(routesTo(other).map((e) => e.destinationCidrBlock), ["172.16.200.0/25"], `only ${otherPod} (its Node's) was deleted`);
         });
 
+        it("R7: a scale-in without a pod CIDR (state from before) still deletes each victim's route to its Node's podCIDR", async () => {
+            const group = ctx.emu.addScalingGroup({ desiredCapacity: 2 }).scalingGroupId;
+            const ids = ctx.emu.scalingGroupInstances(group);
+            ids.forEach(() => poolNode(group));
+            await scaleInPool({ scalingGroupId: group, poolName: "general", targetSize: 1, minSize: 0 }, { ...opts, podCidr: undefined });
+            const [victim] = ids.filter((id) => !ctx.emu.scalingGroupInstances(group).includes(id));
+            assert.deepStrictEqual(routesTo(victim), []);
+            assert.strictEqual(ctx.emu.routeTables.get(table)!.entries.length, 1, "the survivor's route stays");
+        });
+
         it("R10: a member whose Node an earlier, failed drain left cordoned and marked, pods still on it, is drained before it leaves ESS", async () => {
             const group = ctx.emu.addScalingGroup({ desiredCapacity: 1 }).scalingGroupId;
             const id = poolNode(group, ["ReplicaSet", "ReplicaSet"]);
