@@ -8,7 +8,8 @@
 import { z } from "zod";
 import {
     autoscalerMinorWarning, autoscalerSettingsProblems, checkNetworkLayout, checkTaints, cloudTagProblems, CLUSTER_TAG, DEFAULT_AUTOSCALER_SETTINGS,
-    DEFAULT_ROUTE_ENTRY_QUOTA, dnsLabelProblem, essNameProblem, GO_DURATION_ERE, goRegexProblem, imageReferenceProblem, imageRepositoryProblem,
+    DEFAULT_ROUTE_ENTRY_QUOTA, dnsLabelProblem, durationProblem, essNameProblem, GO_DURATION_ERE, goRegexProblem, hostNamePartProblem, imageReferenceProblem, imageRepositoryProblem,
+    masterInstanceTypeWarning, nodeFlagsSizeProblems, reservedPoolNameProblem,
     INSTANCE_ID_PATTERN, instanceTypeProblem, joinPath, kubernetesSupportWarning, kubernetesVersionProblem, MAX_SCALING_GROUP_INSTANCES,
     nodeCidrCount, nodeCidrMaskProblem, nodeLabelProblems, packageMirrorProblem, parseCidr, regionOfZone, regionProblem, regionWarning,
     replaceSystemDiskProblem, resolveAutoscalerVersion, resourceNamePrefixProblem, scaleFromZeroProblem, scalingConfigurationTags, zoneProblem,
@@ -246,7 +247,7 @@ export function validateClusterConfig(raw: unknown, region: string | undefined):
             problem(path, reason);
         }
     };
-    return checkRules(c, region, ruleProblem, warn, errors, warnings);
+    return checkRules(c, region, ruleProblem, warn, errors, warnings, shapePaths);
 }
 
 /**
@@ -295,9 +296,10 @@ function replaceAt(obj: Record<string, unknown>, path: PropertyKey[], expected: 
     return obj;
 }
 
-function checkRules(c: Parsed, region: string | undefined, problem: Report, warn: Report, errors: string[], warnings: string[]): ValidationResult {
+function checkRules(c: Parsed, region: string | undefined, problem: Report, warn: Report, errors: string[], warnings: string[],
+    shapePaths: readonly string[] = []): ValidationResult {
 
-    const nameProblem = dnsLabelProblem(c.name, MAX_NAME_LENGTH) ?? resourceNamePrefixProblem(c.name);
+    const nameProblem = dnsLabelProblem(c.name, MAX_NAME_LENGTH) ?? resourceNamePrefixProblem(c.name) ?? hostNamePartProblem(c.name);
     if (nameProblem) {
         problem("name", nameProblem);
     }
@@ -321,6 +323,10 @@ function checkRules(c: Parsed, region: string | undefined, problem: Report, warn
     if (masterType) {
         problem("controlPlane.instanceType", masterType);
     }
+    const masterCpus = masterInstanceTypeWarning(c.controlPlane.instanceType);
+    if (masterCpus) {
+        warn("controlPlane.instanceType", masterCpus);
+    }
     cloudTagProblems(c.tags, c.nodePools.some((p) => p.autoscale === undefined), (path, reason) => problem(joinPath("tags", path), reason));
     checkImageSelection(c.image, problem);
     const cloudTags = clusterTags(c);
@@ -331,7 +337,9 @@ function checkRules(c: Parsed, region: string | undefined, problem: Report, warn
             at("name", `"${pool.name}" is used by another pool; pool names must be unique`);
         }
         names.add(pool.name);
-        return checkPool(pool, c.name, cloudTags, at);
+        // A size or autoscale the schema refused was given all the same: "set exactly one" would be a second, false problem.
+        const given = (key: string) => shapePaths.some((p) => p === `nodePools.${i}.${key}` || p.startsWith(`nodePools.${i}.${key}.`));
+        return checkPool(pool, c.name, cloudTags, at, { size: given("size"), autoscale: given("autoscale") });
     });
     checkImages(c.images, problem);
     const ids = new Set<string>();
@@ -522,16 +530,12 @@ function checkZones(zones: string[], region: string | undefined, problem: Report
     if (zones.length === 0) {
         problem("zones", `needs at least one zone, e.g. [${region ?? "cn-hangzhou"}-h]`);
     }
-    const seen = new Set<string>();
+    // A zone listed twice is reported by checkNetworkLayout (the Network component's rule too).
     zones.forEach((zone, i) => {
-        if (seen.has(zone)) {
-            problem(`zones.${i}`, `"${zone}" is listed twice`);
-        }
         const reason = region ? zoneProblem(zone, region) : undefined;
         if (reason) {
             problem(`zones.${i}`, reason);
         }
-        seen.add(zone);
     });
 }
 
@@ -555,12 +559,17 @@ type PoolInput = Omit<ParsedPool, "taints" | "systemDisk" | "tokenTtl"> & Partia
  * Checks one pool (reports relative to the pool: `name`, `size`, `labels.<key>`, `taints.0`, …) and returns
  * it normalised. The NodePool component runs the same check on its `pool` argument.
  */
-export function checkPool(pool: PoolInput, clusterName: string, cloudTags: Record<string, string>, report: Report): NodePoolConfig {
-    const nameProblem = dnsLabelProblem(pool.name, MAX_NAME_LENGTH) ?? essNameProblem(clusterName, pool.name);
+export function checkPool(pool: PoolInput, clusterName: string, cloudTags: Record<string, string>, report: Report,
+    invalid: { size?: boolean; autoscale?: boolean } = {}): NodePoolConfig {
+    const nameProblem = dnsLabelProblem(pool.name, MAX_NAME_LENGTH) ?? reservedPoolNameProblem(pool.name) ?? hostNamePartProblem(pool.name) ??
+        essNameProblem(clusterName, pool.name);
     if (nameProblem) {
         report("name", nameProblem);
     }
-    if ((pool.size === undefined) === (pool.autoscale === undefined)) {
+    // `invalid`: given, but of a type the caller already reported (so not missing).
+    const hasSize = pool.size !== undefined || invalid.size === true;
+    const hasAutoscale = pool.autoscale !== undefined || invalid.autoscale === true;
+    if (hasSize === hasAutoscale) {
         report("", "set exactly one of `size` (fixed) or `autoscale: { min, max }`");
     }
     const bounded = (path: string, n: number) => {
@@ -610,8 +619,14 @@ export function checkPool(pool: PoolInput, clusterName: string, cloudTags: Recor
     const tokenTtl = pool.tokenTtl ?? "0";
     if (!new RegExp(GO_DURATION_ERE).test(tokenTtl)) {
         report("tokenTtl", `"${tokenTtl}" must be a duration like 0 (never expires), 24h or 30m`);
+    } else {
+        const tooLong = durationProblem(tokenTtl);
+        if (tooLong) {
+            report("tokenTtl", tooLong);
+        }
     }
     const taints = checkTaints(pool.taints, (path, reason) => report(`taints.${path}`, reason));
+    nodeFlagsSizeProblems(pool.labels, taints, "userdata", report);
     const fromZero = scaleFromZeroProblem({ autoscale: pool.autoscale, taints });
     if (fromZero) {
         report("autoscale.min", fromZero);
@@ -623,7 +638,7 @@ export function checkPool(pool: PoolInput, clusterName: string, cloudTags: Recor
 type ExistingNodeInput = Omit<ParsedExistingNode, "taints"> & { taints: Array<string | Taint> };
 
 /** Checks one existing node (reports relative to it) and returns it normalised. ExistingNode runs the same check. */
-export function checkExistingNode(node: ExistingNodeInput, report: Report): ExistingNodeConfig {
+export function checkExistingNode(node: ExistingNodeInput, report: Report, viaSsh = false): ExistingNodeConfig {
     if (!INSTANCE_ID_PATTERN.test(node.instanceId)) {
         report("instanceId", `"${node.instanceId}" is not an ECS instance id (expected i-…, e.g. i-bp1exampleexample01)`);
     }
@@ -632,7 +647,10 @@ export function checkExistingNode(node: ExistingNodeInput, report: Report): Exis
         report("replaceSystemDisk", guard);
     }
     nodeLabelProblems(node.labels, (key, reason) => report(`labels.${key}`, reason));
-    return { ...node, taints: checkTaints(node.taints, (path, reason) => report(`taints.${path}`, reason)) };
+    const taints = checkTaints(node.taints, (path, reason) => report(`taints.${path}`, reason));
+    // Manual mode passes them as the attach command's parameters; auto mode (and an SSH connection) in the script itself.
+    nodeFlagsSizeProblems(node.labels, taints, node.mode === "manual" && !viaSsh ? "parameters" : "userdata", report);
+    return { ...node, taints };
 }
 
 function checkImages(images: Parsed["images"], problem: Report): void {
