@@ -402,9 +402,11 @@ export interface StackConfig {
  * Beyond what the cluster schema checks, it catches what Pulumi would pass over in silence: other keys of
  * the `alicloud-kubeadm` namespace (a block dedented out of the cluster object, or `pulumi config set
  * alicloud-kubeadm:cluster.x.y v` without `--path`), and a cluster value stored as a string that is not JSON
- * (reported with the place of the error, never the value).
+ * (reported with the place of the error, never the value). The value of a secret key is never put in a message.
+ * @param secretKeys the keys whose values are secrets; default: `PULUMI_CONFIG_SECRET_KEYS`, the list Pulumi
+ *   gives the program (when it is not readable, no value is echoed at all)
  */
-export function readStackConfig(all: Readonly<Record<string, string>>): StackConfig {
+export function readStackConfig(all: Readonly<Record<string, string>>, secretKeys: readonly string[] | undefined = secretKeysFromEnv()): StackConfig {
     const errors: string[] = [];
     const problem: Report = (path, reason) => errors.push(`${path}: ${reason}`);
     const text = all[CLUSTER_CONFIG_KEY];
@@ -423,18 +425,34 @@ export function readStackConfig(all: Readonly<Record<string, string>>): StackCon
         }
         const rest = key.slice(CONFIG_NAMESPACE.length + 1);
         const value = all[key];
-        const shown = value.length <= 40 && !/[\s'"]/.test(value) ? value : "<value>";
+        const secret = secretKeys === undefined || secretKeys.includes(key);
+        const shown = !secret && value.length <= 40 && !/[\s'"]/.test(value) ? value : "<value>";
+        const set = secret ? "pulumi config set --secret --path" : "pulumi config set --path";
         if (/^cluster[.[]/.test(rest)) {
             problem(key, `is a key of its own, not a field of ${CLUSTER_CONFIG_KEY}, and is ignored: it was set without --path. ` +
-                `Run \`pulumi config rm '${key}'\`, then \`pulumi config set --path '${key}' ${shown}\``);
+                `Run \`pulumi config rm '${key}'\`, then \`${set} '${key}' ${shown}\``);
         } else if (fields.has(rest.split(/[.[]/)[0])) {
             problem(key, `is ignored: only ${CLUSTER_CONFIG_KEY} is read, and "${rest.split(/[.[]/)[0]}" is a field of it. In the stack file, indent this block ` +
-                `under ${CLUSTER_CONFIG_KEY} (it has been dedented out of it); or run \`pulumi config rm '${key}'\`, then \`pulumi config set --path '${CLUSTER_CONFIG_KEY}.${rest}' ${shown}\``);
+                `under ${CLUSTER_CONFIG_KEY} (it has been dedented out of it); or run \`pulumi config rm '${key}'\`, then \`${set} '${CLUSTER_CONFIG_KEY}.${rest}' ${shown}\``);
         } else {
             problem(key, `is ignored: the ${CONFIG_NAMESPACE} namespace has only the key cluster (remove it with \`pulumi config rm '${key}'\`)`);
         }
     }
     return { cluster, region: all["alicloud:region"], errors, warnings: [] };
+}
+
+/** The secret config keys Pulumi lists for the program (`PULUMI_CONFIG_SECRET_KEYS`, a JSON array), or undefined when unreadable. */
+function secretKeysFromEnv(): string[] | undefined {
+    const text = process.env.PULUMI_CONFIG_SECRET_KEYS;
+    if (text === undefined) {
+        return process.env.PULUMI_CONFIG === undefined ? [] : undefined; // outside a Pulumi program: nothing is secret
+    }
+    try {
+        const keys: unknown = JSON.parse(text);
+        return Array.isArray(keys) && keys.every((k) => typeof k === "string") ? keys : undefined;
+    } catch {
+        return undefined;
+    }
 }
 
 /**

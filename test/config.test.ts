@@ -677,7 +677,7 @@ describe("stack config reader (readStackConfig): keys Pulumi would ignore, a clu
     });
 
     it("a key set without --path: says so and gives both commands", () => {
-        const r = readStackConfig({ "alicloud-kubeadm:cluster": cluster, "alicloud-kubeadm:cluster.controlPlane.count": "3" });
+        const r = readStackConfig({ "alicloud-kubeadm:cluster": cluster, "alicloud-kubeadm:cluster.controlPlane.count": "3" }, []);
         assert.deepStrictEqual(r.errors, ["alicloud-kubeadm:cluster.controlPlane.count: is a key of its own, not a field of alicloud-kubeadm:cluster, and is ignored: it was set without --path. " +
             "Run `pulumi config rm 'alicloud-kubeadm:cluster.controlPlane.count'`, then `pulumi config set --path 'alicloud-kubeadm:cluster.controlPlane.count' 3`"]);
     });
@@ -687,6 +687,28 @@ describe("stack config reader (readStackConfig): keys Pulumi would ignore, a clu
         assert.strictEqual(r.errors.length, 1);
         assert.match(r.errors[0], /^alicloud-kubeadm:nodePools: is ignored: only alicloud-kubeadm:cluster is read, and "nodePools" is a field of it\. In the stack file, indent this block under alicloud-kubeadm:cluster/);
         assert.doesNotMatch(r.errors[0], /"name"/, "a long value is not echoed");
+    });
+
+    it("never echoes the value of a secret key (and echoes none when the secret keys are unknown)", () => {
+        const all = { "alicloud-kubeadm:cluster": cluster, "alicloud-kubeadm:cluster.accessKey": "LTAIsecret42", "alicloud-kubeadm:tags": "tk-secret-7" };
+        const r = readStackConfig(all, ["alicloud-kubeadm:cluster.accessKey", "alicloud-kubeadm:tags"]);
+        assert.strictEqual(r.errors.length, 2);
+        for (const e of r.errors) {
+            assert.doesNotMatch(e, /LTAIsecret42|tk-secret-7/);
+            assert.match(e, /`pulumi config set --secret --path '[^']+' <value>`/);
+        }
+        const saved = { keys: process.env.PULUMI_CONFIG_SECRET_KEYS, config: process.env.PULUMI_CONFIG };
+        try {
+            process.env.PULUMI_CONFIG = "{}";
+            process.env.PULUMI_CONFIG_SECRET_KEYS = JSON.stringify(["alicloud-kubeadm:cluster.accessKey"]);
+            assert.doesNotMatch(readStackConfig(all).errors.join("\n"), /LTAIsecret42/, "the program's own list of secret keys is read by default");
+            delete process.env.PULUMI_CONFIG_SECRET_KEYS;
+            assert.doesNotMatch(readStackConfig(all).errors.join("\n"), /LTAIsecret42|tk-secret-7/, "in a program whose secret keys are unknown, nothing is echoed");
+        } finally {
+            for (const [k, v] of [["PULUMI_CONFIG_SECRET_KEYS", saved.keys], ["PULUMI_CONFIG", saved.config]] as const) {
+                if (v === undefined) delete process.env[k]; else process.env[k] = v;
+            }
+        }
     });
 
     it("any other key of the namespace", () => {

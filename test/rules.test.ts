@@ -4,6 +4,8 @@
  * disagree: each input must get the same verdict from the config and from the component used directly.
  */
 import * as assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { validateClusterConfig } from "../src/config";
 import { autoscalerObjects, autoscalerProblems, resolveClusterAutoscalerArgs, type ClusterAutoscalerArgs } from "../src/components/clusterAutoscaler";
 import { networkArgProblems } from "../src/components/network";
@@ -53,6 +55,13 @@ describe("rules: one verdict for the config and the components", () => {
         assert.equal(config.autoscaler.expander, "least-waste");
         assert.equal(DEFAULT_AUTOSCALER_SETTINGS.expander, "least-waste");
         assert.ok(args({}).includes("--expander=least-waste"));
+        // The docs say so too: no clause about the component's default may call it `random`.
+        for (const file of ["README.md", "docs/upstream.md", "docs/architecture.md"]) {
+            const text = fs.readFileSync(path.join(__dirname, "..", file), "utf8").replace(/\s+/g, " ");
+            for (const clause of text.split(/;\s|\.\s+(?=[A-Z`])|\s\|\s/)) {
+                assert.ok(!(/component/.test(clause) && /default/.test(clause) && /`random`/.test(clause)), `${file}: "${clause}"`);
+            }
+        }
     });
 
     it("expander chains: a repeat and anything after random are refused by both, with the same reason", () => {

@@ -32,9 +32,9 @@ export interface AutoscalerSettings {
 }
 
 /**
- * The defaults of every setting, for the stack config and the ClusterAutoscaler component alike. The
- * autoscaler's own flag defaults, except the expander: `least-waste` (the autoscaler's is `random`) keeps
- * the fewest idle resources when several pools fit.
+ * The defaults of every setting, for the stack config and the ClusterAutoscaler component alike: the
+ * autoscaler's own flag defaults. The expander is always passed: `least-waste` (the autoscaler's own default
+ * from 1.33; `random` before) keeps the fewest idle resources when several pools fit.
  */
 export const DEFAULT_AUTOSCALER_SETTINGS: Readonly<AutoscalerSettings> = {
     scaleDownUtilizationThreshold: 0.5,
