@@ -499,6 +499,50 @@ function clusterTextProblem(text: string, _err: Error): string {
         "under config: in the stack file, or set it with `pulumi config set --path`";
 }
 
+/**
+ * Checks a ClusterConfig a program hands to a component (the output of parseClusterConfig, or one built by
+ * hand) with the stack config's rules; reports relative to the config (`controlPlane.count`, `zones.1`, …).
+ * Used by the components that take the whole config (ControlPlane), before they register anything.
+ */
+export function checkClusterConfig(config: ClusterConfig, report: Report): void {
+    if (typeof config !== "object" || config === null) {
+        report("", "is required: the validated cluster config (parseClusterConfig)");
+        return;
+    }
+    const { region, ...raw } = config as ClusterConfig & Record<string, unknown>;
+    const result = validateClusterConfig(raw, typeof region === "string" ? region : undefined);
+    for (const e of result.errors) {
+        const at = e.indexOf(": ");
+        const path = e.slice(0, at);
+        report(path === "alicloud:region" ? "region" : path === CLUSTER_CONFIG_KEY ? "" : path, e.slice(at + 2));
+    }
+}
+
+/**
+ * Checks the parts of a ClusterConfig that the node-joining components read (name, region, Kubernetes version,
+ * image sources); reports relative to the config. NodePool and ExistingNode run it on their `config`.
+ */
+export function checkNodeJoinConfig(config: Pick<ClusterConfig, "name" | "region" | "kubernetesVersion" | "images">, report: Report): void {
+    if (typeof config !== "object" || config === null) {
+        report("", "is required: the validated cluster config (parseClusterConfig)");
+        return;
+    }
+    const name = typeof config.name === "string" ? dnsLabelProblem(config.name, MAX_NAME_LENGTH) ?? resourceNamePrefixProblem(config.name) ?? hostNamePartProblem(config.name)
+        : "must be a string";
+    if (name) {
+        report("name", name);
+    }
+    const region = typeof config.region === "string" ? regionProblem(config.region) : "must be a region id, e.g. cn-hangzhou";
+    if (region) {
+        report("region", region);
+    }
+    const version = typeof config.kubernetesVersion === "string" ? kubernetesVersionProblem(config.kubernetesVersion) : "must be a full version like \"1.36.3\"";
+    if (version) {
+        report("kubernetesVersion", version);
+    }
+    checkImages(config.images ?? {}, report);
+}
+
 /** Like validateClusterConfig, but throws ClusterConfigError listing every problem. */
 export function parseClusterConfig(raw: unknown, region: string | undefined): ClusterConfig {
     const result = validateClusterConfig(raw, region);

@@ -52,6 +52,12 @@ export function reservedRangeOf(c: Cidr, ranges: ReadonlyArray<{ cidr: string; w
     return ranges.find((r) => overlaps(c, parseCidr(r.cidr) as Cidr));
 }
 
+/** Why a pod CIDR overlapping a reserved range cannot be used, or undefined (no VPC route may point into those ranges). */
+export function podCidrReservedProblem(pod: Cidr): string | undefined {
+    const r = reservedRangeOf(pod);
+    return r ? `overlaps ${r.cidr}, ${r.what}, which no VPC route may point into (each node's pod CIDR is a route entry); use an RFC 1918 range such as 172.16.0.0/16` : undefined;
+}
+
 /**
  * Ranges a service CIDR may not overlap: cluster IPs are ordinary unicast addresses that kube-proxy translates on
  * every node, and the kernel treats "this network" (0.0.0.0/8), loopback, link-local (where the metadata service
@@ -121,7 +127,10 @@ export function checkNetworkLayout(n: NetworkLayoutInput, report: Report, paths:
         }
     };
     reserved(vpc, paths.vpcCidr, "Alibaba Cloud does not allow in a VPC; use an RFC 1918 range such as 192.168.0.0/16 or 10.0.0.0/8");
-    reserved(pod, paths.podCidr, "no VPC route may point into (each node's pod CIDR is a route entry); use an RFC 1918 range such as 172.16.0.0/16");
+    const podReserved = pod && podCidrReservedProblem(pod);
+    if (podReserved) {
+        report(paths.podCidr, podReserved);
+    }
     if (pod && pod.prefix > POD_CIDR_MAX_PREFIX) {
         report(paths.podCidr, `/${pod.prefix} has ${2 ** (32 - pod.prefix)} addresses; kubeadm needs at least 14 (/${POD_CIDR_MAX_PREFIX} or larger)`);
     }
