@@ -76,6 +76,7 @@ describe("components used directly: argument errors by property path, nothing re
         await refused(() => new m.Network("n1", { ...args, region: "ap-southeast-1", zones: ["ap-southeast-1a", "cn-hangzhou-h", "ap-southeast-1-b"] }),
             ["zones.1", "zones.2"], /"cn-hangzhou-h" is not a zone of region ap-southeast-1 \(it is a zone of cn-hangzhou\)/);
         await refused(() => new m.Network("n2", { ...args, zones: ["cn-hangzhou-h", "cn-hangzhou-h"] }), ["zones.1"], /listed twice \(also zones\.0\)/);
+        await refused(() => new m.Network("n2b", { ...args, zones: ["cn-hangzhou-h", "cn-shanghai-e"] }), ["zones.1"], /not a zone of region cn-hangzhou/);
         await refused(() => new m.Network("n3", { ...args, vpcCidr: "10.0.0.0/28", zones: ["cn-hangzhou-h", "cn-hangzhou-i"] }), ["vpcCidr"], /too small to carve/);
         await refused(() => new m.Network("n4", { ...args, clusterName: "my--dev", zones: ["cn-hangzhou-h"] }), ["clusterName"], /consecutive hyphens/);
         await refused(() => new m.Network("n5", { ...args, zones: ["cn-hangzhou-h"], tags: { "acs:x": "y" } }), ["tags.acs:x"]);

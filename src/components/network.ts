@@ -4,14 +4,18 @@
 import * as alicloud from "@pulumi/alicloud";
 import * as pulumi from "@pulumi/pulumi";
 import {
-    checkNetworkLayout, CLUSTER_TAG, collect, dnsLabelProblem, hostNamePartProblem, regionProblem, resourceNamePrefixProblem, zoneProblem, type Problem,
+    checkNetworkLayout, CLUSTER_TAG, collect, dnsLabelProblem, hostNamePartProblem, regionOfZone, regionProblem, resourceNamePrefixProblem, zoneProblem,
+    type Problem,
 } from "../rules";
 import { checkTags, isKnown, throwIfProblems } from "./args";
 
 export interface NetworkArgs {
     /** Cluster name; prefixes every resource name. Required. */
     clusterName: string;
-    /** Region id, e.g. `ap-southeast-1`: the zones are checked against it. Default: not checked (the provider's region applies). */
+    /**
+     * Region id, e.g. `ap-southeast-1`: the zones are checked against it. Default: the region of the first zone
+     * (every zone must then belong to it); the provider's region is where the resources are created either way.
+     */
     region?: string;
     /** Zones, one vSwitch each, in order. Required, at least one. */
     zones: string[];
@@ -66,9 +70,12 @@ function checkNetworkArgs(args: NetworkArgs): { problems: Problem[]; vswitchCidr
     if (!Array.isArray(args.zones)) {
         report("zones", "is required: a list of zone ids, e.g. [cn-hangzhou-h]");
     }
-    if (region && !regionReason && Array.isArray(args.zones)) {
+    // Without a region, the first zone's region (when recognisable) is the one every zone must belong to.
+    const zonesRegion = region !== undefined ? (regionReason ? undefined : region)
+        : Array.isArray(args.zones) && typeof args.zones[0] === "string" ? regionOfZone(args.zones[0]) : undefined;
+    if (zonesRegion && Array.isArray(args.zones)) {
         args.zones.forEach((zone, i) => {
-            const reason = typeof zone === "string" ? zoneProblem(zone, region) : undefined;
+            const reason = typeof zone === "string" ? zoneProblem(zone, zonesRegion) : undefined;
             if (reason) {
                 report(`zones.${i}`, reason);
             }
