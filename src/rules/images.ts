@@ -10,8 +10,8 @@ export const DEFAULT_CCM_IMAGE = "registry.cn-hangzhou.aliyuncs.com/acs/cloud-co
 /** Upstream Cluster Autoscaler repository; its builds include the alicloud provider. No Alibaba mirror is documented. */
 export const DEFAULT_AUTOSCALER_IMAGE_REPOSITORY = "registry.k8s.io/autoscaling/cluster-autoscaler";
 
-// The reference grammar of the distribution project (github.com/distribution/reference, regexp.go), which
-// containerd and the kubelet parse image names with (docs/upstream.md#image-references):
+// The distribution reference grammar, which containerd and the kubelet parse image names with
+// (docs/upstream.md#image-references):
 //   name       := [domain '/'] path-component ['/' path-component]*
 //   domain     := host [':' port]      host := domain-component ['.' domain-component]* | '[' IPv6 ']'
 //   path-component := [a-z0-9]+ (separator [a-z0-9]+)*   separator := [_.] | '__' | '-'+
