@@ -78,6 +78,7 @@ describe("PoolCapacity (emulator)", () => {
             assert.match(err.message, /attach-node\.log/);
             return true;
         });
+        assert.deepStrictEqual(states(group), ["Protected", "Protected"], "protected even though the wait gave up");
     });
 
     it("update growing raises the capacity and waits; observe mode (autoscaled pools) creates nothing", async () => {

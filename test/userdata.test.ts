@@ -433,6 +433,26 @@ describe("master_init.sh in the sandbox", () => {
         }
     });
 
+    it("looks for runc's SystemdCgroup in runc's options table: another runtime's key does not count", async () => {
+        // A pre-baked config (e.g. with the NVIDIA runtime) whose runc options lack the key, as containerd 2.0.0-2.0.6 print them.
+        const custom = "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\"]\n  sandbox_image = \"registry.k8s.io/pause:3.6\"\n" +
+            "  [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.nvidia.options]\n    BinaryName = \"/usr/bin/nvidia-container-runtime\"\n    SystemdCgroup = false\n" +
+            "  [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc.options]\n    BinaryName = \"\"\n" +
+            "  [plugins.\"io.containerd.grpc.v1.cri\".registry]\n    config_path = \"/etc/containerd/certs.d\"\n";
+        const sb = sandbox({ os: "ubuntu", prebaked: true });
+        sb.write("/etc/containerd/config.toml", custom);
+        assertOk(await sb.run(renderMasterInit(masterParams)), sb);
+        const lines = (sb.read("/etc/containerd/config.toml") ?? "").split("\n");
+        const table = (name: string) => {
+            const at = lines.findIndex((l) => l.trim() === `[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.${name}.options]`);
+            assert.ok(at >= 0, `${name} options table kept`);
+            const end = lines.findIndex((l, i) => i > at && /^\s*\[/.test(l));
+            return lines.slice(at + 1, end < 0 ? undefined : end).map((l) => l.trim());
+        };
+        assert.deepEqual(table("runc"), ["SystemdCgroup = true", "BinaryName = \"\""], "runc's options get the key");
+        assert.deepEqual(table("nvidia"), ["BinaryName = \"/usr/bin/nvidia-container-runtime\"", "SystemdCgroup = true"], "every runtime agrees with the kubelet's systemd driver");
+    });
+
     it("patches a pre-baked full containerd config in place, and replaces a packaged config that disables CRI", async () => {
         const custom = "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\"]\n  sandbox_image = \"registry.k8s.io/pause:3.6\"\n" +
             "  [plugins.\"io.containerd.grpc.v1.cri\".registry]\n    config_path = \"/etc/containerd/certs.d\"\n" +

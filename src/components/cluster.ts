@@ -92,6 +92,7 @@ export class Cluster extends pulumi.ComponentResource {
 
         this.network = new Network(`${name}-network`, {
             clusterName: config.name,
+            region: config.region,
             zones: config.zones,
             vpcCidr: config.network.vpcCidr,
             podCidr: config.network.podCidr,
