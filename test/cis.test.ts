@@ -112,6 +112,16 @@ describe("CIS basics on the control plane", () => {
         assert.throws(() => renderControlPlaneJoin({ ...member, certificateKey: CERT_KEY, encryptionKey: "short" }), /encryptionKey: must be 32 bytes in Base64/);
     });
 
+    it("a control-plane join that fails once: the retry's kubeadm reset empties /etc/kubernetes/pki, the encryption config is written again before the second join", async () => {
+        const sb = makeSandbox({ os: "ubuntu", prebaked: true, fail: { join: 1 } });
+        sandboxes.push(sb);
+        const r = await sb.run(renderControlPlaneJoin({ ...member, certificateKey: CERT_KEY, encryptionKey: ENC_KEY }));
+        assertOk(r, sb);
+        assert.equal(callsOf(r.calls, "kubeadm", "join").length, 2);
+        assert.ok(callsOf(r.calls, "kubeadm", "reset").length >= 1, "the retry cleaned up with kubeadm reset");
+        assert.equal(parseAllDocuments(sb.read(ENCRYPTION) ?? "")[0].toJS().resources[0].providers[0].secretbox.keys[0].secret, ENC_KEY);
+    });
+
     it("the saved control-plane join command (packed) still writes the audit policy; pool nodes get no control-plane file and no timer", async () => {
         const cp = sandbox();
         assertOk(await cp.run(fill(renderControlPlaneJoinCommand(member), { token: TOKEN, certificateKey: CERT_KEY })), cp);

@@ -393,16 +393,16 @@ ak_preclean() {
 
 ak_prepare_node
 ak_read_identity
-if [ -n "${AK_CERTIFICATE_KEY:-}" ]; then
-  ak_write_audit_policy
-  if [ -n "${AK_ENCRYPTION_KEY:-}" ]; then ak_write_encryption_config "$AK_ENCRYPTION_KEY"; fi
-fi
 ak_wait_for_api
 config="${AK_STATE_DIR}/kubeadm-join.yaml"
 (umask 077 && ak_join_config >"$config")
 rc=1
 for ((attempt = 1; attempt <= AK_JOIN_ATTEMPTS; attempt++)); do
   if ak_has_leftovers; then ak_preclean; fi
+  if [ -n "${AK_CERTIFICATE_KEY:-}" ]; then
+    ak_write_audit_policy
+    if [ -n "${AK_ENCRYPTION_KEY:-}" ]; then ak_write_encryption_config "$AK_ENCRYPTION_KEY"; fi
+  fi
   ak_log "kubeadm join ${AK_API_ENDPOINT} as ${AK_PROVIDER_ID}, pool ${AK_POOL_NAME} (attempt ${attempt}/${AK_JOIN_ATTEMPTS})"
   rc=0
   kubeadm join --config "$config" 2>&1 | ak_redact || rc=$?
