@@ -104,7 +104,7 @@ for ((attempt = 1; attempt <= AK_JOIN_ATTEMPTS; attempt++)); do
   if ak_has_leftovers; then ak_preclean; fi
   if [ -n "${AK_CERTIFICATE_KEY:-}" ]; then
     # A control-plane member: the files its API server reads (the cluster's ClusterConfiguration names them),
-    # written on every attempt because kubeadm reset empties /etc/kubernetes/pki.
+    # written on every attempt because kubeadm reset empties the PKI directory.
     ak_write_audit_policy
     if [ -n "${AK_ENCRYPTION_KEY:-}" ]; then ak_write_encryption_config "$AK_ENCRYPTION_KEY"; fi
   fi
