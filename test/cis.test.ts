@@ -9,6 +9,14 @@ import { parseAllDocuments } from "yaml";
 import {
     renderAttachNode, renderControlPlaneJoin, renderControlPlaneJoinCommand, renderMasterInit, type AttachNodeParams, type MasterInitParams,
 } from "../src/shell/render";
+import { spawnSync } from "child_process";
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import { renderOperation } from "../src/shell/render";
+import * as zlib from "zlib";
+import { parseSections } from "../src/doctor/context";
+import { parseCertExpiry } from "../src/doctor/certs";
 import { fill } from "./savedCommands";
 import { callsOf, makeSandbox, type RunResult, type Sandbox } from "./sandbox";
 
@@ -132,5 +140,36 @@ describe("CIS basics on the control plane", () => {
         assertOk(r, pool);
         for (const p of [AUDIT_POLICY, ENCRYPTION, TIMER, RENEW]) assert.equal(pool.read(p), undefined, p);
         assert.ok((pool.read("/etc/sysctl.d/99-alicloud-kubeadm.conf") ?? "").includes("kernel.panic_on_oops = 1"), "pool nodes get the kubelet's sysctls too");
+    });
+
+    it("doctor-certs on a master reads each certificate's expiry (PKI files and kubeconfig client certificates) as doctor parses it", async function () {
+        if (spawnSync("openssl", ["version"]).status !== 0) {
+            if (process.env.CI === "true") throw new Error("openssl is required in CI (the doctor-certs run)");
+            console.log("      skipped: the doctor-certs run needs openssl (install: apt-get install -y openssl)");
+            this.skip();
+        }
+        const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "ak-certs-"));
+        const cert = (days: number): string => {
+            const r = spawnSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", path.join(tmp, "k"), "-out", path.join(tmp, "c"),
+                "-days", String(days), "-subj", "/CN=probe"], { encoding: "utf8" });
+            assert.equal(r.status, 0, r.stderr);
+            return fs.readFileSync(path.join(tmp, "c"), "utf8");
+        };
+        const sb = makeSandbox({ os: "ubuntu", prebaked: true, stubs: { openssl: 'exec /usr/bin/openssl "$@"' } });
+        sandboxes.push(sb);
+        try {
+            sb.write("/etc/kubernetes/pki/apiserver.crt", cert(12));
+            sb.write("/etc/kubernetes/pki/etcd/server.crt", cert(300));
+            sb.write("/etc/kubernetes/admin.conf", `apiVersion: v1\nusers:\n- name: kubernetes-admin\n  user:\n    client-certificate-data: ${Buffer.from(cert(200)).toString("base64")}\n`);
+        } finally {
+            fs.rmSync(tmp, { recursive: true, force: true });
+        }
+        const r = await sb.run(renderOperation("doctor-certs"));
+        assert.equal(r.code, 0, r.stderr);
+        const sections = parseSections(zlib.gunzipSync(Buffer.from(r.stdout.trim(), "base64")).toString("utf8"));
+        assert.equal(sections.certs.rc, 0, sections.certs.output);
+        const days = Object.fromEntries(parseCertExpiry(sections.certs.output).map((c) => [c.name, Math.round((c.notAfter - Date.now()) / 86_400_000)]));
+        assert.deepEqual(days, { "pki/apiserver.crt": 12, "pki/etcd/server.crt": 300, "admin.conf": 200 });
+        assert.deepEqual(callsOf(r.calls, "systemctl").map((c) => c.args.join(" ")), ["is-enabled alicloud-kubeadm-cert-renew.timer"]);
     });
 });
