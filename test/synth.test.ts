@@ -162,7 +162,7 @@ describe("offline synth", () => {
             ["version number", (c) => { c.kubernetesVersion = 1.3; }],
             ["version old", (c) => { c.kubernetesVersion = "1.34.2"; }],
             ["zone other region", (c) => { c.zones = ["cn-hangzhou-h", "cn-beijing-a"]; }],
-            ["labels reserved on existing node", (c) => { c.existingNodes[0].labels = { "alicloud-kubeadm/x": "y" }; }],
+            ["labels reserved on existing node", (c) => { c.existingNodes = [{ instanceId: "i-bp1exampleexample01", labels: { "alicloud-kubeadm/x": "y" } }]; }],
             ["labels many", (c) => { c.nodePools[0].labels = Object.fromEntries(Array.from({ length: 19 }, (_, i) => [`l${i}`, "v"])); }],
             ["taint node-role", (c) => { c.nodePools[0].taints = ["node-role.kubernetes.io/infra:NoSchedule"]; }],
             ["taint on zero pool", (c) => { c.nodePools[1].taints = ["x:NoSchedule"]; }],
