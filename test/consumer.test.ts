@@ -69,9 +69,16 @@ function writeConsumerProject(dir: string, tarball: string): void {
         dependencies[name] = pkg.devDependencies[name];
     }
     const packages: Record<string, unknown> = { "": { name: "consumer", version: "1.0.0", dependencies } };
+    // This repository's lockfile may omit `resolved` (npm's omit-lockfile-registry-resolved); npm would then
+    // look each tarball up in the registry's metadata, which `npm ci` need not have cached. Spell it out.
+    const registry = (process.env.npm_config_registry || "https://registry.npmjs.org/").replace(/\/?$/, "/");
     for (const [key, entry] of Object.entries(lock.packages as Record<string, Record<string, unknown>>)) {
         if (key === "") continue;
         const { dev: _dev, devOptional: _devOptional, peer: _peer, ...rest } = entry;
+        const name = key.slice(key.lastIndexOf("node_modules/") + "node_modules/".length);
+        if (rest.resolved === undefined && !rest.link && typeof rest.version === "string") {
+            rest.resolved = `${registry}${name}/-/${name.split("/").pop()}-${rest.version}.tgz`;
+        }
         packages[key] = rest;
     }
     packages[`node_modules/${pkg.name}`] = {
