@@ -87,7 +87,7 @@ async function world(kind: Kind): Promise<World> {
         c.resetLeavesEtcd = true; // kubeadm reset only warns when it cannot leave etcd: the harsher case
         target = { instanceId: c.masters[2], kind: "control-plane" };
     }
-    const opts: RemovalOptions = { region: REGION, masterInstanceIds: c.masters, commands: c.commands, routeTableId: table, pollIntervalMs: 5, concurrency: 5 };
+    const opts: RemovalOptions = { region: REGION, masterInstanceIds: c.masters, commands: c.commands, routeTableId: table, podCidr: "172.16.0.0/16", pollIntervalMs: 5, concurrency: 5 };
     const w = { emu, c, table, target, opts, before: undefined as unknown as Snapshot };
     w.before = snapshot(w);
     return w;

@@ -78,6 +78,7 @@ describe("PoolCapacity (emulator)", () => {
             assert.match(err.message, /attach-node\.log/);
             return true;
         });
+        assert.deepStrictEqual(states(group), ["Protected", "Protected"], "protected even though the wait gave up");
     });
 
     it("update growing raises the capacity and waits; observe mode (autoscaled pools) creates nothing", async () => {
@@ -206,6 +207,48 @@ describe("PoolCapacity (emulator)", () => {
         });
     });
 
+    describe("review of issue 13", () => {
+        it("R4: an update of an autoscaled pool (observe before and after) leaves the protections the user set", async () => {
+            const group = joinedGroup(2);
+            await call("ess", "SetInstancesProtection", { ScalingGroupId: group, InstanceId: [members(group)[0]], ProtectedFromScaleIn: true });
+            await poolCapacityProvider.update!("x", { ...inputs(group, 0), mode: "observe", size: undefined, readyInstanceIds: [] }, { ...inputs(group, 0), mode: "observe", size: undefined, drainTimeoutSeconds: 30 });
+            assert.deepStrictEqual(states(group), ["Protected", "InService"]);
+        });
+
+        it("R5: deleting a pool: a member that appears while the others drain (an ESS health replacement) is drained and removed too", async () => {
+            const group = joinedGroup(2);
+            let launched: string | undefined;
+            c.onDrain = () => {
+                if (launched) return;
+                launched = launchInstance(ctx.emu.state, ctx.emu.state.scalingGroups.get(group)!).instanceId;
+                c.addNode(launched, { pool: "general", pods: ["ReplicaSet"] });
+            };
+            await drainPool(inputs(group, 0), { region: REGION, masterInstanceIds: [c.master], commands: commands(), pollIntervalMs: 10 });
+            assert.ok(launched);
+            assert.deepStrictEqual(members(group), []);
+            assert.strictEqual(nodeOfInstance(launched!), undefined);
+        });
+
+        it("R9: lowering an autoscaled pool's maximum drains and removes the members above it before ESS sees the lower MaxSize", async () => {
+            const group = joinedGroup(3, { minSize: 0, maxSize: 3 });
+            c.addNode(ctx.emu.addInstance().instanceId, { pool: "other" }); // where the evicted pods go
+            const auto = { ...inputs(group, 0), mode: "observe" as const, size: undefined, minSize: 0 };
+            await poolCapacityProvider.update!("x", { ...auto, maxSize: 3, readyInstanceIds: [] }, { ...auto, maxSize: 1 });
+            assert.strictEqual(members(group).length, 1);
+            assert.strictEqual(ctx.emu.state.scalingGroups.get(group)!.maxSize, 1);
+            // afterEach asserts I1: the two that left were drained first.
+        });
+
+        it("R6b: a scale-out that failed before (no stock, since fixed) does not fail the next run's wait", async () => {
+            const group = ctx.emu.addScalingGroup({ maxSize: 5 }).scalingGroupId;
+            ctx.emu.failNextActivity(group, { status: "Failed", errorCode: "OperationDenied.NoStock", message: "sold out" });
+            await assert.rejects(setPoolCapacity(inputs(group, 2)), /NoStock/);
+            c.autoJoin("general", { readyAfterListings: 2 }); // the wait looks at the activities at least once
+            const outs = await setPoolCapacity(inputs(group, 2));
+            assert.strictEqual(outs.readyInstanceIds.length, 2);
+        });
+    });
+
     function nodeOfInstance(id: string) {
         return [...c.nodes.values()].find((n) => n.instanceId === id);
     }
@@ -276,7 +319,8 @@ describe("NodePool (mock graph, dev pools)", () => {
         }
         // protectedInstances too: PoolCapacity protects a fixed pool's members, and a later `pulumi up` must not lift it.
         assert.deepStrictEqual(childOpts.get("dev-pool-general-group")?.ignoreChanges, ["desiredCapacity", "maxSize", "protectedInstances"]);
-        assert.deepStrictEqual(childOpts.get("dev-pool-elastic-group")?.ignoreChanges, ["desiredCapacity", "protectedInstances"]);
+        // Autoscaled pools too: a lower maximum goes through PoolCapacity, which drains the members above it first.
+        assert.deepStrictEqual(childOpts.get("dev-pool-elastic-group")?.ignoreChanges, ["desiredCapacity", "maxSize", "protectedInstances"]);
     });
 
     it("scaling configurations: type, image, disk, security group, no RAM role, active and enabled, userdata secret", () => {

@@ -41,7 +41,7 @@ describe("removal core", () => {
         table = ctx.emu.addRouteTable().routeTableId;
         warnings = [];
         logs = [];
-        opts = { region: REGION, masterInstanceIds: c.masters, commands: c.commands, routeTableId: table, pollIntervalMs: 10, warn: (m) => warnings.push(m), log: (m) => logs.push(m) };
+        opts = { region: REGION, masterInstanceIds: c.masters, commands: c.commands, routeTableId: table, podCidr: "172.16.0.0/16", pollIntervalMs: 10, warn: (m) => warnings.push(m), log: (m) => logs.push(m) };
     });
     afterEach(() => assert.deepStrictEqual(c.violations, [], "I1: no member left ESS with a Node that was not drained"));
 
@@ -293,7 +293,7 @@ describe("removal core", () => {
             assert.ok(t.indexOf(`RemoveInstances ${id}`) < t.indexOf("InvokeCommand master delete-node"), t.join("\n"));
         });
 
-        it("a Node its kubelet registered again (uncordoned) before the ESS call is drained again first", async () => {
+        it("a Node its kubelet registered again (uncordoned) before the ESS call is drained again first (detach with keep)", async () => {
             const group = ctx.emu.addScalingGroup({ desiredCapacity: 1 }).scalingGroupId;
             const id = poolNode(group, ["ReplicaSet"]);
             // Reset succeeds but the kubelet comes back once (say, a second kubelet unit): the Node reappears after delete-node.
@@ -303,10 +303,97 @@ describe("removal core", () => {
                 undo();
                 return { output: "deleted" };
             });
-            await removeNode({ instanceId: id, kind: "scale-out", scalingGroupId: group }, opts);
+            // A detached node (keep) is reset and its Node deleted before it leaves ESS; a released one keeps its Node until then.
+            await removeNode({ instanceId: id, kind: "scale-out", scalingGroupId: group, essAction: "keep" }, opts);
             assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group), []);
             assert.match(warnings.join("\n"), /appeared after the drain/);
             assert.strictEqual(c.log.filter((x) => x.includes("drain node-")).length, 2);
+        });
+    });
+
+    describe("review of issue 13: what an adversarial reading found, one test each", () => {
+        it("R1: a released node that could not be reset, whose run died after RemoveInstances: the re-run finds it gone and deletes its held Node", async () => {
+            const group = ctx.emu.addScalingGroup({ desiredCapacity: 1 }).scalingGroupId;
+            const id = poolNode(group);
+            ctx.emu.setAgentOffline(id);
+            ctx.emu.state.activityDurationMs = 300;
+            // The activity runs on in ESS; this run cannot see it end (reads refused), so it fails after the call.
+            ctx.emu.inject("DescribeScalingActivities", { status: 403, code: "Forbidden.RAM", message: "denied", times: 1 });
+            await assert.rejects(removeNode({ instanceId: id, kind: "scale-out", scalingGroupId: group }, opts), /leave-scaling-group/);
+            assert.ok(nodeOf(id), "its Node was held (not reset)");
+            // Re-run at once: the member is still being removed (its instance exists, and cannot run commands).
+            await removeNode({ instanceId: id, kind: "scale-out", scalingGroupId: group }, opts);
+            assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group), []);
+            assert.strictEqual(nodeOf(id), undefined, "the re-run deletes the held Node of the released instance");
+        });
+
+        it("R6a: a released victim ESS refuses to take out stays a whole node: not reset, its drained Node kept (a later run uncordons it)", async () => {
+            const group = ctx.emu.addScalingGroup({ desiredCapacity: 1, minSize: 1 }).scalingGroupId;
+            const id = poolNode(group);
+            await assert.rejects(removeNode({ instanceId: id, kind: "scale-out", scalingGroupId: group }, opts), /leave-scaling-group/);
+            assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group), [id]);
+            assert.ok(c.credentials.has(id), "its kubelet was not reset");
+            assert.ok(nodeOf(id)?.unschedulable && nodeOf(id)?.removing, "its Node is kept, drained, cordoned and marked");
+        });
+
+        it("R2: a released victim with no Node is stopped before ESS takes it: still joining, it cannot register during the activity", async () => {
+            const group = ctx.emu.addScalingGroup({ desiredCapacity: 2 }).scalingGroupId;
+            const [joining] = ctx.emu.scalingGroupInstances(group);
+            ctx.emu.state.activityDurationMs = 200;
+            // Its kubelet registers the Node as soon as the activity starts, if the machine still runs.
+            ctx.emu.afterRequest = (req) => {
+                if (req.action === "RemoveInstances" && ctx.emu.instances.get(joining)?.status === "Running") c.addNode(joining, { pool: "general", pods: ["ReplicaSet"] });
+            };
+            await removeNodes([{ instanceId: joining, kind: "scale-out", scalingGroupId: group }], opts);
+            assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group).includes(joining), false);
+            assert.deepStrictEqual(c.violations, [], "I1");
+            assert.strictEqual(nodeOf(joining), undefined, "no Node registered");
+        });
+
+        it("R3: removing master 1 with master 0 stopped runs the Kubernetes side on master 2, never on the member leaving", async () => {
+            c = await fakeCluster(ctx.emu, REGION, { masters: 3 });
+            const id = c.masters[1];
+            ctx.emu.stopInstance(c.master);
+            await removeNode({ instanceId: id, kind: "control-plane" }, { ...opts, masterInstanceIds: c.masters, commands: c.commands, routeTableId: undefined });
+            assert.deepStrictEqual(c.log.filter((x) => x.startsWith(`${id}:`)), [`${id}: reset`], "the leaving member only resets itself");
+            assert.deepStrictEqual([...c.etcd.keys()], ["master-0", "master-2"]);
+            assert.strictEqual(nodeOf(id), undefined);
+        });
+
+        it("R7: only pod routes go with the node: a user's route through it (0.0.0.0/0 to a NAT instance) stays; without a pod CIDR only its Node's podCIDR goes", async () => {
+            const id = existingNode();
+            ctx.emu.addRouteEntry(table, { destinationCidrBlock: "0.0.0.0/0", nextHopId: id });
+            ctx.emu.addRouteEntry(table, { destinationCidrBlock: "10.99.0.0/16", nextHopId: id });
+            await removeNode({ instanceId: id, kind: "existing" }, opts);
+            assert.deepStrictEqual(routesTo(id).map((e) => e.destinationCidrBlock).sort(), ["0.0.0.0/0", "10.99.0.0/16"]);
+            assert.match(warnings.join("\n"), /0\.0\.0\.0\/0, 10\.99\.0\.0\/16 still point at it and lie outside the pod CIDR/);
+
+            const other = existingNode();
+            const otherPod = nodeOf(other)!.podCidr;
+            ctx.emu.addRouteEntry(table, { destinationCidrBlock: "172.16.200.0/25", nextHopId: other });
+            await removeNode({ instanceId: other, kind: "existing" }, { ...opts, podCidr: undefined });
+            assert.deepStrictEqual(routesTo(other).map((e) => e.destinationCidrBlock), ["172.16.200.0/25"], `only ${otherPod} (its Node's) was deleted`);
+        });
+
+        it("R7: a scale-in without a pod CIDR (state from before) still deletes each victim's route to its Node's podCIDR", async () => {
+            const group = ctx.emu.addScalingGroup({ desiredCapacity: 2 }).scalingGroupId;
+            const ids = ctx.emu.scalingGroupInstances(group);
+            ids.forEach(() => poolNode(group));
+            await scaleInPool({ scalingGroupId: group, poolName: "general", targetSize: 1, minSize: 0 }, { ...opts, podCidr: undefined });
+            const [victim] = ids.filter((id) => !ctx.emu.scalingGroupInstances(group).includes(id));
+            assert.deepStrictEqual(routesTo(victim), []);
+            assert.strictEqual(ctx.emu.routeTables.get(table)!.entries.length, 1, "the survivor's route stays");
+        });
+
+        it("R10: a member whose Node an earlier, failed drain left cordoned and marked, pods still on it, is drained before it leaves ESS", async () => {
+            const group = ctx.emu.addScalingGroup({ desiredCapacity: 1 }).scalingGroupId;
+            const id = poolNode(group, ["ReplicaSet", "ReplicaSet"]);
+            Object.assign(nodeOf(id)!, { unschedulable: true, removing: "2026-12-01T00:00:00Z" });
+            c.addNode(ctx.emu.addInstance().instanceId, { pool: "general" }); // where the pods can go
+            // The caller's listing said no Node (e.g. taken before the Node registered): the batch's own read finds it.
+            await removeNodes([{ instanceId: id, kind: "scale-out", scalingGroupId: group, nodeName: null }], opts);
+            assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group), []);
+            // afterEach asserts I1 (no member left ESS with workload pods on its Node).
         });
     });
 

@@ -427,6 +427,26 @@ describe("master_init.sh in the sandbox", () => {
         }
     });
 
+    it("looks for runc's SystemdCgroup in runc's options table: another runtime's key does not count", async () => {
+        // A pre-baked config (e.g. with the NVIDIA runtime) whose runc options lack the key, as containerd 2.0.0-2.0.6 print them.
+        const custom = "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\"]\n  sandbox_image = \"registry.k8s.io/pause:3.6\"\n" +
+            "  [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.nvidia.options]\n    BinaryName = \"/usr/bin/nvidia-container-runtime\"\n    SystemdCgroup = false\n" +
+            "  [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc.options]\n    BinaryName = \"\"\n" +
+            "  [plugins.\"io.containerd.grpc.v1.cri\".registry]\n    config_path = \"/etc/containerd/certs.d\"\n";
+        const sb = sandbox({ os: "ubuntu", prebaked: true });
+        sb.write("/etc/containerd/config.toml", custom);
+        assertOk(await sb.run(renderMasterInit(masterParams)), sb);
+        const lines = (sb.read("/etc/containerd/config.toml") ?? "").split("\n");
+        const table = (name: string) => {
+            const at = lines.findIndex((l) => l.trim() === `[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.${name}.options]`);
+            assert.ok(at >= 0, `${name} options table kept`);
+            const end = lines.findIndex((l, i) => i > at && /^\s*\[/.test(l));
+            return lines.slice(at + 1, end < 0 ? undefined : end).map((l) => l.trim());
+        };
+        assert.deepEqual(table("runc"), ["SystemdCgroup = true", "BinaryName = \"\""], "runc's options get the key");
+        assert.deepEqual(table("nvidia"), ["BinaryName = \"/usr/bin/nvidia-container-runtime\"", "SystemdCgroup = true"], "every runtime agrees with the kubelet's systemd driver");
+    });
+
     it("patches a pre-baked full containerd config in place, and replaces a packaged config that disables CRI", async () => {
         const custom = "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\"]\n  sandbox_image = \"registry.k8s.io/pause:3.6\"\n" +
             "  [plugins.\"io.containerd.grpc.v1.cri\".registry]\n    config_path = \"/etc/containerd/certs.d\"\n" +
@@ -555,6 +575,12 @@ describe("node operations in the sandbox", () => {
         assert.match(notPrefix.stdout, /member-absent/, "192.168.1.1 is not 192.168.1.11");
         assert.deepEqual(removedArgs(notPrefix), []);
         assert.match((await run("master-9", "")).stdout, /member-absent/);
+        // A match on the first of many lines (more than a pipe holds): reading on after the match keeps etcdctl
+        // from dying of SIGPIPE, which pipefail would turn into a failed removal.
+        const long = [list, ...Array.from({ length: 1200 }, (_, k) => `${(0x1000000 + k).toString(16)}aaaaaaaaa, started, node-${k}, https://10.0.${k >> 8}.${k & 255}:2380, https://10.0.0.1:2379, false`)].join("\n");
+        const first = await sb.run(fill(renderOperation("etcd-member-remove"), { member: "master-1", peerIp: "", etcdNode: "master-0" }), { AK_STUB_KUBECTL_OUTPUT: long });
+        assert.equal(first.code, 0, first.stderr);
+        assert.deepEqual(removedArgs(first), ["8e9e05c52164694d"]);
     });
 
     it("a parameter value that breaks the pattern stops the operation before it does anything", async () => {

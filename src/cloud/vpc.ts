@@ -112,10 +112,3 @@ export async function deleteRouteEntries(region: string, routeTableId: string, e
         pending = listed.filter((e) => e.status !== "Deleting");
     }
 }
-
-/** Deletes one route entry (by id, with its destination and next hop). */
-export async function deleteRouteEntry(region: string, routeTableId: string, entry: RouteEntry): Promise<void> {
-    await callApi("vpc", "DeleteRouteEntry", {
-        RouteTableId: routeTableId, RouteEntryId: entry.routeEntryId, DestinationCidrBlock: entry.destinationCidrBlock, NextHopId: entry.nextHopId,
-    }, { region });
-}

@@ -110,6 +110,7 @@ export class Cluster extends pulumi.ComponentResource {
 
         this.network = new Network(`${name}-network`, {
             clusterName: config.name,
+            region: config.region,
             zones: config.zones,
             vpcCidr: config.network.vpcCidr,
             podCidr: config.network.podCidr,
@@ -173,6 +174,7 @@ export class Cluster extends pulumi.ComponentResource {
                 joinCommandId: joinCommand!.id,
                 commands,
                 routeTableId: net.routeTableId,
+                podCidr: config.network.podCidr,
             }, { parent: this, dependsOn: [previous] });
             return previous as ControlPlaneMember;
         });

@@ -7,8 +7,9 @@
 // the masters exist (fixed private IP, EIP address or NLB DNS name), so it goes into master 0's userdata.
 import * as alicloud from "@pulumi/alicloud";
 import * as pulumi from "@pulumi/pulumi";
-import { masterPrivateIp, masterZoneIndex, ROLE_TAG } from "../rules";
-import type { ClusterConfig } from "../config";
+import { masterPrivateIp, masterZoneIndex, ROLE_TAG, type Report } from "../rules";
+import { checkClusterConfig, type ClusterConfig } from "../config";
+import { checkArgs, checkTags, isKnown } from "./args";
 
 /** RAM actions the Alibaba Cloud Controller Manager's node and route controllers call (docs/upstream.md#ram-ccm-actions). */
 export const CCM_ACTIONS: readonly string[] = [
@@ -71,6 +72,22 @@ export interface ControlPlaneResources {
     masterPrivateIps: string[];
     loadBalancer?: alicloud.nlb.LoadBalancer;
     eip?: alicloud.ecs.EipAddress;
+}
+
+/**
+ * Checks the arguments with the stack config's rules (paths relative to the args: `config.controlPlane.count`,
+ * `vswitchIds`, `tags.<key>`): the config as a whole, and the vSwitch ids (one per zone, when the list is known).
+ */
+export function controlPlaneProblems(args: ControlPlaneArgs, report: Report): void {
+    checkClusterConfig(args.config, (path, reason) => report(path ? `config.${path}` : "config", reason));
+    const zones = Array.isArray(args.config?.zones) ? args.config.zones.length : 0;
+    if (isKnown(args.vswitchIds) && Array.isArray(args.vswitchIds) && zones > 0 && args.vswitchIds.length !== zones) {
+        report("vswitchIds", `needs one vSwitch id per zone of config.zones (${zones}), in zone order; got ${args.vswitchIds.length}`);
+    }
+    if (typeof args.userdata !== "function") {
+        report("userdata", "is required: a function (index, endpoint, certSANs) => userdata of master index");
+    }
+    checkTags(args.tags, report);
 }
 
 /** Creates the masters, their RAM role and the API endpoint under `parent`. */
@@ -234,6 +251,8 @@ export class ControlPlane extends pulumi.ComponentResource {
     public readonly resources: ControlPlaneResources;
 
     constructor(name: string, args: ControlPlaneArgs, opts?: pulumi.ComponentResourceOptions) {
+        // The same rules as the stack config, before anything is registered: a bad config creates nothing.
+        checkArgs(`ControlPlane "${name}"`, (report) => controlPlaneProblems(args, report));
         super("alicloud-kubeadm:index:ControlPlane", name, {}, opts);
         const r = createControlPlane(name, args, this);
         this.resources = r;

@@ -3,12 +3,20 @@
 // per node into it (docs/architecture.md "Pod network").
 import * as alicloud from "@pulumi/alicloud";
 import * as pulumi from "@pulumi/pulumi";
-import { checkNetworkLayout, CLUSTER_TAG, collect, type Problem } from "../rules";
-import { throwIfProblems } from "./args";
+import {
+    checkNetworkLayout, CLUSTER_TAG, collect, dnsLabelProblem, hostNamePartProblem, regionOfZone, regionProblem, resourceNamePrefixProblem, zoneProblem,
+    type Problem,
+} from "../rules";
+import { checkTags, isKnown, throwIfProblems } from "./args";
 
 export interface NetworkArgs {
     /** Cluster name; prefixes every resource name. Required. */
     clusterName: string;
+    /**
+     * Region id, e.g. `ap-southeast-1`: the zones are checked against it. Default: the region of the first zone
+     * (every zone must then belong to it); the provider's region is where the resources are created either way.
+     */
+    region?: string;
     /** Zones, one vSwitch each, in order. Required, at least one. */
     zones: string[];
     /** VPC CIDR. Required. */
@@ -35,16 +43,60 @@ export interface NetworkResources {
     apiSecurityGroup: alicloud.ecs.SecurityGroup;
 }
 
+/**
+ * Checks NetworkArgs with the stack config's rules (paths relative to the args, e.g. `vswitchCidrs.0`, `zones.1`):
+ * the name, the zones (against `region` when given), the layout, the tags. Returns the vSwitch CIDRs (given or
+ * carved; empty when they cannot be known). Values that are not known yet (Outputs) are left to the cloud.
+ */
+function checkNetworkArgs(args: NetworkArgs): { problems: Problem[]; vswitchCidrs: string[] } {
+    const { problems, report } = collect();
+    if (typeof args.clusterName !== "string") {
+        report("clusterName", "is required: the cluster name (a DNS-1123 label starting with a letter)");
+    } else {
+        const name = dnsLabelProblem(args.clusterName, 40) ?? resourceNamePrefixProblem(args.clusterName) ?? hostNamePartProblem(args.clusterName);
+        if (name) {
+            report("clusterName", name);
+        }
+    }
+    const region = args.region !== undefined && isKnown(args.region) ? args.region : undefined;
+    const regionReason = region === undefined ? undefined : regionProblem(region);
+    if (regionReason) {
+        report("region", regionReason);
+    }
+    const layoutKnown = Array.isArray(args.zones) && args.zones.every((z) => typeof z === "string") &&
+        [args.vpcCidr, args.podCidr].every((v) => typeof v === "string") &&
+        (args.vswitchCidrs === undefined || (Array.isArray(args.vswitchCidrs) && args.vswitchCidrs.every((v) => typeof v === "string"))) &&
+        (args.apiAllowedCidrs === undefined || (Array.isArray(args.apiAllowedCidrs) && args.apiAllowedCidrs.every((v) => typeof v === "string")));
+    if (!Array.isArray(args.zones)) {
+        report("zones", "is required: a list of zone ids, e.g. [cn-hangzhou-h]");
+    }
+    // Without a region, the first zone's region (when recognisable) is the one every zone must belong to.
+    const zonesRegion = region !== undefined ? (regionReason ? undefined : region)
+        : Array.isArray(args.zones) && typeof args.zones[0] === "string" ? regionOfZone(args.zones[0]) : undefined;
+    if (zonesRegion && Array.isArray(args.zones)) {
+        args.zones.forEach((zone, i) => {
+            const reason = typeof zone === "string" ? zoneProblem(zone, zonesRegion) : undefined;
+            if (reason) {
+                report(`zones.${i}`, reason);
+            }
+        });
+    }
+    const given = Array.isArray(args.vswitchCidrs) && args.vswitchCidrs.every((v) => typeof v === "string") ? [...args.vswitchCidrs] : undefined;
+    if (!layoutKnown && Array.isArray(args.zones) && given === undefined) {
+        report("vpcCidr", "the vSwitches are carved from vpcCidr when the program runs, so it must be a plain string (not an Output); or give vswitchCidrs");
+    }
+    const vswitchCidrs = layoutKnown ? checkNetworkLayout(args, report) : given ?? [];
+    checkTags(args.tags, report);
+    return { problems, vswitchCidrs };
+}
+
 /** Checks NetworkArgs with the stack config's layout rules (paths relative to the args, e.g. `vswitchCidrs.0`). */
 export function networkArgProblems(args: NetworkArgs): Problem[] {
-    const { problems, report } = collect();
-    checkNetworkLayout(args, report);
-    return problems;
+    return checkNetworkArgs(args).problems;
 }
 
 function throwOnProblems(name: string, args: NetworkArgs): string[] {
-    const { problems, report } = collect();
-    const vswitchCidrs = checkNetworkLayout(args, report);
+    const { problems, vswitchCidrs } = checkNetworkArgs(args);
     throwIfProblems(`Network "${name}"`, problems);
     return vswitchCidrs;
 }

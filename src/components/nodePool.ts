@@ -20,12 +20,12 @@
 import * as alicloud from "@pulumi/alicloud";
 import * as pulumi from "@pulumi/pulumi";
 import { renderAttachNode } from "../shell/render";
-import { checkPool, nodeMirrors, type NodePoolConfig } from "../config";
+import { checkNodeJoinConfig, checkPool, nodeMirrors, type NodePoolConfig } from "../config";
 import { BootstrapToken } from "../providers/bootstrapToken";
 import { PoolCapacity } from "../providers/poolCapacity";
 import type { JoinArgs } from "./joinArgs";
 import { AUTOSCALED_LABEL, MAX_SCALING_CONFIGURATION_TAGS, POOL_LABEL, poolNodeLabels, scalingConfigurationTags, type Report } from "../rules";
-import { checkArgs } from "./args";
+import { checkArgs, checkTags, isKnown } from "./args";
 
 export { AUTOSCALED_LABEL, MAX_SCALING_CONFIGURATION_TAGS, POOL_LABEL, poolNodeLabels };
 
@@ -70,10 +70,16 @@ export interface NodePoolResources {
 
 /** Checks the arguments with the stack config's pool rules (paths relative to the args: `pool.labels.<key>`, `vswitchIds`). */
 export function nodePoolProblems(args: NodePoolArgs, report: Report): void {
-    checkPool(args.pool, args.config.name, args.tags ?? {}, (path, reason) => report(path ? `pool.${path}` : "pool", reason));
-    if (args.vswitchIds.length === 0) {
+    checkNodeJoinConfig(args.config, (path, reason) => report(path ? `config.${path}` : "config", reason));
+    if (typeof args.pool !== "object" || args.pool === null) {
+        report("pool", "is required: the pool's config (a NodePoolConfig, e.g. parseClusterConfig(...).nodePools[i])");
+        return;
+    }
+    checkPool({ ...args.pool, labels: args.pool.labels ?? {}, taints: args.pool.taints ?? [] }, args.config?.name ?? "", args.tags ?? {}, (path, reason) => report(path ? `pool.${path}` : "pool", reason));
+    if (isKnown(args.vswitchIds) && Array.isArray(args.vswitchIds) && args.vswitchIds.length === 0) {
         report("vswitchIds", `pool ${args.pool.name} needs at least one vSwitch`);
     }
+    checkTags(args.tags, report);
 }
 
 /** Creates the pool's group, scaling configuration, bootstrap token and capacity under `parent`. */
@@ -98,11 +104,12 @@ export function createNodePool(name: string, args: NodePoolArgs, parent: pulumi.
         tags: { ...cloudTags, [POOL_LABEL]: pool.name },
     }, {
         ...opts,
-        // PoolCapacity (fixed) / the autoscaler own the capacity. Fixed pools: PoolCapacity also owns MaxSize, so a
-        // smaller size never reaches ESS as a lower MaxSize (ESS would release instances without a drain).
+        // PoolCapacity (fixed) / the autoscaler own the capacity, and PoolCapacity owns MaxSize, so a smaller size
+        // or maximum never reaches ESS as a lower MaxSize (ESS would release instances without a drain).
+        // (Creation still sets it: ignoreChanges applies to updates.)
         // PoolCapacity protects a fixed pool's members from scale-in, which the provider reads back as
         // `protectedInstances`: ignored, or the next `pulumi up` would lift the protection.
-        ignoreChanges: fixed ? ["desiredCapacity", "maxSize", "protectedInstances"] : ["desiredCapacity", "protectedInstances"],
+        ignoreChanges: ["desiredCapacity", "maxSize", "protectedInstances"],
     });
 
     const token = new BootstrapToken(`${name}-token`, {
@@ -157,7 +164,9 @@ export function createNodePool(name: string, args: NodePoolArgs, parent: pulumi.
         mode: fixed ? "fixed" : "observe",
         size: fixed ? size : undefined,
         minSize: fixed ? 0 : pool.autoscale!.min,
+        maxSize: fixed ? undefined : pool.autoscale!.max,
         routeTableId: args.routeTableId,
+        podCidr: config.network.podCidr,
         ...args.timeouts,
     }, { ...opts, dependsOn: [configuration, token] });
 

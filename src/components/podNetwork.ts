@@ -5,8 +5,8 @@
 import * as pulumi from "@pulumi/pulumi";
 import type * as k8s from "@pulumi/kubernetes";
 import {
-    DEFAULT_CCM_IMAGE, DEFAULT_FLANNEL_CNI_PLUGIN_IMAGE, DEFAULT_FLANNEL_IMAGE, kubernetesVersionProblem, parseCidr, parseDuration, parseVersion,
-    collect, type Problem,
+    DEFAULT_CCM_IMAGE, DEFAULT_FLANNEL_CNI_PLUGIN_IMAGE, DEFAULT_FLANNEL_IMAGE, imageReferenceProblem, kubernetesVersionProblem, parseCidr, parseDuration,
+    parseVersion, podCidrReservedProblem, regionProblem, collect, type Problem,
 } from "../rules";
 import { throwIfProblems } from "./args";
 import { applyObjects, CONTROL_PLANE_LABEL, kubeObject, mapInput, resolveObjects, type KubeObject } from "./kube";
@@ -68,11 +68,27 @@ export interface ResolvedPodNetworkArgs {
 /** Every problem in the arguments, as property path + reason (empty when valid). */
 export function podNetworkProblems(args: PodNetworkArgs): Problem[] {
     const { problems, report } = collect();
-    const cidr = parseCidr(args.podCidr);
+    const cidr = typeof args.podCidr === "string" ? parseCidr(args.podCidr) : "is required: the cluster's pod CIDR, e.g. 172.16.0.0/16";
     if (typeof cidr === "string") {
         report("podCidr", cidr);
+    } else {
+        const reserved = podCidrReservedProblem(cidr);
+        if (reserved) {
+            report("podCidr", reserved);
+        }
     }
-    const version = kubernetesVersionProblem(args.kubernetesVersion);
+    const region = typeof args.region === "string" ? regionProblem(args.region) : "is required: a region id, e.g. cn-hangzhou";
+    if (region) {
+        report("region", region);
+    }
+    for (const key of ["flannel", "flannelCniPlugin", "ccm"] as const) {
+        const image = args.images?.[key];
+        const reason = image === undefined ? undefined : typeof image === "string" ? imageReferenceProblem(image) : "must be an image reference (a plain string)";
+        if (reason) {
+            report(`images.${key}`, reason);
+        }
+    }
+    const version = typeof args.kubernetesVersion === "string" ? kubernetesVersionProblem(args.kubernetesVersion) : "is required: a full version like \"1.36.3\"";
     if (version) {
         report("kubernetesVersion", version);
     }
@@ -328,8 +344,8 @@ export class PodNetwork extends pulumi.ComponentResource {
     public readonly resources: pulumi.CustomResource[];
 
     constructor(name: string, args: PodNetworkArgs, opts?: pulumi.ComponentResourceOptions) {
+        const resolved = resolvePodNetworkArgs(args); // before super(): bad input registers nothing, not even this component
         super("alicloud-kubeadm:index:PodNetwork", name, {}, opts);
-        const resolved = resolvePodNetworkArgs(args);
         const objects = [...flannelObjects(resolved), ...ccmObjects(resolved, args.routeTableId)];
         this.resources = applyObjects(name, objects, { parent: this, provider: opts?.provider });
         this.manifests = resolveObjects(objects);

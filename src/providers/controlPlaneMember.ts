@@ -38,6 +38,8 @@ export interface ControlPlaneMemberInputs extends ClusterAccessInputs {
     joinCommandId: string;
     /** Route table, for the pod-route clean-up on delete. */
     routeTableId?: string;
+    /** The cluster's pod CIDR: a removal deletes only routes to the instance inside it. Default none (only the route to its Node's podCIDR). */
+    podCidr?: string;
     /** Bound on the join (package install + join), seconds. Default 1800. */
     joinTimeoutSeconds?: number;
     /** Bound on the wait for Ready after the join, seconds. Default 600. */
@@ -98,7 +100,7 @@ export const controlPlaneMemberProvider: pulumi.dynamic.ResourceProvider = {
     async diff(_id: string, olds: ControlPlaneMemberInputs, news: ControlPlaneMemberInputs) {
         const replaces = ["memberInstanceId", "masterInstanceId"].filter((k) => olds[k as keyof ControlPlaneMemberInputs] !== news[k as keyof ControlPlaneMemberInputs]);
         // New command ids (a changed script) are an update — never a replacement, which would reset the member.
-        const updates = (["joinCommandId", "commands", "masterInstanceIds", "routeTableId", "providerVersion"] as const).some((k) => JSON.stringify(olds[k]) !== JSON.stringify(news[k]));
+        const updates = (["joinCommandId", "commands", "masterInstanceIds", "routeTableId", "podCidr", "providerVersion"] as const).some((k) => JSON.stringify(olds[k]) !== JSON.stringify(news[k]));
         return { changes: replaces.length > 0 || updates, replaces, deleteBeforeReplace: true };
     },
     async update(_id: string, olds: ControlPlaneMemberInputs & { nodeName: string }, news: ControlPlaneMemberInputs) {
@@ -107,7 +109,7 @@ export const controlPlaneMemberProvider: pulumi.dynamic.ResourceProvider = {
     async delete(_id: string, props: ControlPlaneMemberInputs) {
         const log = pulumiLog();
         await removeNode({ instanceId: props.memberInstanceId, kind: "control-plane" }, {
-            region: props.region, masterInstanceIds: clusterAccess(props).masterInstanceIds, commands: props.commands, routeTableId: props.routeTableId,
+            region: props.region, masterInstanceIds: clusterAccess(props).masterInstanceIds, commands: props.commands, routeTableId: props.routeTableId, podCidr: props.podCidr,
             pollIntervalMs: Math.min(1000, (props.pollSeconds ?? 10) * 1000), log: (m) => log.info(m), warn: (m) => log.warn(m),
         });
     },
@@ -118,6 +120,8 @@ export interface ControlPlaneMemberArgs extends ClusterAccessArgs {
     /** The cluster's saved control-plane join command. */
     joinCommandId: pulumi.Input<string>;
     routeTableId?: pulumi.Input<string>;
+    /** Pod CIDR of the cluster (only routes inside it are removed with the member). Default none. */
+    podCidr?: pulumi.Input<string>;
     joinTimeoutSeconds?: pulumi.Input<number>;
     readyTimeoutSeconds?: pulumi.Input<number>;
     pollSeconds?: pulumi.Input<number>;

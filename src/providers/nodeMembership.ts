@@ -52,6 +52,8 @@ export interface NodeMembershipInputs extends ClusterAccessInputs {
     replaceSystemDisk?: boolean;
     /** Route table of the pod routes (cleaned on removal). Default none. */
     routeTableId?: string;
+    /** The cluster's pod CIDR: a removal deletes only routes to the instance inside it. Default none (only the route to its Node's podCIDR). */
+    podCidr?: string;
     /** Cloud Assistant timeout of the attach script (`manual`), seconds. Default 1800 (package installs). */
     attachTimeoutSeconds?: number;
     /** Bound on each wait (instance status, Node Ready), seconds. Default 900. */
@@ -253,7 +255,7 @@ export const nodeMembershipProvider: pulumi.dynamic.ResourceProvider = {
         // it. Those take effect at the next join (`pulumi up --replace <urn>`).
         const replaces = (["instanceId", "region", "mode"] as const).filter((k) => (olds[k] ?? "") !== (news[k] ?? ""));
         // A new attach command or new command ids (a changed script) are updates too: never a replacement.
-        const keys = ["userData", "attachCommandId", "labels", "taints", "commands", "imageId", "masterInstanceId", "masterInstanceIds", "replaceSystemDisk", "routeTableId", "removeWithoutReset",
+        const keys = ["userData", "attachCommandId", "labels", "taints", "commands", "imageId", "masterInstanceId", "masterInstanceIds", "replaceSystemDisk", "routeTableId", "podCidr", "removeWithoutReset",
             "attachTimeoutSeconds", "readyTimeoutSeconds", "pollSeconds", "pollIntervalMs", "drainTimeoutSeconds", "providerVersion"] as const;
         return { changes: replaces.length > 0 || keys.some((k) => JSON.stringify(olds[k]) !== JSON.stringify(news[k])), replaces, deleteBeforeReplace: true };
     },
@@ -263,7 +265,7 @@ export const nodeMembershipProvider: pulumi.dynamic.ResourceProvider = {
     async delete(_id: string, props: State) {
         const log = pulumiLog();
         const opts: RemovalOptions = {
-            region: props.region, masterInstanceIds: accessOf(props).masterInstanceIds, commands: props.commands, routeTableId: props.routeTableId,
+            region: props.region, masterInstanceIds: accessOf(props).masterInstanceIds, commands: props.commands, routeTableId: props.routeTableId, podCidr: props.podCidr,
             drainTimeoutSeconds: props.drainTimeoutSeconds, pollIntervalMs: props.pollIntervalMs, removeWithoutReset: props.removeWithoutReset,
             log: (m) => log.info(m), warn: (m) => log.warn(m),
         };
@@ -292,6 +294,8 @@ export interface NodeMembershipArgs extends ClusterAccessArgs {
     replaceSystemDisk?: pulumi.Input<boolean>;
     /** Route table of the pod routes. Default none. */
     routeTableId?: pulumi.Input<string | undefined>;
+    /** Pod CIDR of the cluster (only routes inside it are removed with the node). Default none. */
+    podCidr?: pulumi.Input<string | undefined>;
     /** Cloud Assistant timeout of the attach script. Default 1800 s. */
     attachTimeoutSeconds?: pulumi.Input<number>;
     /** Bound on each wait. Default 900 s. */

@@ -39,8 +39,15 @@ export interface PoolCapacityInputs extends ClusterAccessInputs {
     size?: number;
     /** The group's MinSize (passed to the removal flow). Default 0. */
     minSize?: number;
+    /**
+     * `observe` mode: the group's MaxSize (the autoscaled pool's maximum). Lowered only after the members above
+     * it were drained and removed: ESS would release them undrained. Default: left as it is.
+     */
+    maxSize?: number;
     /** Route table with the pod routes, cleaned on removal. Default none. */
     routeTableId?: string;
+    /** The cluster's pod CIDR: a removal deletes only routes to the instance inside it. Default none (only the route to its Node's podCIDR). */
+    podCidr?: string;
     /** Bound on the wait for Ready nodes, seconds. Default 1200. */
     readyTimeoutSeconds?: number;
     /** Pause between checks, seconds. Default 15. */
@@ -61,9 +68,17 @@ export interface PoolCapacityOutputs {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 
-/** A scaling activity of the group that failed since `sinceMs`, described; undefined when none. */
-async function failedActivity(region: string, scalingGroupId: string, sinceMs: number): Promise<string | undefined> {
-    const failed = (await scalingActivities(region, scalingGroupId)).find((a) => ["Failed", "Rejected"].includes(a.statusCode) && Date.parse(a.startTime) >= sinceMs - 60_000);
+/** The ids of the group's scaling activities now: those that end later are the ones this run started. */
+async function activityIds(region: string, scalingGroupId: string): Promise<Set<string>> {
+    return new Set((await scalingActivities(region, scalingGroupId)).map((a) => a.scalingActivityId));
+}
+
+/**
+ * A scaling activity of the group that failed and was not there before this run set the capacity (an older
+ * failure, e.g. before the user added instance types, is history); described, or undefined when none.
+ */
+async function failedActivity(region: string, scalingGroupId: string, before: ReadonlySet<string>): Promise<string | undefined> {
+    const failed = (await scalingActivities(region, scalingGroupId)).find((a) => ["Failed", "Rejected"].includes(a.statusCode) && !before.has(a.scalingActivityId));
     if (!failed) return undefined;
     const code = failed.errorCode ? `${failed.errorCode}: ` : "";
     return `${failed.scalingActivityId} ${failed.statusCode}: ${code}${failed.message || failed.description}`;
@@ -113,9 +128,17 @@ export async function setPoolCapacity(inputs: PoolCapacityInputs, log: (m: strin
     // Read right before the call: a member that appeared since stays (it is counted), never ESS's victim.
     const present = (await stayingMembers(region, scalingGroupId)).length;
     const desired = Math.max(keep, present);
+    const before = await activityIds(region, scalingGroupId);
     await modifyScalingGroup(region, scalingGroupId, { maxSize: Math.max(desired, 1), desiredCapacity: desired });
     log(`pool ${poolName}: ESS group ${scalingGroupId} desired capacity set to ${desired}`);
-    const outs = await waitForReadyNodes(inputs, size, started, log);
+    let outs: PoolCapacityOutputs;
+    try {
+        outs = await waitForReadyNodes(inputs, size, started, before, log);
+    } catch (err) {
+        // A wait that gives up still leaves the members protected: ESS must not pick one if the capacity drops.
+        await protectMembers(inputs, true, log).catch(() => undefined);
+        throw err;
+    }
     await protectMembers(inputs, true, log);
     return outs;
 }
@@ -146,7 +169,7 @@ async function uncordonSurvivors(inputs: PoolCapacityInputs, log: (m: string) =>
     }
 }
 
-async function waitForReadyNodes(inputs: PoolCapacityInputs, size: number, started: number, log: (m: string) => void): Promise<PoolCapacityOutputs> {
+async function waitForReadyNodes(inputs: PoolCapacityInputs, size: number, started: number, before: ReadonlySet<string>, log: (m: string) => void): Promise<PoolCapacityOutputs> {
     const { region, scalingGroupId, poolName } = inputs;
     const timeoutMs = (inputs.readyTimeoutSeconds ?? 1200) * 1000;
     const pollMs = (inputs.pollSeconds ?? 15) * 1000;
@@ -162,7 +185,7 @@ async function waitForReadyNodes(inputs: PoolCapacityInputs, size: number, start
             log(`pool ${poolName}: ${ready.length}/${size} nodes Ready`);
             return { readyInstanceIds: ready.slice().sort() };
         }
-        const failure = await failedActivity(region, scalingGroupId, started);
+        const failure = await failedActivity(region, scalingGroupId, before);
         if (failure) {
             throw new Error(`pool ${poolName}: ESS could not scale ${scalingGroupId} out: ${failure}\n  fix: for no stock, add instance types ` +
                 "(`instanceTypes`) or zones; for quota, raise it; then run `pulumi up` again (the desired capacity stays set).");
@@ -184,10 +207,35 @@ async function waitForReadyNodes(inputs: PoolCapacityInputs, size: number, start
 function removalOptions(inputs: PoolCapacityInputs): RemovalOptions {
     const log = pulumiLog();
     return {
-        region: inputs.region, masterInstanceIds: clusterAccess(inputs).masterInstanceIds, commands: inputs.commands, routeTableId: inputs.routeTableId,
+        region: inputs.region, masterInstanceIds: clusterAccess(inputs).masterInstanceIds, commands: inputs.commands, routeTableId: inputs.routeTableId, podCidr: inputs.podCidr,
         drainTimeoutSeconds: inputs.drainTimeoutSeconds, pollIntervalMs: inputs.pollIntervalMs,
         log: (m) => log.info(m), warn: (m) => log.warn(m),
     };
+}
+
+/**
+ * Autoscaled pools: sets the group's MaxSize to `maxSize`. A lower maximum is applied in two steps, so ESS
+ * never releases a member itself: MaxSize first drops only to the members there (the Cluster Autoscaler
+ * cannot add more), the surplus is drained and removed through the removal flow, then MaxSize is set.
+ */
+async function setMaxSize(inputs: PoolCapacityInputs, log: (m: string) => void): Promise<void> {
+    const { region, scalingGroupId, poolName, maxSize } = inputs;
+    if (maxSize === undefined) return;
+    const group = (await describeScalingGroups(region, [scalingGroupId])).get(scalingGroupId);
+    if (!group || group.maxSize === maxSize) return;
+    if (maxSize < group.maxSize) {
+        await waitForIdleGroup(region, scalingGroupId, { pollMs: inputs.pollIntervalMs, log });
+        const present = (await stayingMembers(region, scalingGroupId)).length;
+        if (present > maxSize) {
+            await modifyScalingGroup(region, scalingGroupId, { maxSize: present, desiredCapacity: Math.max(present, inputs.minSize ?? 0) });
+            log(`pool ${poolName}: ${present} member(s), maximum now ${maxSize}: draining and removing the surplus before ESS sees the lower maximum`);
+            await scaleInPool({ scalingGroupId, poolName, targetSize: maxSize, minSize: inputs.minSize ?? 0, essAction: "release" }, removalOptions(inputs));
+        }
+    }
+    const left = (await stayingMembers(region, scalingGroupId)).length;
+    if (left > maxSize) throw new Error(`pool ${poolName}: ${left} member(s) still in ${scalingGroupId} above the new maximum ${maxSize}.\n  fix: run \`pulumi up\` again.`);
+    await modifyScalingGroup(region, scalingGroupId, { maxSize });
+    log(`pool ${poolName}: ESS group ${scalingGroupId} maximum set to ${maxSize}`);
 }
 
 /**
@@ -202,7 +250,18 @@ export async function drainPool(inputs: PoolCapacityInputs, opts: RemovalOptions
         return [];
     }
     await modifyScalingGroup(inputs.region, inputs.scalingGroupId, { minSize: 0, maxSize: Math.max(group.totalCapacity, group.desiredCapacity, 1) });
-    return scaleInPool({ scalingGroupId: inputs.scalingGroupId, poolName: inputs.poolName, targetSize: 0, minSize: 0, essAction: "release" }, opts);
+    // Members that appear meanwhile (a launch already under way, an ESS health replacement) go the same way.
+    const reports: RemovalReport[] = [];
+    for (let round = 0; ; round++) {
+        reports.push(...await scaleInPool({ scalingGroupId: inputs.scalingGroupId, poolName: inputs.poolName, targetSize: 0, minSize: 0, essAction: "release" }, opts));
+        await waitForIdleGroup(inputs.region, inputs.scalingGroupId, { pollMs: opts.pollIntervalMs, log: opts.log });
+        const left = await stayingMembers(inputs.region, inputs.scalingGroupId);
+        if (left.length === 0) return reports;
+        if (round + 1 === SHRINK_ROUNDS) {
+            throw new Error(`pool ${inputs.poolName}: ${inputs.scalingGroupId} still has ${left.length} member(s) (${left.map((m) => m.instanceId).join(", ")}) after ${SHRINK_ROUNDS} rounds of removal: ` +
+                "something keeps adding members.\n  fix: stop it (the Cluster Autoscaler, a scaling rule), then run `pulumi destroy` / `pulumi up` again.");
+        }
+    }
 }
 
 type State = PoolCapacityInputs & PoolCapacityOutputs;
@@ -223,16 +282,18 @@ export const poolCapacityProvider: pulumi.dynamic.ResourceProvider = {
         // Only a different group is a replacement: switching a pool between fixed and autoscaled (mode) is an
         // update, never a delete that would drain every node of the pool.
         const replaces = (["scalingGroupId", "region"] as const).filter((k) => (olds[k] ?? "") !== (news[k] ?? ""));
-        const keys = ["mode", "size", "minSize", "poolName", "masterInstanceId", "masterInstanceIds", "commands", "routeTableId", "readyTimeoutSeconds", "pollSeconds", "pollIntervalMs", "drainTimeoutSeconds", "providerVersion"] as const;
+        const keys = ["mode", "size", "minSize", "maxSize", "poolName", "masterInstanceId", "masterInstanceIds", "commands", "routeTableId", "podCidr", "readyTimeoutSeconds", "pollSeconds", "pollIntervalMs", "drainTimeoutSeconds", "providerVersion"] as const;
         // A new command id (a changed script) is an update: never a replacement, which would drain the pool.
         const changed = replaces.length > 0 || keys.some((k) => JSON.stringify(olds[k]) !== JSON.stringify(news[k]));
         // Replacing (a new group) must drain the old group before its nodes go.
         return { changes: changed, replaces, deleteBeforeReplace: true };
     },
-    async update(_id: string, _olds: State, news: PoolCapacityInputs) {
+    async update(_id: string, olds: State, news: PoolCapacityInputs) {
         if ((news.mode ?? "fixed") === "observe") {
-            // The Cluster Autoscaler owns the pool now: its RemoveInstances must not meet a protected member.
-            await protectMembers(news, false, logInfo);
+            // Switched from fixed: the Cluster Autoscaler owns the pool now, and its RemoveInstances must not meet
+            // a member this resource protected. An autoscaled pool's protections otherwise are the user's.
+            if ((olds.mode ?? "fixed") === "fixed") await protectMembers(news, false, logInfo);
+            await setMaxSize(news, logInfo);
             await uncordonSurvivors(news, logInfo);
             return { outs: { ...news, readyInstanceIds: [] } };
         }
@@ -254,8 +315,12 @@ export interface PoolCapacityArgs extends ClusterAccessArgs {
     size?: pulumi.Input<number>;
     /** The group's MinSize. Default 0. */
     minSize?: pulumi.Input<number>;
+    /** `observe` mode: the group's MaxSize, lowered only after a drain of the members above it. Default: unchanged. */
+    maxSize?: pulumi.Input<number>;
     /** Route table of the pod routes (removal cleans a route left behind). Default none. */
     routeTableId?: pulumi.Input<string | undefined>;
+    /** Pod CIDR of the cluster (only routes inside it are removed with a node). Default none. */
+    podCidr?: pulumi.Input<string | undefined>;
     /** Bound on the wait for Ready nodes. Default 1200 s. */
     readyTimeoutSeconds?: pulumi.Input<number>;
     /** Pause between checks. Default 15 s. */

@@ -112,7 +112,7 @@ class GroupQueues {
  * @throws the RemovalError of a single failed node; for several, one Error listing each failure
  */
 export async function removeNodes(targets: RemovalTarget[], opts: RemovalOptions): Promise<RemovalReport[]> {
-    const run = beginRun(opts);
+    const run = beginRun(opts, targets);
     const removals = targets.map((t) => beginRemoval(t, opts));
     const failed = new Map<NodeRemoval, Error>();
     const record = (rs: readonly NodeRemoval[]) => (err: unknown) => rs.forEach((r) => failed.set(r, err as Error));

@@ -11,6 +11,7 @@
  * the members still present failed; `Failed` / `Rejected` fail the batch. docs/upstream.md#ess-remove,
  * #ess-activities, #ess-protection.
  */
+import { stopInstancesAndWait } from "../cloud/ecs";
 import { scalingGroupMembers, setInstancesProtection, waitForActivity, waitForIdleGroup, leaveScalingGroup as essLeave, type ScalingGroupMember } from "../cloud/ess";
 import { listNodes, type NodeInfo } from "../cloud/operations";
 import { OpenApiError } from "../cloud/openapi";
@@ -44,9 +45,24 @@ function activityWait(run: RemovalRun, r: NodeRemoval) {
     return { pollMs: run.opts.pollIntervalMs ?? 1000, timeoutMs: (run.opts.activityTimeoutSeconds ?? 1200) * 1000, log: r.log };
 }
 
-/** A Node a removal drained: cordoned, with the removal mark. */
-function drained(node: NodeInfo): boolean {
-    return node.unschedulable && node.removing !== "";
+/**
+ * A Node this run drained: the drain succeeded on that very Node, and it is still cordoned with the removal mark.
+ * A mark and cordon alone may be an earlier run's drain that failed halfway, pods still on it.
+ */
+function drained(r: NodeRemoval, node: NodeInfo): boolean {
+    return r.report.done.includes("drain") && r.facts.drainedNode === node.name && node.unschedulable && node.removing !== "";
+}
+
+/**
+ * Released victims that had no Node to drain (never joined, or still joining) are stopped first: a machine
+ * still joining could otherwise register its Node after the last look, during the scaling activity, and take
+ * pods until ESS releases it. Stopped, it cannot; a Node it registered before is drained next.
+ */
+async function fenceNodeless(batch: readonly NodeRemoval[], run: RemovalRun): Promise<void> {
+    const nodeless = batch.filter((r) => (r.target.essAction ?? "release") === "release" && !r.facts.drainedNode);
+    if (nodeless.length === 0) return;
+    nodeless[0].log(`stopping ${nodeless.map((r) => r.target.instanceId).join(", ")} (no Node was drained: a node still joining must not register while it is released)`);
+    await stopInstancesAndWait(run.opts.region, nodeless.map((r) => r.target.instanceId), { pollMs: run.opts.pollIntervalMs });
 }
 
 /**
@@ -58,7 +74,7 @@ async function drainLateNodes(batch: NodeRemoval[], run: RemovalRun, failed: Map
     let left = batch;
     for (let pass = 0; ; pass++) {
         const nodes = await listNodes(run.access);
-        const undrained = (r: NodeRemoval) => { const n = nodeOf(nodes, run.opts.region, r.target.instanceId); return n && !drained(n) ? n : undefined; };
+        const undrained = (r: NodeRemoval) => { const n = nodeOf(nodes, run.opts.region, r.target.instanceId); return n && !drained(r, n) ? n : undefined; };
         const late = left.filter(undrained);
         if (late.length === 0) return left;
         for (const r of late) {
@@ -71,6 +87,7 @@ async function drainLateNodes(batch: NodeRemoval[], run: RemovalRun, failed: Map
             r.warn(`${r.target.instanceId}: Node ${node.name} appeared after the drain (the node was still joining, or its kubelet registered it again); draining it before it leaves ESS`);
             r.facts.name = node.name;
             r.facts.ready = node.ready;
+            r.facts.podCidr = node.podCidr;
             try {
                 await kubernetesSide(r, run);
             } catch (err) {
@@ -97,12 +114,19 @@ export async function leaveGroupBatch(batch: NodeRemoval[], run: RemovalRun, fai
     try {
         members = await presentMembers(batch, group, run);
         const isMember = (r: NodeRemoval) => members.some((m) => m.instanceId === r.target.instanceId);
-        for (const r of batch.filter((x) => !isMember(x))) skipStep(r, "leave-scaling-group", `${r.target.instanceId} is no longer in ${group}`);
+        for (const r of batch.filter((x) => !isMember(x))) {
+            r.facts.leftGroup = true;
+            skipStep(r, "leave-scaling-group", `${r.target.instanceId} is no longer in ${group}`);
+        }
         // The Nodes are read after the members, right before the call.
+        if (batch.some(isMember)) await fenceNodeless(batch.filter(isMember), run);
         todo = batch.some(isMember) ? await drainLateNodes(batch.filter(isMember), run, failed) : [];
     } catch (err) {
         if (err instanceof OpenApiError && err.code === "InvalidScalingGroupId.NotFound") {
-            for (const r of batch.filter((x) => !failed.has(x))) skipStep(r, "leave-scaling-group", `scaling group ${group} no longer exists`);
+            for (const r of batch.filter((x) => !failed.has(x))) {
+                r.facts.leftGroup = true;
+                skipStep(r, "leave-scaling-group", `scaling group ${group} no longer exists`);
+            }
             return;
         }
         failAll(batch.filter((r) => !failed.has(r)), err as Error);
@@ -134,8 +158,12 @@ export async function leaveGroupBatch(batch: NodeRemoval[], run: RemovalRun, fai
 
 /** After a call: members gone are done; those still present failed with `why` (or, when `why` is "", are done). */
 async function settle(present: NodeRemoval[], group: string, run: RemovalRun, failed: Map<NodeRemoval, Error>, why: string): Promise<void> {
+    const left = (r: NodeRemoval) => {
+        r.facts.leftGroup = true;
+        r.report.done.push("leave-scaling-group");
+    };
     if (!why) {
-        for (const r of present) r.report.done.push("leave-scaling-group");
+        present.forEach(left);
         return;
     }
     const ids = present.map((r) => r.target.instanceId);
@@ -146,7 +174,7 @@ async function settle(present: NodeRemoval[], group: string, run: RemovalRun, fa
         still = await scalingGroupMembers(run.opts.region, group, { instanceIds: ids });
     }
     const stayed = present.filter((r) => still.some((m) => m.instanceId === r.target.instanceId));
-    for (const r of present.filter((x) => !stayed.includes(x))) r.report.done.push("leave-scaling-group");
+    present.filter((x) => !stayed.includes(x)).forEach(left);
     if (stayed.length === 0) return;
     const states = stayed.map((r) => `${r.target.instanceId} ${still.find((m) => m.instanceId === r.target.instanceId)?.lifecycleState}`).join(", ");
     const err = new RemovalError(stayed.map((r) => r.target.instanceId), "leave-scaling-group", new Error(`${why}; still in ${group}: ${states}`), fixOf(group));

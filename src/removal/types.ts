@@ -18,6 +18,8 @@ export interface RemovalTarget {
     nodeName?: string | null;
     /** Whether that Node is Ready (a NotReady node's pods never finish terminating). Default: looked up. */
     nodeReady?: boolean;
+    /** That Node's `spec.podCIDR`, given with its name (its pod route's destination). Default: looked up. */
+    nodePodCidr?: string;
 }
 
 /** Where and how to remove. */
@@ -32,6 +34,12 @@ export interface RemovalOptions {
     commands: NodeCommandIds;
     /** Route table holding the pod routes; when set, a route left behind for the instance is deleted. */
     routeTableId?: string;
+    /**
+     * The cluster's pod CIDR: only routes to the instance whose destination lies inside it are pod routes and
+     * deleted (a user's own route through the machine, e.g. a NAT instance's `0.0.0.0/0`, stays). Without it
+     * (state written before it existed) only a route to the podCIDR its Node had in this run is deleted.
+     */
+    podCidr?: string;
     /** `kubectl drain --timeout`, seconds. Default 600. */
     drainTimeoutSeconds?: number;
     /** Drain with `--force` (deletes pods without a controller). Default false. */
@@ -97,6 +105,12 @@ export interface NodeFacts {
     resetSkipped?: boolean;
     /** A Node whose deletion waits until the instance has left its group (see steps.ts `removeNodeObject`). */
     deleteAfterLeaving?: string;
+    /** The Node this run's drain succeeded on (a Node registered again under that name later is another). */
+    drainedNode?: string;
+    /** The instance is no longer a member of its scaling group (it left in this run, or before it). */
+    leftGroup?: boolean;
+    /** The Node's `spec.podCIDR` when seen in this run ("" unknown): the CCM's route to the node has it as destination. */
+    podCidr?: string;
 }
 
 /** One node's removal in progress: its target, what is known of its Node, its report, and how it logs. */
@@ -116,15 +130,25 @@ export interface RemovalRun {
 }
 
 /** Starts a removal run. */
-export function beginRun(opts: RemovalOptions): RemovalRun {
-    return { opts, access: { region: opts.region, masterInstanceIds: opts.masterInstanceIds, commands: opts.commands, pollIntervalMs: opts.pollIntervalMs } };
+export function beginRun(opts: RemovalOptions, targets: readonly RemovalTarget[] = []): RemovalRun {
+    return { opts, access: { region: opts.region, masterInstanceIds: operatingMasters(opts.masterInstanceIds, targets), commands: opts.commands, pollIntervalMs: opts.pollIntervalMs } };
+}
+
+/**
+ * The masters the run's operations may use: not a control-plane member being removed (its kubectl would drain,
+ * reset and remove itself from etcd while it runs them, and stop answering halfway), unless no other is left.
+ */
+export function operatingMasters(masters: readonly string[], targets: readonly RemovalTarget[]): readonly string[] {
+    const leaving = new Set(targets.filter((t) => t.kind === "control-plane").map((t) => t.instanceId));
+    const others = masters.filter((m) => !leaving.has(m));
+    return others.length > 0 ? others : masters;
 }
 
 /** Starts the bookkeeping of one node's removal. */
 export function beginRemoval(target: RemovalTarget, opts: RemovalOptions): NodeRemoval {
     const log = opts.log ?? (() => undefined);
     return {
-        target, facts: { name: target.nodeName ?? null, ready: target.nodeReady },
+        target, facts: { name: target.nodeName ?? null, ready: target.nodeReady, podCidr: target.nodePodCidr },
         report: { instanceId: target.instanceId, done: [], skipped: [] }, log, warn: opts.warn ?? log,
     };
 }

@@ -258,10 +258,13 @@ AK_RUNC_OPTS='^([[:space:]]*)\[plugins\.[^]]+\.runtimes\.runc\.options\]'
 # ak_configure_containerd: systemd cgroups and the sandbox (pause) image from the configured registry.
 # A full CRI config already on the image (pre-baked, maybe with registry mirrors) is patched in place;
 # otherwise (none, or a packaged stub such as `disabled_plugins = ["cri"]`) containerd's defaults are used.
+# Every runtime's SystemdCgroup is set to true (the kubelet's cgroup driver is systemd, and each runtime handler
+# must agree with it); the key that must be there is runc's, so presence is checked in runc's options table
+# only: a SystemdCgroup of another runtime (nvidia, kata, ...) says nothing about runc's.
 # containerd 2.0.0–2.0.6 and 2.1.0–2.1.4 print no SystemdCgroup key (docs/upstream.md#broken-containerd-systemdcgroup):
 # it is then added under the runc options table, which both layouts have.
 ak_configure_containerd() {
-  local conf="${AK_ROOT}/etc/containerd/config.toml" desired
+  local conf="${AK_ROOT}/etc/containerd/config.toml" desired runc
   local -a base=(containerd config default)
   if [ -f "$conf" ] && grep -Eq "SystemdCgroup|$AK_RUNC_OPTS" "$conf"; then base=(cat "$conf"); fi
   # containerd 1.x writes sandbox_image = "...", 2.x writes sandbox = '...'.
@@ -269,12 +272,14 @@ ak_configure_containerd() {
     -e 's/^([[:space:]]*SystemdCgroup[[:space:]]*=[[:space:]]*).*$/\1true/' \
     -e "s#^([[:space:]]*sandbox_image[[:space:]]*=[[:space:]]*).*\$#\\1\"${AK_SANDBOX_IMAGE}\"#" \
     -e "s#^([[:space:]]*sandbox[[:space:]]*=[[:space:]]*).*\$#\\1'${AK_SANDBOX_IMAGE}'#")
-  if ! grep -Eq '^[[:space:]]*SystemdCgroup' <<<"$desired"; then
-    # No key to flip: add it right below the runc options header, one step deeper.
+  # runc's options table: its header up to the next table header.
+  runc=$(sed -nE "/$AK_RUNC_OPTS/,/^[[:space:]]*\[/p" <<<"$desired")
+  [ -n "$runc" ] || ak_die "no runc options table in containerd's config"
+  if ! grep -Eq '^[[:space:]]*SystemdCgroup' <<<"$runc"; then
+    # No key to flip in runc's table: add it right below the runc options header, one step deeper.
     desired=$(sed -E "/$AK_RUNC_OPTS/{p;s/$AK_RUNC_OPTS.*/\\1  SystemdCgroup = true/;}" <<<"$desired")
     ak_log "added SystemdCgroup to containerd's config"
   fi
-  grep -Eq '^[[:space:]]*SystemdCgroup = true$' <<<"$desired" || ak_die "no runc options table for SystemdCgroup in containerd's config"
   if printf '%s\n' "$desired" | ak_write_file "$conf" 644; then
     ak_log "containerd configured: SystemdCgroup, sandbox image ${AK_SANDBOX_IMAGE}"
     systemctl enable containerd

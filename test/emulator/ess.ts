@@ -346,13 +346,17 @@ const describeScalingInstances: Handler = (st, p) => {
  * activity of its own (see {@link reconcile}; listed by DescribeScalingActivities). While another
  * activity runs, the change is accepted and ESS reconciles when that one ends (not documented; accepting
  * and acting later is the harsher case for a caller that assumes nothing happens after its own activity).
+ * A MaxSize below the group's desired capacity, without a DesiredCapacity, lowers the desired capacity to it:
+ * ESS removes instances until the group fits (Alibaba's ModifyScalingGroup reference: "If the number of
+ * instances in the scaling group is greater than the value of MaxSize, Auto Scaling automatically removes
+ * instances"), by its removal policies and without a drain.
  */
 const modifyScalingGroup: Handler = (st, p) => {
     settleActivities(st);
     const g = groupOr404(st, required(p, "ScalingGroupId"));
     const min = intParam(p, "MinSize", g.minSize, 0, 2000);
     const max = intParam(p, "MaxSize", g.maxSize, 0, 2000);
-    const desired = intParam(p, "DesiredCapacity", g.desiredCapacity, 0, 2000);
+    const desired = intParam(p, "DesiredCapacity", p.DesiredCapacity === undefined ? Math.max(min, Math.min(g.desiredCapacity, max)) : g.desiredCapacity, 0, 2000);
     if (min > max) throw new ApiError(400, "InvalidParameter.Conflict", `MinSize (${min}) must not exceed MaxSize (${max}).`);
     if (desired < min || desired > max) throw new ApiError(400, "InvalidParameter.Conflict", `DesiredCapacity (${desired}) must be between MinSize (${min}) and MaxSize (${max}).`);
     Object.assign(g, { minSize: min, maxSize: max, desiredCapacity: desired });

@@ -233,18 +233,19 @@ ak_install_packages() {
 AK_RUNC_OPTS='^([[:space:]]*)\[plugins\.[^]]+\.runtimes\.runc\.options\]'
 
 ak_configure_containerd() {
-  local conf="${AK_ROOT}/etc/containerd/config.toml" desired
+  local conf="${AK_ROOT}/etc/containerd/config.toml" desired runc
   local -a base=(containerd config default)
   if [ -f "$conf" ] && grep -Eq "SystemdCgroup|$AK_RUNC_OPTS" "$conf"; then base=(cat "$conf"); fi
   desired=$("${base[@]}" | sed -E \
     -e 's/^([[:space:]]*SystemdCgroup[[:space:]]*=[[:space:]]*).*$/\1true/' \
     -e "s#^([[:space:]]*sandbox_image[[:space:]]*=[[:space:]]*).*\$#\\1\"${AK_SANDBOX_IMAGE}\"#" \
     -e "s#^([[:space:]]*sandbox[[:space:]]*=[[:space:]]*).*\$#\\1'${AK_SANDBOX_IMAGE}'#")
-  if ! grep -Eq '^[[:space:]]*SystemdCgroup' <<<"$desired"; then
+  runc=$(sed -nE "/$AK_RUNC_OPTS/,/^[[:space:]]*\[/p" <<<"$desired")
+  [ -n "$runc" ] || ak_die "no runc options table in containerd's config"
+  if ! grep -Eq '^[[:space:]]*SystemdCgroup' <<<"$runc"; then
     desired=$(sed -E "/$AK_RUNC_OPTS/{p;s/$AK_RUNC_OPTS.*/\\1  SystemdCgroup = true/;}" <<<"$desired")
     ak_log "added SystemdCgroup to containerd's config"
   fi
-  grep -Eq '^[[:space:]]*SystemdCgroup = true$' <<<"$desired" || ak_die "no runc options table for SystemdCgroup in containerd's config"
   if printf '%s\n' "$desired" | ak_write_file "$conf" 644; then
     ak_log "containerd configured: SystemdCgroup, sandbox image ${AK_SANDBOX_IMAGE}"
     systemctl enable containerd

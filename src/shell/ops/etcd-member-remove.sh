@@ -8,8 +8,11 @@ etcdctl() {
   ak_kubectl -n kube-system exec "etcd-${AK_ETCD_NODE}" -- etcdctl --endpoints=https://127.0.0.1:2379 \
     --cacert="${pki}/ca.crt" --cert="${pki}/healthcheck-client.crt" --key="${pki}/healthcheck-client.key" "$@"
 }
-id=$(etcdctl member list | awk -F', ' -v n="$AK_MEMBER" -v peer="${AK_PEER_IP:+//${AK_PEER_IP}:}" \
-  '(n != "" && $3 == n) || (peer != "" && index($4, peer) > 0) {print $1; exit}')
+# The whole list is read first, and awk reads all of it: a reader that stopped early would kill etcdctl with
+# SIGPIPE, and pipefail would stop this script on a list it had matched.
+members=$(etcdctl member list)
+id=$(awk -F', ' -v n="$AK_MEMBER" -v peer="${AK_PEER_IP:+//${AK_PEER_IP}:}" \
+  'id == "" && ((n != "" && $3 == n) || (peer != "" && index($4, peer) > 0)) {id = $1} END {print id}' <<<"$members")
 if [ -z "$id" ]; then
   echo member-absent
   exit 0

@@ -2,7 +2,8 @@
 # uncordon (on a master): undo the cordon of a removal that did not finish, on a Node that stays in the cluster — only
 # when this library marked it (annotation alicloud-kubeadm/removing), never a cordon of somebody else's.
 # Parameter AK_NODE. Prints uncordoned or not-marked.
-mark=$(ak_kubectl get node "$AK_NODE" -o 'jsonpath={.metadata.annotations.alicloud-kubeadm/removing}')
+# A Node deleted meanwhile has nothing to undo (--ignore-not-found: no output, exit 0).
+mark=$(ak_kubectl get node "$AK_NODE" --ignore-not-found -o 'jsonpath={.metadata.annotations.alicloud-kubeadm/removing}')
 if [ -z "$mark" ]; then
   echo not-marked
   exit 0
