@@ -449,6 +449,16 @@ describe("doctor pieces", () => {
             fs.rmSync(dir, { recursive: true, force: true });
         }
         assert.strictEqual(redact(`--certificate-key ${"a".repeat(64)} client-key-data: LS0tabc`), "--certificate-key <redacted> client-key-data: <redacted>");
+        const same = "could not look: ESS DescribeScalingGroups failed: InvalidAccessKeyId.NotFound (HTTP 404): Specified access key is not found";
+        const table = renderTable("dev", [
+            { check: "ess", status: "problem", subject: "ESS", couldNotLook: true, evidence: same, next: "fix access" },
+            { check: "routes", status: "problem", subject: "Routes", couldNotLook: true, evidence: same, next: "fix access" },
+        ], { width: 200 });
+        assert.strictEqual(table.split(same).length, 2, `the failure is said once:\n${table}`);
+        assert.match(table, /^no look\s+routes\s+Routes\s+could not look: the same failure as ess above$/m);
+        const hint = "ALIBABA_CLOUD_ACCESS_KEY_ID / ALIBABA_CLOUD_ACCESS_KEY_SECRET (plus ALIBABA_CLOUD_SECURITY_TOKEN for STS)";
+        assert.strictEqual(redact(hint), hint, "a key's name in a sentence is not a value");
+        assert.strictEqual(redact("ALIBABA_CLOUD_ACCESS_KEY_SECRET=s3cr3t SECURITY_TOKEN: 'tok'"), "ALIBABA_CLOUD_ACCESS_KEY_SECRET=<redacted> SECURITY_TOKEN: '<redacted>'");
     });
 
     it("validates clusterInfo, naming each bad field", () => {
@@ -513,9 +523,14 @@ describe("doctor CLI", () => {
         assert.strictEqual(unreachable.code, 2, unreachable.stdout + unreachable.stderr);
         assert.match(unreachable.stdout, /no look\s+ess .*could not look: ESS DescribeScalingGroups failed: ECONNREFUSED/s);
 
-        const noCreds = await cli(["--outputs", file, "--check", "ess"], { ALICLOUD_KUBEADM_ENDPOINT: emu.endpoint });
+        // No credential source at all (and the SDK's metadata-service fallback not switched off): one message
+        // with the fix, exit 2, before any request, the endpoint's included.
+        const calls = emu.calls.length;
+        const noCreds = await cli(["--outputs", file], { ALICLOUD_KUBEADM_ENDPOINT: emu.endpoint, ALIBABA_CLOUD_ECS_METADATA_DISABLED: "", ALIBABA_CLOUD_CLI_PROFILE_DISABLED: "" });
         assert.strictEqual(noCreds.code, 2, noCreds.stdout + noCreds.stderr);
-        assert.match(noCreds.stdout, /could not look: .*credentials/i);
+        assert.strictEqual(noCreds.stdout, "");
+        assert.match(noCreds.stderr, /^doctor: no Alibaba Cloud credentials here, so nothing was looked at: set ALIBABA_CLOUD_ACCESS_KEY_ID and ALIBABA_CLOUD_ACCESS_KEY_SECRET \(and ALIBABA_CLOUD_SECURITY_TOKEN for STS\), .*ALIBABA_CLOUD_ECS_METADATA=<role name>; then run doctor again\.\n$/);
+        assert.strictEqual(emu.calls.length, calls, "no request reached the endpoint");
         assertReadOnly(emu);
     });
 

@@ -3,8 +3,9 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as alicloud from "@pulumi/alicloud";
 import * as k8s from "@pulumi/kubernetes";
+import type * as command from "@pulumi/command";
 import { renderControlPlaneJoinCommand, renderMasterInit, renderOperation } from "../shell/render";
-import { clusterTags, nodeMirrors, validateClusterConfig, type ClusterConfig, type ClusterConfigInput } from "../config";
+import { clusterTags, nodeMirrors, validateClusterConfig, type ClusterConfig, type ClusterConfigInput, type SshConnection } from "../config";
 import { throwIfProblems } from "./args";
 import { attachAutoscalerPolicy, ControlPlane } from "./controlPlane";
 import { ClusterAutoscaler } from "./clusterAutoscaler";
@@ -54,6 +55,23 @@ export function resolveClusterConfig(args: ClusterArgs, resource?: pulumi.Resour
 function splitProblem(problem: string): { path: string; reason: string } {
     const at = problem.indexOf(": ");
     return { path: problem.slice(0, at), reason: problem.slice(at + 2) };
+}
+
+/** An existing node's SSH connection as the remote command takes it, its password and keys as Pulumi secrets. */
+export function sshConnection(connection: SshConnection | undefined): command.types.input.remote.ConnectionArgs | undefined {
+    if (!connection) {
+        return undefined;
+    }
+    const secret = (value: string | undefined) => (value === undefined ? undefined : pulumi.secret(value));
+    return {
+        host: connection.host,
+        port: connection.port,
+        user: connection.user,
+        agentSocketPath: connection.agentSocketPath,
+        password: secret(connection.password),
+        privateKey: secret(connection.privateKey),
+        privateKeyPassword: secret(connection.privateKeyPassword),
+    };
 }
 
 /** A self-managed kubeadm cluster on Alibaba Cloud, built from one config object. */
@@ -182,7 +200,7 @@ export class Cluster extends pulumi.ComponentResource {
         const attachCommand = !existingToken || !config.existingNodes.some((n) => n.mode === "manual") ? undefined
             : createAttachCommand(`${name}-attach`, { config, apiEndpoint: this.controlPlane.endpoint, caCertHash: this.joinInfo.caCertHash, token: existingToken.token }, { parent: this });
         this.existingNodes = config.existingNodes.map((node) => new ExistingNode(`${name}-node-${node.instanceId}`, {
-            ...joinCommon, node, token: existingToken!.token, attachCommandId: attachCommand?.id,
+            ...joinCommon, node, token: existingToken!.token, attachCommandId: attachCommand?.id, connection: sshConnection(node.connection),
         }, { parent: this }));
 
         // Add-ons: only once the API server is ready, through a provider built from the secret kubeconfig.

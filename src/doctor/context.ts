@@ -47,7 +47,8 @@ export function redact(text: string): string {
     return text
         .replace(/\b([a-z0-9]{6})\.[a-z0-9]{16}\b/g, "$1.<redacted>")
         .replace(/(certificate[-_]key["':=\s]+)[0-9a-fA-F]{64}/gi, "$1<redacted>")
-        .replace(/((?:client-key-data|client-certificate-data|token-secret|AccessKeySecret|ACCESS_KEY_SECRET|SECURITY_TOKEN)["':=\s]+)\S+/gi, "$1<redacted>");
+        // Only a value given to the key (`KEY=value`, `key: value`), not the key's name in a sentence.
+        .replace(/((?:client-key-data|client-certificate-data|token-secret|AccessKeySecret|ACCESS_KEY_SECRET|SECURITY_TOKEN)["']?\s*[:=]\s*["']?)[^\s"']+/gi, "$1<redacted>");
 }
 
 /** True when an error means doctor could not look (API, credentials, unreachable or missing instance, timeout), not a finding. */

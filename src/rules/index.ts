@@ -13,3 +13,4 @@ export * from "./operations";
 export * from "./versions";
 export * from "./securityGroups";
 export * from "./ram";
+export * from "./apiAccess";
