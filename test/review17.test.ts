@@ -132,6 +132,46 @@ const TOKEN = "abcdef.0123456789abcdef";
             }));
         });
 
+        it("Cluster given an Output where the config wants a string: an InputPropertiesError with the path, not a DataCloneError", async () => {
+            // validateClusterConfig → checkableCopy → structuredClone(raw) throws on any Output/function in the config.
+            const { Cluster } = await import("../src/components/cluster");
+            let error: unknown;
+            try {
+                new Cluster("outputs", {
+                    region: "cn-hangzhou",
+                    config: { name: "outputs", kubernetesVersion: "1.36.3", zones: ["cn-hangzhou-h"], existingNodes: [{ instanceId: pulumi.output("i-bp1exampleexample04") as never }] },
+                });
+            } catch (err) {
+                error = err;
+            }
+            assert.ok(pulumi.InputPropertiesError.isInstance(error), `an InputPropertiesError, got ${String(error)}`);
+            assert.ok(error.errors.some((e) => e.propertyPath === "existingNodes.0.instanceId"), error.message);
+            assert.deepEqual(await registered(), []);
+        });
+
+        it("Cluster takes an existing node's SSH key as a Pulumi secret (config.requireSecret), the way a program holds secrets", async () => {
+            // configTypes.ts types connection.privateKey/password as plain strings and validation refuses anything else, so a
+            // program that holds the key as a secret Output (requireSecret) cannot pass it; it would have to read the secret
+            // config in plain text (config.require, which Pulumi warns about) for the Cluster to wrap it again.
+            const { Cluster } = await import("../src/components/cluster");
+            let error: unknown;
+            try {
+                new Cluster("sshsecret", {
+                    region: "cn-hangzhou",
+                    config: {
+                        name: "sshsecret", kubernetesVersion: "1.36.3", zones: ["cn-hangzhou-h"],
+                        existingNodes: [{ instanceId: "i-bp1exampleexample03", connection: { host: "192.168.16.20", privateKey: pulumi.secret("-----BEGIN OPENSSH PRIVATE KEY-----") as never } }],
+                    },
+                });
+            } catch (err) {
+                error = err;
+            }
+            assert.equal(error, undefined, `a secret privateKey is refused: ${String(error)}`);
+            await recorder.settle();
+            const ssh = recorder.resources.find((r) => r.type === "command:remote:Command");
+            assert.ok(ssh && ssh.secretInputs.some((k) => k.startsWith("connection")), "the SSH command takes the connection, as a secret");
+        });
+
         it("NodePool with a NodePoolInput (no labels/taints/systemDisk): no TypeError after registering", async () => {
             const c = config();
             await worksOrRefusesCleanly(() => new m.NodePool("p-raw", {
