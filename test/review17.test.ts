@@ -181,6 +181,25 @@ const TOKEN = "abcdef.0123456789abcdef";
         });
     });
 
+    describe("Cluster used directly with the default alicloud provider", () => {
+        it("a Cluster region other than the provider's alicloud:region is refused before anything is registered", async () => {
+            // The resources go to the provider's region (cn-hangzhou) while the zones, the dynamic providers' OpenAPI calls
+            // and the scripts use args.region: `pulumi up` creates the VPC, then fails on the first vSwitch.
+            const recorder = installMocks({ stack: "review17-region", config: { "alicloud:region": "cn-hangzhou" } });
+            const { Cluster } = await import("../src/components/cluster");
+            let error: unknown;
+            try {
+                new Cluster("elsewhere", { region: "ap-southeast-1", config: { name: "elsewhere", kubernetesVersion: "1.36.3", zones: ["ap-southeast-1a"] } });
+            } catch (err) {
+                error = err;
+            }
+            await recorder.settle();
+            assert.ok(pulumi.InputPropertiesError.isInstance(error) && /region/.test(error.message),
+                `refused (region vs alicloud:region), got ${String(error)}; registered ${recorder.resources.length} resources`);
+            assert.deepEqual(recorder.resources.map((r) => r.name), []);
+        });
+    });
+
     describe("doctor", () => {
         it("a credential file that holds no credentials: one message, exit 2, no DNS lookup (no host \"undefined\")", async function () {
             this.timeout(120_000);
