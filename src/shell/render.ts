@@ -129,7 +129,7 @@ export interface ControlPlaneJoinParams extends Omit<AttachNodeParams, "poolName
 }
 
 /** Header variables that carry secrets; {@link redactUserdata} blanks them. */
-export const SECRET_PARAMETERS: readonly string[] = ["AK_BOOTSTRAP_TOKEN", "AK_CA_CERT_HASHES", "AK_CERTIFICATE_KEY"];
+export const SECRET_PARAMETERS: readonly string[] = ["AK_BOOTSTRAP_TOKEN", "AK_CA_CERT_HASHES", "AK_CERTIFICATE_KEY", "AK_SEALED"];
 
 /**
  * Renders master 0's userdata (node preparation + `kubeadm init`).
@@ -176,8 +176,10 @@ export function renderControlPlaneJoin(params: ControlPlaneJoinParams): string {
     const problems: string[] = [];
     const key = params.certificateKey;
     check(problems, "certificateKey", isRef(key) || CERTIFICATE_KEY_PATTERN.test(key ?? ""), "must be 64 lower-case hex digits");
+    check(problems, "certificateKey", isRef(key) === isRef(params.token), "must be a parameter exactly when the token is one (both travel sealed)");
     const header = attachHeader("renderControlPlaneJoin", { ...params, poolName: params.poolName ?? "control-plane" }, problems);
-    return assemble("attach_node.sh", [...header, ["AK_CERTIFICATE_KEY", isRef(key) ? placeholder(key) : key]]);
+    // A saved join command gets the certificate key sealed with the token (AK_SEALED), never as a parameter.
+    return assemble("attach_node.sh", isRef(key) ? header : [...header, ["AK_CERTIFICATE_KEY", key]]);
 }
 
 /** Validated header of attach_node.sh; `problems` carries the caller's own findings. */
@@ -204,7 +206,9 @@ function attachHeader(fn: string, params: AttachNodeParams, problems: string[]):
         ["AK_POOL_NAME", params.poolName],
         ["AK_NODE_LABELS", isRef(labels) ? placeholder(labels) : Object.entries(labels).map(([k, v]) => `${k}=${v}`).join(",")],
         ["AK_NODE_TAINTS", taintText],
-        ["AK_BOOTSTRAP_TOKEN", isRef(token) ? placeholder(token) : token],
+        // A saved join command (token given as a parameter) never carries the token: it arrives sealed to the
+        // instance's one-use channel key (AK_SEALED, opened with the key of AK_CHANNEL; docs/security.md).
+        ...(isRef(token) ? [["AK_CHANNEL", "{{channel}}"], ["AK_SEALED", "{{sealed}}"]] as Array<[string, string]> : [["AK_BOOTSTRAP_TOKEN", token]] as Array<[string, string]>),
         ["AK_CA_CERT_HASHES", hashes.join(",")],
     ];
 }
@@ -304,6 +308,8 @@ function assemble(roleScript: string, header: Array<[string, string]>): string {
         "",
         "# ---- src/shell/prepare_node.sh ----",
         body("prepare_node.sh"),
+        // The secret channel's functions only where a sealed secret arrives (saved join commands).
+        ...(header.some(([name]) => name === "AK_SEALED") ? ["# ---- src/shell/channel.sh ----", body("channel.sh")] : []),
         `# ---- src/shell/${roleScript} ----`,
         body(roleScript),
     ].join("\n");
@@ -353,21 +359,27 @@ function fitSavedCommand(what: string, script: string): string {
 
 /**
  * The saved attach command of existing nodes (`mode: manual`): the attach script, compacted, with the
- * node's labels and taints as the parameters `labels` and `taints`.
+ * node's labels and taints as the parameters `labels` and `taints`, and the token sealed to the instance's
+ * one-use channel key as `channel` and `sealed`: the command holds no secret.
  */
-export function renderAttachCommand(params: Omit<AttachNodeParams, "labels" | "taints">): string {
-    return fitSavedCommand("the attach command", compactShell(renderAttachNode({ ...params, labels: { parameter: "labels" }, taints: { parameter: "taints" } })));
+export function renderAttachCommand(params: Omit<AttachNodeParams, "labels" | "taints" | "token">): string {
+    return fitSavedCommand("the attach command", compactShell(renderAttachNode({
+        ...params, labels: { parameter: "labels" }, taints: { parameter: "taints" }, token: { parameter: "sealed" },
+    })));
 }
 
 /**
- * The saved control-plane join command: the attach script with `AK_CERTIFICATE_KEY`, compacted, with the
- * join's token and certificate key as the parameters `token` and `certificateKey`.
+ * The saved control-plane join command: the attach script, compacted, whose token and certificate key
+ * arrive sealed to the instance's one-use channel key (parameters `channel` and `sealed`).
  */
 export function renderControlPlaneJoinCommand(params: Omit<ControlPlaneJoinParams, "token" | "certificateKey">): string {
     return fitSavedCommand("the control-plane join command", compactShell(renderControlPlaneJoin({
-        ...params, token: { parameter: "token" }, certificateKey: { parameter: "certificateKey" },
+        ...params, token: { parameter: "sealed" }, certificateKey: { parameter: "sealed" },
     })));
 }
+
+/** The value standing for "filled in at run time" in {@link renderOperation}. */
+const TEMPLATE = "\u0000template";
 
 /**
  * A node operation (src/shell/ops/<op>.sh, the table in src/rules/operations.ts): header, `ops/lib.sh`, the
@@ -376,11 +388,13 @@ export function renderControlPlaneJoinCommand(params: Omit<ControlPlaneJoinParam
  */
 export function renderOperation(op: Exclude<OperationName, JoinOperation>, values: Partial<Record<ParameterName, string>> = {}): string {
     const spec = OPERATIONS[op];
-    const given = spec.saved ? {} : operationParameters(op, values);
     const names: readonly ParameterName[] = spec.parameters;
+    // A one-off operation may leave parameters as `{{name}}` for the provider to fill at run time (fillOperation),
+    // e.g. the channel key it makes for that one call.
+    const given = spec.saved ? {} : operationParameters(op, { ...Object.fromEntries(names.map((n) => [n, TEMPLATE])), ...values }, true);
     const header = names.map((name) => {
         const p = OPERATION_PARAMETERS[name];
-        return `readonly ${p.variable}=${spec.saved ? `'{{${name}}}'` : shellQuote(given[name])}`;
+        return `readonly ${p.variable}=${spec.saved || given[name] === TEMPLATE ? `'{{${name}}}'` : shellQuote(given[name])}`;
     });
     const checks = names.map((name) => {
         const p = OPERATION_PARAMETERS[name];
@@ -392,6 +406,8 @@ export function renderOperation(op: Exclude<OperationName, JoinOperation>, value
         ...header,
         "# ---- src/shell/ops/lib.sh ----",
         body("ops/lib.sh"),
+        "# ---- src/shell/channel.sh ----",
+        body("channel.sh"),
         ...checks,
         `# ---- src/shell/ops/${op}.sh ----`,
         body(`ops/${op}.sh`),

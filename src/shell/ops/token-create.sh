@@ -1,14 +1,21 @@
 #!/bin/bash
-# token-create (on a master): create the bootstrap token AK_BOOTSTRAP_TOKEN with AK_TTL and AK_DESCRIPTION.
-# Idempotent: the same token already there (a retried create whose answer was lost) counts as created.
-# Prints only `created` or `exists`; kubeadm's errors are printed with the token blanked.
+# token-create (on a master): the bootstrap token with id AK_TOKEN_ID, AK_TTL and AK_DESCRIPTION. Its secret half is
+# made here (never sent to the instance) and answered sealed to AK_RECIPIENT (the provider's one-use key).
+# Idempotent: a token with this id already there (a retried create whose answer was lost) is read back from its
+# Secret bootstrap-token-<id>. Prints `created` or `exists`, then the sealed token; kubeadm's errors with the
+# token blanked.
 export KUBECONFIG="$AK_ADMIN_CONF"
-if kubeadm token list -o jsonpath='{.token}{"\n"}' 2>/dev/null | grep -qxF "$AK_BOOTSTRAP_TOKEN"; then
+secret=$(ak_kubectl -n kube-system get secret "bootstrap-token-${AK_TOKEN_ID}" --ignore-not-found -o 'jsonpath={.data.token-secret}')
+if [ -n "$secret" ]; then
   echo exists
+  printf '%s.%s' "$AK_TOKEN_ID" "$(printf '%s' "$secret" | base64 -d)" | ak_seal "$AK_RECIPIENT"
   exit 0
 fi
-if out=$(kubeadm token create "$AK_BOOTSTRAP_TOKEN" --ttl "$AK_TTL" --description "$AK_DESCRIPTION" 2>&1); then
+secret=$(LC_ALL=C tr -dc 'a-z0-9' </dev/urandom | head -c 16) || true
+[[ $secret =~ ^[a-z0-9]{16}$ ]] || ak_fail "could not read 16 random characters from /dev/urandom"
+if out=$(kubeadm token create "${AK_TOKEN_ID}.${secret}" --ttl "$AK_TTL" --description "$AK_DESCRIPTION" 2>&1); then
   echo created
+  printf '%s.%s' "$AK_TOKEN_ID" "$secret" | ak_seal "$AK_RECIPIENT"
   exit 0
 fi
 printf '%s\n' "$out" | ak_redact >&2
