@@ -201,13 +201,16 @@ export async function joinSecrets(access: ClusterAccess): Promise<{ token: strin
 }
 
 /**
- * The first round trip of a secret sent to an instance: it makes a one-use key pair (channel-open) and answers
- * the public key. Returns the channel id and the secret sealed to that key, for the command that opens it.
+ * Sends a secret to an instance (src/cloud/channel.ts): it makes a one-use key pair and answers the public key
+ * (channel-open), then opens the secret sealed to it and keeps it root-only on tmpfs (channel-receive) for the
+ * join command invoked next with the returned channel id, which reads and deletes it.
+ * @returns the channel id to give the join command
  */
-export async function sealTo(access: Pick<ClusterAccess, "region" | "commands" | "pollIntervalMs">, instanceId: string, secret: string): Promise<{ channel: string; sealed: string }> {
+export async function sendSecret(access: Pick<ClusterAccess, "region" | "commands" | "pollIntervalMs">, instanceId: string, secret: string): Promise<string> {
     const channel = newChannelId();
     const publicKey = (await invokeOperation(access, "channel-open", instanceId, { channel })).trim();
-    return { channel, sealed: seal(publicKey, secret) };
+    await invokeOperation(access, "channel-receive", instanceId, { channel, sealed: seal(publicKey, secret) });
+    return channel;
 }
 
 /** The tail of a node's bootstrap logs (doctor-bootstrap-log; token secrets blanked on the node). */

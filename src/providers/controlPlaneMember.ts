@@ -11,7 +11,7 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { CommandError } from "../cloud/cloudAssistant";
-import { bootstrapLog, joinSecrets, listNodes, providerIdOf, runJoin, sealTo, type ClusterAccess } from "../cloud/operations";
+import { bootstrapLog, joinSecrets, listNodes, providerIdOf, runJoin, sendSecret, type ClusterAccess } from "../cloud/operations";
 import { clusterAccess, type ClusterAccessArgs, type ClusterAccessInputs } from "./access";
 import { removeNode } from "../removal";
 import { pulumiLog } from "./log";
@@ -53,9 +53,9 @@ export async function joinControlPlaneMember(inputs: ControlPlaneMemberInputs, l
         log(`asking a master (${master.masterInstanceIds.join(" or ")}) for a certificate key and a join token`);
         const secrets: JoinSecrets = await joinSecrets(master);
         log(`joining ${memberInstanceId} to the control plane (installs packages, then kubeadm join --control-plane)`);
-        const { channel, sealed } = await sealTo(master, memberInstanceId, `${secrets.token} ${secrets.certificateKey}`);
+        const channel = await sendSecret(master, memberInstanceId, `${secrets.token} ${secrets.certificateKey}`);
         try {
-            await runJoin(region, "control-plane-join", inputs.joinCommandId, memberInstanceId, { channel, sealed },
+            await runJoin(region, "control-plane-join", inputs.joinCommandId, memberInstanceId, { channel },
                 { timeoutSeconds: inputs.joinTimeoutSeconds ?? 1800, pollIntervalMs });
         } catch (err) {
             const tail = await bootstrapLog(master, memberInstanceId).catch(() => "(could not read the join log)");

@@ -20,7 +20,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { CommandError } from "../cloud/cloudAssistant";
 import { describeInstance, replaceSystemDisk, setUserData, startInstance, stopInstance } from "../cloud/ecs";
 import { cannotRunCommands } from "../cloud/errors";
-import { bootstrapLog, listNodes, providerIdOf, runJoin, sealTo, type ClusterAccess } from "../cloud/operations";
+import { bootstrapLog, listNodes, providerIdOf, runJoin, sendSecret, type ClusterAccess } from "../cloud/operations";
 import { clusterAccess, type ClusterAccessArgs, type ClusterAccessInputs } from "./access";
 import { removeNode, type RemovalOptions } from "../removal";
 import { parameterProblem, TOKEN_PATTERN } from "../rules";
@@ -164,15 +164,15 @@ export async function waitForNodeReady(inputs: NodeMembershipInputs, log: (m: st
 /** Invokes the cluster's saved attach command on the running instance over Cloud Assistant. */
 async function attachManually(inputs: NodeMembershipInputs, log: (m: string) => void): Promise<void> {
     log(`${inputs.instanceId}: running the attach command over Cloud Assistant`);
-    let channel: { channel: string; sealed: string };
+    let channel: string;
     try {
-        channel = await sealTo(accessOf(inputs), inputs.instanceId, inputs.token ?? "");
+        channel = await sendSecret(accessOf(inputs), inputs.instanceId, inputs.token ?? "");
     } catch (err) {
         throw new Error(`attaching ${inputs.instanceId} failed before the join: its one-use channel key could not be made: ${(err as Error).message}\n` +
             `  fix: start ${inputs.instanceId} and make sure its Cloud Assistant agent runs and openssl >= 1.1.1 is installed, then run \`pulumi up\` again.`);
     }
     try {
-        await runJoin(inputs.region, "attach", inputs.attachCommandId ?? "", inputs.instanceId, { labels: inputs.labels ?? "", taints: inputs.taints ?? "", ...channel },
+        await runJoin(inputs.region, "attach", inputs.attachCommandId ?? "", inputs.instanceId, { labels: inputs.labels ?? "", taints: inputs.taints ?? "", channel },
             { timeoutSeconds: inputs.attachTimeoutSeconds ?? 1800, pollIntervalMs: inputs.pollIntervalMs });
     } catch (err) {
         const code = err instanceof CommandError ? err.errorCode : "";

@@ -70,6 +70,7 @@ export const OPERATIONS = {
     "token-delete": { on: "master", parameters: ["tokenId"], timeoutSeconds: 60, saved: true, description: "delete a bootstrap token (gone is fine)" },
     "join-secrets": { on: "master", parameters: ["recipient"], timeoutSeconds: 120, saved: true, description: "a fresh certificate key and a 30-minute token for a control-plane join, sealed" },
     "channel-open": { on: "node", parameters: ["channel"], timeoutSeconds: 60, saved: true, description: "make a one-use key pair for a secret sent to this instance; print its public key" },
+    "channel-receive": { on: "node", parameters: ["channel", "sealed"], timeoutSeconds: 60, saved: true, description: "open a secret sealed to the channel's key; keep it root-only on tmpfs for the join" },
     "init-status": { on: "master", parameters: [], timeoutSeconds: 30, saved: false, description: "kubeadm init status of master 0, and the CA certificate once done" },
     "stack-credential": { on: "master", parameters: ["credential", "recipient"], timeoutSeconds: 120, saved: false, description: "the stack's service-account token (cluster-admin), sealed" },
     "stack-credential-revoke": { on: "master", parameters: ["credential"], timeoutSeconds: 60, saved: false, description: "delete one stack credential (revokes its token)" },
@@ -77,8 +78,8 @@ export const OPERATIONS = {
     "doctor-autoscaler": { on: "master", parameters: [], timeoutSeconds: 60, saved: true, description: "doctor (read-only): Cluster Autoscaler deployment, status and log" },
     "doctor-join": { on: "master", parameters: [], timeoutSeconds: 60, saved: true, description: "doctor (read-only): bootstrap tokens, /readyz, etcd members" },
     "doctor-bootstrap-log": { on: "node", parameters: ["lines"], timeoutSeconds: 60, saved: true, description: "doctor (read-only): a node's bootstrap log and markers" },
-    "attach": { on: "node", parameters: ["labels", "taints", "channel", "sealed"], timeoutSeconds: 1800, saved: true, join: true, description: "join an existing instance as a worker node" },
-    "control-plane-join": { on: "node", parameters: ["channel", "sealed"], timeoutSeconds: 1800, saved: true, join: true, description: "join a master to the control plane" },
+    "attach": { on: "node", parameters: ["labels", "taints", "channel"], timeoutSeconds: 1800, saved: true, join: true, description: "join an existing instance as a worker node" },
+    "control-plane-join": { on: "node", parameters: ["channel"], timeoutSeconds: 1800, saved: true, join: true, description: "join a master to the control plane" },
 } as const satisfies Record<string, Operation>;
 
 export type OperationName = keyof typeof OPERATIONS;

@@ -10,14 +10,13 @@ AK_API_WAIT_ATTEMPTS="${AK_API_WAIT_ATTEMPTS:-120}"
 AK_JOIN_ATTEMPTS="${AK_JOIN_ATTEMPTS:-3}"
 
 ak_start_log attach-node
-# A saved join command carries no secret: the token (and a control-plane member's certificate key) arrive sealed
-# to this instance's one-use channel key (src/shell/channel.sh, docs/security.md), opened here.
-if [ -n "${AK_SEALED:-}" ]; then
-  ak_secrets=$(ak_unseal "$AK_CHANNEL" "$AK_SEALED") || ak_die "could not open the sealed join secrets (see the error above)"
-  AK_BOOTSTRAP_TOKEN=${ak_secrets%% *}
-  AK_CERTIFICATE_KEY=""
-  if [[ $ak_secrets == *" "* ]]; then AK_CERTIFICATE_KEY=${ak_secrets#* }; fi
-  unset ak_secrets
+# A saved join command carries no secret: the channel-receive operation left the token (and a control-plane
+# member's certificate key) in a root-only tmpfs file, received sealed to this instance's one-use key
+# (src/shell/channel.sh, docs/security.md); read once, then deleted.
+if [ -n "${AK_CHANNEL:-}" ]; then
+  f=${AK_ROOT}/run/alicloud-kubeadm/channel/${AK_CHANNEL}.secret
+  read -r AK_BOOTSTRAP_TOKEN AK_CERTIFICATE_KEY <"$f" || ak_die "nothing received on channel ${AK_CHANNEL}"
+  rm -f "$f"
 fi
 ak_require AK_KUBERNETES_VERSION AK_K8S_REPO_URL AK_SANDBOX_IMAGE AK_API_ENDPOINT AK_POOL_NAME \
   AK_BOOTSTRAP_TOKEN AK_CA_CERT_HASHES

@@ -1,8 +1,8 @@
 #!/bin/bash
 # alicloud-kubeadm secret channel, node side (src/cloud/channel.ts is the other side; docs/security.md).
 # A secret never crosses Cloud Assistant in clear: it is sealed to an X25519 key made for that one call.
-# Needs openssl >= 1.1.1 (X25519, enc -pbkdf2), sha256sum and base64. Rendered into every node operation
-# and into the join script; every path is under ${AK_ROOT}.
+# Needs openssl >= 1.1.1 (X25519, enc -pbkdf2), sha256sum and base64. Rendered into every node operation;
+# every path is under ${AK_ROOT}.
 
 # ak_channel_fail MESSAGE: print the message on stderr and stop.
 # shellcheck disable=SC2317 # not every script calls every function
@@ -68,6 +68,7 @@ ak_channel_open() {
 }
 
 # ak_unseal ID SEALED: open SEALED with channel ID's private key (deleted, whatever the outcome); print the secret.
+# (channel-receive keeps it in ${AK_ROOT}/run/alicloud-kubeadm/channel/ID.secret for the join script.)
 # shellcheck disable=SC2317
 ak_unseal() {
   [[ $1 =~ ^[0-9a-f]{32}$ ]] || ak_channel_fail "the channel id must be 32 hex digits"

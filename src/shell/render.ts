@@ -129,7 +129,7 @@ export interface ControlPlaneJoinParams extends Omit<AttachNodeParams, "poolName
 }
 
 /** Header variables that carry secrets; {@link redactUserdata} blanks them. */
-export const SECRET_PARAMETERS: readonly string[] = ["AK_BOOTSTRAP_TOKEN", "AK_CA_CERT_HASHES", "AK_CERTIFICATE_KEY", "AK_SEALED"];
+export const SECRET_PARAMETERS: readonly string[] = ["AK_BOOTSTRAP_TOKEN", "AK_CA_CERT_HASHES", "AK_CERTIFICATE_KEY"];
 
 /**
  * Renders master 0's userdata (node preparation + `kubeadm init`).
@@ -178,7 +178,7 @@ export function renderControlPlaneJoin(params: ControlPlaneJoinParams): string {
     check(problems, "certificateKey", isRef(key) || CERTIFICATE_KEY_PATTERN.test(key ?? ""), "must be 64 lower-case hex digits");
     check(problems, "certificateKey", isRef(key) === isRef(params.token), "must be a parameter exactly when the token is one (both travel sealed)");
     const header = attachHeader("renderControlPlaneJoin", { ...params, poolName: params.poolName ?? "control-plane" }, problems);
-    // A saved join command gets the certificate key sealed with the token (AK_SEALED), never as a parameter.
+    // A saved join command gets the certificate key with the token over the channel (AK_CHANNEL), never as a parameter.
     return assemble("attach_node.sh", isRef(key) ? header : [...header, ["AK_CERTIFICATE_KEY", key]]);
 }
 
@@ -206,9 +206,9 @@ function attachHeader(fn: string, params: AttachNodeParams, problems: string[]):
         ["AK_POOL_NAME", params.poolName],
         ["AK_NODE_LABELS", isRef(labels) ? placeholder(labels) : Object.entries(labels).map(([k, v]) => `${k}=${v}`).join(",")],
         ["AK_NODE_TAINTS", taintText],
-        // A saved join command (token given as a parameter) never carries the token: it arrives sealed to the
-        // instance's one-use channel key (AK_SEALED, opened with the key of AK_CHANNEL; docs/security.md).
-        ...(isRef(token) ? [["AK_CHANNEL", "{{channel}}"], ["AK_SEALED", "{{sealed}}"]] as Array<[string, string]> : [["AK_BOOTSTRAP_TOKEN", token]] as Array<[string, string]>),
+        // A saved join command (token given as a parameter) never carries the token: the channel-receive operation
+        // left it on the instance, received sealed to its one-use key; AK_CHANNEL names it (docs/security.md).
+        isRef(token) ? ["AK_CHANNEL", placeholder({ parameter: "channel" })] : ["AK_BOOTSTRAP_TOKEN", token],
         ["AK_CA_CERT_HASHES", hashes.join(",")],
     ];
 }
@@ -308,8 +308,6 @@ function assemble(roleScript: string, header: Array<[string, string]>): string {
         "",
         "# ---- src/shell/prepare_node.sh ----",
         body("prepare_node.sh"),
-        // The secret channel's functions only where a sealed secret arrives (saved join commands).
-        ...(header.some(([name]) => name === "AK_SEALED") ? ["# ---- src/shell/channel.sh ----", body("channel.sh")] : []),
         `# ---- src/shell/${roleScript} ----`,
         body(roleScript),
     ].join("\n");
@@ -359,22 +357,22 @@ function fitSavedCommand(what: string, script: string): string {
 
 /**
  * The saved attach command of existing nodes (`mode: manual`): the attach script, compacted, with the
- * node's labels and taints as the parameters `labels` and `taints`, and the token sealed to the instance's
- * one-use channel key as `channel` and `sealed`: the command holds no secret.
+ * node's labels and taints as the parameters `labels` and `taints`, and the `channel` on which the instance
+ * received the token sealed (channel-receive): neither the command nor its parameters hold a secret.
  */
 export function renderAttachCommand(params: Omit<AttachNodeParams, "labels" | "taints" | "token">): string {
     return fitSavedCommand("the attach command", compactShell(renderAttachNode({
-        ...params, labels: { parameter: "labels" }, taints: { parameter: "taints" }, token: { parameter: "sealed" },
+        ...params, labels: { parameter: "labels" }, taints: { parameter: "taints" }, token: { parameter: "channel" },
     })));
 }
 
 /**
- * The saved control-plane join command: the attach script, compacted, whose token and certificate key
- * arrive sealed to the instance's one-use channel key (parameters `channel` and `sealed`).
+ * The saved control-plane join command: the attach script, compacted, whose token and certificate key the
+ * instance received sealed on the channel named by the parameter `channel` (channel-receive).
  */
 export function renderControlPlaneJoinCommand(params: Omit<ControlPlaneJoinParams, "token" | "certificateKey">): string {
     return fitSavedCommand("the control-plane join command", compactShell(renderControlPlaneJoin({
-        ...params, token: { parameter: "sealed" }, certificateKey: { parameter: "sealed" },
+        ...params, token: { parameter: "channel" }, certificateKey: { parameter: "channel" },
     })));
 }
 
