@@ -258,12 +258,12 @@ describe("what the stacks render, on a real API server (Kubernetes v1.36.3 + KWO
         afterEach(() => ops?.cleanup());
 
         it("tokens through the project's operations; JoinInfo's CA hash pins cluster-info discovery; a node's TLS bootstrap with the token", async function () {
-            // JoinInfo reads the CA and the admin kubeconfig from master 0 once kubeadm init is done
+            // JoinInfo reads the CA and makes the stack's service-account credential on master 0 once kubeadm init is done
             ops.master.write("/etc/kubernetes/pki/ca.crt", c.caPem);
             ops.master.write("/var/lib/alicloud-kubeadm/init.done", "status=ok\n");
             const info = await readJoinInfo({
                 region: region(), masterInstanceId: master, kubeconfigServer: c.server, pollSeconds: 0.05,
-                scripts: { initStatus: renderOperation("init-status"), readKubeconfig: renderOperation("read-kubeconfig") },
+                scripts: { initStatus: renderOperation("init-status"), stackCredential: renderOperation("stack-credential"), stackCredentialRevoke: renderOperation("stack-credential-revoke") },
             });
             assert.strictEqual(info.caCertHash, c.caCertHash);
             const printed = (await c.run("kubeadm", ["token", "create", "--kubeconfig", c.kubeconfig, "--ttl", "5m", "--print-join-command"])).stdout;
@@ -281,7 +281,7 @@ describe("what the stacks render, on a real API server (Kubernetes v1.36.3 + KWO
             assert.deepStrictEqual(mine.groups, ["system:bootstrappers:kubeadm:default-node-token"]);
             const ttlMs = Date.parse(mine.expires) - Date.now();
             assert.ok(ttlMs > 13 * 60_000 && ttlMs <= 15 * 60_000, `expires in ~15m: ${mine.expires}`);
-            assert.strictEqual(await createToken(access, token, "15m", "alicloud-kubeadm pool general"), "exists", "a retried create finds it");
+            assert.deepStrictEqual(await createToken(access, tokenId, "15m", "alicloud-kubeadm pool general"), { token, status: "exists" }, "a retried create reads it back");
 
             // discovery as kubeadm join does it: cluster-info fetched without trusting the server, its JWS verified with the
             // token, then the CA it carries checked against the pin (JoinInfo's caCertHash)

@@ -14,7 +14,7 @@ ak_start_log attach-node
 # member's certificate key) in a root-only tmpfs file, received sealed to this instance's one-use key
 # (src/shell/channel.sh, docs/security.md); read once, then deleted.
 if [ -n "${AK_CHANNEL:-}" ]; then
-  f=${AK_ROOT}/run/alicloud-kubeadm/channel/${AK_CHANNEL}.secret
+  f=${AK_ROOT}/run/alicloud-kubeadm/${AK_CHANNEL}
   read -r AK_BOOTSTRAP_TOKEN AK_CERTIFICATE_KEY <"$f" || ak_die "nothing received on channel ${AK_CHANNEL}"
   rm -f "$f"
 fi
@@ -25,7 +25,7 @@ ak_require AK_KUBERNETES_VERSION AK_K8S_REPO_URL AK_SANDBOX_IMAGE AK_API_ENDPOIN
 [[ $AK_CA_CERT_HASHES =~ ^sha256:[0-9a-f]{64}(,sha256:[0-9a-f]{64})*$ ]] ||
   ak_die "AK_CA_CERT_HASHES must be sha256:<64 hex digits>[,...]"
 if [ -n "${AK_CERTIFICATE_KEY:-}" ] && [[ ! $AK_CERTIFICATE_KEY =~ ^[0-9a-f]{64}$ ]]; then
-  ak_die "AK_CERTIFICATE_KEY must be 64 hex digits (kubeadm init phase upload-certs --upload-certs)"
+  ak_die "AK_CERTIFICATE_KEY must be 64 hex digits"
 fi
 
 if [ -f "${AK_STATE_DIR}/join.done" ] && [ -f "${AK_ROOT}/etc/kubernetes/kubelet.conf" ]; then
@@ -114,7 +114,8 @@ for ((attempt = 1; attempt <= AK_JOIN_ATTEMPTS; attempt++)); do
   ak_mark join.failed status=failed "exit_code=${rc}" "log=${AK_LOG#"$AK_ROOT"}"
   if [ "$attempt" -lt "$AK_JOIN_ATTEMPTS" ]; then sleep "$AK_RETRY_DELAY"; fi
 done
-rm -f "$config" # the token stays only in the userdata
+# The token stays only in the userdata (pools) or nowhere (saved join commands).
+rm -f "$config"
 if [ "$rc" -ne 0 ]; then
   ak_die "kubeadm join failed ${AK_JOIN_ATTEMPTS} times (last exit code ${rc}); see ${AK_LOG#"$AK_ROOT"}." \
     "Running this script again cleans up and retries"

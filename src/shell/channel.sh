@@ -48,10 +48,11 @@ ak_seal() {
   [ "$rc" -eq 0 ] || ak_channel_fail "sealing failed (openssl >= 1.1.1 with X25519 is needed)"
 }
 
-# ak_channel_dir: where the instance keeps the private keys of open channels (root only, tmpfs).
+# ak_channel_dir: where the instance keeps the private keys of open channels (ID.key) and the secrets received
+# for the join script (ID), root only, on tmpfs.
 # shellcheck disable=SC2317
 ak_channel_dir() {
-  local dir="${AK_ROOT}/run/alicloud-kubeadm/channel"
+  local dir="${AK_ROOT}/run/alicloud-kubeadm"
   (umask 077 && mkdir -p "$dir")
   printf '%s' "$dir"
 }
@@ -68,7 +69,7 @@ ak_channel_open() {
 }
 
 # ak_unseal ID SEALED: open SEALED with channel ID's private key (deleted, whatever the outcome); print the secret.
-# (channel-receive keeps it in ${AK_ROOT}/run/alicloud-kubeadm/channel/ID.secret for the join script.)
+# (channel-receive keeps it in ${AK_ROOT}/run/alicloud-kubeadm/ID for the join script.)
 # shellcheck disable=SC2317
 ak_unseal() {
   [[ $1 =~ ^[0-9a-f]{32}$ ]] || ak_channel_fail "the channel id must be 32 hex digits"

@@ -5,5 +5,5 @@
 # Prints only `received`.
 dir=$(ak_channel_dir)
 secret=$(ak_unseal "$AK_CHANNEL" "$AK_SEALED")
-(umask 077 && printf '%s\n' "$secret" >"${dir}/${AK_CHANNEL}.secret")
+(umask 077 && printf '%s\n' "$secret" >"${dir}/${AK_CHANNEL}")
 echo received
