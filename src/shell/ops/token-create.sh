@@ -11,8 +11,9 @@ if [ -n "$secret" ]; then
   printf '%s.%s' "$AK_TOKEN_ID" "$(printf '%s' "$secret" | base64 -d)" | ak_seal "$AK_RECIPIENT"
   exit 0
 fi
-secret=$(LC_ALL=C tr -dc 'a-z0-9' </dev/urandom | head -c 16) || true
-[[ $secret =~ ^[a-z0-9]{16}$ ]] || ak_fail "could not read 16 random characters from /dev/urandom"
+# 16 of [a-z0-9] as kubeadm makes them, from openssl's CSPRNG (about 49 such characters in 64 random bytes).
+secret=$(openssl rand -base64 64 | LC_ALL=C tr -dc 'a-z0-9' | cut -c1-16)
+[[ $secret =~ ^[a-z0-9]{16}$ ]] || ak_fail "openssl rand gave too few characters; run token-create again"
 if out=$(kubeadm token create "${AK_TOKEN_ID}.${secret}" --ttl "$AK_TTL" --description "$AK_DESCRIPTION" 2>&1); then
   echo created
   printf '%s.%s' "$AK_TOKEN_ID" "$secret" | ak_seal "$AK_RECIPIENT"
