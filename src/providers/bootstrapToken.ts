@@ -21,6 +21,9 @@ import { TOKEN_ID_PATTERN, TOKEN_PATTERN } from "../rules";
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
 export const BOOTSTRAP_TOKEN_PROVIDER_VERSION = "2";
 
+/** The outputs of a BootstrapToken that are secrets: the token (its id is public). */
+export const BOOTSTRAP_TOKEN_SECRET_OUTPUTS = ["token"] as const;
+
 export { TOKEN_PATTERN };
 
 
@@ -135,6 +138,6 @@ export class BootstrapToken extends pulumi.dynamic.Resource {
 
     constructor(name: string, args: BootstrapTokenArgs, opts?: pulumi.CustomResourceOptions) {
         super(bootstrapTokenProvider, name, { token: undefined, tokenId: undefined, providerVersion: BOOTSTRAP_TOKEN_PROVIDER_VERSION, ...args },
-            { ...opts, additionalSecretOutputs: ["token"] });
+            { ...opts, additionalSecretOutputs: [...BOOTSTRAP_TOKEN_SECRET_OUTPUTS] });
     }
 }

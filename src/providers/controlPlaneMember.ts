@@ -84,6 +84,12 @@ export async function joinControlPlaneMember(inputs: ControlPlaneMemberInputs, l
 
 export const CONTROL_PLANE_MEMBER_PROVIDER_VERSION = "2";
 
+/**
+ * The outputs of a ControlPlaneMember that are secrets: none. Its join secrets are made on a master and
+ * travel sealed (src/cloud/channel.ts); neither its inputs nor its outputs hold them.
+ */
+export const CONTROL_PLANE_MEMBER_SECRET_OUTPUTS = [] as const;
+
 export const controlPlaneMemberProvider: pulumi.dynamic.ResourceProvider = {
     async create(inputs: ControlPlaneMemberInputs) {
         const nodeName = await joinControlPlaneMember(inputs, (m) => pulumiLog().info(m));
@@ -124,6 +130,7 @@ export class ControlPlaneMember extends pulumi.dynamic.Resource {
     declare readonly nodeName: pulumi.Output<string>;
 
     constructor(name: string, args: ControlPlaneMemberArgs, opts?: pulumi.CustomResourceOptions) {
-        super(controlPlaneMemberProvider, name, { nodeName: undefined, providerVersion: CONTROL_PLANE_MEMBER_PROVIDER_VERSION, ...args }, opts);
+        super(controlPlaneMemberProvider, name, { nodeName: undefined, providerVersion: CONTROL_PLANE_MEMBER_PROVIDER_VERSION, ...args },
+            { ...opts, additionalSecretOutputs: [...CONTROL_PLANE_MEMBER_SECRET_OUTPUTS] });
     }
 }
