@@ -398,17 +398,18 @@ export function renderOperation(op: Exclude<OperationName, JoinOperation>, value
         const p = OPERATION_PARAMETERS[name];
         return `ak_param ${p.variable} ${shellQuote(p.pattern.source)} ${shellQuote(p.what)}`;
     });
+    const opBody = body(`ops/${op}.sh`);
     const script = [
         "#!/bin/bash",
         `# alicloud-kubeadm operation: ${op} (${spec.description}), rendered by src/shell/render.ts.${names.length ? " Parameters:" : ""}`,
         ...header,
         "# ---- src/shell/ops/lib.sh ----",
         body("ops/lib.sh"),
-        "# ---- src/shell/channel.sh ----",
-        body("channel.sh"),
+        // The secret channel's functions only in the operations that seal or open a secret.
+        ...(/\bak_(seal|unseal|channel_)/.test(opBody) ? ["# ---- src/shell/channel.sh ----", body("channel.sh")] : []),
         ...checks,
         `# ---- src/shell/ops/${op}.sh ----`,
-        body(`ops/${op}.sh`),
+        opBody,
     ].join("\n");
     return spec.saved ? fitSavedCommand(`operation ${op}`, script) : script;
 }
