@@ -19,6 +19,7 @@
 import * as assert from "assert";
 import * as crypto from "crypto";
 import * as fs from "fs";
+import * as os from "os";
 import * as path from "path";
 import { parse as parseYaml, parseAllDocuments } from "yaml";
 import { useEmulator } from "./emulator/fixture";
@@ -34,7 +35,7 @@ import { DoctorContext } from "../src/doctor/context";
 import { checkRoutes } from "../src/doctor/routes";
 import type { ClusterInfo } from "../src/doctor/types";
 import { createBootstrapToken, deleteBootstrapToken } from "../src/providers/bootstrapToken";
-import { caCertHash, readJoinInfo } from "../src/providers/joinInfo";
+import { caCertHash, readJoinInfo, revokeStackCredential } from "../src/providers/joinInfo";
 import type { NodeCommandIds } from "../src/rules";
 import { renderOperation } from "../src/shell/render";
 
@@ -269,6 +270,26 @@ describe("what the stacks render, on a real API server (Kubernetes v1.36.3 + KWO
             const printed = (await c.run("kubeadm", ["token", "create", "--kubeconfig", c.kubeconfig, "--ttl", "5m", "--print-join-command"])).stdout;
             assert.match(printed, new RegExp(`--discovery-token-ca-cert-hash ${info.caCertHash}\\b`), "kubeadm pins the same hash");
             assert.strictEqual(parseYaml(info.kubeconfig).clusters[0].cluster.server, c.server);
+            // The stack's kubeconfig is its own service-account token, not admin.conf: cluster-admin on the real API
+            // server, and deleting its Secret (stack-credential-revoke, as a replacement or destroy does) revokes it.
+            assert.ok(!info.kubeconfig.includes("client-key-data"), "no client certificate");
+            const kcDir = fs.mkdtempSync(path.join(os.tmpdir(), "stack-kubeconfig-"));
+            try {
+                const kc = path.join(kcDir, "kubeconfig");
+                fs.writeFileSync(kc, info.kubeconfig, { mode: 0o600 });
+                const canI = await c.run("kubectl", ["--kubeconfig", kc, "auth", "can-i", "*", "*", "--all-namespaces"], { allowFail: true });
+                assert.strictEqual(canI.stdout.trim(), "yes", canI.stderr);
+                await revokeStackCredential({
+                    region: region(), masterInstanceId: master, kubeconfigServer: c.server, pollSeconds: 0.05,
+                    scripts: { initStatus: "", stackCredential: "", stackCredentialRevoke: renderOperation("stack-credential-revoke") },
+                }, info.credential);
+                await c.waitFor("the revoked stack token refused", async () => {
+                    const r = await c.run("kubectl", ["--kubeconfig", kc, "get", "namespaces"], { allowFail: true });
+                    return r.code !== 0 && /Unauthorized|must be logged in/.test(r.stdout + r.stderr);
+                }, 30_000);
+            } finally {
+                fs.rmSync(kcDir, { recursive: true, force: true });
+            }
 
             // BootstrapToken → token-create on the master, run by the real kubeadm
             const access = { region: region(), masterInstanceId: master, masterInstanceIds: [master], commands, pollIntervalMs: 10 };

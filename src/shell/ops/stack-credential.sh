@@ -39,7 +39,7 @@ metadata:
 type: kubernetes.io/service-account-token
 EOF_MANIFEST
 token=""
-for _ in $(seq 1 60); do
+for ((i = 0; i < 60; i++)); do
   token=$(ak_kubectl -n kube-system get secret "$AK_CREDENTIAL" -o 'jsonpath={.data.token}')
   [ -z "$token" ] || break
   sleep 1
