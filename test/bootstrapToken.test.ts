@@ -37,7 +37,7 @@ case "$1 $2" in
   "token create")
     if grep -q "^\${3%%.*}\\." "$db"; then echo "error: a token with id \${3%%.*} already exists ($3)" >&2; exit 1; fi
     if [ -f "${dir}/fail" ]; then echo "error: could not create token $3: connection refused" >&2; exit 1; fi
-    echo "$3" >>"$db"; echo "$3" ;;
+    echo "$3" >>"$db"; printf '%s' "$7" >"${dir}/desc-\${3%%.*}"; echo "$3" ;;
   "token delete")
     if ! grep -q "^$3\\." "$db"; then echo "error: failed to delete bootstrap token \\"$3\\": secrets \\"bootstrap-token-$3\\" not found" >&2; exit 1; fi
     grep -v "^$3\\." "$db" >"$db.new"; mv "$db.new" "$db"; echo "bootstrap token \\"$3\\" deleted" ;;
@@ -48,7 +48,7 @@ esac
 echo "kubectl $*" >>"${dir}/calls"
 for a in "$@"; do case "$a" in bootstrap-token-*) id=\${a#bootstrap-token-} ;; esac; done
 line=$(grep "^$id\\." "${dir}/tokens" || true)
-if [ -n "$line" ]; then printf '%s' "\${line#*.}" | base64 -w0; fi
+if [ -n "$line" ]; then printf '%s %s' "$(printf '%s' "\${line#*.}" | base64 -w0)" "$(base64 -w0 <"${dir}/desc-$id")"; fi
 `, { mode: 0o755 });
     return {
         dir,
@@ -96,10 +96,19 @@ describe("BootstrapToken", () => {
         assert.strictEqual(first.status, "created");
         assert.match(first.token, /^abc123\.[a-z0-9]{16}$/);
         assert.ok(!first.out.includes(first.token.slice(7)), "the output holds the token only sealed");
-        const again = createWith(master, "abc123");
+        const again = createWith(master, "abc123", "0", "alicloud-kubeadm dev pool general");
         assert.deepStrictEqual([again.status, again.token], ["exists", first.token], "a retried create answers the same token");
         assert.deepStrictEqual(master.tokens(), [first.token]);
         assert.deepStrictEqual(master.calls().filter((c) => c.includes("create")), [`token create ${first.token} --ttl 0 --description alicloud-kubeadm dev pool general`]);
+    });
+
+    it("another token with the same id (another description) is refused, never answered", () => {
+        const mine = createWith(master, "abc123", "0", "alicloud-kubeadm dev pool general");
+        const other = createWith(master, "abc123", "0", "alicloud-kubeadm dev existing nodes");
+        assert.strictEqual(other.code, 1);
+        assert.match(other.out, /already exists with another description/);
+        assert.ok(!other.out.includes(mine.token.slice(7)));
+        assert.deepStrictEqual(master.tokens(), [mine.token]);
     });
 
     it("the create script keeps the token out of kubeadm's error output", () => {
