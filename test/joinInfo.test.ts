@@ -5,7 +5,7 @@ import * as os from "os";
 import * as path from "path";
 import * as YAML from "yaml";
 import { useEmulator } from "./emulator/fixture";
-import { caCertHash, joinInfoProvider, readJoinInfo, rewriteKubeconfigServer } from "../src/providers/joinInfo";
+import { caCertHash, joinInfoProvider, readJoinInfo, revokeStackCredential, rewriteKubeconfigServer } from "../src/providers/joinInfo";
 import { headerValue, sealReply } from "./nodeChannel";
 import { renderOperation } from "../src/shell/render";
 import { operation } from "./savedCommands";
@@ -111,6 +111,18 @@ describe("JoinInfo", () => {
         await joinInfoProvider.delete!(first.id, first.outs);
         assert.deepStrictEqual(made, [first.outs.credential, first.outs.credential, second.outs.credential]);
         assert.deepStrictEqual(revoked, [first.outs.credential], "the replaced credential is revoked");
+    });
+
+    it("a revoke that cannot run warns with the command to run by hand and never blocks the delete", async () => {
+        const { emu } = ctx;
+        const master = emu.addInstance().instanceId;
+        emu.onCommand(operation("stack-credential-revoke"), { exitCode: 1, output: "The connection to the server was refused\n" });
+        const warnings: string[] = [];
+        await revokeStackCredential(inputs(master), "alicloud-kubeadm-stack-abcd1234", (m) => warnings.push(m));
+        emu.releaseInstance(master);
+        await revokeStackCredential(inputs(master), "alicloud-kubeadm-stack-abcd1234", (m) => warnings.push(m));
+        assert.strictEqual(warnings.length, 2);
+        assert.ok(warnings.every((w) => w.includes("kubectl -n kube-system delete secret alicloud-kubeadm-stack-abcd1234")), warnings.join("\n"));
     });
 
     it("a state from before the stack credential (admin.conf copy) gets a credential on update", async () => {

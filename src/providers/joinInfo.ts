@@ -176,7 +176,10 @@ export async function readJoinInfo(inputs: JoinInfoInputs & { credential?: strin
     return { caCertHash: hash, kubeconfig: stackKubeconfig(inputs.kubeconfigServer, caPem, token), credential };
 }
 
-/** Deletes a stack credential's Secret on master 0 (revokes its token); a master gone or the Secret gone is fine. */
+/**
+ * Deletes a stack credential's Secret on master 0 (revokes its token); the Secret already gone is fine. When it
+ * cannot (master gone, agent offline, API server down) it warns with the command to run by hand, never throws.
+ */
 export async function revokeStackCredential(inputs: JoinInfoInputs, credential: string, warn: (m: string) => void = () => undefined): Promise<void> {
     if (!STACK_CREDENTIAL_PATTERN.test(credential)) return;
     try {
@@ -186,12 +189,11 @@ export async function revokeStackCredential(inputs: JoinInfoInputs, credential: 
             script: fillOperation(inputs.scripts.stackCredentialRevoke, "stack-credential-revoke", { credential }),
         });
     } catch (err) {
-        if (err instanceof CommandError && (classify(err.errorCode) === "not-found" || cannotRunCommands(err.errorCode))) {
-            warn(`could not revoke the stack credential kube-system/${credential} on master 0 (${inputs.masterInstanceId}: ${err.errorCode}); ` +
-                `if the cluster still runs, delete it by hand: kubectl -n kube-system delete secret ${credential}`);
-            return;
-        }
-        throw err;
+        // Never blocks a destroy or a replacement (the API server may be down): says what to run instead.
+        const why = err instanceof CommandError ? err.errorCode || `exit ${err.exitCode}` : (err as Error).message;
+        const gone = err instanceof CommandError && (classify(err.errorCode) === "not-found" || cannotRunCommands(err.errorCode));
+        warn(`could not revoke the stack credential kube-system/${credential} on master 0 (${inputs.masterInstanceId}: ${why}); ` +
+            `${gone ? "if the cluster still runs, " : ""}delete it by hand: kubectl -n kube-system delete secret ${credential}`);
     }
 }
 
