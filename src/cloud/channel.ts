@@ -22,12 +22,9 @@
  * `require()`s inside functions: Pulumi function serialization must not capture modules.
  */
 
-/** What a sealed text looks like (also the `sealed` parameter pattern). */
-export const SEALED_PATTERN = /^MCowBQYDK2VuAyEA[A-Za-z0-9+/]{43}=\.[A-Za-z0-9+/]{22,10000}={0,2}$/;
-/** An X25519 public key, SPKI DER in Base64 (60 characters; the `recipient` parameter pattern). */
-export const PUBLIC_KEY_PATTERN = /^MCowBQYDK2VuAyEA[A-Za-z0-9+/]{43}=$/;
-/** A channel id: names the instance's one-use key pair (the `channel` parameter pattern). */
-export const CHANNEL_ID_PATTERN = /^[0-9a-f]{32}$/;
+import { CHANNEL_ID_PATTERN, CHANNEL_KEY_PATTERN, SEALED_PATTERN } from "../rules/formats";
+
+export { CHANNEL_ID_PATTERN, CHANNEL_KEY_PATTERN as PUBLIC_KEY_PATTERN, SEALED_PATTERN };
 
 const PBKDF2_ITERATIONS = 1000;
 
@@ -62,7 +59,7 @@ export function newChannelId(): string {
 function publicKeyOf(b64: string): import("crypto").KeyObject {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const crypto = require("crypto") as typeof import("crypto");
-    if (!PUBLIC_KEY_PATTERN.test(b64)) throw new Error("the channel's public key is not an X25519 key (SPKI DER, Base64)");
+    if (!CHANNEL_KEY_PATTERN.test(b64)) throw new Error("the channel's public key is not an X25519 key (SPKI DER, Base64)");
     return crypto.createPublicKey({ key: Buffer.from(b64, "base64"), format: "der", type: "spki" });
 }
 
