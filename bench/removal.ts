@@ -40,7 +40,7 @@ async function measure(nodes: number): Promise<Row> {
         const setupCalls = emu.calls.length;
         const start = Date.now();
         const reports = await scaleInPool({ scalingGroupId: group, poolName: "bench", targetSize: 0, minSize: 0 },
-            { region: "cn-hangzhou", masterInstanceIds: cluster.masters, commands: cluster.commands, routeTableId: table });
+            { region: "cn-hangzhou", masterInstanceIds: cluster.masters, commands: cluster.commands, routeTableId: table, podCidr: "172.16.0.0/16" });
         const ms = Date.now() - start;
         if (reports.length !== nodes || emu.scalingGroupInstances(group).length !== 0 || emu.routeTables.get(table)!.entries.length !== 0 || cluster.violations.length > 0) {
             throw new Error(`removed ${reports.length}/${nodes}; ${cluster.violations.join("; ")}`);

@@ -216,7 +216,7 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
         assert.deepStrictEqual(parseNodeLines(text).map((n) => n.name).sort(), listed.map((n) => n.name).sort());
     });
 
-    it("scale-out node: drain (cordon, evictions) → reset on the node → Node deleted → RemoveInstances → route deleted; the Deployment's pod comes back elsewhere", async function () {
+    it("scale-out node: drain (cordon, evictions) → RemoveInstances → Node deleted (a released node is not reset) → route deleted; the Deployment's pod comes back elsewhere", async function () {
         const group = emu.addScalingGroup({ desiredCapacity: 3, regionId: REGION }).scalingGroupId;
         const ids = emu.scalingGroupInstances(group);
         await join(ids, "general");
@@ -231,14 +231,13 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
         const cidr = (await getNode(name)).spec.podCIDR;
 
         const report = await removeNode({ instanceId: victim, kind: "scale-out", scalingGroupId: group }, opts);
-        assert.deepStrictEqual(report.done, ["drain", "reset", "delete-node", "leave-scaling-group", "delete-route"]);
+        assert.deepStrictEqual(report.done, ["drain", "leave-scaling-group", "delete-node", "delete-route"]);
         assert.deepStrictEqual(timeline(), [
             "InvokeCommand master list-nodes",
             "InvokeCommand master drain",
-            `InvokeCommand ${victim} reset`,
-            "InvokeCommand master delete-node",
             "InvokeCommand master list-nodes",
             `RemoveInstances ${victim}`,
+            "InvokeCommand master delete-node",
             `DeleteRouteEntries ${cidr}`,
         ]);
 
@@ -260,8 +259,8 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
         }, 60_000);
         assert.ok(!(await pods()).some((p) => p.metadata.name === webPod.metadata.name), "the evicted pod itself is gone (a new one replaced it)");
 
-        // the node ran kubeadm reset (stub kubeadm in its sandbox); ESS released it; its route is gone
-        assert.deepStrictEqual(callsOf(ops.node(victim).allCalls(), "kubeadm", "reset").map((x) => x.args), [["reset", "-f"]]);
+        // nothing ran on the node (it is released, not reset); ESS released it; its route is gone
+        assert.deepStrictEqual(callsOf(ops.node(victim).allCalls(), "kubeadm", "reset").map((x) => x.args), []);
         assert.ok(!emu.scalingGroupInstances(group).includes(victim) && !emu.instances.has(victim), "released from the group");
         assert.strictEqual(emu.scalingGroups.get(group)!.desiredCapacity, 2);
         assert.ok(!emu.routeTables.get(table)!.entries.some((e) => e.nextHopId === victim));
@@ -298,7 +297,7 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
         // freed: the same removal runs again and completes (resumable); the pod comes back on the other node
         await c.kubectl(["delete", "pdb", "db", "-n", ns]);
         const report = await removeNode({ instanceId: victim, kind: "scale-out", scalingGroupId: group }, opts);
-        assert.deepStrictEqual(report.done, ["drain", "reset", "delete-node", "leave-scaling-group", "delete-route"]);
+        assert.deepStrictEqual(report.done, ["drain", "leave-scaling-group", "delete-node", "delete-route"]);
         assert.strictEqual(await getNode(name), undefined);
         await c.waitFor("db pods Running on the remaining node", async () => {
             const db = (await pods()).filter((p) => p.metadata.name.startsWith("db-") && !p.metadata.deletionTimestamp);
@@ -435,7 +434,7 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
         assert.strictEqual(await getNode(nodeName(id)), undefined);
     });
 
-    it("the node's side is gone: an agent offline skips the reset with a warning, a released instance skips reset and userdata; Kubernetes, ESS and routes still complete", async function () {
+    it("the node's side is gone: a released pool node with its agent offline is not reset, a released existing instance skips reset and userdata; Kubernetes, ESS and routes still complete", async function () {
         const group = emu.addScalingGroup({ desiredCapacity: 1, regionId: REGION }).scalingGroupId;
         const [offline] = emu.scalingGroupInstances(group);
         await join([offline], "general");
@@ -444,7 +443,7 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
         emu.releaseInstance(released);
         const [a, b] = await removeNodes([{ instanceId: offline, kind: "scale-out", scalingGroupId: group }, { instanceId: released, kind: "existing" }], opts);
         assert.deepStrictEqual(a.done, ["drain", "leave-scaling-group", "delete-node", "delete-route"], "its Node is deleted once the instance (and its kubelet) is gone");
-        assert.match(warnings.join("\n"), new RegExp(`${offline}: reset skipped: .*ClientNotRunning`));
+        assert.deepStrictEqual(a.skipped.find((x) => x.step === "reset")?.reason, "the instance is released with its group membership", "nothing is run on a node that is released");
         assert.deepStrictEqual(b.done, ["drain", "delete-node", "delete-route"]);
         assert.deepStrictEqual(b.skipped.map((x) => x.step).sort(), ["clear-userdata", "leave-etcd", "leave-scaling-group", "reset"]);
         for (const id of [offline, released]) assert.strictEqual(await getNode(nodeName(id)), undefined, `${id}'s Node deleted`);
@@ -458,7 +457,8 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
         await assert.rejects(removeNode({ instanceId: id, kind: "scale-out", scalingGroupId: group }, opts),
             (err: unknown) => err instanceof RemovalError && err.step === "leave-scaling-group" && /IncorrectCapacity\.MinSize/.test(err.message) && err.message.includes(group));
         assert.strictEqual(emu.callsOf("DeleteRouteEntries").length, 0);
-        assert.strictEqual(await getNode(nodeName(id)), undefined, "drained, reset and deleted before ESS refused");
+        const kept = await getNode(nodeName(id));
+        assert.ok(kept?.spec.unschedulable && kept.metadata.annotations?.["alicloud-kubeadm/removing"], "drained, cordoned and marked; kept whole (not reset, Node kept) when ESS refused");
 
         const other = await existingNode();
         emu.setAgentOffline(master);

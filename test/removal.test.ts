@@ -293,7 +293,7 @@ describe("removal core", () => {
             assert.ok(t.indexOf(`RemoveInstances ${id}`) < t.indexOf("InvokeCommand master delete-node"), t.join("\n"));
         });
 
-        it("a Node its kubelet registered again (uncordoned) before the ESS call is drained again first", async () => {
+        it("a Node its kubelet registered again (uncordoned) before the ESS call is drained again first (detach with keep)", async () => {
             const group = ctx.emu.addScalingGroup({ desiredCapacity: 1 }).scalingGroupId;
             const id = poolNode(group, ["ReplicaSet"]);
             // Reset succeeds but the kubelet comes back once (say, a second kubelet unit): the Node reappears after delete-node.
@@ -303,7 +303,8 @@ describe("removal core", () => {
                 undo();
                 return { output: "deleted" };
             });
-            await removeNode({ instanceId: id, kind: "scale-out", scalingGroupId: group }, opts);
+            // A detached node (keep) is reset and its Node deleted before it leaves ESS; a released one keeps its Node until then.
+            await removeNode({ instanceId: id, kind: "scale-out", scalingGroupId: group, essAction: "keep" }, opts);
             assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group), []);
             assert.match(warnings.join("\n"), /appeared after the drain/);
             assert.strictEqual(c.log.filter((x) => x.includes("drain node-")).length, 2);
@@ -324,6 +325,29 @@ describe("removal core", () => {
             await removeNode({ instanceId: id, kind: "scale-out", scalingGroupId: group }, opts);
             assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group), []);
             assert.strictEqual(nodeOf(id), undefined, "the re-run deletes the held Node of the released instance");
+        });
+
+        it("R6a: a released victim ESS refuses to take out stays a whole node: not reset, its drained Node kept (a later run uncordons it)", async () => {
+            const group = ctx.emu.addScalingGroup({ desiredCapacity: 1, minSize: 1 }).scalingGroupId;
+            const id = poolNode(group);
+            await assert.rejects(removeNode({ instanceId: id, kind: "scale-out", scalingGroupId: group }, opts), /leave-scaling-group/);
+            assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group), [id]);
+            assert.ok(c.credentials.has(id), "its kubelet was not reset");
+            assert.ok(nodeOf(id)?.unschedulable && nodeOf(id)?.removing, "its Node is kept, drained, cordoned and marked");
+        });
+
+        it("R2: a released victim with no Node is stopped before ESS takes it: still joining, it cannot register during the activity", async () => {
+            const group = ctx.emu.addScalingGroup({ desiredCapacity: 2 }).scalingGroupId;
+            const [joining] = ctx.emu.scalingGroupInstances(group);
+            ctx.emu.state.activityDurationMs = 200;
+            // Its kubelet registers the Node as soon as the activity starts, if the machine still runs.
+            ctx.emu.afterRequest = (req) => {
+                if (req.action === "RemoveInstances" && ctx.emu.instances.get(joining)?.status === "Running") c.addNode(joining, { pool: "general", pods: ["ReplicaSet"] });
+            };
+            await removeNodes([{ instanceId: joining, kind: "scale-out", scalingGroupId: group }], opts);
+            assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group).includes(joining), false);
+            assert.deepStrictEqual(c.violations, [], "I1");
+            assert.strictEqual(nodeOf(joining), undefined, "no Node registered");
         });
 
         it("R3: removing master 1 with master 0 stopped runs the Kubernetes side on master 2, never on the member leaving", async () => {
@@ -349,6 +373,16 @@ describe("removal core", () => {
             ctx.emu.addRouteEntry(table, { destinationCidrBlock: "172.16.200.0/25", nextHopId: other });
             await removeNode({ instanceId: other, kind: "existing" }, { ...opts, podCidr: undefined });
             assert.deepStrictEqual(routesTo(other).map((e) => e.destinationCidrBlock), ["172.16.200.0/25"], `only ${otherPod} (its Node's) was deleted`);
+        });
+
+        it("R7: a scale-in without a pod CIDR (state from before) still deletes each victim's route to its Node's podCIDR", async () => {
+            const group = ctx.emu.addScalingGroup({ desiredCapacity: 2 }).scalingGroupId;
+            const ids = ctx.emu.scalingGroupInstances(group);
+            ids.forEach(() => poolNode(group));
+            await scaleInPool({ scalingGroupId: group, poolName: "general", targetSize: 1, minSize: 0 }, { ...opts, podCidr: undefined });
+            const [victim] = ids.filter((id) => !ctx.emu.scalingGroupInstances(group).includes(id));
+            assert.deepStrictEqual(routesTo(victim), []);
+            assert.strictEqual(ctx.emu.routeTables.get(table)!.entries.length, 1, "the survivor's route stays");
         });
 
         it("R10: a member whose Node an earlier, failed drain left cordoned and marked, pods still on it, is drained before it leaves ESS", async () => {

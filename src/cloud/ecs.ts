@@ -76,6 +76,28 @@ export async function stopInstance(region: string, instanceId: string): Promise<
     await callApi("ecs", "StopInstance", { InstanceId: instanceId, StoppedMode: "KeepCharging" }, { region, retry: { retryableCodes: ["IncorrectInstanceStatus"] } });
 }
 
+/**
+ * Stops every instance of `ids` that runs (one starting is waited for first) and waits until each is Stopped
+ * or gone. A released instance, or one stopped already, is fine.
+ * @throws when one is not Stopped after `timeoutMs`
+ */
+export async function stopInstancesAndWait(region: string, ids: readonly string[], opts: { pollMs?: number; timeoutMs?: number } = {}): Promise<void> {
+    const deadline = Date.now() + (opts.timeoutMs ?? 300_000);
+    let pause = opts.pollMs ?? 1000;
+    const stopping = new Set<string>();
+    for (;;) {
+        const left = [...(await describeInstances(region, ids)).values()].filter((i) => i.status !== "Stopped");
+        if (left.length === 0) return;
+        for (const i of left.filter((x) => x.status === "Running" && !stopping.has(x.instanceId))) {
+            await stopInstance(region, i.instanceId);
+            stopping.add(i.instanceId);
+        }
+        if (Date.now() + pause > deadline) throw new Error(`not Stopped in time: ${left.map((i) => `${i.instanceId} (${i.status})`).join(", ")}`);
+        await new Promise((resolve) => setTimeout(resolve, pause));
+        pause = Math.min(10_000, pause * 1.5);
+    }
+}
+
 export async function startInstance(region: string, instanceId: string): Promise<void> {
     await callApi("ecs", "StartInstance", { InstanceId: instanceId }, { region, retry: { retryableCodes: ["IncorrectInstanceStatus"] } });
 }

@@ -253,6 +253,9 @@ function toFailure(err: SdkError, extraCodes: string[]): { code: string; request
     let serverMessage = typeof data.Message === "string" ? data.Message : String(err.message ?? "");
     if (!httpStatus && /Unable to load credentials|credentials/i.test(serverMessage) && !NETWORK_CODES.includes(code)) {
         code = "CredentialsNotFound";
+        // The SDK's chain glues every provider's failure into one line (paths, a metadata-service URL, a DNS
+        // error for the host "undefined"); the hint below says what to set.
+        serverMessage = "no credentials in the Alibaba Cloud credential chain (environment, profile files, ECS RAM role)";
     }
     // Transport errors may quote the request URL; it carries no parameter, but drop any query anyway.
     serverMessage = serverMessage.replace(/\?\S*/g, "?…") || "(no message)";

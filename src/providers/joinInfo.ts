@@ -14,6 +14,7 @@ import { newRecipient } from "../cloud/channel";
 import { cannotRunCommands, classify } from "../cloud/errors";
 import { fillOperation, STACK_CREDENTIAL_PATTERN } from "../rules";
 import { logInfo, pulumiLog } from "./log";
+import { yamlLibrary } from "./libraries";
 
 /** Where src/shell/master_init.sh leaves its markers and log, and kubeadm its files (init-status.sh reads them). */
 export const MASTER_PATHS = {
@@ -72,8 +73,7 @@ export function newCredentialName(): string {
 
 /** The stack's kubeconfig: the cluster CA, the API endpoint, and the service-account token. */
 export function stackKubeconfig(server: string, caPem: string, token: string): string {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const YAML = require("yaml") as typeof import("yaml");
+    const YAML = yamlLibrary();
     return YAML.stringify({
         apiVersion: "v1", kind: "Config",
         clusters: [{ name: "kubernetes", cluster: { server, "certificate-authority-data": Buffer.from(caPem, "utf8").toString("base64") } }],
@@ -94,8 +94,7 @@ export function caCertHash(pem: string): string {
 
 /** Sets every cluster's `server` in a kubeconfig to `server`. */
 export function rewriteKubeconfigServer(kubeconfig: string, server: string): string {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const YAML = require("yaml") as typeof import("yaml");
+    const YAML = yamlLibrary();
     const doc = YAML.parse(kubeconfig) as { clusters?: Array<{ cluster?: { server?: string } }> };
     if (!doc || !Array.isArray(doc.clusters) || doc.clusters.length === 0) {
         throw new Error("the admin kubeconfig on master 0 has no clusters section");

@@ -134,7 +134,14 @@ export async function setPoolCapacity(inputs: PoolCapacityInputs, log: (m: strin
     const before = await activityIds(region, scalingGroupId);
     await modifyScalingGroup(region, scalingGroupId, { maxSize: Math.max(desired, 1), desiredCapacity: desired });
     log(`pool ${poolName}: ESS group ${scalingGroupId} desired capacity set to ${desired}`);
-    const outs = await waitForReadyNodes(inputs, size, started, before, log);
+    let outs: PoolCapacityOutputs;
+    try {
+        outs = await waitForReadyNodes(inputs, size, started, before, log);
+    } catch (err) {
+        // A wait that gives up still leaves the members protected: ESS must not pick one if the capacity drops.
+        await protectMembers(inputs, true, log).catch(() => undefined);
+        throw err;
+    }
     await protectMembers(inputs, true, log);
     return outs;
 }

@@ -45,7 +45,7 @@ export async function scaleInPool(pool: ScaleInPool, opts: RemovalOptions): Prom
     const members: PoolMember[] = instances.map((i) => {
         const node = nodes.find((n) => n.providerId === providerIdOf(opts.region, i.instanceId));
         return { instanceId: i.instanceId, nodeName: node?.name ?? null, ready: node?.ready ?? false, workloadPods: node ? workload.get(node.name) ?? 0 : 0, createdAt: i.creationTime,
-            marked: !!node?.removing };
+            marked: !!node?.removing, podCidr: node?.podCidr };
     });
     const victims = chooseVictims(members, count);
     log(`pool ${pool.poolName}: removing ${victims.length} of ${instances.length} node(s): ${victims.map((v) => v.instanceId).join(", ")}`);
@@ -53,6 +53,6 @@ export async function scaleInPool(pool: ScaleInPool, opts: RemovalOptions): Prom
     // again, and a NotReady node must be drained without waiting for pods its kubelet never confirms.
     return removeNodes(victims.map((v) => ({
         instanceId: v.instanceId, kind: "scale-out", scalingGroupId: pool.scalingGroupId, essAction: pool.essAction, nodeName: v.nodeName,
-        ...(v.nodeName === null ? {} : { nodeReady: v.ready }),
+        ...(v.nodeName === null ? {} : { nodeReady: v.ready, nodePodCidr: v.podCidr }),
     })), opts);
 }

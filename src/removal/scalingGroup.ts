@@ -11,6 +11,7 @@
  * the members still present failed; `Failed` / `Rejected` fail the batch. docs/upstream.md#ess-remove,
  * #ess-activities, #ess-protection.
  */
+import { stopInstancesAndWait } from "../cloud/ecs";
 import { scalingGroupMembers, setInstancesProtection, waitForActivity, waitForIdleGroup, leaveScalingGroup as essLeave, type ScalingGroupMember } from "../cloud/ess";
 import { listNodes, type NodeInfo } from "../cloud/operations";
 import { OpenApiError } from "../cloud/openapi";
@@ -50,6 +51,18 @@ function activityWait(run: RemovalRun, r: NodeRemoval) {
  */
 function drained(r: NodeRemoval, node: NodeInfo): boolean {
     return r.report.done.includes("drain") && r.facts.drainedNode === node.name && node.unschedulable && node.removing !== "";
+}
+
+/**
+ * Released victims that had no Node to drain (never joined, or still joining) are stopped first: a machine
+ * still joining could otherwise register its Node after the last look, during the scaling activity, and take
+ * pods until ESS releases it. Stopped, it cannot; a Node it registered before is drained next.
+ */
+async function fenceNodeless(batch: readonly NodeRemoval[], run: RemovalRun): Promise<void> {
+    const nodeless = batch.filter((r) => (r.target.essAction ?? "release") === "release" && !r.facts.drainedNode);
+    if (nodeless.length === 0) return;
+    nodeless[0].log(`stopping ${nodeless.map((r) => r.target.instanceId).join(", ")} (no Node was drained: a node still joining must not register while it is released)`);
+    await stopInstancesAndWait(run.opts.region, nodeless.map((r) => r.target.instanceId), { pollMs: run.opts.pollIntervalMs });
 }
 
 /**
@@ -106,6 +119,7 @@ export async function leaveGroupBatch(batch: NodeRemoval[], run: RemovalRun, fai
             skipStep(r, "leave-scaling-group", `${r.target.instanceId} is no longer in ${group}`);
         }
         // The Nodes are read after the members, right before the call.
+        if (batch.some(isMember)) await fenceNodeless(batch.filter(isMember), run);
         todo = batch.some(isMember) ? await drainLateNodes(batch.filter(isMember), run, failed) : [];
     } catch (err) {
         if (err instanceof OpenApiError && err.code === "InvalidScalingGroupId.NotFound") {

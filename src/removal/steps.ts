@@ -131,8 +131,10 @@ async function reset(r: NodeRemoval, run: RemovalRun): Promise<void> {
     const { target } = r;
     const id = target.instanceId;
     const mustReset = keepsRunning(target);
-    if (!r.facts.name && !mustReset && target.kind !== "control-plane") {
-        notApplicable(r, "reset", "no Node: the instance never joined or was reset before, and it is released with its group membership");
+    if (releasedWithGroup(r)) {
+        // Nothing to clean on a machine that is destroyed; its drained, cordoned Node is held until the instance
+        // has left (see removeNodeObject). Were ESS to refuse, the member stays a whole node to uncordon.
+        notApplicable(r, "reset", "the instance is released with its group membership");
         return;
     }
     const fix = `start ${id} and bring its Cloud Assistant agent online (\`systemctl restart aliyun.service\`), then run again; ` +
@@ -203,9 +205,9 @@ async function removeNodeObject(r: NodeRemoval, run: RemovalRun): Promise<void> 
         notApplicable(r, "delete-node", "no Node object");
         return;
     }
-    if (r.facts.resetSkipped && r.target.scalingGroupId && !keepsRunning(r.target)) {
+    if (releasedWithGroup(r)) {
         r.facts.deleteAfterLeaving = name;
-        notApplicable(r, "delete-node", `Node ${name} is deleted once the instance has left its group (its kubelet was not reset)`);
+        notApplicable(r, "delete-node", `Node ${name} is deleted once the instance has left its group (its kubelet runs until then)`);
         return;
     }
     await deleteNodeNamed(r, run, name);
@@ -226,6 +228,11 @@ export async function deleteNodeAfterLeaving(r: NodeRemoval, run: RemovalRun): P
     if (!name || !r.facts.leftGroup) return;
     await deleteNodeNamed(r, run, name);
     r.facts.deleteAfterLeaving = undefined;
+}
+
+/** A pool member released by its removal (RemoveInstances): not reset, its Node deleted after it left. */
+function releasedWithGroup(r: NodeRemoval): boolean {
+    return !!r.target.scalingGroupId && r.target.kind !== "control-plane" && !keepsRunning(r.target);
 }
 
 /** The Kubernetes side of one node: drain, clear userdata, reset, leave etcd, delete the Node. */

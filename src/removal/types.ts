@@ -18,6 +18,8 @@ export interface RemovalTarget {
     nodeName?: string | null;
     /** Whether that Node is Ready (a NotReady node's pods never finish terminating). Default: looked up. */
     nodeReady?: boolean;
+    /** That Node's `spec.podCIDR`, given with its name (its pod route's destination). Default: looked up. */
+    nodePodCidr?: string;
 }
 
 /** Where and how to remove. */
@@ -146,7 +148,7 @@ export function operatingMasters(masters: readonly string[], targets: readonly R
 export function beginRemoval(target: RemovalTarget, opts: RemovalOptions): NodeRemoval {
     const log = opts.log ?? (() => undefined);
     return {
-        target, facts: { name: target.nodeName ?? null, ready: target.nodeReady },
+        target, facts: { name: target.nodeName ?? null, ready: target.nodeReady, podCidr: target.nodePodCidr },
         report: { instanceId: target.instanceId, done: [], skipped: [] }, log, warn: opts.warn ?? log,
     };
 }

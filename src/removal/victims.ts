@@ -12,6 +12,8 @@ export interface PoolMember {
     marked?: boolean;
     /** Instance creation time, ISO 8601. */
     createdAt: string;
+    /** The Node's podCIDR, when known. */
+    podCidr?: string;
 }
 
 /**
