@@ -113,11 +113,11 @@ export class Cluster extends pulumi.ComponentResource {
     public readonly config: ClusterConfig;
     public readonly network: Network;
     public readonly controlPlane: ControlPlane;
-    /** CA pin and admin kubeconfig read from master 0 (both secret). */
+    /** CA pin and the stack's kubeconfig read from master 0 (both secret). */
     public readonly joinInfo: JoinInfo;
     /** The node operations saved as Cloud Assistant commands. */
     public readonly commands: NodeCommands;
-    /** Admin kubeconfig (secret). */
+    /** The stack's kubeconfig: a cluster-admin service-account token, revocable and rotatable (secret; docs/security.md). */
     public readonly kubeconfig: pulumi.Output<string>;
     /** Masters 1..n-1 joined with kubeadm join --control-plane. */
     public readonly controlPlaneMembers: ControlPlaneMember[];
@@ -179,12 +179,12 @@ export class Cluster extends pulumi.ComponentResource {
             userdata: (index, endpoint, certSANs) => masterUserdata(config, index, endpoint, certSANs),
         }, { parent: this });
 
-        // Join material: the CA pin and the kubeconfig from master 0, and the node operations saved as commands.
+        // Join material: the CA pin and the stack's own kubeconfig (a revocable service-account token) from master 0, and the node operations saved as commands.
         this.joinInfo = new JoinInfo(`${name}-join-info`, {
             region: config.region,
             masterInstanceId: this.controlPlane.resources.masters[0].id,
             kubeconfigServer: this.controlPlane.kubeconfigServer,
-            scripts: { initStatus: renderOperation("init-status"), readKubeconfig: renderOperation("read-kubeconfig") },
+            scripts: { initStatus: renderOperation("init-status"), stackCredential: renderOperation("stack-credential"), stackCredentialRevoke: renderOperation("stack-credential-revoke") },
         }, { parent: this });
         this.kubeconfig = pulumi.secret(this.joinInfo.kubeconfig);
         this.commands = new NodeCommands(`${name}-commands`, { clusterName: config.name }, { parent: this });
@@ -232,7 +232,7 @@ export class Cluster extends pulumi.ComponentResource {
             region: config.region, masterInstanceId: master0, masterInstanceIds, commands, ttl: "0", description: `alicloud-kubeadm ${config.name} existing nodes`,
         }, { parent: this, dependsOn: [this.joinInfo] });
         const attachCommand = !existingToken || !config.existingNodes.some((n) => n.mode === "manual") ? undefined
-            : createAttachCommand(`${name}-attach`, { config, apiEndpoint: this.controlPlane.endpoint, caCertHash: this.joinInfo.caCertHash, token: existingToken.token }, { parent: this });
+            : createAttachCommand(`${name}-attach`, { config, apiEndpoint: this.controlPlane.endpoint, caCertHash: this.joinInfo.caCertHash }, { parent: this });
         this.existingNodes = config.existingNodes.map((node) => new ExistingNode(`${name}-node-${node.instanceId}`, {
             ...joinCommon, node, token: existingToken!.token, attachCommandId: attachCommand?.id, connection: sshConnection(node.connection),
         }, { parent: this }));

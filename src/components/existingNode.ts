@@ -1,7 +1,7 @@
 // ExistingNode: an ECS instance that already exists, joined to the cluster (docs/architecture.md, "How nodes join").
 //
 // `mode: manual` invokes the cluster's saved attach command (createAttachCommand) on the running instance
-// over Cloud Assistant, with the node's labels and taints as parameters; or, when a `connection` is given,
+// over Cloud Assistant, with the node's labels and taints and the token sealed to the instance as parameters; or, when a `connection` is given,
 // runs the attach script over SSH with a `@pulumi/command` remote.Command (script on stdin, logging off);
 // `mode: auto` sets the attach script as userdata and replaces the system disk (destructive: needs
 // `replaceSystemDisk: true`). A NodeMembership waits for the Node to be Ready and, on delete, removes it
@@ -153,21 +153,21 @@ export interface AttachCommandArgs {
     apiEndpoint: pulumi.Input<string>;
     /** `sha256:<hex>` CA pin (secret). */
     caCertHash: pulumi.Input<string>;
-    /** The existing nodes' bootstrap token (secret). */
-    token: pulumi.Input<string>;
     /** Pool label value. Default {@link EXISTING_POOL_NAME}. */
     poolName?: string;
 }
 
 /**
- * The cluster's saved attach command (`<cluster>-attach`): the attach script with the shared join material
- * baked in (so its content is a secret) and the node's labels and taints as parameters.
+ * The cluster's saved attach command (`<cluster>-attach`): the attach script with the shared, public join
+ * material (endpoint, CA pin) baked in, the node's labels and taints as parameters, and the bootstrap token
+ * sealed to the instance's one-use channel key as a parameter (src/cloud/channel.ts): it holds no secret.
  */
 export function createAttachCommand(name: string, args: AttachCommandArgs, opts: pulumi.CustomResourceOptions): alicloud.ecs.Command {
     const { config } = args;
-    const script = pulumi.secret(pulumi.all([args.token, args.caCertHash, args.apiEndpoint]).apply(([token, caCertHash, apiEndpoint]) => renderAttachCommand({
+    // No secret in the command: the token arrives sealed per invocation (NodeMembership). The CA pin is kept secret like everywhere.
+    const script = pulumi.secret(pulumi.all([args.caCertHash, args.apiEndpoint]).apply(([caCertHash, apiEndpoint]) => renderAttachCommand({
         region: config.region, kubernetesVersion: config.kubernetesVersion, ...nodeMirrors(config), apiEndpoint,
-        poolName: args.poolName ?? EXISTING_POOL_NAME, token, caCertHash,
+        poolName: args.poolName ?? EXISTING_POOL_NAME, caCertHash,
     })));
     return saveCommand(name, {
         commandName: `${config.name}-attach`, script, parameters: true, timeoutSeconds: OPERATIONS.attach.timeoutSeconds, description: OPERATIONS.attach.description,
@@ -206,6 +206,7 @@ export function createExistingNode(name: string, args: ExistingNodeArgs & { node
         mode: sshAttach ? "ssh" : node.mode,
         userData: node.mode === "auto" ? script : undefined,
         attachCommandId: sshAttach || node.mode !== "manual" ? undefined : args.attachCommandId,
+        token: sshAttach || node.mode !== "manual" ? undefined : pulumi.secret(args.token),
         labels: Object.entries(node.labels).map(([k, v]) => `${k}=${v}`).join(","),
         taints: node.taints.map(formatTaint).join(","),
         commands: args.commands,

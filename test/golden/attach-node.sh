@@ -312,6 +312,11 @@ AK_API_WAIT_ATTEMPTS="${AK_API_WAIT_ATTEMPTS:-120}"
 AK_JOIN_ATTEMPTS="${AK_JOIN_ATTEMPTS:-3}"
 
 ak_start_log attach-node
+if [ -n "${AK_CHANNEL:-}" ]; then
+  f=${AK_ROOT}/run/alicloud-kubeadm/${AK_CHANNEL}
+  read -r AK_BOOTSTRAP_TOKEN AK_CERTIFICATE_KEY <"$f" || ak_die "nothing received on channel ${AK_CHANNEL}"
+  rm -f "$f"
+fi
 ak_require AK_KUBERNETES_VERSION AK_K8S_REPO_URL AK_SANDBOX_IMAGE AK_API_ENDPOINT AK_POOL_NAME \
   AK_BOOTSTRAP_TOKEN AK_CA_CERT_HASHES
 [[ $AK_BOOTSTRAP_TOKEN =~ ^[a-z0-9]{6}\.[a-z0-9]{16}$ ]] ||
@@ -319,7 +324,7 @@ ak_require AK_KUBERNETES_VERSION AK_K8S_REPO_URL AK_SANDBOX_IMAGE AK_API_ENDPOIN
 [[ $AK_CA_CERT_HASHES =~ ^sha256:[0-9a-f]{64}(,sha256:[0-9a-f]{64})*$ ]] ||
   ak_die "AK_CA_CERT_HASHES must be sha256:<64 hex digits>[,...]"
 if [ -n "${AK_CERTIFICATE_KEY:-}" ] && [[ ! $AK_CERTIFICATE_KEY =~ ^[0-9a-f]{64}$ ]]; then
-  ak_die "AK_CERTIFICATE_KEY must be 64 hex digits (kubeadm init phase upload-certs --upload-certs)"
+  ak_die "AK_CERTIFICATE_KEY must be 64 hex digits"
 fi
 if [ -n "${AK_ENCRYPTION_KEY:-}" ] && [[ ! $AK_ENCRYPTION_KEY =~ ^[A-Za-z0-9+/]{43}=$ ]]; then
   ak_die "AK_ENCRYPTION_KEY must be 32 bytes in Base64 (master 0's ${AK_ENCRYPTION_CONFIG:-encryption config})"
@@ -410,7 +415,7 @@ for ((attempt = 1; attempt <= AK_JOIN_ATTEMPTS; attempt++)); do
   ak_mark join.failed status=failed "exit_code=${rc}" "log=${AK_LOG#"$AK_ROOT"}"
   if [ "$attempt" -lt "$AK_JOIN_ATTEMPTS" ]; then sleep "$AK_RETRY_DELAY"; fi
 done
-rm -f "$config" # the token stays only in the userdata
+rm -f "$config"
 if [ "$rc" -ne 0 ]; then
   ak_die "kubeadm join failed ${AK_JOIN_ATTEMPTS} times (last exit code ${rc}); see ${AK_LOG#"$AK_ROOT"}." \
     "Running this script again cleans up and retries"
