@@ -305,9 +305,9 @@ export function masterUserdata(config: ClusterConfig, index: number, apiEndpoint
         serviceCidr: config.network.serviceCidr,
         nodeCidrMaskSize: config.network.nodeCidrMaskSize,
         certSANs,
-        // Only where no other control-plane member needs master 0's key: its delivery to members waits for the
-        // encrypted join-secrets channel (docs/security.md#encryption-at-rest). 1 ↔ 3/5 masters is never in place.
-        encryptSecrets: config.controlPlane.count === 1,
+        // Every other control-plane member gets master 0's key over the sealed join-secrets channel
+        // (docs/security.md#encryption-at-rest).
+        encryptSecrets: true,
         ...nodeMirrors(config),
     });
 }
