@@ -263,10 +263,11 @@ describe("userdata scripts: static checks", () => {
             "/etc/fstab", "/etc/cni/net.d", "/etc/kubernetes/admin.conf", "/etc/kubernetes/pki/ca.crt", // in messages and comments
             "/run/containerd/containerd.sock", "/dev/null", "/opt/cni/bin", // in a comment
             "/etc/kubernetes/pki/etcd", "/var/log/alicloud-kubeadm/master-init.log", "/var/log/alicloud-kubeadm/", // inside the etcd pod; in messages
+            "/etc/kubernetes", // in a message of bake_node.sh
         ];
         const ops = fs.readdirSync(path.join(USERDATA_DIR, "ops")).map((f) => path.join("ops", f));
         assert.ok(ops.includes(path.join("ops", "reset.sh")));
-        for (const file of ["prepare_node.sh", "master_init.sh", "attach_node.sh", ...ops]) {
+        for (const file of ["prepare_node.sh", "node_images.sh", "bake_node.sh", "master_init.sh", "attach_node.sh", ...ops]) {
             const text = fs.readFileSync(path.join(USERDATA_DIR, file), "utf8");
             for (const m of text.matchAll(/(^|[^}A-Za-z0-9_./:-])(\/(?:etc|var|run|opt|usr|lib|root|home|tmp|dev)\/[A-Za-z0-9_./-]*)/gm)) {
                 assert.ok(allowed.includes(m[2].replace(/[.]$/, "")), `${file}: path ${m[2]} is not under \${AK_ROOT}`);

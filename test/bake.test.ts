@@ -1,0 +1,237 @@
+/**
+ * Baked node images (issue 18): the bake mode runs the one list of preparation steps a stock boot runs; a
+ * boot on a matching baked image downloads, installs and pulls nothing; a stale one falls back to installing;
+ * the images baked are the ones the kubeadm configuration and the manifests use. All in the script sandbox:
+ * an image is baked in a sandbox, cleaned for cloning, and the same sandbox then boots as a node.
+ */
+import * as assert from "node:assert/strict";
+import * as fs from "fs";
+import * as path from "path";
+import { parseAllDocuments } from "yaml";
+import { flannelObjects, resolvePodNetworkArgs } from "../src/components/podNetwork";
+import { nodeImages, defaultMirrors } from "../src/rules";
+import { renderAttachNode, renderBakeNode, renderMasterInit, SECRET_PARAMETERS, type AttachNodeParams, type MasterInitParams } from "../src/shell/render";
+import { callsOf, downloadCalls, installCalls, makeSandbox, pullCalls, type RunResult, type Sandbox, type StubCall } from "./sandbox";
+
+const SHELL = path.join(__dirname, "..", "src", "shell");
+const REGION = "cn-shanghai";
+const VERSION = "1.34.2";
+const REPOSITORY = defaultMirrors(REGION).imageRepository;
+const FLANNEL = "registry.cn-shanghai.aliyuncs.com/acme/flannel:v0.28.9";
+const IMAGES = nodeImages({ kubernetesVersion: VERSION, imageRepository: REPOSITORY, flannel: FLANNEL });
+const IMAGE_LIST = Object.values(IMAGES);
+const TOKEN = "k9x2ab.0123456789abcdef";
+
+const bakeParams = { region: REGION, kubernetesVersion: VERSION, nodeImages: IMAGE_LIST };
+const attachParams: AttachNodeParams = {
+    region: REGION, kubernetesVersion: VERSION, apiEndpoint: "192.168.0.10:6443", poolName: "elastic",
+    token: TOKEN, caCertHash: `sha256:${"0a".repeat(32)}`, nodeImages: IMAGE_LIST,
+};
+const masterParams: MasterInitParams = {
+    region: REGION, kubernetesVersion: VERSION, apiEndpoint: "192.168.0.10:6443", podCidr: "172.16.0.0/16",
+    serviceCidr: "10.96.0.0/12", nodeCidrMaskSize: 24, nodeImages: IMAGE_LIST,
+};
+
+function assertOk(r: RunResult, sb: Sandbox, log: string): void {
+    if (r.code === 0) return;
+    assert.fail(`script exited ${r.code}\nstderr:\n${r.stderr}\nlog:\n${sb.read(`/var/log/alicloud-kubeadm/${log}.log`) ?? ""}`);
+}
+
+function tracked(): (...args: Parameters<typeof makeSandbox>) => Sandbox {
+    const all: Sandbox[] = [];
+    after(() => all.forEach((sb) => sb.cleanup()));
+    return (...args) => {
+        const sb = makeSandbox(...args);
+        all.push(sb);
+        return sb;
+    };
+}
+
+/** What a fresh build instance has that must not survive into the image. */
+function seedBuildMachine(sb: Sandbox): void {
+    sb.write("/etc/machine-id", "0123456789abcdef0123456789abcdef\n");
+    sb.write("/var/lib/dbus/machine-id", "0123456789abcdef0123456789abcdef\n");
+    sb.write("/etc/ssh/ssh_host_ed25519_key", "PRIVATE KEY\n");
+    sb.write("/etc/ssh/ssh_host_ed25519_key.pub", "ssh-ed25519 AAAA\n");
+    sb.write("/etc/ssh/sshd_config", "PermitRootLogin no\n");
+    sb.write("/var/lib/cloud/instances/i-build/user-data.txt", "#!/bin/bash\n");
+    sb.write("/var/lib/cloud/instance/boot-finished", "done\n");
+    sb.write("/var/log/cloud-init.log", "cloud-init ran on the build machine\n");
+    sb.write("/root/.bash_history", "history\n");
+}
+
+/** Bakes an image in a fresh sandbox: the sandbox is then that image. */
+async function bake(make: ReturnType<typeof tracked>, os: "ubuntu" | "alinux", params = bakeParams): Promise<{ sb: Sandbox; r: RunResult }> {
+    const sb = make({ os });
+    seedBuildMachine(sb);
+    const r = await sb.run(renderBakeNode(params));
+    assertOk(r, sb, "bake-node");
+    return { sb, r };
+}
+
+/** The calls of the preparation phase, without the image calls (compared between bake and boot), root-relative. */
+function preparation(calls: StubCall[], root: string): string[] {
+    const end = calls.findIndex((c) => c.args.some((a) => a.includes("100.100.100.200")) || c.cmd === "find");
+    return calls.slice(0, end < 0 ? undefined : end)
+        .filter((c) => c.cmd !== "crictl" && !(c.cmd === "kubeadm" && c.args[0] === "config"))
+        .map((c) => `${c.cmd} ${c.args.join(" ")}`.split(root).join("<root>"));
+}
+
+/** The list of preparation steps: the one loop of ak_prepare_node, read from the script. */
+function prepareSteps(): string[] {
+    const text = fs.readFileSync(path.join(SHELL, "prepare_node.sh"), "utf8");
+    const m = /^ak_prepare_node\(\) \{\n  local s\n  for s in ([^;]+); do "\$s"; done\n\}$/m.exec(text);
+    assert.ok(m, "prepare_node.sh's ak_prepare_node is the one loop over the steps");
+    return m[1].trim().split(/\s+/);
+}
+
+describe("baked node image: the one list of preparation steps", () => {
+    const make = tracked();
+
+    it("ak_prepare_node's list is the only place the steps are called: every role script (bake, init, join) runs ak_prepare_node", () => {
+        const steps = prepareSteps();
+        const prepare = fs.readFileSync(path.join(SHELL, "prepare_node.sh"), "utf8");
+        const images = fs.readFileSync(path.join(SHELL, "node_images.sh"), "utf8");
+        for (const step of steps) {
+            assert.match(prepare, new RegExp(`^${step}\\(\\) \\{`, "m"), `${step} is defined in prepare_node.sh`);
+            for (const text of [prepare, images]) {
+                const callers = text.split("\n").filter((l) => new RegExp(`(^|[\\s;|&(])${step}($|[\\s;|&)])`).test(l) && !l.trim().startsWith("#")
+                    && !l.startsWith(`${step}()`) && !l.startsWith("  for s in "));
+                assert.deepEqual(callers, [], `${step} is only called through ak_prepare_node's list`);
+            }
+        }
+        assert.deepEqual(images.match(/^[a-z_]+\(\)/gm), ["ak_baked_summary()", "ak_pull_images()"], "node_images.sh only replaces the pull step (and its helper)");
+        for (const role of ["bake_node.sh", "master_init.sh", "attach_node.sh"]) {
+            const text = fs.readFileSync(path.join(SHELL, role), "utf8");
+            assert.match(text, /^ak_prepare_node$/m, `${role} runs ak_prepare_node`);
+            for (const step of steps) assert.ok(!new RegExp(`^\\s*${step}\\b`, "m").test(text), `${role} does not call ${step} on its own`);
+        }
+    });
+
+    for (const os of ["ubuntu", "alinux"] as const) {
+        it(`${os}: baking and a stock boot of the same bare image make the same preparation calls; the bake records the steps it ran`, async () => {
+            const { sb: baked, r: bakeRun } = await bake(make, os);
+            const stock = make({ os });
+            const boot = await stock.run(renderAttachNode(attachParams));
+            assertOk(boot, stock, "attach-node");
+            const [a, b] = [preparation(bakeRun.calls, baked.root), preparation(boot.calls, stock.root)];
+            // `curl | gpg` run concurrently: compare the order without gpg, and the whole as a multiset.
+            assert.deepEqual(a.filter((c) => !c.startsWith("gpg ")), b.filter((c) => !c.startsWith("gpg ")));
+            assert.deepEqual([...a].sort(), [...b].sort());
+            assert.ok(installCalls(bakeRun.calls).length > 0, "the bake installed the packages");
+            const marker = baked.read("/var/lib/alicloud-kubeadm/baked") ?? "";
+            assert.match(marker, new RegExp(`^steps=${prepareSteps().join(" ")}$`, "m"));
+            assert.match(marker, new RegExp(`^kubernetes_version=${VERSION.replace(/\./g, "\\.")}$`, "m"));
+            // The stock boot pulled the node images before joining; the bake pulled those and the control-plane images.
+            assert.deepEqual(stock.images().sort(), [...IMAGE_LIST].sort());
+            const controlPlane = callsOf(bakeRun.calls, "kubeadm", "config");
+            assert.equal(controlPlane.length, 1);
+            for (const image of IMAGE_LIST) assert.ok(baked.images().includes(image), `${image} baked`);
+            assert.ok(baked.images().some((i) => i.endsWith(`/kube-apiserver:v${VERSION}`)), "control-plane images baked for masters");
+        });
+    }
+});
+
+describe("baked node image: cleaned for cloning, no cluster secret", () => {
+    const make = tracked();
+
+    it("the image keeps no machine id, cloud-init instance state, SSH host keys, logs or history; the bake script holds no secret", async () => {
+        const { sb } = await bake(make, "ubuntu");
+        assert.equal(sb.read("/etc/machine-id"), "", "empty machine-id: systemd makes a new one at first boot");
+        assert.equal(sb.read("/var/lib/dbus/machine-id"), undefined);
+        assert.deepEqual(fs.readdirSync(sb.at("/etc/ssh")), ["sshd_config"], "host keys gone, configuration kept");
+        assert.ok(!fs.existsSync(sb.at("/var/lib/cloud/instances")) && !fs.existsSync(sb.at("/var/lib/cloud/instance")), "userdata runs again on every clone");
+        assert.equal(sb.read("/var/log/cloud-init.log"), "", "logs emptied");
+        assert.ok(!fs.existsSync(sb.at("/var/log/alicloud-kubeadm")), "the bake log is gone");
+        assert.equal(sb.read("/root/.bash_history"), undefined);
+        assert.ok(!fs.existsSync(sb.at("/etc/kubernetes/kubelet.conf")) && !fs.existsSync(sb.at("/etc/kubernetes/pki")), "no cluster credentials");
+        assert.deepEqual(fs.readdirSync(sb.at("/var/lib/alicloud-kubeadm")), ["baked"], "no join marker, no token-bearing config");
+        const script = renderBakeNode(bakeParams);
+        for (const name of [...SECRET_PARAMETERS, "AK_API_ENDPOINT"]) assert.ok(!script.includes(`readonly ${name}=`), `${name} not in the bake script`);
+        assert.throws(() => renderBakeNode({ ...bakeParams, nodeImages: [] }), /nodeImages: must list the images to bake/);
+        assert.throws(() => renderBakeNode({ ...bakeParams, nodeImages: ["registry.k8s.io/pause"] }), /nodeImages\[0\]: .*with a tag or digest/);
+    });
+
+    it("a failed pull stops the bake (no half image); on a boot it is only a warning and the node still joins", async () => {
+        const sb = make({ os: "ubuntu" });
+        const r = await sb.run(renderBakeNode(bakeParams), { AK_STUB_FAIL_PULL: "1" });
+        assert.notEqual(r.code, 0);
+        assert.equal(sb.read("/var/lib/alicloud-kubeadm/baked"), undefined, "no baked marker");
+        const node = make({ os: "ubuntu" });
+        const boot = await node.run(renderAttachNode(attachParams), { AK_STUB_FAIL_PULL: "1" });
+        assertOk(boot, node, "attach-node");
+        assert.ok(node.read("/var/lib/alicloud-kubeadm/join.done"));
+        assert.match(node.read("/var/log/alicloud-kubeadm/attach-node.log") ?? "", /WARNING: 4 image pull\(s\) failed/);
+    });
+});
+
+describe("baked node image: budgets", () => {
+    it("a baked pool's userdata (with node_images.sh) stays within the 16 KiB budget; without images node_images.sh is left out", () => {
+        const withImages = renderAttachNode({ ...attachParams, labels: { workload_type: "cpu", "node.kubernetes.io/instance-family": "c7" }, taints: ["spot:PreferNoSchedule"] });
+        assert.ok(Buffer.byteLength(withImages) <= 16 * 1024, `${Buffer.byteLength(withImages)} bytes`);
+        assert.ok(withImages.includes("# ---- src/shell/node_images.sh ----"));
+        assert.ok(!renderAttachNode({ ...attachParams, nodeImages: undefined }).includes("node_images.sh"));
+    });
+});
+
+describe("booting a baked image", () => {
+    const make = tracked();
+
+    for (const os of ["ubuntu", "alinux"] as const) {
+        it(`${os}: a pool node makes no download, no package install and no image pull, and the kubelet finds every image it needs`, async () => {
+            const { sb } = await bake(make, os);
+            const r = await sb.run(renderAttachNode(attachParams));
+            assertOk(r, sb, "attach-node");
+            assert.deepEqual([downloadCalls(r.calls).length, installCalls(r.calls).length, pullCalls(r.calls).length], [0, 0, 0]);
+            assert.equal(callsOf(r.calls, "kubeadm", "join").length, 1);
+            assert.ok(sb.read("/var/lib/alicloud-kubeadm/join.done"));
+            assert.deepEqual(IMAGE_LIST.filter((i) => !sb.images().includes(i)), [], "nothing left for the kubelet to pull");
+            assert.match(sb.read("/var/log/alicloud-kubeadm/attach-node.log") ?? "", /baked image matches/);
+        });
+    }
+
+    it("master 0 on the baked image: kubeadm init's own image list is already there", async () => {
+        const { sb } = await bake(make, "ubuntu");
+        const r = await sb.run(renderMasterInit(masterParams));
+        assertOk(r, sb, "master-init");
+        assert.deepEqual([downloadCalls(r.calls).length, installCalls(r.calls).length, pullCalls(r.calls).length], [0, 0, 0]);
+        const init = parseAllDocuments(callsOf(r.calls, "kubeadm", "init")[0].config ?? "").map((d) => d.toJS());
+        const cluster = init.find((d) => d.kind === "ClusterConfiguration");
+        const list = await sb.run(`#!/bin/bash\nkubeadm config images list --kubernetes-version ${cluster.kubernetesVersion} --image-repository ${cluster.imageRepository}\n`);
+        assert.deepEqual(list.stdout.trim().split("\n").filter((i) => !sb.images().includes(i)), [], "every image kubeadm init needs is baked");
+    });
+
+    it("a stale baked image (another Kubernetes version) still joins: it installs and pulls what differs, with a warning in its log", async () => {
+        const { sb } = await bake(make, "ubuntu");
+        const newer = "1.35.1";
+        const images = Object.values(nodeImages({ kubernetesVersion: newer, imageRepository: REPOSITORY, flannel: FLANNEL }));
+        const r = await sb.run(renderAttachNode({ ...attachParams, kubernetesVersion: newer, nodeImages: images }));
+        assertOk(r, sb, "attach-node");
+        assert.equal(installCalls(r.calls).length, 1, "the packages of the cluster's version are installed");
+        assert.ok(installCalls(r.calls)[0].args.includes(`kubeadm=${newer}-*`));
+        assert.deepEqual(pullCalls(r.calls).map((c) => c.args[c.args.length - 1]), [`${REPOSITORY}/kube-proxy:v${newer}`], "only the image that differs is pulled");
+        assert.ok(sb.read("/var/lib/alicloud-kubeadm/join.done"));
+        assert.match(sb.read("/var/log/alicloud-kubeadm/attach-node.log") ?? "", /WARNING: stale baked image/);
+    });
+});
+
+describe("baked image references: one source", () => {
+    const make = tracked();
+
+    it("pause, kube-proxy, flannel and its CNI plugin equal what containerd, the kubeadm configuration and the flannel manifest use", async () => {
+        // containerd's sandbox image and kubeadm's imageRepository + kubernetesVersion, from a real (sandbox) master init.
+        const sb = make({ os: "ubuntu" });
+        const r = await sb.run(renderMasterInit({ ...masterParams, nodeImages: undefined }));
+        assertOk(r, sb, "master-init");
+        const conf = sb.read("/etc/containerd/config.toml") ?? "";
+        assert.match(conf, new RegExp(`sandbox_image = "${IMAGES.pause.replace(/[.]/g, "\\.")}"`), "containerd's sandbox image is the baked pause image");
+        const cluster = parseAllDocuments(callsOf(r.calls, "kubeadm", "init")[0].config ?? "").map((d) => d.toJS()).find((d) => d.kind === "ClusterConfiguration");
+        assert.equal(`${cluster.imageRepository}/kube-proxy:${cluster.kubernetesVersion}`, IMAGES.kubeProxy, "kubeadm's kube-proxy DaemonSet image");
+        assert.equal(`${cluster.imageRepository}/pause`, IMAGES.pause.replace(/:[^:]+$/, ""), "kubeadm's pause repository");
+        // flannel's DaemonSet.
+        const objects = flannelObjects(resolvePodNetworkArgs({ podCidr: "172.16.0.0/16", routeTableId: "vtb-x", region: REGION, kubernetesVersion: VERSION, images: { flannel: FLANNEL } }));
+        const ds = objects.find((o) => o.kind === "DaemonSet") as any;
+        const used = [...ds.spec.template.spec.initContainers, ...ds.spec.template.spec.containers].map((c: { image: string }) => c.image);
+        assert.deepEqual([...new Set(used)].sort(), [IMAGES.flannel, IMAGES.flannelCniPlugin].sort());
+    });
+});
