@@ -6,8 +6,13 @@
  */
 import * as assert from "node:assert/strict";
 import * as fs from "fs";
+import * as os from "os";
 import * as path from "path";
+import * as zlib from "zlib";
+import * as YAML from "yaml";
 import { parseAllDocuments } from "yaml";
+import { synthesize } from "../scripts/synth";
+import { validateClusterConfig } from "../src/config";
 import { flannelObjects, resolvePodNetworkArgs } from "../src/components/podNetwork";
 import { nodeImages, defaultMirrors } from "../src/rules";
 import { renderAttachNode, renderBakeNode, renderMasterInit, SECRET_PARAMETERS, type AttachNodeParams, type MasterInitParams } from "../src/shell/render";
@@ -233,5 +238,82 @@ describe("baked image references: one source", () => {
         const ds = objects.find((o) => o.kind === "DaemonSet") as any;
         const used = [...ds.spec.template.spec.initContainers, ...ds.spec.template.spec.containers].map((c: { image: string }) => c.image);
         assert.deepEqual([...new Set(used)].sort(), [IMAGES.flannel, IMAGES.flannelCniPlugin].sort());
+    });
+});
+
+describe("baked node image: synth of a stack with image.bake", function () {
+    this.timeout(300_000);
+    const out = fs.mkdtempSync(path.join(os.tmpdir(), "bake-synth-"));
+    after(() => fs.rmSync(out, { recursive: true, force: true }));
+    type Row = { type: string; name: string; parent: string | null; inputs: Record<string, any> };
+
+    /** Synthesizes the dev stack with `edit` applied to its cluster config. */
+    async function synthDev(name: string, edit: (cluster: any) => void): Promise<{ rows: Row[]; dir: string }> {
+        const doc = YAML.parse(fs.readFileSync(path.join(__dirname, "..", "stacks", "Pulumi.dev.yaml"), "utf8"));
+        edit(doc.config["alicloud-kubeadm:cluster"]);
+        const file = path.join(out, `Pulumi.${name}.yaml`);
+        fs.writeFileSync(file, YAML.stringify(doc));
+        const result = await synthesize(file, out);
+        assert.deepEqual(result.problems, []);
+        return { rows: JSON.parse(fs.readFileSync(path.join(out, name, "resources.json"), "utf8")), dir: path.join(out, name) };
+    }
+    const bakeOn = (c: any) => { c.image = { bake: true }; };
+    const decode = (buildContent: string) => {
+        const b64 = [...buildContent.matchAll(/^RUN printf '%s' '([A-Za-z0-9+/=]+)' >> /gm)].map((m) => m[1]).join("");
+        return zlib.gunzipSync(Buffer.from(b64, "base64")).toString("utf8");
+    };
+    const header = (script: string, name: string) => new RegExp(`^readonly ${name}='([^']*)'$`, "m").exec(script)?.[1];
+
+    it("lists the image-building resources under NodeImage, and masters and pools boot the baked image; existing nodes and the dev stack are unchanged", async () => {
+        const { rows, dir } = await synthDev("devbake", bakeOn);
+        const of = (type: string) => rows.filter((r) => r.type === type);
+        const component = of("alicloud-kubeadm:index:NodeImage");
+        assert.deepEqual(component.map((r) => [r.name, r.parent]), [["dev-node-image", "dev"]]);
+        const pipeline = of("alicloud:ecs/ecsImagePipeline:EcsImagePipeline");
+        const execution = of("alicloud:ecs/imagePipelineExecution:ImagePipelineExecution");
+        const image = rows.filter((r) => r.type === "pulumi-nodejs:dynamic:Resource" && r.name === "dev-node-image-image");
+        assert.deepEqual([pipeline, execution, image].map((l) => l.map((r) => r.parent)), [["dev-node-image"], ["dev-node-image"], ["dev-node-image"]]);
+        assert.equal(pipeline[0].inputs.baseImageType, "IMAGE");
+        assert.match(pipeline[0].inputs.baseImage, /^ubuntu_24_04_x64/, "built from the cluster's base image");
+        assert.equal(pipeline[0].inputs.imageName, image[0].inputs.imageNamePrefix, "BakedImage finds the image by the pipeline's unique name prefix");
+        assert.match(pipeline[0].inputs.imageName, /^dev-node-[0-9a-f]{10}$/);
+        const baked = "m-bakedimageplaceholder"; // the BakedImage output under mocks
+        const bootsBaked = rows.filter((r) => r.inputs.imageId === baked).map((r) => r.name).sort();
+        assert.deepEqual(bootsBaked, ["dev-control-plane-master-0", "dev-pool-elastic-config", "dev-pool-general-config"]);
+        // The bake script: the same images the pools' userdata checks, and they are the ones the manifests run.
+        const script = decode(pipeline[0].inputs.buildContent);
+        assert.match(script, /^# ---- src\/shell\/bake_node\.sh ----$/m);
+        for (const secret of [...SECRET_PARAMETERS, "AK_API_ENDPOINT"]) assert.equal(header(script, secret), undefined);
+        const images = header(script, "AK_NODE_IMAGES")!.split(",");
+        const poolUserdata = fs.readFileSync(path.join(dir, "userdata", "dev-pool-general-config.sh"), "utf8");
+        assert.deepEqual(header(poolUserdata, "AK_NODE_IMAGES")!.split(","), images);
+        assert.equal(header(poolUserdata, "AK_SANDBOX_IMAGE"), images[0]);
+        const manifests = fs.readdirSync(path.join(dir, "manifests")).map((f) => fs.readFileSync(path.join(dir, "manifests", f), "utf8")).join("\n");
+        const used = [...manifests.matchAll(/^\s*image: (\S*flannel\S*)$/gm)].map((m) => m[1].replace(/^["']|["']$/g, ""));
+        assert.deepEqual([...new Set(used)].sort(), images.filter((i) => i.includes("flannel")).sort(), "flannel and its CNI plugin as the manifests run them");
+        assert.ok(images.some((i) => /\/kube-proxy:v1\.36\.3$/.test(i)));
+
+        const { rows: plain } = await synthDev("devplain", () => undefined);
+        assert.equal(plain.filter((r) => /ImagePipeline|NodeImage/.test(r.type) || r.name.includes("node-image")).length, 0, "without image.bake nothing is baked");
+        assert.ok(plain.every((r) => r.inputs.imageId === undefined || /^ubuntu_24_04_x64/.test(r.inputs.imageId)));
+        assert.ok(!fs.readFileSync(path.join(out, "devplain", "userdata", "dev-pool-general-config.sh"), "utf8").includes("AK_NODE_IMAGES"));
+    });
+
+    it("rebuilds (a new pipeline name) when the Kubernetes version or an image reference changes, not for an unrelated change; validation explains the cost", async () => {
+        const name = async (stack: string, edit: (c: any) => void) =>
+            (await synthDev(stack, (c) => { bakeOn(c); edit(c); })).rows.find((r) => r.type === "alicloud:ecs/ecsImagePipeline:EcsImagePipeline")!.inputs.imageName;
+        const base = await name("k0", () => undefined);
+        assert.notEqual(await name("k1", (c) => { c.kubernetesVersion = "1.36.2"; }), base);
+        assert.notEqual(await name("k2", (c) => { c.images = { flannel: "registry.cn-hangzhou.aliyuncs.com/acme/flannel:v0.28.9" }; }), base);
+        assert.notEqual(await name("k3", (c) => { c.images = { kubernetesRepository: "registry.cn-hangzhou.aliyuncs.com/acme" }; }), base);
+        assert.equal(await name("k4", (c) => { c.autoscaler.scaleDownUnneededTime = "20m"; }), base, "an autoscaler setting does not rebuild");
+        const raw = { name: "dev", kubernetesVersion: "1.36.3", zones: ["cn-hangzhou-h"], nodePools: [{ name: "own", instanceType: "ecs.g7.large", size: 1, imageId: "m-own" }] };
+        const on = validateClusterConfig({ ...raw, image: { bake: true } }, "cn-hangzhou");
+        assert.deepEqual(on.errors, []);
+        assert.ok(on.warnings.some((w) => /^image\.bake: .*Image Builder instance \(ecs\.g7\.large.*10–20 minutes.*billed per GB-month/.test(w)), on.warnings.join("\n"));
+        assert.ok(on.warnings.some((w) => /^nodePools\.0\.imageId: pool own sets its own image/.test(w)));
+        assert.deepEqual(validateClusterConfig(raw, "cn-hangzhou").warnings.filter((w) => /bake|imageId/.test(w)), [], "no word about baking without it");
+        assert.deepEqual(validateClusterConfig({ ...raw, image: { bakeInstanceType: "g7" } }, "cn-hangzhou").errors.map((e) => e.split(":")[0]).sort(),
+            ["image.bakeInstanceType", "image.bakeInstanceType"]);
     });
 });

@@ -4,7 +4,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as alicloud from "@pulumi/alicloud";
 import * as k8s from "@pulumi/kubernetes";
 import { renderControlPlaneJoinCommand, renderMasterInit, renderOperation } from "../shell/render";
-import { clusterTags, nodeMirrors, validateClusterConfig, type ClusterConfig, type ClusterConfigInput } from "../config";
+import { bakedNodeImages, clusterTags, nodeImageList, nodeMirrors, validateClusterConfig, type ClusterConfig, type ClusterConfigInput } from "../config";
 import { throwIfProblems } from "./args";
 import { ControlPlane } from "./controlPlane";
 import { ClusterAutoscaler } from "./clusterAutoscaler";
@@ -19,6 +19,7 @@ import { OPERATIONS } from "../rules";
 import { NodePool } from "./nodePool";
 import { PodNetwork } from "./podNetwork";
 import { Network } from "./network";
+import { NodeImage } from "./nodeImage";
 
 export interface ClusterArgs {
     /** The `alicloud-kubeadm:cluster` object (README "Configuration"); validated before anything is created. */
@@ -61,6 +62,8 @@ export class Cluster extends pulumi.ComponentResource {
     /** The validated config with defaults applied. */
     public readonly config: ClusterConfig;
     public readonly network: Network;
+    /** The baked node image masters and pools boot (`image.bake: true`); undefined otherwise. */
+    public readonly nodeImage?: NodeImage;
     public readonly controlPlane: ControlPlane;
     /** CA pin and admin kubeconfig read from master 0 (both secret). */
     public readonly joinInfo: JoinInfo;
@@ -112,6 +115,15 @@ export class Cluster extends pulumi.ComponentResource {
                 });
 
         const net = this.network;
+        // image.bake: masters and pools boot the baked image; existing nodes (mode auto) keep the base image.
+        if (config.image.bake) {
+            this.nodeImage = new NodeImage(`${name}-node-image`, {
+                clusterName: config.name, region: config.region, kubernetesVersion: config.kubernetesVersion, ...nodeMirrors(config),
+                nodeImages: nodeImageList(config), baseImageId: imageId, vswitchId: net.resources.vswitches[0].id,
+                instanceType: config.image.bakeInstanceType, tags,
+            }, { parent: this, dependsOn: [net] });
+        }
+        const nodeImageId = this.nodeImage?.imageId ?? imageId;
         this.controlPlane = new ControlPlane(`${name}-control-plane`, {
             config,
             vpcId: net.vpcId,
@@ -120,7 +132,7 @@ export class Cluster extends pulumi.ComponentResource {
             apiSecurityGroupId: net.apiSecurityGroupId,
             natEipAddress: net.natEipAddress,
             natGateway: config.network.natGateway,
-            imageId,
+            imageId: nodeImageId,
             tags,
             userdata: (index, endpoint, certSANs) => masterUserdata(config, index, endpoint, certSANs),
         }, { parent: this });
@@ -169,7 +181,7 @@ export class Cluster extends pulumi.ComponentResource {
             masterInstanceId: master0, masterInstanceIds, commands, routeTableId: net.routeTableId,
         };
         this.nodePools = config.nodePools.map((pool) => new NodePool(`${name}-pool-${pool.name}`, {
-            ...joinCommon, pool, tags,
+            ...joinCommon, imageId: nodeImageId, pool, tags,
             vswitchIds: net.resources.vswitches.map((v) => v.id),
             securityGroupIds: [net.clusterSecurityGroupId],
             dependsOn: [this.joinInfo],
@@ -251,6 +263,7 @@ export function masterUserdata(config: ClusterConfig, index: number, apiEndpoint
         nodeCidrMaskSize: config.network.nodeCidrMaskSize,
         certSANs,
         ...nodeMirrors(config),
+        ...bakedNodeImages(config),
     });
 }
 

@@ -20,7 +20,7 @@
 import * as alicloud from "@pulumi/alicloud";
 import * as pulumi from "@pulumi/pulumi";
 import { renderAttachNode } from "../shell/render";
-import { checkPool, nodeMirrors, type NodePoolConfig } from "../config";
+import { bakedNodeImages, checkPool, nodeMirrors, type NodePoolConfig } from "../config";
 import { BootstrapToken } from "../providers/bootstrapToken";
 import { PoolCapacity } from "../providers/poolCapacity";
 import type { JoinArgs } from "./joinArgs";
@@ -121,6 +121,7 @@ export function createNodePool(name: string, args: NodePoolArgs, parent: pulumi.
         region: config.region,
         kubernetesVersion: config.kubernetesVersion,
         ...nodeMirrors(config),
+        ...bakedNodeImages(config),
         apiEndpoint: endpoint,
         poolName: pool.name,
         labels: extraLabels,

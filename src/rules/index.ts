@@ -11,3 +11,4 @@ export * from "./images";
 export * from "./network";
 export * from "./operations";
 export * from "./versions";
+export * from "./bake";
