@@ -5,6 +5,7 @@
  * an image is baked in a sandbox, cleaned for cloning, and the same sandbox then boots as a node.
  */
 import * as assert from "node:assert/strict";
+import { spawnSync } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
@@ -13,6 +14,7 @@ import * as YAML from "yaml";
 import { parseAllDocuments } from "yaml";
 import { synthesize } from "../scripts/synth";
 import { validateClusterConfig } from "../src/config";
+import { requireTool, SHELLCHECK_INSTALL } from "./tools";
 import { flannelObjects, resolvePodNetworkArgs } from "../src/components/podNetwork";
 import { nodeImages, defaultMirrors } from "../src/rules";
 import { renderAttachNode, renderBakeNode, renderMasterInit, SECRET_PARAMETERS, type AttachNodeParams, type MasterInitParams } from "../src/shell/render";
@@ -175,6 +177,7 @@ describe("baked node image: budgets", () => {
         const withImages = renderAttachNode({ ...attachParams, labels: { workload_type: "cpu", "node.kubernetes.io/instance-family": "c7" }, taints: ["spot:PreferNoSchedule"] });
         assert.ok(Buffer.byteLength(withImages) <= 16 * 1024, `${Buffer.byteLength(withImages)} bytes`);
         assert.ok(withImages.includes("# ---- src/shell/node_images.sh ----"));
+        assert.equal(withImages.match(/^ak_pull_images\(\) \{$/gm)?.length, 1, "node_images.sh's step replaces the empty one: defined once");
         assert.ok(!renderAttachNode({ ...attachParams, nodeImages: undefined }).includes("node_images.sh"));
     });
 });
@@ -315,5 +318,23 @@ describe("baked node image: synth of a stack with image.bake", function () {
         assert.deepEqual(validateClusterConfig(raw, "cn-hangzhou").warnings.filter((w) => /bake|imageId/.test(w)), [], "no word about baking without it");
         assert.deepEqual(validateClusterConfig({ ...raw, image: { bakeInstanceType: "g7" } }, "cn-hangzhou").errors.map((e) => e.split(":")[0]).sort(),
             ["image.bakeInstanceType", "image.bakeInstanceType"]);
+    });
+});
+
+describe("baked node image: shellcheck of the rendered scripts", () => {
+    before(function () {
+        requireTool(this, "shellcheck", SHELLCHECK_INSTALL, "the shellcheck assertions");
+    });
+
+    it("the bake script and a baked node's userdata (prepare_node.sh + node_images.sh) are shellcheck-clean", () => {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ak-bake-shellcheck-"));
+        try {
+            const files = { "bake.sh": renderBakeNode(bakeParams), "attach.sh": renderAttachNode(attachParams), "master.sh": renderMasterInit(masterParams) };
+            for (const [name, text] of Object.entries(files)) fs.writeFileSync(path.join(dir, name), text);
+            const r = spawnSync("shellcheck", ["-x", ...Object.keys(files).map((f) => path.join(dir, f))], { encoding: "utf8" });
+            assert.equal(r.status, 0, `${r.stdout}${r.stderr}`);
+        } finally {
+            fs.rmSync(dir, { recursive: true, force: true });
+        }
     });
 });

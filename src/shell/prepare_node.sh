@@ -301,7 +301,7 @@ ak_enable_kubelet() {
 }
 
 # ak_pull_images: nothing to pre-pull unless the node lists its images (AK_NODE_IMAGES, baked clusters): render.ts
-# then appends node_images.sh, whose ak_pull_images replaces this one (the userdata budget keeps it out otherwise).
+# then renders node_images.sh's ak_pull_images in place of this one (the userdata budget keeps it out otherwise).
 ak_pull_images() {
   :
 }

@@ -324,7 +324,19 @@ function body(file: string): string {
         .replace(/\n{3,}/g, "\n\n");
 }
 
+/**
+ * prepare_node.sh without its empty `ak_pull_images` step, which node_images.sh defines for real (nodes that list
+ * their images get it: the userdata budget keeps it out of the others).
+ */
+function prepareWithoutPullStub(): string {
+    const text = body("prepare_node.sh");
+    const stub = /^ak_pull_images\(\) \{\n {2}:\n\}\n/m;
+    if (!stub.test(text)) throw new Error("prepare_node.sh has no empty ak_pull_images step for node_images.sh to replace");
+    return text.replace(stub, "");
+}
+
 function assemble(roleScript: string, header: Array<[string, string]>): string {
+    const withImages = header.some(([name]) => name === "AK_NODE_IMAGES");
     const lines = header.map(([name, value]) => `readonly ${name}=${shellQuote(value)}`);
     const script = [
         "#!/bin/bash",
@@ -332,9 +344,7 @@ function assemble(roleScript: string, header: Array<[string, string]>): string {
         ...lines,
         "",
         "# ---- src/shell/prepare_node.sh ----",
-        body("prepare_node.sh"),
-        // The pulling ak_pull_images step, only for nodes that list their images (the userdata budget).
-        ...(header.some(([name]) => name === "AK_NODE_IMAGES") ? ["# ---- src/shell/node_images.sh ----", body("node_images.sh")] : []),
+        ...(withImages ? [prepareWithoutPullStub(), "# ---- src/shell/node_images.sh ----", body("node_images.sh")] : [body("prepare_node.sh")]),
         `# ---- src/shell/${roleScript} ----`,
         body(roleScript),
     ].join("\n");
