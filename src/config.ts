@@ -7,15 +7,24 @@
 // `<property.path>: <reason>`, so a user fixes a config in one pass.
 import { z } from "zod";
 import {
-    autoscalerMinorWarning, autoscalerSettingsProblems, checkBake, checkNetworkLayout, defaultMirrors, nodeImages, checkTaints, cloudTagProblems, CLUSTER_TAG, DEFAULT_AUTOSCALER_SETTINGS,
-    DEFAULT_ROUTE_ENTRY_QUOTA, dnsLabelProblem, essNameProblem, GO_DURATION_ERE, goRegexProblem, imageReferenceProblem, imageRepositoryProblem,
+    apiAccessProblems, autoscalerMinorWarning, autoscalerSettingsProblems, checkBake, checkNetworkLayout, checkTaints, cloudTagProblems, CLUSTER_TAG, DEFAULT_AUTOSCALER_SETTINGS,
+    DEFAULT_ROUTE_ENTRY_QUOTA, defaultMirrors, dnsLabelProblem, durationProblem, essNameProblem, GO_DURATION_ERE, goRegexProblem, hostNamePartProblem, imageReferenceProblem, imageRepositoryProblem,
+    masterInstanceTypeWarning, nodeFlagsSizeProblems, nodeImages, reservedPoolNameProblem,
     INSTANCE_ID_PATTERN, instanceTypeProblem, joinPath, kubernetesSupportWarning, kubernetesVersionProblem, MAX_SCALING_GROUP_INSTANCES,
     nodeCidrCount, nodeCidrMaskProblem, nodeLabelProblems, packageMirrorProblem, parseCidr, regionOfZone, regionProblem, regionWarning,
     replaceSystemDiskProblem, resolveAutoscalerVersion, resourceNamePrefixProblem, scaleFromZeroProblem, scalingConfigurationTags, zoneProblem,
     type Report, type Taint,
 } from "./rules";
 
+import type {
+    ClusterConfig, ClusterConfigInput, ExistingNodeConfig, NodePoolConfig, ParsedClusterConfig, ParsedExistingNode, ParsedNodePool,
+} from "./configTypes";
+
 export type { Taint } from "./rules";
+export type {
+    ClusterConfig, ClusterConfigInput, Disk, DiskCategory, DiskInput, ExistingNodeConfig, ExistingNodeInput, ImageSources, NodePoolConfig,
+    NodePoolInput, SshConnection, SshConnectionInput, TaintInput,
+} from "./configTypes";
 export { isChinaRegion, parseTaint } from "./rules";
 
 /** Longest cluster and pool name: they prefix every resource name (and ESS names are at most 64 characters). */
@@ -81,6 +90,16 @@ function buildSchema(obj: typeof z.strictObject) {
          * `pulumi up` before the removal: a removal uses the settings Pulumi last recorded.
          */
         removeWithoutReset: z.boolean().default(false),
+        /** SSH access: the attach script runs over SSH instead of Cloud Assistant (mode manual only). */
+        connection: obj({
+            host: text(),
+            port: z.number().int().min(1).max(65535).default(22),
+            user: text().default("root"),
+            privateKey: text().optional(),
+            privateKeyPassword: text().optional(),
+            password: text().optional(),
+            agentSocketPath: text().optional(),
+        }).optional(),
         ...nodeShape,
     });
 
@@ -160,25 +179,16 @@ function buildSchema(obj: typeof z.strictObject) {
 const clusterSchema = buildSchema(z.strictObject);
 const lenientSchema = buildSchema(z.object as typeof z.strictObject);
 
-/** The `alicloud-kubeadm:cluster` object as written in a stack file (defaults not yet applied). */
-export type ClusterConfigInput = z.input<typeof clusterSchema>;
+// The exported types are written out in configTypes.ts (no schema-library type in the public declarations);
+// these assignments fail to compile when the schema and those types disagree in either direction.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const schemaInputIsClusterConfigInput: Same<z.input<typeof clusterSchema>, ClusterConfigInput> = true;
+const schemaOutputIsParsedClusterConfig: Same<z.output<typeof clusterSchema>, ParsedClusterConfig> = true;
+void schemaInputIsClusterConfigInput;
+void schemaOutputIsParsedClusterConfig;
 
-type Parsed = z.output<typeof clusterSchema>;
-type ParsedPool = Parsed["nodePools"][number];
-type ParsedExistingNode = Parsed["existingNodes"][number];
-
-/** A node pool after defaults: taints normalised, instance types as a list, exactly one of `size` / `autoscale`. */
-export type NodePoolConfig = Omit<ParsedPool, "taints"> & { taints: Taint[]; instanceTypes: string[] };
-/** An existing node after defaults, taints normalised. */
-export type ExistingNodeConfig = Omit<ParsedExistingNode, "taints"> & { taints: Taint[] };
-
-/** The typed, defaulted, validated cluster configuration every component reads. */
-export interface ClusterConfig extends Omit<Parsed, "nodePools" | "existingNodes" | "network"> {
-    region: string;
-    network: Parsed["network"] & { vswitchCidrs: string[] };
-    nodePools: NodePoolConfig[];
-    existingNodes: ExistingNodeConfig[];
-}
+type Parsed = ParsedClusterConfig;
+type ParsedPool = ParsedNodePool;
 
 export interface ValidationResult {
     /** Present only when there are no errors. */
@@ -250,7 +260,7 @@ export function validateClusterConfig(raw: unknown, region: string | undefined):
             problem(path, reason);
         }
     };
-    return checkRules(c, region, ruleProblem, warn, errors, warnings);
+    return checkRules(c, region, ruleProblem, warn, errors, warnings, shapePaths);
 }
 
 /**
@@ -299,9 +309,10 @@ function replaceAt(obj: Record<string, unknown>, path: PropertyKey[], expected: 
     return obj;
 }
 
-function checkRules(c: Parsed, region: string | undefined, problem: Report, warn: Report, errors: string[], warnings: string[]): ValidationResult {
+function checkRules(c: Parsed, region: string | undefined, problem: Report, warn: Report, errors: string[], warnings: string[],
+    shapePaths: readonly string[] = []): ValidationResult {
 
-    const nameProblem = dnsLabelProblem(c.name, MAX_NAME_LENGTH) ?? resourceNamePrefixProblem(c.name);
+    const nameProblem = dnsLabelProblem(c.name, MAX_NAME_LENGTH) ?? resourceNamePrefixProblem(c.name) ?? hostNamePartProblem(c.name);
     if (nameProblem) {
         problem("name", nameProblem);
     }
@@ -325,6 +336,10 @@ function checkRules(c: Parsed, region: string | undefined, problem: Report, warn
     if (masterType) {
         problem("controlPlane.instanceType", masterType);
     }
+    const masterCpus = masterInstanceTypeWarning(c.controlPlane.instanceType);
+    if (masterCpus) {
+        warn("controlPlane.instanceType", masterCpus);
+    }
     cloudTagProblems(c.tags, c.nodePools.some((p) => p.autoscale === undefined), (path, reason) => problem(joinPath("tags", path), reason));
     checkImageSelection(c.image, problem);
     checkBake(c.image, c.nodePools, problem, warn);
@@ -336,7 +351,9 @@ function checkRules(c: Parsed, region: string | undefined, problem: Report, warn
             at("name", `"${pool.name}" is used by another pool; pool names must be unique`);
         }
         names.add(pool.name);
-        return checkPool(pool, c.name, cloudTags, at);
+        // A size or autoscale the schema refused was given all the same: "set exactly one" would be a second, false problem.
+        const given = (key: string) => shapePaths.some((p) => p === `nodePools.${i}.${key}` || p.startsWith(`nodePools.${i}.${key}.`));
+        return checkPool(pool, c.name, cloudTags, at, { size: given("size"), autoscale: given("autoscale") });
     });
     checkImages(c.images, problem);
     const ids = new Set<string>();
@@ -353,9 +370,7 @@ function checkRules(c: Parsed, region: string | undefined, problem: Report, warn
         vswitchCidrs: "network.vswitchCidrs", apiAllowedCidrs: "network.apiAllowedCidrs",
     });
     checkNodeCapacity(c, pools, existing.length, problem, warn);
-    if (c.controlPlane.publicEndpoint && c.network.apiAllowedCidrs.length === 0) {
-        warn("network.apiAllowedCidrs", "controlPlane.publicEndpoint is true but no CIDR is allowed to reach 6443 from outside the VPC");
-    }
+    apiAccessProblems(c.controlPlane.publicEndpoint, c.network.apiAllowedCidrs, problem, warn);
     autoscalerSettingsProblems(c.autoscaler, (path, reason) => problem(`autoscaler.${path}`, reason));
     if (pools.some((p) => p.autoscale) && (c.autoscaler.version !== undefined || !versionProblem)) {
         const { problem: versionRefused } = resolveAutoscalerVersion(c.autoscaler.version, c.kubernetesVersion);
@@ -399,9 +414,11 @@ export interface StackConfig {
  * Beyond what the cluster schema checks, it catches what Pulumi would pass over in silence: other keys of
  * the `alicloud-kubeadm` namespace (a block dedented out of the cluster object, or `pulumi config set
  * alicloud-kubeadm:cluster.x.y v` without `--path`), and a cluster value stored as a string that is not JSON
- * (reported with the place of the error, never the value).
+ * (reported with the place of the error, never the value). The value of a secret key is never put in a message.
+ * @param secretKeys the keys whose values are secrets; default: `PULUMI_CONFIG_SECRET_KEYS`, the list Pulumi
+ *   gives the program (when it is not readable, no value is echoed at all)
  */
-export function readStackConfig(all: Readonly<Record<string, string>>): StackConfig {
+export function readStackConfig(all: Readonly<Record<string, string>>, secretKeys: readonly string[] | undefined = secretKeysFromEnv()): StackConfig {
     const errors: string[] = [];
     const problem: Report = (path, reason) => errors.push(`${path}: ${reason}`);
     const text = all[CLUSTER_CONFIG_KEY];
@@ -420,18 +437,34 @@ export function readStackConfig(all: Readonly<Record<string, string>>): StackCon
         }
         const rest = key.slice(CONFIG_NAMESPACE.length + 1);
         const value = all[key];
-        const shown = value.length <= 40 && !/[\s'"]/.test(value) ? value : "<value>";
+        const secret = secretKeys === undefined || secretKeys.includes(key);
+        const shown = !secret && value.length <= 40 && !/[\s'"]/.test(value) ? value : "<value>";
+        const set = secret ? "pulumi config set --secret --path" : "pulumi config set --path";
         if (/^cluster[.[]/.test(rest)) {
             problem(key, `is a key of its own, not a field of ${CLUSTER_CONFIG_KEY}, and is ignored: it was set without --path. ` +
-                `Run \`pulumi config rm '${key}'\`, then \`pulumi config set --path '${key}' ${shown}\``);
+                `Run \`pulumi config rm '${key}'\`, then \`${set} '${key}' ${shown}\``);
         } else if (fields.has(rest.split(/[.[]/)[0])) {
             problem(key, `is ignored: only ${CLUSTER_CONFIG_KEY} is read, and "${rest.split(/[.[]/)[0]}" is a field of it. In the stack file, indent this block ` +
-                `under ${CLUSTER_CONFIG_KEY} (it has been dedented out of it); or run \`pulumi config rm '${key}'\`, then \`pulumi config set --path '${CLUSTER_CONFIG_KEY}.${rest}' ${shown}\``);
+                `under ${CLUSTER_CONFIG_KEY} (it has been dedented out of it); or run \`pulumi config rm '${key}'\`, then \`${set} '${CLUSTER_CONFIG_KEY}.${rest}' ${shown}\``);
         } else {
             problem(key, `is ignored: the ${CONFIG_NAMESPACE} namespace has only the key cluster (remove it with \`pulumi config rm '${key}'\`)`);
         }
     }
     return { cluster, region: all["alicloud:region"], errors, warnings: [] };
+}
+
+/** The secret config keys Pulumi lists for the program (`PULUMI_CONFIG_SECRET_KEYS`, a JSON array), or undefined when unreadable. */
+function secretKeysFromEnv(): string[] | undefined {
+    const text = process.env.PULUMI_CONFIG_SECRET_KEYS;
+    if (text === undefined) {
+        return process.env.PULUMI_CONFIG === undefined ? [] : undefined; // outside a Pulumi program: nothing is secret
+    }
+    try {
+        const keys: unknown = JSON.parse(text);
+        return Array.isArray(keys) && keys.every((k) => typeof k === "string") ? keys : undefined;
+    } catch {
+        return undefined;
+    }
 }
 
 /**
@@ -476,6 +509,50 @@ function clusterTextProblem(text: string, _err: Error): string {
     }
     return `is stored as a JSON string that does not parse${where} (${text.length} characters): fix it, or write the cluster as a YAML object ` +
         "under config: in the stack file, or set it with `pulumi config set --path`";
+}
+
+/**
+ * Checks a ClusterConfig a program hands to a component (the output of parseClusterConfig, or one built by
+ * hand) with the stack config's rules; reports relative to the config (`controlPlane.count`, `zones.1`, …).
+ * Used by the components that take the whole config (ControlPlane), before they register anything.
+ */
+export function checkClusterConfig(config: ClusterConfig, report: Report): void {
+    if (typeof config !== "object" || config === null) {
+        report("", "is required: the validated cluster config (parseClusterConfig)");
+        return;
+    }
+    const { region, ...raw } = config as ClusterConfig & Record<string, unknown>;
+    const result = validateClusterConfig(raw, typeof region === "string" ? region : undefined);
+    for (const e of result.errors) {
+        const at = e.indexOf(": ");
+        const path = e.slice(0, at);
+        report(path === "alicloud:region" ? "region" : path === CLUSTER_CONFIG_KEY ? "" : path, e.slice(at + 2));
+    }
+}
+
+/**
+ * Checks the parts of a ClusterConfig that the node-joining components read (name, region, Kubernetes version,
+ * image sources); reports relative to the config. NodePool and ExistingNode run it on their `config`.
+ */
+export function checkNodeJoinConfig(config: Pick<ClusterConfig, "name" | "region" | "kubernetesVersion" | "images">, report: Report): void {
+    if (typeof config !== "object" || config === null) {
+        report("", "is required: the validated cluster config (parseClusterConfig)");
+        return;
+    }
+    const name = typeof config.name === "string" ? dnsLabelProblem(config.name, MAX_NAME_LENGTH) ?? resourceNamePrefixProblem(config.name) ?? hostNamePartProblem(config.name)
+        : "must be a string";
+    if (name) {
+        report("name", name);
+    }
+    const region = typeof config.region === "string" ? regionProblem(config.region) : "must be a region id, e.g. cn-hangzhou";
+    if (region) {
+        report("region", region);
+    }
+    const version = typeof config.kubernetesVersion === "string" ? kubernetesVersionProblem(config.kubernetesVersion) : "must be a full version like \"1.36.3\"";
+    if (version) {
+        report("kubernetesVersion", version);
+    }
+    checkImages(config.images ?? {}, report);
 }
 
 /** Like validateClusterConfig, but throws ClusterConfigError listing every problem. */
@@ -527,16 +604,12 @@ function checkZones(zones: string[], region: string | undefined, problem: Report
     if (zones.length === 0) {
         problem("zones", `needs at least one zone, e.g. [${region ?? "cn-hangzhou"}-h]`);
     }
-    const seen = new Set<string>();
+    // A zone listed twice is reported by checkNetworkLayout (the Network component's rule too).
     zones.forEach((zone, i) => {
-        if (seen.has(zone)) {
-            problem(`zones.${i}`, `"${zone}" is listed twice`);
-        }
         const reason = region ? zoneProblem(zone, region) : undefined;
         if (reason) {
             problem(`zones.${i}`, reason);
         }
-        seen.add(zone);
     });
 }
 
@@ -560,12 +633,17 @@ type PoolInput = Omit<ParsedPool, "taints" | "systemDisk" | "tokenTtl"> & Partia
  * Checks one pool (reports relative to the pool: `name`, `size`, `labels.<key>`, `taints.0`, …) and returns
  * it normalised. The NodePool component runs the same check on its `pool` argument.
  */
-export function checkPool(pool: PoolInput, clusterName: string, cloudTags: Record<string, string>, report: Report): NodePoolConfig {
-    const nameProblem = dnsLabelProblem(pool.name, MAX_NAME_LENGTH) ?? essNameProblem(clusterName, pool.name);
+export function checkPool(pool: PoolInput, clusterName: string, cloudTags: Record<string, string>, report: Report,
+    invalid: { size?: boolean; autoscale?: boolean } = {}): NodePoolConfig {
+    const nameProblem = dnsLabelProblem(pool.name, MAX_NAME_LENGTH) ?? reservedPoolNameProblem(pool.name) ?? hostNamePartProblem(pool.name) ??
+        essNameProblem(clusterName, pool.name);
     if (nameProblem) {
         report("name", nameProblem);
     }
-    if ((pool.size === undefined) === (pool.autoscale === undefined)) {
+    // `invalid`: given, but of a type the caller already reported (so not missing).
+    const hasSize = pool.size !== undefined || invalid.size === true;
+    const hasAutoscale = pool.autoscale !== undefined || invalid.autoscale === true;
+    if (hasSize === hasAutoscale) {
         report("", "set exactly one of `size` (fixed) or `autoscale: { min, max }`");
     }
     const bounded = (path: string, n: number) => {
@@ -615,8 +693,14 @@ export function checkPool(pool: PoolInput, clusterName: string, cloudTags: Recor
     const tokenTtl = pool.tokenTtl ?? "0";
     if (!new RegExp(GO_DURATION_ERE).test(tokenTtl)) {
         report("tokenTtl", `"${tokenTtl}" must be a duration like 0 (never expires), 24h or 30m`);
+    } else {
+        const tooLong = durationProblem(tokenTtl);
+        if (tooLong) {
+            report("tokenTtl", tooLong);
+        }
     }
     const taints = checkTaints(pool.taints, (path, reason) => report(`taints.${path}`, reason));
+    nodeFlagsSizeProblems(pool.labels, taints, "userdata", report);
     const fromZero = scaleFromZeroProblem({ autoscale: pool.autoscale, taints });
     if (fromZero) {
         report("autoscale.min", fromZero);
@@ -625,10 +709,10 @@ export function checkPool(pool: PoolInput, clusterName: string, cloudTags: Recor
 }
 
 /** What an existing node is checked from: the parsed config, or an ExistingNodeConfig built by hand. */
-type ExistingNodeInput = Omit<ParsedExistingNode, "taints"> & { taints: Array<string | Taint> };
+type ExistingNodeToCheck = Omit<ParsedExistingNode, "taints"> & { taints: Array<string | Taint> };
 
 /** Checks one existing node (reports relative to it) and returns it normalised. ExistingNode runs the same check. */
-export function checkExistingNode(node: ExistingNodeInput, report: Report): ExistingNodeConfig {
+export function checkExistingNode(node: ExistingNodeToCheck, report: Report, viaSsh = false): ExistingNodeConfig {
     if (!INSTANCE_ID_PATTERN.test(node.instanceId)) {
         report("instanceId", `"${node.instanceId}" is not an ECS instance id (expected i-…, e.g. i-bp1exampleexample01)`);
     }
@@ -636,8 +720,14 @@ export function checkExistingNode(node: ExistingNodeInput, report: Report): Exis
     if (guard) {
         report("replaceSystemDisk", guard);
     }
+    if (node.connection && node.mode !== "manual") {
+        report("connection", `a connection runs the attach script over SSH, which only mode manual does (this node is mode ${node.mode}): remove connection or use mode manual`);
+    }
     nodeLabelProblems(node.labels, (key, reason) => report(`labels.${key}`, reason));
-    return { ...node, taints: checkTaints(node.taints, (path, reason) => report(`taints.${path}`, reason)) };
+    const taints = checkTaints(node.taints, (path, reason) => report(`taints.${path}`, reason));
+    // Manual mode passes them as the attach command's parameters; auto mode (and an SSH connection) in the script itself.
+    nodeFlagsSizeProblems(node.labels, taints, node.mode === "manual" && !viaSsh && !node.connection ? "parameters" : "userdata", report);
+    return { ...node, taints };
 }
 
 function checkImages(images: Parsed["images"], problem: Report): void {

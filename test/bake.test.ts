@@ -17,7 +17,7 @@ import { validateClusterConfig } from "../src/config";
 import { requireTool, SHELLCHECK_INSTALL } from "./tools";
 import { flannelObjects, resolvePodNetworkArgs } from "../src/components/podNetwork";
 import { nodeImages, defaultMirrors } from "../src/rules";
-import { renderAttachNode, renderBakeNode, renderMasterInit, SECRET_PARAMETERS, type AttachNodeParams, type MasterInitParams } from "../src/shell/render";
+import { renderAttachNode, renderBakeNode, renderMasterInit, SECRET_PARAMETERS, USERDATA_BUDGET_BYTES, type AttachNodeParams, type MasterInitParams } from "../src/shell/render";
 import { callsOf, downloadCalls, installCalls, makeSandbox, pullCalls, type RunResult, type Sandbox, type StubCall } from "./sandbox";
 
 const SHELL = path.join(__dirname, "..", "src", "shell");
@@ -36,7 +36,7 @@ const attachParams: AttachNodeParams = {
 };
 const masterParams: MasterInitParams = {
     region: REGION, kubernetesVersion: VERSION, apiEndpoint: "192.168.0.10:6443", podCidr: "172.16.0.0/16",
-    serviceCidr: "10.96.0.0/12", nodeCidrMaskSize: 24, nodeImages: IMAGE_LIST,
+    serviceCidr: "10.96.0.0/12", nodeCidrMaskSize: 24, // no nodeImages: master 0's userdata as Cluster renders it
 };
 
 function assertOk(r: RunResult, sb: Sandbox, log: string): void {
@@ -173,9 +173,9 @@ describe("baked node image: cleaned for cloning, no cluster secret", () => {
 });
 
 describe("baked node image: budgets", () => {
-    it("a baked pool's userdata (with node_images.sh) stays within the 16 KiB budget; without images node_images.sh is left out", () => {
+    it("a baked pool's userdata (with node_images.sh) stays within the 20 KiB budget; without images node_images.sh is left out", () => {
         const withImages = renderAttachNode({ ...attachParams, labels: { workload_type: "cpu", "node.kubernetes.io/instance-family": "c7" }, taints: ["spot:PreferNoSchedule"] });
-        assert.ok(Buffer.byteLength(withImages) <= 16 * 1024, `${Buffer.byteLength(withImages)} bytes`);
+        assert.ok(Buffer.byteLength(withImages) <= USERDATA_BUDGET_BYTES, `${Buffer.byteLength(withImages)} bytes`);
         assert.ok(withImages.includes("# ---- src/shell/node_images.sh ----"));
         assert.equal(withImages.match(/^ak_pull_images\(\) \{$/gm)?.length, 1, "node_images.sh's step replaces the empty one: defined once");
         assert.ok(!renderAttachNode({ ...attachParams, nodeImages: undefined }).includes("node_images.sh"));
@@ -289,6 +289,9 @@ describe("baked node image: synth of a stack with image.bake", function () {
         for (const secret of [...SECRET_PARAMETERS, "AK_API_ENDPOINT"]) assert.equal(header(script, secret), undefined);
         const images = header(script, "AK_NODE_IMAGES")!.split(",");
         const poolUserdata = fs.readFileSync(path.join(dir, "userdata", "dev-pool-general-config.sh"), "utf8");
+        const master0 = fs.readFileSync(path.join(dir, "userdata", "dev-control-plane-master-0.sh"), "utf8");
+        assert.equal(header(master0, "AK_NODE_IMAGES"), undefined, "master 0 boots the image built just before it: no node_images.sh");
+        assert.ok(Buffer.byteLength(master0) <= USERDATA_BUDGET_BYTES, `master 0's userdata is ${Buffer.byteLength(master0)} bytes`);
         assert.deepEqual(header(poolUserdata, "AK_NODE_IMAGES")!.split(","), images);
         assert.equal(header(poolUserdata, "AK_SANDBOX_IMAGE"), images[0]);
         const manifests = fs.readdirSync(path.join(dir, "manifests")).map((f) => fs.readFileSync(path.join(dir, "manifests", f), "utf8")).join("\n");

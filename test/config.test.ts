@@ -13,7 +13,7 @@ function base(): ClusterConfigInput & Record<string, unknown> {
         name: "dev",
         kubernetesVersion: "1.36.3",
         zones: ["cn-hangzhou-h", "cn-hangzhou-i"],
-        network: { vpcCidr: "192.168.0.0/16", podCidr: "172.16.0.0/16", serviceCidr: "10.96.0.0/12", nodeCidrMaskSize: 25, apiAllowedCidrs: ["203.0.113.0/24"] },
+        network: { vpcCidr: "192.168.0.0/16", podCidr: "172.16.0.0/16", serviceCidr: "10.96.0.0/12", nodeCidrMaskSize: 25, apiAllowedCidrs: ["47.96.0.0/16"] },
         controlPlane: { count: 1, instanceType: "ecs.g7.large", publicEndpoint: true },
         nodePools: [
             { name: "general", instanceType: "ecs.g7.xlarge", size: 2 },
@@ -26,9 +26,9 @@ function base(): ClusterConfigInput & Record<string, unknown> {
 
 type Mutate = (c: ReturnType<typeof base>) => void;
 const net = (c: ReturnType<typeof base>) => c.network as Record<string, unknown>;
-const pool = (c: ReturnType<typeof base>, i = 0) => (c.nodePools as Array<Record<string, unknown>>)[i];
+const pool = (c: ReturnType<typeof base>, i = 0) => (c.nodePools as unknown as Array<Record<string, unknown>>)[i];
 const cp = (c: ReturnType<typeof base>) => c.controlPlane as Record<string, unknown>;
-const existing = (c: ReturnType<typeof base>) => (c.existingNodes as Array<Record<string, unknown>>)[0];
+const existing = (c: ReturnType<typeof base>) => (c.existingNodes as unknown as Array<Record<string, unknown>>)[0];
 
 /** [description, mutation, expected property path, fragment of the reason]. */
 const badCases: Array<[string, Mutate, string, RegExp]> = [
@@ -156,7 +156,64 @@ const badCases: Array<[string, Mutate, string, RegExp]> = [
     ["unquoted version read as a number", (c) => { (c as Record<string, unknown>).kubernetesVersion = 1.3; }, "kubernetesVersion", /got the number 1\.3: YAML reads unquoted numbers as numbers \(1\.30 becomes 1\.3\); quote it and give the full version/],
     ["unquoted autoscaler version", (c) => { (c.autoscaler as Record<string, unknown>).version = 1.36; }, "autoscaler.version", /got the number 1\.36.*quote it/],
     ["token TTL with a unit node operations cannot carry", (c) => { pool(c).tokenTtl = "5µs"; }, "nodePools.0.tokenTtl", /must be a duration/],
+    // Review findings (each failed before its fix).
+    // R1: labels and taints must fit where they travel, reported before anything is registered.
+    ["existing node (manual): labels + taints over the attach command's parameters", (c) => { existing(c).labels = bigLabels(4100); },
+        "existingNodes.0.labels", /make \d+ bytes; they travel in the Cloud Assistant attach command's parameters .*room for 4096/],
+    ["existing node (manual): taints the larger part", (c) => { existing(c).labels = bigLabels(1000); existing(c).taints = bigTaints(3200); },
+        "existingNodes.0.taints", /room for 4096/],
+    ["pool: labels + taints over the userdata budget", (c) => { pool(c).taints = bigTaints(8300); }, "nodePools.0.taints", /the node's userdata \(ECS takes at most 32 KB.*room for 8192/],
+    // R2: no Cluster Autoscaler release for the minor.
+    ["autoscaled pool on a minor the autoscaler has no release for", (c) => { c.kubernetesVersion = "1.37.0"; }, "autoscaler.version",
+        /no Cluster Autoscaler release for Kubernetes 1\.37 .*use Kubernetes 1\.36, or make the pools fixed/],
+    // R4: names that end up in host names.
+    ["cluster name with --", (c) => { c.name = "my--dev"; }, "name", /contains "--": it becomes part of ECS host names.*consecutive hyphens/],
+    ["pool name with --", (c) => { pool(c).name = "gen--eral"; }, "nodePools.0.name", /contains "--"/],
+    // R5: zone ids follow the region's own style; a duplicate names the first.
+    ["zone without the dash of a lettered region", (c) => { c.zones = ["cn-hangzhouh", "cn-hangzhou-i"]; }, "zones.0", /not a zone of region cn-hangzhou: .*followed by "-" and one letter/],
+    ["duplicate zone names the first", (c) => { c.zones = ["cn-hangzhou-h", "cn-hangzhou-i", "cn-hangzhou-h"]; }, "zones.2", /listed twice \(also zones\.0\): each zone gets one vSwitch/],
+    // R6: service CIDRs that cannot hold cluster IPs.
+    ["service CIDR in loopback", (c) => { net(c).serviceCidr = "127.0.0.0/16"; }, "network.serviceCidr", /overlaps 127\.0\.0\.0\/8, the loopback range, which cannot hold cluster IPs/],
+    ["service CIDR in link-local", (c) => { net(c).serviceCidr = "169.254.0.0/16"; }, "network.serviceCidr", /link-local/],
+    ["service CIDR in multicast", (c) => { net(c).serviceCidr = "224.0.0.0/12"; }, "network.serviceCidr", /multicast/],
+    ["service CIDR in 0.0.0.0/8", (c) => { net(c).serviceCidr = "0.0.0.0/12"; }, "network.serviceCidr", /this network/],
+    // R8: longer than Go's int64 nanoseconds.
+    ["duration longer than Go's longest", (c) => { (c.autoscaler as Record<string, unknown>).scaleDownUnneededTime = "2562048h"; }, "autoscaler.scaleDownUnneededTime", /longer than Go's longest duration/],
+    ["token TTL longer than Go's longest", (c) => { pool(c).tokenTtl = "99999999999s"; }, "nodePools.0.tokenTtl", /longer than Go's longest duration/],
+    // R9: versions exactly as semver writes them.
+    ["Kubernetes version with leading zeros", (c) => { c.kubernetesVersion = "1.036.03"; }, "kubernetesVersion", /did you mean "1\.36\.3"\? no spaces, no leading zeros/],
+    ["Kubernetes version with spaces", (c) => { c.kubernetesVersion = " 1.36.3"; }, "kubernetesVersion", /must be a full version/],
+    ["autoscaler version with a leading zero", (c) => { (c.autoscaler as Record<string, unknown>).version = "1.36.01"; }, "autoscaler.version", /full x\.y\.z/],
+    // R10: pool names alicloud-kubeadm gives its own nodes.
+    ["pool named existing", (c) => { pool(c).name = "existing"; }, "nodePools.0.name", /pool label value alicloud-kubeadm gives existing nodes/],
+    ["pool named control-plane", (c) => { pool(c).name = "control-plane"; }, "nodePools.0.name", /gives the masters/],
+    // R13: the project's own tag prefix.
+    ["tag under alicloud-kubeadm/", (c) => { c.tags = { "alicloud-kubeadm/cluster": "other" }; }, "tags.alicloud-kubeadm/cluster", /alicloud-kubeadm\/\* tags are set by alicloud-kubeadm/],
+    // R16: the distribution reference grammar.
+    ["image path with two dots", (c) => { c.images = { flannel: "ghcr.io/a..b/flannel:v1" }; }, "images.flannel", /not an image reference/],
+    ["image path with _-", (c) => { c.images = { cloudControllerManager: "ghcr.io/a_-b/ccm:v1" }; }, "images.cloudControllerManager", /not an image reference/],
+    ["image path with three underscores", (c) => { c.images = { flannelCniPlugin: "ghcr.io/a___b/cni:v1" }; }, "images.flannelCniPlugin", /not an image reference/],
+    ["repository path with .-", (c) => { c.images = { kubernetesRepository: "registry.example.com/a.-b" }; }, "images.kubernetesRepository", /not an image repository/],
+    ["image name over 255 characters", (c) => { c.images = { flannel: `ghcr.io/${"a".repeat(250)}:v1` }; }, "images.flannel", /258 characters; at most 255/],
 ];
+
+/** Valid labels making about `bytes` bytes as `key=value,...`. */
+function bigLabels(bytes: number): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (let i = 0; Object.entries(out).map(([k, v]) => `${k}=${v}`).join(",").length < bytes; i++) {
+        out[`example.com/l${i}`] = "v".repeat(60);
+    }
+    return out;
+}
+
+/** Valid, distinct taints making about `bytes` bytes as `key=value:Effect,...`. */
+function bigTaints(bytes: number): string[] {
+    const out: string[] = [];
+    for (let i = 0; out.join(",").length < bytes; i++) {
+        out.push(`example.com/t${i}=${"v".repeat(60)}:NoSchedule`);
+    }
+    return out;
+}
 
 /** `n` distinct valid labels `<prefix>-<i>: v`. */
 function manyLabels(n: number, prefix = "l"): Record<string, string> {
@@ -317,10 +374,44 @@ describe("cluster config validation", () => {
         assert.deepStrictEqual(validateClusterConfig(base(), "cn-hangzhou").warnings, []);
     });
 
-    it("warns about a public endpoint nobody outside may reach", () => {
+    it("refuses a public endpoint that no real address may reach (none allowed, or only documentation ranges); warns about 0.0.0.0/0", () => {
+        for (const cidrs of [[], ["203.0.113.0/24"], ["198.51.100.7/32", "192.0.2.0/25"]]) {
+            const cfg = base();
+            net(cfg).apiAllowedCidrs = cidrs;
+            const r = validateClusterConfig(cfg, "cn-hangzhou");
+            assert.strictEqual(r.config, undefined, cidrs.join(","));
+            assert.match(r.errors.join("\n"), /^network\.apiAllowedCidrs: .*apiAllowedCidrs\[0\]' <your-public-ip>\/32/m, cidrs.join(","));
+        }
+        const mixed = base();
+        net(mixed).apiAllowedCidrs = ["47.96.0.0/16", "203.0.113.0/24"];
+        const m = validateClusterConfig(mixed, "cn-hangzhou");
+        assert.deepStrictEqual(m.errors, []);
+        assert.deepStrictEqual(m.warnings.map((w) => w.split(":")[0]), ["network.apiAllowedCidrs.1"]);
+        const open = base();
+        net(open).apiAllowedCidrs = ["0.0.0.0/0"];
+        assert.match(validateClusterConfig(open, "cn-hangzhou").warnings.join("\n"), /^network\.apiAllowedCidrs\.0: 0\.0\.0\.0\/0 lets every address/m);
+        const internal = base();
+        cp(internal).publicEndpoint = false;
+        net(internal).apiAllowedCidrs = [];
+        assert.deepStrictEqual(validateClusterConfig(internal, "cn-hangzhou").errors, [], "an internal endpoint needs no outside address");
+    });
+
+    it("existingNodes[].connection: SSH access with defaults (port 22, user root), only for mode manual, unknown keys refused", () => {
         const cfg = base();
-        net(cfg).apiAllowedCidrs = [];
-        assert.match(validateClusterConfig(cfg, "cn-hangzhou").warnings.join("\n"), /^network\.apiAllowedCidrs: controlPlane\.publicEndpoint is true/m);
+        existing(cfg).connection = { host: "192.168.16.20", privateKey: "-----BEGIN OPENSSH PRIVATE KEY-----" };
+        const ok = parseClusterConfig(cfg, "cn-hangzhou");
+        assert.deepStrictEqual(ok.existingNodes[0].connection, { host: "192.168.16.20", port: 22, user: "root", privateKey: "-----BEGIN OPENSSH PRIVATE KEY-----" });
+
+        const auto = base();
+        Object.assign(existing(auto), { mode: "auto", replaceSystemDisk: true, connection: { host: "10.0.0.1" } });
+        assert.match(validateClusterConfig(auto, "cn-hangzhou").errors.join("\n"), /^existingNodes\.0\.connection: a connection runs the attach script over SSH, which only mode manual does/m);
+
+        const bad = base();
+        existing(bad).connection = { host: "", port: 70000, key: "x" };
+        const errors = validateClusterConfig(bad, "cn-hangzhou").errors.join("\n");
+        assert.match(errors, /^existingNodes\.0\.connection\.host: /m);
+        assert.match(errors, /^existingNodes\.0\.connection\.port: /m);
+        assert.match(errors, /^existingNodes\.0\.connection(\.key)?: .*key/m);
     });
 
     it("parseClusterConfig throws ClusterConfigError listing every problem", () => {
@@ -340,6 +431,7 @@ describe("cluster config validation", () => {
         try {
             const doc = YAML.parse(fs.readFileSync(path.join(__dirname, "..", "stacks", "Pulumi.dev.yaml"), "utf8"));
             const cluster = doc.config["alicloud-kubeadm:cluster"];
+            cluster.existingNodes = [{ instanceId: "i-bp1exampleexample01", mode: "manual" }];
             const acr = "registry-vpc.cn-hangzhou.aliyuncs.com/mirror";
             cluster.controlPlane.count = 3;
             cluster.images = {
@@ -393,7 +485,8 @@ describe("cluster config validation", () => {
             const doc = YAML.parse(fs.readFileSync(path.join(__dirname, "..", "stacks", `Pulumi.${stack}.yaml`), "utf8")).config;
             const result = validateClusterConfig(doc["alicloud-kubeadm:cluster"], doc["alicloud:region"]);
             assert.deepStrictEqual(result.errors, []);
-            assert.deepStrictEqual(result.warnings, []);
+            // dev opens the API port to every address (its comment says why and how to narrow it); nothing else.
+            assert.deepStrictEqual(result.warnings.map((w) => w.split(":")[0]), stack === "dev" ? ["network.apiAllowedCidrs.0"] : []);
             const harness = /export const KUBERNETES_VERSION = "v([0-9.]+)"/.exec(fs.readFileSync(path.join(__dirname, "kube", "cluster.ts"), "utf8"))![1];
             assert.strictEqual(doc["alicloud-kubeadm:cluster"].kubernetesVersion, harness);
         });
@@ -459,6 +552,64 @@ describe("cluster config: regions and zones (docs/upstream.md#alibaba-regions, #
 });
 
 describe("cluster config: what is accepted (no over-rejection)", () => {
+    it("labels and taints right at their limits: 4096 bytes over Cloud Assistant, 8192 in userdata (and SSH/auto existing nodes)", () => {
+        /** Labels of exactly `target` bytes as key=value,... */
+        const fit = (target: number) => {
+            const labels: Record<string, string> = {};
+            const size = () => Object.entries(labels).map(([k, v]) => `${k}=${v}`).join(",").length;
+            for (let i = 10; target - size() > 140; i++) labels[`example.com/l${i}`] = "v".repeat(60);
+            const values = target - size() - 2 * ",example.com/zN=".length; // two more labels share the rest
+            labels["example.com/z1"] = "v".repeat(Math.ceil(values / 2));
+            labels["example.com/z2"] = "v".repeat(Math.floor(values / 2));
+            assert.equal(size(), target);
+            return { labels };
+        };
+        const cfg = base();
+        Object.assign(existing(cfg), fit(4096));
+        Object.assign(pool(cfg), { taints: bigTaints(8000) });
+        assert.deepStrictEqual(validateClusterConfig(cfg, "cn-hangzhou").errors, []);
+    });
+
+    it("a size or autoscale of the wrong type is reported once, without a second 'set exactly one' problem", () => {
+        for (const [key, value] of [["size", "two"], ["autoscale", "yes"]] as const) {
+            const cfg = base();
+            if (key === "autoscale") { delete pool(cfg).size; }
+            pool(cfg)[key] = value;
+            const { errors } = validateClusterConfig(cfg, "cn-hangzhou");
+            assert.deepStrictEqual(errors.filter((e) => e.startsWith("nodePools.0")), [`nodePools.0.${key}: must be ${key === "size" ? "number" : "object"}`]);
+        }
+        const both = base();
+        pool(both).autoscale = { min: 0, max: "x" };
+        assert.deepStrictEqual(validateClusterConfig(both, "cn-hangzhou").errors.filter((e) => e.startsWith("nodePools.0")).map((e) => e.split(":")[0]),
+            ["nodePools.0.autoscale.max", "nodePools.0"], "size and autoscale both given is still a problem");
+    });
+
+    it("image references the distribution grammar allows: runs of '-', '__', an upper-case registry, a port, IPv6, sha512", () => {
+        const cfg = base();
+        cfg.images = {
+            flannel: "ghcr.io/flannel---io/flannel:v0.28.9",
+            flannelCniPlugin: "Registry.Example.com:5000/a__b/cni@sha512:" + "c".repeat(128),
+            cloudControllerManager: "[fd00::1]:5000/acs/ccm:v2.14.0",
+            clusterAutoscalerRepository: "registry.example.com/auto--scaling/cluster-autoscaler",
+        };
+        assert.deepStrictEqual(validateClusterConfig(cfg, "cn-hangzhou").errors, []);
+    });
+
+    it("warns (does not refuse) a 1-vCPU master type: kubeadm's preflight wants 2 CPUs", () => {
+        for (const type of ["ecs.t5-lc1m2.small", "ecs.n1.tiny", "ecs.t5-lc2m1.nano"]) {
+            const cfg = base();
+            cp(cfg).instanceType = type;
+            const r = validateClusterConfig(cfg, "cn-hangzhou");
+            assert.deepStrictEqual(r.errors, [], type);
+            assert.ok(r.warnings.some((w) => w.startsWith("controlPlane.instanceType: ") && /1 vCPU.*NumCPU/.test(w)), `${type}: ${r.warnings.join("; ")}`);
+        }
+        for (const type of ["ecs.g7.large", "ecs.n1.medium", "ecs.t6-c1m1.large"]) {
+            const cfg = base();
+            cp(cfg).instanceType = type;
+            assert.ok(!validateClusterConfig(cfg, "cn-hangzhou").warnings.some((w) => w.startsWith("controlPlane.instanceType")), type);
+        }
+    });
+
     it("taints in node-role.kubernetes.io/ (NodeRestriction limits labels, not taints)", () => {
         const cfg = base();
         pool(cfg).taints = ["node-role.kubernetes.io/gpu:NoSchedule", { key: "node-role.kubernetes.io/infra", value: "true", effect: "NoExecute" }];
@@ -516,7 +667,7 @@ describe("cluster config: supported Kubernetes versions (docs/upstream.md#kubern
     it("warns about a minor past its end of life, measured from the table's own date", () => {
         const r = warningsFor("1.34.2");
         assert.deepStrictEqual(r.errors, []);
-        assert.deepStrictEqual(r.warnings, [`kubernetesVersion: Kubernetes 1.34 reached its upstream end of life on 2026-10-27 and gets no security fixes; move to a supported minor (1.35, 1.36, 1.37; see README "Changing a running cluster" for upgrades)`]);
+        assert.deepStrictEqual(r.warnings, [`kubernetesVersion: Kubernetes 1.34 reached its upstream end of life on 2026-10-27 and gets no security fixes; move to a supported minor (1.35, 1.36, 1.37 (no Cluster Autoscaler release yet: not with autoscaled pools); see README "Changing a running cluster" for upgrades)`]);
         assert.match(warningsFor("1.31.0").warnings.join("\n"), /1\.31 reached its upstream end of life on 2025-10-28/);
     });
 
@@ -562,7 +713,7 @@ describe("stack config reader (readStackConfig): keys Pulumi would ignore, a clu
     });
 
     it("a key set without --path: says so and gives both commands", () => {
-        const r = readStackConfig({ "alicloud-kubeadm:cluster": cluster, "alicloud-kubeadm:cluster.controlPlane.count": "3" });
+        const r = readStackConfig({ "alicloud-kubeadm:cluster": cluster, "alicloud-kubeadm:cluster.controlPlane.count": "3" }, []);
         assert.deepStrictEqual(r.errors, ["alicloud-kubeadm:cluster.controlPlane.count: is a key of its own, not a field of alicloud-kubeadm:cluster, and is ignored: it was set without --path. " +
             "Run `pulumi config rm 'alicloud-kubeadm:cluster.controlPlane.count'`, then `pulumi config set --path 'alicloud-kubeadm:cluster.controlPlane.count' 3`"]);
     });
@@ -572,6 +723,28 @@ describe("stack config reader (readStackConfig): keys Pulumi would ignore, a clu
         assert.strictEqual(r.errors.length, 1);
         assert.match(r.errors[0], /^alicloud-kubeadm:nodePools: is ignored: only alicloud-kubeadm:cluster is read, and "nodePools" is a field of it\. In the stack file, indent this block under alicloud-kubeadm:cluster/);
         assert.doesNotMatch(r.errors[0], /"name"/, "a long value is not echoed");
+    });
+
+    it("never echoes the value of a secret key (and echoes none when the secret keys are unknown)", () => {
+        const all = { "alicloud-kubeadm:cluster": cluster, "alicloud-kubeadm:cluster.accessKey": "LTAIsecret42", "alicloud-kubeadm:tags": "tk-secret-7" };
+        const r = readStackConfig(all, ["alicloud-kubeadm:cluster.accessKey", "alicloud-kubeadm:tags"]);
+        assert.strictEqual(r.errors.length, 2);
+        for (const e of r.errors) {
+            assert.doesNotMatch(e, /LTAIsecret42|tk-secret-7/);
+            assert.match(e, /`pulumi config set --secret --path '[^']+' <value>`/);
+        }
+        const saved = { keys: process.env.PULUMI_CONFIG_SECRET_KEYS, config: process.env.PULUMI_CONFIG };
+        try {
+            process.env.PULUMI_CONFIG = "{}";
+            process.env.PULUMI_CONFIG_SECRET_KEYS = JSON.stringify(["alicloud-kubeadm:cluster.accessKey"]);
+            assert.doesNotMatch(readStackConfig(all).errors.join("\n"), /LTAIsecret42/, "the program's own list of secret keys is read by default");
+            delete process.env.PULUMI_CONFIG_SECRET_KEYS;
+            assert.doesNotMatch(readStackConfig(all).errors.join("\n"), /LTAIsecret42|tk-secret-7/, "in a program whose secret keys are unknown, nothing is echoed");
+        } finally {
+            for (const [k, v] of [["PULUMI_CONFIG_SECRET_KEYS", saved.keys], ["PULUMI_CONFIG", saved.config]] as const) {
+                if (v === undefined) delete process.env[k]; else process.env[k] = v;
+            }
+        }
     });
 
     it("any other key of the namespace", () => {

@@ -4,12 +4,17 @@
  * disagree: each input must get the same verdict from the config and from the component used directly.
  */
 import * as assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { validateClusterConfig } from "../src/config";
 import { autoscalerObjects, autoscalerProblems, resolveClusterAutoscalerArgs, type ClusterAutoscalerArgs } from "../src/components/clusterAutoscaler";
 import { networkArgProblems } from "../src/components/network";
 import { nodePoolProblems, type NodePoolArgs } from "../src/components/nodePool";
-import { renderAttachNode } from "../src/shell/render";
-import { collect, DEFAULT_AUTOSCALER_SETTINGS, kubernetesSupportWarning, parseDuration, pauseVersionFor, type NodeCommandIds } from "../src/rules";
+import { renderAttachCommand, renderAttachNode, SAVED_COMMAND_LIMIT_BASE64, USERDATA_HARD_LIMIT_BYTES } from "../src/shell/render";
+import {
+    collect, DEFAULT_AUTOSCALER_SETTINGS, kubernetesSupportWarning, MAX_NODE_PARAMETER_BYTES, MAX_USERDATA_LABELS_TAINTS_BYTES, nodeFlagTexts,
+    operationParameters, parseDuration, pauseVersionFor, type NodeCommandIds, type Taint,
+} from "../src/rules";
 
 const cluster = (autoscaler: Record<string, unknown>) => ({
     name: "drift", kubernetesVersion: "1.36.3", zones: ["cn-hangzhou-h"],
@@ -53,6 +58,13 @@ describe("rules: one verdict for the config and the components", () => {
         assert.equal(config.autoscaler.expander, "least-waste");
         assert.equal(DEFAULT_AUTOSCALER_SETTINGS.expander, "least-waste");
         assert.ok(args({}).includes("--expander=least-waste"));
+        // The docs say so too: no clause about the component's default may call it `random`.
+        for (const file of ["README.md", "docs/upstream.md", "docs/architecture.md"]) {
+            const text = fs.readFileSync(path.join(__dirname, "..", file), "utf8").replace(/\s+/g, " ");
+            for (const clause of text.split(/;\s|\.\s+(?=[A-Z`])|\s\|\s/)) {
+                assert.ok(!(/component/.test(clause) && /default/.test(clause) && /`random`/.test(clause)), `${file}: "${clause}"`);
+            }
+        }
     });
 
     it("expander chains: a repeat and anything after random are refused by both, with the same reason", () => {
@@ -110,6 +122,32 @@ describe("rules: one verdict for the config and the components", () => {
             assert.ok(fromConfig.length > 0, `${field} ${value}`);
             assert.deepEqual(fromConfig, fromComponent, `${field} ${value}`);
         }
+    });
+
+    it("the label/taint bounds the config checks guarantee the cloud's limits: 32 KB userdata, 24 KB per Cloud Assistant invocation", () => {
+        const join = { region: "cn-hangzhou", kubernetesVersion: "1.36.3", apiEndpoint: `${"n".repeat(60)}.cn-hangzhou.nlb.aliyuncsslb.com:6443`,
+            poolName: "p".repeat(40), token: "abcdef.0123456789abcdef", caCertHash: `sha256:${"a".repeat(64)}` };
+        // Valid labels and taints, as many bytes as the userdata bound allows.
+        const labels: Record<string, string> = {};
+        const taints: Taint[] = [];
+        for (let i = 0; ; i++) {
+            const next = { ...labels, [`example.com/l${i}`]: "v".repeat(60) };
+            const nextTaints = [...taints, { key: `example.com/t${i}`, value: "v".repeat(60), effect: "NoSchedule" as const }];
+            const t = nodeFlagTexts(next, nextTaints);
+            if (t.labels.length + t.taints.length > MAX_USERDATA_LABELS_TAINTS_BYTES) break;
+            Object.assign(labels, next);
+            taints.push(nextTaints[nextTaints.length - 1]);
+        }
+        const bare = Buffer.byteLength(renderAttachNode(join));
+        assert.ok(bare + MAX_USERDATA_LABELS_TAINTS_BYTES + 256 <= USERDATA_HARD_LIMIT_BYTES, `attach userdata without labels is ${bare} bytes: the budget no longer fits`);
+        assert.ok(Buffer.byteLength(renderAttachNode({ ...join, labels, taints })) <= USERDATA_HARD_LIMIT_BYTES);
+        // Over Cloud Assistant: the largest saved command plus the largest parameters still fit one invocation.
+        const half = "x".repeat(MAX_NODE_PARAMETER_BYTES / 2);
+        const params = JSON.stringify({ labels: half, taints: half });
+        assert.ok(SAVED_COMMAND_LIMIT_BASE64 + 4 * Math.ceil(Buffer.byteLength(params) / 3) <= 24 * 1024);
+        assert.ok(4 * Math.ceil(Buffer.byteLength(renderAttachCommand(join)) / 3) <= SAVED_COMMAND_LIMIT_BASE64);
+        // and the operation's own parameter patterns take that much.
+        assert.doesNotThrow(() => operationParameters("attach", { labels: "a=b,".repeat(MAX_NODE_PARAMETER_BYTES / 4).slice(0, MAX_NODE_PARAMETER_BYTES), taints: "" }));
     });
 
     it("the pause image follows kubeadm's PauseVersion per minor; the support warning reads the table, not the clock", () => {

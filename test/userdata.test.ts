@@ -11,7 +11,7 @@ import fc from "fast-check";
 import { parseAllDocuments } from "yaml";
 import {
     AttachNodeParams, MasterInitParams, compactShell, containerdRpmRepoUrl, defaultMirrors, kubernetesRepoUrl, redactUserdata,
-    renderAttachCommand, renderAttachNode, renderControlPlaneJoin, renderControlPlaneJoinCommand, renderMasterInit, renderOperation, shellQuote,
+    renderAttachCommand, renderAttachNode, renderControlPlaneJoin, renderControlPlaneJoinCommand, renderMasterInit, renderOperation, shellQuote, USERDATA_BUDGET_BYTES,
 } from "../src/shell/render";
 import { OPERATIONS } from "../src/rules";
 import { fill } from "./savedCommands";
@@ -21,7 +21,7 @@ import { requireTool, SHELLCHECK_INSTALL } from "./tools";
 const USERDATA_DIR = path.join(__dirname, "..", "src", "shell");
 const STUB_DIR = path.join(__dirname, "sandbox", "stubs");
 const GOLDEN = path.join(__dirname, "golden", "attach-node.sh");
-const BUDGET = 16 * 1024;
+const BUDGET = USERDATA_BUDGET_BYTES;
 
 const TOKEN = "k9x2ab.0123456789abcdef";
 const HASH_A = `sha256:${"0a".repeat(32)}`;
@@ -154,7 +154,7 @@ describe("userdata rendering", () => {
         assert.throws(() => renderMasterInit({ ...masterParams, apiEndpoint: "10.0.0.1" }), /apiEndpoint: must be host:port/);
     });
 
-    it("stays within the 16 KiB budget even with many labels, taints and SANs", () => {
+    it("stays within the 20 KiB budget even with many labels, taints and SANs", () => {
         const labels = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`example.com/label-${i}`, `value-${i}`]));
         const taints = Array.from({ length: 10 }, (_, i) => `example.com/taint-${i}=v:NoSchedule`);
         const attach = renderAttachNode({ ...attachParams, labels, taints });
@@ -164,7 +164,8 @@ describe("userdata rendering", () => {
     });
 
     it("fits Cloud Assistant's RunCommand limit (24 KiB after Base64) for manual joins", () => {
-        for (const script of [renderAttachNode(attachParams), renderControlPlaneJoin({ ...attachParams, certificateKey: CERT_KEY })]) {
+        const { poolName: _p, ...joinParams } = attachParams;
+        for (const script of [renderAttachNode(attachParams), fill(renderControlPlaneJoinCommand(joinParams), { token: TOKEN, certificateKey: CERT_KEY })]) {
             const encoded = Buffer.from(script, "utf8").toString("base64").length;
             assert.ok(encoded <= 24 * 1024, `${encoded} Base64 bytes`);
         }
@@ -264,11 +265,16 @@ describe("userdata scripts: static checks", () => {
             "/run/containerd/containerd.sock", "/dev/null", "/opt/cni/bin", // in a comment
             "/etc/kubernetes/pki/etcd", "/var/log/alicloud-kubeadm/master-init.log", "/var/log/alicloud-kubeadm/", // inside the etcd pod; in messages
             "/etc/kubernetes", // in a message of bake_node.sh
+            "/usr/local/sbin/alicloud-kubeadm-metadata-block", // AK_IMDS_BLOCK: written as ${AK_ROOT}${AK_IMDS_BLOCK}, run by the unit on the node
+            "/dev/urandom", // read only (the encryption key)
+            "/etc/kubernetes/pki/alicloud-kubeadm-encryption.yaml", "/etc/kubernetes/audit", "/var/log/kubernetes/audit", // AK_* constants, written under ${AK_ROOT}
+            "/usr/local/sbin/alicloud-kubeadm-cert-renew", // AK_RENEW_BIN, as AK_IMDS_BLOCK
         ];
         const ops = fs.readdirSync(path.join(USERDATA_DIR, "ops")).map((f) => path.join("ops", f));
         assert.ok(ops.includes(path.join("ops", "reset.sh")));
-        for (const file of ["prepare_node.sh", "node_images.sh", "bake_node.sh", "master_init.sh", "attach_node.sh", ...ops]) {
-            const text = fs.readFileSync(path.join(USERDATA_DIR, file), "utf8");
+        for (const file of ["prepare_node.sh", "node_images.sh", "bake_node.sh", "control_plane.sh", "master_init.sh", "attach_node.sh", ...ops]) {
+            // A quoted heredoc's text is a file installed on the node (it runs there, never in the sandbox).
+            const text = fs.readFileSync(path.join(USERDATA_DIR, file), "utf8").replace(/<<'(\w+)'[^\n]*\n[\s\S]*?\n\1\n/g, "");
             for (const m of text.matchAll(/(^|[^}A-Za-z0-9_./:-])(\/(?:etc|var|run|opt|usr|lib|root|home|tmp|dev)\/[A-Za-z0-9_./-]*)/gm)) {
                 assert.ok(allowed.includes(m[2].replace(/[.]$/, "")), `${file}: path ${m[2]} is not under \${AK_ROOT}`);
             }
@@ -426,6 +432,26 @@ describe("master_init.sh in the sandbox", () => {
             assert.match(sb.read("/var/lib/alicloud-kubeadm/init.failed") ?? "", /^status=failed\nexit_code=(100|1)\nlog=\/var\/log\/alicloud-kubeadm\/master-init\.log\n/);
             assert.match(sb.read("/var/log/alicloud-kubeadm/master-init.log") ?? "", /Unable to (locate package|find a match:) kubeadm/);
         }
+    });
+
+    it("looks for runc's SystemdCgroup in runc's options table: another runtime's key does not count", async () => {
+        // A pre-baked config (e.g. with the NVIDIA runtime) whose runc options lack the key, as containerd 2.0.0-2.0.6 print them.
+        const custom = "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\"]\n  sandbox_image = \"registry.k8s.io/pause:3.6\"\n" +
+            "  [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.nvidia.options]\n    BinaryName = \"/usr/bin/nvidia-container-runtime\"\n    SystemdCgroup = false\n" +
+            "  [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc.options]\n    BinaryName = \"\"\n" +
+            "  [plugins.\"io.containerd.grpc.v1.cri\".registry]\n    config_path = \"/etc/containerd/certs.d\"\n";
+        const sb = sandbox({ os: "ubuntu", prebaked: true });
+        sb.write("/etc/containerd/config.toml", custom);
+        assertOk(await sb.run(renderMasterInit(masterParams)), sb);
+        const lines = (sb.read("/etc/containerd/config.toml") ?? "").split("\n");
+        const table = (name: string) => {
+            const at = lines.findIndex((l) => l.trim() === `[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.${name}.options]`);
+            assert.ok(at >= 0, `${name} options table kept`);
+            const end = lines.findIndex((l, i) => i > at && /^\s*\[/.test(l));
+            return lines.slice(at + 1, end < 0 ? undefined : end).map((l) => l.trim());
+        };
+        assert.deepEqual(table("runc"), ["SystemdCgroup = true", "BinaryName = \"\""], "runc's options get the key");
+        assert.deepEqual(table("nvidia"), ["BinaryName = \"/usr/bin/nvidia-container-runtime\"", "SystemdCgroup = true"], "every runtime agrees with the kubelet's systemd driver");
     });
 
     it("patches a pre-baked full containerd config in place, and replaces a packaged config that disables CRI", async () => {
@@ -739,7 +765,7 @@ describe("attach_node.sh in the sandbox", () => {
         assert.ok(!bad.stderr.includes("Bad.Token.Value"));
     });
 
-    it("rendered attach userdata fits the 16 KiB budget", () => {
+    it("rendered attach userdata fits the 20 KiB budget", () => {
         assert.ok(Buffer.byteLength(script) <= BUDGET, `${Buffer.byteLength(script)} bytes`);
     });
 });

@@ -5,7 +5,8 @@ import * as pulumi from "@pulumi/pulumi";
 import type * as k8s from "@pulumi/kubernetes";
 import {
     AUTOSCALER_EXPANDERS, AUTOSCALER_LATEST_PATCH, DEFAULT_AUTOSCALER_IMAGE_REPOSITORY, DEFAULT_AUTOSCALER_SETTINGS, autoscalerSettingsProblems,
-    autoscalerVersionFor, collect, parseVersion, refusedAutoscalerVersion, resolveAutoscalerVersion, type AutoscalerSettings, type Problem,
+    autoscalerVersionFor, collect, dnsLabelProblem, imageRepositoryProblem, kubernetesVersionProblem, MAX_SCALING_GROUP_INSTANCES, parseVersion,
+    refusedAutoscalerVersion, regionProblem, resolveAutoscalerVersion, type AutoscalerSettings, type Problem,
 } from "../rules";
 import { throwIfProblems } from "./args";
 import { applyObjects, CONTROL_PLANE_LABEL, kubeObject, mapInput, resolveObjects, type KubeObject } from "./kube";
@@ -101,12 +102,20 @@ export const AUTOSCALER_ROLE_RULES: k8s.types.input.rbac.v1.PolicyRule[] = [
 /** Every problem in the arguments, as property path + reason (empty when valid). */
 export function autoscalerProblems(args: ClusterAutoscalerArgs): Problem[] {
     const { problems, report } = collect();
-    if (args.pools.length === 0) {
+    const region = typeof args.region === "string" ? regionProblem(args.region) : "is required: a region id, e.g. cn-hangzhou";
+    if (region) {
+        report("region", region);
+    }
+    const pools = Array.isArray(args.pools) ? args.pools : [];
+    if (pools.length === 0) {
         report("pools", "at least one autoscaled pool is required (do not create a ClusterAutoscaler without one)");
     }
     const names = new Set<string>();
-    args.pools.forEach((p, i) => {
-        if (names.has(p.name)) {
+    pools.forEach((p, i) => {
+        const name = typeof p.name === "string" ? dnsLabelProblem(p.name, 63) : "is required: the pool's name";
+        if (name) {
+            report(`pools.${i}.name`, name);
+        } else if (names.has(p.name)) {
             report(`pools.${i}.name`, `"${p.name}" appears twice`);
         }
         names.add(p.name);
@@ -115,12 +124,27 @@ export function autoscalerProblems(args: ClusterAutoscalerArgs): Problem[] {
         }
         if (!Number.isInteger(p.max) || p.max < p.min) {
             report(`pools.${i}.max`, `must be an integer >= min (${p.min}), got ${p.max}`);
+        } else if (p.max > MAX_SCALING_GROUP_INSTANCES) {
+            report(`pools.${i}.max`, `ESS allows at most ${MAX_SCALING_GROUP_INSTANCES} instances per group, got ${p.max}`);
+        }
+        if (p.scalingGroupId === undefined || p.scalingGroupId === "") {
+            report(`pools.${i}.scalingGroupId`, "is required: the pool's ESS scaling group id (NodePool.scalingGroupId)");
         }
     });
     autoscalerSettingsProblems({ ...DEFAULT_AUTOSCALER_SETTINGS, ...args.settings }, (path, reason) => report(`settings.${path}`, reason));
-    const { problem } = resolveAutoscalerVersion(args.version, args.kubernetesVersion);
+    const k8sVersion = typeof args.kubernetesVersion === "string" ? kubernetesVersionProblem(args.kubernetesVersion) : "is required: a full version like \"1.36.3\"";
+    if (k8sVersion) {
+        report("kubernetesVersion", k8sVersion);
+    }
+    const { problem } = k8sVersion && args.version === undefined ? { problem: undefined } : resolveAutoscalerVersion(args.version, args.kubernetesVersion);
     if (problem) {
         report("version", problem);
+    }
+    if (args.imageRepository !== undefined) {
+        const reason = typeof args.imageRepository === "string" ? imageRepositoryProblem(args.imageRepository) : "must be an image repository (a plain string)";
+        if (reason) {
+            report("imageRepository", reason);
+        }
     }
     if (args.accessKeySecretName !== undefined && !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(args.accessKeySecretName)) {
         report("accessKeySecretName", `"${args.accessKeySecretName}" is not a valid Secret name`);
@@ -152,6 +176,8 @@ export function autoscalerArgs(args: ResolvedClusterAutoscalerArgs, groupIds: pu
         "--v=4",
         "--stderrthreshold=info",
         "--cloud-provider=alicloud",
+        // Metrics and health on the master's loopback only (host network; the default is :8085 on every address).
+        "--address=127.0.0.1:8085",
         ...args.pools.map((p, i) => mapInput(groupIds[i], (id) => `--nodes=${p.min}:${p.max}:${id}`)),
         `--scale-down-utilization-threshold=${s.scaleDownUtilizationThreshold}`,
         `--scale-down-unneeded-time=${s.scaleDownUnneededTime}`,
@@ -200,6 +226,9 @@ export function autoscalerObjects(args: ResolvedClusterAutoscalerArgs, groupIds:
                 template: {
                     metadata: { labels },
                     spec: {
+                        // Host network: pods are blocked from the metadata service (docs/security.md#metadata-block);
+                        // the autoscaler reads the masters' RAM role credentials there as a host process does.
+                        hostNetwork: true,
                         priorityClassName: "system-cluster-critical",
                         serviceAccountName: NAME,
                         nodeSelector: { [CONTROL_PLANE_LABEL]: "" },
@@ -232,8 +261,8 @@ export class ClusterAutoscaler extends pulumi.ComponentResource {
     public readonly version: string;
 
     constructor(name: string, args: ClusterAutoscalerArgs, opts?: pulumi.ComponentResourceOptions) {
+        const resolved = resolveClusterAutoscalerArgs(args); // before super(): bad input registers nothing, not even this component
         super("alicloud-kubeadm:index:ClusterAutoscaler", name, {}, opts);
-        const resolved = resolveClusterAutoscalerArgs(args);
         const objects = autoscalerObjects(resolved, args.pools.map((p) => p.scalingGroupId));
         this.version = resolved.version;
         this.resources = applyObjects(name, objects, { parent: this, provider: opts?.provider });

@@ -14,9 +14,9 @@ import { renderAttachCommand, renderAttachNode } from "../shell/render";
 import type { JoinArgs } from "./joinArgs";
 import { formatTaint, OPERATIONS } from "../rules";
 import { saveCommand } from "./nodeCommands";
-import { checkExistingNode, nodeMirrors, type ClusterConfig, type ExistingNodeConfig } from "../config";
+import { checkExistingNode, checkNodeJoinConfig, nodeMirrors, type ClusterConfig, type ExistingNodeConfig } from "../config";
 import { NodeMembership } from "../providers/nodeMembership";
-import { EXISTING_POOL, type Report } from "../rules";
+import { CONTROL_PLANE_POOL, dnsLabelProblem, EXISTING_POOL, type Report } from "../rules";
 import { checkArgs } from "./args";
 
 /** Pool label value of existing nodes (`alicloud-kubeadm/pool=existing`). */
@@ -65,7 +65,17 @@ export const SSH_ATTACH_COMMAND = 'if [ "$(id -u)" -eq 0 ]; then bash -s; else s
 /** Checks the arguments with the stack config's rules for existing nodes (paths relative to the args: `node.labels.<key>`). */
 export function existingNodeProblems(args: ExistingNodeArgs, report: Report): void {
     const { node } = args;
-    checkExistingNode(node, (path, reason) => report(path ? `node.${path}` : "node", reason));
+    checkNodeJoinConfig(args.config, (path, reason) => report(path ? `config.${path}` : "config", reason));
+    if (typeof node !== "object" || node === null) {
+        report("node", "is required: the node's config (an ExistingNodeConfig, e.g. parseClusterConfig(...).existingNodes[i])");
+        return;
+    }
+    checkExistingNode({ ...node, labels: node.labels ?? {}, taints: node.taints ?? [] },
+        (path, reason) => report(path ? `node.${path}` : "node", reason), args.connection !== undefined);
+    const poolNameReason = poolLabelProblem(args.poolName);
+    if (poolNameReason) {
+        report("poolName", poolNameReason);
+    }
     if (args.connection && node.mode !== "manual") {
         report("connection", `a connection runs the attach script over SSH, which only mode manual does (${node.instanceId} is mode ${node.mode})`);
     }
@@ -75,6 +85,22 @@ export function existingNodeProblems(args: ExistingNodeArgs, report: Report): vo
     if (node.mode === "manual" && !args.connection && args.attachCommandId === undefined) {
         report("attachCommandId", "mode manual runs the cluster's saved attach command: create it with createAttachCommand");
     }
+}
+
+/**
+ * Why `poolName` cannot be an existing node's pool label value, or undefined: a DNS label of at most 63
+ * characters (the attach script's rule), and not the masters' value ({@link CONTROL_PLANE_POOL}).
+ */
+export function poolLabelProblem(poolName: string | undefined): string | undefined {
+    if (poolName === undefined) {
+        return undefined;
+    }
+    if (typeof poolName !== "string") {
+        return "must be a string: the pool label value of the node";
+    }
+    return dnsLabelProblem(poolName, 63) ?? (poolName === CONTROL_PLANE_POOL
+        ? `"${poolName}" is the pool label value of the masters; an existing node with it would be taken for one (use ${EXISTING_POOL}, the default, or a name of your own)`
+        : undefined);
 }
 
 /** What the cluster's attach command bakes in: the join material every existing node shares. */

@@ -1,19 +1,27 @@
-// Network: the VPC, one vSwitch per zone, optional NAT egress, and the two security groups.
+// Network: the VPC, one vSwitch per zone, optional NAT egress, and the security groups (masters, nodes, NLB).
 // The VPC's system route table is exposed because the Cloud Controller Manager writes one pod route
 // per node into it (docs/architecture.md "Pod network").
 import * as alicloud from "@pulumi/alicloud";
 import * as pulumi from "@pulumi/pulumi";
-import { checkNetworkLayout, CLUSTER_TAG, collect, type Problem } from "../rules";
-import { throwIfProblems } from "./args";
+import {
+    checkNetworkLayout, CLUSTER_TAG, collect, dnsLabelProblem, hostNamePartProblem, regionOfZone, regionProblem, resourceNamePrefixProblem,
+    securityGroupMatrix, zoneProblem, type Problem, type SecurityGroupName,
+} from "../rules";
+import { checkTags, isKnown, throwIfProblems } from "./args";
 
 export interface NetworkArgs {
     /** Cluster name; prefixes every resource name. Required. */
     clusterName: string;
+    /**
+     * Region id, e.g. `ap-southeast-1`: the zones are checked against it. Default: the region of the first zone
+     * (every zone must then belong to it); the provider's region is where the resources are created either way.
+     */
+    region?: string;
     /** Zones, one vSwitch each, in order. Required, at least one. */
     zones: string[];
     /** VPC CIDR. Required. */
     vpcCidr: string;
-    /** Pod CIDR: allowed into the cluster security group (pod-to-node traffic arrives from pod IPs). Required. */
+    /** Pod CIDR: pod-to-pod traffic between nodes arrives from pod IPs (docs/security.md#security-groups). Required. */
     podCidr: string;
     /** vSwitch CIDRs, one per zone. Default: carved from `vpcCidr` (see `carveVSwitchCidrs`). */
     vswitchCidrs?: string[];
@@ -31,20 +39,70 @@ export interface NetworkResources {
     natGateway?: alicloud.vpc.NatGateway;
     natEip?: alicloud.ecs.EipAddress;
     snatEntries: alicloud.vpc.SnatEntry[];
+    /** The masters' group. */
+    masterSecurityGroup: alicloud.ecs.SecurityGroup;
+    /** The pool nodes' group (named `cluster` before masters and nodes were separated). */
     clusterSecurityGroup: alicloud.ecs.SecurityGroup;
+    /** The NLB's group. */
     apiSecurityGroup: alicloud.ecs.SecurityGroup;
+    /** Every rule of the three groups, as in {@link securityGroupMatrix}. */
+    securityGroupRules: alicloud.ecs.SecurityGroupRule[];
+}
+
+/**
+ * Checks NetworkArgs with the stack config's rules (paths relative to the args, e.g. `vswitchCidrs.0`, `zones.1`):
+ * the name, the zones (against `region` when given), the layout, the tags. Returns the vSwitch CIDRs (given or
+ * carved; empty when they cannot be known). Values that are not known yet (Outputs) are left to the cloud.
+ */
+function checkNetworkArgs(args: NetworkArgs): { problems: Problem[]; vswitchCidrs: string[] } {
+    const { problems, report } = collect();
+    if (typeof args.clusterName !== "string") {
+        report("clusterName", "is required: the cluster name (a DNS-1123 label starting with a letter)");
+    } else {
+        const name = dnsLabelProblem(args.clusterName, 40) ?? resourceNamePrefixProblem(args.clusterName) ?? hostNamePartProblem(args.clusterName);
+        if (name) {
+            report("clusterName", name);
+        }
+    }
+    const region = args.region !== undefined && isKnown(args.region) ? args.region : undefined;
+    const regionReason = region === undefined ? undefined : regionProblem(region);
+    if (regionReason) {
+        report("region", regionReason);
+    }
+    const layoutKnown = Array.isArray(args.zones) && args.zones.every((z) => typeof z === "string") &&
+        [args.vpcCidr, args.podCidr].every((v) => typeof v === "string") &&
+        (args.vswitchCidrs === undefined || (Array.isArray(args.vswitchCidrs) && args.vswitchCidrs.every((v) => typeof v === "string"))) &&
+        (args.apiAllowedCidrs === undefined || (Array.isArray(args.apiAllowedCidrs) && args.apiAllowedCidrs.every((v) => typeof v === "string")));
+    if (!Array.isArray(args.zones)) {
+        report("zones", "is required: a list of zone ids, e.g. [cn-hangzhou-h]");
+    }
+    // Without a region, the first zone's region (when recognisable) is the one every zone must belong to.
+    const zonesRegion = region !== undefined ? (regionReason ? undefined : region)
+        : Array.isArray(args.zones) && typeof args.zones[0] === "string" ? regionOfZone(args.zones[0]) : undefined;
+    if (zonesRegion && Array.isArray(args.zones)) {
+        args.zones.forEach((zone, i) => {
+            const reason = typeof zone === "string" ? zoneProblem(zone, zonesRegion) : undefined;
+            if (reason) {
+                report(`zones.${i}`, reason);
+            }
+        });
+    }
+    const given = Array.isArray(args.vswitchCidrs) && args.vswitchCidrs.every((v) => typeof v === "string") ? [...args.vswitchCidrs] : undefined;
+    if (!layoutKnown && Array.isArray(args.zones) && given === undefined) {
+        report("vpcCidr", "the vSwitches are carved from vpcCidr when the program runs, so it must be a plain string (not an Output); or give vswitchCidrs");
+    }
+    const vswitchCidrs = layoutKnown ? checkNetworkLayout(args, report) : given ?? [];
+    checkTags(args.tags, report);
+    return { problems, vswitchCidrs };
 }
 
 /** Checks NetworkArgs with the stack config's layout rules (paths relative to the args, e.g. `vswitchCidrs.0`). */
 export function networkArgProblems(args: NetworkArgs): Problem[] {
-    const { problems, report } = collect();
-    checkNetworkLayout(args, report);
-    return problems;
+    return checkNetworkArgs(args).problems;
 }
 
 function throwOnProblems(name: string, args: NetworkArgs): string[] {
-    const { problems, report } = collect();
-    const vswitchCidrs = checkNetworkLayout(args, report);
+    const { problems, vswitchCidrs } = checkNetworkArgs(args);
     throwIfProblems(`Network "${name}"`, problems);
     return vswitchCidrs;
 }
@@ -107,34 +165,42 @@ export function createNetwork(name: string, args: NetworkArgs, parent: pulumi.Re
         }
     }
 
+    // Three groups (docs/security.md#security-groups): the masters', the pool nodes' (it keeps the resource
+    // name of the single group it replaces, so existing stacks update it in place) and the NLB's.
+    const masterSecurityGroup = new alicloud.ecs.SecurityGroup(`${name}-master-sg`, {
+        vpcId: vpc.id,
+        securityGroupName: `${args.clusterName}-masters`,
+        description: "alicloud-kubeadm: masters (API, etcd between masters, kubelet from masters, DNS from pods)",
+        tags,
+    }, opts);
     const clusterSecurityGroup = new alicloud.ecs.SecurityGroup(`${name}-cluster-sg`, {
         vpcId: vpc.id,
         securityGroupName: `${args.clusterName}-cluster`,
-        description: "alicloud-kubeadm: nodes and masters; all traffic from the VPC and the pod network",
+        description: "alicloud-kubeadm: pool nodes (all from masters, nodes and pods; kubelet only from masters)",
         tags,
     }, opts);
-    const rule = (ruleName: string, sg: alicloud.ecs.SecurityGroup, rule: Omit<alicloud.ecs.SecurityGroupRuleArgs, "securityGroupId">) =>
-        new alicloud.ecs.SecurityGroupRule(`${name}-${ruleName}`, { securityGroupId: sg.id, nicType: "intranet", policy: "accept", priority: 1, ...rule }, opts);
-    rule("cluster-from-vpc", clusterSecurityGroup, { type: "ingress", ipProtocol: "all", portRange: "-1/-1", cidrIp: args.vpcCidr, description: "all traffic from the VPC" });
-    rule("cluster-from-pods", clusterSecurityGroup, { type: "ingress", ipProtocol: "all", portRange: "-1/-1", cidrIp: args.podCidr, description: "all traffic from pods" });
-    rule("cluster-egress", clusterSecurityGroup, { type: "egress", ipProtocol: "all", portRange: "-1/-1", cidrIp: "0.0.0.0/0", description: "egress open" });
-
     const apiSecurityGroup = new alicloud.ecs.SecurityGroup(`${name}-api-sg`, {
         vpcId: vpc.id,
         securityGroupName: `${args.clusterName}-api`,
         description: "alicloud-kubeadm: Kubernetes API server (TCP 6443)",
         tags,
     }, opts);
-    rule("api-from-vpc", apiSecurityGroup, { type: "ingress", ipProtocol: "tcp", portRange: "6443/6443", cidrIp: args.vpcCidr, description: "API from the VPC" });
-    (args.apiAllowedCidrs ?? []).forEach((cidr, i) =>
-        rule(`api-allowed-${i}`, apiSecurityGroup, { type: "ingress", ipProtocol: "tcp", portRange: "6443/6443", cidrIp: cidr, description: `API from ${cidr}` }));
+    const groups: Record<SecurityGroupName, alicloud.ecs.SecurityGroup> = { master: masterSecurityGroup, node: clusterSecurityGroup, api: apiSecurityGroup };
+    const securityGroupRules = securityGroupMatrix({
+        vpcCidr: args.vpcCidr, podCidr: args.podCidr, vswitchCidrs, apiAllowedCidrs: args.apiAllowedCidrs ?? [],
+    }).map((r) => new alicloud.ecs.SecurityGroupRule(`${name}-${r.name}`, {
+        securityGroupId: groups[r.group].id,
+        type: r.direction, ipProtocol: r.protocol, portRange: r.ports, nicType: "intranet", policy: r.policy, priority: r.priority,
+        ...("cidr" in r.source ? { cidrIp: r.source.cidr } : { sourceSecurityGroupId: groups[r.source.group].id }),
+        description: r.description,
+    }, opts));
 
-    return { vpc, vswitches, natGateway, natEip, snatEntries, clusterSecurityGroup, apiSecurityGroup };
+    return { vpc, vswitches, natGateway, natEip, snatEntries, masterSecurityGroup, clusterSecurityGroup, apiSecurityGroup, securityGroupRules };
 }
 
 /**
  * The cluster's network: VPC, one vSwitch per zone, an Enhanced NAT gateway with an EIP and SNAT for
- * every vSwitch (unless `natGateway: false`), a cluster security group and an API security group.
+ * every vSwitch (unless `natGateway: false`), and the masters', the pool nodes' and the NLB's security groups.
  */
 export class Network extends pulumi.ComponentResource {
     public readonly vpcId: pulumi.Output<string>;
@@ -142,6 +208,9 @@ export class Network extends pulumi.ComponentResource {
     public readonly vswitchIds: pulumi.Output<Record<string, string>>;
     /** The VPC's system route table; the CCM writes pod routes here. */
     public readonly routeTableId: pulumi.Output<string>;
+    /** The masters' security group. */
+    public readonly masterSecurityGroupId: pulumi.Output<string>;
+    /** The pool nodes' security group (its historical name). */
     public readonly clusterSecurityGroupId: pulumi.Output<string>;
     public readonly apiSecurityGroupId: pulumi.Output<string>;
     /** The NAT gateway's EIP address, or undefined without a NAT gateway. */
@@ -158,12 +227,13 @@ export class Network extends pulumi.ComponentResource {
         this.vswitchIds = pulumi.all(r.vswitches.map((v) => v.id)).apply((ids) =>
             Object.fromEntries(args.zones.map((zone, i) => [zone, ids[i]])));
         this.routeTableId = r.vpc.routeTableId;
+        this.masterSecurityGroupId = r.masterSecurityGroup.id;
         this.clusterSecurityGroupId = r.clusterSecurityGroup.id;
         this.apiSecurityGroupId = r.apiSecurityGroup.id;
         this.natEipAddress = r.natEip ? r.natEip.ipAddress : pulumi.output(undefined);
         this.registerOutputs({
             vpcId: this.vpcId, vswitchIds: this.vswitchIds, routeTableId: this.routeTableId,
-            clusterSecurityGroupId: this.clusterSecurityGroupId, apiSecurityGroupId: this.apiSecurityGroupId,
+            masterSecurityGroupId: this.masterSecurityGroupId, clusterSecurityGroupId: this.clusterSecurityGroupId, apiSecurityGroupId: this.apiSecurityGroupId,
             natEipAddress: this.natEipAddress,
         });
     }

@@ -20,12 +20,12 @@
 import * as alicloud from "@pulumi/alicloud";
 import * as pulumi from "@pulumi/pulumi";
 import { renderAttachNode } from "../shell/render";
-import { bakedNodeImages, checkPool, nodeMirrors, type NodePoolConfig } from "../config";
+import { bakedNodeImages, checkNodeJoinConfig, checkPool, nodeMirrors, type NodePoolConfig } from "../config";
 import { BootstrapToken } from "../providers/bootstrapToken";
 import { PoolCapacity } from "../providers/poolCapacity";
 import type { JoinArgs } from "./joinArgs";
 import { AUTOSCALED_LABEL, MAX_SCALING_CONFIGURATION_TAGS, POOL_LABEL, poolNodeLabels, scalingConfigurationTags, type Report } from "../rules";
-import { checkArgs } from "./args";
+import { checkArgs, checkTags, isKnown } from "./args";
 
 export { AUTOSCALED_LABEL, MAX_SCALING_CONFIGURATION_TAGS, POOL_LABEL, poolNodeLabels };
 
@@ -70,10 +70,16 @@ export interface NodePoolResources {
 
 /** Checks the arguments with the stack config's pool rules (paths relative to the args: `pool.labels.<key>`, `vswitchIds`). */
 export function nodePoolProblems(args: NodePoolArgs, report: Report): void {
-    checkPool(args.pool, args.config.name, args.tags ?? {}, (path, reason) => report(path ? `pool.${path}` : "pool", reason));
-    if (args.vswitchIds.length === 0) {
+    checkNodeJoinConfig(args.config, (path, reason) => report(path ? `config.${path}` : "config", reason));
+    if (typeof args.pool !== "object" || args.pool === null) {
+        report("pool", "is required: the pool's config (a NodePoolConfig, e.g. parseClusterConfig(...).nodePools[i])");
+        return;
+    }
+    checkPool({ ...args.pool, labels: args.pool.labels ?? {}, taints: args.pool.taints ?? [] }, args.config?.name ?? "", args.tags ?? {}, (path, reason) => report(path ? `pool.${path}` : "pool", reason));
+    if (isKnown(args.vswitchIds) && Array.isArray(args.vswitchIds) && args.vswitchIds.length === 0) {
         report("vswitchIds", `pool ${args.pool.name} needs at least one vSwitch`);
     }
+    checkTags(args.tags, report);
 }
 
 /** Creates the pool's group, scaling configuration, bootstrap token and capacity under `parent`. */

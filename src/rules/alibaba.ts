@@ -2,7 +2,7 @@
 // tag keys and values, resource names, instance types, vSwitch reserved addresses, the masters' fixed
 // addresses, the route-table quota. Sources: docs/upstream.md#alibaba-cloud-ess, #alibaba-cloud-vpc and #alibaba-tags.
 import { formatIp, parseCidr, sizeOf, type Cidr } from "./cidr";
-import { AUTOSCALED_LABEL, POOL_LABEL } from "./labels";
+import { AUTOSCALED_LABEL, POOL_LABEL, RESERVED_LABEL_PREFIX } from "./labels";
 import type { Report } from "./problems";
 
 /** ESS scaling group and scaling configuration names (`<cluster>-<pool>`) are at most 64 characters. */
@@ -71,6 +71,10 @@ export function cloudTagProblems(tags: Record<string, string>, essKeys: boolean,
         report("", `${count} tags + alicloud-kubeadm/cluster + one role or pool tag = ${count + ours} on the masters and scaling groups; Alibaba Cloud allows at most ${MAX_RESOURCE_TAGS} per resource: keep at most ${MAX_RESOURCE_TAGS - ours}`);
     }
     for (const [key, value] of Object.entries(tags)) {
+        if (key.startsWith(RESERVED_LABEL_PREFIX)) {
+            report(key, `tag key "${key}": ${RESERVED_LABEL_PREFIX}* tags are set by alicloud-kubeadm (cluster, role, pool) and would replace or be replaced by its own; remove it or use another prefix`);
+            continue;
+        }
         const reason = tagKeyProblem(key, essKeys ? MAX_ESS_TAG_KEY_LENGTH : MAX_TAG_KEY_LENGTH) ?? tagValueProblem(value);
         if (reason) {
             report(key, essKeys && key.length > MAX_ESS_TAG_KEY_LENGTH && !tagKeyProblem(key) ? `${reason} (fixed pools' scaling configurations carry the cloud tags)` : reason);
@@ -93,6 +97,23 @@ const INSTANCE_TYPE = /^ecs\.[a-z0-9]+(-[a-z0-9]+)*\.[a-z0-9]+(-[a-z0-9]+)*$/;
 /** Why `type` is not an ECS instance type, or undefined. */
 export function instanceTypeProblem(type: string): string | undefined {
     return INSTANCE_TYPE.test(type) ? undefined : `"${type}" is not an ECS instance type (expected ecs.<family>.<size>, e.g. ecs.g7.xlarge)`;
+}
+
+/**
+ * Instance-type sizes that have 1 vCPU in every family that offers them (`ecs.n1.tiny`, `ecs.t5-lc1m2.small`,
+ * `ecs.e4.small`, …). `medium` is not among them: `ecs.n1.medium` has 2.
+ */
+const ONE_VCPU_SIZE = /\.(nano|micro|tiny|small)$/;
+
+/**
+ * The warning for a master instance type with 1 vCPU, or undefined: kubeadm's preflight check `NumCPU` requires
+ * 2 CPUs on a control-plane node, so `kubeadm init` (and a control-plane join) stops there. A warning, not an
+ * error: the vCPU count is read from the size's name, not from the cloud.
+ */
+export function masterInstanceTypeWarning(type: string): string | undefined {
+    return ONE_VCPU_SIZE.test(type) && !instanceTypeProblem(type)
+        ? `${type} has 1 vCPU, and kubeadm's preflight (NumCPU) requires 2 on a control-plane node: kubeadm init would stop there; use a "large" or bigger size (e.g. ecs.g7.large)`
+        : undefined;
 }
 
 /** What a pool's tag and label rules look at. */

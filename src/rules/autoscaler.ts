@@ -1,7 +1,7 @@
 // Cluster Autoscaler rules: which release goes with which Kubernetes minor, which releases are broken on
 // Alibaba Cloud, the expanders and their chains, the scale-down defaults, and the scale-from-zero limits of
 // the alicloud provider. Sources: docs/upstream.md#cluster-autoscaler-alicloud-provider.
-import { parseDuration, parseVersion } from "./formats";
+import { durationProblem, parseVersion } from "./formats";
 import type { Report } from "./problems";
 
 /** Latest cluster-autoscaler patch seen per Kubernetes minor (the autoscaler's minor must match the control plane's). */
@@ -32,9 +32,9 @@ export interface AutoscalerSettings {
 }
 
 /**
- * The defaults of every setting, for the stack config and the ClusterAutoscaler component alike. The
- * autoscaler's own flag defaults, except the expander: `least-waste` (the autoscaler's is `random`) keeps
- * the fewest idle resources when several pools fit.
+ * The defaults of every setting, for the stack config and the ClusterAutoscaler component alike: the
+ * autoscaler's own flag defaults. The expander is always passed: `least-waste` (the autoscaler's own default
+ * from 1.33; `random` before) keeps the fewest idle resources when several pools fit.
  */
 export const DEFAULT_AUTOSCALER_SETTINGS: Readonly<AutoscalerSettings> = {
     scaleDownUtilizationThreshold: 0.5,
@@ -80,9 +80,25 @@ export function resolveAutoscalerVersion(version: string | undefined, kubernetes
         return problem ? { problem } : { version: version.replace(/^v/, "") };
     }
     const picked = autoscalerVersionFor(kubernetesVersion);
-    return picked ? { version: picked } : {
-        problem: `no known cluster-autoscaler release for Kubernetes ${kubernetesVersion} (known minors: 1.${Object.keys(AUTOSCALER_LATEST_PATCH).join(", 1.")}); set the autoscaler version`,
-    };
+    return picked ? { version: picked } : { problem: noAutoscalerReleaseProblem(kubernetesVersion) };
+}
+
+/** The newest Kubernetes minor with a known Cluster Autoscaler release. */
+export function newestAutoscalerMinor(): number {
+    return Math.max(...Object.keys(AUTOSCALER_LATEST_PATCH).map(Number));
+}
+
+/**
+ * Why autoscaled pools cannot run with a Kubernetes version whose minor has no Cluster Autoscaler release
+ * (the autoscaler is released per Kubernetes minor, usually weeks after it, and supports only its own minor).
+ */
+export function noAutoscalerReleaseProblem(kubernetesVersion: string): string {
+    const v = parseVersion(kubernetesVersion);
+    const minor = v ? `1.${v[1]}` : kubernetesVersion;
+    const newest = newestAutoscalerMinor();
+    return `there is no Cluster Autoscaler release for Kubernetes ${minor} (this project knows releases up to 1.${newest}, ` +
+        `${AUTOSCALER_LATEST_PATCH[newest]}), and upstream supports an autoscaler only with its own minor: for autoscaled pools use ` +
+        `Kubernetes 1.${newest}, or make the pools fixed (size), or set autoscaler.version to a ${minor}.x release once one is published`;
 }
 
 /** Checks scale-down settings; reports at the setting's name. */
@@ -91,8 +107,9 @@ export function autoscalerSettingsProblems(s: AutoscalerSettings, report: Report
         report("scaleDownUtilizationThreshold", `must be in (0, 1], got ${s.scaleDownUtilizationThreshold}`);
     }
     for (const key of ["scaleDownUnneededTime", "scaleDownDelayAfterAdd"] as const) {
-        if (parseDuration(s[key]) === undefined) {
-            report(key, `"${s[key]}" must be a duration like 10m, 1h30m or 1.5h (Go duration syntax)`);
+        const reason = durationProblem(s[key]);
+        if (reason) {
+            report(key, reason);
         }
     }
     const chain = s.expander.split(",");
@@ -121,7 +138,7 @@ export function autoscalerMinorWarning(version: string, kubernetesVersion: strin
     }
     const match = AUTOSCALER_LATEST_PATCH[k[1]];
     return `cluster-autoscaler ${version.replace(/^v/, "")} is for Kubernetes 1.${a[1]}, the control plane runs 1.${k[1]}: upstream supports only the matching minor` +
-        (match ? ` (${match}, the default when version is unset)` : "");
+        (match ? ` (${match}, the default when version is unset)` : ` (it has no release for 1.${k[1]} this project knows of: this combination is untested)`);
 }
 
 /** What the scale-from-zero rule looks at. */

@@ -33,6 +33,16 @@ export const GO_DURATION_ERE = "^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms
  * Autoscaler's, the CCM's and kubeadm's duration flags all parse with this grammar.
  */
 export function parseDuration(text: string): number | undefined {
+    const seconds = durationSeconds(text);
+    // Go holds a duration in an int64 of nanoseconds and refuses a longer one ("invalid duration").
+    return seconds !== undefined && seconds <= MAX_GO_DURATION_SECONDS ? seconds : undefined;
+}
+
+/** The longest Go duration: 2^63 − 1 nanoseconds (about 2562047h47m), in seconds. */
+export const MAX_GO_DURATION_SECONDS = 9223372036.854775807;
+
+/** Seconds of a duration by the grammar alone (no upper bound), or undefined. */
+function durationSeconds(text: string): number | undefined {
     const unsigned = text.startsWith("+") ? text.slice(1) : text;
     if (unsigned === "0") {
         return 0;
@@ -54,12 +64,21 @@ export function parseDuration(text: string): number | undefined {
 
 /** Why `text` is not a Go duration (the reason names examples), or undefined when it is one. */
 export function durationProblem(text: string): string | undefined {
-    return parseDuration(text) === undefined ? `"${text}" must be a duration like 10m, 1h30m or 1.5h (Go duration syntax)` : undefined;
+    if (parseDuration(text) !== undefined) {
+        return undefined;
+    }
+    return durationSeconds(text) !== undefined
+        ? `"${text}" is longer than Go's longest duration (2562047h, 2^63 − 1 nanoseconds); Go refuses it as an invalid duration`
+        : `"${text}" must be a duration like 10m, 1h30m or 1.5h (Go duration syntax)`;
 }
 
-/** `[major, minor, patch]` of a full version `1.36.3` (a leading `v` is allowed), or undefined. */
+/**
+ * `[major, minor, patch]` of a full version `1.36.3` (a leading `v` is allowed), or undefined. Numbers as
+ * semver writes them: no leading zeros, no surrounding spaces (a package or image tag is built from the
+ * text as given, so `1.036.3` or ` 1.36.3` would name nothing that exists).
+ */
 export function parseVersion(text: string): [number, number, number] | undefined {
-    const m = /^v?(\d+)\.(\d+)\.(\d+)$/.exec(text.trim());
+    const m = /^v?(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$/.exec(text);
     return m ? [Number(m[1]), Number(m[2]), Number(m[3])] : undefined;
 }
 
@@ -67,7 +86,9 @@ export function parseVersion(text: string): [number, number, number] | undefined
 export function kubernetesVersionProblem(version: string): string | undefined {
     const v = parseVersion(version);
     if (!v || version.startsWith("v")) {
-        return `"${version}" must be a full version like "1.36.3" (quote it in YAML)`;
+        const near = /^\s*v?(\d+)\.(\d+)\.(\d+)\s*$/.exec(version);
+        const fix = near ? ` (did you mean "${near.slice(1).map(Number).join(".")}"? no spaces, no leading zeros, no v)` : " (quote it in YAML)";
+        return `"${version}" must be a full version like "1.36.3"${fix}`;
     }
     if (v[0] !== 1 || v[1] < MIN_KUBERNETES_MINOR) {
         return `${version} is older than 1.${MIN_KUBERNETES_MINOR}; kubeadm config v1beta4 needs 1.${MIN_KUBERNETES_MINOR} or newer`;
@@ -80,6 +101,17 @@ export function dnsLabelProblem(name: string, max: number): string | undefined {
     return DNS1123_LABEL.test(name) && name.length <= max
         ? undefined
         : `"${name}" must be a DNS-1123 label of at most ${max} characters (lowercase letters, digits, '-')`;
+}
+
+/**
+ * Why a cluster or pool name cannot be part of an ECS host name, or undefined. The masters' host names are
+ * `<cluster>-master-<n>` and the pools' instances are named `<cluster>-<pool>`; ECS refuses a host name with
+ * consecutive hyphens (docs/upstream.md#alibaba-names).
+ */
+export function hostNamePartProblem(name: string): string | undefined {
+    return name.includes("--")
+        ? `"${name}" contains "--": it becomes part of ECS host names (e.g. <cluster>-master-0), which may not contain consecutive hyphens; use single hyphens`
+        : undefined;
 }
 
 /**

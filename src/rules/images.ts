@@ -10,26 +10,54 @@ export const DEFAULT_CCM_IMAGE = "registry.cn-hangzhou.aliyuncs.com/acs/cloud-co
 /** Upstream Cluster Autoscaler repository; its builds include the alicloud provider. No Alibaba mirror is documented. */
 export const DEFAULT_AUTOSCALER_IMAGE_REPOSITORY = "registry.k8s.io/autoscaling/cluster-autoscaler";
 
-/** `registry[:port]/path` without tag or digest (a tag is appended by the consumer). */
-const IMAGE_REPOSITORY = /^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(\/[a-z0-9]+([._-]+[a-z0-9]+)*)*$/;
+// The distribution reference grammar, which containerd and the kubelet parse image names with
+// (docs/upstream.md#image-references):
+//   name       := [domain '/'] path-component ['/' path-component]*
+//   domain     := host [':' port]      host := domain-component ['.' domain-component]* | '[' IPv6 ']'
+//   path-component := [a-z0-9]+ (separator [a-z0-9]+)*   separator := [_.] | '__' | '-'+
+//   reference  := name [':' tag] ['@' digest]   tag := [\w][\w.-]{0,127}
+// Digests: sha256 (64) and sha512 (128) lower-case hex digits, the algorithms OCI registers.
+const PATH_COMPONENT = "[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*";
+const DOMAIN_COMPONENT = "(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])";
+const DOMAIN = `(?:${DOMAIN_COMPONENT}(?:\\.${DOMAIN_COMPONENT})*|\\[[a-fA-F0-9:]+\\])(?::[0-9]+)?`;
+const NAME = `(?:${DOMAIN}/)?${PATH_COMPONENT}(?:/${PATH_COMPONENT})*`;
+const TAG = "[\\w][\\w.-]{0,127}";
+const DIGEST = "(?:sha256:[a-f0-9]{64}|sha512:[a-f0-9]{128})";
+/** `[registry[:port]/]path` without tag or digest (a tag is appended by the consumer). */
+const IMAGE_REPOSITORY = new RegExp(`^${NAME}$`);
 /**
- * A full image reference: repository plus `:tag` and/or `@sha256:<hex>`. One of them is required: without
+ * A full image reference: repository plus `:tag` and/or `@<digest>`. One of them is required: without
  * either, the kubelet pulls `:latest`, which changes under a running cluster (and may not exist in a mirror).
  */
-const IMAGE_REFERENCE = /^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(\/[a-z0-9]+([._-]+[a-z0-9]+)*)*((:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})(@sha256:[a-f0-9]{64})?|@sha256:[a-f0-9]{64})$/;
+const IMAGE_REFERENCE = new RegExp(`^${NAME}(?::${TAG}(?:@${DIGEST})?|@${DIGEST})$`);
+/** The distribution project's limit on a repository name (domain and path). */
+export const MAX_IMAGE_NAME_LENGTH = 255;
+
+/** The repository part of a reference: without `@digest` and without a `:tag` after the last `/`. */
+function nameOf(value: string): string {
+    const noDigest = value.split("@")[0];
+    const slash = noDigest.lastIndexOf("/");
+    const colon = noDigest.lastIndexOf(":");
+    return colon > slash ? noDigest.slice(0, colon) : noDigest;
+}
 const HTTPS_URL = /^https:\/\/[A-Za-z0-9.-]+(:\d+)?(\/[^\s'"\\]*)?$/;
 
 /** Why `value` is not a full image reference, or undefined. */
 export function imageReferenceProblem(value: string): string | undefined {
     if (IMAGE_REFERENCE.test(value)) {
-        return undefined;
+        const name = nameOf(value);
+        return name.length > MAX_IMAGE_NAME_LENGTH ? `"${name.slice(0, 40)}…" is an image name of ${name.length} characters; at most ${MAX_IMAGE_NAME_LENGTH} are allowed` : undefined;
     }
     const untagged = IMAGE_REPOSITORY.test(value) ? " with a tag or digest (without one the node pulls :latest)" : "";
-    return `"${value}" is not an image reference${untagged} (expected registry/path:tag or registry/path@sha256:<digest>, e.g. registry.cn-hangzhou.aliyuncs.com/my-ns/flannel:v0.28.9)`;
+    return `"${value}" is not an image reference${untagged} (expected registry/path:tag or registry/path@sha256:<digest>, path components of ` +
+        `lower-case letters and digits separated by one ".", one or two "_", or "-"s; e.g. registry.cn-hangzhou.aliyuncs.com/my-ns/flannel:v0.28.9)`;
 }
 
 /** Why `value` is not an image repository (no tag, no digest), or undefined. */
 export function imageRepositoryProblem(value: string): string | undefined {
+    if (IMAGE_REPOSITORY.test(value) && value.length > MAX_IMAGE_NAME_LENGTH) {
+        return `"${value.slice(0, 40)}…" is an image repository of ${value.length} characters; at most ${MAX_IMAGE_NAME_LENGTH} are allowed`;
+    }
     return IMAGE_REPOSITORY.test(value) ? undefined
         : `"${value}" is not an image repository (expected registry/path without tag or digest, e.g. registry.cn-hangzhou.aliyuncs.com/my-ns)`;
 }

@@ -11,4 +11,7 @@ export * from "./images";
 export * from "./network";
 export * from "./operations";
 export * from "./versions";
+export * from "./securityGroups";
+export * from "./ram";
+export * from "./apiAccess";
 export * from "./bake";

@@ -15,6 +15,17 @@ export const CONTROL_PLANE_POOL = "control-plane";
 /** Pool label value of existing nodes (`alicloud-kubeadm/pool=existing`). */
 export const EXISTING_POOL = "existing";
 
+/**
+ * Why `name` cannot be a pool's name, or undefined: the pool label values of the masters
+ * ({@link CONTROL_PLANE_POOL}) and of existing nodes ({@link EXISTING_POOL}) are taken, and a pool of the
+ * same name would be mixed up with them (its nodes listed, drained and counted as theirs).
+ */
+export function reservedPoolNameProblem(name: string): string | undefined {
+    return name === CONTROL_PLANE_POOL || name === EXISTING_POOL
+        ? `"${name}" is the pool label value alicloud-kubeadm gives ${name === EXISTING_POOL ? "existing nodes" : "the masters"} (${POOL_LABEL}=${name}); choose another pool name`
+        : undefined;
+}
+
 const LABEL_NAME = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
 const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 

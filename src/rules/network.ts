@@ -48,9 +48,26 @@ export const RESERVED_RANGES: ReadonlyArray<{ cidr: string; what: string }> = [
 ];
 
 /** The reserved range `c` overlaps, or undefined. */
-export function reservedRangeOf(c: Cidr): { cidr: string; what: string } | undefined {
-    return RESERVED_RANGES.find((r) => overlaps(c, parseCidr(r.cidr) as Cidr));
+export function reservedRangeOf(c: Cidr, ranges: ReadonlyArray<{ cidr: string; what: string }> = RESERVED_RANGES): { cidr: string; what: string } | undefined {
+    return ranges.find((r) => overlaps(c, parseCidr(r.cidr) as Cidr));
 }
+
+/** Why a pod CIDR overlapping a reserved range cannot be used, or undefined (no VPC route may point into those ranges). */
+export function podCidrReservedProblem(pod: Cidr): string | undefined {
+    const r = reservedRangeOf(pod);
+    return r ? `overlaps ${r.cidr}, ${r.what}, which no VPC route may point into (each node's pod CIDR is a route entry); use an RFC 1918 range such as 172.16.0.0/16` : undefined;
+}
+
+/**
+ * Ranges a service CIDR may not overlap: cluster IPs are ordinary unicast addresses that kube-proxy translates on
+ * every node, and the kernel treats "this network" (0.0.0.0/8), loopback, link-local (where the metadata service
+ * of many clouds and node-local DNS caches live) and multicast addresses specially, so services there are not
+ * reachable as services. 100.64.0.0/10 is left alone: no VPC route points at a cluster IP.
+ */
+export const SERVICE_CIDR_RESERVED_RANGES: ReadonlyArray<{ cidr: string; what: string }> = [
+    { cidr: "0.0.0.0/8", what: "\"this network\" (0.0.0.0/8)" },
+    ...RESERVED_RANGES.filter((r) => r.cidr !== "100.64.0.0/10"),
+];
 
 /** kubeadm refuses an IPv4 service subnet larger than /12 (`MaximumBitsForServiceSubnet` = 20). */
 export const SERVICE_CIDR_MIN_PREFIX = 12;
@@ -90,6 +107,12 @@ export function checkNetworkLayout(n: NetworkLayoutInput, report: Report, paths:
     if (n.zones.length === 0) {
         report(paths.zones, "needs at least one zone");
     }
+    n.zones.forEach((zone, i) => {
+        const first = n.zones.indexOf(zone);
+        if (first < i) {
+            report(`${paths.zones}.${i}`, `"${zone}" is listed twice (also ${paths.zones}.${first}): each zone gets one vSwitch; list every zone once`);
+        }
+    });
     const vpc = cidrOrReport(n.vpcCidr, paths.vpcCidr, report);
     const pod = cidrOrReport(n.podCidr, paths.podCidr, report);
     const svc = n.serviceCidr === undefined ? undefined : cidrOrReport(n.serviceCidr, paths.serviceCidr, report);
@@ -104,9 +127,16 @@ export function checkNetworkLayout(n: NetworkLayoutInput, report: Report, paths:
         }
     };
     reserved(vpc, paths.vpcCidr, "Alibaba Cloud does not allow in a VPC; use an RFC 1918 range such as 192.168.0.0/16 or 10.0.0.0/8");
-    reserved(pod, paths.podCidr, "no VPC route may point into (each node's pod CIDR is a route entry); use an RFC 1918 range such as 172.16.0.0/16");
+    const podReserved = pod && podCidrReservedProblem(pod);
+    if (podReserved) {
+        report(paths.podCidr, podReserved);
+    }
     if (pod && pod.prefix > POD_CIDR_MAX_PREFIX) {
         report(paths.podCidr, `/${pod.prefix} has ${2 ** (32 - pod.prefix)} addresses; kubeadm needs at least 14 (/${POD_CIDR_MAX_PREFIX} or larger)`);
+    }
+    const svcReserved = svc && reservedRangeOf(svc, SERVICE_CIDR_RESERVED_RANGES);
+    if (svcReserved) {
+        report(paths.serviceCidr, `overlaps ${svcReserved.cidr}, ${svcReserved.what}, which cannot hold cluster IPs; use an RFC 1918 range such as 10.96.0.0/12`);
     }
     if (svc && svc.prefix < SERVICE_CIDR_MIN_PREFIX) {
         report(paths.serviceCidr, `/${svc.prefix} is too large: kubeadm refuses an IPv4 service CIDR larger than /${SERVICE_CIDR_MIN_PREFIX}`);

@@ -5,6 +5,46 @@
 // The scripts are src/shell/ops/<name>.sh; src/shell/render.ts renders them, the NodeCommands component
 // saves them, src/cloud/operations.ts invokes them.
 import { GO_DURATION_ERE, TOKEN_ID_PATTERN, TOKEN_PATTERN } from "./formats";
+import { formatTaint, type Taint } from "./labels";
+
+/**
+ * The most bytes of labels and taints together (`key=value,...` plus `key[=value]:Effect,...`) an existing node
+ * joined over Cloud Assistant may carry. They are the attach command's parameters, and an invocation's content
+ * and parameters together are at most 24 KB after Base64 (docs/upstream.md#cas-content-limit); the saved
+ * attach command may take 18 KB of that, which leaves 6 KB of Base64, 4.5 KB of JSON parameters: 4096 bytes of
+ * values with room for the JSON around them.
+ */
+export const MAX_NODE_PARAMETER_BYTES = 4096;
+/**
+ * The most bytes of labels and taints together in a node's userdata (pools, existing nodes in `auto` mode or
+ * over SSH). ECS takes 32 KB of userdata; the attach script without them stays below 24 KB (test/rules.test.ts).
+ */
+export const MAX_USERDATA_LABELS_TAINTS_BYTES = 8192;
+
+/** `key=value,...` and `key[=value]:Effect,...`: a node's labels and taints as the attach script receives them. */
+export function nodeFlagTexts(labels: Readonly<Record<string, string>>, taints: ReadonlyArray<Taint>): { labels: string; taints: string } {
+    return { labels: Object.entries(labels).map(([k, v]) => `${k}=${v}`).join(","), taints: taints.map(formatTaint).join(",") };
+}
+
+/**
+ * Checks that a node's labels and taints fit where they travel: `parameters` (the Cloud Assistant attach command,
+ * {@link MAX_NODE_PARAMETER_BYTES}) or `userdata` ({@link MAX_USERDATA_LABELS_TAINTS_BYTES}). Reported at
+ * `labels` or `taints`, whichever is larger, before anything is registered.
+ */
+export function nodeFlagsSizeProblems(labels: Readonly<Record<string, string>>, taints: ReadonlyArray<Taint>, via: "parameters" | "userdata",
+    report: (path: string, reason: string) => void): void {
+    const text = nodeFlagTexts(labels, taints);
+    const l = new TextEncoder().encode(text.labels).length;
+    const t = new TextEncoder().encode(text.taints).length;
+    const limit = via === "parameters" ? MAX_NODE_PARAMETER_BYTES : MAX_USERDATA_LABELS_TAINTS_BYTES;
+    if (l + t > limit) {
+        const where = via === "parameters"
+            ? "the Cloud Assistant attach command's parameters (an invocation holds at most 24 KB after Base64, the command included)"
+            : "the node's userdata (ECS takes at most 32 KB, the attach script included)";
+        report(l >= t ? "labels" : "taints", `labels (${l} bytes as key=value,...) and taints (${t} bytes as key[=value]:Effect,...) make ${l + t} bytes; ` +
+            `they travel in ${where}, which leaves room for ${limit}: remove labels or taints, or shorten them`);
+    }
+}
 
 /** A parameter of an operation: the shell variable it becomes and what a value must look like. */
 export interface OperationParameter {
@@ -30,8 +70,8 @@ export const OPERATION_PARAMETERS = {
     ttl: { variable: "AK_TTL", pattern: new RegExp(GO_DURATION_ERE), what: "a Go duration (0: never expires)" },
     description: { variable: "AK_DESCRIPTION", pattern: /^[A-Za-z0-9 ._-]{0,200}$/, what: "a description of letters, digits, spaces and ._-" },
     certificateKey: { variable: "AK_CERTIFICATE_KEY", pattern: /^[0-9a-f]{64}$/, what: "a certificate key (64 hex digits)" },
-    labels: { variable: "AK_NODE_LABELS", pattern: /^[A-Za-z0-9./_=,-]{0,4096}$/, what: "node labels key=value,..." },
-    taints: { variable: "AK_NODE_TAINTS", pattern: /^[A-Za-z0-9./_=,:-]{0,4096}$/, what: "node taints key[=value]:Effect,..." },
+    labels: { variable: "AK_NODE_LABELS", pattern: new RegExp(`^[A-Za-z0-9./_=,-]{0,${MAX_NODE_PARAMETER_BYTES}}$`), what: "node labels key=value,..." },
+    taints: { variable: "AK_NODE_TAINTS", pattern: new RegExp(`^[A-Za-z0-9./_=,:-]{0,${MAX_NODE_PARAMETER_BYTES}}$`), what: "node taints key[=value]:Effect,..." },
     lines: { variable: "AK_LINES", pattern: /^[1-9][0-9]{0,3}$/, what: "a number of lines" },
 } as const satisfies Record<string, OperationParameter>;
 
@@ -72,6 +112,7 @@ export const OPERATIONS = {
     "doctor-nodes": { on: "master", parameters: [], timeoutSeconds: 60, saved: true, description: "doctor (read-only): Nodes and their conditions" },
     "doctor-autoscaler": { on: "master", parameters: [], timeoutSeconds: 60, saved: true, description: "doctor (read-only): Cluster Autoscaler deployment, status and log" },
     "doctor-join": { on: "master", parameters: [], timeoutSeconds: 60, saved: true, description: "doctor (read-only): bootstrap tokens, /readyz, etcd members" },
+    "doctor-certs": { on: "master", parameters: [], timeoutSeconds: 60, saved: true, description: "doctor (read-only): certificate expiry and the renewal timer on a master" },
     "doctor-bootstrap-log": { on: "node", parameters: ["lines"], timeoutSeconds: 60, saved: true, description: "doctor (read-only): a node's bootstrap log and markers" },
     "attach": { on: "node", parameters: ["labels", "taints"], timeoutSeconds: 1800, saved: true, join: true, description: "join an existing instance as a worker node" },
     "control-plane-join": { on: "node", parameters: ["token", "certificateKey"], timeoutSeconds: 1800, saved: true, join: true, description: "join a master to the control plane" },

@@ -75,8 +75,8 @@ export const REGIONS: Readonly<Record<string, Region>> = {
 
 /** A region id's shape: lower-case words and numbers joined by `-` (`cn-hangzhou`, `ap-southeast-1`, `cn-shanghai-finance-1`). */
 const REGION_ID = /^[a-z]{2,}(-[a-z0-9]+)+$/;
-/** A zone id of an unknown region whose id ends in a number: `<region>` + optional `-` + one letter. */
-const NUMBERED_REGION_ZONE = /^([a-z]+(?:-[a-z0-9]+)*-[0-9]+)-?[a-z]$/;
+/** A zone id of an unknown region whose id ends in a number: `<region>` directly followed by one letter. */
+const NUMBERED_REGION_ZONE = /^([a-z]+(?:-[a-z0-9]+)*-[0-9]+)[a-z]$/;
 
 /** The table entry of a region, or undefined for a region this project does not know. */
 export function regionInfo(region: string): Region | undefined {
@@ -94,13 +94,14 @@ export function defaultMirrors(region: string): Mirrors {
 }
 
 /**
- * True when `zone` is a zone id of `region`: the region id, an optional `-`, one lower-case letter
- * (`cn-hangzhou-h`, `ap-southeast-1a`, `cn-shanghai-finance-1z`).
+ * True when `zone` is a zone id of `region`: the region id and one lower-case letter, joined by `-` when the
+ * region id ends in a letter (`cn-hangzhou-h`, `cn-wuhan-lr-a`) and directly when it ends in a digit
+ * (`ap-southeast-1a`, `cn-shanghai-finance-1z`). Alibaba's zone ids follow that one pattern
+ * (docs/upstream.md#alibaba-zones), so `cn-hangzhouh` or `ap-southeast-1-a` name no zone.
  */
 export function isZoneOf(zone: string, region: string): boolean {
-    return zone.length === region.length + 1 || zone.length === region.length + 2
-        ? new RegExp(`^${region.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}-?[a-z]$`).test(zone)
-        : false;
+    const separator = /[0-9]$/.test(region) ? "" : "-";
+    return zone.length === region.length + separator.length + 1 && zone.startsWith(region + separator) && /[a-z]$/.test(zone);
 }
 
 /** The region a zone id belongs to, when `text` is recognisably a zone id (of a known region, or of a numbered one). */
@@ -138,7 +139,8 @@ export function zoneProblem(zone: string, region: string): string | undefined {
     }
     const other = regionOfZone(zone);
     const hint = other && other !== region ? ` (it is a zone of ${other})` : "";
-    return `"${zone}" is not a zone of region ${region}${hint}: a zone id is the region id, an optional "-" and one letter, e.g. ${exampleZone(region)}`;
+    const style = /[0-9]$/.test(region) ? "directly followed by one letter" : "followed by \"-\" and one letter";
+    return `"${zone}" is not a zone of region ${region}${hint}: a zone id of ${region} is the region id ${style}, e.g. ${exampleZone(region)}`;
 }
 
 /** An example zone id of a region, in the region's own style. */

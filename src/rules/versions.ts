@@ -1,5 +1,6 @@
 // Kubernetes minors: when upstream released each and when it reaches its end of life, and the warning for a
 // minor past or near it. Sources: docs/upstream.md#kubernetes-support-window.
+import { AUTOSCALER_LATEST_PATCH } from "./autoscaler";
 import { MIN_KUBERNETES_MINOR, parseVersion } from "./formats";
 
 /** One Kubernetes minor's upstream support window (ISO dates, from kubernetes.io/releases). */
@@ -60,7 +61,9 @@ export function kubernetesSupportWarning(version: string): string | undefined {
         return undefined;
     }
     const minor = v[1];
-    const upgrade = `move to a supported minor (${supportedKubernetesMinors().map((m) => `1.${m}`).join(", ")}; see README "Changing a running cluster" for upgrades)`;
+    // A minor without a Cluster Autoscaler release is named as such: autoscaled pools cannot move there yet.
+    const minors = supportedKubernetesMinors().map((m) => `1.${m}${AUTOSCALER_LATEST_PATCH[m] ? "" : " (no Cluster Autoscaler release yet: not with autoscaled pools)"}`);
+    const upgrade = `move to a supported minor (${minors.join(", ")}; see README "Changing a running cluster" for upgrades)`;
     const entry = KUBERNETES_MINORS[minor];
     if (!entry) {
         return minor > newestKubernetesMinor()

@@ -2,7 +2,7 @@
 # alicloud-kubeadm node images: appended after prepare_node.sh by src/shell/render.ts when the node lists its
 # images (AK_NODE_IMAGES: baked clusters, and the bake mode itself). Replaces prepare_node.sh's empty
 # ak_pull_images step, and on a baked image checks the image against this node's parameters first.
-# Kept short: it counts against the 16 KiB userdata budget.
+# Kept short: it counts against the 20 KiB userdata budget (pools only; master 0's userdata has no room for it).
 set -euo pipefail
 
 # ak_baked_summary: what decides a baked image's content, KEY=VALUE per line (the marker; compared at boot).

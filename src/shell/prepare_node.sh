@@ -170,8 +170,10 @@ ak_kernel_setup() {
   printf 'overlay\nbr_netfilter\n' | ak_write_file "${AK_ROOT}/etc/modules-load.d/alicloud-kubeadm.conf" 644 || true
   modprobe overlay
   modprobe br_netfilter
+  # The last six are what the kubelet's protectKernelDefaults (CIS) requires instead of setting them itself.
   printf '%s\n' 'net.bridge.bridge-nf-call-iptables = 1' 'net.bridge.bridge-nf-call-ip6tables = 1' \
-    'net.ipv4.ip_forward = 1' | ak_write_file "$sysctl_conf" 644 || true
+    'net.ipv4.ip_forward = 1' 'vm.overcommit_memory = 1' 'vm.panic_on_oom = 0' 'kernel.panic = 10' 'kernel.panic_on_oops = 1' \
+    'kernel.keys.root_maxkeys = 1000000' 'kernel.keys.root_maxbytes = 25000000' | ak_write_file "$sysctl_conf" 644 || true
   sysctl -q -p "$sysctl_conf"
 }
 
@@ -258,10 +260,13 @@ AK_RUNC_OPTS='^([[:space:]]*)\[plugins\.[^]]+\.runtimes\.runc\.options\]'
 # ak_configure_containerd: systemd cgroups and the sandbox (pause) image from the configured registry.
 # A full CRI config already on the image (pre-baked, maybe with registry mirrors) is patched in place;
 # otherwise (none, or a packaged stub such as `disabled_plugins = ["cri"]`) containerd's defaults are used.
+# Every runtime's SystemdCgroup is set to true (the kubelet's cgroup driver is systemd, and each runtime handler
+# must agree with it); the key that must be there is runc's, so presence is checked in runc's options table
+# only: a SystemdCgroup of another runtime (nvidia, kata, ...) says nothing about runc's.
 # containerd 2.0.0–2.0.6 and 2.1.0–2.1.4 print no SystemdCgroup key (docs/upstream.md#broken-containerd-systemdcgroup):
 # it is then added under the runc options table, which both layouts have.
 ak_configure_containerd() {
-  local conf="${AK_ROOT}/etc/containerd/config.toml" desired
+  local conf="${AK_ROOT}/etc/containerd/config.toml" desired runc
   local -a base=(containerd config default)
   if [ -f "$conf" ] && grep -Eq "SystemdCgroup|$AK_RUNC_OPTS" "$conf"; then base=(cat "$conf"); fi
   # containerd 1.x writes sandbox_image = "...", 2.x writes sandbox = '...'.
@@ -269,12 +274,14 @@ ak_configure_containerd() {
     -e 's/^([[:space:]]*SystemdCgroup[[:space:]]*=[[:space:]]*).*$/\1true/' \
     -e "s#^([[:space:]]*sandbox_image[[:space:]]*=[[:space:]]*).*\$#\\1\"${AK_SANDBOX_IMAGE}\"#" \
     -e "s#^([[:space:]]*sandbox[[:space:]]*=[[:space:]]*).*\$#\\1'${AK_SANDBOX_IMAGE}'#")
-  if ! grep -Eq '^[[:space:]]*SystemdCgroup' <<<"$desired"; then
-    # No key to flip: add it right below the runc options header, one step deeper.
+  # runc's options table: its header up to the next table header.
+  runc=$(sed -nE "/$AK_RUNC_OPTS/,/^[[:space:]]*\[/p" <<<"$desired")
+  [ -n "$runc" ] || ak_die "no runc options table in containerd's config"
+  if ! grep -Eq '^[[:space:]]*SystemdCgroup' <<<"$runc"; then
+    # No key to flip in runc's table: add it right below the runc options header, one step deeper.
     desired=$(sed -E "/$AK_RUNC_OPTS/{p;s/$AK_RUNC_OPTS.*/\\1  SystemdCgroup = true/;}" <<<"$desired")
     ak_log "added SystemdCgroup to containerd's config"
   fi
-  grep -Eq '^[[:space:]]*SystemdCgroup = true$' <<<"$desired" || ak_die "no runc options table for SystemdCgroup in containerd's config"
   if printf '%s\n' "$desired" | ak_write_file "$conf" 644; then
     ak_log "containerd configured: SystemdCgroup, sandbox image ${AK_SANDBOX_IMAGE}"
     systemctl enable containerd
@@ -282,6 +289,52 @@ ak_configure_containerd() {
   else
     systemctl enable --now containerd
   fi
+}
+
+# --- pods off the instance metadata service --------------------------------------------------
+
+AK_IMDS_UNIT="alicloud-kubeadm-metadata-block.service"
+AK_IMDS_BLOCK="/usr/local/sbin/alicloud-kubeadm-metadata-block"
+
+# ak_block_pod_metadata: pods must not reach 100.100.100.200 (pool userdata carries a join token, the masters'
+# RAM role hands out STS credentials). Every packet to it that enters the node (from cni0, i.e. a pod, or from
+# anywhere else) is dropped in the raw table's PREROUTING, which runs before any chain of flannel (nat, filter)
+# or kube-proxy; the node's own processes (host network: kubelet, CCM, autoscaler, these scripts) send through
+# OUTPUT and keep access. An enabled unit ordered before (and required by) the kubelet re-applies it at every
+# boot; it is applied now too, before the kubelet first starts. See docs/security.md#metadata-block.
+ak_block_pod_metadata() {
+  ak_write_file "${AK_ROOT}${AK_IMDS_BLOCK}" 755 <<'EOF' || true
+#!/bin/bash
+# alicloud-kubeadm: drop every packet to the instance metadata service that enters this node (pods).
+set -eu
+ipt() { iptables -w 5 -t raw "$@"; }
+ipt -N AK-METADATA-BLOCK 2>/dev/null || true
+ipt -F AK-METADATA-BLOCK
+ipt -A AK-METADATA-BLOCK ! -i lo -d 100.100.100.200/32 -j DROP
+while ipt -D PREROUTING -j AK-METADATA-BLOCK 2>/dev/null; do :; done
+ipt -I PREROUTING 1 -j AK-METADATA-BLOCK
+EOF
+  ak_write_file "${AK_ROOT}/etc/systemd/system/${AK_IMDS_UNIT}" 644 <<EOF || true
+[Unit]
+Description=alicloud-kubeadm: block pod access to the instance metadata service
+DefaultDependencies=no
+After=local-fs.target
+Before=kubelet.service network-pre.target shutdown.target
+Wants=network-pre.target
+Conflicts=shutdown.target
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/bin/bash ${AK_IMDS_BLOCK}
+[Install]
+WantedBy=multi-user.target
+RequiredBy=kubelet.service
+EOF
+  systemctl daemon-reload
+  systemctl enable "$AK_IMDS_UNIT"
+  bash "${AK_ROOT}${AK_IMDS_BLOCK}" ||
+    ak_die "cannot install the metadata block (iptables raw table); the kubelet must not start without it"
+  ak_log "pods blocked from the metadata service (${AK_IMDS_UNIT}, before the kubelet)"
 }
 
 # --- the preparation steps: ONE list for a stock boot and the bake mode ----------------------
@@ -293,7 +346,7 @@ ak_configure_containerd() {
 # (Each role script has checked AK_KUBERNETES_VERSION, AK_K8S_REPO_URL and AK_SANDBOX_IMAGE with ak_require.)
 ak_prepare_node() {
   local s
-  for s in ak_detect_os ak_disable_swap ak_kernel_setup ak_install_packages ak_configure_containerd ak_enable_kubelet ak_pull_images; do "$s"; done
+  for s in ak_detect_os ak_disable_swap ak_kernel_setup ak_install_packages ak_configure_containerd ak_block_pod_metadata ak_enable_kubelet ak_pull_images; do "$s"; done
 }
 
 ak_enable_kubelet() {

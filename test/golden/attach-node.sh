@@ -160,7 +160,8 @@ ak_kernel_setup() {
   modprobe overlay
   modprobe br_netfilter
   printf '%s\n' 'net.bridge.bridge-nf-call-iptables = 1' 'net.bridge.bridge-nf-call-ip6tables = 1' \
-    'net.ipv4.ip_forward = 1' | ak_write_file "$sysctl_conf" 644 || true
+    'net.ipv4.ip_forward = 1' 'vm.overcommit_memory = 1' 'vm.panic_on_oom = 0' 'kernel.panic = 10' 'kernel.panic_on_oops = 1' \
+    'kernel.keys.root_maxkeys = 1000000' 'kernel.keys.root_maxbytes = 25000000' | ak_write_file "$sysctl_conf" 644 || true
   sysctl -q -p "$sysctl_conf"
 }
 
@@ -233,18 +234,19 @@ ak_install_packages() {
 AK_RUNC_OPTS='^([[:space:]]*)\[plugins\.[^]]+\.runtimes\.runc\.options\]'
 
 ak_configure_containerd() {
-  local conf="${AK_ROOT}/etc/containerd/config.toml" desired
+  local conf="${AK_ROOT}/etc/containerd/config.toml" desired runc
   local -a base=(containerd config default)
   if [ -f "$conf" ] && grep -Eq "SystemdCgroup|$AK_RUNC_OPTS" "$conf"; then base=(cat "$conf"); fi
   desired=$("${base[@]}" | sed -E \
     -e 's/^([[:space:]]*SystemdCgroup[[:space:]]*=[[:space:]]*).*$/\1true/' \
     -e "s#^([[:space:]]*sandbox_image[[:space:]]*=[[:space:]]*).*\$#\\1\"${AK_SANDBOX_IMAGE}\"#" \
     -e "s#^([[:space:]]*sandbox[[:space:]]*=[[:space:]]*).*\$#\\1'${AK_SANDBOX_IMAGE}'#")
-  if ! grep -Eq '^[[:space:]]*SystemdCgroup' <<<"$desired"; then
+  runc=$(sed -nE "/$AK_RUNC_OPTS/,/^[[:space:]]*\[/p" <<<"$desired")
+  [ -n "$runc" ] || ak_die "no runc options table in containerd's config"
+  if ! grep -Eq '^[[:space:]]*SystemdCgroup' <<<"$runc"; then
     desired=$(sed -E "/$AK_RUNC_OPTS/{p;s/$AK_RUNC_OPTS.*/\\1  SystemdCgroup = true/;}" <<<"$desired")
     ak_log "added SystemdCgroup to containerd's config"
   fi
-  grep -Eq '^[[:space:]]*SystemdCgroup = true$' <<<"$desired" || ak_die "no runc options table for SystemdCgroup in containerd's config"
   if printf '%s\n' "$desired" | ak_write_file "$conf" 644; then
     ak_log "containerd configured: SystemdCgroup, sandbox image ${AK_SANDBOX_IMAGE}"
     systemctl enable containerd
@@ -254,9 +256,47 @@ ak_configure_containerd() {
   fi
 }
 
+AK_IMDS_UNIT="alicloud-kubeadm-metadata-block.service"
+AK_IMDS_BLOCK="/usr/local/sbin/alicloud-kubeadm-metadata-block"
+
+ak_block_pod_metadata() {
+  ak_write_file "${AK_ROOT}${AK_IMDS_BLOCK}" 755 <<'EOF' || true
+#!/bin/bash
+# alicloud-kubeadm: drop every packet to the instance metadata service that enters this node (pods).
+set -eu
+ipt() { iptables -w 5 -t raw "$@"; }
+ipt -N AK-METADATA-BLOCK 2>/dev/null || true
+ipt -F AK-METADATA-BLOCK
+ipt -A AK-METADATA-BLOCK ! -i lo -d 100.100.100.200/32 -j DROP
+while ipt -D PREROUTING -j AK-METADATA-BLOCK 2>/dev/null; do :; done
+ipt -I PREROUTING 1 -j AK-METADATA-BLOCK
+EOF
+  ak_write_file "${AK_ROOT}/etc/systemd/system/${AK_IMDS_UNIT}" 644 <<EOF || true
+[Unit]
+Description=alicloud-kubeadm: block pod access to the instance metadata service
+DefaultDependencies=no
+After=local-fs.target
+Before=kubelet.service network-pre.target shutdown.target
+Wants=network-pre.target
+Conflicts=shutdown.target
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/bin/bash ${AK_IMDS_BLOCK}
+[Install]
+WantedBy=multi-user.target
+RequiredBy=kubelet.service
+EOF
+  systemctl daemon-reload
+  systemctl enable "$AK_IMDS_UNIT"
+  bash "${AK_ROOT}${AK_IMDS_BLOCK}" ||
+    ak_die "cannot install the metadata block (iptables raw table); the kubelet must not start without it"
+  ak_log "pods blocked from the metadata service (${AK_IMDS_UNIT}, before the kubelet)"
+}
+
 ak_prepare_node() {
   local s
-  for s in ak_detect_os ak_disable_swap ak_kernel_setup ak_install_packages ak_configure_containerd ak_enable_kubelet ak_pull_images; do "$s"; done
+  for s in ak_detect_os ak_disable_swap ak_kernel_setup ak_install_packages ak_configure_containerd ak_block_pod_metadata ak_enable_kubelet ak_pull_images; do "$s"; done
 }
 
 ak_enable_kubelet() {
@@ -282,6 +322,9 @@ ak_require AK_KUBERNETES_VERSION AK_K8S_REPO_URL AK_SANDBOX_IMAGE AK_API_ENDPOIN
   ak_die "AK_CA_CERT_HASHES must be sha256:<64 hex digits>[,...]"
 if [ -n "${AK_CERTIFICATE_KEY:-}" ] && [[ ! $AK_CERTIFICATE_KEY =~ ^[0-9a-f]{64}$ ]]; then
   ak_die "AK_CERTIFICATE_KEY must be 64 hex digits (kubeadm init phase upload-certs --upload-certs)"
+fi
+if [ -n "${AK_ENCRYPTION_KEY:-}" ] && [[ ! $AK_ENCRYPTION_KEY =~ ^[A-Za-z0-9+/]{43}=$ ]]; then
+  ak_die "AK_ENCRYPTION_KEY must be 32 bytes in Base64 (master 0's ${AK_ENCRYPTION_CONFIG:-encryption config})"
 fi
 
 if [ -f "${AK_STATE_DIR}/join.done" ] && [ -f "${AK_ROOT}/etc/kubernetes/kubelet.conf" ]; then
@@ -358,6 +401,10 @@ config="${AK_STATE_DIR}/kubeadm-join.yaml"
 rc=1
 for ((attempt = 1; attempt <= AK_JOIN_ATTEMPTS; attempt++)); do
   if ak_has_leftovers; then ak_preclean; fi
+  if [ -n "${AK_CERTIFICATE_KEY:-}" ]; then
+    ak_write_audit_policy
+    if [ -n "${AK_ENCRYPTION_KEY:-}" ]; then ak_write_encryption_config "$AK_ENCRYPTION_KEY"; fi
+  fi
   ak_log "kubeadm join ${AK_API_ENDPOINT} as ${AK_PROVIDER_ID}, pool ${AK_POOL_NAME} (attempt ${attempt}/${AK_JOIN_ATTEMPTS})"
   rc=0
   kubeadm join --config "$config" 2>&1 | ak_redact || rc=$?
@@ -370,5 +417,6 @@ if [ "$rc" -ne 0 ]; then
   ak_die "kubeadm join failed ${AK_JOIN_ATTEMPTS} times (last exit code ${rc}); see ${AK_LOG#"$AK_ROOT"}." \
     "Running this script again cleans up and retries"
 fi
+if [ -n "${AK_CERTIFICATE_KEY:-}" ]; then ak_install_cert_renewal; fi
 ak_mark join.done status=ok "node=${AK_PROVIDER_ID}" "pool=${AK_POOL_NAME}"
 ak_log "joined the cluster as ${AK_PROVIDER_ID}"
