@@ -19,6 +19,10 @@ import { flannelObjects, resolvePodNetworkArgs } from "../src/components/podNetw
 import { nodeImages, defaultMirrors } from "../src/rules";
 import { renderAttachNode, renderBakeNode, renderMasterInit, SECRET_PARAMETERS, USERDATA_BUDGET_BYTES, type AttachNodeParams, type MasterInitParams } from "../src/shell/render";
 import { callsOf, downloadCalls, installCalls, makeSandbox, pullCalls, type RunResult, type Sandbox, type StubCall } from "./sandbox";
+import { readRuleSet, verdict, type Packet } from "./sandbox/iptables";
+
+const POD_TO_METADATA: Packet = { in: "cni0", out: "eth0", src: "172.16.3.7", dst: "100.100.100.200" };
+const HOST_TO_METADATA: Packet = { out: "eth0", src: "192.168.0.20", dst: "100.100.100.200" };
 
 const SHELL = path.join(__dirname, "..", "src", "shell");
 const REGION = "cn-shanghai";
@@ -78,7 +82,8 @@ async function bake(make: ReturnType<typeof tracked>, os: "ubuntu" | "alinux", p
 
 /** The calls of the preparation phase, without the image calls (compared between bake and boot), root-relative. */
 function preparation(calls: StubCall[], root: string): string[] {
-    const end = calls.findIndex((c) => c.args.some((a) => a.includes("100.100.100.200")) || c.cmd === "find");
+    // The end: the identity read from the metadata service (not the metadata block's iptables rule, a step), or the bake's clean-up.
+    const end = calls.findIndex((c) => (c.cmd !== "iptables" && c.args.some((a) => a.includes("100.100.100.200"))) || c.cmd === "find");
     return calls.slice(0, end < 0 ? undefined : end)
         .filter((c) => c.cmd !== "crictl" && !(c.cmd === "kubeadm" && c.args[0] === "config"))
         .map((c) => `${c.cmd} ${c.args.join(" ")}`.split(root).join("<root>"));
@@ -197,6 +202,24 @@ describe("booting a baked image", () => {
             assert.match(sb.read("/var/log/alicloud-kubeadm/attach-node.log") ?? "", /baked image matches/);
         });
     }
+
+    it("the image carries the metadata-block unit; a boot of it (no rule in the kernel yet) blocks pods from the metadata service before the kubelet", async () => {
+        const { sb } = await bake(make, "ubuntu");
+        const unit = sb.read("/etc/systemd/system/alicloud-kubeadm-metadata-block.service") ?? "";
+        assert.match(unit, /^RequiredBy=kubelet\.service$/m, "baked: the unit that re-applies the block at every boot");
+        assert.ok(sb.read("/usr/local/sbin/alicloud-kubeadm-metadata-block"), "baked: the block script");
+        // A clone boots with empty netfilter tables: the bake's rules lived in the build instance's kernel only.
+        fs.rmSync(path.join(sb.env.AK_STUB_STATE, "iptables"), { recursive: true, force: true });
+        assert.equal(verdict(readRuleSet(sb.env.AK_STUB_STATE), POD_TO_METADATA).verdict, "passed");
+        const r = await sb.run(renderAttachNode(attachParams));
+        assertOk(r, sb, "attach-node");
+        assert.deepEqual(verdict(readRuleSet(sb.env.AK_STUB_STATE), POD_TO_METADATA), { verdict: "dropped", table: "raw", chain: "AK-METADATA-BLOCK",
+            rule: "! -i lo -d 100.100.100.200/32 -j DROP" });
+        assert.equal(verdict(readRuleSet(sb.env.AK_STUB_STATE), HOST_TO_METADATA).verdict, "passed", "the node itself keeps the metadata service");
+        const enabled = r.calls.findIndex((c) => c.cmd === "systemctl" && c.args.join(" ") === "enable alicloud-kubeadm-metadata-block.service");
+        const kubelet = r.calls.findIndex((c) => c.cmd === "systemctl" && c.args.join(" ") === "enable kubelet");
+        assert.ok(enabled >= 0 && enabled < kubelet, "the block is in place before the kubelet is enabled");
+    });
 
     it("master 0 on the baked image: kubeadm init's own image list is already there", async () => {
         const { sb } = await bake(make, "ubuntu");
