@@ -14,7 +14,7 @@ import { renderAttachCommand, renderAttachNode } from "../shell/render";
 import type { JoinArgs } from "./joinArgs";
 import { formatTaint, OPERATIONS } from "../rules";
 import { saveCommand } from "./nodeCommands";
-import { checkExistingNode, checkNodeJoinConfig, nodeMirrors, type ClusterConfig, type ExistingNodeConfig } from "../config";
+import { checkExistingNode, checkNodeJoinConfig, nodeMirrors, type ClusterConfig, type ExistingNodeConfig, type ExistingNodeInput, type SshConnectionInput } from "../config";
 import { NodeMembership } from "../providers/nodeMembership";
 import { CONTROL_PLANE_POOL, dnsLabelProblem, EXISTING_POOL, type Report } from "../rules";
 import { checkArgs } from "./args";
@@ -37,15 +37,18 @@ export interface MembershipTimeouts {
 }
 
 export interface ExistingNodeArgs extends JoinArgs {
-    /** This node's config (instance id, mode, labels, taints, replaceSystemDisk). Required. */
-    node: ExistingNodeConfig;
+    /**
+     * This node's config (instance id, mode, labels, taints, replaceSystemDisk, connection): an entry of
+     * `parseClusterConfig(...).existingNodes`, or an ExistingNodeInput (defaults filled in). Required.
+     */
+    node: ExistingNodeConfig | ExistingNodeInput;
     /** Image of the new system disk in `auto` mode. Required for `auto`, unused otherwise. */
     imageId?: pulumi.Input<string>;
     /** Bootstrap token (secret) of the existing nodes' BootstrapToken. Required. */
     token: pulumi.Input<string>;
     /** The cluster's saved attach command (createAttachCommand). Required for `mode: manual` without a `connection`. */
     attachCommandId?: pulumi.Input<string>;
-    /** SSH connection: run the attach script over SSH instead of Cloud Assistant (manual mode only). Default none. */
+    /** SSH connection: run the attach script over SSH instead of Cloud Assistant (manual mode only). Default: the node's `connection`, if any. */
     connection?: command.types.input.remote.ConnectionArgs;
     /** Pool label value. Default {@link EXISTING_POOL_NAME}. */
     poolName?: string;
@@ -59,19 +62,44 @@ export interface ExistingNodeResources {
     sshAttach?: command.remote.Command;
 }
 
+/** An existing node's SSH connection as a program gives it: the secrets may be Pulumi secrets (`config.requireSecret`). */
+export type SshConnectionArgs = Omit<SshConnectionInput, "privateKey" | "privateKeyPassword" | "password"> & {
+    privateKey?: pulumi.Input<string>;
+    privateKeyPassword?: pulumi.Input<string>;
+    password?: pulumi.Input<string>;
+};
+
+/** An existing node's SSH connection as the remote command takes it, its password and keys as Pulumi secrets. */
+export function sshConnection(connection: SshConnectionArgs | undefined): command.types.input.remote.ConnectionArgs | undefined {
+    if (!connection) {
+        return undefined;
+    }
+    const secret = (value: pulumi.Input<string> | undefined) => (value === undefined ? undefined : pulumi.secret(value));
+    return {
+        host: connection.host,
+        port: connection.port,
+        user: connection.user,
+        agentSocketPath: connection.agentSocketPath,
+        password: secret(connection.password),
+        privateKey: secret(connection.privateKey),
+        privateKeyPassword: secret(connection.privateKeyPassword),
+    };
+}
+
 /** Runs the attach script from stdin as root (directly, or through passwordless sudo). */
 export const SSH_ATTACH_COMMAND = 'if [ "$(id -u)" -eq 0 ]; then bash -s; else sudo -n bash -s; fi';
 
 /** Checks the arguments with the stack config's rules for existing nodes (paths relative to the args: `node.labels.<key>`). */
 export function existingNodeProblems(args: ExistingNodeArgs, report: Report): void {
-    const { node } = args;
     checkNodeJoinConfig(args.config, (path, reason) => report(path ? `config.${path}` : "config", reason));
-    if (typeof node !== "object" || node === null) {
+    if (typeof args.node !== "object" || args.node === null) {
         report("node", "is required: the node's config (an ExistingNodeConfig, e.g. parseClusterConfig(...).existingNodes[i])");
         return;
     }
-    checkExistingNode({ ...node, labels: node.labels ?? {}, taints: node.taints ?? [] },
-        (path, reason) => report(path ? `node.${path}` : "node", reason), args.connection !== undefined);
+    const node = withDefaults(args.node);
+    const connection = args.connection ?? sshConnection(node.connection);
+    checkExistingNode(node, (path, reason) => report(path ? `node.${path}` : "node", reason), connection !== undefined);
+    if (args.connection) sshConnectionProblems(args.connection, report);
     const poolNameReason = poolLabelProblem(args.poolName);
     if (poolNameReason) {
         report("poolName", poolNameReason);
@@ -79,12 +107,28 @@ export function existingNodeProblems(args: ExistingNodeArgs, report: Report): vo
     if (args.connection && node.mode !== "manual") {
         report("connection", `a connection runs the attach script over SSH, which only mode manual does (${node.instanceId} is mode ${node.mode})`);
     }
+    if (node.mode === "manual" && !connection && args.attachCommandId === undefined) {
+        report("attachCommandId", "mode manual runs the cluster's saved attach command: create it with createAttachCommand");
+    }
     if (node.mode === "auto" && args.imageId === undefined) {
         report("imageId", "mode auto needs the image of the new system disk");
     }
-    if (node.mode === "manual" && !args.connection && args.attachCommandId === undefined) {
-        report("attachCommandId", "mode manual runs the cluster's saved attach command: create it with createAttachCommand");
-    }
+}
+
+/** An ExistingNodeInput with the config's defaults filled in (an ExistingNodeConfig stays as it is). */
+function withDefaults(node: ExistingNodeConfig | ExistingNodeInput): Parameters<typeof checkExistingNode>[0] {
+    return {
+        ...node, mode: node.mode ?? "manual", labels: node.labels ?? {}, taints: node.taints ?? [],
+        replaceSystemDisk: node.replaceSystemDisk ?? false, removeWithoutReset: node.removeWithoutReset ?? false,
+        connection: node.connection === undefined ? undefined : { port: 22, user: "root", ...node.connection },
+    };
+}
+
+/** The plain values of an SSH connection, checked as the stack config checks them (values not yet known are skipped). */
+function sshConnectionProblems(c: command.types.input.remote.ConnectionArgs, report: Report): void {
+    if (typeof c.host === "string" && c.host.trim() === "") report("connection.host", "must not be empty: the address the machine running Pulumi reaches the instance at");
+    if (typeof c.port === "number" && !(Number.isInteger(c.port) && c.port >= 1 && c.port <= 65535)) report("connection.port", "must be an integer in 1..65535");
+    if (typeof c.user === "string" && c.user.trim() === "") report("connection.user", "must not be empty (default root)");
 }
 
 /**
@@ -131,7 +175,7 @@ export function createAttachCommand(name: string, args: AttachCommandArgs, opts:
 }
 
 /** Creates the node's membership (and SSH command) under `parent`. */
-export function createExistingNode(name: string, args: ExistingNodeArgs, parent: pulumi.Resource): ExistingNodeResources {
+export function createExistingNode(name: string, args: ExistingNodeArgs & { node: ExistingNodeConfig }, parent: pulumi.Resource): ExistingNodeResources {
     const { config, node } = args;
     // The whole attach script: userdata in `auto` mode, stdin over SSH. `manual` runs the saved attach command.
     const script = pulumi.secret(pulumi.all([args.token, args.caCertHash, args.apiEndpoint]).apply(([token, hash, endpoint]) => renderAttachNode({
@@ -188,7 +232,8 @@ export class ExistingNode extends pulumi.ComponentResource {
     constructor(name: string, args: ExistingNodeArgs, opts?: pulumi.ComponentResourceOptions) {
         checkArgs(`ExistingNode "${name}"`, (report) => existingNodeProblems(args, report));
         super("alicloud-kubeadm:index:ExistingNode", name, {}, opts);
-        this.resources = createExistingNode(name, args, this);
+        const node = checkExistingNode(withDefaults(args.node), () => undefined);
+        this.resources = createExistingNode(name, { ...args, node, connection: args.connection ?? sshConnection(node.connection) }, this);
         this.nodeName = this.resources.membership.nodeName;
         this.providerId = this.resources.membership.providerId;
         this.registerOutputs({ nodeName: this.nodeName, providerId: this.providerId });
