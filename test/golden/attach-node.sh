@@ -295,14 +295,16 @@ EOF
 }
 
 ak_prepare_node() {
-  ak_require AK_KUBERNETES_VERSION AK_K8S_REPO_URL AK_SANDBOX_IMAGE
-  ak_detect_os
-  ak_disable_swap
-  ak_kernel_setup
-  ak_install_packages
-  ak_configure_containerd
-  ak_block_pod_metadata
+  local s
+  for s in ak_detect_os ak_disable_swap ak_kernel_setup ak_install_packages ak_configure_containerd ak_block_pod_metadata ak_enable_kubelet ak_pull_images; do "$s"; done
+}
+
+ak_enable_kubelet() {
   systemctl enable kubelet
+}
+
+ak_pull_images() {
+  :
 }
 
 # ---- src/shell/attach_node.sh ----
