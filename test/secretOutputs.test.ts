@@ -16,6 +16,7 @@ const EXPECTED: Record<string, string[]> = {
     NodeMembership: ["userData", "token"],
     ControlPlaneMember: [],
     PoolCapacity: [],
+    BakedImage: [],
 };
 
 describe("secret outputs declared by each dynamic resource", () => {
@@ -35,6 +36,7 @@ describe("secret outputs declared by each dynamic resource", () => {
         const { NodeMembership } = await import("../src/providers/nodeMembership");
         const { ControlPlaneMember } = await import("../src/providers/controlPlaneMember");
         const { PoolCapacity } = await import("../src/providers/poolCapacity");
+        const { BakedImage } = await import("../src/providers/bakedImage");
         const access = { region: "cn-hangzhou", masterInstanceId: "i-master0", commands: { "list-nodes": "c-1" } as never };
         new JoinInfo("join-info", { region: "cn-hangzhou", masterInstanceId: "i-master0", kubeconfigServer: "https://x:6443", scripts: { initStatus: "", stackCredential: "", stackCredentialRevoke: "" } });
         new BootstrapToken("token", { ...access });
@@ -42,8 +44,9 @@ describe("secret outputs declared by each dynamic resource", () => {
         new NodeMembership("membership", { ...access, instanceId: "i-node", mode: "manual", attachCommandId: "c-attach", token: "abcdef.0123456789abcdef" });
         new ControlPlaneMember("member", { ...access, memberInstanceId: "i-member", joinCommandId: "c-join" });
         new PoolCapacity("capacity", { ...access, scalingGroupId: "asg-1", poolName: "general" });
+        new BakedImage("baked", { region: "cn-hangzhou", executionId: "exec-1", imageNamePrefix: "dev-node-1-36-3-abc" });
         await recorder.settle();
-        const byName: Record<string, string> = { JoinInfo: "join-info", BootstrapToken: "token", ApiServerReady: "ready", NodeMembership: "membership", ControlPlaneMember: "member", PoolCapacity: "capacity" };
+        const byName: Record<string, string> = { JoinInfo: "join-info", BootstrapToken: "token", ApiServerReady: "ready", NodeMembership: "membership", ControlPlaneMember: "member", PoolCapacity: "capacity", BakedImage: "baked" };
         for (const [cls, name] of Object.entries(byName)) {
             const [r] = recorder.resources.filter((x) => x.name === name);
             assert.ok(r, `${cls} registered`);
