@@ -4,7 +4,7 @@
 // the message are ignored, as with `openssl cms -verify -nointern -certfile <Alibaba's certificate>`. The
 // framing is parsed strictly (der.ts); digests and signatures are node:crypto (OpenSSL). Node built-ins only.
 import * as crypto from "crypto";
-import { childrenOf, encodedOf, expectTag, octetsOf, oidOf, parseRoot, type Tlv } from "./der";
+import { childrenOf, encodedOf, expectTag, octetsOf, oidOf, parseRoot } from "./der";
 
 const OID_SIGNED_DATA = "1.2.840.113549.1.7.2";
 const OID_DATA = "1.2.840.113549.1.7.1";
