@@ -200,7 +200,7 @@ export class Admission extends pulumi.ComponentResource {
                 identityCertificate: args.identityCertificate, attachScript: attachScript || undefined, image: args.image, clusterName: args.clusterName,
             }));
         const shape = admissionWorkloadObjects({
-            config: serviceConfig({ ...args, accountId: "", scalingGroups: {} }), identityCertificate: "", image: args.image, clusterName: args.clusterName,
+            config: serviceConfig({ ...args, accountId: "", scalingGroups: {}, attachScript: false }), identityCertificate: "", image: args.image, clusterName: args.clusterName,
         });
         const [configMap, daemonSet] = shape;
         applyObjects(`${name}-service`, [
