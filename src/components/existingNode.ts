@@ -41,8 +41,8 @@ export interface ExistingNodeArgs extends JoinArgs {
     node: ExistingNodeConfig;
     /** Image of the new system disk in `auto` mode. Required for `auto`, unused otherwise. */
     imageId?: pulumi.Input<string>;
-    /** Bootstrap token (secret) of the existing nodes' BootstrapToken. Required. */
-    token: pulumi.Input<string>;
+    /** Bootstrap token (secret) of the existing nodes' BootstrapToken. Required unless `admissionEndpoints` is set (then unused). */
+    token?: pulumi.Input<string>;
     /** The cluster's saved attach command (createAttachCommand). Required for `mode: manual` without a `connection`. */
     attachCommandId?: pulumi.Input<string>;
     /** SSH connection: run the attach script over SSH instead of Cloud Assistant (manual mode only). Default none. */
@@ -109,8 +109,10 @@ export interface AttachCommandArgs {
     apiEndpoint: pulumi.Input<string>;
     /** `sha256:<hex>` CA pin (secret). */
     caCertHash: pulumi.Input<string>;
-    /** The existing nodes' bootstrap token (secret). */
-    token: pulumi.Input<string>;
+    /** The existing nodes' bootstrap token (secret). Required unless `admissionEndpoints` is set. */
+    token?: pulumi.Input<string>;
+    /** Join through the admission service at these endpoints (no token in the command). Default: none. */
+    admissionEndpoints?: pulumi.Input<string[]>;
     /** Pool label value. Default {@link EXISTING_POOL_NAME}. */
     poolName?: string;
 }
@@ -121,20 +123,25 @@ export interface AttachCommandArgs {
  */
 export function createAttachCommand(name: string, args: AttachCommandArgs, opts: pulumi.CustomResourceOptions): alicloud.ecs.Command {
     const { config } = args;
-    const script = pulumi.secret(pulumi.all([args.token, args.caCertHash, args.apiEndpoint]).apply(([token, caCertHash, apiEndpoint]) => renderAttachCommand({
+    const script = pulumi.secret(pulumi.all([args.token ?? "", args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? []]).apply(([token, caCertHash, apiEndpoint, endpoints]) => renderAttachCommand({
         region: config.region, kubernetesVersion: config.kubernetesVersion, ...nodeMirrors(config), apiEndpoint,
-        poolName: args.poolName ?? EXISTING_POOL_NAME, token, caCertHash,
+        poolName: args.poolName ?? EXISTING_POOL_NAME, ...joinCredential(args.admissionEndpoints, token, endpoints), caCertHash,
     })));
     return saveCommand(name, {
         commandName: `${config.name}-attach`, script, parameters: true, timeoutSeconds: OPERATIONS.attach.timeoutSeconds, description: OPERATIONS.attach.description,
     }, opts);
 }
 
+/** The join credential of the attach script: admission endpoints when given (no token), else the token. */
+function joinCredential(admission: unknown, token: string, endpoints: string[]): { token: string } | { admission: { endpoints: string[] } } {
+    return admission !== undefined ? { admission: { endpoints } } : { token };
+}
+
 /** Creates the node's membership (and SSH command) under `parent`. */
 export function createExistingNode(name: string, args: ExistingNodeArgs, parent: pulumi.Resource): ExistingNodeResources {
     const { config, node } = args;
     // The whole attach script: userdata in `auto` mode, stdin over SSH. `manual` runs the saved attach command.
-    const script = pulumi.secret(pulumi.all([args.token, args.caCertHash, args.apiEndpoint]).apply(([token, hash, endpoint]) => renderAttachNode({
+    const script = pulumi.secret(pulumi.all([args.token ?? "", args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? []]).apply(([token, hash, endpoint, endpoints]) => renderAttachNode({
         region: config.region,
         kubernetesVersion: config.kubernetesVersion,
         ...nodeMirrors(config),
@@ -142,7 +149,7 @@ export function createExistingNode(name: string, args: ExistingNodeArgs, parent:
         poolName: args.poolName ?? EXISTING_POOL_NAME,
         labels: node.labels,
         taints: node.taints,
-        token,
+        ...joinCredential(args.admissionEndpoints, token, endpoints),
         caCertHash: hash,
     })));
 

@@ -59,8 +59,8 @@ export async function checkJoinMaterial(ctx: DoctorContext): Promise<Finding[]> 
 
     // Tokens vs the pools and existing nodes that use them.
     const users = new Map<string, { names: string[]; critical: boolean }>();
-    for (const p of info.pools) { const u = users.get(p.tokenId) ?? { names: [], critical: false }; u.names.push(`pool ${p.name}`); u.critical = true; users.set(p.tokenId, u); }
-    for (const e of info.existingNodes) { const u = users.get(e.tokenId) ?? { names: [], critical: false }; u.names.push(`existing node ${e.instanceId}`); users.set(e.tokenId, u); }
+    for (const p of info.pools) { if (!p.tokenId) continue; const u = users.get(p.tokenId) ?? { names: [], critical: false }; u.names.push(`pool ${p.name}`); u.critical = true; users.set(p.tokenId, u); }
+    for (const e of info.existingNodes) { if (!e.tokenId) continue; const u = users.get(e.tokenId) ?? { names: [], critical: false }; u.names.push(`existing node ${e.instanceId}`); users.set(e.tokenId, u); }
     if (!s.tokens || s.tokens.rc !== 0) {
         add("problem", "bootstrap tokens", `\`kubeadm token list\` failed on master 0: ${redact(s.tokens?.output ?? "no output").trim().slice(-300)}`, "check kubeadm and /etc/kubernetes/admin.conf on master 0");
     } else {
