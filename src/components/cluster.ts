@@ -13,7 +13,8 @@ import { ApiServerReady } from "../providers/apiServerReady";
 import { BootstrapToken } from "../providers/bootstrapToken";
 import { ControlPlaneMember } from "../providers/controlPlaneMember";
 import { JoinInfo } from "../providers/joinInfo";
-import { createAttachCommand, ExistingNode } from "./existingNode";
+import { createAttachCommand, EXISTING_POOL_NAME, ExistingNode } from "./existingNode";
+import { admissionAttachOneLiner, renderServedAttachScript } from "../shell/renderAdmission";
 import { NodeCommands, saveCommand } from "./nodeCommands";
 import { OPERATIONS } from "../rules";
 import { NodePool } from "./nodePool";
@@ -81,6 +82,8 @@ export class Cluster extends pulumi.ComponentResource {
     public readonly existingNodes: ExistingNode[];
     /** The admission service (nodes join by cloud identity), when an identity certificate is configured or vendored. */
     public readonly admission?: Admission;
+    /** The one-line manual attach command (no secret: endpoint and CA pin), when admission is on. */
+    public readonly attachCommand?: pulumi.Output<string>;
     /** The Cluster Autoscaler, when at least one pool autoscales. */
     public readonly autoscaler?: ClusterAutoscaler;
     /** Where everything is, for `npm run doctor` (not secret). */
@@ -210,8 +213,14 @@ export class Cluster extends pulumi.ComponentResource {
                 ccm: config.images.cloudControllerManager,
             },
         }, { parent: this, provider: this.kubernetesProvider });
-        if (identityCertificate) {
+        if (identityCertificate && admissionEndpoints) {
+            // The attach script the service serves to existing nodes and the manual path (no secret in it).
+            const served = pulumi.all([this.controlPlane.endpoint, this.joinInfo.caCertHash, admissionEndpoints]).apply(([apiEndpoint, caCertHash, endpoints]) =>
+                renderServedAttachScript({ region: config.region, kubernetesVersion: config.kubernetesVersion, ...nodeMirrors(config), apiEndpoint, caCertHash,
+                    poolName: EXISTING_POOL_NAME, admission: { endpoints } }));
+            this.attachCommand = pulumi.unsecret(pulumi.all([this.joinInfo.caCertHash, admissionEndpoints])).apply(([hash, endpoints]) => admissionAttachOneLiner(endpoints, hash));
             this.admission = new Admission(`${name}-admission`, {
+                attachScript: served,
                 clusterName: config.name, region: config.region, identityCertificate, joinTag: config.admission.joinTag, image: config.images.admission,
                 accountId: alicloud.getCallerIdentityOutput({ parent: this }).accountId,
                 scalingGroups: pulumi.all(this.nodePools.map((p) => p.scalingGroupId)).apply((ids) => Object.fromEntries(ids.map((id, i) => [id, config.nodePools[i].name]))),

@@ -11,6 +11,7 @@ import * as alicloud from "@pulumi/alicloud";
 import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
 import { renderAttachCommand, renderAttachNode } from "../shell/render";
+import { renderAdmissionBootstrap } from "../shell/renderAdmission";
 import type { JoinArgs } from "./joinArgs";
 import { formatTaint, OPERATIONS } from "../rules";
 import { saveCommand } from "./nodeCommands";
@@ -123,10 +124,13 @@ export interface AttachCommandArgs {
  */
 export function createAttachCommand(name: string, args: AttachCommandArgs, opts: pulumi.CustomResourceOptions): alicloud.ecs.Command {
     const { config } = args;
-    const script = pulumi.secret(pulumi.all([args.token ?? "", args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? []]).apply(([token, caCertHash, apiEndpoint, endpoints]) => renderAttachCommand({
-        region: config.region, kubernetesVersion: config.kubernetesVersion, ...nodeMirrors(config), apiEndpoint,
-        poolName: args.poolName ?? EXISTING_POOL_NAME, ...joinCredential(args.admissionEndpoints, token, endpoints), caCertHash,
-    })));
+    const script = pulumi.secret(pulumi.all([args.token ?? "", args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? []]).apply(([token, caCertHash, apiEndpoint, endpoints]) => args.admissionEndpoints
+        // Through admission: a short bootstrap that fetches the attach script from the service (no token anywhere).
+        ? renderAdmissionBootstrap(endpoints, caCertHash)
+        : renderAttachCommand({
+            region: config.region, kubernetesVersion: config.kubernetesVersion, ...nodeMirrors(config), apiEndpoint,
+            poolName: args.poolName ?? EXISTING_POOL_NAME, token, caCertHash,
+        })));
     return saveCommand(name, {
         commandName: `${config.name}-attach`, script, parameters: true, timeoutSeconds: OPERATIONS.attach.timeoutSeconds, description: OPERATIONS.attach.description,
     }, opts);

@@ -10,17 +10,14 @@ AK_API_WAIT_ATTEMPTS="${AK_API_WAIT_ATTEMPTS:-120}"
 AK_JOIN_ATTEMPTS="${AK_JOIN_ATTEMPTS:-3}"
 
 ak_start_log attach-node
-ak_require AK_KUBERNETES_VERSION AK_K8S_REPO_URL AK_SANDBOX_IMAGE AK_API_ENDPOINT AK_POOL_NAME AK_CA_CERT_HASHES
-# The credential: a bootstrap token in the header (control-plane members), or one from the admission service
-# (AK_ADMISSION_ENDPOINTS; src/shell/admission_client.sh), fetched right before each join attempt.
-if [ -n "${AK_ADMISSION_ENDPOINTS:-}" ]; then
-  [ -z "${AK_BOOTSTRAP_TOKEN:-}" ] || ak_die "AK_BOOTSTRAP_TOKEN and AK_ADMISSION_ENDPOINTS exclude each other"
-  declare -F ak_admission_token >/dev/null || ak_die "AK_ADMISSION_ENDPOINTS is set but admission_client.sh is missing"
-else
-  ak_require AK_BOOTSTRAP_TOKEN
-  [[ $AK_BOOTSTRAP_TOKEN =~ ^[a-z0-9]{6}\.[a-z0-9]{16}$ ]] ||
-    ak_die "AK_BOOTSTRAP_TOKEN is not a bootstrap token [a-z0-9]{6}.[a-z0-9]{16}"
-fi
+# The credential: a bootstrap token in the header, or, with AK_ADMISSION_ENDPOINTS, a single-use one from the
+# admission service before each attempt (ak_admission_token, src/shell/admission_client.sh).
+AK_CREDENTIAL=AK_BOOTSTRAP_TOKEN
+[ -z "${AK_ADMISSION_ENDPOINTS:-}" ] || AK_CREDENTIAL=AK_ADMISSION_ENDPOINTS
+ak_require AK_KUBERNETES_VERSION AK_K8S_REPO_URL AK_SANDBOX_IMAGE AK_API_ENDPOINT AK_POOL_NAME \
+  "$AK_CREDENTIAL" AK_CA_CERT_HASHES
+[ "$AK_CREDENTIAL" != AK_BOOTSTRAP_TOKEN ] || [[ $AK_BOOTSTRAP_TOKEN =~ ^[a-z0-9]{6}\.[a-z0-9]{16}$ ]] ||
+  ak_die "AK_BOOTSTRAP_TOKEN is not a bootstrap token [a-z0-9]{6}.[a-z0-9]{16}"
 [[ $AK_CA_CERT_HASHES =~ ^sha256:[0-9a-f]{64}(,sha256:[0-9a-f]{64})*$ ]] ||
   ak_die "AK_CA_CERT_HASHES must be sha256:<64 hex digits>[,...]"
 if [ -n "${AK_CERTIFICATE_KEY:-}" ] && [[ ! $AK_CERTIFICATE_KEY =~ ^[0-9a-f]{64}$ ]]; then
@@ -102,14 +99,11 @@ ak_prepare_node
 ak_read_identity
 ak_wait_for_api
 config="${AK_STATE_DIR}/kubeadm-join.yaml"
-[ -n "${AK_ADMISSION_ENDPOINTS:-}" ] || (umask 077 && ak_join_config >"$config")
 rc=1
 for ((attempt = 1; attempt <= AK_JOIN_ATTEMPTS; attempt++)); do
   if ak_has_leftovers; then ak_preclean; fi
-  if [ -n "${AK_ADMISSION_ENDPOINTS:-}" ]; then # a single-use token per attempt
-    ak_admission_token
-    (umask 077 && ak_join_config >"$config")
-  fi
+  [ "$AK_CREDENTIAL" = AK_BOOTSTRAP_TOKEN ] || ak_admission_token
+  (umask 077 && ak_join_config >"$config")
   ak_log "kubeadm join ${AK_API_ENDPOINT} as ${AK_PROVIDER_ID}, pool ${AK_POOL_NAME} (attempt ${attempt}/${AK_JOIN_ATTEMPTS})"
   rc=0
   kubeadm join --config "$config" 2>&1 | ak_redact || rc=$?
