@@ -10,13 +10,12 @@ AK_API_WAIT_ATTEMPTS="${AK_API_WAIT_ATTEMPTS:-120}"
 AK_JOIN_ATTEMPTS="${AK_JOIN_ATTEMPTS:-3}"
 
 ak_start_log attach-node
-# The credential: a bootstrap token in the header, or, with AK_ADMISSION_ENDPOINTS, a single-use one from the
-# admission service before each attempt (ak_admission_token, src/shell/admission_client.sh).
-AK_CREDENTIAL=AK_BOOTSTRAP_TOKEN
-[ -z "${AK_ADMISSION_ENDPOINTS:-}" ] || AK_CREDENTIAL=AK_ADMISSION_ENDPOINTS
+# The credential: a bootstrap token in the header, or, with AK_ADMISSION_ENDPOINTS (AK_CRED set), a single-use
+# one from the admission service before each attempt (ak_admission_token, src/shell/admission_client.sh).
+AK_CRED=${AK_ADMISSION_ENDPOINTS:+AK_ADMISSION_ENDPOINTS}
 ak_require AK_KUBERNETES_VERSION AK_K8S_REPO_URL AK_SANDBOX_IMAGE AK_API_ENDPOINT AK_POOL_NAME \
-  "$AK_CREDENTIAL" AK_CA_CERT_HASHES
-[ "$AK_CREDENTIAL" != AK_BOOTSTRAP_TOKEN ] || [[ $AK_BOOTSTRAP_TOKEN =~ ^[a-z0-9]{6}\.[a-z0-9]{16}$ ]] ||
+  "${AK_CRED:-AK_BOOTSTRAP_TOKEN}" AK_CA_CERT_HASHES
+[ -n "$AK_CRED" ] || [[ $AK_BOOTSTRAP_TOKEN =~ ^[a-z0-9]{6}\.[a-z0-9]{16}$ ]] ||
   ak_die "AK_BOOTSTRAP_TOKEN is not a bootstrap token [a-z0-9]{6}.[a-z0-9]{16}"
 [[ $AK_CA_CERT_HASHES =~ ^sha256:[0-9a-f]{64}(,sha256:[0-9a-f]{64})*$ ]] ||
   ak_die "AK_CA_CERT_HASHES must be sha256:<64 hex digits>[,...]"
@@ -102,7 +101,7 @@ config="${AK_STATE_DIR}/kubeadm-join.yaml"
 rc=1
 for ((attempt = 1; attempt <= AK_JOIN_ATTEMPTS; attempt++)); do
   if ak_has_leftovers; then ak_preclean; fi
-  [ "$AK_CREDENTIAL" = AK_BOOTSTRAP_TOKEN ] || ak_admission_token
+  [ -z "$AK_CRED" ] || ak_admission_token
   (umask 077 && ak_join_config >"$config")
   ak_log "kubeadm join ${AK_API_ENDPOINT} as ${AK_PROVIDER_ID}, pool ${AK_POOL_NAME} (attempt ${attempt}/${AK_JOIN_ATTEMPTS})"
   rc=0
@@ -111,7 +110,8 @@ for ((attempt = 1; attempt <= AK_JOIN_ATTEMPTS; attempt++)); do
   ak_mark join.failed status=failed "exit_code=${rc}" "log=${AK_LOG#"$AK_ROOT"}"
   if [ "$attempt" -lt "$AK_JOIN_ATTEMPTS" ]; then sleep "$AK_RETRY_DELAY"; fi
 done
-rm -f "$config" # the token stays only in the userdata
+# The token stays only where it came from (userdata, or nowhere with admission).
+rm -f "$config"
 if [ "$rc" -ne 0 ]; then
   ak_die "kubeadm join failed ${AK_JOIN_ATTEMPTS} times (last exit code ${rc}); see ${AK_LOG#"$AK_ROOT"}." \
     "Running this script again cleans up and retries"

@@ -272,9 +272,11 @@ AK_API_WAIT_ATTEMPTS="${AK_API_WAIT_ATTEMPTS:-120}"
 AK_JOIN_ATTEMPTS="${AK_JOIN_ATTEMPTS:-3}"
 
 ak_start_log attach-node
+AK_CREDENTIAL=AK_BOOTSTRAP_TOKEN
+[ -z "${AK_ADMISSION_ENDPOINTS:-}" ] || AK_CREDENTIAL=AK_ADMISSION_ENDPOINTS
 ak_require AK_KUBERNETES_VERSION AK_K8S_REPO_URL AK_SANDBOX_IMAGE AK_API_ENDPOINT AK_POOL_NAME \
-  AK_BOOTSTRAP_TOKEN AK_CA_CERT_HASHES
-[[ $AK_BOOTSTRAP_TOKEN =~ ^[a-z0-9]{6}\.[a-z0-9]{16}$ ]] ||
+  "$AK_CREDENTIAL" AK_CA_CERT_HASHES
+[ "$AK_CREDENTIAL" != AK_BOOTSTRAP_TOKEN ] || [[ $AK_BOOTSTRAP_TOKEN =~ ^[a-z0-9]{6}\.[a-z0-9]{16}$ ]] ||
   ak_die "AK_BOOTSTRAP_TOKEN is not a bootstrap token [a-z0-9]{6}.[a-z0-9]{16}"
 [[ $AK_CA_CERT_HASHES =~ ^sha256:[0-9a-f]{64}(,sha256:[0-9a-f]{64})*$ ]] ||
   ak_die "AK_CA_CERT_HASHES must be sha256:<64 hex digits>[,...]"
@@ -352,10 +354,11 @@ ak_prepare_node
 ak_read_identity
 ak_wait_for_api
 config="${AK_STATE_DIR}/kubeadm-join.yaml"
-(umask 077 && ak_join_config >"$config")
 rc=1
 for ((attempt = 1; attempt <= AK_JOIN_ATTEMPTS; attempt++)); do
   if ak_has_leftovers; then ak_preclean; fi
+  [ "$AK_CREDENTIAL" = AK_BOOTSTRAP_TOKEN ] || ak_admission_token
+  (umask 077 && ak_join_config >"$config")
   ak_log "kubeadm join ${AK_API_ENDPOINT} as ${AK_PROVIDER_ID}, pool ${AK_POOL_NAME} (attempt ${attempt}/${AK_JOIN_ATTEMPTS})"
   rc=0
   kubeadm join --config "$config" 2>&1 | ak_redact || rc=$?
