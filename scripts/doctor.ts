@@ -5,6 +5,8 @@ import { spawnSync } from "child_process";
 import * as fs from "fs";
 import { CHECKS, exitCodeOf, renderJson, renderTable, runDoctor, useColour, CheckName, ClusterInfo, EXIT } from "../src/doctor";
 import { parseClusterInfo } from "../src/doctor/clusterInfo";
+import { localCredentialSource, NO_CREDENTIALS_FIX, offlineChainEnv } from "../src/doctor/credentials";
+import * as os from "os";
 import { wrapText } from "../src/doctor/report";
 
 /** Parsed command line. */
@@ -31,7 +33,9 @@ export function helpText(): string {
         "Checks:",
         ...CHECKS.flatMap((c) => wrapText(`${c.title}: ${c.looksAt}`, 86).map((l, i) => `  ${(i === 0 ? c.name : "").padEnd(11)} ${l}`)),
         "",
-        "Credentials: the standard Alibaba Cloud chain (ALIBABA_CLOUD_ACCESS_KEY_ID/_SECRET, profiles, ECS RAM role).",
+        "Credentials: the standard Alibaba Cloud chain (ALIBABA_CLOUD_ACCESS_KEY_ID/_SECRET, profiles), or on an ECS",
+        "instance its RAM role named with ALIBABA_CLOUD_ECS_METADATA=<role>. Without any, doctor says so and exits 2",
+        "before it looks (it never asks the metadata service unless a role is named).",
         "Exit codes: 0 no problem, 1 at least one problem, 2 could not look (outputs unreadable, no credentials,",
         "API or master 0 unreachable; the other checks still print).",
         "",
@@ -90,6 +94,11 @@ async function main(): Promise<number> {
         process.stderr.write(`doctor: ${(e as Error).message}\n`);
         return EXIT.couldNotLook;
     }
+    if (!localCredentialSource(process.env, os.homedir())) {
+        process.stderr.write(`doctor: no Alibaba Cloud credentials here, so nothing was looked at: ${NO_CREDENTIALS_FIX}.\n`);
+        return EXIT.couldNotLook;
+    }
+    Object.assign(process.env, offlineChainEnv(process.env));
     const tty = !!process.stderr.isTTY && !args.json;
     const findings = await runDoctor(info, { checks: args.checks, pollIntervalMs: args.pollIntervalMs, progress: tty ? (m) => process.stderr.write(`… ${m}\n`) : undefined });
     process.stdout.write(args.json ? renderJson(info.name, findings) : renderTable(info.name, findings, { colour: useColour(), width: process.stdout.columns ?? 110 }));

@@ -4,12 +4,15 @@
 //   out/<stack>/userdata/*.sh    rendered bootstrap scripts
 //   out/<stack>/commands/*.sh    the saved Cloud Assistant commands (node operations, attach, control-plane join)
 //   out/<stack>/manifests/*.yaml Kubernetes objects the stack applies
+// and prints the resource counts, then an overview a person reads: masters, pools, existing nodes, the
+// dynamic resources by role, the files written, which secrets exist (names only) and every warning.
 // Usage: npm run synth -- <stack | path/to/Pulumi.<stack>.yaml> [--out <dir>]
 import * as fs from "fs";
 import * as path from "path";
 import * as YAML from "yaml";
 import { manifestFiles } from "../src/components/kube";
 import { redactUserdata } from "../src/shell/render";
+import { validateClusterConfig, type ClusterConfig } from "../src/config";
 import * as pulumi from "@pulumi/pulumi";
 import { installMocks, REDACTED, valueOf, type RecordedResource } from "../test/mockRuntime";
 
@@ -22,6 +25,14 @@ export interface SynthResult {
     resources: RecordedResource[];
     /** `<property.path>: <reason>` lines; non-empty means synth failed and nothing was written. */
     problems: string[];
+    /** Every warning the program logged (config warnings and others), in order. */
+    warnings: string[];
+    /** Files written, relative to outDir (empty when synth failed). */
+    files: string[];
+    /** The stack outputs as written to outputs.json (secrets as "[secret]"). */
+    outputs: Record<string, unknown>;
+    /** The validated config, when it is valid. */
+    config?: ClusterConfig;
 }
 
 /** Finds the stack file for a stack name or a path. */
@@ -89,14 +100,20 @@ export async function synthesize(stackArg: string, outRoot = path.join(ROOT, "ou
     const { stack, file } = resolveStackFile(stackArg);
     const outDir = path.join(outRoot, stack);
     const read = readStackFile(file);
+    const warnings: string[] = [];
+    const base = { stack, file, outDir, warnings, files: [] as string[], outputs: {} as Record<string, unknown> };
     if ("problem" in read) {
-        return { stack, file, outDir, resources: [], problems: [read.problem] };
+        return { ...base, resources: [], problems: [read.problem] };
     }
     const recorder = installMocks({ stack, config: read.config });
     const failures: unknown[] = [];
     let outputs: Record<string, unknown> = {};
     const onRejection = (err: unknown) => failures.push(err);
     process.on("unhandledRejection", onRejection);
+    // Warnings are collected for the overview instead of printed as they come.
+    const log = pulumi.log as { warn: typeof pulumi.log.warn };
+    const warn = log.warn;
+    log.warn = async (message: string) => { warnings.push(message); };
     // Pulumi captures a stack trace per resource (source positions); under ts-node every trace is
     // source-mapped, which was half of a large synth's time. Synth reports problems, not traces.
     const errorClass = Error as { prepareStackTrace?: unknown };
@@ -109,19 +126,21 @@ export async function synthesize(stackArg: string, outRoot = path.join(ROOT, "ou
         try {
             exported = require(program);
         } catch (err) {
-            return { stack, file, outDir, resources: recorder.resources, problems: problemsOf(err) };
+            return { ...base, resources: recorder.resources, problems: problemsOf(err) };
         }
         outputs = await resolveOutputs(exported);
         await recorder.settle();
     } finally {
         process.off("unhandledRejection", onRejection);
         errorClass.prepareStackTrace = prepareStackTrace;
+        log.warn = warn;
     }
     if (failures.length > 0) {
-        return { stack, file, outDir, resources: recorder.resources, problems: failures.flatMap(problemsOf) };
+        return { ...base, resources: recorder.resources, problems: failures.flatMap(problemsOf) };
     }
-    writeOutputs(outDir, recorder.resources, outputs);
-    return { stack, file, outDir, resources: recorder.resources, problems: [] };
+    const files = writeOutputs(outDir, recorder.resources, outputs);
+    const config = validateClusterConfig(read.config["alicloud-kubeadm:cluster"], read.config["alicloud:region"] as string | undefined).config;
+    return { ...base, resources: recorder.resources, problems: [], files, outputs, config };
 }
 
 /** The stack's exports as `pulumi stack output --json` shows them: secrets as "[secret]". */
@@ -137,7 +156,8 @@ async function resolveOutputs(exported: Record<string, unknown>): Promise<Record
     return out;
 }
 
-function writeOutputs(outDir: string, resources: RecordedResource[], outputs: Record<string, unknown>): void {
+/** Writes the files; returns their paths relative to outDir, sorted. */
+function writeOutputs(outDir: string, resources: RecordedResource[], outputs: Record<string, unknown>): string[] {
     fs.rmSync(outDir, { recursive: true, force: true });
     for (const dir of ["userdata", "commands", "manifests"]) {
         fs.mkdirSync(path.join(outDir, dir), { recursive: true });
@@ -169,6 +189,75 @@ function writeOutputs(outDir: string, resources: RecordedResource[], outputs: Re
     for (const [file, yaml] of Object.entries(manifestFiles(resources.filter((r) => r.custom)))) {
         fs.writeFileSync(path.join(outDir, "manifests", file), yaml);
     }
+    return ["resources.json", "outputs.json", ...["userdata", "commands", "manifests"].flatMap((d) => fs.readdirSync(path.join(outDir, d)).map((f) => `${d}/${f}`))].sort();
+}
+
+/** The dynamic resources' roles, by the names the components give them. */
+const DYNAMIC_ROLES: Array<[RegExp, string]> = [
+    [/-join-info$/, "JoinInfo: waits for kubeadm init on master 0, reads the CA pin and the admin kubeconfig"],
+    [/-master-\d+-join$/, "ControlPlaneMember: joins a master with kubeadm join --control-plane, one at a time"],
+    [/-token$/, "BootstrapToken: a kubeadm bootstrap token (one per pool, one for the existing nodes)"],
+    [/-capacity$/, "PoolCapacity: sets a pool's ESS capacity and waits for its Ready nodes; scale-in drains first"],
+    [/-membership$/, "NodeMembership: joins an existing node and waits for Ready; removal drains and resets it"],
+    [/-api-ready$/, "ApiServerReady: waits until the API server answers /readyz, before the add-ons"],
+];
+
+/** The overview printed after the counts: what `pulumi up` would run, for a person to read. */
+export function overview(result: SynthResult): string[] {
+    const lines: string[] = [];
+    const c = result.config;
+    const list = (xs: readonly string[]) => (xs.length === 0 ? "none" : xs.join(", "));
+    if (c) {
+        lines.push(`cluster ${c.name} in ${c.region}, Kubernetes ${c.kubernetesVersion}, zones ${list(c.zones)}`);
+        const cp = c.controlPlane;
+        const endpoint = cp.publicEndpoint
+            ? `public${c.network.apiAllowedCidrs.length ? `, port 6443 open to ${list(c.network.apiAllowedCidrs)}` : ""}`
+            : "internal (reachable from inside the VPC)";
+        lines.push(`masters: ${cp.count} × ${cp.instanceType}, ${cp.systemDisk.category} ${cp.systemDisk.size} GiB, API endpoint ${endpoint}${cp.count > 1 ? " behind an NLB" : ""}` +
+            `${cp.deletionProtection ? ", deletion protection" : ""}`);
+        lines.push(`pools:${c.nodePools.length === 0 ? " none" : ""}`);
+        for (const p of c.nodePools) {
+            const size = p.autoscale ? `autoscale ${p.autoscale.min}–${p.autoscale.max}` : `size ${p.size}`;
+            const taints = p.taints.length ? `, taints ${p.taints.map((t) => `${t.key}${t.value ? `=${t.value}` : ""}:${t.effect}`).join(" ")}` : "";
+            lines.push(`  ${p.name}: ${size}, ${list(p.instanceTypes)}, zones ${list(c.zones)}${taints}`);
+        }
+        lines.push(`existing nodes:${c.existingNodes.length === 0 ? " none" : ""}`);
+        for (const n of c.existingNodes) {
+            const how = n.mode === "auto" ? "auto: userdata + system disk replaced (wipes the disk)"
+                : n.connection ? `manual over SSH to ${n.connection.user}@${n.connection.host}:${n.connection.port}` : "manual over Cloud Assistant (the saved attach command)";
+            lines.push(`  ${n.instanceId}: ${how}`);
+        }
+    }
+    const dynamic = result.resources.filter((r) => r.type === "pulumi-nodejs:dynamic:Resource");
+    lines.push(`dynamic resources (they run at \`pulumi up\`; under synth they only register): ${dynamic.length}`);
+    for (const [pattern, role] of DYNAMIC_ROLES) {
+        const names = dynamic.filter((r) => pattern.test(r.name)).map((r) => r.name).sort();
+        if (names.length > 0) lines.push(`  ${role}: ${names.join(", ")}`);
+    }
+    const other = dynamic.filter((r) => !DYNAMIC_ROLES.some(([p]) => p.test(r.name)));
+    if (other.length > 0) lines.push(`  other: ${other.map((r) => r.name).join(", ")}`);
+    const byDir = new Map<string, string[]>();
+    for (const f of result.files) {
+        const dir = f.includes("/") ? `${f.split("/")[0]}/` : "";
+        byDir.set(dir, [...(byDir.get(dir) ?? []), f]);
+    }
+    lines.push(`files written to ${path.relative(process.cwd(), result.outDir) || "."}/: ${result.files.length}`);
+    for (const [dir, files] of byDir) {
+        lines.push(dir === "" ? `  ${files.join(", ")}` : `  ${dir} ${files.length}: ${files.map((f) => path.basename(f)).join(", ")}`);
+    }
+    const byName = [...result.resources].sort((a, b) => a.name.localeCompare(b.name));
+    const secretInputs = byName.filter((r) => r.secretInputs.length > 0).map((r) => `${r.name} (${[...new Set(r.secretInputs)].sort().join(", ")})`);
+    const secretOutputs = byName.filter((r) => r.secretOutputs.length > 0).map((r) => `${r.name} (${[...r.secretOutputs].sort().join(", ")})`);
+    const stackSecrets = Object.entries(result.outputs).filter(([, v]) => v === REDACTED).map(([k]) => k);
+    lines.push("secrets (names only; values never written):");
+    lines.push(`  resource inputs: ${list(secretInputs)}`);
+    lines.push(`  resource outputs: ${list(secretOutputs)}`);
+    lines.push(`  stack outputs: ${list(stackSecrets)}`);
+    lines.push(`warnings: ${result.warnings.length === 0 ? "none" : result.warnings.length}`);
+    for (const w of result.warnings) {
+        lines.push(`  ${w}`);
+    }
+    return lines;
 }
 
 /** Count of resources by type, for the summary table. */
@@ -201,6 +290,9 @@ async function main(argv: string[]): Promise<number> {
         for (const p of result.problems) {
             console.error(`${shown}: ${p}`);
         }
+        for (const w of result.warnings) {
+            console.error(`warning: ${w}`);
+        }
         return 1;
     }
     const counts = countByType(result.resources);
@@ -208,6 +300,10 @@ async function main(argv: string[]): Promise<number> {
     console.log(`${result.stack}: ${result.resources.length} resources → ${path.relative(process.cwd(), result.outDir)}/`);
     for (const [type, n] of counts) {
         console.log(`  ${type.padEnd(width)}  ${String(n).padStart(3)}`);
+    }
+    console.log("");
+    for (const line of overview(result)) {
+        console.log(line);
     }
     return 0;
 }

@@ -8,7 +8,7 @@
 import * as crypto from "crypto";
 import { z } from "zod";
 import {
-    autoscalerMinorWarning, autoscalerSettingsProblems, checkNetworkLayout, checkTaints, cloudTagProblems, CLUSTER_TAG, DEFAULT_AUTOSCALER_SETTINGS,
+    apiAccessProblems, autoscalerMinorWarning, autoscalerSettingsProblems, checkNetworkLayout, checkTaints, cloudTagProblems, CLUSTER_TAG, DEFAULT_AUTOSCALER_SETTINGS,
     DEFAULT_ROUTE_ENTRY_QUOTA, dnsLabelProblem, durationProblem, essNameProblem, GO_DURATION_ERE, goRegexProblem, hostNamePartProblem, imageReferenceProblem, imageRepositoryProblem,
     masterInstanceTypeWarning, nodeFlagsSizeProblems, reservedPoolNameProblem,
     INSTANCE_ID_PATTERN, instanceTypeProblem, joinPath, kubernetesSupportWarning, kubernetesVersionProblem, MAX_SCALING_GROUP_INSTANCES,
@@ -17,7 +17,15 @@ import {
     type Report, type Taint,
 } from "./rules";
 
+import type {
+    ClusterConfig, ClusterConfigInput, ExistingNodeConfig, NodePoolConfig, ParsedClusterConfig, ParsedExistingNode, ParsedNodePool,
+} from "./configTypes";
+
 export type { Taint } from "./rules";
+export type {
+    ClusterConfig, ClusterConfigInput, Disk, DiskCategory, DiskInput, ExistingNodeConfig, ExistingNodeInput, ImageSources, NodePoolConfig,
+    NodePoolInput, SshConnection, SshConnectionInput, TaintInput,
+} from "./configTypes";
 export { isChinaRegion, parseTaint } from "./rules";
 
 /** Longest cluster and pool name: they prefix every resource name (and ESS names are at most 64 characters). */
@@ -83,6 +91,16 @@ function buildSchema(obj: typeof z.strictObject) {
          * `pulumi up` before the removal: a removal uses the settings Pulumi last recorded.
          */
         removeWithoutReset: z.boolean().default(false),
+        /** SSH access: the attach script runs over SSH instead of Cloud Assistant (mode manual only). */
+        connection: obj({
+            host: text(),
+            port: z.number().int().min(1).max(65535).default(22),
+            user: text().default("root"),
+            privateKey: text().optional(),
+            privateKeyPassword: text().optional(),
+            password: text().optional(),
+            agentSocketPath: text().optional(),
+        }).optional(),
         ...nodeShape,
     });
 
@@ -174,25 +192,16 @@ function buildSchema(obj: typeof z.strictObject) {
 const clusterSchema = buildSchema(z.strictObject);
 const lenientSchema = buildSchema(z.object as typeof z.strictObject);
 
-/** The `alicloud-kubeadm:cluster` object as written in a stack file (defaults not yet applied). */
-export type ClusterConfigInput = z.input<typeof clusterSchema>;
+// The exported types are written out in configTypes.ts (no schema-library type in the public declarations);
+// these assignments fail to compile when the schema and those types disagree in either direction.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const schemaInputIsClusterConfigInput: Same<z.input<typeof clusterSchema>, ClusterConfigInput> = true;
+const schemaOutputIsParsedClusterConfig: Same<z.output<typeof clusterSchema>, ParsedClusterConfig> = true;
+void schemaInputIsClusterConfigInput;
+void schemaOutputIsParsedClusterConfig;
 
-type Parsed = z.output<typeof clusterSchema>;
-type ParsedPool = Parsed["nodePools"][number];
-type ParsedExistingNode = Parsed["existingNodes"][number];
-
-/** A node pool after defaults: taints normalised, instance types as a list, exactly one of `size` / `autoscale`. */
-export type NodePoolConfig = Omit<ParsedPool, "taints"> & { taints: Taint[]; instanceTypes: string[] };
-/** An existing node after defaults, taints normalised. */
-export type ExistingNodeConfig = Omit<ParsedExistingNode, "taints"> & { taints: Taint[] };
-
-/** The typed, defaulted, validated cluster configuration every component reads. */
-export interface ClusterConfig extends Omit<Parsed, "nodePools" | "existingNodes" | "network"> {
-    region: string;
-    network: Parsed["network"] & { vswitchCidrs: string[] };
-    nodePools: NodePoolConfig[];
-    existingNodes: ExistingNodeConfig[];
-}
+type Parsed = ParsedClusterConfig;
+type ParsedPool = ParsedNodePool;
 
 export interface ValidationResult {
     /** Present only when there are no errors. */
@@ -374,9 +383,7 @@ function checkRules(c: Parsed, region: string | undefined, problem: Report, warn
         vswitchCidrs: "network.vswitchCidrs", apiAllowedCidrs: "network.apiAllowedCidrs",
     });
     checkNodeCapacity(c, pools, existing.length, problem, warn);
-    if (c.controlPlane.publicEndpoint && c.network.apiAllowedCidrs.length === 0) {
-        warn("network.apiAllowedCidrs", "controlPlane.publicEndpoint is true but no CIDR is allowed to reach 6443 from outside the VPC");
-    }
+    apiAccessProblems(c.controlPlane.publicEndpoint, c.network.apiAllowedCidrs, problem, warn);
     autoscalerSettingsProblems(c.autoscaler, (path, reason) => problem(`autoscaler.${path}`, reason));
     if (pools.some((p) => p.autoscale) && (c.autoscaler.version !== undefined || !versionProblem)) {
         const { problem: versionRefused } = resolveAutoscalerVersion(c.autoscaler.version, c.kubernetesVersion);
@@ -715,10 +722,10 @@ export function checkPool(pool: PoolInput, clusterName: string, cloudTags: Recor
 }
 
 /** What an existing node is checked from: the parsed config, or an ExistingNodeConfig built by hand. */
-type ExistingNodeInput = Omit<ParsedExistingNode, "taints"> & { taints: Array<string | Taint> };
+type ExistingNodeToCheck = Omit<ParsedExistingNode, "taints"> & { taints: Array<string | Taint> };
 
 /** Checks one existing node (reports relative to it) and returns it normalised. ExistingNode runs the same check. */
-export function checkExistingNode(node: ExistingNodeInput, report: Report, viaSsh = false): ExistingNodeConfig {
+export function checkExistingNode(node: ExistingNodeToCheck, report: Report, viaSsh = false): ExistingNodeConfig {
     if (!INSTANCE_ID_PATTERN.test(node.instanceId)) {
         report("instanceId", `"${node.instanceId}" is not an ECS instance id (expected i-…, e.g. i-bp1exampleexample01)`);
     }
@@ -726,10 +733,13 @@ export function checkExistingNode(node: ExistingNodeInput, report: Report, viaSs
     if (guard) {
         report("replaceSystemDisk", guard);
     }
+    if (node.connection && node.mode !== "manual") {
+        report("connection", `a connection runs the attach script over SSH, which only mode manual does (this node is mode ${node.mode}): remove connection or use mode manual`);
+    }
     nodeLabelProblems(node.labels, (key, reason) => report(`labels.${key}`, reason));
     const taints = checkTaints(node.taints, (path, reason) => report(`taints.${path}`, reason));
     // Manual mode passes them as the attach command's parameters; auto mode (and an SSH connection) in the script itself.
-    nodeFlagsSizeProblems(node.labels, taints, node.mode === "manual" && !viaSsh ? "parameters" : "userdata", report);
+    nodeFlagsSizeProblems(node.labels, taints, node.mode === "manual" && !viaSsh && !node.connection ? "parameters" : "userdata", report);
     return { ...node, taints };
 }
 

@@ -14,6 +14,9 @@ function devVariant(dir: string, name: string, edit: (cluster: Record<string, un
     return file;
 }
 
+/** The existing-node example (cluster name `example`): outside stacks/, synthesised by path. */
+const EXAMPLE = path.join(__dirname, "..", "examples", "Pulumi.existing-nodes.yaml");
+
 describe("Cluster (whole stack under mocks)", () => {
     const out = fs.mkdtempSync(path.join(os.tmpdir(), "cluster-"));
     after(() => fs.rmSync(out, { recursive: true, force: true }));
@@ -35,13 +38,13 @@ describe("Cluster (whole stack under mocks)", () => {
     });
 
     it("no token, CA pin or kubeconfig reaches a non-secret input, resources.json, outputs.json or the written userdata", async () => {
-        const result = await synthesize("dev", out);
+        const result = await synthesize(EXAMPLE, out);
         assert.deepStrictEqual(result.problems, []);
         // Under mocks the dynamic resources answer with recognisable placeholders (test/mockRuntime.ts).
         const secrets = ["0123456789abcdef", "0".repeat(64), "placeholder: the real admin kubeconfig"];
-        const dir = path.join(out, "dev");
+        const dir = path.join(out, "existing-nodes");
         const files = ["resources.json", "outputs.json", ...["userdata", "commands"].flatMap((d) => fs.readdirSync(path.join(dir, d)).map((f) => path.join(d, f)))];
-        assert.ok(files.includes(path.join("commands", "dev-attach.sh")) && files.includes(path.join("commands", "dev-drain.sh")), files.join(", "));
+        assert.ok(files.includes(path.join("commands", "example-attach.sh")) && files.includes(path.join("commands", "example-drain.sh")), files.join(", "));
         assert.ok(files.length >= 2 + 3 + 14, `expected master, two pool scripts and 14 saved commands, got ${files.join(", ")}`);
         for (const f of files) {
             const text = fs.readFileSync(path.join(dir, f), "utf8");
@@ -51,12 +54,12 @@ describe("Cluster (whole stack under mocks)", () => {
         }
         const userdata = result.resources.filter((r) => r.rawInputs.userData !== undefined && r.type !== "alicloud:ecs/instance:Instance");
         assert.deepStrictEqual(userdata.map((r) => r.type).sort(), ["alicloud:ess/scalingConfiguration:ScalingConfiguration", "alicloud:ess/scalingConfiguration:ScalingConfiguration"],
-            "the manual existing node runs the saved attach command: no script of its own");
+            "the manual existing nodes run the saved attach command or SSH: no userdata of their own");
         for (const r of userdata) {
             assert.ok(r.secretInputs.includes("userData"), `${r.name}: attach userdata must be secret`);
             assert.match(r.rawInputs.userData as string, /abcdef\.0123456789abcdef/, `${r.name} carries the (placeholder) token`);
         }
-        const attach = result.resources.find((r) => r.type === "alicloud:ecs/command:Command" && r.inputs.name === "dev-attach")!;
+        const attach = result.resources.find((r) => r.type === "alicloud:ecs/command:Command" && r.inputs.name === "example-attach")!;
         assert.ok(attach.secretInputs.includes("commandContent"), "the attach command's content (token, CA pin) is secret");
         assert.match(Buffer.from(attach.rawInputs.commandContent as string, "base64").toString(), /abcdef\.0123456789abcdef/);
         const outputs = JSON.parse(fs.readFileSync(path.join(dir, "outputs.json"), "utf8"));
@@ -64,16 +67,51 @@ describe("Cluster (whole stack under mocks)", () => {
         assert.deepStrictEqual(outputs.clusterInfo.pools.map((p: { name: string; mode: string }) => `${p.name}:${p.mode}`), ["general:fixed", "elastic:autoscale"]);
     });
 
-    it("dev registers every public component under its type token, parented to the Cluster", async () => {
-        const result = await synthesize("dev", out);
+    it("the existing-node example registers every public component under its type token, parented to the Cluster", async () => {
+        const result = await synthesize(EXAMPLE, out);
         const api = await import("../src");
         for (const name of ["Cluster", "Network", "ControlPlane", "NodeCommands", "NodePool", "ExistingNode", "PodNetwork", "ClusterAutoscaler"]) {
             assert.strictEqual(typeof (api as Record<string, unknown>)[name], "function", `src/index.ts exports ${name}`);
             const found = result.resources.filter((r) => r.type === `alicloud-kubeadm:index:${name}`);
             assert.ok(found.length > 0, `no ${name} in the dev graph`);
-            assert.ok(found.every((r) => (name === "Cluster" ? r.parent === undefined : r.parent === "dev")), `${name} parent`);
+            assert.ok(found.every((r) => (name === "Cluster" ? r.parent === undefined : r.parent === "example")), `${name} parent`);
         }
         assert.strictEqual(result.resources.filter((r) => r.type === "alicloud-kubeadm:index:NodePool").length, 2);
+    });
+
+    it("the example's SSH node: the attach script on stdin of a remote command, stdin and connection secret, no Cloud Assistant attach", async () => {
+        const result = await synthesize(EXAMPLE, out);
+        assert.deepStrictEqual(result.problems, []);
+        const ssh = result.resources.filter((r) => r.type === "command:remote:Command");
+        assert.deepStrictEqual(ssh.map((r) => r.name), ["example-node-i-bp1exampleexample02-attach"]);
+        assert.ok(ssh[0].secretInputs.includes("stdin") && ssh[0].secretInputs.includes("connection"), ssh[0].secretInputs.join(", "));
+        assert.deepStrictEqual((ssh[0].rawInputs.connection as Record<string, unknown>).host, "192.168.16.20");
+        const memberships = result.resources.filter((r) => r.type === "pulumi-nodejs:dynamic:Resource" && r.rawInputs.instanceId !== undefined && String(r.name).includes("-node-"));
+        assert.deepStrictEqual(memberships.map((m) => `${m.rawInputs.instanceId}:${m.rawInputs.mode}`).sort(), ["i-bp1exampleexample01:manual", "i-bp1exampleexample02:ssh"]);
+    });
+
+    it("a connection's private key from the stack config stays secret: in no plain input, resources.json or output", async () => {
+        const doc = YAML.parse(fs.readFileSync(EXAMPLE, "utf8"));
+        const KEY = "-----BEGIN OPENSSH PRIVATE KEY----- distinctive-test-key";
+        doc.config["alicloud-kubeadm:cluster"].existingNodes[1].connection.privateKey = KEY;
+        const file = path.join(out, "Pulumi.ssh-key.yaml");
+        fs.writeFileSync(file, YAML.stringify(doc));
+        const result = await synthesize(file, out);
+        assert.deepStrictEqual(result.problems, []);
+        const ssh = result.resources.find((r) => r.type === "command:remote:Command")!;
+        assert.strictEqual((ssh.rawInputs.connection as Record<string, unknown>).privateKey, KEY, "the key reaches the remote command");
+        assert.ok(!JSON.stringify(result.resources.map((r) => r.inputs)).includes("distinctive-test-key"), "no plain input carries the key");
+        for (const f of ["resources.json", "outputs.json"]) {
+            assert.ok(!fs.readFileSync(path.join(out, "ssh-key", f), "utf8").includes("distinctive-test-key"), f);
+        }
+    });
+
+    it("the stacks in stacks/ hold no existing node (no placeholder instance): the example does", async () => {
+        for (const stack of ["dev", "prod"]) {
+            const result = await synthesize(stack, out);
+            assert.deepStrictEqual(result.problems, []);
+            assert.strictEqual(result.resources.filter((r) => r.type === "alicloud-kubeadm:index:ExistingNode").length, 0, stack);
+        }
     });
 
     it("the saved commands are exactly what the emulator tests create (nodeCommandSpecs), and the providers take their ids", async () => {

@@ -66,7 +66,7 @@ describe("components used directly: argument errors by property path, nothing re
         const c = config();
         const bad = { ...c, controlPlane: { ...c.controlPlane, count: 2, instanceType: "g7.large" }, zones: ["cn-hangzhou-h", "cn-shanghai-e"] } as ClusterConfig;
         await refused(() => new m.ControlPlane("cp", {
-            config: bad, vpcId: "vpc-1", vswitchIds: ["vsw-1"], securityGroupIds: ["sg-1"], apiSecurityGroupId: "sg-2", imageId: "img",
+            config: bad, vpcId: "vpc-1", vswitchIds: ["vsw-1"], securityGroupIds: ["sg-1"], apiSecurityGroupId: "sg-2", routeTableId: "vtb-1", imageId: "img",
             userdata: () => undefined, tags: {},
         }), ["config.controlPlane.count", "config.controlPlane.instanceType", "config.zones.1", "vswitchIds"]);
     });

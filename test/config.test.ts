@@ -13,7 +13,7 @@ function base(): ClusterConfigInput & Record<string, unknown> {
         name: "dev",
         kubernetesVersion: "1.36.3",
         zones: ["cn-hangzhou-h", "cn-hangzhou-i"],
-        network: { vpcCidr: "192.168.0.0/16", podCidr: "172.16.0.0/16", serviceCidr: "10.96.0.0/12", nodeCidrMaskSize: 25, apiAllowedCidrs: ["203.0.113.0/24"] },
+        network: { vpcCidr: "192.168.0.0/16", podCidr: "172.16.0.0/16", serviceCidr: "10.96.0.0/12", nodeCidrMaskSize: 25, apiAllowedCidrs: ["47.96.0.0/16"] },
         controlPlane: { count: 1, instanceType: "ecs.g7.large", publicEndpoint: true },
         nodePools: [
             { name: "general", instanceType: "ecs.g7.xlarge", size: 2 },
@@ -26,9 +26,9 @@ function base(): ClusterConfigInput & Record<string, unknown> {
 
 type Mutate = (c: ReturnType<typeof base>) => void;
 const net = (c: ReturnType<typeof base>) => c.network as Record<string, unknown>;
-const pool = (c: ReturnType<typeof base>, i = 0) => (c.nodePools as Array<Record<string, unknown>>)[i];
+const pool = (c: ReturnType<typeof base>, i = 0) => (c.nodePools as unknown as Array<Record<string, unknown>>)[i];
 const cp = (c: ReturnType<typeof base>) => c.controlPlane as Record<string, unknown>;
-const existing = (c: ReturnType<typeof base>) => (c.existingNodes as Array<Record<string, unknown>>)[0];
+const existing = (c: ReturnType<typeof base>) => (c.existingNodes as unknown as Array<Record<string, unknown>>)[0];
 
 /** [description, mutation, expected property path, fragment of the reason]. */
 const badCases: Array<[string, Mutate, string, RegExp]> = [
@@ -374,10 +374,44 @@ describe("cluster config validation", () => {
         assert.deepStrictEqual(validateClusterConfig(base(), "cn-hangzhou").warnings, []);
     });
 
-    it("warns about a public endpoint nobody outside may reach", () => {
+    it("refuses a public endpoint that no real address may reach (none allowed, or only documentation ranges); warns about 0.0.0.0/0", () => {
+        for (const cidrs of [[], ["203.0.113.0/24"], ["198.51.100.7/32", "192.0.2.0/25"]]) {
+            const cfg = base();
+            net(cfg).apiAllowedCidrs = cidrs;
+            const r = validateClusterConfig(cfg, "cn-hangzhou");
+            assert.strictEqual(r.config, undefined, cidrs.join(","));
+            assert.match(r.errors.join("\n"), /^network\.apiAllowedCidrs: .*apiAllowedCidrs\[0\]' <your-public-ip>\/32/m, cidrs.join(","));
+        }
+        const mixed = base();
+        net(mixed).apiAllowedCidrs = ["47.96.0.0/16", "203.0.113.0/24"];
+        const m = validateClusterConfig(mixed, "cn-hangzhou");
+        assert.deepStrictEqual(m.errors, []);
+        assert.deepStrictEqual(m.warnings.map((w) => w.split(":")[0]), ["network.apiAllowedCidrs.1"]);
+        const open = base();
+        net(open).apiAllowedCidrs = ["0.0.0.0/0"];
+        assert.match(validateClusterConfig(open, "cn-hangzhou").warnings.join("\n"), /^network\.apiAllowedCidrs\.0: 0\.0\.0\.0\/0 lets every address/m);
+        const internal = base();
+        cp(internal).publicEndpoint = false;
+        net(internal).apiAllowedCidrs = [];
+        assert.deepStrictEqual(validateClusterConfig(internal, "cn-hangzhou").errors, [], "an internal endpoint needs no outside address");
+    });
+
+    it("existingNodes[].connection: SSH access with defaults (port 22, user root), only for mode manual, unknown keys refused", () => {
         const cfg = base();
-        net(cfg).apiAllowedCidrs = [];
-        assert.match(validateClusterConfig(cfg, "cn-hangzhou").warnings.join("\n"), /^network\.apiAllowedCidrs: controlPlane\.publicEndpoint is true/m);
+        existing(cfg).connection = { host: "192.168.16.20", privateKey: "-----BEGIN OPENSSH PRIVATE KEY-----" };
+        const ok = parseClusterConfig(cfg, "cn-hangzhou");
+        assert.deepStrictEqual(ok.existingNodes[0].connection, { host: "192.168.16.20", port: 22, user: "root", privateKey: "-----BEGIN OPENSSH PRIVATE KEY-----" });
+
+        const auto = base();
+        Object.assign(existing(auto), { mode: "auto", replaceSystemDisk: true, connection: { host: "10.0.0.1" } });
+        assert.match(validateClusterConfig(auto, "cn-hangzhou").errors.join("\n"), /^existingNodes\.0\.connection: a connection runs the attach script over SSH, which only mode manual does/m);
+
+        const bad = base();
+        existing(bad).connection = { host: "", port: 70000, key: "x" };
+        const errors = validateClusterConfig(bad, "cn-hangzhou").errors.join("\n");
+        assert.match(errors, /^existingNodes\.0\.connection\.host: /m);
+        assert.match(errors, /^existingNodes\.0\.connection\.port: /m);
+        assert.match(errors, /^existingNodes\.0\.connection(\.key)?: .*key/m);
     });
 
     it("parseClusterConfig throws ClusterConfigError listing every problem", () => {
@@ -397,6 +431,7 @@ describe("cluster config validation", () => {
         try {
             const doc = YAML.parse(fs.readFileSync(path.join(__dirname, "..", "stacks", "Pulumi.dev.yaml"), "utf8"));
             const cluster = doc.config["alicloud-kubeadm:cluster"];
+            cluster.existingNodes = [{ instanceId: "i-bp1exampleexample01", mode: "manual" }];
             const acr = "registry-vpc.cn-hangzhou.aliyuncs.com/mirror";
             cluster.controlPlane.count = 3;
             cluster.images = {
@@ -450,7 +485,8 @@ describe("cluster config validation", () => {
             const doc = YAML.parse(fs.readFileSync(path.join(__dirname, "..", "stacks", `Pulumi.${stack}.yaml`), "utf8")).config;
             const result = validateClusterConfig(doc["alicloud-kubeadm:cluster"], doc["alicloud:region"]);
             assert.deepStrictEqual(result.errors, []);
-            assert.deepStrictEqual(result.warnings, []);
+            // dev opens the API port to every address (its comment says why and how to narrow it); nothing else.
+            assert.deepStrictEqual(result.warnings.map((w) => w.split(":")[0]), stack === "dev" ? ["network.apiAllowedCidrs.0"] : []);
             const harness = /export const KUBERNETES_VERSION = "v([0-9.]+)"/.exec(fs.readFileSync(path.join(__dirname, "kube", "cluster.ts"), "utf8"))![1];
             assert.strictEqual(doc["alicloud-kubeadm:cluster"].kubernetesVersion, harness);
         });

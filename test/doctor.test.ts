@@ -29,6 +29,8 @@ interface Model {
     etcdIps: string[];
     readyz: string;
     bootstrapLogs: Record<string, string>;
+    /** Per master: certificate name → notAfter (ISO), and whether the renewal timer is enabled. */
+    certs: Record<string, { expiry: Record<string, string>; timer: boolean }>;
 }
 
 /** A healthy cluster in the emulator: master 0, a fixed pool of 2, an autoscaled pool of 1, one existing node, routes, tokens. */
@@ -68,6 +70,8 @@ async function stage(emu: Emulator): Promise<{ info: ClusterInfo; model: Model; 
         etcdIps: ["192.168.0.10"],
         readyz: "[+]ping ok\n[+]etcd ok\nreadyz check passed\n",
         bootstrapLogs: {},
+        certs: { [master]: { expiry: { "pki/apiserver.crt": new Date(Date.now() + 300 * 86400_000).toISOString().slice(0, 19) + "Z",
+            "pki/ca.crt": new Date(Date.now() + 3000 * 86400_000).toISOString().slice(0, 19) + "Z", "admin.conf": new Date(Date.now() + 300 * 86400_000).toISOString().slice(0, 19) + "Z" }, timer: true } },
     };
     registerFakeMaster(emu, model);
     return { info, model, ids, routeTableId: rt.routeTableId };
@@ -109,6 +113,13 @@ function registerFakeMaster(emu: Emulator, m: Model): void {
             etcd: { out: m.etcdIps.map((ip, i) => `8e9e05c52164694${i}, started, master-${i}, https://${ip}:2380, https://${ip}:2379, false`).join("\n") },
         }),
     }));
+    emu.onCommand(operation("doctor-certs"), (c) => {
+        const m0 = m.certs[c.instanceId] ?? { expiry: {}, timer: false };
+        return { output: gz({
+            certs: { out: Object.entries(m0.expiry).map(([name, at]) => `${name} ${at}`).join("\n") },
+            timer: m0.timer ? { out: "enabled" } : { out: "Failed to get unit file state for alicloud-kubeadm-cert-renew.timer: No such file or directory", rc: 1 },
+        }) };
+    });
     emu.onCommand(operation("doctor-bootstrap-log"), (c) => ({ output: m.bootstrapLogs[c.instanceId] ?? "==> no /var/log/alicloud-kubeadm/*.log (user data did not start?)\n" }));
 }
 
@@ -159,10 +170,10 @@ describe("doctor", () => {
         const bad = findings.filter((f) => f.status !== "ok");
         assert.deepStrictEqual(bad, [], renderTable("dev", findings));
         assert.strictEqual(exitCodeOf(findings), 0);
-        for (const check of ["ess", "autoscaler", "nodes", "routes", "join"]) assert.ok(findings.some((f) => f.check === check), `${check} reported`);
+        for (const check of ["ess", "autoscaler", "nodes", "routes", "join", "certs"]) assert.ok(findings.some((f) => f.check === check), `${check} reported`);
         assert.ok(find(findings, "nodes", "ok", /5 Node\(s\), 5 Ready/));
         assert.ok(find(findings, "routes", "ok", /5 route\(s\) inside 172\.16\.0\.0\/16/), "the VPN route outside the pod CIDR is ignored");
-        assert.strictEqual(distinctCalls(emu, "InvokeCommand"), 3, "nodes, autoscaler and join material: one master command each");
+        assert.strictEqual(distinctCalls(emu, "InvokeCommand"), 4, "nodes, autoscaler, join material and certificates: one master command each");
         assertReadOnly(emu);
     });
 
@@ -174,6 +185,29 @@ describe("doctor", () => {
         await runDoctor({ ...info, existingNodes: [...info.existingNodes, { instanceId: lost, mode: "manual", tokenId: info.existingNodes[0]?.tokenId ?? "abcdef" }] }, fast);
         assert.ok(invokedScripts(emu).some((x) => operation("doctor-bootstrap-log").test(x)), "the node operation was invoked too");
         assertShellcheckClean(emu);
+    });
+
+    it("certificates: a warning under 30 days left, a problem once expired, a warning where the renewal timer is missing; on every master", async () => {
+        const { emu } = ctx;
+        const { info, model, ids } = await stage(emu);
+        const second = emu.addInstance().instanceId;
+        const iso = (days: number) => new Date(Date.now() + days * 86400_000).toISOString().slice(0, 19) + "Z";
+        model.certs[ids.master].expiry["pki/front-proxy-client.crt"] = iso(12);
+        model.certs[second] = { expiry: { "pki/apiserver.crt": iso(-1), "pki/etcd/server.crt": iso(200) }, timer: false };
+        const two = { ...info, masterInstanceIds: [ids.master, second] };
+        let findings = await runDoctor(two, { ...fast, checks: ["certs"] });
+        const w = find(findings, "certs", "warning", new RegExp(`master ${ids.master} .*less than 30 days left: pki/front-proxy-client\\.crt`));
+        assert.ok(w, renderTable("dev", findings));
+        assert.match(w.evidence, /the renewal timer is enabled/);
+        const p = find(findings, "certs", "problem", new RegExp(`master ${second} .*expired: pki/apiserver\\.crt`));
+        assert.ok(p, renderTable("dev", findings));
+        assert.match(p.evidence, /renewal timer is not installed/);
+        assert.match(p.next, /kubeadm certs renew all/);
+        assert.strictEqual(exitCodeOf(findings), 1);
+        model.certs[second].expiry["pki/apiserver.crt"] = iso(200);
+        findings = await runDoctor(two, { ...fast, checks: ["certs"] });
+        assert.ok(find(findings, "certs", "warning", new RegExp(`master ${second} .*first to expire is pki/apiserver\\.crt.*not installed`)), renderTable("dev", findings));
+        assertReadOnly(emu);
     });
 
     it("names a failed scaling activity with its error code explained", async () => {
@@ -366,7 +400,7 @@ describe("doctor", () => {
         const { info } = await stage(emu);
         emu.setAgentOffline(info.masterInstanceIds[0]);
         const findings = await runDoctor(info, fast);
-        assert.deepStrictEqual(findings.filter((f) => f.couldNotLook).map((f) => f.check).sort(), ["autoscaler", "join", "nodes", "routes"]);
+        assert.deepStrictEqual(findings.filter((f) => f.couldNotLook).map((f) => f.check).sort(), ["autoscaler", "certs", "join", "nodes", "routes"]);
         assert.match(findings.find((f) => f.check === "nodes")!.evidence, /could not look: Cloud Assistant agent on .* is not running/);
         assert.ok(findings.some((f) => f.check === "ess" && f.status === "ok"));
         assert.strictEqual(exitCodeOf(findings), 2);
@@ -415,6 +449,16 @@ describe("doctor pieces", () => {
             fs.rmSync(dir, { recursive: true, force: true });
         }
         assert.strictEqual(redact(`--certificate-key ${"a".repeat(64)} client-key-data: LS0tabc`), "--certificate-key <redacted> client-key-data: <redacted>");
+        const same = "could not look: ESS DescribeScalingGroups failed: InvalidAccessKeyId.NotFound (HTTP 404): Specified access key is not found";
+        const table = renderTable("dev", [
+            { check: "ess", status: "problem", subject: "ESS", couldNotLook: true, evidence: same, next: "fix access" },
+            { check: "routes", status: "problem", subject: "Routes", couldNotLook: true, evidence: same, next: "fix access" },
+        ], { width: 200 });
+        assert.strictEqual(table.split(same).length, 2, `the failure is said once:\n${table}`);
+        assert.match(table, /^no look\s+routes\s+Routes\s+could not look: the same failure as ess above$/m);
+        const hint = "ALIBABA_CLOUD_ACCESS_KEY_ID / ALIBABA_CLOUD_ACCESS_KEY_SECRET (plus ALIBABA_CLOUD_SECURITY_TOKEN for STS)";
+        assert.strictEqual(redact(hint), hint, "a key's name in a sentence is not a value");
+        assert.strictEqual(redact("ALIBABA_CLOUD_ACCESS_KEY_SECRET=s3cr3t SECURITY_TOKEN: 'tok'"), "ALIBABA_CLOUD_ACCESS_KEY_SECRET=<redacted> SECURITY_TOKEN: '<redacted>'");
     });
 
     it("validates clusterInfo, naming each bad field", () => {
@@ -452,7 +496,7 @@ describe("doctor CLI", () => {
 
     it("--help lists every check and the exit codes", () => {
         const h = helpText();
-        for (const name of ["ess", "autoscaler", "nodes", "routes", "join"]) assert.match(h, new RegExp(`^  ${name}\\s+\\S`, "m"));
+        for (const name of ["ess", "autoscaler", "nodes", "routes", "join", "certs"]) assert.match(h, new RegExp(`^  ${name}\\s+\\S`, "m"));
         assert.match(h, /0 no problem, 1 at least one problem, 2 could not look/);
     });
 
@@ -479,9 +523,14 @@ describe("doctor CLI", () => {
         assert.strictEqual(unreachable.code, 2, unreachable.stdout + unreachable.stderr);
         assert.match(unreachable.stdout, /no look\s+ess .*could not look: ESS DescribeScalingGroups failed: ECONNREFUSED/s);
 
-        const noCreds = await cli(["--outputs", file, "--check", "ess"], { ALICLOUD_KUBEADM_ENDPOINT: emu.endpoint });
+        // No credential source at all (and the SDK's metadata-service fallback not switched off): one message
+        // with the fix, exit 2, before any request, the endpoint's included.
+        const calls = emu.calls.length;
+        const noCreds = await cli(["--outputs", file], { ALICLOUD_KUBEADM_ENDPOINT: emu.endpoint, ALIBABA_CLOUD_ECS_METADATA_DISABLED: "", ALIBABA_CLOUD_CLI_PROFILE_DISABLED: "" });
         assert.strictEqual(noCreds.code, 2, noCreds.stdout + noCreds.stderr);
-        assert.match(noCreds.stdout, /could not look: .*credentials/i);
+        assert.strictEqual(noCreds.stdout, "");
+        assert.match(noCreds.stderr, /^doctor: no Alibaba Cloud credentials here, so nothing was looked at: set ALIBABA_CLOUD_ACCESS_KEY_ID and ALIBABA_CLOUD_ACCESS_KEY_SECRET \(and ALIBABA_CLOUD_SECURITY_TOKEN for STS\), .*ALIBABA_CLOUD_ECS_METADATA=<role name>; then run doctor again\.\n$/);
+        assert.strictEqual(emu.calls.length, calls, "no request reached the endpoint");
         assertReadOnly(emu);
     });
 

@@ -228,7 +228,7 @@ describe("ExistingNode (mock graph)", () => {
     before(async () => {
         recorder = installMocks({ stack: "existing-node-test" });
         mod = await import("../src/components/existingNode");
-        const doc = YAML.parse(fs.readFileSync(path.join(__dirname, "..", "stacks", "Pulumi.dev.yaml"), "utf8"));
+        const doc = YAML.parse(fs.readFileSync(path.join(__dirname, "..", "examples", "Pulumi.existing-nodes.yaml"), "utf8"));
         config = parseClusterConfig(doc.config["alicloud-kubeadm:cluster"], doc.config["alicloud:region"]);
     });
     beforeEach(() => recorder.resources.splice(0));
@@ -238,7 +238,7 @@ describe("ExistingNode (mock graph)", () => {
         masterInstanceId: "i-master0", routeTableId: "vtb-dev", imageId: "img", commands: { "list-nodes": "c-list" } as unknown as NodeCommandIds, attachCommandId: "c-attach",
     });
 
-    it("dev's manual node: one NodeMembership invoking the saved attach command with its labels and taints; nothing secret in its inputs", async () => {
+    it("the example's manual node: one NodeMembership invoking the saved attach command with its labels and taints; nothing secret in its inputs", async () => {
         const [node] = config.existingNodes;
         new mod.ExistingNode("dev-node-0", { ...common(), node: { ...node, labels: { role: "legacy" } } });
         await recorder.settle();
@@ -256,7 +256,7 @@ describe("ExistingNode (mock graph)", () => {
         mod.createAttachCommand("dev-attach", { config, apiEndpoint: "192.168.0.10:6443", caCertHash: pulumi.secret(CA_HASH), token: pulumi.secret(TOKEN) }, {});
         await recorder.settle();
         const [cmd] = recorder.ofType("alicloud:ecs/command:Command");
-        assert.deepStrictEqual([cmd.inputs.name, cmd.inputs.type, cmd.inputs.enableParameter], ["dev-attach", "RunShellScript", true]);
+        assert.deepStrictEqual([cmd.inputs.name, cmd.inputs.type, cmd.inputs.enableParameter], ["example-attach", "RunShellScript", true]);
         assert.ok(cmd.secretInputs.includes("commandContent"));
         const script = Buffer.from(cmd.rawInputs.commandContent as string, "base64").toString("utf8");
         assert.match(script, /^readonly AK_NODE_LABELS='\{\{labels\}\}'$/m);

@@ -27,6 +27,8 @@ export interface RecordedResource {
     inputs: Record<string, unknown>;
     /** Dotted paths of the inputs that were secrets. */
     secretInputs: string[];
+    /** Outputs the resource asks the engine to keep secret (`additionalSecretOutputs`). */
+    secretOutputs: string[];
     id?: string;
     /** Inputs with secrets revealed: for assertions in tests only, never written out. */
     rawInputs: Record<string, unknown>;
@@ -155,6 +157,7 @@ export function installMocks(options: MockOptions = {}): Recorder {
     const calls = { ...DEFAULT_CALLS, ...options.calls };
     const parents = new Map<string, string | undefined>();
     const urns = new Map<string, { urn: string; aliases: string[] }>();
+    const secretOutputs = new Map<string, string[]>();
 
     const mocks: pulumi.runtime.Mocks = {
         newResource(args) {
@@ -167,7 +170,10 @@ export function installMocks(options: MockOptions = {}): Recorder {
             const key = `${args.type}::${args.name}`;
             const id = args.custom ? `${ID_PREFIX[args.type] ?? ""}${shortHash(key)}` : undefined;
             const identity = urns.get(key) ?? { urn: "", aliases: [] };
-            resources.push({ type: args.type, name: args.name, urn: identity.urn, aliases: identity.aliases, parent: parents.get(key), provider: args.provider || undefined, custom: args.custom ?? true, inputs, secretInputs, id, rawInputs });
+            resources.push({
+                type: args.type, name: args.name, urn: identity.urn, aliases: identity.aliases, parent: parents.get(key), provider: args.provider || undefined,
+                custom: args.custom ?? true, inputs, secretInputs, secretOutputs: secretOutputs.get(key) ?? [], id, rawInputs,
+            });
             const placeholders = args.type === "pulumi-nodejs:dynamic:Resource" ? DYNAMIC_PLACEHOLDERS : {};
             return { id: id ?? "", state: { ...placeholders, ...args.inputs, ...computedState(args.type, args.name) } };
         },
@@ -182,7 +188,9 @@ export function installMocks(options: MockOptions = {}): Recorder {
 
     // The public Mocks interface does not pass the parent; capture it from the register request.
     interface AliasSpec { getUrn(): string; hasSpec(): boolean; getSpec(): { getName(): string; getType(): string; getParenturn(): string; getNoparent(): boolean } | undefined }
-    interface RegisterRequest { getType(): string; getName(): string; getParent(): string; getAliasesList?(): AliasSpec[]; getAliasurnsList?(): string[] }
+    interface RegisterRequest {
+        getType(): string; getName(): string; getParent(): string; getAliasesList?(): AliasSpec[]; getAliasurnsList?(): string[]; getAdditionalsecretoutputsList?(): string[];
+    }
     interface Monitor { registerResource(req: RegisterRequest, cb: unknown): Promise<void>; newUrn(parent: string, type: string, name: string): string }
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const { MockMonitor } = require("@pulumi/pulumi/runtime/mocks") as { MockMonitor: new (m: pulumi.runtime.Mocks) => Monitor };
@@ -191,6 +199,7 @@ export function installMocks(options: MockOptions = {}): Recorder {
     monitor.registerResource = (req, cb) => {
         const key = `${req.getType()}::${req.getName()}`;
         parents.set(key, nameFromUrn(req.getParent()));
+        secretOutputs.set(key, req.getAdditionalsecretoutputsList?.() ?? []);
         const aliases = [
             ...(req.getAliasurnsList?.() ?? []),
             ...(req.getAliasesList?.() ?? []).map((a) => a.getUrn() || aliasSpecUrn(monitor, req, a)),

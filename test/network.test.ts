@@ -22,7 +22,7 @@ describe("Network component (mock graph)", () => {
         apiAllowedCidrs: ["203.0.113.0/24", "198.51.100.7/32"],
     };
 
-    it("creates the VPC, one vSwitch per zone, NAT with EIP and one SNAT per vSwitch, and two security groups", async () => {
+    it("creates the VPC, one vSwitch per zone, NAT with EIP and one SNAT per vSwitch, and three security groups", async () => {
         const net = new mod.Network("t", args);
         const [vswitchIds, routeTableId, eip] = await Promise.all([valueOf(net.vswitchIds), valueOf(net.routeTableId), valueOf(net.natEipAddress)]);
         await recorder.settle();
@@ -35,7 +35,7 @@ describe("Network component (mock graph)", () => {
         assert.strictEqual(count("alicloud:ecs/eipAddress:EipAddress"), 1);
         assert.strictEqual(count("alicloud:ecs/eipAssociation:EipAssociation"), 1);
         assert.strictEqual(count("alicloud:vpc/snatEntry:SnatEntry"), 3);
-        assert.strictEqual(count("alicloud:ecs/securityGroup:SecurityGroup"), 2);
+        assert.strictEqual(count("alicloud:ecs/securityGroup:SecurityGroup"), 3);
 
         for (const r of recorder.resources.filter((r) => r.custom)) {
             assert.strictEqual(r.parent, "t", `${r.type} ${r.name} is parented to the component`);
@@ -57,24 +57,46 @@ describe("Network component (mock graph)", () => {
         assert.match(routeTableId, /^vtb-/);
     });
 
-    it("opens the cluster SG to the VPC and pod CIDRs and the API SG to 6443 from the VPC and allowed CIDRs", async () => {
+    it("separates masters and nodes: no group admits every port from the VPC; etcd and the masters' kubelet only from masters; nodes' kubelet only from masters", async () => {
         new mod.Network("t", args);
         await recorder.settle();
         const sgs = recorder.ofType("alicloud:ecs/securityGroup:SecurityGroup");
         const rules = recorder.ofType("alicloud:ecs/securityGroupRule:SecurityGroupRule").map((r) => r.inputs);
-        const cluster = sgs.find((s) => s.name === "t-cluster-sg")!.id;
-        const api = sgs.find((s) => s.name === "t-api-sg")!.id;
+        const id = (name: string) => sgs.find((s) => s.name === name)!.id;
+        const [master, node, api] = [id("t-master-sg"), id("t-cluster-sg"), id("t-api-sg")];
+        const from = (r: Record<string, unknown>) => r.cidrIp ?? (r.sourceSecurityGroupId === master ? "masters" : r.sourceSecurityGroupId === node ? "nodes" : `?${r.sourceSecurityGroupId}`);
         const summary = (sg: string | undefined) => rules.filter((r) => r.securityGroupId === sg)
-            .map((r) => `${r.type} ${r.ipProtocol} ${r.portRange} ${r.cidrIp}`).sort();
-        assert.deepStrictEqual(summary(cluster), [
-            "egress all -1/-1 0.0.0.0/0",
-            "ingress all -1/-1 172.16.0.0/16",
-            "ingress all -1/-1 192.168.0.0/16",
+            .map((r) => `${r.type} ${r.policy} ${r.priority} ${r.ipProtocol} ${r.portRange} ${from(r)}`).sort();
+        assert.deepStrictEqual(summary(master), [
+            "egress accept 1 all -1/-1 0.0.0.0/0",
+            "ingress accept 1 icmp -1/-1 192.168.0.0/16",
+            "ingress accept 1 tcp 10250/10250 masters",
+            "ingress accept 1 tcp 10443/10443 192.168.0.0/20",
+            "ingress accept 1 tcp 10443/10443 192.168.16.0/20",
+            "ingress accept 1 tcp 10443/10443 192.168.32.0/20",
+            "ingress accept 1 tcp 2379/2380 masters",
+            "ingress accept 1 tcp 53/53 172.16.0.0/16",
+            "ingress accept 1 tcp 53/53 nodes",
+            "ingress accept 1 tcp 6443/6443 172.16.0.0/16",
+            "ingress accept 1 tcp 6443/6443 192.168.0.0/16",
+            "ingress accept 1 tcp 6443/6443 198.51.100.7/32",
+            "ingress accept 1 tcp 6443/6443 203.0.113.0/24",
+            "ingress accept 1 udp 53/53 172.16.0.0/16",
+            "ingress accept 1 udp 53/53 nodes",
+        ]);
+        assert.deepStrictEqual(summary(node), [
+            "egress accept 1 all -1/-1 0.0.0.0/0",
+            "ingress accept 1 all -1/-1 masters",
+            "ingress accept 1 icmp -1/-1 192.168.0.0/16",
+            "ingress accept 3 all -1/-1 172.16.0.0/16",
+            "ingress accept 3 all -1/-1 nodes",
+            "ingress drop 2 tcp 10250/10250 172.16.0.0/16",
+            "ingress drop 2 tcp 10250/10250 192.168.0.0/16",
         ]);
         assert.deepStrictEqual(summary(api), [
-            "ingress tcp 6443/6443 192.168.0.0/16",
-            "ingress tcp 6443/6443 198.51.100.7/32",
-            "ingress tcp 6443/6443 203.0.113.0/24",
+            "ingress accept 1 tcp 6443/6443 192.168.0.0/16",
+            "ingress accept 1 tcp 6443/6443 198.51.100.7/32",
+            "ingress accept 1 tcp 6443/6443 203.0.113.0/24",
         ]);
     });
 

@@ -5,7 +5,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as YAML from "yaml";
 import { useEmulator } from "./emulator/fixture";
 import { installMocks, type Recorder } from "./mockRuntime";
-import { redactUserdata } from "../src/shell/render";
+import { redactUserdata, USERDATA_BUDGET_BYTES } from "../src/shell/render";
 import { scalingConfigurationTags } from "../src/rules";
 import { parseClusterConfig } from "../src/config";
 import { drainPool, setPoolCapacity, poolCapacityProvider, type PoolCapacityInputs } from "../src/providers/poolCapacity";
@@ -337,7 +337,7 @@ describe("NodePool (mock graph, dev pools)", () => {
             assert.deepStrictEqual([c.inputs.active, c.inputs.enable], [true, true]);
             assert.ok(c.secretInputs.includes("userData"), `${c.name}: userData is secret`);
             const script = c.rawInputs.userData as string;
-            assert.ok(Buffer.byteLength(script) <= 16 * 1024, `${Buffer.byteLength(script)} bytes`);
+            assert.ok(Buffer.byteLength(script) <= USERDATA_BUDGET_BYTES, `${Buffer.byteLength(script)} bytes`);
             assert.strictEqual(header(script, "AK_BOOTSTRAP_TOKEN"), TOKEN);
             assert.strictEqual(header(script, "AK_CA_CERT_HASHES"), CA_HASH);
             assert.strictEqual(header(script, "AK_API_ENDPOINT"), "192.168.0.10:6443");

@@ -34,9 +34,10 @@ function scriptDefining(fn: string): string {
  */
 function renderProjectConfig(fn: string, env: Record<string, string>): string {
     const shared = scriptDefining("ak_node_registration");
+    const controlPlane = scriptDefining("ak_write_audit_policy"); // its paths (audit, encryption config) are in the master's config
     const role = scriptDefining(fn);
-    const script = `set -euo pipefail; source "$1"; eval "$(sed -n "/^$3() {/,/^}/p" "$2")"; "$3"`;
-    return execFileSync("bash", ["-c", script, "render", shared, role, fn], {
+    const script = `set -euo pipefail; source "$1"; source "$4"; eval "$(sed -n "/^$3() {/,/^}/p" "$2")"; "$3"`;
+    return execFileSync("bash", ["-c", script, "render", shared, role, fn, controlPlane], {
         encoding: "utf8",
         env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env },
     });
@@ -276,6 +277,7 @@ describe("real cluster (kube-apiserver, controller-manager, scheduler v1.36.3 + 
             AK_SERVICE_CIDR: SERVICE_CIDR,
             AK_NODE_CIDR_MASK_SIZE: String(MASK),
             AK_CERT_SANS: "api.example.internal,10.0.0.10",
+            AK_ENCRYPT_SECRETS: "1",
         });
         assert.match(master, /kind: ClusterConfiguration/);
         const masterFile = c.writeFile("project-master.yaml", master);

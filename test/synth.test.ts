@@ -4,7 +4,7 @@ import * as os from "os";
 import * as path from "path";
 import fc from "fast-check";
 import * as YAML from "yaml";
-import { synthesize } from "../scripts/synth";
+import { overview, synthesize } from "../scripts/synth";
 
 describe("offline synth", () => {
     const out = fs.mkdtempSync(path.join(os.tmpdir(), "synth-"));
@@ -22,12 +22,37 @@ describe("offline synth", () => {
             assert.strictEqual(n("alicloud:vpc/switch:Switch"), zones);
             assert.strictEqual(n("alicloud:vpc/natGateway:NatGateway"), 1);
             assert.strictEqual(n("alicloud:vpc/snatEntry:SnatEntry"), zones);
-            assert.strictEqual(n("alicloud:ecs/securityGroup:SecurityGroup"), 2);
+            assert.strictEqual(n("alicloud:ecs/securityGroup:SecurityGroup"), 3);
             assert.ok(rows.every((r) => r.type === "alicloud-kubeadm:index:Cluster" || r.parent), "every resource but the root has a parent");
             assert.ok(fs.statSync(path.join(out, stack, "userdata")).isDirectory());
             assert.ok(fs.statSync(path.join(out, stack, "manifests")).isDirectory());
         });
     }
+
+    it("prints an overview after the counts: masters, pools, existing nodes and mode, dynamic resources by role, files, secret names, every warning", async () => {
+        const result = await synthesize(path.join(__dirname, "..", "examples", "Pulumi.existing-nodes.yaml"), out);
+        assert.deepStrictEqual(result.problems, []);
+        const text = overview(result).join("\n");
+        assert.match(text, /^masters: 1 × ecs\.g7\.large, .*API endpoint public, port 6443 open to 0\.0\.0\.0\/0$/m);
+        assert.match(text, /^  general: size 2, ecs\.g7\.xlarge, zones cn-hangzhou-h, cn-hangzhou-i$/m);
+        assert.match(text, /^  elastic: autoscale 0–10, ecs\.c7\.xlarge, zones cn-hangzhou-h, cn-hangzhou-i$/m);
+        assert.match(text, /^  i-bp1exampleexample01: manual over Cloud Assistant/m);
+        assert.match(text, /^  i-bp1exampleexample02: manual over SSH to root@192\.168\.16\.20:22$/m);
+        const dynamic = result.resources.filter((r) => r.type === "pulumi-nodejs:dynamic:Resource").map((r) => r.name);
+        for (const name of dynamic) assert.ok(text.includes(name), `${name} listed under its role`);
+        assert.doesNotMatch(text, /^  other:/m, "every dynamic resource has a known role");
+        assert.match(text, /^  BootstrapToken: .*: example-existing-token, example-pool-elastic-token, example-pool-general-token$/m);
+        const written = (function walk(d: string): string[] {
+            return fs.readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(d, e.name)) : [path.relative(result.outDir, path.join(d, e.name))]));
+        })(result.outDir).sort();
+        assert.deepStrictEqual(result.files, written);
+        assert.match(text, new RegExp(`^files written to .*: ${written.length}$`, "m"));
+        assert.match(text, /^  resource outputs: .*example-join-info \(caCertHash, kubeconfig\)/m);
+        assert.match(text, /^  stack outputs: kubeconfig$/m);
+        assert.ok(!/abcdef\.0123456789abcdef|placeholder: the real admin kubeconfig|0{64}/.test(text), "names only, no secret value");
+        assert.deepStrictEqual(result.warnings.map((w) => w.split(":")[0]), ["network.apiAllowedCidrs.0"]);
+        assert.match(text, /^warnings: 1\n  network\.apiAllowedCidrs\.0: 0\.0\.0\.0\/0 lets every address/m);
+    });
 
     it("is deterministic: two runs give byte-identical output", async () => {
         await synthesize("dev", out);
@@ -162,7 +187,7 @@ describe("offline synth", () => {
             ["version number", (c) => { c.kubernetesVersion = 1.3; }],
             ["version old", (c) => { c.kubernetesVersion = "1.34.2"; }],
             ["zone other region", (c) => { c.zones = ["cn-hangzhou-h", "cn-beijing-a"]; }],
-            ["labels reserved on existing node", (c) => { c.existingNodes[0].labels = { "alicloud-kubeadm/x": "y" }; }],
+            ["labels reserved on existing node", (c) => { c.existingNodes = [{ instanceId: "i-bp1exampleexample01", labels: { "alicloud-kubeadm/x": "y" } }]; }],
             ["labels many", (c) => { c.nodePools[0].labels = Object.fromEntries(Array.from({ length: 19 }, (_, i) => [`l${i}`, "v"])); }],
             ["taint node-role", (c) => { c.nodePools[0].taints = ["node-role.kubernetes.io/infra:NoSchedule"]; }],
             ["taint on zero pool", (c) => { c.nodePools[1].taints = ["x:NoSchedule"]; }],

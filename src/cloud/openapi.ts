@@ -249,6 +249,9 @@ function toFailure(err: SdkError, extraCodes: string[]): { code: string; request
     let serverMessage = typeof data.Message === "string" ? data.Message : String(err.message ?? "");
     if (!httpStatus && /Unable to load credentials|credentials/i.test(serverMessage) && !NETWORK_CODES.includes(code)) {
         code = "CredentialsNotFound";
+        // The SDK's chain glues every provider's failure into one line (paths, a metadata-service URL, a DNS
+        // error for the host "undefined"); the hint below says what to set.
+        serverMessage = "no credentials in the Alibaba Cloud credential chain (environment, profile files, ECS RAM role)";
     }
     // Transport errors quote the request URL, whose query holds every parameter (a script may carry a token): drop it.
     serverMessage = serverMessage.replace(/\?\S*/g, "?…") || "(no message)";

@@ -3,10 +3,11 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as alicloud from "@pulumi/alicloud";
 import * as k8s from "@pulumi/kubernetes";
+import type * as command from "@pulumi/command";
 import { renderControlPlaneJoinCommand, renderMasterInit, renderOperation } from "../shell/render";
-import { clusterTags, nodeMirrors, validateClusterConfig, type ClusterConfig, type ClusterConfigInput } from "../config";
+import { clusterTags, nodeMirrors, validateClusterConfig, type ClusterConfig, type ClusterConfigInput, type SshConnection } from "../config";
 import { throwIfProblems } from "./args";
-import { ControlPlane } from "./controlPlane";
+import { attachAutoscalerPolicy, ControlPlane } from "./controlPlane";
 import { ClusterAutoscaler } from "./clusterAutoscaler";
 import type { ClusterInfo, PoolInfo } from "../doctor/types";
 import { ApiServerReady } from "../providers/apiServerReady";
@@ -56,6 +57,23 @@ export function resolveClusterConfig(args: ClusterArgs, resource?: pulumi.Resour
 function splitProblem(problem: string): { path: string; reason: string } {
     const at = problem.indexOf(": ");
     return { path: problem.slice(0, at), reason: problem.slice(at + 2) };
+}
+
+/** An existing node's SSH connection as the remote command takes it, its password and keys as Pulumi secrets. */
+export function sshConnection(connection: SshConnection | undefined): command.types.input.remote.ConnectionArgs | undefined {
+    if (!connection) {
+        return undefined;
+    }
+    const secret = (value: string | undefined) => (value === undefined ? undefined : pulumi.secret(value));
+    return {
+        host: connection.host,
+        port: connection.port,
+        user: connection.user,
+        agentSocketPath: connection.agentSocketPath,
+        password: secret(connection.password),
+        privateKey: secret(connection.privateKey),
+        privateKeyPassword: secret(connection.privateKeyPassword),
+    };
 }
 
 /** A self-managed kubeadm cluster on Alibaba Cloud, built from one config object. */
@@ -123,8 +141,9 @@ export class Cluster extends pulumi.ComponentResource {
             config,
             vpcId: net.vpcId,
             vswitchIds: net.resources.vswitches.map((v) => v.id),
-            securityGroupIds: [net.clusterSecurityGroupId, net.apiSecurityGroupId],
+            securityGroupIds: [net.masterSecurityGroupId],
             apiSecurityGroupId: net.apiSecurityGroupId,
+            routeTableId: net.routeTableId,
             natEipAddress: net.natEipAddress,
             natGateway: config.network.natGateway,
             imageId,
@@ -196,7 +215,7 @@ export class Cluster extends pulumi.ComponentResource {
         const attachCommand = !config.existingNodes.some((n) => n.mode === "manual") ? undefined
             : createAttachCommand(`${name}-attach`, { config, apiEndpoint: this.controlPlane.endpoint, caCertHash: this.joinInfo.caCertHash, token: existingToken?.token, admissionEndpoints }, { parent: this });
         this.existingNodes = config.existingNodes.map((node) => new ExistingNode(`${name}-node-${node.instanceId}`, {
-            ...joinCommon, node, token: existingToken?.token, attachCommandId: attachCommand?.id,
+            ...joinCommon, node, token: existingToken?.token, attachCommandId: attachCommand?.id, connection: sshConnection(node.connection),
         }, { parent: this }));
 
         // Add-ons: only once the API server is ready, through a provider built from the secret kubeconfig.
@@ -229,6 +248,7 @@ export class Cluster extends pulumi.ComponentResource {
         }
         const autoscaled = this.nodePools.filter((p) => p.autoscale);
         if (autoscaled.length > 0) {
+            attachAutoscalerPolicy(this.controlPlane, config, autoscaled.map((p) => p.scalingGroupId));
             this.autoscaler = new ClusterAutoscaler(`${name}-autoscaler`, {
                 region: config.region,
                 kubernetesVersion: config.kubernetesVersion,
@@ -280,6 +300,9 @@ export function masterUserdata(config: ClusterConfig, index: number, apiEndpoint
         serviceCidr: config.network.serviceCidr,
         nodeCidrMaskSize: config.network.nodeCidrMaskSize,
         certSANs,
+        // Only where no other control-plane member needs master 0's key: its delivery to members waits for the
+        // encrypted join-secrets channel (docs/security.md#encryption-at-rest). 1 ↔ 3/5 masters is never in place.
+        encryptSecrets: config.controlPlane.count === 1,
         ...nodeMirrors(config),
     });
 }

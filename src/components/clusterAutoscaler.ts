@@ -176,6 +176,8 @@ export function autoscalerArgs(args: ResolvedClusterAutoscalerArgs, groupIds: pu
         "--v=4",
         "--stderrthreshold=info",
         "--cloud-provider=alicloud",
+        // Metrics and health on the master's loopback only (host network; the default is :8085 on every address).
+        "--address=127.0.0.1:8085",
         ...args.pools.map((p, i) => mapInput(groupIds[i], (id) => `--nodes=${p.min}:${p.max}:${id}`)),
         `--scale-down-utilization-threshold=${s.scaleDownUtilizationThreshold}`,
         `--scale-down-unneeded-time=${s.scaleDownUnneededTime}`,
@@ -224,6 +226,9 @@ export function autoscalerObjects(args: ResolvedClusterAutoscalerArgs, groupIds:
                 template: {
                     metadata: { labels },
                     spec: {
+                        // Host network: pods are blocked from the metadata service (docs/security.md#metadata-block);
+                        // the autoscaler reads the masters' RAM role credentials there as a host process does.
+                        hostNetwork: true,
                         priorityClassName: "system-cluster-critical",
                         serviceAccountName: NAME,
                         nodeSelector: { [CONTROL_PLANE_LABEL]: "" },

@@ -7,27 +7,15 @@
 // the masters exist (fixed private IP, EIP address or NLB DNS name), so it goes into master 0's userdata.
 import * as alicloud from "@pulumi/alicloud";
 import * as pulumi from "@pulumi/pulumi";
-import { masterPrivateIp, masterZoneIndex, ROLE_TAG, type Report } from "../rules";
+import { masterPrivateIp, masterZoneIndex, RAM_ACTIONS, ramPolicy, resolveAutoscalerVersion, ROLE_TAG, type Report } from "../rules";
 import { checkClusterConfig, type ClusterConfig } from "../config";
 import { checkArgs, checkTags, isKnown } from "./args";
 
-/** RAM actions the Alibaba Cloud Controller Manager's node and route controllers call (docs/upstream.md#ram-ccm-actions). */
-export const CCM_ACTIONS: readonly string[] = [
-    "vpc:DescribeRouteTableList", "vpc:DescribeRouteEntryList", "vpc:CreateRouteEntry", "vpc:DeleteRouteEntry",
-    "vpc:CreateRouteEntries", "vpc:DeleteRouteEntries",
-    "ecs:DescribeInstances", "ecs:DescribeNetworkInterfaces", "ecs:ModifyNetworkInterfaceAttribute",
-];
+/** RAM actions the Alibaba Cloud Controller Manager's node and route controllers call (src/rules/ram.ts, docs/security.md#ram). */
+export const CCM_ACTIONS: readonly string[] = RAM_ACTIONS.filter((a) => a.consumer === "ccm").map((a) => a.action);
 
-/** RAM actions of the Cluster Autoscaler's alicloud provider (docs/upstream.md#ram-autoscaler-actions, plus ScaleWithAdjustment for CA ≥ 1.32). */
-export const AUTOSCALER_ACTIONS: readonly string[] = [
-    "ess:Describe*", "ess:CreateScalingRule", "ess:ModifyScalingGroup", "ess:RemoveInstances", "ess:ExecuteScalingRule",
-    "ess:ModifyScalingRule", "ess:DeleteScalingRule", "ess:DetachInstances", "ecs:DescribeInstanceTypes", "ess:ScaleWithAdjustment",
-];
-
-/** A RAM policy document allowing `actions` on every resource. */
-export function policyDocument(actions: readonly string[]): string {
-    return JSON.stringify({ Version: "1", Statement: [{ Effect: "Allow", Action: [...actions], Resource: ["*"] }] });
-}
+/** RAM actions of the Cluster Autoscaler's alicloud provider, every version (src/rules/ram.ts picks the ones of the deployed version). */
+export const AUTOSCALER_ACTIONS: readonly string[] = RAM_ACTIONS.filter((a) => a.consumer === "autoscaler").map((a) => a.action);
 
 /** Trust policy letting ECS instances assume the role. */
 export const ECS_TRUST_POLICY = JSON.stringify({
@@ -43,9 +31,11 @@ export interface ControlPlaneArgs {
     /** vSwitch ids in zone order. */
     vswitchIds: pulumi.Input<string>[];
     vpcId: pulumi.Input<string>;
-    /** Security groups of the masters: the cluster SG and the API SG. */
+    /** Security groups of the masters: the master group (docs/security.md#security-groups). */
     securityGroupIds: pulumi.Input<string>[];
-    /** The API security group, also put on the NLB. */
+    /** The VPC route table the CCM writes pod routes into: the only one its RAM policy lets it change. */
+    routeTableId: pulumi.Input<string>;
+    /** The API security group, put on the NLB. */
     apiSecurityGroupId: pulumi.Input<string>;
     /** The NAT gateway's EIP, allowed to a public NLB so nodes can reach it through NAT. Only used when `natGateway`. */
     natEipAddress?: pulumi.Input<string | undefined>;
@@ -87,6 +77,9 @@ export function controlPlaneProblems(args: ControlPlaneArgs, report: Report): vo
     if (typeof args.userdata !== "function") {
         report("userdata", "is required: a function (index, endpoint, certSANs) => userdata of master index");
     }
+    if (args.routeTableId === undefined || args.routeTableId === "") {
+        report("routeTableId", "is required: the VPC route table the CCM writes pod routes into (Network.routeTableId); the CCM's RAM policy names only it");
+    }
     checkTags(args.tags, report);
 }
 
@@ -103,18 +96,10 @@ export function createControlPlane(name: string, args: ControlPlaneArgs, parent:
         assumeRolePolicyDocument: ECS_TRUST_POLICY,
         description: `alicloud-kubeadm ${config.name}: masters (cloud controller manager, cluster autoscaler)`,
     }, opts);
-    for (const [suffix, actions] of [["ccm", CCM_ACTIONS], ["autoscaler", AUTOSCALER_ACTIONS]] as const) {
-        const policy = new alicloud.ram.Policy(`${name}-${suffix}-policy`, {
-            policyName: `${config.name}-${suffix}`,
-            policyDocument: policyDocument(actions),
-            description: `alicloud-kubeadm ${config.name}: ${suffix} permissions`,
-        }, opts);
-        new alicloud.ram.RolePolicyAttachment(`${name}-${suffix}-policy`, {
-            roleName: role.roleName.apply((r) => r ?? `${config.name}-control-plane`),
-            policyName: policy.policyName.apply((p) => p ?? `${config.name}-${suffix}`),
-            policyType: "Custom",
-        }, opts);
-    }
+    // The CCM's policy names this cluster's route table; the autoscaler's is attached by attachAutoscalerPolicy
+    // once the pools' scaling groups exist (docs/security.md#ram).
+    attachRolePolicy(name, "ccm", role, config.name, pulumi.output(args.routeTableId).apply((routeTableId) =>
+        JSON.stringify(ramPolicy("ccm", { region: config.region, routeTableId }))), parent);
 
     const masterPrivateIps = Array.from({ length: cp.count }, (_, i) =>
         masterPrivateIp(config.network.vswitchCidrs[masterZoneIndex(i, zoneCount)], i, zoneCount));
@@ -240,6 +225,31 @@ export function createControlPlane(name: string, args: ControlPlaneArgs, parent:
     };
 }
 
+function attachRolePolicy(name: string, suffix: "ccm" | "autoscaler", role: alicloud.ram.Role, clusterName: string,
+    policyDocument: pulumi.Input<string>, parent: pulumi.Resource): void {
+    const policy = new alicloud.ram.Policy(`${name}-${suffix}-policy`, {
+        policyName: `${clusterName}-${suffix}`,
+        policyDocument,
+        description: `alicloud-kubeadm ${clusterName}: ${suffix} permissions`,
+    }, { parent });
+    new alicloud.ram.RolePolicyAttachment(`${name}-${suffix}-policy`, {
+        roleName: role.roleName.apply((r) => r ?? `${clusterName}-control-plane`),
+        policyName: policy.policyName.apply((p) => p ?? `${clusterName}-${suffix}`),
+        policyType: "Custom",
+    }, { parent });
+}
+
+/**
+ * The Cluster Autoscaler's policy on the masters' role, naming only the autoscaled pools' scaling groups, with the
+ * ESS resize actions of the deployed autoscaler version. Same names and parent as before the pools were known.
+ */
+export function attachAutoscalerPolicy(controlPlane: ControlPlane, config: ClusterConfig, scalingGroupIds: pulumi.Input<string>[]): void {
+    const autoscalerVersion = resolveAutoscalerVersion(config.autoscaler.version, config.kubernetesVersion).version;
+    attachRolePolicy(controlPlane.resourceName, "autoscaler", controlPlane.resources.role, config.name,
+        pulumi.all(scalingGroupIds).apply((ids) => JSON.stringify(ramPolicy("autoscaler", { region: config.region, scalingGroupIds: ids, autoscalerVersion }))),
+        controlPlane);
+}
+
 /** The control plane: masters, their RAM role, and the API endpoint. */
 export class ControlPlane extends pulumi.ComponentResource {
     /** `host:6443` nodes join through. */
@@ -249,11 +259,14 @@ export class ControlPlane extends pulumi.ComponentResource {
     public readonly masterInstanceIds: pulumi.Output<string[]>;
     public readonly roleName: pulumi.Output<string>;
     public readonly resources: ControlPlaneResources;
+    /** The component's name (its children's names start with it). */
+    public readonly resourceName: string;
 
     constructor(name: string, args: ControlPlaneArgs, opts?: pulumi.ComponentResourceOptions) {
         // The same rules as the stack config, before anything is registered: a bad config creates nothing.
         checkArgs(`ControlPlane "${name}"`, (report) => controlPlaneProblems(args, report));
         super("alicloud-kubeadm:index:ControlPlane", name, {}, opts);
+        this.resourceName = name;
         const r = createControlPlane(name, args, this);
         this.resources = r;
         this.endpoint = r.endpoint;

@@ -1,11 +1,11 @@
-// Network: the VPC, one vSwitch per zone, optional NAT egress, and the two security groups.
+// Network: the VPC, one vSwitch per zone, optional NAT egress, and the security groups (masters, nodes, NLB).
 // The VPC's system route table is exposed because the Cloud Controller Manager writes one pod route
 // per node into it (docs/architecture.md "Pod network").
 import * as alicloud from "@pulumi/alicloud";
 import * as pulumi from "@pulumi/pulumi";
 import {
-    checkNetworkLayout, CLUSTER_TAG, collect, dnsLabelProblem, hostNamePartProblem, regionOfZone, regionProblem, resourceNamePrefixProblem, zoneProblem,
-    type Problem,
+    checkNetworkLayout, CLUSTER_TAG, collect, dnsLabelProblem, hostNamePartProblem, regionOfZone, regionProblem, resourceNamePrefixProblem,
+    securityGroupMatrix, zoneProblem, type Problem, type SecurityGroupName,
 } from "../rules";
 import { checkTags, isKnown, throwIfProblems } from "./args";
 
@@ -21,7 +21,7 @@ export interface NetworkArgs {
     zones: string[];
     /** VPC CIDR. Required. */
     vpcCidr: string;
-    /** Pod CIDR: allowed into the cluster security group (pod-to-node traffic arrives from pod IPs). Required. */
+    /** Pod CIDR: pod-to-pod traffic between nodes arrives from pod IPs (docs/security.md#security-groups). Required. */
     podCidr: string;
     /** vSwitch CIDRs, one per zone. Default: carved from `vpcCidr` (see `carveVSwitchCidrs`). */
     vswitchCidrs?: string[];
@@ -39,8 +39,14 @@ export interface NetworkResources {
     natGateway?: alicloud.vpc.NatGateway;
     natEip?: alicloud.ecs.EipAddress;
     snatEntries: alicloud.vpc.SnatEntry[];
+    /** The masters' group. */
+    masterSecurityGroup: alicloud.ecs.SecurityGroup;
+    /** The pool nodes' group (named `cluster` before masters and nodes were separated). */
     clusterSecurityGroup: alicloud.ecs.SecurityGroup;
+    /** The NLB's group. */
     apiSecurityGroup: alicloud.ecs.SecurityGroup;
+    /** Every rule of the three groups, as in {@link securityGroupMatrix}. */
+    securityGroupRules: alicloud.ecs.SecurityGroupRule[];
 }
 
 /**
@@ -159,34 +165,42 @@ export function createNetwork(name: string, args: NetworkArgs, parent: pulumi.Re
         }
     }
 
+    // Three groups (docs/security.md#security-groups): the masters', the pool nodes' (it keeps the resource
+    // name of the single group it replaces, so existing stacks update it in place) and the NLB's.
+    const masterSecurityGroup = new alicloud.ecs.SecurityGroup(`${name}-master-sg`, {
+        vpcId: vpc.id,
+        securityGroupName: `${args.clusterName}-masters`,
+        description: "alicloud-kubeadm: masters (API, etcd between masters, kubelet from masters, DNS from pods)",
+        tags,
+    }, opts);
     const clusterSecurityGroup = new alicloud.ecs.SecurityGroup(`${name}-cluster-sg`, {
         vpcId: vpc.id,
         securityGroupName: `${args.clusterName}-cluster`,
-        description: "alicloud-kubeadm: nodes and masters; all traffic from the VPC and the pod network",
+        description: "alicloud-kubeadm: pool nodes (all from masters, nodes and pods; kubelet only from masters)",
         tags,
     }, opts);
-    const rule = (ruleName: string, sg: alicloud.ecs.SecurityGroup, rule: Omit<alicloud.ecs.SecurityGroupRuleArgs, "securityGroupId">) =>
-        new alicloud.ecs.SecurityGroupRule(`${name}-${ruleName}`, { securityGroupId: sg.id, nicType: "intranet", policy: "accept", priority: 1, ...rule }, opts);
-    rule("cluster-from-vpc", clusterSecurityGroup, { type: "ingress", ipProtocol: "all", portRange: "-1/-1", cidrIp: args.vpcCidr, description: "all traffic from the VPC" });
-    rule("cluster-from-pods", clusterSecurityGroup, { type: "ingress", ipProtocol: "all", portRange: "-1/-1", cidrIp: args.podCidr, description: "all traffic from pods" });
-    rule("cluster-egress", clusterSecurityGroup, { type: "egress", ipProtocol: "all", portRange: "-1/-1", cidrIp: "0.0.0.0/0", description: "egress open" });
-
     const apiSecurityGroup = new alicloud.ecs.SecurityGroup(`${name}-api-sg`, {
         vpcId: vpc.id,
         securityGroupName: `${args.clusterName}-api`,
         description: "alicloud-kubeadm: Kubernetes API server (TCP 6443)",
         tags,
     }, opts);
-    rule("api-from-vpc", apiSecurityGroup, { type: "ingress", ipProtocol: "tcp", portRange: "6443/6443", cidrIp: args.vpcCidr, description: "API from the VPC" });
-    (args.apiAllowedCidrs ?? []).forEach((cidr, i) =>
-        rule(`api-allowed-${i}`, apiSecurityGroup, { type: "ingress", ipProtocol: "tcp", portRange: "6443/6443", cidrIp: cidr, description: `API from ${cidr}` }));
+    const groups: Record<SecurityGroupName, alicloud.ecs.SecurityGroup> = { master: masterSecurityGroup, node: clusterSecurityGroup, api: apiSecurityGroup };
+    const securityGroupRules = securityGroupMatrix({
+        vpcCidr: args.vpcCidr, podCidr: args.podCidr, vswitchCidrs, apiAllowedCidrs: args.apiAllowedCidrs ?? [],
+    }).map((r) => new alicloud.ecs.SecurityGroupRule(`${name}-${r.name}`, {
+        securityGroupId: groups[r.group].id,
+        type: r.direction, ipProtocol: r.protocol, portRange: r.ports, nicType: "intranet", policy: r.policy, priority: r.priority,
+        ...("cidr" in r.source ? { cidrIp: r.source.cidr } : { sourceSecurityGroupId: groups[r.source.group].id }),
+        description: r.description,
+    }, opts));
 
-    return { vpc, vswitches, natGateway, natEip, snatEntries, clusterSecurityGroup, apiSecurityGroup };
+    return { vpc, vswitches, natGateway, natEip, snatEntries, masterSecurityGroup, clusterSecurityGroup, apiSecurityGroup, securityGroupRules };
 }
 
 /**
  * The cluster's network: VPC, one vSwitch per zone, an Enhanced NAT gateway with an EIP and SNAT for
- * every vSwitch (unless `natGateway: false`), a cluster security group and an API security group.
+ * every vSwitch (unless `natGateway: false`), and the masters', the pool nodes' and the NLB's security groups.
  */
 export class Network extends pulumi.ComponentResource {
     public readonly vpcId: pulumi.Output<string>;
@@ -194,6 +208,9 @@ export class Network extends pulumi.ComponentResource {
     public readonly vswitchIds: pulumi.Output<Record<string, string>>;
     /** The VPC's system route table; the CCM writes pod routes here. */
     public readonly routeTableId: pulumi.Output<string>;
+    /** The masters' security group. */
+    public readonly masterSecurityGroupId: pulumi.Output<string>;
+    /** The pool nodes' security group (its historical name). */
     public readonly clusterSecurityGroupId: pulumi.Output<string>;
     public readonly apiSecurityGroupId: pulumi.Output<string>;
     /** The NAT gateway's EIP address, or undefined without a NAT gateway. */
@@ -210,12 +227,13 @@ export class Network extends pulumi.ComponentResource {
         this.vswitchIds = pulumi.all(r.vswitches.map((v) => v.id)).apply((ids) =>
             Object.fromEntries(args.zones.map((zone, i) => [zone, ids[i]])));
         this.routeTableId = r.vpc.routeTableId;
+        this.masterSecurityGroupId = r.masterSecurityGroup.id;
         this.clusterSecurityGroupId = r.clusterSecurityGroup.id;
         this.apiSecurityGroupId = r.apiSecurityGroup.id;
         this.natEipAddress = r.natEip ? r.natEip.ipAddress : pulumi.output(undefined);
         this.registerOutputs({
             vpcId: this.vpcId, vswitchIds: this.vswitchIds, routeTableId: this.routeTableId,
-            clusterSecurityGroupId: this.clusterSecurityGroupId, apiSecurityGroupId: this.apiSecurityGroupId,
+            masterSecurityGroupId: this.masterSecurityGroupId, clusterSecurityGroupId: this.clusterSecurityGroupId, apiSecurityGroupId: this.apiSecurityGroupId,
             natEipAddress: this.natEipAddress,
         });
     }

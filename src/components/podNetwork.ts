@@ -245,21 +245,24 @@ export function ccmCloudConfig(routeTableId: string): string {
     return JSON.stringify({ Global: { routeTableIDs: routeTableId } });
 }
 
-/** ClusterRole `system:cloud-controller-manager`: the superset of CCM docs/examples/cloud-controller-manager.yml. */
+/**
+ * ClusterRole `system:cloud-controller-manager`: what the node and route controllers of CCM v2.14.0 call
+ * (docs/upstream.md#ccm-rbac): Nodes (watched through the cache, patched with labels and taints, deleted when the
+ * instance is gone), their status (addresses, NetworkUnavailable) and events. No Secrets, Services or anything else.
+ */
 export const CCM_CLUSTER_ROLE_RULES: k8s.types.input.rbac.v1.PolicyRule[] = [
-    { apiGroups: [""], resources: ["persistentvolumes", "services", "secrets", "endpoints", "configmaps", "serviceaccounts", "pods"],
-        verbs: ["get", "list", "watch", "create", "update", "patch"] },
-    { apiGroups: [""], resources: ["nodes"], verbs: ["get", "list", "watch", "delete", "patch", "update"] },
-    { apiGroups: [""], resources: ["services/status", "pods/status"], verbs: ["update", "patch"] },
-    { apiGroups: [""], resources: ["nodes/status"], verbs: ["patch", "update"] },
-    { apiGroups: [""], resources: ["events", "endpoints"], verbs: ["create", "patch", "update"] },
-    { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["get", "update", "create", "delete"] },
-    { apiGroups: ["apiextensions.k8s.io"], resources: ["customresourcedefinitions"], verbs: ["get", "update", "create", "delete"] },
-    { apiGroups: ["networking.k8s.io"], resources: ["ingresses"], verbs: ["get", "list", "watch", "update", "create", "patch", "delete"] },
-    { apiGroups: ["alibabacloud.com"], resources: ["albconfigs"], verbs: ["get", "list", "watch", "update", "create", "patch", "delete"] },
-    { apiGroups: ["alibabacloud.com"], resources: ["albconfigs/status"], verbs: ["update", "patch"] },
-    { apiGroups: ["networking.k8s.io"], resources: ["ingresses/status"], verbs: ["update", "patch"] },
-    { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: ["get", "list", "watch"] },
+    { apiGroups: [""], resources: ["nodes"], verbs: ["get", "list", "watch", "patch", "delete"] },
+    { apiGroups: [""], resources: ["nodes/status"], verbs: ["patch"] },
+    { apiGroups: [""], resources: ["events"], verbs: ["create", "patch", "update"] },
+];
+
+/** Lease name of the CCM's leader election (`--leader-elect-resource-name` default, in kube-system). */
+export const CCM_LEASE = "ccm";
+
+/** Role `cloud-controller-manager` in kube-system: its leader-election lease only. */
+export const CCM_ROLE_RULES: k8s.types.input.rbac.v1.PolicyRule[] = [
+    { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["create"] },
+    { apiGroups: ["coordination.k8s.io"], resources: ["leases"], resourceNames: [CCM_LEASE], verbs: ["get", "update"] },
 ];
 
 /**
@@ -288,6 +291,15 @@ export function ccmObjects(args: ResolvedPodNetworkArgs, routeTableId: pulumi.In
             roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "system:cloud-controller-manager" },
             subjects: [{ kind: "ServiceAccount", name, namespace: ns }],
         }),
+        kubeObject<k8s.types.input.rbac.v1.Role>({
+            apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: { name, namespace: ns, labels },
+            rules: CCM_ROLE_RULES,
+        }),
+        kubeObject<k8s.types.input.rbac.v1.RoleBinding>({
+            apiVersion: "rbac.authorization.k8s.io/v1", kind: "RoleBinding", metadata: { name, namespace: ns, labels },
+            roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name },
+            subjects: [{ kind: "ServiceAccount", name, namespace: ns }],
+        }),
         kubeObject<k8s.types.input.core.v1.ConfigMap>({
             apiVersion: "v1", kind: "ConfigMap", metadata: { name: "cloud-config", namespace: ns, labels },
             data: { "cloud-config.conf": mapInput(routeTableId, ccmCloudConfig) },
@@ -314,6 +326,8 @@ export function ccmObjects(args: ResolvedPodNetworkArgs, routeTableId: pulumi.In
                             args: [
                                 `--cloud-config=${CCM_CLOUD_CONFIG_PATH}`,
                                 "--metrics-bind-addr=0",
+                                // pprof serves on :6060 of the host network unless turned off (docs/upstream.md#pitfall-ccm-pprof).
+                                "--pprof-bind-addr=0",
                                 "--controllers=node,route",
                                 "--configure-cloud-routes=true",
                                 `--cluster-cidr=${args.podCidr}`,

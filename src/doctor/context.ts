@@ -47,7 +47,8 @@ export function redact(text: string): string {
     return text
         .replace(/\b([a-z0-9]{6})\.[a-z0-9]{16}\b/g, "$1.<redacted>")
         .replace(/(certificate[-_]key["':=\s]+)[0-9a-fA-F]{64}/gi, "$1<redacted>")
-        .replace(/((?:client-key-data|client-certificate-data|token-secret|AccessKeySecret|ACCESS_KEY_SECRET|SECURITY_TOKEN)["':=\s]+)\S+/gi, "$1<redacted>");
+        // Only a value given to the key (`KEY=value`, `key: value`), not the key's name in a sentence.
+        .replace(/((?:client-key-data|client-certificate-data|token-secret|AccessKeySecret|ACCESS_KEY_SECRET|SECURITY_TOKEN)["']?\s*[:=]\s*["']?)[^\s"']+/gi, "$1<redacted>");
 }
 
 /** True when an error means doctor could not look (API, credentials, unreachable or missing instance, timeout), not a finding. */
@@ -169,6 +170,36 @@ export class DoctorContext {
     }
 
     private masterQueue: Promise<void> = Promise.resolve();
+
+    /**
+     * Runs a doctor operation on every master, one after the other; a master that cannot be reached gives its error.
+     * @param op `doctor-certs`.
+     */
+    async onEachMaster(op: "doctor-certs"): Promise<Array<{ instanceId: string; sections?: Record<string, SectionResult>; error?: unknown }>> {
+        const results: Array<{ instanceId: string; sections?: Record<string, SectionResult>; error?: unknown }> = [];
+        for (const instanceId of this.info.masterInstanceIds) {
+            const once = async (): Promise<Record<string, SectionResult>> => {
+                // Master 0 found unreachable by another check is not tried again.
+                if (instanceId === this.master0 && this.masterError) throw this.masterError;
+                this.opts.progress?.(`master ${instanceId}: ${op}`);
+                const { instanceIds, ...rest } = this.invocation(op, [instanceId], {});
+                try {
+                    return parseSections(decompress(await runOnInstance({ ...rest, instanceId: instanceIds[0] })));
+                } catch (e) {
+                    if (instanceId === this.master0 && isLookError(e)) this.masterError = e;
+                    throw e;
+                }
+            };
+            const run = instanceId === this.master0 ? this.masterQueue.then(once) : once();
+            if (instanceId === this.master0) this.masterQueue = run.then(() => undefined, () => undefined);
+            try {
+                results.push({ instanceId, sections: await run });
+            } catch (error) {
+                results.push({ instanceId, error });
+            }
+        }
+        return results;
+    }
 
     private async runOnMaster(op: "doctor-nodes" | "doctor-autoscaler" | "doctor-join"): Promise<Record<string, SectionResult>> {
         if (this.masterError) throw this.masterError;

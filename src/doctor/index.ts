@@ -4,6 +4,7 @@
  * RunCommand with read-only scripts (kubectl get/logs, kubeadm token list, tail of log files).
  */
 import { checkAutoscaler } from "./autoscaler";
+import { checkCerts } from "./certs";
 import { DoctorContext, errorText, isLookError } from "./context";
 import { checkEss } from "./ess";
 import { checkJoinMaterial } from "./joinMaterial";
@@ -16,6 +17,7 @@ export { DoctorContext, redact } from "./context";
 export { explainActivityError, ESS_ERROR_CODES } from "./ess";
 export { parseAutoscalerStatus, parseCaTime } from "./autoscaler";
 export { parseTokenList, parseEtcdMembers } from "./joinMaterial";
+export { parseCertExpiry, CERT_WARNING_DAYS } from "./certs";
 export { exitCodeOf, renderJson, renderTable, useColour, EXIT } from "./report";
 
 /** Every check: name, what it looks at (for `--help`), and its implementation. */
@@ -30,6 +32,8 @@ export const CHECKS: { name: CheckName; title: string; looksAt: string; run: (ct
         looksAt: "VPC route entries inside the pod CIDR vs each Node's podCIDR: missing, stale (instance gone), conflicting; NetworkUnavailable conditions" },
     { name: "join", title: "Join material", run: checkJoinMaterial,
         looksAt: "bootstrap tokens on master 0 (kubeadm token list) and their expiry vs the pools and existing nodes that use them; control-plane /readyz; etcd members vs masters" },
+    { name: "certs", title: "Certificates", run: checkCerts,
+        looksAt: "on every master: when each kubeadm certificate expires (PKI files and the kubeconfigs' client certificates), warning under 30 days, and whether the renewal timer is enabled" },
 ];
 
 /**

@@ -70,14 +70,18 @@ export function renderTable(cluster: string, findings: Finding[], opts: { colour
     const width = Math.max(40, opts.width ?? 100);
     const subjW = Math.min(40, Math.max(...findings.map((f) => f.subject.length), 7));
     const lines = [`doctor: cluster ${cluster}`, "", `${"STATUS".padEnd(8)} ${"CHECK".padEnd(10)} ${"SUBJECT".padEnd(subjW)}  EVIDENCE`];
+    // A check that could not look for the same reason as an earlier one says so instead of repeating it.
+    const firstSaid = new Map<string, string>();
     for (const f of findings) {
         const label = (f.couldNotLook ? "no look" : f.status).padEnd(8);
         const status = c(f.status, label);
         const head = `${status} ${f.check.padEnd(10)} ${f.subject.padEnd(subjW)}  `;
         const indent = " ".repeat(8 + 1 + 10 + 1 + subjW + 2);
-        const ev = wrapText(f.evidence, Math.max(30, width - indent.length));
+        const said = f.couldNotLook ? firstSaid.get(`${f.evidence}\n${f.next ?? ""}`) : undefined;
+        if (f.couldNotLook && !said) firstSaid.set(`${f.evidence}\n${f.next ?? ""}`, f.check);
+        const ev = wrapText(said ? `could not look: the same failure as ${said} above` : f.evidence, Math.max(30, width - indent.length));
         lines.push(head + ev[0], ...ev.slice(1).map((l) => indent + l));
-        if (f.next) wrapText(`→ ${f.next}`, Math.max(30, width - indent.length)).forEach((l) => lines.push(indent + c("dim", l)));
+        if (f.next && !said) wrapText(`→ ${f.next}`, Math.max(30, width - indent.length)).forEach((l) => lines.push(indent + c("dim", l)));
     }
     const s = summaryOf(findings);
     const verdict = exitCodeOf(findings) === EXIT.couldNotLook ? c("problem", "could not look everywhere") : s.problem ? c("problem", `${s.problem} problem(s)`) : c("ok", "no problem");

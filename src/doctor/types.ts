@@ -60,7 +60,7 @@ export interface ClusterInfo {
 export type FindingStatus = "ok" | "warning" | "problem";
 
 /** Names of the checks, in the order they run and print. */
-export type CheckName = "ess" | "autoscaler" | "nodes" | "routes" | "join";
+export type CheckName = "ess" | "autoscaler" | "nodes" | "routes" | "join" | "certs";
 
 /** One thing doctor found. */
 export interface Finding {

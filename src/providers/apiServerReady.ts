@@ -7,6 +7,7 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { logInfo } from "./log";
+import { yamlLibrary } from "./libraries";
 
 export interface ApiServerReadyInputs {
     /** Admin kubeconfig (secret). */
@@ -22,8 +23,7 @@ interface KubeconfigCluster { server: string; ca?: string }
 
 /** The current context's server and CA (PEM) from a kubeconfig. */
 export function clusterOf(kubeconfig: string): KubeconfigCluster {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const YAML = require("yaml") as typeof import("yaml");
+    const YAML = yamlLibrary();
     const doc = YAML.parse(kubeconfig) as {
         "current-context"?: string;
         contexts?: Array<{ name: string; context?: { cluster?: string } }>;

@@ -8,6 +8,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { CommandError, runOnInstance } from "../cloud/cloudAssistant";
 import { cannotRunCommands } from "../cloud/errors";
 import { logInfo } from "./log";
+import { yamlLibrary } from "./libraries";
 
 /** Where src/shell/master_init.sh leaves its markers and log, and kubeadm its files (init-status.sh reads them). */
 export const MASTER_PATHS = {
@@ -54,8 +55,7 @@ export function caCertHash(pem: string): string {
 
 /** Sets every cluster's `server` in a kubeconfig to `server`. */
 export function rewriteKubeconfigServer(kubeconfig: string, server: string): string {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const YAML = require("yaml") as typeof import("yaml");
+    const YAML = yamlLibrary();
     const doc = YAML.parse(kubeconfig) as { clusters?: Array<{ cluster?: { server?: string } }> };
     if (!doc || !Array.isArray(doc.clusters) || doc.clusters.length === 0) {
         throw new Error("the admin kubeconfig on master 0 has no clusters section");

@@ -11,3 +11,6 @@ export * from "./images";
 export * from "./network";
 export * from "./operations";
 export * from "./versions";
+export * from "./securityGroups";
+export * from "./ram";
+export * from "./apiAccess";

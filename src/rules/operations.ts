@@ -112,6 +112,7 @@ export const OPERATIONS = {
     "doctor-nodes": { on: "master", parameters: [], timeoutSeconds: 60, saved: true, description: "doctor (read-only): Nodes and their conditions" },
     "doctor-autoscaler": { on: "master", parameters: [], timeoutSeconds: 60, saved: true, description: "doctor (read-only): Cluster Autoscaler deployment, status and log" },
     "doctor-join": { on: "master", parameters: [], timeoutSeconds: 60, saved: true, description: "doctor (read-only): bootstrap tokens, /readyz, etcd members" },
+    "doctor-certs": { on: "master", parameters: [], timeoutSeconds: 60, saved: true, description: "doctor (read-only): certificate expiry and the renewal timer on a master" },
     "doctor-bootstrap-log": { on: "node", parameters: ["lines"], timeoutSeconds: 60, saved: true, description: "doctor (read-only): a node's bootstrap log and markers" },
     "attach": { on: "node", parameters: ["labels", "taints"], timeoutSeconds: 1800, saved: true, join: true, description: "join an existing instance as a worker node" },
     "control-plane-join": { on: "node", parameters: ["token", "certificateKey"], timeoutSeconds: 1800, saved: true, join: true, description: "join a master to the control plane" },

@@ -22,6 +22,9 @@ ak_require AK_KUBERNETES_VERSION AK_K8S_REPO_URL AK_SANDBOX_IMAGE AK_API_ENDPOIN
 if [ -n "${AK_CERTIFICATE_KEY:-}" ] && [[ ! $AK_CERTIFICATE_KEY =~ ^[0-9a-f]{64}$ ]]; then
   ak_die "AK_CERTIFICATE_KEY must be 64 hex digits (kubeadm init phase upload-certs --upload-certs)"
 fi
+if [ -n "${AK_ENCRYPTION_KEY:-}" ] && [[ ! $AK_ENCRYPTION_KEY =~ ^[A-Za-z0-9+/]{43}=$ ]]; then
+  ak_die "AK_ENCRYPTION_KEY must be 32 bytes in Base64 (master 0's ${AK_ENCRYPTION_CONFIG:-encryption config})"
+fi
 
 if [ -f "${AK_STATE_DIR}/join.done" ] && [ -f "${AK_ROOT}/etc/kubernetes/kubelet.conf" ]; then
   ak_log "node already joined (${AK_STATE_DIR#"$AK_ROOT"}/join.done): nothing to do"
@@ -103,6 +106,12 @@ for ((attempt = 1; attempt <= AK_JOIN_ATTEMPTS; attempt++)); do
   if ak_has_leftovers; then ak_preclean; fi
   [ -z "$AK_CRED" ] || ak_admission_token
   (umask 077 && ak_join_config >"$config")
+  if [ -n "${AK_CERTIFICATE_KEY:-}" ]; then
+    # A control-plane member: the files its API server reads (the cluster's ClusterConfiguration names them),
+    # written on every attempt because kubeadm reset empties the PKI directory.
+    ak_write_audit_policy
+    if [ -n "${AK_ENCRYPTION_KEY:-}" ]; then ak_write_encryption_config "$AK_ENCRYPTION_KEY"; fi
+  fi
   ak_log "kubeadm join ${AK_API_ENDPOINT} as ${AK_PROVIDER_ID}, pool ${AK_POOL_NAME} (attempt ${attempt}/${AK_JOIN_ATTEMPTS})"
   rc=0
   kubeadm join --config "$config" 2>&1 | ak_redact || rc=$?
@@ -116,5 +125,6 @@ if [ "$rc" -ne 0 ]; then
   ak_die "kubeadm join failed ${AK_JOIN_ATTEMPTS} times (last exit code ${rc}); see ${AK_LOG#"$AK_ROOT"}." \
     "Running this script again cleans up and retries"
 fi
+if [ -n "${AK_CERTIFICATE_KEY:-}" ]; then ak_install_cert_renewal; fi
 ak_mark join.done status=ok "node=${AK_PROVIDER_ID}" "pool=${AK_POOL_NAME}"
 ak_log "joined the cluster as ${AK_PROVIDER_ID}"

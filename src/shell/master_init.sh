@@ -46,6 +46,34 @@ EOF
     printf '    - %s\n' "$(ak_yaml "$san")"
   done
   cat <<EOF
+  extraArgs:
+    - name: profiling
+      value: 'false'
+    - name: audit-policy-file
+      value: '${AK_AUDIT_DIR}/policy.yaml'
+    - name: audit-log-path
+      value: '${AK_AUDIT_LOG_DIR}/audit.log'
+    - name: audit-log-maxage
+      value: '30'
+    - name: audit-log-maxbackup
+      value: '10'
+    - name: audit-log-maxsize
+      value: '100'
+EOF
+  if [ "${AK_ENCRYPT_SECRETS:-0}" = 1 ]; then
+    printf '    - name: encryption-provider-config\n      value: %s\n' "$(ak_yaml "$AK_ENCRYPTION_CONFIG")"
+  fi
+  cat <<EOF
+  extraVolumes:
+    - name: audit-policy
+      hostPath: '${AK_AUDIT_DIR}'
+      mountPath: '${AK_AUDIT_DIR}'
+      readOnly: true
+      pathType: DirectoryOrCreate
+    - name: audit-log
+      hostPath: '${AK_AUDIT_LOG_DIR}'
+      mountPath: '${AK_AUDIT_LOG_DIR}'
+      pathType: DirectoryOrCreate
 controllerManager:
   extraArgs:
     - name: allocate-node-cidrs
@@ -54,11 +82,27 @@ controllerManager:
       value: $(ak_yaml "$AK_NODE_CIDR_MASK_SIZE")
     - name: configure-cloud-routes
       value: 'false'
+    - name: profiling
+      value: 'false'
+scheduler:
+  extraArgs:
+    - name: profiling
+      value: 'false'
+---
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+protectKernelDefaults: true
 EOF
 }
 
 ak_prepare_node
 ak_read_identity
+ak_write_audit_policy
+# Secrets encryption at rest: the key is made here, once (a re-run keeps it); other control-plane members get it
+# through the control-plane join (AK_ENCRYPTION_KEY), see docs/security.md#encryption-at-rest.
+if [ "${AK_ENCRYPT_SECRETS:-0}" = 1 ] && [ ! -f "${AK_ROOT}${AK_ENCRYPTION_CONFIG}" ]; then
+  ak_write_encryption_config "$(head -c 32 /dev/urandom | base64)"
+fi
 config="${AK_STATE_DIR}/kubeadm-init.yaml"
 ak_init_config >"$config"
 ak_log "kubeadm init: endpoint ${AK_API_ENDPOINT}, Kubernetes v${AK_KUBERNETES_VERSION}, config ${config#"$AK_ROOT"}"
@@ -68,5 +112,6 @@ if [ "$rc" -ne 0 ]; then
   ak_mark init.failed status=failed "exit_code=${rc}" "log=${AK_LOG#"$AK_ROOT"}"
   ak_die "kubeadm init failed with exit code ${rc}; see the output above in ${AK_LOG#"$AK_ROOT"}"
 fi
+ak_install_cert_renewal
 ak_mark init.done status=ok "node=${AK_PROVIDER_ID}"
 ak_log "kubeadm init succeeded: node ${AK_PROVIDER_ID}"

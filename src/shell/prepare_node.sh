@@ -170,8 +170,10 @@ ak_kernel_setup() {
   printf 'overlay\nbr_netfilter\n' | ak_write_file "${AK_ROOT}/etc/modules-load.d/alicloud-kubeadm.conf" 644 || true
   modprobe overlay
   modprobe br_netfilter
+  # The last six are what the kubelet's protectKernelDefaults (CIS) requires instead of setting them itself.
   printf '%s\n' 'net.bridge.bridge-nf-call-iptables = 1' 'net.bridge.bridge-nf-call-ip6tables = 1' \
-    'net.ipv4.ip_forward = 1' | ak_write_file "$sysctl_conf" 644 || true
+    'net.ipv4.ip_forward = 1' 'vm.overcommit_memory = 1' 'vm.panic_on_oom = 0' 'kernel.panic = 10' 'kernel.panic_on_oops = 1' \
+    'kernel.keys.root_maxkeys = 1000000' 'kernel.keys.root_maxbytes = 25000000' | ak_write_file "$sysctl_conf" 644 || true
   sysctl -q -p "$sysctl_conf"
 }
 
@@ -289,6 +291,52 @@ ak_configure_containerd() {
   fi
 }
 
+# --- pods off the instance metadata service --------------------------------------------------
+
+AK_IMDS_UNIT="alicloud-kubeadm-metadata-block.service"
+AK_IMDS_BLOCK="/usr/local/sbin/alicloud-kubeadm-metadata-block"
+
+# ak_block_pod_metadata: pods must not reach 100.100.100.200 (pool userdata carries a join token, the masters'
+# RAM role hands out STS credentials). Every packet to it that enters the node (from cni0, i.e. a pod, or from
+# anywhere else) is dropped in the raw table's PREROUTING, which runs before any chain of flannel (nat, filter)
+# or kube-proxy; the node's own processes (host network: kubelet, CCM, autoscaler, these scripts) send through
+# OUTPUT and keep access. An enabled unit ordered before (and required by) the kubelet re-applies it at every
+# boot; it is applied now too, before the kubelet first starts. See docs/security.md#metadata-block.
+ak_block_pod_metadata() {
+  ak_write_file "${AK_ROOT}${AK_IMDS_BLOCK}" 755 <<'EOF' || true
+#!/bin/bash
+# alicloud-kubeadm: drop every packet to the instance metadata service that enters this node (pods).
+set -eu
+ipt() { iptables -w 5 -t raw "$@"; }
+ipt -N AK-METADATA-BLOCK 2>/dev/null || true
+ipt -F AK-METADATA-BLOCK
+ipt -A AK-METADATA-BLOCK ! -i lo -d 100.100.100.200/32 -j DROP
+while ipt -D PREROUTING -j AK-METADATA-BLOCK 2>/dev/null; do :; done
+ipt -I PREROUTING 1 -j AK-METADATA-BLOCK
+EOF
+  ak_write_file "${AK_ROOT}/etc/systemd/system/${AK_IMDS_UNIT}" 644 <<EOF || true
+[Unit]
+Description=alicloud-kubeadm: block pod access to the instance metadata service
+DefaultDependencies=no
+After=local-fs.target
+Before=kubelet.service network-pre.target shutdown.target
+Wants=network-pre.target
+Conflicts=shutdown.target
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/bin/bash ${AK_IMDS_BLOCK}
+[Install]
+WantedBy=multi-user.target
+RequiredBy=kubelet.service
+EOF
+  systemctl daemon-reload
+  systemctl enable "$AK_IMDS_UNIT"
+  bash "${AK_ROOT}${AK_IMDS_BLOCK}" ||
+    ak_die "cannot install the metadata block (iptables raw table); the kubelet must not start without it"
+  ak_log "pods blocked from the metadata service (${AK_IMDS_UNIT}, before the kubelet)"
+}
+
 # ak_prepare_node: everything a node needs before kubeadm init/join. Idempotent.
 ak_prepare_node() {
   ak_require AK_KUBERNETES_VERSION AK_K8S_REPO_URL AK_SANDBOX_IMAGE
@@ -297,5 +345,6 @@ ak_prepare_node() {
   ak_kernel_setup
   ak_install_packages
   ak_configure_containerd
+  ak_block_pod_metadata
   systemctl enable kubelet
 }

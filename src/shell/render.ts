@@ -14,6 +14,7 @@
  */
 import * as fs from "fs";
 import * as path from "path";
+import * as zlib from "zlib";
 import {
     CA_HASH_PATTERN, CERTIFICATE_KEY_PATTERN, checkTaints, defaultMirrors, formatTaint, isCidr, kubernetesVersionProblem, nodeLabelKeyProblem,
     isLabelValue, OPERATION_PARAMETERS, OPERATIONS, operationParameters, pauseVersionFor, POOL_LABEL, TOKEN_PATTERN,
@@ -22,8 +23,11 @@ import {
 
 export { defaultMirrors, type Mirrors };
 
-/** ECS accepts 32 KiB of userdata before Base64; rendering fails above it. Our own budget is 16 KiB. */
+/** ECS accepts 32 KiB of userdata before Base64; rendering fails above it. */
 export const USERDATA_HARD_LIMIT_BYTES = 32 * 1024;
+
+/** Our own budget for rendered userdata (tests hold every rendered script to it): 20 KiB, well under ECS's 32 KiB. */
+export const USERDATA_BUDGET_BYTES = 20 * 1024;
 
 /**
  * The Kubernetes package repository for a minor version, without the `deb/` or `rpm/` suffix (the scripts add it).
@@ -81,6 +85,11 @@ export interface MasterInitParams extends NodeParams {
     nodeCidrMaskSize: number;
     /** Extra API server certificate SANs (DNS names or IPs); the endpoint host is always included. Default: none. */
     certSANs?: string[];
+    /**
+     * Encrypt Secrets at rest with a key generated on master 0 (docs/security.md#encryption-at-rest). Every other
+     * control-plane member then needs that key in its join ({@link ControlPlaneJoinParams.encryptionKey}). Default false.
+     */
+    encryptSecrets?: boolean;
 }
 
 /** A node taint (kubelet `--register-with-taints`). */
@@ -137,10 +146,15 @@ export interface ControlPlaneJoinParams extends Omit<AttachNodeParams, "poolName
     certificateKey: Param<string>;
     /** Value of the `alicloud-kubeadm/pool` label. Default `control-plane`. */
     poolName?: string;
+    /**
+     * Master 0's secrets-encryption key (32 bytes, Base64; secret), or a parameter: required when master 0 was
+     * rendered with `encryptSecrets`. Default none (the cluster does not encrypt Secrets at rest).
+     */
+    encryptionKey?: Param<string>;
 }
 
 /** Header variables that carry secrets; {@link redactUserdata} blanks them. */
-export const SECRET_PARAMETERS: readonly string[] = ["AK_BOOTSTRAP_TOKEN", "AK_CA_CERT_HASHES", "AK_CERTIFICATE_KEY"];
+export const SECRET_PARAMETERS: readonly string[] = ["AK_BOOTSTRAP_TOKEN", "AK_CA_CERT_HASHES", "AK_CERTIFICATE_KEY", "AK_ENCRYPTION_KEY"];
 
 /**
  * Renders master 0's userdata (node preparation + `kubeadm init`).
@@ -159,12 +173,13 @@ export function renderMasterInit(params: MasterInitParams): string {
     throwIfAny("renderMasterInit", problems);
     return assemble("master_init.sh", [
         ...nodeHeader(params),
+        ["AK_ENCRYPT_SECRETS", params.encryptSecrets ? "1" : "0"],
         ["AK_IMAGE_REPOSITORY", imageRepositoryOf(params)],
         ["AK_POD_CIDR", params.podCidr],
         ["AK_SERVICE_CIDR", params.serviceCidr],
         ["AK_NODE_CIDR_MASK_SIZE", String(params.nodeCidrMaskSize)],
         ["AK_CERT_SANS", unique((params.certSANs ?? []).filter((s) => s !== endpointHost)).join(",")],
-    ]);
+    ], "control_plane.sh");
 }
 
 /**
@@ -174,7 +189,7 @@ export function renderMasterInit(params: MasterInitParams): string {
  * @returns The script text (`#!/bin/bash` ...), at most {@link USERDATA_HARD_LIMIT_BYTES}.
  */
 export function renderAttachNode(params: AttachNodeParams): string {
-    return assemble("attach_node.sh", attachHeader("renderAttachNode", params, []), params.admission ? ["admission_client.sh"] : []);
+    return assemble("attach_node.sh", attachHeader("renderAttachNode", params, []), params.admission ? "admission_client.sh" : undefined);
 }
 
 /**
@@ -187,8 +202,12 @@ export function renderControlPlaneJoin(params: ControlPlaneJoinParams): string {
     const problems: string[] = [];
     const key = params.certificateKey;
     check(problems, "certificateKey", isRef(key) || CERTIFICATE_KEY_PATTERN.test(key ?? ""), "must be 64 lower-case hex digits");
+    const encryptionKey = params.encryptionKey;
+    check(problems, "encryptionKey", encryptionKey === undefined || isRef(encryptionKey) || /^[A-Za-z0-9+/]{43}=$/.test(encryptionKey),
+        "must be 32 bytes in Base64 (master 0's encryption key)");
     const header = attachHeader("renderControlPlaneJoin", { ...params, poolName: params.poolName ?? "control-plane" }, problems);
-    return assemble("attach_node.sh", [...header, ["AK_CERTIFICATE_KEY", isRef(key) ? placeholder(key) : key]]);
+    const encryption: Array<[string, string]> = encryptionKey === undefined ? [] : [["AK_ENCRYPTION_KEY", isRef(encryptionKey) ? placeholder(encryptionKey) : encryptionKey]];
+    return assemble("attach_node.sh", [...header, ["AK_CERTIFICATE_KEY", isRef(key) ? placeholder(key) : key], ...encryption], "control_plane.sh");
 }
 
 /** Validated header of attach_node.sh; `problems` carries the caller's own findings. */
@@ -312,14 +331,23 @@ function scriptDir(): string {
  * is the documented one; ECS userdata is size-limited). shellcheck directives stay.
  */
 function body(file: string): string {
+    let heredocEnd: string | undefined;
     return fs.readFileSync(path.join(scriptDir(), ...file.split("/")), "utf8")
         .split("\n")
-        .filter((line) => !/^\s*#/.test(line) || /^\s*# shellcheck /.test(line))
+        .filter((line) => {
+            if (heredocEnd !== undefined) {
+                if (line === heredocEnd) heredocEnd = undefined;
+                return true; // a heredoc's text is data (e.g. a script the node installs, with its #! line)
+            }
+            if (/^\s*#/.test(line)) return /^\s*# shellcheck /.test(line);
+            heredocEnd = /<<-?\s*['"]?([A-Za-z_]+)['"]?/.exec(line)?.[1];
+            return true;
+        })
         .join("\n")
         .replace(/\n{3,}/g, "\n\n");
 }
 
-function assemble(roleScript: string, header: Array<[string, string]>, extra: string[] = []): string {
+function assemble(roleScript: string, header: Array<[string, string]>, shared?: string): string {
     const lines = header.map(([name, value]) => `readonly ${name}=${shellQuote(value)}`);
     const script = [
         "#!/bin/bash",
@@ -328,7 +356,7 @@ function assemble(roleScript: string, header: Array<[string, string]>, extra: st
         "",
         "# ---- src/shell/prepare_node.sh ----",
         body("prepare_node.sh"),
-        ...extra.flatMap((file) => [`# ---- src/shell/${file} ----`, body(file)]),
+        ...(shared ? [`# ---- src/shell/${shared} ----`, body(shared)] : []),
         `# ---- src/shell/${roleScript} ----`,
         body(roleScript),
     ].join("\n");
@@ -366,6 +394,30 @@ export function compactShell(script: string): string {
     return out.join("\n") + "\n";
 }
 
+/**
+ * A compacted node script packed for a saved command: the `#!` line and the `readonly AK_*` header stay as they are
+ * (Cloud Assistant fills their `{{parameters}}` in), the rest travels gzip-compressed in Base64 and is unpacked and
+ * `eval`ed on the node (base64 and gzip are on every supported image). A failed unpack exits 1 instead of running
+ * nothing. The scripts' own text, shellcheck and sandbox runs are unchanged; only what Cloud Assistant stores shrinks.
+ */
+export function packShell(script: string): string {
+    const lines = script.replace(/\n$/, "").split("\n");
+    let head = 0;
+    while (head < lines.length && (head === 0 ? lines[0].startsWith("#!") : /^readonly AK_[A-Z0-9_]+=/.test(lines[head]))) head++;
+    const packed = zlib.gzipSync(Buffer.from(lines.slice(head).join("\n") + "\n", "utf8"), { level: 9 }).toString("base64").match(/.{1,76}/g) ?? [];
+    return [
+        lines[0],
+        "# shellcheck disable=SC2034 # the header is read by the packed part",
+        ...lines.slice(1, head),
+        "ak_packed=$(base64 -d <<'AK_PACKED' | gzip -dc",
+        ...packed,
+        "AK_PACKED",
+        ") || { echo 'alicloud-kubeadm: cannot unpack this script (base64, gzip)' >&2; exit 1; }",
+        "eval \"$ak_packed\"",
+        "",
+    ].join("\n");
+}
+
 /** Throws unless `script` fits a saved command. */
 function fitSavedCommand(what: string, script: string): string {
     const size = Buffer.byteLength(script, "utf8");
@@ -377,21 +429,21 @@ function fitSavedCommand(what: string, script: string): string {
 }
 
 /**
- * The saved attach command of existing nodes (`mode: manual`): the attach script, compacted, with the
+ * The saved attach command of existing nodes (`mode: manual`): the attach script, compacted and packed ({@link packShell}), with the
  * node's labels and taints as the parameters `labels` and `taints`.
  */
 export function renderAttachCommand(params: Omit<AttachNodeParams, "labels" | "taints">): string {
-    return fitSavedCommand("the attach command", compactShell(renderAttachNode({ ...params, labels: { parameter: "labels" }, taints: { parameter: "taints" } })));
+    return fitSavedCommand("the attach command", packShell(compactShell(renderAttachNode({ ...params, labels: { parameter: "labels" }, taints: { parameter: "taints" } }))));
 }
 
 /**
- * The saved control-plane join command: the attach script with `AK_CERTIFICATE_KEY`, compacted, with the
+ * The saved control-plane join command: the attach script with `AK_CERTIFICATE_KEY`, compacted and packed, with the
  * join's token and certificate key as the parameters `token` and `certificateKey`.
  */
 export function renderControlPlaneJoinCommand(params: Omit<ControlPlaneJoinParams, "token" | "certificateKey">): string {
-    return fitSavedCommand("the control-plane join command", compactShell(renderControlPlaneJoin({
+    return fitSavedCommand("the control-plane join command", packShell(compactShell(renderControlPlaneJoin({
         ...params, token: { parameter: "token" }, certificateKey: { parameter: "certificateKey" },
-    })));
+    }))));
 }
 
 /**

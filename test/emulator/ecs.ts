@@ -1,4 +1,5 @@
 /** ECS 2014-05-26 actions of the emulator: instances, user data, power, system disk, Cloud Assistant. */
+import * as zlib from "zlib";
 import { ApiError, CommandHandler, EmuCommand, EmuInstance, InstanceStatus, EmuInvocation, EmuInvocationRecord, EmulatorState, intParam, isoTime, listParam, page, required, tokenPage } from "./state";
 
 type Handler = (st: EmulatorState, p: Record<string, string>) => Record<string, unknown> | Promise<Record<string, unknown>>;
@@ -287,8 +288,12 @@ export function aggregateStatus(statuses: string[]): { invocationStatus: string;
 }
 
 function findHandler(st: EmulatorState, script: string): CommandHandler {
+    // Not Alibaba behaviour: handlers stand in for the instance's shell, which runs a script packed by
+    // src/shell/render.ts packShell (gzip + Base64 between AK_PACKED markers) unpacked; patterns see both texts.
+    const packed = /<<'AK_PACKED'[^\n]*\n([\s\S]*?)\nAK_PACKED\n/.exec(script)?.[1];
+    const text = packed === undefined ? script : `${script}\n${zlib.gunzipSync(Buffer.from(packed.replace(/\s+/g, ""), "base64")).toString("utf8")}`;
     for (let k = st.handlers.length - 1; k >= 0; k--) {
-        if (st.handlers[k].pattern.test(script)) return st.handlers[k].handler;
+        if (st.handlers[k].pattern.test(text)) return st.handlers[k].handler;
     }
     return { exitCode: 127, output: "emulator: no command handler matches this script\n" };
 }

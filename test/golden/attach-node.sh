@@ -160,7 +160,8 @@ ak_kernel_setup() {
   modprobe overlay
   modprobe br_netfilter
   printf '%s\n' 'net.bridge.bridge-nf-call-iptables = 1' 'net.bridge.bridge-nf-call-ip6tables = 1' \
-    'net.ipv4.ip_forward = 1' | ak_write_file "$sysctl_conf" 644 || true
+    'net.ipv4.ip_forward = 1' 'vm.overcommit_memory = 1' 'vm.panic_on_oom = 0' 'kernel.panic = 10' 'kernel.panic_on_oops = 1' \
+    'kernel.keys.root_maxkeys = 1000000' 'kernel.keys.root_maxbytes = 25000000' | ak_write_file "$sysctl_conf" 644 || true
   sysctl -q -p "$sysctl_conf"
 }
 
@@ -255,6 +256,44 @@ ak_configure_containerd() {
   fi
 }
 
+AK_IMDS_UNIT="alicloud-kubeadm-metadata-block.service"
+AK_IMDS_BLOCK="/usr/local/sbin/alicloud-kubeadm-metadata-block"
+
+ak_block_pod_metadata() {
+  ak_write_file "${AK_ROOT}${AK_IMDS_BLOCK}" 755 <<'EOF' || true
+#!/bin/bash
+# alicloud-kubeadm: drop every packet to the instance metadata service that enters this node (pods).
+set -eu
+ipt() { iptables -w 5 -t raw "$@"; }
+ipt -N AK-METADATA-BLOCK 2>/dev/null || true
+ipt -F AK-METADATA-BLOCK
+ipt -A AK-METADATA-BLOCK ! -i lo -d 100.100.100.200/32 -j DROP
+while ipt -D PREROUTING -j AK-METADATA-BLOCK 2>/dev/null; do :; done
+ipt -I PREROUTING 1 -j AK-METADATA-BLOCK
+EOF
+  ak_write_file "${AK_ROOT}/etc/systemd/system/${AK_IMDS_UNIT}" 644 <<EOF || true
+[Unit]
+Description=alicloud-kubeadm: block pod access to the instance metadata service
+DefaultDependencies=no
+After=local-fs.target
+Before=kubelet.service network-pre.target shutdown.target
+Wants=network-pre.target
+Conflicts=shutdown.target
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/bin/bash ${AK_IMDS_BLOCK}
+[Install]
+WantedBy=multi-user.target
+RequiredBy=kubelet.service
+EOF
+  systemctl daemon-reload
+  systemctl enable "$AK_IMDS_UNIT"
+  bash "${AK_ROOT}${AK_IMDS_BLOCK}" ||
+    ak_die "cannot install the metadata block (iptables raw table); the kubelet must not start without it"
+  ak_log "pods blocked from the metadata service (${AK_IMDS_UNIT}, before the kubelet)"
+}
+
 ak_prepare_node() {
   ak_require AK_KUBERNETES_VERSION AK_K8S_REPO_URL AK_SANDBOX_IMAGE
   ak_detect_os
@@ -262,6 +301,7 @@ ak_prepare_node() {
   ak_kernel_setup
   ak_install_packages
   ak_configure_containerd
+  ak_block_pod_metadata
   systemctl enable kubelet
 }
 
@@ -272,16 +312,17 @@ AK_API_WAIT_ATTEMPTS="${AK_API_WAIT_ATTEMPTS:-120}"
 AK_JOIN_ATTEMPTS="${AK_JOIN_ATTEMPTS:-3}"
 
 ak_start_log attach-node
-AK_CREDENTIAL=AK_BOOTSTRAP_TOKEN
-[ -z "${AK_ADMISSION_ENDPOINTS:-}" ] || AK_CREDENTIAL=AK_ADMISSION_ENDPOINTS
 ak_require AK_KUBERNETES_VERSION AK_K8S_REPO_URL AK_SANDBOX_IMAGE AK_API_ENDPOINT AK_POOL_NAME \
-  "$AK_CREDENTIAL" AK_CA_CERT_HASHES
-[ "$AK_CREDENTIAL" != AK_BOOTSTRAP_TOKEN ] || [[ $AK_BOOTSTRAP_TOKEN =~ ^[a-z0-9]{6}\.[a-z0-9]{16}$ ]] ||
+  AK_BOOTSTRAP_TOKEN AK_CA_CERT_HASHES
+[[ $AK_BOOTSTRAP_TOKEN =~ ^[a-z0-9]{6}\.[a-z0-9]{16}$ ]] ||
   ak_die "AK_BOOTSTRAP_TOKEN is not a bootstrap token [a-z0-9]{6}.[a-z0-9]{16}"
 [[ $AK_CA_CERT_HASHES =~ ^sha256:[0-9a-f]{64}(,sha256:[0-9a-f]{64})*$ ]] ||
   ak_die "AK_CA_CERT_HASHES must be sha256:<64 hex digits>[,...]"
 if [ -n "${AK_CERTIFICATE_KEY:-}" ] && [[ ! $AK_CERTIFICATE_KEY =~ ^[0-9a-f]{64}$ ]]; then
   ak_die "AK_CERTIFICATE_KEY must be 64 hex digits (kubeadm init phase upload-certs --upload-certs)"
+fi
+if [ -n "${AK_ENCRYPTION_KEY:-}" ] && [[ ! $AK_ENCRYPTION_KEY =~ ^[A-Za-z0-9+/]{43}=$ ]]; then
+  ak_die "AK_ENCRYPTION_KEY must be 32 bytes in Base64 (master 0's ${AK_ENCRYPTION_CONFIG:-encryption config})"
 fi
 
 if [ -f "${AK_STATE_DIR}/join.done" ] && [ -f "${AK_ROOT}/etc/kubernetes/kubelet.conf" ]; then
@@ -354,11 +395,14 @@ ak_prepare_node
 ak_read_identity
 ak_wait_for_api
 config="${AK_STATE_DIR}/kubeadm-join.yaml"
+(umask 077 && ak_join_config >"$config")
 rc=1
 for ((attempt = 1; attempt <= AK_JOIN_ATTEMPTS; attempt++)); do
   if ak_has_leftovers; then ak_preclean; fi
-  [ "$AK_CREDENTIAL" = AK_BOOTSTRAP_TOKEN ] || ak_admission_token
-  (umask 077 && ak_join_config >"$config")
+  if [ -n "${AK_CERTIFICATE_KEY:-}" ]; then
+    ak_write_audit_policy
+    if [ -n "${AK_ENCRYPTION_KEY:-}" ]; then ak_write_encryption_config "$AK_ENCRYPTION_KEY"; fi
+  fi
   ak_log "kubeadm join ${AK_API_ENDPOINT} as ${AK_PROVIDER_ID}, pool ${AK_POOL_NAME} (attempt ${attempt}/${AK_JOIN_ATTEMPTS})"
   rc=0
   kubeadm join --config "$config" 2>&1 | ak_redact || rc=$?
@@ -371,5 +415,6 @@ if [ "$rc" -ne 0 ]; then
   ak_die "kubeadm join failed ${AK_JOIN_ATTEMPTS} times (last exit code ${rc}); see ${AK_LOG#"$AK_ROOT"}." \
     "Running this script again cleans up and retries"
 fi
+if [ -n "${AK_CERTIFICATE_KEY:-}" ]; then ak_install_cert_renewal; fi
 ak_mark join.done status=ok "node=${AK_PROVIDER_ID}" "pool=${AK_POOL_NAME}"
 ak_log "joined the cluster as ${AK_PROVIDER_ID}"

@@ -113,9 +113,9 @@ export interface Sandbox {
 }
 
 const STUB_SRC = path.join(__dirname, "stubs");
-const STUBS = ["kubeadm", "kubelet", "kubectl", "containerd", "curl", "apt-get", "dnf", "gpg", "ip"];
+const STUBS = ["kubeadm", "kubelet", "kubectl", "containerd", "curl", "apt-get", "dnf", "gpg", "ip", "iptables"];
 const INSTALLABLE = new Set(["kubeadm", "kubelet", "kubectl", "containerd"]);
-const RECORD_ONLY = ["systemctl", "modprobe", "sysctl", "swapoff", "apt-mark", "iptables"];
+const RECORD_ONLY = ["systemctl", "modprobe", "sysctl", "swapoff", "apt-mark"];
 const REAL_TOOLS = ["awk", "base64", "gzip", "bash", "cat", "chmod", "cmp", "cp", "cut", "date", "dirname", "basename", "grep", "head", "ln",
     "ls", "mkdir", "mktemp", "mv", "rm", "rmdir", "sed", "sleep", "sort", "tail", "tee", "touch", "tr", "wc", "env", "printf"];
 const OS_RELEASE = {

@@ -1,0 +1,221 @@
+// The cluster configuration's types, written out: what a stack file (or a program) gives, and what the
+// components read after defaults. src/config.ts checks at compile time that its schema parses exactly these
+// shapes; they are written here rather than inferred from the schema so that the package's public
+// declarations name no type of the schema library (a consumer compiles them without skipLibCheck).
+import type { Taint } from "./rules";
+
+/** Disk category as the ECS API spells it. */
+export type DiskCategory = "cloud_essd" | "cloud_auto" | "cloud_efficiency" | "cloud_ssd" | "cloud_essd_entry";
+
+/** A system disk as written (defaults: `cloud_essd`, 40 GiB). */
+export interface DiskInput {
+    category?: DiskCategory;
+    /** GiB, 20–2048. */
+    size?: number;
+}
+
+/** A system disk after defaults. */
+export interface Disk {
+    category: DiskCategory;
+    size: number;
+}
+
+/** A taint as written: an object, or `key[=value]:Effect`. */
+export type TaintInput = string | Taint;
+
+/**
+ * SSH access to an existing node (mode `manual`): the attach script then runs over SSH instead of Cloud
+ * Assistant. `password`, `privateKey` and `privateKeyPassword` become Pulumi secrets.
+ */
+export interface SshConnectionInput {
+    /** Address the machine running Pulumi reaches the instance at. Required. */
+    host: string;
+    /** Default 22. */
+    port?: number;
+    /** Default `root`; another user needs passwordless sudo. */
+    user?: string;
+    /** PEM private key (secret: `pulumi config set --secret --path …`). */
+    privateKey?: string;
+    /** Passphrase of the private key (secret). */
+    privateKeyPassword?: string;
+    /** Password (secret). */
+    password?: string;
+    /** SSH agent socket; default the `SSH_AUTH_SOCK` of the machine running Pulumi. */
+    agentSocketPath?: string;
+}
+
+/** The connection after defaults. */
+export interface SshConnection extends SshConnectionInput {
+    port: number;
+    user: string;
+}
+
+/** A node pool as written. */
+export interface NodePoolInput {
+    name: string;
+    /** One instance type. Autoscaled pools must use exactly one. */
+    instanceType?: string;
+    /** Several instance types, in order of preference (fixed-size pools only). */
+    instanceTypes?: string[];
+    /** Fixed number of nodes, owned by Pulumi. Exclusive with `autoscale`. */
+    size?: number;
+    /** Bounds for the Cluster Autoscaler. Exclusive with `size`. */
+    autoscale?: { min: number; max: number };
+    systemDisk?: DiskInput;
+    /** Image for this pool; default the cluster's `image`. */
+    imageId?: string;
+    /** Bootstrap token lifetime, a Go duration. Default `0` = never expires. */
+    tokenTtl?: string;
+    /** Kubelet labels. */
+    labels?: Record<string, string>;
+    taints?: TaintInput[];
+}
+
+/** An existing ECS instance as written. */
+export interface ExistingNodeInput {
+    instanceId: string;
+    /** `manual` (default): attach over Cloud Assistant (or SSH with `connection`); `auto`: userdata + system disk replacement. */
+    mode?: "manual" | "auto";
+    /** Must be `true` for `mode: auto`, which wipes the system disk. */
+    replaceSystemDisk?: boolean;
+    /** On removal, remove a node that cannot run commands without `kubeadm reset`. Default false. */
+    removeWithoutReset?: boolean;
+    /** Run the attach script over SSH (mode `manual` only). Default: Cloud Assistant. */
+    connection?: SshConnectionInput;
+    labels?: Record<string, string>;
+    taints?: TaintInput[];
+}
+
+/** The `alicloud-kubeadm:cluster` object as written in a stack file (defaults not yet applied; README "Configuration"). */
+export interface ClusterConfigInput {
+    name: string;
+    kubernetesVersion: string;
+    zones: string[];
+    network?: {
+        vpcCidr?: string;
+        podCidr?: string;
+        serviceCidr?: string;
+        nodeCidrMaskSize?: number;
+        vswitchCidrs?: string[];
+        natGateway?: boolean;
+        apiAllowedCidrs?: string[];
+        routeEntryQuota?: number;
+    };
+    controlPlane?: {
+        count?: number;
+        instanceType?: string;
+        publicEndpoint?: boolean;
+        systemDisk?: DiskInput;
+        deletionProtection?: boolean;
+    };
+    image?: { id?: string; nameRegex?: string };
+    nodePools?: NodePoolInput[];
+    existingNodes?: ExistingNodeInput[];
+    autoscaler?: {
+        scaleDownUtilizationThreshold?: number;
+        scaleDownUnneededTime?: string;
+        scaleDownDelayAfterAdd?: string;
+        expander?: string;
+        balanceSimilarNodeGroups?: boolean;
+        skipNodesWithLocalStorage?: boolean;
+        version?: string;
+    };
+    images?: ImageSources;
+    /** Node admission by cloud identity (docs/admission.md). */
+    admission?: AdmissionConfig;
+    tags?: Record<string, string>;
+}
+
+/** Node admission by cloud identity (docs/admission.md). */
+export interface AdmissionConfig {
+    /** PEM of the ECS instance identity signing certificate(s). Default: the vendored one, when present. */
+    identityCertificate?: string;
+    /** `key=value`: instances with this ECS tag may join through the one-line manual path. Default: off. */
+    joinTag?: string;
+}
+
+/** Image and package sources; each unset one takes the region's default (src/rules/images.ts). */
+export interface ImageSources {
+    flannel?: string;
+    flannelCniPlugin?: string;
+    cloudControllerManager?: string;
+    clusterAutoscalerRepository?: string;
+    kubernetesRepository?: string;
+    packageMirror?: string;
+    /** Node.js image of the admission service. */
+    admission?: string;
+}
+
+/** A node pool after the schema's defaults (before normalisation). */
+export interface ParsedNodePool extends Required<Pick<NodePoolInput, "name" | "tokenTtl" | "labels">> {
+    instanceType?: string;
+    instanceTypes?: string[];
+    size?: number;
+    autoscale?: { min: number; max: number };
+    systemDisk: Disk;
+    imageId?: string;
+    taints: TaintInput[];
+}
+
+/** An existing node after the schema's defaults (before normalisation). */
+export interface ParsedExistingNode {
+    instanceId: string;
+    mode: "manual" | "auto";
+    replaceSystemDisk: boolean;
+    removeWithoutReset: boolean;
+    connection?: SshConnection;
+    labels: Record<string, string>;
+    taints: TaintInput[];
+}
+
+/** The cluster object after the schema's defaults (before the cross-field rules and normalisation). */
+export interface ParsedClusterConfig {
+    name: string;
+    kubernetesVersion: string;
+    zones: string[];
+    network: {
+        vpcCidr: string;
+        podCidr: string;
+        serviceCidr: string;
+        nodeCidrMaskSize: number;
+        vswitchCidrs?: string[];
+        natGateway: boolean;
+        apiAllowedCidrs: string[];
+        routeEntryQuota: number;
+    };
+    controlPlane: {
+        count: number;
+        instanceType: string;
+        publicEndpoint: boolean;
+        systemDisk: Disk;
+        deletionProtection: boolean;
+    };
+    image: { id?: string; nameRegex: string };
+    nodePools: ParsedNodePool[];
+    existingNodes: ParsedExistingNode[];
+    autoscaler: {
+        scaleDownUtilizationThreshold: number;
+        scaleDownUnneededTime: string;
+        scaleDownDelayAfterAdd: string;
+        expander: string;
+        balanceSimilarNodeGroups: boolean;
+        skipNodesWithLocalStorage: boolean;
+        version?: string;
+    };
+    images: ImageSources;
+    admission: AdmissionConfig;
+    tags: Record<string, string>;
+}
+
+/** A node pool after defaults: taints normalised, instance types as a list, exactly one of `size` / `autoscale`. */
+export type NodePoolConfig = Omit<ParsedNodePool, "taints"> & { taints: Taint[]; instanceTypes: string[] };
+/** An existing node after defaults, taints normalised. */
+export type ExistingNodeConfig = Omit<ParsedExistingNode, "taints"> & { taints: Taint[] };
+
+/** The typed, defaulted, validated cluster configuration every component reads. */
+export interface ClusterConfig extends Omit<ParsedClusterConfig, "nodePools" | "existingNodes" | "network"> {
+    region: string;
+    network: ParsedClusterConfig["network"] & { vswitchCidrs: string[] };
+    nodePools: NodePoolConfig[];
+    existingNodes: ExistingNodeConfig[];
+}

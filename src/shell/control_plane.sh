@@ -1,0 +1,114 @@
+#!/bin/bash
+# alicloud-kubeadm control-plane hardening, shared by master_init.sh (master 0) and control-plane joins (attach_node.sh
+# with AK_CERTIFICATE_KEY): the audit policy, secrets encryption at rest and the certificate renewal timer.
+# src/shell/render.ts puts this file between prepare_node.sh and the role script, for masters only.
+# See docs/security.md#cis for each setting.
+
+AK_ENCRYPTION_CONFIG="/etc/kubernetes/pki/alicloud-kubeadm-encryption.yaml"
+AK_AUDIT_DIR="/etc/kubernetes/audit"
+AK_AUDIT_LOG_DIR="/var/log/kubernetes/audit"
+AK_RENEW_BIN="/usr/local/sbin/alicloud-kubeadm-cert-renew"
+AK_RENEW_UNIT="alicloud-kubeadm-cert-renew"
+
+# ak_write_audit_policy: metadata for every request, request bodies for writes, never the content of Secrets,
+# ConfigMaps or tokens; health checks, kube-proxy watches and lease renewals are not logged.
+ak_write_audit_policy() {
+  mkdir -p "${AK_ROOT}${AK_AUDIT_LOG_DIR}"
+  chmod 700 "${AK_ROOT}${AK_AUDIT_LOG_DIR}"
+  ak_write_file "${AK_ROOT}${AK_AUDIT_DIR}/policy.yaml" 600 <<'EOF' || true
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+  - level: None
+    nonResourceURLs: ["/healthz*", "/readyz*", "/livez*", "/version", "/metrics"]
+  - level: None
+    users: ["system:kube-proxy"]
+    verbs: ["watch"]
+  - level: None
+    verbs: ["get", "update"]
+    resources: [{ group: "coordination.k8s.io", resources: ["leases"] }]
+  - level: Metadata
+    resources:
+      - { group: "", resources: ["secrets", "configmaps", "serviceaccounts/token"] }
+      - { group: "authentication.k8s.io", resources: ["tokenreviews"] }
+      - { group: "certificates.k8s.io", resources: ["certificatesigningrequests"] }
+  - level: Request
+    verbs: ["create", "update", "patch", "delete", "deletecollection"]
+  - level: Metadata
+EOF
+}
+
+# ak_write_encryption_config KEY: the API server's EncryptionConfiguration: Secrets sealed with secretbox under
+# KEY (32 random bytes, Base64); identity stays last so Secrets written before can still be read.
+ak_write_encryption_config() {
+  (umask 077 && ak_write_file "${AK_ROOT}${AK_ENCRYPTION_CONFIG}" 600) <<EOF || true
+apiVersion: apiserver.config.k8s.io/v1
+kind: EncryptionConfiguration
+resources:
+  - resources: ["secrets"]
+    providers:
+      - secretbox:
+          keys:
+            - name: alicloud-kubeadm-1
+              secret: $1
+      - identity: {}
+EOF
+}
+
+# ak_install_cert_renewal: a timer on this master that renews kubeadm's certificates once fewer than 90 days are
+# left, then restarts the static pods one at a time. Master N starts N hours after master 0 (its hostname ends in
+# -master-N), so the masters never restart their control plane together.
+ak_install_cert_renewal() {
+  ak_write_file "${AK_ROOT}${AK_RENEW_BIN}" 755 <<'EOF' || true
+#!/bin/bash
+# alicloud-kubeadm: renew kubeadm's certificates before they expire; restart the static pods one at a time.
+set -euo pipefail
+pki=/etc/kubernetes/pki
+manifests=/etc/kubernetes/manifests
+log() { printf '%s %s\n' "$(date -u +%FT%TZ)" "$*"; }
+index=$(hostname | sed -nE 's/.*-master-([0-9]+)$/\1/p')
+sleep $((${index:-0} * 3600))
+due=0
+for crt in apiserver.crt apiserver-kubelet-client.crt apiserver-etcd-client.crt front-proxy-client.crt etcd/server.crt etcd/peer.crt; do
+  [ ! -f "$pki/$crt" ] || openssl x509 -checkend $((90 * 86400)) -noout -in "$pki/$crt" >/dev/null || due=1
+done
+if [ "$due" = 0 ]; then
+  log "certificates valid for more than 90 days: nothing to renew"
+  exit 0
+fi
+log "renewing kubeadm certificates"
+kubeadm certs renew all
+for component in etcd kube-apiserver kube-controller-manager kube-scheduler; do
+  [ -f "$manifests/$component.yaml" ] || continue
+  log "restarting $component"
+  mv "$manifests/$component.yaml" "/etc/kubernetes/$component.yaml.ak-renew"
+  sleep 20
+  mv "/etc/kubernetes/$component.yaml.ak-renew" "$manifests/$component.yaml"
+  for _ in $(seq 1 60); do
+    curl -ksf --max-time 5 https://127.0.0.1:6443/readyz >/dev/null && break
+    sleep 5
+  done
+done
+log "certificates renewed; expiry now: $(openssl x509 -enddate -noout -in "$pki/apiserver.crt")"
+EOF
+  ak_write_file "${AK_ROOT}/etc/systemd/system/${AK_RENEW_UNIT}.service" 644 <<EOF || true
+[Unit]
+Description=alicloud-kubeadm: renew kubeadm certificates before they expire
+After=kubelet.service
+[Service]
+Type=oneshot
+ExecStart=/bin/bash ${AK_RENEW_BIN}
+EOF
+  ak_write_file "${AK_ROOT}/etc/systemd/system/${AK_RENEW_UNIT}.timer" 644 <<EOF || true
+[Unit]
+Description=alicloud-kubeadm: weekly certificate expiry check
+[Timer]
+OnCalendar=Sun *-*-* 02:00:00 UTC
+Persistent=true
+[Install]
+WantedBy=timers.target
+EOF
+  systemctl daemon-reload
+  systemctl enable --now "${AK_RENEW_UNIT}.timer"
+}

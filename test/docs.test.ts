@@ -1,0 +1,95 @@
+/**
+ * README's "Configuration" table documents every key of the cluster config, and only keys that exist.
+ * `FULL` must name every key of ClusterConfigInput (the compiler refuses a missing one), and config.ts checks
+ * at compile time that ClusterConfigInput is exactly what the schema parses; so a key added to the schema
+ * fails here until README documents it.
+ */
+import * as assert from "node:assert/strict";
+import * as fs from "fs";
+import * as path from "path";
+import { validateClusterConfig, type ClusterConfigInput } from "../src/config";
+
+type DeepRequired<T> = T extends string | number | boolean ? T
+    : T extends Array<infer U> ? Array<DeepRequired<U>>
+        : T extends object ? { [K in keyof T]-?: DeepRequired<T[K]> } : T;
+
+/** Every key, each with a valid value. */
+const FULL: DeepRequired<ClusterConfigInput> = {
+    name: "docs",
+    kubernetesVersion: "1.36.3",
+    zones: ["cn-hangzhou-h"],
+    network: {
+        vpcCidr: "192.168.0.0/16", podCidr: "172.16.0.0/16", serviceCidr: "10.96.0.0/12", nodeCidrMaskSize: 24, vswitchCidrs: ["192.168.0.0/20"],
+        natGateway: true, apiAllowedCidrs: ["47.96.0.0/16"], routeEntryQuota: 200,
+    },
+    controlPlane: { count: 1, instanceType: "ecs.g7.large", publicEndpoint: true, systemDisk: { category: "cloud_essd", size: 40 }, deletionProtection: false },
+    image: { id: "m-docs", nameRegex: "^ubuntu_24_04_x64" },
+    nodePools: [{
+        name: "pool", instanceType: "ecs.g7.large", instanceTypes: ["ecs.g7.large"], size: 1, autoscale: { min: 0, max: 1 }, systemDisk: { category: "cloud_essd", size: 40 },
+        imageId: "m-docs", tokenTtl: "0", labels: { team: "a" }, taints: ["a:PreferNoSchedule"],
+    }],
+    existingNodes: [{
+        instanceId: "i-bp1exampleexample01", mode: "manual", replaceSystemDisk: false, removeWithoutReset: false, labels: { team: "a" }, taints: ["a:PreferNoSchedule"],
+        connection: { host: "192.168.0.20", port: 22, user: "root", privateKey: "k", privateKeyPassword: "p", password: "p", agentSocketPath: "/tmp/agent" },
+    }],
+    autoscaler: {
+        scaleDownUtilizationThreshold: 0.5, scaleDownUnneededTime: "10m", scaleDownDelayAfterAdd: "10m", expander: "least-waste",
+        balanceSimilarNodeGroups: false, skipNodesWithLocalStorage: true, version: "1.36.1",
+    },
+    images: {
+        flannel: "ghcr.io/flannel-io/flannel:v0.28.9", flannelCniPlugin: "ghcr.io/flannel-io/flannel-cni-plugin:v1.9.1-flannel3",
+        cloudControllerManager: "registry.cn-hangzhou.aliyuncs.com/acs/cloud-controller-manager-amd64:v2.14.0",
+        clusterAutoscalerRepository: "registry.k8s.io/autoscaling/cluster-autoscaler", kubernetesRepository: "registry.k8s.io", packageMirror: "https://pkgs.k8s.io",
+        admission: "docker.io/library/node:22.12.0-alpine3.20",
+    },
+    admission: { identityCertificate: "-----BEGIN CERTIFICATE-----", joinTag: "alicloud-kubeadm/join=dev" },
+    tags: { team: "a" },
+};
+
+/** Values whose keys are the user's (labels, tags) or whose fields a row lists in its notes. */
+const LEAVES = new Set(["labels", "tags", "taints", "autoscale", "systemDisk", "connection"]);
+
+/** `a.b`, `nodePools[].name`, … for every key of `value`. */
+function keyPaths(value: unknown, prefix = ""): string[] {
+    if (Array.isArray(value)) return typeof value[0] === "object" ? keyPaths(value[0], `${prefix}[]`) : [prefix];
+    if (typeof value !== "object" || value === null) return [prefix];
+    return Object.entries(value).flatMap(([k, v]) => {
+        const p = prefix ? `${prefix}.${k}` : k;
+        return LEAVES.has(k) ? [p] : keyPaths(v, p);
+    });
+}
+
+describe("README documents the config", () => {
+    const readme = fs.readFileSync(path.join(__dirname, "..", "README.md"), "utf8");
+    const section = readme.slice(readme.indexOf("## Configuration"), readme.indexOf("**Limits that come from Alibaba Cloud and kubeadm.**"));
+    const rows = section.split("\n").filter((l) => l.startsWith("| `")).map((l) => l.split(" | ")[0].slice(2));
+
+    it("FULL is a valid config (every key exists and takes the value given)", () => {
+        const r = validateClusterConfig({ ...FULL, nodePools: [{ ...FULL.nodePools[0], instanceTypes: undefined, autoscale: undefined }] }, "cn-hangzhou");
+        assert.deepEqual(r.errors, []);
+    });
+
+    it("every key of the cluster config has a row in the Configuration table", () => {
+        const documented = (p: string) => rows.some((cell) => {
+            if (cell.includes(`\`${p}\``)) return true;
+            // `nodePools[].instanceType` / `instanceTypes`, `nodePools[].size` / `autoscale: {min, max}`
+            const parent = p.slice(0, p.lastIndexOf(".") + 1);
+            const leaf = p.slice(p.lastIndexOf(".") + 1);
+            return parent !== "" && cell.startsWith(`\`${parent}`) && new RegExp(`\`${leaf}[\`:]`).test(cell);
+        });
+        assert.deepEqual(keyPaths(FULL).filter((p) => !documented(p)), []);
+    });
+
+    it("the connection row names every connection field, and no row names a key that does not exist", () => {
+        const row = section.split("\n").find((l) => l.startsWith("| `existingNodes[].connection`"))!;
+        for (const k of Object.keys(FULL.existingNodes[0].connection)) assert.match(row, new RegExp(`\\b${k}\\b`), k);
+        const known = new Set(keyPaths(FULL));
+        // A row's first name is a full path; a later one without a dot is its sibling (`image.id` / `nameRegex`).
+        const named = rows.flatMap((cell) => {
+            const names = [...cell.matchAll(/`([A-Za-z[\].]+)/g)].map((m) => m[1]);
+            const parent = names[0].slice(0, names[0].lastIndexOf(".") + 1);
+            return names.map((n, i) => (i === 0 || n.includes(".") ? n : `${parent}${n}`));
+        });
+        assert.deepEqual(named.filter((k) => !known.has(k) && ![...known].some((p) => p.startsWith(`${k}.`))), []);
+    });
+});
