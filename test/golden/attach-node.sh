@@ -312,9 +312,10 @@ AK_API_WAIT_ATTEMPTS="${AK_API_WAIT_ATTEMPTS:-120}"
 AK_JOIN_ATTEMPTS="${AK_JOIN_ATTEMPTS:-3}"
 
 ak_start_log attach-node
+AK_CRED=${AK_ADMISSION_ENDPOINTS:+AK_ADMISSION_ENDPOINTS}
 ak_require AK_KUBERNETES_VERSION AK_K8S_REPO_URL AK_SANDBOX_IMAGE AK_API_ENDPOINT AK_POOL_NAME \
-  AK_BOOTSTRAP_TOKEN AK_CA_CERT_HASHES
-[[ $AK_BOOTSTRAP_TOKEN =~ ^[a-z0-9]{6}\.[a-z0-9]{16}$ ]] ||
+  "${AK_CRED:-AK_BOOTSTRAP_TOKEN}" AK_CA_CERT_HASHES
+[ -n "$AK_CRED" ] || [[ $AK_BOOTSTRAP_TOKEN =~ ^[a-z0-9]{6}\.[a-z0-9]{16}$ ]] ||
   ak_die "AK_BOOTSTRAP_TOKEN is not a bootstrap token [a-z0-9]{6}.[a-z0-9]{16}"
 [[ $AK_CA_CERT_HASHES =~ ^sha256:[0-9a-f]{64}(,sha256:[0-9a-f]{64})*$ ]] ||
   ak_die "AK_CA_CERT_HASHES must be sha256:<64 hex digits>[,...]"
@@ -395,10 +396,11 @@ ak_prepare_node
 ak_read_identity
 ak_wait_for_api
 config="${AK_STATE_DIR}/kubeadm-join.yaml"
-(umask 077 && ak_join_config >"$config")
 rc=1
 for ((attempt = 1; attempt <= AK_JOIN_ATTEMPTS; attempt++)); do
   if ak_has_leftovers; then ak_preclean; fi
+  [ -z "$AK_CRED" ] || ak_admission_token
+  (umask 077 && ak_join_config >"$config")
   if [ -n "${AK_CERTIFICATE_KEY:-}" ]; then
     ak_write_audit_policy
     if [ -n "${AK_ENCRYPTION_KEY:-}" ]; then ak_write_encryption_config "$AK_ENCRYPTION_KEY"; fi
@@ -410,7 +412,7 @@ for ((attempt = 1; attempt <= AK_JOIN_ATTEMPTS; attempt++)); do
   ak_mark join.failed status=failed "exit_code=${rc}" "log=${AK_LOG#"$AK_ROOT"}"
   if [ "$attempt" -lt "$AK_JOIN_ATTEMPTS" ]; then sleep "$AK_RETRY_DELAY"; fi
 done
-rm -f "$config" # the token stays only in the userdata
+rm -f "$config"
 if [ "$rc" -ne 0 ]; then
   ak_die "kubeadm join failed ${AK_JOIN_ATTEMPTS} times (last exit code ${rc}); see ${AK_LOG#"$AK_ROOT"}." \
     "Running this script again cleans up and retries"
