@@ -1,0 +1,71 @@
+// Joining through admission: the rendered userdata of every pool and auto-mode existing node, and the saved
+// attach command of manual ones, carry no bootstrap token variable or value at all (mock graph), and no
+// BootstrapToken is created for them. Their script asks the admission endpoints instead.
+import * as assert from "assert";
+import * as fs from "fs";
+import * as path from "path";
+import * as pulumi from "@pulumi/pulumi";
+import * as YAML from "yaml";
+import { installMocks, type Recorder } from "./mockRuntime";
+import { parseClusterConfig } from "../src/config";
+import type { NodeCommandIds } from "../src/rules";
+
+const TOKEN_VALUE = /[a-z0-9]{6}\.[a-z0-9]{16}/;
+
+describe("joining through admission: no token in userdata (mock graph)", () => {
+    const CA_HASH = `sha256:${"ab".repeat(32)}`;
+    const ENDPOINTS = ["192.168.0.10:10443", "192.168.16.10:10443"];
+    let recorder: Recorder;
+
+    before(async () => {
+        recorder = installMocks({ stack: "admission-join-test" });
+        const { NodePool } = await import("../src/components/nodePool");
+        const { ExistingNode, createAttachCommand } = await import("../src/components/existingNode");
+        const doc = YAML.parse(fs.readFileSync(path.join(__dirname, "..", "stacks", "Pulumi.dev.yaml"), "utf8"));
+        const config = parseClusterConfig(doc.config["alicloud-kubeadm:cluster"], doc.config["alicloud:region"]);
+        const common = {
+            config, apiEndpoint: "192.168.0.10:6443", caCertHash: pulumi.secret(CA_HASH), masterInstanceId: "i-master0",
+            commands: { "list-nodes": "c-list" } as unknown as NodeCommandIds, routeTableId: "vtb-dev", admissionEndpoints: pulumi.output(ENDPOINTS),
+        };
+        for (const pool of config.nodePools) {
+            new NodePool(`adm-pool-${pool.name}`, {
+                ...common, pool, vswitchIds: ["vsw-h"], securityGroupIds: ["sg-nodes"], imageId: "ubuntu_24_04_x64_20G_alibase_20260101.vhd",
+                tags: { "alicloud-kubeadm/cluster": "dev" },
+            });
+        }
+        const node = { instanceId: "i-bp1autoauto", mode: "auto" as const, replaceSystemDisk: true, removeWithoutReset: false, labels: {}, taints: [] };
+        new ExistingNode("adm-node-auto", { ...common, node, imageId: "ubuntu_24_04_x64_20G_alibase_20260101.vhd" });
+        createAttachCommand("adm-attach", { config, apiEndpoint: common.apiEndpoint, caCertHash: common.caCertHash, admissionEndpoints: common.admissionEndpoints }, {});
+        await recorder.settle();
+    });
+
+    it("creates no bootstrap token for pools or existing nodes", () => {
+        const tokens = recorder.ofType("pulumi-nodejs:dynamic:Resource").filter((r) => /token/i.test(r.name));
+        assert.deepStrictEqual(tokens.map((t) => t.name), []);
+    });
+
+    it("every pool's userdata and the auto node's script have no token variable or value, and ask the admission endpoints", () => {
+        const configs = recorder.ofType("alicloud:ess/scalingConfiguration:ScalingConfiguration");
+        assert.strictEqual(configs.length, 2);
+        const membership = recorder.ofType("pulumi-nodejs:dynamic:Resource").find((r) => r.name === "adm-node-auto-membership")!;
+        const scripts = [...configs.map((c) => c.rawInputs.userData as string), membership.rawInputs.userData as string];
+        for (const script of scripts) {
+            assert.ok(script.startsWith("#!/bin/bash"));
+            const header = script.slice(0, script.indexOf("# ---- src/shell/prepare_node.sh"));
+            assert.ok(header.includes("readonly AK_CA_CERT_HASHES="), "the header is where parameters are");
+            assert.ok(!header.includes("TOKEN"), "no token variable among the parameters");
+            assert.ok(!/^readonly AK_BOOTSTRAP_TOKEN/m.test(script));
+            assert.ok(!TOKEN_VALUE.test(script.replace(/\[a-z0-9\]\{6\}\\\.\[a-z0-9\]\{16\}/g, "")), "no token value");
+            assert.match(script, new RegExp(`^readonly AK_ADMISSION_ENDPOINTS='${ENDPOINTS.join(",")}'$`, "m"));
+            assert.match(script, /^ak_admission_token\(\) \{$/m, "the admission client is in the script");
+        }
+    });
+
+    it("the saved attach command of manual nodes is a bootstrap with endpoints and the CA pin only", () => {
+        const cmd = recorder.ofType("alicloud:ecs/command:Command").find((r) => r.name === "adm-attach")!;
+        const script = Buffer.from(cmd.rawInputs.commandContent as string, "base64").toString("utf8");
+        assert.ok(!TOKEN_VALUE.test(script) && !script.includes("AK_BOOTSTRAP_TOKEN"));
+        assert.ok(script.includes(CA_HASH) && ENDPOINTS.every((e) => script.includes(e)));
+        assert.match(script, /labels='\{\{labels\}\}'/);
+    });
+});
