@@ -1,7 +1,7 @@
 // The admission service: HTTPS on the masters' private IPs (host network, port 10443), one replica per master.
 //   GET  /ca.crt     the cluster CA (public; the node checks it against the CA pin of its userdata, then uses it)
 //   GET  /challenge  a fresh challenge bound to the caller's address
-//   POST /admit      {document, signature, audience} → 200 {token, expiresAt} | 403 {reason, message, advice}
+//   POST /admit      {document, signature, audience} (JSON or form) → 200 {token, expiresAt} | 403 {reason, message, advice}
 //   GET  /attach.sh  the attach script of the manual one-line path (no secret in it), when enabled
 //   GET  /healthz
 // Runs the CSR approver loop and sweeps used challenges. Node built-ins only: this folder is shipped compiled
@@ -69,9 +69,12 @@ export function startServer(o: ServerOptions): Promise<RunningServer> {
                 else chunks.push(c);
             });
             req.on("end", () => {
+                // JSON, or a form (what the node's curl --data-urlencode sends).
+                const text = Buffer.concat(chunks).toString("utf8");
                 let body: unknown;
                 try {
-                    body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+                    body = /^application\/x-www-form-urlencoded/.test(req.headers["content-type"] ?? "")
+                        ? Object.fromEntries(new URLSearchParams(text)) : JSON.parse(text);
                 } catch {
                     body = undefined;
                 }

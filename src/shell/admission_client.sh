@@ -4,7 +4,8 @@
 # cluster's admission service (src/admission/) by proving who it is: its ECS instance identity document,
 # PKCS#7-signed by Alibaba Cloud with the service's challenge as audience. The userdata holds no secret:
 # AK_ADMISSION_ENDPOINTS (the masters' private IP:10443), the CA pin, the pool, the versions.
-# The service's TLS certificate is checked against the CA whose public key matches AK_CA_CERT_HASHES.
+# The service's TLS certificate is checked against the CA whose public key matches AK_CA_CERT_HASHES. No proxy:
+# the service checks that the request comes from the instance's own private IP.
 
 AK_ADMISSION_ATTEMPTS="${AK_ADMISSION_ATTEMPTS:-60}"
 
@@ -33,7 +34,7 @@ ak_admission_token() {
   for ((attempt = 1; attempt <= AK_ADMISSION_ATTEMPTS; attempt++)); do
     for endpoint in "${endpoints[@]}"; do
       # The CA is public; it is trusted only when its key matches the pin.
-      if ! curl -fsS --max-time 5 --insecure "https://${endpoint}/ca.crt" -o "${dir}/ca.crt"; then
+      if ! curl -fsS --noproxy "*" --max-time 5 --insecure "https://${endpoint}/ca.crt" -o "${dir}/ca.crt"; then
         ak_log "admission ${endpoint}: unreachable (round ${attempt}/${AK_ADMISSION_ATTEMPTS})"
         continue
       fi
@@ -42,7 +43,7 @@ ak_admission_token() {
         ak_log "admission ${endpoint}: its CA (${pin:-unreadable}) is not the pinned one; not trusting it"
         continue
       fi
-      if ! challenge=$(curl -fsS --max-time 5 --cacert "${dir}/ca.crt" "https://${endpoint}/challenge") ||
+      if ! challenge=$(curl -fsS --noproxy "*" --max-time 5 --cacert "${dir}/ca.crt" "https://${endpoint}/challenge") ||
         [[ ! $challenge =~ ^ak1\.[0-9]{10}\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$ ]]; then
         ak_log "admission ${endpoint}: no valid challenge (round ${attempt}/${AK_ADMISSION_ATTEMPTS})"
         continue
@@ -52,7 +53,7 @@ ak_admission_token() {
         ak_log "cannot read the instance identity from ${AK_METADATA}; is the metadata service enabled?"
         continue
       fi
-      code=$(curl -sS --max-time 30 --cacert "${dir}/ca.crt" -o "${dir}/response" -w '%{http_code}' \
+      code=$(curl -sS --noproxy "*" --max-time 30 --cacert "${dir}/ca.crt" -o "${dir}/response" -w '%{http_code}' \
         --data-urlencode "document@${dir}/document" --data-urlencode "signature@${dir}/signature" \
         --data-urlencode "audience=${challenge}" "https://${endpoint}/admit") || code=000
       if [ "$code" = 200 ]; then
