@@ -50,9 +50,10 @@ export async function startMetadata(pki: TestPki, instances: Map<string, Instanc
         if (url.pathname === "/latest/dynamic/instance-identity/pkcs7") {
             const audience = url.searchParams.get("audience") ?? "";
             const t = Date.now();
-            const sig = pki.sign(documentWithAudience(identityDocument(inst), audience));
-            signMs.push(Date.now() - t);
-            res.end(sig);
+            void pki.signAsync(documentWithAudience(identityDocument(inst), audience)).then((sig) => {
+                signMs.push(Date.now() - t);
+                res.end(sig);
+            }, () => { res.writeHead(500); res.end(); });
             return;
         }
         res.writeHead(404);

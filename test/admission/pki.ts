@@ -1,7 +1,7 @@
 // A real PKCS#7 chain made by openssl, standing in for Alibaba's instance identity signing: a test CA, a
 // signing certificate it issues (the certificate the service is configured with, as Alibaba's published one
 // is), and a signer of documents. Also an impostor CA + signer with the same names and serial number.
-import { execFileSync } from "child_process";
+import { execFile, execFileSync } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
@@ -12,6 +12,8 @@ export interface TestPki {
     signerPem: string;
     /** Signs `content` as the instance identity service does: PKCS#7, detached, PEM body. */
     sign(content: string | Buffer, opts?: { impostor?: boolean; attached?: boolean; format?: "cms" | "smime" }): string;
+    /** {@link TestPki.sign} without blocking the event loop (detached, cms). */
+    signAsync(content: string | Buffer): Promise<string>;
     /** `openssl cms -verify` of the same inputs with Alibaba's documented flags (the reference the tests compare with). */
     opensslVerifies(signature: string, content: Buffer): boolean;
     /** A kubelet-style CSR (PEM) with this subject. */
@@ -43,6 +45,12 @@ export function makePki(): TestPki {
             const out = openssl([opts.format ?? "cms", "-sign", "-binary", "-in", file, "-signer", `${p}signer.pem`, "-inkey", `${p}signer.key`,
                 ...(opts.attached ? ["-nodetach"] : []), "-outform", "PEM", ...(opts.format === "smime" ? ["-nocerts"] : [])], dir).toString();
             return out.replace(/-----(BEGIN|END) [A-Z0-9 ]+-----/g, "").replace(/\s+/g, "\n").trim();
+        },
+        signAsync(content) {
+            const file = `content-${n++}`;
+            fs.writeFileSync(path.join(dir, file), content);
+            return new Promise((resolve, reject) => execFile("openssl", ["cms", "-sign", "-binary", "-in", file, "-signer", "signer.pem", "-inkey", "signer.key", "-outform", "PEM"],
+                { cwd: dir }, (err, out) => err ? reject(err) : resolve(out.replace(/-----(BEGIN|END) [A-Z0-9 ]+-----/g, "").replace(/\s+/g, "\n").trim())));
         },
         opensslVerifies(signature, content) {
             const sig = `sig-${n}`, file = `verify-${n++}`;
