@@ -159,3 +159,12 @@ describe("admission by cloud identity", function () {
         assert.strictEqual(csrVerdict(decode(csr("system:node:x", { username: "system:node:x" })), lookup).action, "ignore");
     });
 });
+
+describe("doctor lists admission refusals", () => {
+    it("parses the AdmissionRefused events doctor-join reads, oldest first", async () => {
+        const { parseAdmissionRefusals } = await import("../src/doctor/joinMaterial");
+        const rows = parseAdmissionRefusals("2026-12-03T07:02:00Z\tnot-a-member\tnot-a-member: i-x from 10.0.0.9: instance i-x is not a member\n2026-12-03T07:01:00Z\tchallenge-replayed\tchallenge-replayed: i-y\n\n");
+        assert.deepStrictEqual(rows.map((r) => r.reason), ["challenge-replayed", "not-a-member"]);
+        assert.match(rows[1].message, /is not a member/);
+    });
+});
