@@ -69,3 +69,47 @@ describe("joining through admission: no token in userdata (mock graph)", () => {
         assert.match(script, /labels='\{\{labels\}\}'/);
     });
 });
+
+describe("Cluster with admission on (whole stack under mocks)", function () {
+    this.timeout(120_000);
+    const os = require("os") as typeof import("os");
+    const out = fs.mkdtempSync(path.join(os.tmpdir(), "admission-cluster-"));
+    after(() => fs.rmSync(out, { recursive: true, force: true }));
+
+    it("runs the service on the masters, and no pool or existing node has a token", async () => {
+        const { synthesize } = await import("../scripts/synth");
+        const { execFileSync } = await import("child_process");
+        const pem = execFileSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", "/dev/null",
+            "-subj", "/CN=test-identity", "-days", "2"], { stdio: ["ignore", "pipe", "ignore"] }).toString();
+        const doc = YAML.parse(fs.readFileSync(path.join(__dirname, "..", "examples", "Pulumi.existing-nodes.yaml"), "utf8"));
+        doc.config["alicloud-kubeadm:cluster"].admission = { identityCertificate: pem };
+        const file = path.join(out, "Pulumi.admission.yaml");
+        fs.writeFileSync(file, YAML.stringify(doc));
+        const result = await synthesize(file, out);
+        assert.deepStrictEqual(result.problems, []);
+        const tokens = result.resources.filter((r) => r.type === "pulumi-nodejs:dynamic:Resource" && /-token$/.test(r.name));
+        assert.deepStrictEqual(tokens.map((t) => t.name), [], "no BootstrapToken for pools or existing nodes");
+        const ds = result.resources.find((r) => r.type === "kubernetes:apps/v1:DaemonSet" && r.name.includes("alicloud-kubeadm-admission"))!;
+        const spec = ds.rawInputs.spec as { template: { spec: { hostNetwork: boolean; nodeSelector: Record<string, string>; containers: Array<{ image: string; ports: Array<{ hostPort: number }> }> } } };
+        assert.strictEqual(spec.template.spec.hostNetwork, true);
+        assert.deepStrictEqual(Object.keys(spec.template.spec.nodeSelector), ["node-role.kubernetes.io/control-plane"]);
+        assert.strictEqual(spec.template.spec.containers[0].ports[0].hostPort, 10443);
+        assert.match(spec.template.spec.containers[0].image, /^docker\.io\/library\/node:\d+\.\d+\.\d+-alpine/);
+        const cm = result.resources.find((r) => r.type === "kubernetes:core/v1:ConfigMap" && r.name.includes("alicloud-kubeadm-admission"))!;
+        const data = cm.rawInputs.data as Record<string, string>;
+        for (const m of ["der", "pkcs7", "challenge", "admit", "approver", "cloud", "kube", "server"]) assert.ok(data[`${m}.js`]?.includes("use strict"), `${m}.js bundled`);
+        const cfg = JSON.parse(data["config.json"]) as { accountId: string; scalingGroups: Record<string, string>; existingNodes: Record<string, string> };
+        assert.strictEqual(cfg.accountId, "1234567890123456");
+        assert.strictEqual(Object.keys(cfg.scalingGroups).length, doc.config["alicloud-kubeadm:cluster"].nodePools.length);
+        assert.ok(Object.keys(cfg.existingNodes).length > 0);
+        assert.ok(data["identity-signer.pem"].includes("BEGIN CERTIFICATE") && data["attach.sh"].includes("AK_ADMISSION_ENDPOINTS"));
+        const masters = result.resources.filter((r) => r.type === "alicloud:ecs/instance:Instance").length;
+        for (const sc of result.resources.filter((r) => r.type === "alicloud:ess/scalingConfiguration:ScalingConfiguration")) {
+            const script = sc.rawInputs.userData as string;
+            const endpoints = /^readonly AK_ADMISSION_ENDPOINTS='([^']*)'$/m.exec(script)?.[1].split(",") ?? [];
+            assert.strictEqual(endpoints.length, masters, "one endpoint per master");
+            assert.ok(endpoints.every((e) => /^192\.168\.\d+\.\d+:10443$/.test(e)));
+            assert.ok(!/abcdef\.0123456789abcdef/.test(script) && !/^readonly AK_BOOTSTRAP_TOKEN/m.test(script));
+        }
+    });
+});

@@ -22,6 +22,9 @@ export const DEFAULT_ADMISSION_IMAGE = "docker.io/library/node:22.12.0-alpine3.2
 /** The service's modules, in dependency order (each is plain CommonJS using Node built-ins only). */
 export const ADMISSION_MODULES = ["der", "pkcs7", "challenge", "admit", "approver", "cloud", "kube", "server"] as const;
 const MOUNT = "/opt/alicloud-kubeadm-admission";
+/** Files of the master's /etc/kubernetes/pki the service reads: its serving certificate and key, and the CA it serves. */
+const PKI_FILES = ["apiserver.crt", "apiserver.key", "ca.crt"] as const;
+const pkiVolume = (file: string): string => `pki-${file.replace(/\./g, "-")}`;
 
 /** Default lifetimes: a challenge lives 2 minutes, an admission token 15 minutes (kubeadm join takes about one). */
 export const DEFAULT_CHALLENGE_TTL_SECONDS = 120;
@@ -168,14 +171,15 @@ export function admissionWorkloadObjects(args: {
                             resources: { requests: { cpu: "20m", memory: "48Mi" }, limits: { memory: "192Mi" } },
                             // root reads the apiserver key (0600 root) from the host; nothing else.
                             securityContext: { runAsUser: 0, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } },
+                            // Only the three files it needs, not the PKI directory (which holds the CA and etcd keys).
                             volumeMounts: [
                                 { name: "code", mountPath: MOUNT, readOnly: true },
-                                { name: "pki", mountPath: "/host-pki", readOnly: true },
+                                ...PKI_FILES.map((f) => ({ name: pkiVolume(f), mountPath: `/host-pki/${f}`, readOnly: true })),
                             ],
                         }],
                         volumes: [
                             { name: "code", configMap: { name: ADMISSION_NAME } },
-                            { name: "pki", hostPath: { path: pki, type: "Directory" } },
+                            ...PKI_FILES.map((f) => ({ name: pkiVolume(f), hostPath: { path: `${pki}/${f}`, type: "File" } })),
                         ],
                     },
                 },

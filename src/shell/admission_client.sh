@@ -7,7 +7,7 @@
 # The service's TLS certificate is checked against the CA whose public key matches AK_CA_CERT_HASHES. No proxy:
 # the service checks that the request comes from the instance's own private IP.
 
-AK_ADMISSION_ATTEMPTS="${AK_ADMISSION_ATTEMPTS:-60}"
+AK_ADMISSION_ATTEMPTS="${AK_ADMISSION_ATTEMPTS:-120}"
 
 # ak_ca_pin FILE: the sha256:<hex> pin of a CA certificate's public key (kubeadm's caCertHashes form).
 ak_ca_pin() {
