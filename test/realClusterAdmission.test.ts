@@ -136,3 +136,89 @@ describe("admission on the real control plane", function () {
         assert.ok(events.items.some((e) => e.action === "already-registered" && e.message.includes("i-ready")));
     });
 });
+
+describe("the bundled admission service as it runs on a master (real control plane, emulator cloud)", function () {
+    this.timeout(180_000);
+    const rc = useRealCluster({ netns: false, region: REGION });
+
+    it("node: challenge → signed document → token → CSR approved by the service's own loop; a second claim refused", async () => {
+        const { admissionBundle, admissionRbacObjects: rbac, serviceConfig } = await import("../src/components/admission");
+        const { makeClusterCa, identityDocument } = await import("./admission/harness");
+        const { startEmulator, TEST_CREDENTIALS } = await import("./emulator");
+        const fs = await import("fs");
+        const path = await import("path");
+        const net = await import("net");
+        const https = await import("https");
+        const { spawn } = await import("child_process");
+        const c = rc.c;
+        const pki = makePki();
+        const emu = await startEmulator();
+        let child: import("child_process").ChildProcess | undefined;
+        try {
+            const ca = makeClusterCa(pki.dir);
+            await c.apply(rbac());
+            const group = emu.addScalingGroup({ desiredCapacity: 1 });
+            const [instanceId] = emu.scalingGroupInstances(group.scalingGroupId);
+            emu.state.instances.get(instanceId)!.privateIp = "127.0.0.1";
+            // The ConfigMap's files, as the DaemonSet mounts them, plus the service account's token and CA.
+            const dir = path.join(pki.dir, "service");
+            fs.mkdirSync(path.join(dir, "sa"), { recursive: true });
+            for (const [name, text] of Object.entries(admissionBundle())) fs.writeFileSync(path.join(dir, name), text);
+            fs.writeFileSync(path.join(dir, "sa", "token"), (await c.kubectl(["create", "token", "alicloud-kubeadm-admission", "-n", "kube-system", "--duration", "1h"])).trim());
+            fs.writeFileSync(path.join(dir, "sa", "ca.crt"), c.caPem);
+            for (const [name, text] of [["serving.crt", ca.certPem], ["serving.key", ca.keyPem], ["ca.crt", ca.caPem], ["signer.pem", pki.signerPem]]) fs.writeFileSync(path.join(dir, name), text);
+            const port = await new Promise<number>((resolve) => { const s = net.createServer().listen(0, "127.0.0.1", () => { const p = (s.address() as import("net").AddressInfo).port; s.close(() => resolve(p)); }); });
+            const config = {
+                ...serviceConfig({ accountId: ACCOUNT, region: REGION, scalingGroups: { [group.scalingGroupId]: "general" } }),
+                port, tlsCertFile: path.join(dir, "serving.crt"), tlsKeyFile: path.join(dir, "serving.key"), caFile: path.join(dir, "ca.crt"),
+                signerFile: path.join(dir, "signer.pem"), cloudEndpoint: emu.endpoint,
+            };
+            fs.writeFileSync(path.join(dir, "config.json"), JSON.stringify(config));
+            const apiPort = new URL(c.server).port;
+            child = spawn(process.execPath, [path.join(dir, "server.js"), path.join(dir, "config.json")], {
+                env: { PATH: process.env.PATH, HOSTNAME: "master-0", KUBERNETES_SERVICE_HOST: "127.0.0.1", KUBERNETES_SERVICE_PORT: apiPort, AK_ADMISSION_SA_DIR: path.join(dir, "sa"),
+                    ALIBABA_CLOUD_ACCESS_KEY_ID: TEST_CREDENTIALS.accessKeyId, ALIBABA_CLOUD_ACCESS_KEY_SECRET: TEST_CREDENTIALS.accessKeySecret },
+                stdio: ["ignore", "pipe", "pipe"],
+            });
+            let log = "";
+            child.stdout!.on("data", (d: Buffer) => { log += d.toString(); });
+            child.stderr!.on("data", (d: Buffer) => { log += d.toString(); });
+            await c.waitFor("the service to start", async () => log.includes('"event":"started"') || (child!.exitCode !== null ? Promise.reject(new Error(log)) : false), 30_000);
+            const call = (p: string, body?: string) => new Promise<{ status: number; text: string }>((resolve, reject) => {
+                const req = https.request(`https://127.0.0.1:${port}${p}`, { method: body ? "POST" : "GET", ca: ca.caPem, agent: false,
+                    headers: body ? { "content-type": "application/x-www-form-urlencoded" } : {} }, (res) => {
+                    let text = "";
+                    res.on("data", (d: Buffer) => { text += d.toString(); });
+                    res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
+                });
+                req.on("error", reject);
+                req.end(body);
+            });
+            const inst = { instanceId, ip: "127.0.0.1", accountId: ACCOUNT, regionId: REGION };
+            const claim = async () => {
+                const audience = (await call("/challenge")).text.trim();
+                const document = identityDocument(inst);
+                return call("/admit", new URLSearchParams({ document, signature: pki.sign(documentWithAudience(document, audience)), audience }).toString());
+            };
+            const r = await claim();
+            assert.strictEqual(r.status, 200, r.text);
+            const token = (JSON.parse(r.text) as { token: string }).token;
+            // The kubelet's TLS bootstrap with that token: the service's loop approves, the controller-manager signs.
+            const creds = await c.nodeCredentials(`${REGION}.${instanceId}`, token);
+            assert.match(new crypto.X509Certificate(creds.certPem).subject, new RegExp(`CN=system:node:${REGION}\\.${instanceId}`));
+            const csr = JSON.parse(await c.kubectl(["get", "csr", creds.csrName, "-o", "json"])) as { status: { conditions: Array<{ type: string; reason: string }> } };
+            assert.ok(csr.status.conditions.some((x) => x.type === "Approved" && x.reason === "AlicloudKubeadmAdmission"));
+            // Its Node registered and Ready: a second claim of the identity is refused.
+            await c.addNode({ name: `${REGION}.${instanceId}`, providerID: `${REGION}.${instanceId}` });
+            const again = await claim();
+            assert.strictEqual(again.status, 403);
+            assert.strictEqual((JSON.parse(again.text) as { reason: string }).reason, "already-registered");
+            assert.match(log, /"event":"admission","admitted":true/);
+            assert.match(log, /"event":"csr","action":"approve"/);
+        } finally {
+            child?.kill();
+            await emu.close();
+            pki.cleanup();
+        }
+    });
+});

@@ -27,9 +27,9 @@ export interface KubeAccess {
     key?: string | Buffer;
 }
 
-/** The pod's in-cluster access (service-account token and CA). */
+/** The pod's in-cluster access (service-account token and CA; `AK_ADMISSION_SA_DIR` overrides the folder, for tests). */
 export function inClusterAccess(): KubeAccess {
-    const dir = "/var/run/secrets/kubernetes.io/serviceaccount";
+    const dir = process.env.AK_ADMISSION_SA_DIR ?? "/var/run/secrets/kubernetes.io/serviceaccount";
     const host = process.env.KUBERNETES_SERVICE_HOST ?? "127.0.0.1";
     return {
         server: `https://${host.includes(":") ? `[${host}]` : host}:${process.env.KUBERNETES_SERVICE_PORT ?? "443"}`,
