@@ -5,7 +5,7 @@ import { spawnSync } from "child_process";
 import * as fs from "fs";
 import { CHECKS, exitCodeOf, renderJson, renderTable, runDoctor, useColour, CheckName, ClusterInfo, EXIT } from "../src/doctor";
 import { parseClusterInfo } from "../src/doctor/clusterInfo";
-import { localCredentialSource, NO_CREDENTIALS_FIX, offlineChainEnv } from "../src/doctor/credentials";
+import { credentialProblem, localCredentialSource, NO_CREDENTIALS_FIX, offlineChainEnv } from "../src/doctor/credentials";
 import * as os from "os";
 import { wrapText } from "../src/doctor/report";
 
@@ -99,6 +99,11 @@ async function main(): Promise<number> {
         return EXIT.couldNotLook;
     }
     Object.assign(process.env, offlineChainEnv(process.env));
+    const unusable = await credentialProblem();
+    if (unusable) {
+        process.stderr.write(`doctor: the Alibaba Cloud credentials here cannot be used (${unusable}), so nothing was looked at: ${NO_CREDENTIALS_FIX}.\n`);
+        return EXIT.couldNotLook;
+    }
     const tty = !!process.stderr.isTTY && !args.json;
     const findings = await runDoctor(info, { checks: args.checks, pollIntervalMs: args.pollIntervalMs, progress: tty ? (m) => process.stderr.write(`… ${m}\n`) : undefined });
     process.stdout.write(args.json ? renderJson(info.name, findings) : renderTable(info.name, findings, { colour: useColour(), width: process.stdout.columns ?? 110 }));

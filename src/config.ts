@@ -285,7 +285,7 @@ function checkableCopy(raw: unknown): Parsed | undefined {
     if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
         return undefined;
     }
-    let copy = structuredClone(raw) as Record<string, unknown>;
+    let copy = plainCopy(raw) as Record<string, unknown>;
     for (let round = 0; round < 5; round++) {
         const result = lenientSchema.safeParse(copy);
         if (result.success) {
@@ -296,6 +296,15 @@ function checkableCopy(raw: unknown): Parsed | undefined {
         }
     }
     return undefined;
+}
+
+/** A deep copy of plain objects and arrays; any other value (an Output, a function) is kept as it is, for the schema to refuse by path. */
+function plainCopy(value: unknown): unknown {
+    if (Array.isArray(value)) return value.map(plainCopy);
+    if (typeof value === "object" && value !== null && Object.getPrototypeOf(value) === Object.prototype) {
+        return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, plainCopy(v)]));
+    }
+    return value;
 }
 
 /**
@@ -378,7 +387,7 @@ function checkRules(c: Parsed, region: string | undefined, problem: Report, warn
         ids.add(node.instanceId);
         return checkExistingNode(node, at);
     });
-    const vswitchCidrs = checkNetworkLayout({ ...c.network, zones: c.zones, controlPlaneCount: masterCountOk ? c.controlPlane.count : 0 }, problem, {
+    const vswitchCidrs = checkNetworkLayout({ ...c.network, zones: c.zones, controlPlaneCount: masterCountOk ? c.controlPlane.count : 0, region }, problem, {
         zones: "zones", vpcCidr: "network.vpcCidr", podCidr: "network.podCidr", serviceCidr: "network.serviceCidr",
         vswitchCidrs: "network.vswitchCidrs", apiAllowedCidrs: "network.apiAllowedCidrs",
     });
@@ -535,7 +544,11 @@ export function checkClusterConfig(config: ClusterConfig, report: Report): void 
         return;
     }
     const { region, ...raw } = config as ClusterConfig & Record<string, unknown>;
-    const result = validateClusterConfig(raw, typeof region === "string" ? region : undefined);
+    // An SSH secret the Cluster took as a Pulumi secret (an Output, an object here) was checked there: it stands in as present.
+    const existingNodes = Array.isArray(raw.existingNodes) ? raw.existingNodes.map((n) => !n?.connection ? n : {
+        ...n, connection: Object.fromEntries(Object.entries(n.connection).map(([k, v]) => [k, SECRET_FIELDS.includes(k) && typeof v === "object" && v !== null ? "<secret>" : v])),
+    }) : raw.existingNodes;
+    const result = validateClusterConfig({ ...raw, existingNodes }, typeof region === "string" ? region : undefined);
     for (const e of result.errors) {
         const at = e.indexOf(": ");
         const path = e.slice(0, at);
@@ -589,11 +602,17 @@ function unwrapUnion(issue: z.core.$ZodIssue): z.core.$ZodIssue[] {
     return branch.flatMap((i) => unwrapUnion({ ...i, path: [...issue.path, ...i.path] } as z.core.$ZodIssue));
 }
 
+/** Keys whose values are secrets: never repeated in a message. */
+const SECRET_FIELDS = ["privateKey", "privateKeyPassword", "password"];
+
 function describeIssue(issue: z.core.$ZodIssue): string {
     switch (issue.code) {
         case "invalid_type":
             if (issue.input === undefined) {
                 return `is required (${issue.expected})`;
+            }
+            if (SECRET_FIELDS.includes(String(issue.path[issue.path.length - 1] ?? ""))) {
+                return `must be ${issue.expected} (the value given is not repeated: it is a secret)`;
             }
             if (issue.expected === "string" && typeof issue.input === "number") {
                 // YAML reads `1.30` as the number 1.3: the quotes are what is missing.
@@ -614,9 +633,7 @@ function describeIssue(issue: z.core.$ZodIssue): string {
 }
 
 function checkZones(zones: string[], region: string | undefined, problem: Report): void {
-    if (zones.length === 0) {
-        problem("zones", `needs at least one zone, e.g. [${region ?? "cn-hangzhou"}-h]`);
-    }
+    // No zone at all, and a zone listed twice, are reported by checkNetworkLayout (the Network component's rule too).
     // A zone listed twice is reported by checkNetworkLayout (the Network component's rule too).
     zones.forEach((zone, i) => {
         const reason = region ? zoneProblem(zone, region) : undefined;

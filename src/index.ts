@@ -29,7 +29,7 @@ export {
 export { carveVSwitchCidrs, parseCidr, overlaps, contains } from "./rules/cidr";
 
 // Components
-export { Cluster, resolveClusterConfig, type ClusterArgs } from "./components/cluster";
+export { Cluster, resolveClusterConfig, type ClusterArgs, type ClusterConfigArgs } from "./components/cluster";
 export { Network, createNetwork, type NetworkArgs, type NetworkResources } from "./components/network";
 export { ControlPlane, createControlPlane, CCM_ACTIONS, AUTOSCALER_ACTIONS, type ControlPlaneArgs, type ControlPlaneResources } from "./components/controlPlane";
 export { NodePool, createNodePool, type NodePoolArgs, type NodePoolResources } from "./components/nodePool";

@@ -8,13 +8,22 @@ import { bootstrapTokenProvider, createBootstrapToken, deleteBootstrapToken, gen
 import { renderOperation } from "../src/shell/render";
 import type { NodeCommandIds } from "../src/rules";
 import { fill, operation, saveNodeCommands } from "./savedCommands";
+import { newRecipient, type Recipient } from "../src/cloud/channel";
 
-const createTokenScript = (token: string, ttl: string, description: string) => fill(renderOperation("token-create"), { token, ttl, description });
+const createTokenScript = (tokenId: string, ttl: string, description: string, recipient: string) => fill(renderOperation("token-create"), { tokenId, ttl, description, recipient });
+/** Runs token-create for `tokenId` with a fresh recipient key; returns the status line and the opened token. */
+function createWith(master: { run(script: string): { code: number; out: string } }, tokenId: string, ttl = "0", description = "d", key: Recipient = newRecipient()) {
+    const r = master.run(createTokenScript(tokenId, ttl, description, key.publicKey));
+    const [status, sealed] = r.out.trim().split("\n");
+    return { code: r.code, out: r.out, status, token: r.code === 0 ? key.open(sealed) : "" };
+}
 const deleteTokenScript = (tokenId: string) => fill(renderOperation("token-delete"), { tokenId });
 
 /**
- * A fake `kubeadm token` on a master: tokens live in a file; `create` refuses duplicates like kubeadm,
- * `delete` of an unknown id fails with kubeadm's "not found"; every call is logged.
+ * A fake `kubeadm token` on a master: tokens live in a file; `create` refuses duplicates like kubeadm (and fails,
+ * echoing the token, when the file `fail` exists), `delete` of an unknown id fails with kubeadm's "not found"; a fake
+ * `kubectl get secret bootstrap-token-<id>` answers the token's secret half as the Secret's data holds it (Base64);
+ * every call is logged.
  */
 function fakeMaster(): { dir: string; run(script: string): { code: number; out: string }; tokens(): string[]; calls(): string[] } {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "token-"));
@@ -27,12 +36,19 @@ case "$1 $2" in
   "token list") cat "$db" ;;
   "token create")
     if grep -q "^\${3%%.*}\\." "$db"; then echo "error: a token with id \${3%%.*} already exists ($3)" >&2; exit 1; fi
-    echo "$3" >>"$db"; echo "$3" ;;
+    if [ -f "${dir}/fail" ]; then echo "error: could not create token $3: connection refused" >&2; exit 1; fi
+    echo "$3" >>"$db"; printf '%s' "$7" >"${dir}/desc-\${3%%.*}"; echo "$3" ;;
   "token delete")
     if ! grep -q "^$3\\." "$db"; then echo "error: failed to delete bootstrap token \\"$3\\": secrets \\"bootstrap-token-$3\\" not found" >&2; exit 1; fi
     grep -v "^$3\\." "$db" >"$db.new"; mv "$db.new" "$db"; echo "bootstrap token \\"$3\\" deleted" ;;
   *) echo "unexpected: $*" >&2; exit 2 ;;
 esac
+`, { mode: 0o755 });
+    fs.writeFileSync(path.join(dir, "bin", "kubectl"), `#!/bin/bash
+echo "kubectl $*" >>"${dir}/calls"
+for a in "$@"; do case "$a" in bootstrap-token-*) id=\${a#bootstrap-token-} ;; esac; done
+line=$(grep "^$id\\." "${dir}/tokens" || true)
+if [ -n "$line" ]; then printf '%s %s' "$(printf '%s' "\${line#*.}" | base64 -w0)" "$(base64 -w0 <"${dir}/desc-$id")"; fi
 `, { mode: 0o755 });
     return {
         dir,
@@ -74,29 +90,38 @@ describe("BootstrapToken", () => {
         assert.ok(chars.size >= 34, `uses the whole alphabet (${chars.size} distinct characters)`);
     });
 
-    it("the create script runs `kubeadm token create <token> --ttl <ttl> --description …` and a second run is a no-op", () => {
-        const token = generateToken();
-        const script = createTokenScript(token, "0", "alicloud-kubeadm dev pool general");
-        assert.deepStrictEqual(master.run(script), { code: 0, out: "created\n" });
-        assert.deepStrictEqual(master.run(script), { code: 0, out: "exists\n" });
-        assert.deepStrictEqual(master.tokens(), [token]);
-        assert.deepStrictEqual(master.calls().filter((c) => c.includes("create")), [`token create ${token} --ttl 0 --description alicloud-kubeadm dev pool general`]);
+    it("the create script makes the secret half on the master, answers the token only sealed, and a second run reads it back", () => {
+        const key = newRecipient();
+        const first = createWith(master, "abc123", "0", "alicloud-kubeadm dev pool general", key);
+        assert.strictEqual(first.status, "created");
+        assert.match(first.token, /^abc123\.[a-z0-9]{16}$/);
+        assert.ok(!first.out.includes(first.token.slice(7)), "the output holds the token only sealed");
+        const again = createWith(master, "abc123", "0", "alicloud-kubeadm dev pool general");
+        assert.deepStrictEqual([again.status, again.token], ["exists", first.token], "a retried create answers the same token");
+        assert.deepStrictEqual(master.tokens(), [first.token]);
+        assert.deepStrictEqual(master.calls().filter((c) => c.includes("create")), [`token create ${first.token} --ttl 0 --description alicloud-kubeadm dev pool general`]);
     });
 
-    it("another token with the same id is an error, and the create script keeps the token out of kubeadm's error output", () => {
-        const token = generateToken();
-        // A token with the same id but another secret already exists: kubeadm refuses and echoes the token.
-        const other = `${token.slice(0, 6)}.${"x".repeat(16)}`;
-        master.run(createTokenScript(other, "0", "d"));
-        const r = master.run(createTokenScript(token, "0", "d"));
+    it("another token with the same id (another description) is refused, never answered", () => {
+        const mine = createWith(master, "abc123", "0", "alicloud-kubeadm dev pool general");
+        const other = createWith(master, "abc123", "0", "alicloud-kubeadm dev existing nodes");
+        assert.strictEqual(other.code, 1);
+        assert.match(other.out, /already exists with another description/);
+        assert.ok(!other.out.includes(mine.token.slice(7)));
+        assert.deepStrictEqual(master.tokens(), [mine.token]);
+    });
+
+    it("the create script keeps the token out of kubeadm's error output", () => {
+        fs.writeFileSync(path.join(master.dir, "fail"), "");
+        const r = createWith(master, "abc123");
         assert.strictEqual(r.code, 1);
-        assert.match(r.out, /already exists/);
-        assert.ok(!r.out.includes(token), r.out);
+        assert.match(r.out, /connection refused/);
+        assert.match(r.out, /abc123\.<redacted>/);
+        assert.deepStrictEqual(master.tokens(), []);
     });
 
     it("the delete script deletes the token and accepts one already gone", () => {
-        const token = generateToken();
-        master.run(createTokenScript(token, "0", "d"));
+        const { token } = createWith(master, "abc123");
         assert.deepStrictEqual(master.run(deleteTokenScript(token.slice(0, 6))), { code: 0, out: "deleted\n" });
         assert.deepStrictEqual(master.tokens(), []);
         assert.deepStrictEqual(master.run(deleteTokenScript(token.slice(0, 6))), { code: 0, out: "already gone\n" });
@@ -104,7 +129,7 @@ describe("BootstrapToken", () => {
             "the script itself refuses a value that is not a token id");
     });
 
-    it("provider create runs one token create on master 0 and returns the token as output; delete removes it", async () => {
+    it("provider create runs one token create on master 0 and returns the token as output, which no record holds in clear; delete removes it", async () => {
         const id = emulatedMaster();
         const res = await bootstrapTokenProvider.create!(inputs(id));
         const outs = res.outs as { token: string; tokenId: string; ttl: string };
@@ -116,7 +141,12 @@ describe("BootstrapToken", () => {
         assert.strictEqual(runs.length, 1);
         assert.strictEqual(runs[0].params["InstanceId.1"], id);
         assert.strictEqual(runs[0].params.CommandId, commands["token-create"], "the saved token-create command");
-        assert.deepStrictEqual(JSON.parse(runs[0].params.Parameters), { token: outs.token, ttl: "0", description: "alicloud-kubeadm dev pool general" });
+        const sent = JSON.parse(runs[0].params.Parameters);
+        assert.deepStrictEqual({ ...sent, recipient: "…" }, { tokenId: outs.tokenId, ttl: "0", description: "alicloud-kubeadm dev pool general", recipient: "…" });
+        assert.match(sent.recipient, /^MCowBQYDK2VuAyEA/, "an X25519 key made for this call");
+        const secretHalf = outs.token.slice(7);
+        assert.ok(ctx.emu.calls.every((c) => !c.body.includes(secretHalf) && !c.url.includes(secretHalf)), "no request holds the token");
+        assert.ok([...ctx.emu.state.invocations.values()].every((inv) => !JSON.stringify(inv).includes(secretHalf)), "no recorded content, parameter or output holds it");
         assert.deepStrictEqual(master.calls().filter((c) => c.includes("create")), [`token create ${outs.token} --ttl 0 --description alicloud-kubeadm dev pool general`]);
 
         await bootstrapTokenProvider.delete!(res.id, { ...inputs(id), ...outs });
@@ -145,17 +175,16 @@ describe("BootstrapToken", () => {
             return { output: "deleted\n" };
         });
         ctx.emu.onCommand(operation("token-create"), (c) => {
-            sent = c.parameters.token;
-            return { exitCode: 1, output: `failed to create token ${sent}: connection refused\n` };
+            sent = c.parameters.tokenid;
+            return { exitCode: 1, output: `failed to create token ${sent}.s3cr3tpartabcdef: connection refused\n` };
         });
         await assert.rejects(createBootstrapToken(inputs(id)), (err: Error) => {
             assert.match(err.message, new RegExp(`master 0 \\(${id}\\) failed \\(ExitCodeNonzero\\)`));
             assert.match(err.message, /kubeadm init finished/);
-            assert.ok(sent && !err.message.includes(sent), err.message);
-            assert.ok(!err.message.includes(sent.slice(7)), "not even the secret half");
+            assert.ok(!err.message.includes("s3cr3tpartabcdef"), err.message);
             return true;
         });
-        assert.deepStrictEqual(deleted, [sent.slice(0, 6)], "a token whose create result was lost is not left unowned");
+        assert.deepStrictEqual(deleted, [sent], "a token whose create result was lost is not left unowned");
     });
 
     it("ttl, description or master changes replace the token; a provider version bump only updates", async () => {

@@ -132,7 +132,9 @@ describe("CIS basics on the control plane", () => {
 
     it("the saved control-plane join command (packed) still writes the audit policy; pool nodes get no control-plane file and no timer", async () => {
         const cp = sandbox();
-        assertOk(await cp.run(fill(renderControlPlaneJoinCommand(member), { token: TOKEN, certificateKey: CERT_KEY })), cp);
+        const channel = "0123456789abcdef0123456789abcdef";
+        cp.write(`/run/alicloud-kubeadm/${channel}`, `${TOKEN} ${CERT_KEY}\n`);
+        assertOk(await cp.run(fill(renderControlPlaneJoinCommand(member), { channel })), cp);
         assert.ok(cp.read(AUDIT_POLICY) && cp.read(TIMER));
         assert.equal(cp.read(ENCRYPTION), undefined, "no key given, none written");
         const pool = sandbox();

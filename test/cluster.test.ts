@@ -3,6 +3,7 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import * as YAML from "yaml";
+import * as zlib from "zlib";
 import { synthesize } from "../scripts/synth";
 
 /** Writes a copy of the dev stack with `edit` applied to its cluster object. */
@@ -60,8 +61,15 @@ describe("Cluster (whole stack under mocks)", () => {
             assert.match(r.rawInputs.userData as string, /abcdef\.0123456789abcdef/, `${r.name} carries the (placeholder) token`);
         }
         const attach = result.resources.find((r) => r.type === "alicloud:ecs/command:Command" && r.inputs.name === "example-attach")!;
-        assert.ok(attach.secretInputs.includes("commandContent"), "the attach command's content (token, CA pin) is secret");
-        assert.match(Buffer.from(attach.rawInputs.commandContent as string, "base64").toString(), /abcdef\.0123456789abcdef/);
+        assert.ok(attach.secretInputs.includes("commandContent"), "the attach command's content (CA pin) is secret");
+        const content = Buffer.from(attach.rawInputs.commandContent as string, "base64").toString();
+        const packed = /<<'AK_PACKED'[^\n]*\n([\s\S]*?)\nAK_PACKED\n/.exec(content)?.[1] ?? "";
+        const attachScript = `${content}\n${zlib.gunzipSync(Buffer.from(packed.replace(/\s+/g, ""), "base64")).toString("utf8")}`;
+        assert.match(attachScript, /ak_join_config/, "unpacked");
+        assert.ok(!/[a-z0-9]{6}\.[a-z0-9]{16}/.test(attachScript), "the saved attach command holds no token: it arrives sealed per invocation");
+        assert.match(attachScript, /^readonly AK_CHANNEL='\{\{channel\}\}'$/m);
+        const membership = result.resources.find((r) => r.type === "pulumi-nodejs:dynamic:Resource" && r.rawInputs.attachCommandId !== undefined)!;
+        assert.ok(membership.secretInputs.includes("token") && membership.secretOutputs.includes("token"), "the manual node's membership gets the token secret, and declares it");
         const outputs = JSON.parse(fs.readFileSync(path.join(dir, "outputs.json"), "utf8"));
         assert.strictEqual(outputs.kubeconfig, "[secret]");
         assert.deepStrictEqual(outputs.clusterInfo.pools.map((p: { name: string; mode: string }) => `${p.name}:${p.mode}`), ["general:fixed", "elastic:autoscale"]);

@@ -1,7 +1,8 @@
 import * as assert from "assert";
 import { useEmulator } from "./emulator/fixture";
 import { fakeCluster, type FakeCluster } from "./fakeCluster";
-import { controlPlaneMemberProvider, joinControlPlaneMember, parseJoinSecrets } from "../src/providers/controlPlaneMember";
+import { controlPlaneMemberProvider, joinControlPlaneMember } from "../src/providers/controlPlaneMember";
+import { installNodeChannels, sealReply } from "./nodeChannel";
 import { renderControlPlaneJoinCommand } from "../src/shell/render";
 import { OPERATIONS } from "../src/rules";
 import { createCommand, operation } from "./savedCommands";
@@ -28,17 +29,18 @@ describe("ControlPlaneMember", () => {
         region: "cn-shanghai", masterInstanceId: s.c.master, memberInstanceId: s.member, joinCommandId: s.joinCommandId, commands: s.c.commands, pollSeconds: 0.02,
     });
 
-    it("gets a fresh certificate key and token from master 0, invokes the saved join command with them, waits for Ready", async () => {
+    it("gets a fresh certificate key and token from master 0 sealed, sends them sealed to the member's one-use key, waits for Ready", async () => {
         const { emu } = ctx;
         const s = await setup();
         const { c, member } = s;
-        let joined = "";
+        const channels = installNodeChannels(emu);
+        let opened = "";
         emu.onCommand(operation("join-secrets"), (x) => {
             c.log.push(`${x.instanceId}: join-secrets`);
-            return { output: `${TOKEN} ${KEY}\n` };
+            return { output: sealReply(x.script, `${TOKEN} ${KEY}`) };
         });
         emu.onCommand(/kubeadm join --config/, (x) => {
-            joined = x.script;
+            opened = channels.take(x.instanceId, x.script);
             c.log.push(`${x.instanceId}: join`);
             c.addNode(member, { name: "master-1", pool: "control-plane" });
             return { output: "" };
@@ -47,25 +49,37 @@ describe("ControlPlaneMember", () => {
         const name = await joinControlPlaneMember(inputs(s), (m) => logs.push(m));
         assert.strictEqual(name, "master-1");
         assert.deepStrictEqual(c.log, [`${c.master}: get-nodes`, `${c.master}: join-secrets`, `${member}: join`, `${c.master}: get-nodes`]);
-        // Cloud Assistant filled the parameters into the saved script's header.
-        assert.match(joined, new RegExp(`^readonly AK_BOOTSTRAP_TOKEN='${TOKEN.replace(".", "\\.")}'$`, "m"));
-        assert.match(joined, new RegExp(`^readonly AK_CERTIFICATE_KEY='${KEY}'$`, "m"));
+        assert.strictEqual(opened, `${TOKEN} ${KEY}`, "the member opened both secrets with the key it made");
+        assert.strictEqual(channels.keys.get(member)?.size, 0, "its one-use key is gone");
+        assert.strictEqual(channels.received.get(member)?.size, 0, "the received secret was read and deleted");
         const join = emu.callsOf("InvokeCommand").find((x) => x.params.CommandId === s.joinCommandId)!;
         assert.strictEqual(join.params["InstanceId.1"], member);
-        assert.deepStrictEqual(JSON.parse(join.params.Parameters), { token: TOKEN, certificateKey: KEY });
+        assert.deepStrictEqual(Object.keys(JSON.parse(join.params.Parameters)), ["channel"]);
         assert.ok(logs.every((l) => !l.includes(TOKEN) && !l.includes(KEY)), "secrets never logged");
-        // The saved command holds no secret: they travel only as the invocation's parameters.
-        assert.ok(!emu.calls.filter((x) => x.action === "CreateCommand").some((x) => Buffer.from(x.params.CommandContent, "base64").toString().includes(KEY)));
+        // No request, command content, parameter or output holds a secret in clear.
+        for (const secret of [TOKEN, KEY]) {
+            assert.ok(emu.calls.every((x) => !x.body.includes(secret) && !x.url.includes(secret) && !Buffer.from(x.params.CommandContent ?? "", "base64").toString().includes(secret)));
+            assert.ok([...emu.state.invocations.values()].every((inv) => !JSON.stringify(inv).includes(secret)));
+        }
     });
 
     it("a failed join reports the join log tail and never the secrets", async () => {
         const { emu } = ctx;
         const s = await setup();
-        emu.onCommand(operation("join-secrets"), { output: `${TOKEN} ${KEY}\n` });
+        installNodeChannels(emu);
+        emu.onCommand(operation("join-secrets"), (x) => ({ output: sealReply(x.script, `${TOKEN} ${KEY}`) }));
         emu.onCommand(/kubeadm join --config/, { exitCode: 1, output: `token ${TOKEN}` });
         emu.onCommand(operation("doctor-bootstrap-log"), { output: "[ERROR]: etcd cluster is not healthy\n" });
         await assert.rejects(joinControlPlaneMember(inputs(s)),
             (err: Error) => /join --control-plane failed on .*etcd cluster is not healthy/s.test(err.message) && !err.message.includes(TOKEN) && !err.message.includes(KEY));
+    });
+
+    it("an answer to join-secrets that is not sealed to this call's key is refused without echoing it", async () => {
+        const { emu } = ctx;
+        const s = await setup();
+        emu.onCommand(operation("join-secrets"), { output: `${TOKEN} ${KEY}\n` });
+        await assert.rejects(joinControlPlaneMember(inputs(s)), (e: Error) => !e.message.includes(TOKEN) && !e.message.includes(KEY) && /sealed/.test(e.message));
+        assert.strictEqual(emu.callsOf("InvokeCommand").filter((x) => x.params.CommandId === s.joinCommandId).length, 0, "no join attempted");
     });
 
     it("delete: drain → reset (leaves etcd) → the member checked through another master → delete Node", async () => {
@@ -103,8 +117,4 @@ describe("ControlPlaneMember", () => {
         assert.deepStrictEqual((await controlPlaneMemberProvider.diff!("i-1", olds, { ...olds, memberInstanceId: "i-2" })).replaces, ["memberInstanceId"]);
     });
 
-    it("refuses malformed join secrets without echoing them", () => {
-        assert.throws(() => parseJoinSecrets("sekrit-value\n"), (e: Error) => !e.message.includes("sekrit") && /did not print a bootstrap token/.test(e.message));
-        assert.deepStrictEqual(parseJoinSecrets(`${TOKEN} ${KEY}`), { token: TOKEN, certificateKey: KEY });
-    });
 });

@@ -13,6 +13,7 @@ import { renderAttachCommand, renderAttachNode } from "../src/shell/render";
 import type { NodeCommandIds } from "../src/rules";
 import { OPERATIONS } from "../src/rules";
 import { createCommand, saveNodeCommands } from "./savedCommands";
+import { installNodeChannels } from "./nodeChannel";
 
 const REGION = "cn-hangzhou";
 const TOKEN = "k8sjn1.q9w8e7r6t5y4u3i2";
@@ -51,29 +52,33 @@ describe("NodeMembership (emulator)", () => {
         });
     });
     const inputs = (instanceId: string, master: string, extra: Partial<NodeMembershipInputs> = {}): NodeMembershipInputs => ({
-        region: REGION, instanceId, mode: "manual", attachCommandId, labels: "role=legacy", taints: "legacy=true:NoSchedule", commands, masterInstanceId: master,
+        region: REGION, instanceId, mode: "manual", attachCommandId, token: TOKEN, labels: "role=legacy", taints: "legacy=true:NoSchedule", commands, masterInstanceId: master,
         pollSeconds: 0.02, readyTimeoutSeconds: 5, pollIntervalMs: 10, ...extra,
     });
 
-    it("manual: one InvokeCommand of the saved attach command on the instance, its labels and taints as parameters, then Ready polling on master 0", async () => {
+    it("manual: the token sent sealed to the instance's one-use key, then the saved attach command with labels, taints and the channel, then Ready polling on master 0", async () => {
         const { emu } = ctx;
         const master = emu.addInstance().instanceId;
         const node = emu.addInstance().instanceId;
         const joined = new Set<string>();
-        let ran = "";
-        emu.onCommand(/kubeadm join --config/, (c) => { joined.add(c.instanceId); ran = c.script; return { output: "joined\n" }; });
+        const channels = installNodeChannels(emu);
+        let ran = "", received = "";
+        emu.onCommand(/kubeadm join --config/, (c) => { received = channels.take(c.instanceId, c.script); joined.add(c.instanceId); ran = c.script; return { output: "joined\n" }; });
         const seen = clusterOf(emu, joined);
 
         const outs = await joinExistingNode(inputs(node, master));
         assert.deepStrictEqual(outs, { nodeName: `node-${node}`, providerId: `${REGION}.${node}` });
+        assert.strictEqual(received, TOKEN, "the attach script read the token the node received");
         const invokes = emu.callsOf("InvokeCommand");
         const onNode = invokes.filter((r) => r.params["InstanceId.1"] === node);
-        assert.strictEqual(onNode.length, 1);
-        assert.strictEqual(onNode[0].params.CommandId, attachCommandId);
-        assert.deepStrictEqual(JSON.parse(onNode[0].params.Parameters), { labels: "role=legacy", taints: "legacy=true:NoSchedule" });
+        assert.deepStrictEqual(onNode.map((r) => r.params.CommandId), [commands["channel-open"], commands["channel-receive"], attachCommandId]);
+        const params = JSON.parse(onNode[2].params.Parameters);
+        assert.deepStrictEqual(params, { labels: "role=legacy", taints: "legacy=true:NoSchedule", channel: JSON.parse(onNode[0].params.Parameters).channel });
         assert.match(ran, /^readonly AK_NODE_LABELS='role=legacy'$/m, "Cloud Assistant filled the labels into the saved script");
-        assert.strictEqual(invokes.indexOf(onNode[0]), 0, "the attach command runs first");
-        assert.ok(invokes.slice(1).every((r) => r.params["InstanceId.1"] === master && r.params.CommandId === commands["list-nodes"]), "then only listings on master 0");
+        assert.ok(emu.calls.every((c) => !c.body.includes(TOKEN.slice(7)) && !c.url.includes(TOKEN.slice(7))), "no request holds the token");
+        assert.ok([...emu.state.invocations.values()].every((inv) => !JSON.stringify(inv).includes(TOKEN.slice(7))), "no record holds the token");
+        assert.strictEqual(invokes.indexOf(onNode[0]), 0, "the channel is opened first");
+        assert.ok(invokes.slice(3).every((r) => r.params["InstanceId.1"] === master && r.params.CommandId === commands["list-nodes"]), "then only listings on master 0");
         assert.strictEqual(seen.listings, 2, "NotReady, then Ready");
         assert.deepStrictEqual(emu.mutatingCalls().map((c) => c.action).filter((a) => a !== "InvokeCommand" && a !== "CreateCommand"), [], "manual changes nothing else");
         assert.strictEqual(emu.callsOf("RunCommand").length, 0, "no one-off script");
@@ -83,6 +88,7 @@ describe("NodeMembership (emulator)", () => {
         const { emu } = ctx;
         const master = emu.addInstance().instanceId;
         const node = emu.addInstance().instanceId;
+        installNodeChannels(emu);
         emu.onCommand(/kubeadm join --config/, { exitCode: 1, output: `[ERROR] discovery with token ${TOKEN} and ${CA_HASH} failed: connection refused\n` });
         // The node's bootstrap log, as doctor-bootstrap-log prints it: token secrets blanked on the node.
         emu.onCommand(/alicloud-kubeadm operation: doctor-bootstrap-log/, { output: `==> /var/log/alicloud-kubeadm/attach-node.log\n[ERROR] discovery with token ${TOKEN.slice(0, 6)}.<redacted> failed: connection refused\n` });
@@ -208,6 +214,7 @@ describe("NodeMembership (emulator)", () => {
         const p = membershipProblems({ region: REGION, instanceId: "i-x", mode: "auto", userData: SCRIPT, masterInstanceId: "i-m", commands });
         assert.strictEqual(p.length, 2, p.join("\n"));
         assert.deepStrictEqual(membershipProblems({ ...inputs("i-x", "i-m"), attachCommandId: undefined }).map((x) => x.split(":")[0]), ["attachCommandId"]);
+        assert.deepStrictEqual(membershipProblems({ ...inputs("i-x", "i-m"), token: undefined }).map((x) => x.split(":")[0]), ["token"]);
         const olds = { ...inputs("i-x", "i-m"), nodeName: "n", providerId: `${REGION}.i-x` };
         const d = await nodeMembershipProvider.diff!("x", olds, { ...inputs("i-x", "i-m"), mode: "auto", replaceSystemDisk: true, imageId: "img" });
         assert.deepStrictEqual([d.replaces, d.deleteBeforeReplace], [["mode"], true]);
@@ -252,8 +259,8 @@ describe("ExistingNode (mock graph)", () => {
         assert.strictEqual(recorder.ofType("command:remote:Command").length, 0);
     });
 
-    it("the cluster's attach command: the attach script with the shared join material (secret) and labels/taints as parameters, within 18 KB", async () => {
-        mod.createAttachCommand("dev-attach", { config, apiEndpoint: "192.168.0.10:6443", caCertHash: pulumi.secret(CA_HASH), token: pulumi.secret(TOKEN) }, {});
+    it("the cluster's attach command: the attach script without the token, labels/taints/channel as parameters, within 18 KB", async () => {
+        mod.createAttachCommand("dev-attach", { config, apiEndpoint: "192.168.0.10:6443", caCertHash: pulumi.secret(CA_HASH) }, {});
         await recorder.settle();
         const [cmd] = recorder.ofType("alicloud:ecs/command:Command");
         assert.deepStrictEqual([cmd.inputs.name, cmd.inputs.type, cmd.inputs.enableParameter], ["example-attach", "RunShellScript", true]);
@@ -261,7 +268,8 @@ describe("ExistingNode (mock graph)", () => {
         const script = Buffer.from(cmd.rawInputs.commandContent as string, "base64").toString("utf8");
         assert.match(script, /^readonly AK_NODE_LABELS='\{\{labels\}\}'$/m);
         assert.match(script, /^readonly AK_NODE_TAINTS='\{\{taints\}\}'$/m);
-        assert.ok(script.includes(TOKEN) && script.includes(CA_HASH));
+        assert.match(script, /^readonly AK_CHANNEL='\{\{channel\}\}'$/m);
+        assert.ok(!script.includes("AK_BOOTSTRAP_TOKEN=") && script.includes(CA_HASH), "no token in the command");
         assert.ok((cmd.rawInputs.commandContent as string).length <= 18 * 1024);
     });
 

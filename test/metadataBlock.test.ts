@@ -29,12 +29,15 @@ const attach: AttachNodeParams = {
 };
 const { poolName: _p, ...joinParams } = attach;
 
-/** The scripts that start a kubelet, and the kubeadm subcommand that starts it. */
-const SCRIPTS: Array<[string, () => string, string]> = [
+/** The channel a saved join command reads its secrets from (what channel-receive leaves on the node). */
+const CHANNEL = "0123456789abcdef0123456789abcdef";
+
+/** The scripts that start a kubelet, the kubeadm subcommand that starts it, and the secrets received on CHANNEL first. */
+const SCRIPTS: Array<[string, () => string, string, string?]> = [
     ["master 0 userdata (kubeadm init)", () => renderMasterInit(master), "init"],
     ["pool userdata (kubeadm join)", () => renderAttachNode(attach), "join"],
-    ["saved attach command of existing nodes", () => fill(renderAttachCommand(attach), { labels: "", taints: "" }), "join"],
-    ["saved control-plane join command", () => fill(renderControlPlaneJoinCommand(joinParams), { token: TOKEN, certificateKey: CERT_KEY }), "join"],
+    ["saved attach command of existing nodes", () => fill(renderAttachCommand(attach), { labels: "", taints: "", channel: CHANNEL }), "join", TOKEN],
+    ["saved control-plane join command", () => fill(renderControlPlaneJoinCommand(joinParams), { channel: CHANNEL }), "join", `${TOKEN} ${CERT_KEY}`],
 ];
 
 const POD_TO_METADATA: Packet = { in: "cni0", out: "eth0", src: "172.16.3.7", dst: "100.100.100.200" };
@@ -74,9 +77,10 @@ describe("metadata block: pods cannot reach 100.100.100.200", () => {
         return sb;
     };
 
-    for (const [what, render, sub] of SCRIPTS) {
+    for (const [what, render, sub, received] of SCRIPTS) {
         it(`${what}: installs an enabled unit ordered before and required by the kubelet, and applies the block before the kubelet starts`, async () => {
             const sb = sandbox();
+            if (received) sb.write(`/run/alicloud-kubeadm/${CHANNEL}`, `${received}\n`);
             const r = await sb.run(render());
             assertOk(r, sb);
             const unit = sb.read(UNIT) ?? "";

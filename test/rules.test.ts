@@ -143,11 +143,11 @@ describe("rules: one verdict for the config and the components", () => {
         assert.ok(Buffer.byteLength(renderAttachNode({ ...join, labels, taints })) <= USERDATA_HARD_LIMIT_BYTES);
         // Over Cloud Assistant: the largest saved command plus the largest parameters still fit one invocation.
         const half = "x".repeat(MAX_NODE_PARAMETER_BYTES / 2);
-        const params = JSON.stringify({ labels: half, taints: half });
+        const params = JSON.stringify({ labels: half, taints: half, channel: "0".repeat(32) });
         assert.ok(SAVED_COMMAND_LIMIT_BASE64 + 4 * Math.ceil(Buffer.byteLength(params) / 3) <= 24 * 1024);
         assert.ok(4 * Math.ceil(Buffer.byteLength(renderAttachCommand(join)) / 3) <= SAVED_COMMAND_LIMIT_BASE64);
         // and the operation's own parameter patterns take that much.
-        assert.doesNotThrow(() => operationParameters("attach", { labels: "a=b,".repeat(MAX_NODE_PARAMETER_BYTES / 4).slice(0, MAX_NODE_PARAMETER_BYTES), taints: "" }));
+        assert.doesNotThrow(() => operationParameters("attach", { labels: "a=b,".repeat(MAX_NODE_PARAMETER_BYTES / 4).slice(0, MAX_NODE_PARAMETER_BYTES), taints: "", channel: "0".repeat(32) }));
     });
 
     it("the pause image follows kubeadm's PauseVersion per minor; the support warning reads the table, not the clock", () => {

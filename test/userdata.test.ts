@@ -241,7 +241,7 @@ describe("userdata scripts: static checks", () => {
     it("every rendered node operation and the saved attach and control-plane join commands are shellcheck-clean", () => {
         const files: Record<string, string> = {
             "attach-command.sh": renderAttachCommand(attachParams),
-            "control-plane-join-command.sh": renderControlPlaneJoinCommand(attachParams),
+            "control-plane-join-command.sh": renderControlPlaneJoinCommand({ ...memberParams, caCertHash: HASH_A }),
         };
         for (const op of Object.keys(OPERATIONS) as Array<keyof typeof OPERATIONS>) {
             if (op !== "attach" && op !== "control-plane-join") files[`${op}.sh`] = renderOperation(op);
@@ -271,7 +271,7 @@ describe("userdata scripts: static checks", () => {
         ];
         const ops = fs.readdirSync(path.join(USERDATA_DIR, "ops")).map((f) => path.join("ops", f));
         assert.ok(ops.includes(path.join("ops", "reset.sh")));
-        for (const file of ["prepare_node.sh", "control_plane.sh", "master_init.sh", "attach_node.sh", ...ops]) {
+        for (const file of ["prepare_node.sh", "control_plane.sh", "master_init.sh", "attach_node.sh", "channel.sh", ...ops]) {
             // A quoted heredoc's text is a file installed on the node (it runs there, never in the sandbox).
             const text = fs.readFileSync(path.join(USERDATA_DIR, file), "utf8").replace(/<<'(\w+)'[^\n]*\n[\s\S]*?\n\1\n/g, "");
             for (const m of text.matchAll(/(^|[^}A-Za-z0-9_./:-])(\/(?:etc|var|run|opt|usr|lib|root|home|tmp|dev)\/[A-Za-z0-9_./-]*)/gm)) {
@@ -633,9 +633,13 @@ describe("attach_node.sh in the sandbox", () => {
         const fromUserdata = sandbox({ os: "ubuntu", prebaked: true, ...metadata });
         const fromCommand = sandbox({ os: "ubuntu", prebaked: true, ...metadata });
         const { labels: _l, taints: _t, ...join } = attachParams;
+        const channel = "0123456789abcdef0123456789abcdef";
         const saved = fill(renderAttachCommand(join), {
-            labels: "workload_type=cpu,node.kubernetes.io/instance-family=c7", taints: "dedicated=batch:NoSchedule,spot:PreferNoSchedule",
+            labels: "workload_type=cpu,node.kubernetes.io/instance-family=c7", taints: "dedicated=batch:NoSchedule,spot:PreferNoSchedule", channel,
         });
+        assert.ok(!saved.includes(TOKEN), "the saved command holds no token");
+        // What channel-receive left on the node: the token, root-only on tmpfs.
+        fromCommand.write(`/run/alicloud-kubeadm/${channel}`, `${TOKEN}\n`);
         assert.ok(saved.length < script.length, "blank lines and indentation are gone");
         const [a, b] = [await fromUserdata.run(script), await fromCommand.run(saved)];
         assertOk(a, fromUserdata);
@@ -643,6 +647,7 @@ describe("attach_node.sh in the sandbox", () => {
         assert.equal(callsOf(b.calls, "kubeadm", "join")[0].config, callsOf(a.calls, "kubeadm", "join")[0].config, "the same JoinConfiguration");
         const steps = (calls: typeof a.calls, root: string) => calls.map((c) => `${c.cmd} ${c.args.join(" ")}`.split(root).join("<root>"));
         assert.deepEqual(steps(b.calls, fromCommand.root), steps(a.calls, fromUserdata.root), "the same steps");
+        assert.equal(fromCommand.read(`/run/alicloud-kubeadm/${channel}`), undefined, "the received token is deleted once read");
         assert.equal(compactShell("f() {\n  cat <<EOF\n  keep: me\nEOF\n\n  echo x\n}\n"), "f() {\ncat <<EOF\n  keep: me\nEOF\necho x\n}\n", "heredoc bodies keep their indentation");
     });
 

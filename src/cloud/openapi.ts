@@ -2,7 +2,10 @@
  * Thin client for the Alibaba Cloud RPC OpenAPI (ECS 2014-05-26, ESS 2014-08-28, VPC 2016-04-28),
  * used by every dynamic provider of this library.
  *
- * - Transport and signing: `@alicloud/openapi-core` generic `callApi` (ACS3-HMAC-SHA256).
+ * - Transport and signing: `@alicloud/openapi-core` generic `callApi` (ACS3-HMAC-SHA256). Every request
+ *   parameter travels in the form-encoded POST body, never in the URL query: a command's content or
+ *   parameters must not end up in URL logs (proxies, gateways, error messages). The body is signed through
+ *   `x-acs-content-sha256` (docs/security.md#request-parameters-in-the-body).
  * - Credentials: the default `@alicloud/credentials` chain, resolved at call time — environment
  *   (`ALIBABA_CLOUD_ACCESS_KEY_ID`, `ALIBABA_CLOUD_ACCESS_KEY_SECRET`, optional
  *   `ALIBABA_CLOUD_SECURITY_TOKEN`), OIDC role, `~/.aliyun/config.json`, `~/.alibabacloud/credentials`,
@@ -224,7 +227,8 @@ export async function callApi(product: Product, action: string, params: Record<s
                 action, version: API_VERSIONS[product], protocol: protocol.toUpperCase(), pathname: "/", method: "POST",
                 authType: "AK", style: "RPC", reqBodyType: "formData", bodyType: "json",
             });
-            const request = new core.$OpenApiUtil.OpenApiRequest({ query: { ...query } });
+            // Parameters in the form body (signed by its SHA-256), none in the URL: see the module comment.
+            const request = new core.$OpenApiUtil.OpenApiRequest({ body: { ...query } });
             const res = await client.callApi(apiParams, request, {});
             return (res?.body ?? {}) as Record<string, unknown>;
         } catch (e) {
@@ -253,7 +257,7 @@ function toFailure(err: SdkError, extraCodes: string[]): { code: string; request
         // error for the host "undefined"); the hint below says what to set.
         serverMessage = "no credentials in the Alibaba Cloud credential chain (environment, profile files, ECS RAM role)";
     }
-    // Transport errors quote the request URL, whose query holds every parameter (a script may carry a token): drop it.
+    // Transport errors may quote the request URL; it carries no parameter, but drop any query anyway.
     serverMessage = serverMessage.replace(/\?\S*/g, "?…") || "(no message)";
     const requestId = err.requestId && err.requestId !== "undefined" ? err.requestId : String(data.RequestId ?? "");
     const retryable = /Throttling/.test(code) || code === "ServiceUnavailable" || httpStatus >= 500 ||

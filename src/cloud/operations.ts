@@ -3,11 +3,12 @@
  * NodeCommands component) on a master or a node with validated parameters, and read its answer. This is
  * how every dynamic provider, the removal core and doctor reach the Kubernetes API (kubectl on a master
  * with its admin kubeconfig) and the nodes themselves, without a network path from the machine running
- * Pulumi. The admin kubeconfig never leaves the master.
+ * Pulumi. The admin kubeconfig never leaves the master; a secret crosses only sealed (./channel.ts).
  */
 import { CommandError, runOnInstance } from "./cloudAssistant";
+import { newChannelId, newRecipient, seal } from "./channel";
 import { cannotRunCommands, classify } from "./errors";
-import { OPERATIONS, operationParameters, POOL_LABEL, providerIdOf, type JoinOperation, type NodeCommandIds, type OperationName, type ParameterName, type SavedOperation } from "../rules";
+import { CERTIFICATE_KEY_PATTERN, OPERATIONS, operationParameters, TOKEN_PATTERN, POOL_LABEL, providerIdOf, type JoinOperation, type NodeCommandIds, type OperationName, type ParameterName, type SavedOperation } from "../rules";
 
 export { POOL_LABEL, providerIdOf, type NodeCommandIds };
 
@@ -169,10 +170,18 @@ export async function resetNode(access: Pick<ClusterAccess, "region" | "commands
     await invokeOperation(access, "reset", instanceId);
 }
 
-/** Creates bootstrap token `token` on the master (idempotent: the same token already there is fine). */
-export async function createToken(access: ClusterAccess, token: string, ttl: string, description: string): Promise<"created" | "exists"> {
-    const out = await invokeOnMaster(access, "token-create", { token, ttl, description }, { sensitive: true });
-    return out.includes("exists") ? "exists" : "created";
+/**
+ * Creates the bootstrap token with id `tokenId` on a master, which makes its secret half and answers it sealed
+ * to a key made for this one call (idempotent: a token with this id already there is read back).
+ * @returns the whole token `id.secret` and whether it was made now
+ */
+export async function createToken(access: ClusterAccess, tokenId: string, ttl: string, description: string): Promise<{ token: string; status: "created" | "exists" }> {
+    const recipient = newRecipient();
+    const out = await invokeOnMaster(access, "token-create", { tokenId, ttl, description, recipient: recipient.publicKey }, { sensitive: true });
+    const [status, sealed] = out.trim().split("\n").map((l) => l.trim());
+    const token = recipient.open(sealed ?? "");
+    if (!TOKEN_PATTERN.test(token) || !token.startsWith(`${tokenId}.`)) throw new Error(`the master answered token-create with something that is not bootstrap token ${tokenId}`);
+    return { token, status: status === "exists" ? "exists" : "created" };
 }
 
 /** Deletes the bootstrap token with id `tokenId` (one already gone is fine). */
@@ -181,9 +190,27 @@ export async function deleteToken(access: ClusterAccess, tokenId: string): Promi
     return out.includes("already gone") ? "already gone" : "deleted";
 }
 
-/** A fresh certificate key and a 30-minute token from the master, as it printed them (`<token> <key>`; secret). */
-export async function joinSecrets(access: ClusterAccess): Promise<string> {
-    return invokeOnMaster(access, "join-secrets", {}, { sensitive: true });
+/** A fresh certificate key and a 30-minute token from a master, answered sealed to a key made for this one call. */
+export async function joinSecrets(access: ClusterAccess): Promise<{ token: string; certificateKey: string }> {
+    const recipient = newRecipient();
+    const [token, certificateKey] = recipient.open(await invokeOnMaster(access, "join-secrets", { recipient: recipient.publicKey }, { sensitive: true })).split(" ");
+    if (!TOKEN_PATTERN.test(token ?? "") || !CERTIFICATE_KEY_PATTERN.test(certificateKey ?? "")) {
+        throw new Error("master did not answer a bootstrap token and a certificate key (kubeadm upload-certs / token create failed); check kubeadm on the master");
+    }
+    return { token, certificateKey };
+}
+
+/**
+ * Sends a secret to an instance (src/cloud/channel.ts): it makes a one-use key pair and answers the public key
+ * (channel-open), then opens the secret sealed to it and keeps it root-only on tmpfs (channel-receive) for the
+ * join command invoked next with the returned channel id, which reads and deletes it.
+ * @returns the channel id to give the join command
+ */
+export async function sendSecret(access: Pick<ClusterAccess, "region" | "commands" | "pollIntervalMs">, instanceId: string, secret: string): Promise<string> {
+    const channel = newChannelId();
+    const publicKey = (await invokeOperation(access, "channel-open", instanceId, { channel })).trim();
+    await invokeOperation(access, "channel-receive", instanceId, { channel, sealed: seal(publicKey, secret) });
+    return channel;
 }
 
 /** The tail of a node's bootstrap logs (doctor-bootstrap-log; token secrets blanked on the node). */

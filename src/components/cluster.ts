@@ -3,9 +3,8 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as alicloud from "@pulumi/alicloud";
 import * as k8s from "@pulumi/kubernetes";
-import type * as command from "@pulumi/command";
 import { renderControlPlaneJoinCommand, renderMasterInit, renderOperation } from "../shell/render";
-import { clusterTags, nodeMirrors, validateClusterConfig, type ClusterConfig, type ClusterConfigInput, type SshConnection } from "../config";
+import { clusterTags, nodeMirrors, validateClusterConfig, type ClusterConfig, type ClusterConfigInput, type ExistingNodeInput } from "../config";
 import { throwIfProblems } from "./args";
 import { attachAutoscalerPolicy, ControlPlane } from "./controlPlane";
 import { ClusterAutoscaler } from "./clusterAutoscaler";
@@ -14,7 +13,7 @@ import { ApiServerReady } from "../providers/apiServerReady";
 import { BootstrapToken } from "../providers/bootstrapToken";
 import { ControlPlaneMember } from "../providers/controlPlaneMember";
 import { JoinInfo } from "../providers/joinInfo";
-import { createAttachCommand, EXISTING_POOL_NAME, ExistingNode } from "./existingNode";
+import { createAttachCommand, EXISTING_POOL_NAME, ExistingNode, sshConnection, type SshConnectionArgs } from "./existingNode";
 import { admissionAttachOneLiner, renderServedAttachScript } from "../shell/renderAdmission";
 import { NodeCommands, saveCommand } from "./nodeCommands";
 import { OPERATIONS } from "../rules";
@@ -23,9 +22,14 @@ import { Admission, ADMISSION_PORT, vendoredIdentityCertificate } from "./admiss
 import { PodNetwork } from "./podNetwork";
 import { Network } from "./network";
 
+/** The cluster config as a program gives it: plain values, except the SSH secrets (see {@link SshConnectionArgs}). */
+export type ClusterConfigArgs = Omit<ClusterConfigInput, "existingNodes"> & {
+    existingNodes?: Array<Omit<ExistingNodeInput, "connection"> & { connection?: SshConnectionArgs }>;
+};
+
 export interface ClusterArgs {
     /** The `alicloud-kubeadm:cluster` object (README "Configuration"); validated before anything is created. */
-    config: ClusterConfigInput;
+    config: ClusterConfigArgs;
     /** The Alibaba Cloud region, usually `alicloud:region`. Required. */
     region: string;
     /**
@@ -40,40 +44,69 @@ export interface ClusterArgs {
  * listing every problem (`<property.path>: <reason>`); logs warnings to the Pulumi log.
  */
 export function resolveClusterConfig(args: ClusterArgs, resource?: pulumi.Resource): ClusterConfig {
-    const result = validateClusterConfig(args.config, args.region);
+    const { plain, secrets, unknowns } = separateOutputs(args.config);
+    const result = validateClusterConfig(plain, args.region);
     const stack = args.stackConfig ?? { errors: [], warnings: [] };
     for (const warning of [...stack.warnings, ...result.warnings]) {
         pulumi.log.warn(warning, resource);
     }
     // A cluster value the stack program could not read is reported once, by the reader.
     const readPaths = new Set(stack.errors.map((e) => splitProblem(e).path));
-    const errors = [...stack.errors, ...result.errors.filter((e) => !readPaths.has(splitProblem(e).path))];
+    const errors = [...stack.errors, ...unknowns, ...result.errors.filter((e) => !readPaths.has(splitProblem(e).path) && !unknowns.some((u) => u.startsWith(`${splitProblem(e).path}: `)))];
     if (!result.config || errors.length > 0) {
         throwIfProblems("Cluster (its config)", errors.map(splitProblem));
     }
-    return result.config as ClusterConfig;
+    const config = result.config as ClusterConfig;
+    for (const { node, key, value } of secrets) {
+        (config.existingNodes[node].connection as unknown as Record<string, unknown>)[key] = value;
+    }
+    return config;
+}
+
+/**
+ * The cloud resources go to the alicloud provider's region, the scripts and the dynamic providers' calls to
+ * `args.region`: with the default provider the two must agree, or `pulumi up` fails after the VPC exists.
+ */
+function checkProviderRegion(region: string, opts: pulumi.ComponentResourceOptions | undefined): void {
+    if (opts?.provider || opts?.providers) return; // an explicit provider: its region is the caller's to match
+    const providerRegion = new pulumi.Config("alicloud").get("region");
+    if (providerRegion && typeof region === "string" && providerRegion !== region) {
+        throwIfProblems("Cluster", [{ path: "region", reason: `is ${region}, but the default alicloud provider creates resources in alicloud:region ${providerRegion}: ` +
+            `pass region: "${providerRegion}", or set \`pulumi config set alicloud:region ${region}\`` }]);
+    }
+}
+
+/** The SSH secrets a program may hold as Pulumi secrets (Outputs): checked as present, passed on as they are. */
+const SSH_SECRETS = ["privateKey", "privateKeyPassword", "password"];
+
+/**
+ * The config as plain values for the rules. An SSH secret given as an Output (`config.requireSecret`) stands
+ * in as a placeholder and is put back after; any other Output cannot be checked before anything is created,
+ * so it is a problem at its path.
+ */
+function separateOutputs(config: unknown): { plain: unknown; secrets: Array<{ node: number; key: string; value: unknown }>; unknowns: string[] } {
+    const secrets: Array<{ node: number; key: string; value: unknown }> = [];
+    const unknowns: string[] = [];
+    const walk = (value: unknown, path: string[]): unknown => {
+        if (pulumi.Output.isInstance(value) || (typeof value === "object" && value !== null && typeof (value as { then?: unknown }).then === "function")) {
+            const m = /^existingNodes\.(\d+)\.connection\.(\w+)$/.exec(path.join("."));
+            if (m && SSH_SECRETS.includes(m[2])) {
+                secrets.push({ node: Number(m[1]), key: m[2], value });
+                return "<secret>";
+            }
+            unknowns.push(`${path.join(".")}: must be a plain value known before anything is created (an Output or a promise cannot be checked): resolve it in the program, e.g. read it from the stack config`);
+            return undefined;
+        }
+        if (Array.isArray(value)) return value.map((v, i) => walk(v, [...path, String(i)]));
+        if (typeof value === "object" && value !== null) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, walk(v, [...path, k])]));
+        return value;
+    };
+    return { plain: walk(config, []), secrets, unknowns };
 }
 
 function splitProblem(problem: string): { path: string; reason: string } {
     const at = problem.indexOf(": ");
     return { path: problem.slice(0, at), reason: problem.slice(at + 2) };
-}
-
-/** An existing node's SSH connection as the remote command takes it, its password and keys as Pulumi secrets. */
-export function sshConnection(connection: SshConnection | undefined): command.types.input.remote.ConnectionArgs | undefined {
-    if (!connection) {
-        return undefined;
-    }
-    const secret = (value: string | undefined) => (value === undefined ? undefined : pulumi.secret(value));
-    return {
-        host: connection.host,
-        port: connection.port,
-        user: connection.user,
-        agentSocketPath: connection.agentSocketPath,
-        password: secret(connection.password),
-        privateKey: secret(connection.privateKey),
-        privateKeyPassword: secret(connection.privateKeyPassword),
-    };
 }
 
 /** A self-managed kubeadm cluster on Alibaba Cloud, built from one config object. */
@@ -82,11 +115,11 @@ export class Cluster extends pulumi.ComponentResource {
     public readonly config: ClusterConfig;
     public readonly network: Network;
     public readonly controlPlane: ControlPlane;
-    /** CA pin and admin kubeconfig read from master 0 (both secret). */
+    /** CA pin and the stack's kubeconfig read from master 0 (both secret). */
     public readonly joinInfo: JoinInfo;
     /** The node operations saved as Cloud Assistant commands. */
     public readonly commands: NodeCommands;
-    /** Admin kubeconfig (secret). */
+    /** The stack's kubeconfig: a cluster-admin service-account token, revocable and rotatable (secret; docs/security.md). */
     public readonly kubeconfig: pulumi.Output<string>;
     /** Masters 1..n-1 joined with kubeadm join --control-plane. */
     public readonly controlPlaneMembers: ControlPlaneMember[];
@@ -109,6 +142,7 @@ export class Cluster extends pulumi.ComponentResource {
 
     constructor(name: string, args: ClusterArgs, opts?: pulumi.ComponentResourceOptions) {
         // Validate before registering anything, so bad input creates nothing at all.
+        checkProviderRegion(args.region, opts);
         const config = resolveClusterConfig(args);
         super("alicloud-kubeadm:index:Cluster", name, {}, opts);
         this.config = config;
@@ -151,12 +185,12 @@ export class Cluster extends pulumi.ComponentResource {
             userdata: (index, endpoint, certSANs) => masterUserdata(config, index, endpoint, certSANs),
         }, { parent: this });
 
-        // Join material: the CA pin and the kubeconfig from master 0, and the node operations saved as commands.
+        // Join material: the CA pin and the stack's own kubeconfig (a revocable service-account token) from master 0, and the node operations saved as commands.
         this.joinInfo = new JoinInfo(`${name}-join-info`, {
             region: config.region,
             masterInstanceId: this.controlPlane.resources.masters[0].id,
             kubeconfigServer: this.controlPlane.kubeconfigServer,
-            scripts: { initStatus: renderOperation("init-status"), readKubeconfig: renderOperation("read-kubeconfig") },
+            scripts: { initStatus: renderOperation("init-status"), stackCredential: renderOperation("stack-credential"), stackCredentialRevoke: renderOperation("stack-credential-revoke") },
         }, { parent: this });
         this.kubeconfig = pulumi.secret(this.joinInfo.kubeconfig);
         this.commands = new NodeCommands(`${name}-commands`, { clusterName: config.name }, { parent: this });
@@ -213,7 +247,7 @@ export class Cluster extends pulumi.ComponentResource {
             region: config.region, masterInstanceId: master0, masterInstanceIds, commands, ttl: "0", description: `alicloud-kubeadm ${config.name} existing nodes`,
         }, { parent: this, dependsOn: [this.joinInfo] });
         const attachCommand = !config.existingNodes.some((n) => n.mode === "manual") ? undefined
-            : createAttachCommand(`${name}-attach`, { config, apiEndpoint: this.controlPlane.endpoint, caCertHash: this.joinInfo.caCertHash, token: existingToken?.token, admissionEndpoints }, { parent: this });
+            : createAttachCommand(`${name}-attach`, { config, apiEndpoint: this.controlPlane.endpoint, caCertHash: this.joinInfo.caCertHash, admissionEndpoints }, { parent: this });
         this.existingNodes = config.existingNodes.map((node) => new ExistingNode(`${name}-node-${node.instanceId}`, {
             ...joinCommon, node, token: existingToken?.token, attachCommandId: attachCommand?.id, connection: sshConnection(node.connection),
         }, { parent: this }));

@@ -1,7 +1,7 @@
 // ExistingNode: an ECS instance that already exists, joined to the cluster (docs/architecture.md, "How nodes join").
 //
 // `mode: manual` invokes the cluster's saved attach command (createAttachCommand) on the running instance
-// over Cloud Assistant, with the node's labels and taints as parameters; or, when a `connection` is given,
+// over Cloud Assistant, with the node's labels and taints and the token sealed to the instance as parameters; or, when a `connection` is given,
 // runs the attach script over SSH with a `@pulumi/command` remote.Command (script on stdin, logging off);
 // `mode: auto` sets the attach script as userdata and replaces the system disk (destructive: needs
 // `replaceSystemDisk: true`). A NodeMembership waits for the Node to be Ready and, on delete, removes it
@@ -15,7 +15,7 @@ import { renderAdmissionBootstrap } from "../shell/renderAdmission";
 import type { JoinArgs } from "./joinArgs";
 import { formatTaint, OPERATIONS } from "../rules";
 import { saveCommand } from "./nodeCommands";
-import { checkExistingNode, checkNodeJoinConfig, nodeMirrors, type ClusterConfig, type ExistingNodeConfig } from "../config";
+import { checkExistingNode, checkNodeJoinConfig, nodeMirrors, type ClusterConfig, type ExistingNodeConfig, type ExistingNodeInput, type SshConnectionInput } from "../config";
 import { NodeMembership } from "../providers/nodeMembership";
 import { CONTROL_PLANE_POOL, dnsLabelProblem, EXISTING_POOL, type Report } from "../rules";
 import { checkArgs } from "./args";
@@ -38,15 +38,18 @@ export interface MembershipTimeouts {
 }
 
 export interface ExistingNodeArgs extends JoinArgs {
-    /** This node's config (instance id, mode, labels, taints, replaceSystemDisk). Required. */
-    node: ExistingNodeConfig;
+    /**
+     * This node's config (instance id, mode, labels, taints, replaceSystemDisk, connection): an entry of
+     * `parseClusterConfig(...).existingNodes`, or an ExistingNodeInput (defaults filled in). Required.
+     */
+    node: ExistingNodeConfig | ExistingNodeInput;
     /** Image of the new system disk in `auto` mode. Required for `auto`, unused otherwise. */
     imageId?: pulumi.Input<string>;
     /** Bootstrap token (secret) of the existing nodes' BootstrapToken. Required unless `admissionEndpoints` is set (then unused). */
     token?: pulumi.Input<string>;
     /** The cluster's saved attach command (createAttachCommand). Required for `mode: manual` without a `connection`. */
     attachCommandId?: pulumi.Input<string>;
-    /** SSH connection: run the attach script over SSH instead of Cloud Assistant (manual mode only). Default none. */
+    /** SSH connection: run the attach script over SSH instead of Cloud Assistant (manual mode only). Default: the node's `connection`, if any. */
     connection?: command.types.input.remote.ConnectionArgs;
     /** Pool label value. Default {@link EXISTING_POOL_NAME}. */
     poolName?: string;
@@ -60,19 +63,44 @@ export interface ExistingNodeResources {
     sshAttach?: command.remote.Command;
 }
 
+/** An existing node's SSH connection as a program gives it: the secrets may be Pulumi secrets (`config.requireSecret`). */
+export type SshConnectionArgs = Omit<SshConnectionInput, "privateKey" | "privateKeyPassword" | "password"> & {
+    privateKey?: pulumi.Input<string>;
+    privateKeyPassword?: pulumi.Input<string>;
+    password?: pulumi.Input<string>;
+};
+
+/** An existing node's SSH connection as the remote command takes it, its password and keys as Pulumi secrets. */
+export function sshConnection(connection: SshConnectionArgs | undefined): command.types.input.remote.ConnectionArgs | undefined {
+    if (!connection) {
+        return undefined;
+    }
+    const secret = (value: pulumi.Input<string> | undefined) => (value === undefined ? undefined : pulumi.secret(value));
+    return {
+        host: connection.host,
+        port: connection.port,
+        user: connection.user,
+        agentSocketPath: connection.agentSocketPath,
+        password: secret(connection.password),
+        privateKey: secret(connection.privateKey),
+        privateKeyPassword: secret(connection.privateKeyPassword),
+    };
+}
+
 /** Runs the attach script from stdin as root (directly, or through passwordless sudo). */
 export const SSH_ATTACH_COMMAND = 'if [ "$(id -u)" -eq 0 ]; then bash -s; else sudo -n bash -s; fi';
 
 /** Checks the arguments with the stack config's rules for existing nodes (paths relative to the args: `node.labels.<key>`). */
 export function existingNodeProblems(args: ExistingNodeArgs, report: Report): void {
-    const { node } = args;
     checkNodeJoinConfig(args.config, (path, reason) => report(path ? `config.${path}` : "config", reason));
-    if (typeof node !== "object" || node === null) {
+    if (typeof args.node !== "object" || args.node === null) {
         report("node", "is required: the node's config (an ExistingNodeConfig, e.g. parseClusterConfig(...).existingNodes[i])");
         return;
     }
-    checkExistingNode({ ...node, labels: node.labels ?? {}, taints: node.taints ?? [] },
-        (path, reason) => report(path ? `node.${path}` : "node", reason), args.connection !== undefined);
+    const node = withDefaults(args.node);
+    const connection = args.connection ?? sshConnection(node.connection);
+    checkExistingNode(node, (path, reason) => report(path ? `node.${path}` : "node", reason), connection !== undefined);
+    if (args.connection) sshConnectionProblems(args.connection, report);
     const poolNameReason = poolLabelProblem(args.poolName);
     if (poolNameReason) {
         report("poolName", poolNameReason);
@@ -80,12 +108,28 @@ export function existingNodeProblems(args: ExistingNodeArgs, report: Report): vo
     if (args.connection && node.mode !== "manual") {
         report("connection", `a connection runs the attach script over SSH, which only mode manual does (${node.instanceId} is mode ${node.mode})`);
     }
+    if (node.mode === "manual" && !connection && args.attachCommandId === undefined) {
+        report("attachCommandId", "mode manual runs the cluster's saved attach command: create it with createAttachCommand");
+    }
     if (node.mode === "auto" && args.imageId === undefined) {
         report("imageId", "mode auto needs the image of the new system disk");
     }
-    if (node.mode === "manual" && !args.connection && args.attachCommandId === undefined) {
-        report("attachCommandId", "mode manual runs the cluster's saved attach command: create it with createAttachCommand");
-    }
+}
+
+/** An ExistingNodeInput with the config's defaults filled in (an ExistingNodeConfig stays as it is). */
+function withDefaults(node: ExistingNodeConfig | ExistingNodeInput): Parameters<typeof checkExistingNode>[0] {
+    return {
+        ...node, mode: node.mode ?? "manual", labels: node.labels ?? {}, taints: node.taints ?? [],
+        replaceSystemDisk: node.replaceSystemDisk ?? false, removeWithoutReset: node.removeWithoutReset ?? false,
+        connection: node.connection === undefined ? undefined : { port: 22, user: "root", ...node.connection },
+    };
+}
+
+/** The plain values of an SSH connection, checked as the stack config checks them (values not yet known are skipped). */
+function sshConnectionProblems(c: command.types.input.remote.ConnectionArgs, report: Report): void {
+    if (typeof c.host === "string" && c.host.trim() === "") report("connection.host", "must not be empty: the address the machine running Pulumi reaches the instance at");
+    if (typeof c.port === "number" && !(Number.isInteger(c.port) && c.port >= 1 && c.port <= 65535)) report("connection.port", "must be an integer in 1..65535");
+    if (typeof c.user === "string" && c.user.trim() === "") report("connection.user", "must not be empty (default root)");
 }
 
 /**
@@ -110,26 +154,27 @@ export interface AttachCommandArgs {
     apiEndpoint: pulumi.Input<string>;
     /** `sha256:<hex>` CA pin (secret). */
     caCertHash: pulumi.Input<string>;
-    /** The existing nodes' bootstrap token (secret). Required unless `admissionEndpoints` is set. */
-    token?: pulumi.Input<string>;
-    /** Join through the admission service at these endpoints (no token in the command). Default: none. */
+    /** Join through the admission service at these endpoints (no token anywhere). Default: none. */
     admissionEndpoints?: pulumi.Input<string[]>;
     /** Pool label value. Default {@link EXISTING_POOL_NAME}. */
     poolName?: string;
 }
 
 /**
- * The cluster's saved attach command (`<cluster>-attach`): the attach script with the shared join material
- * baked in (so its content is a secret) and the node's labels and taints as parameters.
+ * The cluster's saved attach command (`<cluster>-attach`): the attach script with the shared, public join
+ * material (endpoint, CA pin) baked in, the node's labels and taints as parameters, and the bootstrap token
+ * sealed to the instance's one-use channel key as a parameter (src/cloud/channel.ts): it holds no secret.
  */
 export function createAttachCommand(name: string, args: AttachCommandArgs, opts: pulumi.CustomResourceOptions): alicloud.ecs.Command {
     const { config } = args;
-    const script = pulumi.secret(pulumi.all([args.token ?? "", args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? []]).apply(([token, caCertHash, apiEndpoint, endpoints]) => args.admissionEndpoints
-        // Through admission: a short bootstrap that fetches the attach script from the service (no token anywhere).
+    // No secret in the command: through admission, a short bootstrap that fetches the attach script from the
+    // service (no token anywhere); otherwise the token arrives sealed per invocation (NodeMembership). The CA pin
+    // is kept secret like everywhere.
+    const script = pulumi.secret(pulumi.all([args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? []]).apply(([caCertHash, apiEndpoint, endpoints]) => args.admissionEndpoints
         ? renderAdmissionBootstrap(endpoints, caCertHash)
         : renderAttachCommand({
             region: config.region, kubernetesVersion: config.kubernetesVersion, ...nodeMirrors(config), apiEndpoint,
-            poolName: args.poolName ?? EXISTING_POOL_NAME, token, caCertHash,
+            poolName: args.poolName ?? EXISTING_POOL_NAME, caCertHash,
         })));
     return saveCommand(name, {
         commandName: `${config.name}-attach`, script, parameters: true, timeoutSeconds: OPERATIONS.attach.timeoutSeconds, description: OPERATIONS.attach.description,
@@ -142,7 +187,7 @@ function joinCredential(admission: unknown, token: string, endpoints: string[]):
 }
 
 /** Creates the node's membership (and SSH command) under `parent`. */
-export function createExistingNode(name: string, args: ExistingNodeArgs, parent: pulumi.Resource): ExistingNodeResources {
+export function createExistingNode(name: string, args: ExistingNodeArgs & { node: ExistingNodeConfig }, parent: pulumi.Resource): ExistingNodeResources {
     const { config, node } = args;
     // The whole attach script: userdata in `auto` mode, stdin over SSH. `manual` runs the saved attach command.
     const script = pulumi.secret(pulumi.all([args.token ?? "", args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? []]).apply(([token, hash, endpoint, endpoints]) => renderAttachNode({
@@ -173,6 +218,8 @@ export function createExistingNode(name: string, args: ExistingNodeArgs, parent:
         mode: sshAttach ? "ssh" : node.mode,
         userData: node.mode === "auto" ? script : undefined,
         attachCommandId: sshAttach || node.mode !== "manual" ? undefined : args.attachCommandId,
+        token: sshAttach || node.mode !== "manual" || args.admissionEndpoints || args.token === undefined ? undefined : pulumi.secret(args.token),
+        admission: args.admissionEndpoints && node.mode === "manual" && !sshAttach ? true : undefined,
         labels: Object.entries(node.labels).map(([k, v]) => `${k}=${v}`).join(","),
         taints: node.taints.map(formatTaint).join(","),
         commands: args.commands,
@@ -199,7 +246,8 @@ export class ExistingNode extends pulumi.ComponentResource {
     constructor(name: string, args: ExistingNodeArgs, opts?: pulumi.ComponentResourceOptions) {
         checkArgs(`ExistingNode "${name}"`, (report) => existingNodeProblems(args, report));
         super("alicloud-kubeadm:index:ExistingNode", name, {}, opts);
-        this.resources = createExistingNode(name, args, this);
+        const node = checkExistingNode(withDefaults(args.node), () => undefined);
+        this.resources = createExistingNode(name, { ...args, node, connection: args.connection ?? sshConnection(node.connection) }, this);
         this.nodeName = this.resources.membership.nodeName;
         this.providerId = this.resources.membership.providerId;
         this.registerOutputs({ nodeName: this.nodeName, providerId: this.providerId });

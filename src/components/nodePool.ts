@@ -20,7 +20,7 @@
 import * as alicloud from "@pulumi/alicloud";
 import * as pulumi from "@pulumi/pulumi";
 import { renderAttachNode } from "../shell/render";
-import { checkNodeJoinConfig, checkPool, nodeMirrors, type NodePoolConfig } from "../config";
+import { checkNodeJoinConfig, checkPool, nodeMirrors, type NodePoolConfig, type NodePoolInput } from "../config";
 import { BootstrapToken } from "../providers/bootstrapToken";
 import { PoolCapacity } from "../providers/poolCapacity";
 import type { JoinArgs } from "./joinArgs";
@@ -42,8 +42,11 @@ export interface PoolTimeouts {
 }
 
 export interface NodePoolArgs extends JoinArgs {
-    /** This pool's config (exactly one of `size` / `autoscale`). Required. */
-    pool: NodePoolConfig;
+    /**
+     * This pool's config (exactly one of `size` / `autoscale`): an entry of `parseClusterConfig(...).nodePools`,
+     * or a NodePoolInput (defaults filled in). Required.
+     */
+    pool: NodePoolConfig | NodePoolInput;
     /** vSwitches the group spreads over (one per zone, BALANCE policy). Required, at least one. */
     vswitchIds: pulumi.Input<string>[];
     /** Security groups of the nodes (the cluster security group). Required. */
@@ -76,15 +79,20 @@ export function nodePoolProblems(args: NodePoolArgs, report: Report): void {
         report("pool", "is required: the pool's config (a NodePoolConfig, e.g. parseClusterConfig(...).nodePools[i])");
         return;
     }
-    checkPool({ ...args.pool, labels: args.pool.labels ?? {}, taints: args.pool.taints ?? [] }, args.config?.name ?? "", args.tags ?? {}, (path, reason) => report(path ? `pool.${path}` : "pool", reason));
+    checkPool(withDefaults(args.pool), args.config?.name ?? "", args.tags ?? {}, (path, reason) => report(path ? `pool.${path}` : "pool", reason));
     if (isKnown(args.vswitchIds) && Array.isArray(args.vswitchIds) && args.vswitchIds.length === 0) {
         report("vswitchIds", `pool ${args.pool.name} needs at least one vSwitch`);
     }
     checkTags(args.tags, report);
 }
 
+/** A NodePoolInput with the config's defaults filled in (a NodePoolConfig stays as it is). */
+function withDefaults(pool: NodePoolConfig | NodePoolInput): Parameters<typeof checkPool>[0] {
+    return { ...pool, labels: pool.labels ?? {}, taints: pool.taints ?? [] } as Parameters<typeof checkPool>[0];
+}
+
 /** Creates the pool's group, scaling configuration, bootstrap token and capacity under `parent`. */
-export function createNodePool(name: string, args: NodePoolArgs, parent: pulumi.Resource): NodePoolResources {
+export function createNodePool(name: string, args: NodePoolArgs & { pool: NodePoolConfig }, parent: pulumi.Resource): NodePoolResources {
     const { config, pool } = args;
     const opts = { parent };
     const cloudTags = args.tags ?? {};
@@ -191,10 +199,11 @@ export class NodePool extends pulumi.ComponentResource {
         // The same rules as the stack config, before anything is registered: a bad pool creates nothing.
         checkArgs(`NodePool "${name}"`, (report) => nodePoolProblems(args, report));
         super("alicloud-kubeadm:index:NodePool", name, {}, opts);
-        const r = createNodePool(name, args, this);
+        const pool = checkPool(withDefaults(args.pool), args.config.name, args.tags ?? {}, () => undefined);
+        const r = createNodePool(name, { ...args, pool }, this);
         this.resources = r;
-        this.poolName = args.pool.name;
-        this.autoscale = args.pool.autoscale;
+        this.poolName = pool.name;
+        this.autoscale = pool.autoscale;
         this.scalingGroupId = r.group.id;
         this.scalingConfigurationId = r.configuration.id;
         this.registerOutputs({ scalingGroupId: this.scalingGroupId, scalingConfigurationId: this.scalingConfigurationId });

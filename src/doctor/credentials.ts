@@ -21,15 +21,45 @@ export function localCredentialSource(env: NodeJS.ProcessEnv, home: string): str
     if (env.ALIBABA_CLOUD_ACCESS_KEY_ID && env.ALIBABA_CLOUD_ACCESS_KEY_SECRET) return "environment (ALIBABA_CLOUD_ACCESS_KEY_ID)";
     if (env.ALIBABA_CLOUD_ROLE_ARN && env.ALIBABA_CLOUD_OIDC_PROVIDER_ARN && env.ALIBABA_CLOUD_OIDC_TOKEN_FILE) return "OIDC role (ALIBABA_CLOUD_ROLE_ARN)";
     const cli = path.join(home, ".aliyun", "config.json");
-    if (env.ALIBABA_CLOUD_CLI_PROFILE_DISABLED?.toLowerCase() !== "true" && fs.existsSync(cli)) return cli;
+    if (env.ALIBABA_CLOUD_CLI_PROFILE_DISABLED?.toLowerCase() !== "true" && holds(cli, /"(access_key_id|mode)"\s*:\s*"[^"]+"/)) return cli;
     const profile = env.ALIBABA_CLOUD_CREDENTIALS_FILE || path.join(home, ".alibabacloud", "credentials");
-    if (fs.existsSync(profile)) return profile;
+    if (holds(profile, /^\s*(access_key_id|type)\s*=\s*\S/m)) return profile;
     if (env.ALIBABA_CLOUD_ECS_METADATA && env.ALIBABA_CLOUD_ECS_METADATA_DISABLED?.toLowerCase() !== "true") return `ECS RAM role ${env.ALIBABA_CLOUD_ECS_METADATA}`;
     if (env.ALIBABA_CLOUD_CREDENTIALS_URI) return "ALIBABA_CLOUD_CREDENTIALS_URI";
     return undefined;
 }
 
-/** The environment doctor runs the SDK with: the metadata service only when a RAM role is named. */
+/** Whether the file exists and has a line that can hold credentials (an empty or unrelated file is no source). */
+function holds(file: string, pattern: RegExp): boolean {
+    try {
+        return pattern.test(fs.readFileSync(file, "utf8"));
+    } catch {
+        return false;
+    }
+}
+
+/**
+ * The environment doctor runs the SDK with: the metadata service only when a RAM role is named; and, when no
+ * credentials URI is set, one on a closed loopback port — the SDK's chain builds its URI step even without a
+ * URI and then looks up the host "undefined" (DNS), so a source that turns out unusable would reach the
+ * network. This way that last step fails at once, on this machine.
+ */
 export function offlineChainEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-    return env.ALIBABA_CLOUD_ECS_METADATA ? env : { ...env, ALIBABA_CLOUD_ECS_METADATA_DISABLED: "true" };
+    return {
+        ...env,
+        ...(env.ALIBABA_CLOUD_ECS_METADATA ? {} : { ALIBABA_CLOUD_ECS_METADATA_DISABLED: "true" }),
+        ...(env.ALIBABA_CLOUD_CREDENTIALS_URI ? {} : { ALIBABA_CLOUD_CREDENTIALS_URI: "http://127.0.0.1:9/no-credentials-uri" }),
+    };
+}
+
+/** Resolves the credential once, before any check: undefined when it works, else why not (one line). */
+export async function credentialProblem(): Promise<string | undefined> {
+    try {
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        const Credential = require("@alicloud/credentials").default;
+        const c = await new Credential().getCredential();
+        return c?.accessKeyId ? undefined : "the credential chain gave no access key";
+    } catch (e) {
+        return String((e as Error).message ?? e).split("\n")[0].slice(0, 300);
+    }
 }

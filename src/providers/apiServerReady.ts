@@ -87,6 +87,9 @@ export async function waitForApiServer(inputs: ApiServerReadyInputs, log: (m: st
 
 export const API_SERVER_READY_PROVIDER_VERSION = "1";
 
+/** The outputs of an ApiServerReady that are secrets: the kubeconfig it passes on. */
+export const API_SERVER_READY_SECRET_OUTPUTS = ["kubeconfig"] as const;
+
 export const apiServerReadyProvider: pulumi.dynamic.ResourceProvider = {
     async create(inputs: ApiServerReadyInputs) {
         await waitForApiServer(inputs, logInfo);
@@ -117,6 +120,6 @@ export class ApiServerReady extends pulumi.dynamic.Resource {
 
     constructor(name: string, args: ApiServerReadyArgs, opts?: pulumi.CustomResourceOptions) {
         super(apiServerReadyProvider, name, { providerVersion: API_SERVER_READY_PROVIDER_VERSION, ...args, kubeconfig: pulumi.secret(args.kubeconfig) },
-            { ...opts, additionalSecretOutputs: ["kubeconfig"] });
+            { ...opts, additionalSecretOutputs: [...API_SERVER_READY_SECRET_OUTPUTS] });
     }
 }

@@ -1,9 +1,9 @@
 /**
- * BootstrapToken: a kubeadm bootstrap token that nodes join with, generated here with `crypto`
- * (`[a-z0-9]{6}.[a-z0-9]{16}`), created on master 0 by the saved token-create operation (`kubeadm token
- * create`) and deleted with its owner (token-delete). The token is a secret output; it never appears in
- * an error message or in the Pulumi log (the runner keeps the output of sensitive operations out of
- * errors, and parameters are never logged).
+ * BootstrapToken: a kubeadm bootstrap token that nodes join with. Its id (`[a-z0-9]{6}`, public) is chosen
+ * here with `crypto`; its secret half is made on the master by the saved token-create operation (`kubeadm
+ * token create`) and answered sealed to a key made for that one call (src/cloud/channel.ts), so it appears
+ * in no Cloud Assistant record; the token is deleted with its owner (token-delete). The token is a secret
+ * output (declared by the resource itself); it never appears in an error message or in the Pulumi log.
  *
  * One per node pool and one for the existing nodes. ESS userdata is static, so a pool token must live
  * as long as the pool's scaling configuration: the default ttl is `0` (never expires). Rotate a token by
@@ -19,7 +19,10 @@ import { pulumiLog } from "./log";
 import { TOKEN_ID_PATTERN, TOKEN_PATTERN } from "../rules";
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
-export const BOOTSTRAP_TOKEN_PROVIDER_VERSION = "1";
+export const BOOTSTRAP_TOKEN_PROVIDER_VERSION = "2";
+
+/** The outputs of a BootstrapToken that are secrets: the token (its id is public). */
+export const BOOTSTRAP_TOKEN_SECRET_OUTPUTS = ["token"] as const;
 
 export { TOKEN_PATTERN };
 
@@ -61,20 +64,20 @@ function accessOf(inputs: BootstrapTokenInputs): ClusterAccess {
  * @throws Error naming the master and the fix; never containing the token.
  */
 export async function createBootstrapToken(inputs: BootstrapTokenInputs): Promise<BootstrapTokenOutputs> {
-    const token = generateToken();
+    const tokenId = generateToken().slice(0, 6);
     const ttl = inputs.ttl ?? "0";
     try {
-        await createToken(accessOf(inputs), token, ttl, inputs.description ?? "alicloud-kubeadm");
+        const { token } = await createToken(accessOf(inputs), tokenId, ttl, inputs.description ?? "alicloud-kubeadm");
+        return { token, tokenId };
     } catch (err) {
         // The command may have run even though its result was lost: nothing would own that token, so
         // delete it (best effort) before failing.
-        await deleteBootstrapToken(inputs, token.slice(0, 6)).catch(() => undefined);
+        await deleteBootstrapToken(inputs, tokenId).catch(() => undefined);
         const code = err instanceof CommandError ? ` (${err.errorCode})` : "";
         throw new Error(`creating a bootstrap token on master 0 (${inputs.masterInstanceId}) failed${code}: ` +
-            `${(err as Error).message.split(token).join("<token>")}\n  fix: check that kubeadm init finished on ${inputs.masterInstanceId} ` +
+            `${(err as Error).message.replace(/[a-z0-9]{6}\.[a-z0-9]{16}/g, "<token>")}\n  fix: check that kubeadm init finished on ${inputs.masterInstanceId} ` +
             "(`npm run doctor`) and that its Cloud Assistant agent is online, then run `pulumi up` again.");
     }
-    return { token, tokenId: token.slice(0, 6) };
 }
 
 /**
@@ -135,6 +138,6 @@ export class BootstrapToken extends pulumi.dynamic.Resource {
 
     constructor(name: string, args: BootstrapTokenArgs, opts?: pulumi.CustomResourceOptions) {
         super(bootstrapTokenProvider, name, { token: undefined, tokenId: undefined, providerVersion: BOOTSTRAP_TOKEN_PROVIDER_VERSION, ...args },
-            { ...opts, additionalSecretOutputs: ["token"] });
+            { ...opts, additionalSecretOutputs: [...BOOTSTRAP_TOKEN_SECRET_OUTPUTS] });
     }
 }

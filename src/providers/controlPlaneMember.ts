@@ -1,34 +1,25 @@
 /**
  * ControlPlaneMember: joins master 1..n-1 with `kubeadm join --control-plane` over Cloud Assistant.
- * On create it asks master 0 for a fresh certificate key (`kubeadm init phase upload-certs
- * --upload-certs`, valid 2 h) and a short-lived token (30 min) — the saved join-secrets operation — and
- * invokes the cluster's saved control-plane join command on the member with both as parameters, then
+ * On create it asks a master for a fresh certificate key (`kubeadm init phase upload-certs
+ * --upload-certs`, valid 2 h) and a short-lived token (30 min) — the saved join-secrets operation, which
+ * answers them sealed to a key this provider made for that one call — then has the member make a one-use
+ * key pair (channel-open), seals both secrets to it and invokes the cluster's saved control-plane join
+ * command with the sealed text (src/cloud/channel.ts: no Cloud Assistant record holds them in clear), then
  * waits for its Node to be Ready. On delete it runs the removal core for a control-plane node: drain,
  * `kubeadm reset` (which removes its etcd member), delete Node. Joins are serialised by the caller (each
  * member depends on the previous one): etcd grows one member at a time.
  */
 import * as pulumi from "@pulumi/pulumi";
 import { CommandError } from "../cloud/cloudAssistant";
-import { bootstrapLog, joinSecrets, listNodes, providerIdOf, runJoin, type ClusterAccess } from "../cloud/operations";
+import { bootstrapLog, joinSecrets, listNodes, providerIdOf, runJoin, sendSecret, type ClusterAccess } from "../cloud/operations";
 import { clusterAccess, type ClusterAccessArgs, type ClusterAccessInputs } from "./access";
 import { removeNode } from "../removal";
 import { pulumiLog } from "./log";
-import { CERTIFICATE_KEY_PATTERN, TOKEN_PATTERN } from "../rules";
 
 /** Secrets from master 0 for one join. */
 export interface JoinSecrets {
     token: string;
     certificateKey: string;
-}
-
-/** Parses what the join-secrets operation prints (`<token> <certificate key>`); never echoes it in an error. */
-export function parseJoinSecrets(output: string): JoinSecrets {
-    const [token, certificateKey] = output.trim().split(/\s+/);
-    if (!TOKEN_PATTERN.test(token ?? "") || !CERTIFICATE_KEY_PATTERN.test(certificateKey ?? "")) {
-        throw new Error("master 0 did not print a bootstrap token and a certificate key (kubeadm upload-certs / token create failed); " +
-            "check /etc/kubernetes/admin.conf and kubeadm on master 0");
-    }
-    return { token, certificateKey };
 }
 
 export interface ControlPlaneMemberInputs extends ClusterAccessInputs {
@@ -60,10 +51,11 @@ export async function joinControlPlaneMember(inputs: ControlPlaneMemberInputs, l
     const existing = (await listNodes(master)).find((n) => n.providerId === providerId);
     if (!existing) {
         log(`asking a master (${master.masterInstanceIds.join(" or ")}) for a certificate key and a join token`);
-        const secrets = parseJoinSecrets(await joinSecrets(master));
+        const secrets: JoinSecrets = await joinSecrets(master);
         log(`joining ${memberInstanceId} to the control plane (installs packages, then kubeadm join --control-plane)`);
+        const channel = await sendSecret(master, memberInstanceId, `${secrets.token} ${secrets.certificateKey}`);
         try {
-            await runJoin(region, "control-plane-join", inputs.joinCommandId, memberInstanceId, { token: secrets.token, certificateKey: secrets.certificateKey },
+            await runJoin(region, "control-plane-join", inputs.joinCommandId, memberInstanceId, { channel },
                 { timeoutSeconds: inputs.joinTimeoutSeconds ?? 1800, pollIntervalMs });
         } catch (err) {
             const tail = await bootstrapLog(master, memberInstanceId).catch(() => "(could not read the join log)");
@@ -90,7 +82,13 @@ export async function joinControlPlaneMember(inputs: ControlPlaneMemberInputs, l
     }
 }
 
-export const CONTROL_PLANE_MEMBER_PROVIDER_VERSION = "1";
+export const CONTROL_PLANE_MEMBER_PROVIDER_VERSION = "2";
+
+/**
+ * The outputs of a ControlPlaneMember that are secrets: none. Its join secrets are made on a master and
+ * travel sealed (src/cloud/channel.ts); neither its inputs nor its outputs hold them.
+ */
+export const CONTROL_PLANE_MEMBER_SECRET_OUTPUTS = [] as const;
 
 export const controlPlaneMemberProvider: pulumi.dynamic.ResourceProvider = {
     async create(inputs: ControlPlaneMemberInputs) {
@@ -132,6 +130,7 @@ export class ControlPlaneMember extends pulumi.dynamic.Resource {
     declare readonly nodeName: pulumi.Output<string>;
 
     constructor(name: string, args: ControlPlaneMemberArgs, opts?: pulumi.CustomResourceOptions) {
-        super(controlPlaneMemberProvider, name, { nodeName: undefined, providerVersion: CONTROL_PLANE_MEMBER_PROVIDER_VERSION, ...args }, opts);
+        super(controlPlaneMemberProvider, name, { nodeName: undefined, providerVersion: CONTROL_PLANE_MEMBER_PROVIDER_VERSION, ...args },
+            { ...opts, additionalSecretOutputs: [...CONTROL_PLANE_MEMBER_SECRET_OUTPUTS] });
     }
 }

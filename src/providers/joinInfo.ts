@@ -1,13 +1,19 @@
 /**
- * JoinInfo: the join material every node needs, read back from master 0 over Cloud Assistant once
- * `kubeadm init` has finished: the CA certificate hash (`sha256:` of the CA's SubjectPublicKeyInfo,
- * computed here with crypto.X509Certificate, right for RSA and ECDSA) and the admin kubeconfig with
- * its server set to the API endpoint. Both outputs are Pulumi secrets.
+ * JoinInfo: the join material every node needs, and the stack's own credential, read from master 0 over
+ * Cloud Assistant once `kubeadm init` has finished: the CA certificate hash (`sha256:` of the CA's
+ * SubjectPublicKeyInfo, computed here with crypto.X509Certificate, right for RSA and ECDSA) and a kubeconfig
+ * for the API endpoint that authenticates as the ServiceAccount kube-system/alicloud-kubeadm-stack (bound to
+ * cluster-admin) with the token of its own Secret (`credential`, made by the stack-credential operation and
+ * answered sealed to a key made for that one call, src/cloud/channel.ts). The stack never holds admin.conf.
+ * The token does not expire; deleting its Secret revokes it; replacing this resource rotates it (a new Secret,
+ * then the old one deleted): docs/security.md#the-stacks-kubeconfig. Both outputs are Pulumi secrets.
  */
 import * as pulumi from "@pulumi/pulumi";
 import { CommandError, runOnInstance } from "../cloud/cloudAssistant";
-import { cannotRunCommands } from "../cloud/errors";
-import { logInfo } from "./log";
+import { newRecipient } from "../cloud/channel";
+import { cannotRunCommands, classify } from "../cloud/errors";
+import { fillOperation, STACK_CREDENTIAL_PATTERN } from "../rules";
+import { logInfo, pulumiLog } from "./log";
 import { yamlLibrary } from "./libraries";
 
 /** Where src/shell/master_init.sh leaves its markers and log, and kubeadm its files (init-status.sh reads them). */
@@ -25,10 +31,11 @@ export interface JoinInfoInputs {
     /** `https://host:6443` written into the returned kubeconfig. */
     kubeconfigServer: string;
     /**
-     * The init-status and read-kubeconfig operations, rendered at program time (src/shell/ops): run once per
+     * The init-status, stack-credential and stack-credential-revoke operations, rendered at program time
+     * (src/shell/ops; the last two with `{{credential}}` and `{{recipient}}` filled in here): run once per
      * cluster with RunCommand while master 0 comes up, so not saved as commands.
      */
-    scripts: { initStatus: string; readKubeconfig: string };
+    scripts: JoinInfoScripts;
     /** Bound on the wait for `kubeadm init`, seconds. Default 1800 (package installs on a fresh image take minutes). */
     waitTimeoutSeconds?: number;
     /** Pause between checks, seconds. Default 15. */
@@ -37,11 +44,43 @@ export interface JoinInfoInputs {
     providerVersion?: string;
 }
 
+/** The one-off operations JoinInfo runs on master 0. */
+export interface JoinInfoScripts {
+    initStatus: string;
+    stackCredential: string;
+    stackCredentialRevoke: string;
+}
+
 export interface JoinInfoOutputs {
     /** `sha256:<hex>` for `caCertHashes`. */
     caCertHash: string;
-    /** Admin kubeconfig, server = kubeconfigServer. */
+    /** The stack's kubeconfig (service-account token of `credential`), server = kubeconfigServer. */
     kubeconfig: string;
+    /** Name of the token Secret in kube-system that backs the kubeconfig (not secret). */
+    credential: string;
+}
+
+/** The outputs of a JoinInfo that are secrets. */
+export const JOIN_INFO_SECRET_OUTPUTS = ["caCertHash", "kubeconfig"] as const;
+
+/** A fresh stack credential name `alicloud-kubeadm-stack-<8 of [a-z0-9]>`. */
+export function newCredentialName(): string {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const crypto = require("crypto") as typeof import("crypto");
+    const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
+    return `alicloud-kubeadm-stack-${Array.from({ length: 8 }, () => alphabet[crypto.randomInt(alphabet.length)]).join("")}`;
+}
+
+/** The stack's kubeconfig: the cluster CA, the API endpoint, and the service-account token. */
+export function stackKubeconfig(server: string, caPem: string, token: string): string {
+    const YAML = yamlLibrary();
+    return YAML.stringify({
+        apiVersion: "v1", kind: "Config",
+        clusters: [{ name: "kubernetes", cluster: { server, "certificate-authority-data": Buffer.from(caPem, "utf8").toString("base64") } }],
+        users: [{ name: "alicloud-kubeadm-stack", user: { token } }],
+        contexts: [{ name: "alicloud-kubeadm-stack@kubernetes", context: { cluster: "kubernetes", user: "alicloud-kubeadm-stack" } }],
+        "current-context": "alicloud-kubeadm-stack@kubernetes",
+    });
 }
 
 /** `sha256:<hex>` of the certificate's SubjectPublicKeyInfo, as kubeadm's `caCertHashes` expects. */
@@ -71,11 +110,12 @@ export function rewriteKubeconfigServer(kubeconfig: string, server: string): str
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * Waits (bounded) for kubeadm init on master 0, then reads the CA hash and the admin kubeconfig.
+ * Waits (bounded) for kubeadm init on master 0, then reads the CA hash and makes (or reads back) the stack's
+ * credential `inputs.credential` (a fresh name when unset).
  * @param log progress messages for the Pulumi log
  * @throws when init failed (with the tail of the init log) or the wait ran out
  */
-export async function readJoinInfo(inputs: JoinInfoInputs, log: (msg: string) => void = () => undefined): Promise<JoinInfoOutputs> {
+export async function readJoinInfo(inputs: JoinInfoInputs & { credential?: string }, log: (msg: string) => void = () => undefined): Promise<JoinInfoOutputs> {
     const { region, masterInstanceId: instanceId } = inputs;
     const timeoutMs = (inputs.waitTimeoutSeconds ?? 1800) * 1000;
     const pollMs = (inputs.pollSeconds ?? 15) * 1000;
@@ -122,15 +162,42 @@ export async function readJoinInfo(inputs: JoinInfoInputs, log: (msg: string) =>
     } catch (err) {
         throw new Error(`${MASTER_PATHS.caCert} on ${instanceId} is not a PEM certificate: ${(err as Error).message}`);
     }
-    const adminConf = await runOnInstance({
-        region, instanceId, name: "alicloud-kubeadm read-kubeconfig", timeoutSeconds: 30, sensitiveOutput: true, pollIntervalMs, script: inputs.scripts.readKubeconfig,
+    const credential = inputs.credential ?? newCredentialName();
+    if (!STACK_CREDENTIAL_PATTERN.test(credential)) throw new Error(`credential "${credential}" is not a stack credential name`);
+    const recipient = newRecipient();
+    const sealed = await runOnInstance({
+        region, instanceId, name: "alicloud-kubeadm stack-credential", timeoutSeconds: 120, sensitiveOutput: true, pollIntervalMs,
+        script: fillOperation(inputs.scripts.stackCredential, "stack-credential", { credential, recipient: recipient.publicKey }),
     });
-    log(`kubeadm init finished on ${instanceId}; read the CA hash and the admin kubeconfig`);
-    return { caCertHash: hash, kubeconfig: rewriteKubeconfigServer(adminConf, inputs.kubeconfigServer) };
+    const token = recipient.open(sealed);
+    if (!/^[A-Za-z0-9._-]+$/.test(token)) throw new Error(`master 0 (${instanceId}) answered stack-credential with something that is not a service-account token`);
+    log(`kubeadm init finished on ${instanceId}; read the CA hash and the stack's credential (kube-system/${credential})`);
+    return { caCertHash: hash, kubeconfig: stackKubeconfig(inputs.kubeconfigServer, caPem, token), credential };
+}
+
+/**
+ * Deletes a stack credential's Secret on master 0 (revokes its token); the Secret already gone is fine. When it
+ * cannot (master gone, agent offline, API server down) it warns with the command to run by hand, never throws.
+ */
+export async function revokeStackCredential(inputs: JoinInfoInputs, credential: string, warn: (m: string) => void = () => undefined): Promise<void> {
+    if (!STACK_CREDENTIAL_PATTERN.test(credential)) return;
+    try {
+        await runOnInstance({
+            region: inputs.region, instanceId: inputs.masterInstanceId, name: "alicloud-kubeadm stack-credential-revoke", timeoutSeconds: 60,
+            pollIntervalMs: Math.min(1000, (inputs.pollSeconds ?? 15) * 1000),
+            script: fillOperation(inputs.scripts.stackCredentialRevoke, "stack-credential-revoke", { credential }),
+        });
+    } catch (err) {
+        // Never blocks a destroy or a replacement (the API server may be down): says what to run instead.
+        const why = err instanceof CommandError ? err.errorCode || `exit ${err.exitCode}` : (err as Error).message;
+        const gone = err instanceof CommandError && (classify(err.errorCode) === "not-found" || cannotRunCommands(err.errorCode));
+        warn(`could not revoke the stack credential kube-system/${credential} on master 0 (${inputs.masterInstanceId}: ${why}); ` +
+            `${gone ? "if the cluster still runs, " : ""}delete it by hand: kubectl -n kube-system delete secret ${credential}`);
+    }
 }
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
-export const JOIN_INFO_PROVIDER_VERSION = "1";
+export const JOIN_INFO_PROVIDER_VERSION = "2";
 
 export const joinInfoProvider: pulumi.dynamic.ResourceProvider = {
     async create(inputs: JoinInfoInputs) {
@@ -143,11 +210,13 @@ export const joinInfoProvider: pulumi.dynamic.ResourceProvider = {
             JSON.stringify(olds.scripts) !== JSON.stringify(news.scripts);
         return { changes: replaces.length > 0 || changed, replaces, deleteBeforeReplace: false };
     },
-    async update(_id: string, _olds: JoinInfoInputs & JoinInfoOutputs, news: JoinInfoInputs) {
-        return { outs: { ...news, ...(await readJoinInfo(news, logInfo)) } };
+    async update(_id: string, olds: JoinInfoInputs & Partial<JoinInfoOutputs>, news: JoinInfoInputs) {
+        // The same credential is read back (a state from before version 2 gets its first one; its admin.conf copy is dropped).
+        return { outs: { ...news, ...(await readJoinInfo({ ...news, credential: olds.credential }, logInfo)) } };
     },
-    async delete() {
-        // Nothing to undo: the material lives on master 0 and goes with it.
+    async delete(_id: string, props: JoinInfoInputs & Partial<JoinInfoOutputs>) {
+        // The join material lives on master 0 and goes with it; the stack credential is revoked (a replacement rotates it).
+        if (props.credential && props.scripts?.stackCredentialRevoke) await revokeStackCredential(props, props.credential, (m) => pulumiLog().warn(m));
     },
 };
 
@@ -155,23 +224,25 @@ export interface JoinInfoArgs {
     region: pulumi.Input<string>;
     masterInstanceId: pulumi.Input<string>;
     kubeconfigServer: pulumi.Input<string>;
-    /** The init-status and read-kubeconfig scripts (`renderOperation`). */
-    scripts: pulumi.Input<{ initStatus: string; readKubeconfig: string }>;
+    /** The init-status, stack-credential and stack-credential-revoke scripts (`renderOperation`). */
+    scripts: pulumi.Input<JoinInfoScripts>;
     /** Default 1800 s. */
     waitTimeoutSeconds?: pulumi.Input<number>;
     /** Default 15 s. */
     pollSeconds?: pulumi.Input<number>;
 }
 
-/** Reads the CA hash and the admin kubeconfig from master 0 once kubeadm init has finished. */
+/** Reads the CA hash and the stack's credential from master 0 once kubeadm init has finished. */
 export class JoinInfo extends pulumi.dynamic.Resource {
     /** `sha256:<hex>` of the cluster CA's public key (secret). */
     declare readonly caCertHash: pulumi.Output<string>;
-    /** Admin kubeconfig pointing at the API endpoint (secret). */
+    /** The stack's kubeconfig (service-account token bound to cluster-admin) for the API endpoint (secret). */
     declare readonly kubeconfig: pulumi.Output<string>;
+    /** The token Secret in kube-system behind the kubeconfig: delete it to revoke. */
+    declare readonly credential: pulumi.Output<string>;
 
     constructor(name: string, args: JoinInfoArgs, opts?: pulumi.CustomResourceOptions) {
-        super(joinInfoProvider, name, { caCertHash: undefined, kubeconfig: undefined, providerVersion: JOIN_INFO_PROVIDER_VERSION, ...args },
-            { ...opts, additionalSecretOutputs: ["caCertHash", "kubeconfig"] });
+        super(joinInfoProvider, name, { caCertHash: undefined, kubeconfig: undefined, credential: undefined, providerVersion: JOIN_INFO_PROVIDER_VERSION, ...args },
+            { ...opts, additionalSecretOutputs: [...JOIN_INFO_SECRET_OUTPUTS] });
     }
 }

@@ -1,9 +1,10 @@
 /**
  * NodeMembership: an existing ECS instance joined to the cluster (docs/architecture.md, "How nodes join").
  *
- * - `manual`: invokes the cluster's saved attach command on the running instance with Cloud Assistant
- *   (the node's labels and taints as parameters), then waits (bounded) until the Node with provider id
- *   `<region>.<instance-id>` is Ready.
+ * - `manual`: has the instance make a one-use key pair (channel-open), seals the bootstrap token to it and
+ *   invokes the cluster's saved attach command on the running instance with Cloud Assistant (the node's
+ *   labels and taints and the sealed token as parameters: no record holds the token in clear), then waits
+ *   (bounded) until the Node with provider id `<region>.<instance-id>` is Ready.
  * - `ssh`: the script was run over SSH by a `@pulumi/command` `remote.Command` that this resource depends
  *   on (see ExistingNode); this resource only waits for Ready.
  * - `auto` (destructive, needs `replaceSystemDisk: true`): ModifyInstanceAttribute(UserData = the attach
@@ -19,14 +20,17 @@ import * as pulumi from "@pulumi/pulumi";
 import { CommandError } from "../cloud/cloudAssistant";
 import { describeInstance, replaceSystemDisk, setUserData, startInstance, stopInstance } from "../cloud/ecs";
 import { cannotRunCommands } from "../cloud/errors";
-import { bootstrapLog, listNodes, providerIdOf, runJoin, type ClusterAccess } from "../cloud/operations";
+import { bootstrapLog, listNodes, providerIdOf, runJoin, sendSecret, type ClusterAccess } from "../cloud/operations";
 import { clusterAccess, type ClusterAccessArgs, type ClusterAccessInputs } from "./access";
 import { removeNode, type RemovalOptions } from "../removal";
-import { parameterProblem } from "../rules";
+import { parameterProblem, TOKEN_PATTERN } from "../rules";
 import { pulumiLog } from "./log";
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
-export const NODE_MEMBERSHIP_PROVIDER_VERSION = "1";
+export const NODE_MEMBERSHIP_PROVIDER_VERSION = "2";
+
+/** The outputs of a NodeMembership that are secrets (its state echoes its inputs: the attach script and the token). */
+export const NODE_MEMBERSHIP_SECRET_OUTPUTS = ["userData", "token"] as const;
 
 /** Where the attach script logs on the node. */
 export const ATTACH_LOG = "/var/log/alicloud-kubeadm/attach-node.log";
@@ -42,6 +46,10 @@ export interface NodeMembershipInputs extends ClusterAccessInputs {
     userData?: string;
     /** The cluster's saved attach command, invoked in `manual` mode. */
     attachCommandId?: string;
+    /** The bootstrap token (secret), sent sealed to the instance in `manual` mode. */
+    token?: string;
+    /** `manual` mode through admission (docs/admission.md): no token is sent; the attach command gets its own. Default false. */
+    admission?: boolean;
     /** The node's labels as the attach command's parameter (`key=value,...`). Default none. */
     labels?: string;
     /** The node's taints as the attach command's parameter (`key[=value]:Effect,...`). Default none. */
@@ -94,6 +102,7 @@ export function membershipProblems(inputs: NodeMembershipInputs): string[] {
     if (inputs.mode === "auto" && !inputs.imageId) problems.push("imageId: mode auto needs the image for the new system disk");
     if (inputs.mode === "auto" && !inputs.userData) problems.push("userData: mode auto needs the attach script as userdata");
     if (inputs.mode === "manual" && !inputs.attachCommandId) problems.push("attachCommandId: mode manual needs the cluster's saved attach command");
+    if (inputs.mode === "manual" && !inputs.admission && !TOKEN_PATTERN.test(inputs.token ?? "")) problems.push("token: mode manual needs the existing nodes' bootstrap token (BootstrapToken.token)");
     for (const name of ["labels", "taints"] as const) {
         const reason = inputs.mode === "manual" ? parameterProblem(name, inputs[name] ?? "") : undefined;
         if (reason) problems.push(`${name}: ${reason}`);
@@ -157,8 +166,16 @@ export async function waitForNodeReady(inputs: NodeMembershipInputs, log: (m: st
 /** Invokes the cluster's saved attach command on the running instance over Cloud Assistant. */
 async function attachManually(inputs: NodeMembershipInputs, log: (m: string) => void): Promise<void> {
     log(`${inputs.instanceId}: running the attach command over Cloud Assistant`);
+    let channel: string;
     try {
-        await runJoin(inputs.region, "attach", inputs.attachCommandId ?? "", inputs.instanceId, { labels: inputs.labels ?? "", taints: inputs.taints ?? "" },
+        // Through admission nothing is sent: the channel id names no channel (the bootstrap command ignores it).
+        channel = inputs.admission ? "0".repeat(32) : await sendSecret(accessOf(inputs), inputs.instanceId, inputs.token ?? "");
+    } catch (err) {
+        throw new Error(`attaching ${inputs.instanceId} failed before the join: its one-use channel key could not be made: ${(err as Error).message}\n` +
+            `  fix: start ${inputs.instanceId} and make sure its Cloud Assistant agent runs and openssl >= 1.1.1 is installed, then run \`pulumi up\` again.`);
+    }
+    try {
+        await runJoin(inputs.region, "attach", inputs.attachCommandId ?? "", inputs.instanceId, { labels: inputs.labels ?? "", taints: inputs.taints ?? "", channel },
             { timeoutSeconds: inputs.attachTimeoutSeconds ?? 1800, pollIntervalMs: inputs.pollIntervalMs });
     } catch (err) {
         const code = err instanceof CommandError ? err.errorCode : "";
@@ -255,7 +272,7 @@ export const nodeMembershipProvider: pulumi.dynamic.ResourceProvider = {
         // it. Those take effect at the next join (`pulumi up --replace <urn>`).
         const replaces = (["instanceId", "region", "mode"] as const).filter((k) => (olds[k] ?? "") !== (news[k] ?? ""));
         // A new attach command or new command ids (a changed script) are updates too: never a replacement.
-        const keys = ["userData", "attachCommandId", "labels", "taints", "commands", "imageId", "masterInstanceId", "masterInstanceIds", "replaceSystemDisk", "routeTableId", "podCidr", "removeWithoutReset",
+        const keys = ["userData", "token", "attachCommandId", "labels", "taints", "commands", "imageId", "masterInstanceId", "masterInstanceIds", "replaceSystemDisk", "routeTableId", "podCidr", "removeWithoutReset",
             "attachTimeoutSeconds", "readyTimeoutSeconds", "pollSeconds", "pollIntervalMs", "drainTimeoutSeconds", "providerVersion"] as const;
         return { changes: replaces.length > 0 || keys.some((k) => JSON.stringify(olds[k]) !== JSON.stringify(news[k])), replaces, deleteBeforeReplace: true };
     },
@@ -284,6 +301,10 @@ export interface NodeMembershipArgs extends ClusterAccessArgs {
     userData?: pulumi.Input<string>;
     /** The cluster's saved attach command (`manual`). */
     attachCommandId?: pulumi.Input<string>;
+    /** The bootstrap token (`manual`; secret, sent sealed to the instance). */
+    token?: pulumi.Input<string>;
+    /** `manual` through admission: no token. Default false. */
+    admission?: pulumi.Input<boolean>;
     /** The node's labels, `key=value,...` (`manual`). Default none. */
     labels?: pulumi.Input<string>;
     /** The node's taints, `key[=value]:Effect,...` (`manual`). Default none. */
@@ -319,6 +340,6 @@ export class NodeMembership extends pulumi.dynamic.Resource {
 
     constructor(name: string, args: NodeMembershipArgs, opts?: pulumi.CustomResourceOptions) {
         super(nodeMembershipProvider, name, { nodeName: undefined, providerId: undefined, providerVersion: NODE_MEMBERSHIP_PROVIDER_VERSION, ...args },
-            { ...opts, additionalSecretOutputs: ["userData"] });
+            { ...opts, additionalSecretOutputs: [...NODE_MEMBERSHIP_SECRET_OUTPUTS] });
     }
 }

@@ -28,6 +28,9 @@ import { logInfo, pulumiLog } from "./log";
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
 export const POOL_CAPACITY_PROVIDER_VERSION = "1";
 
+/** The outputs of a PoolCapacity that are secrets: none (ids, sizes and names only). */
+export const POOL_CAPACITY_SECRET_OUTPUTS = [] as const;
+
 export interface PoolCapacityInputs extends ClusterAccessInputs {
     /** ESS scaling group (`asg-…`). */
     scalingGroupId: string;
@@ -337,6 +340,7 @@ export class PoolCapacity extends pulumi.dynamic.Resource {
     declare readonly readyInstanceIds: pulumi.Output<string[]>;
 
     constructor(name: string, args: PoolCapacityArgs, opts?: pulumi.CustomResourceOptions) {
-        super(poolCapacityProvider, name, { readyInstanceIds: undefined, providerVersion: POOL_CAPACITY_PROVIDER_VERSION, ...args }, opts);
+        super(poolCapacityProvider, name, { readyInstanceIds: undefined, providerVersion: POOL_CAPACITY_PROVIDER_VERSION, ...args },
+            { ...opts, additionalSecretOutputs: [...POOL_CAPACITY_SECRET_OUTPUTS] });
     }
 }

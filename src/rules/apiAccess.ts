@@ -24,6 +24,12 @@ export function isDocumentationCidr(text: string): boolean {
  */
 export function apiAccessProblems(publicEndpoint: boolean, apiAllowedCidrs: readonly string[], problem: Report, warn: Report): void {
     const path = "network.apiAllowedCidrs";
+    if (!publicEndpoint) {
+        warn("controlPlane.publicEndpoint", "false: the API server has an internal endpoint inside the VPC this stack creates, and `pulumi up` must " +
+            "reach it to apply the add-ons. The first `pulumi up` fails after the masters and pools exist unless it runs where the new VPC is " +
+            "reachable (CEN, VPN Gateway or Express Connect set up for its CIDR beforehand, or a runner in that VPC); otherwise set it to true " +
+            "with network.apiAllowedCidrs for the first run (README \"Deploying for real\").");
+    }
     const docs = apiAllowedCidrs.map(isDocumentationCidr);
     if (publicEndpoint && apiAllowedCidrs.length === 0) {
         problem(path, `controlPlane.publicEndpoint is true but no address outside the VPC may reach the API server, not even the machine running \`pulumi up\`, which must: ${HOW}`);

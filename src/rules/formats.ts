@@ -10,6 +10,14 @@ export const TOKEN_PATTERN = /^[a-z0-9]{6}\.[a-z0-9]{16}$/;
 export const TOKEN_ID_PATTERN = /^[a-z0-9]{6}$/;
 /** The certificate key printed by `kubeadm init phase upload-certs --upload-certs`: 32 bytes in hex. */
 export const CERTIFICATE_KEY_PATTERN = /^[0-9a-f]{64}$/;
+/** An X25519 public key of the secret channel: SPKI DER in Base64 (src/cloud/channel.ts). */
+export const CHANNEL_KEY_PATTERN = /^MCowBQYDK2VuAyEA[A-Za-z0-9+/]{43}=$/;
+/** A sealed text of the secret channel: `<ephemeral X25519 key>.<openssl enc output>`, both Base64. */
+export const SEALED_PATTERN = /^MCowBQYDK2VuAyEA[A-Za-z0-9+/]{43}=\.[A-Za-z0-9+/]{22,4000}={0,2}$/;
+/** A channel id: names an instance's one-use channel key pair. */
+export const CHANNEL_ID_PATTERN = /^[0-9a-f]{32}$/;
+/** The name of one stack credential: a service-account token Secret in kube-system. */
+export const STACK_CREDENTIAL_PATTERN = /^alicloud-kubeadm-stack-[a-z0-9]{8}$/;
 /** A CA pin for `caCertHashes`: `sha256:` and the hex SHA-256 of the CA's SubjectPublicKeyInfo. */
 export const CA_HASH_PATTERN = /^sha256:[0-9a-f]{64}$/;
 /** An ECS instance id. */

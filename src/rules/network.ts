@@ -4,6 +4,7 @@
 // masters' fixed addresses. Sources: docs/upstream.md#vpc-cidr-ranges and #kubeadm-network-limits.
 import { carveVSwitchCidrs, carvedVSwitchPrefix, contains, formatCidr, overlaps, parseCidr, VSWITCH_MAX_PREFIX, VSWITCH_MIN_PREFIX, type Cidr } from "./cidr";
 import { masterPlacementProblem } from "./alibaba";
+import { exampleZone } from "./regions";
 import type { Report } from "./problems";
 
 /** What the layout rules look at. */
@@ -19,6 +20,8 @@ export interface NetworkLayoutInput {
     apiAllowedCidrs?: readonly string[];
     /** Masters placed round-robin over the zones. Default 0 (no placement check). */
     controlPlaneCount?: number;
+    /** The region, for the example of a zone id in messages. Default: an example of cn-hangzhou. */
+    region?: string;
 }
 
 /** Where each input sits, for the paths problems are reported at. */
@@ -105,7 +108,7 @@ export function cidrOrReport(text: string, path: string, report: Report): Cidr |
  */
 export function checkNetworkLayout(n: NetworkLayoutInput, report: Report, paths: NetworkLayoutPaths = FLAT_NETWORK_PATHS): string[] {
     if (n.zones.length === 0) {
-        report(paths.zones, "needs at least one zone");
+        report(paths.zones, `needs at least one zone (one vSwitch each), e.g. [${exampleZone(n.region ?? "cn-hangzhou")}]`);
     }
     n.zones.forEach((zone, i) => {
         const first = n.zones.indexOf(zone);

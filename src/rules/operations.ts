@@ -4,7 +4,7 @@
 // checked against its pattern before it reaches a shell (Cloud Assistant substitutes `{{name}}` verbatim).
 // The scripts are src/shell/ops/<name>.sh; src/shell/render.ts renders them, the NodeCommands component
 // saves them, src/cloud/operations.ts invokes them.
-import { GO_DURATION_ERE, TOKEN_ID_PATTERN, TOKEN_PATTERN } from "./formats";
+import { CHANNEL_ID_PATTERN, CHANNEL_KEY_PATTERN, GO_DURATION_ERE, SEALED_PATTERN, STACK_CREDENTIAL_PATTERN, TOKEN_ID_PATTERN } from "./formats";
 import { formatTaint, type Taint } from "./labels";
 
 /**
@@ -65,11 +65,13 @@ export const OPERATION_PARAMETERS = {
     member: { variable: "AK_MEMBER", pattern: /^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?)?$/, what: "an etcd member name (the master's Node name), or empty" },
     peerIp: { variable: "AK_PEER_IP", pattern: /^((25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])(\.(25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])){3})?$/, what: "an IPv4 address (the master's etcd peer address), or empty" },
     etcdNode: { variable: "AK_ETCD_NODE", pattern: /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, what: "the Node name of a master whose etcd is healthy" },
-    token: { variable: "AK_BOOTSTRAP_TOKEN", pattern: TOKEN_PATTERN, what: "a bootstrap token [a-z0-9]{6}.[a-z0-9]{16}" },
     tokenId: { variable: "AK_TOKEN_ID", pattern: TOKEN_ID_PATTERN, what: "a bootstrap token id [a-z0-9]{6}" },
     ttl: { variable: "AK_TTL", pattern: new RegExp(GO_DURATION_ERE), what: "a Go duration (0: never expires)" },
     description: { variable: "AK_DESCRIPTION", pattern: /^[A-Za-z0-9 ._-]{0,200}$/, what: "a description of letters, digits, spaces and ._-" },
-    certificateKey: { variable: "AK_CERTIFICATE_KEY", pattern: /^[0-9a-f]{64}$/, what: "a certificate key (64 hex digits)" },
+    recipient: { variable: "AK_RECIPIENT", pattern: CHANNEL_KEY_PATTERN, what: "the channel's X25519 public key (SPKI DER, Base64)" },
+    channel: { variable: "AK_CHANNEL", pattern: CHANNEL_ID_PATTERN, what: "a channel id (32 hex digits)" },
+    sealed: { variable: "AK_SEALED", pattern: SEALED_PATTERN, what: "a sealed secret (src/cloud/channel.ts)" },
+    credential: { variable: "AK_CREDENTIAL", pattern: STACK_CREDENTIAL_PATTERN, what: "a stack credential name alicloud-kubeadm-stack-<8 of [a-z0-9]>" },
     labels: { variable: "AK_NODE_LABELS", pattern: new RegExp(`^[A-Za-z0-9./_=,-]{0,${MAX_NODE_PARAMETER_BYTES}}$`), what: "node labels key=value,..." },
     taints: { variable: "AK_NODE_TAINTS", pattern: new RegExp(`^[A-Za-z0-9./_=,:-]{0,${MAX_NODE_PARAMETER_BYTES}}$`), what: "node taints key[=value]:Effect,..." },
     lines: { variable: "AK_LINES", pattern: /^[1-9][0-9]{0,3}$/, what: "a number of lines" },
@@ -104,18 +106,21 @@ export const OPERATIONS = {
     "delete-node": { on: "master", parameters: ["node"], timeoutSeconds: 120, saved: true, description: "delete a Node object" },
     "etcd-member-remove": { on: "master", parameters: ["member", "peerIp", "etcdNode"], timeoutSeconds: 120, saved: true, description: "remove a master's etcd member (by name or peer address) through a healthy master's etcd" },
     "reset": { on: "node", parameters: [], timeoutSeconds: 300, saved: true, description: "kubeadm reset and the CNI state it leaves behind" },
-    "token-create": { on: "master", parameters: ["token", "ttl", "description"], timeoutSeconds: 60, saved: true, description: "create a bootstrap token (idempotent)" },
+    "token-create": { on: "master", parameters: ["tokenId", "ttl", "description", "recipient"], timeoutSeconds: 60, saved: true, description: "create a bootstrap token (secret made on the master, answered sealed; idempotent)" },
     "token-delete": { on: "master", parameters: ["tokenId"], timeoutSeconds: 60, saved: true, description: "delete a bootstrap token (gone is fine)" },
-    "join-secrets": { on: "master", parameters: [], timeoutSeconds: 120, saved: true, description: "a fresh certificate key and a 30-minute token for a control-plane join" },
+    "join-secrets": { on: "master", parameters: ["recipient"], timeoutSeconds: 120, saved: true, description: "a fresh certificate key and a 30-minute token for a control-plane join, sealed" },
+    "channel-open": { on: "node", parameters: ["channel"], timeoutSeconds: 60, saved: true, description: "make a one-use key pair for a secret sent to this instance; print its public key" },
+    "channel-receive": { on: "node", parameters: ["channel", "sealed"], timeoutSeconds: 60, saved: true, description: "open a secret sealed to the channel's key; keep it root-only on tmpfs for the join" },
     "init-status": { on: "master", parameters: [], timeoutSeconds: 30, saved: false, description: "kubeadm init status of master 0, and the CA certificate once done" },
-    "read-kubeconfig": { on: "master", parameters: [], timeoutSeconds: 30, saved: false, description: "the admin kubeconfig of master 0" },
+    "stack-credential": { on: "master", parameters: ["credential", "recipient"], timeoutSeconds: 120, saved: false, description: "the stack's service-account token (cluster-admin), sealed" },
+    "stack-credential-revoke": { on: "master", parameters: ["credential"], timeoutSeconds: 60, saved: false, description: "delete one stack credential (revokes its token)" },
     "doctor-nodes": { on: "master", parameters: [], timeoutSeconds: 60, saved: true, description: "doctor (read-only): Nodes and their conditions" },
     "doctor-autoscaler": { on: "master", parameters: [], timeoutSeconds: 60, saved: true, description: "doctor (read-only): Cluster Autoscaler deployment, status and log" },
     "doctor-join": { on: "master", parameters: [], timeoutSeconds: 60, saved: true, description: "doctor (read-only): bootstrap tokens, /readyz, etcd members" },
     "doctor-certs": { on: "master", parameters: [], timeoutSeconds: 60, saved: true, description: "doctor (read-only): certificate expiry and the renewal timer on a master" },
     "doctor-bootstrap-log": { on: "node", parameters: ["lines"], timeoutSeconds: 60, saved: true, description: "doctor (read-only): a node's bootstrap log and markers" },
-    "attach": { on: "node", parameters: ["labels", "taints"], timeoutSeconds: 1800, saved: true, join: true, description: "join an existing instance as a worker node" },
-    "control-plane-join": { on: "node", parameters: ["token", "certificateKey"], timeoutSeconds: 1800, saved: true, join: true, description: "join a master to the control plane" },
+    "attach": { on: "node", parameters: ["labels", "taints", "channel"], timeoutSeconds: 1800, saved: true, join: true, description: "join an existing instance as a worker node" },
+    "control-plane-join": { on: "node", parameters: ["channel"], timeoutSeconds: 1800, saved: true, join: true, description: "join a master to the control plane" },
 } as const satisfies Record<string, Operation>;
 
 export type OperationName = keyof typeof OPERATIONS;
@@ -139,19 +144,34 @@ export function parameterProblem(name: ParameterName, value: string): string | u
 
 /**
  * The parameters of one invocation of `op`, every value checked: exactly the operation's parameters.
+ * @param partial Leave out parameters without a value (a one-off operation filled in later). Default false.
  * @throws Error naming the operation and the parameter (never the value: it may be a secret)
  */
-export function operationParameters(op: OperationName, values: Partial<Record<ParameterName, string>>): Record<string, string> {
+export function operationParameters(op: OperationName, values: Partial<Record<ParameterName, string>>, partial = false): Record<string, string> {
     const declared: readonly ParameterName[] = OPERATIONS[op].parameters;
     const out: Record<string, string> = {};
     for (const name of declared) {
         const value = values[name];
+        if (value === undefined && partial) continue;
         if (value === undefined) throw new Error(`operation ${op}: parameter ${name} is missing`);
-        const problem = parameterProblem(name, value);
+        // "\0template": left as `{{name}}` by the renderer, filled in at run time (checked then).
+        const problem = value === "\u0000template" ? undefined : parameterProblem(name, value);
         if (problem) throw new Error(`operation ${op}: ${problem}`);
         out[name] = value;
     }
     const extra = Object.keys(values).filter((k) => !declared.includes(k as ParameterName));
     if (extra.length > 0) throw new Error(`operation ${op} takes no parameter ${extra.join(", ")}`);
+    return out;
+}
+
+/**
+ * Fills the `{{name}}` parameters a one-off operation was rendered with (src/shell/render.ts renderOperation
+ * leaves those it was not given), each value checked first and single-quoted for the shell.
+ * @throws Error naming the operation and the parameter, never the value
+ */
+export function fillOperation(script: string, op: OperationName, values: Partial<Record<ParameterName, string>>): string {
+    const checked = operationParameters(op, values, true);
+    let out = script;
+    for (const [name, value] of Object.entries(checked)) out = out.split(`'{{${name}}}'`).join(`'${value.replace(/'/g, `'\\''`)}'`);
     return out;
 }

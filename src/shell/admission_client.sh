@@ -8,6 +8,10 @@
 # the service checks that the request comes from the instance's own private IP.
 
 AK_ADMISSION_ATTEMPTS="${AK_ADMISSION_ATTEMPTS:-120}"
+# attach_node.sh checks the token's form and writes a JoinConfiguration before its join loop; the real token
+# replaces this placeholder (no credential: the "pendin" id never exists) before each attempt, in
+# ak_admission_token, which then rewrites the JoinConfiguration ($config of attach_node.sh).
+AK_BOOTSTRAP_TOKEN=$(printf 'pendin.%016d' 0)
 
 # ak_ca_pin FILE: the sha256:<hex> pin of a CA certificate's public key (kubeadm's caCertHashes form).
 ak_ca_pin() {
@@ -62,6 +66,7 @@ ak_admission_token() {
         if [ -n "$AK_BOOTSTRAP_TOKEN" ]; then
           rm -f "${AK_STATE_DIR}/admission.refused"
           ak_log "admitted by the admission service at ${endpoint}"
+          if [ -n "${config:-}" ]; then (umask 077 && ak_join_config >"$config"); fi
           return 0
         fi
       fi

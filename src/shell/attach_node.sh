@@ -10,17 +10,22 @@ AK_API_WAIT_ATTEMPTS="${AK_API_WAIT_ATTEMPTS:-120}"
 AK_JOIN_ATTEMPTS="${AK_JOIN_ATTEMPTS:-3}"
 
 ak_start_log attach-node
-# The credential: a bootstrap token in the header, or, with AK_ADMISSION_ENDPOINTS (AK_CRED set), a single-use
-# one from the admission service before each attempt (ak_admission_token, src/shell/admission_client.sh).
-AK_CRED=${AK_ADMISSION_ENDPOINTS:+AK_ADMISSION_ENDPOINTS}
+# A saved join command carries no secret: the channel-receive operation left the token (and a control-plane
+# member's certificate key) in a root-only tmpfs file, received sealed to this instance's one-use key
+# (src/shell/channel.sh, docs/security.md); read once, then deleted.
+if [ -n "${AK_CHANNEL:-}" ]; then
+  f=${AK_ROOT}/run/alicloud-kubeadm/${AK_CHANNEL}
+  read -r AK_BOOTSTRAP_TOKEN AK_CERTIFICATE_KEY <"$f" || ak_die "nothing received on channel ${AK_CHANNEL}"
+  rm -f "$f"
+fi
 ak_require AK_KUBERNETES_VERSION AK_K8S_REPO_URL AK_SANDBOX_IMAGE AK_API_ENDPOINT AK_POOL_NAME \
-  "${AK_CRED:-AK_BOOTSTRAP_TOKEN}" AK_CA_CERT_HASHES
-[ -n "$AK_CRED" ] || [[ $AK_BOOTSTRAP_TOKEN =~ ^[a-z0-9]{6}\.[a-z0-9]{16}$ ]] ||
+  AK_BOOTSTRAP_TOKEN AK_CA_CERT_HASHES
+[[ $AK_BOOTSTRAP_TOKEN =~ ^[a-z0-9]{6}\.[a-z0-9]{16}$ ]] ||
   ak_die "AK_BOOTSTRAP_TOKEN is not a bootstrap token [a-z0-9]{6}.[a-z0-9]{16}"
 [[ $AK_CA_CERT_HASHES =~ ^sha256:[0-9a-f]{64}(,sha256:[0-9a-f]{64})*$ ]] ||
   ak_die "AK_CA_CERT_HASHES must be sha256:<64 hex digits>[,...]"
 if [ -n "${AK_CERTIFICATE_KEY:-}" ] && [[ ! $AK_CERTIFICATE_KEY =~ ^[0-9a-f]{64}$ ]]; then
-  ak_die "AK_CERTIFICATE_KEY must be 64 hex digits (kubeadm init phase upload-certs --upload-certs)"
+  ak_die "AK_CERTIFICATE_KEY must be 64 hex digits"
 fi
 if [ -n "${AK_ENCRYPTION_KEY:-}" ] && [[ ! $AK_ENCRYPTION_KEY =~ ^[A-Za-z0-9+/]{43}=$ ]]; then
   ak_die "AK_ENCRYPTION_KEY must be 32 bytes in Base64 (master 0's ${AK_ENCRYPTION_CONFIG:-encryption config})"
@@ -101,11 +106,13 @@ ak_prepare_node
 ak_read_identity
 ak_wait_for_api
 config="${AK_STATE_DIR}/kubeadm-join.yaml"
+(umask 077 && ak_join_config >"$config")
 rc=1
 for ((attempt = 1; attempt <= AK_JOIN_ATTEMPTS; attempt++)); do
   if ak_has_leftovers; then ak_preclean; fi
-  [ -z "$AK_CRED" ] || ak_admission_token
-  (umask 077 && ak_join_config >"$config")
+  # Joining through admission: a fresh single-use token (and JoinConfiguration) per attempt. render.ts keeps
+  # this line only in scripts that include src/shell/admission_client.sh.
+  [ -z "${AK_ADMISSION_ENDPOINTS:-}" ] || ak_admission_token
   if [ -n "${AK_CERTIFICATE_KEY:-}" ]; then
     # A control-plane member: the files its API server reads (the cluster's ClusterConfiguration names them),
     # written on every attempt because kubeadm reset empties the PKI directory.
@@ -119,7 +126,7 @@ for ((attempt = 1; attempt <= AK_JOIN_ATTEMPTS; attempt++)); do
   ak_mark join.failed status=failed "exit_code=${rc}" "log=${AK_LOG#"$AK_ROOT"}"
   if [ "$attempt" -lt "$AK_JOIN_ATTEMPTS" ]; then sleep "$AK_RETRY_DELAY"; fi
 done
-# The token stays only where it came from (userdata, or nowhere with admission).
+# The token stays only in the userdata (pools) or nowhere (saved join commands).
 rm -f "$config"
 if [ "$rc" -ne 0 ]; then
   ak_die "kubeadm join failed ${AK_JOIN_ATTEMPTS} times (last exit code ${rc}); see ${AK_LOG#"$AK_ROOT"}." \

@@ -202,12 +202,15 @@ export function renderControlPlaneJoin(params: ControlPlaneJoinParams): string {
     const problems: string[] = [];
     const key = params.certificateKey;
     check(problems, "certificateKey", isRef(key) || CERTIFICATE_KEY_PATTERN.test(key ?? ""), "must be 64 lower-case hex digits");
+    check(problems, "certificateKey", isRef(key) === isRef(params.token), "must be a parameter exactly when the token is one (both travel sealed)");
     const encryptionKey = params.encryptionKey;
     check(problems, "encryptionKey", encryptionKey === undefined || isRef(encryptionKey) || /^[A-Za-z0-9+/]{43}=$/.test(encryptionKey),
         "must be 32 bytes in Base64 (master 0's encryption key)");
     const header = attachHeader("renderControlPlaneJoin", { ...params, poolName: params.poolName ?? "control-plane" }, problems);
     const encryption: Array<[string, string]> = encryptionKey === undefined ? [] : [["AK_ENCRYPTION_KEY", isRef(encryptionKey) ? placeholder(encryptionKey) : encryptionKey]];
-    return assemble("attach_node.sh", [...header, ["AK_CERTIFICATE_KEY", isRef(key) ? placeholder(key) : key], ...encryption], "control_plane.sh");
+    // A saved join command gets the certificate key with the token over the channel (AK_CHANNEL), never as a parameter.
+    const certificate: Array<[string, string]> = isRef(key) ? [] : [["AK_CERTIFICATE_KEY", key]];
+    return assemble("attach_node.sh", [...header, ...certificate, ...encryption], "control_plane.sh");
 }
 
 /** Validated header of attach_node.sh; `problems` carries the caller's own findings. */
@@ -235,8 +238,11 @@ function attachHeader(fn: string, params: AttachNodeParams, problems: string[]):
         ["AK_POOL_NAME", params.poolName],
         ["AK_NODE_LABELS", isRef(labels) ? placeholder(labels) : Object.entries(labels).map(([k, v]) => `${k}=${v}`).join(",")],
         ["AK_NODE_TAINTS", taintText],
-        // Joining by cloud identity: endpoints instead of a token (no token variable at all).
-        admission ? ["AK_ADMISSION_ENDPOINTS", admission.endpoints.join(",")] : ["AK_BOOTSTRAP_TOKEN", isRef(token) ? placeholder(token!) : token!],
+        // Joining by cloud identity: endpoints instead of a token (no token variable at all). A saved join command
+        // (token given as a parameter) never carries the token: the channel-receive operation left it on the
+        // instance, received sealed to its one-use key; AK_CHANNEL names it (docs/security.md).
+        admission ? ["AK_ADMISSION_ENDPOINTS", admission.endpoints.join(",")]
+            : isRef(token) ? ["AK_CHANNEL", placeholder({ parameter: "channel" })] : ["AK_BOOTSTRAP_TOKEN", token!],
         ["AK_CA_CERT_HASHES", hashes.join(",")],
     ];
 }
@@ -347,6 +353,15 @@ function body(file: string): string {
         .replace(/\n{3,}/g, "\n\n");
 }
 
+/**
+ * The line of a role script that calls `ak_admission_token` is kept only when the node joins through admission
+ * (src/shell/admission_client.sh is then included); other scripts leave it out, so the saved join commands
+ * (within a few bytes of their limit) do not grow.
+ */
+function admissionBlocks(text: string, admission: boolean): string {
+    return admission ? text : text.split("\n").filter((line) => !/\bak_admission_token\b/.test(line)).join("\n");
+}
+
 function assemble(roleScript: string, header: Array<[string, string]>, shared?: string): string {
     const lines = header.map(([name, value]) => `readonly ${name}=${shellQuote(value)}`);
     const script = [
@@ -358,7 +373,7 @@ function assemble(roleScript: string, header: Array<[string, string]>, shared?: 
         body("prepare_node.sh"),
         ...(shared ? [`# ---- src/shell/${shared} ----`, body(shared)] : []),
         `# ---- src/shell/${roleScript} ----`,
-        body(roleScript),
+        admissionBlocks(body(roleScript), shared === "admission_client.sh"),
     ].join("\n");
     const bytes = Buffer.byteLength(script, "utf8");
     if (bytes > USERDATA_HARD_LIMIT_BYTES) {
@@ -429,22 +444,29 @@ function fitSavedCommand(what: string, script: string): string {
 }
 
 /**
- * The saved attach command of existing nodes (`mode: manual`): the attach script, compacted and packed ({@link packShell}), with the
- * node's labels and taints as the parameters `labels` and `taints`.
+ * The saved attach command of existing nodes (`mode: manual`): the attach script, compacted and packed
+ * ({@link packShell}), with the node's labels and taints as the parameters `labels` and `taints`, and the
+ * `channel` on which the instance received the token sealed (channel-receive): neither the command nor its
+ * parameters hold a secret.
  */
-export function renderAttachCommand(params: Omit<AttachNodeParams, "labels" | "taints">): string {
-    return fitSavedCommand("the attach command", packShell(compactShell(renderAttachNode({ ...params, labels: { parameter: "labels" }, taints: { parameter: "taints" } }))));
+export function renderAttachCommand(params: Omit<AttachNodeParams, "labels" | "taints" | "token">): string {
+    return fitSavedCommand("the attach command", packShell(compactShell(renderAttachNode({
+        ...params, labels: { parameter: "labels" }, taints: { parameter: "taints" }, token: { parameter: "channel" },
+    }))));
 }
 
 /**
- * The saved control-plane join command: the attach script with `AK_CERTIFICATE_KEY`, compacted and packed, with the
- * join's token and certificate key as the parameters `token` and `certificateKey`.
+ * The saved control-plane join command: the attach script, compacted and packed, whose token and certificate
+ * key the instance received sealed on the channel named by the parameter `channel` (channel-receive).
  */
 export function renderControlPlaneJoinCommand(params: Omit<ControlPlaneJoinParams, "token" | "certificateKey">): string {
     return fitSavedCommand("the control-plane join command", packShell(compactShell(renderControlPlaneJoin({
-        ...params, token: { parameter: "token" }, certificateKey: { parameter: "certificateKey" },
+        ...params, token: { parameter: "channel" }, certificateKey: { parameter: "channel" },
     }))));
 }
+
+/** The value standing for "filled in at run time" in {@link renderOperation}. */
+const TEMPLATE = "\u0000template";
 
 /**
  * A node operation (src/shell/ops/<op>.sh, the table in src/rules/operations.ts): header, `ops/lib.sh`, the
@@ -453,25 +475,30 @@ export function renderControlPlaneJoinCommand(params: Omit<ControlPlaneJoinParam
  */
 export function renderOperation(op: Exclude<OperationName, JoinOperation>, values: Partial<Record<ParameterName, string>> = {}): string {
     const spec = OPERATIONS[op];
-    const given = spec.saved ? {} : operationParameters(op, values);
     const names: readonly ParameterName[] = spec.parameters;
+    // A one-off operation may leave parameters as `{{name}}` for the provider to fill at run time (fillOperation),
+    // e.g. the channel key it makes for that one call.
+    const given = spec.saved ? {} : operationParameters(op, { ...Object.fromEntries(names.map((n) => [n, TEMPLATE])), ...values }, true);
     const header = names.map((name) => {
         const p = OPERATION_PARAMETERS[name];
-        return `readonly ${p.variable}=${spec.saved ? `'{{${name}}}'` : shellQuote(given[name])}`;
+        return `readonly ${p.variable}=${spec.saved || given[name] === TEMPLATE ? `'{{${name}}}'` : shellQuote(given[name])}`;
     });
     const checks = names.map((name) => {
         const p = OPERATION_PARAMETERS[name];
         return `ak_param ${p.variable} ${shellQuote(p.pattern.source)} ${shellQuote(p.what)}`;
     });
+    const opBody = body(`ops/${op}.sh`);
     const script = [
         "#!/bin/bash",
         `# alicloud-kubeadm operation: ${op} (${spec.description}), rendered by src/shell/render.ts.${names.length ? " Parameters:" : ""}`,
         ...header,
         "# ---- src/shell/ops/lib.sh ----",
         body("ops/lib.sh"),
+        // The secret channel's functions only in the operations that seal or open a secret.
+        ...(/\bak_(seal|unseal|channel_)/.test(opBody) ? ["# ---- src/shell/channel.sh ----", body("channel.sh")] : []),
         ...checks,
         `# ---- src/shell/ops/${op}.sh ----`,
-        body(`ops/${op}.sh`),
+        opBody,
     ].join("\n");
     return spec.saved ? fitSavedCommand(`operation ${op}`, script) : script;
 }

@@ -31,6 +31,7 @@ export function renderAdmissionBootstrap(endpoints: string[], caCertHash: string
         `pin=${shellQuote(caCertHash)}`,
         "labels='{{labels}}'",
         "taints='{{taints}}'",
+        ": '{{channel}}' # the saved attach command's channel parameter: nothing is sent through admission",
         'dir=$(mktemp -d)',
         `for e in ${endpoints.map(shellQuote).join(" ")}; do`,
         '  curl -fsS --max-time 5 --insecure "https://${e}/ca.crt" -o "${dir}/ca.crt" || continue',

@@ -72,6 +72,17 @@ describe("emulator: ECS", () => {
         assert.strictEqual(await code(call("ecs", "StopInstance", { InstanceId: a })), "InvalidInstanceId.NotFound");
     });
 
+    it("callApi sends every parameter in the signed form body and none in the URL", async () => {
+        const inst = fx.emu.addInstance();
+        fx.emu.onCommand(/echo body-check/, { output: "ok" });
+        await call("ecs", "RunCommand", { Type: "RunShellScript", CommandContent: Buffer.from("echo body-check").toString("base64"), ContentEncoding: "Base64", InstanceId: [inst.instanceId] });
+        const [run] = fx.emu.callsOf("RunCommand");
+        assert.strictEqual(run.status, 200, "accepted: the signature covers the body");
+        assert.strictEqual(run.url, "/", "no query string");
+        assert.match(run.body, /(^|&)CommandContent=/);
+        assert.strictEqual(run.params.InstanceId_1 ?? run.params["InstanceId.1"], inst.instanceId);
+    });
+
     it("unknown actions get InvalidAction.NotFound", async () => {
         assert.strictEqual(await code(call("ecs", "DescribeNothing", {})), "InvalidAction.NotFound");
     });
@@ -189,6 +200,14 @@ describe("emulator: signature checks beyond the secret", () => {
         assert.strictEqual((verifyRequest(stale, secretFor, new Set()) as { code: string }).code, "InvalidTimeStamp.Expired");
         const unsigned = signed({ "x-acs-unsigned": "1" });
         assert.strictEqual((verifyRequest(unsigned, secretFor, new Set()) as { code: string }).code, "IncompleteSignature");
+    });
+
+    it("a form body is signed through x-acs-content-sha256: a changed body is refused", () => {
+        const body = Buffer.from("RegionId=cn-hangzhou&CommandContent=ZWNobw%3D%3D");
+        const req = { ...signed({ "x-acs-content-sha256": crypto.createHash("sha256").update(body).digest("hex") }, {}), body };
+        assert.deepStrictEqual(verifyRequest(req, secretFor, new Set()), { ok: true, accessKeyId: TEST_CREDENTIALS.accessKeyId });
+        const changed = { ...req, body: Buffer.from("RegionId=cn-hangzhou&CommandContent=cm0gLXJm") };
+        assert.strictEqual((verifyRequest(changed, secretFor, new Set()) as { code: string }).code, "SignatureDoesNotMatch");
     });
 
     it("RPC V1 (HMAC-SHA1): the published example's signature; a correct request once, then tampering, staleness and replay refused", () => {

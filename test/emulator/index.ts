@@ -43,6 +43,10 @@ export interface RecordedCall {
     product: "ecs" | "ess" | "vpc" | "unknown";
     action: string;
     params: Record<string, string>;
+    /** The request URL as received (path and query): what URL logs of proxies and gateways keep. */
+    url: string;
+    /** The raw request body (form-encoded parameters, or empty). */
+    body: string;
     /** HTTP status answered. */
     status: number;
     /** Error code answered, "" on success. */
@@ -323,6 +327,10 @@ export class Emulator {
         const headers: Record<string, string> = {};
         for (const [k, v] of Object.entries(req.headers)) headers[k] = Array.isArray(v) ? v.join(",") : (v ?? "");
         const params: Record<string, string> = { ...query };
+        // RPC parameters may come in the query or in a form body: V3 signs the body through its SHA-256
+        // (`x-acs-content-sha256`, "RequestBody: business parameters defined in the body",
+        // https://www.alibabacloud.com/help/en/sdk/product-overview/v3-request-structure-and-signature), and RPC V1
+        // signs every parameter, query and form alike (https://www.alibabacloud.com/help/doc-detail/127287.htm).
         if (body.length && (headers["content-type"] ?? "").startsWith("application/x-www-form-urlencoded")) {
             for (const [k, v] of Object.entries(querystring.parse(body.toString("utf8")))) params[k] = Array.isArray(v) ? v[0] : (v ?? "");
         }
@@ -364,7 +372,7 @@ export class Emulator {
         }
         const accessKeyId = /Credential=([^,]+)/.exec(headers["authorization"] ?? "")?.[1] ?? params.AccessKeyId ?? "";
         const securityToken = !!headers["x-acs-security-token"] || !!params.SecurityToken;
-        this.calls.push({ product: spec?.product ?? "unknown", action, params, status, code: status === 200 ? "" : String(out.Code), accessKeyId, securityToken, at: Date.now() });
+        this.calls.push({ product: spec?.product ?? "unknown", action, params, url: req.url ?? "/", body: body.toString("utf8"), status, code: status === 200 ? "" : String(out.Code), accessKeyId, securityToken, at: Date.now() });
         const text = JSON.stringify(out);
         res.writeHead(status, { "content-type": "application/json;charset=utf-8", "content-length": Buffer.byteLength(text), ...extraHeaders });
         res.end(text);
@@ -376,7 +384,8 @@ export class Emulator {
  * @param opts Accepted credentials (default {@link TEST_CREDENTIALS}) and latency (default 0 ms).
  */
 export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulator> {
-    // RPC parameters travel in the query string; a 24 KB Base64 command needs more than Node's 16 KB header limit.
+    // RPC parameters may travel in the query string (older callers; this library sends them in the body), and a
+    // 24 KB Base64 command in a URL needs more than Node's 16 KB header limit.
     const server = http.createServer({ maxHeaderSize: 128 * 1024 });
     server.keepAliveTimeout = 1000;
     await new Promise<void>((resolve, reject) => { server.once("error", reject); server.listen(0, "127.0.0.1", () => resolve()); });

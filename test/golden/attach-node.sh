@@ -312,15 +312,19 @@ AK_API_WAIT_ATTEMPTS="${AK_API_WAIT_ATTEMPTS:-120}"
 AK_JOIN_ATTEMPTS="${AK_JOIN_ATTEMPTS:-3}"
 
 ak_start_log attach-node
-AK_CRED=${AK_ADMISSION_ENDPOINTS:+AK_ADMISSION_ENDPOINTS}
+if [ -n "${AK_CHANNEL:-}" ]; then
+  f=${AK_ROOT}/run/alicloud-kubeadm/${AK_CHANNEL}
+  read -r AK_BOOTSTRAP_TOKEN AK_CERTIFICATE_KEY <"$f" || ak_die "nothing received on channel ${AK_CHANNEL}"
+  rm -f "$f"
+fi
 ak_require AK_KUBERNETES_VERSION AK_K8S_REPO_URL AK_SANDBOX_IMAGE AK_API_ENDPOINT AK_POOL_NAME \
-  "${AK_CRED:-AK_BOOTSTRAP_TOKEN}" AK_CA_CERT_HASHES
-[ -n "$AK_CRED" ] || [[ $AK_BOOTSTRAP_TOKEN =~ ^[a-z0-9]{6}\.[a-z0-9]{16}$ ]] ||
+  AK_BOOTSTRAP_TOKEN AK_CA_CERT_HASHES
+[[ $AK_BOOTSTRAP_TOKEN =~ ^[a-z0-9]{6}\.[a-z0-9]{16}$ ]] ||
   ak_die "AK_BOOTSTRAP_TOKEN is not a bootstrap token [a-z0-9]{6}.[a-z0-9]{16}"
 [[ $AK_CA_CERT_HASHES =~ ^sha256:[0-9a-f]{64}(,sha256:[0-9a-f]{64})*$ ]] ||
   ak_die "AK_CA_CERT_HASHES must be sha256:<64 hex digits>[,...]"
 if [ -n "${AK_CERTIFICATE_KEY:-}" ] && [[ ! $AK_CERTIFICATE_KEY =~ ^[0-9a-f]{64}$ ]]; then
-  ak_die "AK_CERTIFICATE_KEY must be 64 hex digits (kubeadm init phase upload-certs --upload-certs)"
+  ak_die "AK_CERTIFICATE_KEY must be 64 hex digits"
 fi
 if [ -n "${AK_ENCRYPTION_KEY:-}" ] && [[ ! $AK_ENCRYPTION_KEY =~ ^[A-Za-z0-9+/]{43}=$ ]]; then
   ak_die "AK_ENCRYPTION_KEY must be 32 bytes in Base64 (master 0's ${AK_ENCRYPTION_CONFIG:-encryption config})"
@@ -396,11 +400,10 @@ ak_prepare_node
 ak_read_identity
 ak_wait_for_api
 config="${AK_STATE_DIR}/kubeadm-join.yaml"
+(umask 077 && ak_join_config >"$config")
 rc=1
 for ((attempt = 1; attempt <= AK_JOIN_ATTEMPTS; attempt++)); do
   if ak_has_leftovers; then ak_preclean; fi
-  [ -z "$AK_CRED" ] || ak_admission_token
-  (umask 077 && ak_join_config >"$config")
   if [ -n "${AK_CERTIFICATE_KEY:-}" ]; then
     ak_write_audit_policy
     if [ -n "${AK_ENCRYPTION_KEY:-}" ]; then ak_write_encryption_config "$AK_ENCRYPTION_KEY"; fi

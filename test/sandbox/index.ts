@@ -117,7 +117,9 @@ const STUBS = ["kubeadm", "kubelet", "kubectl", "containerd", "curl", "apt-get",
 const INSTALLABLE = new Set(["kubeadm", "kubelet", "kubectl", "containerd"]);
 const RECORD_ONLY = ["systemctl", "modprobe", "sysctl", "swapoff", "apt-mark"];
 const REAL_TOOLS = ["awk", "base64", "gzip", "bash", "cat", "chmod", "cmp", "cp", "cut", "date", "dirname", "basename", "grep", "head", "ln",
-    "ls", "mkdir", "mktemp", "mv", "rm", "rmdir", "sed", "sleep", "sort", "tail", "tee", "touch", "tr", "wc", "env", "printf"];
+    "ls", "mkdir", "mktemp", "mv", "rm", "rmdir", "sed", "sleep", "sort", "tail", "tee", "touch", "tr", "wc", "env", "printf",
+    // the secret channel (src/shell/channel.sh) seals and opens with the real openssl
+    "openssl", "sha256sum"];
 const OS_RELEASE = {
     ubuntu: (release: string) => `NAME="Ubuntu"\nVERSION_ID="${release}"\nID=ubuntu\nID_LIKE=debian\n`,
     alinux: () => `NAME="Alibaba Cloud Linux"\nVERSION="3 (OpenAnolis Edition)"\nID="alinux"\nID_LIKE="rhel fedora centos anolis"\nVERSION_ID="3"\n`,

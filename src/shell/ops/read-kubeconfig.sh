@@ -1,3 +1,0 @@
-#!/bin/bash
-# read-kubeconfig (on master 0): the admin kubeconfig kubeadm init wrote.
-cat "$AK_ADMIN_CONF"

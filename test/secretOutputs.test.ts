@@ -1,0 +1,53 @@
+/**
+ * Issue 14, point 8: every dynamic resource declares its own secret outputs (`additionalSecretOutputs`), whatever
+ * its caller passes in: a secret input given as a plain value still comes back secret. The list per resource is
+ * here, and every dynamic resource class in src/providers must be in it.
+ */
+import * as assert from "assert";
+import * as fs from "fs";
+import * as path from "path";
+import { installMocks, type Recorder } from "./mockRuntime";
+
+/** Per resource class: its secret outputs. A new dynamic resource must be added here. */
+const EXPECTED: Record<string, string[]> = {
+    JoinInfo: ["caCertHash", "kubeconfig"],
+    BootstrapToken: ["token"],
+    ApiServerReady: ["kubeconfig"],
+    NodeMembership: ["userData", "token"],
+    ControlPlaneMember: [],
+    PoolCapacity: [],
+};
+
+describe("secret outputs declared by each dynamic resource", () => {
+    let recorder: Recorder;
+    before(() => { recorder = installMocks({ stack: "secret-outputs-test" }); });
+
+    it("every dynamic resource class in src/providers is listed", () => {
+        const dir = path.join(__dirname, "..", "src", "providers");
+        const classes = fs.readdirSync(dir).flatMap((f) => [...fs.readFileSync(path.join(dir, f), "utf8").matchAll(/export class (\w+) extends pulumi\.dynamic\.Resource/g)].map((m) => m[1]));
+        assert.deepStrictEqual(classes.sort(), Object.keys(EXPECTED).sort());
+    });
+
+    it("each registers exactly its secret outputs, with plain (non-secret) inputs from its caller", async () => {
+        const { JoinInfo } = await import("../src/providers/joinInfo");
+        const { BootstrapToken } = await import("../src/providers/bootstrapToken");
+        const { ApiServerReady } = await import("../src/providers/apiServerReady");
+        const { NodeMembership } = await import("../src/providers/nodeMembership");
+        const { ControlPlaneMember } = await import("../src/providers/controlPlaneMember");
+        const { PoolCapacity } = await import("../src/providers/poolCapacity");
+        const access = { region: "cn-hangzhou", masterInstanceId: "i-master0", commands: { "list-nodes": "c-1" } as never };
+        new JoinInfo("join-info", { region: "cn-hangzhou", masterInstanceId: "i-master0", kubeconfigServer: "https://x:6443", scripts: { initStatus: "", stackCredential: "", stackCredentialRevoke: "" } });
+        new BootstrapToken("token", { ...access });
+        new ApiServerReady("ready", { kubeconfig: "apiVersion: v1" });
+        new NodeMembership("membership", { ...access, instanceId: "i-node", mode: "manual", attachCommandId: "c-attach", token: "abcdef.0123456789abcdef" });
+        new ControlPlaneMember("member", { ...access, memberInstanceId: "i-member", joinCommandId: "c-join" });
+        new PoolCapacity("capacity", { ...access, scalingGroupId: "asg-1", poolName: "general" });
+        await recorder.settle();
+        const byName: Record<string, string> = { JoinInfo: "join-info", BootstrapToken: "token", ApiServerReady: "ready", NodeMembership: "membership", ControlPlaneMember: "member", PoolCapacity: "capacity" };
+        for (const [cls, name] of Object.entries(byName)) {
+            const [r] = recorder.resources.filter((x) => x.name === name);
+            assert.ok(r, `${cls} registered`);
+            assert.deepStrictEqual([...r.secretOutputs].sort(), [...EXPECTED[cls]].sort(), `${cls}'s secret outputs`);
+        }
+    });
+});
