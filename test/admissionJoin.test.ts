@@ -113,3 +113,35 @@ describe("Cluster with admission on (whole stack under mocks)", function () {
         }
     });
 });
+
+describe("a manual existing node through admission (emulator)", () => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { useEmulator } = require("./emulator/fixture") as typeof import("./emulator/fixture");
+    const ctx = useEmulator();
+
+    it("nothing is sealed or sent: one InvokeCommand of the bootstrap with labels and taints, then Ready polling", async () => {
+        const zlib = await import("zlib");
+        const { createCommand, saveNodeCommands } = await import("./savedCommands");
+        const { joinExistingNode } = await import("../src/providers/nodeMembership");
+        const { renderAdmissionBootstrap } = await import("../src/shell/renderAdmission");
+        const { OPERATIONS } = await import("../src/rules");
+        const { emu } = ctx;
+        const region = "cn-hangzhou";
+        const commands = await saveNodeCommands(region);
+        const script = renderAdmissionBootstrap(["192.168.0.10:10443"], `sha256:${"cd".repeat(32)}`);
+        const attachCommandId = await createCommand(region, { commandName: "test-attach", script, parameters: true, timeoutSeconds: OPERATIONS.attach.timeoutSeconds, description: OPERATIONS.attach.description });
+        const master = emu.addInstance().instanceId;
+        const node = emu.addInstance().instanceId;
+        let joined = false;
+        emu.onCommand(/attach\.sh/, () => { joined = true; return { output: "joined\n" }; });
+        emu.onCommand(/get nodes/, () => ({ output: zlib.gzipSync(joined ? `node-${node}\t${region}.${node}\tTrue\t\t172.16.1.0/25\texisting\t2026-12-01T10:00:00Z` : "").toString("base64") }));
+        const outs = await joinExistingNode({
+            region, instanceId: node, mode: "manual", attachCommandId, admission: true, labels: "role=x", taints: "", commands, masterInstanceId: master,
+            pollSeconds: 0.02, readyTimeoutSeconds: 5, pollIntervalMs: 10,
+        });
+        assert.strictEqual(outs.providerId, `${region}.${node}`);
+        const onNode = emu.callsOf("InvokeCommand").filter((r) => r.params["InstanceId.1"] === node);
+        assert.deepStrictEqual(onNode.map((r) => r.params.CommandId), [attachCommandId], "no channel-open or channel-receive: nothing secret to send");
+        assert.deepStrictEqual(Object.keys(JSON.parse(onNode[0].params.Parameters)).sort(), ["channel", "labels", "taints"]);
+    });
+});
