@@ -8,9 +8,9 @@
 import * as crypto from "crypto";
 import { z } from "zod";
 import {
-    apiAccessProblems, autoscalerMinorWarning, autoscalerSettingsProblems, checkNetworkLayout, checkTaints, cloudTagProblems, CLUSTER_TAG, DEFAULT_AUTOSCALER_SETTINGS,
-    DEFAULT_ROUTE_ENTRY_QUOTA, dnsLabelProblem, durationProblem, essNameProblem, GO_DURATION_ERE, goRegexProblem, hostNamePartProblem, imageReferenceProblem, imageRepositoryProblem,
-    masterInstanceTypeWarning, nodeFlagsSizeProblems, reservedPoolNameProblem,
+    apiAccessProblems, autoscalerMinorWarning, autoscalerSettingsProblems, checkBake, checkNetworkLayout, checkTaints, cloudTagProblems, CLUSTER_TAG, DEFAULT_AUTOSCALER_SETTINGS,
+    DEFAULT_ROUTE_ENTRY_QUOTA, defaultMirrors, dnsLabelProblem, durationProblem, essNameProblem, GO_DURATION_ERE, goRegexProblem, hostNamePartProblem, imageReferenceProblem, imageRepositoryProblem,
+    masterInstanceTypeWarning, nodeFlagsSizeProblems, nodeImages, reservedPoolNameProblem,
     INSTANCE_ID_PATTERN, instanceTypeProblem, joinPath, kubernetesSupportWarning, kubernetesVersionProblem, MAX_SCALING_GROUP_INSTANCES,
     nodeCidrCount, nodeCidrMaskProblem, nodeLabelProblems, packageMirrorProblem, parseCidr, regionOfZone, regionProblem, regionWarning,
     replaceSystemDiskProblem, resolveAutoscalerVersion, resourceNamePrefixProblem, scaleFromZeroProblem, scalingConfigurationTags, zoneProblem,
@@ -136,6 +136,10 @@ function buildSchema(obj: typeof z.strictObject) {
         image: obj({
             id: text().optional(),
             nameRegex: text().default("^ubuntu_24_04_x64"),
+            /** Bake the node runtime into a custom image (NodeImage) that masters and pools boot. Default false. */
+            bake: z.boolean().default(false),
+            /** Instance type of the image build. Default {@link DEFAULT_BAKE_INSTANCE_TYPE}. */
+            bakeInstanceType: text().optional(),
         }).prefault({}),
         nodePools: z.array(poolSchema).default([]),
         existingNodes: z.array(existingNodeSchema).default([]),
@@ -364,6 +368,7 @@ function checkRules(c: Parsed, region: string | undefined, problem: Report, warn
     }
     cloudTagProblems(c.tags, c.nodePools.some((p) => p.autoscale === undefined), (path, reason) => problem(joinPath("tags", path), reason));
     checkImageSelection(c.image, problem);
+    checkBake(c.image, c.nodePools, problem, warn);
     const cloudTags = clusterTags(c);
     const names = new Set<string>();
     const pools = c.nodePools.map((pool, i) => {
@@ -836,6 +841,24 @@ function checkNodeCapacity(c: Parsed, pools: NodePoolConfig[], existingCount: nu
     } else if (needed >= 0.8 * quota) {
         warn("network.routeEntryQuota", `up to ${needed} nodes use ${Math.round((100 * needed) / quota)}% of the route table quota (${quota} entries, one pod route per node)`);
     }
+}
+
+/**
+ * The images every node runs (pause, kube-proxy, flannel and its CNI plugin), from the one source
+ * (src/rules/images.ts `nodeImages`): what NodeImage bakes, and what baked nodes check and pre-pull.
+ */
+export function nodeImageList(config: Pick<ClusterConfig, "region" | "kubernetesVersion" | "images">): string[] {
+    return Object.values(nodeImages({
+        kubernetesVersion: config.kubernetesVersion,
+        imageRepository: config.images.kubernetesRepository ?? defaultMirrors(config.region).imageRepository,
+        flannel: config.images.flannel,
+        flannelCniPlugin: config.images.flannelCniPlugin,
+    }));
+}
+
+/** `{ nodeImages }` for the userdata of nodes that boot the baked image (pools, master 0); `{}` without baking. */
+export function bakedNodeImages(config: Pick<ClusterConfig, "region" | "kubernetesVersion" | "images" | "image">): { nodeImages?: string[] } {
+    return config.image.bake ? { nodeImages: nodeImageList(config) } : {};
 }
 
 /**

@@ -108,7 +108,14 @@ export interface ClusterConfigInput {
         systemDisk?: DiskInput;
         deletionProtection?: boolean;
     };
-    image?: { id?: string; nameRegex?: string };
+    image?: {
+        id?: string;
+        nameRegex?: string;
+        /** Bake the node runtime into a custom image (NodeImage) that masters and pools boot. Default false. */
+        bake?: boolean;
+        /** Instance type of the image build (only with `bake`). Default `ecs.g7.large`. */
+        bakeInstanceType?: string;
+    };
     nodePools?: NodePoolInput[];
     existingNodes?: ExistingNodeInput[];
     autoscaler?: {
@@ -190,7 +197,7 @@ export interface ParsedClusterConfig {
         systemDisk: Disk;
         deletionProtection: boolean;
     };
-    image: { id?: string; nameRegex: string };
+    image: { id?: string; nameRegex: string; bake: boolean; bakeInstanceType?: string };
     nodePools: ParsedNodePool[];
     existingNodes: ParsedExistingNode[];
     autoscaler: {

@@ -36,6 +36,8 @@ export { NodePool, createNodePool, type NodePoolArgs, type NodePoolResources } f
 export { ExistingNode, createExistingNode, createAttachCommand, type ExistingNodeArgs, type ExistingNodeResources, type AttachCommandArgs } from "./components/existingNode";
 export { NodeCommands, nodeCommandSpecs, saveCommand, type NodeCommandsArgs, type SavedCommandArgs } from "./components/nodeCommands";
 export { PodNetwork, type PodNetworkArgs } from "./components/podNetwork";
+export { NodeImage, bakeBuildContent, type NodeImageArgs } from "./components/nodeImage";
+export { BakedImage } from "./providers/bakedImage";
 export { ClusterAutoscaler, autoscalerVersionFor, refusedAutoscalerVersion, type ClusterAutoscalerArgs } from "./components/clusterAutoscaler";
 
 // Dynamic resources (run over Cloud Assistant and the ECS/ESS/VPC OpenAPI)

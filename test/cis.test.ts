@@ -130,13 +130,22 @@ describe("CIS basics on the control plane", () => {
         assert.equal(parseAllDocuments(sb.read(ENCRYPTION) ?? "")[0].toJS().resources[0].providers[0].secretbox.keys[0].secret, ENC_KEY);
     });
 
-    it("the saved control-plane join command (packed) still writes the audit policy; pool nodes get no control-plane file and no timer", async () => {
+    it("the saved control-plane join command (packed) still writes the audit policy and a received encryption key; pool nodes get no control-plane file and no timer", async () => {
         const cp = sandbox();
         const channel = "0123456789abcdef0123456789abcdef";
         cp.write(`/run/alicloud-kubeadm/${channel}`, `${TOKEN} ${CERT_KEY}\n`);
         assertOk(await cp.run(fill(renderControlPlaneJoinCommand(member), { channel })), cp);
         assert.ok(cp.read(AUDIT_POLICY) && cp.read(TIMER));
         assert.equal(cp.read(ENCRYPTION), undefined, "no key given, none written");
+        // The member of an encrypting cluster receives master 0's key as the channel's third field (`-`: none).
+        const enc = sandbox();
+        enc.write(`/run/alicloud-kubeadm/${channel}`, `${TOKEN} ${CERT_KEY} ${ENC_KEY}\n`);
+        assertOk(await enc.run(fill(renderControlPlaneJoinCommand(member), { channel })), enc);
+        assert.equal(parseAllDocuments(enc.read(ENCRYPTION) ?? "")[0].toJS().resources[0].providers[0].secretbox.keys[0].secret, ENC_KEY);
+        const none = sandbox();
+        none.write(`/run/alicloud-kubeadm/${channel}`, `${TOKEN} ${CERT_KEY} -\n`);
+        assertOk(await none.run(fill(renderControlPlaneJoinCommand(member), { channel })), none);
+        assert.equal(none.read(ENCRYPTION), undefined, "`-`: no key");
         const pool = sandbox();
         const r = await pool.run(renderAttachNode(attach));
         assertOk(r, pool);

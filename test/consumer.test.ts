@@ -153,6 +153,7 @@ const PROVIDER_KINDS: Array<[string, RegExp]> = [
     ["ControlPlaneMember", /-master-\d+-join$/],
     ["NodeMembership", /-membership$/],
     ["PoolCapacity", /-capacity$/],
+    ["BakedImage", /-node-image-image$/],
 ];
 
 describe("the package as a consumer installs it: npm pack → fresh project (offline) → tsc without skipLibCheck → mocks → provider host", function () {
@@ -208,6 +209,7 @@ describe("the package as a consumer installs it: npm pack → fresh project (off
         const config = {
             "consumer:apiAllowedCidr": "47.96.0.0/16",
             "consumer:existingNodes": JSON.stringify([{ instanceId: "i-t4nexampleexample01" }]),
+            "consumer:bake": "true",
         };
         fs.writeFileSync(path.join(dir, "run-under-mocks.js"), RUN_UNDER_MOCKS);
         timed("run", () => plainNode(dir, ["run-under-mocks.js", JSON.stringify(DYNAMIC_PLACEHOLDERS), JSON.stringify(config)]));

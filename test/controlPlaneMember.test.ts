@@ -5,10 +5,17 @@ import { controlPlaneMemberProvider, joinControlPlaneMember } from "../src/provi
 import { installNodeChannels, sealReply } from "./nodeChannel";
 import { renderControlPlaneJoinCommand } from "../src/shell/render";
 import { OPERATIONS } from "../src/rules";
-import { createCommand, operation } from "./savedCommands";
+import { createCommand, fill, operation } from "./savedCommands";
+import { spawnSync } from "child_process";
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import { renderOperation } from "../src/shell/render";
+import { newRecipient } from "../src/cloud/channel";
 
 const TOKEN = "k8sabc.0123456789abcdef";
 const KEY = "f".repeat(64);
+const ENC = "q".repeat(43) + "=";
 
 describe("ControlPlaneMember", () => {
     const ctx = useEmulator();
@@ -37,7 +44,7 @@ describe("ControlPlaneMember", () => {
         let opened = "";
         emu.onCommand(operation("join-secrets"), (x) => {
             c.log.push(`${x.instanceId}: join-secrets`);
-            return { output: sealReply(x.script, `${TOKEN} ${KEY}`) };
+            return { output: sealReply(x.script, `${TOKEN} ${KEY} ${ENC}`) };
         });
         emu.onCommand(/kubeadm join --config/, (x) => {
             opened = channels.take(x.instanceId, x.script);
@@ -49,7 +56,7 @@ describe("ControlPlaneMember", () => {
         const name = await joinControlPlaneMember(inputs(s), (m) => logs.push(m));
         assert.strictEqual(name, "master-1");
         assert.deepStrictEqual(c.log, [`${c.master}: get-nodes`, `${c.master}: join-secrets`, `${member}: join`, `${c.master}: get-nodes`]);
-        assert.strictEqual(opened, `${TOKEN} ${KEY}`, "the member opened both secrets with the key it made");
+        assert.strictEqual(opened, `${TOKEN} ${KEY} ${ENC}`, "the member opened the token, the certificate key and master 0's encryption key with the key it made");
         assert.strictEqual(channels.keys.get(member)?.size, 0, "its one-use key is gone");
         assert.strictEqual(channels.received.get(member)?.size, 0, "the received secret was read and deleted");
         const join = emu.callsOf("InvokeCommand").find((x) => x.params.CommandId === s.joinCommandId)!;
@@ -57,7 +64,7 @@ describe("ControlPlaneMember", () => {
         assert.deepStrictEqual(Object.keys(JSON.parse(join.params.Parameters)), ["channel"]);
         assert.ok(logs.every((l) => !l.includes(TOKEN) && !l.includes(KEY)), "secrets never logged");
         // No request, command content, parameter or output holds a secret in clear.
-        for (const secret of [TOKEN, KEY]) {
+        for (const secret of [TOKEN, KEY, ENC]) {
             assert.ok(emu.calls.every((x) => !x.body.includes(secret) && !x.url.includes(secret) && !Buffer.from(x.params.CommandContent ?? "", "base64").toString().includes(secret)));
             assert.ok([...emu.state.invocations.values()].every((inv) => !JSON.stringify(inv).includes(secret)));
         }
@@ -117,4 +124,35 @@ describe("ControlPlaneMember", () => {
         assert.deepStrictEqual((await controlPlaneMemberProvider.diff!("i-1", olds, { ...olds, memberInstanceId: "i-2" })).replaces, ["memberInstanceId"]);
     });
 
+});
+
+describe("join-secrets on a master (the real script, fake kubeadm) and the member's encryption key", () => {
+    for (const encrypted of [true, false]) {
+        it(`answers <token> <certificate key> ${encrypted ? "<master 0's encryption key>" : "-"} sealed, none of it in clear`, () => {
+            const dir = fs.mkdtempSync(path.join(os.tmpdir(), "join-secrets-"));
+            try {
+                fs.mkdirSync(path.join(dir, "bin"));
+                fs.writeFileSync(path.join(dir, "bin", "kubeadm"), `#!/bin/bash
+case "$1 $2" in
+  "init phase") printf '[upload-certs] Using certificate key:\\n%s\\n' "${KEY}" ;;
+  "token create") echo "${TOKEN}" ;;
+  *) exit 2 ;;
+esac
+`, { mode: 0o755 });
+                if (encrypted) {
+                    const pki = path.join(dir, "root", "etc", "kubernetes", "pki");
+                    fs.mkdirSync(pki, { recursive: true });
+                    fs.writeFileSync(path.join(pki, "alicloud-kubeadm-encryption.yaml"), `kind: EncryptionConfiguration\nresources:\n  - resources: ["secrets"]\n    providers:\n      - secretbox:\n          keys:\n            - name: alicloud-kubeadm-1\n              secret: ${ENC}\n      - identity: {}\n`);
+                }
+                const key = newRecipient();
+                const r = spawnSync("bash", ["-c", fill(renderOperation("join-secrets"), { recipient: key.publicKey })],
+                    { encoding: "utf8", env: { ...process.env, PATH: `${dir}/bin:${process.env.PATH}`, AK_ROOT: path.join(dir, "root") } });
+                assert.strictEqual(r.status, 0, r.stderr);
+                assert.strictEqual(key.open(r.stdout.trim()), `${TOKEN} ${KEY} ${encrypted ? ENC : "-"}`);
+                for (const secret of [TOKEN, KEY, ENC]) assert.ok(!r.stdout.includes(secret) && !r.stderr.includes(secret), "nothing in clear");
+            } finally {
+                fs.rmSync(dir, { recursive: true, force: true });
+            }
+        });
+    }
 });

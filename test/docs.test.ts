@@ -38,7 +38,7 @@ const FULL: DeepRequired<ClusterConfigInput> = {
         natGateway: true, apiAllowedCidrs: ["47.96.0.0/16"], routeEntryQuota: 200,
     },
     controlPlane: { count: 1, instanceType: "ecs.g7.large", publicEndpoint: true, systemDisk: { category: "cloud_essd", size: 40 }, deletionProtection: false },
-    image: { id: "m-docs", nameRegex: "^ubuntu_24_04_x64" },
+    image: { id: "m-docs", nameRegex: "^ubuntu_24_04_x64", bake: true, bakeInstanceType: "ecs.g7.large" },
     nodePools: [{
         name: "pool", instanceType: "ecs.g7.large", instanceTypes: ["ecs.g7.large"], size: 1, autoscale: { min: 0, max: 1 }, systemDisk: { category: "cloud_essd", size: 40 },
         imageId: "m-docs", tokenTtl: "0", labels: { team: "a" }, taints: ["a:PreferNoSchedule"],

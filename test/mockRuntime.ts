@@ -101,6 +101,8 @@ export const DYNAMIC_PLACEHOLDERS: Record<string, unknown> = {
     token: "abcdef.0123456789abcdef",
     tokenId: "abcdef",
     certificateKey: "0".repeat(64),
+    /** BakedImage: the image a build produced. */
+    imageId: "m-bakedimageplaceholder",
 };
 
 const DEFAULT_CALLS: Record<string, (inputs: Record<string, unknown>) => Record<string, unknown>> = {

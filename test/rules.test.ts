@@ -6,7 +6,7 @@
 import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { validateClusterConfig } from "../src/config";
+import { nodeImageList, validateClusterConfig } from "../src/config";
 import { autoscalerObjects, autoscalerProblems, resolveClusterAutoscalerArgs, type ClusterAutoscalerArgs } from "../src/components/clusterAutoscaler";
 import { networkArgProblems } from "../src/components/network";
 import { nodePoolProblems, type NodePoolArgs } from "../src/components/nodePool";
@@ -138,9 +138,12 @@ describe("rules: one verdict for the config and the components", () => {
             Object.assign(labels, next);
             taints.push(nextTaints[nextTaints.length - 1]);
         }
-        const bare = Buffer.byteLength(renderAttachNode(join));
+        // A baked pool's userdata also carries node_images.sh and the image list (image.bake).
+        const baked = { ...join, nodeImages: nodeImageList({ region: join.region, kubernetesVersion: join.kubernetesVersion, images: {} }) };
+        const bare = Buffer.byteLength(renderAttachNode(baked));
+        assert.ok(bare > Buffer.byteLength(renderAttachNode(join)), "the baked pool's script is the larger one");
         assert.ok(bare + MAX_USERDATA_LABELS_TAINTS_BYTES + 256 <= USERDATA_HARD_LIMIT_BYTES, `attach userdata without labels is ${bare} bytes: the budget no longer fits`);
-        assert.ok(Buffer.byteLength(renderAttachNode({ ...join, labels, taints })) <= USERDATA_HARD_LIMIT_BYTES);
+        assert.ok(Buffer.byteLength(renderAttachNode({ ...baked, labels, taints })) <= USERDATA_HARD_LIMIT_BYTES);
         // Over Cloud Assistant: the largest saved command plus the largest parameters still fit one invocation.
         const half = "x".repeat(MAX_NODE_PARAMETER_BYTES / 2);
         const params = JSON.stringify({ labels: half, taints: half, channel: "0".repeat(32) });

@@ -3,6 +3,7 @@
 import * as assert from "assert";
 import * as pulumi from "@pulumi/pulumi";
 import { apiServerReadyProvider } from "../src/providers/apiServerReady";
+import { bakedImageProvider } from "../src/providers/bakedImage";
 import { bootstrapTokenProvider } from "../src/providers/bootstrapToken";
 import { controlPlaneMemberProvider } from "../src/providers/controlPlaneMember";
 import { joinInfoProvider } from "../src/providers/joinInfo";
@@ -26,6 +27,7 @@ const PROVIDERS: Array<[string, object, RegExp]> = [
     ["NodeMembership", nodeMembershipProvider, /ReplaceSystemDisk/],
     ["PoolCapacity", poolCapacityProvider, /ModifyScalingGroup/],
     ["ApiServerReady", apiServerReadyProvider, /readyz/],
+    ["BakedImage", bakedImageProvider, /DescribeImagePipelineExecutions/],
     ["removal core", removalProvider, /drain/],
 ];
 

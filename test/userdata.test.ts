@@ -264,6 +264,7 @@ describe("userdata scripts: static checks", () => {
             "/etc/fstab", "/etc/cni/net.d", "/etc/kubernetes/admin.conf", "/etc/kubernetes/pki/ca.crt", // in messages and comments
             "/run/containerd/containerd.sock", "/dev/null", "/opt/cni/bin", // in a comment
             "/etc/kubernetes/pki/etcd", "/var/log/alicloud-kubeadm/master-init.log", "/var/log/alicloud-kubeadm/", // inside the etcd pod; in messages
+            "/etc/kubernetes", // in a message of bake_node.sh
             "/usr/local/sbin/alicloud-kubeadm-metadata-block", // AK_IMDS_BLOCK: written as ${AK_ROOT}${AK_IMDS_BLOCK}, run by the unit on the node
             "/dev/urandom", // read only (the encryption key)
             "/etc/kubernetes/pki/alicloud-kubeadm-encryption.yaml", "/etc/kubernetes/audit", "/var/log/kubernetes/audit", // AK_* constants, written under ${AK_ROOT}
@@ -271,7 +272,7 @@ describe("userdata scripts: static checks", () => {
         ];
         const ops = fs.readdirSync(path.join(USERDATA_DIR, "ops")).map((f) => path.join("ops", f));
         assert.ok(ops.includes(path.join("ops", "reset.sh")));
-        for (const file of ["prepare_node.sh", "control_plane.sh", "master_init.sh", "attach_node.sh", "channel.sh", ...ops]) {
+        for (const file of ["prepare_node.sh", "node_images.sh", "bake_node.sh", "control_plane.sh", "master_init.sh", "attach_node.sh", "channel.sh", ...ops]) {
             // A quoted heredoc's text is a file installed on the node (it runs there, never in the sandbox).
             const text = fs.readFileSync(path.join(USERDATA_DIR, file), "utf8").replace(/<<'(\w+)'[^\n]*\n[\s\S]*?\n\1\n/g, "");
             for (const m of text.matchAll(/(^|[^}A-Za-z0-9_./:-])(\/(?:etc|var|run|opt|usr|lib|root|home|tmp|dev)\/[A-Za-z0-9_./-]*)/gm)) {

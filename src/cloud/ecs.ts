@@ -110,3 +110,56 @@ export async function startInstance(region: string, instanceId: string): Promise
 export async function replaceSystemDisk(region: string, instanceId: string, imageId: string, login: { keyPairName: string }): Promise<void> {
     await callApi("ecs", "ReplaceSystemDisk", { InstanceId: instanceId, ImageId: imageId, KeyPairName: login.keyPairName }, { region });
 }
+
+/** An image build (ECS Image Builder, `StartImagePipelineExecution`) as DescribeImagePipelineExecutions reports it. */
+export interface ImageBuild {
+    executionId: string;
+    /** `PREPARING`, `BUILDING`, `DISTRIBUTING`, `RELEASING`, `SUCCESS`, `FAILED`, `CANCELLING`, `CANCELLED`. */
+    status: string;
+    /** The image built ("" until it exists). */
+    imageId: string;
+    /** Why it failed ("" otherwise). */
+    message: string;
+}
+
+/** One image build by execution id, or undefined when ECS does not know it. */
+export async function describeImageBuild(region: string, executionId: string): Promise<ImageBuild | undefined> {
+    const res = await callApi("ecs", "DescribeImagePipelineExecutions", { ExecutionId: executionId }, { region });
+    type Raw = { ExecutionId?: string; Status?: string; ImageId?: string; Message?: string; ErrorInfo?: string };
+    const raw = ((res.ImagePipelineExecution as { ImagePipelineExecutionSet?: Raw[] } | undefined)?.ImagePipelineExecutionSet ?? [])
+        .find((e) => e.ExecutionId === executionId);
+    return raw && { executionId, status: raw.Status ?? "", imageId: raw.ImageId ?? "", message: raw.ErrorInfo || raw.Message || "" };
+}
+
+/** A custom image: id, name and status (`Available`, `Creating`, …). */
+export interface ImageInfo {
+    imageId: string;
+    imageName: string;
+    status: string;
+    tags: Record<string, string>;
+}
+
+/** This account's custom images whose name starts with `namePrefix` (ECS matches ImageName as a prefix with a trailing `*`). */
+export async function describeOwnImages(region: string, namePrefix: string): Promise<ImageInfo[]> {
+    const res = await callApi("ecs", "DescribeImages", { ImageOwnerAlias: "self", ImageName: `${namePrefix}*`, PageSize: 100 }, { region });
+    type Raw = { ImageId: string; ImageName?: string; Status?: string; Tags?: { Tag?: Array<{ TagKey?: string; TagValue?: string }> } };
+    return ((res.Images as { Image?: Raw[] } | undefined)?.Image ?? [])
+        .filter((i) => (i.ImageName ?? "").startsWith(namePrefix))
+        .map((i) => ({ imageId: i.ImageId, imageName: i.ImageName ?? "", status: i.Status ?? "",
+            tags: Object.fromEntries((i.Tags?.Tag ?? []).map((t) => [t.TagKey ?? "", t.TagValue ?? ""])) }));
+}
+
+/**
+ * Deletes a custom image. `Force`: instances created from it keep running (only a re-initialisation of their
+ * system disk from the image becomes impossible); without it ECS refuses while any instance uses the image.
+ * @returns "already gone" when the image did not exist
+ */
+export async function deleteImage(region: string, imageId: string, force: boolean): Promise<"deleted" | "already gone"> {
+    try {
+        await callApi("ecs", "DeleteImage", { ImageId: imageId, Force: force }, { region });
+        return "deleted";
+    } catch (err) {
+        if ((err as { code?: string }).code === "InvalidImageId.NotFound") return "already gone";
+        throw err;
+    }
+}

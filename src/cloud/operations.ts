@@ -190,14 +190,20 @@ export async function deleteToken(access: ClusterAccess, tokenId: string): Promi
     return out.includes("already gone") ? "already gone" : "deleted";
 }
 
-/** A fresh certificate key and a 30-minute token from a master, answered sealed to a key made for this one call. */
-export async function joinSecrets(access: ClusterAccess): Promise<{ token: string; certificateKey: string }> {
+/**
+ * A fresh certificate key and a 30-minute token from a master, with master 0's secrets-encryption key when
+ * Secrets are encrypted at rest, answered sealed to a key made for this one call.
+ */
+export async function joinSecrets(access: ClusterAccess): Promise<{ token: string; certificateKey: string; encryptionKey?: string }> {
     const recipient = newRecipient();
-    const [token, certificateKey] = recipient.open(await invokeOnMaster(access, "join-secrets", { recipient: recipient.publicKey }, { sensitive: true })).split(" ");
+    const [token, certificateKey, encryption] = recipient.open(await invokeOnMaster(access, "join-secrets", { recipient: recipient.publicKey }, { sensitive: true })).split(" ");
     if (!TOKEN_PATTERN.test(token ?? "") || !CERTIFICATE_KEY_PATTERN.test(certificateKey ?? "")) {
         throw new Error("master did not answer a bootstrap token and a certificate key (kubeadm upload-certs / token create failed); check kubeadm on the master");
     }
-    return { token, certificateKey };
+    if (encryption !== undefined && encryption !== "-" && !/^[A-Za-z0-9+/]{43}=$/.test(encryption)) {
+        throw new Error("master answered an encryption key that is not 32 bytes in Base64; check /etc/kubernetes/pki/alicloud-kubeadm-encryption.yaml there");
+    }
+    return { token, certificateKey, ...(encryption && encryption !== "-" ? { encryptionKey: encryption } : {}) };
 }
 
 /**

@@ -4,7 +4,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as alicloud from "@pulumi/alicloud";
 import * as k8s from "@pulumi/kubernetes";
 import { renderControlPlaneJoinCommand, renderMasterInit, renderOperation } from "../shell/render";
-import { clusterTags, nodeMirrors, validateClusterConfig, type ClusterConfig, type ClusterConfigInput, type ExistingNodeInput } from "../config";
+import { clusterTags, nodeImageList, nodeMirrors, validateClusterConfig, type ClusterConfig, type ClusterConfigInput, type ExistingNodeInput } from "../config";
 import { throwIfProblems } from "./args";
 import { attachAutoscalerPolicy, ControlPlane } from "./controlPlane";
 import { ClusterAutoscaler } from "./clusterAutoscaler";
@@ -21,6 +21,7 @@ import { NodePool } from "./nodePool";
 import { Admission, ADMISSION_PORT, vendoredIdentityCertificate } from "./admission";
 import { PodNetwork } from "./podNetwork";
 import { Network } from "./network";
+import { NodeImage } from "./nodeImage";
 
 /** The cluster config as a program gives it: plain values, except the SSH secrets (see {@link SshConnectionArgs}). */
 export type ClusterConfigArgs = Omit<ClusterConfigInput, "existingNodes"> & {
@@ -114,6 +115,8 @@ export class Cluster extends pulumi.ComponentResource {
     /** The validated config with defaults applied. */
     public readonly config: ClusterConfig;
     public readonly network: Network;
+    /** The baked node image masters and pools boot (`image.bake: true`); undefined otherwise. */
+    public readonly nodeImage?: NodeImage;
     public readonly controlPlane: ControlPlane;
     /** CA pin and the stack's kubeconfig read from master 0 (both secret). */
     public readonly joinInfo: JoinInfo;
@@ -171,6 +174,15 @@ export class Cluster extends pulumi.ComponentResource {
                 });
 
         const net = this.network;
+        // image.bake: masters and pools boot the baked image; existing nodes (mode auto) keep the base image.
+        if (config.image.bake) {
+            this.nodeImage = new NodeImage(`${name}-node-image`, {
+                clusterName: config.name, region: config.region, kubernetesVersion: config.kubernetesVersion, ...nodeMirrors(config),
+                nodeImages: nodeImageList(config), baseImageId: imageId, vswitchId: net.resources.vswitches[0].id,
+                instanceType: config.image.bakeInstanceType, tags,
+            }, { parent: this, dependsOn: [net] });
+        }
+        const nodeImageId = this.nodeImage?.imageId ?? imageId;
         this.controlPlane = new ControlPlane(`${name}-control-plane`, {
             config,
             vpcId: net.vpcId,
@@ -180,7 +192,7 @@ export class Cluster extends pulumi.ComponentResource {
             routeTableId: net.routeTableId,
             natEipAddress: net.natEipAddress,
             natGateway: config.network.natGateway,
-            imageId,
+            imageId: nodeImageId,
             tags,
             userdata: (index, endpoint, certSANs) => masterUserdata(config, index, endpoint, certSANs),
         }, { parent: this });
@@ -238,7 +250,7 @@ export class Cluster extends pulumi.ComponentResource {
             masterInstanceId: master0, masterInstanceIds, commands, routeTableId: net.routeTableId, admissionEndpoints,
         };
         this.nodePools = config.nodePools.map((pool) => new NodePool(`${name}-pool-${pool.name}`, {
-            ...joinCommon, pool, tags,
+            ...joinCommon, imageId: nodeImageId, pool, tags,
             vswitchIds: net.resources.vswitches.map((v) => v.id),
             securityGroupIds: [net.clusterSecurityGroupId],
             dependsOn: [this.joinInfo],
@@ -334,10 +346,14 @@ export function masterUserdata(config: ClusterConfig, index: number, apiEndpoint
         serviceCidr: config.network.serviceCidr,
         nodeCidrMaskSize: config.network.nodeCidrMaskSize,
         certSANs,
-        // Only where no other control-plane member needs master 0's key: its delivery to members waits for the
-        // encrypted join-secrets channel (docs/security.md#encryption-at-rest). 1 ↔ 3/5 masters is never in place.
-        encryptSecrets: config.controlPlane.count === 1,
+        // Every other control-plane member gets master 0's key over the sealed join-secrets channel
+        // (docs/security.md#encryption-at-rest).
+        encryptSecrets: true,
         ...nodeMirrors(config),
+        // No AK_NODE_IMAGES (node_images.sh) on master 0, baked or not: NodeImage builds its image in the same
+        // `pulumi up`, just before it, so the image always matches (masters ignore image drift afterwards), and
+        // kubeadm init finds its images baked; node_images.sh would only check that, and it does not fit the
+        // 20 KiB userdata budget next to master_init.sh + control_plane.sh (about 20.7 KB with it).
     });
 }
 

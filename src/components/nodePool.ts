@@ -20,7 +20,7 @@
 import * as alicloud from "@pulumi/alicloud";
 import * as pulumi from "@pulumi/pulumi";
 import { renderAttachNode } from "../shell/render";
-import { checkNodeJoinConfig, checkPool, nodeMirrors, type NodePoolConfig, type NodePoolInput } from "../config";
+import { bakedNodeImages, checkNodeJoinConfig, checkPool, nodeMirrors, type NodePoolConfig, type NodePoolInput } from "../config";
 import { BootstrapToken } from "../providers/bootstrapToken";
 import { PoolCapacity } from "../providers/poolCapacity";
 import type { JoinArgs } from "./joinArgs";
@@ -137,6 +137,7 @@ export function createNodePool(name: string, args: NodePoolArgs & { pool: NodePo
         region: config.region,
         kubernetesVersion: config.kubernetesVersion,
         ...nodeMirrors(config),
+        ...bakedNodeImages(config),
         apiEndpoint: endpoint,
         poolName: pool.name,
         labels: extraLabels,

@@ -20,6 +20,8 @@ import { pulumiLog } from "./log";
 export interface JoinSecrets {
     token: string;
     certificateKey: string;
+    /** Master 0's secrets-encryption key, when Secrets are encrypted at rest. */
+    encryptionKey?: string;
 }
 
 export interface ControlPlaneMemberInputs extends ClusterAccessInputs {
@@ -53,7 +55,8 @@ export async function joinControlPlaneMember(inputs: ControlPlaneMemberInputs, l
         log(`asking a master (${master.masterInstanceIds.join(" or ")}) for a certificate key and a join token`);
         const secrets: JoinSecrets = await joinSecrets(master);
         log(`joining ${memberInstanceId} to the control plane (installs packages, then kubeadm join --control-plane)`);
-        const channel = await sendSecret(master, memberInstanceId, `${secrets.token} ${secrets.certificateKey}`);
+        // The member's API server needs master 0's encryption key too (when Secrets are encrypted): same channel.
+        const channel = await sendSecret(master, memberInstanceId, `${secrets.token} ${secrets.certificateKey} ${secrets.encryptionKey ?? "-"}`);
         try {
             await runJoin(region, "control-plane-join", inputs.joinCommandId, memberInstanceId, { channel },
                 { timeoutSeconds: inputs.joinTimeoutSeconds ?? 1800, pollIntervalMs });

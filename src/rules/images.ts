@@ -74,3 +74,43 @@ export function packageMirrorProblem(value: string): string | undefined {
 export function pauseVersionFor(minor: number): string {
     return minor >= 36 ? "3.10.2" : minor >= 34 ? "3.10.1" : "3.10";
 }
+
+/** The containerd sandbox (pause) image kubeadm expects: `<imageRepository>/pause:<pauseVersionFor(minor)>`. */
+export function pauseImage(imageRepository: string, kubernetesVersion: string): string {
+    return `${imageRepository.replace(/\/+$/, "")}/pause:${pauseVersionFor(Number(kubernetesVersion.split(".")[1]))}`;
+}
+
+/**
+ * The kube-proxy image of kubeadm's kube-proxy DaemonSet: `<imageRepository>/kube-proxy:v<kubernetesVersion>`
+ * (kubeadm builds it from `imageRepository` and `kubernetesVersion` of its ClusterConfiguration; docs/upstream.md#kubeadm-pause-image).
+ */
+export function kubeProxyImage(imageRepository: string, kubernetesVersion: string): string {
+    return `${imageRepository.replace(/\/+$/, "")}/kube-proxy:v${kubernetesVersion}`;
+}
+
+/** What decides the images every node runs. */
+export interface NodeImageSources {
+    /** Full Kubernetes version, e.g. `1.36.3`. */
+    kubernetesVersion: string;
+    /** kubeadm `imageRepository` (pause, kube-proxy and the control-plane images). */
+    imageRepository: string;
+    /** flanneld image. Default {@link DEFAULT_FLANNEL_IMAGE}. */
+    flannel?: string;
+    /** flannel CNI plugin image. Default {@link DEFAULT_FLANNEL_CNI_PLUGIN_IMAGE}. */
+    flannelCniPlugin?: string;
+}
+
+/**
+ * The images every node (master or worker) runs before any workload: the sandbox, kube-proxy (kubeadm's
+ * DaemonSet) and flannel with its CNI plugin (our DaemonSet). The one source of truth: the node scripts'
+ * sandbox image, the kubeadm configuration and the flannel manifest use these same references, and a
+ * baked image pre-pulls exactly this list, so the kubelet has nothing left to pull (checked by test/bake.test.ts).
+ */
+export function nodeImages(s: NodeImageSources): { pause: string; kubeProxy: string; flannel: string; flannelCniPlugin: string } {
+    return {
+        pause: pauseImage(s.imageRepository, s.kubernetesVersion),
+        kubeProxy: kubeProxyImage(s.imageRepository, s.kubernetesVersion),
+        flannel: s.flannel ?? DEFAULT_FLANNEL_IMAGE,
+        flannelCniPlugin: s.flannelCniPlugin ?? DEFAULT_FLANNEL_CNI_PLUGIN_IMAGE,
+    };
+}

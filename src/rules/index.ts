@@ -14,3 +14,4 @@ export * from "./versions";
 export * from "./securityGroups";
 export * from "./ram";
 export * from "./apiAccess";
+export * from "./bake";

@@ -15,8 +15,10 @@ ak_start_log attach-node
 # (src/shell/channel.sh, docs/security.md); read once, then deleted.
 if [ -n "${AK_CHANNEL:-}" ]; then
   f=${AK_ROOT}/run/alicloud-kubeadm/${AK_CHANNEL}
-  read -r AK_BOOTSTRAP_TOKEN AK_CERTIFICATE_KEY <"$f" || ak_die "nothing received on channel ${AK_CHANNEL}"
+  read -r AK_BOOTSTRAP_TOKEN AK_CERTIFICATE_KEY received_key <"$f" || ak_die "nothing received on channel ${AK_CHANNEL}"
   rm -f "$f"
+  # A control-plane member of a cluster whose Secrets are encrypted also gets master 0's key (`-`: none).
+  if [ -n "${received_key:-}" ] && [ "$received_key" != - ]; then AK_ENCRYPTION_KEY=$received_key; fi
 fi
 ak_require AK_KUBERNETES_VERSION AK_K8S_REPO_URL AK_SANDBOX_IMAGE AK_API_ENDPOINT AK_POOL_NAME \
   AK_BOOTSTRAP_TOKEN AK_CA_CERT_HASHES

@@ -337,14 +337,24 @@ EOF
   ak_log "pods blocked from the metadata service (${AK_IMDS_UNIT}, before the kubelet)"
 }
 
-# ak_prepare_node: everything a node needs before kubeadm init/join. Idempotent.
+# --- the preparation steps: ONE list for a stock boot and the bake mode ----------------------
+
+# ak_prepare_node: everything a node needs before kubeadm init/join: THE list of preparation steps, in order.
+# A stock boot (master_init.sh, attach_node.sh) and the bake mode (bake_node.sh, the NodeImage component) run
+# this same list, so what a baked image carries and what a stock image installs at boot cannot diverge. Each
+# step is idempotent and checks before it acts: on a matching baked image every step finds its work done.
+# (Each role script has checked AK_KUBERNETES_VERSION, AK_K8S_REPO_URL and AK_SANDBOX_IMAGE with ak_require.)
 ak_prepare_node() {
-  ak_require AK_KUBERNETES_VERSION AK_K8S_REPO_URL AK_SANDBOX_IMAGE
-  ak_detect_os
-  ak_disable_swap
-  ak_kernel_setup
-  ak_install_packages
-  ak_configure_containerd
-  ak_block_pod_metadata
+  local s
+  for s in ak_detect_os ak_disable_swap ak_kernel_setup ak_install_packages ak_configure_containerd ak_block_pod_metadata ak_enable_kubelet ak_pull_images; do "$s"; done
+}
+
+ak_enable_kubelet() {
   systemctl enable kubelet
+}
+
+# ak_pull_images: nothing to pre-pull unless the node lists its images (AK_NODE_IMAGES, baked clusters): render.ts
+# then renders node_images.sh's ak_pull_images in place of this one (the userdata budget keeps it out otherwise).
+ak_pull_images() {
+  :
 }

@@ -17,7 +17,7 @@ import * as path from "path";
 import * as zlib from "zlib";
 import {
     CA_HASH_PATTERN, CERTIFICATE_KEY_PATTERN, checkTaints, defaultMirrors, formatTaint, isCidr, kubernetesVersionProblem, nodeLabelKeyProblem,
-    isLabelValue, OPERATION_PARAMETERS, OPERATIONS, operationParameters, pauseVersionFor, POOL_LABEL, TOKEN_PATTERN,
+    imageReferenceProblem, isLabelValue, OPERATION_PARAMETERS, OPERATIONS, operationParameters, pauseImage, POOL_LABEL, TOKEN_PATTERN,
     type JoinOperation, type Mirrors, type OperationName, type ParameterName, type Taint,
 } from "../rules";
 
@@ -73,7 +73,15 @@ export interface NodeParams {
     sandboxImage?: string;
     /** API endpoint `host:port` (NLB address or the single master's IP), e.g. `192.168.0.10:6443`. */
     apiEndpoint: string;
+    /**
+     * Images the node pre-pulls in parallel before joining (`AK_NODE_IMAGES`; src/rules/images.ts `nodeImages`), each
+     * only when containerd does not have it: on a baked image none. Default none (the kubelet pulls them after the join).
+     */
+    nodeImages?: string[];
 }
+
+/** Parameters of the bake mode (`bake_node.sh`): the node's sources and images, no endpoint and no secret. */
+export type BakeNodeParams = Omit<NodeParams, "apiEndpoint" | "nodeImages"> & { nodeImages: string[] };
 
 /** Parameters of master 0's `kubeadm init`. */
 export interface MasterInitParams extends NodeParams {
@@ -151,6 +159,23 @@ export interface ControlPlaneJoinParams extends Omit<AttachNodeParams, "poolName
      * rendered with `encryptSecrets`. Default none (the cluster does not encrypt Secrets at rest).
      */
     encryptionKey?: Param<string>;
+}
+
+/**
+ * Renders the bake-mode script (`bake_node.sh`): the same preparation steps a stock boot runs, then the
+ * `baked` marker and the clean-up for cloning. Carries no cluster secret (no token, no CA pin, no endpoint).
+ * @param params Sources and images; throws an Error listing every invalid parameter.
+ */
+export function renderBakeNode(params: BakeNodeParams): string {
+    const asNode: NodeParams = { ...params, apiEndpoint: "bake.invalid:1" };
+    const problems = nodeProblems(asNode);
+    check(problems, "nodeImages", params.nodeImages.length > 0, "must list the images to bake");
+    throwIfAny("renderBakeNode", problems);
+    return assemble("bake_node.sh", [
+        ...nodeHeader(asNode).filter(([name]) => name !== "AK_API_ENDPOINT"),
+        ["AK_IMAGE_REPOSITORY", imageRepositoryOf(asNode)],
+        ["AK_BAKE", "1"],
+    ]);
 }
 
 /** Header variables that carry secrets; {@link redactUserdata} blanks them. */
@@ -283,13 +308,13 @@ function imageRepositoryOf(p: NodeParams): string {
 
 function nodeHeader(p: NodeParams): Array<[string, string]> {
     const packageMirror = p.packageMirror ?? defaultMirrors(p.region).packageMirror;
-    const minor = Number(p.kubernetesVersion.split(".")[1]);
     return [
         ["AK_KUBERNETES_VERSION", p.kubernetesVersion],
         ["AK_K8S_REPO_URL", p.kubernetesRepoUrl ?? kubernetesRepoUrl(packageMirror, p.kubernetesVersion)],
         ["AK_CONTAINERD_RPM_REPO_URL", p.containerdRpmRepoUrl ?? containerdRpmRepoUrl(packageMirror)],
-        ["AK_SANDBOX_IMAGE", p.sandboxImage ?? `${imageRepositoryOf(p)}/pause:${pauseVersionFor(minor)}`],
+        ["AK_SANDBOX_IMAGE", p.sandboxImage ?? pauseImage(imageRepositoryOf(p), p.kubernetesVersion)],
         ["AK_API_ENDPOINT", p.apiEndpoint],
+        ...(p.nodeImages?.length ? [["AK_NODE_IMAGES", p.nodeImages.join(",")] as [string, string]] : []),
     ];
 }
 
@@ -311,6 +336,10 @@ function nodeProblems(p: NodeParams): string[] {
         const value = p[key];
         if (value !== undefined) check(problems, key, /^[a-z0-9][a-z0-9._\-/:@]*$/i.test(value), "must be an image reference like registry.k8s.io");
     }
+    (p.nodeImages ?? []).forEach((image, i) => {
+        const reason = imageReferenceProblem(image);
+        check(problems, `nodeImages[${i}]`, !reason, reason ?? "");
+    });
     return problems;
 }
 
@@ -362,7 +391,19 @@ function admissionBlocks(text: string, admission: boolean): string {
     return admission ? text : text.split("\n").filter((line) => !/\bak_admission_token\b/.test(line)).join("\n");
 }
 
+/**
+ * prepare_node.sh without its empty `ak_pull_images` step, which node_images.sh defines for real (nodes that list
+ * their images get it: the userdata budget keeps it out of the others).
+ */
+function prepareWithoutPullStub(): string {
+    const text = body("prepare_node.sh");
+    const stub = /^ak_pull_images\(\) \{\n {2}:\n\}\n/m;
+    if (!stub.test(text)) throw new Error("prepare_node.sh has no empty ak_pull_images step for node_images.sh to replace");
+    return text.replace(stub, "");
+}
+
 function assemble(roleScript: string, header: Array<[string, string]>, shared?: string): string {
+    const withImages = header.some(([name]) => name === "AK_NODE_IMAGES");
     const lines = header.map(([name, value]) => `readonly ${name}=${shellQuote(value)}`);
     const script = [
         "#!/bin/bash",
@@ -370,7 +411,7 @@ function assemble(roleScript: string, header: Array<[string, string]>, shared?: 
         ...lines,
         "",
         "# ---- src/shell/prepare_node.sh ----",
-        body("prepare_node.sh"),
+        ...(withImages ? [prepareWithoutPullStub(), "# ---- src/shell/node_images.sh ----", body("node_images.sh")] : [body("prepare_node.sh")]),
         ...(shared ? [`# ---- src/shell/${shared} ----`, body(shared)] : []),
         `# ---- src/shell/${roleScript} ----`,
         admissionBlocks(body(roleScript), shared === "admission_client.sh"),
@@ -402,8 +443,11 @@ export function compactShell(script: string): string {
         const trimmed = line.replace(/^\s+/, "");
         const keep = (out.length === 0 && trimmed.startsWith("#!")) || trimmed.startsWith("# shellcheck ");
         if (trimmed === "" || (trimmed.startsWith("#") && !keep)) continue;
-        // A trailing ` # comment` goes too when nothing before it could quote or escape it.
-        out.push(trimmed.replace(/^([^'"`#$\\]*?)\s+#\s.*$/, "$1"));
+        // Each static script starts with the same `set -euo pipefail`: once is enough.
+        if (trimmed === "set -euo pipefail" && out.includes(trimmed)) continue;
+        // A trailing ` # comment` goes too when nothing before it could quote or escape it (and a directive's note).
+        out.push(trimmed.startsWith("# shellcheck ") ? trimmed.replace(/^(# shellcheck \S+)\s+#.*$/, "$1")
+            : trimmed.replace(/^([^'"`#$\\]*?)\s+#\s.*$/, "$1"));
         heredocEnd = /<<-?\s*['"]?([A-Za-z_]+)['"]?/.exec(trimmed)?.[1];
     }
     return out.join("\n") + "\n";

@@ -258,8 +258,30 @@ export interface EmuRouteTable {
 }
 
 /** Everything the emulator keeps. Tests may read and change it directly. */
+/** A custom image (DescribeImages / DeleteImage). */
+export interface EmuImage {
+    imageId: string;
+    imageName: string;
+    /** `Available`, `Creating`, … */
+    status: string;
+}
+
+/** An ECS Image Builder execution (DescribeImagePipelineExecutions); tests move it along by editing it. */
+export interface EmuImageBuild {
+    executionId: string;
+    /** `PREPARING`, `BUILDING`, `SUCCESS`, `FAILED`, `CANCELLED`, … */
+    status: string;
+    /** "" until the image exists; may stay "" (the field is not documented as always set). */
+    imageId: string;
+    errorInfo: string;
+}
+
 export class EmulatorState {
     readonly instances = new Map<string, EmuInstance>();
+    /** Custom images of the account by id. */
+    readonly images = new Map<string, EmuImage>();
+    /** Image Builder executions by id. */
+    readonly imageBuilds = new Map<string, EmuImageBuild>();
     readonly invocations = new Map<string, EmuInvocation>();
     readonly scalingGroups = new Map<string, EmuScalingGroup>();
     readonly scalingInstances = new Map<string, EmuScalingInstance>();

@@ -295,14 +295,16 @@ EOF
 }
 
 ak_prepare_node() {
-  ak_require AK_KUBERNETES_VERSION AK_K8S_REPO_URL AK_SANDBOX_IMAGE
-  ak_detect_os
-  ak_disable_swap
-  ak_kernel_setup
-  ak_install_packages
-  ak_configure_containerd
-  ak_block_pod_metadata
+  local s
+  for s in ak_detect_os ak_disable_swap ak_kernel_setup ak_install_packages ak_configure_containerd ak_block_pod_metadata ak_enable_kubelet ak_pull_images; do "$s"; done
+}
+
+ak_enable_kubelet() {
   systemctl enable kubelet
+}
+
+ak_pull_images() {
+  :
 }
 
 # ---- src/shell/attach_node.sh ----
@@ -314,8 +316,9 @@ AK_JOIN_ATTEMPTS="${AK_JOIN_ATTEMPTS:-3}"
 ak_start_log attach-node
 if [ -n "${AK_CHANNEL:-}" ]; then
   f=${AK_ROOT}/run/alicloud-kubeadm/${AK_CHANNEL}
-  read -r AK_BOOTSTRAP_TOKEN AK_CERTIFICATE_KEY <"$f" || ak_die "nothing received on channel ${AK_CHANNEL}"
+  read -r AK_BOOTSTRAP_TOKEN AK_CERTIFICATE_KEY received_key <"$f" || ak_die "nothing received on channel ${AK_CHANNEL}"
   rm -f "$f"
+  if [ -n "${received_key:-}" ] && [ "$received_key" != - ]; then AK_ENCRYPTION_KEY=$received_key; fi
 fi
 ak_require AK_KUBERNETES_VERSION AK_K8S_REPO_URL AK_SANDBOX_IMAGE AK_API_ENDPOINT AK_POOL_NAME \
   AK_BOOTSTRAP_TOKEN AK_CA_CERT_HASHES

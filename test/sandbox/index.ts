@@ -8,7 +8,7 @@
  * (kubeadm init writes admin.conf and pki/ca.crt, join writes kubelet.conf, apt-get/dnf install put kubeadm etc.
  * on PATH). See test/sandbox/stubs/* for the environment variables that make them fail or take time:
  * AK_STUB_FAIL_INIT, AK_STUB_FAIL_JOIN, AK_STUB_API_DOWN, AK_STUB_FAIL_INSTALL, AK_STUB_IMDS, AK_STUB_REGION,
- * AK_STUB_INSTANCE_ID, AK_STUB_DOWNLOAD_MS, AK_STUB_INSTALL_MS, AK_STUB_JOIN_MS, AK_STUB_CONTAINERD_MAJOR, AK_STUB_CONTAINERD_NO_SYSTEMD,
+ * AK_STUB_INSTANCE_ID, AK_STUB_DOWNLOAD_MS, AK_STUB_INSTALL_MS, AK_STUB_JOIN_MS, AK_STUB_PULL_MS, AK_STUB_FAIL_PULL, AK_STUB_CONTAINERD_MAJOR, AK_STUB_CONTAINERD_NO_SYSTEMD,
  * AK_STUB_KUBECTL_OUTPUT, AK_STUB_KUBECTL_RC (most have a typed option in {@link SandboxOptions}).
  *
  * Usage:
@@ -63,6 +63,8 @@ export interface SandboxOptions {
     prebakedVersion?: string;
     /** A pre-baked image has the standard CNI plugins in /opt/cni/bin (the kubernetes-cni package). Default true. */
     prebakedCni?: boolean;
+    /** Images already in containerd's store (a baked image). Default none. */
+    prebakedImages?: string[];
     /** Metadata service: region id. Default `cn-hangzhou`. */
     region?: string;
     /** Metadata service: instance id. Default `i-bp1stubinstance0001`. */
@@ -79,7 +81,7 @@ export interface SandboxOptions {
         apiDown?: number;
     };
     /** Stub timings in milliseconds (for benchmarks). Default 0. */
-    delays?: { downloadMs?: number; installMs?: number; joinMs?: number };
+    delays?: { downloadMs?: number; installMs?: number; joinMs?: number; pullMs?: number };
     /** Extra environment for every run. */
     env?: Record<string, string>;
     /**
@@ -108,15 +110,17 @@ export interface Sandbox {
     run(script: string, env?: Record<string, string>): Promise<RunResult>;
     /** Every stub call since the sandbox was made. */
     allCalls(): StubCall[];
+    /** The images in containerd's store (the crictl stub's), in the order they arrived. */
+    images(): string[];
     /** Deletes the sandbox directory. */
     cleanup(): void;
 }
 
 const STUB_SRC = path.join(__dirname, "stubs");
-const STUBS = ["kubeadm", "kubelet", "kubectl", "containerd", "curl", "apt-get", "dnf", "gpg", "ip", "iptables"];
-const INSTALLABLE = new Set(["kubeadm", "kubelet", "kubectl", "containerd"]);
+const STUBS = ["kubeadm", "kubelet", "kubectl", "containerd", "crictl", "curl", "apt-get", "dnf", "gpg", "ip", "iptables"];
+const INSTALLABLE = new Set(["kubeadm", "kubelet", "kubectl", "containerd", "crictl"]);
 const RECORD_ONLY = ["systemctl", "modprobe", "sysctl", "swapoff", "apt-mark"];
-const REAL_TOOLS = ["awk", "base64", "gzip", "bash", "cat", "chmod", "cmp", "cp", "cut", "date", "dirname", "basename", "grep", "head", "ln",
+const REAL_TOOLS = ["awk", "find", "base64", "gzip", "bash", "cat", "chmod", "cmp", "cp", "cut", "date", "dirname", "basename", "grep", "head", "ln",
     "ls", "mkdir", "mktemp", "mv", "rm", "rmdir", "sed", "sleep", "sort", "tail", "tee", "touch", "tr", "wc", "env", "printf",
     // the secret channel (src/shell/channel.sh) seals and opens with the real openssl
     "openssl", "sha256sum"];
@@ -155,6 +159,7 @@ export function makeSandbox(options: SandboxOptions): Sandbox {
             }
         }
     }
+    fs.writeFileSync(path.join(state, "images"), (options.prebakedImages ?? []).map((i) => `${i}\n`).join(""));
     for (const [name, text] of Object.entries(options.stubs ?? {})) {
         const target = INSTALLABLE.has(name) ? installed : bin;
         fs.rmSync(path.join(target, name), { force: true });
@@ -189,6 +194,7 @@ export function makeSandbox(options: SandboxOptions): Sandbox {
         AK_STUB_DOWNLOAD_MS: String(options.delays?.downloadMs ?? 0),
         AK_STUB_INSTALL_MS: String(options.delays?.installMs ?? 0),
         AK_STUB_JOIN_MS: String(options.delays?.joinMs ?? 0),
+        AK_STUB_PULL_MS: String(options.delays?.pullMs ?? 0),
         ...options.env,
     };
 
@@ -223,6 +229,7 @@ export function makeSandbox(options: SandboxOptions): Sandbox {
             return { ...result, wallMs, calls: readCalls(state).slice(before), stubMs: readTiming(state) };
         },
         allCalls: () => readCalls(state),
+        images: () => fs.readFileSync(path.join(state, "images"), "utf8").split("\n").filter(Boolean),
         cleanup: () => fs.rmSync(dir, { recursive: true, force: true }),
     };
 }
@@ -236,6 +243,11 @@ export function callsOf(calls: StubCall[], cmd: string, sub?: string): StubCall[
 export function downloadCalls(calls: StubCall[]): StubCall[] {
     return calls.filter((c) => (c.cmd === "curl" && !c.args.some((a) => a.includes("100.100.100.200") || a.endsWith("/readyz")))
         || (c.cmd === "apt-get" && c.args.includes("update")));
+}
+
+/** Image pulls: `crictl pull` calls. */
+export function pullCalls(calls: StubCall[]): StubCall[] {
+    return calls.filter((c) => c.cmd === "crictl" && c.args.includes("pull"));
 }
 
 /** Package installs: `apt-get install` and `dnf install` calls. */
