@@ -22,3 +22,5 @@ export const masterInstanceIds = cluster.controlPlane.masterInstanceIds;
 export const kubeconfig = cluster.kubeconfig;
 /** Not secret: where everything is, for `npm run doctor -- --stack <name>`. */
 export const clusterInfo = cluster.clusterInfo;
+/** The one-line manual attach command when admission is on (endpoint and CA pin only, no secret; docs/admission.md). */
+export const attachCommand = cluster.attachCommand;

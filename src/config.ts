@@ -5,6 +5,7 @@
 // src/rules, shared with the components (which check their own arguments with the same rules when used
 // without this config). validateClusterConfig reports every problem at once, each as
 // `<property.path>: <reason>`, so a user fixes a config in one pass.
+import * as crypto from "crypto";
 import { z } from "zod";
 import {
     apiAccessProblems, autoscalerMinorWarning, autoscalerSettingsProblems, checkBake, checkNetworkLayout, checkTaints, cloudTagProblems, CLUSTER_TAG, DEFAULT_AUTOSCALER_SETTINGS,
@@ -170,6 +171,22 @@ function buildSchema(obj: typeof z.strictObject) {
             kubernetesRepository: z.string().optional(),
             /** Base URL of the package mirror (Kubernetes and containerd packages). */
             packageMirror: z.string().optional(),
+            /** Node.js image of the admission service (src/components/admission.ts DEFAULT_ADMISSION_IMAGE). */
+            admission: z.string().optional(),
+        }).prefault({}),
+        /**
+         * Node admission by cloud identity (docs/admission.md): pools and existing nodes join with a single-use
+         * token from the admission service on the masters instead of a token in their userdata.
+         */
+        admission: obj({
+            /**
+             * PEM of the ECS instance identity signing certificate(s) (Alibaba's; several during a rotation).
+             * Default: the certificate vendored in src/admission/alibaba-identity.pem when present; without one,
+             * nodes keep joining with bootstrap tokens (and a warning says so).
+             */
+            identityCertificate: z.string().optional(),
+            /** `key=value`: instances carrying this ECS tag may join through the one-line manual path. Default: off. */
+            joinTag: z.string().optional(),
         }).prefault({}),
         /** Free-form tags put on every cloud resource, besides `alicloud-kubeadm/cluster=<name>`. */
         tags: z.record(z.string(), z.string()).default({}),
@@ -365,6 +382,7 @@ function checkRules(c: Parsed, region: string | undefined, problem: Report, warn
         return checkPool(pool, c.name, cloudTags, at, { size: given("size"), autoscale: given("autoscale") });
     });
     checkImages(c.images, problem);
+    checkAdmission(c.admission, problem);
     const ids = new Set<string>();
     const existing = c.existingNodes.map((node, i) => {
         const at = (path: string, reason: string) => problem(joinPath(`existingNodes.${i}`, path), reason);
@@ -747,8 +765,32 @@ export function checkExistingNode(node: ExistingNodeToCheck, report: Report, via
     return { ...node, taints };
 }
 
+function checkAdmission(admission: Parsed["admission"], problem: Report): void {
+    if (admission.identityCertificate !== undefined) {
+        const reason = identityCertificateProblem(admission.identityCertificate);
+        if (reason) problem("admission.identityCertificate", reason);
+    }
+    if (admission.joinTag !== undefined && !/^[^=\s]{1,128}=[^\s]{0,128}$/.test(admission.joinTag)) {
+        problem("admission.joinTag", `"${admission.joinTag}" must be key=value (an ECS tag; e.g. alicloud-kubeadm/join=dev)`);
+    }
+}
+
+/** Why `pem` is not one or more PEM certificates, or undefined. */
+export function identityCertificateProblem(pem: string): string | undefined {
+    const blocks = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+    if (blocks.length === 0) return "must be PEM (-----BEGIN CERTIFICATE-----): Alibaba's instance identity certificate, see docs/admission.md";
+    for (const b of blocks) {
+        try {
+            new crypto.X509Certificate(b);
+        } catch (e) {
+            return `a certificate does not parse: ${(e as Error).message}`;
+        }
+    }
+    return undefined;
+}
+
 function checkImages(images: Parsed["images"], problem: Report): void {
-    for (const key of ["flannel", "flannelCniPlugin", "cloudControllerManager"] as const) {
+    for (const key of ["flannel", "flannelCniPlugin", "cloudControllerManager", "admission"] as const) {
         const reason = images[key] === undefined ? undefined : imageReferenceProblem(images[key]);
         if (reason) {
             problem(`images.${key}`, reason);

@@ -128,7 +128,17 @@ export interface ClusterConfigInput {
         version?: string;
     };
     images?: ImageSources;
+    /** Node admission by cloud identity (docs/admission.md). */
+    admission?: AdmissionConfig;
     tags?: Record<string, string>;
+}
+
+/** Node admission by cloud identity (docs/admission.md). */
+export interface AdmissionConfig {
+    /** PEM of the ECS instance identity signing certificate(s). Default: the vendored one, when present. */
+    identityCertificate?: string;
+    /** `key=value`: instances with this ECS tag may join through the one-line manual path. Default: off. */
+    joinTag?: string;
 }
 
 /** Image and package sources; each unset one takes the region's default (src/rules/images.ts). */
@@ -139,6 +149,8 @@ export interface ImageSources {
     clusterAutoscalerRepository?: string;
     kubernetesRepository?: string;
     packageMirror?: string;
+    /** Node.js image of the admission service. */
+    admission?: string;
 }
 
 /** A node pool after the schema's defaults (before normalisation). */
@@ -198,6 +210,7 @@ export interface ParsedClusterConfig {
         version?: string;
     };
     images: ImageSources;
+    admission: AdmissionConfig;
     tags: Record<string, string>;
 }
 

@@ -14,6 +14,21 @@ type DeepRequired<T> = T extends string | number | boolean ? T
         : T extends object ? { [K in keyof T]-?: DeepRequired<T[K]> } : T;
 
 /** Every key, each with a valid value. */
+/** A throw-away self-signed certificate (openssl, EC P-256): admission.identityCertificate must parse. */
+const DOCS_TEST_CERTIFICATE = [
+    "-----BEGIN CERTIFICATE-----",
+    "MIIBkTCCATegAwIBAgIUFyLMLgM6mTnGC3Uv3pV33LYdZWMwCgYIKoZIzj0EAwIw",
+    "HTEbMBkGA1UEAwwSZG9jcy10ZXN0LWlkZW50aXR5MCAXDTI2MTIwMzA3MDEzM1oY",
+    "DzIxMjYxMTA5MDcwMTMzWjAdMRswGQYDVQQDDBJkb2NzLXRlc3QtaWRlbnRpdHkw",
+    "WTATBgcqhkjOPQIBBggqhkjOPQMBBwNCAASqwUm64W9wMV6UlpzZtv8yyfSG5cqH",
+    "/rDQr/BzKlpkh4vUYWN6j63b24ql8w255DPbJODyfOSl8zoP8e08XJpoo1MwUTAd",
+    "BgNVHQ4EFgQUxRXjUF3CESXiiR0ypOjJxlxdltcwHwYDVR0jBBgwFoAUxRXjUF3C",
+    "ESXiiR0ypOjJxlxdltcwDwYDVR0TAQH/BAUwAwEB/zAKBggqhkjOPQQDAgNIADBF",
+    "AiBtovHtcaYVrphK0p2JKQbgWqo63V9PLXVm3R39/jUHGAIhAKmfA5IqLlk1su2j",
+    "0uU6tZpcKS1rz0BBAf19pFf7I1Ml",
+    "-----END CERTIFICATE-----",
+].join("\n");
+
 const FULL: DeepRequired<ClusterConfigInput> = {
     name: "docs",
     kubernetesVersion: "1.36.3",
@@ -40,7 +55,9 @@ const FULL: DeepRequired<ClusterConfigInput> = {
         flannel: "ghcr.io/flannel-io/flannel:v0.28.9", flannelCniPlugin: "ghcr.io/flannel-io/flannel-cni-plugin:v1.9.1-flannel3",
         cloudControllerManager: "registry.cn-hangzhou.aliyuncs.com/acs/cloud-controller-manager-amd64:v2.14.0",
         clusterAutoscalerRepository: "registry.k8s.io/autoscaling/cluster-autoscaler", kubernetesRepository: "registry.k8s.io", packageMirror: "https://pkgs.k8s.io",
+        admission: "docker.io/library/node:22.12.0-alpine3.20",
     },
+    admission: { identityCertificate: DOCS_TEST_CERTIFICATE, joinTag: "alicloud-kubeadm/join=dev" },
     tags: { team: "a" },
 };
 

@@ -12,7 +12,7 @@ const ROOT = path.join(__dirname, "..");
 /** src/ folders (and files) by layer, bottom first: a module may import its own layer and those below. */
 const LAYERS: string[][] = [
     ["rules"],
-    ["cloud", "config.ts", "configTypes.ts"],
+    ["cloud", "config.ts", "configTypes.ts", "admission"],
     ["shell", "removal", "doctor"],
     ["providers"],
     ["components"],

@@ -110,6 +110,8 @@ const DEFAULT_CALLS: Record<string, (inputs: Record<string, unknown>) => Record<
         const id = `${String(inputs.nameRegex ?? "image").replace(/[^a-z0-9_]/gi, "")}_20G_alibase_20260101.vhd`;
         return { ids: [id], images: [{ id, imageId: id, name: id, osType: "linux" }] };
     },
+    // The account the admission service checks instances against (src/components/cluster.ts).
+    "alicloud:index/getCallerIdentity:getCallerIdentity": () => ({ accountId: "1234567890123456", arn: "acs:ram::1234567890123456:root", identityType: "Account", id: "1234567890123456" }),
 };
 
 function isSecret(value: unknown): value is { value: unknown } {

@@ -13,10 +13,12 @@ import { ApiServerReady } from "../providers/apiServerReady";
 import { BootstrapToken } from "../providers/bootstrapToken";
 import { ControlPlaneMember } from "../providers/controlPlaneMember";
 import { JoinInfo } from "../providers/joinInfo";
-import { createAttachCommand, ExistingNode, sshConnection, type SshConnectionArgs } from "./existingNode";
+import { createAttachCommand, EXISTING_POOL_NAME, ExistingNode, sshConnection, type SshConnectionArgs } from "./existingNode";
+import { admissionAttachOneLiner, renderServedAttachScript } from "../shell/renderAdmission";
 import { NodeCommands, saveCommand } from "./nodeCommands";
 import { OPERATIONS } from "../rules";
 import { NodePool } from "./nodePool";
+import { Admission, ADMISSION_PORT, vendoredIdentityCertificate } from "./admission";
 import { PodNetwork } from "./podNetwork";
 import { Network } from "./network";
 import { NodeImage } from "./nodeImage";
@@ -132,6 +134,10 @@ export class Cluster extends pulumi.ComponentResource {
     public readonly nodePools: NodePool[];
     /** Existing ECS instances joined to the cluster, in config order. */
     public readonly existingNodes: ExistingNode[];
+    /** The admission service (nodes join by cloud identity), when an identity certificate is configured or vendored. */
+    public readonly admission?: Admission;
+    /** The one-line manual attach command (no secret: endpoint and CA pin), when admission is on. */
+    public readonly attachCommand?: pulumi.Output<string>;
     /** The Cluster Autoscaler, when at least one pool autoscales. */
     public readonly autoscaler?: ClusterAutoscaler;
     /** Where everything is, for `npm run doctor` (not secret). */
@@ -230,9 +236,18 @@ export class Cluster extends pulumi.ComponentResource {
         // are created on a master, so they wait for kubeadm init (JoinInfo).
         const master0 = masters[0].id;
         const masterInstanceIds = this.controlPlane.masterInstanceIds;
+        // Admission by cloud identity (docs/admission.md): on when an identity certificate is known; the nodes
+        // then ask every master's admission replica for a single-use token and their userdata holds none.
+        const identityCertificate = config.admission.identityCertificate ?? vendoredIdentityCertificate();
+        if (!identityCertificate) {
+            pulumi.log.warn("admission: no instance identity certificate (admission.identityCertificate, docs/admission.md): " +
+                "pools and existing nodes keep joining with bootstrap tokens in their userdata", this);
+        }
+        const admissionEndpoints = identityCertificate
+            ? pulumi.all(masters.map((m) => m.privateIp)).apply((ips) => ips.map((ip) => `${ip}:${ADMISSION_PORT}`)) : undefined;
         const joinCommon = {
             config, imageId, apiEndpoint: this.controlPlane.endpoint, caCertHash: this.joinInfo.caCertHash,
-            masterInstanceId: master0, masterInstanceIds, commands, routeTableId: net.routeTableId,
+            masterInstanceId: master0, masterInstanceIds, commands, routeTableId: net.routeTableId, admissionEndpoints,
         };
         this.nodePools = config.nodePools.map((pool) => new NodePool(`${name}-pool-${pool.name}`, {
             ...joinCommon, imageId: nodeImageId, pool, tags,
@@ -240,13 +255,13 @@ export class Cluster extends pulumi.ComponentResource {
             securityGroupIds: [net.clusterSecurityGroupId],
             dependsOn: [this.joinInfo],
         }, { parent: this }));
-        const existingToken = config.existingNodes.length === 0 ? undefined : new BootstrapToken(`${name}-existing-token`, {
+        const existingToken = config.existingNodes.length === 0 || admissionEndpoints ? undefined : new BootstrapToken(`${name}-existing-token`, {
             region: config.region, masterInstanceId: master0, masterInstanceIds, commands, ttl: "0", description: `alicloud-kubeadm ${config.name} existing nodes`,
         }, { parent: this, dependsOn: [this.joinInfo] });
-        const attachCommand = !existingToken || !config.existingNodes.some((n) => n.mode === "manual") ? undefined
-            : createAttachCommand(`${name}-attach`, { config, apiEndpoint: this.controlPlane.endpoint, caCertHash: this.joinInfo.caCertHash }, { parent: this });
+        const attachCommand = !config.existingNodes.some((n) => n.mode === "manual") ? undefined
+            : createAttachCommand(`${name}-attach`, { config, apiEndpoint: this.controlPlane.endpoint, caCertHash: this.joinInfo.caCertHash, admissionEndpoints }, { parent: this });
         this.existingNodes = config.existingNodes.map((node) => new ExistingNode(`${name}-node-${node.instanceId}`, {
-            ...joinCommon, node, token: existingToken!.token, attachCommandId: attachCommand?.id, connection: sshConnection(node.connection),
+            ...joinCommon, node, token: existingToken?.token, attachCommandId: attachCommand?.id, connection: sshConnection(node.connection),
         }, { parent: this }));
 
         // Add-ons: only once the API server is ready, through a provider built from the secret kubeconfig.
@@ -263,6 +278,20 @@ export class Cluster extends pulumi.ComponentResource {
                 ccm: config.images.cloudControllerManager,
             },
         }, { parent: this, provider: this.kubernetesProvider });
+        if (identityCertificate && admissionEndpoints) {
+            // The attach script the service serves to existing nodes and the manual path (no secret in it).
+            const served = pulumi.all([this.controlPlane.endpoint, this.joinInfo.caCertHash, admissionEndpoints]).apply(([apiEndpoint, caCertHash, endpoints]) =>
+                renderServedAttachScript({ region: config.region, kubernetesVersion: config.kubernetesVersion, ...nodeMirrors(config), apiEndpoint, caCertHash,
+                    poolName: EXISTING_POOL_NAME, admission: { endpoints } }));
+            this.attachCommand = pulumi.unsecret(pulumi.all([this.joinInfo.caCertHash, admissionEndpoints])).apply(([hash, endpoints]) => admissionAttachOneLiner(endpoints, hash));
+            this.admission = new Admission(`${name}-admission`, {
+                attachScript: served,
+                clusterName: config.name, region: config.region, identityCertificate, joinTag: config.admission.joinTag, image: config.images.admission,
+                accountId: alicloud.getCallerIdentityOutput({ parent: this }).accountId,
+                scalingGroups: pulumi.all(this.nodePools.map((p) => p.scalingGroupId)).apply((ids) => Object.fromEntries(ids.map((id, i) => [id, config.nodePools[i].name]))),
+                existingNodes: Object.fromEntries(config.existingNodes.map((n) => [n.instanceId, "existing"])),
+            }, { parent: this, provider: this.kubernetesProvider });
+        }
         const autoscaled = this.nodePools.filter((p) => p.autoscale);
         if (autoscaled.length > 0) {
             attachAutoscalerPolicy(this.controlPlane, config, autoscaled.map((p) => p.scalingGroupId));
@@ -276,12 +305,12 @@ export class Cluster extends pulumi.ComponentResource {
             }, { parent: this, provider: this.kubernetesProvider });
         }
 
-        const tokenId = (t: BootstrapToken): pulumi.Output<string> => pulumi.unsecret(t.tokenId);
+        const tokenId = (t: BootstrapToken | undefined): pulumi.Output<string> => t ? pulumi.unsecret(t.tokenId) : pulumi.output("");
         const pools = pulumi.all(this.nodePools.map((p, i) => pulumi.all([p.scalingGroupId, tokenId(p.resources.token)]).apply(([scalingGroupId, id]): PoolInfo => {
             const pool = config.nodePools[i];
             return pool.autoscale
-                ? { name: pool.name, mode: "autoscale", min: pool.autoscale.min, max: pool.autoscale.max, scalingGroupId, tokenId: id }
-                : { name: pool.name, mode: "fixed", size: pool.size, min: 0, max: pool.size ?? 0, scalingGroupId, tokenId: id };
+                ? { name: pool.name, mode: "autoscale", min: pool.autoscale.min, max: pool.autoscale.max, scalingGroupId, ...(id ? { tokenId: id } : {}) }
+                : { name: pool.name, mode: "fixed", size: pool.size, min: 0, max: pool.size ?? 0, scalingGroupId, ...(id ? { tokenId: id } : {}) };
         })));
         this.clusterInfo = pulumi.all([
             this.controlPlane.masterInstanceIds, this.controlPlane.endpoint, net.routeTableId, pools,
@@ -293,7 +322,7 @@ export class Cluster extends pulumi.ComponentResource {
             masterInstanceIds, apiEndpoint, routeTableId,
             podCidr: config.network.podCidr,
             pools: poolInfos,
-            existingNodes: config.existingNodes.map((n) => ({ instanceId: n.instanceId, mode: n.mode, tokenId: existingTokenId })),
+            existingNodes: config.existingNodes.map((n) => ({ instanceId: n.instanceId, mode: n.mode, ...(existingTokenId ? { tokenId: existingTokenId } : {}) })),
             commands: commandIds,
         }));
 

@@ -11,6 +11,7 @@ import * as alicloud from "@pulumi/alicloud";
 import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
 import { renderAttachCommand, renderAttachNode } from "../shell/render";
+import { renderAdmissionBootstrap } from "../shell/renderAdmission";
 import type { JoinArgs } from "./joinArgs";
 import { formatTaint, OPERATIONS } from "../rules";
 import { saveCommand } from "./nodeCommands";
@@ -44,8 +45,8 @@ export interface ExistingNodeArgs extends JoinArgs {
     node: ExistingNodeConfig | ExistingNodeInput;
     /** Image of the new system disk in `auto` mode. Required for `auto`, unused otherwise. */
     imageId?: pulumi.Input<string>;
-    /** Bootstrap token (secret) of the existing nodes' BootstrapToken. Required. */
-    token: pulumi.Input<string>;
+    /** Bootstrap token (secret) of the existing nodes' BootstrapToken. Required unless `admissionEndpoints` is set (then unused). */
+    token?: pulumi.Input<string>;
     /** The cluster's saved attach command (createAttachCommand). Required for `mode: manual` without a `connection`. */
     attachCommandId?: pulumi.Input<string>;
     /** SSH connection: run the attach script over SSH instead of Cloud Assistant (manual mode only). Default: the node's `connection`, if any. */
@@ -153,6 +154,8 @@ export interface AttachCommandArgs {
     apiEndpoint: pulumi.Input<string>;
     /** `sha256:<hex>` CA pin (secret). */
     caCertHash: pulumi.Input<string>;
+    /** Join through the admission service at these endpoints (no token anywhere). Default: none. */
+    admissionEndpoints?: pulumi.Input<string[]>;
     /** Pool label value. Default {@link EXISTING_POOL_NAME}. */
     poolName?: string;
 }
@@ -164,21 +167,30 @@ export interface AttachCommandArgs {
  */
 export function createAttachCommand(name: string, args: AttachCommandArgs, opts: pulumi.CustomResourceOptions): alicloud.ecs.Command {
     const { config } = args;
-    // No secret in the command: the token arrives sealed per invocation (NodeMembership). The CA pin is kept secret like everywhere.
-    const script = pulumi.secret(pulumi.all([args.caCertHash, args.apiEndpoint]).apply(([caCertHash, apiEndpoint]) => renderAttachCommand({
-        region: config.region, kubernetesVersion: config.kubernetesVersion, ...nodeMirrors(config), apiEndpoint,
-        poolName: args.poolName ?? EXISTING_POOL_NAME, caCertHash,
-    })));
+    // No secret in the command: through admission, a short bootstrap that fetches the attach script from the
+    // service (no token anywhere); otherwise the token arrives sealed per invocation (NodeMembership). The CA pin
+    // is kept secret like everywhere.
+    const script = pulumi.secret(pulumi.all([args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? []]).apply(([caCertHash, apiEndpoint, endpoints]) => args.admissionEndpoints
+        ? renderAdmissionBootstrap(endpoints, caCertHash)
+        : renderAttachCommand({
+            region: config.region, kubernetesVersion: config.kubernetesVersion, ...nodeMirrors(config), apiEndpoint,
+            poolName: args.poolName ?? EXISTING_POOL_NAME, caCertHash,
+        })));
     return saveCommand(name, {
         commandName: `${config.name}-attach`, script, parameters: true, timeoutSeconds: OPERATIONS.attach.timeoutSeconds, description: OPERATIONS.attach.description,
     }, opts);
+}
+
+/** The join credential of the attach script: admission endpoints when given (no token), else the token. */
+function joinCredential(admission: unknown, token: string, endpoints: string[]): { token: string } | { admission: { endpoints: string[] } } {
+    return admission !== undefined ? { admission: { endpoints } } : { token };
 }
 
 /** Creates the node's membership (and SSH command) under `parent`. */
 export function createExistingNode(name: string, args: ExistingNodeArgs & { node: ExistingNodeConfig }, parent: pulumi.Resource): ExistingNodeResources {
     const { config, node } = args;
     // The whole attach script: userdata in `auto` mode, stdin over SSH. `manual` runs the saved attach command.
-    const script = pulumi.secret(pulumi.all([args.token, args.caCertHash, args.apiEndpoint]).apply(([token, hash, endpoint]) => renderAttachNode({
+    const script = pulumi.secret(pulumi.all([args.token ?? "", args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? []]).apply(([token, hash, endpoint, endpoints]) => renderAttachNode({
         region: config.region,
         kubernetesVersion: config.kubernetesVersion,
         ...nodeMirrors(config),
@@ -186,7 +198,7 @@ export function createExistingNode(name: string, args: ExistingNodeArgs & { node
         poolName: args.poolName ?? EXISTING_POOL_NAME,
         labels: node.labels,
         taints: node.taints,
-        token,
+        ...joinCredential(args.admissionEndpoints, token, endpoints),
         caCertHash: hash,
     })));
 
@@ -206,7 +218,8 @@ export function createExistingNode(name: string, args: ExistingNodeArgs & { node
         mode: sshAttach ? "ssh" : node.mode,
         userData: node.mode === "auto" ? script : undefined,
         attachCommandId: sshAttach || node.mode !== "manual" ? undefined : args.attachCommandId,
-        token: sshAttach || node.mode !== "manual" ? undefined : pulumi.secret(args.token),
+        token: sshAttach || node.mode !== "manual" || args.admissionEndpoints || args.token === undefined ? undefined : pulumi.secret(args.token),
+        admission: args.admissionEndpoints && node.mode === "manual" && !sshAttach ? true : undefined,
         labels: Object.entries(node.labels).map(([k, v]) => `${k}=${v}`).join(","),
         taints: node.taints.map(formatTaint).join(","),
         commands: args.commands,

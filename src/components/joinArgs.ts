@@ -20,6 +20,11 @@ export interface JoinArgs {
     masterInstanceIds?: pulumi.Input<string[]>;
     /** The cluster's saved commands (NodeCommands `ids`). Required. */
     commands: pulumi.Input<NodeCommandIds>;
+    /**
+     * Join through the admission service (cloud identity, no token in userdata): `<master private IP>:10443` of
+     * every master (src/components/admission.ts). Default: none (the nodes join with bootstrap tokens).
+     */
+    admissionEndpoints?: pulumi.Input<string[]>;
     /** Route table of the pod routes (a route left behind is deleted when a node is removed). Default none. */
     routeTableId?: pulumi.Input<string>;
 }

@@ -64,7 +64,8 @@ export interface NodePoolArgs extends JoinArgs {
 export interface NodePoolResources {
     group: alicloud.ess.ScalingGroup;
     configuration: alicloud.ess.ScalingConfiguration;
-    token: BootstrapToken;
+    /** The pool's bootstrap token; none when the pool joins through admission (`admissionEndpoints`). */
+    token?: BootstrapToken;
     /** Fixed pools: owns the capacity. Autoscaled pools: `observe` mode, drains on delete. */
     capacity: PoolCapacity;
     /** Labels the kubelet registers (and, for autoscaled pools, the configuration's tags). */
@@ -120,7 +121,8 @@ export function createNodePool(name: string, args: NodePoolArgs & { pool: NodePo
         ignoreChanges: ["desiredCapacity", "maxSize", "protectedInstances"],
     });
 
-    const token = new BootstrapToken(`${name}-token`, {
+    // Joining through admission: no token at all (docs/admission.md). Otherwise the pool's own token.
+    const token = args.admissionEndpoints ? undefined : new BootstrapToken(`${name}-token`, {
         region: config.region,
         masterInstanceId: args.masterInstanceId,
         masterInstanceIds: args.masterInstanceIds,
@@ -131,7 +133,7 @@ export function createNodePool(name: string, args: NodePoolArgs & { pool: NodePo
     }, { ...opts, dependsOn: args.dependsOn });
 
     const { [POOL_LABEL]: _pool, ...extraLabels } = nodeLabels;
-    const userData = pulumi.secret(pulumi.all([token.token, args.caCertHash, args.apiEndpoint]).apply(([t, hash, endpoint]) => renderAttachNode({
+    const userData = pulumi.secret(pulumi.all([token?.token ?? "", args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? []]).apply(([t, hash, endpoint, endpoints]) => renderAttachNode({
         region: config.region,
         kubernetesVersion: config.kubernetesVersion,
         ...nodeMirrors(config),
@@ -140,7 +142,7 @@ export function createNodePool(name: string, args: NodePoolArgs & { pool: NodePo
         poolName: pool.name,
         labels: extraLabels,
         taints: pool.taints,
-        token: t,
+        ...(token ? { token: t } : { admission: { endpoints } }),
         caCertHash: hash,
     })));
 
@@ -177,7 +179,7 @@ export function createNodePool(name: string, args: NodePoolArgs & { pool: NodePo
         routeTableId: args.routeTableId,
         podCidr: config.network.podCidr,
         ...args.timeouts,
-    }, { ...opts, dependsOn: [configuration, token] });
+    }, { ...opts, dependsOn: token ? [configuration, token] : [configuration] });
 
     return { group, configuration, token, capacity, nodeLabels };
 }

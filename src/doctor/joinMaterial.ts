@@ -40,6 +40,12 @@ export function parseTokenList(text: string): TokenView[] {
     }));
 }
 
+/** Lines `<time>\t<reason code>\t<message>` of the admission service's AdmissionRefused Events, oldest first. */
+export function parseAdmissionRefusals(text: string): { at: string; reason: string; message: string }[] {
+    return text.split("\n").map((l) => l.split("\t")).filter((f) => f.length >= 3 && f[1] !== "")
+        .map((f) => ({ at: f[0], reason: f[1], message: f.slice(2).join("\t") })).sort((a, b) => a.at.localeCompare(b.at));
+}
+
 /** etcd `member list -w simple` line: `id, status, name, peer urls, client urls, is learner`. */
 export function parseEtcdMembers(text: string): { id: string; status: string; name: string; peerUrls: string[] }[] {
     return text.split("\n").map((l) => l.split(",").map((f) => f.trim())).filter((f) => f.length >= 4 && /^[0-9a-f]+$/.test(f[0]))
@@ -59,8 +65,8 @@ export async function checkJoinMaterial(ctx: DoctorContext): Promise<Finding[]> 
 
     // Tokens vs the pools and existing nodes that use them.
     const users = new Map<string, { names: string[]; critical: boolean }>();
-    for (const p of info.pools) { const u = users.get(p.tokenId) ?? { names: [], critical: false }; u.names.push(`pool ${p.name}`); u.critical = true; users.set(p.tokenId, u); }
-    for (const e of info.existingNodes) { const u = users.get(e.tokenId) ?? { names: [], critical: false }; u.names.push(`existing node ${e.instanceId}`); users.set(e.tokenId, u); }
+    for (const p of info.pools) { if (!p.tokenId) continue; const u = users.get(p.tokenId) ?? { names: [], critical: false }; u.names.push(`pool ${p.name}`); u.critical = true; users.set(p.tokenId, u); }
+    for (const e of info.existingNodes) { if (!e.tokenId) continue; const u = users.get(e.tokenId) ?? { names: [], critical: false }; u.names.push(`existing node ${e.instanceId}`); users.set(e.tokenId, u); }
     if (!s.tokens || s.tokens.rc !== 0) {
         add("problem", "bootstrap tokens", `\`kubeadm token list\` failed on master 0: ${redact(s.tokens?.output ?? "no output").trim().slice(-300)}`, "check kubeadm and /etc/kubernetes/admin.conf on master 0");
     } else {
@@ -78,6 +84,17 @@ export async function checkJoinMaterial(ctx: DoctorContext): Promise<Finding[]> 
             else if (!["authentication", "signing"].every((x) => t.usages.includes(x))) add("problem", subject, `used by ${who}; usages are [${t.usages.join(", ")}], a join needs authentication and signing`, recreate);
             else add("ok", subject, `used by ${who}; ${t.expires ? `expires ${t.expires}` : "never expires (ttl 0: whoever reads the user data can join a node)"}`, "");
         }
+    }
+
+    // Admission: the service's recent refusals (Events, kept about an hour by the API server).
+    const refusals = s.admission && s.admission.rc === 0 ? parseAdmissionRefusals(s.admission.output) : [];
+    if (refusals.length > 0) {
+        const counts = [...refusals.reduce((m, r) => m.set(r.reason, (m.get(r.reason) ?? 0) + 1), new Map<string, number>())].map(([k, v]) => `${k} ×${v}`).join(", ");
+        const latest = refusals[refusals.length - 1];
+        add("warning", "admission refusals", redact(`${refusals.length} recent refusal(s): ${counts}; latest ${latest.at}: ${latest.message}`).slice(0, 600),
+            "each refusal names its fix; all of them: `kubectl -n kube-system get events --field-selector reason=AdmissionRefused`");
+    } else if (s.admission && s.admission.rc !== 0 && (info.pools.some((p) => !p.tokenId) || info.existingNodes.some((e) => !e.tokenId))) {
+        add("warning", "admission refusals", `could not list the admission service's events: ${redact(s.admission.output).trim().slice(-300)}`, "check kubectl on master 0");
     }
 
     // Control plane.

@@ -19,8 +19,8 @@ export interface PoolInfo {
     max: number;
     /** ESS scaling group id, `asg-…`. */
     scalingGroupId: string;
-    /** Public id (first 6 characters) of the bootstrap token the pool's user data joins with. Not secret. */
-    tokenId: string;
+    /** Public id (first 6 characters) of the bootstrap token the pool's user data joins with. Not secret. None when the pool joins through admission. */
+    tokenId?: string;
 }
 
 /** One existing ECS instance joined by the stack, as exported in `clusterInfo.existingNodes`. */
@@ -28,8 +28,8 @@ export interface ExistingNodeInfo {
     instanceId: string;
     /** How it was joined: `manual` (Cloud Assistant) or `auto` (user data + system disk replacement). */
     mode: string;
-    /** Public id of its bootstrap token. */
-    tokenId: string;
+    /** Public id of its bootstrap token; none when it joins through admission. */
+    tokenId?: string;
 }
 
 /**

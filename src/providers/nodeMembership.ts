@@ -48,6 +48,8 @@ export interface NodeMembershipInputs extends ClusterAccessInputs {
     attachCommandId?: string;
     /** The bootstrap token (secret), sent sealed to the instance in `manual` mode. */
     token?: string;
+    /** `manual` mode through admission (docs/admission.md): no token is sent; the attach command gets its own. Default false. */
+    admission?: boolean;
     /** The node's labels as the attach command's parameter (`key=value,...`). Default none. */
     labels?: string;
     /** The node's taints as the attach command's parameter (`key[=value]:Effect,...`). Default none. */
@@ -100,7 +102,7 @@ export function membershipProblems(inputs: NodeMembershipInputs): string[] {
     if (inputs.mode === "auto" && !inputs.imageId) problems.push("imageId: mode auto needs the image for the new system disk");
     if (inputs.mode === "auto" && !inputs.userData) problems.push("userData: mode auto needs the attach script as userdata");
     if (inputs.mode === "manual" && !inputs.attachCommandId) problems.push("attachCommandId: mode manual needs the cluster's saved attach command");
-    if (inputs.mode === "manual" && !TOKEN_PATTERN.test(inputs.token ?? "")) problems.push("token: mode manual needs the existing nodes' bootstrap token (BootstrapToken.token)");
+    if (inputs.mode === "manual" && !inputs.admission && !TOKEN_PATTERN.test(inputs.token ?? "")) problems.push("token: mode manual needs the existing nodes' bootstrap token (BootstrapToken.token)");
     for (const name of ["labels", "taints"] as const) {
         const reason = inputs.mode === "manual" ? parameterProblem(name, inputs[name] ?? "") : undefined;
         if (reason) problems.push(`${name}: ${reason}`);
@@ -166,7 +168,8 @@ async function attachManually(inputs: NodeMembershipInputs, log: (m: string) => 
     log(`${inputs.instanceId}: running the attach command over Cloud Assistant`);
     let channel: string;
     try {
-        channel = await sendSecret(accessOf(inputs), inputs.instanceId, inputs.token ?? "");
+        // Through admission nothing is sent: the channel id names no channel (the bootstrap command ignores it).
+        channel = inputs.admission ? "0".repeat(32) : await sendSecret(accessOf(inputs), inputs.instanceId, inputs.token ?? "");
     } catch (err) {
         throw new Error(`attaching ${inputs.instanceId} failed before the join: its one-use channel key could not be made: ${(err as Error).message}\n` +
             `  fix: start ${inputs.instanceId} and make sure its Cloud Assistant agent runs and openssl >= 1.1.1 is installed, then run \`pulumi up\` again.`);
@@ -300,6 +303,8 @@ export interface NodeMembershipArgs extends ClusterAccessArgs {
     attachCommandId?: pulumi.Input<string>;
     /** The bootstrap token (`manual`; secret, sent sealed to the instance). */
     token?: pulumi.Input<string>;
+    /** `manual` through admission: no token. Default false. */
+    admission?: pulumi.Input<boolean>;
     /** The node's labels, `key=value,...` (`manual`). Default none. */
     labels?: pulumi.Input<string>;
     /** The node's taints, `key[=value]:Effect,...` (`manual`). Default none. */

@@ -112,6 +112,9 @@ config="${AK_STATE_DIR}/kubeadm-join.yaml"
 rc=1
 for ((attempt = 1; attempt <= AK_JOIN_ATTEMPTS; attempt++)); do
   if ak_has_leftovers; then ak_preclean; fi
+  # Joining through admission: a fresh single-use token (and JoinConfiguration) per attempt. render.ts keeps
+  # this line only in scripts that include src/shell/admission_client.sh.
+  [ -z "${AK_ADMISSION_ENDPOINTS:-}" ] || ak_admission_token
   if [ -n "${AK_CERTIFICATE_KEY:-}" ]; then
     # A control-plane member: the files its API server reads (the cluster's ClusterConfiguration names them),
     # written on every attempt because kubeadm reset empties the PKI directory.

@@ -131,10 +131,21 @@ export interface AttachNodeParams extends NodeParams {
     labels?: Param<Record<string, string>>;
     /** Node taints, as objects or `key[=value]:Effect` strings, or a parameter (`key[=value]:Effect,...`). Default: none. */
     taints?: Param<Array<NodeTaint | string>>;
-    /** Bootstrap token `[a-z0-9]{6}.[a-z0-9]{16}` (secret), or a parameter. */
-    token: Param<string>;
+    /** Bootstrap token `[a-z0-9]{6}.[a-z0-9]{16}` (secret), or a parameter. Required unless `admission` is set (then forbidden). */
+    token?: Param<string>;
+    /**
+     * Join by cloud identity: the node gets a single-use token from the admission service at these endpoints
+     * (`<master private IP>:10443`, src/admission/); the script then carries no secret. Default: off (`token`).
+     */
+    admission?: AdmissionJoin;
     /** CA public key hash(es) `sha256:<hex>` pinned by the join (`caCertHashes`). */
     caCertHash: string | string[];
+}
+
+/** Where a node joining by cloud identity asks for its credential. */
+export interface AdmissionJoin {
+    /** `host:port` of each admission replica (every master's private IP and port 10443). */
+    endpoints: string[];
 }
 
 /** Parameters of a control-plane member's `kubeadm join --control-plane` (masters 1..n-1). */
@@ -203,7 +214,7 @@ export function renderMasterInit(params: MasterInitParams): string {
  * @returns The script text (`#!/bin/bash` ...), at most {@link USERDATA_HARD_LIMIT_BYTES}.
  */
 export function renderAttachNode(params: AttachNodeParams): string {
-    return assemble("attach_node.sh", attachHeader("renderAttachNode", params, []));
+    return assemble("attach_node.sh", attachHeader("renderAttachNode", params, []), params.admission ? "admission_client.sh" : undefined);
 }
 
 /**
@@ -242,7 +253,8 @@ function attachHeader(fn: string, params: AttachNodeParams, problems: string[]):
     const taintText = isRef(taints) ? placeholder(taints)
         : checkTaints(taints, (path, reason) => problems.push(`taints.${path}: ${reason}`)).map(formatTaint).join(",");
     const token = params.token;
-    check(problems, "token", isRef(token) || TOKEN_PATTERN.test(token ?? ""), "must be a bootstrap token [a-z0-9]{6}.[a-z0-9]{16}");
+    const admission = admissionProblems(params, problems);
+    if (!admission) check(problems, "token", isRef(token) || TOKEN_PATTERN.test(token ?? ""), "must be a bootstrap token [a-z0-9]{6}.[a-z0-9]{16}");
     const hashes = ([] as string[]).concat(params.caCertHash ?? []);
     check(problems, "caCertHash", hashes.length > 0 && hashes.every((h) => CA_HASH_PATTERN.test(h)), "must be sha256:<64 lower-case hex digits> (one or more)");
     throwIfAny(fn, problems);
@@ -251,11 +263,24 @@ function attachHeader(fn: string, params: AttachNodeParams, problems: string[]):
         ["AK_POOL_NAME", params.poolName],
         ["AK_NODE_LABELS", isRef(labels) ? placeholder(labels) : Object.entries(labels).map(([k, v]) => `${k}=${v}`).join(",")],
         ["AK_NODE_TAINTS", taintText],
-        // A saved join command (token given as a parameter) never carries the token: the channel-receive operation
-        // left it on the instance, received sealed to its one-use key; AK_CHANNEL names it (docs/security.md).
-        isRef(token) ? ["AK_CHANNEL", placeholder({ parameter: "channel" })] : ["AK_BOOTSTRAP_TOKEN", token],
+        // Joining by cloud identity: endpoints instead of a token (no token variable at all). A saved join command
+        // (token given as a parameter) never carries the token: the channel-receive operation left it on the
+        // instance, received sealed to its one-use key; AK_CHANNEL names it (docs/security.md).
+        admission ? ["AK_ADMISSION_ENDPOINTS", admission.endpoints.join(",")]
+            : isRef(token) ? ["AK_CHANNEL", placeholder({ parameter: "channel" })] : ["AK_BOOTSTRAP_TOKEN", token!],
         ["AK_CA_CERT_HASHES", hashes.join(",")],
     ];
+}
+
+/** Checks `admission` (exclusive with `token`); returns it when set. */
+function admissionProblems(params: AttachNodeParams, problems: string[]): AdmissionJoin | undefined {
+    const a = params.admission;
+    if (a === undefined) return undefined;
+    if (params.token !== undefined) problems.push("token: must not be set with admission (the node gets its token from the admission service)");
+    const endpoints = Array.isArray(a?.endpoints) ? a.endpoints : [];
+    check(problems, "admission.endpoints", endpoints.length > 0 && endpoints.every((e) => /^[A-Za-z0-9.-]+:\d{1,5}$/.test(e)),
+        "must be one or more host:port (each master's private IP and the admission port 10443)");
+    return a;
 }
 
 /**
@@ -358,6 +383,15 @@ function body(file: string): string {
 }
 
 /**
+ * The line of a role script that calls `ak_admission_token` is kept only when the node joins through admission
+ * (src/shell/admission_client.sh is then included); other scripts leave it out, so the saved join commands
+ * (within a few bytes of their limit) do not grow.
+ */
+function admissionBlocks(text: string, admission: boolean): string {
+    return admission ? text : text.split("\n").filter((line) => !/\bak_admission_token\b/.test(line)).join("\n");
+}
+
+/**
  * prepare_node.sh without its empty `ak_pull_images` step, which node_images.sh defines for real (nodes that list
  * their images get it: the userdata budget keeps it out of the others).
  */
@@ -380,7 +414,7 @@ function assemble(roleScript: string, header: Array<[string, string]>, shared?: 
         ...(withImages ? [prepareWithoutPullStub(), "# ---- src/shell/node_images.sh ----", body("node_images.sh")] : [body("prepare_node.sh")]),
         ...(shared ? [`# ---- src/shell/${shared} ----`, body(shared)] : []),
         `# ---- src/shell/${roleScript} ----`,
-        body(roleScript),
+        admissionBlocks(body(roleScript), shared === "admission_client.sh"),
     ].join("\n");
     const bytes = Buffer.byteLength(script, "utf8");
     if (bytes > USERDATA_HARD_LIMIT_BYTES) {

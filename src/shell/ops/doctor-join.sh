@@ -1,6 +1,6 @@
 #!/bin/bash
 # doctor-join (on a master, read-only): bootstrap tokens (secrets blanked on this machine), the API server's
-# /readyz?verbose, and the etcd member list; gzip+Base64.
+# /readyz?verbose, the etcd member list, and the admission service's recent refusals (Events); gzip+Base64.
 pki=/etc/kubernetes/pki/etcd
 tokens() {
   kubeadm token list -o json --kubeconfig="$AK_ADMIN_CONF" | ak_redact
@@ -12,8 +12,13 @@ etcd_members() {
   ak_kubectl -n kube-system exec "$pod" -- etcdctl --endpoints=https://127.0.0.1:2379 --cacert="${pki}/ca.crt" \
     --cert="${pki}/healthcheck-client.crt" --key="${pki}/healthcheck-client.key" member list -w simple
 }
+admission_refusals() {
+  ak_kubectl -n kube-system get events --field-selector reason=AdmissionRefused \
+    -o 'jsonpath={range .items[*]}{.lastTimestamp}{"\t"}{.action}{"\t"}{.message}{"\n"}{end}'
+}
 {
   ak_section tokens tokens
   ak_section readyz ak_kubectl get --raw='/readyz?verbose'
   ak_section etcd etcd_members
+  ak_section admission admission_refusals
 } | ak_compact

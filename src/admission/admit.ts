@@ -1,0 +1,180 @@
+// The admission decision: a node proves its identity with its PKCS#7-signed instance identity document whose
+// audience is a challenge of this service; the service checks signature, challenge (freshness, single use,
+// source address), account, region, membership of this cluster (a pool's scaling group in a joining state, or
+// an existing node), that the cloud's private IP is the connection's source, and that no Ready Node holds the
+// identity; then issues a bootstrap token good for minutes, for that node only (approver.ts signs only its
+// CSR). Every decision is logged and recorded. Node built-ins only (shipped in the service's ConfigMap).
+import { checkChallenge } from "./challenge";
+import { SignatureError, verifySignedData, type TrustedSigner } from "./pkcs7";
+
+/** Why a node was refused (stable codes: the node's log, `doctor` and the tests use them). */
+export type RefusalReason =
+    | "malformed" | "challenge-invalid" | "challenge-expired" | "challenge-replayed" | "signature-invalid" | "audience-mismatch"
+    | "account-mismatch" | "region-mismatch" | "not-a-member" | "source-ip-mismatch" | "already-registered" | "internal";
+
+/** What each refusal tells the node to do (printed by the attach script). */
+export const REFUSAL_ADVICE: Record<RefusalReason, string> = {
+    "malformed": "the request is not what the attach script sends: use the attach script of this cluster",
+    "challenge-invalid": "the challenge was not issued to this address by this cluster: run the attach script again",
+    "challenge-expired": "the challenge expired before it was used (clock or slow metadata service): run the attach script again",
+    "challenge-replayed": "this challenge was already used: a document can be used once; run the attach script again",
+    "signature-invalid": "the identity document is forged, altered, or signed by a certificate this cluster does not trust (see README: rotating the admission certificate)",
+    "audience-mismatch": "the signed document was made for another challenge: run the attach script again",
+    "account-mismatch": "the instance belongs to another Alibaba Cloud account than the cluster",
+    "region-mismatch": "the instance is in another region than the cluster",
+    "not-a-member": "the instance is in no scaling group of this cluster (Pending/InService/Protected) and not in existingNodes: add it to the config and run pulumi up",
+    "source-ip-mismatch": "the request did not come from the instance's primary private IP: call the admission service directly, not through a proxy or NAT",
+    "already-registered": "a Ready Node already holds this identity: reset it first (kubeadm reset on that node, or delete the Node) if this is a re-join",
+    "internal": "the admission service could not decide (cloud or API server error): the attach script retries",
+};
+
+/** An instance of this cluster, as the cloud sees it now. */
+export interface Member {
+    instanceId: string;
+    /** The instance's primary private IPv4 address, from the cloud. */
+    privateIp: string;
+    /** How it belongs: a pool's scaling group, or an `existingNodes` entry (or the manual tag, when enabled). */
+    source: "pool" | "existing" | "tag";
+    /** Pool name, or `existing`. */
+    pool: string;
+    /** ESS lifecycle state, for pool members. */
+    state?: string;
+}
+
+/** The cloud view of membership (cloud.ts reads it from ESS/ECS; tests give the emulator's). */
+export interface CloudView {
+    /** The member, or undefined when the instance is no member of this cluster in a joining state. */
+    member(instanceId: string): Promise<Member | undefined>;
+}
+
+/** The API server side (kube.ts; an in-memory model in tests). */
+export interface ClusterView {
+    /** Records that challenge `id` was used; false when it already was (by any replica). */
+    claimOnce(id: string, expiresAt: number): Promise<boolean>;
+    /** Whether a Node with this provider id is registered and Ready. */
+    readyNodeExists(providerId: string): Promise<boolean>;
+    /** Creates a bootstrap token for this one node; returns `<id>.<secret>` and its expiry. */
+    createNodeToken(providerId: string, instanceId: string, ttlSeconds: number): Promise<{ token: string; expiresAt: number }>;
+    /** Keeps a decision for `doctor` (refusals) and audit. */
+    record(decision: Decision): Promise<void>;
+}
+
+export interface AdmissionSettings {
+    /** The cluster's Alibaba Cloud account id (`owner-account-id`). */
+    accountId: string;
+    /** The cluster's region id. */
+    regionId: string;
+    /** Trusted instance identity signing certificates. */
+    signers: readonly TrustedSigner[];
+    /** HMAC keys of challenges (the first issues; all verify, for key rotation). */
+    challengeKeys: readonly Buffer[];
+    /** Challenge lifetime, seconds. */
+    challengeTtlSeconds: number;
+    /** Bootstrap token lifetime, seconds. */
+    tokenTtlSeconds: number;
+}
+
+export interface AdmitRequest {
+    /** The instance identity document as `/latest/dynamic/instance-identity/document` returned it. */
+    document: string;
+    /** `/latest/dynamic/instance-identity/pkcs7?audience=<challenge>`. */
+    signature: string;
+    /** The challenge used as audience. */
+    audience: string;
+}
+
+export interface Decision {
+    admitted: boolean;
+    reason?: RefusalReason;
+    message: string;
+    sourceIp: string;
+    instanceId?: string;
+    providerId?: string;
+    pool?: string;
+    at: string;
+}
+
+export type AdmitResult = Decision & { token?: string; expiresAt?: string };
+
+/**
+ * The content Alibaba signs for a document requested with an audience: the document's JSON object with an
+ * `audience` member added (Alibaba's "use instance identities" example; docs/admission.md). When the PKCS#7
+ * carries its content, that content is used instead; either way the signed JSON must name the challenge.
+ */
+export function documentWithAudience(document: string, audience: string): Buffer {
+    const trimmed = document.trim();
+    if (!trimmed.endsWith("}")) throw new Error("the document is not a JSON object");
+    const body = trimmed.slice(0, -1).trimEnd();
+    return Buffer.from(`${body}${body.endsWith("{") ? "" : ","}"audience":${JSON.stringify(audience)}}`, "utf8");
+}
+
+const str = (v: unknown): string | undefined => (typeof v === "string" && v.length > 0 && v.length < 256 ? v : undefined);
+
+/** Decides one request. Never throws: errors become `internal` refusals. */
+export async function admit(req: AdmitRequest, sourceIp: string, settings: AdmissionSettings, cloud: CloudView, cluster: ClusterView, now = Date.now()): Promise<AdmitResult> {
+    const at = new Date(now).toISOString();
+    const result = await decide(req, sourceIp, settings, cloud, cluster, now).catch((e): AdmitResult => ({
+        admitted: false, reason: "internal", message: `internal error: ${(e as Error).message ?? e}`, sourceIp, at,
+    }));
+    const decision: Decision = { ...result, at };
+    delete (decision as AdmitResult).token;
+    delete (decision as AdmitResult).expiresAt;
+    log(decision);
+    await cluster.record(decision).catch((e) => log({ ...decision, message: `${decision.message} (not recorded: ${(e as Error).message})` }));
+    return { ...result, at };
+}
+
+function log(d: Decision): void {
+    if (process.env.AK_ADMISSION_LOG === "off") return;
+    process.stdout.write(JSON.stringify({ event: "admission", ...d }) + "\n");
+}
+
+async function decide(req: AdmitRequest, sourceIp: string, s: AdmissionSettings, cloud: CloudView, cluster: ClusterView, now: number): Promise<AdmitResult> {
+    const at = new Date(now).toISOString();
+    const refuse = (reason: RefusalReason, message: string, extra: Partial<Decision> = {}): AdmitResult =>
+        ({ admitted: false, reason, message: `${message}; ${REFUSAL_ADVICE[reason]}`, sourceIp, at, ...extra });
+    if (typeof req !== "object" || req === null || typeof req.document !== "string" || typeof req.signature !== "string" || typeof req.audience !== "string"
+        || req.document.length > 8192 || req.signature.length > 16384 || req.audience.length > 200) {
+        return refuse("malformed", "expected JSON {document, signature, audience} as strings");
+    }
+    // 1. The challenge: ours, for this address, not expired (cheap checks before any cryptography or I/O).
+    const ch = checkChallenge(s.challengeKeys, req.audience, sourceIp, s.challengeTtlSeconds, now);
+    if (!ch.ok) return refuse(ch.reason, ch.message);
+    // 2. The signature, by the configured certificate, over the document bound to that challenge.
+    let signed: Buffer;
+    try {
+        signed = verifySignedData(req.signature, documentWithAudience(req.document, req.audience), s.signers);
+    } catch (e) {
+        return refuse("signature-invalid", e instanceof SignatureError ? e.message : `unreadable: ${(e as Error).message}`);
+    }
+    let doc: Record<string, unknown>;
+    try {
+        doc = JSON.parse(signed.toString("utf8")) as Record<string, unknown>;
+    } catch {
+        return refuse("malformed", "the signed content is not a JSON document");
+    }
+    if (doc.audience !== req.audience) return refuse("audience-mismatch", "the signed document names another audience");
+    const instanceId = str(doc["instance-id"]);
+    const regionId = str(doc["region-id"]);
+    const accountId = str(doc["owner-account-id"]) ?? str(doc["account-id"]);
+    if (!instanceId || !/^i-[a-z0-9]+$/.test(instanceId) || !regionId) return refuse("malformed", "the signed document lacks instance-id or region-id");
+    const providerId = `${regionId}.${instanceId}`;
+    const who = { instanceId, providerId };
+    if (accountId !== s.accountId) return refuse("account-mismatch", `instance ${instanceId} belongs to account ${accountId ?? "(none)"}, not the cluster's`, who);
+    if (regionId !== s.regionId) return refuse("region-mismatch", `instance ${instanceId} is in ${regionId}, the cluster in ${s.regionId}`, who);
+    // 3. Single use across replicas (after the signature, so garbage cannot burn challenges).
+    if (!(await cluster.claimOnce(ch.id, ch.expiresAt))) return refuse("challenge-replayed", "the challenge was used before", who);
+    // 4. Membership now, from the cloud, and the source address.
+    const member = await cloud.member(instanceId);
+    if (!member) return refuse("not-a-member", `instance ${instanceId} is not a member of this cluster`, who);
+    const withPool = { ...who, pool: member.pool };
+    if (member.privateIp !== sourceIp) return refuse("source-ip-mismatch", `instance ${instanceId} has private IP ${member.privateIp}, the request came from ${sourceIp}`, withPool);
+    // 5. A second claim of an identity whose Node is Ready.
+    if (await cluster.readyNodeExists(providerId)) return refuse("already-registered", `Node ${providerId} is registered and Ready`, withPool);
+    // 6. A credential for this node only, for minutes.
+    const { token, expiresAt } = await cluster.createNodeToken(providerId, instanceId, s.tokenTtlSeconds);
+    return {
+        admitted: true, message: `admitted ${instanceId} (${member.source} ${member.pool}${member.state ? `, ${member.state}` : ""}) as ${providerId}`,
+        sourceIp, at, ...withPool, token, expiresAt: new Date(expiresAt).toISOString(),
+    };
+}

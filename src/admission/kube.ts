@@ -1,0 +1,227 @@
+// The API server side of admission: single-use challenge claims (a Lease per used challenge, so every replica
+// sees the use), the Ready check, admission bootstrap tokens, decision records (Events `AdmissionRefused` /
+// `NodeAdmitted` that `doctor` lists), the shared challenge key, and the CSR approver loop. A small REST client
+// over node:https (in-cluster service-account token, or a client certificate in tests). Node built-ins only.
+import * as crypto from "crypto";
+import * as fs from "fs";
+import * as https from "https";
+import type { ClusterView, Decision } from "./admit";
+import { ADMITTED_GROUP, csrVerdict, KUBELET_CLIENT_SIGNER, PROVIDER_ID_ANNOTATION, TOKEN_LABEL, type Csr } from "./approver";
+
+export const NAMESPACE = "kube-system";
+/** Name of the DaemonSet, the Events' involved object, and prefix of the objects the service creates. */
+export const ADMISSION_NAME = "alicloud-kubeadm-admission";
+/** Secret holding the challenge HMAC key(s), created by the first replica that needs it. */
+export const KEY_SECRET = `${ADMISSION_NAME}-key`;
+/** Label of the single-use claim Leases. */
+export const CLAIM_LABEL = "alicloud-kubeadm/admission-claim";
+export const REFUSED_REASON = "AdmissionRefused";
+export const ADMITTED_REASON = "NodeAdmitted";
+
+export interface KubeAccess {
+    server: string;
+    ca: string | Buffer;
+    /** Bearer token (read each call: projected tokens rotate). */
+    token?: () => string;
+    cert?: string | Buffer;
+    key?: string | Buffer;
+}
+
+/** The pod's in-cluster access (service-account token and CA; `AK_ADMISSION_SA_DIR` overrides the folder, for tests). */
+export function inClusterAccess(): KubeAccess {
+    const dir = process.env.AK_ADMISSION_SA_DIR ?? "/var/run/secrets/kubernetes.io/serviceaccount";
+    const host = process.env.KUBERNETES_SERVICE_HOST ?? "127.0.0.1";
+    return {
+        server: `https://${host.includes(":") ? `[${host}]` : host}:${process.env.KUBERNETES_SERVICE_PORT ?? "443"}`,
+        ca: fs.readFileSync(`${dir}/ca.crt`),
+        token: () => fs.readFileSync(`${dir}/token`, "utf8").trim(),
+    };
+}
+
+export class KubeError extends Error {
+    constructor(readonly status: number, message: string) { super(message); }
+}
+
+export class Kube {
+    private readonly agent: https.Agent;
+    constructor(private readonly access: KubeAccess) {
+        this.agent = new https.Agent({ keepAlive: true, maxSockets: 32, ca: access.ca, cert: access.cert, key: access.key });
+    }
+
+    request<T = Record<string, unknown>>(method: string, path: string, body?: unknown): Promise<T> {
+        return new Promise((resolve, reject) => {
+            const headers: Record<string, string> = { accept: "application/json" };
+            if (this.access.token) headers.authorization = `Bearer ${this.access.token()}`;
+            const data = body === undefined ? undefined : JSON.stringify(body);
+            if (data) headers["content-type"] = "application/json";
+            const req = https.request(`${this.access.server}${path}`, { method, headers, agent: this.agent, timeout: 15_000 }, (res) => {
+                const chunks: Buffer[] = [];
+                res.on("data", (c: Buffer) => chunks.push(c));
+                res.on("end", () => {
+                    const text = Buffer.concat(chunks).toString("utf8");
+                    const status = res.statusCode ?? 0;
+                    if (status >= 200 && status < 300) return resolve((text ? JSON.parse(text) : {}) as T);
+                    let message = text;
+                    try { message = (JSON.parse(text) as { message?: string }).message ?? text; } catch { /* not JSON */ }
+                    reject(new KubeError(status, `${method} ${path.split("?")[0]}: ${status} ${message}`));
+                });
+            });
+            req.on("timeout", () => req.destroy(new Error(`${method} ${path}: timeout`)));
+            req.on("error", reject);
+            req.end(data);
+        });
+    }
+
+    close(): void {
+        this.agent.destroy();
+    }
+}
+
+const ns = (kind: string, name = ""): string => `/api/v1/namespaces/${NAMESPACE}/${kind}${name ? `/${name}` : ""}`;
+const TOKEN_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789";
+function randomToken(n: number): string {
+    return [...crypto.randomBytes(n)].map((b) => TOKEN_CHARS[b % 36]).join("");
+}
+
+/** {@link ClusterView} over the API server. */
+export class KubeClusterView implements ClusterView {
+    constructor(private readonly kube: Kube, private readonly identity = process.env.HOSTNAME ?? "admission") {}
+
+    async claimOnce(id: string, expiresAt: number): Promise<boolean> {
+        try {
+            await this.kube.request("POST", `/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases`, {
+                metadata: { name: `${ADMISSION_NAME}-claim-${id}`, labels: { [CLAIM_LABEL]: "true" }, annotations: { [`${CLAIM_LABEL}-expires`]: new Date(expiresAt).toISOString() } },
+                spec: { holderIdentity: this.identity, leaseDurationSeconds: Math.max(1, Math.ceil((expiresAt - Date.now()) / 1000)), acquireTime: new Date().toISOString().replace("Z", "000Z") },
+            });
+            return true;
+        } catch (e) {
+            if (e instanceof KubeError && e.status === 409) return false;
+            throw e;
+        }
+    }
+
+    async readyNodeExists(providerId: string): Promise<boolean> {
+        // Node names are provider ids (nodeRegistration.name); the approver only signs that name.
+        try {
+            const node = await this.kube.request<{ spec?: { providerID?: string }; status?: { conditions?: Array<{ type: string; status: string }> } }>("GET", `/api/v1/nodes/${encodeURIComponent(providerId)}`);
+            return (node.status?.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
+        } catch (e) {
+            if (e instanceof KubeError && e.status === 404) return false;
+            throw e;
+        }
+    }
+
+    async createNodeToken(providerId: string, instanceId: string, ttlSeconds: number): Promise<{ token: string; expiresAt: number }> {
+        for (let attempt = 0; ; attempt++) {
+            const id = randomToken(6), secret = randomToken(16);
+            const expiresAt = Date.now() + ttlSeconds * 1000;
+            try {
+                await this.kube.request("POST", ns("secrets"), {
+                    metadata: { name: `bootstrap-token-${id}`, labels: { [TOKEN_LABEL]: "true" }, annotations: { [PROVIDER_ID_ANNOTATION]: providerId } },
+                    type: "bootstrap.kubernetes.io/token",
+                    stringData: {
+                        "token-id": id, "token-secret": secret, "expiration": new Date(expiresAt).toISOString().replace(/\.\d+Z$/, "Z"),
+                        "usage-bootstrap-authentication": "true", "usage-bootstrap-signing": "true", "auth-extra-groups": ADMITTED_GROUP,
+                        "description": `alicloud-kubeadm admission: ${instanceId}, single use`,
+                    },
+                });
+                return { token: `${id}.${secret}`, expiresAt };
+            } catch (e) {
+                if (e instanceof KubeError && e.status === 409 && attempt < 3) continue;
+                throw e;
+            }
+        }
+    }
+
+    async record(d: Decision): Promise<void> {
+        const now = new Date().toISOString().replace(/\.\d+Z$/, "Z");
+        await this.kube.request("POST", ns("events"), {
+            metadata: { name: `${ADMISSION_NAME}.${crypto.randomBytes(8).toString("hex")}`, labels: { "alicloud-kubeadm/admission-decision": d.admitted ? "admitted" : "refused" } },
+            involvedObject: { apiVersion: "apps/v1", kind: "DaemonSet", namespace: NAMESPACE, name: ADMISSION_NAME },
+            reason: d.admitted ? ADMITTED_REASON : REFUSED_REASON, type: d.admitted ? "Normal" : "Warning",
+            action: d.reason ?? "admitted",
+            message: `${d.reason ? `${d.reason}: ` : ""}${d.instanceId ?? "unknown instance"} from ${d.sourceIp}: ${d.message}`.slice(0, 1000),
+            source: { component: ADMISSION_NAME, host: this.identity }, reportingComponent: `alicloud-kubeadm/admission`, reportingInstance: this.identity,
+            firstTimestamp: now, lastTimestamp: now, count: 1,
+        });
+    }
+
+    /** Deletes claim Leases whose challenge expired (any replica may do it; a 404 means another did). */
+    async sweepClaims(now = Date.now()): Promise<number> {
+        const list = await this.kube.request<{ items: Array<{ metadata: { name: string; annotations?: Record<string, string> } }> }>(
+            "GET", `/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases?labelSelector=${encodeURIComponent(`${CLAIM_LABEL}=true`)}`);
+        let n = 0;
+        for (const l of list.items) {
+            const exp = Date.parse(l.metadata.annotations?.[`${CLAIM_LABEL}-expires`] ?? "");
+            if (Number.isFinite(exp) && exp < now - 60_000) {
+                await this.kube.request("DELETE", `/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases/${l.metadata.name}`).catch(() => undefined);
+                n++;
+            }
+        }
+        return n;
+    }
+}
+
+/** The challenge HMAC key shared by every replica: read from {@link KEY_SECRET}, created with a random key when absent. */
+export async function challengeKeys(kube: Kube): Promise<Buffer[]> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+        try {
+            const s = await kube.request<{ data?: Record<string, string> }>("GET", ns("secrets", KEY_SECRET));
+            const keys = Object.keys(s.data ?? {}).sort().map((k) => Buffer.from(s.data![k], "base64")).filter((k) => k.length >= 32);
+            if (keys.length === 0) throw new Error(`${KEY_SECRET} holds no key of 32 bytes or more`);
+            return keys;
+        } catch (e) {
+            if (!(e instanceof KubeError && e.status === 404)) throw e;
+        }
+        try {
+            await kube.request("POST", ns("secrets"), { metadata: { name: KEY_SECRET }, type: "Opaque", data: { "key-1": crypto.randomBytes(32).toString("base64") } });
+        } catch (e) {
+            if (!(e instanceof KubeError && e.status === 409)) throw e;
+        }
+    }
+    throw new Error(`could not read or create ${KEY_SECRET}`);
+}
+
+type Log = (event: Record<string, unknown>) => void;
+const defaultLog: Log = (event) => { if (process.env.AK_ADMISSION_LOG !== "off") process.stdout.write(JSON.stringify(event) + "\n"); };
+
+/** One pass of the CSR approver over pending kubelet client CSRs. Returns what it did, per CSR name. */
+export async function approvePending(kube: Kube, log: Log = defaultLog): Promise<Record<string, "approve" | "deny">> {
+    const list = await kube.request<{ items: Csr[] }>("GET", `/apis/certificates.k8s.io/v1/certificatesigningrequests?fieldSelector=${encodeURIComponent(`spec.signerName=${KUBELET_CLIENT_SIGNER}`)}`);
+    const done: Record<string, "approve" | "deny"> = {};
+    const tokens = new Map<string, string | undefined>();
+    for (const csr of list.items) {
+        const m = /^system:bootstrap:([a-z0-9]{6})$/.exec(csr.spec.username ?? "");
+        if (m && !tokens.has(m[1])) {
+            try {
+                const s = await kube.request<{ metadata: { labels?: Record<string, string>; annotations?: Record<string, string> } }>("GET", ns("secrets", `bootstrap-token-${m[1]}`));
+                tokens.set(m[1], s.metadata.labels?.[TOKEN_LABEL] === "true" ? s.metadata.annotations?.[PROVIDER_ID_ANNOTATION] : undefined);
+            } catch (e) {
+                if (!(e instanceof KubeError && e.status === 404)) throw e;
+                tokens.set(m[1], undefined);
+            }
+        }
+        const decoded: Csr = { ...csr, spec: { ...csr.spec, request: Buffer.from(csr.spec.request, "base64").toString("utf8") } };
+        const v = csrVerdict(decoded, (id) => tokens.get(id));
+        if (v.action === "ignore") continue;
+        const type = v.action === "approve" ? "Approved" : "Denied";
+        const full = csr as Csr & { status?: { conditions?: unknown[] } };
+        try {
+            await kube.request("PUT", `/apis/certificates.k8s.io/v1/certificatesigningrequests/${csr.metadata.name}/approval`, {
+                ...full, status: { ...(full.status ?? {}), conditions: [...(full.status?.conditions ?? []), {
+                    type, status: "True", reason: "AlicloudKubeadmAdmission", message: v.why, lastUpdateTime: new Date().toISOString().replace(/\.\d+Z$/, "Z"),
+                }] },
+            });
+        } catch (e) {
+            if (e instanceof KubeError && e.status === 409) continue; // another replica decided it
+            throw e;
+        }
+        done[csr.metadata.name] = v.action;
+        log({ event: "csr", action: v.action, csr: csr.metadata.name, providerId: v.providerId, tokenId: v.tokenId, why: v.why });
+        // Single use: the token goes with its first CSR, whatever the verdict.
+        await kube.request("DELETE", ns("secrets", `bootstrap-token-${v.tokenId}`)).catch((e) => {
+            if (!(e instanceof KubeError && e.status === 404)) log({ event: "csr", error: `could not delete token ${v.tokenId}: ${(e as Error).message}` });
+        });
+    }
+    return done;
+}

@@ -1,0 +1,228 @@
+// Admission: the service that lets nodes join by cloud identity instead of a token in userdata
+// (src/admission/, docs/admission.md). On every master (a DaemonSet on the control-plane nodes, host network,
+// port 10443, so it survives the loss of a minority of masters and sees the nodes' real source addresses),
+// running a pinned public Node.js image with the service's compiled code from a ConfigMap. It serves TLS with
+// the master's kube-apiserver certificate (signed by the cluster CA, SANs include the master's private IP),
+// which a node verifies from the CA pin of its userdata. RBAC: what the service needs (claims, tokens, CSR
+// approval for the kubelet client signer, events), and what an admitted token needs for `kubeadm join`.
+import * as crypto from "crypto";
+import * as fs from "fs";
+import * as path from "path";
+import * as pulumi from "@pulumi/pulumi";
+import type * as k8s from "@pulumi/kubernetes";
+import { ADMITTED_GROUP, KUBELET_CLIENT_SIGNER } from "../admission/approver";
+import { ADMISSION_NAME, NAMESPACE } from "../admission/kube";
+import { ADMISSION_PORT, type ServiceConfig } from "../admission/server";
+import { applyObjects, CONTROL_PLANE_LABEL, kubeObject, type KubeObject } from "./kube";
+
+export { ADMISSION_PORT, ADMITTED_GROUP };
+
+/** Public Node.js image the service runs in (official image, Alpine variant). Mirror it and set `images.admission` in China regions. */
+export const DEFAULT_ADMISSION_IMAGE = "docker.io/library/node:22.12.0-alpine3.20";
+/** The service's modules, in dependency order (each is plain CommonJS using Node built-ins only). */
+export const ADMISSION_MODULES = ["der", "pkcs7", "challenge", "admit", "approver", "cloud", "kube", "server"] as const;
+const MOUNT = "/opt/alicloud-kubeadm-admission";
+/** Files of the master's /etc/kubernetes/pki the service reads: its serving certificate and key, and the CA it serves. */
+const PKI_FILES = ["apiserver.crt", "apiserver.key", "ca.crt"] as const;
+const pkiVolume = (file: string): string => `pki-${file.replace(/\./g, "-")}`;
+
+/** Default lifetimes: a challenge lives 2 minutes, an admission token 15 minutes (kubeadm join takes about one). */
+export const DEFAULT_CHALLENGE_TTL_SECONDS = 120;
+export const DEFAULT_TOKEN_TTL_SECONDS = 900;
+
+/**
+ * The compiled service: `<module>.js` for each of {@link ADMISSION_MODULES}. From the compiled package the
+ * `.js` files beside src/admission are used; from TypeScript sources (ts-node) they are transpiled here.
+ */
+export function admissionBundle(): Record<string, string> {
+    const dir = path.join(__dirname, "..", "admission");
+    const out: Record<string, string> = {};
+    for (const m of ADMISSION_MODULES) {
+        const js = path.join(dir, `${m}.js`);
+        if (fs.existsSync(js)) {
+            out[`${m}.js`] = fs.readFileSync(js, "utf8").replace(/\n\/\/# sourceMappingURL=.*$/, "\n");
+            continue;
+        }
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        const ts = require("typescript") as typeof import("typescript");
+        out[`${m}.js`] = ts.transpileModule(fs.readFileSync(path.join(dir, `${m}.ts`), "utf8"), {
+            compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, esModuleInterop: true, strict: true },
+        }).outputText;
+    }
+    return out;
+}
+
+/**
+ * The instance identity certificate vendored with the package (src/admission/alibaba-identity.pem, copied from
+ * Alibaba's documentation, docs/admission.md#alibaba-certificate), or undefined when none is vendored.
+ */
+export function vendoredIdentityCertificate(): string | undefined {
+    for (const dir of [path.join(__dirname, "..", "admission"), path.join(__dirname, "..", "..", "..", "src", "admission")]) {
+        const file = path.join(dir, "alibaba-identity.pem");
+        if (fs.existsSync(file)) return fs.readFileSync(file, "utf8");
+    }
+    return undefined;
+}
+
+export interface AdmissionArgs {
+    /** Cluster name (labels). Required. */
+    clusterName: string;
+    /** Region id of the cluster. Required. */
+    region: string;
+    /** The account id instances must belong to (`alicloud.getCallerIdentity().accountId`). Required. */
+    accountId: pulumi.Input<string>;
+    /** ESS scaling group id → pool name, of every pool. Required (may be empty). */
+    scalingGroups: pulumi.Input<Record<string, string>>;
+    /** Existing nodes: instance id → pool label value. Default none. */
+    existingNodes?: Record<string, string>;
+    /** PEM of the instance identity signing certificate(s) (Alibaba's; docs/admission.md). Required. */
+    identityCertificate: string;
+    /** `key=value`: instances with this tag may join through the manual one-line path. Default: off. */
+    joinTag?: string;
+    /** The manual attach script served at /attach.sh (no secret in it). Default: none (path off). */
+    attachScript?: pulumi.Input<string>;
+    /** Node.js image. Default {@link DEFAULT_ADMISSION_IMAGE}. */
+    image?: string;
+    /** Challenge lifetime, seconds. Default {@link DEFAULT_CHALLENGE_TTL_SECONDS}. */
+    challengeTtlSeconds?: number;
+    /** Admission token lifetime, seconds. Default {@link DEFAULT_TOKEN_TTL_SECONDS}. */
+    tokenTtlSeconds?: number;
+}
+
+/** The service's RBAC: its own role and the admitted nodes' (what `kubeadm join` and the kubelet's TLS bootstrap need). */
+export function admissionRbacObjects(): KubeObject[] {
+    const labels = { "app.kubernetes.io/name": ADMISSION_NAME };
+    const sa = { kind: "ServiceAccount", name: ADMISSION_NAME, namespace: NAMESPACE };
+    const group = { kind: "Group", apiGroup: "rbac.authorization.k8s.io", name: ADMITTED_GROUP };
+    const binding = (kind: "ClusterRoleBinding" | "RoleBinding", name: string, roleKind: "ClusterRole" | "Role", roleName: string, subject: object): KubeObject =>
+        kubeObject<Omit<k8s.types.input.rbac.v1.RoleBinding, "kind">>({
+            apiVersion: "rbac.authorization.k8s.io/v1", kind,
+            metadata: { name, labels, ...(kind === "RoleBinding" ? { namespace: NAMESPACE } : {}) },
+            roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: roleKind, name: roleName }, subjects: [subject as never],
+        });
+    return [
+        kubeObject<k8s.types.input.core.v1.ServiceAccount>({ apiVersion: "v1", kind: "ServiceAccount", metadata: { name: ADMISSION_NAME, namespace: NAMESPACE, labels } }),
+        kubeObject<k8s.types.input.rbac.v1.ClusterRole>({
+            apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: "alicloud-kubeadm:admission", labels },
+            rules: [
+                { apiGroups: [""], resources: ["nodes"], verbs: ["get"] },
+                { apiGroups: ["certificates.k8s.io"], resources: ["certificatesigningrequests"], verbs: ["get", "list", "watch"] },
+                { apiGroups: ["certificates.k8s.io"], resources: ["certificatesigningrequests/approval"], verbs: ["update"] },
+                { apiGroups: ["certificates.k8s.io"], resources: ["signers"], resourceNames: [KUBELET_CLIENT_SIGNER], verbs: ["approve"] },
+            ],
+        }),
+        binding("ClusterRoleBinding", "alicloud-kubeadm:admission", "ClusterRole", "alicloud-kubeadm:admission", sa),
+        kubeObject<k8s.types.input.rbac.v1.Role>({
+            apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: { name: "alicloud-kubeadm:admission", namespace: NAMESPACE, labels },
+            rules: [
+                // Bootstrap-token Secrets (create, read back by the approver, delete on first CSR) and the challenge key.
+                { apiGroups: [""], resources: ["secrets"], verbs: ["create", "get", "delete"] },
+                { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["create", "list", "delete"] },
+                { apiGroups: [""], resources: ["events"], verbs: ["create"] },
+            ],
+        }),
+        binding("RoleBinding", "alicloud-kubeadm:admission", "Role", "alicloud-kubeadm:admission", sa),
+        // What kubeadm grants its default-node-token group, minus the blanket CSR auto-approval.
+        binding("ClusterRoleBinding", "alicloud-kubeadm:admitted-node-bootstrapper", "ClusterRole", "system:node-bootstrapper", group),
+        binding("ClusterRoleBinding", "alicloud-kubeadm:admitted-get-nodes", "ClusterRole", "kubeadm:get-nodes", group),
+        binding("RoleBinding", "alicloud-kubeadm:admitted-kubeadm-config", "Role", "kubeadm:nodes-kubeadm-config", group),
+        binding("RoleBinding", "alicloud-kubeadm:admitted-kubelet-config", "Role", "kubeadm:kubelet-config", group),
+    ];
+}
+
+/** The ConfigMap (code, config, certificate, manual attach script) and the DaemonSet. */
+export function admissionWorkloadObjects(args: {
+    config: ServiceConfig; identityCertificate: string; attachScript?: string; image?: string; clusterName: string;
+}): KubeObject[] {
+    const labels = { "app.kubernetes.io/name": ADMISSION_NAME, "alicloud-kubeadm/cluster": args.clusterName };
+    const data: Record<string, string> = {
+        ...admissionBundle(),
+        "config.json": JSON.stringify(args.config, null, 2),
+        "identity-signer.pem": args.identityCertificate,
+        ...(args.attachScript ? { "attach.sh": args.attachScript } : {}),
+    };
+    const checksum = crypto.createHash("sha256").update(JSON.stringify(data)).digest("hex").slice(0, 16);
+    const pki = "/etc/kubernetes/pki";
+    return [
+        kubeObject<k8s.types.input.core.v1.ConfigMap>({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: ADMISSION_NAME, namespace: NAMESPACE, labels }, data }),
+        kubeObject<k8s.types.input.apps.v1.DaemonSet>({
+            apiVersion: "apps/v1", kind: "DaemonSet", metadata: { name: ADMISSION_NAME, namespace: NAMESPACE, labels },
+            spec: {
+                selector: { matchLabels: { "app.kubernetes.io/name": ADMISSION_NAME } },
+                updateStrategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 1 } },
+                template: {
+                    metadata: { labels, annotations: { "alicloud-kubeadm/config-checksum": checksum } },
+                    spec: {
+                        serviceAccountName: ADMISSION_NAME,
+                        hostNetwork: true,
+                        dnsPolicy: "ClusterFirstWithHostNet",
+                        priorityClassName: "system-cluster-critical",
+                        nodeSelector: { [CONTROL_PLANE_LABEL]: "" },
+                        // Masters carry the control-plane taint and, until the CCM initializes them, the uninitialized one.
+                        tolerations: [{ operator: "Exists", effect: "NoSchedule" }, { key: "CriticalAddonsOnly", operator: "Exists" }],
+                        containers: [{
+                            name: "admission",
+                            image: args.image ?? DEFAULT_ADMISSION_IMAGE,
+                            command: ["node", `${MOUNT}/server.js`, `${MOUNT}/config.json`],
+                            env: [{ name: "HOSTNAME", valueFrom: { fieldRef: { fieldPath: "spec.nodeName" } } }],
+                            ports: [{ name: "admission", containerPort: args.config.port, hostPort: args.config.port, protocol: "TCP" }],
+                            readinessProbe: { httpGet: { scheme: "HTTPS", path: "/healthz", port: args.config.port }, periodSeconds: 10 },
+                            livenessProbe: { httpGet: { scheme: "HTTPS", path: "/healthz", port: args.config.port }, periodSeconds: 30, failureThreshold: 4 },
+                            resources: { requests: { cpu: "20m", memory: "48Mi" }, limits: { memory: "192Mi" } },
+                            // root reads the apiserver key (0600 root) from the host; nothing else.
+                            securityContext: { runAsUser: 0, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } },
+                            // Only the three files it needs, not the PKI directory (which holds the CA and etcd keys).
+                            volumeMounts: [
+                                { name: "code", mountPath: MOUNT, readOnly: true },
+                                ...PKI_FILES.map((f) => ({ name: pkiVolume(f), mountPath: `/host-pki/${f}`, readOnly: true })),
+                            ],
+                        }],
+                        volumes: [
+                            { name: "code", configMap: { name: ADMISSION_NAME } },
+                            ...PKI_FILES.map((f) => ({ name: pkiVolume(f), hostPath: { path: `${pki}/${f}`, type: "File" } })),
+                        ],
+                    },
+                },
+            },
+        }),
+    ];
+}
+
+/** The service's config as the component writes it (paths inside the pod). */
+export function serviceConfig(a: { accountId: string; region: string; scalingGroups: Record<string, string>; existingNodes?: Record<string, string>; joinTag?: string;
+    challengeTtlSeconds?: number; tokenTtlSeconds?: number; attachScript?: boolean }): ServiceConfig {
+    return {
+        accountId: a.accountId, regionId: a.region, scalingGroups: a.scalingGroups, existingNodes: a.existingNodes ?? {}, joinTag: a.joinTag,
+        challengeTtlSeconds: a.challengeTtlSeconds ?? DEFAULT_CHALLENGE_TTL_SECONDS, tokenTtlSeconds: a.tokenTtlSeconds ?? DEFAULT_TOKEN_TTL_SECONDS,
+        port: ADMISSION_PORT, tlsCertFile: "/host-pki/apiserver.crt", tlsKeyFile: "/host-pki/apiserver.key", caFile: "/host-pki/ca.crt",
+        signerFile: `${MOUNT}/identity-signer.pem`, attachScriptFile: a.attachScript ? `${MOUNT}/attach.sh` : undefined,
+    };
+}
+
+/** The admission service on the masters. Needs a Kubernetes provider (opts.provider). */
+export class Admission extends pulumi.ComponentResource {
+    /** Port on every master's private IP. */
+    public readonly port = ADMISSION_PORT;
+
+    constructor(name: string, args: AdmissionArgs, opts?: pulumi.ComponentResourceOptions) {
+        super("alicloud-kubeadm:index:Admission", name, {}, opts);
+        const childOpts = { parent: this };
+        const rbac = applyObjects(`${name}-rbac`, admissionRbacObjects(), childOpts);
+        // The account id and group ids are known at deployment: the objects' kinds and names are fixed now,
+        // their contents follow (so preview shows the resources).
+        const rendered = pulumi.all([args.accountId, args.scalingGroups, args.attachScript ?? ""]).apply(([accountId, scalingGroups, attachScript]) =>
+            admissionWorkloadObjects({
+                config: serviceConfig({ ...args, accountId, scalingGroups, attachScript: attachScript !== "" }),
+                identityCertificate: args.identityCertificate, attachScript: attachScript || undefined, image: args.image, clusterName: args.clusterName,
+            }));
+        const shape = admissionWorkloadObjects({
+            config: serviceConfig({ ...args, accountId: "", scalingGroups: {}, attachScript: false }), identityCertificate: "", image: args.image, clusterName: args.clusterName,
+        });
+        const [configMap, daemonSet] = shape;
+        applyObjects(`${name}-service`, [
+            { ...configMap, data: rendered.apply((o) => o[0].data) },
+            { ...daemonSet, spec: rendered.apply((o) => o[1].spec) },
+        ], { ...childOpts, dependsOn: rbac });
+        this.registerOutputs({});
+    }
+}

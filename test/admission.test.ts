@@ -1,0 +1,170 @@
+// Admission by cloud identity: real PKCS#7 made by openssl (a test CA standing in for Alibaba's), through the
+// verification code production uses; the decision's effects asserted from the modelled cluster and cloud state.
+import * as assert from "assert";
+import * as crypto from "crypto";
+import { admit, documentWithAudience, type AdmissionSettings, type AdmitRequest } from "../src/admission/admit";
+import { ADMITTED_GROUP, csrVerdict, KUBELET_CLIENT_SIGNER, type Csr } from "../src/admission/approver";
+import { issueChallenge } from "../src/admission/challenge";
+import { trustedSigners, verifySignedData } from "../src/admission/pkcs7";
+import { makePki, type TestPki } from "./admission/pki";
+import { ModelCloud, ModelCluster } from "./admission/model";
+
+const ACCOUNT = "1234567890123456";
+const REGION = "cn-hangzhou";
+
+/** The document the metadata service returns (field names of Alibaba's "use instance identities" page). */
+function document(instanceId: string, ip: string, over: Record<string, string> = {}): string {
+    return JSON.stringify({
+        "owner-account-id": ACCOUNT, "instance-id": instanceId, "mac": "00:16:3e:00:00:01", "region-id": REGION, "serial-number": "abc",
+        "zone-id": `${REGION}-h`, "instance-type": "ecs.g7.large", "image-id": "ubuntu_24_04_x64_20G_alibase_20250101.vhd", "private-ipv4": ip, ...over,
+    });
+}
+
+describe("admission by cloud identity", function () {
+    this.timeout(60_000);
+    let pki: TestPki;
+    let settings: AdmissionSettings;
+    let cloud: ModelCloud;
+    let cluster: ModelCluster;
+    const key = crypto.randomBytes(32);
+
+    before(() => {
+        process.env.AK_ADMISSION_LOG = "off"; // decisions are asserted from the recorded state, not the log
+        pki = makePki();
+        settings = {
+            accountId: ACCOUNT, regionId: REGION, signers: trustedSigners(pki.signerPem), challengeKeys: [key], challengeTtlSeconds: 120, tokenTtlSeconds: 600,
+        };
+    });
+    after(() => {
+        delete process.env.AK_ADMISSION_LOG;
+        pki?.cleanup();
+    });
+    beforeEach(() => {
+        cloud = new ModelCloud();
+        cluster = new ModelCluster();
+        cloud.members.set("i-pool1", { instanceId: "i-pool1", privateIp: "192.168.1.10", source: "pool", pool: "general", state: "Pending" });
+        cloud.members.set("i-pool2", { instanceId: "i-pool2", privateIp: "192.168.1.11", source: "pool", pool: "general", state: "InService" });
+    });
+
+    /** What the attach script does on instance `id` at `ip`: challenge, then the signed document for it. */
+    function request(id: string, ip: string, opts: { docOver?: Record<string, string>; impostor?: boolean; challengeIp?: string; now?: number } = {}): AdmitRequest {
+        const audience = issueChallenge(key, opts.challengeIp ?? ip, 120, opts.now);
+        const doc = document(id, ip, opts.docOver);
+        return { document: doc, signature: pki.sign(documentWithAudience(doc, audience), { impostor: opts.impostor }), audience };
+    }
+    const tokensOf = (providerId: string) => [...cluster.tokens.values()].filter((t) => t.providerId === providerId);
+
+    it("admits a pool member and issues one short-lived token for that node only", async () => {
+        const r = await admit(request("i-pool1", "192.168.1.10"), "192.168.1.10", settings, cloud, cluster);
+        assert.strictEqual(r.admitted, true, r.message);
+        const tokens = tokensOf(`${REGION}.i-pool1`);
+        assert.strictEqual(tokens.length, 1);
+        assert.ok(tokens[0].expiresAt - Date.now() <= 600_000 && tokens[0].expiresAt > Date.now());
+        assert.strictEqual(r.token, `${[...cluster.tokens.keys()][0]}.${tokens[0].secret}`);
+        assert.deepStrictEqual(cluster.decisions.map((d) => [d.admitted, d.instanceId, d.pool]), [[true, "i-pool1", "general"]]);
+        assert.ok(!JSON.stringify(cluster.decisions).includes(tokens[0].secret), "the token is not in the recorded decision");
+    });
+
+    it("verifies attached and PKCS#7 v1.5 (smime) signatures as well, agreeing with openssl cms -verify", async () => {
+        const content = Buffer.from(document("i-pool1", "192.168.1.10"));
+        for (const opts of [{ attached: true }, { format: "smime" as const }, {}]) {
+            const sig = pki.sign(content, opts);
+            assert.ok(verifySignedData(sig, content, settings.signers).equals(content), JSON.stringify(opts));
+            assert.ok(pki.opensslVerifies(sig, content));
+        }
+    });
+
+    it("refuses a forged signature (impostor certificate with the same issuer and serial), like openssl does", async () => {
+        const req = request("i-pool1", "192.168.1.10", { impostor: true });
+        const r = await admit(req, "192.168.1.10", settings, cloud, cluster);
+        assert.deepStrictEqual([r.admitted, r.reason], [false, "signature-invalid"]);
+        assert.strictEqual(pki.opensslVerifies(req.signature, documentWithAudience(req.document, req.audience)), false);
+        assert.strictEqual(cluster.tokens.size, 0);
+        assert.strictEqual(cluster.leases.size, 0, "a forged request does not burn a challenge");
+    });
+
+    it("refuses another instance's document: altered, or presented from another address", async () => {
+        const req = request("i-pool1", "192.168.1.10");
+        const altered = { ...req, document: req.document.replace("i-pool1", "i-pool2") };
+        const r1 = await admit(altered, "192.168.1.10", settings, cloud, cluster);
+        assert.deepStrictEqual([r1.admitted, r1.reason], [false, "signature-invalid"]);
+        assert.strictEqual(pki.opensslVerifies(altered.signature, documentWithAudience(altered.document, altered.audience)), false);
+        const r2 = await admit(req, "192.168.1.11", settings, cloud, cluster);
+        assert.deepStrictEqual([r2.admitted, r2.reason], [false, "challenge-invalid"]);
+        const own = request("i-pool2", "192.168.1.11");
+        const r3 = await admit({ ...req, audience: own.audience }, "192.168.1.11", settings, cloud, cluster);
+        assert.deepStrictEqual([r3.admitted, r3.reason], [false, "signature-invalid"], "i-pool1's signature is bound to its own challenge");
+        assert.strictEqual(cluster.tokens.size, 0);
+    });
+
+    it("refuses a replayed document and an expired challenge", async () => {
+        const req = request("i-pool1", "192.168.1.10");
+        assert.strictEqual((await admit(req, "192.168.1.10", settings, cloud, cluster)).admitted, true);
+        const again = await admit(req, "192.168.1.10", settings, cloud, cluster);
+        assert.deepStrictEqual([again.admitted, again.reason], [false, "challenge-replayed"]);
+        const old = request("i-pool1", "192.168.1.10", { now: Date.now() - 300_000 });
+        const late = await admit(old, "192.168.1.10", settings, cloud, cluster);
+        assert.deepStrictEqual([late.admitted, late.reason], [false, "challenge-expired"]);
+        assert.strictEqual(cluster.tokens.size, 1);
+    });
+
+    it("refuses instances of another account or region", async () => {
+        const a = await admit(request("i-pool1", "192.168.1.10", { docOver: { "owner-account-id": "999" } }), "192.168.1.10", settings, cloud, cluster);
+        assert.deepStrictEqual([a.admitted, a.reason], [false, "account-mismatch"]);
+        const b = await admit(request("i-pool1", "192.168.1.10", { docOver: { "region-id": "cn-beijing" } }), "192.168.1.10", settings, cloud, cluster);
+        assert.deepStrictEqual([b.admitted, b.reason], [false, "region-mismatch"]);
+        assert.strictEqual(cluster.tokens.size, 0);
+    });
+
+    it("refuses an instance in no pool of this cluster, and a source address that is not the instance's", async () => {
+        const a = await admit(request("i-stranger", "192.168.1.50"), "192.168.1.50", settings, cloud, cluster);
+        assert.deepStrictEqual([a.admitted, a.reason], [false, "not-a-member"]);
+        const b = await admit(request("i-pool1", "192.168.1.10", { challengeIp: "192.168.1.99" }), "192.168.1.99", settings, cloud, cluster);
+        assert.deepStrictEqual([b.admitted, b.reason], [false, "source-ip-mismatch"]);
+        assert.strictEqual(cluster.tokens.size, 0);
+        assert.deepStrictEqual(cluster.decisions.map((d) => d.reason), ["not-a-member", "source-ip-mismatch"]);
+    });
+
+    it("refuses a second claim of a Ready node's identity, and admits a re-join of a NotReady one", async () => {
+        cluster.nodes.set(`${REGION}.i-pool1`, { ready: true });
+        const a = await admit(request("i-pool1", "192.168.1.10"), "192.168.1.10", settings, cloud, cluster);
+        assert.deepStrictEqual([a.admitted, a.reason], [false, "already-registered"]);
+        cluster.nodes.set(`${REGION}.i-pool1`, { ready: false });
+        assert.strictEqual((await admit(request("i-pool1", "192.168.1.10"), "192.168.1.10", settings, cloud, cluster)).admitted, true);
+    });
+
+    it("the approver approves only its node's kubelet client CSR from an admission token, and denies other names (a master's too)", async () => {
+        const r = await admit(request("i-pool1", "192.168.1.10"), "192.168.1.10", settings, cloud, cluster);
+        const tokenId = r.token!.split(".")[0];
+        const lookup = (id: string) => cluster.tokens.get(id)?.providerId;
+        const csr = (cn: string, over: Partial<Csr["spec"]> = {}): Csr => ({
+            metadata: { name: "csr-x" },
+            spec: {
+                request: Buffer.from(pki.csr(`/O=system:nodes/CN=${cn}`)).toString("base64"), signerName: KUBELET_CLIENT_SIGNER,
+                username: `system:bootstrap:${tokenId}`, groups: ["system:bootstrappers", ADMITTED_GROUP, "system:authenticated"],
+                usages: ["digital signature", "client auth"], ...over,
+            },
+        });
+        // CSR requests are Base64 of PEM in the API; csrVerdict takes what spec.request decodes to.
+        const decode = (c: Csr): Csr => ({ ...c, spec: { ...c.spec, request: Buffer.from(c.spec.request, "base64").toString() } });
+        assert.strictEqual(csrVerdict(decode(csr(`system:node:${REGION}.i-pool1`)), lookup).action, "approve");
+        for (const cn of [`system:node:${REGION}.i-pool2`, `system:node:${REGION}.i-master0`, "system:admin"]) {
+            const v = csrVerdict(decode(csr(cn)), lookup);
+            assert.strictEqual(v.action, "deny", cn);
+        }
+        assert.strictEqual(csrVerdict(decode(csr(`system:node:${REGION}.i-pool1`, { usages: ["client auth", "server auth"] })), lookup).action, "deny");
+        assert.strictEqual(csrVerdict(decode(csr(`system:node:${REGION}.i-pool1`, { signerName: "kubernetes.io/kubelet-serving" })), lookup).action, "deny");
+        // Not ours: kubeadm's own tokens and other users are left to their approvers.
+        assert.strictEqual(csrVerdict(decode(csr("system:node:x", { username: "system:bootstrap:abcdef" })), lookup).action, "ignore");
+        assert.strictEqual(csrVerdict(decode(csr("system:node:x", { username: "system:node:x" })), lookup).action, "ignore");
+    });
+});
+
+describe("doctor lists admission refusals", () => {
+    it("parses the AdmissionRefused events doctor-join reads, oldest first", async () => {
+        const { parseAdmissionRefusals } = await import("../src/doctor/joinMaterial");
+        const rows = parseAdmissionRefusals("2026-12-03T07:02:00Z\tnot-a-member\tnot-a-member: i-x from 10.0.0.9: instance i-x is not a member\n2026-12-03T07:01:00Z\tchallenge-replayed\tchallenge-replayed: i-y\n\n");
+        assert.deepStrictEqual(rows.map((r) => r.reason), ["challenge-replayed", "not-a-member"]);
+        assert.match(rows[1].message, /is not a member/);
+    });
+});

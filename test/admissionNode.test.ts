@@ -1,0 +1,100 @@
+// The node side of admission, end to end on loopback: the real shell client (src/shell/admission_client.sh with
+// prepare_node.sh's helpers) against the real admission server (TLS certificate from a cluster CA the node
+// checks against its pin), the metadata service stand-in signing with the openssl test chain. The token it
+// gets is the one the modelled cluster issued; refusals come back with their reason and land in the node's log.
+import * as assert from "assert";
+import { spawn } from "child_process";
+import * as crypto from "crypto";
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import type { AdmissionSettings } from "../src/admission/admit";
+import { trustedSigners } from "../src/admission/pkcs7";
+import { startServer, type RunningServer } from "../src/admission/server";
+import { makeClusterCa, startMetadata, type ClusterCa } from "./admission/harness";
+import { ModelCloud, ModelCluster } from "./admission/model";
+import { makePki, type TestPki } from "./admission/pki";
+
+const SHELL = path.join(__dirname, "..", "src", "shell");
+
+describe("admission client on the node (shell, loopback)", function () {
+    this.timeout(60_000);
+    let pki: TestPki, ca: ClusterCa, server: RunningServer, metadata: Awaited<ReturnType<typeof startMetadata>>;
+    let cloud: ModelCloud, cluster: ModelCluster, root: string;
+
+    before(async () => {
+        process.env.AK_ADMISSION_LOG = "off";
+        pki = makePki();
+        ca = makeClusterCa(pki.dir);
+        cloud = new ModelCloud();
+        cluster = new ModelCluster();
+        const settings: AdmissionSettings = {
+            accountId: "1234567890123456", regionId: "cn-hangzhou", signers: trustedSigners(pki.signerPem), challengeKeys: [crypto.randomBytes(32)],
+            challengeTtlSeconds: 120, tokenTtlSeconds: 600,
+        };
+        server = await startServer({ settings, cloud, cluster, tls: () => ({ cert: ca.certPem, key: ca.keyPem }), caPem: ca.caPem, host: "127.0.0.1", port: 0 });
+        metadata = await startMetadata(pki, new Map([["127.0.0.1", { instanceId: "i-node1", ip: "127.0.0.1", accountId: "1234567890123456", regionId: "cn-hangzhou" }]]));
+    });
+    after(async () => {
+        await server?.close();
+        await metadata?.close();
+        pki?.cleanup();
+        delete process.env.AK_ADMISSION_LOG;
+    });
+    beforeEach(() => {
+        root = fs.mkdtempSync(path.join(os.tmpdir(), "ak-admission-node-"));
+        cloud.members.set("i-node1", { instanceId: "i-node1", privateIp: "127.0.0.1", source: "pool", pool: "general", state: "Pending" });
+    });
+    afterEach(() => fs.rmSync(root, { recursive: true, force: true }));
+
+    /** Runs the client in bash; asynchronously, since the server answers from this process's event loop. */
+    async function node(pin = ca.caHash): Promise<{ code: number; stderr: string; token?: string }> {
+        const script = [
+            `source ${JSON.stringify(path.join(SHELL, "prepare_node.sh"))}`,
+            `source ${JSON.stringify(path.join(SHELL, "admission_client.sh"))}`,
+            `AK_METADATA=${JSON.stringify(metadata.url)}`,
+            `AK_ADMISSION_ENDPOINTS=127.0.0.1:${server.port}`,
+            `AK_CA_CERT_HASHES=${pin}`,
+            "mkdir -p \"$AK_STATE_DIR\"",
+            "ak_imds_token",
+            "ak_admission_token",
+            "printf '%s' \"$AK_BOOTSTRAP_TOKEN\" >\"$AK_ROOT/token\"",
+        ].join("\n");
+        const child = spawn("bash", ["-c", script], { env: { ...process.env, AK_ROOT: root, AK_RETRY_DELAY: "0", AK_ADMISSION_ATTEMPTS: "1" } });
+        let stderr = "";
+        child.stderr.on("data", (d: Buffer) => { stderr += d.toString(); });
+        const status = await new Promise<number | null>((resolve) => child.on("close", resolve));
+        const r = { status, stderr };
+        const tokenFile = path.join(root, "token");
+        return { code: r.status ?? -1, stderr: r.stderr, token: fs.existsSync(tokenFile) ? fs.readFileSync(tokenFile, "utf8") : undefined };
+    }
+
+    it("a member gets a single-use token issued for it, through TLS verified from the CA pin", async () => {
+        const before = cluster.tokens.size;
+        const r = await node();
+        assert.strictEqual(r.code, 0, r.stderr);
+        const issued = [...cluster.tokens.entries()].slice(before);
+        assert.strictEqual(issued.length, 1);
+        const [id, t] = issued[0];
+        assert.strictEqual(r.token, `${id}.${t.secret}`);
+        assert.strictEqual(t.providerId, "cn-hangzhou.i-node1");
+        assert.ok(!fs.existsSync(path.join(root, "var/lib/alicloud-kubeadm/admission/response")), "the response with the token is not left on disk");
+    });
+
+    it("a refusal is printed with its reason and what to do, and marked for the node's log", async () => {
+        cloud.members.delete("i-node1");
+        const r = await node();
+        assert.strictEqual(r.code, 1);
+        assert.match(r.stderr, /refused this node \(HTTP 403\): instance i-node1 is not a member of this cluster; the instance is in no scaling group/);
+        assert.match(fs.readFileSync(path.join(root, "var/lib/alicloud-kubeadm/admission.refused"), "utf8"), /reason=instance i-node1 is not a member/);
+        assert.strictEqual(cluster.decisions.at(-1)?.reason, "not-a-member");
+    });
+
+    it("a service whose CA does not match the pin is not trusted: nothing is sent to it", async () => {
+        const decisions = cluster.decisions.length;
+        const r = await node(`sha256:${"0".repeat(64)}`);
+        assert.strictEqual(r.code, 1);
+        assert.match(r.stderr, /is not the pinned one; not trusting it/);
+        assert.strictEqual(cluster.decisions.length, decisions);
+    });
+});

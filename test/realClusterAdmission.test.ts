@@ -1,0 +1,224 @@
+// Admission on the real control plane (test/kube: upstream kube-apiserver, kube-controller-manager, kubeadm's
+// API-side phases): the service's own RBAC and the admitted nodes' RBAC from src/components/admission.ts, the
+// service's REST client with its service-account token, a real PKCS#7 from openssl. A valid member's CSR is
+// approved by the service's approver and signed by the controller-manager; kubeadm's auto-approval leaves
+// admission tokens alone; a CSR for any other name is denied; the token goes with its first CSR.
+import * as assert from "assert";
+import * as crypto from "crypto";
+import { admit, documentWithAudience, type AdmissionSettings } from "../src/admission/admit";
+import { ADMITTED_GROUP } from "../src/admission/approver";
+import { issueChallenge } from "../src/admission/challenge";
+import { approvePending, challengeKeys, Kube, KubeClusterView, KEY_SECRET, REFUSED_REASON } from "../src/admission/kube";
+import { trustedSigners } from "../src/admission/pkcs7";
+import { admissionRbacObjects } from "../src/components/admission";
+import { makePki, type TestPki } from "./admission/pki";
+import { ModelCloud } from "./admission/model";
+import { useRealCluster } from "./kube/fixture";
+
+const REGION = "cn-hangzhou";
+const ACCOUNT = "1234567890123456";
+
+describe("admission on the real control plane", function () {
+    this.timeout(180_000);
+    const rc = useRealCluster({ netns: false, region: REGION });
+    let pki: TestPki;
+    let kube: Kube;
+    let settings: AdmissionSettings;
+    const cloud = new ModelCloud();
+
+    before(async function () {
+        process.env.AK_ADMISSION_LOG = "off";
+        pki = makePki();
+        const c = rc.c;
+        await c.apply(admissionRbacObjects());
+        const saToken = (await c.kubectl(["create", "token", "alicloud-kubeadm-admission", "-n", "kube-system", "--duration", "1h"])).trim();
+        kube = new Kube({ server: c.server, ca: c.caPem, token: () => saToken });
+        settings = {
+            accountId: ACCOUNT, regionId: REGION, signers: trustedSigners(pki.signerPem), challengeKeys: await challengeKeys(kube), challengeTtlSeconds: 120, tokenTtlSeconds: 600,
+        };
+        for (const [id, ip] of [["i-pool1", "10.0.0.1"], ["i-pool2", "10.0.0.2"], ["i-ready", "10.0.0.3"]]) {
+            cloud.members.set(id, { instanceId: id, privateIp: ip, source: "pool", pool: "general", state: "Pending" });
+        }
+    });
+    after(() => {
+        kube?.close();
+        pki?.cleanup();
+        delete process.env.AK_ADMISSION_LOG;
+    });
+
+    const view = () => new KubeClusterView(kube, "replica-a");
+    /** kubectl as the bearer of `token` only (an empty kubeconfig: the admin's client certificate would win otherwise). */
+    const asToken = (token: string, args: string[], opts: { input?: string; allowFail?: boolean } = {}) =>
+        rc.c.run("kubectl", ["--kubeconfig", rc.c.writeFile("anonymous.conf", "apiVersion: v1\nkind: Config\n"), "--server", rc.c.server,
+            "--certificate-authority", rc.c.caFile, "--token", token, ...args], opts);
+    async function admitted(id: string, ip: string): Promise<string> {
+        const audience = issueChallenge(settings.challengeKeys[0], ip, 120);
+        const doc = JSON.stringify({ "owner-account-id": ACCOUNT, "instance-id": id, "region-id": REGION, "private-ipv4": ip });
+        const r = await admit({ document: doc, signature: pki.sign(documentWithAudience(doc, audience)), audience }, ip, settings, cloud, view());
+        assert.strictEqual(r.admitted, true, r.message);
+        return r.token!;
+    }
+    async function csrWithToken(token: string, cn: string): Promise<string> {
+        const name = `admission-test-${crypto.randomBytes(4).toString("hex")}`;
+        await asToken(token, ["create", "-f", "-"], {
+            input: JSON.stringify({
+                apiVersion: "certificates.k8s.io/v1", kind: "CertificateSigningRequest", metadata: { name },
+                spec: { request: Buffer.from(pki.csr(`/O=system:nodes/CN=${cn}`)).toString("base64"), signerName: "kubernetes.io/kube-apiserver-client-kubelet", usages: ["digital signature", "client auth"] },
+            }),
+        });
+        return name;
+    }
+    const csrOf = async (name: string) => JSON.parse(await rc.c.kubectl(["get", "csr", name, "-o", "json"])) as { status?: { conditions?: Array<{ type: string; reason: string }>; certificate?: string } };
+    const tokenSecretExists = async (token: string) => (await rc.c.kubectl(["get", "secret", "-n", "kube-system", `bootstrap-token-${token.split(".")[0]}`, "--ignore-not-found", "-o", "name"])).trim() !== "";
+
+    it("the challenge key Secret is shared: a second replica reads the same key", async () => {
+        assert.deepStrictEqual(await challengeKeys(kube), settings.challengeKeys);
+        assert.ok((await rc.c.kubectl(["get", "secret", "-n", "kube-system", KEY_SECRET, "-o", "name"])).includes(KEY_SECRET));
+    });
+
+    it("an admission token can do what kubeadm join needs, and nothing of a node", async () => {
+        const token = await admitted("i-pool1", "10.0.0.1");
+        const can = async (...args: string[]) => (await asToken(token, ["auth", "can-i", ...args], { allowFail: true })).stdout.trim();
+        assert.strictEqual(await can("get", "configmaps/kubeadm-config", "-n", "kube-system"), "yes");
+        assert.strictEqual(await can("get", "configmaps/kubelet-config", "-n", "kube-system"), "yes");
+        assert.strictEqual(await can("get", "nodes"), "yes");
+        assert.strictEqual(await can("create", "certificatesigningrequests"), "yes");
+        assert.strictEqual(await can("list", "secrets", "-n", "kube-system"), "no");
+        const whoami = JSON.parse((await asToken(token, ["auth", "whoami", "-o", "json"])).stdout);
+        assert.ok(whoami.status.userInfo.groups.includes(ADMITTED_GROUP));
+        assert.ok(!whoami.status.userInfo.groups.includes("system:bootstrappers:kubeadm:default-node-token"));
+    });
+
+    it("a member's kubelet client CSR is left alone by kubeadm's auto-approval, approved by the approver, signed; the token is then gone", async () => {
+        const token = await admitted("i-pool2", "10.0.0.2");
+        const name = await csrWithToken(token, `system:node:${REGION}.i-pool2`);
+        await new Promise((r) => setTimeout(r, 4000));
+        assert.ok(!((await csrOf(name)).status?.conditions ?? []).some((c) => c.type === "Approved"), "kubeadm's auto-approval does not cover admission tokens");
+        const done = await approvePending(kube, () => undefined);
+        assert.strictEqual(done[name], "approve");
+        const cert = await rc.c.waitFor(`certificate of ${name}`, async () => (await csrOf(name)).status?.certificate);
+        const x509 = new crypto.X509Certificate(Buffer.from(cert, "base64"));
+        assert.match(x509.subject, new RegExp(`CN=system:node:${REGION}\\.i-pool2`));
+        assert.ok(x509.verify(new crypto.X509Certificate(rc.c.caPem).publicKey), "signed by the cluster CA");
+        assert.ok((await csrOf(name)).status!.conditions!.some((c) => c.type === "Approved" && c.reason === "AlicloudKubeadmAdmission"));
+        assert.strictEqual(await tokenSecretExists(token), false, "single use: the token is deleted on its first CSR");
+        // The apiserver's token authenticator reads Secrets through an informer: the deletion reaches it within moments.
+        await rc.c.waitFor("the used token to stop authenticating", async () => {
+            const reuse = await asToken(token, ["auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"], { allowFail: true });
+            return reuse.code !== 0 || reuse.stdout.trim() === "system:anonymous";
+        }, 15_000);
+    });
+
+    it("a CSR for another node name (a master's) made with an issued credential is denied", async () => {
+        const token = await admitted("i-pool1", "10.0.0.1");
+        const master = `${REGION}.i-master0`;
+        const name = await csrWithToken(token, `system:node:${master}`);
+        const done = await approvePending(kube, () => undefined);
+        assert.strictEqual(done[name], "deny");
+        const conds = (await csrOf(name)).status?.conditions ?? [];
+        assert.ok(conds.some((c) => c.type === "Denied") && !conds.some((c) => c.type === "Approved"));
+        assert.strictEqual((await csrOf(name)).status?.certificate, undefined);
+        assert.strictEqual(await tokenSecretExists(token), false);
+    });
+
+    it("claims are single use across replicas; a Ready node's identity is refused and the refusal recorded for doctor", async () => {
+        const a = new KubeClusterView(kube, "replica-a"), b = new KubeClusterView(kube, "replica-b");
+        const id = crypto.randomBytes(20).toString("hex");
+        const results = await Promise.all([a.claimOnce(id, Date.now() + 60_000), b.claimOnce(id, Date.now() + 60_000)]);
+        assert.deepStrictEqual(results.sort(), [false, true]);
+        await rc.c.addNode({ name: `${REGION}.i-ready`, providerID: `${REGION}.i-ready` });
+        const ip = "10.0.0.3";
+        const audience = issueChallenge(settings.challengeKeys[0], ip, 120);
+        const doc = JSON.stringify({ "owner-account-id": ACCOUNT, "instance-id": "i-ready", "region-id": REGION });
+        const r = await admit({ document: doc, signature: pki.sign(documentWithAudience(doc, audience)), audience }, ip, settings, cloud, view());
+        assert.deepStrictEqual([r.admitted, r.reason], [false, "already-registered"]);
+        const events = JSON.parse(await rc.c.kubectl(["get", "events", "-n", "kube-system", "--field-selector", `reason=${REFUSED_REASON}`, "-o", "json"])) as { items: Array<{ action: string; message: string }> };
+        assert.ok(events.items.some((e) => e.action === "already-registered" && e.message.includes("i-ready")));
+    });
+});
+
+describe("the bundled admission service as it runs on a master (real control plane, emulator cloud)", function () {
+    this.timeout(180_000);
+    const rc = useRealCluster({ netns: false, region: REGION });
+
+    it("node: challenge → signed document → token → CSR approved by the service's own loop; a second claim refused", async () => {
+        const { admissionBundle, admissionRbacObjects: rbac, serviceConfig } = await import("../src/components/admission");
+        const { makeClusterCa, identityDocument } = await import("./admission/harness");
+        const { startEmulator, TEST_CREDENTIALS } = await import("./emulator");
+        const fs = await import("fs");
+        const path = await import("path");
+        const net = await import("net");
+        const https = await import("https");
+        const { spawn } = await import("child_process");
+        const c = rc.c;
+        const pki = makePki();
+        const emu = await startEmulator();
+        let child: import("child_process").ChildProcess | undefined;
+        try {
+            const ca = makeClusterCa(pki.dir);
+            await c.apply(rbac());
+            const group = emu.addScalingGroup({ desiredCapacity: 1 });
+            const [instanceId] = emu.scalingGroupInstances(group.scalingGroupId);
+            emu.state.instances.get(instanceId)!.privateIp = "127.0.0.1";
+            // The ConfigMap's files, as the DaemonSet mounts them, plus the service account's token and CA.
+            const dir = path.join(pki.dir, "service");
+            fs.mkdirSync(path.join(dir, "sa"), { recursive: true });
+            for (const [name, text] of Object.entries(admissionBundle())) fs.writeFileSync(path.join(dir, name), text);
+            fs.writeFileSync(path.join(dir, "sa", "token"), (await c.kubectl(["create", "token", "alicloud-kubeadm-admission", "-n", "kube-system", "--duration", "1h"])).trim());
+            fs.writeFileSync(path.join(dir, "sa", "ca.crt"), c.caPem);
+            for (const [name, text] of [["serving.crt", ca.certPem], ["serving.key", ca.keyPem], ["ca.crt", ca.caPem], ["signer.pem", pki.signerPem]]) fs.writeFileSync(path.join(dir, name), text);
+            const port = await new Promise<number>((resolve) => { const s = net.createServer().listen(0, "127.0.0.1", () => { const p = (s.address() as import("net").AddressInfo).port; s.close(() => resolve(p)); }); });
+            const config = {
+                ...serviceConfig({ accountId: ACCOUNT, region: REGION, scalingGroups: { [group.scalingGroupId]: "general" } }),
+                port, tlsCertFile: path.join(dir, "serving.crt"), tlsKeyFile: path.join(dir, "serving.key"), caFile: path.join(dir, "ca.crt"),
+                signerFile: path.join(dir, "signer.pem"), cloudEndpoint: emu.endpoint,
+            };
+            fs.writeFileSync(path.join(dir, "config.json"), JSON.stringify(config));
+            const apiPort = new URL(c.server).port;
+            child = spawn(process.execPath, [path.join(dir, "server.js"), path.join(dir, "config.json")], {
+                env: { PATH: process.env.PATH, HOSTNAME: "master-0", KUBERNETES_SERVICE_HOST: "127.0.0.1", KUBERNETES_SERVICE_PORT: apiPort, AK_ADMISSION_SA_DIR: path.join(dir, "sa"),
+                    ALIBABA_CLOUD_ACCESS_KEY_ID: TEST_CREDENTIALS.accessKeyId, ALIBABA_CLOUD_ACCESS_KEY_SECRET: TEST_CREDENTIALS.accessKeySecret },
+                stdio: ["ignore", "pipe", "pipe"],
+            });
+            let log = "";
+            child.stdout!.on("data", (d: Buffer) => { log += d.toString(); });
+            child.stderr!.on("data", (d: Buffer) => { log += d.toString(); });
+            await c.waitFor("the service to start", async () => log.includes('"event":"started"') || (child!.exitCode !== null ? Promise.reject(new Error(log)) : false), 30_000);
+            const call = (p: string, body?: string) => new Promise<{ status: number; text: string }>((resolve, reject) => {
+                const req = https.request(`https://127.0.0.1:${port}${p}`, { method: body ? "POST" : "GET", ca: ca.caPem, agent: false,
+                    headers: body ? { "content-type": "application/x-www-form-urlencoded" } : {} }, (res) => {
+                    let text = "";
+                    res.on("data", (d: Buffer) => { text += d.toString(); });
+                    res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
+                });
+                req.on("error", reject);
+                req.end(body);
+            });
+            const inst = { instanceId, ip: "127.0.0.1", accountId: ACCOUNT, regionId: REGION };
+            const claim = async () => {
+                const audience = (await call("/challenge")).text.trim();
+                const document = identityDocument(inst);
+                return call("/admit", new URLSearchParams({ document, signature: pki.sign(documentWithAudience(document, audience)), audience }).toString());
+            };
+            const r = await claim();
+            assert.strictEqual(r.status, 200, r.text);
+            const token = (JSON.parse(r.text) as { token: string }).token;
+            // The kubelet's TLS bootstrap with that token: the service's loop approves, the controller-manager signs.
+            const creds = await c.nodeCredentials(`${REGION}.${instanceId}`, token);
+            assert.match(new crypto.X509Certificate(creds.certPem).subject, new RegExp(`CN=system:node:${REGION}\\.${instanceId}`));
+            const csr = JSON.parse(await c.kubectl(["get", "csr", creds.csrName, "-o", "json"])) as { status: { conditions: Array<{ type: string; reason: string }> } };
+            assert.ok(csr.status.conditions.some((x) => x.type === "Approved" && x.reason === "AlicloudKubeadmAdmission"));
+            // Its Node registered and Ready: a second claim of the identity is refused.
+            await c.addNode({ name: `${REGION}.${instanceId}`, providerID: `${REGION}.${instanceId}` });
+            const again = await claim();
+            assert.strictEqual(again.status, 403);
+            assert.strictEqual((JSON.parse(again.text) as { reason: string }).reason, "already-registered");
+            assert.match(log, /"event":"admission","admitted":true/);
+            assert.match(log, /"event":"csr","action":"approve"/);
+        } finally {
+            child?.kill();
+            await emu.close();
+            pki.cleanup();
+        }
+    });
+});
