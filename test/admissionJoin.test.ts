@@ -111,6 +111,15 @@ describe("Cluster with admission on (whole stack under mocks)", function () {
             assert.ok(endpoints.every((e) => /^192\.168\.\d+\.\d+:10443$/.test(e)));
             assert.ok(!/abcdef\.0123456789abcdef/.test(script) && !/^readonly AK_BOOTSTRAP_TOKEN/m.test(script));
         }
+        // The masters' role may read every pool's membership (fixed pools too) and instances' private IPs.
+        const policy = result.resources.find((r) => r.type === "alicloud:ram/policy:Policy" && /-admission-policy$/.test(r.name))!;
+        assert.ok(policy, "an admission policy on the masters' role");
+        const statements = JSON.parse(policy.rawInputs.policyDocument as string).Statement as Array<{ Action: string[]; Resource: string[] }>;
+        const members = statements.find((x) => x.Action.includes("ess:DescribeScalingInstances"))!;
+        assert.strictEqual(members.Resource.length, doc.config["alicloud-kubeadm:cluster"].nodePools.length, "one resource per pool group");
+        assert.ok(members.Resource.every((r) => /^acs:ess:cn-hangzhou:\*:scalinggroup\//.test(r)), members.Resource.join(", "));
+        assert.ok(statements.some((x) => x.Action.includes("ecs:DescribeInstances")));
+        assert.ok(result.resources.some((r) => r.type === "alicloud:ram/rolePolicyAttachment:RolePolicyAttachment" && /-admission-policy$/.test(r.name)));
     });
 });
 

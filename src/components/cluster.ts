@@ -6,7 +6,7 @@ import * as k8s from "@pulumi/kubernetes";
 import { renderControlPlaneJoinCommand, renderMasterInit, renderOperation } from "../shell/render";
 import { clusterTags, nodeImageList, nodeMirrors, validateClusterConfig, type ClusterConfig, type ClusterConfigInput, type ExistingNodeInput } from "../config";
 import { throwIfProblems } from "./args";
-import { attachAutoscalerPolicy, ControlPlane } from "./controlPlane";
+import { attachAdmissionPolicy, attachAutoscalerPolicy, ControlPlane } from "./controlPlane";
 import { ClusterAutoscaler } from "./clusterAutoscaler";
 import type { ClusterInfo, PoolInfo } from "../doctor/types";
 import { ApiServerReady } from "../providers/apiServerReady";
@@ -279,6 +279,7 @@ export class Cluster extends pulumi.ComponentResource {
             },
         }, { parent: this, provider: this.kubernetesProvider });
         if (identityCertificate && admissionEndpoints) {
+            attachAdmissionPolicy(this.controlPlane, config, this.nodePools.map((p) => p.scalingGroupId));
             // The attach script the service serves to existing nodes and the manual path (no secret in it).
             const served = pulumi.all([this.controlPlane.endpoint, this.joinInfo.caCertHash, admissionEndpoints]).apply(([apiEndpoint, caCertHash, endpoints]) =>
                 renderServedAttachScript({ region: config.region, kubernetesVersion: config.kubernetesVersion, ...nodeMirrors(config), apiEndpoint, caCertHash,

@@ -225,7 +225,7 @@ export function createControlPlane(name: string, args: ControlPlaneArgs, parent:
     };
 }
 
-function attachRolePolicy(name: string, suffix: "ccm" | "autoscaler", role: alicloud.ram.Role, clusterName: string,
+function attachRolePolicy(name: string, suffix: "ccm" | "autoscaler" | "admission", role: alicloud.ram.Role, clusterName: string,
     policyDocument: pulumi.Input<string>, parent: pulumi.Resource): void {
     const policy = new alicloud.ram.Policy(`${name}-${suffix}-policy`, {
         policyName: `${clusterName}-${suffix}`,
@@ -247,6 +247,16 @@ export function attachAutoscalerPolicy(controlPlane: ControlPlane, config: Clust
     const autoscalerVersion = resolveAutoscalerVersion(config.autoscaler.version, config.kubernetesVersion).version;
     attachRolePolicy(controlPlane.resourceName, "autoscaler", controlPlane.resources.role, config.name,
         pulumi.all(scalingGroupIds).apply((ids) => JSON.stringify(ramPolicy("autoscaler", { region: config.region, scalingGroupIds: ids, autoscalerVersion }))),
+        controlPlane);
+}
+
+/**
+ * The admission service's policy on the masters' role (docs/admission.md): membership reads on every pool's
+ * scaling group, the instance's private IP. Attached only when admission is on, once the pools exist.
+ */
+export function attachAdmissionPolicy(controlPlane: ControlPlane, config: ClusterConfig, scalingGroupIds: pulumi.Input<string>[]): void {
+    attachRolePolicy(controlPlane.resourceName, "admission", controlPlane.resources.role, config.name,
+        pulumi.all(scalingGroupIds).apply((ids) => JSON.stringify(ramPolicy("admission", { region: config.region, scalingGroupIds: ids }))),
         controlPlane);
 }
 

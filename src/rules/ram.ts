@@ -5,7 +5,7 @@
 import { parseVersion } from "./formats";
 
 /** Who calls an action from the masters' role. */
-export type RamConsumer = "ccm" | "autoscaler";
+export type RamConsumer = "ccm" | "autoscaler" | "admission";
 
 /** What a statement's resources are scoped to. */
 export type RamScope = "all" | "routeTable" | "scalingGroups" | "regionNetworkInterfaces";
@@ -46,6 +46,10 @@ export const RAM_ACTIONS: readonly RamAction[] = [
     { action: "ess:ModifyScalingGroup", consumer: "autoscaler", calledBy: "autoScaling client interface (group size)", scope: "scalingGroups", confirmed: false },
     { action: "ess:RemoveInstances", consumer: "autoscaler", calledBy: "DeleteInstances (scale-down, one instance per call)", scope: "scalingGroups", confirmed: false },
     { action: "ecs:DescribeInstanceTypes", consumer: "autoscaler", calledBy: "instance type catalogue (node template)", scope: "all", confirmed: false },
+    // The admission service (src/admission/cloud.ts), when on: is the instance a member of one of this cluster's pools
+    // (every pool's group, fixed ones too), and what is its private IP.
+    { action: "ess:DescribeScalingInstances", consumer: "admission", calledBy: "admission service: pool membership of a joining instance", scope: "scalingGroups", confirmed: false },
+    { action: "ecs:DescribeInstances", consumer: "admission", calledBy: "admission service: the joining instance's private IP", scope: "all", confirmed: false },
 ];
 
 /** Actions granted before this table (docs/security.md#ram) that no deployed controller calls. */
