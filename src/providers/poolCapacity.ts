@@ -95,8 +95,31 @@ async function stayingMembers(region: string, scalingGroupId: string): Promise<S
     return (await scalingGroupMembers(region, scalingGroupId)).filter((m) => !LEAVING.includes(m.lifecycleState));
 }
 
-/** Rounds of removal before setPoolCapacity gives up on a group that keeps gaining members. */
+/** Rounds of removal before a shrink gives up on a group that keeps gaining members. */
 const SHRINK_ROUNDS = 3;
+
+/**
+ * Drains and removes the group's members above max(`size`, `minSize`) through the removal flow, reading the
+ * members again after each round: one that appeared meanwhile (a launch already under way, an ESS health
+ * replacement, an out-of-band scale-out) goes the same way. Gives up after {@link SHRINK_ROUNDS} rounds.
+ */
+async function removeSurplus(inputs: PoolCapacityInputs, size: number, minSize: number, opts: RemovalOptions, log: (m: string) => void,
+    likelyCause: string, rerun: string): Promise<RemovalReport[]> {
+    const { region, scalingGroupId, poolName } = inputs;
+    const keep = Math.max(size, minSize);
+    const reports: RemovalReport[] = [];
+    for (let round = 0; ; round++) {
+        await waitForIdleGroup(region, scalingGroupId, { pollMs: opts.pollIntervalMs, log });
+        const members = await stayingMembers(region, scalingGroupId);
+        if (members.length <= keep) return reports;
+        if (round === SHRINK_ROUNDS) {
+            throw new Error(`pool ${poolName}: ${scalingGroupId} still has ${members.length} member(s) (${members.map((m) => m.instanceId).join(", ")}) ` +
+                `after ${SHRINK_ROUNDS} rounds of removal, ${keep} wanted: something keeps adding members (${likelyCause}).\n  fix: stop it, then run ${rerun} again.`);
+        }
+        log(`pool ${poolName}: ${members.length} instance(s) in ${scalingGroupId}, ${keep} wanted: draining and removing the surplus`);
+        reports.push(...await scaleInPool({ scalingGroupId, poolName, targetSize: size, minSize, essAction: "release" }, opts));
+    }
+}
 
 /**
  * Brings the group to `size` instances and waits (bounded) until `size` of them are Ready pool nodes.
@@ -116,17 +139,7 @@ export async function setPoolCapacity(inputs: PoolCapacityInputs, log: (m: strin
     const keep = Math.max(size, inputs.minSize ?? 0);
     const started = Date.now();
     const opts = removalOptions(inputs);
-    for (let round = 0; ; round++) {
-        await waitForIdleGroup(region, scalingGroupId, { pollMs: inputs.pollIntervalMs, log });
-        const members = await stayingMembers(region, scalingGroupId);
-        if (members.length <= keep) break;
-        if (round === SHRINK_ROUNDS) {
-            throw new Error(`pool ${poolName}: ${scalingGroupId} still has ${members.length} members after ${SHRINK_ROUNDS} rounds of removal, ${keep} wanted: ` +
-                "something keeps adding members (an out-of-band scale-out?).\n  fix: stop it, then run `pulumi up` again.");
-        }
-        log(`pool ${poolName}: ${members.length} instance(s) in ${scalingGroupId}, ${keep} wanted: draining and removing the surplus`);
-        await scaleInPool({ scalingGroupId, poolName, targetSize: size, minSize: inputs.minSize ?? 0, essAction: "release" }, opts);
-    }
+    await removeSurplus(inputs, size, inputs.minSize ?? 0, opts, log, "an out-of-band scale-out?", "`pulumi up`");
     await uncordonSurvivors(inputs, log);
     // Read right before the call: a member that appeared since stays (it is counted), never ESS's victim.
     const present = (await stayingMembers(region, scalingGroupId)).length;
@@ -253,18 +266,7 @@ export async function drainPool(inputs: PoolCapacityInputs, opts: RemovalOptions
         return [];
     }
     await modifyScalingGroup(inputs.region, inputs.scalingGroupId, { minSize: 0, maxSize: Math.max(group.totalCapacity, group.desiredCapacity, 1) });
-    // Members that appear meanwhile (a launch already under way, an ESS health replacement) go the same way.
-    const reports: RemovalReport[] = [];
-    for (let round = 0; ; round++) {
-        reports.push(...await scaleInPool({ scalingGroupId: inputs.scalingGroupId, poolName: inputs.poolName, targetSize: 0, minSize: 0, essAction: "release" }, opts));
-        await waitForIdleGroup(inputs.region, inputs.scalingGroupId, { pollMs: opts.pollIntervalMs, log: opts.log });
-        const left = await stayingMembers(inputs.region, inputs.scalingGroupId);
-        if (left.length === 0) return reports;
-        if (round + 1 === SHRINK_ROUNDS) {
-            throw new Error(`pool ${inputs.poolName}: ${inputs.scalingGroupId} still has ${left.length} member(s) (${left.map((m) => m.instanceId).join(", ")}) after ${SHRINK_ROUNDS} rounds of removal: ` +
-                "something keeps adding members.\n  fix: stop it (the Cluster Autoscaler, a scaling rule), then run `pulumi destroy` / `pulumi up` again.");
-        }
-    }
+    return removeSurplus(inputs, 0, 0, opts, opts.log ?? (() => undefined), "the Cluster Autoscaler, a scaling rule?", "`pulumi destroy` / `pulumi up`");
 }
 
 type State = PoolCapacityInputs & PoolCapacityOutputs;

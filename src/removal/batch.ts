@@ -48,7 +48,7 @@ class GroupQueues {
      * evicted pods of the others after the last look at it.
      */
     add(r: NodeRemoval): void {
-        if (this.draining && !r.report.done.includes("drain")) {
+        if (this.draining && !r.facts.drainedNode) {
             this.held.push(r);
             return;
         }

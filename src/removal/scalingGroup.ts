@@ -50,7 +50,7 @@ function activityWait(run: RemovalRun, r: NodeRemoval) {
  * A mark and cordon alone may be an earlier run's drain that failed halfway, pods still on it.
  */
 function drained(r: NodeRemoval, node: NodeInfo): boolean {
-    return r.report.done.includes("drain") && r.facts.drainedNode === node.name && node.unschedulable && node.removing !== "";
+    return r.facts.drainedNode === node.name && node.unschedulable && node.removing !== "";
 }
 
 /**

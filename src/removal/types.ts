@@ -105,7 +105,7 @@ export interface NodeFacts {
     resetSkipped?: boolean;
     /** A Node whose deletion waits until the instance has left its group (see steps.ts `removeNodeObject`). */
     deleteAfterLeaving?: string;
-    /** The Node this run's drain succeeded on (a Node registered again under that name later is another). */
+    /** The Node this run's drain succeeded on (undefined: none was drained; a Node registered again under that name later is another). */
     drainedNode?: string;
     /** The instance is no longer a member of its scaling group (it left in this run, or before it). */
     leftGroup?: boolean;

@@ -347,9 +347,11 @@ const describeScalingInstances: Handler = (st, p) => {
  * activity runs, the change is accepted and ESS reconciles when that one ends (not documented; accepting
  * and acting later is the harsher case for a caller that assumes nothing happens after its own activity).
  * A MaxSize below the group's desired capacity, without a DesiredCapacity, lowers the desired capacity to it:
- * ESS removes instances until the group fits (Alibaba's ModifyScalingGroup reference: "If the number of
- * instances in the scaling group is greater than the value of MaxSize, Auto Scaling automatically removes
- * instances"), by its removal policies and without a drain.
+ * ESS removes instances until the group fits, by its removal policies and without a drain (Alibaba's
+ * ModifyScalingGroup reference, https://www.alibabacloud.com/help/en/auto-scaling/developer-reference/api-ess-2014-08-28-modifyscalinggroup:
+ * "If the number of instances in the scaling group is greater than the value of MaxSize, Auto Scaling
+ * automatically removes instances"). Whether ESS waits for a running activity first is not documented: it
+ * reconciles when that ends, as for DesiredCapacity.
  */
 const modifyScalingGroup: Handler = (st, p) => {
     settleActivities(st);
