@@ -150,6 +150,17 @@ esac
                 assert.strictEqual(r.status, 0, r.stderr);
                 assert.strictEqual(key.open(r.stdout.trim()), `${TOKEN} ${KEY} ${encrypted ? ENC : "-"}`);
                 for (const secret of [TOKEN, KEY, ENC]) assert.ok(!r.stdout.includes(secret) && !r.stderr.includes(secret), "nothing in clear");
+                if (!encrypted) {
+                    // An API server that encrypts with a key the script cannot read: refused, not answered without it.
+                    const manifests = path.join(dir, "root", "etc", "kubernetes", "manifests");
+                    fs.mkdirSync(manifests, { recursive: true });
+                    fs.writeFileSync(path.join(manifests, "kube-apiserver.yaml"), "    - --encryption-provider-config=/etc/kubernetes/pki/alicloud-kubeadm-encryption.yaml\n");
+                    const refused = spawnSync("bash", ["-c", fill(renderOperation("join-secrets"), { recipient: key.publicKey })],
+                        { encoding: "utf8", env: { ...process.env, PATH: `${dir}/bin:${process.env.PATH}`, AK_ROOT: path.join(dir, "root") } });
+                    assert.strictEqual(refused.status, 1);
+                    assert.match(refused.stderr, /encrypts Secrets but its encryption config .* cannot be read/);
+                    assert.strictEqual(refused.stdout.trim(), "", "nothing sealed");
+                }
             } finally {
                 fs.rmSync(dir, { recursive: true, force: true });
             }

@@ -6,7 +6,7 @@
 // existence, timelines, batches, scale-in victims — run against the real API server in
 // test/realClusterRemoval.test.ts; every step failing in turn is test/faultMatrix.test.ts.
 import * as assert from "assert";
-import { useEmulator } from "./emulator/fixture";
+import { call, useEmulator } from "./emulator/fixture";
 import type { Emulator } from "./emulator";
 import { fakeCluster, type FakeCluster } from "./fakeCluster";
 import { operation } from "./savedCommands";
@@ -348,6 +348,18 @@ describe("removal core", () => {
             assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group).includes(joining), false);
             assert.deepStrictEqual(c.violations, [], "I1");
             assert.strictEqual(nodeOf(joining), undefined, "no Node registered");
+        });
+
+        it("a released member attached by hand (not created by ESS) leaves its group still running: it is reset before its held Node goes", async () => {
+            const group = ctx.emu.addScalingGroup({ desiredCapacity: 0, maxSize: 2 }).scalingGroupId;
+            const id = ctx.emu.addInstance().instanceId;
+            await call("ess", "AttachInstances", { ScalingGroupId: group, InstanceId: [id] });
+            c.addNode(id, { pool: "general", pods: ["ReplicaSet"] });
+            c.kubeletReregisters = true;
+            await removeNodes([{ instanceId: id, kind: "scale-out", scalingGroupId: group }], opts);
+            assert.ok(!ctx.emu.scalingGroupInstances(group).includes(id) && ctx.emu.instances.get(id)?.status === "Running", "out of the group, still running");
+            assert.ok(!c.credentials.has(id), "reset");
+            assert.strictEqual(nodeOf(id), undefined, "its Node is gone and did not come back");
         });
 
         it("R3: removing master 1 with master 0 stopped runs the Kubernetes side on master 2, never on the member leaving", async () => {

@@ -245,11 +245,10 @@ async function setMaxSize(inputs: PoolCapacityInputs, log: (m: string) => void):
         if (present > maxSize) {
             await modifyScalingGroup(region, scalingGroupId, { maxSize: present, desiredCapacity: Math.max(present, inputs.minSize ?? 0) });
             log(`pool ${poolName}: ${present} member(s), maximum now ${maxSize}: draining and removing the surplus before ESS sees the lower maximum`);
-            await scaleInPool({ scalingGroupId, poolName, targetSize: maxSize, minSize: inputs.minSize ?? 0, essAction: "release" }, removalOptions(inputs));
+            // In rounds, as a shrink: a member that appears meanwhile (a health replacement) is removed the same way.
+            await removeSurplus(inputs, maxSize, Math.min(inputs.minSize ?? 0, maxSize), removalOptions(inputs), log, "the Cluster Autoscaler, a health replacement?", "`pulumi up`");
         }
     }
-    const left = (await stayingMembers(region, scalingGroupId)).length;
-    if (left > maxSize) throw new Error(`pool ${poolName}: ${left} member(s) still in ${scalingGroupId} above the new maximum ${maxSize}.\n  fix: run \`pulumi up\` again.`);
     await modifyScalingGroup(region, scalingGroupId, { maxSize });
     log(`pool ${poolName}: ESS group ${scalingGroupId} maximum set to ${maxSize}`);
 }

@@ -114,6 +114,10 @@ export async function leaveGroupBatch(batch: NodeRemoval[], run: RemovalRun, fai
     try {
         members = await presentMembers(batch, group, run);
         const isMember = (r: NodeRemoval) => members.some((m) => m.instanceId === r.target.instanceId);
+        for (const r of batch) {
+            const m = members.find((x) => x.instanceId === r.target.instanceId);
+            if (m && m.creationType !== "AutoCreated") r.facts.attachedMember = true;
+        }
         for (const r of batch.filter((x) => !isMember(x))) {
             r.facts.leftGroup = true;
             skipStep(r, "leave-scaling-group", `${r.target.instanceId} is no longer in ${group}`);

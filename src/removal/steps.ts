@@ -224,8 +224,9 @@ async function deleteNodeNamed(r: NodeRemoval, run: RemovalRun, name: string): P
 /** The Node of a released pool node whose deletion waited for it to leave its group (the instance is gone: its kubelet too). */
 export async function deleteNodeAfterLeaving(r: NodeRemoval, run: RemovalRun): Promise<void> {
     const name = r.facts.deleteAfterLeaving;
-    // Left in this run or found gone from the group (a re-run after the call): either way the instance is released.
+    // Left in this run or found gone from the group (a re-run after the call).
     if (!name || !r.facts.leftGroup) return;
+    if (r.facts.attachedMember) await resetAfterLeaving(r, run);
     await deleteNodeNamed(r, run, name);
     r.facts.deleteAfterLeaving = undefined;
 }
@@ -233,6 +234,26 @@ export async function deleteNodeAfterLeaving(r: NodeRemoval, run: RemovalRun): P
 /** A pool member released by its removal (RemoveInstances): not reset, its Node deleted after it left. */
 function releasedWithGroup(r: NodeRemoval): boolean {
     return !!r.target.scalingGroupId && r.target.kind !== "control-plane" && !keepsRunning(r.target);
+}
+
+/**
+ * A member attached by hand may leave its group still running (ESS releases only what it created or was
+ * entrusted with): `kubeadm reset` on it before its Node goes, or its kubelet registers the Node again. One
+ * ESS did release is gone (the reset is skipped); one that cannot run commands fails here, its Node kept.
+ */
+async function resetAfterLeaving(r: NodeRemoval, run: RemovalRun): Promise<void> {
+    const id = r.target.instanceId;
+    await runStep(r, "reset", `start ${id} and bring its Cloud Assistant agent online, then run again (it left its scaling group but still runs: ` +
+        "it was attached, not created by ESS); or run `kubeadm reset -f` on it and delete its Node", async () => {
+        try {
+            r.log(`resetting ${id}: it left its group but was attached, not created by ESS, so it may still run`);
+            await resetNode(run.access, id);
+            r.report.done.push("reset");
+        } catch (err) {
+            if (classify(err instanceof CommandError ? err.errorCode : "") !== "not-found") throw err;
+            skipStep(r, "reset", `instance ${id} no longer exists (ESS released it)`);
+        }
+    });
 }
 
 /** The Kubernetes side of one node: drain, clear userdata, reset, leave etcd, delete the Node. */

@@ -107,6 +107,11 @@ export interface NodeFacts {
     deleteAfterLeaving?: string;
     /** The Node this run's drain succeeded on (undefined: none was drained; a Node registered again under that name later is another). */
     drainedNode?: string;
+    /**
+     * The member was attached to its group, not created by ESS: RemoveInstances may leave it running (ESS
+     * releases only the instances it created, or entrusted ones), so it is reset before its held Node goes.
+     */
+    attachedMember?: boolean;
     /** The instance is no longer a member of its scaling group (it left in this run, or before it). */
     leftGroup?: boolean;
     /** The Node's `spec.podCIDR` when seen in this run ("" unknown): the CCM's route to the node has it as destination. */

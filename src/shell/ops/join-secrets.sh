@@ -10,4 +10,8 @@ token=$(kubeadm token create --ttl 30m --description 'alicloud-kubeadm control-p
 [[ $token =~ ^[a-z0-9]{6}\.[a-z0-9]{16}$ ]] || ak_fail "kubeadm token create printed no token"
 enc=$(sed -n 's/^ *secret: *//p' "${AK_ROOT}/etc/kubernetes/pki/alicloud-kubeadm-encryption.yaml" 2>/dev/null || true)
 enc=${enc%%$'\n'*}
+# An API server that encrypts Secrets with a key this script cannot read must not let a member join without it.
+if [ -z "$enc" ] && grep -qs -- '--encryption-provider-config' "${AK_ROOT}/etc/kubernetes/manifests/kube-apiserver.yaml"; then
+  ak_fail "the API server encrypts Secrets but its encryption config (/etc/kubernetes/pki/alicloud-kubeadm-encryption.yaml) cannot be read here"
+fi
 printf '%s %s %s' "$token" "$key" "${enc:--}" | ak_seal "$AK_RECIPIENT"
