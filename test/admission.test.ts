@@ -8,6 +8,8 @@ import { issueChallenge } from "../src/admission/challenge";
 import { trustedSigners, verifySignedData } from "../src/admission/pkcs7";
 import { makePki, type TestPki } from "./admission/pki";
 import { ModelCloud, ModelCluster } from "./admission/model";
+import { ALIBABA_IDENTITY_CERTIFICATE } from "../src/admission/alibabaCertificate";
+import { identityCertificateProblem } from "../src/config";
 
 const ACCOUNT = "1234567890123456";
 const REGION = "cn-hangzhou";
@@ -72,6 +74,28 @@ describe("admission by cloud identity", function () {
             assert.ok(verifySignedData(sig, content, settings.signers).equals(content), JSON.stringify(opts));
             assert.ok(pki.opensslVerifies(sig, content));
         }
+    });
+
+    it("verifies a CMS signer identified by subjectKeyIdentifier, and refuses an impostor's key id", async () => {
+        const content = Buffer.from(document("i-pool1", "192.168.1.10"));
+        const sig = pki.sign(content, { keyid: true });
+        const der = Buffer.from(sig.replace(/\s+/g, ""), "base64");
+        assert.ok(settings.signers[0].keyId && der.includes(Buffer.concat([Buffer.from([0x80, settings.signers[0].keyId.length]), settings.signers[0].keyId])),
+            "the signature names its signer by key id");
+        assert.ok(verifySignedData(sig, content, settings.signers).equals(content));
+        assert.ok(pki.opensslVerifies(sig, content));
+        const forged = pki.sign(content, { keyid: true, impostor: true });
+        assert.throws(() => verifySignedData(forged, content, settings.signers), /not the configured instance identity certificate/);
+    });
+
+    it("vendors Alibaba's published signing certificate intact: self-signature valid, until 2038, with a key id", () => {
+        const pem = ALIBABA_IDENTITY_CERTIFICATE;
+        const [signer] = trustedSigners(pem);
+        assert.ok(signer.certificate.verify(signer.certificate.publicKey), "any altered byte breaks the self-signature");
+        assert.strictEqual(signer.certificate.serialNumber, "6666D187");
+        assert.ok(new Date(signer.certificate.validTo) > new Date("2038-01-01"));
+        assert.strictEqual(signer.keyId?.toString("hex"), "0c30ae71e546016f3c6a3e503e734b5c40902f75");
+        assert.strictEqual(identityCertificateProblem(pem), undefined);
     });
 
     it("refuses a forged signature (impostor certificate with the same issuer and serial), like openssl does", async () => {

@@ -3,8 +3,8 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import * as YAML from "yaml";
-import * as zlib from "zlib";
 import { synthesize } from "../scripts/synth";
+import { unpackScript } from "./tools";
 
 /** Writes a copy of the dev stack with `edit` applied to its cluster object. */
 function devVariant(dir: string, name: string, edit: (cluster: Record<string, unknown>) => void): string {
@@ -38,38 +38,46 @@ describe("Cluster (whole stack under mocks)", () => {
         }
     });
 
-    it("no token, CA pin or kubeconfig reaches a non-secret input, resources.json, outputs.json or the written userdata", async () => {
+    it("no token or kubeconfig reaches a non-secret input, resources.json, outputs.json or the written userdata; the CA pin only where admission publishes it", async () => {
         const result = await synthesize(EXAMPLE, out);
         assert.deepStrictEqual(result.problems, []);
         // Under mocks the dynamic resources answer with recognisable placeholders (test/mockRuntime.ts).
-        const secrets = ["0123456789abcdef", "0".repeat(64), "placeholder: the real admin kubeconfig"];
+        const secrets = ["0123456789abcdef", "placeholder: the real admin kubeconfig"];
+        const caPin = "0".repeat(64);
         const dir = path.join(out, "existing-nodes");
-        const files = ["resources.json", "outputs.json", ...["userdata", "commands"].flatMap((d) => fs.readdirSync(path.join(dir, d)).map((f) => path.join(d, f)))];
+        const files = ["resources.json", "outputs.json", ...["userdata", "commands", "manifests"].flatMap((d) => fs.readdirSync(path.join(dir, d)).map((f) => path.join(d, f)))];
         assert.ok(files.includes(path.join("commands", "example-attach.sh")) && files.includes(path.join("commands", "example-drain.sh")), files.join(", "));
         assert.ok(files.length >= 2 + 3 + 14, `expected master, two pool scripts and 14 saved commands, got ${files.join(", ")}`);
         for (const f of files) {
-            const text = fs.readFileSync(path.join(dir, f), "utf8");
+            const text = unpackScript(fs.readFileSync(path.join(dir, f), "utf8"));
             for (const secret of secrets) {
                 assert.ok(!text.includes(secret), `${f} contains ${secret}`);
             }
         }
+        // The CA pin is public through admission (docs/admission.md): the one-line attach command, its saved twin and
+        // the script the service serves carry it; nothing else in the clear does.
+        const withPin = files.filter((f) => fs.readFileSync(path.join(dir, f), "utf8").includes(caPin)).sort();
+        assert.deepStrictEqual(withPin, [path.join("commands", "example-attach.sh"), path.join("manifests", "example-admission.yaml"), "outputs.json", "resources.json"]);
+        const plainWithPin = result.resources.filter((r) => JSON.stringify(r.inputs).includes(caPin)).map((r) => r.type);
+        assert.deepStrictEqual(plainWithPin, ["kubernetes:core/v1:ConfigMap"], "only the admission service's ConfigMap (the served attach script)");
+        assert.match(JSON.parse(fs.readFileSync(path.join(dir, "outputs.json"), "utf8")).attachCommand, new RegExp(`sha256:${caPin}`));
         const userdata = result.resources.filter((r) => r.rawInputs.userData !== undefined && r.type !== "alicloud:ecs/instance:Instance");
         assert.deepStrictEqual(userdata.map((r) => r.type).sort(), ["alicloud:ess/scalingConfiguration:ScalingConfiguration", "alicloud:ess/scalingConfiguration:ScalingConfiguration"],
             "the manual existing nodes run the saved attach command or SSH: no userdata of their own");
         for (const r of userdata) {
             assert.ok(r.secretInputs.includes("userData"), `${r.name}: attach userdata must be secret`);
-            assert.match(r.rawInputs.userData as string, /abcdef\.0123456789abcdef/, `${r.name} carries the (placeholder) token`);
+            const script = unpackScript(r.rawInputs.userData as string);
+            assert.ok(!/BOOTSTRAP_TOKEN|AK_TOKEN|[a-z0-9]{6}\.[a-z0-9]{16}/.test(script), `${r.name}: no bootstrap token variable or value through admission`);
+            assert.match(script, /^readonly AK_ADMISSION_ENDPOINTS='[0-9.]+:10443(,[0-9.]+:10443)*'$/m);
         }
         const attach = result.resources.find((r) => r.type === "alicloud:ecs/command:Command" && r.inputs.name === "example-attach")!;
         assert.ok(attach.secretInputs.includes("commandContent"), "the attach command's content (CA pin) is secret");
-        const content = Buffer.from(attach.rawInputs.commandContent as string, "base64").toString();
-        const packed = /<<'AK_PACKED'[^\n]*\n([\s\S]*?)\nAK_PACKED\n/.exec(content)?.[1] ?? "";
-        const attachScript = `${content}\n${zlib.gunzipSync(Buffer.from(packed.replace(/\s+/g, ""), "base64")).toString("utf8")}`;
-        assert.match(attachScript, /ak_join_config/, "unpacked");
-        assert.ok(!/[a-z0-9]{6}\.[a-z0-9]{16}/.test(attachScript), "the saved attach command holds no token: it arrives sealed per invocation");
-        assert.match(attachScript, /^readonly AK_CHANNEL='\{\{channel\}\}'$/m);
+        const attachScript = unpackScript(Buffer.from(attach.rawInputs.commandContent as string, "base64").toString());
+        assert.ok(!/[a-z0-9]{6}\.[a-z0-9]{16}/.test(attachScript), "the saved attach command holds no token");
         const membership = result.resources.find((r) => r.type === "pulumi-nodejs:dynamic:Resource" && r.rawInputs.attachCommandId !== undefined)!;
-        assert.ok(membership.secretInputs.includes("token") && membership.secretOutputs.includes("token"), "the manual node's membership gets the token secret, and declares it");
+        assert.strictEqual(membership.rawInputs.token, undefined, "the manual node's membership sends no token: it joins through admission");
+        assert.strictEqual(membership.rawInputs.admission, true);
+        assert.strictEqual(result.resources.filter((r) => r.name.endsWith("-token")).length, 0, "no BootstrapToken anywhere");
         const outputs = JSON.parse(fs.readFileSync(path.join(dir, "outputs.json"), "utf8"));
         assert.strictEqual(outputs.kubeconfig, "[secret]");
         assert.deepStrictEqual(outputs.clusterInfo.pools.map((p: { name: string; mode: string }) => `${p.name}:${p.mode}`), ["general:fixed", "elastic:autoscale"]);
@@ -135,7 +143,7 @@ describe("Cluster (whole stack under mocks)", () => {
         }
         const ids = Object.fromEntries(recorded.map((r) => [String(r.inputs.name).replace(/^dev-/, ""), r.id]));
         const dynamic = result.resources.filter((r) => r.type === "pulumi-nodejs:dynamic:Resource" && r.rawInputs.commands !== undefined);
-        assert.ok(dynamic.length >= 4, "tokens, memberships and pool capacities take the command ids");
+        assert.ok(dynamic.length >= 2, "pool capacities take the command ids");
         for (const d of dynamic) assert.deepStrictEqual(d.rawInputs.commands, ids, d.name);
     });
 

@@ -14,6 +14,7 @@ import { fakeCluster, type FakeCluster } from "./fakeCluster";
 import { call } from "./emulator/fixture";
 import { launchInstance } from "./emulator/ess";
 import type { EmuScalingGroup } from "./emulator";
+import { unpackScript } from "./tools";
 
 const REGION = "cn-hangzhou";
 
@@ -336,8 +337,9 @@ describe("NodePool (mock graph, dev pools)", () => {
             assert.strictEqual(c.inputs.roleName, undefined, "nodes get no RAM role");
             assert.deepStrictEqual([c.inputs.active, c.inputs.enable], [true, true]);
             assert.ok(c.secretInputs.includes("userData"), `${c.name}: userData is secret`);
-            const script = c.rawInputs.userData as string;
-            assert.ok(Buffer.byteLength(script) <= USERDATA_BUDGET_BYTES, `${Buffer.byteLength(script)} bytes`);
+            assert.ok(Buffer.byteLength(c.rawInputs.userData as string) <= USERDATA_BUDGET_BYTES, `${Buffer.byteLength(c.rawInputs.userData as string)} bytes`);
+            assert.match(c.rawInputs.userData as string, /^ak_packed=/m, "delivered packed (packUserdata)");
+            const script = unpackScript(c.rawInputs.userData as string);
             assert.strictEqual(header(script, "AK_BOOTSTRAP_TOKEN"), TOKEN);
             assert.strictEqual(header(script, "AK_CA_CERT_HASHES"), CA_HASH);
             assert.strictEqual(header(script, "AK_API_ENDPOINT"), "192.168.0.10:6443");
@@ -377,7 +379,7 @@ describe("NodePool (mock graph, dev pools)", () => {
         const golden = path.join(__dirname, "golden", "attach-node.dev-pools.header.sh");
         const actual = configs().map((c) => {
             const script = redactUserdata(c.rawInputs.userData as string);
-            return `# ${c.name}\n${script.slice(0, script.indexOf("\n# ---- src/shell/"))}\n`;
+            return `# ${c.name}\n${script.slice(0, script.indexOf("\nak_packed="))}\n`;
         }).join("\n");
         assert.ok(!actual.includes(TOKEN) && !actual.includes(CA_HASH.slice(7)));
         if (process.env.UPDATE_GOLDEN === "1") fs.writeFileSync(golden, actual);

@@ -4,6 +4,7 @@
  * and how to install it; in CI (`CI=true`, where .ci/run installs them) a missing tool is a failure.
  */
 import { spawnSync } from "child_process";
+import * as zlib from "zlib";
 
 const announced = new Set<string>();
 const present = new Map<string, boolean>();
@@ -36,3 +37,13 @@ export function requireTool(ctx: Mocha.Context, tool: string, install: string, w
 
 /** How to install shellcheck on the build machines (Debian). */
 export const SHELLCHECK_INSTALL = "apt-get update && apt-get install -y shellcheck";
+
+/**
+ * The whole script of a packed userdata or saved command (src/shell/render.ts packShell): its readable header
+ * followed by the unpacked body. A script that is not packed comes back as it is.
+ */
+export function unpackScript(text: string): string {
+    const packed = /<<'AK_PACKED'[^\n]*\n([\s\S]*?)\nAK_PACKED\n/.exec(text)?.[1];
+    if (packed === undefined) return text;
+    return `${text}\n${zlib.gunzipSync(Buffer.from(packed.replace(/\s+/g, ""), "base64")).toString("utf8")}`;
+}

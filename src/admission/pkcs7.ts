@@ -4,7 +4,7 @@
 // the message are ignored, as with `openssl cms -verify -nointern -certfile <Alibaba's certificate>`. The
 // framing is parsed strictly (der.ts); digests and signatures are node:crypto (OpenSSL). Node built-ins only.
 import * as crypto from "crypto";
-import { childrenOf, encodedOf, expectTag, octetsOf, oidOf, parseRoot } from "./der";
+import { childrenOf, encodedOf, expectTag, octetsOf, oidOf, parseRoot, valueOf } from "./der";
 
 const OID_SIGNED_DATA = "1.2.840.113549.1.7.2";
 const OID_DATA = "1.2.840.113549.1.7.1";
@@ -30,6 +30,23 @@ export interface TrustedSigner {
     /** DER of the certificate's issuer Name and serialNumber INTEGER value, to match IssuerAndSerialNumber. */
     issuer: Buffer;
     serial: Buffer;
+    /** The certificate's subjectKeyIdentifier, to match a CMS signer identified by key id; none without the extension. */
+    keyId?: Buffer;
+}
+
+const OID_SUBJECT_KEY_IDENTIFIER = "2.5.29.14";
+
+/** The keyIdentifier of a certificate's subjectKeyIdentifier extension (RFC 5280 4.2.1.2), if it has one. */
+function subjectKeyIdentifier(der: Buffer, tbs: ReturnType<typeof childrenOf>): Buffer | undefined {
+    const extensions = tbs.find((t) => t.tag === 0xa3);
+    if (!extensions) return undefined;
+    for (const ext of childrenOf(der, expectTag(childrenOf(der, extensions)[0], 0x30, "certificate extensions"))) {
+        const fields = childrenOf(der, expectTag(ext, 0x30, "extension"));
+        if (oidOf(der, fields[0]) !== OID_SUBJECT_KEY_IDENTIFIER) continue;
+        const extnValue = octetsOf(der, fields[fields.length - 1]);
+        return Buffer.from(octetsOf(extnValue, expectTag(parseRoot(extnValue), 0x04, "subjectKeyIdentifier")));
+    }
+    return undefined;
 }
 
 /** Parses PEM certificates (one or more, concatenated) into trusted signers. */
@@ -43,7 +60,10 @@ export function trustedSigners(pem: string): TrustedSigner[] {
         const hasVersion = tbs[0].tag === 0xa0;
         const serialTlv = expectTag(tbs[hasVersion ? 1 : 0], 0x02, "certificate serialNumber");
         const issuerTlv = expectTag(tbs[hasVersion ? 3 : 2], 0x30, "certificate issuer");
-        return { certificate, issuer: Buffer.from(encodedOf(der, issuerTlv)), serial: Buffer.from(der.subarray(serialTlv.start, serialTlv.end)) };
+        return {
+            certificate, issuer: Buffer.from(encodedOf(der, issuerTlv)), serial: Buffer.from(der.subarray(serialTlv.start, serialTlv.end)),
+            keyId: subjectKeyIdentifier(der, tbs),
+        };
     });
 }
 
@@ -97,12 +117,18 @@ function verifyDer(der: Buffer, detached: Buffer | undefined, signers: readonly 
     const signerInfos = childrenOf(der, parts[parts.length - 1].tag === 0x31 ? parts[parts.length - 1] : expectTag(undefined, 0x31, "signerInfos"));
     if (signerInfos.length !== 1) throw new SignatureError(`expected exactly one signer, found ${signerInfos.length}`);
     const si = childrenOf(der, expectTag(signerInfos[0], 0x30, "SignerInfo"));
+    // The signer: issuerAndSerialNumber (PKCS#7, CMS v1) or [0] subjectKeyIdentifier (CMS v3, RFC 5652 5.3).
     const sid = si[1];
-    if (sid.tag !== 0x30) throw new SignatureError("the signer is not identified by issuer and serial number");
-    const [issuerTlv, serialTlv] = childrenOf(der, sid);
-    const issuer = encodedOf(der, expectTag(issuerTlv, 0x30, "signer issuer"));
-    const serial = der.subarray(expectTag(serialTlv, 0x02, "signer serial").start, serialTlv.end);
-    const signer = signers.find((s) => s.issuer.equals(issuer) && s.serial.equals(serial));
+    let signer: TrustedSigner | undefined;
+    if (sid.tag === 0x80) {
+        const keyId = valueOf(der, sid);
+        signer = signers.find((s) => s.keyId?.equals(keyId));
+    } else {
+        const [issuerTlv, serialTlv] = childrenOf(der, expectTag(sid, 0x30, "signer identifier"));
+        const issuer = encodedOf(der, expectTag(issuerTlv, 0x30, "signer issuer"));
+        const serial = der.subarray(expectTag(serialTlv, 0x02, "signer serial").start, serialTlv.end);
+        signer = signers.find((s) => s.issuer.equals(issuer) && s.serial.equals(serial));
+    }
     if (!signer) throw new SignatureError("the signer is not the configured instance identity certificate (forged, or the certificate was rotated: see docs/admission.md)");
     const digestName = DIGESTS[oidOf(der, childrenOf(der, expectTag(si[2], 0x30, "digestAlgorithm"))[0])];
     if (!digestName) throw new SignatureError("unsupported digest algorithm");

@@ -52,18 +52,6 @@ export function admissionBundle(): Record<string, string> {
     return out;
 }
 
-/**
- * The instance identity certificate vendored with the package (src/admission/alibaba-identity.pem, copied from
- * Alibaba's documentation, docs/admission.md#alibaba-certificate), or undefined when none is vendored.
- */
-export function vendoredIdentityCertificate(): string | undefined {
-    for (const dir of [path.join(__dirname, "..", "admission"), path.join(__dirname, "..", "..", "..", "src", "admission")]) {
-        const file = path.join(dir, "alibaba-identity.pem");
-        if (fs.existsSync(file)) return fs.readFileSync(file, "utf8");
-    }
-    return undefined;
-}
-
 export interface AdmissionArgs {
     /** Cluster name (labels). Required. */
     clusterName: string;

@@ -10,7 +10,6 @@ import { attachAdmissionPolicy, attachAutoscalerPolicy, ControlPlane } from "./c
 import { ClusterAutoscaler } from "./clusterAutoscaler";
 import type { ClusterInfo, PoolInfo } from "../doctor/types";
 import { ApiServerReady } from "../providers/apiServerReady";
-import { BootstrapToken } from "../providers/bootstrapToken";
 import { ControlPlaneMember } from "../providers/controlPlaneMember";
 import { JoinInfo } from "../providers/joinInfo";
 import { createAttachCommand, EXISTING_POOL_NAME, ExistingNode, sshConnection, type SshConnectionArgs } from "./existingNode";
@@ -18,7 +17,8 @@ import { admissionAttachOneLiner, renderServedAttachScript } from "../shell/rend
 import { NodeCommands, saveCommand } from "./nodeCommands";
 import { OPERATIONS } from "../rules";
 import { NodePool } from "./nodePool";
-import { Admission, ADMISSION_PORT, vendoredIdentityCertificate } from "./admission";
+import { ALIBABA_IDENTITY_CERTIFICATE } from "../admission/alibabaCertificate";
+import { Admission, ADMISSION_PORT } from "./admission";
 import { PodNetwork } from "./podNetwork";
 import { Network } from "./network";
 import { NodeImage } from "./nodeImage";
@@ -134,10 +134,10 @@ export class Cluster extends pulumi.ComponentResource {
     public readonly nodePools: NodePool[];
     /** Existing ECS instances joined to the cluster, in config order. */
     public readonly existingNodes: ExistingNode[];
-    /** The admission service (nodes join by cloud identity), when an identity certificate is configured or vendored. */
-    public readonly admission?: Admission;
-    /** The one-line manual attach command (no secret: endpoint and CA pin), when admission is on. */
-    public readonly attachCommand?: pulumi.Output<string>;
+    /** The admission service on the masters: pools and existing nodes join by cloud identity (docs/admission.md). */
+    public readonly admission: Admission;
+    /** The one-line manual attach command (no secret: the admission endpoints and the CA pin). */
+    public readonly attachCommand: pulumi.Output<string>;
     /** The Cluster Autoscaler, when at least one pool autoscales. */
     public readonly autoscaler?: ClusterAutoscaler;
     /** Where everything is, for `npm run doctor` (not secret). */
@@ -232,19 +232,12 @@ export class Cluster extends pulumi.ComponentResource {
             return previous as ControlPlaneMember;
         });
 
-        // Nodes: ESS pools (one bootstrap token each) and existing instances (one shared token). Tokens
-        // are created on a master, so they wait for kubeadm init (JoinInfo).
+        // Nodes: ESS pools and existing instances join by cloud identity (docs/admission.md): they ask every
+        // master's admission replica for a single-use token, so no userdata or command holds a join secret.
         const master0 = masters[0].id;
         const masterInstanceIds = this.controlPlane.masterInstanceIds;
-        // Admission by cloud identity (docs/admission.md): on when an identity certificate is known; the nodes
-        // then ask every master's admission replica for a single-use token and their userdata holds none.
-        const identityCertificate = config.admission.identityCertificate ?? vendoredIdentityCertificate();
-        if (!identityCertificate) {
-            pulumi.log.warn("admission: no instance identity certificate (admission.identityCertificate, docs/admission.md): " +
-                "pools and existing nodes keep joining with bootstrap tokens in their userdata", this);
-        }
-        const admissionEndpoints = identityCertificate
-            ? pulumi.all(masters.map((m) => m.privateIp)).apply((ips) => ips.map((ip) => `${ip}:${ADMISSION_PORT}`)) : undefined;
+        const identityCertificate = config.admission.identityCertificate ?? ALIBABA_IDENTITY_CERTIFICATE;
+        const admissionEndpoints = pulumi.all(masters.map((m) => m.privateIp)).apply((ips) => ips.map((ip) => `${ip}:${ADMISSION_PORT}`));
         const joinCommon = {
             config, imageId, apiEndpoint: this.controlPlane.endpoint, caCertHash: this.joinInfo.caCertHash,
             masterInstanceId: master0, masterInstanceIds, commands, routeTableId: net.routeTableId, admissionEndpoints,
@@ -255,13 +248,10 @@ export class Cluster extends pulumi.ComponentResource {
             securityGroupIds: [net.clusterSecurityGroupId],
             dependsOn: [this.joinInfo],
         }, { parent: this }));
-        const existingToken = config.existingNodes.length === 0 || admissionEndpoints ? undefined : new BootstrapToken(`${name}-existing-token`, {
-            region: config.region, masterInstanceId: master0, masterInstanceIds, commands, ttl: "0", description: `alicloud-kubeadm ${config.name} existing nodes`,
-        }, { parent: this, dependsOn: [this.joinInfo] });
         const attachCommand = !config.existingNodes.some((n) => n.mode === "manual") ? undefined
             : createAttachCommand(`${name}-attach`, { config, apiEndpoint: this.controlPlane.endpoint, caCertHash: this.joinInfo.caCertHash, admissionEndpoints }, { parent: this });
         this.existingNodes = config.existingNodes.map((node) => new ExistingNode(`${name}-node-${node.instanceId}`, {
-            ...joinCommon, node, token: existingToken?.token, attachCommandId: attachCommand?.id, connection: sshConnection(node.connection),
+            ...joinCommon, node, attachCommandId: attachCommand?.id, connection: sshConnection(node.connection),
         }, { parent: this }));
 
         // Add-ons: only once the API server is ready, through a provider built from the secret kubeconfig.
@@ -278,7 +268,7 @@ export class Cluster extends pulumi.ComponentResource {
                 ccm: config.images.cloudControllerManager,
             },
         }, { parent: this, provider: this.kubernetesProvider });
-        if (identityCertificate && admissionEndpoints) {
+        {
             attachAdmissionPolicy(this.controlPlane, config, this.nodePools.map((p) => p.scalingGroupId));
             // The attach script the service serves to existing nodes and the manual path (no secret in it).
             const served = pulumi.all([this.controlPlane.endpoint, this.joinInfo.caCertHash, admissionEndpoints]).apply(([apiEndpoint, caCertHash, endpoints]) =>
@@ -306,26 +296,23 @@ export class Cluster extends pulumi.ComponentResource {
             }, { parent: this, provider: this.kubernetesProvider });
         }
 
-        const tokenId = (t: BootstrapToken | undefined): pulumi.Output<string> => t ? pulumi.unsecret(t.tokenId) : pulumi.output("");
-        const pools = pulumi.all(this.nodePools.map((p, i) => pulumi.all([p.scalingGroupId, tokenId(p.resources.token)]).apply(([scalingGroupId, id]): PoolInfo => {
+        const pools = pulumi.all(this.nodePools.map((p, i) => p.scalingGroupId.apply((scalingGroupId): PoolInfo => {
             const pool = config.nodePools[i];
             return pool.autoscale
-                ? { name: pool.name, mode: "autoscale", min: pool.autoscale.min, max: pool.autoscale.max, scalingGroupId, ...(id ? { tokenId: id } : {}) }
-                : { name: pool.name, mode: "fixed", size: pool.size, min: 0, max: pool.size ?? 0, scalingGroupId, ...(id ? { tokenId: id } : {}) };
+                ? { name: pool.name, mode: "autoscale", min: pool.autoscale.min, max: pool.autoscale.max, scalingGroupId }
+                : { name: pool.name, mode: "fixed", size: pool.size, min: 0, max: pool.size ?? 0, scalingGroupId };
         })));
-        this.clusterInfo = pulumi.all([
-            this.controlPlane.masterInstanceIds, this.controlPlane.endpoint, net.routeTableId, pools,
-            existingToken ? tokenId(existingToken) : pulumi.output(""), commands,
-        ]).apply(([masterInstanceIds, apiEndpoint, routeTableId, poolInfos, existingTokenId, commandIds]): ClusterInfo => ({
-            name: config.name,
-            region: config.region,
-            kubernetesVersion: config.kubernetesVersion,
-            masterInstanceIds, apiEndpoint, routeTableId,
-            podCidr: config.network.podCidr,
-            pools: poolInfos,
-            existingNodes: config.existingNodes.map((n) => ({ instanceId: n.instanceId, mode: n.mode, ...(existingTokenId ? { tokenId: existingTokenId } : {}) })),
-            commands: commandIds,
-        }));
+        this.clusterInfo = pulumi.all([this.controlPlane.masterInstanceIds, this.controlPlane.endpoint, net.routeTableId, pools, commands])
+            .apply(([masterInstanceIds, apiEndpoint, routeTableId, poolInfos, commandIds]): ClusterInfo => ({
+                name: config.name,
+                region: config.region,
+                kubernetesVersion: config.kubernetesVersion,
+                masterInstanceIds, apiEndpoint, routeTableId,
+                podCidr: config.network.podCidr,
+                pools: poolInfos,
+                existingNodes: config.existingNodes.map((n) => ({ instanceId: n.instanceId, mode: n.mode })),
+                commands: commandIds,
+            }));
 
         this.registerOutputs({ network: this.network, controlPlane: this.controlPlane, kubeconfig: this.kubeconfig });
     }

@@ -10,7 +10,7 @@
 import * as alicloud from "@pulumi/alicloud";
 import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
-import { renderAttachCommand, renderAttachNode } from "../shell/render";
+import { packUserdata, renderAttachCommand, renderAttachNode } from "../shell/render";
 import { renderAdmissionBootstrap } from "../shell/renderAdmission";
 import type { JoinArgs } from "./joinArgs";
 import { formatTaint, OPERATIONS } from "../rules";
@@ -216,7 +216,7 @@ export function createExistingNode(name: string, args: ExistingNodeArgs & { node
         region: config.region,
         instanceId: node.instanceId,
         mode: sshAttach ? "ssh" : node.mode,
-        userData: node.mode === "auto" ? script : undefined,
+        userData: node.mode === "auto" ? pulumi.secret(pulumi.output(script).apply((text) => packUserdata(text, `existingNodes[${node.instanceId}]`))) : undefined,
         attachCommandId: sshAttach || node.mode !== "manual" ? undefined : args.attachCommandId,
         token: sshAttach || node.mode !== "manual" || args.admissionEndpoints || args.token === undefined ? undefined : pulumi.secret(args.token),
         admission: args.admissionEndpoints && node.mode === "manual" && !sshAttach ? true : undefined,

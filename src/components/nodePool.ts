@@ -19,7 +19,7 @@
 // `alicloud-kubeadm/autoscaled=true` instead, on the kubelet and in the tags alike.
 import * as alicloud from "@pulumi/alicloud";
 import * as pulumi from "@pulumi/pulumi";
-import { renderAttachNode } from "../shell/render";
+import { packUserdata, renderAttachNode } from "../shell/render";
 import { bakedNodeImages, checkNodeJoinConfig, checkPool, nodeMirrors, type NodePoolConfig, type NodePoolInput } from "../config";
 import { BootstrapToken } from "../providers/bootstrapToken";
 import { PoolCapacity } from "../providers/poolCapacity";
@@ -133,7 +133,7 @@ export function createNodePool(name: string, args: NodePoolArgs & { pool: NodePo
     }, { ...opts, dependsOn: args.dependsOn });
 
     const { [POOL_LABEL]: _pool, ...extraLabels } = nodeLabels;
-    const userData = pulumi.secret(pulumi.all([token?.token ?? "", args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? []]).apply(([t, hash, endpoint, endpoints]) => renderAttachNode({
+    const userData = pulumi.secret(pulumi.all([token?.token ?? "", args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? []]).apply(([t, hash, endpoint, endpoints]) => packUserdata(renderAttachNode({
         region: config.region,
         kubernetesVersion: config.kubernetesVersion,
         ...nodeMirrors(config),
@@ -144,7 +144,7 @@ export function createNodePool(name: string, args: NodePoolArgs & { pool: NodePo
         taints: pool.taints,
         ...(token ? { token: t } : { admission: { endpoints } }),
         caCertHash: hash,
-    })));
+    }), `nodePools[${pool.name}]`)));
 
     const types = pool.instanceTypes;
     const configuration = new alicloud.ess.ScalingConfiguration(`${name}-config`, {

@@ -26,7 +26,7 @@ export { defaultMirrors, type Mirrors };
 /** ECS accepts 32 KiB of userdata before Base64; rendering fails above it. */
 export const USERDATA_HARD_LIMIT_BYTES = 32 * 1024;
 
-/** Our own budget for rendered userdata (tests hold every rendered script to it): 20 KiB, well under ECS's 32 KiB. */
+/** Our own budget for userdata as delivered (master 0's script as is, node scripts packed: {@link packUserdata}): 20 KiB, well under ECS's 32 KiB. */
 export const USERDATA_BUDGET_BYTES = 20 * 1024;
 
 /**
@@ -475,6 +475,21 @@ export function packShell(script: string): string {
         "eval \"$ak_packed\"",
         "",
     ].join("\n");
+}
+
+/**
+ * A node's attach script as its ESS scaling configuration (or an existing instance in `auto` mode) carries it:
+ * compacted and packed ({@link packShell}), so the readable `readonly AK_*` header (pool, versions, endpoints,
+ * CA pin: nothing secret through admission) stays in the clear and the whole script takes about half the bytes.
+ * Throws when even that exceeds {@link USERDATA_BUDGET_BYTES}, naming what to shorten.
+ */
+export function packUserdata(script: string, what: string): string {
+    const packed = packShell(compactShell(script));
+    const bytes = Buffer.byteLength(packed, "utf8");
+    if (bytes > USERDATA_BUDGET_BYTES) {
+        throw new Error(`${what}: its userdata is ${bytes} bytes packed, over the ${USERDATA_BUDGET_BYTES}-byte budget; shorten its labels, taints or image list`);
+    }
+    return packed;
 }
 
 /** Throws unless `script` fits a saved command. */

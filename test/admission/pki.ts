@@ -11,7 +11,7 @@ export interface TestPki {
     /** PEM of the trusted signing certificate (what the service is configured with). */
     signerPem: string;
     /** Signs `content` as the instance identity service does: PKCS#7, detached, PEM body. */
-    sign(content: string | Buffer, opts?: { impostor?: boolean; attached?: boolean; format?: "cms" | "smime" }): string;
+    sign(content: string | Buffer, opts?: { impostor?: boolean; attached?: boolean; format?: "cms" | "smime"; keyid?: boolean }): string;
     /** {@link TestPki.sign} without blocking the event loop (detached, cms). */
     signAsync(content: string | Buffer): Promise<string>;
     /** `openssl cms -verify` of the same inputs with Alibaba's documented flags (the reference the tests compare with). */
@@ -30,7 +30,10 @@ export function makePki(): TestPki {
     const chain = (prefix: string): void => {
         openssl(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", `${prefix}ca.key`, "-out", `${prefix}ca.pem`, "-subj", "/O=Test Alibaba Cloud/CN=test-identity-ca", "-days", "2"], dir);
         openssl(["req", "-newkey", "rsa:2048", "-nodes", "-keyout", `${prefix}signer.key`, "-out", `${prefix}signer.csr`, "-subj", "/O=Test Alibaba Cloud/CN=test-instance-identity"], dir);
-        openssl(["x509", "-req", "-in", `${prefix}signer.csr`, "-CA", `${prefix}ca.pem`, "-CAkey", `${prefix}ca.key`, "-set_serial", "4660", "-out", `${prefix}signer.pem`, "-days", "2"], dir);
+        // With a subjectKeyIdentifier, as Alibaba's certificate has, so a signer can also be named by key id.
+        fs.writeFileSync(path.join(dir, "signer.ext"), "subjectKeyIdentifier=hash\n");
+        openssl(["x509", "-req", "-in", `${prefix}signer.csr`, "-CA", `${prefix}ca.pem`, "-CAkey", `${prefix}ca.key`, "-set_serial", "4660", "-out", `${prefix}signer.pem`, "-days", "2",
+            "-extfile", "signer.ext"], dir);
     };
     chain("");
     chain("impostor-");
@@ -43,7 +46,7 @@ export function makePki(): TestPki {
             fs.writeFileSync(path.join(dir, file), content);
             const p = opts.impostor ? "impostor-" : "";
             const out = openssl([opts.format ?? "cms", "-sign", "-binary", "-in", file, "-signer", `${p}signer.pem`, "-inkey", `${p}signer.key`,
-                ...(opts.attached ? ["-nodetach"] : []), "-outform", "PEM", ...(opts.format === "smime" ? ["-nocerts"] : [])], dir).toString();
+                ...(opts.attached ? ["-nodetach"] : []), ...(opts.keyid ? ["-keyid"] : []), "-outform", "PEM", ...(opts.format === "smime" ? ["-nocerts"] : [])], dir).toString();
             return out.replace(/-----(BEGIN|END) [A-Z0-9 ]+-----/g, "").replace(/\s+/g, "\n").trim();
         },
         signAsync(content) {

@@ -1,6 +1,6 @@
 # dev-pool-general-config
 #!/bin/bash
-# alicloud-kubeadm userdata (attach_node.sh), rendered by src/shell/render.ts. Parameters:
+# shellcheck disable=SC2034 # the header is read by the packed part
 readonly AK_KUBERNETES_VERSION='1.36.3'
 readonly AK_K8S_REPO_URL='https://mirrors.cloud.aliyuncs.com/kubernetes-new/core/stable/v1.36/'
 readonly AK_CONTAINERD_RPM_REPO_URL='https://mirrors.cloud.aliyuncs.com/docker-ce/linux/centos'
@@ -12,10 +12,9 @@ readonly AK_NODE_TAINTS=''
 readonly AK_BOOTSTRAP_TOKEN='<redacted>'
 readonly AK_CA_CERT_HASHES='<redacted>'
 
-
 # dev-pool-elastic-config
 #!/bin/bash
-# alicloud-kubeadm userdata (attach_node.sh), rendered by src/shell/render.ts. Parameters:
+# shellcheck disable=SC2034 # the header is read by the packed part
 readonly AK_KUBERNETES_VERSION='1.36.3'
 readonly AK_K8S_REPO_URL='https://mirrors.cloud.aliyuncs.com/kubernetes-new/core/stable/v1.36/'
 readonly AK_CONTAINERD_RPM_REPO_URL='https://mirrors.cloud.aliyuncs.com/docker-ce/linux/centos'
@@ -26,4 +25,3 @@ readonly AK_NODE_LABELS='workload_type=cpu,alicloud-kubeadm/autoscaled=true'
 readonly AK_NODE_TAINTS=''
 readonly AK_BOOTSTRAP_TOKEN='<redacted>'
 readonly AK_CA_CERT_HASHES='<redacted>'
-
