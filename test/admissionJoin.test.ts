@@ -9,6 +9,7 @@ import * as YAML from "yaml";
 import { installMocks, type Recorder } from "./mockRuntime";
 import { parseClusterConfig } from "../src/config";
 import type { NodeCommandIds } from "../src/rules";
+import { unpackScript } from "./tools";
 
 const TOKEN_VALUE = /[a-z0-9]{6}\.[a-z0-9]{16}/;
 
@@ -48,10 +49,11 @@ describe("joining through admission: no token in userdata (mock graph)", () => {
         const configs = recorder.ofType("alicloud:ess/scalingConfiguration:ScalingConfiguration");
         assert.strictEqual(configs.length, 2);
         const membership = recorder.ofType("pulumi-nodejs:dynamic:Resource").find((r) => r.name === "adm-node-auto-membership")!;
-        const scripts = [...configs.map((c) => c.rawInputs.userData as string), membership.rawInputs.userData as string];
-        for (const script of scripts) {
-            assert.ok(script.startsWith("#!/bin/bash"));
-            const header = script.slice(0, script.indexOf("# ---- src/shell/prepare_node.sh"));
+        const delivered = [...configs.map((c) => c.rawInputs.userData as string), membership.rawInputs.userData as string];
+        for (const packed of delivered) {
+            assert.ok(packed.startsWith("#!/bin/bash"));
+            const header = packed.slice(0, packed.indexOf("\nak_packed="));
+            const script = unpackScript(packed);
             assert.ok(header.includes("readonly AK_CA_CERT_HASHES="), "the header is where parameters are");
             assert.ok(!header.includes("TOKEN"), "no token variable among the parameters");
             assert.ok(!/^readonly AK_BOOTSTRAP_TOKEN/m.test(script));

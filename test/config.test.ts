@@ -6,6 +6,7 @@ import * as YAML from "yaml";
 import { isChinaRegion, parseClusterConfig, readStackConfig, validateClusterConfig, ClusterConfigError, type ClusterConfigInput } from "../src/config";
 import { defaultMirrors, KUBERNETES_MINORS, KUBERNETES_SUPPORT_AS_OF } from "../src/rules";
 import { synthesize } from "../scripts/synth";
+import { unpackScript } from "./tools";
 
 /** A valid config (the dev stack's shape); each case below breaks one thing. */
 function base(): ClusterConfigInput & Record<string, unknown> {
@@ -464,13 +465,14 @@ describe("cluster config validation", () => {
                 assert.match(j.rawInputs.joinScript as string, /^readonly AK_K8S_REPO_URL='https:\/\/packages\.example\.com\//m);
             }
             // Pool and existing-node attach scripts use the same mirrors.
+            // (Existing nodes get theirs from the admission service, which serves it from its ConfigMap.)
             const attach = [
-                ...result.resources.filter((r) => typeof r.rawInputs.userData === "string" && /attach_node\.sh/.test(r.rawInputs.userData as string))
-                    .map((r) => ({ name: r.name, script: r.rawInputs.userData as string })),
-                ...result.resources.filter((r) => r.type === "alicloud:ecs/command:Command" && r.inputs.name === "dev-attach")
-                    .map((r) => ({ name: r.name, script: Buffer.from(r.rawInputs.commandContent as string, "base64").toString() })),
+                ...result.resources.filter((r) => r.type === "alicloud:ess/scalingConfiguration:ScalingConfiguration")
+                    .map((r) => ({ name: r.name, script: unpackScript(r.rawInputs.userData as string) })),
+                ...result.resources.filter((r) => r.type === "kubernetes:core/v1:ConfigMap" && (r.inputs.data as Record<string, string> | undefined)?.["attach.sh"])
+                    .map((r) => ({ name: r.name, script: (r.inputs.data as Record<string, string>)["attach.sh"] })),
             ];
-            assert.strictEqual(attach.length, 3, "two pools and the existing nodes' attach command");
+            assert.strictEqual(attach.length, 3, "two pools and the attach script the admission service serves to existing nodes");
             for (const a of attach) {
                 assert.match(a.script, new RegExp(`^readonly AK_SANDBOX_IMAGE='${acr}/k8s/pause:`, "m"), a.name);
                 assert.match(a.script, /^readonly AK_K8S_REPO_URL='https:\/\/packages\.example\.com\//m, a.name);

@@ -92,7 +92,7 @@ describe("ControlPlane (mock graph via the stack program)", () => {
         assert.strictEqual(ofType(dev, "alicloud:ecs/command:Command").filter((c) => c.inputs.name === "dev-control-plane-join").length, 0, "one master: no join command");
     });
 
-    it("the masters' RAM role carries exactly the actions the CCM and the deployed autoscaler call (src/rules/ram.ts), nothing dropped comes back", () => {
+    it("the masters' RAM role carries exactly the actions the CCM, the deployed autoscaler and the admission service call (src/rules/ram.ts), nothing dropped comes back", () => {
         // docs/security.md#ram: CCM v2.14.0 node + route controllers; autoscaler 1.34 (ScaleWithAdjustment from 1.32)
         const expected: Record<string, string[]> = {
             "dev-ccm": ["vpc:DescribeRouteTableList", "vpc:DescribeRouteEntryList", "vpc:CreateRouteEntry", "vpc:DeleteRouteEntry",
@@ -100,6 +100,8 @@ describe("ControlPlane (mock graph via the stack program)", () => {
                 "ecs:ModifyNetworkInterfaceAttribute"],
             "dev-autoscaler": ["ess:DescribeScalingGroups", "ess:DescribeScalingConfigurations", "ess:DescribeScalingInstances",
                 "ess:ModifyScalingGroup", "ess:RemoveInstances", "ecs:DescribeInstanceTypes", "ess:ScaleWithAdjustment"],
+            // The admission service: is the instance a member of a pool (or an existing node) now?
+            "dev-admission": ["ess:DescribeScalingInstances", "ecs:DescribeInstances"],
         };
         const policies = ofType(dev, "alicloud:ram/policy:Policy");
         assert.deepStrictEqual(policies.map((p) => p.inputs.policyName).sort(), Object.keys(expected).sort());

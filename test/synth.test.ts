@@ -41,7 +41,7 @@ describe("offline synth", () => {
         const dynamic = result.resources.filter((r) => r.type === "pulumi-nodejs:dynamic:Resource").map((r) => r.name);
         for (const name of dynamic) assert.ok(text.includes(name), `${name} listed under its role`);
         assert.doesNotMatch(text, /^  other:/m, "every dynamic resource has a known role");
-        assert.match(text, /^  BootstrapToken: .*: example-existing-token, example-pool-elastic-token, example-pool-general-token$/m);
+        assert.doesNotMatch(text, /BootstrapToken/, "nodes join through admission: no bootstrap token");
         const written = (function walk(d: string): string[] {
             return fs.readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(d, e.name)) : [path.relative(result.outDir, path.join(d, e.name))]));
         })(result.outDir).sort();
@@ -50,9 +50,8 @@ describe("offline synth", () => {
         assert.match(text, /^  resource outputs: .*example-join-info \(caCertHash, kubeconfig\)/m);
         assert.match(text, /^  stack outputs: kubeconfig$/m);
         assert.ok(!/abcdef\.0123456789abcdef|placeholder: the real admin kubeconfig|0{64}/.test(text), "names only, no secret value");
-        // The second: no instance identity certificate is vendored yet, so nodes keep tokens (docs/admission.md).
-        assert.deepStrictEqual(result.warnings.map((w) => w.split(":")[0]), ["network.apiAllowedCidrs.0", "admission"]);
-        assert.match(text, /^warnings: 2\n  network\.apiAllowedCidrs\.0: 0\.0\.0\.0\/0 lets every address/m);
+        assert.deepStrictEqual(result.warnings.map((w) => w.split(":")[0]), ["network.apiAllowedCidrs.0"]);
+        assert.match(text, /^warnings: 1\n  network\.apiAllowedCidrs\.0: 0\.0\.0\.0\/0 lets every address/m);
     });
 
     it("is deterministic: two runs give byte-identical output", async () => {
