@@ -14,6 +14,8 @@ import { startServer, type RunningServer } from "../src/admission/server";
 import { makeClusterCa, startMetadata, type ClusterCa } from "./admission/harness";
 import { ModelCloud, ModelCluster } from "./admission/model";
 import { makePki, type TestPki } from "./admission/pki";
+import { makeSandbox, type Sandbox } from "./sandbox";
+import { packUserdata, renderAttachNode } from "../src/shell/render";
 
 const SHELL = path.join(__dirname, "..", "src", "shell");
 
@@ -96,5 +98,101 @@ describe("admission client on the node (shell, loopback)", function () {
         assert.strictEqual(r.code, 1);
         assert.match(r.stderr, /is not the pinned one; not trusting it/);
         assert.strictEqual(cluster.decisions.length, decisions);
+    });
+});
+
+describe("the whole attach script through admission, packed as a pool's userdata (sandbox, loopback service)", function () {
+    this.timeout(120_000);
+    let pki: TestPki, ca: ClusterCa, server: RunningServer, metadata: Awaited<ReturnType<typeof startMetadata>>;
+    let cloud: ModelCloud, cluster: ModelCluster;
+    const sandboxes: Sandbox[] = [];
+    const ACCOUNT = "1234567890123456";
+
+    before(async () => {
+        process.env.AK_ADMISSION_LOG = "off";
+        pki = makePki();
+        ca = makeClusterCa(pki.dir);
+        cloud = new ModelCloud();
+        cluster = new ModelCluster();
+        const settings: AdmissionSettings = {
+            accountId: ACCOUNT, regionId: "cn-hangzhou", signers: trustedSigners(pki.signerPem), challengeKeys: [crypto.randomBytes(32)],
+            challengeTtlSeconds: 120, tokenTtlSeconds: 600,
+        };
+        server = await startServer({ settings, cloud, cluster, tls: () => ({ cert: ca.certPem, key: ca.keyPem }), caPem: ca.caPem, host: "127.0.0.1", port: 0 });
+        // The sandbox's node is 127.0.0.1 to the service: the metadata stand-in signs i-bp1pool0002's document for it.
+        metadata = await startMetadata(pki, new Map([["127.0.0.1", { instanceId: "i-bp1pool0002", ip: "127.0.0.1", accountId: ACCOUNT, regionId: "cn-hangzhou" }]]));
+    });
+    after(async () => {
+        for (const sb of sandboxes) sb.cleanup();
+        await server?.close();
+        await metadata?.close();
+        pki?.cleanup();
+        delete process.env.AK_ADMISSION_LOG;
+    });
+
+    /** The pool's userdata exactly as NodePool delivers it (packUserdata), with the service on loopback. */
+    function userdata(): string {
+        return packUserdata(renderAttachNode({
+            region: "cn-hangzhou", kubernetesVersion: "1.36.3", apiEndpoint: "192.0.2.1:6443", poolName: "general",
+            labels: { workload_type: "cpu" }, taints: [], caCertHash: ca.caHash, admission: { endpoints: [`127.0.0.1:${server.port}`] },
+        }), "nodePools[general]");
+    }
+
+    /** A sandbox whose curl reaches the real service and the metadata stand-in; everything else stays stubbed. */
+    function node(): Sandbox {
+        const sb = makeSandbox({
+            os: "ubuntu", instanceId: "i-bp1pool0002",
+            stubs: {
+                curl: [
+                    "case \" $* \" in",
+                    "  *\" https://127.0.0.1:\"*) exec /usr/bin/curl \"$@\" ;;",
+                    "  *\" http://100.100.100.200/latest/dynamic/\"*)",
+                    "    args=(); for a in \"$@\"; do args+=(\"${a/http:\\/\\/100.100.100.200\\/latest/$AK_TEST_METADATA}\"); done",
+                    "    exec /usr/bin/curl \"${args[@]}\" ;;",
+                    "esac",
+                    "exec \"$AK_STUB_SRC/curl\" \"$@\"",
+                ].join("\n"),
+            },
+        });
+        sandboxes.push(sb);
+        return sb;
+    }
+
+    it("a pool member boots: admitted, joins with the token issued for it, and leaves no token behind", async () => {
+        cloud.members.set("i-bp1pool0002", { instanceId: "i-bp1pool0002", privateIp: "127.0.0.1", source: "pool", pool: "general", state: "Pending" });
+        const script = userdata();
+        const header = script.slice(0, script.indexOf("\nak_packed="));
+        assert.ok(!/TOKEN/.test(header), "no token variable among the delivered parameters");
+        const before = cluster.tokens.size;
+        const sb = node();
+        const r = await sb.run(script, { AK_TEST_METADATA: metadata.url, AK_RETRY_DELAY: "0" });
+        assert.strictEqual(r.code, 0, `${r.stderr}\n${sb.read("/var/log/alicloud-kubeadm/attach-node.log") ?? ""}`);
+        const issued = [...cluster.tokens.entries()].slice(before);
+        assert.strictEqual(issued.length, 1, "one token, for this instance");
+        const [id, t] = issued[0];
+        assert.strictEqual(t.providerId, "cn-hangzhou.i-bp1pool0002");
+        const joins = r.calls.filter((c) => c.cmd === "kubeadm" && c.args[0] === "join");
+        assert.strictEqual(joins.length, 1);
+        assert.match(joins[0].config ?? "", new RegExp(`^ {4}token: '${id}\\.${t.secret}'$`, "m"), "kubeadm join used the admitted token");
+        assert.match(joins[0].config ?? "", new RegExp(`caCertHashes:\\n {6}- '${ca.caHash}'$`, "m"));
+        assert.match(joins[0].config ?? "", /^ {2}name: 'cn-hangzhou\.i-bp1pool0002'$/m);
+        assert.ok(sb.read("/var/lib/alicloud-kubeadm/join.done"), "joined");
+        assert.strictEqual(sb.read("/var/lib/alicloud-kubeadm/kubeadm-join.yaml"), undefined, "the JoinConfiguration with the token is removed");
+        for (const text of [r.stdout, r.stderr, sb.read("/var/log/alicloud-kubeadm/attach-node.log") ?? ""]) {
+            assert.ok(!text.includes(t.secret), "the token's secret is in no output or log");
+        }
+    });
+
+    it("an instance in no pool is refused: no join, the node's log says why and what to do", async () => {
+        cloud.members.delete("i-bp1pool0002");
+        const before = cluster.tokens.size;
+        const sb = node();
+        const r = await sb.run(userdata(), { AK_TEST_METADATA: metadata.url, AK_RETRY_DELAY: "0", AK_ADMISSION_ATTEMPTS: "2" });
+        assert.notStrictEqual(r.code, 0);
+        assert.strictEqual(cluster.tokens.size, before, "nothing issued");
+        assert.strictEqual(r.calls.filter((c) => c.cmd === "kubeadm" && c.args[0] === "join").length, 0, "no join without an admitted token");
+        assert.strictEqual(sb.read("/var/lib/alicloud-kubeadm/join.done"), undefined);
+        assert.match(sb.read("/var/lib/alicloud-kubeadm/admission.refused") ?? "", /reason=instance i-bp1pool0002 is not a member of this cluster/);
+        assert.match(r.stderr, /no admission service admitted this node after 2 rounds/);
     });
 });

@@ -4,6 +4,7 @@
  * the images baked are the ones the kubeadm configuration and the manifests use. All in the script sandbox:
  * an image is baked in a sandbox, cleaned for cloning, and the same sandbox then boots as a node.
  */
+import * as crypto from "crypto";
 import * as assert from "node:assert/strict";
 import { spawnSync } from "child_process";
 import * as fs from "fs";
@@ -17,7 +18,7 @@ import { validateClusterConfig } from "../src/config";
 import { requireTool, SHELLCHECK_INSTALL } from "./tools";
 import { flannelObjects, resolvePodNetworkArgs } from "../src/components/podNetwork";
 import { nodeImages, defaultMirrors } from "../src/rules";
-import { renderAttachNode, renderBakeNode, renderMasterInit, SECRET_PARAMETERS, USERDATA_BUDGET_BYTES, type AttachNodeParams, type MasterInitParams } from "../src/shell/render";
+import { packUserdata, renderAttachNode, renderBakeNode, renderMasterInit, SECRET_PARAMETERS, USERDATA_BUDGET_BYTES, type AttachNodeParams, type MasterInitParams } from "../src/shell/render";
 import { callsOf, downloadCalls, installCalls, makeSandbox, pullCalls, type RunResult, type Sandbox, type StubCall } from "./sandbox";
 import { readRuleSet, verdict, type Packet } from "./sandbox/iptables";
 
@@ -184,6 +185,18 @@ describe("baked node image: budgets", () => {
         assert.ok(withImages.includes("# ---- src/shell/node_images.sh ----"));
         assert.equal(withImages.match(/^ak_pull_images\(\) \{$/gm)?.length, 1, "node_images.sh's step replaces the empty one: defined once");
         assert.ok(!renderAttachNode({ ...attachParams, nodeImages: undefined }).includes("node_images.sh"));
+    });
+
+    it("a baked pool joining through admission, as NodePool delivers it (packed), fits the budget with room to spare", () => {
+        const { token: _token, ...rest } = attachParams;
+        const plain = renderAttachNode({ ...rest, admission: { endpoints: ["192.168.0.10:10443", "192.168.1.10:10443", "192.168.2.10:10443"] },
+            labels: { workload_type: "cpu", "node.kubernetes.io/instance-family": "c7" }, taints: ["spot:PreferNoSchedule"] });
+        assert.ok(plain.includes("# ---- src/shell/node_images.sh ----") && plain.includes("# ---- src/shell/admission_client.sh ----"));
+        assert.ok(Buffer.byteLength(plain) > USERDATA_BUDGET_BYTES, "the plain script alone would not fit (why it is packed)");
+        const delivered = packUserdata(plain, "nodePools[elastic]");
+        assert.ok(Buffer.byteLength(delivered) <= USERDATA_BUDGET_BYTES * 0.6, `${Buffer.byteLength(delivered)} bytes delivered`);
+        assert.throws(() => packUserdata(plain + `# ${crypto.randomBytes(12_000).toString("base64")}\n`.replace(/^# /, "echo "), "nodePools[x]"),
+            /nodePools\[x\]: its userdata is \d+ bytes packed, over the 20480-byte budget/);
     });
 });
 
