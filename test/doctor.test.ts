@@ -312,6 +312,24 @@ describe("doctor", () => {
         assert.ok(!renderJson("dev", findings).includes(SECRET));
     });
 
+    it("after the migration to admission (no pool names a token), a never-expiring project token left over is a warning with its delete command", async () => {
+        const { emu } = ctx;
+        const { info, model } = await stage(emu);
+        const migrated = { ...info, pools: info.pools.map(({ tokenId: _t, ...p }) => p), existingNodes: info.existingNodes.map(({ tokenId: _t, ...e }) => e) };
+        const findings = await runDoctor(migrated, { ...fast, checks: ["join"] });
+        const longLived = model.tokens.filter((t) => !t.expires).map((t) => t.id);
+        assert.ok(longLived.length > 0, "the staged cluster has never-expiring tokens");
+        for (const id of longLived) {
+            const f = find(findings, "join", "warning", new RegExp(`token ${id}`));
+            assert.ok(f, renderTable("dev", findings));
+            assert.match(f.evidence, /never expires and no pool or existing node uses it/);
+            assert.strictEqual(f.next, `delete it on a master: \`kubeadm token delete ${id}\``);
+        }
+        const expiring = model.tokens.filter((t) => t.expires).map((t) => t.id);
+        for (const id of expiring) assert.ok(!findings.some((f) => f.subject === `token ${id}`), "a token with an expiry is not flagged");
+        assert.ok(!renderJson("dev", findings).includes(SECRET));
+    });
+
     it("names a failing /readyz and an etcd member that is not a master", async () => {
         const { emu } = ctx;
         const { info, model } = await stage(emu);

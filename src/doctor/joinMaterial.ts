@@ -84,6 +84,12 @@ export async function checkJoinMaterial(ctx: DoctorContext): Promise<Finding[]> 
             else if (!["authentication", "signing"].every((x) => t.usages.includes(x))) add("problem", subject, `used by ${who}; usages are [${t.usages.join(", ")}], a join needs authentication and signing`, recreate);
             else add("ok", subject, `used by ${who}; ${t.expires ? `expires ${t.expires}` : "never expires (ttl 0: whoever reads the user data can join a node)"}`, "");
         }
+        // Nodes join through admission (docs/admission.md): a never-expiring token of this project that nothing uses
+        // is left over (a migration whose token deletion failed, or one made by hand), and lets its holder join nodes.
+        for (const t of tokens.filter((x) => !x.expires && !users.has(x.id) && x.description.startsWith("alicloud-kubeadm"))) {
+            add("warning", `token ${t.id}`, `never expires and no pool or existing node uses it ("${t.description}"): whoever has it can join a node`,
+                `delete it on a master: \`kubeadm token delete ${t.id}\``);
+        }
     }
 
     // Admission: the service's recent refusals (Events, kept about an hour by the API server).
