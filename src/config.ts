@@ -73,8 +73,8 @@ function buildSchema(obj: typeof z.strictObject) {
         systemDisk: diskSchema.prefault({}),
         /** Image for this pool; default the cluster's `image`. */
         imageId: text().optional(),
-        /** Bootstrap token lifetime, a Go duration. Default `0` = never expires (ESS userdata is static). */
-        tokenTtl: z.string().default("0"),
+        /** Bootstrap token lifetime, a Go duration, for `NodePool` used directly without admission. Default `0` = never expires. No effect in a Cluster (a warning). */
+        tokenTtl: z.string().optional(),
         ...nodeShape,
     });
 
@@ -379,6 +379,9 @@ function checkRules(c: Parsed, region: string | undefined, problem: Report, warn
         names.add(pool.name);
         // A size or autoscale the schema refused was given all the same: "set exactly one" would be a second, false problem.
         const given = (key: string) => shapePaths.some((p) => p === `nodePools.${i}.${key}` || p.startsWith(`nodePools.${i}.${key}.`));
+        if (pool.tokenTtl !== undefined) {
+            warn(`nodePools.${i}.tokenTtl`, "has no effect: the cluster's pools join by cloud identity and hold no token (docs/admission.md); remove it");
+        }
         return checkPool(pool, c.name, cloudTags, at, { size: given("size"), autoscale: given("autoscale") });
     });
     checkImages(c.images, problem);

@@ -64,7 +64,7 @@ export interface NodePoolInput {
     systemDisk?: DiskInput;
     /** Image for this pool; default the cluster's `image`. */
     imageId?: string;
-    /** Bootstrap token lifetime, a Go duration. Default `0` = never expires. */
+    /** Bootstrap token lifetime, a Go duration, for `NodePool` used directly without admission. Default `0` = never expires. No effect in a Cluster (a warning). */
     tokenTtl?: string;
     /** Kubelet labels. */
     labels?: Record<string, string>;
@@ -154,7 +154,8 @@ export interface ImageSources {
 }
 
 /** A node pool after the schema's defaults (before normalisation). */
-export interface ParsedNodePool extends Required<Pick<NodePoolInput, "name" | "tokenTtl" | "labels">> {
+export interface ParsedNodePool extends Required<Pick<NodePoolInput, "name" | "labels">> {
+    tokenTtl?: string;
     instanceType?: string;
     instanceTypes?: string[];
     size?: number;

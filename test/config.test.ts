@@ -361,6 +361,17 @@ describe("cluster config validation", () => {
         assert.deepStrictEqual(paths, ["controlPlane", "controlPlane.count", "network.podCidr", "nodePools.0.size"]);
     });
 
+    it("a pool's tokenTtl is accepted with a warning that it has no effect (pools join through admission)", () => {
+        const c = base();
+        pool(c, 0).tokenTtl = "24h";
+        const r = validateClusterConfig(c, "cn-hangzhou");
+        assert.deepStrictEqual(r.errors, []);
+        assert.deepStrictEqual(r.warnings.filter((w) => w.includes("tokenTtl")), [
+            "nodePools.0.tokenTtl: has no effect: the cluster's pools join by cloud identity and hold no token (docs/admission.md); remove it",
+        ]);
+        assert.ok(!validateClusterConfig(base(), "cn-hangzhou").warnings.some((w) => w.includes("tokenTtl")));
+    });
+
     it("warns near and above the route-table entry quota, without failing", () => {
         const near = base();
         (pool(near, 1).autoscale as { max: number }).max = 160;
