@@ -91,8 +91,9 @@ class GroupQueues {
             const action = q.waiting[0].target.essAction ?? "release";
             const batch = q.waiting.filter((r) => (r.target.essAction ?? "release") === action).slice(0, ESS_BATCH);
             q.waiting = q.waiting.filter((r) => !batch.includes(r));
-            await leaveGroupBatch(batch, this.run, this.failed);
-            const failedHere = batch.filter((r) => this.failed.has(r));
+            const heldBack = await leaveGroupBatch(batch, this.run, this.failed);
+            // A victim held back (its machine could not be stopped) fails alone; any other failure stops the group.
+            const failedHere = batch.filter((r) => this.failed.has(r) && !heldBack.includes(r));
             if (failedHere.length > 0) q.broken = `an earlier batch of ${group} failed (${failedHere.map((r) => r.target.instanceId).join(", ")})`;
         }
     }
