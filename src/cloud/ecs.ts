@@ -71,13 +71,9 @@ export async function setUserData(region: string, instanceId: string, userData: 
     await callApi("ecs", "ModifyInstanceAttribute", { InstanceId: instanceId, UserData: Buffer.from(userData, "utf8").toString("base64") }, { region });
 }
 
-/** StopInstance with the pay-as-you-go standard stop (the instance keeps its resources and billing). */
-export async function stopInstance(region: string, instanceId: string): Promise<void> {
-    await callApi("ecs", "StopInstance", { InstanceId: instanceId, StoppedMode: "KeepCharging" }, { region, retry: { retryableCodes: ["IncorrectInstanceStatus"] } });
-}
-
 /**
- * Brings one instance to `Stopped` and waits (bounded) until it is, with no operation locking it: one
+ * Brings one instance to `Stopped` (StopInstance in the pay-as-you-go standard stop, `KeepCharging`: the
+ * instance keeps its resources) and waits (bounded) until it is, with no operation locking it: one
  * `Pending` or `Starting` is waited out until it runs, one `Running` is stopped (standard stop), one
  * `Stopping` is waited for, one `Stopped` is left alone. A StopInstance refused with
  * `IncorrectInstanceStatus` (a retry after a lost answer: the first call stopped it) is read again, not
