@@ -4,7 +4,8 @@
  * one after another per group while other nodes still drain (a member that had no Node waits until every
  * drain has ended); then the pod routes of every node that left. A
  * node whose step failed goes no further, and neither do the members of a group after one of its batches
- * failed; every other node is finished, and one error lists each failure at the end.
+ * failed (a victim held back alone because its machine could not be stopped does not count); every other
+ * node is finished, and one error lists each failure at the end.
  */
 import { deletePodRoutes } from "./routes";
 import { ESS_BATCH, leaveGroupBatch } from "./scalingGroup";

@@ -4,8 +4,11 @@
  *
  * Right before each call the batch is read again — its members (one already gone has left) and the
  * cluster's Nodes: a member whose Node registered after its drain (a node that was still joining) or came
- * back (a kubelet nobody reset) goes through the Kubernetes side again first. A protected member (fixed
- * pools: PoolCapacity protects them, so ESS never picks one itself) is unprotected only then. The call
+ * back (a kubelet nobody reset) goes through the Kubernetes side again first. Only then is a released victim
+ * still without a Node fenced: protected (so ESS's health check keeps it), stopped on its own (one whose stop
+ * fails is held back alone), and the Nodes read once more; a fenced victim whose batch does not leave is
+ * started again and its protection lifted. A protected member (fixed pools: PoolCapacity protects them,
+ * so ESS never picks one itself) is unprotected right before the call. The call
  * lowers the desired capacity by exactly the members it takes (`DecreaseDesiredCapacity`), so ESS never
  * chooses a victim of its own. The activity it starts is waited for: `Successful` is done; `Warning` means
  * the members still present failed; `Failed` / `Rejected` fail the batch. docs/upstream.md#ess-remove,
