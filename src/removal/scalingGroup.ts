@@ -70,12 +70,12 @@ interface Fence {
  * protected from scale-in (those in service): a protected member keeps its health status while stopped,
  * so ESS's health check does not release it before the call and launch a replacement the desired capacity
  * still counts (docs/upstream.md#ess-protection). Each is stopped on its own: one already gone is done; one
- * whose stop fails is held back from this batch and fails alone.
+ * whose stop fails is held back from this batch and fails alone. Fills in `fence` as it goes.
  */
-async function fenceNodeless(todo: readonly NodeRemoval[], members: readonly ScalingGroupMember[], group: string, run: RemovalRun, failed: Map<NodeRemoval, Error>): Promise<Fence> {
-    const fence: Fence = { stopped: [], heldBack: [], protectedHere: [] };
+async function fenceNodeless(fence: Fence, todo: readonly NodeRemoval[], members: readonly ScalingGroupMember[], group: string, run: RemovalRun,
+    failed: Map<NodeRemoval, Error>): Promise<void> {
     const nodeless = todo.filter((r) => (r.target.essAction ?? "release") === "release" && !r.facts.drainedNode);
-    if (nodeless.length === 0) return fence;
+    if (nodeless.length === 0) return;
     const ids = nodeless.map((r) => r.target.instanceId);
     fence.protectedHere = members.filter((m) => ids.includes(m.instanceId) && m.lifecycleState === "InService").map((m) => m.instanceId);
     if (fence.protectedHere.length > 0) await setInstancesProtection(run.opts.region, group, fence.protectedHere, true);
@@ -92,7 +92,6 @@ async function fenceNodeless(todo: readonly NodeRemoval[], members: readonly Sca
                 `${id} was not released (a machine still joining must be stopped first) and stays a member: look at it in the ECS console (a lock, an operation in progress), then run again`));
         }
     }));
-    return fence;
 }
 
 /**
@@ -113,6 +112,7 @@ async function undoFence(fence: Fence, group: string, run: RemovalRun): Promise<
             if (inst.status !== "Stopped" && inst.status !== "Stopping") continue;
             rs[0].log(`starting ${id} again: it stays in ${group}`);
             await startInstance(run.opts.region, id);
+            rs.filter((r) => r.target.instanceId === id).forEach((r) => { r.facts.machineStopped = false; });
         }
     } catch (err) {
         rs[0].warn(`${group}: could not start ${ids.join(", ")} again (${(err as Error).message}): start them in the ECS console, or ESS's health check replaces them`);
@@ -160,25 +160,24 @@ async function drainLateNodes(batch: NodeRemoval[], run: RemovalRun, failed: Map
  */
 export async function leaveGroupBatch(batch: NodeRemoval[], run: RemovalRun, failed: Map<NodeRemoval, Error>): Promise<NodeRemoval[]> {
     const group = batch[0].target.scalingGroupId!;
-    const action = batch[0].target.essAction ?? "release";
-    const failAll = (rs: readonly NodeRemoval[], err: Error) => {
-        const e = err instanceof RemovalError ? err : new RemovalError(rs.map((r) => r.target.instanceId), "leave-scaling-group", err, fixOf(group));
-        for (const r of rs) failed.set(r, e);
-    };
-    let fence: Fence = { stopped: [], heldBack: [], protectedHere: [] };
+    const fence: Fence = { stopped: [], heldBack: [], protectedHere: [] };
     try {
-        await leaveGroup(batch, group, action, run, failed, failAll, (f) => { fence = f; });
+        await leaveGroup(batch, group, run, failed, fence);
     } finally {
         await undoFence(fence, group, run);
     }
     return fence.heldBack;
 }
 
-async function leaveGroup(batch: NodeRemoval[], group: string, action: "release" | "keep", run: RemovalRun, failed: Map<NodeRemoval, Error>,
-    failAll: (rs: readonly NodeRemoval[], err: Error) => void, fenced: (f: Fence) => void): Promise<void> {
+/** {@link leaveGroupBatch} up to the fence's undoing: the fence is filled in as it is set up. */
+async function leaveGroup(batch: NodeRemoval[], group: string, run: RemovalRun, failed: Map<NodeRemoval, Error>, fence: Fence): Promise<void> {
+    const action = batch[0].target.essAction ?? "release";
+    const failAll = (rs: readonly NodeRemoval[], err: Error) => {
+        const e = err instanceof RemovalError ? err : new RemovalError(rs.map((r) => r.target.instanceId), "leave-scaling-group", err, fixOf(group));
+        for (const r of rs) failed.set(r, e);
+    };
     let members: ScalingGroupMember[];
     let todo: NodeRemoval[];
-    let fence: Fence = { stopped: [], heldBack: [], protectedHere: [] };
     try {
         members = await presentMembers(batch, group, run);
         const isMember = (r: NodeRemoval) => members.some((m) => m.instanceId === r.target.instanceId);
@@ -194,8 +193,7 @@ async function leaveGroup(batch: NodeRemoval[], group: string, action: "release"
         // victims still without one are stopped, then the Nodes are read once more (one registered between the
         // last listing and the stop is drained on its stopped machine, without waiting for its pods).
         todo = batch.some(isMember) ? await drainLateNodes(batch.filter(isMember), run, failed) : [];
-        fence = await fenceNodeless(todo, members, group, run, failed);
-        fenced(fence);
+        await fenceNodeless(fence, todo, members, group, run, failed);
         if (fence.heldBack.length > 0) todo = todo.filter((r) => !fence.heldBack.includes(r));
         if (fence.stopped.length > 0) todo = await drainLateNodes(todo, run, failed);
     } catch (err) {
