@@ -70,6 +70,19 @@ describe("removal: the fence of Node-less released victims", () => {
         assert.strictEqual(ctx.emu.instances.has(b), false, "b was released");
     });
 
+    it("B2: a victim whose instance is already gone when it is stopped counts as stopped: its batch is released", async () => {
+        group = ctx.emu.addScalingGroup({ desiredCapacity: 3, maxSize: 3 }).scalingGroupId;
+        const [a, gone, survivor] = ctx.emu.scalingGroupInstances(group);
+        c.addNode(a, { pool: "general", pods: ["ReplicaSet"] });
+        c.addNode(survivor, { pool: "general" });
+        // Released by someone else just before the StopInstance reaches ECS (ESS still lists the member).
+        ctx.emu.beforeRequest = (req) => { if (req.action === "StopInstance" && req.params.InstanceId === gone) ctx.emu.instances.delete(gone); return undefined; };
+        await removeNodes(release(a, gone), opts);
+        assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group), [survivor]);
+        assert.strictEqual(ctx.emu.scalingGroups.get(group)!.desiredCapacity, 1);
+        assert.strictEqual(ctx.emu.instances.has(a), false);
+    });
+
     it("B2: a stopped victim whose batch fails is started again: ESS's health check then has nothing to replace", async () => {
         group = ctx.emu.addScalingGroup({ desiredCapacity: 2, maxSize: 2 }).scalingGroupId;
         const [victim, survivor] = ctx.emu.scalingGroupInstances(group);
