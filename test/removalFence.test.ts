@@ -70,6 +70,20 @@ describe("removal: the fence of Node-less released victims", () => {
         assert.strictEqual(ctx.emu.instances.has(b), false, "b was released");
     });
 
+    it("B2: a victim held back does not stop the group's later batches (22 Node-less victims: batches of 20 and 2)", async () => {
+        group = ctx.emu.addScalingGroup({ desiredCapacity: 23, maxSize: 23 }).scalingGroupId;
+        const ids = ctx.emu.scalingGroupInstances(group);
+        const survivor = ids[22];
+        c.addNode(survivor, { pool: "general" });
+        const locked = ids[0];
+        ctx.emu.beforeRequest = (req) => req.action === "StopInstance" && req.params.InstanceId === locked
+            ? { status: 403, code: "InstanceLockedForSecurity", message: "The specified operation is denied as your instance is locked for security reasons." } : undefined;
+        await assert.rejects(removeNodes(release(...ids.slice(0, 22)), opts), /1 of 22 node removal\(s\) failed/);
+        assert.strictEqual(ctx.emu.callsOf("RemoveInstances").length, 2, "both batches called");
+        assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group), [locked, survivor]);
+        assert.strictEqual(ctx.emu.scalingGroups.get(group)!.desiredCapacity, 2);
+    });
+
     it("B2: a victim whose instance is already gone when it is stopped counts as stopped: its batch is released", async () => {
         group = ctx.emu.addScalingGroup({ desiredCapacity: 3, maxSize: 3 }).scalingGroupId;
         const [a, gone, survivor] = ctx.emu.scalingGroupInstances(group);
