@@ -12,7 +12,10 @@
 // - `credentials`: the instances holding kubelet credentials (a joined node until `kubeadm reset`).
 // - `etcd`: member name → peer IP; `kubeadm reset` on a member takes it out unless `resetLeavesEtcd`.
 // - `violations`: every scaling-group member that left ESS while it had a Node that was not drained (I1),
-//   recorded by the emulator's member-left hook at the moment ESS takes it out.
+//   recorded by the emulator's member-left hook at the moment ESS takes it out; and every instance stopped
+//   (StopInstance accepted) while its Node still had workload pods (they were never evicted: no PDB held).
+// - A machine that does not run cannot confirm pod deletions: a drain of its Node leaves the evicted pods
+//   Terminating and times out, unless it skips the wait (`skipWait` > 0), as kubectl drain does.
 import * as zlib from "zlib";
 import type { Emulator } from "./emulator";
 import type { ClusterAccess } from "../src/cloud/operations";
@@ -144,6 +147,12 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
         }
     };
 
+    emu.state.onStopInstance = (inst) => {
+        const node = nodeOfInstance(inst.instanceId);
+        const workload = node?.pods.filter((k) => k !== "DaemonSet") ?? [];
+        if (node && workload.length > 0) c.violations.push(`${inst.instanceId} stopped with ${workload.length} workload pod(s) on Node ${node.name} (never evicted)`);
+    };
+
     emu.onCommand(operation("list-nodes"), (ctx) => {
         c.log.push(`${ctx.instanceId}: get-nodes`);
         listings++;
@@ -172,6 +181,10 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
             return { exitCode: 1, output: `evicting pod default/web-1\nerror when evicting pods/"web-1" -n "default" (will retry after 5s): Cannot evict pod as it would violate the pod's disruption budget.\nerror: unable to drain node "${name}" due to error: global timeout reached: 10s\ndrain-status=1\n` };
         }
         const evicted = node.pods.filter((k) => k !== "DaemonSet");
+        if (evicted.length > 0 && !running(node.instanceId) && Number(ctx.parameters.skipwait ?? "0") === 0) {
+            // Evicted, but no kubelet confirms the deletions: the pods stay Terminating until the drain's timeout.
+            return { exitCode: 1, output: `evicting pod default/web-0\nerror: unable to drain node "${name}" due to error: global timeout reached: ${ctx.parameters.timeout}s\ndrain-status=1\n` };
+        }
         node.pods = node.pods.filter((k) => k === "DaemonSet");
         reschedule(node, evicted);
         const filler = c.drainOutputBytes > 0 ? `${"evicting pod default/web-0\n".repeat(Math.ceil(c.drainOutputBytes / 26))}` : "";

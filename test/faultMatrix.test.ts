@@ -1,5 +1,6 @@
 /**
- * The removal fault matrix (issue 13): for a pool node released and one kept, an existing node and a
+ * The removal fault matrix (issue 13): for a pool node released and one kept, a pool member released with no
+ * Node yet (fenced: protected and stopped before its release), an existing node and a
  * control-plane member, every API call of a clean removal fails once in turn (refused, or applied with its
  * answer lost), every command exits 1 once in turn, and the caller "crashes" after every mutating call (from
  * then on the cloud refuses it everything, as if the process were killed, while what it started — commands,
@@ -27,7 +28,7 @@ const ENV = {
 const POLLS = ["DescribeInvocationResults", "DescribeScalingActivities"];
 const isMutating = (action: string) => !/^(Describe|List|Get|Query)/.test(action);
 
-type Kind = "pool release" | "pool keep" | "existing" | "control-plane";
+type Kind = "pool release" | "pool release, no Node" | "pool keep" | "existing" | "control-plane";
 
 /** One removal world: the cloud, the cluster, the target and everything else that must not change. */
 interface World {
@@ -76,6 +77,13 @@ async function world(kind: Kind): Promise<World> {
         // Fixed pools' members are protected (PoolCapacity): the removal lifts it for the victim only.
         ids.forEach((id) => { emu.state.scalingInstances.get(id)!.lifecycleState = "Protected"; });
         target = { instanceId: ids[0], kind: "scale-out", scalingGroupId: group, essAction: kind === "pool keep" ? "keep" : "release" };
+    } else if (kind === "pool release, no Node") {
+        // A victim still joining (no Node): fenced — protected, stopped — before its release. Members not protected
+        // (an autoscaled pool's), so the fence's own protection is what keeps ESS's health check off it.
+        const group = emu.addScalingGroup({ desiredCapacity: 3, maxSize: 3 }).scalingGroupId;
+        const ids = emu.scalingGroupInstances(group);
+        ids.slice(1).forEach((id) => { c.addNode(id, { pool: "general", pods: ["ReplicaSet"] }); route(id); });
+        target = { instanceId: ids[0], kind: "scale-out", scalingGroupId: group, essAction: "release" };
     } else if (kind === "existing") {
         const userData = Buffer.from("#!/bin/bash\nattach ...").toString("base64");
         const ids = [emu.addInstance({ userData }).instanceId, emu.addInstance({ userData }).instanceId];
@@ -217,7 +225,7 @@ describe("removal fault matrix: one fault at every step, then a re-run (I1–I3 
         for (const [k, v] of Object.entries(saved)) { if (v === undefined) delete process.env[k]; else process.env[k] = v; }
     });
 
-    for (const kind of ["pool release", "pool keep", "existing", "control-plane"] as Kind[]) {
+    for (const kind of ["pool release", "pool release, no Node", "pool keep", "existing", "control-plane"] as Kind[]) {
         it(`${kind}: every refused call, lost answer, failing command and crash is followed by a re-run that finishes, with I1–I3`, async () => {
             const clean = await cleanRun(kind);
             const faults: Fault[] = [

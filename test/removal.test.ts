@@ -243,7 +243,8 @@ describe("removal core", () => {
 
     describe("issue 13 point 7/8: nodes whose machine keeps running are reset, or the removal fails with the fix", () => {
         for (const [what, arrange] of [
-            ["stopped", (id: string) => ctx.emu.stopInstance(id)],
+            // A stopped machine's Node turns NotReady (node-monitor-grace-period): its drain does not wait for the pods.
+            ["stopped", (id: string) => { ctx.emu.stopInstance(id); nodeOf(id)!.ready = false; }],
             ["agent offline", (id: string) => ctx.emu.setAgentOffline(id, "ClientNotRunning")],
             ["agent reported DeliveryTimeout", (id: string) => { ctx.emu.state.deliveryTimeoutMs = 50; ctx.emu.setAgentOffline(id, "DeliveryTimeout"); }],
         ] as const) {

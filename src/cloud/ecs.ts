@@ -71,28 +71,40 @@ export async function setUserData(region: string, instanceId: string, userData: 
     await callApi("ecs", "ModifyInstanceAttribute", { InstanceId: instanceId, UserData: Buffer.from(userData, "utf8").toString("base64") }, { region });
 }
 
-/** StopInstance with the pay-as-you-go standard stop (the instance keeps its resources and billing). */
-export async function stopInstance(region: string, instanceId: string): Promise<void> {
-    await callApi("ecs", "StopInstance", { InstanceId: instanceId, StoppedMode: "KeepCharging" }, { region, retry: { retryableCodes: ["IncorrectInstanceStatus"] } });
-}
-
 /**
- * Stops every instance of `ids` that runs (one starting is waited for first) and waits until each is Stopped
- * or gone. A released instance, or one stopped already, is fine.
- * @throws when one is not Stopped after `timeoutMs`
+ * Brings one instance to `Stopped` (StopInstance in the pay-as-you-go standard stop, `KeepCharging`: the
+ * instance keeps its resources) and waits (bounded) until it is, with no operation locking it: one
+ * `Pending` or `Starting` is waited out until it runs, one `Running` is stopped (standard stop), one
+ * `Stopping` is waited for, one `Stopped` is left alone. A StopInstance refused with
+ * `IncorrectInstanceStatus` (a retry after a lost answer: the first call stopped it) is read again, not
+ * retried. docs/upstream.md#ecs-stop-start.
+ * @returns `"stopped"`, or `"gone"` when the instance does not exist (released meanwhile)
+ * @throws when StopInstance is refused, or the instance is not Stopped after `timeoutMs` (default 300 s)
  */
-export async function stopInstancesAndWait(region: string, ids: readonly string[], opts: { pollMs?: number; timeoutMs?: number } = {}): Promise<void> {
-    const deadline = Date.now() + (opts.timeoutMs ?? 300_000);
+export async function stopInstanceAndWait(region: string, instanceId: string,
+    opts: { pollMs?: number; timeoutMs?: number; log?: (message: string) => void } = {}): Promise<"stopped" | "gone"> {
+    const timeoutMs = opts.timeoutMs ?? 300_000;
+    const deadline = Date.now() + timeoutMs;
     let pause = opts.pollMs ?? 1000;
-    const stopping = new Set<string>();
     for (;;) {
-        const left = [...(await describeInstances(region, ids)).values()].filter((i) => i.status !== "Stopped");
-        if (left.length === 0) return;
-        for (const i of left.filter((x) => x.status === "Running" && !stopping.has(x.instanceId))) {
-            await stopInstance(region, i.instanceId);
-            stopping.add(i.instanceId);
+        const inst = await describeInstance(region, instanceId);
+        if (!inst) return "gone";
+        if (inst.status === "Stopped" && !inst.locked) return "stopped";
+        if (inst.status === "Running" && !inst.locked) {
+            try {
+                await callApi("ecs", "StopInstance", { InstanceId: instanceId, StoppedMode: "KeepCharging" }, { region });
+            } catch (err) {
+                const code = (err as { code?: string }).code ?? "";
+                if (/NotFound/.test(code)) return "gone";
+                if (code !== "IncorrectInstanceStatus") throw err;
+            }
+        } else {
+            opts.log?.(`${instanceId}: waiting for Stopped (now ${inst.status}${inst.locked ? ", operation in progress" : ""})`);
         }
-        if (Date.now() + pause > deadline) throw new Error(`not Stopped in time: ${left.map((i) => `${i.instanceId} (${i.status})`).join(", ")}`);
+        if (Date.now() + pause > deadline) {
+            throw new Error(`${instanceId} did not become Stopped within ${Math.round(timeoutMs / 1000)} s (status ${inst.status}${inst.locked ? ", operation locked" : ""}); ` +
+                "look at the instance in the ECS console, then run again");
+        }
         await new Promise((resolve) => setTimeout(resolve, pause));
         pause = Math.min(10_000, pause * 1.5);
     }

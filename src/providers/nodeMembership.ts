@@ -18,7 +18,7 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { CommandError } from "../cloud/cloudAssistant";
-import { describeInstance, replaceSystemDisk, setUserData, startInstance, stopInstance } from "../cloud/ecs";
+import { describeInstance, replaceSystemDisk, setUserData, startInstance, stopInstanceAndWait } from "../cloud/ecs";
 import { cannotRunCommands } from "../cloud/errors";
 import { bootstrapLog, listNodes, providerIdOf, runJoin, sendSecret, type ClusterAccess } from "../cloud/operations";
 import { clusterAccess, type ClusterAccessArgs, type ClusterAccessInputs } from "./access";
@@ -217,16 +217,12 @@ async function attachByReimage(inputs: NodeMembershipInputs, log: (m: string) =>
     log(`${instanceId}: running on the new system disk; the attach script runs at first boot`);
 }
 
-/** Stops the instance unless it is stopped already; a transition in progress is waited out first. */
+/** Stops the instance unless it is stopped already; a transition in progress is waited out first (ecs.ts `stopInstanceAndWait`). */
 async function stopAndWait(inputs: NodeMembershipInputs, w: Waits, log: (m: string) => void): Promise<void> {
     const { region, instanceId } = inputs;
-    let { status } = await instanceState(region, instanceId);
-    if (status === "Starting" || status === "Pending") {
-        await waitForStatus(region, instanceId, "Running", w, log);
-        status = "Running";
+    if (await stopInstanceAndWait(region, instanceId, { pollMs: w.pollMs, timeoutMs: w.timeoutMs, log }) === "gone") {
+        throw new Error(`ECS instance ${instanceId} does not exist in ${region}; check existingNodes[].instanceId`);
     }
-    if (status === "Running") await stopInstance(region, instanceId);
-    await waitForStatus(region, instanceId, "Stopped", w, log);
 }
 
 /**

@@ -4,7 +4,8 @@
  * one after another per group while other nodes still drain (a member that had no Node waits until every
  * drain has ended); then the pod routes of every node that left. A
  * node whose step failed goes no further, and neither do the members of a group after one of its batches
- * failed; every other node is finished, and one error lists each failure at the end.
+ * failed (a victim held back alone because its machine could not be stopped does not count); every other
+ * node is finished, and one error lists each failure at the end.
  */
 import { deletePodRoutes } from "./routes";
 import { ESS_BATCH, leaveGroupBatch } from "./scalingGroup";
@@ -91,8 +92,9 @@ class GroupQueues {
             const action = q.waiting[0].target.essAction ?? "release";
             const batch = q.waiting.filter((r) => (r.target.essAction ?? "release") === action).slice(0, ESS_BATCH);
             q.waiting = q.waiting.filter((r) => !batch.includes(r));
-            await leaveGroupBatch(batch, this.run, this.failed);
-            const failedHere = batch.filter((r) => this.failed.has(r));
+            const heldBack = await leaveGroupBatch(batch, this.run, this.failed);
+            // A victim held back (its machine could not be stopped) fails alone; any other failure stops the group.
+            const failedHere = batch.filter((r) => this.failed.has(r) && !heldBack.includes(r));
             if (failedHere.length > 0) q.broken = `an earlier batch of ${group} failed (${failedHere.map((r) => r.target.instanceId).join(", ")})`;
         }
     }

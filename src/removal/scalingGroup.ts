@@ -4,14 +4,17 @@
  *
  * Right before each call the batch is read again — its members (one already gone has left) and the
  * cluster's Nodes: a member whose Node registered after its drain (a node that was still joining) or came
- * back (a kubelet nobody reset) goes through the Kubernetes side again first. A protected member (fixed
- * pools: PoolCapacity protects them, so ESS never picks one itself) is unprotected only then. The call
+ * back (a kubelet nobody reset) goes through the Kubernetes side again first. Only then is a released victim
+ * still without a Node fenced: protected (so ESS's health check keeps it), stopped on its own (one whose stop
+ * fails is held back alone), and the Nodes read once more; a fenced victim whose batch does not leave is
+ * started again and its protection lifted. A protected member (fixed pools: PoolCapacity protects them,
+ * so ESS never picks one itself) is unprotected right before the call. The call
  * lowers the desired capacity by exactly the members it takes (`DecreaseDesiredCapacity`), so ESS never
  * chooses a victim of its own. The activity it starts is waited for: `Successful` is done; `Warning` means
  * the members still present failed; `Failed` / `Rejected` fail the batch. docs/upstream.md#ess-remove,
  * #ess-activities, #ess-protection.
  */
-import { stopInstancesAndWait } from "../cloud/ecs";
+import { describeInstances, startInstance, stopInstanceAndWait } from "../cloud/ecs";
 import { scalingGroupMembers, setInstancesProtection, waitForActivity, waitForIdleGroup, leaveScalingGroup as essLeave, type ScalingGroupMember } from "../cloud/ess";
 import { listNodes, type NodeInfo } from "../cloud/operations";
 import { OpenApiError } from "../cloud/openapi";
@@ -53,16 +56,67 @@ function drained(r: NodeRemoval, node: NodeInfo): boolean {
     return r.facts.drainedNode === node.name && node.unschedulable && node.removing !== "";
 }
 
+/** The fence of one batch: the victims stopped, those held back (their stop failed), and those this run protected. */
+interface Fence {
+    stopped: NodeRemoval[];
+    heldBack: NodeRemoval[];
+    protectedHere: string[];
+}
+
 /**
- * Released victims that had no Node to drain (never joined, or still joining) are stopped first: a machine
- * still joining could otherwise register its Node after the last look, during the scaling activity, and take
- * pods until ESS releases it. Stopped, it cannot; a Node it registered before is drained next.
+ * Released victims that still have no Node (never joined, or still joining) — read right after every late
+ * Node of the batch was drained — are stopped before the call: a machine still joining could otherwise
+ * register its Node during the scaling activity and take pods until ESS releases it. First they are
+ * protected from scale-in (those in service): a protected member keeps its health status while stopped,
+ * so ESS's health check does not release it before the call and launch a replacement the desired capacity
+ * still counts (docs/upstream.md#ess-protection). Each is stopped on its own: one already gone is done; one
+ * whose stop fails is held back from this batch and fails alone. Fills in `fence` as it goes.
  */
-async function fenceNodeless(batch: readonly NodeRemoval[], run: RemovalRun): Promise<void> {
-    const nodeless = batch.filter((r) => (r.target.essAction ?? "release") === "release" && !r.facts.drainedNode);
+async function fenceNodeless(fence: Fence, todo: readonly NodeRemoval[], members: readonly ScalingGroupMember[], group: string, run: RemovalRun,
+    failed: Map<NodeRemoval, Error>): Promise<void> {
+    const nodeless = todo.filter((r) => (r.target.essAction ?? "release") === "release" && !r.facts.drainedNode);
     if (nodeless.length === 0) return;
-    nodeless[0].log(`stopping ${nodeless.map((r) => r.target.instanceId).join(", ")} (no Node was drained: a node still joining must not register while it is released)`);
-    await stopInstancesAndWait(run.opts.region, nodeless.map((r) => r.target.instanceId), { pollMs: run.opts.pollIntervalMs });
+    const ids = nodeless.map((r) => r.target.instanceId);
+    fence.protectedHere = members.filter((m) => ids.includes(m.instanceId) && m.lifecycleState === "InService").map((m) => m.instanceId);
+    if (fence.protectedHere.length > 0) await setInstancesProtection(run.opts.region, group, fence.protectedHere, true);
+    nodeless[0].log(`stopping ${ids.join(", ")} (no Node to drain: a node still joining must not register while it is released)`);
+    await Promise.all(nodeless.map(async (r) => {
+        const id = r.target.instanceId;
+        try {
+            await stopInstanceAndWait(run.opts.region, id, { pollMs: run.opts.pollIntervalMs });
+            r.facts.machineStopped = true;
+            fence.stopped.push(r);
+        } catch (err) {
+            fence.heldBack.push(r);
+            failed.set(r, new RemovalError([id], "leave-scaling-group", new Error(`it could not be stopped before its release: ${(err as Error).message}`),
+                `${id} was not released (a machine still joining must be stopped first) and stays a member: look at it in the ECS console (a lock, an operation in progress), then run again`));
+        }
+    }));
+}
+
+/**
+ * Undoes the fence of the victims that did not leave and are still members, not leaving: the protection
+ * this run set is lifted, and a stopped machine is started again, so that ESS's health check does not
+ * release a stopped member and launch a replacement, and the node is as it was (its kubelet may register
+ * its Node now; a later run drains it).
+ */
+async function undoFence(fence: Fence, group: string, run: RemovalRun): Promise<void> {
+    const rs = [...fence.stopped, ...fence.heldBack].filter((r) => !r.facts.leftGroup);
+    if (rs.length === 0) return;
+    const ids = rs.map((r) => r.target.instanceId);
+    try {
+        const stayed = (await scalingGroupMembers(run.opts.region, group, { instanceIds: ids })).filter((m) => !LEAVING.includes(m.lifecycleState));
+        const lift = stayed.filter((m) => m.lifecycleState === "Protected" && fence.protectedHere.includes(m.instanceId)).map((m) => m.instanceId);
+        if (lift.length > 0) await setInstancesProtection(run.opts.region, group, lift, false);
+        for (const [id, inst] of await describeInstances(run.opts.region, stayed.map((m) => m.instanceId))) {
+            if (inst.status !== "Stopped" && inst.status !== "Stopping") continue;
+            rs[0].log(`starting ${id} again: it stays in ${group}`);
+            await startInstance(run.opts.region, id);
+            rs.filter((r) => r.target.instanceId === id).forEach((r) => { r.facts.machineStopped = false; });
+        }
+    } catch (err) {
+        rs[0].warn(`${group}: could not start ${ids.join(", ")} again (${(err as Error).message}): start them in the ECS console, or ESS's health check replaces them`);
+    }
 }
 
 /**
@@ -84,7 +138,8 @@ async function drainLateNodes(batch: NodeRemoval[], run: RemovalRun, failed: Map
                     `its kubelet still runs: run \`kubeadm reset -f\` on ${r.target.instanceId}, then run again`));
                 continue;
             }
-            r.warn(`${r.target.instanceId}: Node ${node.name} appeared after the drain (the node was still joining, or its kubelet registered it again); draining it before it leaves ESS`);
+            r.warn(`${r.target.instanceId}: Node ${node.name} appeared after the drain (the node was still joining, or its kubelet registered it again); ` +
+                `draining it before it leaves ESS${r.facts.machineStopped ? " (its machine is stopped: evicted pods are not waited for)" : ""}`);
             r.facts.name = node.name;
             r.facts.ready = node.ready;
             r.facts.podCidr = node.podCidr;
@@ -101,9 +156,21 @@ async function drainLateNodes(batch: NodeRemoval[], run: RemovalRun, failed: Map
 /**
  * Takes one batch (same group, same action) out of its scaling group; see the module comment. Nodes that
  * fail are put in `failed` with their RemovalError; the others are done or skipped.
+ * @returns the victims held back from the batch (their stop failed): failed alone, the group's later batches still go
  */
-export async function leaveGroupBatch(batch: NodeRemoval[], run: RemovalRun, failed: Map<NodeRemoval, Error>): Promise<void> {
+export async function leaveGroupBatch(batch: NodeRemoval[], run: RemovalRun, failed: Map<NodeRemoval, Error>): Promise<NodeRemoval[]> {
     const group = batch[0].target.scalingGroupId!;
+    const fence: Fence = { stopped: [], heldBack: [], protectedHere: [] };
+    try {
+        await leaveGroup(batch, group, run, failed, fence);
+    } finally {
+        await undoFence(fence, group, run);
+    }
+    return fence.heldBack;
+}
+
+/** {@link leaveGroupBatch} up to the fence's undoing: the fence is filled in as it is set up. */
+async function leaveGroup(batch: NodeRemoval[], group: string, run: RemovalRun, failed: Map<NodeRemoval, Error>, fence: Fence): Promise<void> {
     const action = batch[0].target.essAction ?? "release";
     const failAll = (rs: readonly NodeRemoval[], err: Error) => {
         const e = err instanceof RemovalError ? err : new RemovalError(rs.map((r) => r.target.instanceId), "leave-scaling-group", err, fixOf(group));
@@ -122,9 +189,13 @@ export async function leaveGroupBatch(batch: NodeRemoval[], run: RemovalRun, fai
             r.facts.leftGroup = true;
             skipStep(r, "leave-scaling-group", `${r.target.instanceId} is no longer in ${group}`);
         }
-        // The Nodes are read after the members, right before the call.
-        if (batch.some(isMember)) await fenceNodeless(batch.filter(isMember), run);
+        // The Nodes are read after the members, right before the call: late Nodes are drained first, then the
+        // victims still without one are stopped, then the Nodes are read once more (one registered between the
+        // last listing and the stop is drained on its stopped machine, without waiting for its pods).
         todo = batch.some(isMember) ? await drainLateNodes(batch.filter(isMember), run, failed) : [];
+        await fenceNodeless(fence, todo, members, group, run, failed);
+        if (fence.heldBack.length > 0) todo = todo.filter((r) => !fence.heldBack.includes(r));
+        if (fence.stopped.length > 0) todo = await drainLateNodes(todo, run, failed);
     } catch (err) {
         if (err instanceof OpenApiError && err.code === "InvalidScalingGroupId.NotFound") {
             for (const r of batch.filter((x) => !failed.has(x))) {
@@ -140,7 +211,7 @@ export async function leaveGroupBatch(batch: NodeRemoval[], run: RemovalRun, fai
     if (present.length === 0) return;
     const ids = present.map((r) => r.target.instanceId);
     try {
-        const protectedIds = members.filter((m) => m.lifecycleState === "Protected").map((m) => m.instanceId);
+        const protectedIds = ids.filter((id) => fence.protectedHere.includes(id) || members.some((m) => m.instanceId === id && m.lifecycleState === "Protected"));
         if (protectedIds.length > 0) await setInstancesProtection(run.opts.region, group, protectedIds, false);
         present[0].log(`${action === "keep" ? "detaching" : "releasing"} ${ids.join(", ")} from ${group}`);
         const activityId = await essLeave(run.opts.region, group, ids, action);

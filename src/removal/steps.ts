@@ -14,7 +14,7 @@ import { keepsRunning, notApplicable, RemovalError, runStep, skipStep, type Node
 /** The no-op userdata left on a removed existing node, so a reboot or re-image cannot rejoin it. */
 export const CLEARED_USERDATA = "#!/bin/sh\n# alicloud-kubeadm: this node was removed from its cluster; its join userdata was cleared.\n";
 
-/** On a NotReady node the kubelet never confirms pod deletion: stop waiting for evicted pods after this long, seconds. */
+/** On a NotReady node (or one whose machine this run stopped) the kubelet never confirms pod deletion: stop waiting for evicted pods after this long, seconds. */
 const NOT_READY_SKIP_WAIT_SECONDS = 60;
 
 function isGone(err: unknown): boolean {
@@ -81,7 +81,7 @@ async function drain(r: NodeRemoval, run: RemovalRun): Promise<void> {
         try {
             await drainNode(run.access, name, {
                 timeoutSeconds: run.opts.drainTimeoutSeconds ?? 600, force: run.opts.force ?? false,
-                skipWaitSeconds: r.facts.ready === false ? NOT_READY_SKIP_WAIT_SECONDS : 0,
+                skipWaitSeconds: r.facts.ready === false || r.facts.machineStopped ? NOT_READY_SKIP_WAIT_SECONDS : 0,
             });
             r.report.done.push("drain");
             r.facts.drainedNode = name;

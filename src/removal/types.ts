@@ -114,6 +114,8 @@ export interface NodeFacts {
     attachedMember?: boolean;
     /** The instance is no longer a member of its scaling group (it left in this run, or before it). */
     leftGroup?: boolean;
+    /** This run stopped the machine (a released victim with no Node, fenced before its call): a drain does not wait for its pods. */
+    machineStopped?: boolean;
     /** The Node's `spec.podCIDR` when seen in this run ("" unknown): the CCM's route to the node has it as destination. */
     podCidr?: string;
 }

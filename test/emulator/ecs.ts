@@ -585,6 +585,7 @@ const describeUserData: Handler = (st, p) => {
 const stopInstance: Handler = (st, p) => {
     const i = instanceOr404(st, required(p, "InstanceId"));
     if (i.status !== "Running") throw incorrectStatus(i, "Running");
+    st.onStopInstance?.(i);
     transition(st, i, "Stopping", "Stopped", () => undefined);
     return {};
 };

@@ -335,6 +335,8 @@ export class EmulatorState {
     onUserDataRun?: (instance: EmuInstance) => void;
     /** Test hook (not a cloud behaviour): called when a member leaves its scaling group, before its instance is released. */
     onMemberLeft?: (instanceId: string, scalingGroupId: string, released: boolean) => void;
+    /** Test hook (not a cloud behaviour): called when a StopInstance is accepted, as the machine begins to shut down. */
+    onStopInstance?: (instance: EmuInstance) => void;
     private seq = 0;
 
     /** A fresh id with a prefix, e.g. `i-emu0000000000000001`. */
