@@ -1,0 +1,142 @@
+// Hostile review of issue 15 (node admission by cloud identity). Each test here FAILS on the main it was written
+// against and demonstrates one defect; the report of the review describes severity, exploit and fix. The tests
+// assert from state (the approver's verdict vs. what a standard PEM reader signs, files a script left, the
+// recorded decisions, the admitted identity), never from log lines.
+import * as assert from "assert";
+import { execFileSync, spawn } from "child_process";
+import * as crypto from "crypto";
+import * as fs from "fs";
+import * as https from "https";
+import type * as net from "net";
+import * as os from "os";
+import * as path from "path";
+import { admit, documentWithAudience, type AdmissionSettings } from "../src/admission/admit";
+import { ADMITTED_GROUP, csrVerdict, KUBELET_CLIENT_SIGNER, type Csr } from "../src/admission/approver";
+import { issueChallenge } from "../src/admission/challenge";
+import { trustedSigners } from "../src/admission/pkcs7";
+import { startServer } from "../src/admission/server";
+import { admissionAttachOneLiner, renderAdmissionBootstrap } from "../src/shell/renderAdmission";
+import { makeClusterCa } from "./admission/harness";
+import { ModelCloud, ModelCluster } from "./admission/model";
+import { makePki, type TestPki } from "./admission/pki";
+
+const ACCOUNT = "1234567890123456";
+const REGION = "cn-hangzhou";
+
+describe("review 15: admission defects", function () {
+    this.timeout(120_000);
+    let pki: TestPki;
+    let dir: string;
+    let settings: AdmissionSettings;
+    const key = crypto.randomBytes(32);
+
+    before(() => {
+        process.env.AK_ADMISSION_LOG = "off";
+        pki = makePki();
+        dir = fs.mkdtempSync(path.join(os.tmpdir(), "ak-review15-"));
+        settings = { accountId: ACCOUNT, regionId: REGION, signers: trustedSigners(pki.signerPem), challengeKeys: [key], challengeTtlSeconds: 120, tokenTtlSeconds: 600 };
+    });
+    after(() => {
+        delete process.env.AK_ADMISSION_LOG;
+        pki?.cleanup();
+        if (dir) fs.rmSync(dir, { recursive: true, force: true });
+    });
+
+    /** The subject a standard PEM reader (openssl; Go's pem.Decode in kube-apiserver/kube-controller-manager alike) sees in `text`. */
+    const opensslSubject = (text: string): string => execFileSync("openssl", ["req", "-noout", "-subject", "-nameopt", "RFC2253"], { input: text }).toString().trim();
+
+    it("D1 (critical): the approver reads a different CSR than the one the signer signs (leading Base64 before the PEM block)", () => {
+        const own = `system:node:${REGION}.i-pool1`;
+        const master = `system:node:${REGION}.i-master0`;
+        // The admitted node's own CSR, as bare Base64 ending in '=' padding (Node's decoder stops there)...
+        let ownBody = "";
+        for (let i = 0; i < 20 && !ownBody.endsWith("="); i++) {
+            ownBody = pki.csr(`/O=system:nodes/CN=${own}`).replace(/-----(BEGIN|END) [A-Z ]+-----/g, "").replace(/\s+/g, "");
+        }
+        assert.ok(ownBody.endsWith("="), "a CSR whose DER length is not a multiple of 3 (two in three are)");
+        // ...then a proper PEM block for the master's name. PEM readers skip text before "-----BEGIN".
+        const request = `${ownBody}\n${pki.csr(`/O=system:nodes/CN=${master}`)}`;
+        assert.match(opensslSubject(request), new RegExp(`CN=${master}`), "what gets signed: the master's name");
+        const tokenId = "abcdef";
+        const csr: Csr = {
+            metadata: { name: "csr-smuggled" },
+            spec: { request, signerName: KUBELET_CLIENT_SIGNER, username: `system:bootstrap:${tokenId}`, groups: ["system:bootstrappers", ADMITTED_GROUP, "system:authenticated"],
+                usages: ["digital signature", "client auth"] },
+        };
+        const v = csrVerdict(csr, (id) => (id === tokenId ? `${REGION}.i-pool1` : undefined));
+        assert.notStrictEqual(v.action, "approve", `approved a CSR whose signed subject is ${master}: ${v.why}`);
+    });
+
+    it("D2 (high): a CA bundle defeats the CA pin: the pin is taken of the first certificate, curl trusts all of them (manual path runs the attacker's script)", async () => {
+        const real = makeClusterCa(fs.mkdtempSync(path.join(dir, "real-")));
+        const evilDir = fs.mkdtempSync(path.join(dir, "evil-"));
+        const evil = makeClusterCa(evilDir);
+        const marker = path.join(dir, "pwned");
+        // An on-path attacker (what the pin exists to stop) answers at the master's address with its own CA's
+        // certificate, and serves the real CA first in /ca.crt followed by its own.
+        const server = https.createServer({ cert: evil.certPem, key: evil.keyPem }, (req, res) => {
+            if (req.url === "/ca.crt") return res.end(real.caPem + evil.caPem);
+            if (req.url === "/attach.sh") return res.end(`#!/bin/bash\necho attacker > ${marker}\n`);
+            res.writeHead(404);
+            res.end();
+        });
+        await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+        const endpoint = `127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+        try {
+            const bootstrap = renderAdmissionBootstrap([endpoint], real.caHash).replace(/'\{\{(labels|taints|channel)\}\}'/g, "''");
+            fs.writeFileSync(path.join(dir, "bootstrap.sh"), bootstrap);
+            await new Promise<void>((resolve) => {
+                const p = spawn("bash", [path.join(dir, "bootstrap.sh")], { stdio: "ignore" });
+                p.on("exit", () => resolve());
+            });
+            const viaBootstrap = fs.existsSync(marker);
+            fs.rmSync(marker, { force: true });
+            await new Promise<void>((resolve) => {
+                const p = spawn("bash", ["-c", admissionAttachOneLiner([endpoint], real.caHash)], { stdio: "ignore" });
+                p.on("exit", () => resolve());
+            });
+            const viaOneLiner = fs.existsSync(marker);
+            assert.deepStrictEqual({ viaBootstrap, viaOneLiner }, { viaBootstrap: false, viaOneLiner: false }, "a script served under a certificate of another CA ran as root");
+        } finally {
+            await new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); });
+        }
+    });
+
+    it("D3 (medium, defence in depth): signed JSON with duplicate keys is used with its LAST value instead of being refused", async () => {
+        // What Alibaba would sign if it appends the caller's audience without escaping it (docs/admission.md quotes
+        // the format "audience":"<VALUE>"; the attacker chooses VALUE in the metadata request): the attacker's own
+        // document followed by injected members. The service must not let a second "instance-id"/"owner-account-id" win.
+        const cloud = new ModelCloud();
+        const cluster = new ModelCluster();
+        cloud.members.set("i-pool1", { instanceId: "i-pool1", privateIp: "192.168.1.10", source: "pool", pool: "general", state: "Pending" });
+        const audience = issueChallenge(key, "192.168.1.10", 120);
+        const injected = `{"owner-account-id":"999999","instance-id":"i-stranger","region-id":"${REGION}","private-ipv4":"192.168.1.10","audience":"${audience}",` +
+            `"owner-account-id":"${ACCOUNT}","instance-id":"i-pool1"}`;
+        const r = await admit({ document: injected, signature: pki.sign(documentWithAudience(injected, audience)), audience }, "192.168.1.10", settings, cloud, cluster);
+        assert.deepStrictEqual([r.admitted, cluster.tokens.size], [false, 0], `admitted ${r.instanceId} from a document that names i-stranger of account 999999 first`);
+    });
+
+    it("D4 (medium): every unauthenticated request to /admit writes a decision to the API server (an Event each: etcd write amplification)", async () => {
+        const ca = makeClusterCa(fs.mkdtempSync(path.join(dir, "srv-")));
+        const cluster = new ModelCluster();
+        const running = await startServer({ settings, cloud: new ModelCloud(), cluster, tls: () => ({ cert: ca.certPem, key: ca.keyPem }), caPem: ca.caPem, host: "127.0.0.1", port: 0 });
+        try {
+            const post = (body: string) => new Promise<void>((resolve) => {
+                const req = https.request({ host: "127.0.0.1", port: running.port, path: "/admit", method: "POST", rejectUnauthorized: false, headers: { "content-type": "application/json" } },
+                    (res) => { res.resume(); res.on("end", () => resolve()); });
+                req.on("error", () => resolve());
+                req.end(body);
+            });
+            for (let i = 0; i < 40; i++) await post(i % 2 ? "{}" : JSON.stringify({ document: "x", signature: "x", audience: "ak1.garbage" }));
+            assert.ok(cluster.decisions.length <= 4, `40 requests without any credential (no challenge, no signature) made ${cluster.decisions.length} API writes`);
+        } finally {
+            await running.close();
+        }
+    });
+
+    it("D5 (low): the manual one-line command names only the first master: with master 0 down the manual path is dead", () => {
+        const pin = `sha256:${"a".repeat(64)}`;
+        const line = admissionAttachOneLiner(["10.0.0.1:10443", "10.0.0.2:10443", "10.0.0.3:10443"], pin);
+        assert.ok(line.includes("10.0.0.2:10443") || line.includes("10.0.0.3:10443"), `the one-liner only tries 10.0.0.1: ${line}`);
+    });
+});
