@@ -75,10 +75,9 @@ describe("review 15: admission defects", function () {
         // An on-path attacker (what the pin exists to stop) answers at the master's address with its own CA's
         // certificate, and serves the real CA first in /ca.crt followed by its own.
         const server = https.createServer({ cert: evil.certPem, key: evil.keyPem }, (req, res) => {
-            if (req.url === "/ca.crt") return res.end(real.caPem + evil.caPem);
-            if (req.url === "/attach.sh") return res.end(`#!/bin/bash\necho attacker > ${marker}\n`);
-            res.writeHead(404);
-            res.end();
+            if (req.url === "/ca.crt") res.end(real.caPem + evil.caPem);
+            else if (req.url === "/attach.sh") res.end(`#!/bin/bash\necho attacker > ${marker}\n`);
+            else { res.writeHead(404); res.end(); }
         });
         await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
         const endpoint = `127.0.0.1:${(server.address() as net.AddressInfo).port}`;
