@@ -14,7 +14,7 @@ import { admit, documentWithAudience, type AdmissionSettings } from "../src/admi
 import { ADMITTED_GROUP, csrVerdict, KUBELET_CLIENT_SIGNER, type Csr } from "../src/admission/approver";
 import { issueChallenge } from "../src/admission/challenge";
 import { trustedSigners } from "../src/admission/pkcs7";
-import { approvePending, challengeKeys, Kube, KubeClusterView } from "../src/admission/kube";
+import { approvePending, challengeKeys, Kube, KubeClusterView, KubeError } from "../src/admission/kube";
 import { startServer } from "../src/admission/server";
 import { admissionRbacObjects } from "../src/components/admission";
 import { admissionAttachOneLiner, renderAdmissionBootstrap } from "../src/shell/renderAdmission";
@@ -133,6 +133,31 @@ describe("review 15: admission defects", function () {
             assert.ok(cluster.decisions.length <= 4, `40 requests without any credential (no challenge, no signature) made ${cluster.decisions.length} API writes`);
         } finally {
             await running.close();
+        }
+    });
+
+    it("D7 (low-medium): every approver pass GETs the token Secret of every kubelet-client CSR on the cluster, decided ones included (each replica, every second)", async () => {
+        // A fake API server holding 50 CSRs that are already approved (they stay listed for an hour after
+        // approval; kubeadm's own tokens' CSRs too). Nothing is left to decide, so one list call is all a pass needs.
+        const csrs = Array.from({ length: 50 }, (_, i) => ({
+            metadata: { name: `csr-${i}` },
+            spec: { request: "", signerName: KUBELET_CLIENT_SIGNER, username: `system:bootstrap:${String(i).padStart(6, "a")}`, groups: ["system:bootstrappers"], usages: ["client auth"] },
+            status: { conditions: [{ type: "Approved" }] },
+        }));
+        const calls: string[] = [];
+        class FakeKube extends Kube {
+            override request<T = Record<string, unknown>>(method: string, p: string): Promise<T> {
+                calls.push(`${method} ${p.split("?")[0]}`);
+                if (p.startsWith("/apis/certificates.k8s.io/v1/certificatesigningrequests?")) return Promise.resolve({ items: csrs } as T);
+                return Promise.reject(new KubeError(404, "not found"));
+            }
+        }
+        const kube = new FakeKube({ server: "https://127.0.0.1:1", ca: "" });
+        try {
+            assert.deepStrictEqual(await approvePending(kube, () => undefined), {});
+            assert.strictEqual(calls.length, 1, `one pass over 50 decided CSRs made ${calls.length} API calls`);
+        } finally {
+            kube.close();
         }
     });
 
