@@ -104,6 +104,41 @@ describe("review 15: admission defects", function () {
         }
     });
 
+    it("D2b (high): the pool path too: the admission client sends its signed identity to, and takes a token from, a server of another CA", async () => {
+        const real = makeClusterCa(fs.mkdtempSync(path.join(dir, "real-")));
+        const evil = makeClusterCa(fs.mkdtempSync(path.join(dir, "evil-")));
+        const received: string[] = [];
+        const server = https.createServer({ cert: evil.certPem, key: evil.keyPem }, (req, res) => {
+            received.push(`${req.method} ${req.url}`);
+            if (req.url === "/ca.crt") res.end(real.caPem + evil.caPem);
+            else if (req.url === "/challenge") res.end(`ak1.${Math.floor(Date.now() / 1000) + 120}.${"A".repeat(22)}.${"B".repeat(43)}\n`);
+            else if (req.url === "/admit") { req.resume(); req.on("end", () => res.end('{"token":"evilid.0123456789abcdef"}')); }
+            else { res.writeHead(404); res.end(); }
+        });
+        // The instance metadata stand-in (any document; what matters is where the client sends it).
+        const metadata = (await import("http")).createServer((_req, res) => res.end("{\"instance-id\":\"i-pool1\"}"));
+        await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+        await new Promise<void>((r) => metadata.listen(0, "127.0.0.1", () => r()));
+        try {
+            const state = fs.mkdtempSync(path.join(dir, "state-"));
+            const script = [
+                "set -euo pipefail",
+                `source ${JSON.stringify(path.join(__dirname, "..", "src", "shell", "admission_client.sh"))}`,
+                "ak_log() { :; }; ak_die() { exit 1; }; ak_mark() { :; }",
+                `AK_ADMISSION_ENDPOINTS=127.0.0.1:${(server.address() as net.AddressInfo).port} AK_CA_CERT_HASHES=${real.caHash} AK_STATE_DIR=${state} AK_ROOT=""`,
+                `AK_METADATA=http://127.0.0.1:${(metadata.address() as net.AddressInfo).port}/latest AK_ADMISSION_ATTEMPTS=1 AK_RETRY_DELAY=0`,
+                `ak_admission_token && printf %s "$AK_BOOTSTRAP_TOKEN" > ${state}/token || true`,
+            ].join("\n");
+            await new Promise<void>((resolve) => spawn("bash", ["-c", script], { stdio: "ignore" }).on("exit", () => resolve()));
+            const token = fs.existsSync(path.join(state, "token")) ? fs.readFileSync(path.join(state, "token"), "utf8") : "";
+            assert.deepStrictEqual({ admitPosted: received.includes("POST /admit"), token }, { admitPosted: false, token: "" },
+                "the signed identity went to, and a token came from, a server whose certificate the pinned CA did not sign");
+        } finally {
+            await new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); });
+            await new Promise<void>((r) => { metadata.closeAllConnections(); metadata.close(() => r()); });
+        }
+    });
+
     it("D3 (medium, defence in depth): signed JSON with duplicate keys is used with its LAST value instead of being refused", async () => {
         // What Alibaba would sign if it appends the caller's audience without escaping it (docs/admission.md quotes
         // the format "audience":"<VALUE>"; the attacker chooses VALUE in the metadata request): the attacker's own
