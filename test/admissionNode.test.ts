@@ -16,6 +16,7 @@ import { ModelCloud, ModelCluster } from "./admission/model";
 import { makePki, type TestPki } from "./admission/pki";
 import { makeSandbox, type Sandbox } from "./sandbox";
 import { packUserdata, renderAttachNode } from "../src/shell/render";
+import { admissionAttachOneLiner, renderAdmissionBootstrap } from "../src/shell/renderAdmission";
 
 const SHELL = path.join(__dirname, "..", "src", "shell");
 
@@ -194,5 +195,58 @@ describe("the whole attach script through admission, packed as a pool's userdata
         assert.strictEqual(sb.read("/var/lib/alicloud-kubeadm/join.done"), undefined);
         assert.match(sb.read("/var/lib/alicloud-kubeadm/admission.refused") ?? "", /reason=instance i-bp1pool0002 is not a member of this cluster/);
         assert.match(r.stderr, /no admission service admitted this node after 2 rounds/);
+    });
+});
+
+describe("the manual path: the one-line attachCommand and the saved attach command's bootstrap (loopback service)", function () {
+    this.timeout(60_000);
+    let pki: TestPki, ca: ClusterCa, server: RunningServer, dir: string;
+
+    before(async () => {
+        process.env.AK_ADMISSION_LOG = "off";
+        pki = makePki();
+        ca = makeClusterCa(pki.dir);
+        dir = fs.mkdtempSync(path.join(os.tmpdir(), "ak-admission-manual-"));
+        const settings: AdmissionSettings = {
+            accountId: "1234567890123456", regionId: "cn-hangzhou", signers: trustedSigners(pki.signerPem), challengeKeys: [crypto.randomBytes(32)],
+            challengeTtlSeconds: 120, tokenTtlSeconds: 600,
+        };
+        // A served "attach script" that only records what it was given: the bootstrap's substitutions and that it ran whole.
+        const attachScript = `#!/bin/bash\nprintf '%s|%s|done\\n' '{{labels}}' '{{taints}}' > ${JSON.stringify(path.join(dir, "ran"))}\n`;
+        server = await startServer({ settings, cloud: new ModelCloud(), cluster: new ModelCluster(), tls: () => ({ cert: ca.certPem, key: ca.keyPem }), caPem: ca.caPem,
+            host: "127.0.0.1", port: 0, attachScript });
+    });
+    after(async () => {
+        await server?.close();
+        pki?.cleanup();
+        fs.rmSync(dir, { recursive: true, force: true });
+        delete process.env.AK_ADMISSION_LOG;
+    });
+
+    const run = (args: string[]): Promise<number | null> => new Promise((resolve) => spawn("bash", args, { stdio: "ignore" }).on("close", resolve));
+    // 127.0.0.1:9 is closed: "master 0" is down, the next endpoint answers.
+    const endpoints = () => ["127.0.0.1:9", `127.0.0.1:${server.port}`];
+
+    it("the one-liner, with the first master down, fetches the script from the next one and runs it (labels and taints emptied)", async () => {
+        fs.rmSync(path.join(dir, "ran"), { force: true });
+        assert.strictEqual(await run(["-c", admissionAttachOneLiner(endpoints(), ca.caHash)]), 0);
+        assert.strictEqual(fs.readFileSync(path.join(dir, "ran"), "utf8"), "||done\n");
+    });
+
+    it("the saved bootstrap fills in its labels and taints parameters and runs the served script", async () => {
+        fs.rmSync(path.join(dir, "ran"), { force: true });
+        const script = renderAdmissionBootstrap(endpoints(), ca.caHash).replace("'{{labels}}'", "'workload=cpu'").replace("'{{taints}}'", "'spot:NoSchedule'");
+        fs.writeFileSync(path.join(dir, "bootstrap.sh"), script);
+        assert.strictEqual(await run([path.join(dir, "bootstrap.sh")]), 0);
+        assert.strictEqual(fs.readFileSync(path.join(dir, "ran"), "utf8"), "workload=cpu|spot:NoSchedule|done\n");
+    });
+
+    it("with a wrong pin neither runs anything", async () => {
+        fs.rmSync(path.join(dir, "ran"), { force: true });
+        const wrong = `sha256:${"0".repeat(64)}`;
+        assert.notStrictEqual(await run(["-c", admissionAttachOneLiner(endpoints(), wrong)]), 0);
+        fs.writeFileSync(path.join(dir, "bootstrap.sh"), renderAdmissionBootstrap(endpoints(), wrong));
+        assert.notStrictEqual(await run([path.join(dir, "bootstrap.sh")]), 0);
+        assert.ok(!fs.existsSync(path.join(dir, "ran")));
     });
 });

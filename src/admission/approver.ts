@@ -19,9 +19,26 @@ export interface Csr {
     status?: { conditions?: Array<{ type: string }> };
 }
 
-/** Subject common name and organizations of a PEM PKCS#10 request. */
+/**
+ * The DER of a CSR's `request`, read strictly: exactly one `CERTIFICATE REQUEST` PEM block and nothing before
+ * or after it but whitespace, no PEM headers, the standard Base64 alphabet with `=` only at the end, and a DER
+ * that is the whole decoded block. The API server and the signer read the first PEM block of the request and
+ * skip anything around it; a request this approver read differently from them (text before the block, a second
+ * block) could have it approve one name while another is signed, so such a request is refused.
+ */
+export function csrDer(request: string): Buffer {
+    const m = /^\s*-----BEGIN CERTIFICATE REQUEST-----\r?\n([A-Za-z0-9+/=\r\n]+)-----END CERTIFICATE REQUEST-----\s*$/.exec(request);
+    if (!m) throw new Error("the request is not exactly one PEM CERTIFICATE REQUEST block");
+    const body = m[1].replace(/\r?\n/g, "");
+    if (!/^[A-Za-z0-9+/]+={0,2}$/.test(body) || body.length % 4 !== 0) throw new Error("the request's Base64 is malformed");
+    const der = Buffer.from(body, "base64");
+    parseRoot(der); // one DER structure, no trailing bytes
+    return der;
+}
+
+/** Subject common name and organizations of a PEM PKCS#10 request ({@link csrDer}). */
 export function csrSubject(pem: string): { commonName?: string; organizations: string[] } {
-    const der = Buffer.from(pem.replace(/-----(BEGIN|END) [A-Z ]+-----/g, "").replace(/\s+/g, ""), "base64");
+    const der = csrDer(pem);
     const info = childrenOf(der, expectTag(childrenOf(der, expectTag(parseRoot(der), 0x30, "CertificationRequest"))[0], 0x30, "CertificationRequestInfo"));
     const subject = expectTag(info[1], 0x30, "subject");
     let commonName: string | undefined;

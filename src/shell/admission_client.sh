@@ -37,8 +37,10 @@ ak_admission_token() {
   (umask 077 && mkdir -p "$dir")
   for ((attempt = 1; attempt <= AK_ADMISSION_ATTEMPTS; attempt++)); do
     for endpoint in "${endpoints[@]}"; do
-      # The CA is public; it is trusted only when its key matches the pin.
-      if ! curl -fsS --noproxy "*" --max-time 5 --insecure "https://${endpoint}/ca.crt" -o "${dir}/ca.crt"; then
+      # The CA is public; it is trusted only when its key matches the pin. Only the first certificate, re-encoded:
+      # the one the pin is checked on is the only one curl trusts (a bundle would smuggle in another CA).
+      if ! curl -fsS --noproxy "*" --max-time 5 --insecure "https://${endpoint}/ca.crt" -o "${dir}/ca.in" ||
+        ! openssl x509 -in "${dir}/ca.in" -out "${dir}/ca.crt" 2>/dev/null; then
         ak_log "admission ${endpoint}: unreachable (round ${attempt}/${AK_ADMISSION_ATTEMPTS})"
         continue
       fi

@@ -34,7 +34,9 @@ export function renderAdmissionBootstrap(endpoints: string[], caCertHash: string
         ": '{{channel}}' # the saved attach command's channel parameter: nothing is sent through admission",
         'dir=$(mktemp -d)',
         `for e in ${endpoints.map(shellQuote).join(" ")}; do`,
-        '  curl -fsS --max-time 5 --insecure "https://${e}/ca.crt" -o "${dir}/ca.crt" || continue',
+        '  curl -fsS --max-time 5 --insecure "https://${e}/ca.crt" -o "${dir}/ca.in" || continue',
+        "  # Only the first certificate, re-encoded: the one the pin is checked on is the only one curl then trusts.",
+        '  openssl x509 -in "${dir}/ca.in" -out "${dir}/ca.crt" || continue',
         '  sum=$(openssl x509 -in "${dir}/ca.crt" -noout -pubkey | openssl pkey -pubin -outform DER | sha256sum)',
         '  [ "sha256:${sum%% *}" = "$pin" ] || { echo "admission ${e}: CA does not match the pin" >&2; continue; }',
         '  curl -fsS --max-time 30 --cacert "${dir}/ca.crt" "https://${e}/attach.sh" -o "${dir}/attach.sh" || continue',
@@ -47,11 +49,16 @@ export function renderAdmissionBootstrap(endpoints: string[], caCertHash: string
     ].join("\n");
 }
 
-/** The manual path as one line to paste on an instance (as root): no labels or taints, no secret. */
+/**
+ * The manual path as one line to paste on an instance (as root): no labels or taints, no secret. It tries each
+ * master in turn, trusts only the first certificate of /ca.crt and only when it matches the pin, and runs the
+ * attach script only once it was downloaded whole.
+ */
 export function admissionAttachOneLiner(endpoints: string[], caCertHash: string): string {
     check(endpoints, caCertHash);
-    const e = endpoints[0];
-    return `d=$(mktemp -d) && curl -fsSk https://${e}/ca.crt -o $d/ca.crt && ` +
+    return `d=$(mktemp -d) && for e in ${endpoints.join(" ")}; do ` +
+        `curl -fsSk --max-time 5 https://$e/ca.crt -o $d/ca.in && openssl x509 -in $d/ca.in -out $d/ca.crt && ` +
         `[ "sha256:$(openssl x509 -in $d/ca.crt -noout -pubkey | openssl pkey -pubin -outform DER | sha256sum | cut -d' ' -f1)" = ${caCertHash} ] && ` +
-        `curl -fsS --cacert $d/ca.crt https://${e}/attach.sh | sed -e 's|{{labels}}||' -e 's|{{taints}}||' | bash`;
+        `curl -fsS --max-time 30 --cacert $d/ca.crt https://$e/attach.sh -o $d/attach.sh && break; rm -f $d/attach.sh; done; ` +
+        `[ -s $d/attach.sh ] && sed -i -e 's|{{labels}}||' -e 's|{{taints}}||' $d/attach.sh && bash $d/attach.sh`;
 }
