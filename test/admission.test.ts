@@ -2,7 +2,7 @@
 // verification code production uses; the decision's effects asserted from the modelled cluster and cloud state.
 import * as assert from "assert";
 import * as crypto from "crypto";
-import { admit, documentWithAudience, type AdmissionSettings, type AdmitRequest } from "../src/admission/admit";
+import { admit, documentWithAudience, flatJsonMembers, type AdmissionSettings, type AdmitRequest } from "../src/admission/admit";
 import { ADMITTED_GROUP, csrVerdict, KUBELET_CLIENT_SIGNER, type Csr } from "../src/admission/approver";
 import { issueChallenge } from "../src/admission/challenge";
 import { trustedSigners, verifySignedData } from "../src/admission/pkcs7";
@@ -86,6 +86,14 @@ describe("admission by cloud identity", function () {
         assert.ok(pki.opensslVerifies(sig, content));
         const forged = pki.sign(content, { keyid: true, impostor: true });
         assert.throws(() => verifySignedData(forged, content, settings.signers), /not the configured instance identity certificate/);
+    });
+
+    it("reads the signed document as a flat JSON object with each key once (duplicates, nesting, trailing data refused)", () => {
+        assert.deepStrictEqual(flatJsonMembers('{"a":"x\\"y\\u00e9","b":12.5e1,"c":true,"d":null}'), [["a", "x\"y\u00e9"], ["b", 125], ["c", true], ["d", null]]);
+        assert.deepStrictEqual(flatJsonMembers(" { } "), []);
+        for (const bad of ['{"a":"1","a":"2"}', '{"a":{"b":"c"}}', '{"a":["b"]}', '{"a":"1"} x', '{"a":"1",}', '{"a" "1"}', '{a:"1"}', '{"a":"\u0001"}', '["a"]']) {
+            assert.throws(() => flatJsonMembers(bad), Error, bad);
+        }
     });
 
     it("vendors Alibaba's published signing certificate intact: self-signature valid, until 2038, with a key id", () => {

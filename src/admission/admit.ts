@@ -108,6 +108,44 @@ export function documentWithAudience(document: string, audience: string): Buffer
     return Buffer.from(`${body}${body.endsWith("{") ? "" : ","}"audience":${JSON.stringify(audience)}}`, "utf8");
 }
 
+/**
+ * The members of a flat JSON object (string, number, boolean or null values), in order. Throws on anything
+ * else, and on a key given twice: JSON.parse would keep the last of two keys silently, and a document whose
+ * audience was appended unescaped could then name one instance first and another after it.
+ */
+export function flatJsonMembers(text: string): Array<[string, unknown]> {
+    const token = /\s*("(?:[^"\\\u0000-\u001f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"|-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null|[{}:,])/y;
+    let at = 0;
+    const next = (): string => {
+        token.lastIndex = at;
+        const m = token.exec(text);
+        if (!m) throw new Error(`unexpected input at ${at}`);
+        at = token.lastIndex;
+        return m[1];
+    };
+    if (next() !== "{") throw new Error("not a JSON object");
+    const members: Array<[string, unknown]> = [];
+    const seen = new Set<string>();
+    let t = next();
+    while (t !== "}") {
+        if (members.length > 0) {
+            if (t !== ",") throw new Error("expected , between members");
+            t = next();
+        }
+        if (!t.startsWith("\"")) throw new Error("expected a string key");
+        const key = JSON.parse(t) as string;
+        if (seen.has(key)) throw new Error(`the key ${JSON.stringify(key)} is given twice`);
+        seen.add(key);
+        if (next() !== ":") throw new Error("expected :");
+        const value = next();
+        if (/^[{}:,]$/.test(value)) throw new Error(`the value of ${JSON.stringify(key)} is not a string, number, boolean or null`);
+        members.push([key, JSON.parse(value)]);
+        t = next();
+    }
+    if (text.slice(at).trim() !== "") throw new Error("data after the object");
+    return members;
+}
+
 const str = (v: unknown): string | undefined => (typeof v === "string" && v.length > 0 && v.length < 256 ? v : undefined);
 
 /** Decides one request. Never throws: errors become `internal` refusals. */
@@ -147,13 +185,16 @@ async function decide(req: AdmitRequest, sourceIp: string, s: AdmissionSettings,
     } catch (e) {
         return refuse("signature-invalid", e instanceof SignatureError ? e.message : `unreadable: ${(e as Error).message}`);
     }
-    let doc: Record<string, unknown>;
+    // The signed JSON must be a flat object with each key once and the audience as its last member (as Alibaba
+    // appends it): nothing before or after the audience can repeat or override the instance's own members.
+    let members: Array<[string, unknown]>;
     try {
-        doc = JSON.parse(signed.toString("utf8")) as Record<string, unknown>;
-    } catch {
-        return refuse("malformed", "the signed content is not a JSON document");
+        members = flatJsonMembers(signed.toString("utf8"));
+    } catch (e) {
+        return refuse("malformed", `the signed content is not a flat JSON document with each key once: ${(e as Error).message}`);
     }
-    if (doc.audience !== req.audience) return refuse("audience-mismatch", "the signed document names another audience");
+    const doc = Object.fromEntries(members);
+    if (doc.audience !== req.audience || members[members.length - 1][0] !== "audience") return refuse("audience-mismatch", "the signed document names another audience");
     const instanceId = str(doc["instance-id"]);
     const regionId = str(doc["region-id"]);
     const accountId = str(doc["owner-account-id"]) ?? str(doc["account-id"]);
