@@ -158,8 +158,32 @@ export async function admit(req: AdmitRequest, sourceIp: string, settings: Admis
     delete (decision as AdmitResult).token;
     delete (decision as AdmitResult).expiresAt;
     log(decision);
-    await cluster.record(decision).catch((e) => log({ ...decision, message: `${decision.message} (not recorded: ${(e as Error).message})` }));
+    const recorded = recordable(cluster, decision, now);
+    if (recorded) await cluster.record(recorded).catch((e) => log({ ...decision, message: `${decision.message} (not recorded: ${(e as Error).message})` }));
     return { ...result, at };
+}
+
+/** Refusals anyone who reaches the port can cause: no valid challenge, or no signature by Alibaba. */
+const UNAUTHENTICATED: ReadonlySet<RefusalReason> = new Set(["malformed", "challenge-invalid", "challenge-expired", "signature-invalid"]);
+const UNAUTHENTICATED_RECORD_INTERVAL_MS = 60_000;
+const unauthenticatedRecords = new WeakMap<ClusterView, Map<string, { at: number; suppressed: number }>>();
+
+/**
+ * What to record in the cluster for a decision: every admission and every refusal of a verified document; a
+ * refusal before the signature was verified at most once a minute per reason (with the number left out since),
+ * so that requests without any credential cannot turn into a stream of writes to the API server. All are logged.
+ */
+function recordable(cluster: ClusterView, d: Decision, now: number): Decision | undefined {
+    if (d.admitted || !d.reason || !UNAUTHENTICATED.has(d.reason)) return d;
+    let byReason = unauthenticatedRecords.get(cluster);
+    if (!byReason) unauthenticatedRecords.set(cluster, (byReason = new Map()));
+    const last = byReason.get(d.reason);
+    if (last && now - last.at < UNAUTHENTICATED_RECORD_INTERVAL_MS) {
+        last.suppressed++;
+        return undefined;
+    }
+    byReason.set(d.reason, { at: now, suppressed: 0 });
+    return last?.suppressed ? { ...d, message: `${d.message} (and ${last.suppressed} more like it in the minute before, not recorded)` } : d;
 }
 
 function log(d: Decision): void {
