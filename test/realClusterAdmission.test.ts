@@ -6,7 +6,7 @@
 import * as assert from "assert";
 import * as crypto from "crypto";
 import { admit, documentWithAudience, type AdmissionSettings } from "../src/admission/admit";
-import { ADMITTED_GROUP } from "../src/admission/approver";
+import { ADMITTED_GROUP, TOKEN_LABEL } from "../src/admission/approver";
 import { issueChallenge } from "../src/admission/challenge";
 import { approvePending, challengeKeys, Kube, KubeClusterView, KEY_SECRET, REFUSED_REASON } from "../src/admission/kube";
 import { trustedSigners } from "../src/admission/pkcs7";
@@ -24,6 +24,7 @@ describe("admission on the real control plane", function () {
     let pki: TestPki;
     let kube: Kube;
     let settings: AdmissionSettings;
+    let saToken: string;
     const cloud = new ModelCloud();
 
     before(async function () {
@@ -31,7 +32,7 @@ describe("admission on the real control plane", function () {
         pki = makePki();
         const c = rc.c;
         await c.apply(admissionRbacObjects());
-        const saToken = (await c.kubectl(["create", "token", "alicloud-kubeadm-admission", "-n", "kube-system", "--duration", "1h"])).trim();
+        saToken = (await c.kubectl(["create", "token", "alicloud-kubeadm-admission", "-n", "kube-system", "--duration", "1h"])).trim();
         kube = new Kube({ server: c.server, ca: c.caPem, token: () => saToken });
         settings = {
             accountId: ACCOUNT, regionId: REGION, signers: trustedSigners(pki.signerPem), challengeKeys: await challengeKeys(kube), challengeTtlSeconds: 120, tokenTtlSeconds: 600,
@@ -87,6 +88,40 @@ describe("admission on the real control plane", function () {
         const whoami = JSON.parse((await asToken(token, ["auth", "whoami", "-o", "json"])).stdout);
         assert.ok(whoami.status.userInfo.groups.includes(ADMITTED_GROUP));
         assert.ok(!whoami.status.userInfo.groups.includes("system:bootstrappers:kubeadm:default-node-token"));
+    });
+
+    it("the service's own credential writes only its tokens and key: no other Secret type, no other group, no reading or deleting others' Secrets", async () => {
+        const create = (secret: object) => asToken(saToken, ["create", "-f", "-"], { allowFail: true, input: JSON.stringify({ apiVersion: "v1", kind: "Secret", ...secret }) });
+        const id = () => crypto.randomBytes(3).toString("hex");
+        const token = (group: string, labelled = true) => {
+            const t = id();
+            return { type: "bootstrap.kubernetes.io/token", metadata: { name: `bootstrap-token-${t}`, namespace: "kube-system", ...(labelled ? { labels: { [TOKEN_LABEL]: "true" } } : {}) },
+                stringData: { "token-id": t, "token-secret": "0123456789abcdef", "usage-bootstrap-authentication": "true", "usage-bootstrap-signing": "true", "auth-extra-groups": group } };
+        };
+        // The API server enforces a new policy once it has compiled it (about a second): wait for that first.
+        await rc.c.waitFor("the Secret policy in force", async () => (await create({ type: "Opaque", metadata: { name: `probe-${id()}`, namespace: "kube-system" } }))
+            .stderr.includes("alicloud-kubeadm-admission-secrets") || undefined, 30_000);
+        // A controller's long-lived token (the tokens controller would fill it in): refused by the policy.
+        const sa = await create({ type: "kubernetes.io/service-account-token", metadata: { name: `x-${id()}`, namespace: "kube-system", annotations: { "kubernetes.io/service-account.name": "clusterrole-aggregation-controller" } } });
+        assert.notStrictEqual(sa.code, 0);
+        assert.match(sa.stderr, /ValidatingAdmissionPolicy 'alicloud-kubeadm-admission-secrets'/);
+        // A token in kubeadm's auto-approved group, or without the label: refused. An Opaque Secret: refused.
+        for (const bad of [token("system:bootstrappers:kubeadm:default-node-token"), token(`${ADMITTED_GROUP},system:bootstrappers:kubeadm:default-node-token`), token(ADMITTED_GROUP, false),
+            { type: "Opaque", metadata: { name: `x-${id()}`, namespace: "kube-system" }, stringData: { a: "b" } }]) {
+            const r = await create(bad);
+            assert.notStrictEqual(r.code, 0, JSON.stringify(bad.metadata));
+        }
+        // What it is for passes the same policy.
+        const good = token(ADMITTED_GROUP);
+        assert.strictEqual((await create(good)).code, 0);
+        assert.strictEqual((await asToken(saToken, ["delete", "secret", "-n", "kube-system", good.metadata.name], { allowFail: true })).code, 0);
+        // Others' Secrets: neither read (RBAC: only its key) nor deleted (the policy).
+        const other = `other-${id()}`;
+        await rc.c.kubectl(["create", "secret", "generic", other, "-n", "kube-system", "--from-literal=a=b"]);
+        assert.notStrictEqual((await asToken(saToken, ["get", "secret", other, "-n", "kube-system"], { allowFail: true })).code, 0);
+        assert.notStrictEqual((await asToken(saToken, ["delete", "secret", other, "-n", "kube-system"], { allowFail: true })).code, 0);
+        assert.ok((await rc.c.kubectl(["get", "secret", other, "-n", "kube-system", "-o", "name"])).includes(other), "still there");
+        assert.strictEqual((await asToken(saToken, ["get", "secret", KEY_SECRET, "-n", "kube-system", "-o", "name"], { allowFail: true })).code, 0, "its key it reads");
     });
 
     it("a member's kubelet client CSR is left alone by kubeadm's auto-approval, approved by the approver, signed; the token is then gone", async () => {

@@ -1,5 +1,5 @@
-// Hostile review of issue 15 (node admission by cloud identity). Each test here FAILS on the main it was written
-// against and demonstrates one defect; the report of the review describes severity, exploit and fix. The tests
+// Hostile review of issue 15 (node admission by cloud identity). Each test here failed on the main it was written
+// against (2827543) and demonstrated one defect; each passes since its fix (docs/admission.md, "Review"). The tests
 // assert from state (the approver's verdict vs. what a standard PEM reader signs, files a script left, the
 // recorded decisions, the admitted identity), never from log lines.
 import * as assert from "assert";
@@ -267,6 +267,10 @@ describe("review 15: admission defects on the real control plane", function () {
         const target = "clusterrole-aggregation-controller";
         await rc.c.waitFor(`ServiceAccount ${target}`, async () =>
             (await rc.c.kubectl(["get", "serviceaccount", target, "-n", "kube-system", "--ignore-not-found", "-o", "name"])).trim() !== "", 60_000);
+        // The API server enforces a new policy once it has compiled it (about a second).
+        await rc.c.waitFor("the Secret policy in force", async () => (await asToken(saToken, ["create", "-f", "-"], { allowFail: true,
+            input: JSON.stringify({ apiVersion: "v1", kind: "Secret", type: "Opaque", metadata: { name: `probe-${crypto.randomBytes(3).toString("hex")}`, namespace: "kube-system" } }) }))
+            .stderr.includes("alicloud-kubeadm-admission-secrets") || undefined, 30_000);
         const secret = `review15-${crypto.randomBytes(4).toString("hex")}`;
         const created = await asToken(saToken, ["create", "-f", "-"], {
             allowFail: true,

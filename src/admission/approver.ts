@@ -7,7 +7,7 @@ import { childrenOf, expectTag, oidOf, parseRoot, stringOf } from "./der";
 
 /** The group of admission-issued bootstrap tokens (`auth-extra-groups`); kubeadm's auto-approval does not cover it. */
 export const ADMITTED_GROUP = "system:bootstrappers:alicloud-kubeadm:admitted";
-/** Label of admission-issued token Secrets; annotation with the node's provider id. */
+/** Label of admission-issued token Secrets and of the Leases naming each token's node (annotation {@link PROVIDER_ID_ANNOTATION}). */
 export const TOKEN_LABEL = "alicloud-kubeadm/admission-token";
 export const PROVIDER_ID_ANNOTATION = "alicloud-kubeadm/provider-id";
 export const KUBELET_CLIENT_SIGNER = "kubernetes.io/kube-apiserver-client-kubelet";

@@ -78,6 +78,9 @@ export class Kube {
 }
 
 const ns = (kind: string, name = ""): string => `/api/v1/namespaces/${NAMESPACE}/${kind}${name ? `/${name}` : ""}`;
+const leases = (name = ""): string => `/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases${name ? `/${name}` : ""}`;
+/** The Lease naming the node an admission token was issued to (the approver's lookup; gone once the token is used). */
+export const tokenLeaseName = (tokenId: string): string => `${ADMISSION_NAME}-token-${tokenId}`;
 const TOKEN_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789";
 function randomToken(n: number): string {
     return [...crypto.randomBytes(n)].map((b) => TOKEN_CHARS[b % 36]).join("");
@@ -89,7 +92,7 @@ export class KubeClusterView implements ClusterView {
 
     async claimOnce(id: string, expiresAt: number): Promise<boolean> {
         try {
-            await this.kube.request("POST", `/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases`, {
+            await this.kube.request("POST", leases(), {
                 metadata: { name: `${ADMISSION_NAME}-claim-${id}`, labels: { [CLAIM_LABEL]: "true" }, annotations: { [`${CLAIM_LABEL}-expires`]: new Date(expiresAt).toISOString() } },
                 spec: { holderIdentity: this.identity, leaseDurationSeconds: Math.max(1, Math.ceil((expiresAt - Date.now()) / 1000)), acquireTime: new Date().toISOString().replace("Z", "000Z") },
             });
@@ -115,9 +118,21 @@ export class KubeClusterView implements ClusterView {
         for (let attempt = 0; ; attempt++) {
             const id = randomToken(6), secret = randomToken(16);
             const expiresAt = Date.now() + ttlSeconds * 1000;
+            // The token's node, where the approver reads it (a Lease: the service reads no Secret but its key), written
+            // before the token exists; a collision of ids is a 409 here and a new id.
+            try {
+                await this.kube.request("POST", leases(), {
+                    metadata: { name: tokenLeaseName(id), labels: { [TOKEN_LABEL]: "true" },
+                        annotations: { [PROVIDER_ID_ANNOTATION]: providerId, [`${TOKEN_LABEL}-expires`]: new Date(expiresAt).toISOString() } },
+                    spec: { holderIdentity: this.identity, leaseDurationSeconds: ttlSeconds, acquireTime: new Date().toISOString().replace("Z", "000Z") },
+                });
+            } catch (e) {
+                if (e instanceof KubeError && e.status === 409 && attempt < 3) continue;
+                throw e;
+            }
             try {
                 await this.kube.request("POST", ns("secrets"), {
-                    metadata: { name: `bootstrap-token-${id}`, labels: { [TOKEN_LABEL]: "true" }, annotations: { [PROVIDER_ID_ANNOTATION]: providerId } },
+                    metadata: { name: `bootstrap-token-${id}`, labels: { [TOKEN_LABEL]: "true" } },
                     type: "bootstrap.kubernetes.io/token",
                     stringData: {
                         "token-id": id, "token-secret": secret, "expiration": new Date(expiresAt).toISOString().replace(/\.\d+Z$/, "Z"),
@@ -127,6 +142,7 @@ export class KubeClusterView implements ClusterView {
                 });
                 return { token: `${id}.${secret}`, expiresAt };
             } catch (e) {
+                await this.kube.request("DELETE", leases(tokenLeaseName(id))).catch(() => undefined);
                 if (e instanceof KubeError && e.status === 409 && attempt < 3) continue;
                 throw e;
             }
@@ -146,16 +162,18 @@ export class KubeClusterView implements ClusterView {
         });
     }
 
-    /** Deletes claim Leases whose challenge expired (any replica may do it; a 404 means another did). */
+    /** Deletes claim Leases whose challenge expired and token Leases whose token expired (any replica may; a 404 means another did). */
     async sweepClaims(now = Date.now()): Promise<number> {
-        const list = await this.kube.request<{ items: Array<{ metadata: { name: string; annotations?: Record<string, string> } }> }>(
-            "GET", `/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases?labelSelector=${encodeURIComponent(`${CLAIM_LABEL}=true`)}`);
         let n = 0;
-        for (const l of list.items) {
-            const exp = Date.parse(l.metadata.annotations?.[`${CLAIM_LABEL}-expires`] ?? "");
-            if (Number.isFinite(exp) && exp < now - 60_000) {
-                await this.kube.request("DELETE", `/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases/${l.metadata.name}`).catch(() => undefined);
-                n++;
+        for (const label of [CLAIM_LABEL, TOKEN_LABEL]) {
+            const list = await this.kube.request<{ items: Array<{ metadata: { name: string; annotations?: Record<string, string> } }> }>(
+                "GET", `${leases()}?labelSelector=${encodeURIComponent(`${label}=true`)}`);
+            for (const l of list.items) {
+                const exp = Date.parse(l.metadata.annotations?.[`${label}-expires`] ?? "");
+                if (Number.isFinite(exp) && exp < now - 60_000) {
+                    await this.kube.request("DELETE", leases(l.metadata.name)).catch(() => undefined);
+                    n++;
+                }
             }
         }
         return n;
@@ -191,11 +209,14 @@ export async function approvePending(kube: Kube, log: Log = defaultLog): Promise
     const done: Record<string, "approve" | "deny"> = {};
     const tokens = new Map<string, string | undefined>();
     for (const csr of list.items) {
+        // Decided CSRs stay listed for an hour: skip them before any lookup.
+        if ((csr.status?.conditions ?? []).some((c) => c.type === "Approved" || c.type === "Denied" || c.type === "Failed")) continue;
         const m = /^system:bootstrap:([a-z0-9]{6})$/.exec(csr.spec.username ?? "");
-        if (m && !tokens.has(m[1])) {
+        if (!m || !(csr.spec.groups ?? []).includes(ADMITTED_GROUP)) continue;
+        if (!tokens.has(m[1])) {
             try {
-                const s = await kube.request<{ metadata: { labels?: Record<string, string>; annotations?: Record<string, string> } }>("GET", ns("secrets", `bootstrap-token-${m[1]}`));
-                tokens.set(m[1], s.metadata.labels?.[TOKEN_LABEL] === "true" ? s.metadata.annotations?.[PROVIDER_ID_ANNOTATION] : undefined);
+                const l = await kube.request<{ metadata: { labels?: Record<string, string>; annotations?: Record<string, string> } }>("GET", leases(tokenLeaseName(m[1])));
+                tokens.set(m[1], l.metadata.labels?.[TOKEN_LABEL] === "true" ? l.metadata.annotations?.[PROVIDER_ID_ANNOTATION] : undefined);
             } catch (e) {
                 if (!(e instanceof KubeError && e.status === 404)) throw e;
                 tokens.set(m[1], undefined);
@@ -218,10 +239,12 @@ export async function approvePending(kube: Kube, log: Log = defaultLog): Promise
         }
         done[csr.metadata.name] = v.action;
         log({ event: "csr", action: v.action, csr: csr.metadata.name, providerId: v.providerId, tokenId: v.tokenId, why: v.why });
-        // Single use: the token goes with its first CSR, whatever the verdict.
-        await kube.request("DELETE", ns("secrets", `bootstrap-token-${v.tokenId}`)).catch((e) => {
-            if (!(e instanceof KubeError && e.status === 404)) log({ event: "csr", error: `could not delete token ${v.tokenId}: ${(e as Error).message}` });
-        });
+        // Single use: the token goes with its first CSR, whatever the verdict, and with it the approver's lookup.
+        for (const path of [ns("secrets", `bootstrap-token-${v.tokenId}`), leases(tokenLeaseName(v.tokenId))]) {
+            await kube.request("DELETE", path).catch((e) => {
+                if (!(e instanceof KubeError && e.status === 404)) log({ event: "csr", error: `could not delete ${path.split("/").slice(-2).join("/")}: ${(e as Error).message}` });
+            });
+        }
     }
     return done;
 }

@@ -10,8 +10,8 @@ import * as fs from "fs";
 import * as path from "path";
 import * as pulumi from "@pulumi/pulumi";
 import type * as k8s from "@pulumi/kubernetes";
-import { ADMITTED_GROUP, KUBELET_CLIENT_SIGNER } from "../admission/approver";
-import { ADMISSION_NAME, NAMESPACE } from "../admission/kube";
+import { ADMITTED_GROUP, KUBELET_CLIENT_SIGNER, TOKEN_LABEL } from "../admission/approver";
+import { ADMISSION_NAME, KEY_SECRET, NAMESPACE } from "../admission/kube";
 import { ADMISSION_PORT, type ServiceConfig } from "../admission/server";
 import { applyObjects, CONTROL_PLANE_LABEL, kubeObject, type KubeObject } from "./kube";
 
@@ -78,6 +78,47 @@ export interface AdmissionArgs {
 }
 
 /** The service's RBAC: its own role and the admitted nodes' (what `kubeadm join` and the kubelet's TLS bootstrap need). */
+/** The service's ServiceAccount as the API server names it. */
+const SERVICE_ACCOUNT_USER = `system:serviceaccount:${NAMESPACE}:${ADMISSION_NAME}`;
+
+/**
+ * A ValidatingAdmissionPolicy on the service's own Secret writes (RBAC cannot restrict a create by type or
+ * content): it may create a bootstrap token only as `bootstrap-token-<id>`, labelled as an admission token,
+ * in the admitted group alone (never kubeadm's auto-approved group), and its key Secret; delete only those;
+ * update none. Anything else — a service-account-token Secret for a controller, a token in another group —
+ * is refused.
+ */
+export function secretPolicyObjects(labels: Record<string, string>): KubeObject[] {
+    const name = `${ADMISSION_NAME}-secrets`;
+    const ours = (o: string) => `(${o}.type == 'bootstrap.kubernetes.io/token' && ${o}.metadata.name.startsWith('bootstrap-token-') && ` +
+        `has(${o}.metadata.labels) && '${TOKEN_LABEL}' in ${o}.metadata.labels && ${o}.metadata.labels['${TOKEN_LABEL}'] == 'true')`;
+    const key = (o: string) => `(${o}.metadata.name == '${KEY_SECRET}' && ${o}.type == 'Opaque')`;
+    return [
+        {
+            apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicy", metadata: { name, labels },
+            spec: {
+                failurePolicy: "Fail",
+                matchConstraints: { resourceRules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE", "UPDATE", "DELETE"], resources: ["secrets"] }] },
+                matchConditions: [{ name: "the-admission-service", expression: `request.userInfo.username == '${SERVICE_ACCOUNT_USER}'` }],
+                validations: [
+                    { expression: "request.operation != 'UPDATE'", message: "the admission service updates no Secret" },
+                    {
+                        // Secret data is Base64 text in the object the policy sees.
+                        expression: `request.operation != 'CREATE' || ${key("object")} || (${ours("object")} && has(object.data) && ` +
+                            `'auth-extra-groups' in object.data && object.data['auth-extra-groups'] == '${Buffer.from(ADMITTED_GROUP).toString("base64")}')`,
+                        message: `the admission service creates only its bootstrap tokens (group ${ADMITTED_GROUP}) and ${KEY_SECRET}`,
+                    },
+                    { expression: `request.operation != 'DELETE' || ${key("oldObject")} || ${ours("oldObject")}`, message: "the admission service deletes only its own tokens" },
+                ],
+            },
+        },
+        {
+            apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyBinding", metadata: { name, labels },
+            spec: { policyName: name, validationActions: ["Deny"] },
+        },
+    ];
+}
+
 export function admissionRbacObjects(): KubeObject[] {
     const labels = { "app.kubernetes.io/name": ADMISSION_NAME };
     const sa = { kind: "ServiceAccount", name: ADMISSION_NAME, namespace: NAMESPACE };
@@ -103,12 +144,16 @@ export function admissionRbacObjects(): KubeObject[] {
         kubeObject<k8s.types.input.rbac.v1.Role>({
             apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: { name: "alicloud-kubeadm:admission", namespace: NAMESPACE, labels },
             rules: [
-                // Bootstrap-token Secrets (create, read back by the approver, delete on first CSR) and the challenge key.
-                { apiGroups: [""], resources: ["secrets"], verbs: ["create", "get", "delete"] },
-                { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["create", "list", "delete"] },
+                // Secrets: create and delete only what the policy below allows (its own bootstrap tokens, its key); read
+                // only its key. Reading any kube-system Secret, or creating one of another type, would be cluster-admin.
+                { apiGroups: [""], resources: ["secrets"], verbs: ["create", "delete"] },
+                { apiGroups: [""], resources: ["secrets"], resourceNames: [KEY_SECRET], verbs: ["get"] },
+                // Leases: single-use challenge claims, and each token's node (what the approver reads).
+                { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["create", "get", "list", "delete"] },
                 { apiGroups: [""], resources: ["events"], verbs: ["create"] },
             ],
         }),
+        ...secretPolicyObjects(labels),
         binding("RoleBinding", "alicloud-kubeadm:admission", "Role", "alicloud-kubeadm:admission", sa),
         // What kubeadm grants its default-node-token group, minus the blanket CSR auto-approval.
         binding("ClusterRoleBinding", "alicloud-kubeadm:admitted-node-bootstrapper", "ClusterRole", "system:node-bootstrapper", group),

@@ -58,6 +58,10 @@ const CREATORS: Record<string, Create> = {
         new k8s.rbac.v1.ClusterRoleBinding(n, as<k8s.rbac.v1.ClusterRoleBindingArgs>(o), p),
     "rbac.authorization.k8s.io/v1/Role": (n, o, p) => new k8s.rbac.v1.Role(n, as<k8s.rbac.v1.RoleArgs>(o), p),
     "rbac.authorization.k8s.io/v1/RoleBinding": (n, o, p) => new k8s.rbac.v1.RoleBinding(n, as<k8s.rbac.v1.RoleBindingArgs>(o), p),
+    "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy": (n, o, p) =>
+        new k8s.admissionregistration.v1.ValidatingAdmissionPolicy(n, as<k8s.admissionregistration.v1.ValidatingAdmissionPolicyArgs>(o), p),
+    "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding": (n, o, p) =>
+        new k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(n, as<k8s.admissionregistration.v1.ValidatingAdmissionPolicyBindingArgs>(o), p),
     "apps/v1/DaemonSet": (n, o, p) => new k8s.apps.v1.DaemonSet(n, as<k8s.apps.v1.DaemonSetArgs>(o), p),
     "apps/v1/Deployment": (n, o, p) => new k8s.apps.v1.Deployment(n, as<k8s.apps.v1.DeploymentArgs>(o), p),
 };
