@@ -42,7 +42,7 @@ EOF
 # ak_write_encryption_config KEY: a new cluster's EncryptionConfiguration: Secrets sealed with secretbox under
 # KEY (32 random bytes, Base64); identity stays last so Secrets written before can still be read.
 ak_write_encryption_config() {
-  ak_install_encryption_config <<EOF
+  ak_install_encryption_config - <<EOF
 apiVersion: apiserver.config.k8s.io/v1
 kind: EncryptionConfiguration
 resources:
@@ -56,18 +56,18 @@ resources:
 EOF
 }
 
-# ak_install_encryption_config [GZ_B64]: write the API server's EncryptionConfiguration (600): stdin, or GZ_B64
+# ak_install_encryption_config -|GZ_B64: write the API server's EncryptionConfiguration (600): stdin (-), or GZ_B64
 # (a member: the existing masters' whole file, gzip + Base64, as join-secrets sends it), then check that the file
 # holds exactly that. Stops the script otherwise: kube-apiserver must never start without it, or with a broken one.
 ak_install_encryption_config() {
   local path="${AK_ROOT}${AK_ENCRYPTION_CONFIG}" want
-  if [ $# -gt 0 ]; then want=$(printf '%s' "$1" | base64 -d 2>/dev/null | gzip -dc 2>/dev/null) || want=""; else want=$(cat); fi
+  if [ "$1" = - ]; then want=$(cat); else want=$(printf '%s' "$1" | base64 -d 2>/dev/null | gzip -dc 2>/dev/null) || want=""; fi
   [[ $want == *EncryptionConfiguration* ]] ||
     ak_die "the encryption config to write is not an EncryptionConfiguration (damaged on the way?); run the join again"
   (umask 077 && ak_write_file "$path" 600) <<<"$want" || true
   cmp -s "$path" <<<"$want" 2>/dev/null ||
     ak_die "could not write ${AK_ENCRYPTION_CONFIG}: kube-apiserver must not start without the cluster's encryption config;" \
-      "check that /etc/kubernetes/pki is a writable directory with free space, then run this again"
+      "check that ${AK_ENCRYPTION_CONFIG%/*} is a writable directory with free space, then run this again"
 }
 
 # ak_install_cert_renewal: a timer on this master that renews kubeadm's certificates once fewer than 90 days are

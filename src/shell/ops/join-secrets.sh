@@ -9,7 +9,7 @@ key=$(kubeadm init phase upload-certs --upload-certs 2>/dev/null | tail -n 1)
 [[ $key =~ ^[0-9a-f]{64}$ ]] || ak_fail "kubeadm init phase upload-certs printed no certificate key"
 token=$(kubeadm token create --ttl 30m --description 'alicloud-kubeadm control-plane join')
 [[ $token =~ ^[a-z0-9]{6}\.[a-z0-9]{16}$ ]] || ak_fail "kubeadm token create printed no token"
-# The file the API server reads (its flag), else the one this project writes (/etc/kubernetes/pki is the same path
+# The file the API server reads (its flag), else the one this project writes (the PKI directory is the same path
 # inside the API server's pod and on the host).
 manifest="${AK_ROOT}/etc/kubernetes/manifests/kube-apiserver.yaml"
 conf=$(sed -n 's/^ *- *--encryption-provider-config=//p' "$manifest" 2>/dev/null | head -n 1 || true)
