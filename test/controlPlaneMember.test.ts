@@ -272,7 +272,7 @@ esac
         const unwritable = await memberJoin(`${TOKEN} ${KEY} ${config}`, (sb) => sb.write("/etc/kubernetes/pki", "not a directory\n"));
         const damaged = await memberJoin(`${TOKEN} ${KEY} ${config.slice(0, 40)}`);
         for (const [{ sb, r }, reason] of [[unwritable, /could not write \/etc\/kubernetes\/pki\/alicloud-kubeadm-encryption\.yaml: kube-apiserver must not start without/],
-            [damaged, /the encryption config to write is not an EncryptionConfiguration/]] as const) {
+            [damaged, /the encryption config is not an EncryptionConfiguration/]] as const) {
             assert.strictEqual(r.code, 1);
             assert.match(sb.read("/var/lib/alicloud-kubeadm/join.failed") ?? "", /^status=failed$/m, "the failure marker the provider and doctor read");
             assert.strictEqual(sb.read("/var/lib/alicloud-kubeadm/join.done"), undefined);

@@ -56,18 +56,15 @@ resources:
 EOF
 }
 
-# ak_install_encryption_config -|GZ_B64: write the API server's EncryptionConfiguration (600): stdin (-), or GZ_B64
-# (a member: the existing masters' whole file, gzip + Base64, as join-secrets sends it), then check that the file
-# holds exactly that. Stops the script otherwise: kube-apiserver must never start without it, or with a broken one.
+# ak_install_encryption_config -|GZ_B64: write stdin (-) or GZ_B64 (a member: the masters' whole file as join-secrets
+# sends it) as the API server's EncryptionConfiguration (600); stop unless the file then holds exactly that.
 ak_install_encryption_config() {
   local path="${AK_ROOT}${AK_ENCRYPTION_CONFIG}" want
   if [ "$1" = - ]; then want=$(cat); else want=$(printf '%s' "$1" | base64 -d 2>/dev/null | gzip -dc 2>/dev/null) || want=""; fi
-  [[ $want == *EncryptionConfiguration* ]] ||
-    ak_die "the encryption config to write is not an EncryptionConfiguration (damaged on the way?); run the join again"
+  [[ $want == *EncryptionConfiguration* ]] || ak_die "the encryption config is not an EncryptionConfiguration (damaged on the way?)"
   (umask 077 && ak_write_file "$path" 600) <<<"$want" || true
-  cmp -s "$path" <<<"$want" 2>/dev/null ||
-    ak_die "could not write ${AK_ENCRYPTION_CONFIG}: kube-apiserver must not start without the cluster's encryption config;" \
-      "check that ${AK_ENCRYPTION_CONFIG%/*} is a writable directory with free space, then run this again"
+  cmp -s "$path" <<<"$want" 2>/dev/null || ak_die "could not write ${AK_ENCRYPTION_CONFIG}: kube-apiserver must not start without it;" \
+    "check that ${AK_ENCRYPTION_CONFIG%/*} is a writable directory with free space, then run again"
 }
 
 # ak_install_cert_renewal: a timer on this master that renews kubeadm's certificates once fewer than 90 days are
