@@ -177,11 +177,12 @@ describe("join-secrets on a master (the real script, fake kubeadm) and the membe
     const MANIFEST = "/etc/kubernetes/manifests/kube-apiserver.yaml";
 
     /** Runs the rendered join-secrets on a fake master whose root holds `files`; opens its answer. */
-    function joinSecretsOn(files: Record<string, string>): { status: number | null; stdout: string; stderr: string; opened?: string } {
+    function joinSecretsOn(files: Record<string, string>): { status: number | null; stdout: string; stderr: string; opened?: string; kubeadm: string[] } {
         const dir = fs.mkdtempSync(path.join(os.tmpdir(), "join-secrets-"));
         dirs.push(dir);
         fs.mkdirSync(path.join(dir, "bin"));
         fs.writeFileSync(path.join(dir, "bin", "kubeadm"), `#!/bin/bash
+echo "$1 $2" >>"${dir}/kubeadm-calls"
 case "$1 $2" in
   "init phase") printf '[upload-certs] Using certificate key:\\n%s\\n' "${KEY}" ;;
   "token create") echo "${TOKEN}" ;;
@@ -195,7 +196,8 @@ esac
         const key = newRecipient();
         const r = spawnSync("bash", ["-c", fill(renderOperation("join-secrets"), { recipient: key.publicKey })],
             { encoding: "utf8", env: { ...process.env, PATH: `${dir}/bin:${process.env.PATH}`, AK_ROOT: path.join(dir, "root") } });
-        return { status: r.status, stdout: r.stdout, stderr: r.stderr, opened: r.status === 0 ? key.open(r.stdout.trim()) : undefined };
+        const calls = fs.existsSync(path.join(dir, "kubeadm-calls")) ? fs.readFileSync(path.join(dir, "kubeadm-calls"), "utf8").trim().split("\n") : [];
+        return { status: r.status, stdout: r.stdout, stderr: r.stderr, opened: r.status === 0 ? key.open(r.stdout.trim()) : undefined, kubeadm: calls };
     }
     const keysOf = (yaml: string) => (parseAllDocuments(yaml)[0].toJS() as { resources: Array<{ providers: Array<Record<string, { keys?: Array<{ name: string; secret: string }> }>> }> })
         .resources.flatMap((r) => r.providers.map((p) => Object.entries(p).map(([kind, v]) => `${kind}:${(v.keys ?? []).map((k) => `${k.name}=${k.secret}`).join(",")}`)[0]));
@@ -225,6 +227,8 @@ esac
         assert.strictEqual(refused.status, 1);
         assert.match(refused.stderr, /encrypts Secrets but its encryption config .* cannot be read/);
         assert.strictEqual(refused.stdout.trim(), "", "nothing sealed");
+        assert.deepStrictEqual(refused.kubeadm, [], "no token made (and left behind) for a join that cannot happen");
+        assert.deepStrictEqual(plain.kubeadm, ["init phase", "token create"]);
     });
 
     it(`an encryption config over ${MAX_ENCRYPTION_CONFIG_GZ_B64} characters gzip + Base64 is refused on the master with the fix (what fits, fits the sealed parameter)`, () => {
@@ -234,6 +238,7 @@ esac
         assert.strictEqual(r.status, 1);
         assert.match(r.stderr, /is \d+ characters gzip \+ Base64, over the 2800 .* remove keys no Secret is sealed with any more/);
         assert.strictEqual(r.stdout.trim(), "", "nothing sealed");
+        assert.deepStrictEqual(r.kubeadm, [], "no token made");
         assert.ok(!r.stderr.includes(KEY1));
         // The limit the script applies is the rule's, and a config of that size still travels as a channel-receive parameter.
         assert.match(renderOperation("join-secrets"), new RegExp(`-le ${MAX_ENCRYPTION_CONFIG_GZ_B64} \\]`));

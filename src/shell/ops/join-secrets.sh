@@ -5,10 +5,6 @@
 # whole EncryptionConfiguration (every provider and key, in order: a member joining in the middle of a key rotation
 # still reads what the old keys sealed), gzip + Base64 on one line, or `-` when Secrets are not encrypted.
 export KUBECONFIG="$AK_ADMIN_CONF"
-key=$(kubeadm init phase upload-certs --upload-certs 2>/dev/null | tail -n 1)
-[[ $key =~ ^[0-9a-f]{64}$ ]] || ak_fail "kubeadm init phase upload-certs printed no certificate key"
-token=$(kubeadm token create --ttl 30m --description 'alicloud-kubeadm control-plane join')
-[[ $token =~ ^[a-z0-9]{6}\.[a-z0-9]{16}$ ]] || ak_fail "kubeadm token create printed no token"
 # The file the API server reads (its flag), else the one this project writes (the PKI directory is the same path
 # inside the API server's pod and on the host).
 manifest="${AK_ROOT}/etc/kubernetes/manifests/kube-apiserver.yaml"
@@ -25,4 +21,9 @@ elif grep -qs -- '--encryption-provider-config' "$manifest"; then
   # An API server that encrypts Secrets with keys this script cannot read must not let a member join without them.
   ak_fail "the API server encrypts Secrets but its encryption config (${conf}) cannot be read here"
 fi
+# The token and certificate key only once the config is known to travel (no token left behind by a refusal).
+key=$(kubeadm init phase upload-certs --upload-certs 2>/dev/null | tail -n 1)
+[[ $key =~ ^[0-9a-f]{64}$ ]] || ak_fail "kubeadm init phase upload-certs printed no certificate key"
+token=$(kubeadm token create --ttl 30m --description 'alicloud-kubeadm control-plane join')
+[[ $token =~ ^[a-z0-9]{6}\.[a-z0-9]{16}$ ]] || ak_fail "kubeadm token create printed no token"
 printf '%s %s %s' "$token" "$key" "$enc" | ak_seal "$AK_RECIPIENT"
