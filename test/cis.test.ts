@@ -106,6 +106,15 @@ describe("CIS basics on the control plane", () => {
         });
     }
 
+    it("master 0 whose encryption config cannot be written stops before kubeadm init (no API server without it)", async () => {
+        const sb = sandbox();
+        sb.write("/etc/kubernetes/pki", "not a directory\n");
+        const r = await sb.run(renderMasterInit({ ...master, encryptSecrets: true }));
+        assert.equal(r.code, 1);
+        assert.equal(callsOf(r.calls, "kubeadm", "init").length, 0);
+        assert.match(r.stderr, /could not write \/etc\/kubernetes\/pki\/alicloud-kubeadm-encryption\.yaml/);
+    });
+
     it("a control-plane member writes the audit policy and master 0's encryption key before kubeadm join, installs the renewal timer after it", async () => {
         const sb = sandbox();
         const r = await sb.run(renderControlPlaneJoin({ ...member, certificateKey: CERT_KEY, encryptionKey: ENC_KEY }));
@@ -130,18 +139,22 @@ describe("CIS basics on the control plane", () => {
         assert.equal(parseAllDocuments(sb.read(ENCRYPTION) ?? "")[0].toJS().resources[0].providers[0].secretbox.keys[0].secret, ENC_KEY);
     });
 
-    it("the saved control-plane join command (packed) still writes the audit policy and a received encryption key; pool nodes get no control-plane file and no timer", async () => {
+    it("the saved control-plane join command (packed) still writes the audit policy and a received encryption config; pool nodes get no control-plane file and no timer", async () => {
         const cp = sandbox();
         const channel = "0123456789abcdef0123456789abcdef";
         cp.write(`/run/alicloud-kubeadm/${channel}`, `${TOKEN} ${CERT_KEY}\n`);
         assertOk(await cp.run(fill(renderControlPlaneJoinCommand(member), { channel })), cp);
         assert.ok(cp.read(AUDIT_POLICY) && cp.read(TIMER));
         assert.equal(cp.read(ENCRYPTION), undefined, "no key given, none written");
-        // The member of an encrypting cluster receives master 0's key as the channel's third field (`-`: none).
+        // The member of an encrypting cluster receives the masters' whole encryption config, gzip + Base64, as the
+        // channel's third field (`-`: none); master 0's own file here (test/controlPlaneMember.test.ts: a rotation's keys).
+        const m0 = sandbox();
+        assertOk(await m0.run(renderMasterInit({ ...master, encryptSecrets: true })), m0);
         const enc = sandbox();
-        enc.write(`/run/alicloud-kubeadm/${channel}`, `${TOKEN} ${CERT_KEY} ${ENC_KEY}\n`);
+        enc.write(`/run/alicloud-kubeadm/${channel}`, `${TOKEN} ${CERT_KEY} ${zlib.gzipSync(m0.read(ENCRYPTION) ?? "").toString("base64")}\n`);
         assertOk(await enc.run(fill(renderControlPlaneJoinCommand(member), { channel })), enc);
-        assert.equal(parseAllDocuments(enc.read(ENCRYPTION) ?? "")[0].toJS().resources[0].providers[0].secretbox.keys[0].secret, ENC_KEY);
+        assert.equal(enc.read(ENCRYPTION), m0.read(ENCRYPTION));
+        assert.equal(Buffer.from(parseAllDocuments(enc.read(ENCRYPTION) ?? "")[0].toJS().resources[0].providers[0].secretbox.keys[0].secret, "base64").length, 32);
         const none = sandbox();
         none.write(`/run/alicloud-kubeadm/${channel}`, `${TOKEN} ${CERT_KEY} -\n`);
         assertOk(await none.run(fill(renderControlPlaneJoinCommand(member), { channel })), none);

@@ -11,11 +11,34 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import { renderOperation } from "../src/shell/render";
-import { newRecipient } from "../src/cloud/channel";
+import { newRecipient, seal } from "../src/cloud/channel";
+import * as crypto from "crypto";
+import * as zlib from "zlib";
+import { parseAllDocuments } from "yaml";
+import { MAX_ENCRYPTION_CONFIG_GZ_B64, SEALED_PATTERN } from "../src/rules";
+import { parseJoinSecrets } from "../src/cloud/operations";
+import { callsOf, makeSandbox, type Sandbox } from "./sandbox";
 
 const TOKEN = "k8sabc.0123456789abcdef";
 const KEY = "f".repeat(64);
-const ENC = "q".repeat(43) + "=";
+/** Two aescbc keys in the middle of a rotation: key1 (new) seals, key2 (old) still opens what it sealed. */
+const KEY1 = Buffer.alloc(32, 1).toString("base64");
+const KEY2 = Buffer.alloc(32, 2).toString("base64");
+const ROTATING = `apiVersion: apiserver.config.k8s.io/v1
+kind: EncryptionConfiguration
+resources:
+  - resources: ["secrets"]
+    providers:
+      - aescbc:
+          keys:
+            - name: key1
+              secret: ${KEY1}
+            - name: key2
+              secret: ${KEY2}
+      - identity: {}
+`;
+/** What join-secrets sends for it: the whole file, gzip + Base64. */
+const ENC = zlib.gzipSync(ROTATING).toString("base64");
 
 describe("ControlPlaneMember", () => {
     const ctx = useEmulator();
@@ -56,7 +79,7 @@ describe("ControlPlaneMember", () => {
         const name = await joinControlPlaneMember(inputs(s), (m) => logs.push(m));
         assert.strictEqual(name, "master-1");
         assert.deepStrictEqual(c.log, [`${c.master}: get-nodes`, `${c.master}: join-secrets`, `${member}: join`, `${c.master}: get-nodes`]);
-        assert.strictEqual(opened, `${TOKEN} ${KEY} ${ENC}`, "the member opened the token, the certificate key and master 0's encryption key with the key it made");
+        assert.strictEqual(opened, `${TOKEN} ${KEY} ${ENC}`, "the member opened the token, the certificate key and the masters' whole encryption config with the key it made");
         assert.strictEqual(channels.keys.get(member)?.size, 0, "its one-use key is gone");
         assert.strictEqual(channels.received.get(member)?.size, 0, "the received secret was read and deleted");
         const join = emu.callsOf("InvokeCommand").find((x) => x.params.CommandId === s.joinCommandId)!;
@@ -64,7 +87,7 @@ describe("ControlPlaneMember", () => {
         assert.deepStrictEqual(Object.keys(JSON.parse(join.params.Parameters)), ["channel"]);
         assert.ok(logs.every((l) => !l.includes(TOKEN) && !l.includes(KEY)), "secrets never logged");
         // No request, command content, parameter or output holds a secret in clear.
-        for (const secret of [TOKEN, KEY, ENC]) {
+        for (const secret of [TOKEN, KEY, ENC, KEY1, KEY2]) {
             assert.ok(emu.calls.every((x) => !x.body.includes(secret) && !x.url.includes(secret) && !Buffer.from(x.params.CommandContent ?? "", "base64").toString().includes(secret)));
             assert.ok([...emu.state.invocations.values()].every((inv) => !JSON.stringify(inv).includes(secret)));
         }
@@ -87,6 +110,23 @@ describe("ControlPlaneMember", () => {
         emu.onCommand(operation("join-secrets"), { output: `${TOKEN} ${KEY}\n` });
         await assert.rejects(joinControlPlaneMember(inputs(s)), (e: Error) => !e.message.includes(TOKEN) && !e.message.includes(KEY) && /sealed/.test(e.message));
         assert.strictEqual(emu.callsOf("InvokeCommand").filter((x) => x.params.CommandId === s.joinCommandId).length, 0, "no join attempted");
+    });
+
+    it("an encryption config in join-secrets' answer that is not a gzip + Base64 EncryptionConfiguration is refused without echoing it; nothing is sent to the member", async () => {
+        const { emu } = ctx;
+        const s = await setup();
+        const channels = installNodeChannels(emu);
+        const notConfig = zlib.gzipSync(`secret: ${KEY1}\n`).toString("base64");
+        for (const bad of [KEY1, "%%%", notConfig]) {
+            emu.onCommand(operation("join-secrets"), (x) => ({ output: sealReply(x.script, `${TOKEN} ${KEY} ${bad}`) }));
+            await assert.rejects(joinControlPlaneMember(inputs(s)),
+                (e: Error) => /not an EncryptionConfiguration in gzip \+ Base64/.test(e.message) && !e.message.includes(bad) && !e.message.includes(KEY1) && !e.message.includes(TOKEN));
+        }
+        // Longer than the channel carries (a sealed answer that long does not even open: SEALED_PATTERN).
+        const tooLong = zlib.gzipSync(ROTATING + crypto.randomBytes(3000).toString("base64")).toString("base64");
+        assert.throws(() => parseJoinSecrets(`${TOKEN} ${KEY} ${tooLong}`), (e: Error) => /of at most 2800 characters/.test(e.message) && !e.message.includes(tooLong));
+        assert.strictEqual(emu.callsOf("InvokeCommand").filter((x) => x.params.CommandId === s.joinCommandId).length, 0, "no join attempted");
+        assert.strictEqual([...channels.received.values()].reduce((n, m) => n + m.size, 0), 0, "nothing sent to the member");
     });
 
     it("delete: drain → reset (leaves etcd) → the member checked through another master → delete Node", async () => {
@@ -126,44 +166,126 @@ describe("ControlPlaneMember", () => {
 
 });
 
-describe("join-secrets on a master (the real script, fake kubeadm) and the member's encryption key", () => {
-    for (const encrypted of [true, false]) {
-        it(`answers <token> <certificate key> ${encrypted ? "<master 0's encryption key>" : "-"} sealed, none of it in clear`, () => {
-            const dir = fs.mkdtempSync(path.join(os.tmpdir(), "join-secrets-"));
-            try {
-                fs.mkdirSync(path.join(dir, "bin"));
-                fs.writeFileSync(path.join(dir, "bin", "kubeadm"), `#!/bin/bash
+describe("join-secrets on a master (the real script, fake kubeadm) and the member's encryption config", () => {
+    const dirs: string[] = [];
+    const sandboxes: Sandbox[] = [];
+    after(() => {
+        dirs.forEach((d) => fs.rmSync(d, { recursive: true, force: true }));
+        sandboxes.forEach((sb) => sb.cleanup());
+    });
+    const PKI_CONFIG = "/etc/kubernetes/pki/alicloud-kubeadm-encryption.yaml";
+    const MANIFEST = "/etc/kubernetes/manifests/kube-apiserver.yaml";
+
+    /** Runs the rendered join-secrets on a fake master whose root holds `files`; opens its answer. */
+    function joinSecretsOn(files: Record<string, string>): { status: number | null; stdout: string; stderr: string; opened?: string; kubeadm: string[] } {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "join-secrets-"));
+        dirs.push(dir);
+        fs.mkdirSync(path.join(dir, "bin"));
+        fs.writeFileSync(path.join(dir, "bin", "kubeadm"), `#!/bin/bash
+echo "$1 $2" >>"${dir}/kubeadm-calls"
 case "$1 $2" in
   "init phase") printf '[upload-certs] Using certificate key:\\n%s\\n' "${KEY}" ;;
   "token create") echo "${TOKEN}" ;;
   *) exit 2 ;;
 esac
 `, { mode: 0o755 });
-                if (encrypted) {
-                    const pki = path.join(dir, "root", "etc", "kubernetes", "pki");
-                    fs.mkdirSync(pki, { recursive: true });
-                    fs.writeFileSync(path.join(pki, "alicloud-kubeadm-encryption.yaml"), `kind: EncryptionConfiguration\nresources:\n  - resources: ["secrets"]\n    providers:\n      - secretbox:\n          keys:\n            - name: alicloud-kubeadm-1\n              secret: ${ENC}\n      - identity: {}\n`);
-                }
-                const key = newRecipient();
-                const r = spawnSync("bash", ["-c", fill(renderOperation("join-secrets"), { recipient: key.publicKey })],
-                    { encoding: "utf8", env: { ...process.env, PATH: `${dir}/bin:${process.env.PATH}`, AK_ROOT: path.join(dir, "root") } });
-                assert.strictEqual(r.status, 0, r.stderr);
-                assert.strictEqual(key.open(r.stdout.trim()), `${TOKEN} ${KEY} ${encrypted ? ENC : "-"}`);
-                for (const secret of [TOKEN, KEY, ENC]) assert.ok(!r.stdout.includes(secret) && !r.stderr.includes(secret), "nothing in clear");
-                if (!encrypted) {
-                    // An API server that encrypts with a key the script cannot read: refused, not answered without it.
-                    const manifests = path.join(dir, "root", "etc", "kubernetes", "manifests");
-                    fs.mkdirSync(manifests, { recursive: true });
-                    fs.writeFileSync(path.join(manifests, "kube-apiserver.yaml"), "    - --encryption-provider-config=/etc/kubernetes/pki/alicloud-kubeadm-encryption.yaml\n");
-                    const refused = spawnSync("bash", ["-c", fill(renderOperation("join-secrets"), { recipient: key.publicKey })],
-                        { encoding: "utf8", env: { ...process.env, PATH: `${dir}/bin:${process.env.PATH}`, AK_ROOT: path.join(dir, "root") } });
-                    assert.strictEqual(refused.status, 1);
-                    assert.match(refused.stderr, /encrypts Secrets but its encryption config .* cannot be read/);
-                    assert.strictEqual(refused.stdout.trim(), "", "nothing sealed");
-                }
-            } finally {
-                fs.rmSync(dir, { recursive: true, force: true });
-            }
-        });
+        for (const [p, content] of Object.entries(files)) {
+            fs.mkdirSync(path.dirname(path.join(dir, "root", p)), { recursive: true });
+            fs.writeFileSync(path.join(dir, "root", p), content, { mode: 0o600 });
+        }
+        const key = newRecipient();
+        const r = spawnSync("bash", ["-c", fill(renderOperation("join-secrets"), { recipient: key.publicKey })],
+            { encoding: "utf8", env: { ...process.env, PATH: `${dir}/bin:${process.env.PATH}`, AK_ROOT: path.join(dir, "root") } });
+        const calls = fs.existsSync(path.join(dir, "kubeadm-calls")) ? fs.readFileSync(path.join(dir, "kubeadm-calls"), "utf8").trim().split("\n") : [];
+        return { status: r.status, stdout: r.stdout, stderr: r.stderr, opened: r.status === 0 ? key.open(r.stdout.trim()) : undefined, kubeadm: calls };
     }
+    const keysOf = (yaml: string) => (parseAllDocuments(yaml)[0].toJS() as { resources: Array<{ providers: Array<Record<string, { keys?: Array<{ name: string; secret: string }> }>> }> })
+        .resources.flatMap((r) => r.providers.map((p) => Object.entries(p).map(([kind, v]) => `${kind}:${(v.keys ?? []).map((k) => `${k.name}=${k.secret}`).join(",")}`)[0]));
+
+    it("mid-rotation (aescbc key1 new, key2 old): answers the whole EncryptionConfiguration, both keys in order, sealed; none of it in clear", () => {
+        const r = joinSecretsOn({ [PKI_CONFIG]: ROTATING });
+        assert.strictEqual(r.status, 0, r.stderr);
+        const secrets = parseJoinSecrets(r.opened!);
+        assert.deepStrictEqual([secrets.token, secrets.certificateKey], [TOKEN, KEY]);
+        assert.strictEqual(zlib.gunzipSync(Buffer.from(secrets.encryptionConfig!, "base64")).toString(), ROTATING, "the file as the masters have it");
+        for (const secret of [TOKEN, KEY, KEY1, KEY2, secrets.encryptionConfig!]) assert.ok(!r.stdout.includes(secret) && !r.stderr.includes(secret), "nothing in clear");
+    });
+
+    it("reads the file kube-apiserver's --encryption-provider-config names; `-` when Secrets are not encrypted; refuses when the API server encrypts with a file it cannot read", () => {
+        const elsewhere = "/etc/kubernetes/pki/rotated.yaml";
+        const flagged = joinSecretsOn({ [PKI_CONFIG]: ROTATING.replace(/\n {12}- name: key2\n.*\n/, "\n"),
+            [elsewhere]: ROTATING, [MANIFEST]: `    - --encryption-provider-config=${elsewhere}\n` });
+        assert.strictEqual(flagged.status, 0, flagged.stderr);
+        assert.strictEqual(zlib.gunzipSync(Buffer.from(parseJoinSecrets(flagged.opened!).encryptionConfig!, "base64")).toString(), ROTATING);
+
+        const plain = joinSecretsOn({});
+        assert.strictEqual(plain.status, 0, plain.stderr);
+        assert.strictEqual(plain.opened, `${TOKEN} ${KEY} -`);
+        assert.deepStrictEqual(parseJoinSecrets(plain.opened!), { token: TOKEN, certificateKey: KEY });
+
+        const refused = joinSecretsOn({ [MANIFEST]: `    - --encryption-provider-config=${PKI_CONFIG}\n` });
+        assert.strictEqual(refused.status, 1);
+        assert.match(refused.stderr, /encrypts Secrets but its encryption config .* cannot be read/);
+        assert.strictEqual(refused.stdout.trim(), "", "nothing sealed");
+        assert.deepStrictEqual(refused.kubeadm, [], "no token made (and left behind) for a join that cannot happen");
+        assert.deepStrictEqual(plain.kubeadm, ["init phase", "token create"]);
+    });
+
+    it(`an encryption config over ${MAX_ENCRYPTION_CONFIG_GZ_B64} characters gzip + Base64 is refused on the master with the fix (what fits, fits the sealed parameter)`, () => {
+        const many = ROTATING.replace("            - name: key2\n", [...Array(80)].map((_, i) =>
+            `            - name: old${i}\n              secret: ${crypto.randomBytes(32).toString("base64")}\n`).join("") + "            - name: key2\n");
+        const r = joinSecretsOn({ [PKI_CONFIG]: many });
+        assert.strictEqual(r.status, 1);
+        assert.match(r.stderr, /is \d+ characters gzip \+ Base64, over the 2800 .* remove keys no Secret is sealed with any more/);
+        assert.strictEqual(r.stdout.trim(), "", "nothing sealed");
+        assert.deepStrictEqual(r.kubeadm, [], "no token made");
+        assert.ok(!r.stderr.includes(KEY1));
+        // The limit the script applies is the rule's, and a config of that size still travels as a channel-receive parameter.
+        assert.match(renderOperation("join-secrets"), new RegExp(`-le ${MAX_ENCRYPTION_CONFIG_GZ_B64} \\]`));
+        const largest = `${TOKEN} ${KEY} ${"A".repeat(MAX_ENCRYPTION_CONFIG_GZ_B64)}`;
+        assert.match(seal(newRecipient().publicKey, largest), SEALED_PATTERN);
+    });
+
+    /** A sandboxed member that received `plaintext` on its channel and runs the saved control-plane join command. */
+    async function memberJoin(plaintext: string, prepare?: (sb: Sandbox) => void) {
+        const sb = makeSandbox({ os: "ubuntu", prebaked: true });
+        sandboxes.push(sb);
+        const channel = "0123456789abcdef0123456789abcdef";
+        sb.write(`/run/alicloud-kubeadm/${channel}`, `${plaintext}\n`);
+        prepare?.(sb);
+        const script = renderControlPlaneJoinCommand({ region: "cn-shanghai", kubernetesVersion: "1.34.2", apiEndpoint: "192.168.0.10:6443", caCertHash: `sha256:${"a".repeat(64)}` });
+        return { sb, r: await sb.run(fill(script, { channel })) };
+    }
+
+    it("master → member: the member writes an EncryptionConfiguration identical to the masters' (key1 then key2, then identity) before kubeadm join", async () => {
+        const answer = joinSecretsOn({ [PKI_CONFIG]: ROTATING });
+        const s = parseJoinSecrets(answer.opened!);
+        const { sb, r } = await memberJoin(`${s.token} ${s.certificateKey} ${s.encryptionConfig}`);
+        assert.strictEqual(r.code, 0, r.stderr);
+        assert.strictEqual(sb.read(PKI_CONFIG), ROTATING, "byte for byte");
+        assert.deepStrictEqual(keysOf(sb.read(PKI_CONFIG)!), [`aescbc:key1=${KEY1},key2=${KEY2}`, "identity:"]);
+        assert.strictEqual((fs.statSync(sb.at(PKI_CONFIG)).mode & 0o777), 0o600);
+        assert.strictEqual(callsOf(r.calls, "kubeadm", "join").length, 1);
+        assert.ok(sb.read("/var/lib/alicloud-kubeadm/join.done"));
+        const log = sb.read("/var/log/alicloud-kubeadm/attach-node.log") ?? "";
+        for (const secret of [KEY1, KEY2, s.encryptionConfig!]) assert.ok(!log.includes(secret) && !r.stdout.includes(secret) && !r.stderr.includes(secret), "no key in the log");
+    });
+
+    it("a member whose encryption config cannot be written (or arrived damaged) fails the join with the reason, before kubeadm join and without a kube-apiserver", async () => {
+        const config = zlib.gzipSync(ROTATING).toString("base64");
+        // /etc/kubernetes/pki is a file: nothing can be written under it (root ignores permissions, so not a chmod).
+        const unwritable = await memberJoin(`${TOKEN} ${KEY} ${config}`, (sb) => sb.write("/etc/kubernetes/pki", "not a directory\n"));
+        const damaged = await memberJoin(`${TOKEN} ${KEY} ${config.slice(0, 40)}`);
+        for (const [{ sb, r }, reason] of [[unwritable, /could not write \/etc\/kubernetes\/pki\/alicloud-kubeadm-encryption\.yaml: kube-apiserver must not start without/],
+            [damaged, /the encryption config is not an EncryptionConfiguration/]] as const) {
+            assert.strictEqual(r.code, 1);
+            assert.match(sb.read("/var/lib/alicloud-kubeadm/join.failed") ?? "", /^status=failed$/m, "the failure marker the provider and doctor read");
+            assert.strictEqual(sb.read("/var/lib/alicloud-kubeadm/join.done"), undefined);
+            assert.strictEqual(callsOf(r.calls, "kubeadm", "join").length, 0, "never joined: no kube-apiserver without its encryption config");
+            assert.strictEqual(sb.read(MANIFEST), undefined);
+            assert.match(r.stderr, reason);
+            assert.ok(!r.stderr.includes(KEY1) && !r.stderr.includes(config));
+        }
+        assert.ok(!fs.statSync(damaged.sb.at(PKI_CONFIG), { throwIfNoEntry: false })?.isFile(), "nothing written from a damaged config");
+    });
 });

@@ -8,7 +8,7 @@
 import { CommandError, runOnInstance } from "./cloudAssistant";
 import { newChannelId, newRecipient, seal } from "./channel";
 import { cannotRunCommands, classify } from "./errors";
-import { CERTIFICATE_KEY_PATTERN, OPERATIONS, operationParameters, TOKEN_PATTERN, POOL_LABEL, providerIdOf, type JoinOperation, type NodeCommandIds, type OperationName, type ParameterName, type SavedOperation } from "../rules";
+import { CERTIFICATE_KEY_PATTERN, MAX_ENCRYPTION_CONFIG_GZ_B64, OPERATIONS, operationParameters, TOKEN_PATTERN, POOL_LABEL, providerIdOf, type JoinOperation, type NodeCommandIds, type OperationName, type ParameterName, type SavedOperation } from "../rules";
 
 export { POOL_LABEL, providerIdOf, type NodeCommandIds };
 
@@ -190,20 +190,48 @@ export async function deleteToken(access: ClusterAccess, tokenId: string): Promi
     return out.includes("already gone") ? "already gone" : "deleted";
 }
 
+/** Secrets from a master for one control-plane join (what join-secrets answers, opened). */
+export interface JoinSecrets {
+    token: string;
+    certificateKey: string;
+    /**
+     * The masters' whole EncryptionConfiguration (every provider and key, in order), gzip + Base64, passed on to
+     * the member as is; absent when Secrets are not encrypted at rest.
+     */
+    encryptionConfig?: string;
+}
+
 /**
- * A fresh certificate key and a 30-minute token from a master, with master 0's secrets-encryption key when
+ * A fresh certificate key and a 30-minute token from a master, with the masters' whole encryption config when
  * Secrets are encrypted at rest, answered sealed to a key made for this one call.
  */
-export async function joinSecrets(access: ClusterAccess): Promise<{ token: string; certificateKey: string; encryptionKey?: string }> {
+export async function joinSecrets(access: ClusterAccess): Promise<JoinSecrets> {
     const recipient = newRecipient();
-    const [token, certificateKey, encryption] = recipient.open(await invokeOnMaster(access, "join-secrets", { recipient: recipient.publicKey }, { sensitive: true })).split(" ");
+    return parseJoinSecrets(recipient.open(await invokeOnMaster(access, "join-secrets", { recipient: recipient.publicKey }, { sensitive: true })));
+}
+
+/**
+ * Reads join-secrets' opened answer `<token> <certificate key> <encryption config | ->`; errors never quote it.
+ * The encryption config must be gzip + Base64 of an EncryptionConfiguration that fits a sealed channel message.
+ */
+export function parseJoinSecrets(answer: string): JoinSecrets {
+    const [token, certificateKey, encryption] = answer.split(" ");
     if (!TOKEN_PATTERN.test(token ?? "") || !CERTIFICATE_KEY_PATTERN.test(certificateKey ?? "")) {
         throw new Error("master did not answer a bootstrap token and a certificate key (kubeadm upload-certs / token create failed); check kubeadm on the master");
     }
-    if (encryption !== undefined && encryption !== "-" && !/^[A-Za-z0-9+/]{43}=$/.test(encryption)) {
-        throw new Error("master answered an encryption key that is not 32 bytes in Base64; check /etc/kubernetes/pki/alicloud-kubeadm-encryption.yaml there");
+    if (encryption === undefined || encryption === "-") return { token, certificateKey };
+    const problem = "master answered an encryption config that is not an EncryptionConfiguration in gzip + Base64 of at most " +
+        `${MAX_ENCRYPTION_CONFIG_GZ_B64} characters; check /etc/kubernetes/pki/alicloud-kubeadm-encryption.yaml (or the file kube-apiserver's --encryption-provider-config names) there`;
+    if (!/^[A-Za-z0-9+/]+={0,2}$/.test(encryption) || encryption.length > MAX_ENCRYPTION_CONFIG_GZ_B64) throw new Error(problem);
+    let text: string;
+    try {
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        text = (require("zlib") as typeof import("zlib")).gunzipSync(Buffer.from(encryption, "base64")).toString("utf8");
+    } catch {
+        throw new Error(problem);
     }
-    return { token, certificateKey, ...(encryption && encryption !== "-" ? { encryptionKey: encryption } : {}) };
+    if (!text.includes("EncryptionConfiguration")) throw new Error(problem);
+    return { token, certificateKey, encryptionConfig: encryption };
 }
 
 /**

@@ -11,18 +11,13 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { CommandError } from "../cloud/cloudAssistant";
-import { bootstrapLog, joinSecrets, listNodes, providerIdOf, runJoin, sendSecret, type ClusterAccess } from "../cloud/operations";
+import { bootstrapLog, joinSecrets, listNodes, providerIdOf, runJoin, sendSecret, type ClusterAccess, type JoinSecrets } from "../cloud/operations";
 import { clusterAccess, type ClusterAccessArgs, type ClusterAccessInputs } from "./access";
 import { removeNode } from "../removal";
 import { pulumiLog } from "./log";
 
-/** Secrets from master 0 for one join. */
-export interface JoinSecrets {
-    token: string;
-    certificateKey: string;
-    /** Master 0's secrets-encryption key, when Secrets are encrypted at rest. */
-    encryptionKey?: string;
-}
+/** Secrets from a master for one join. */
+export type { JoinSecrets } from "../cloud/operations";
 
 export interface ControlPlaneMemberInputs extends ClusterAccessInputs {
     /** The master to join. */
@@ -55,8 +50,8 @@ export async function joinControlPlaneMember(inputs: ControlPlaneMemberInputs, l
         log(`asking a master (${master.masterInstanceIds.join(" or ")}) for a certificate key and a join token`);
         const secrets: JoinSecrets = await joinSecrets(master);
         log(`joining ${memberInstanceId} to the control plane (installs packages, then kubeadm join --control-plane)`);
-        // The member's API server needs master 0's encryption key too (when Secrets are encrypted): same channel.
-        const channel = await sendSecret(master, memberInstanceId, `${secrets.token} ${secrets.certificateKey} ${secrets.encryptionKey ?? "-"}`);
+        // The member's API server needs the masters' whole encryption config too (when Secrets are encrypted): same channel.
+        const channel = await sendSecret(master, memberInstanceId, `${secrets.token} ${secrets.certificateKey} ${secrets.encryptionConfig ?? "-"}`);
         try {
             await runJoin(region, "control-plane-join", inputs.joinCommandId, memberInstanceId, { channel },
                 { timeoutSeconds: inputs.joinTimeoutSeconds ?? 1800, pollIntervalMs });

@@ -14,6 +14,13 @@ export const CERTIFICATE_KEY_PATTERN = /^[0-9a-f]{64}$/;
 export const CHANNEL_KEY_PATTERN = /^MCowBQYDK2VuAyEA[A-Za-z0-9+/]{43}=$/;
 /** A sealed text of the secret channel: `<ephemeral X25519 key>.<openssl enc output>`, both Base64. */
 export const SEALED_PATTERN = /^MCowBQYDK2VuAyEA[A-Za-z0-9+/]{43}=\.[A-Za-z0-9+/]{22,4000}={0,2}$/;
+/**
+ * The longest encryption config (the masters' whole EncryptionConfiguration, gzip + Base64) a control-plane join
+ * carries: `<token> <certificate key> <config>` sealed must match {@link SEALED_PATTERN} (at most 4000 characters
+ * after the dot, 3000 bytes: 16 of salt header, AES-CBC padding to 16, 64 of SHA-256 frame, 89 of token and
+ * certificate key leave 2822): about 50 aescbc keys. src/shell/ops/join-secrets.sh refuses more with the same number.
+ */
+export const MAX_ENCRYPTION_CONFIG_GZ_B64 = 2800;
 /** A channel id: names an instance's one-use channel key pair. */
 export const CHANNEL_ID_PATTERN = /^[0-9a-f]{32}$/;
 /** The name of one stack credential: a service-account token Secret in kube-system. */

@@ -15,10 +15,11 @@ ak_start_log attach-node
 # (src/shell/channel.sh, docs/security.md); read once, then deleted.
 if [ -n "${AK_CHANNEL:-}" ]; then
   f=${AK_ROOT}/run/alicloud-kubeadm/${AK_CHANNEL}
-  read -r AK_BOOTSTRAP_TOKEN AK_CERTIFICATE_KEY received_key <"$f" || ak_die "nothing received on channel ${AK_CHANNEL}"
+  read -r AK_BOOTSTRAP_TOKEN AK_CERTIFICATE_KEY received_enc <"$f" || ak_die "nothing received on channel ${AK_CHANNEL}"
   rm -f "$f"
-  # A control-plane member of a cluster whose Secrets are encrypted also gets master 0's key (`-`: none).
-  if [ -n "${received_key:-}" ] && [ "$received_key" != - ]; then AK_ENCRYPTION_KEY=$received_key; fi
+  # A control-plane member of a cluster whose Secrets are encrypted also gets the masters' whole encryption
+  # config, every key in order, gzip + Base64 (`-`: none).
+  if [ -n "${received_enc:-}" ] && [ "$received_enc" != - ]; then AK_ENCRYPTION_CONFIG_GZ=$received_enc; fi
 fi
 ak_require AK_KUBERNETES_VERSION AK_K8S_REPO_URL AK_SANDBOX_IMAGE AK_API_ENDPOINT AK_POOL_NAME \
   AK_BOOTSTRAP_TOKEN AK_CA_CERT_HASHES
@@ -119,7 +120,9 @@ for ((attempt = 1; attempt <= AK_JOIN_ATTEMPTS; attempt++)); do
     # A control-plane member: the files its API server reads (the cluster's ClusterConfiguration names them),
     # written on every attempt because kubeadm reset empties the PKI directory.
     ak_write_audit_policy
-    if [ -n "${AK_ENCRYPTION_KEY:-}" ]; then ak_write_encryption_config "$AK_ENCRYPTION_KEY"; fi
+    # Either fails the join when the file cannot be written as given.
+    if [ -n "${AK_ENCRYPTION_CONFIG_GZ:-}" ]; then ak_install_encryption_config "$AK_ENCRYPTION_CONFIG_GZ"
+    elif [ -n "${AK_ENCRYPTION_KEY:-}" ]; then ak_write_encryption_config "$AK_ENCRYPTION_KEY"; fi
   fi
   ak_log "kubeadm join ${AK_API_ENDPOINT} as ${AK_PROVIDER_ID}, pool ${AK_POOL_NAME} (attempt ${attempt}/${AK_JOIN_ATTEMPTS})"
   rc=0

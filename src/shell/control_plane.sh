@@ -39,10 +39,10 @@ rules:
 EOF
 }
 
-# ak_write_encryption_config KEY: the API server's EncryptionConfiguration: Secrets sealed with secretbox under
+# ak_write_encryption_config KEY: a new cluster's EncryptionConfiguration: Secrets sealed with secretbox under
 # KEY (32 random bytes, Base64); identity stays last so Secrets written before can still be read.
 ak_write_encryption_config() {
-  (umask 077 && ak_write_file "${AK_ROOT}${AK_ENCRYPTION_CONFIG}" 600) <<EOF || true
+  ak_install_encryption_config - <<EOF
 apiVersion: apiserver.config.k8s.io/v1
 kind: EncryptionConfiguration
 resources:
@@ -54,6 +54,17 @@ resources:
               secret: $1
       - identity: {}
 EOF
+}
+
+# ak_install_encryption_config -|GZ_B64: write stdin (-) or GZ_B64 (a member: the masters' whole file as join-secrets
+# sends it) as the API server's EncryptionConfiguration (600); stop unless the file then holds exactly that.
+ak_install_encryption_config() {
+  local path="${AK_ROOT}${AK_ENCRYPTION_CONFIG}" want
+  if [ "$1" = - ]; then want=$(cat); else want=$(printf '%s' "$1" | base64 -d 2>/dev/null | gzip -dc 2>/dev/null) || want=""; fi
+  [[ $want == *EncryptionConfiguration* ]] || ak_die "the encryption config is not an EncryptionConfiguration (damaged on the way?)"
+  (umask 077 && ak_write_file "$path" 600) <<<"$want" || true
+  cmp -s "$path" <<<"$want" 2>/dev/null || ak_die "could not write ${AK_ENCRYPTION_CONFIG}: kube-apiserver must not start without it;" \
+    "check that ${AK_ENCRYPTION_CONFIG%/*} is a writable directory with free space, then run again"
 }
 
 # ak_install_cert_renewal: a timer on this master that renews kubeadm's certificates once fewer than 90 days are

@@ -98,8 +98,8 @@ EOF
 ak_prepare_node
 ak_read_identity
 ak_write_audit_policy
-# Secrets encryption at rest: the key is made here, once (a re-run keeps it); other control-plane members get it
-# through the control-plane join (AK_ENCRYPTION_KEY), see docs/security.md#encryption-at-rest.
+# Secrets encryption at rest: the key is made here, once (a re-run keeps it); members get the whole file through
+# join-secrets, see docs/security.md#encryption-at-rest.
 if [ "${AK_ENCRYPT_SECRETS:-0}" = 1 ] && [ ! -f "${AK_ROOT}${AK_ENCRYPTION_CONFIG}" ]; then
   ak_write_encryption_config "$(head -c 32 /dev/urandom | base64)"
 fi

@@ -95,7 +95,9 @@ export interface MasterInitParams extends NodeParams {
     certSANs?: string[];
     /**
      * Encrypt Secrets at rest with a key generated on master 0 (docs/security.md#encryption-at-rest). Every other
-     * control-plane member then needs that key in its join ({@link ControlPlaneJoinParams.encryptionKey}). Default false.
+     * control-plane member then needs the masters' encryption config in its join: the saved join command receives it
+     * whole over the secret channel (join-secrets); a script rendered here takes the one key
+     * ({@link ControlPlaneJoinParams.encryptionKey}). Default false.
      */
     encryptSecrets?: boolean;
 }
@@ -155,8 +157,9 @@ export interface ControlPlaneJoinParams extends Omit<AttachNodeParams, "poolName
     /** Value of the `alicloud-kubeadm/pool` label. Default `control-plane`. */
     poolName?: string;
     /**
-     * Master 0's secrets-encryption key (32 bytes, Base64; secret), or a parameter: required when master 0 was
-     * rendered with `encryptSecrets`. Default none (the cluster does not encrypt Secrets at rest).
+     * Master 0's secrets-encryption key (32 bytes, Base64; secret), or a parameter: the member writes master 0's
+     * one-key config with it. For a script rendered with literal secrets (the saved control-plane join command
+     * receives the masters' whole config, every key, over the channel instead). Default none (no encryption config).
      */
     encryptionKey?: Param<string>;
 }

@@ -113,7 +113,7 @@ describe("no secret in any Cloud Assistant record or request (full create)", () 
         // The secrets did arrive where they belong (so the scan below is not vacuous).
         assert.deepStrictEqual(YAML.parse(info.kubeconfig).users[0].user, { token: SA_TOKEN });
         assert.deepStrictEqual([poolToken.token, existingToken.token], made);
-        assert.strictEqual(received[member], `${CP_TOKEN} ${CERT_KEY} -`, "token, certificate key, no encryption key (`-`)");
+        assert.strictEqual(received[member], `${CP_TOKEN} ${CERT_KEY} -`, "token, certificate key, no encryption config (`-`)");
         assert.strictEqual(received[existing], existingToken.token);
 
         const secrets: Record<string, string> = {

@@ -316,9 +316,9 @@ AK_JOIN_ATTEMPTS="${AK_JOIN_ATTEMPTS:-3}"
 ak_start_log attach-node
 if [ -n "${AK_CHANNEL:-}" ]; then
   f=${AK_ROOT}/run/alicloud-kubeadm/${AK_CHANNEL}
-  read -r AK_BOOTSTRAP_TOKEN AK_CERTIFICATE_KEY received_key <"$f" || ak_die "nothing received on channel ${AK_CHANNEL}"
+  read -r AK_BOOTSTRAP_TOKEN AK_CERTIFICATE_KEY received_enc <"$f" || ak_die "nothing received on channel ${AK_CHANNEL}"
   rm -f "$f"
-  if [ -n "${received_key:-}" ] && [ "$received_key" != - ]; then AK_ENCRYPTION_KEY=$received_key; fi
+  if [ -n "${received_enc:-}" ] && [ "$received_enc" != - ]; then AK_ENCRYPTION_CONFIG_GZ=$received_enc; fi
 fi
 ak_require AK_KUBERNETES_VERSION AK_K8S_REPO_URL AK_SANDBOX_IMAGE AK_API_ENDPOINT AK_POOL_NAME \
   AK_BOOTSTRAP_TOKEN AK_CA_CERT_HASHES
@@ -409,7 +409,8 @@ for ((attempt = 1; attempt <= AK_JOIN_ATTEMPTS; attempt++)); do
   if ak_has_leftovers; then ak_preclean; fi
   if [ -n "${AK_CERTIFICATE_KEY:-}" ]; then
     ak_write_audit_policy
-    if [ -n "${AK_ENCRYPTION_KEY:-}" ]; then ak_write_encryption_config "$AK_ENCRYPTION_KEY"; fi
+    if [ -n "${AK_ENCRYPTION_CONFIG_GZ:-}" ]; then ak_install_encryption_config "$AK_ENCRYPTION_CONFIG_GZ"
+    elif [ -n "${AK_ENCRYPTION_KEY:-}" ]; then ak_write_encryption_config "$AK_ENCRYPTION_KEY"; fi
   fi
   ak_log "kubeadm join ${AK_API_ENDPOINT} as ${AK_PROVIDER_ID}, pool ${AK_POOL_NAME} (attempt ${attempt}/${AK_JOIN_ATTEMPTS})"
   rc=0
