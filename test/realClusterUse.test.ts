@@ -38,6 +38,7 @@ import { createBootstrapToken, deleteBootstrapToken } from "../src/providers/boo
 import { caCertHash, readJoinInfo, revokeStackCredential } from "../src/providers/joinInfo";
 import type { NodeCommandIds } from "../src/rules";
 import { renderOperation } from "../src/shell/render";
+import { unpackRunnable } from "./tools";
 
 const REPO = path.resolve(__dirname, "..");
 const VERSION = KUBERNETES_VERSION.replace(/^v/, "");
@@ -205,7 +206,6 @@ describe("what the stacks render, on a real API server (Kubernetes v1.36.3 + KWO
             const key = crypto.randomBytes(32).toString("hex");
             let validated = 0;
             for (const s of Object.values(stacks)) {
-                const withSecrets = (script: string) => withHeader(withHeader(script, "AK_BOOTSTRAP_TOKEN", token), "AK_CA_CERT_HASHES", c.caCertHash);
                 // A saved join command reads its secrets from what channel-receive left (test/userdata.test.ts runs that
                 // path): here they are put in its header instead of its channel id, to validate the document it writes.
                 const received = (script: string, ...secrets: Array<[string, string]>) =>
@@ -222,7 +222,10 @@ describe("what the stacks render, on a real API server (Kubernetes v1.36.3 + KWO
                         assert.deepStrictEqual(cluster.controllerManager.extraArgs.find((a: { name: string }) => a.name === "node-cidr-mask-size"), { name: "node-cidr-mask-size", value: h.AK_NODE_CIDR_MASK_SIZE });
                         await validate(`${s.stack} ${file}`, cfg);
                     } else {
-                        const cfg = await kubeadmConfigOf(withSecrets(script), "join", s.region);
+                        // A pool joins through admission: as if the service answered with `token`.
+                        const admitted = unpackRunnable(script).replace(/\|\| ak_admission_token$/m, `|| { AK_BOOTSTRAP_TOKEN='${token}'; (umask 077 && ak_join_config >"$config"); }`);
+                        assert.notStrictEqual(admitted, unpackRunnable(script), "the pool's script asks admission for its token");
+                        const cfg = await kubeadmConfigOf(withHeader(admitted, "AK_CA_CERT_HASHES", c.caCertHash), "join", s.region);
                         const join = parseYaml(cfg);
                         assert.strictEqual(join.discovery.bootstrapToken.token, token);
                         assert.match(JSON.stringify(join.nodeRegistration.kubeletExtraArgs), new RegExp(`alicloud-kubeadm/pool=${h.AK_POOL_NAME}`));

@@ -47,3 +47,11 @@ export function unpackScript(text: string): string {
     if (packed === undefined) return text;
     return `${text}\n${zlib.gunzipSync(Buffer.from(packed.replace(/\s+/g, ""), "base64")).toString("utf8")}`;
 }
+
+/** A packed script made runnable without its packing: the readable header followed by the unpacked body. */
+export function unpackRunnable(text: string): string {
+    const at = text.indexOf("\nak_packed=");
+    if (at < 0) return text;
+    const packed = /<<'AK_PACKED'[^\n]*\n([\s\S]*?)\nAK_PACKED\n/.exec(text)?.[1] ?? "";
+    return `${text.slice(0, at + 1)}${zlib.gunzipSync(Buffer.from(packed.replace(/\s+/g, ""), "base64")).toString("utf8")}`;
+}
