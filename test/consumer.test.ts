@@ -106,6 +106,9 @@ pulumi.runtime.setMocks({
             const id = "ubuntu_24_04_x64_20G_alibase_20260101.vhd";
             return { ids: [id], images: [{ id, imageId: id, name: id }] };
         }
+        if (args.token === "alicloud:index/getCallerIdentity:getCallerIdentity") {
+            return { accountId: "1234567890123456", arn: "acs:ram::1234567890123456:root", identityType: "Account", id: "1234567890123456" };
+        }
         throw new Error("no mock for " + args.token);
     },
 }, "consumer", "test", false);
@@ -114,6 +117,8 @@ const failures = [];
 process.on("unhandledRejection", (err) => failures.push(String((err && err.message) || err)));
 (async () => {
     const program = require("./bin/index.js");
+    // BootstrapToken is public API that a Cluster no longer uses (its pools join through admission): one directly.
+    new (require("alicloud-kubeadm").BootstrapToken)("direct-token", { region: "ap-southeast-1", masterInstanceId: "i-t4nexampleexample00", commands: {} });
     await require("@pulumi/pulumi/runtime/settings").waitForRPCs();
     const outputs = {};
     for (const [key, value] of Object.entries(program)) {
@@ -220,6 +225,9 @@ describe("the package as a consumer installs it: npm pack → fresh project (off
         const names = (type: string) => run.registered.filter((r) => r.type === type).map((r) => r.name);
         assert.deepStrictEqual(names("alicloud-kubeadm:index:Cluster"), ["sg"]);
         assert.deepStrictEqual(names("alicloud-kubeadm:index:Network").sort(), ["sg-network", "shared"]);
+        // Nodes join by cloud identity from the installed package too (the certificate is compiled in, not read from a file).
+        assert.deepStrictEqual(names("alicloud-kubeadm:index:Admission"), ["sg-admission"]);
+        assert.deepStrictEqual(names("pulumi-nodejs:dynamic:Resource").filter((n) => n.endsWith("-token")), ["direct-token"], "no bootstrap token but the one made directly");
         assert.strictEqual(run.vpcId, "shared-vpc-id", "the standalone network's VPC is exported");
         const masters = run.registered.filter((r) => r.type === "alicloud:ecs/instance:Instance");
         assert.strictEqual(masters.length, 3);
