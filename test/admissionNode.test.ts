@@ -4,19 +4,16 @@
 // gets is the one the modelled cluster issued; refusals come back with their reason and land in the node's log.
 import * as assert from "assert";
 import { spawn } from "child_process";
-import * as crypto from "crypto";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
-import type { AdmissionSettings } from "../src/admission/admit";
-import { trustedSigners } from "../src/admission/pkcs7";
-import { startServer, type RunningServer } from "../src/admission/server";
-import { makeClusterCa, startMetadata, type ClusterCa } from "./admission/harness";
-import { ModelCloud, ModelCluster } from "./admission/model";
-import { makePki, type TestPki } from "./admission/pki";
-import { makeSandbox, type Sandbox } from "./sandbox";
+import type { RunningServer } from "../src/admission/server";
 import { packUserdata, renderAttachNode } from "../src/shell/render";
 import { admissionAttachOneLiner, renderAdmissionBootstrap } from "../src/shell/renderAdmission";
+import { startLoopbackService, startMetadata, type ClusterCa, type LoopbackService } from "./admission/harness";
+import type { ModelCloud, ModelCluster } from "./admission/model";
+import type { TestPki } from "./admission/pki";
+import { makeSandbox, type Sandbox } from "./sandbox";
 
 const SHELL = path.join(__dirname, "..", "src", "shell");
 
@@ -25,23 +22,16 @@ describe("admission client on the node (shell, loopback)", function () {
     let pki: TestPki, ca: ClusterCa, server: RunningServer, metadata: Awaited<ReturnType<typeof startMetadata>>;
     let cloud: ModelCloud, cluster: ModelCluster, root: string;
 
+    let service: LoopbackService;
     before(async () => {
         process.env.AK_ADMISSION_LOG = "off";
-        pki = makePki();
-        ca = makeClusterCa(pki.dir);
-        cloud = new ModelCloud();
-        cluster = new ModelCluster();
-        const settings: AdmissionSettings = {
-            accountId: "1234567890123456", regionId: "cn-hangzhou", signers: trustedSigners(pki.signerPem), challengeKeys: [crypto.randomBytes(32)],
-            challengeTtlSeconds: 120, tokenTtlSeconds: 600,
-        };
-        server = await startServer({ settings, cloud, cluster, tls: () => ({ cert: ca.certPem, key: ca.keyPem }), caPem: ca.caPem, host: "127.0.0.1", port: 0 });
+        service = await startLoopbackService({ accountId: "1234567890123456", regionId: "cn-hangzhou" });
+        ({ pki, ca, cloud, cluster, server } = service);
         metadata = await startMetadata(pki, new Map([["127.0.0.1", { instanceId: "i-node1", ip: "127.0.0.1", accountId: "1234567890123456", regionId: "cn-hangzhou" }]]));
     });
     after(async () => {
-        await server?.close();
+        await service?.close();
         await metadata?.close();
-        pki?.cleanup();
         delete process.env.AK_ADMISSION_LOG;
     });
     beforeEach(() => {
@@ -109,25 +99,18 @@ describe("the whole attach script through admission, packed as a pool's userdata
     const sandboxes: Sandbox[] = [];
     const ACCOUNT = "1234567890123456";
 
+    let service: LoopbackService;
     before(async () => {
         process.env.AK_ADMISSION_LOG = "off";
-        pki = makePki();
-        ca = makeClusterCa(pki.dir);
-        cloud = new ModelCloud();
-        cluster = new ModelCluster();
-        const settings: AdmissionSettings = {
-            accountId: ACCOUNT, regionId: "cn-hangzhou", signers: trustedSigners(pki.signerPem), challengeKeys: [crypto.randomBytes(32)],
-            challengeTtlSeconds: 120, tokenTtlSeconds: 600,
-        };
-        server = await startServer({ settings, cloud, cluster, tls: () => ({ cert: ca.certPem, key: ca.keyPem }), caPem: ca.caPem, host: "127.0.0.1", port: 0 });
+        service = await startLoopbackService({ accountId: ACCOUNT, regionId: "cn-hangzhou" });
+        ({ pki, ca, cloud, cluster, server } = service);
         // The sandbox's node is 127.0.0.1 to the service: the metadata stand-in signs i-bp1pool0002's document for it.
         metadata = await startMetadata(pki, new Map([["127.0.0.1", { instanceId: "i-bp1pool0002", ip: "127.0.0.1", accountId: ACCOUNT, regionId: "cn-hangzhou" }]]));
     });
     after(async () => {
         for (const sb of sandboxes) sb.cleanup();
-        await server?.close();
+        await service?.close();
         await metadata?.close();
-        pki?.cleanup();
         delete process.env.AK_ADMISSION_LOG;
     });
 
@@ -200,25 +183,18 @@ describe("the whole attach script through admission, packed as a pool's userdata
 
 describe("the manual path: the one-line attachCommand and the saved attach command's bootstrap (loopback service)", function () {
     this.timeout(60_000);
-    let pki: TestPki, ca: ClusterCa, server: RunningServer, dir: string;
+    let ca: ClusterCa, server: RunningServer, dir: string, service: LoopbackService;
 
     before(async () => {
         process.env.AK_ADMISSION_LOG = "off";
-        pki = makePki();
-        ca = makeClusterCa(pki.dir);
         dir = fs.mkdtempSync(path.join(os.tmpdir(), "ak-admission-manual-"));
-        const settings: AdmissionSettings = {
-            accountId: "1234567890123456", regionId: "cn-hangzhou", signers: trustedSigners(pki.signerPem), challengeKeys: [crypto.randomBytes(32)],
-            challengeTtlSeconds: 120, tokenTtlSeconds: 600,
-        };
         // A served "attach script" that only records what it was given: the bootstrap's substitutions and that it ran whole.
         const attachScript = `#!/bin/bash\nprintf '%s|%s|done\\n' '{{labels}}' '{{taints}}' > ${JSON.stringify(path.join(dir, "ran"))}\n`;
-        server = await startServer({ settings, cloud: new ModelCloud(), cluster: new ModelCluster(), tls: () => ({ cert: ca.certPem, key: ca.keyPem }), caPem: ca.caPem,
-            host: "127.0.0.1", port: 0, attachScript });
+        service = await startLoopbackService({ accountId: "1234567890123456", regionId: "cn-hangzhou", attachScript });
+        ({ ca, server } = service);
     });
     after(async () => {
-        await server?.close();
-        pki?.cleanup();
+        await service?.close();
         fs.rmSync(dir, { recursive: true, force: true });
         delete process.env.AK_ADMISSION_LOG;
     });

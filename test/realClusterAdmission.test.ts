@@ -156,6 +156,26 @@ describe("admission on the real control plane", function () {
         assert.strictEqual(await tokenSecretExists(token), false);
     });
 
+    it("a CSR whose request hides another name behind text before its PEM block (what the signer reads) is denied, never signed", async () => {
+        const token = await admitted("i-pool2", "10.0.0.2");
+        // The node's own CSR as bare Base64 ending in '=' padding, then a PEM block for a master's name: PEM readers
+        // (the API server, the signer) skip the text before "-----BEGIN".
+        let own = "";
+        for (let i = 0; i < 20 && !own.endsWith("="); i++) own = pki.csr(`/O=system:nodes/CN=system:node:${REGION}.i-pool2`).replace(/-----(BEGIN|END) [A-Z ]+-----/g, "").replace(/\s+/g, "");
+        const name = `admission-test-${crypto.randomBytes(4).toString("hex")}`;
+        await asToken(token, ["create", "-f", "-"], {
+            input: JSON.stringify({
+                apiVersion: "certificates.k8s.io/v1", kind: "CertificateSigningRequest", metadata: { name },
+                spec: { request: Buffer.from(`${own}\n${pki.csr(`/O=system:nodes/CN=system:node:${REGION}.i-master0`)}`).toString("base64"),
+                    signerName: "kubernetes.io/kube-apiserver-client-kubelet", usages: ["digital signature", "client auth"] },
+            }),
+        });
+        assert.deepStrictEqual(await approvePending(kube, () => undefined), { [name]: "deny" });
+        const csr = await csrOf(name);
+        assert.ok((csr.status?.conditions ?? []).some((c) => c.type === "Denied"));
+        assert.strictEqual(csr.status?.certificate, undefined, "nothing signed");
+    });
+
     it("claims are single use across replicas; a Ready node's identity is refused and the refusal recorded for doctor", async () => {
         const a = new KubeClusterView(kube, "replica-a"), b = new KubeClusterView(kube, "replica-b");
         const id = crypto.randomBytes(20).toString("hex");

@@ -8,8 +8,11 @@ import * as fs from "fs";
 import * as http from "http";
 import type * as net from "net";
 import * as path from "path";
-import { documentWithAudience } from "../../src/admission/admit";
-import type { TestPki } from "./pki";
+import { documentWithAudience, type AdmissionSettings } from "../../src/admission/admit";
+import { trustedSigners } from "../../src/admission/pkcs7";
+import { startServer, type RunningServer } from "../../src/admission/server";
+import { ModelCloud, ModelCluster } from "./model";
+import { makePki, type TestPki } from "./pki";
 
 export interface ClusterCa { caPem: string; certPem: string; keyPem: string; caHash: string }
 
@@ -61,4 +64,28 @@ export async function startMetadata(pki: TestPki, instances: Map<string, Instanc
     });
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
     return { url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}/latest`, close: () => new Promise((r) => { server.closeAllConnections(); server.close(() => r()); }), signMs };
+}
+
+/** A test PKI, a cluster CA and the real admission server on 127.0.0.1 with modelled cloud and cluster. */
+export interface LoopbackService {
+    pki: TestPki;
+    ca: ClusterCa;
+    cloud: ModelCloud;
+    cluster: ModelCluster;
+    server: RunningServer;
+    close(): Promise<void>;
+}
+
+export async function startLoopbackService(opts: { accountId: string; regionId: string; attachScript?: string }): Promise<LoopbackService> {
+    const pki = makePki();
+    const ca = makeClusterCa(pki.dir);
+    const cloud = new ModelCloud();
+    const cluster = new ModelCluster();
+    const settings: AdmissionSettings = {
+        accountId: opts.accountId, regionId: opts.regionId, signers: trustedSigners(pki.signerPem), challengeKeys: [crypto.randomBytes(32)],
+        challengeTtlSeconds: 120, tokenTtlSeconds: 600,
+    };
+    const server = await startServer({ settings, cloud, cluster, tls: () => ({ cert: ca.certPem, key: ca.keyPem }), caPem: ca.caPem, host: "127.0.0.1", port: 0,
+        attachScript: opts.attachScript });
+    return { pki, ca, cloud, cluster, server, close: async () => { await server.close(); pki.cleanup(); } };
 }
