@@ -8,7 +8,7 @@ import * as crypto from "crypto";
 import { admit, documentWithAudience, type AdmissionSettings } from "../src/admission/admit";
 import { ADMITTED_GROUP, TOKEN_LABEL } from "../src/admission/approver";
 import { issueChallenge } from "../src/admission/challenge";
-import { approvePending, challengeKeys, Kube, KubeClusterView, KEY_SECRET, REFUSED_REASON } from "../src/admission/kube";
+import { approvePending, challengeKeys, Kube, KubeClusterView, KEY_SECRET, REFUSED_REASON, tokenLeaseName, TOKEN_USED_ANNOTATION } from "../src/admission/kube";
 import { trustedSigners } from "../src/admission/pkcs7";
 import { admissionRbacObjects } from "../src/components/admission";
 import { makePki, type TestPki } from "./admission/pki";
@@ -126,17 +126,31 @@ describe("admission on the real control plane", function () {
 
     it("a member's kubelet client CSR is left alone by kubeadm's auto-approval, approved by the approver, signed; the token is then gone", async () => {
         const token = await admitted("i-pool2", "10.0.0.2");
-        const name = await csrWithToken(token, `system:node:${REGION}.i-pool2`);
+        // Two CSRs with the one token: the approver decides the first it sees, and only that one.
+        const both = [await csrWithToken(token, `system:node:${REGION}.i-pool2`), await csrWithToken(token, `system:node:${REGION}.i-pool2`)];
         await new Promise((r) => setTimeout(r, 4000));
-        assert.ok(!((await csrOf(name)).status?.conditions ?? []).some((c) => c.type === "Approved"), "kubeadm's auto-approval does not cover admission tokens");
+        assert.ok(!((await csrOf(both[0])).status?.conditions ?? []).some((c) => c.type === "Approved"), "kubeadm's auto-approval does not cover admission tokens");
         const done = await approvePending(kube, () => undefined);
-        assert.strictEqual(done[name], "approve");
+        assert.deepStrictEqual(Object.values(done), ["approve"], "one CSR per token");
+        const name = Object.keys(done)[0];
+        const second = both.find((n) => n !== name)!;
+        assert.ok(both.includes(name));
         const cert = await rc.c.waitFor(`certificate of ${name}`, async () => (await csrOf(name)).status?.certificate);
         const x509 = new crypto.X509Certificate(Buffer.from(cert, "base64"));
         assert.match(x509.subject, new RegExp(`CN=system:node:${REGION}\\.i-pool2`));
         assert.ok(x509.verify(new crypto.X509Certificate(rc.c.caPem).publicKey), "signed by the cluster CA");
         assert.ok((await csrOf(name)).status!.conditions!.some((c) => c.type === "Approved" && c.reason === "AlicloudKubeadmAdmission"));
         assert.strictEqual(await tokenSecretExists(token), false, "single use: the token is deleted on its first CSR");
+        // Its Lease stays, marked used, until the token's expiry: whoever may create Leases in kube-system (the CCM,
+        // the autoscaler) cannot put one naming another node in its place while the deleted token still authenticates.
+        const lease = JSON.parse(await rc.c.kubectl(["get", "lease", "-n", "kube-system", tokenLeaseName(token.split(".")[0]), "-o", "json"])) as { metadata: { annotations: Record<string, string> } };
+        assert.ok(lease.metadata.annotations[TOKEN_USED_ANNOTATION], "marked used");
+        const spoof = await rc.c.run("kubectl", ["--kubeconfig", rc.c.kubeconfig, "create", "-f", "-"], { allowFail: true, input: JSON.stringify({
+            apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: { name: tokenLeaseName(token.split(".")[0]), namespace: "kube-system", labels: { [TOKEN_LABEL]: "true" },
+                annotations: { "alicloud-kubeadm/provider-id": `${REGION}.i-master0` } } }) });
+        assert.match(spoof.stderr, /AlreadyExists/);
+        assert.deepStrictEqual(await approvePending(kube, () => undefined), {}, "nothing more for a used token");
+        assert.strictEqual((await csrOf(second)).status?.conditions, undefined, "its second CSR stays undecided, unsigned");
         // The apiserver's token authenticator reads Secrets through an informer: the deletion reaches it within moments.
         await rc.c.waitFor("the used token to stop authenticating", async () => {
             const reuse = await asToken(token, ["auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"], { allowFail: true });

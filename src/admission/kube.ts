@@ -60,7 +60,13 @@ export class Kube {
                 res.on("end", () => {
                     const text = Buffer.concat(chunks).toString("utf8");
                     const status = res.statusCode ?? 0;
-                    if (status >= 200 && status < 300) return resolve((text ? JSON.parse(text) : {}) as T);
+                    if (status >= 200 && status < 300) {
+                        try {
+                            return resolve((text ? JSON.parse(text) : {}) as T);
+                        } catch {
+                            return reject(new KubeError(status, `${method} ${path.split("?")[0]}: ${status} with a body that is not JSON`));
+                        }
+                    }
                     let message = text;
                     try { message = (JSON.parse(text) as { message?: string }).message ?? text; } catch { /* not JSON */ }
                     reject(new KubeError(status, `${method} ${path.split("?")[0]}: ${status} ${message}`));
@@ -81,6 +87,8 @@ const ns = (kind: string, name = ""): string => `/api/v1/namespaces/${NAMESPACE}
 const leases = (name = ""): string => `/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases${name ? `/${name}` : ""}`;
 /** The Lease naming the node an admission token was issued to (the approver's lookup; gone once the token is used). */
 export const tokenLeaseName = (tokenId: string): string => `${ADMISSION_NAME}-token-${tokenId}`;
+/** Annotation marking a token's Lease used (its first CSR was decided). */
+export const TOKEN_USED_ANNOTATION = "alicloud-kubeadm/admission-token-used";
 const TOKEN_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789";
 function randomToken(n: number): string {
     return [...crypto.randomBytes(n)].map((b) => TOKEN_CHARS[b % 36]).join("");
@@ -207,7 +215,9 @@ const defaultLog: Log = (event) => { if (process.env.AK_ADMISSION_LOG !== "off")
 export async function approvePending(kube: Kube, log: Log = defaultLog): Promise<Record<string, "approve" | "deny">> {
     const list = await kube.request<{ items: Csr[] }>("GET", `/apis/certificates.k8s.io/v1/certificatesigningrequests?fieldSelector=${encodeURIComponent(`spec.signerName=${KUBELET_CLIENT_SIGNER}`)}`);
     const done: Record<string, "approve" | "deny"> = {};
+    type TokenLease = { metadata: { name: string; resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string> }; spec?: unknown };
     const tokens = new Map<string, string | undefined>();
+    const tokenLeases = new Map<string, TokenLease>();
     for (const csr of list.items) {
         // Decided CSRs stay listed for an hour: skip them before any lookup.
         if ((csr.status?.conditions ?? []).some((c) => c.type === "Approved" || c.type === "Denied" || c.type === "Failed")) continue;
@@ -215,8 +225,12 @@ export async function approvePending(kube: Kube, log: Log = defaultLog): Promise
         if (!m || !(csr.spec.groups ?? []).includes(ADMITTED_GROUP)) continue;
         if (!tokens.has(m[1])) {
             try {
-                const l = await kube.request<{ metadata: { labels?: Record<string, string>; annotations?: Record<string, string> } }>("GET", leases(tokenLeaseName(m[1])));
-                tokens.set(m[1], l.metadata.labels?.[TOKEN_LABEL] === "true" ? l.metadata.annotations?.[PROVIDER_ID_ANNOTATION] : undefined);
+                const l = await kube.request<TokenLease>("GET", leases(tokenLeaseName(m[1])));
+                // A used token's Lease stays (marked) until the token has expired: nobody who may create Leases can
+                // put a new one in its place for the seconds a deleted token still authenticates.
+                const unused = l.metadata.labels?.[TOKEN_LABEL] === "true" && l.metadata.annotations?.[TOKEN_USED_ANNOTATION] === undefined;
+                tokens.set(m[1], unused ? l.metadata.annotations?.[PROVIDER_ID_ANNOTATION] : undefined);
+                tokenLeases.set(m[1], l);
             } catch (e) {
                 if (!(e instanceof KubeError && e.status === 404)) throw e;
                 tokens.set(m[1], undefined);
@@ -239,12 +253,19 @@ export async function approvePending(kube: Kube, log: Log = defaultLog): Promise
         }
         done[csr.metadata.name] = v.action;
         log({ event: "csr", action: v.action, csr: csr.metadata.name, providerId: v.providerId, tokenId: v.tokenId, why: v.why });
-        // Single use: the token goes with its first CSR, whatever the verdict, and with it the approver's lookup.
-        for (const path of [ns("secrets", `bootstrap-token-${v.tokenId}`), leases(tokenLeaseName(v.tokenId))]) {
-            await kube.request("DELETE", path).catch((e) => {
-                if (!(e instanceof KubeError && e.status === 404)) log({ event: "csr", error: `could not delete ${path.split("/").slice(-2).join("/")}: ${(e as Error).message}` });
+        // Single use: the token goes with its first CSR, whatever the verdict; its Lease is marked used (a 409 means
+        // another replica marked it) and stays until the token's expiry (sweepClaims).
+        tokens.set(v.tokenId, undefined);
+        const lease = tokenLeases.get(v.tokenId);
+        if (lease) {
+            await kube.request("PUT", leases(lease.metadata.name), { ...lease, metadata: { ...lease.metadata,
+                annotations: { ...(lease.metadata.annotations ?? {}), [TOKEN_USED_ANNOTATION]: new Date().toISOString() } } }).catch((e) => {
+                if (!(e instanceof KubeError && e.status === 409)) log({ event: "csr", error: `could not mark token ${v.tokenId} used: ${(e as Error).message}` });
             });
         }
+        await kube.request("DELETE", ns("secrets", `bootstrap-token-${v.tokenId}`)).catch((e) => {
+            if (!(e instanceof KubeError && e.status === 404)) log({ event: "csr", error: `could not delete token ${v.tokenId}: ${(e as Error).message}` });
+        });
     }
     return done;
 }

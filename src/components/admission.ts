@@ -148,8 +148,8 @@ export function admissionRbacObjects(): KubeObject[] {
                 // only its key. Reading any kube-system Secret, or creating one of another type, would be cluster-admin.
                 { apiGroups: [""], resources: ["secrets"], verbs: ["create", "delete"] },
                 { apiGroups: [""], resources: ["secrets"], resourceNames: [KEY_SECRET], verbs: ["get"] },
-                // Leases: single-use challenge claims, and each token's node (what the approver reads).
-                { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["create", "get", "list", "delete"] },
+                // Leases: single-use challenge claims, and each token's node (what the approver reads; marked used on its first CSR).
+                { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["create", "get", "list", "update", "delete"] },
                 { apiGroups: [""], resources: ["events"], verbs: ["create"] },
             ],
         }),
