@@ -142,11 +142,16 @@ async function main(): Promise<void> {
     process.stdout.write(JSON.stringify({ event: "started", port: running.port, signers: settings.signers.map((s) => s.certificate.subject), pools: Object.values(c.scalingGroups) }) + "\n");
     let lastMtime = fs.statSync(c.tlsCertFile).mtimeMs;
     setInterval(() => {
-        const m = fs.statSync(c.tlsCertFile).mtimeMs;
-        if (m !== lastMtime) {
-            lastMtime = m;
-            running.reloadTls();
-            process.stdout.write(JSON.stringify({ event: "tls-reloaded", file: c.tlsCertFile }) + "\n");
+        // A renewal rewrites the files: one missing or half-written for a moment is tried again next minute.
+        try {
+            const m = fs.statSync(c.tlsCertFile).mtimeMs;
+            if (m !== lastMtime) {
+                running.reloadTls();
+                lastMtime = m;
+                process.stdout.write(JSON.stringify({ event: "tls-reloaded", file: c.tlsCertFile }) + "\n");
+            }
+        } catch (e) {
+            process.stdout.write(JSON.stringify({ event: "tls-reload-failed", file: c.tlsCertFile, error: (e as Error).message }) + "\n");
         }
     }, 60_000).unref();
     const approve = async (): Promise<void> => {
