@@ -5,6 +5,7 @@ import * as path from "path";
 import { synthesize, type SynthResult } from "../scripts/synth";
 import { USERDATA_BUDGET_BYTES } from "../src/shell/render";
 import { isMutatingAction } from "../src/rules";
+import { unpackScript } from "./tools";
 
 /** Header parameter of a rendered script (`readonly NAME='value'`). */
 function header(script: string, name: string): string | undefined {
@@ -43,7 +44,8 @@ describe("ControlPlane (mock graph via the stack program)", () => {
         const eip = ofType(dev, "alicloud:ecs/eipAddress:EipAddress").find((e) => e.name === "dev-control-plane-api-eip")!;
         assert.ok(eip);
         assert.match(header(script, "AK_CERT_SANS") ?? "", /^198\.51\.100\.\d+$/, "the public EIP is a certificate SAN");
-        assert.match(script, /kubeadm init --config/);
+        assert.match(script, /^ak_packed=/m, "delivered packed");
+        assert.match(unpackScript(script), /kubeadm init --config/);
     });
 
     it("prod: three masters in three zones behind an internal NLB listening on TCP 6443", () => {

@@ -213,7 +213,8 @@ describe("what the stacks render, on a real API server (Kubernetes v1.36.3 + KWO
                         secrets.map(([name, value]) => `readonly ${name}='${value}'`).join("\n"));
                 for (const [file, script] of Object.entries(s.userdata)) {
                     const h = headerOf(script);
-                    if (/master_init\.sh/.test(script.split("\n")[1])) {
+                    if (h.AK_POD_CIDR !== undefined) { // master 0 (kubeadm init)
+                        assert.match(script, /^ak_packed=/m, "delivered packed");
                         const cfg = await kubeadmConfigOf(script, "init", s.region);
                         const docs = parseAllDocuments(cfg).map((d) => d.toJS());
                         const cluster = docs.find((d) => d.kind === "ClusterConfiguration");

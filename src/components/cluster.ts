@@ -3,7 +3,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as alicloud from "@pulumi/alicloud";
 import * as k8s from "@pulumi/kubernetes";
-import { renderControlPlaneJoinCommand, renderMasterInit, renderOperation } from "../shell/render";
+import { packUserdata, renderControlPlaneJoinCommand, renderMasterInit, renderOperation } from "../shell/render";
 import { clusterTags, nodeImageList, nodeMirrors, validateClusterConfig, type ClusterConfig, type ClusterConfigInput, type ExistingNodeInput } from "../config";
 import { throwIfProblems } from "./args";
 import { attachAdmissionPolicy, attachAutoscalerPolicy, ControlPlane } from "./controlPlane";
@@ -326,7 +326,9 @@ export function masterUserdata(config: ClusterConfig, index: number, apiEndpoint
     if (index > 0) {
         return undefined;
     }
-    return renderMasterInit({
+    // Packed like the pools' (packUserdata): the `readonly AK_*` header readable, the body compressed. Existing
+    // masters ignore userdata drift, so only masters created from now on boot the packed form.
+    return packUserdata(renderMasterInit({
         region: config.region,
         kubernetesVersion: config.kubernetesVersion,
         apiEndpoint,
@@ -340,8 +342,7 @@ export function masterUserdata(config: ClusterConfig, index: number, apiEndpoint
         ...nodeMirrors(config),
         // No AK_NODE_IMAGES (node_images.sh) on master 0, baked or not: NodeImage builds its image in the same
         // `pulumi up`, just before it, so the image always matches (masters ignore image drift afterwards), and
-        // kubeadm init finds its images baked; node_images.sh would only check that, and it does not fit the
-        // 20 KiB userdata budget next to master_init.sh + control_plane.sh (about 20.7 KB with it).
-    });
+        // kubeadm init finds its images baked; node_images.sh would only check that.
+    }), "controlPlane (master 0)");
 }
 
