@@ -1,0 +1,135 @@
+// Review 15b: failing tests for defects found in the admission review fixes (D1–D7 of docs/admission.md).
+// Each test asserts what should hold; it fails while the defect is there. Real control plane (test/kube).
+import * as assert from "assert";
+import * as crypto from "crypto";
+import { admit, documentWithAudience, type AdmissionSettings } from "../src/admission/admit";
+import { PROVIDER_ID_ANNOTATION, TOKEN_LABEL } from "../src/admission/approver";
+import { issueChallenge } from "../src/admission/challenge";
+import { approvePending, challengeKeys, Kube, KubeClusterView, tokenLeaseName } from "../src/admission/kube";
+import { trustedSigners } from "../src/admission/pkcs7";
+import { admissionRbacObjects } from "../src/components/admission";
+import { CCM_NAMESPACE, CCM_ROLE_RULES } from "../src/components/podNetwork";
+import { makePki, type TestPki } from "./admission/pki";
+import { ModelCloud } from "./admission/model";
+import { useRealCluster } from "./kube/fixture";
+
+const REGION = "cn-hangzhou";
+const ACCOUNT = "1234567890123456";
+const MASTER = `${REGION}.i-master0`;
+
+type CsrState = { status?: { conditions?: Array<{ type: string; reason?: string }>; certificate?: string } };
+
+describe("review 15b: admission on the real control plane", function () {
+    this.timeout(180_000);
+    const rc = useRealCluster({ netns: false, region: REGION });
+    let pki: TestPki;
+    let kube: Kube;
+    let settings: AdmissionSettings;
+    let saToken: string;
+    const cloud = new ModelCloud();
+
+    before(async function () {
+        process.env.AK_ADMISSION_LOG = "off";
+        pki = makePki();
+        await rc.c.apply(admissionRbacObjects());
+        saToken = (await rc.c.kubectl(["create", "token", "alicloud-kubeadm-admission", "-n", "kube-system", "--duration", "1h"])).trim();
+        kube = new Kube({ server: rc.c.server, ca: rc.c.caPem, token: () => saToken });
+        settings = {
+            accountId: ACCOUNT, regionId: REGION, signers: trustedSigners(pki.signerPem), challengeKeys: await challengeKeys(kube), challengeTtlSeconds: 120, tokenTtlSeconds: 600,
+        };
+        for (const [id, ip] of [["i-pool1", "10.0.0.1"], ["i-pool2", "10.0.0.2"]]) {
+            cloud.members.set(id, { instanceId: id, privateIp: ip, source: "pool", pool: "general", state: "Pending" });
+        }
+    });
+    after(() => {
+        kube?.close();
+        pki?.cleanup();
+        delete process.env.AK_ADMISSION_LOG;
+    });
+
+    const asToken = (token: string, args: string[], opts: { input?: string; allowFail?: boolean } = {}) =>
+        rc.c.run("kubectl", ["--kubeconfig", rc.c.writeFile("anonymous.conf", "apiVersion: v1\nkind: Config\n"), "--server", rc.c.server,
+            "--certificate-authority", rc.c.caFile, "--token", token, ...args], opts);
+    async function admitted(id: string, ip: string): Promise<string> {
+        const audience = issueChallenge(settings.challengeKeys[0], ip, 120);
+        const doc = JSON.stringify({ "owner-account-id": ACCOUNT, "instance-id": id, "region-id": REGION, "private-ipv4": ip });
+        const r = await admit({ document: doc, signature: pki.sign(documentWithAudience(doc, audience)), audience }, ip, settings, cloud, new KubeClusterView(kube, "replica-a"));
+        assert.strictEqual(r.admitted, true, r.message);
+        return r.token!;
+    }
+    async function csrWithToken(token: string, cn: string): Promise<string> {
+        const name = `review15b-${crypto.randomBytes(4).toString("hex")}`;
+        await asToken(token, ["create", "-f", "-"], {
+            input: JSON.stringify({
+                apiVersion: "certificates.k8s.io/v1", kind: "CertificateSigningRequest", metadata: { name },
+                spec: { request: Buffer.from(pki.csr(`/O=system:nodes/CN=${cn}`)).toString("base64"), signerName: "kubernetes.io/kube-apiserver-client-kubelet", usages: ["digital signature", "client auth"] },
+            }),
+        });
+        return name;
+    }
+    const csrOf = async (name: string) => JSON.parse(await rc.c.kubectl(["get", "csr", name, "-o", "json"])) as CsrState;
+    /** The subject of the certificate signed for `name`, once the signer has issued it (or why there is none). */
+    async function signedSubject(name: string): Promise<string> {
+        const approved = ((await csrOf(name)).status?.conditions ?? []).some((c) => c.type === "Approved");
+        if (!approved) return "(not approved)";
+        const cert = await rc.c.waitFor(`certificate of ${name}`, async () => (await csrOf(name)).status?.certificate, 30_000);
+        return new crypto.X509Certificate(Buffer.from(cert, "base64")).subject.replace(/\n/g, ", ");
+    }
+
+    it("a Lease made by another kube-system principal (the CCM's service account) cannot map an admission token's pending CSR to a master's name", async () => {
+        // The CCM's own RBAC from this repo: `create` on every Lease of kube-system (client-go leader election needs it).
+        const ccm = "review15b-ccm";
+        await rc.c.apply([
+            { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: ccm, namespace: CCM_NAMESPACE } },
+            { apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: { name: ccm, namespace: CCM_NAMESPACE }, rules: CCM_ROLE_RULES },
+            { apiVersion: "rbac.authorization.k8s.io/v1", kind: "RoleBinding", metadata: { name: ccm, namespace: CCM_NAMESPACE },
+                roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: ccm }, subjects: [{ kind: "ServiceAccount", name: ccm, namespace: CCM_NAMESPACE }] },
+        ]);
+        const ccmToken = (await rc.c.kubectl(["create", "token", ccm, "-n", CCM_NAMESPACE, "--duration", "1h"])).trim();
+
+        // A pool node admitted as itself (a compromised worker joining, or any instance an attacker gets into a pool).
+        const token = await admitted("i-pool1", "10.0.0.1");
+        const tokenId = token.split(".")[0];
+        const own = await csrWithToken(token, `system:node:${REGION}.i-pool1`);
+        // While the approver's pass works (after it listed the CSRs, before it deleted the token: the PUT of the
+        // approval and the authenticator's informer lag), the node submits a second CSR, for a master's name.
+        let evil = "";
+        const racing = {
+            request: async (method: string, path: string, body?: unknown) => {
+                const r = await kube.request(method, path, body);
+                if (!evil && method === "GET" && path.startsWith("/apis/certificates.k8s.io/v1/certificatesigningrequests?")) evil = await csrWithToken(token, `system:node:${MASTER}`);
+                return r;
+            },
+            close: () => undefined,
+        } as unknown as Kube;
+        const first = await approvePending(racing, () => undefined);
+        assert.strictEqual(first[own], "approve");
+        assert.ok(evil && first[evil] === undefined, "the second CSR was made after the pass listed CSRs");
+        // Token and Lease are gone; the master's CSR is pending, in the admitted group, and the approver ignores it.
+        assert.deepStrictEqual((await approvePending(kube, () => undefined))[evil], undefined);
+
+        // The CCM's credential writes the token's Lease naming the master (the approver checks name, label, annotation).
+        const lease = await asToken(ccmToken, ["create", "-f", "-"], {
+            allowFail: true,
+            input: JSON.stringify({
+                apiVersion: "coordination.k8s.io/v1", kind: "Lease",
+                metadata: { name: tokenLeaseName(tokenId), namespace: "kube-system", labels: { [TOKEN_LABEL]: "true" }, annotations: { [PROVIDER_ID_ANNOTATION]: MASTER } },
+                spec: { holderIdentity: "x", leaseDurationSeconds: 600 },
+            }),
+        });
+        await approvePending(kube, () => undefined);
+        const conds = (await csrOf(evil)).status?.conditions ?? [];
+        assert.ok(!conds.some((c) => c.type === "Approved"),
+            `the CCM's Lease (created: ${lease.code === 0}) made the approver approve ${evil}; signed subject: ${await signedSubject(evil)}`);
+    });
+
+    it("an admission token is single use: two CSRs for its node listed in one pass get one certificate, not two", async () => {
+        const token = await admitted("i-pool2", "10.0.0.2");
+        const a = await csrWithToken(token, `system:node:${REGION}.i-pool2`);
+        const b = await csrWithToken(token, `system:node:${REGION}.i-pool2`);
+        await approvePending(kube, () => undefined);
+        const approved = [];
+        for (const n of [a, b]) if (((await csrOf(n)).status?.conditions ?? []).some((c) => c.type === "Approved")) approved.push(n);
+        assert.ok(approved.length <= 1, `one admission token got ${approved.length} approved kubelet client certificates: ${approved.join(", ")}`);
+    });
+});
