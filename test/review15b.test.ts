@@ -3,7 +3,7 @@
 import * as assert from "assert";
 import * as crypto from "crypto";
 import { admit, documentWithAudience, type AdmissionSettings } from "../src/admission/admit";
-import { PROVIDER_ID_ANNOTATION, TOKEN_LABEL } from "../src/admission/approver";
+import { ADMITTED_GROUP, PROVIDER_ID_ANNOTATION, TOKEN_LABEL } from "../src/admission/approver";
 import { issueChallenge } from "../src/admission/challenge";
 import { approvePending, challengeKeys, Kube, KubeClusterView, tokenLeaseName } from "../src/admission/kube";
 import { trustedSigners } from "../src/admission/pkcs7";
@@ -131,5 +131,32 @@ describe("review 15b: admission on the real control plane", function () {
         const approved = [];
         for (const n of [a, b]) if (((await csrOf(n)).status?.conditions ?? []).some((c) => c.type === "Approved")) approved.push(n);
         assert.ok(approved.length <= 1, `one admission token got ${approved.length} approved kubelet client certificates: ${approved.join(", ")}`);
+    });
+
+    const saRun = (args: string[], input?: string) => asToken(saToken, args, { allowFail: true, input });
+    async function policyInForce(): Promise<void> {
+        await rc.c.waitFor("the Secret policy in force", async () => (await saRun(["create", "-f", "-"], JSON.stringify({ apiVersion: "v1", kind: "Secret", type: "Opaque",
+            metadata: { name: `probe-${crypto.randomBytes(3).toString("hex")}`, namespace: "kube-system" } }))).stderr.includes("alicloud-kubeadm-admission-secrets") || undefined, 30_000);
+    }
+
+    it("the service's credential cannot create a bootstrap token that never expires (the policy does not look at the expiration)", async () => {
+        await policyInForce();
+        const id = crypto.randomBytes(3).toString("hex");
+        // Labelled, named, typed and grouped as the policy wants: only the expiration is missing.
+        await saRun(["create", "-f", "-"], JSON.stringify({
+            apiVersion: "v1", kind: "Secret", type: "bootstrap.kubernetes.io/token", metadata: { name: `bootstrap-token-${id}`, namespace: "kube-system", labels: { [TOKEN_LABEL]: "true" } },
+            stringData: { "token-id": id, "token-secret": "0123456789abcdef", "usage-bootstrap-authentication": "true", "auth-extra-groups": ADMITTED_GROUP },
+        }));
+        const exists = (await rc.c.kubectl(["get", "secret", "-n", "kube-system", `bootstrap-token-${id}`, "--ignore-not-found", "-o", "name"])).trim() !== "";
+        assert.strictEqual(exists, false, `bootstrap-token-${id}: a token of the admitted group without expiration was created by the service's account`);
+    });
+
+    it("the service's credential cannot delete another component's Lease in kube-system (kube-controller-manager's leader election)", async () => {
+        const uid = async () => (await rc.c.kubectl(["get", "lease", "-n", "kube-system", "kube-controller-manager", "--ignore-not-found", "-o", "jsonpath={.metadata.uid}"])).trim();
+        const before = await rc.c.waitFor("kube-controller-manager's Lease", async () => (await uid()) || undefined, 60_000);
+        await saRun(["delete", "lease", "-n", "kube-system", "kube-controller-manager", "--wait=false"]);
+        // Deleted, the leader recreates it (a new uid): the uid tells whether the delete went through.
+        await new Promise((r) => setTimeout(r, 1000));
+        assert.strictEqual(await uid(), before, "the service account deleted kube-controller-manager's Lease (it may then create it with a holder of its own)");
     });
 });
