@@ -1,7 +1,13 @@
 // Review 15b: failing tests for defects found in the admission review fixes (D1–D7 of docs/admission.md).
 // Each test asserts what should hold; it fails while the defect is there. Real control plane (test/kube).
 import * as assert from "assert";
+import { execFileSync, spawn, spawnSync } from "child_process";
 import * as crypto from "crypto";
+import * as fs from "fs";
+import * as https from "https";
+import type * as net from "net";
+import * as os from "os";
+import * as path from "path";
 import { admit, documentWithAudience, type AdmissionSettings } from "../src/admission/admit";
 import { ADMITTED_GROUP, PROVIDER_ID_ANNOTATION, TOKEN_LABEL } from "../src/admission/approver";
 import { issueChallenge } from "../src/admission/challenge";
@@ -10,6 +16,8 @@ import { trustedSigners } from "../src/admission/pkcs7";
 import { admissionRbacObjects } from "../src/components/admission";
 import { CCM_NAMESPACE, CCM_ROLE_RULES } from "../src/components/podNetwork";
 import { makePki, type TestPki } from "./admission/pki";
+import { makeClusterCa } from "./admission/harness";
+import { admissionAttachOneLiner, renderAdmissionBootstrap } from "../src/shell/renderAdmission";
 import { ModelCloud } from "./admission/model";
 import { useRealCluster } from "./kube/fixture";
 
@@ -158,5 +166,59 @@ describe("review 15b: admission on the real control plane", function () {
         // Deleted, the leader recreates it (a new uid): the uid tells whether the delete went through.
         await new Promise((r) => setTimeout(r, 1000));
         assert.strictEqual(await uid(), before, "the service account deleted kube-controller-manager's Lease (it may then create it with a holder of its own)");
+    });
+});
+
+describe("review 15b: the CA pin on the node", function () {
+    this.timeout(120_000);
+
+    // curl's `--cacert` replaces only the CA file: a curl built with a default CA path (Debian and Ubuntu's,
+    // /etc/ssl/certs) still trusts every CA there. The test runs the scripts in a private mount namespace whose
+    // /etc/ssl/certs holds one CA of the attacker's (standing in for any CA of the image's trust store).
+    it("the saved bootstrap and the one-liner trust only the pinned CA, not also the system CA path", async function () {
+        const probe = spawnSync("unshare", ["-m", "--propagation", "private", "true"]);
+        if (probe.status !== 0) this.skip();
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ak-review15b-"));
+        try {
+            const real = makeClusterCa(fs.mkdtempSync(path.join(dir, "real-")));
+            // The attacker's CA is named differently from the cluster's ("kubernetes"), as any third-party CA is.
+            const evilDir = fs.mkdtempSync(path.join(dir, "evil-"));
+            const ossl = (args: string[]) => execFileSync("openssl", args, { cwd: evilDir, stdio: "pipe" });
+            ossl(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-subj", "/CN=Some Trusted Root CA", "-days", "2"]);
+            ossl(["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "serving.key", "-out", "serving.csr", "-subj", "/CN=10.0.0.10"]);
+            fs.writeFileSync(path.join(evilDir, "san.ext"), "subjectAltName=IP:127.0.0.1\n");
+            ossl(["x509", "-req", "-in", "serving.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-set_serial", "9", "-out", "serving.pem", "-days", "2", "-extfile", "san.ext"]);
+            const evil = { caPem: fs.readFileSync(path.join(evilDir, "ca.pem"), "utf8"), certPem: fs.readFileSync(path.join(evilDir, "serving.pem"), "utf8"),
+                keyPem: fs.readFileSync(path.join(evilDir, "serving.key"), "utf8") };
+            const store = fs.mkdtempSync(path.join(dir, "store-"));
+            fs.writeFileSync(path.join(store, "evil.pem"), evil.caPem);
+            execFileSync("openssl", ["rehash", store]);
+            const marker = path.join(dir, "pwned");
+            // On path at the master's address: the real (public) CA at /ca.crt, so the pin matches; its own serving certificate.
+            const server = https.createServer({ cert: evil.certPem, key: evil.keyPem }, (req, res) => {
+                if (req.url === "/ca.crt") res.end(real.caPem);
+                else if (req.url === "/attach.sh") res.end(`#!/bin/bash\necho attacker > ${marker}\n`);
+                else { res.writeHead(404); res.end(); }
+            });
+            await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+            const endpoint = `127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+            const inNamespace = (script: string) => new Promise<void>((resolve) => spawn("unshare", ["-m", "--propagation", "private", "bash", "-c",
+                `mount --bind ${store} /etc/ssl/certs && ${script}`], { stdio: "ignore" }).on("exit", () => resolve()));
+            try {
+                fs.writeFileSync(path.join(dir, "bootstrap.sh"), renderAdmissionBootstrap([endpoint], real.caHash).replace(/'\{\{(labels|taints|channel)\}\}'/g, "''"));
+                await inNamespace(`bash ${path.join(dir, "bootstrap.sh")}`);
+                const viaBootstrap = fs.existsSync(marker);
+                fs.rmSync(marker, { force: true });
+                fs.writeFileSync(path.join(dir, "oneliner.sh"), admissionAttachOneLiner([endpoint], real.caHash));
+                await inNamespace(`bash ${path.join(dir, "oneliner.sh")}`);
+                const viaOneLiner = fs.existsSync(marker);
+                assert.deepStrictEqual({ viaBootstrap, viaOneLiner }, { viaBootstrap: false, viaOneLiner: false },
+                    "a script served under a certificate of a CA from the system CA path (not the pinned one) ran as root");
+            } finally {
+                await new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); });
+            }
+        } finally {
+            fs.rmSync(dir, { recursive: true, force: true });
+        }
     });
 });
