@@ -4,6 +4,7 @@ import * as assert from "assert";
 import { execFileSync, spawn, spawnSync } from "child_process";
 import * as crypto from "crypto";
 import * as fs from "fs";
+import * as http from "http";
 import * as https from "https";
 import type * as net from "net";
 import * as os from "os";
@@ -171,54 +172,96 @@ describe("review 15b: admission on the real control plane", function () {
 
 describe("review 15b: the CA pin on the node", function () {
     this.timeout(120_000);
+    let dir: string;
+    let real: ReturnType<typeof makeClusterCa>;
+    let evil: { caPem: string; certPem: string; keyPem: string };
+    let store: string;
 
     // curl's `--cacert` replaces only the CA file: a curl built with a default CA path (Debian and Ubuntu's,
-    // /etc/ssl/certs) still trusts every CA there. The test runs the scripts in a private mount namespace whose
-    // /etc/ssl/certs holds one CA of the attacker's (standing in for any CA of the image's trust store).
-    it("the saved bootstrap and the one-liner trust only the pinned CA, not also the system CA path", async function () {
-        const probe = spawnSync("unshare", ["-m", "--propagation", "private", "true"]);
-        if (probe.status !== 0) this.skip();
-        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ak-review15b-"));
+    // /etc/ssl/certs) still trusts every CA there. The tests run the node's scripts in a private mount namespace
+    // whose /etc/ssl/certs holds one CA of the attacker's (standing in for any CA of the image's trust store).
+    before(function () {
+        if (spawnSync("unshare", ["-m", "--propagation", "private", "true"]).status !== 0) this.skip();
+        dir = fs.mkdtempSync(path.join(os.tmpdir(), "ak-review15b-"));
+        real = makeClusterCa(fs.mkdtempSync(path.join(dir, "real-")));
+        // The attacker's CA is named differently from the cluster's ("kubernetes"), as any third-party CA is.
+        const evilDir = fs.mkdtempSync(path.join(dir, "evil-"));
+        const ossl = (args: string[]) => execFileSync("openssl", args, { cwd: evilDir, stdio: "pipe" });
+        ossl(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-subj", "/CN=Some Trusted Root CA", "-days", "2"]);
+        ossl(["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "serving.key", "-out", "serving.csr", "-subj", "/CN=10.0.0.10"]);
+        fs.writeFileSync(path.join(evilDir, "san.ext"), "subjectAltName=IP:127.0.0.1\n");
+        ossl(["x509", "-req", "-in", "serving.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-set_serial", "9", "-out", "serving.pem", "-days", "2", "-extfile", "san.ext"]);
+        evil = { caPem: fs.readFileSync(path.join(evilDir, "ca.pem"), "utf8"), certPem: fs.readFileSync(path.join(evilDir, "serving.pem"), "utf8"),
+            keyPem: fs.readFileSync(path.join(evilDir, "serving.key"), "utf8") };
+        store = fs.mkdtempSync(path.join(dir, "store-"));
+        fs.writeFileSync(path.join(store, "evil.pem"), evil.caPem);
+        execFileSync("openssl", ["rehash", store]);
+    });
+    after(() => { if (dir) fs.rmSync(dir, { recursive: true, force: true }); });
+
+    /** An on-path server at the master's address: the real (public) CA at /ca.crt, so the pin matches; its own serving certificate. */
+    async function onPath(handle: (req: http.IncomingMessage, res: http.ServerResponse) => void): Promise<{ endpoint: string; close(): Promise<void> }> {
+        const server = https.createServer({ cert: evil.certPem, key: evil.keyPem }, (req, res) => {
+            if (req.url === "/ca.crt") res.end(real.caPem);
+            else handle(req, res);
+        });
+        await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+        return {
+            endpoint: `127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+            close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
+        };
+    }
+    const inNamespace = (script: string) => new Promise<void>((resolve) => spawn("unshare", ["-m", "--propagation", "private", "bash", "-c",
+        `mount --bind ${store} /etc/ssl/certs && ${script}`], { stdio: "ignore" }).on("exit", () => resolve()));
+
+    it("the saved bootstrap and the one-liner trust only the pinned CA, not also the system CA path", async () => {
+        const marker = path.join(dir, "pwned");
+        const server = await onPath((req, res) => {
+            if (req.url === "/attach.sh") res.end(`#!/bin/bash\necho attacker > ${marker}\n`);
+            else { res.writeHead(404); res.end(); }
+        });
         try {
-            const real = makeClusterCa(fs.mkdtempSync(path.join(dir, "real-")));
-            // The attacker's CA is named differently from the cluster's ("kubernetes"), as any third-party CA is.
-            const evilDir = fs.mkdtempSync(path.join(dir, "evil-"));
-            const ossl = (args: string[]) => execFileSync("openssl", args, { cwd: evilDir, stdio: "pipe" });
-            ossl(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-subj", "/CN=Some Trusted Root CA", "-days", "2"]);
-            ossl(["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "serving.key", "-out", "serving.csr", "-subj", "/CN=10.0.0.10"]);
-            fs.writeFileSync(path.join(evilDir, "san.ext"), "subjectAltName=IP:127.0.0.1\n");
-            ossl(["x509", "-req", "-in", "serving.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-set_serial", "9", "-out", "serving.pem", "-days", "2", "-extfile", "san.ext"]);
-            const evil = { caPem: fs.readFileSync(path.join(evilDir, "ca.pem"), "utf8"), certPem: fs.readFileSync(path.join(evilDir, "serving.pem"), "utf8"),
-                keyPem: fs.readFileSync(path.join(evilDir, "serving.key"), "utf8") };
-            const store = fs.mkdtempSync(path.join(dir, "store-"));
-            fs.writeFileSync(path.join(store, "evil.pem"), evil.caPem);
-            execFileSync("openssl", ["rehash", store]);
-            const marker = path.join(dir, "pwned");
-            // On path at the master's address: the real (public) CA at /ca.crt, so the pin matches; its own serving certificate.
-            const server = https.createServer({ cert: evil.certPem, key: evil.keyPem }, (req, res) => {
-                if (req.url === "/ca.crt") res.end(real.caPem);
-                else if (req.url === "/attach.sh") res.end(`#!/bin/bash\necho attacker > ${marker}\n`);
-                else { res.writeHead(404); res.end(); }
-            });
-            await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
-            const endpoint = `127.0.0.1:${(server.address() as net.AddressInfo).port}`;
-            const inNamespace = (script: string) => new Promise<void>((resolve) => spawn("unshare", ["-m", "--propagation", "private", "bash", "-c",
-                `mount --bind ${store} /etc/ssl/certs && ${script}`], { stdio: "ignore" }).on("exit", () => resolve()));
-            try {
-                fs.writeFileSync(path.join(dir, "bootstrap.sh"), renderAdmissionBootstrap([endpoint], real.caHash).replace(/'\{\{(labels|taints|channel)\}\}'/g, "''"));
-                await inNamespace(`bash ${path.join(dir, "bootstrap.sh")}`);
-                const viaBootstrap = fs.existsSync(marker);
-                fs.rmSync(marker, { force: true });
-                fs.writeFileSync(path.join(dir, "oneliner.sh"), admissionAttachOneLiner([endpoint], real.caHash));
-                await inNamespace(`bash ${path.join(dir, "oneliner.sh")}`);
-                const viaOneLiner = fs.existsSync(marker);
-                assert.deepStrictEqual({ viaBootstrap, viaOneLiner }, { viaBootstrap: false, viaOneLiner: false },
-                    "a script served under a certificate of a CA from the system CA path (not the pinned one) ran as root");
-            } finally {
-                await new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); });
-            }
+            fs.writeFileSync(path.join(dir, "bootstrap.sh"), renderAdmissionBootstrap([server.endpoint], real.caHash).replace(/'\{\{(labels|taints|channel)\}\}'/g, "''"));
+            await inNamespace(`bash ${path.join(dir, "bootstrap.sh")}`);
+            const viaBootstrap = fs.existsSync(marker);
+            fs.rmSync(marker, { force: true });
+            fs.writeFileSync(path.join(dir, "oneliner.sh"), admissionAttachOneLiner([server.endpoint], real.caHash));
+            await inNamespace(`bash ${path.join(dir, "oneliner.sh")}`);
+            const viaOneLiner = fs.existsSync(marker);
+            assert.deepStrictEqual({ viaBootstrap, viaOneLiner }, { viaBootstrap: false, viaOneLiner: false },
+                "a script served under a certificate of a CA from the system CA path (not the pinned one) ran as root");
         } finally {
-            fs.rmSync(dir, { recursive: true, force: true });
+            await server.close();
+        }
+    });
+
+    it("the pool's admission client sends its signed identity only to a server of the pinned CA, not to one of the system CA path", async () => {
+        const received: string[] = [];
+        const server = await onPath((req, res) => {
+            received.push(`${req.method} ${req.url}`);
+            if (req.url === "/challenge") res.end(`ak1.${Math.floor(Date.now() / 1000) + 120}.${"A".repeat(22)}.${"B".repeat(43)}\n`);
+            else if (req.url === "/admit") { req.resume(); req.on("end", () => res.end('{"token":"evilid.0123456789abcdef"}')); }
+            else { res.writeHead(404); res.end(); }
+        });
+        const metadata = http.createServer((_req, res) => res.end("{\"instance-id\":\"i-pool1\"}"));
+        await new Promise<void>((r) => metadata.listen(0, "127.0.0.1", () => r()));
+        try {
+            const state = fs.mkdtempSync(path.join(dir, "state-"));
+            fs.writeFileSync(path.join(dir, "client.sh"), [
+                "set -euo pipefail",
+                `source ${JSON.stringify(path.join(__dirname, "..", "src", "shell", "admission_client.sh"))}`,
+                "ak_log() { :; }; ak_die() { exit 1; }; ak_mark() { :; }",
+                `AK_ADMISSION_ENDPOINTS=${server.endpoint} AK_CA_CERT_HASHES=${real.caHash} AK_STATE_DIR=${state} AK_ROOT=""`,
+                `AK_METADATA=http://127.0.0.1:${(metadata.address() as net.AddressInfo).port}/latest AK_ADMISSION_ATTEMPTS=1 AK_RETRY_DELAY=0`,
+                `ak_admission_token && printf %s "$AK_BOOTSTRAP_TOKEN" > ${state}/token || true`,
+            ].join("\n"));
+            await inNamespace(`bash ${path.join(dir, "client.sh")}`);
+            const token = fs.existsSync(path.join(state, "token")) ? fs.readFileSync(path.join(state, "token"), "utf8") : "";
+            assert.deepStrictEqual({ admitPosted: received.includes("POST /admit"), token }, { admitPosted: false, token: "" },
+                "the signed identity went to, and a token came from, a server whose certificate a CA of the system CA path signed");
+        } finally {
+            await server.close();
+            await new Promise<void>((r) => { metadata.closeAllConnections(); metadata.close(() => r()); });
         }
     });
 });
