@@ -1,5 +1,14 @@
-// Review 15b: failing tests for defects found in the admission review fixes (D1–D7 of docs/admission.md).
-// Each test asserts what should hold; it fails while the defect is there. Real control plane (test/kube).
+// Review 15b: failing tests for defects left after the admission review fixes (D1–D7 of docs/admission.md).
+// Each test asserts what should hold and fails while the defect is there; all assert from state (CSR
+// conditions and certificates, Secrets and Leases on the real control plane, files a script left, what a
+// server received).
+//  - high: the approver trusts any Lease named alicloud-kubeadm-admission-token-<id>; every principal that may
+//    create Leases in kube-system (CCM, cluster autoscaler, any leader-electing controller there) maps a pending
+//    CSR of an admission token, made after the approver listed CSRs, to a master's name: the CA signs it.
+//  - medium: curl --cacert keeps the default CA path (Debian/Ubuntu): the CA pin of the bootstrap, the one-liner
+//    and the pool client also trusts every CA of /etc/ssl/certs.
+//  - low: two CSRs of one admission token listed in one pass are both approved (not single use).
+//  - low: the service account creates admitted-group tokens without expiration, and deletes any Lease in kube-system.
 import * as assert from "assert";
 import { execFileSync, spawn, spawnSync } from "child_process";
 import * as crypto from "crypto";
