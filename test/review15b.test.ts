@@ -5,9 +5,12 @@
 //  - high: the approver trusts any Lease named alicloud-kubeadm-admission-token-<id>; every principal that may
 //    create Leases in kube-system (CCM, cluster autoscaler, any leader-electing controller there) maps a pending
 //    CSR of an admission token, made after the approver listed CSRs, to a master's name: the CA signs it.
+//    6d3cb9f keeps a used token's Lease (marked) until the token expires, which stops the immediate remap (that
+//    test passes since) but the CSR stays pending (ignored, not denied) for 24 h: once the Lease is swept, the
+//    same Lease `create` still maps it to a master (fails on 6d3cb9f).
 //  - medium: curl --cacert keeps the default CA path (Debian/Ubuntu): the CA pin of the bootstrap, the one-liner
 //    and the pool client also trusts every CA of /etc/ssl/certs.
-//  - low: two CSRs of one admission token listed in one pass are both approved (not single use).
+//  - low: two CSRs of one admission token listed in one pass were both approved (fixed by 6d3cb9f; passes since).
 //  - low: the service account creates admitted-group tokens without expiration, and deletes any Lease in kube-system.
 import * as assert from "assert";
 import { execFileSync, spawn, spawnSync } from "child_process";
@@ -68,10 +71,11 @@ describe("review 15b: admission on the real control plane", function () {
     const asToken = (token: string, args: string[], opts: { input?: string; allowFail?: boolean } = {}) =>
         rc.c.run("kubectl", ["--kubeconfig", rc.c.writeFile("anonymous.conf", "apiVersion: v1\nkind: Config\n"), "--server", rc.c.server,
             "--certificate-authority", rc.c.caFile, "--token", token, ...args], opts);
-    async function admitted(id: string, ip: string): Promise<string> {
+    async function admitted(id: string, ip: string, tokenTtlSeconds = settings.tokenTtlSeconds): Promise<string> {
         const audience = issueChallenge(settings.challengeKeys[0], ip, 120);
         const doc = JSON.stringify({ "owner-account-id": ACCOUNT, "instance-id": id, "region-id": REGION, "private-ipv4": ip });
-        const r = await admit({ document: doc, signature: pki.sign(documentWithAudience(doc, audience)), audience }, ip, settings, cloud, new KubeClusterView(kube, "replica-a"));
+        const r = await admit({ document: doc, signature: pki.sign(documentWithAudience(doc, audience)), audience }, ip, { ...settings, tokenTtlSeconds }, cloud,
+            new KubeClusterView(kube, "replica-a"));
         assert.strictEqual(r.admitted, true, r.message);
         return r.token!;
     }
@@ -94,8 +98,8 @@ describe("review 15b: admission on the real control plane", function () {
         return new crypto.X509Certificate(Buffer.from(cert, "base64")).subject.replace(/\n/g, ", ");
     }
 
-    it("a Lease made by another kube-system principal (the CCM's service account) cannot map an admission token's pending CSR to a master's name", async () => {
-        // The CCM's own RBAC from this repo: `create` on every Lease of kube-system (client-go leader election needs it).
+    /** A credential with the CCM's own RBAC from this repo: `create` on every Lease of kube-system (client-go leader election needs it). */
+    async function ccmCredential(): Promise<string> {
         const ccm = "review15b-ccm";
         await rc.c.apply([
             { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: ccm, namespace: CCM_NAMESPACE } },
@@ -103,7 +107,50 @@ describe("review 15b: admission on the real control plane", function () {
             { apiVersion: "rbac.authorization.k8s.io/v1", kind: "RoleBinding", metadata: { name: ccm, namespace: CCM_NAMESPACE },
                 roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: ccm }, subjects: [{ kind: "ServiceAccount", name: ccm, namespace: CCM_NAMESPACE }] },
         ]);
-        const ccmToken = (await rc.c.kubectl(["create", "token", ccm, "-n", CCM_NAMESPACE, "--duration", "1h"])).trim();
+        return (await rc.c.kubectl(["create", "token", ccm, "-n", CCM_NAMESPACE, "--duration", "1h"])).trim();
+    }
+    /** A pool node's admission token, and a second CSR for a master's name made with it while the approver's pass decides its first. */
+    async function racedCsr(ttlSeconds?: number): Promise<{ tokenId: string; own: string; evil: string }> {
+        const token = await admitted("i-pool1", "10.0.0.1", ttlSeconds);
+        const own = await csrWithToken(token, `system:node:${REGION}.i-pool1`);
+        let evil = "";
+        const racing = {
+            request: async (method: string, path: string, body?: unknown) => {
+                const r = await kube.request(method, path, body);
+                if (!evil && method === "GET" && path.startsWith("/apis/certificates.k8s.io/v1/certificatesigningrequests?")) evil = await csrWithToken(token, `system:node:${MASTER}`);
+                return r;
+            },
+            close: () => undefined,
+        } as unknown as Kube;
+        const first = await approvePending(racing, () => undefined);
+        assert.strictEqual(first[own], "approve");
+        assert.ok(evil && first[evil] === undefined, "the second CSR was made after the pass listed CSRs");
+        return { tokenId: token.split(".")[0], own, evil };
+    }
+    const leaseNaming = (tokenId: string, providerId: string) => JSON.stringify({
+        apiVersion: "coordination.k8s.io/v1", kind: "Lease",
+        metadata: { name: tokenLeaseName(tokenId), namespace: "kube-system", labels: { [TOKEN_LABEL]: "true" }, annotations: { [PROVIDER_ID_ANNOTATION]: providerId } },
+        spec: { holderIdentity: "x", leaseDurationSeconds: 600 },
+    });
+
+    it("a pending CSR of a used admission token outlives its token's Lease: once the token expired and its Lease was swept, a Lease made by the CCM's account maps it to a master's name", async () => {
+        const ccmToken = await ccmCredential();
+        // A short token lifetime stands in for the default 15 minutes.
+        const { tokenId, evil } = await racedCsr(3);
+        // The approver leaves the master's CSR pending (its token's Lease is marked used): not denied.
+        assert.deepStrictEqual((await approvePending(kube, () => undefined))[evil], undefined);
+        // The token expires; the service's own sweep deletes its Lease a minute later. The CSR is still pending (24 h).
+        await new Promise((r) => setTimeout(r, 64_000));
+        await new KubeClusterView(kube, "replica-a").sweepClaims();
+        const lease = await asToken(ccmToken, ["create", "-f", "-"], { allowFail: true, input: leaseNaming(tokenId, MASTER) });
+        await approvePending(kube, () => undefined);
+        const conds = (await csrOf(evil)).status?.conditions ?? [];
+        assert.ok(!conds.some((c) => c.type === "Approved"),
+            `the CCM's Lease (created: ${lease.code === 0}, ${lease.stderr.trim()}) made the approver approve ${evil}; signed subject: ${await signedSubject(evil)}`);
+    });
+
+    it("a Lease made by another kube-system principal (the CCM's service account) cannot map an admission token's pending CSR to a master's name", async () => {
+        const ccmToken = await ccmCredential();
 
         // A pool node admitted as itself (a compromised worker joining, or any instance an attacker gets into a pool).
         const token = await admitted("i-pool1", "10.0.0.1");
