@@ -11,7 +11,8 @@
 //  - medium: curl --cacert keeps the default CA path (Debian/Ubuntu): the CA pin of the bootstrap, the one-liner
 //    and the pool client also trusts every CA of /etc/ssl/certs.
 //  - low: two CSRs of one admission token listed in one pass were both approved (fixed by 6d3cb9f; passes since).
-//  - low: the service account creates admitted-group tokens without expiration, and deletes any Lease in kube-system.
+//  - low: the service account creates admitted-group tokens without expiration; it deletes any Lease in kube-system
+//    and, since 6d3cb9f, updates any (takes over kube-controller-manager's leadership).
 import * as assert from "assert";
 import { execFileSync, spawn, spawnSync } from "child_process";
 import * as crypto from "crypto";
@@ -223,6 +224,16 @@ describe("review 15b: admission on the real control plane", function () {
         // Deleted, the leader recreates it (a new uid): the uid tells whether the delete went through.
         await new Promise((r) => setTimeout(r, 1000));
         assert.strictEqual(await uid(), before, "the service account deleted kube-controller-manager's Lease (it may then create it with a holder of its own)");
+    });
+
+    // Last in this describe: a lost Lease makes the controller-manager exit (it is restarted by nothing here).
+    it("the service's credential cannot take over kube-controller-manager's leader-election Lease (update, granted for marking tokens used)", async () => {
+        const lease = JSON.parse(await rc.c.kubectl(["get", "lease", "-n", "kube-system", "kube-controller-manager", "-o", "json"])) as { spec: Record<string, unknown> };
+        lease.spec.holderIdentity = "review15b-attacker";
+        lease.spec.leaseDurationSeconds = 1_000_000;
+        await saRun(["replace", "-f", "-"], JSON.stringify(lease));
+        const holder = (await rc.c.kubectl(["get", "lease", "-n", "kube-system", "kube-controller-manager", "-o", "jsonpath={.spec.holderIdentity}"])).trim();
+        assert.notStrictEqual(holder, "review15b-attacker", "the service account holds kube-controller-manager's leadership (for 11 days): no controller runs, no CSR is signed");
     });
 });
 
