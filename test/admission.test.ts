@@ -187,7 +187,10 @@ describe("admission by cloud identity", function () {
         assert.strictEqual(csrVerdict(decode(csr(`system:node:${REGION}.i-pool1`, { usages: ["client auth", "server auth"] })), lookup).action, "deny");
         assert.strictEqual(csrVerdict(decode(csr(`system:node:${REGION}.i-pool1`, { signerName: "kubernetes.io/kubelet-serving" })), lookup).action, "deny");
         // Not ours: kubeadm's own tokens and other users are left to their approvers.
-        assert.strictEqual(csrVerdict(decode(csr("system:node:x", { username: "system:bootstrap:abcdef" })), lookup).action, "ignore");
+        assert.strictEqual(csrVerdict(decode(csr("system:node:x", { username: "system:bootstrap:abcdef", groups: ["system:bootstrappers", "system:bootstrappers:kubeadm:default-node-token"] })), lookup).action, "ignore");
+        // A token of the admitted group whose node is unknown or that was used: denied, never left pending.
+        const unknown = csrVerdict(decode(csr(`system:node:${REGION}.i-pool1`, { username: "system:bootstrap:abcdef" })), lookup);
+        assert.deepStrictEqual([unknown.action, unknown.action !== "ignore" && unknown.why], ["deny", "token abcdef was used already or is unknown: one CSR per admission token"]);
         assert.strictEqual(csrVerdict(decode(csr("system:node:x", { username: "system:node:x" })), lookup).action, "ignore");
     });
 });

@@ -93,10 +93,11 @@ describe("admission on the real control plane", function () {
     it("the service's own credential writes only its tokens and key: no other Secret type, no other group, no reading or deleting others' Secrets", async () => {
         const create = (secret: object) => asToken(saToken, ["create", "-f", "-"], { allowFail: true, input: JSON.stringify({ apiVersion: "v1", kind: "Secret", ...secret }) });
         const id = () => crypto.randomBytes(3).toString("hex");
-        const token = (group: string, labelled = true) => {
+        const token = (group: string, labelled = true, expires = true) => {
             const t = id();
             return { type: "bootstrap.kubernetes.io/token", metadata: { name: `bootstrap-token-${t}`, namespace: "kube-system", ...(labelled ? { labels: { [TOKEN_LABEL]: "true" } } : {}) },
-                stringData: { "token-id": t, "token-secret": "0123456789abcdef", "usage-bootstrap-authentication": "true", "usage-bootstrap-signing": "true", "auth-extra-groups": group } };
+                stringData: { "token-id": t, "token-secret": "0123456789abcdef", "usage-bootstrap-authentication": "true", "usage-bootstrap-signing": "true", "auth-extra-groups": group,
+                    ...(expires ? { expiration: new Date(Date.now() + 600_000).toISOString().replace(/\.\d+Z$/, "Z") } : {}) } };
         };
         // The API server enforces a new policy once it has compiled it (about a second): wait for that first.
         await rc.c.waitFor("the Secret policy in force", async () => (await create({ type: "Opaque", metadata: { name: `probe-${id()}`, namespace: "kube-system" } }))
@@ -105,8 +106,8 @@ describe("admission on the real control plane", function () {
         const sa = await create({ type: "kubernetes.io/service-account-token", metadata: { name: `x-${id()}`, namespace: "kube-system", annotations: { "kubernetes.io/service-account.name": "clusterrole-aggregation-controller" } } });
         assert.notStrictEqual(sa.code, 0);
         assert.match(sa.stderr, /ValidatingAdmissionPolicy 'alicloud-kubeadm-admission-secrets'/);
-        // A token in kubeadm's auto-approved group, or without the label: refused. An Opaque Secret: refused.
-        for (const bad of [token("system:bootstrappers:kubeadm:default-node-token"), token(`${ADMITTED_GROUP},system:bootstrappers:kubeadm:default-node-token`), token(ADMITTED_GROUP, false),
+        // A token in kubeadm's auto-approved group, without the label or without an expiration: refused. An Opaque Secret: refused.
+        for (const bad of [token("system:bootstrappers:kubeadm:default-node-token"), token(`${ADMITTED_GROUP},system:bootstrappers:kubeadm:default-node-token`), token(ADMITTED_GROUP, false), token(ADMITTED_GROUP, true, false),
             { type: "Opaque", metadata: { name: `x-${id()}`, namespace: "kube-system" }, stringData: { a: "b" } }]) {
             const r = await create(bad);
             assert.notStrictEqual(r.code, 0, JSON.stringify(bad.metadata));
@@ -131,10 +132,10 @@ describe("admission on the real control plane", function () {
         await new Promise((r) => setTimeout(r, 4000));
         assert.ok(!((await csrOf(both[0])).status?.conditions ?? []).some((c) => c.type === "Approved"), "kubeadm's auto-approval does not cover admission tokens");
         const done = await approvePending(kube, () => undefined);
-        assert.deepStrictEqual(Object.values(done), ["approve"], "one CSR per token");
-        const name = Object.keys(done)[0];
+        assert.deepStrictEqual(Object.values(done).sort(), ["approve", "deny"], "one CSR per token: the other is denied, not left pending");
+        const name = Object.keys(done).find((n) => done[n] === "approve")!;
         const second = both.find((n) => n !== name)!;
-        assert.ok(both.includes(name));
+        assert.deepStrictEqual(Object.keys(done).sort(), [...both].sort());
         const cert = await rc.c.waitFor(`certificate of ${name}`, async () => (await csrOf(name)).status?.certificate);
         const x509 = new crypto.X509Certificate(Buffer.from(cert, "base64"));
         assert.match(x509.subject, new RegExp(`CN=system:node:${REGION}\\.i-pool2`));
@@ -148,9 +149,11 @@ describe("admission on the real control plane", function () {
         const spoof = await rc.c.run("kubectl", ["--kubeconfig", rc.c.kubeconfig, "create", "-f", "-"], { allowFail: true, input: JSON.stringify({
             apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: { name: tokenLeaseName(token.split(".")[0]), namespace: "kube-system", labels: { [TOKEN_LABEL]: "true" },
                 annotations: { "alicloud-kubeadm/provider-id": `${REGION}.i-master0` } } }) });
-        assert.match(spoof.stderr, /AlreadyExists/);
+        assert.notStrictEqual(spoof.code, 0, "not even an admin's Lease takes its place");
+        assert.strictEqual(JSON.parse(await rc.c.kubectl(["get", "lease", "-n", "kube-system", tokenLeaseName(token.split(".")[0]), "-o", "json"])).metadata.annotations["alicloud-kubeadm/provider-id"], `${REGION}.i-pool2`);
         assert.deepStrictEqual(await approvePending(kube, () => undefined), {}, "nothing more for a used token");
-        assert.strictEqual((await csrOf(second)).status?.conditions, undefined, "its second CSR stays undecided, unsigned");
+        assert.ok(((await csrOf(second)).status?.conditions ?? []).some((c) => c.type === "Denied"), "its second CSR is denied");
+        assert.strictEqual((await csrOf(second)).status?.certificate, undefined, "and not signed");
         // The apiserver's token authenticator reads Secrets through an informer: the deletion reaches it within moments.
         await rc.c.waitFor("the used token to stop authenticating", async () => {
             const reuse = await asToken(token, ["auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"], { allowFail: true });

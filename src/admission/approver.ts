@@ -71,9 +71,11 @@ export function csrVerdict(csr: Csr, tokenProviderId: (tokenId: string) => strin
     const m = /^system:bootstrap:([a-z0-9]{6})$/.exec(csr.spec.username ?? "");
     if (!m) return { action: "ignore", why: "not from a bootstrap token" };
     const tokenId = m[1];
+    if (!(csr.spec.groups ?? []).includes(ADMITTED_GROUP)) return { action: "ignore", why: "not from an admission token" };
     const providerId = tokenProviderId(tokenId);
-    if (providerId === undefined || !(csr.spec.groups ?? []).includes(ADMITTED_GROUP)) return { action: "ignore", why: "not from an admission token" };
     const deny = (why: string): CsrVerdict => ({ action: "deny", tokenId, providerId, why });
+    // A token of the admitted group whose node is unknown, or that was used: never left pending for later.
+    if (providerId === undefined) return deny(`token ${tokenId} was used already or is unknown: one CSR per admission token`);
     if (csr.spec.signerName !== KUBELET_CLIENT_SIGNER) return deny(`signer ${csr.spec.signerName} is not ${KUBELET_CLIENT_SIGNER}`);
     let subject: ReturnType<typeof csrSubject>;
     try {

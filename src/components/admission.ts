@@ -103,13 +103,45 @@ export function secretPolicyObjects(labels: Record<string, string>): KubeObject[
                 validations: [
                     { expression: "request.operation != 'UPDATE'", message: "the admission service updates no Secret" },
                     {
-                        // Secret data is Base64 text in the object the policy sees.
+                        // Secret data is Base64 text in the object the policy sees. (The policy has no clock: a token must
+                        // expire, but how soon is the service's choice.)
                         expression: `request.operation != 'CREATE' || ${key("object")} || (${ours("object")} && has(object.data) && ` +
-                            `'auth-extra-groups' in object.data && object.data['auth-extra-groups'] == '${Buffer.from(ADMITTED_GROUP).toString("base64")}')`,
-                        message: `the admission service creates only its bootstrap tokens (group ${ADMITTED_GROUP}) and ${KEY_SECRET}`,
+                            `'auth-extra-groups' in object.data && object.data['auth-extra-groups'] == '${Buffer.from(ADMITTED_GROUP).toString("base64")}' && ` +
+                            `'expiration' in object.data && object.data['expiration'] != '')`,
+                        message: `the admission service creates only its bootstrap tokens (group ${ADMITTED_GROUP}, with an expiration) and ${KEY_SECRET}`,
                     },
                     { expression: `request.operation != 'DELETE' || ${key("oldObject")} || ${ours("oldObject")}`, message: "the admission service deletes only its own tokens" },
                 ],
+            },
+        },
+        {
+            apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyBinding", metadata: { name, labels },
+            spec: { policyName: name, validationActions: ["Deny"] },
+        },
+        ...leasePolicyObjects(labels),
+    ];
+}
+
+/**
+ * Leases named `alicloud-kubeadm-admission-*` (challenge claims, each token's node) are written by the service
+ * alone, and the service writes no other Lease: what the approver reads cannot come from a component that may
+ * create Leases in kube-system (the CCM, the autoscaler, the controller manager), and the service's own
+ * credential cannot take over another component's leader election.
+ */
+export function leasePolicyObjects(labels: Record<string, string>): KubeObject[] {
+    const name = `${ADMISSION_NAME}-leases`;
+    const ours = `request.name.startsWith('${ADMISSION_NAME}-')`;
+    const service = `request.userInfo.username == '${SERVICE_ACCOUNT_USER}'`;
+    return [
+        {
+            apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicy", metadata: { name, labels },
+            spec: {
+                failurePolicy: "Fail",
+                matchConstraints: { resourceRules: [{ apiGroups: ["coordination.k8s.io"], apiVersions: ["v1"], operations: ["CREATE", "UPDATE", "DELETE"], resources: ["leases"] }] },
+                // Only writes that involve the service or its names are looked at: every other Lease (node heartbeats,
+                // leader elections) passes untouched.
+                matchConditions: [{ name: "the-admission-service-or-its-leases", expression: `request.namespace == '${NAMESPACE}' && (${ours} || ${service})` }],
+                validations: [{ expression: `${ours} && ${service}`, message: `only the admission service writes ${ADMISSION_NAME}-* Leases, and it writes no other` }],
             },
         },
         {

@@ -34,7 +34,8 @@ ak_admission_token() {
   local dir="${AK_STATE_DIR}/admission"
   local -a endpoints=()
   IFS=, read -r -a endpoints <<<"$AK_ADMISSION_ENDPOINTS"
-  (umask 077 && mkdir -p "$dir")
+  # curl trusts the system CA path too unless pointed elsewhere: an empty one, so the pinned CA is the only one.
+  (umask 077 && mkdir -p "$dir" "${dir}/no-ca")
   for ((attempt = 1; attempt <= AK_ADMISSION_ATTEMPTS; attempt++)); do
     for endpoint in "${endpoints[@]}"; do
       # The CA is public; it is trusted only when its key matches the pin. Only the first certificate, re-encoded:
@@ -49,7 +50,7 @@ ak_admission_token() {
         ak_log "admission ${endpoint}: its CA (${pin:-unreadable}) is not the pinned one; not trusting it"
         continue
       fi
-      if ! challenge=$(curl -fsS --noproxy "*" --max-time 5 --cacert "${dir}/ca.crt" "https://${endpoint}/challenge") ||
+      if ! challenge=$(curl -fsS --noproxy "*" --max-time 5 --cacert "${dir}/ca.crt" --capath "${dir}/no-ca" "https://${endpoint}/challenge") ||
         [[ ! $challenge =~ ^ak1\.[0-9]{10}\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$ ]]; then
         ak_log "admission ${endpoint}: no valid challenge (round ${attempt}/${AK_ADMISSION_ATTEMPTS})"
         continue
@@ -59,7 +60,7 @@ ak_admission_token() {
         ak_log "cannot read the instance identity from ${AK_METADATA}; is the metadata service enabled?"
         continue
       fi
-      code=$(curl -sS --noproxy "*" --max-time 30 --cacert "${dir}/ca.crt" -o "${dir}/response" -w '%{http_code}' \
+      code=$(curl -sS --noproxy "*" --max-time 30 --cacert "${dir}/ca.crt" --capath "${dir}/no-ca" -o "${dir}/response" -w '%{http_code}' \
         --data-urlencode "document@${dir}/document" --data-urlencode "signature@${dir}/signature" \
         --data-urlencode "audience=${challenge}" "https://${endpoint}/admit") || code=000
       if [ "$code" = 200 ]; then

@@ -32,14 +32,14 @@ export function renderAdmissionBootstrap(endpoints: string[], caCertHash: string
         "labels='{{labels}}'",
         "taints='{{taints}}'",
         ": '{{channel}}' # the saved attach command's channel parameter: nothing is sent through admission",
-        'dir=$(mktemp -d)',
+        'dir=$(mktemp -d) && mkdir "${dir}/no-ca" # curl would trust the system CA path too: an empty one instead',
         `for e in ${endpoints.map(shellQuote).join(" ")}; do`,
         '  curl -fsS --max-time 5 --insecure "https://${e}/ca.crt" -o "${dir}/ca.in" || continue',
         "  # Only the first certificate, re-encoded: the one the pin is checked on is the only one curl then trusts.",
         '  openssl x509 -in "${dir}/ca.in" -out "${dir}/ca.crt" || continue',
         '  sum=$(openssl x509 -in "${dir}/ca.crt" -noout -pubkey | openssl pkey -pubin -outform DER | sha256sum)',
         '  [ "sha256:${sum%% *}" = "$pin" ] || { echo "admission ${e}: CA does not match the pin" >&2; continue; }',
-        '  curl -fsS --max-time 30 --cacert "${dir}/ca.crt" "https://${e}/attach.sh" -o "${dir}/attach.sh" || continue',
+        '  curl -fsS --max-time 30 --cacert "${dir}/ca.crt" --capath "${dir}/no-ca" "https://${e}/attach.sh" -o "${dir}/attach.sh" || continue',
         '  sed -i -e "s|{{labels}}|${labels}|" -e "s|{{taints}}|${taints}|" "${dir}/attach.sh"',
         '  exec bash "${dir}/attach.sh"',
         "done",
@@ -56,9 +56,9 @@ export function renderAdmissionBootstrap(endpoints: string[], caCertHash: string
  */
 export function admissionAttachOneLiner(endpoints: string[], caCertHash: string): string {
     check(endpoints, caCertHash);
-    return `d=$(mktemp -d) && for e in ${endpoints.join(" ")}; do ` +
+    return `d=$(mktemp -d) && mkdir $d/no-ca && for e in ${endpoints.join(" ")}; do ` +
         `curl -fsSk --max-time 5 https://$e/ca.crt -o $d/ca.in && openssl x509 -in $d/ca.in -out $d/ca.crt && ` +
         `[ "sha256:$(openssl x509 -in $d/ca.crt -noout -pubkey | openssl pkey -pubin -outform DER | sha256sum | cut -d' ' -f1)" = ${caCertHash} ] && ` +
-        `curl -fsS --max-time 30 --cacert $d/ca.crt https://$e/attach.sh -o $d/attach.sh && break; rm -f $d/attach.sh; done; ` +
+        `curl -fsS --max-time 30 --cacert $d/ca.crt --capath $d/no-ca https://$e/attach.sh -o $d/attach.sh && break; rm -f $d/attach.sh; done; ` +
         `[ -s $d/attach.sh ] && sed -i -e 's|{{labels}}||' -e 's|{{taints}}||' $d/attach.sh && bash $d/attach.sh`;
 }
