@@ -5,75 +5,23 @@
 // admission tokens alone; a CSR for any other name is denied; the token goes with its first CSR.
 import * as assert from "assert";
 import * as crypto from "crypto";
-import { admit, documentWithAudience, type AdmissionSettings } from "../src/admission/admit";
+import { admit, documentWithAudience } from "../src/admission/admit";
 import { ADMITTED_GROUP, TOKEN_LABEL } from "../src/admission/approver";
 import { issueChallenge } from "../src/admission/challenge";
-import { approvePending, challengeKeys, Kube, KubeClusterView, KEY_SECRET, REFUSED_REASON, tokenLeaseName, TOKEN_USED_ANNOTATION } from "../src/admission/kube";
-import { trustedSigners } from "../src/admission/pkcs7";
-import { admissionRbacObjects } from "../src/components/admission";
-import { makePki, type TestPki } from "./admission/pki";
-import { ModelCloud } from "./admission/model";
+import { approvePending, challengeKeys, KubeClusterView, KEY_SECRET, REFUSED_REASON, tokenLeaseName, TOKEN_USED_ANNOTATION } from "../src/admission/kube";
+import { makePki } from "./admission/pki";
+import { ACCOUNT, REGION, useAdmissionCluster } from "./admission/realCluster";
 import { useRealCluster } from "./kube/fixture";
-
-const REGION = "cn-hangzhou";
-const ACCOUNT = "1234567890123456";
 
 describe("admission on the real control plane", function () {
     this.timeout(180_000);
-    const rc = useRealCluster({ netns: false, region: REGION });
-    let pki: TestPki;
-    let kube: Kube;
-    let settings: AdmissionSettings;
-    let saToken: string;
-    const cloud = new ModelCloud();
-
-    before(async function () {
-        process.env.AK_ADMISSION_LOG = "off";
-        pki = makePki();
-        const c = rc.c;
-        await c.apply(admissionRbacObjects());
-        saToken = (await c.kubectl(["create", "token", "alicloud-kubeadm-admission", "-n", "kube-system", "--duration", "1h"])).trim();
-        kube = new Kube({ server: c.server, ca: c.caPem, token: () => saToken });
-        settings = {
-            accountId: ACCOUNT, regionId: REGION, signers: trustedSigners(pki.signerPem), challengeKeys: await challengeKeys(kube), challengeTtlSeconds: 120, tokenTtlSeconds: 600,
-        };
-        for (const [id, ip] of [["i-pool1", "10.0.0.1"], ["i-pool2", "10.0.0.2"], ["i-ready", "10.0.0.3"]]) {
-            cloud.members.set(id, { instanceId: id, privateIp: ip, source: "pool", pool: "general", state: "Pending" });
-        }
-    });
-    after(() => {
-        kube?.close();
-        pki?.cleanup();
-        delete process.env.AK_ADMISSION_LOG;
-    });
-
-    const view = () => new KubeClusterView(kube, "replica-a");
-    /** kubectl as the bearer of `token` only (an empty kubeconfig: the admin's client certificate would win otherwise). */
-    const asToken = (token: string, args: string[], opts: { input?: string; allowFail?: boolean } = {}) =>
-        rc.c.run("kubectl", ["--kubeconfig", rc.c.writeFile("anonymous.conf", "apiVersion: v1\nkind: Config\n"), "--server", rc.c.server,
-            "--certificate-authority", rc.c.caFile, "--token", token, ...args], opts);
-    async function admitted(id: string, ip: string): Promise<string> {
-        const audience = issueChallenge(settings.challengeKeys[0], ip, 120);
-        const doc = JSON.stringify({ "owner-account-id": ACCOUNT, "instance-id": id, "region-id": REGION, "private-ipv4": ip });
-        const r = await admit({ document: doc, signature: pki.sign(documentWithAudience(doc, audience)), audience }, ip, settings, cloud, view());
-        assert.strictEqual(r.admitted, true, r.message);
-        return r.token!;
-    }
-    async function csrWithToken(token: string, cn: string): Promise<string> {
-        const name = `admission-test-${crypto.randomBytes(4).toString("hex")}`;
-        await asToken(token, ["create", "-f", "-"], {
-            input: JSON.stringify({
-                apiVersion: "certificates.k8s.io/v1", kind: "CertificateSigningRequest", metadata: { name },
-                spec: { request: Buffer.from(pki.csr(`/O=system:nodes/CN=${cn}`)).toString("base64"), signerName: "kubernetes.io/kube-apiserver-client-kubelet", usages: ["digital signature", "client auth"] },
-            }),
-        });
-        return name;
-    }
-    const csrOf = async (name: string) => JSON.parse(await rc.c.kubectl(["get", "csr", name, "-o", "json"])) as { status?: { conditions?: Array<{ type: string; reason: string }>; certificate?: string } };
+    const ac = useAdmissionCluster([["i-pool1", "10.0.0.1"], ["i-pool2", "10.0.0.2"], ["i-ready", "10.0.0.3"]]);
+    const { rc, asToken, admitted, csrWithToken, csrOf } = ac;
+    const view = () => new KubeClusterView(ac.kube, "replica-a");
     const tokenSecretExists = async (token: string) => (await rc.c.kubectl(["get", "secret", "-n", "kube-system", `bootstrap-token-${token.split(".")[0]}`, "--ignore-not-found", "-o", "name"])).trim() !== "";
 
     it("the challenge key Secret is shared: a second replica reads the same key", async () => {
-        assert.deepStrictEqual(await challengeKeys(kube), settings.challengeKeys);
+        assert.deepStrictEqual(await challengeKeys(ac.kube), ac.settings.challengeKeys);
         assert.ok((await rc.c.kubectl(["get", "secret", "-n", "kube-system", KEY_SECRET, "-o", "name"])).includes(KEY_SECRET));
     });
 
@@ -91,7 +39,7 @@ describe("admission on the real control plane", function () {
     });
 
     it("the service's own credential writes only its tokens and key: no other Secret type, no other group, no reading or deleting others' Secrets", async () => {
-        const create = (secret: object) => asToken(saToken, ["create", "-f", "-"], { allowFail: true, input: JSON.stringify({ apiVersion: "v1", kind: "Secret", ...secret }) });
+        const create = (secret: object) => asToken(ac.saToken, ["create", "-f", "-"], { allowFail: true, input: JSON.stringify({ apiVersion: "v1", kind: "Secret", ...secret }) });
         const id = () => crypto.randomBytes(3).toString("hex");
         const token = (group: string, labelled = true, expires = true) => {
             const t = id();
@@ -99,9 +47,7 @@ describe("admission on the real control plane", function () {
                 stringData: { "token-id": t, "token-secret": "0123456789abcdef", "usage-bootstrap-authentication": "true", "usage-bootstrap-signing": "true", "auth-extra-groups": group,
                     ...(expires ? { expiration: new Date(Date.now() + 600_000).toISOString().replace(/\.\d+Z$/, "Z") } : {}) } };
         };
-        // The API server enforces a new policy once it has compiled it (about a second): wait for that first.
-        await rc.c.waitFor("the Secret policy in force", async () => (await create({ type: "Opaque", metadata: { name: `probe-${id()}`, namespace: "kube-system" } }))
-            .stderr.includes("alicloud-kubeadm-admission-secrets") || undefined, 30_000);
+        await ac.policyInForce("alicloud-kubeadm-admission-secrets", () => create({ type: "Opaque", metadata: { name: `probe-${id()}`, namespace: "kube-system" } }));
         // A controller's long-lived token (the tokens controller would fill it in): refused by the policy.
         const sa = await create({ type: "kubernetes.io/service-account-token", metadata: { name: `x-${id()}`, namespace: "kube-system", annotations: { "kubernetes.io/service-account.name": "clusterrole-aggregation-controller" } } });
         assert.notStrictEqual(sa.code, 0);
@@ -115,14 +61,14 @@ describe("admission on the real control plane", function () {
         // What it is for passes the same policy.
         const good = token(ADMITTED_GROUP);
         assert.strictEqual((await create(good)).code, 0);
-        assert.strictEqual((await asToken(saToken, ["delete", "secret", "-n", "kube-system", good.metadata.name], { allowFail: true })).code, 0);
+        assert.strictEqual((await asToken(ac.saToken, ["delete", "secret", "-n", "kube-system", good.metadata.name], { allowFail: true })).code, 0);
         // Others' Secrets: neither read (RBAC: only its key) nor deleted (the policy).
         const other = `other-${id()}`;
         await rc.c.kubectl(["create", "secret", "generic", other, "-n", "kube-system", "--from-literal=a=b"]);
-        assert.notStrictEqual((await asToken(saToken, ["get", "secret", other, "-n", "kube-system"], { allowFail: true })).code, 0);
-        assert.notStrictEqual((await asToken(saToken, ["delete", "secret", other, "-n", "kube-system"], { allowFail: true })).code, 0);
+        assert.notStrictEqual((await asToken(ac.saToken, ["get", "secret", other, "-n", "kube-system"], { allowFail: true })).code, 0);
+        assert.notStrictEqual((await asToken(ac.saToken, ["delete", "secret", other, "-n", "kube-system"], { allowFail: true })).code, 0);
         assert.ok((await rc.c.kubectl(["get", "secret", other, "-n", "kube-system", "-o", "name"])).includes(other), "still there");
-        assert.strictEqual((await asToken(saToken, ["get", "secret", KEY_SECRET, "-n", "kube-system", "-o", "name"], { allowFail: true })).code, 0, "its key it reads");
+        assert.strictEqual((await asToken(ac.saToken, ["get", "secret", KEY_SECRET, "-n", "kube-system", "-o", "name"], { allowFail: true })).code, 0, "its key it reads");
     });
 
     it("a member's kubelet client CSR is left alone by kubeadm's auto-approval, approved by the approver, signed; the token is then gone", async () => {
@@ -131,7 +77,7 @@ describe("admission on the real control plane", function () {
         const both = [await csrWithToken(token, `system:node:${REGION}.i-pool2`), await csrWithToken(token, `system:node:${REGION}.i-pool2`)];
         await new Promise((r) => setTimeout(r, 4000));
         assert.ok(!((await csrOf(both[0])).status?.conditions ?? []).some((c) => c.type === "Approved"), "kubeadm's auto-approval does not cover admission tokens");
-        const done = await approvePending(kube, () => undefined);
+        const done = await approvePending(ac.kube, () => undefined);
         assert.deepStrictEqual(Object.values(done).sort(), ["approve", "deny"], "one CSR per token: the other is denied, not left pending");
         const name = Object.keys(done).find((n) => done[n] === "approve")!;
         const second = both.find((n) => n !== name)!;
@@ -151,7 +97,7 @@ describe("admission on the real control plane", function () {
                 annotations: { "alicloud-kubeadm/provider-id": `${REGION}.i-master0` } } }) });
         assert.notStrictEqual(spoof.code, 0, "not even an admin's Lease takes its place");
         assert.strictEqual(JSON.parse(await rc.c.kubectl(["get", "lease", "-n", "kube-system", tokenLeaseName(token.split(".")[0]), "-o", "json"])).metadata.annotations["alicloud-kubeadm/provider-id"], `${REGION}.i-pool2`);
-        assert.deepStrictEqual(await approvePending(kube, () => undefined), {}, "nothing more for a used token");
+        assert.deepStrictEqual(await approvePending(ac.kube, () => undefined), {}, "nothing more for a used token");
         assert.ok(((await csrOf(second)).status?.conditions ?? []).some((c) => c.type === "Denied"), "its second CSR is denied");
         assert.strictEqual((await csrOf(second)).status?.certificate, undefined, "and not signed");
         // The apiserver's token authenticator reads Secrets through an informer: the deletion reaches it within moments.
@@ -165,7 +111,7 @@ describe("admission on the real control plane", function () {
         const token = await admitted("i-pool1", "10.0.0.1");
         const master = `${REGION}.i-master0`;
         const name = await csrWithToken(token, `system:node:${master}`);
-        const done = await approvePending(kube, () => undefined);
+        const done = await approvePending(ac.kube, () => undefined);
         assert.strictEqual(done[name], "deny");
         const conds = (await csrOf(name)).status?.conditions ?? [];
         assert.ok(conds.some((c) => c.type === "Denied") && !conds.some((c) => c.type === "Approved"));
@@ -178,31 +124,31 @@ describe("admission on the real control plane", function () {
         // The node's own CSR as bare Base64 ending in '=' padding, then a PEM block for a master's name: PEM readers
         // (the API server, the signer) skip the text before "-----BEGIN".
         let own = "";
-        for (let i = 0; i < 20 && !own.endsWith("="); i++) own = pki.csr(`/O=system:nodes/CN=system:node:${REGION}.i-pool2`).replace(/-----(BEGIN|END) [A-Z ]+-----/g, "").replace(/\s+/g, "");
+        for (let i = 0; i < 20 && !own.endsWith("="); i++) own = ac.pki.csr(`/O=system:nodes/CN=system:node:${REGION}.i-pool2`).replace(/-----(BEGIN|END) [A-Z ]+-----/g, "").replace(/\s+/g, "");
         const name = `admission-test-${crypto.randomBytes(4).toString("hex")}`;
         await asToken(token, ["create", "-f", "-"], {
             input: JSON.stringify({
                 apiVersion: "certificates.k8s.io/v1", kind: "CertificateSigningRequest", metadata: { name },
-                spec: { request: Buffer.from(`${own}\n${pki.csr(`/O=system:nodes/CN=system:node:${REGION}.i-master0`)}`).toString("base64"),
+                spec: { request: Buffer.from(`${own}\n${ac.pki.csr(`/O=system:nodes/CN=system:node:${REGION}.i-master0`)}`).toString("base64"),
                     signerName: "kubernetes.io/kube-apiserver-client-kubelet", usages: ["digital signature", "client auth"] },
             }),
         });
-        assert.deepStrictEqual(await approvePending(kube, () => undefined), { [name]: "deny" });
+        assert.deepStrictEqual(await approvePending(ac.kube, () => undefined), { [name]: "deny" });
         const csr = await csrOf(name);
         assert.ok((csr.status?.conditions ?? []).some((c) => c.type === "Denied"));
         assert.strictEqual(csr.status?.certificate, undefined, "nothing signed");
     });
 
     it("claims are single use across replicas; a Ready node's identity is refused and the refusal recorded for doctor", async () => {
-        const a = new KubeClusterView(kube, "replica-a"), b = new KubeClusterView(kube, "replica-b");
+        const a = new KubeClusterView(ac.kube, "replica-a"), b = new KubeClusterView(ac.kube, "replica-b");
         const id = crypto.randomBytes(20).toString("hex");
         const results = await Promise.all([a.claimOnce(id, Date.now() + 60_000), b.claimOnce(id, Date.now() + 60_000)]);
         assert.deepStrictEqual(results.sort(), [false, true]);
         await rc.c.addNode({ name: `${REGION}.i-ready`, providerID: `${REGION}.i-ready` });
         const ip = "10.0.0.3";
-        const audience = issueChallenge(settings.challengeKeys[0], ip, 120);
+        const audience = issueChallenge(ac.settings.challengeKeys[0], ip, 120);
         const doc = JSON.stringify({ "owner-account-id": ACCOUNT, "instance-id": "i-ready", "region-id": REGION });
-        const r = await admit({ document: doc, signature: pki.sign(documentWithAudience(doc, audience)), audience }, ip, settings, cloud, view());
+        const r = await admit({ document: doc, signature: ac.pki.sign(documentWithAudience(doc, audience)), audience }, ip, ac.settings, ac.cloud, view());
         assert.deepStrictEqual([r.admitted, r.reason], [false, "already-registered"]);
         const events = JSON.parse(await rc.c.kubectl(["get", "events", "-n", "kube-system", "--field-selector", `reason=${REFUSED_REASON}`, "-o", "json"])) as { items: Array<{ action: string; message: string }> };
         assert.ok(events.items.some((e) => e.action === "already-registered" && e.message.includes("i-ready")));

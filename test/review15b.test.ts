@@ -22,75 +22,19 @@ import * as https from "https";
 import type * as net from "net";
 import * as os from "os";
 import * as path from "path";
-import { admit, documentWithAudience, type AdmissionSettings } from "../src/admission/admit";
 import { ADMITTED_GROUP, PROVIDER_ID_ANNOTATION, TOKEN_LABEL } from "../src/admission/approver";
-import { issueChallenge } from "../src/admission/challenge";
-import { approvePending, challengeKeys, Kube, KubeClusterView, tokenLeaseName } from "../src/admission/kube";
-import { trustedSigners } from "../src/admission/pkcs7";
-import { admissionRbacObjects } from "../src/components/admission";
+import { approvePending, Kube, tokenLeaseName } from "../src/admission/kube";
 import { CCM_NAMESPACE, CCM_ROLE_RULES } from "../src/components/podNetwork";
-import { makePki, type TestPki } from "./admission/pki";
-import { makeClusterCa } from "./admission/harness";
 import { admissionAttachOneLiner, renderAdmissionBootstrap } from "../src/shell/renderAdmission";
-import { ModelCloud } from "./admission/model";
-import { useRealCluster } from "./kube/fixture";
+import { makeClusterCa } from "./admission/harness";
+import { REGION, useAdmissionCluster } from "./admission/realCluster";
 
-const REGION = "cn-hangzhou";
-const ACCOUNT = "1234567890123456";
 const MASTER = `${REGION}.i-master0`;
-
-type CsrState = { status?: { conditions?: Array<{ type: string; reason?: string }>; certificate?: string } };
 
 describe("review 15b: admission on the real control plane", function () {
     this.timeout(180_000);
-    const rc = useRealCluster({ netns: false, region: REGION });
-    let pki: TestPki;
-    let kube: Kube;
-    let settings: AdmissionSettings;
-    let saToken: string;
-    const cloud = new ModelCloud();
-
-    before(async function () {
-        process.env.AK_ADMISSION_LOG = "off";
-        pki = makePki();
-        await rc.c.apply(admissionRbacObjects());
-        saToken = (await rc.c.kubectl(["create", "token", "alicloud-kubeadm-admission", "-n", "kube-system", "--duration", "1h"])).trim();
-        kube = new Kube({ server: rc.c.server, ca: rc.c.caPem, token: () => saToken });
-        settings = {
-            accountId: ACCOUNT, regionId: REGION, signers: trustedSigners(pki.signerPem), challengeKeys: await challengeKeys(kube), challengeTtlSeconds: 120, tokenTtlSeconds: 600,
-        };
-        for (const [id, ip] of [["i-pool1", "10.0.0.1"], ["i-pool2", "10.0.0.2"]]) {
-            cloud.members.set(id, { instanceId: id, privateIp: ip, source: "pool", pool: "general", state: "Pending" });
-        }
-    });
-    after(() => {
-        kube?.close();
-        pki?.cleanup();
-        delete process.env.AK_ADMISSION_LOG;
-    });
-
-    const asToken = (token: string, args: string[], opts: { input?: string; allowFail?: boolean } = {}) =>
-        rc.c.run("kubectl", ["--kubeconfig", rc.c.writeFile("anonymous.conf", "apiVersion: v1\nkind: Config\n"), "--server", rc.c.server,
-            "--certificate-authority", rc.c.caFile, "--token", token, ...args], opts);
-    async function admitted(id: string, ip: string, tokenTtlSeconds = settings.tokenTtlSeconds): Promise<string> {
-        const audience = issueChallenge(settings.challengeKeys[0], ip, 120);
-        const doc = JSON.stringify({ "owner-account-id": ACCOUNT, "instance-id": id, "region-id": REGION, "private-ipv4": ip });
-        const r = await admit({ document: doc, signature: pki.sign(documentWithAudience(doc, audience)), audience }, ip, { ...settings, tokenTtlSeconds }, cloud,
-            new KubeClusterView(kube, "replica-a"));
-        assert.strictEqual(r.admitted, true, r.message);
-        return r.token!;
-    }
-    async function csrWithToken(token: string, cn: string): Promise<string> {
-        const name = `review15b-${crypto.randomBytes(4).toString("hex")}`;
-        await asToken(token, ["create", "-f", "-"], {
-            input: JSON.stringify({
-                apiVersion: "certificates.k8s.io/v1", kind: "CertificateSigningRequest", metadata: { name },
-                spec: { request: Buffer.from(pki.csr(`/O=system:nodes/CN=${cn}`)).toString("base64"), signerName: "kubernetes.io/kube-apiserver-client-kubelet", usages: ["digital signature", "client auth"] },
-            }),
-        });
-        return name;
-    }
-    const csrOf = async (name: string) => JSON.parse(await rc.c.kubectl(["get", "csr", name, "-o", "json"])) as CsrState;
+    const ac = useAdmissionCluster([["i-pool1", "10.0.0.1"], ["i-pool2", "10.0.0.2"]]);
+    const { rc, asToken, admitted, csrWithToken, csrOf } = ac;
     /** The subject of the certificate signed for `name`, once the signer has issued it (or why there is none). */
     async function signedSubject(name: string): Promise<string> {
         const approved = ((await csrOf(name)).status?.conditions ?? []).some((c) => c.type === "Approved");
@@ -117,7 +61,7 @@ describe("review 15b: admission on the real control plane", function () {
         let evil = "";
         const racing = {
             request: async (method: string, path: string, body?: unknown) => {
-                const r = await kube.request(method, path, body);
+                const r = await ac.kube.request(method, path, body);
                 if (!evil && method === "GET" && path.startsWith("/apis/certificates.k8s.io/v1/certificatesigningrequests?")) evil = await csrWithToken(token, `system:node:${MASTER}`);
                 return r;
             },
@@ -131,7 +75,7 @@ describe("review 15b: admission on the real control plane", function () {
 
     it("a CSR of a used admission token is denied at once, not left pending until its token's Lease is swept (when a Lease made by the CCM's account could map it)", async () => {
         const { evil } = await racedCsr(3);
-        assert.deepStrictEqual((await approvePending(kube, () => undefined))[evil], "deny");
+        assert.deepStrictEqual((await approvePending(ac.kube, () => undefined))[evil], "deny");
         const csr = await csrOf(evil);
         assert.ok((csr.status?.conditions ?? []).some((c) => c.type === "Denied"), "decided: nothing later can approve it");
         assert.strictEqual(await signedSubject(evil), "(not approved)");
@@ -145,11 +89,8 @@ describe("review 15b: admission on the real control plane", function () {
             spec: { holderIdentity: "x", leaseDurationSeconds: 600 },
         });
         // The API server enforces a new policy once it has compiled it (about a second): a fresh token id each try.
-        const refused = await rc.c.waitFor("the Lease policy to refuse the CCM's Lease", async () => {
-            const r = await asToken(ccmToken, ["create", "-f", "-"], { allowFail: true, input: leaseFor(tokenLeaseName(crypto.randomBytes(3).toString("hex")), MASTER) });
-            return r.code !== 0 ? r.stderr : undefined;
-        }, 30_000);
-        assert.match(refused, /ValidatingAdmissionPolicy 'alicloud-kubeadm-admission-leases'/);
+        await ac.policyInForce("alicloud-kubeadm-admission-leases",
+            () => asToken(ccmToken, ["create", "-f", "-"], { allowFail: true, input: leaseFor(tokenLeaseName(crypto.randomBytes(3).toString("hex")), MASTER) }));
         // Its own leader election is untouched by the policy.
         const own = await asToken(ccmToken, ["create", "-f", "-"], { allowFail: true, input: leaseFor(`review15b-ccm-${crypto.randomBytes(3).toString("hex")}`) });
         assert.strictEqual(own.code, 0, own.stderr);
@@ -159,13 +100,13 @@ describe("review 15b: admission on the real control plane", function () {
         const token = await admitted("i-pool2", "10.0.0.2");
         const a = await csrWithToken(token, `system:node:${REGION}.i-pool2`);
         const b = await csrWithToken(token, `system:node:${REGION}.i-pool2`);
-        await approvePending(kube, () => undefined);
+        await approvePending(ac.kube, () => undefined);
         const approved = [];
         for (const n of [a, b]) if (((await csrOf(n)).status?.conditions ?? []).some((c) => c.type === "Approved")) approved.push(n);
         assert.ok(approved.length <= 1, `one admission token got ${approved.length} approved kubelet client certificates: ${approved.join(", ")}`);
     });
 
-    const saRun = (args: string[], input?: string) => asToken(saToken, args, { allowFail: true, input });
+    const saRun = (args: string[], input?: string) => asToken(ac.saToken, args, { allowFail: true, input });
     async function policyInForce(): Promise<void> {
         await rc.c.waitFor("the Secret policy in force", async () => (await saRun(["create", "-f", "-"], JSON.stringify({ apiVersion: "v1", kind: "Secret", type: "Opaque",
             metadata: { name: `probe-${crypto.randomBytes(3).toString("hex")}`, namespace: "kube-system" } }))).stderr.includes("alicloud-kubeadm-admission-secrets") || undefined, 30_000);
