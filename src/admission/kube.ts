@@ -85,7 +85,7 @@ export class Kube {
 
 const ns = (kind: string, name = ""): string => `/api/v1/namespaces/${NAMESPACE}/${kind}${name ? `/${name}` : ""}`;
 const leases = (name = ""): string => `/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases${name ? `/${name}` : ""}`;
-/** The Lease naming the node an admission token was issued to (the approver's lookup; gone once the token is used). */
+/** The Lease naming the node an admission token was issued to (the approver's lookup; marked used on its first CSR, swept after the token's expiry). */
 export const tokenLeaseName = (tokenId: string): string => `${ADMISSION_NAME}-token-${tokenId}`;
 /** Annotation marking a token's Lease used (its first CSR was decided). */
 export const TOKEN_USED_ANNOTATION = "alicloud-kubeadm/admission-token-used";
@@ -216,8 +216,8 @@ export async function approvePending(kube: Kube, log: Log = defaultLog): Promise
     const list = await kube.request<{ items: Csr[] }>("GET", `/apis/certificates.k8s.io/v1/certificatesigningrequests?fieldSelector=${encodeURIComponent(`spec.signerName=${KUBELET_CLIENT_SIGNER}`)}`);
     const done: Record<string, "approve" | "deny"> = {};
     type TokenLease = { metadata: { name: string; resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string> }; spec?: unknown };
-    const tokens = new Map<string, string | undefined>();
-    const tokenLeases = new Map<string, TokenLease>();
+    // Per token id: its node while the token is unused (undefined once used, or unknown), and its Lease if any.
+    const tokens = new Map<string, { providerId?: string; lease?: TokenLease }>();
     for (const csr of list.items) {
         // Decided CSRs stay listed for an hour: skip them before any lookup.
         if ((csr.status?.conditions ?? []).some((c) => c.type === "Approved" || c.type === "Denied" || c.type === "Failed")) continue;
@@ -229,15 +229,14 @@ export async function approvePending(kube: Kube, log: Log = defaultLog): Promise
                 // A used token's Lease stays (marked) until the token has expired: nobody who may create Leases can
                 // put a new one in its place for the seconds a deleted token still authenticates.
                 const unused = l.metadata.labels?.[TOKEN_LABEL] === "true" && l.metadata.annotations?.[TOKEN_USED_ANNOTATION] === undefined;
-                tokens.set(m[1], unused ? l.metadata.annotations?.[PROVIDER_ID_ANNOTATION] : undefined);
-                tokenLeases.set(m[1], l);
+                tokens.set(m[1], { providerId: unused ? l.metadata.annotations?.[PROVIDER_ID_ANNOTATION] : undefined, lease: l });
             } catch (e) {
                 if (!(e instanceof KubeError && e.status === 404)) throw e;
-                tokens.set(m[1], undefined);
+                tokens.set(m[1], {});
             }
         }
         const decoded: Csr = { ...csr, spec: { ...csr.spec, request: Buffer.from(csr.spec.request, "base64").toString("utf8") } };
-        const v = csrVerdict(decoded, (id) => tokens.get(id));
+        const v = csrVerdict(decoded, (id) => tokens.get(id)?.providerId);
         if (v.action === "ignore") continue;
         const type = v.action === "approve" ? "Approved" : "Denied";
         const full = csr as Csr & { status?: { conditions?: unknown[] } };
@@ -255,8 +254,8 @@ export async function approvePending(kube: Kube, log: Log = defaultLog): Promise
         log({ event: "csr", action: v.action, csr: csr.metadata.name, providerId: v.providerId, tokenId: v.tokenId, why: v.why });
         // Single use: the token goes with its first CSR, whatever the verdict; its Lease is marked used (a 409 means
         // another replica marked it) and stays until the token's expiry (sweepClaims).
-        tokens.set(v.tokenId, undefined);
-        const lease = tokenLeases.get(v.tokenId);
+        const { lease } = tokens.get(v.tokenId) ?? {};
+        tokens.set(v.tokenId, {}); // used: a later CSR of it in this pass is denied, its Lease not written twice
         if (lease) {
             await kube.request("PUT", leases(lease.metadata.name), { ...lease, metadata: { ...lease.metadata,
                 annotations: { ...(lease.metadata.annotations ?? {}), [TOKEN_USED_ANNOTATION]: new Date().toISOString() } } }).catch((e) => {

@@ -26,7 +26,7 @@ export { defaultMirrors, type Mirrors };
 /** ECS accepts 32 KiB of userdata before Base64; rendering fails above it. */
 export const USERDATA_HARD_LIMIT_BYTES = 32 * 1024;
 
-/** Our own budget for userdata as delivered (master 0's script as is, node scripts packed: {@link packUserdata}): 20 KiB, well under ECS's 32 KiB. */
+/** Our own budget for userdata as delivered (packed: {@link packUserdata}): 20 KiB, well under ECS's 32 KiB. */
 export const USERDATA_BUDGET_BYTES = 20 * 1024;
 
 /**
@@ -481,9 +481,10 @@ export function packShell(script: string): string {
 }
 
 /**
- * A node's attach script as its ESS scaling configuration (or an existing instance in `auto` mode) carries it:
- * compacted and packed ({@link packShell}), so the readable `readonly AK_*` header (pool, versions, endpoints,
- * CA pin: nothing secret through admission) stays in the clear and the whole script takes about half the bytes.
+ * A node script as userdata carries it (a pool's scaling configuration, an existing instance in `auto` mode,
+ * master 0): compacted and packed ({@link packShell}), so the readable `readonly AK_*` header (pool, versions,
+ * endpoints, CA pin: nothing secret through admission) stays in the clear and the whole script takes about half
+ * the bytes.
  * Throws when even that exceeds {@link USERDATA_BUDGET_BYTES}, naming what to shorten.
  */
 export function packUserdata(script: string, what: string): string {
