@@ -181,8 +181,7 @@ function buildSchema(obj: typeof z.strictObject) {
         admission: obj({
             /**
              * PEM of the ECS instance identity signing certificate(s) (Alibaba's; several during a rotation).
-             * Default: the certificate vendored in src/admission/alibaba-identity.pem when present; without one,
-             * nodes keep joining with bootstrap tokens (and a warning says so).
+             * Default: Alibaba's published certificate, vendored in src/admission/alibabaCertificate.ts.
              */
             identityCertificate: z.string().optional(),
             /** `key=value`: instances carrying this ECS tag may join through the one-line manual path. Default: off. */

@@ -135,7 +135,7 @@ export interface ClusterConfigInput {
 
 /** Node admission by cloud identity (docs/admission.md). */
 export interface AdmissionConfig {
-    /** PEM of the ECS instance identity signing certificate(s). Default: the vendored one, when present. */
+    /** PEM of the ECS instance identity signing certificate(s). Default: Alibaba's, vendored (src/admission/alibabaCertificate.ts). */
     identityCertificate?: string;
     /** `key=value`: instances with this ECS tag may join through the one-line manual path. Default: off. */
     joinTag?: string;
