@@ -22,10 +22,10 @@ import { trustedSigners } from "../src/admission/pkcs7";
 import { startServer } from "../src/admission/server";
 import { AlibabaCloudView } from "../src/admission/cloud";
 import type { AdmissionSettings } from "../src/admission/admit";
-import { makePki } from "../test/admission/pki";
-import { makeClusterCa, startMetadata, type Instance } from "../test/admission/harness";
-import { ModelCluster } from "../test/admission/model";
-import { startEmulator, TEST_CREDENTIALS } from "../test/emulator";
+import { makePki } from "../testing/admission/pki";
+import { makeClusterCa, startMetadata, type Instance } from "../testing/admission/harness";
+import { ModelCluster } from "../testing/admission/model";
+import { startEmulator, TEST_CREDENTIALS } from "../testing/emulator";
 
 const ACCOUNT = "1234567890123456";
 const REGION = "cn-hangzhou";

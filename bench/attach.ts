@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- attach`: boots a pool node in the sandbox (test/sandbox) from a stock image and from a baked
+ * `npm run bench -- attach`: boots a pool node in the sandbox (testing/sandbox) from a stock image and from a baked
  * one, on Ubuntu and Alibaba Cloud Linux, with stubbed downloads, package installs, image pulls and `kubeadm join`
  * that take a fixed time. The baked image is made the way NodeImage makes it: the bake script (renderBakeNode) runs
  * in a fresh sandbox, which then boots as the node.
@@ -12,7 +12,7 @@
  */
 import { nodeImages, defaultMirrors } from "../src/rules";
 import { renderAttachNode, renderBakeNode } from "../src/shell/render";
-import { downloadCalls, installCalls, makeSandbox, pullCalls, type Sandbox } from "../test/sandbox";
+import { downloadCalls, installCalls, makeSandbox, pullCalls, type Sandbox } from "../testing/sandbox";
 
 const DOWNLOAD_MS = 300;
 const INSTALL_MS = 1500;

@@ -6,7 +6,7 @@
  * Run: `npm run bench -- cloud-assistant`, or `npx ts-node --transpile-only bench/cloud-assistant.ts`.
  */
 import { runCommand } from "../src/cloud/cloudAssistant";
-import { startEmulator, TEST_CREDENTIALS } from "../test/emulator";
+import { startEmulator, TEST_CREDENTIALS } from "../testing/emulator";
 
 const LATENCY_MS = 100;
 const COMMAND_MS = 2000;

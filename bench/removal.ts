@@ -4,8 +4,8 @@
 // with production poll intervals and the default concurrency.
 // Targets: 50 nodes ≤ 4 × the one-node time, 100 nodes ≤ 6 × the one-node time, ≤ 12 mutating calls per node.
 //   npm run bench -- removal
-import { startEmulator, TEST_CREDENTIALS } from "../test/emulator";
-import { fakeCluster } from "../test/fakeCluster";
+import { startEmulator, TEST_CREDENTIALS } from "../testing/emulator";
+import { fakeCluster } from "../testing/fakeCluster";
 import { scaleInPool } from "../src/removal";
 
 const LATENCY_MS = 100;

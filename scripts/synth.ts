@@ -14,7 +14,7 @@ import { manifestFiles } from "../src/components/kube";
 import { redactUserdata } from "../src/shell/render";
 import { validateClusterConfig, type ClusterConfig } from "../src/config";
 import * as pulumi from "@pulumi/pulumi";
-import { installMocks, REDACTED, valueOf, type RecordedResource } from "../test/mockRuntime";
+import { installMocks, REDACTED, valueOf, type RecordedResource } from "../testing/mockRuntime";
 
 const ROOT = path.resolve(__dirname, "..");
 

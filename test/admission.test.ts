@@ -6,8 +6,8 @@ import { admit, documentWithAudience, flatJsonMembers, type AdmissionSettings, t
 import { ADMITTED_GROUP, csrVerdict, KUBELET_CLIENT_SIGNER, type Csr } from "../src/admission/approver";
 import { issueChallenge } from "../src/admission/challenge";
 import { trustedSigners, verifySignedData } from "../src/admission/pkcs7";
-import { makePki, type TestPki } from "./admission/pki";
-import { ModelCloud, ModelCluster } from "./admission/model";
+import { makePki, type TestPki } from "../testing/admission/pki";
+import { ModelCloud, ModelCluster } from "../testing/admission/model";
 import { ALIBABA_IDENTITY_CERTIFICATE } from "../src/admission/alibabaCertificate";
 import { identityCertificateProblem } from "../src/config";
 

@@ -2,7 +2,7 @@
 // private IPs and tags): membership is what ESS and the config say now.
 import * as assert from "assert";
 import { AlibabaCloudView } from "../src/admission/cloud";
-import { useEmulator } from "./emulator/fixture";
+import { useEmulator } from "../testing/emulator/fixture";
 
 describe("admission cloud view (emulator)", () => {
     const ctx = useEmulator();

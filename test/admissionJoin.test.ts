@@ -6,7 +6,7 @@ import * as fs from "fs";
 import * as path from "path";
 import * as pulumi from "@pulumi/pulumi";
 import * as YAML from "yaml";
-import { installMocks, type Recorder } from "./mockRuntime";
+import { installMocks, type Recorder } from "../testing/mockRuntime";
 import { parseClusterConfig } from "../src/config";
 import type { NodeCommandIds } from "../src/rules";
 import { unpackScript } from "./tools";
@@ -127,12 +127,12 @@ describe("Cluster with admission on (whole stack under mocks)", function () {
 
 describe("a manual existing node through admission (emulator)", () => {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const { useEmulator } = require("./emulator/fixture") as typeof import("./emulator/fixture");
+    const { useEmulator } = require("../testing/emulator/fixture") as typeof import("../testing/emulator/fixture");
     const ctx = useEmulator();
 
     it("nothing is sealed or sent: one InvokeCommand of the bootstrap with labels and taints, then Ready polling", async () => {
         const zlib = await import("zlib");
-        const { createCommand, saveNodeCommands } = await import("./savedCommands");
+        const { createCommand, saveNodeCommands } = await import("../testing/savedCommands");
         const { joinExistingNode } = await import("../src/providers/nodeMembership");
         const { renderAdmissionBootstrap } = await import("../src/shell/renderAdmission");
         const { OPERATIONS } = await import("../src/rules");

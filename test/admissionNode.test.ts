@@ -10,10 +10,10 @@ import * as path from "path";
 import type { RunningServer } from "../src/admission/server";
 import { packUserdata, renderAttachNode } from "../src/shell/render";
 import { admissionAttachOneLiner, renderAdmissionBootstrap } from "../src/shell/renderAdmission";
-import { startLoopbackService, startMetadata, type ClusterCa, type LoopbackService } from "./admission/harness";
-import type { ModelCloud, ModelCluster } from "./admission/model";
-import type { TestPki } from "./admission/pki";
-import { makeSandbox, type Sandbox } from "./sandbox";
+import { startLoopbackService, startMetadata, type ClusterCa, type LoopbackService } from "../testing/admission/harness";
+import type { ModelCloud, ModelCluster } from "../testing/admission/model";
+import type { TestPki } from "../testing/admission/pki";
+import { makeSandbox, type Sandbox } from "../testing/sandbox";
 
 const SHELL = path.join(__dirname, "..", "src", "shell");
 

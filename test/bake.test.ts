@@ -19,8 +19,8 @@ import { requireTool, SHELLCHECK_INSTALL } from "./tools";
 import { flannelObjects, resolvePodNetworkArgs } from "../src/components/podNetwork";
 import { nodeImages, defaultMirrors } from "../src/rules";
 import { packUserdata, renderAttachNode, renderBakeNode, renderMasterInit, SECRET_PARAMETERS, USERDATA_BUDGET_BYTES, type AttachNodeParams, type MasterInitParams } from "../src/shell/render";
-import { callsOf, downloadCalls, installCalls, makeSandbox, pullCalls, type RunResult, type Sandbox, type StubCall } from "./sandbox";
-import { readRuleSet, verdict, type Packet } from "./sandbox/iptables";
+import { callsOf, downloadCalls, installCalls, makeSandbox, pullCalls, type RunResult, type Sandbox, type StubCall } from "../testing/sandbox";
+import { readRuleSet, verdict, type Packet } from "../testing/sandbox/iptables";
 
 const POD_TO_METADATA: Packet = { in: "cni0", out: "eth0", src: "172.16.3.7", dst: "100.100.100.200" };
 const HOST_TO_METADATA: Packet = { out: "eth0", src: "192.168.0.20", dst: "100.100.100.200" };

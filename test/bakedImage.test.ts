@@ -5,7 +5,7 @@
  */
 import * as assert from "node:assert/strict";
 import { awaitBakedImage, bakedImageProvider, deleteBakedImage, type BakedImageInputs } from "../src/providers/bakedImage";
-import { useEmulator } from "./emulator/fixture";
+import { useEmulator } from "../testing/emulator/fixture";
 
 describe("BakedImage (emulator)", () => {
     const fx = useEmulator();

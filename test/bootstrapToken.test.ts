@@ -3,11 +3,11 @@ import { spawnSync } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
-import { useEmulator } from "./emulator/fixture";
+import { useEmulator } from "../testing/emulator/fixture";
 import { bootstrapTokenProvider, createBootstrapToken, deleteBootstrapToken, generateToken, TOKEN_PATTERN } from "../src/providers/bootstrapToken";
 import { renderOperation } from "../src/shell/render";
 import type { NodeCommandIds } from "../src/rules";
-import { fill, operation, saveNodeCommands } from "./savedCommands";
+import { fill, operation, saveNodeCommands } from "../testing/savedCommands";
 import { newRecipient, type Recipient } from "../src/cloud/channel";
 
 const createTokenScript = (tokenId: string, ttl: string, description: string, recipient: string) => fill(renderOperation("token-create"), { tokenId, ttl, description, recipient });

@@ -10,7 +10,7 @@ import * as path from "path";
 import { newChannelId, newRecipient, seal } from "../src/cloud/channel";
 import { renderOperation } from "../src/shell/render";
 import { CHANNEL_KEY_PATTERN, SEALED_PATTERN } from "../src/rules";
-import { fill } from "./savedCommands";
+import { fill } from "../testing/savedCommands";
 
 const FUNCTIONS = fs.readFileSync(path.join(__dirname, "..", "src", "shell", "channel.sh"), "utf8");
 

@@ -17,8 +17,8 @@ import { renderOperation } from "../src/shell/render";
 import * as zlib from "zlib";
 import { parseSections } from "../src/doctor/context";
 import { parseCertExpiry } from "../src/doctor/certs";
-import { fill } from "./savedCommands";
-import { callsOf, makeSandbox, type RunResult, type Sandbox } from "./sandbox";
+import { fill } from "../testing/savedCommands";
+import { callsOf, makeSandbox, type RunResult, type Sandbox } from "../testing/sandbox";
 
 const TOKEN = "k9x2ab.0123456789abcdef";
 const HASH = `sha256:${"0a".repeat(32)}`;

@@ -2,8 +2,8 @@ import * as assert from "assert";
 import * as pulumi from "@pulumi/pulumi";
 import { CommandError, runCommand, RunCommandOptions, runOnInstance } from "../src/cloud/cloudAssistant";
 import { OpenApiError } from "../src/cloud/openapi";
-import { TEST_CREDENTIALS } from "./emulator";
-import { useEmulator } from "./emulator/fixture";
+import { TEST_CREDENTIALS } from "../testing/emulator";
+import { useEmulator } from "../testing/emulator/fixture";
 
 const region = "cn-hangzhou";
 /** Fast polling and retries so the suite stays quick. */

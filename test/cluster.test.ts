@@ -41,7 +41,7 @@ describe("Cluster (whole stack under mocks)", () => {
     it("no token or kubeconfig reaches a non-secret input, resources.json, outputs.json or the written userdata; the CA pin only where admission publishes it", async () => {
         const result = await synthesize(EXAMPLE, out);
         assert.deepStrictEqual(result.problems, []);
-        // Under mocks the dynamic resources answer with recognisable placeholders (test/mockRuntime.ts).
+        // Under mocks the dynamic resources answer with recognisable placeholders (testing/mockRuntime.ts).
         const secrets = ["0123456789abcdef", "placeholder: the real admin kubeconfig"];
         const caPin = "0".repeat(64);
         const dir = path.join(out, "existing-nodes");

@@ -1,6 +1,6 @@
 // ClusterAutoscaler: versions, refused releases, generic RBAC per minor, --nodes per pool, settings, credentials.
 import { strict as assert } from "assert";
-import { installMocks, valueOf, type Recorder } from "./mockRuntime";
+import { installMocks, valueOf, type Recorder } from "../testing/mockRuntime";
 import * as pulumi from "@pulumi/pulumi";
 import { parseAllDocuments } from "yaml";
 import { ServiceAccount } from "kubernetes-models/v1";

@@ -7,7 +7,7 @@ import * as assert from "node:assert/strict";
 import * as pulumi from "@pulumi/pulumi";
 import { parseClusterConfig, type ClusterConfig } from "../src/config";
 import type { NodeCommandIds } from "../src/rules";
-import { installMocks, type Recorder } from "./mockRuntime";
+import { installMocks, type Recorder } from "../testing/mockRuntime";
 
 const CA_HASH = `sha256:${"cd".repeat(32)}`;
 

@@ -11,7 +11,7 @@ import * as fs from "fs";
 import { builtinModules } from "module";
 import * as os from "os";
 import * as path from "path";
-import { DYNAMIC_PLACEHOLDERS } from "./mockRuntime";
+import { DYNAMIC_PLACEHOLDERS } from "../testing/mockRuntime";
 
 const ROOT = path.join(__dirname, "..");
 

@@ -1,11 +1,11 @@
 import * as assert from "assert";
-import { useEmulator } from "./emulator/fixture";
-import { fakeCluster, type FakeCluster } from "./fakeCluster";
+import { useEmulator } from "../testing/emulator/fixture";
+import { fakeCluster, type FakeCluster } from "../testing/fakeCluster";
 import { controlPlaneMemberProvider, joinControlPlaneMember } from "../src/providers/controlPlaneMember";
 import { installNodeChannels, sealReply } from "./nodeChannel";
 import { renderControlPlaneJoinCommand } from "../src/shell/render";
 import { OPERATIONS } from "../src/rules";
-import { createCommand, fill, operation } from "./savedCommands";
+import { createCommand, fill, operation } from "../testing/savedCommands";
 import { spawnSync } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
@@ -17,7 +17,7 @@ import * as zlib from "zlib";
 import { parseAllDocuments } from "yaml";
 import { MAX_ENCRYPTION_CONFIG_GZ_B64, SEALED_PATTERN } from "../src/rules";
 import { parseJoinSecrets } from "../src/cloud/operations";
-import { callsOf, makeSandbox, type Sandbox } from "./sandbox";
+import { callsOf, makeSandbox, type Sandbox } from "../testing/sandbox";
 
 const TOKEN = "k8sabc.0123456789abcdef";
 const KEY = "f".repeat(64);

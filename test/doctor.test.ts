@@ -5,14 +5,14 @@ import * as os from "os";
 import * as path from "path";
 import * as zlib from "zlib";
 import { requireTool, SHELLCHECK_INSTALL } from "./tools";
-import { useEmulator } from "./emulator/fixture";
-import { Emulator, EmuActivity, TEST_CREDENTIALS } from "./emulator";
+import { useEmulator } from "../testing/emulator/fixture";
+import { Emulator, EmuActivity, TEST_CREDENTIALS } from "../testing/emulator";
 import {
     ClusterInfo, exitCodeOf, explainActivityError, Finding, parseAutoscalerStatus, parseCaTime, parseEtcdMembers, parseTokenList, redact, renderJson, renderTable, runDoctor,
 } from "../src/doctor";
 import { parseSections } from "../src/doctor/context";
 import { renderOperation } from "../src/shell/render";
-import { operation, saveNodeCommands } from "./savedCommands";
+import { operation, saveNodeCommands } from "../testing/savedCommands";
 import { parseClusterInfo } from "../src/doctor/clusterInfo";
 import { helpText } from "../scripts/doctor";
 

@@ -14,9 +14,9 @@
  * The emulator's clocks are not zero here: scaling activities and route tasks take time.
  */
 import * as assert from "assert";
-import { guardLoopbackOnly } from "./emulator/fixture";
-import { startEmulator, TEST_CREDENTIALS, type Emulator } from "./emulator";
-import { fakeCluster, type FakeCluster } from "./fakeCluster";
+import { guardLoopbackOnly } from "../testing/emulator/fixture";
+import { startEmulator, TEST_CREDENTIALS, type Emulator } from "../testing/emulator";
+import { fakeCluster, type FakeCluster } from "../testing/fakeCluster";
 import { CLEARED_USERDATA, removeNode, type RemovalOptions, type RemovalTarget } from "../src/removal";
 
 const REGION = "cn-hangzhou";

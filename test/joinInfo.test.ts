@@ -4,11 +4,11 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import * as YAML from "yaml";
-import { useEmulator } from "./emulator/fixture";
+import { useEmulator } from "../testing/emulator/fixture";
 import { caCertHash, joinInfoProvider, readJoinInfo, revokeStackCredential, rewriteKubeconfigServer } from "../src/providers/joinInfo";
 import { headerValue, sealReply } from "./nodeChannel";
 import { renderOperation } from "../src/shell/render";
-import { operation } from "./savedCommands";
+import { operation } from "../testing/savedCommands";
 
 /** A self-signed CA made with the openssl CLI, and its pin computed independently by openssl. */
 function makeCa(kind: "rsa" | "ec"): { pem: string; pin: string } {

@@ -56,6 +56,13 @@ describe("layout", () => {
         assert.deepEqual(wrong, []);
     });
 
+    it("scripts/, bench/ and testing/ import nothing from test/ (their tooling lives in testing/, outside the package)", () => {
+        const tooling = ["scripts", "bench", "testing"].flatMap((d) => files(path.join(ROOT, d), /\.ts$/));
+        const wrong = tooling.flatMap((f) => imports(f).filter((t) => path.relative(ROOT, t).split(path.sep)[0] === "test")
+            .map((t) => `${path.relative(ROOT, f)} imports ${path.relative(ROOT, t)}`));
+        assert.deepEqual(wrong, []);
+    });
+
     it("comments and messages point only into the repository", () => {
         const code = [...src, ...files(path.join(ROOT, "scripts"), /\.ts$/), ...files(path.join(ROOT, "bench"), /\.ts$/), path.join(ROOT, "index.ts"),
             ...files(path.join(ROOT, "src"), /\.sh$/)];

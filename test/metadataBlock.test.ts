@@ -3,15 +3,15 @@
  * the block as an enabled unit ordered before (and required by) the kubelet, and applies it before the kubelet
  * first starts; re-run as at a reboot it ends up ahead of flannel's and kube-proxy's rules, drops what pods send
  * to 100.100.100.200 and leaves the node's own (host-network) traffic alone. The rule set is the sandbox iptables
- * stub's state, walked in netfilter's order by test/sandbox/iptables.ts.
+ * stub's state, walked in netfilter's order by testing/sandbox/iptables.ts.
  */
 import * as assert from "node:assert/strict";
 import {
     renderAttachCommand, renderAttachNode, renderControlPlaneJoinCommand, renderMasterInit, type AttachNodeParams, type MasterInitParams,
 } from "../src/shell/render";
-import { fill } from "./savedCommands";
-import { callsOf, makeSandbox, type RunResult, type Sandbox } from "./sandbox";
-import { readRuleSet, verdict, type Packet } from "./sandbox/iptables";
+import { fill } from "../testing/savedCommands";
+import { callsOf, makeSandbox, type RunResult, type Sandbox } from "../testing/sandbox";
+import { readRuleSet, verdict, type Packet } from "../testing/sandbox/iptables";
 
 const UNIT = "/etc/systemd/system/alicloud-kubeadm-metadata-block.service";
 const BLOCK = "/usr/local/sbin/alicloud-kubeadm-metadata-block";

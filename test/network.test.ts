@@ -1,6 +1,6 @@
 import * as assert from "assert";
 import * as pulumi from "@pulumi/pulumi";
-import { installMocks, valueOf, type Recorder } from "./mockRuntime";
+import { installMocks, valueOf, type Recorder } from "../testing/mockRuntime";
 
 describe("Network component (mock graph)", () => {
     let recorder: Recorder;

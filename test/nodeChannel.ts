@@ -3,9 +3,9 @@
  * on a real node, done with the TypeScript half (test/channel.test.ts shows both halves interoperate with the
  * real openssl). Handlers read the parameters from the script the emulator hands them (already substituted).
  */
-import type { Emulator } from "./emulator";
+import type { Emulator } from "../testing/emulator";
 import { newRecipient, seal, type Recipient } from "../src/cloud/channel";
-import { operation } from "./savedCommands";
+import { operation } from "../testing/savedCommands";
 
 /** The value of a `readonly NAME='value'` header line of a rendered script ("" when absent). */
 export function headerValue(script: string, name: string): string {

@@ -3,22 +3,22 @@ import * as fs from "fs";
 import * as path from "path";
 import * as pulumi from "@pulumi/pulumi";
 import * as YAML from "yaml";
-import { useEmulator } from "./emulator/fixture";
-import { installMocks, type Recorder } from "./mockRuntime";
+import { useEmulator } from "../testing/emulator/fixture";
+import { installMocks, type Recorder } from "../testing/mockRuntime";
 import { redactUserdata, USERDATA_BUDGET_BYTES } from "../src/shell/render";
 import { scalingConfigurationTags } from "../src/rules";
 import { parseClusterConfig } from "../src/config";
 import { drainPool, setPoolCapacity, poolCapacityProvider, type PoolCapacityInputs } from "../src/providers/poolCapacity";
 import type { NodeCommandIds } from "../src/rules";
-import { fakeCluster, type FakeCluster } from "./fakeCluster";
-import { call } from "./emulator/fixture";
-import { launchInstance } from "./emulator/ess";
-import type { EmuScalingGroup } from "./emulator";
+import { fakeCluster, type FakeCluster } from "../testing/fakeCluster";
+import { call } from "../testing/emulator/fixture";
+import { launchInstance } from "../testing/emulator/ess";
+import type { EmuScalingGroup } from "../testing/emulator";
 import { unpackScript } from "./tools";
 
 const REGION = "cn-hangzhou";
 
-// PoolCapacity on test/fakeCluster.ts: each test makes ESS and the cluster act together on cue — an instance
+// PoolCapacity on testing/fakeCluster.ts: each test makes ESS and the cluster act together on cue — an instance
 // joining the moment ESS launches it (NotReady for a few listings), a member appearing while a victim leaves,
 // a drain that fails, a pool at its minimum — and I1 is checked as ESS takes each member out. The removal
 // core's Kubernetes side against a real API server is test/realClusterRemoval.test.ts.

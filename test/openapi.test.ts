@@ -2,8 +2,8 @@ import * as assert from "assert";
 import * as http from "http";
 import { AddressInfo } from "net";
 import { callApi, flattenParams, OpenApiError, resolveEndpoint } from "../src/cloud/openapi";
-import { acs3Signature, TEST_CREDENTIALS } from "./emulator";
-import { useEmulator } from "./emulator/fixture";
+import { acs3Signature, TEST_CREDENTIALS } from "../testing/emulator";
+import { useEmulator } from "../testing/emulator/fixture";
 
 const region = "cn-hangzhou";
 const fast = { baseDelayMs: 1, maxDelayMs: 5 };

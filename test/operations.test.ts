@@ -1,10 +1,10 @@
 import * as assert from "assert";
 import * as zlib from "zlib";
-import { useEmulator } from "./emulator/fixture";
+import { useEmulator } from "../testing/emulator/fixture";
 import { deleteNode, drainNode, listNodes, parseNodeLines, type ClusterAccess } from "../src/cloud/operations";
 import { operationParameters, OPERATIONS, OPERATION_PARAMETERS, SAVED_OPERATIONS } from "../src/rules";
 import { renderOperation } from "../src/shell/render";
-import { operation, saveNodeCommands } from "./savedCommands";
+import { operation, saveNodeCommands } from "../testing/savedCommands";
 
 describe("node operations: saved commands invoked on a master", () => {
     const ctx = useEmulator();

@@ -9,7 +9,7 @@ import * as assert from "node:assert/strict";
 import * as fs from "fs";
 import * as path from "path";
 import * as YAML from "yaml";
-import { installMocks } from "./mockRuntime";
+import { installMocks } from "../testing/mockRuntime";
 
 const ROOT = path.join(__dirname, "..");
 

@@ -1,6 +1,6 @@
 // PodNetwork (flannel alloc + Alibaba CCM routes) and the kube.ts helpers it is built on.
 import { strict as assert } from "assert";
-import { installMocks, valueOf, type Recorder } from "./mockRuntime";
+import { installMocks, valueOf, type Recorder } from "../testing/mockRuntime";
 import * as fc from "fast-check";
 import * as pulumi from "@pulumi/pulumi";
 import { parseAllDocuments } from "yaml";

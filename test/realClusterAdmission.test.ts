@@ -9,7 +9,7 @@ import { admit, documentWithAudience } from "../src/admission/admit";
 import { ADMITTED_GROUP, TOKEN_LABEL } from "../src/admission/approver";
 import { issueChallenge } from "../src/admission/challenge";
 import { approvePending, challengeKeys, KubeClusterView, KEY_SECRET, REFUSED_REASON, tokenLeaseName, TOKEN_USED_ANNOTATION } from "../src/admission/kube";
-import { makePki } from "./admission/pki";
+import { makePki } from "../testing/admission/pki";
 import { ACCOUNT, REGION, useAdmissionCluster } from "./admission/realCluster";
 import { useRealCluster } from "./kube/fixture";
 
@@ -161,8 +161,8 @@ describe("the bundled admission service as it runs on a master (real control pla
 
     it("node: challenge → signed document → token → CSR approved by the service's own loop; a second claim refused", async () => {
         const { admissionBundle, admissionRbacObjects: rbac, serviceConfig } = await import("../src/components/admission");
-        const { makeClusterCa, identityDocument } = await import("./admission/harness");
-        const { startEmulator, TEST_CREDENTIALS } = await import("./emulator");
+        const { makeClusterCa, identityDocument } = await import("../testing/admission/harness");
+        const { startEmulator, TEST_CREDENTIALS } = await import("../testing/emulator");
         const fs = await import("fs");
         const path = await import("path");
         const net = await import("net");

@@ -10,13 +10,13 @@
  */
 import * as assert from "assert";
 import * as zlib from "zlib";
-import { useEmulator } from "./emulator/fixture";
-import type { Emulator } from "./emulator";
+import { useEmulator } from "../testing/emulator/fixture";
+import type { Emulator } from "../testing/emulator";
 import { AUDITED, auditEvents, cidrWithin, useRealCluster } from "./kube/fixture";
 import { answerWithRealCluster, type RealOperations } from "./kube/operations";
 import type { Cluster } from "./kube/cluster";
-import { fill, operation, saveNodeCommands } from "./savedCommands";
-import { callsOf } from "./sandbox";
+import { fill, operation, saveNodeCommands } from "../testing/savedCommands";
+import { callsOf } from "../testing/sandbox";
 import { listNodes, parseNodeLines, POOL_LABEL, workloadPods } from "../src/cloud/operations";
 import { removeNode, removeNodes, RemovalError, scaleInPool, CLEARED_USERDATA, type RemovalOptions } from "../src/removal";
 import type { NodeCommandIds } from "../src/rules";

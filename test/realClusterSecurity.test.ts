@@ -9,7 +9,7 @@ import * as fs from "fs";
 import { parseAllDocuments } from "yaml";
 import { renderMasterInit } from "../src/shell/render";
 import { ccmObjects, resolvePodNetworkArgs } from "../src/components/podNetwork";
-import { callsOf, makeSandbox } from "./sandbox";
+import { callsOf, makeSandbox } from "../testing/sandbox";
 import { useRealCluster } from "./kube/fixture";
 
 const ENC = "/etc/kubernetes/pki/alicloud-kubeadm-encryption.yaml";

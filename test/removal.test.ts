@@ -1,15 +1,15 @@
 // The removal core where a test must make the cluster do what a real API server will not on cue: a Node that
 // registers while another node drains, a kubelet that registers its Node again, a drain that prints 30 KB or
 // fails with a misleading "(NotFound)", a kubeadm reset that leaves its etcd member, an etcd to exec into,
-// stopped masters and nodes, agents in DeliveryTimeout. These run on test/fakeCluster.ts (which records I1
+// stopped masters and nodes, agents in DeliveryTimeout. These run on testing/fakeCluster.ts (which records I1
 // violations as ESS takes a member out). The ordinary paths — drain with PDBs, evictions, Node deletion and
 // existence, timelines, batches, scale-in victims — run against the real API server in
 // test/realClusterRemoval.test.ts; every step failing in turn is test/faultMatrix.test.ts.
 import * as assert from "assert";
-import { call, useEmulator } from "./emulator/fixture";
-import type { Emulator } from "./emulator";
-import { fakeCluster, type FakeCluster } from "./fakeCluster";
-import { operation } from "./savedCommands";
+import { call, useEmulator } from "../testing/emulator/fixture";
+import type { Emulator } from "../testing/emulator";
+import { fakeCluster, type FakeCluster } from "../testing/fakeCluster";
+import { operation } from "../testing/savedCommands";
 import { chooseVictims, removeNode, removeNodes, scaleInPool, RemovalError, type RemovalOptions } from "../src/removal";
 
 const REGION = "cn-hangzhou";

@@ -5,8 +5,8 @@
 // state: members, instance status, desired capacity, Nodes and their pods, and the fake cluster's violations
 // (a member that left ESS undrained; an instance stopped while its Node still had workload pods).
 import * as assert from "assert";
-import { useEmulator } from "./emulator/fixture";
-import { fakeCluster, type FakeCluster } from "./fakeCluster";
+import { useEmulator } from "../testing/emulator/fixture";
+import { fakeCluster, type FakeCluster } from "../testing/fakeCluster";
 import { removeNodes, RemovalError, type RemovalOptions } from "../src/removal";
 
 const REGION = "cn-hangzhou";

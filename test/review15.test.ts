@@ -18,9 +18,9 @@ import { trustedSigners } from "../src/admission/pkcs7";
 import { approvePending, Kube, KubeError } from "../src/admission/kube";
 import { startServer } from "../src/admission/server";
 import { admissionAttachOneLiner, renderAdmissionBootstrap } from "../src/shell/renderAdmission";
-import { makeClusterCa } from "./admission/harness";
-import { ModelCloud, ModelCluster } from "./admission/model";
-import { makePki, type TestPki } from "./admission/pki";
+import { makeClusterCa } from "../testing/admission/harness";
+import { ModelCloud, ModelCluster } from "../testing/admission/model";
+import { makePki, type TestPki } from "../testing/admission/pki";
 
 const ACCOUNT = "1234567890123456";
 const REGION = "cn-hangzhou";

@@ -26,7 +26,7 @@ import { ADMITTED_GROUP, PROVIDER_ID_ANNOTATION, TOKEN_LABEL } from "../src/admi
 import { approvePending, Kube, tokenLeaseName } from "../src/admission/kube";
 import { CCM_NAMESPACE, CCM_ROLE_RULES } from "../src/components/podNetwork";
 import { admissionAttachOneLiner, renderAdmissionBootstrap } from "../src/shell/renderAdmission";
-import { makeClusterCa } from "./admission/harness";
+import { makeClusterCa } from "../testing/admission/harness";
 import { REGION, useAdmissionCluster } from "./admission/realCluster";
 
 const MASTER = `${REGION}.i-master0`;

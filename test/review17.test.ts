@@ -13,7 +13,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as YAML from "yaml";
 import { parseClusterConfig, validateClusterConfig, type ClusterConfig } from "../src/config";
 import { zoneProblem, type NodeCommandIds } from "../src/rules";
-import { installMocks, type Recorder } from "./mockRuntime";
+import { installMocks, type Recorder } from "../testing/mockRuntime";
 
 const ROOT = path.join(__dirname, "..");
 const CA_HASH = `sha256:${"cd".repeat(32)}`;

@@ -6,7 +6,7 @@
 import * as assert from "assert";
 import * as fs from "fs";
 import * as path from "path";
-import { installMocks, type Recorder } from "./mockRuntime";
+import { installMocks, type Recorder } from "../testing/mockRuntime";
 
 /** Per resource class: its secret outputs. A new dynamic resource must be added here. */
 const EXPECTED: Record<string, string[]> = {

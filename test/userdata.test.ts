@@ -1,6 +1,6 @@
 /**
  * Node userdata: rendering (quoting, validation, size, mirrors), shellcheck, and the scripts' behaviour in the
- * sandbox (test/sandbox) on Ubuntu and Alibaba Cloud Linux images, bare and pre-baked.
+ * sandbox (testing/sandbox) on Ubuntu and Alibaba Cloud Linux images, bare and pre-baked.
  */
 import * as assert from "node:assert/strict";
 import { spawnSync } from "child_process";
@@ -14,12 +14,12 @@ import {
     renderAttachCommand, renderAttachNode, renderControlPlaneJoin, renderControlPlaneJoinCommand, renderMasterInit, renderOperation, shellQuote, USERDATA_BUDGET_BYTES,
 } from "../src/shell/render";
 import { OPERATIONS } from "../src/rules";
-import { fill } from "./savedCommands";
-import { RunResult, Sandbox, callsOf, downloadCalls, installCalls, makeSandbox } from "./sandbox";
+import { fill } from "../testing/savedCommands";
+import { RunResult, Sandbox, callsOf, downloadCalls, installCalls, makeSandbox } from "../testing/sandbox";
 import { requireTool, SHELLCHECK_INSTALL } from "./tools";
 
 const USERDATA_DIR = path.join(__dirname, "..", "src", "shell");
-const STUB_DIR = path.join(__dirname, "sandbox", "stubs");
+const STUB_DIR = path.join(__dirname, "..", "testing", "sandbox", "stubs");
 const GOLDEN = path.join(__dirname, "golden", "attach-node.sh");
 const BUDGET = USERDATA_BUDGET_BYTES;
 

@@ -14,7 +14,7 @@
  * - Endpoints: `<product>.<region>.aliyuncs.com`, or `<product>-vpc.<region>.aliyuncs.com` with
  *   `vpcEndpoint: true` (for callers running inside the VPC).
  * - Endpoint override: set **`ALICLOUD_KUBEADM_ENDPOINT`** (e.g. `http://127.0.0.1:8080`) to send
- *   every product's calls to that one URL instead (used by the local emulator in `test/emulator`).
+ *   every product's calls to that one URL instead (used by the local emulator in `testing/emulator`).
  *   Without a scheme, `https://` is assumed.
  * - Retries: bounded by attempts and total time, exponential backoff with full jitter, on
  *   `Throttling*`, `ServiceUnavailable`, any 5xx and transient network errors; a server

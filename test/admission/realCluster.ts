@@ -9,8 +9,8 @@ import { challengeKeys, Kube, KubeClusterView } from "../../src/admission/kube";
 import { trustedSigners } from "../../src/admission/pkcs7";
 import { admissionRbacObjects } from "../../src/components/admission";
 import { useRealCluster } from "../kube/fixture";
-import { ModelCloud } from "./model";
-import { makePki, type TestPki } from "./pki";
+import { ModelCloud } from "../../testing/admission/model";
+import { makePki, type TestPki } from "../../testing/admission/pki";
 
 export const REGION = "cn-hangzhou";
 export const ACCOUNT = "1234567890123456";

@@ -3,7 +3,7 @@
  * timeouts) and the ECS power/system-disk semantics, exercised through the real SDK path (callApi).
  */
 import * as assert from "assert";
-import { call, code, sleep, useEmulator } from "./fixture";
+import { call, code, sleep, useEmulator } from "../../testing/emulator/fixture";
 import type { ParamValue } from "../../src/cloud/openapi";
 
 const b64 = (s: string) => Buffer.from(s, "utf8").toString("base64");

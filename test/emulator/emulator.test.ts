@@ -2,8 +2,8 @@
 import * as assert from "assert";
 import * as crypto from "crypto";
 import { callApi, OpenApiError, ParamValue, Product } from "../../src/cloud/openapi";
-import { acs3Signature, EmuInstance, rpcV1Signature, TEST_CREDENTIALS, verifyRequest, verifyRpcV1 } from "./index";
-import { useEmulator } from "./fixture";
+import { acs3Signature, EmuInstance, rpcV1Signature, TEST_CREDENTIALS, verifyRequest, verifyRpcV1 } from "../../testing/emulator/index";
+import { useEmulator } from "../../testing/emulator/fixture";
 
 const region = "cn-hangzhou";
 const call = (product: Product, action: string, params: Record<string, ParamValue>) => callApi(product, action, params, { region, retry: { maxAttempts: 1 } });

@@ -3,7 +3,7 @@
  * removal, the removal policy ESS applies on its own, capacity limits; through the real SDK path.
  */
 import * as assert from "assert";
-import { call, code, describeMap, sleep, useEmulator } from "./fixture";
+import { call, code, describeMap, sleep, useEmulator } from "../../testing/emulator/fixture";
 
 
 

@@ -3,8 +3,8 @@
  * ClientToken semantics (idempotent only where the request model defines ClientToken), through callApi.
  */
 import * as assert from "assert";
-import { CLIENT_TOKEN_ACTIONS } from "./index";
-import { call, code, describeMap, sleep, useEmulator } from "./fixture";
+import { CLIENT_TOKEN_ACTIONS } from "../../testing/emulator/index";
+import { call, code, describeMap, sleep, useEmulator } from "../../testing/emulator/fixture";
 import { callApi, type ParamValue, type Product } from "../../src/cloud/openapi";
 
 const region = "cn-hangzhou";

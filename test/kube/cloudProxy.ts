@@ -3,7 +3,7 @@
  * themselves (the Cluster Autoscaler): an HTTP proxy, reached through the standard HTTP_PROXY / HTTPS_PROXY
  * variables, that
  *
- * - forwards plain-HTTP OpenAPI requests to any `*.aliyuncs.com` host to the emulator (test/emulator), which
+ * - forwards plain-HTTP OpenAPI requests to any `*.aliyuncs.com` host to the emulator (testing/emulator), which
  *   verifies their signatures and answers them;
  * - answers the metadata service (`http://100.100.100.200/latest/meta-data/...`): region, instance RAM role name
  *   and its STS credentials (the emulator's test AccessKey plus a security token);
@@ -26,8 +26,8 @@ import * as http from "http";
 import * as net from "net";
 import * as path from "path";
 import * as tls from "tls";
-import type { Emulator } from "../emulator";
-import { TEST_CREDENTIALS } from "../emulator";
+import type { Emulator } from "../../testing/emulator";
+import { TEST_CREDENTIALS } from "../../testing/emulator";
 import type { Cluster } from "./cluster";
 
 export interface CloudProxy {

@@ -1,7 +1,7 @@
 /**
  * The node operations answered by a real cluster: emulator Cloud Assistant handlers that run the saved
  * operation script they receive (the final script, after Cloud Assistant's `{{name}}` substitution) the way
- * a master runs it — in the test sandbox (test/sandbox: `AK_ROOT`, a PATH of stubs and a few real tools),
+ * a master runs it — in the test sandbox (testing/sandbox: `AK_ROOT`, a PATH of stubs and a few real tools),
  * with the real `kubectl` and `kubeadm` of the harness (test/kube/cluster.ts `c.bin`) on PATH and
  * `${AK_ROOT}/etc/kubernetes/admin.conf` a copy of the fixture's admin kubeconfig, inside the fixture's
  * network namespace (through `c.run`), so the script's kubectl reaches the API server and nothing else.
@@ -18,9 +18,9 @@
  */
 import * as fs from "fs";
 import * as path from "path";
-import type { Emulator } from "../emulator";
-import { makeSandbox, type Sandbox } from "../sandbox";
-import { operation } from "../savedCommands";
+import type { Emulator } from "../../testing/emulator";
+import { makeSandbox, type Sandbox } from "../../testing/sandbox";
+import { operation } from "../../testing/savedCommands";
 import type { Cluster } from "./cluster";
 
 /** Operations a master runs (src/rules/operations.ts `on: "master"`) that the real cluster can answer (init-status

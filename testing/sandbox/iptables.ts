@@ -1,5 +1,5 @@
 /**
- * Reads the rule set the sandbox's iptables stub keeps (test/sandbox/stubs/iptables) and walks a packet through
+ * Reads the rule set the sandbox's iptables stub keeps (testing/sandbox/stubs/iptables) and walks a packet through
  * it in netfilter's order, to say which rule decides it. A model, kept harsh: a match this walker does not
  * understand (`-m ...` other than comment) counts as matching, so a rule that might accept a packet first does.
  */

@@ -6,7 +6,7 @@
  *
  * Stubs record every call (argv, and the `--config` file kubeadm was given) and write what the real tool would
  * (kubeadm init writes admin.conf and pki/ca.crt, join writes kubelet.conf, apt-get/dnf install put kubeadm etc.
- * on PATH). See test/sandbox/stubs/* for the environment variables that make them fail or take time:
+ * on PATH). See testing/sandbox/stubs/* for the environment variables that make them fail or take time:
  * AK_STUB_FAIL_INIT, AK_STUB_FAIL_JOIN, AK_STUB_API_DOWN, AK_STUB_FAIL_INSTALL, AK_STUB_IMDS, AK_STUB_REGION,
  * AK_STUB_INSTANCE_ID, AK_STUB_DOWNLOAD_MS, AK_STUB_INSTALL_MS, AK_STUB_JOIN_MS, AK_STUB_PULL_MS, AK_STUB_FAIL_PULL, AK_STUB_CONTAINERD_MAJOR, AK_STUB_CONTAINERD_NO_SYSTEMD,
  * AK_STUB_KUBECTL_OUTPUT, AK_STUB_KUBECTL_RC (most have a typed option in {@link SandboxOptions}).

@@ -184,7 +184,7 @@ export function installMocks(options: MockOptions = {}): Recorder {
         call(args) {
             const answer = calls[args.token];
             if (!answer) {
-                throw new Error(`no mock answer for data source ${args.token}; add one in test/mockRuntime.ts`);
+                throw new Error(`no mock answer for data source ${args.token}; add one in testing/mockRuntime.ts`);
             }
             return answer(args.inputs);
         },

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Shared by the sandbox stubs: guard, call recording, counters, timed sleeps.
-# Environment (set by test/sandbox/index.ts): AK_ROOT, AK_STUB_STATE, AK_STUB_SRC, AK_STUB_INSTALLED.
+# Environment (set by testing/sandbox/index.ts): AK_ROOT, AK_STUB_STATE, AK_STUB_SRC, AK_STUB_INSTALLED.
 set -euo pipefail
 if [ -z "${AK_ROOT:-}" ] || [ "$AK_ROOT" = / ] || [ -z "${AK_STUB_STATE:-}" ]; then
   echo "sandbox stub ${0##*/}: AK_ROOT and AK_STUB_STATE must point into a sandbox" >&2
