@@ -20,7 +20,7 @@ import * as os from "os";
 import * as path from "path";
 import { trustedSigners } from "../src/admission/pkcs7";
 import { startServer } from "../src/admission/server";
-import { AlibabaCloudView } from "../src/admission/cloud";
+import { AlibabaCloudView, StaticPools } from "../src/admission/cloud";
 import type { AdmissionSettings } from "../src/admission/admit";
 import { makePki } from "../testing/admission/pki";
 import { makeClusterCa, startMetadata, type Instance } from "../testing/admission/harness";
@@ -71,10 +71,10 @@ export async function main(): Promise<void> {
     const settings: AdmissionSettings = {
         accountId: ACCOUNT, regionId: REGION, signers: trustedSigners(pki.signerPem), challengeKeys: [crypto.randomBytes(32)], challengeTtlSeconds: 120, tokenTtlSeconds: 900,
     };
-    const cloudView = new AlibabaCloudView({ regionId: REGION, endpoint: emu.endpoint, scalingGroups: { [group.scalingGroupId]: "general" }, existingNodes: {} });
+    const cloudView = new AlibabaCloudView({ regionId: REGION, endpoint: emu.endpoint, pools: new StaticPools({ [group.scalingGroupId]: "general" }), existingNodes: {} });
     const cloudMs: number[] = [];
     const cloud = { member: async (id: string) => { const t = Date.now(); try { return await cloudView.member(id); } finally { cloudMs.push(Date.now() - t); } } };
-    const server = await startServer({ settings, cloud, cluster, tls: () => ({ cert: ca.certPem, key: ca.keyPem }), caPem: ca.caPem, host: "127.0.0.1", port: 0 });
+    const server = await startServer({ settings, cloud, cluster, tls: () => ({ cert: ca.certPem, key: ca.keyPem }), host: "127.0.0.1", port: 0 });
     const metadata = await startMetadata(pki, instances);
     const endpoint = `127.0.0.1:${server.port}`;
     try {

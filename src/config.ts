@@ -13,7 +13,7 @@ import {
     masterInstanceTypeWarning, nodeFlagsSizeProblems, nodeImages, reservedPoolNameProblem,
     INSTANCE_ID_PATTERN, instanceTypeProblem, joinPath, kubernetesSupportWarning, kubernetesVersionProblem, MAX_SCALING_GROUP_INSTANCES,
     nodeCidrCount, nodeCidrMaskProblem, nodeLabelProblems, packageMirrorProblem, parseCidr, regionOfZone, regionProblem, regionWarning,
-    replaceSystemDiskProblem, resolveAutoscalerVersion, resourceNamePrefixProblem, scaleFromZeroProblem, scalingConfigurationTags, zoneProblem,
+    readmitAfterProblem, replaceSystemDiskProblem, resolveAutoscalerVersion, resourceNamePrefixProblem, scaleFromZeroProblem, scalingConfigurationTags, zoneProblem,
     type Report, type Taint,
 } from "./rules";
 
@@ -186,6 +186,11 @@ function buildSchema(obj: typeof z.strictObject) {
             identityCertificate: z.string().optional(),
             /** `key=value`: instances carrying this ECS tag may join through the one-line manual path. Default: off. */
             joinTag: z.string().optional(),
+            /**
+             * Seconds: while a Node of an instance exists, the instance joins again only once that Node's heartbeat is
+             * this old and the instance was started after it (or an operator allowed it). Default 300.
+             */
+            readmitAfterSeconds: z.number().optional(),
         }).prefault({}),
         /** Free-form tags put on every cloud resource, besides `alicloud-kubeadm/cluster=<name>`. */
         tags: z.record(z.string(), z.string()).default({}),
@@ -772,6 +777,8 @@ function checkAdmission(admission: Parsed["admission"], problem: Report): void {
         const reason = identityCertificateProblem(admission.identityCertificate);
         if (reason) problem("admission.identityCertificate", reason);
     }
+    const readmit = admission.readmitAfterSeconds === undefined ? undefined : readmitAfterProblem(admission.readmitAfterSeconds);
+    if (readmit) problem("admission.readmitAfterSeconds", readmit);
     if (admission.joinTag !== undefined && !/^[^=\s]{1,128}=[^\s]{0,128}$/.test(admission.joinTag)) {
         problem("admission.joinTag", `"${admission.joinTag}" must be key=value (an ECS tag; e.g. alicloud-kubeadm/join=dev)`);
     }

@@ -139,6 +139,8 @@ export interface AdmissionConfig {
     identityCertificate?: string;
     /** `key=value`: instances with this ECS tag may join through the one-line manual path. Default: off. */
     joinTag?: string;
+    /** Seconds a Node's heartbeat must be stale (and its instance restarted since) before the instance joins again. Default 300. */
+    readmitAfterSeconds?: number;
 }
 
 /** Image and package sources; each unset one takes the region's default (src/rules/images.ts). */

@@ -1,6 +1,7 @@
 // The node side of admission, end to end on loopback: the real shell client (src/shell/admission_client.sh with
-// prepare_node.sh's helpers) against the real admission server (TLS certificate from a cluster CA the node
-// checks against its pin), the metadata service stand-in signing with the openssl test chain. The token it
+// prepare_node.sh's helpers) against the real admission server (its own key and certificate, made by the
+// production AdmissionCertificate code; the node trusts it only by the pin of that key), the metadata service
+// stand-in signing with the openssl test chain. The token it
 // gets is the one the modelled cluster issued; refusals come back with their reason and land in the node's log.
 import * as assert from "assert";
 import { spawn } from "child_process";
@@ -10,7 +11,8 @@ import * as path from "path";
 import type { RunningServer } from "../src/admission/server";
 import { packUserdata, renderAttachNode } from "../src/shell/render";
 import { admissionAttachOneLiner, renderAdmissionBootstrap } from "../src/shell/renderAdmission";
-import { startLoopbackService, startMetadata, type ClusterCa, type LoopbackService } from "../testing/admission/harness";
+import { POOL_PENDING_TAINT } from "../src/rules";
+import { startLoopbackService, startMetadata, type ClusterCa, type LoopbackService, type ServiceTls } from "../testing/admission/harness";
 import type { ModelCloud, ModelCluster } from "../testing/admission/model";
 import type { TestPki } from "../testing/admission/pki";
 import { makeSandbox, type Sandbox } from "../testing/sandbox";
@@ -19,14 +21,14 @@ const SHELL = path.join(__dirname, "..", "src", "shell");
 
 describe("admission client on the node (shell, loopback)", function () {
     this.timeout(60_000);
-    let pki: TestPki, ca: ClusterCa, server: RunningServer, metadata: Awaited<ReturnType<typeof startMetadata>>;
+    let pki: TestPki, tls: ServiceTls, server: RunningServer, metadata: Awaited<ReturnType<typeof startMetadata>>;
     let cloud: ModelCloud, cluster: ModelCluster, root: string;
 
     let service: LoopbackService;
     before(async () => {
         process.env.AK_ADMISSION_LOG = "off";
         service = await startLoopbackService({ accountId: "1234567890123456", regionId: "cn-hangzhou" });
-        ({ pki, ca, cloud, cluster, server } = service);
+        ({ pki, tls, cloud, cluster, server } = service);
         metadata = await startMetadata(pki, new Map([["127.0.0.1", { instanceId: "i-node1", ip: "127.0.0.1", accountId: "1234567890123456", regionId: "cn-hangzhou" }]]));
     });
     after(async () => {
@@ -41,13 +43,13 @@ describe("admission client on the node (shell, loopback)", function () {
     afterEach(() => fs.rmSync(root, { recursive: true, force: true }));
 
     /** Runs the client in bash; asynchronously, since the server answers from this process's event loop. */
-    async function node(pin = ca.caHash): Promise<{ code: number; stderr: string; token?: string }> {
+    async function node(pin = tls.pin): Promise<{ code: number; stderr: string; token?: string }> {
         const script = [
             `source ${JSON.stringify(path.join(SHELL, "prepare_node.sh"))}`,
             `source ${JSON.stringify(path.join(SHELL, "admission_client.sh"))}`,
             `AK_METADATA=${JSON.stringify(metadata.url)}`,
             `AK_ADMISSION_ENDPOINTS=127.0.0.1:${server.port}`,
-            `AK_CA_CERT_HASHES=${pin}`,
+            `AK_ADMISSION_PIN=${pin}`,
             "mkdir -p \"$AK_STATE_DIR\"",
             "ak_imds_token",
             "ak_admission_token",
@@ -62,7 +64,7 @@ describe("admission client on the node (shell, loopback)", function () {
         return { code: r.status ?? -1, stderr: r.stderr, token: fs.existsSync(tokenFile) ? fs.readFileSync(tokenFile, "utf8") : undefined };
     }
 
-    it("a member gets a single-use token issued for it, through TLS verified from the CA pin", async () => {
+    it("a member gets a single-use token issued for it, through TLS trusted by the pin of the service's key", async () => {
         const before = cluster.tokens.size;
         const r = await node();
         assert.strictEqual(r.code, 0, r.stderr);
@@ -83,7 +85,7 @@ describe("admission client on the node (shell, loopback)", function () {
         assert.strictEqual(cluster.decisions.at(-1)?.reason, "not-a-member");
     });
 
-    it("a service whose CA does not match the pin is not trusted: nothing is sent to it", async () => {
+    it("a service whose key does not match the pin is not trusted: nothing is sent to it", async () => {
         const decisions = cluster.decisions.length;
         const r = await node(`sha256:${"0".repeat(64)}`);
         assert.strictEqual(r.code, 1);
@@ -94,7 +96,7 @@ describe("admission client on the node (shell, loopback)", function () {
 
 describe("the whole attach script through admission, packed as a pool's userdata (sandbox, loopback service)", function () {
     this.timeout(120_000);
-    let pki: TestPki, ca: ClusterCa, server: RunningServer, metadata: Awaited<ReturnType<typeof startMetadata>>;
+    let pki: TestPki, ca: ClusterCa, tls: ServiceTls, server: RunningServer, metadata: Awaited<ReturnType<typeof startMetadata>>;
     let cloud: ModelCloud, cluster: ModelCluster;
     const sandboxes: Sandbox[] = [];
     const ACCOUNT = "1234567890123456";
@@ -103,7 +105,7 @@ describe("the whole attach script through admission, packed as a pool's userdata
     before(async () => {
         process.env.AK_ADMISSION_LOG = "off";
         service = await startLoopbackService({ accountId: ACCOUNT, regionId: "cn-hangzhou" });
-        ({ pki, ca, cloud, cluster, server } = service);
+        ({ pki, ca, tls, cloud, cluster, server } = service);
         // The sandbox's node is 127.0.0.1 to the service: the metadata stand-in signs i-bp1pool0002's document for it.
         metadata = await startMetadata(pki, new Map([["127.0.0.1", { instanceId: "i-bp1pool0002", ip: "127.0.0.1", accountId: ACCOUNT, regionId: "cn-hangzhou" }]]));
     });
@@ -118,7 +120,7 @@ describe("the whole attach script through admission, packed as a pool's userdata
     function userdata(): string {
         return packUserdata(renderAttachNode({
             region: "cn-hangzhou", kubernetesVersion: "1.36.3", apiEndpoint: "192.0.2.1:6443", poolName: "general",
-            labels: { workload_type: "cpu" }, taints: [], caCertHash: ca.caHash, admission: { endpoints: [`127.0.0.1:${server.port}`] },
+            labels: { workload_type: "cpu" }, taints: [], caCertHash: ca.caHash, admission: { endpoints: [`127.0.0.1:${server.port}`], pin: tls.pin },
         }), "nodePools[general]");
     }
 
@@ -160,6 +162,11 @@ describe("the whole attach script through admission, packed as a pool's userdata
         assert.match(joins[0].config ?? "", new RegExp(`^ {4}token: '${id}\\.${t.secret}'$`, "m"), "kubeadm join used the admitted token");
         assert.match(joins[0].config ?? "", new RegExp(`caCertHashes:\\n {6}- '${ca.caHash}'$`, "m"));
         assert.match(joins[0].config ?? "", /^ {2}name: 'cn-hangzhou\.i-bp1pool0002'$/m);
+        // The pool label is the service's to set: the node registers with its own labels and the taint that keeps
+        // pods off it until the service labelled it.
+        assert.match(joins[0].config ?? "", /- name: node-labels\n {6}value: 'workload_type=cpu'$/m);
+        assert.match(joins[0].config ?? "", new RegExp(`- name: register-with-taints\n {6}value: '${POOL_PENDING_TAINT.replace(/\./g, "\\.")}:NoSchedule'$`, "m"));
+        assert.doesNotMatch(joins[0].config ?? "", /pool=/);
         assert.ok(sb.read("/var/lib/alicloud-kubeadm/join.done"), "joined");
         assert.strictEqual(sb.read("/var/lib/alicloud-kubeadm/kubeadm-join.yaml"), undefined, "the JoinConfiguration with the token is removed");
         for (const text of [r.stdout, r.stderr, sb.read("/var/log/alicloud-kubeadm/attach-node.log") ?? ""]) {
@@ -183,7 +190,7 @@ describe("the whole attach script through admission, packed as a pool's userdata
 
 describe("the manual path: the one-line attachCommand and the saved attach command's bootstrap (loopback service)", function () {
     this.timeout(60_000);
-    let ca: ClusterCa, server: RunningServer, dir: string, service: LoopbackService;
+    let tls: ServiceTls, server: RunningServer, dir: string, service: LoopbackService;
 
     before(async () => {
         process.env.AK_ADMISSION_LOG = "off";
@@ -191,7 +198,7 @@ describe("the manual path: the one-line attachCommand and the saved attach comma
         // A served "attach script" that only records what it was given: the bootstrap's substitutions and that it ran whole.
         const attachScript = `#!/bin/bash\nprintf '%s|%s|done\\n' '{{labels}}' '{{taints}}' > ${JSON.stringify(path.join(dir, "ran"))}\n`;
         service = await startLoopbackService({ accountId: "1234567890123456", regionId: "cn-hangzhou", attachScript });
-        ({ ca, server } = service);
+        ({ tls, server } = service);
     });
     after(async () => {
         await service?.close();
@@ -205,13 +212,13 @@ describe("the manual path: the one-line attachCommand and the saved attach comma
 
     it("the one-liner, with the first master down, fetches the script from the next one and runs it (labels and taints emptied)", async () => {
         fs.rmSync(path.join(dir, "ran"), { force: true });
-        assert.strictEqual(await run(["-c", admissionAttachOneLiner(endpoints(), ca.caHash)]), 0);
+        assert.strictEqual(await run(["-c", admissionAttachOneLiner(endpoints(), tls.pin)]), 0);
         assert.strictEqual(fs.readFileSync(path.join(dir, "ran"), "utf8"), "||done\n");
     });
 
     it("the saved bootstrap fills in its labels and taints parameters and runs the served script", async () => {
         fs.rmSync(path.join(dir, "ran"), { force: true });
-        const script = renderAdmissionBootstrap(endpoints(), ca.caHash).replace("'{{labels}}'", "'workload=cpu'").replace("'{{taints}}'", "'spot:NoSchedule'");
+        const script = renderAdmissionBootstrap(endpoints(), tls.pin).replace("'{{labels}}'", "'workload=cpu'").replace("'{{taints}}'", "'spot:NoSchedule'");
         fs.writeFileSync(path.join(dir, "bootstrap.sh"), script);
         assert.strictEqual(await run([path.join(dir, "bootstrap.sh")]), 0);
         assert.strictEqual(fs.readFileSync(path.join(dir, "ran"), "utf8"), "workload=cpu|spot:NoSchedule|done\n");

@@ -187,8 +187,8 @@ describe("the bundled admission service as it runs on a master (real control pla
             for (const [name, text] of [["serving.crt", ca.certPem], ["serving.key", ca.keyPem], ["ca.crt", ca.caPem], ["signer.pem", pki.signerPem]]) fs.writeFileSync(path.join(dir, name), text);
             const port = await new Promise<number>((resolve) => { const s = net.createServer().listen(0, "127.0.0.1", () => { const p = (s.address() as import("net").AddressInfo).port; s.close(() => resolve(p)); }); });
             const config = {
-                ...serviceConfig({ accountId: ACCOUNT, region: REGION, scalingGroups: { [group.scalingGroupId]: "general" } }),
-                port, tlsCertFile: path.join(dir, "serving.crt"), tlsKeyFile: path.join(dir, "serving.key"), caFile: path.join(dir, "ca.crt"),
+                ...serviceConfig({ accountId: ACCOUNT, region: REGION }),
+                port, tlsCertFile: path.join(dir, "serving.crt"), tlsKeyFile: path.join(dir, "serving.key"),
                 signerFile: path.join(dir, "signer.pem"), cloudEndpoint: emu.endpoint,
             };
             fs.writeFileSync(path.join(dir, "config.json"), JSON.stringify(config));

@@ -18,7 +18,7 @@ import { trustedSigners } from "../src/admission/pkcs7";
 import { approvePending, Kube, KubeError } from "../src/admission/kube";
 import { startServer } from "../src/admission/server";
 import { admissionAttachOneLiner, renderAdmissionBootstrap } from "../src/shell/renderAdmission";
-import { makeClusterCa } from "../testing/admission/harness";
+import { makeClusterCa, makeServiceTls } from "../testing/admission/harness";
 import { ModelCloud, ModelCluster } from "../testing/admission/model";
 import { makePki, type TestPki } from "../testing/admission/pki";
 
@@ -70,21 +70,21 @@ describe("review 15: admission defects", function () {
     });
 
     it("D2 (high): a CA bundle defeats the CA pin: the pin is taken of the first certificate, curl trusts all of them (manual path runs the attacker's script)", async () => {
-        const real = makeClusterCa(fs.mkdtempSync(path.join(dir, "real-")));
+        const real = makeServiceTls();
         const evilDir = fs.mkdtempSync(path.join(dir, "evil-"));
         const evil = makeClusterCa(evilDir);
         const marker = path.join(dir, "pwned");
         // An on-path attacker (what the pin exists to stop) answers at the master's address with its own CA's
-        // certificate, and serves the real CA first in /ca.crt followed by its own.
+        // certificate, and serves the service's real (public) certificate first in /admission.crt, followed by its CA.
         const server = https.createServer({ cert: evil.certPem, key: evil.keyPem }, (req, res) => {
-            if (req.url === "/ca.crt") res.end(real.caPem + evil.caPem);
+            if (req.url === "/admission.crt") res.end(real.certPem + evil.caPem);
             else if (req.url === "/attach.sh") res.end(`#!/bin/bash\necho attacker > ${marker}\n`);
             else { res.writeHead(404); res.end(); }
         });
         await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
         const endpoint = `127.0.0.1:${(server.address() as net.AddressInfo).port}`;
         try {
-            const bootstrap = renderAdmissionBootstrap([endpoint], real.caHash).replace(/'\{\{(labels|taints|channel)\}\}'/g, "''");
+            const bootstrap = renderAdmissionBootstrap([endpoint], real.pin).replace(/'\{\{(labels|taints|channel)\}\}'/g, "''");
             fs.writeFileSync(path.join(dir, "bootstrap.sh"), bootstrap);
             await new Promise<void>((resolve) => {
                 const p = spawn("bash", [path.join(dir, "bootstrap.sh")], { stdio: "ignore" });
@@ -93,7 +93,7 @@ describe("review 15: admission defects", function () {
             const viaBootstrap = fs.existsSync(marker);
             fs.rmSync(marker, { force: true });
             await new Promise<void>((resolve) => {
-                const p = spawn("bash", ["-c", admissionAttachOneLiner([endpoint], real.caHash)], { stdio: "ignore" });
+                const p = spawn("bash", ["-c", admissionAttachOneLiner([endpoint], real.pin)], { stdio: "ignore" });
                 p.on("exit", () => resolve());
             });
             const viaOneLiner = fs.existsSync(marker);
@@ -104,12 +104,12 @@ describe("review 15: admission defects", function () {
     });
 
     it("D2b (high): the pool path too: the admission client sends its signed identity to, and takes a token from, a server of another CA", async () => {
-        const real = makeClusterCa(fs.mkdtempSync(path.join(dir, "real-")));
+        const real = makeServiceTls();
         const evil = makeClusterCa(fs.mkdtempSync(path.join(dir, "evil-")));
         const received: string[] = [];
         const server = https.createServer({ cert: evil.certPem, key: evil.keyPem }, (req, res) => {
             received.push(`${req.method} ${req.url}`);
-            if (req.url === "/ca.crt") res.end(real.caPem + evil.caPem);
+            if (req.url === "/admission.crt") res.end(real.certPem + evil.caPem);
             else if (req.url === "/challenge") res.end(`ak1.${Math.floor(Date.now() / 1000) + 120}.${"A".repeat(22)}.${"B".repeat(43)}\n`);
             else if (req.url === "/admit") { req.resume(); req.on("end", () => res.end('{"token":"evilid.0123456789abcdef"}')); }
             else { res.writeHead(404); res.end(); }
@@ -124,14 +124,14 @@ describe("review 15: admission defects", function () {
                 "set -euo pipefail",
                 `source ${JSON.stringify(path.join(__dirname, "..", "src", "shell", "admission_client.sh"))}`,
                 "ak_log() { :; }; ak_die() { exit 1; }; ak_mark() { :; }",
-                `AK_ADMISSION_ENDPOINTS=127.0.0.1:${(server.address() as net.AddressInfo).port} AK_CA_CERT_HASHES=${real.caHash} AK_STATE_DIR=${state} AK_ROOT=""`,
+                `AK_ADMISSION_ENDPOINTS=127.0.0.1:${(server.address() as net.AddressInfo).port} AK_ADMISSION_PIN=${real.pin} AK_STATE_DIR=${state} AK_ROOT=""`,
                 `AK_METADATA=http://127.0.0.1:${(metadata.address() as net.AddressInfo).port}/latest AK_ADMISSION_ATTEMPTS=1 AK_RETRY_DELAY=0`,
                 `ak_admission_token && printf %s "$AK_BOOTSTRAP_TOKEN" > ${state}/token || true`,
             ].join("\n");
             await new Promise<void>((resolve) => spawn("bash", ["-c", script], { stdio: "ignore" }).on("exit", () => resolve()));
             const token = fs.existsSync(path.join(state, "token")) ? fs.readFileSync(path.join(state, "token"), "utf8") : "";
             assert.deepStrictEqual({ admitPosted: received.includes("POST /admit"), token }, { admitPosted: false, token: "" },
-                "the signed identity went to, and a token came from, a server whose certificate the pinned CA did not sign");
+                "the signed identity went to, and a token came from, a server whose key is not the pinned one");
         } finally {
             await new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); });
             await new Promise<void>((r) => { metadata.closeAllConnections(); metadata.close(() => r()); });
@@ -155,7 +155,7 @@ describe("review 15: admission defects", function () {
     it("D4 (medium): every unauthenticated request to /admit writes a decision to the API server (an Event each: etcd write amplification)", async () => {
         const ca = makeClusterCa(fs.mkdtempSync(path.join(dir, "srv-")));
         const cluster = new ModelCluster();
-        const running = await startServer({ settings, cloud: new ModelCloud(), cluster, tls: () => ({ cert: ca.certPem, key: ca.keyPem }), caPem: ca.caPem, host: "127.0.0.1", port: 0 });
+        const running = await startServer({ settings, cloud: new ModelCloud(), cluster, tls: () => ({ cert: ca.certPem, key: ca.keyPem }), host: "127.0.0.1", port: 0 });
         try {
             const post = (body: string) => new Promise<void>((resolve) => {
                 const req = https.request({ host: "127.0.0.1", port: running.port, path: "/admit", method: "POST", rejectUnauthorized: false, headers: { "content-type": "application/json" } },

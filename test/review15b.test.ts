@@ -26,7 +26,7 @@ import { ADMITTED_GROUP, PROVIDER_ID_ANNOTATION, TOKEN_LABEL } from "../src/admi
 import { approvePending, Kube, tokenLeaseName } from "../src/admission/kube";
 import { CCM_NAMESPACE, CCM_ROLE_RULES } from "../src/components/podNetwork";
 import { admissionAttachOneLiner, renderAdmissionBootstrap } from "../src/shell/renderAdmission";
-import { makeClusterCa } from "../testing/admission/harness";
+import { makeServiceTls, type ServiceTls } from "../testing/admission/harness";
 import { REGION, useAdmissionCluster } from "./admission/realCluster";
 
 const MASTER = `${REGION}.i-master0`;
@@ -147,7 +147,7 @@ describe("review 15b: admission on the real control plane", function () {
 describe("review 15b: the CA pin on the node", function () {
     this.timeout(120_000);
     let dir: string;
-    let real: ReturnType<typeof makeClusterCa>;
+    let real: ServiceTls;
     let evil: { caPem: string; certPem: string; keyPem: string };
     let store: string;
 
@@ -157,7 +157,7 @@ describe("review 15b: the CA pin on the node", function () {
     before(function () {
         if (spawnSync("unshare", ["-m", "--propagation", "private", "true"]).status !== 0) this.skip();
         dir = fs.mkdtempSync(path.join(os.tmpdir(), "ak-review15b-"));
-        real = makeClusterCa(fs.mkdtempSync(path.join(dir, "real-")));
+        real = makeServiceTls();
         // The attacker's CA is named differently from the cluster's ("kubernetes"), as any third-party CA is.
         const evilDir = fs.mkdtempSync(path.join(dir, "evil-"));
         const ossl = (args: string[]) => execFileSync("openssl", args, { cwd: evilDir, stdio: "pipe" });
@@ -173,10 +173,10 @@ describe("review 15b: the CA pin on the node", function () {
     });
     after(() => { if (dir) fs.rmSync(dir, { recursive: true, force: true }); });
 
-    /** An on-path server at the master's address: the real (public) CA at /ca.crt, so the pin matches; its own serving certificate. */
+    /** An on-path server at the master's address: the service's real (public) certificate at /admission.crt, so the pin matches; its own serving certificate. */
     async function onPath(handle: (req: http.IncomingMessage, res: http.ServerResponse) => void): Promise<{ endpoint: string; close(): Promise<void> }> {
         const server = https.createServer({ cert: evil.certPem, key: evil.keyPem }, (req, res) => {
-            if (req.url === "/ca.crt") res.end(real.caPem);
+            if (req.url === "/admission.crt") res.end(real.certPem);
             else handle(req, res);
         });
         await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
@@ -188,18 +188,18 @@ describe("review 15b: the CA pin on the node", function () {
     const inNamespace = (script: string) => new Promise<void>((resolve) => spawn("unshare", ["-m", "--propagation", "private", "bash", "-c",
         `mount --bind ${store} /etc/ssl/certs && ${script}`], { stdio: "ignore" }).on("exit", () => resolve()));
 
-    it("the saved bootstrap and the one-liner trust only the pinned CA, not also the system CA path", async () => {
+    it("the saved bootstrap and the one-liner trust only the pinned certificate, not also the system CA path", async () => {
         const marker = path.join(dir, "pwned");
         const server = await onPath((req, res) => {
             if (req.url === "/attach.sh") res.end(`#!/bin/bash\necho attacker > ${marker}\n`);
             else { res.writeHead(404); res.end(); }
         });
         try {
-            fs.writeFileSync(path.join(dir, "bootstrap.sh"), renderAdmissionBootstrap([server.endpoint], real.caHash).replace(/'\{\{(labels|taints|channel)\}\}'/g, "''"));
+            fs.writeFileSync(path.join(dir, "bootstrap.sh"), renderAdmissionBootstrap([server.endpoint], real.pin).replace(/'\{\{(labels|taints|channel)\}\}'/g, "''"));
             await inNamespace(`bash ${path.join(dir, "bootstrap.sh")}`);
             const viaBootstrap = fs.existsSync(marker);
             fs.rmSync(marker, { force: true });
-            fs.writeFileSync(path.join(dir, "oneliner.sh"), admissionAttachOneLiner([server.endpoint], real.caHash));
+            fs.writeFileSync(path.join(dir, "oneliner.sh"), admissionAttachOneLiner([server.endpoint], real.pin));
             await inNamespace(`bash ${path.join(dir, "oneliner.sh")}`);
             const viaOneLiner = fs.existsSync(marker);
             assert.deepStrictEqual({ viaBootstrap, viaOneLiner }, { viaBootstrap: false, viaOneLiner: false },
@@ -209,7 +209,7 @@ describe("review 15b: the CA pin on the node", function () {
         }
     });
 
-    it("the pool's admission client sends its signed identity only to a server of the pinned CA, not to one of the system CA path", async () => {
+    it("the pool's admission client sends its signed identity only to the server with the pinned key, not to one of the system CA path", async () => {
         const received: string[] = [];
         const server = await onPath((req, res) => {
             received.push(`${req.method} ${req.url}`);
@@ -225,7 +225,7 @@ describe("review 15b: the CA pin on the node", function () {
                 "set -euo pipefail",
                 `source ${JSON.stringify(path.join(__dirname, "..", "src", "shell", "admission_client.sh"))}`,
                 "ak_log() { :; }; ak_die() { exit 1; }; ak_mark() { :; }",
-                `AK_ADMISSION_ENDPOINTS=${server.endpoint} AK_CA_CERT_HASHES=${real.caHash} AK_STATE_DIR=${state} AK_ROOT=""`,
+                `AK_ADMISSION_ENDPOINTS=${server.endpoint} AK_ADMISSION_PIN=${real.pin} AK_STATE_DIR=${state} AK_ROOT=""`,
                 `AK_METADATA=http://127.0.0.1:${(metadata.address() as net.AddressInfo).port}/latest AK_ADMISSION_ATTEMPTS=1 AK_RETRY_DELAY=0`,
                 `ak_admission_token && printf %s "$AK_BOOTSTRAP_TOKEN" > ${state}/token || true`,
             ].join("\n"));

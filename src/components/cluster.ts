@@ -19,6 +19,7 @@ import { OPERATIONS } from "../rules";
 import { NodePool } from "./nodePool";
 import { ALIBABA_IDENTITY_CERTIFICATE } from "../admission/alibabaCertificate";
 import { Admission, ADMISSION_PORT } from "./admission";
+import { AdmissionCertificate } from "../providers/admissionCertificate";
 import { PodNetwork } from "./podNetwork";
 import { Network } from "./network";
 import { NodeImage } from "./nodeImage";
@@ -136,6 +137,8 @@ export class Cluster extends pulumi.ComponentResource {
     public readonly existingNodes: ExistingNode[];
     /** The admission service on the masters: pools and existing nodes join by cloud identity (docs/admission.md). */
     public readonly admission: Admission;
+    /** The admission service's key and certificate; `pin` is what joining nodes trust it by. */
+    public readonly admissionCertificate: AdmissionCertificate;
     /** The one-line manual attach command (no secret: the admission endpoints and the CA pin). */
     public readonly attachCommand: pulumi.Output<string>;
     /** The Cluster Autoscaler, when at least one pool autoscales. */
@@ -237,10 +240,14 @@ export class Cluster extends pulumi.ComponentResource {
         const master0 = masters[0].id;
         const masterInstanceIds = this.controlPlane.masterInstanceIds;
         const identityCertificate = config.admission.identityCertificate ?? ALIBABA_IDENTITY_CERTIFICATE;
-        const admissionEndpoints = pulumi.all(masters.map((m) => m.privateIp)).apply((ips) => ips.map((ip) => `${ip}:${ADMISSION_PORT}`));
+        const masterIps = pulumi.all(masters.map((m) => m.privateIp));
+        const admissionEndpoints = masterIps.apply((ips) => ips.map((ip) => `${ip}:${ADMISSION_PORT}`));
+        // The admission service's own key and certificate for the masters' addresses; nodes pin its key.
+        this.admissionCertificate = new AdmissionCertificate(`${name}-admission-tls`, { addresses: masterIps }, { parent: this });
+        const admissionPin = this.admissionCertificate.pin;
         const joinCommon = {
             config, imageId, apiEndpoint: this.controlPlane.endpoint, caCertHash: this.joinInfo.caCertHash,
-            masterInstanceId: master0, masterInstanceIds, commands, routeTableId: net.routeTableId, admissionEndpoints,
+            masterInstanceId: master0, masterInstanceIds, commands, routeTableId: net.routeTableId, admissionEndpoints, admissionPin,
         };
         this.nodePools = config.nodePools.map((pool) => new NodePool(`${name}-pool-${pool.name}`, {
             ...joinCommon, imageId: nodeImageId, pool, tags,
@@ -249,7 +256,8 @@ export class Cluster extends pulumi.ComponentResource {
             dependsOn: [this.joinInfo],
         }, { parent: this }));
         const attachCommand = !config.existingNodes.some((n) => n.mode === "manual") ? undefined
-            : createAttachCommand(`${name}-attach`, { config, apiEndpoint: this.controlPlane.endpoint, caCertHash: this.joinInfo.caCertHash, admissionEndpoints }, { parent: this });
+            : createAttachCommand(`${name}-attach`, { config, apiEndpoint: this.controlPlane.endpoint, caCertHash: this.joinInfo.caCertHash, admissionEndpoints, admissionPin },
+                { parent: this });
         this.existingNodes = config.existingNodes.map((node) => new ExistingNode(`${name}-node-${node.instanceId}`, {
             ...joinCommon, node, attachCommandId: attachCommand?.id, connection: sshConnection(node.connection),
         }, { parent: this }));
@@ -271,16 +279,18 @@ export class Cluster extends pulumi.ComponentResource {
         {
             attachAdmissionPolicy(this.controlPlane, config, this.nodePools.map((p) => p.scalingGroupId));
             // The attach script the service serves to existing nodes and the manual path (no secret in it).
-            const served = pulumi.all([this.controlPlane.endpoint, this.joinInfo.caCertHash, admissionEndpoints]).apply(([apiEndpoint, caCertHash, endpoints]) =>
+            const served = pulumi.all([this.controlPlane.endpoint, this.joinInfo.caCertHash, admissionEndpoints, admissionPin]).apply(([apiEndpoint, caCertHash, endpoints, pin]) =>
                 renderServedAttachScript({ region: config.region, kubernetesVersion: config.kubernetesVersion, ...nodeMirrors(config), apiEndpoint, caCertHash,
-                    poolName: EXISTING_POOL_NAME, admission: { endpoints } }));
-            this.attachCommand = pulumi.unsecret(pulumi.all([this.joinInfo.caCertHash, admissionEndpoints])).apply(([hash, endpoints]) => admissionAttachOneLiner(endpoints, hash));
+                    poolName: EXISTING_POOL_NAME, admission: { endpoints, pin } }));
+            this.attachCommand = pulumi.all([admissionPin, admissionEndpoints]).apply(([pin, endpoints]) => admissionAttachOneLiner(endpoints, pin));
             this.admission = new Admission(`${name}-admission`, {
                 attachScript: served,
                 clusterName: config.name, region: config.region, identityCertificate, joinTag: config.admission.joinTag, image: config.images.admission,
                 accountId: alicloud.getCallerIdentityOutput({ parent: this }).accountId,
-                scalingGroups: pulumi.all(this.nodePools.map((p) => p.scalingGroupId)).apply((ids) => Object.fromEntries(ids.map((id, i) => [id, config.nodePools[i].name]))),
+                pools: this.nodePools.map((p, i) => ({ name: config.nodePools[i].name, scalingGroupId: p.scalingGroupId })),
                 existingNodes: Object.fromEntries(config.existingNodes.map((n) => [n.instanceId, "existing"])),
+                tls: { certPem: this.admissionCertificate.certPem, keyPem: this.admissionCertificate.keyPem },
+                readmitAfterSeconds: config.admission.readmitAfterSeconds,
             }, { parent: this, provider: this.kubernetesProvider });
         }
         const autoscaled = this.nodePools.filter((p) => p.autoscale);

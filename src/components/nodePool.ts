@@ -133,7 +133,7 @@ export function createNodePool(name: string, args: NodePoolArgs & { pool: NodePo
     }, { ...opts, dependsOn: args.dependsOn });
 
     const { [POOL_LABEL]: _pool, ...extraLabels } = nodeLabels;
-    const userData = pulumi.secret(pulumi.all([token?.token ?? "", args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? []]).apply(([t, hash, endpoint, endpoints]) => packUserdata(renderAttachNode({
+    const userData = pulumi.secret(pulumi.all([token?.token ?? "", args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? [], args.admissionPin ?? ""]).apply(([t, hash, endpoint, endpoints, pin]) => packUserdata(renderAttachNode({
         region: config.region,
         kubernetesVersion: config.kubernetesVersion,
         ...nodeMirrors(config),
@@ -142,7 +142,7 @@ export function createNodePool(name: string, args: NodePoolArgs & { pool: NodePo
         poolName: pool.name,
         labels: extraLabels,
         taints: pool.taints,
-        ...(token ? { token: t } : { admission: { endpoints } }),
+        ...(token ? { token: t } : { admission: { endpoints, pin } }),
         caCertHash: hash,
     }), `nodePools[${pool.name}]`)));
 
