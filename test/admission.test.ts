@@ -202,3 +202,16 @@ describe("doctor lists admission refusals", () => {
         assert.match(rows[1].message, /is not a member/);
     });
 });
+
+describe("the service (shipped on its own) and the library agree on the pool label, its taint and the re-admission default", () => {
+    it("same literals in src/admission/nodes.ts, src/rules and the node's admission client; the kubelet may not set the label", async () => {
+        const service = await import("../src/admission/nodes");
+        const rules = await import("../src/rules");
+        assert.deepStrictEqual([service.POOL_LABEL, service.LEGACY_POOL_LABEL, service.POOL_PENDING_TAINT, service.DEFAULT_READMIT_AFTER_SECONDS],
+            [rules.POOL_LABEL, rules.LEGACY_POOL_LABEL, rules.POOL_PENDING_TAINT, rules.DEFAULT_READMIT_AFTER_SECONDS]);
+        const client = (await import("fs")).readFileSync(require.resolve("../src/shell/admission_client.sh"), "utf8");
+        assert.match(client, new RegExp(`^AK_POOL_PENDING_TAINT="${rules.POOL_PENDING_TAINT.replace(/\./g, "\\.")}:NoSchedule"$`, "m"));
+        assert.strictEqual(rules.kubeletMaySetLabel(rules.POOL_LABEL), false, "NodeRestriction keeps node-restriction.kubernetes.io/ from kubelets");
+        assert.ok(rules.POOL_PENDING_TAINT.startsWith("startup-taint.cluster-autoscaler.kubernetes.io/"), "the autoscaler's startup-taint prefix");
+    });
+});

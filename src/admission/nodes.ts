@@ -62,8 +62,3 @@ export function readmissionRefusal(nodeName: string, node: NodeRecord, startedAt
     }
     return undefined;
 }
-
-/** The node's pool: the label the service sets, or for a node joined before it, the one the node set itself. */
-export function poolOfLabels(labels: Record<string, string> | undefined): string | undefined {
-    return labels?.[POOL_LABEL] ?? labels?.[LEGACY_POOL_LABEL];
-}
