@@ -94,6 +94,28 @@ describe("admission client on the node (shell, loopback)", function () {
     });
 });
 
+describe("the admission client's backoff between rounds", () => {
+    it("doubles from AK_RETRY_DELAY up to AK_ADMISSION_BACKOFF_MAX, each sleep a random part of it (half to all): a burst does not retry in step", () => {
+        const { spawnSync } = require("child_process") as typeof import("child_process");
+        // The sleeps ak_backoff asks for, recorded instead of slept (bash's own RANDOM gives the jitter).
+        const sleeps = (seed: number) => spawnSync("bash", ["-c", [
+            `source ${JSON.stringify(path.join(SHELL, "admission_client.sh"))}`,
+            "sleep() { printf '%s\\n' \"$1\"; }",
+            `RANDOM=${seed}; AK_RETRY_DELAY=2; AK_ADMISSION_BACKOFF_MAX=30`,
+            "for r in 1 2 3 4 5 6 7; do ak_backoff \"$r\"; done",
+        ].join("\n")], { encoding: "utf8" }).stdout.trim().split("\n").map(Number);
+        const full = [2, 4, 8, 16, 30, 30, 30];
+        const a = sleeps(1), b = sleeps(2);
+        for (const s of [a, b]) {
+            assert.strictEqual(s.length, full.length);
+            s.forEach((secs, i) => assert.ok(secs >= full[i] / 2 && secs <= full[i], `round ${i + 1}: ${secs} s not within ${full[i] / 2}–${full[i]} s`));
+        }
+        assert.notDeepStrictEqual(a, b, "two nodes draw different delays");
+        const none = spawnSync("bash", ["-c", `source ${JSON.stringify(path.join(SHELL, "admission_client.sh"))}; sleep() { echo slept; }; AK_RETRY_DELAY=0; ak_backoff 3`], { encoding: "utf8" });
+        assert.strictEqual(none.stdout, "", "no delay asked, none slept");
+    });
+});
+
 describe("the whole attach script through admission, packed as a pool's userdata (sandbox, loopback service)", function () {
     this.timeout(120_000);
     let pki: TestPki, ca: ClusterCa, tls: ServiceTls, server: RunningServer, metadata: Awaited<ReturnType<typeof startMetadata>>;

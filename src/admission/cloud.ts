@@ -59,6 +59,8 @@ export interface CloudSettings {
 }
 
 const VERSIONS = { ecs: "2014-05-26", ess: "2014-08-28" } as const;
+/** How long one call retries throttling and server errors, ms. */
+export const RETRY_BUDGET_MS = 10_000;
 
 function percent(s: string): string {
     return encodeURIComponent(s).replace(/[!'()*]/g, (c) => "%" + c.charCodeAt(0).toString(16).toUpperCase());
@@ -116,10 +118,12 @@ export class RpcClient {
     }
 
     /**
-     * The one function every cloud call of the service goes through: signs, sends, retries throttling, 5xx and
-     * ServiceUnavailable (6 attempts, exponential backoff with full jitter from 200 ms, at most 3.2 s apart).
+     * The one function every cloud call of the service goes through: signs, sends, and retries throttling, 5xx and
+     * ServiceUnavailable with exponential backoff and full jitter (from 200 ms, at most 2 s apart) for up to
+     * {@link RETRY_BUDGET_MS} (a join's request waits for it; the node's own retries come after).
      */
     async call(product: "ecs" | "ess", action: string, params: Record<string, string>): Promise<Record<string, unknown>> {
+        const started = Date.now();
         for (let attempt = 1; ; attempt++) {
             const c = await this.creds();
             const all: Record<string, string> = {
@@ -141,8 +145,9 @@ export class RpcClient {
             }
             if (res.status === 200) return out;
             const code = String(out.Code ?? res.status);
-            if (attempt < 6 && (res.status >= 500 || /^Throttling|ServiceUnavailable/.test(code))) {
-                await new Promise((r) => setTimeout(r, Math.random() * Math.min(3200, 200 * 2 ** (attempt - 1))));
+            const delay = Math.random() * Math.min(2000, 200 * 2 ** (attempt - 1));
+            if ((res.status >= 500 || /^Throttling|ServiceUnavailable/.test(code)) && Date.now() + delay - started < RETRY_BUDGET_MS) {
+                await new Promise((r) => setTimeout(r, delay));
                 continue;
             }
             throw new CloudError(code, `${product} ${action}: ${code}: ${String(out.Message ?? "")}`);
