@@ -200,6 +200,7 @@ const DYNAMIC_ROLES: Array<[RegExp, string]> = [
     [/-capacity$/, "PoolCapacity: sets a pool's ESS capacity and waits for its Ready nodes; scale-in drains first"],
     [/-membership$/, "NodeMembership: joins an existing node and waits for Ready; removal drains and resets it"],
     [/-api-ready$/, "ApiServerReady: waits until the API server answers /readyz, before the add-ons"],
+    [/-admission-tls$/, "AdmissionCertificate: the admission service's own key and certificate for the masters' addresses (nodes pin the key)"],
 ];
 
 /** The overview printed after the counts: what `pulumi up` would run, for a person to read. */

@@ -17,6 +17,7 @@ const EXPECTED: Record<string, string[]> = {
     ControlPlaneMember: [],
     PoolCapacity: [],
     BakedImage: [],
+    AdmissionCertificate: ["keyPem"],
 };
 
 describe("secret outputs declared by each dynamic resource", () => {
@@ -37,6 +38,7 @@ describe("secret outputs declared by each dynamic resource", () => {
         const { ControlPlaneMember } = await import("../src/providers/controlPlaneMember");
         const { PoolCapacity } = await import("../src/providers/poolCapacity");
         const { BakedImage } = await import("../src/providers/bakedImage");
+        const { AdmissionCertificate } = await import("../src/providers/admissionCertificate");
         const access = { region: "cn-hangzhou", masterInstanceId: "i-master0", commands: { "list-nodes": "c-1" } as never };
         new JoinInfo("join-info", { region: "cn-hangzhou", masterInstanceId: "i-master0", kubeconfigServer: "https://x:6443", scripts: { initStatus: "", stackCredential: "", stackCredentialRevoke: "" } });
         new BootstrapToken("token", { ...access });
@@ -45,8 +47,10 @@ describe("secret outputs declared by each dynamic resource", () => {
         new ControlPlaneMember("member", { ...access, memberInstanceId: "i-member", joinCommandId: "c-join" });
         new PoolCapacity("capacity", { ...access, scalingGroupId: "asg-1", poolName: "general" });
         new BakedImage("baked", { region: "cn-hangzhou", executionId: "exec-1", imageNamePrefix: "dev-node-1-36-3-abc" });
+        new AdmissionCertificate("admission-tls", { addresses: ["192.168.0.10"] });
         await recorder.settle();
-        const byName: Record<string, string> = { JoinInfo: "join-info", BootstrapToken: "token", ApiServerReady: "ready", NodeMembership: "membership", ControlPlaneMember: "member", PoolCapacity: "capacity", BakedImage: "baked" };
+        const byName: Record<string, string> = { JoinInfo: "join-info", BootstrapToken: "token", ApiServerReady: "ready", NodeMembership: "membership", ControlPlaneMember: "member", PoolCapacity: "capacity", BakedImage: "baked",
+            AdmissionCertificate: "admission-tls" };
         for (const [cls, name] of Object.entries(byName)) {
             const [r] = recorder.resources.filter((x) => x.name === name);
             assert.ok(r, `${cls} registered`);

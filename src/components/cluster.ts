@@ -139,7 +139,7 @@ export class Cluster extends pulumi.ComponentResource {
     public readonly admission: Admission;
     /** The admission service's key and certificate; `pin` is what joining nodes trust it by. */
     public readonly admissionCertificate: AdmissionCertificate;
-    /** The one-line manual attach command (no secret: the admission endpoints and the CA pin). */
+    /** The one-line manual attach command (no secret: the admission endpoints and the pin of the service's key). */
     public readonly attachCommand: pulumi.Output<string>;
     /** The Cluster Autoscaler, when at least one pool autoscales. */
     public readonly autoscaler?: ClusterAutoscaler;
