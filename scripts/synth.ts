@@ -185,8 +185,14 @@ function writeOutputs(outDir: string, resources: RecordedResource[], outputs: Re
         }
     }
 
-    // Kubernetes objects, one multi-document YAML per owning component, in apply order.
-    for (const [file, yaml] of Object.entries(manifestFiles(resources.filter((r) => r.custom)))) {
+    // Kubernetes objects, one multi-document YAML per owning component, in apply order. A Secret's data is secret as
+    // a whole: each of its keys is shown, its value redacted, so the manifest still applies.
+    const shown = resources.filter((r) => r.custom).map((r) => {
+        const raw = r.rawInputs as { stringData?: Record<string, unknown> };
+        return r.type === "kubernetes:core/v1:Secret" && r.inputs.stringData === REDACTED && raw.stringData
+            ? { ...r, inputs: { ...r.inputs, stringData: Object.fromEntries(Object.keys(raw.stringData).map((k) => [k, REDACTED])) } } : r;
+    });
+    for (const [file, yaml] of Object.entries(manifestFiles(shown))) {
         fs.writeFileSync(path.join(outDir, "manifests", file), yaml);
     }
     return ["resources.json", "outputs.json", ...["userdata", "commands", "manifests"].flatMap((d) => fs.readdirSync(path.join(outDir, d)).map((f) => `${d}/${f}`))].sort();
