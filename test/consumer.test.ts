@@ -159,6 +159,7 @@ const PROVIDER_KINDS: Array<[string, RegExp]> = [
     ["NodeMembership", /-membership$/],
     ["PoolCapacity", /-capacity$/],
     ["BakedImage", /-node-image-image$/],
+    ["AdmissionCertificate", /-admission-tls$/],
 ];
 
 describe("the package as a consumer installs it: npm pack → fresh project (offline) → tsc without skipLibCheck → mocks → provider host", function () {
