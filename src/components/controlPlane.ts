@@ -8,8 +8,8 @@
 import * as alicloud from "@pulumi/alicloud";
 import * as pulumi from "@pulumi/pulumi";
 import { masterPrivateIp, masterZoneIndex, RAM_ACTIONS, ramPolicy, resolveAutoscalerVersion, ROLE_TAG, type Report } from "../rules";
-import { checkClusterConfig, type ClusterConfig } from "../config";
-import { checkArgs, checkTags, isKnown } from "./args";
+import { parseControlPlaneConfig, type ClusterConfig } from "../config";
+import { checkTags, isKnown, parseArgs } from "./args";
 
 /** RAM actions the Alibaba Cloud Controller Manager's node and route controllers call (src/rules/ram.ts, docs/security.md#ram). */
 export const CCM_ACTIONS: readonly string[] = RAM_ACTIONS.filter((a) => a.consumer === "ccm").map((a) => a.action);
@@ -65,11 +65,27 @@ export interface ControlPlaneResources {
 }
 
 /**
- * Checks the arguments with the stack config's rules (paths relative to the args: `config.controlPlane.count`,
- * `vswitchIds`, `tags.<key>`): the config as a whole, and the vSwitch ids (one per zone, when the list is known).
+ * Parses the arguments: a validated config (the Cluster's, `parseClusterConfig`'s) is taken as it is, any other is
+ * checked once with the stack config's rules (paths relative to the args: `config.controlPlane.count`); the
+ * vSwitch ids (one per zone, when the list is known), the userdata function, the route table and the tags are
+ * the component's own. Returns the config, validated, or undefined when anything was reported.
  */
+export function parseControlPlaneArgs(args: ControlPlaneArgs, report: Report): ClusterConfig | undefined {
+    const config = parseControlPlaneConfig(args.config, (path, reason) => report(path ? `config.${path}` : "config", reason));
+    let valid = config !== undefined;
+    controlPlaneOwnProblems(args, (path, reason) => {
+        valid = false;
+        report(path, reason);
+    });
+    return valid ? config : undefined;
+}
+
+/** Checks the arguments (see {@link parseControlPlaneArgs}). */
 export function controlPlaneProblems(args: ControlPlaneArgs, report: Report): void {
-    checkClusterConfig(args.config, (path, reason) => report(path ? `config.${path}` : "config", reason));
+    parseControlPlaneArgs(args, report);
+}
+
+function controlPlaneOwnProblems(args: ControlPlaneArgs, report: Report): void {
     const zones = Array.isArray(args.config?.zones) ? args.config.zones.length : 0;
     if (isKnown(args.vswitchIds) && Array.isArray(args.vswitchIds) && zones > 0 && args.vswitchIds.length !== zones) {
         report("vswitchIds", `needs one vSwitch id per zone of config.zones (${zones}), in zone order; got ${args.vswitchIds.length}`);
@@ -273,8 +289,8 @@ export class ControlPlane extends pulumi.ComponentResource {
     public readonly resourceName: string;
 
     constructor(name: string, args: ControlPlaneArgs, opts?: pulumi.ComponentResourceOptions) {
-        // The same rules as the stack config, before anything is registered: a bad config creates nothing.
-        checkArgs(`ControlPlane "${name}"`, (report) => controlPlaneProblems(args, report));
+        // Before anything is registered: a bad config creates nothing. A validated config is not checked again.
+        parseArgs(`ControlPlane "${name}"`, (report) => parseControlPlaneArgs(args, report));
         super("alicloud-kubeadm:index:ControlPlane", name, {}, opts);
         this.resourceName = name;
         const r = createControlPlane(name, args, this);
