@@ -11,7 +11,7 @@ import { parseClusterConfig } from "../src/config";
 import { joinExistingNode, membershipProblems, nodeMembershipProvider, type NodeMembershipInputs } from "../src/providers/nodeMembership";
 import { renderAttachCommand, renderAttachNode } from "../src/shell/render";
 import type { NodeCommandIds } from "../src/rules";
-import { OPERATIONS } from "../src/rules";
+import { formatProblem, OPERATIONS } from "../src/rules";
 import { createCommand, saveNodeCommands } from "../testing/savedCommands";
 import { installNodeChannels } from "./nodeChannel";
 
@@ -212,9 +212,9 @@ describe("NodeMembership (emulator)", () => {
 
     it("membershipProblems lists every problem; a new instance or mode replaces (leave first), a new script does not re-join", async () => {
         const p = membershipProblems({ region: REGION, instanceId: "i-x", mode: "auto", userData: SCRIPT, masterInstanceId: "i-m", commands });
-        assert.strictEqual(p.length, 2, p.join("\n"));
-        assert.deepStrictEqual(membershipProblems({ ...inputs("i-x", "i-m"), attachCommandId: undefined }).map((x) => x.split(":")[0]), ["attachCommandId"]);
-        assert.deepStrictEqual(membershipProblems({ ...inputs("i-x", "i-m"), token: undefined }).map((x) => x.split(":")[0]), ["token"]);
+        assert.strictEqual(p.length, 2, p.map(formatProblem).join("\n"));
+        assert.deepStrictEqual(membershipProblems({ ...inputs("i-x", "i-m"), attachCommandId: undefined }).map((x) => x.path), ["attachCommandId"]);
+        assert.deepStrictEqual(membershipProblems({ ...inputs("i-x", "i-m"), token: undefined }).map((x) => x.path), ["token"]);
         const olds = { ...inputs("i-x", "i-m"), nodeName: "n", providerId: `${REGION}.i-x` };
         const d = await nodeMembershipProvider.diff!("x", olds, { ...inputs("i-x", "i-m"), mode: "auto", replaceSystemDisk: true, imageId: "img" });
         assert.deepStrictEqual([d.replaces, d.deleteBeforeReplace], [["mode"], true]);

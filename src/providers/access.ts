@@ -21,8 +21,14 @@ export interface ClusterAccessInputs {
     pollIntervalMs?: number;
 }
 
+/**
+ * The arguments of a dynamic resource's class, derived from its provider's `Inputs` (one doc per field, written
+ * there): each may be a Pulumi Input; `providerVersion` is the class's own.
+ */
+export type ResourceArgs<T> = { [K in keyof Omit<T, "providerVersion">]: pulumi.Input<T[K]> };
+
 /** The same, as the arguments of the resource's class. */
-export type ClusterAccessArgs = { [K in keyof ClusterAccessInputs]: pulumi.Input<ClusterAccessInputs[K]> };
+export type ClusterAccessArgs = ResourceArgs<ClusterAccessInputs>;
 
 /** Where a provider's operations run: every master known, master 0 first. */
 export function clusterAccess(inputs: ClusterAccessInputs): ClusterAccess {

@@ -17,14 +17,14 @@ import * as path from "path";
 import * as zlib from "zlib";
 import {
     CA_HASH_PATTERN, CERTIFICATE_KEY_PATTERN, checkTaints, defaultMirrors, formatTaint, isCidr, kubernetesVersionProblem, nodeLabelKeyProblem,
-    imageReferenceProblem, isLabelValue, OPERATION_PARAMETERS, OPERATIONS, operationParameters, pauseImage, POOL_LABEL, TOKEN_PATTERN,
+    imageReferenceProblem, isLabelValue, OPERATION_PARAMETERS, OPERATIONS, operationParameters, pauseImage, POOL_LABEL, TOKEN_PATTERN, USERDATA_HARD_LIMIT_BYTES,
     type JoinOperation, type Mirrors, type OperationName, type ParameterName, type Taint,
 } from "../rules";
 
 export { defaultMirrors, type Mirrors };
 
-/** ECS accepts 32 KiB of userdata before Base64; rendering fails above it. */
-export const USERDATA_HARD_LIMIT_BYTES = 32 * 1024;
+/** ECS accepts {@link USERDATA_HARD_LIMIT_BYTES} of userdata before Base64; rendering fails above it. */
+export { USERDATA_HARD_LIMIT_BYTES };
 
 /** Our own budget for userdata as delivered (packed: {@link packUserdata}): 20 KiB, well under ECS's 32 KiB. */
 export const USERDATA_BUDGET_BYTES = 20 * 1024;
