@@ -254,7 +254,7 @@ export class Cluster extends pulumi.ComponentResource {
                 clusterName: config.name, region: config.region, identityCertificate, joinTag: config.admission.joinTag, image: config.images.admission,
                 accountId: alicloud.getCallerIdentityOutput({ parent: this }).accountId,
                 scalingGroups: pulumi.all(this.nodePools.map((p) => p.scalingGroupId)).apply((ids) => Object.fromEntries(ids.map((id, i) => [id, config.nodePools[i].name]))),
-                existingNodes: Object.fromEntries(config.existingNodes.map((n) => [n.instanceId, "existing"])),
+                existingNodes: Object.fromEntries(config.existingNodes.map((n) => [n.instanceId, EXISTING_POOL_NAME])),
             }, { parent: this, provider: this.kubernetesProvider });
         }
         const autoscaled = this.nodePools.filter((p) => p.autoscale);

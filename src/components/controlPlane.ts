@@ -7,7 +7,7 @@
 // the masters exist (fixed private IP, EIP address or NLB DNS name), so it goes into master 0's userdata.
 import * as alicloud from "@pulumi/alicloud";
 import * as pulumi from "@pulumi/pulumi";
-import { masterPrivateIp, masterZoneIndex, RAM_ACTIONS, ramPolicy, resolveAutoscalerVersion, ROLE_TAG, type Report } from "../rules";
+import { API_PORT, masterPrivateIp, masterZoneIndex, RAM_ACTIONS, ramPolicy, resolveAutoscalerVersion, ROLE_TAG, type Report } from "../rules";
 import { parseControlPlaneConfig, type ClusterConfig } from "../config";
 import { checkTags, isKnown, parseArgs } from "./args";
 
@@ -152,7 +152,7 @@ export function createControlPlane(name: string, args: ControlPlaneArgs, parent:
             healthCheck: {
                 healthCheckEnabled: true,
                 healthCheckType: "TCP",
-                healthCheckConnectPort: 6443,
+                healthCheckConnectPort: API_PORT,
                 healthCheckInterval: 5,
                 healthCheckConnectTimeout: 5,
                 healthyThreshold: 2,
@@ -160,17 +160,17 @@ export function createControlPlane(name: string, args: ControlPlaneArgs, parent:
             },
             tags,
         }, opts);
-        new alicloud.nlb.Listener(`${name}-api-6443`, {
+        new alicloud.nlb.Listener(`${name}-api-${API_PORT}`, {
             loadBalancerId: loadBalancer.id,
             serverGroupId: serverGroup.id,
             listenerProtocol: "TCP",
-            listenerPort: 6443,
+            listenerPort: API_PORT,
             listenerDescription: `${config.name} Kubernetes API`,
         }, opts);
         if (cp.publicEndpoint && args.natGateway && args.natEipAddress !== undefined) {
             new alicloud.ecs.SecurityGroupRule(`${name}-api-from-nat`, {
                 securityGroupId: args.apiSecurityGroupId,
-                type: "ingress", ipProtocol: "tcp", portRange: "6443/6443", nicType: "intranet", policy: "accept", priority: 1,
+                type: "ingress", ipProtocol: "tcp", portRange: `${API_PORT}/${API_PORT}`, nicType: "intranet", policy: "accept", priority: 1,
                 cidrIp: pulumi.output(args.natEipAddress).apply((ip) => `${ip}/32`),
                 description: "API through the public NLB from the cluster's own NAT EIP",
             }, opts);
@@ -192,7 +192,7 @@ export function createControlPlane(name: string, args: ControlPlaneArgs, parent:
         serverHost = eip ? eip.ipAddress : endpointHost;
         sans = eip ? pulumi.all([masterPrivateIps[0], eip.ipAddress]) : pulumi.output([masterPrivateIps[0]]);
     }
-    const endpoint = endpointHost.apply((h) => `${h}:6443`);
+    const endpoint = endpointHost.apply((h) => `${h}:${API_PORT}`);
 
     const masters = masterPrivateIps.map((privateIp, i) => {
         const zone = masterZoneIndex(i, zoneCount);
@@ -226,8 +226,8 @@ export function createControlPlane(name: string, args: ControlPlaneArgs, parent:
     for (const [i, master] of masters.entries()) {
         new alicloud.ecs.RamRoleAttachment(`${name}-master-${i}-role`, { instanceId: master.id, ramRoleName: role.roleName.apply((r) => r ?? "") }, opts);
         if (serverGroup) {
-            new alicloud.nlb.ServerGroupServerAttachment(`${name}-master-${i}-6443`, {
-                serverGroupId: serverGroup.id, serverId: master.id, serverType: "Ecs", port: 6443, weight: 100,
+            new alicloud.nlb.ServerGroupServerAttachment(`${name}-master-${i}-${API_PORT}`, {
+                serverGroupId: serverGroup.id, serverId: master.id, serverType: "Ecs", port: API_PORT, weight: 100,
             }, opts);
         }
     }
@@ -237,7 +237,7 @@ export function createControlPlane(name: string, args: ControlPlaneArgs, parent:
 
     return {
         masters, role, endpoint, masterPrivateIps, loadBalancer, eip,
-        kubeconfigServer: serverHost.apply((h) => `https://${h}:6443`),
+        kubeconfigServer: serverHost.apply((h) => `https://${h}:${API_PORT}`),
     };
 }
 

@@ -24,7 +24,7 @@ import { bootstrapLog, listNodes, providerIdOf, runJoin, sendSecret, type Cluste
 import { clusterAccess, type ClusterAccessInputs, type ResourceArgs } from "./access";
 import { diffInputs, inputDiff } from "./diff";
 import { removeNode, type RemovalOptions } from "../removal";
-import { formatProblem, parameterProblem, TOKEN_PATTERN, USERDATA_HARD_LIMIT_BYTES, type Problem } from "../rules";
+import { ATTACH_LOG, formatProblem, parameterProblem, TOKEN_PATTERN, USERDATA_HARD_LIMIT_BYTES, type Problem } from "../rules";
 import { pulumiLog } from "./log";
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
@@ -34,7 +34,7 @@ export const NODE_MEMBERSHIP_PROVIDER_VERSION = "3";
 export const NODE_MEMBERSHIP_SECRET_OUTPUTS = ["userData", "token"] as const;
 
 /** Where the attach script logs on the node. */
-export const ATTACH_LOG = "/var/log/alicloud-kubeadm/attach-node.log";
+export { ATTACH_LOG };
 
 export type MembershipMode = "manual" | "auto" | "ssh";
 

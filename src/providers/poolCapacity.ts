@@ -24,6 +24,7 @@ import { listNodes, POOL_LABEL, providerIdOf, uncordonNode } from "../cloud/oper
 import { clusterAccess, type ClusterAccessInputs, type ResourceArgs } from "./access";
 import { diffInputs, inputDiff } from "./diff";
 import { scaleInPool, type RemovalOptions, type RemovalReport } from "../removal";
+import { ATTACH_LOG, MAX_SCALING_GROUP_INSTANCES } from "../rules";
 import { logInfo, pulumiLog } from "./log";
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
@@ -209,7 +210,7 @@ async function waitForReadyNodes(inputs: PoolCapacityInputs, size: number, start
             const missing = members.filter((id) => !readyIds.has(providerIdOf(region, id)));
             throw new Error(`pool ${poolName}: only ${ready.length}/${size} nodes Ready after ${Math.round(timeoutMs / 1000)} s. ` +
                 `Not Ready: ${missing.length ? missing.join(", ") : `(ESS has only ${members.length} instance(s))`}.\n` +
-                "  fix: look at /var/log/alicloud-kubeadm/attach-node.log on those instances (or run `npm run doctor`); " +
+                `  fix: look at ${ATTACH_LOG} on those instances (or run \`npm run doctor\`); ` +
                 "`pulumi up` again resumes the wait.");
         }
         if (progress !== last) log(progress);
@@ -284,8 +285,8 @@ const POOL_CAPACITY_DIFF = inputDiff<PoolCapacityInputs>()({
 export const poolCapacityProvider: pulumi.dynamic.ResourceProvider = {
     async check(_olds: PoolCapacityInputs, news: PoolCapacityInputs) {
         const failures = [];
-        if ((news.mode ?? "fixed") === "fixed" && !(Number.isInteger(news.size ?? 0) && (news.size ?? 0) >= 0 && (news.size ?? 0) <= 2000)) {
-            failures.push({ property: "size", reason: `must be an integer in 0..2000, got ${news.size}` });
+        if ((news.mode ?? "fixed") === "fixed" && !(Number.isInteger(news.size ?? 0) && (news.size ?? 0) >= 0 && (news.size ?? 0) <= MAX_SCALING_GROUP_INSTANCES)) {
+            failures.push({ property: "size", reason: `must be an integer in 0..${MAX_SCALING_GROUP_INSTANCES}, got ${news.size}` });
         }
         return { inputs: news, failures };
     },
