@@ -64,7 +64,7 @@ describe("components used directly: argument errors by property path, nothing re
 
     it("ControlPlane: its config by the stack config's rules (paths under config.), and one vSwitch id per zone", async () => {
         const c = config();
-        const bad = { ...c, controlPlane: { ...c.controlPlane, count: 2, instanceType: "g7.large" }, zones: ["cn-hangzhou-h", "cn-shanghai-e"] } as ClusterConfig;
+        const bad = { ...c, controlPlane: { ...c.controlPlane, count: 2, instanceType: "g7.large" }, zones: ["cn-hangzhou-h", "cn-shanghai-e"] };
         await refused(() => new m.ControlPlane("cp", {
             config: bad, vpcId: "vpc-1", vswitchIds: ["vsw-1"], securityGroupIds: ["sg-1"], apiSecurityGroupId: "sg-2", routeTableId: "vtb-1", imageId: "img",
             userdata: () => undefined, tags: {},
