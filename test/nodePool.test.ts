@@ -14,7 +14,7 @@ import { fakeCluster, type FakeCluster } from "../testing/fakeCluster";
 import { call } from "../testing/emulator/fixture";
 import { launchInstance } from "../testing/emulator/ess";
 import type { EmuScalingGroup } from "../testing/emulator";
-import { unpackScript } from "./tools";
+import { headerValue, unpackScript } from "./tools";
 
 const REGION = "cn-hangzhou";
 
@@ -269,12 +269,6 @@ describe("PoolCapacity (emulator)", () => {
     });
 });
 
-/** Header parameter of a rendered script (`readonly NAME='value'`). */
-function header(script: string, name: string): string | undefined {
-    const m = new RegExp(`^readonly ${name}='((?:[^']|'\\\\'')*)'$`, "m").exec(script);
-    return m ? m[1].replace(/'\\''/g, "'") : undefined;
-}
-
 describe("NodePool (mock graph, dev pools)", () => {
     const CA_HASH = `sha256:${"ab".repeat(32)}`;
     const TOKEN = "abcdef.0123456789abcdef"; // the mocks' BootstrapToken placeholder
@@ -340,9 +334,9 @@ describe("NodePool (mock graph, dev pools)", () => {
             assert.ok(Buffer.byteLength(c.rawInputs.userData as string) <= USERDATA_BUDGET_BYTES, `${Buffer.byteLength(c.rawInputs.userData as string)} bytes`);
             assert.match(c.rawInputs.userData as string, /^ak_packed=/m, "delivered packed (packUserdata)");
             const script = unpackScript(c.rawInputs.userData as string);
-            assert.strictEqual(header(script, "AK_BOOTSTRAP_TOKEN"), TOKEN);
-            assert.strictEqual(header(script, "AK_CA_CERT_HASHES"), CA_HASH);
-            assert.strictEqual(header(script, "AK_API_ENDPOINT"), "192.168.0.10:6443");
+            assert.strictEqual(headerValue(script, "AK_BOOTSTRAP_TOKEN"), TOKEN);
+            assert.strictEqual(headerValue(script, "AK_CA_CERT_HASHES"), CA_HASH);
+            assert.strictEqual(headerValue(script, "AK_API_ENDPOINT"), "192.168.0.10:6443");
             assert.match(script, /kubeadm join --config/);
         }
     });
@@ -350,14 +344,14 @@ describe("NodePool (mock graph, dev pools)", () => {
     it("autoscaled pool: configuration tags equal the kubelet labels exactly (the autoscaler's template reads them)", () => {
         const elastic = configs()[1];
         const script = elastic.rawInputs.userData as string;
-        const kubelet = Object.fromEntries([`alicloud-kubeadm/pool=${header(script, "AK_POOL_NAME")}`, ...header(script, "AK_NODE_LABELS")!.split(",")]
+        const kubelet = Object.fromEntries([`alicloud-kubeadm/pool=${headerValue(script, "AK_POOL_NAME")}`, ...headerValue(script, "AK_NODE_LABELS")!.split(",")]
             .map((kv) => kv.split("=") as [string, string]));
         assert.deepStrictEqual(elastic.inputs.tags, { workload_type: "cpu", "alicloud-kubeadm/pool": "elastic", "alicloud-kubeadm/autoscaled": "true" });
         assert.deepStrictEqual(kubelet, elastic.inputs.tags);
         assert.ok(!JSON.stringify(elastic.inputs.tags).includes("k8s.io"), "no label the kubelet may not set");
         const general = configs()[0];
         assert.deepStrictEqual(general.inputs.tags, { "alicloud-kubeadm/cluster": "dev", "alicloud-kubeadm/pool": "general" });
-        assert.strictEqual(header(general.rawInputs.userData as string, "AK_NODE_LABELS"), "");
+        assert.strictEqual(headerValue(general.rawInputs.userData as string, "AK_NODE_LABELS"), "");
     });
 
     it("a bootstrap token per pool (ttl 0) and a PoolCapacity: fixed size for general, observe for elastic, after the configuration", () => {
