@@ -1,5 +1,5 @@
 /**
- * Baked node images (issue 18): the bake mode runs the one list of preparation steps a stock boot runs; a
+ * Baked node images: the bake mode runs the one list of preparation steps a stock boot runs; a
  * boot on a matching baked image downloads, installs and pulls nothing; a stale one falls back to installing;
  * the images baked are the ones the kubeadm configuration and the manifests use. All in the script sandbox:
  * an image is baked in a sandbox, cleaned for cloning, and the same sandbox then boots as a node.

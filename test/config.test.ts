@@ -1,12 +1,15 @@
 import * as assert from "assert";
+import * as strict from "node:assert/strict";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import * as YAML from "yaml";
 import { isChinaRegion, parseClusterConfig, readStackConfig, validateClusterConfig, ClusterConfigError, type ClusterConfigInput } from "../src/config";
-import { defaultMirrors, KUBERNETES_MINORS, KUBERNETES_SUPPORT_AS_OF } from "../src/rules";
+import { defaultMirrors, KUBERNETES_MINORS, KUBERNETES_SUPPORT_AS_OF, zoneProblem } from "../src/rules";
 import { synthesize } from "../scripts/synth";
 import { unpackScript } from "./tools";
+
+const ROOT = path.join(__dirname, "..");
 
 /** A valid config (the dev stack's shape); each case below breaks one thing. */
 function base(): ClusterConfigInput & Record<string, unknown> {
@@ -773,5 +776,43 @@ describe("stack config reader (readStackConfig): keys Pulumi would ignore, a clu
         assert.match(r.errors[0], /^alicloud-kubeadm:cluster: is stored as a JSON string that does not parse at line 1, column 27 \(73 characters\)/);
         assert.doesNotMatch(r.errors[0], /do-not-echo-me|cn-hangzhou-h/);
         assert.match(readStackConfig({ "alicloud-kubeadm:cluster": "dev" }).errors[0], /is a plain string, not an object/);
+    });
+});
+
+describe("config validation: secrets never echoed, zones of international regions, an endpoint the run cannot reach", () => {
+    const base = () => ({
+        name: "sg", kubernetesVersion: "1.36.3", zones: ["ap-southeast-1a", "ap-southeast-1b"],
+        nodePools: [{ name: "general", instanceType: "ecs.g7.xlarge", size: 2 }],
+    });
+
+    it("a secret of an SSH connection given as a number (an unquoted numeric password in YAML) is not echoed in the error", () => {
+        for (const key of ["password", "privateKeyPassword", "privateKey"]) {
+            const r = validateClusterConfig({
+                ...base(), existingNodes: [{ instanceId: "i-t4nexampleexample01", connection: { host: "10.0.0.5", [key]: 987654321987 } }],
+            } as never, "ap-southeast-1");
+            strict.ok(r.errors.some((e) => e.startsWith(`existingNodes.0.connection.${key}: `)), `${key} is refused: ${r.errors.join("; ")}`);
+            for (const text of [...r.errors, ...r.warnings]) {
+                strict.ok(!text.includes("987654321987"), `the value of connection.${key} is echoed: ${text}`);
+            }
+        }
+    });
+
+    it("no zones in an international region: one problem at `zones`, and its example is a zone of the region", () => {
+        const r = validateClusterConfig({ ...base(), zones: [] }, "ap-southeast-1");
+        const zones = r.errors.filter((e) => e.startsWith("zones: "));
+        strict.equal(zones.length, 1, `reported once: ${zones.join(" | ")}`);
+        for (const example of zones[0].match(/\b[a-z]+-[a-z]+-\d[-a-z]*\b/g) ?? []) {
+            strict.equal(zoneProblem(example, "ap-southeast-1"), undefined, `the example "${example}" in "${zones[0]}" is not a zone of ap-southeast-1`);
+        }
+    });
+
+    it("prod (internal endpoint in the VPC this very `pulumi up` creates): validation warns that the run must reach the new VPC", () => {
+        // pulumi up of prod from anywhere outside the new VPC creates masters, NLB, NAT and 9 pool nodes, then
+        // ApiServerReady times out (900 s) on the internal endpoint: a failure half-way through.
+        const stack = YAML.parse(fs.readFileSync(path.join(ROOT, "stacks", "Pulumi.prod.yaml"), "utf8")).config;
+        const r = validateClusterConfig(stack["alicloud-kubeadm:cluster"], stack["alicloud:region"]);
+        strict.deepEqual(r.errors, []);
+        strict.ok(r.warnings.some((w) => /^controlPlane\.publicEndpoint: .*(internal|inside the VPC)/i.test(w)),
+            `a warning at controlPlane.publicEndpoint about the internal endpoint; got: ${JSON.stringify(r.warnings)}`);
     });
 });

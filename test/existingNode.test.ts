@@ -135,13 +135,13 @@ describe("NodeMembership (emulator)", () => {
         assert.deepStrictEqual([inst.status, inst.imageId, inst.userDataRuns], ["Running", "ubuntu_24_04_x64_20G_alibase_20260101.vhd", 1]);
         assert.ok(progress.some((m) => m.includes("waiting for Stopped (now Stopping)")), progress.join("\n"));
         assert.ok(progress.some((m) => m.includes("waiting for Running (now Starting)")), progress.join("\n"));
-        // issue 13 point 15: the new system disk keeps the instance's key pair, not the image's preset password.
+        // The new system disk keeps the instance's key pair, not the image's preset password.
         assert.strictEqual(ecs[2].params.KeyPairName, "ops-key");
         assert.strictEqual(ecs[2].params.PasswordInherit, undefined);
         assert.deepStrictEqual([inst.keyPairName, inst.passwordSource], ["ops-key", "instance"]);
     });
 
-    it("issue 13 point 15: auto on an instance that logs in by password only is refused before anything changes", async () => {
+    it("auto on an instance that logs in by password only is refused before anything changes", async () => {
         const { emu } = ctx;
         const master = emu.addInstance().instanceId;
         const node = emu.addInstance({ imageId: "old-image", keyPairName: "" }).instanceId;
@@ -153,7 +153,7 @@ describe("NodeMembership (emulator)", () => {
     });
 
     for (const start of ["Stopped", "Stopping"] as const) {
-        it(`issue 13 point 16: auto on a ${start} instance sends no StopInstance${start === "Stopping" ? " (it waits the stop out)" : ""}`, async () => {
+        it(`auto on a ${start} instance sends no StopInstance${start === "Stopping" ? " (it waits the stop out)" : ""}`, async () => {
             const { emu } = ctx;
             emu.state.transitionMs = 60;
             const master = emu.addInstance().instanceId;

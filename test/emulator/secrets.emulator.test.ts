@@ -1,5 +1,5 @@
 /**
- * Issue 14, point 2: across a full create — JoinInfo (CA pin and the stack's credential), the pool and
+ * Across a full create — JoinInfo (CA pin and the stack's credential), the pool and
  * existing-node bootstrap tokens, a control-plane join with its certificate key, an existing node attached
  * by hand — no secret appears in clear where anyone with ECS read rights finds it for weeks: in any
  * command's content (DescribeCommands, DescribeInvocations), any invocation's parameters or output
