@@ -20,7 +20,7 @@ import {
     replaceSystemDiskProblem, resolveAutoscalerVersion, resourceNamePrefixProblem, scaleFromZeroProblem, scalingConfigurationTags, zoneProblem,
     collect, formatProblem, identityCertificateProblem, joinTagProblem, imageIdProblem, type Problem, type Report, type Taint,
 } from "./rules";
-import { isValidated, markValidated, type Validated } from "./validated";
+import { markValidated, validatedByParser, type Validated } from "./validated";
 
 import type {
     ClusterConfig, ClusterConfigFields, ClusterConfigInput, ExistingNodeConfig, ExistingNodeFields, NodeJoinConfig, NodeJoinFields, NodePoolConfig, NodePoolFields,
@@ -566,13 +566,25 @@ function clusterTextProblem(text: string, _err: Error): string {
  * `region`, …). Returns the config when it is valid, else undefined.
  */
 export function parseControlPlaneConfig(config: ClusterConfig | ClusterConfigFields, report: Report): ClusterConfig | undefined {
-    if (isValidated(config)) {
-        return config;
+    return unlessValidated(config, report, (fields) => controlPlaneConfigOf(fields, report));
+}
+
+/**
+ * `value` when a parser made it; otherwise what `parse` makes of it, or undefined (a missing value is reported at
+ * the argument itself).
+ */
+function unlessValidated<V extends object, F extends object>(value: V | F, report: Report, parse: (fields: F) => V | undefined): V | undefined {
+    if (validatedByParser(value)) {
+        return value as V;
     }
-    if (typeof config !== "object" || config === null) {
+    if (typeof value !== "object" || value === null) {
         report("", "is required: the validated cluster config (parseClusterConfig)");
         return undefined;
     }
+    return parse(value as F);
+}
+
+function controlPlaneConfigOf(config: ClusterConfigFields, report: Report): ClusterConfig | undefined {
     const { region, ...raw } = config as ClusterConfigFields & Record<string, unknown>;
     // An SSH secret the Cluster took as a Pulumi secret (an Output, an object here) was checked there: it stands in as present.
     const existingNodes = Array.isArray(raw.existingNodes) ? raw.existingNodes.map((n) => !n?.connection ? n : {
@@ -583,7 +595,7 @@ export function parseControlPlaneConfig(config: ClusterConfig | ClusterConfigFie
         report(p.path === "alicloud:region" ? "region" : p.path === CLUSTER_CONFIG_KEY ? "" : p.path, p.reason);
     }
     // The config as given (its Outputs in place), now known to be valid.
-    return result.config ? markValidated(config as ClusterConfigFields) : undefined;
+    return result.config ? markValidated(config) : undefined;
 }
 
 /** The slice of a validated config that the node-joining components read (the Cluster hands them this, built once). */
@@ -598,13 +610,10 @@ export function nodeJoinConfig(config: ClusterConfig): NodeJoinConfig {
  * sources, pod CIDR present), reported relative to the config, and returned as a validated slice, or undefined.
  */
 export function parseNodeJoinConfig(config: NodeJoinConfig | NodeJoinFields, report: Report): NodeJoinConfig | undefined {
-    if (isValidated(config)) {
-        return config;
-    }
-    if (typeof config !== "object" || config === null) {
-        report("", "is required: the validated cluster config (parseClusterConfig)");
-        return undefined;
-    }
+    return unlessValidated(config, report, (fields) => nodeJoinConfigOf(fields, report));
+}
+
+function nodeJoinConfigOf(config: NodeJoinFields, report: Report): NodeJoinConfig | undefined {
     return parsed((r) => {
         const name = typeof config.name === "string" ? dnsLabelProblem(config.name, MAX_NAME_LENGTH) ?? resourceNamePrefixProblem(config.name) ?? hostNamePartProblem(config.name)
             : "must be a string";

@@ -27,6 +27,15 @@ export interface ClusterAccessInputs {
  */
 export type ResourceArgs<T> = { [K in keyof Omit<T, "providerVersion">]: pulumi.Input<T[K]> };
 
+/**
+ * What a dynamic resource's class registers: its outputs (unknown until its provider answers), its provider's
+ * version and its arguments, with the outputs it declares secret itself (whatever its caller passes in).
+ */
+export function dynamicResourceProps(outputs: readonly string[], providerVersion: string, args: object, secretOutputs: readonly string[],
+    opts: pulumi.CustomResourceOptions | undefined): [Record<string, unknown>, pulumi.CustomResourceOptions] {
+    return [{ ...Object.fromEntries(outputs.map((o) => [o, undefined])), providerVersion, ...args }, { ...opts, additionalSecretOutputs: [...secretOutputs] }];
+}
+
 /** The same, as the arguments of the resource's class. */
 export type ClusterAccessArgs = ResourceArgs<ClusterAccessInputs>;
 

@@ -21,6 +21,9 @@ export interface ApiServerReadyInputs {
     providerVersion?: string;
 }
 
+/** The arguments of an ApiServerReady (documented in {@link ApiServerReadyInputs}). */
+export type ApiServerReadyArgs = ResourceArgs<ApiServerReadyInputs>;
+
 interface KubeconfigCluster { server: string; ca?: string }
 
 /** The current context's server and CA (PEM) from a kubeconfig. */
@@ -112,9 +115,6 @@ export const apiServerReadyProvider: pulumi.dynamic.ResourceProvider = {
         return { outs: news };
     },
 };
-
-/** The arguments of an ApiServerReady (documented in {@link ApiServerReadyInputs}). */
-export type ApiServerReadyArgs = ResourceArgs<ApiServerReadyInputs>;
 
 /** Completes once the API server answers /readyz; its `kubeconfig` output feeds the Kubernetes provider. */
 export class ApiServerReady extends pulumi.dynamic.Resource {

@@ -32,6 +32,9 @@ export interface BakedImageInputs {
     providerVersion?: string;
 }
 
+/** The arguments of a BakedImage (documented in {@link BakedImageInputs}). */
+export type BakedImageArgs = ResourceArgs<BakedImageInputs>;
+
 export interface BakedImageOutputs {
     /** The custom image id (`m-…`). */
     imageId: string;
@@ -108,9 +111,6 @@ export const bakedImageProvider: pulumi.dynamic.ResourceProvider = {
         await deleteBakedImage(props.region, props.imageId, (m) => pulumiLog().warn(m));
     },
 };
-
-/** The arguments of a BakedImage (documented in {@link BakedImageInputs}). */
-export type BakedImageArgs = ResourceArgs<BakedImageInputs>;
 
 /** The image an Image Builder execution produced; deleted with this resource. */
 export class BakedImage extends pulumi.dynamic.Resource {

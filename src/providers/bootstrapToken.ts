@@ -14,7 +14,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { CommandError } from "../cloud/cloudAssistant";
 import { classify } from "../cloud/errors";
 import { createToken, deleteToken, type ClusterAccess } from "../cloud/operations";
-import { clusterAccess, type ClusterAccessInputs, type ResourceArgs } from "./access";
+import { clusterAccess, dynamicResourceProps, type ClusterAccessInputs, type ResourceArgs } from "./access";
 import { diffInputs, inputDiff } from "./diff";
 import { pulumiLog } from "./log";
 import { TOKEN_ID_PATTERN, TOKEN_PATTERN } from "../rules";
@@ -39,6 +39,9 @@ export interface BootstrapTokenInputs extends ClusterAccessInputs {
     /** Changes when the provider's code changes. */
     providerVersion?: string;
 }
+
+/** The arguments of a BootstrapToken (documented in {@link BootstrapTokenInputs}). */
+export type BootstrapTokenArgs = ResourceArgs<BootstrapTokenInputs>;
 
 /** A new master, lifetime or description is a new token; new command ids or masters are an update: the token itself stays. */
 const BOOTSTRAP_TOKEN_DIFF = inputDiff<BootstrapTokenInputs>()({
@@ -125,9 +128,6 @@ export const bootstrapTokenProvider: pulumi.dynamic.ResourceProvider = {
     },
 };
 
-/** The arguments of a BootstrapToken (documented in {@link BootstrapTokenInputs}). */
-export type BootstrapTokenArgs = ResourceArgs<BootstrapTokenInputs>;
-
 /** A kubeadm bootstrap token on master 0; `token` is a secret. */
 export class BootstrapToken extends pulumi.dynamic.Resource {
     /** `id.secret` (secret). */
@@ -136,7 +136,6 @@ export class BootstrapToken extends pulumi.dynamic.Resource {
     declare readonly tokenId: pulumi.Output<string>;
 
     constructor(name: string, args: BootstrapTokenArgs, opts?: pulumi.CustomResourceOptions) {
-        super(bootstrapTokenProvider, name, { token: undefined, tokenId: undefined, providerVersion: BOOTSTRAP_TOKEN_PROVIDER_VERSION, ...args },
-            { ...opts, additionalSecretOutputs: [...BOOTSTRAP_TOKEN_SECRET_OUTPUTS] });
+        super(bootstrapTokenProvider, name, ...dynamicResourceProps(["token", "tokenId"], BOOTSTRAP_TOKEN_PROVIDER_VERSION, args, BOOTSTRAP_TOKEN_SECRET_OUTPUTS, opts));
     }
 }

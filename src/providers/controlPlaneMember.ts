@@ -12,7 +12,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { CommandError } from "../cloud/cloudAssistant";
 import { bootstrapLog, joinSecrets, listNodes, providerIdOf, runJoin, sendSecret, type ClusterAccess, type JoinSecrets } from "../cloud/operations";
-import { clusterAccess, type ClusterAccessInputs, type ResourceArgs } from "./access";
+import { clusterAccess, dynamicResourceProps, type ClusterAccessInputs, type ResourceArgs } from "./access";
 import { diffInputs, inputDiff } from "./diff";
 import { removeNode } from "../removal";
 import { pulumiLog } from "./log";
@@ -37,6 +37,9 @@ export interface ControlPlaneMemberInputs extends ClusterAccessInputs {
     pollSeconds?: number;
     providerVersion?: string;
 }
+
+/** The arguments of a ControlPlaneMember (documented in {@link ControlPlaneMemberInputs}). */
+export type ControlPlaneMemberArgs = ResourceArgs<ControlPlaneMemberInputs>;
 
 /** Joins the member; returns its Node name once Ready. */
 export async function joinControlPlaneMember(inputs: ControlPlaneMemberInputs, log: (m: string) => void = () => undefined): Promise<string> {
@@ -120,15 +123,11 @@ export const controlPlaneMemberProvider: pulumi.dynamic.ResourceProvider = {
     },
 };
 
-/** The arguments of a ControlPlaneMember (documented in {@link ControlPlaneMemberInputs}). */
-export type ControlPlaneMemberArgs = ResourceArgs<ControlPlaneMemberInputs>;
-
 /** A master 1..n-1 joined with `kubeadm join --control-plane` (see the module comment). */
 export class ControlPlaneMember extends pulumi.dynamic.Resource {
     declare readonly nodeName: pulumi.Output<string>;
 
     constructor(name: string, args: ControlPlaneMemberArgs, opts?: pulumi.CustomResourceOptions) {
-        super(controlPlaneMemberProvider, name, { nodeName: undefined, providerVersion: CONTROL_PLANE_MEMBER_PROVIDER_VERSION, ...args },
-            { ...opts, additionalSecretOutputs: [...CONTROL_PLANE_MEMBER_SECRET_OUTPUTS] });
+        super(controlPlaneMemberProvider, name, ...dynamicResourceProps(["nodeName"], CONTROL_PLANE_MEMBER_PROVIDER_VERSION, args, CONTROL_PLANE_MEMBER_SECRET_OUTPUTS, opts));
     }
 }

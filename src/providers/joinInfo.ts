@@ -15,7 +15,7 @@ import { cannotRunCommands, classify } from "../cloud/errors";
 import { fillOperation, STACK_CREDENTIAL_PATTERN } from "../rules";
 import { logInfo, pulumiLog } from "./log";
 import { yamlLibrary } from "./libraries";
-import type { ResourceArgs } from "./access";
+import { dynamicResourceProps, type ResourceArgs } from "./access";
 import { diffInputs, inputDiff } from "./diff";
 
 /** Where src/shell/master_init.sh leaves its markers and log, and kubeadm its files (init-status.sh reads them). */
@@ -45,6 +45,9 @@ export interface JoinInfoInputs {
     /** Changes when the provider's code changes, so Pulumi re-runs it. */
     providerVersion?: string;
 }
+
+/** The arguments of a JoinInfo (documented in {@link JoinInfoInputs}). */
+export type JoinInfoArgs = ResourceArgs<JoinInfoInputs>;
 
 /** The one-off operations JoinInfo runs on master 0. */
 export interface JoinInfoScripts {
@@ -230,9 +233,6 @@ export const joinInfoProvider: pulumi.dynamic.ResourceProvider = {
     },
 };
 
-/** The arguments of a JoinInfo (documented in {@link JoinInfoInputs}). */
-export type JoinInfoArgs = ResourceArgs<JoinInfoInputs>;
-
 /** Reads the CA hash and the stack's credential from master 0 once kubeadm init has finished. */
 export class JoinInfo extends pulumi.dynamic.Resource {
     /** `sha256:<hex>` of the cluster CA's public key (secret). */
@@ -243,7 +243,6 @@ export class JoinInfo extends pulumi.dynamic.Resource {
     declare readonly credential: pulumi.Output<string>;
 
     constructor(name: string, args: JoinInfoArgs, opts?: pulumi.CustomResourceOptions) {
-        super(joinInfoProvider, name, { caCertHash: undefined, kubeconfig: undefined, credential: undefined, providerVersion: JOIN_INFO_PROVIDER_VERSION, ...args },
-            { ...opts, additionalSecretOutputs: [...JOIN_INFO_SECRET_OUTPUTS] });
+        super(joinInfoProvider, name, ...dynamicResourceProps(["caCertHash", "kubeconfig", "credential"], JOIN_INFO_PROVIDER_VERSION, args, JOIN_INFO_SECRET_OUTPUTS, opts));
     }
 }

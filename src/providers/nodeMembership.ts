@@ -21,7 +21,7 @@ import { CommandError } from "../cloud/cloudAssistant";
 import { describeInstance, replaceSystemDisk, setUserData, startInstance, stopInstanceAndWait } from "../cloud/ecs";
 import { cannotRunCommands } from "../cloud/errors";
 import { bootstrapLog, listNodes, providerIdOf, runJoin, sendSecret, type ClusterAccess } from "../cloud/operations";
-import { clusterAccess, type ClusterAccessInputs, type ResourceArgs } from "./access";
+import { clusterAccess, dynamicResourceProps, type ClusterAccessInputs, type ResourceArgs } from "./access";
 import { diffInputs, inputDiff } from "./diff";
 import { removeNode, type RemovalOptions } from "../removal";
 import { ATTACH_LOG, formatProblem, parameterProblem, TOKEN_PATTERN, USERDATA_HARD_LIMIT_BYTES, type Problem } from "../rules";
@@ -82,6 +82,9 @@ export interface NodeMembershipInputs extends ClusterAccessInputs {
     /** Changes when the provider's code changes. */
     providerVersion?: string;
 }
+
+/** The arguments of a NodeMembership (documented in {@link NodeMembershipInputs}). */
+export type NodeMembershipArgs = ResourceArgs<NodeMembershipInputs>;
 
 export interface NodeMembershipOutputs {
     /** The Node's name. */
@@ -297,9 +300,6 @@ export const nodeMembershipProvider: pulumi.dynamic.ResourceProvider = {
     },
 };
 
-/** The arguments of a NodeMembership (documented in {@link NodeMembershipInputs}). */
-export type NodeMembershipArgs = ResourceArgs<NodeMembershipInputs>;
-
 /** An existing ECS instance as a node of the cluster. */
 export class NodeMembership extends pulumi.dynamic.Resource {
     /** The Node's name. */
@@ -308,7 +308,6 @@ export class NodeMembership extends pulumi.dynamic.Resource {
     declare readonly providerId: pulumi.Output<string>;
 
     constructor(name: string, args: NodeMembershipArgs, opts?: pulumi.CustomResourceOptions) {
-        super(nodeMembershipProvider, name, { nodeName: undefined, providerId: undefined, providerVersion: NODE_MEMBERSHIP_PROVIDER_VERSION, ...args },
-            { ...opts, additionalSecretOutputs: [...NODE_MEMBERSHIP_SECRET_OUTPUTS] });
+        super(nodeMembershipProvider, name, ...dynamicResourceProps(["nodeName", "providerId"], NODE_MEMBERSHIP_PROVIDER_VERSION, args, NODE_MEMBERSHIP_SECRET_OUTPUTS, opts));
     }
 }

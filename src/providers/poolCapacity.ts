@@ -21,7 +21,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { describeScalingGroups, modifyScalingGroup, scalingActivities, scalingGroupMembers, setInstancesProtection, waitForIdleGroup, type ScalingGroupMember } from "../cloud/ess";
 import { listNodes, POOL_LABEL, providerIdOf, uncordonNode } from "../cloud/operations";
-import { clusterAccess, type ClusterAccessInputs, type ResourceArgs } from "./access";
+import { clusterAccess, dynamicResourceProps, type ClusterAccessInputs, type ResourceArgs } from "./access";
 import { diffInputs, inputDiff } from "./diff";
 import { scaleInPool, type RemovalOptions, type RemovalReport } from "../removal";
 import { ATTACH_LOG, MAX_SCALING_GROUP_INSTANCES } from "../rules";
@@ -62,6 +62,9 @@ export interface PoolCapacityInputs extends ClusterAccessInputs {
     /** Changes when the provider's code changes. */
     providerVersion?: string;
 }
+
+/** The arguments of a PoolCapacity (documented in {@link PoolCapacityInputs}). */
+export type PoolCapacityArgs = ResourceArgs<PoolCapacityInputs>;
 
 export interface PoolCapacityOutputs {
     /** Instances of the group that were Ready nodes when the wait ended. */
@@ -313,16 +316,12 @@ export const poolCapacityProvider: pulumi.dynamic.ResourceProvider = {
     },
 };
 
-/** The arguments of a PoolCapacity (documented in {@link PoolCapacityInputs}). */
-export type PoolCapacityArgs = ResourceArgs<PoolCapacityInputs>;
-
 /** The desired capacity of an ESS node pool, with Ready-node waits and drained scale-in. */
 export class PoolCapacity extends pulumi.dynamic.Resource {
     /** Group instances that were Ready nodes when the last create/update finished. */
     declare readonly readyInstanceIds: pulumi.Output<string[]>;
 
     constructor(name: string, args: PoolCapacityArgs, opts?: pulumi.CustomResourceOptions) {
-        super(poolCapacityProvider, name, { readyInstanceIds: undefined, providerVersion: POOL_CAPACITY_PROVIDER_VERSION, ...args },
-            { ...opts, additionalSecretOutputs: [...POOL_CAPACITY_SECRET_OUTPUTS] });
+        super(poolCapacityProvider, name, ...dynamicResourceProps(["readyInstanceIds"], POOL_CAPACITY_PROVIDER_VERSION, args, POOL_CAPACITY_SECRET_OUTPUTS, opts));
     }
 }
