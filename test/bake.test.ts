@@ -349,7 +349,7 @@ describe("baked node image: synth of a stack with image.bake", function () {
         assert.ok(on.warnings.some((w) => /^image\.bake: .*Image Builder instance \(ecs\.g7\.large.*10–20 minutes.*billed per GB-month/.test(w)), on.warnings.join("\n"));
         assert.ok(on.warnings.some((w) => /^nodePools\.0\.imageId: pool own sets its own image/.test(w)));
         assert.deepEqual(validateClusterConfig(raw, "cn-hangzhou").warnings.filter((w) => /bake|imageId/.test(w)), [], "no word about baking without it");
-        assert.deepEqual(validateClusterConfig({ ...raw, image: { bakeInstanceType: "g7" } }, "cn-hangzhou").errors.map((e) => e.split(":")[0]).sort(),
+        assert.deepEqual(validateClusterConfig({ ...raw, image: { bakeInstanceType: "g7" } }, "cn-hangzhou").problems.map((p) => p.path).sort(),
             ["image.bakeInstanceType", "image.bakeInstanceType"]);
     });
 });

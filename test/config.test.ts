@@ -311,7 +311,7 @@ describe("cluster config validation", () => {
     it("checks zones against the region only when the region is set", () => {
         const cfg = base();
         cfg.zones = ["cn-shanghai-e", "cn-shanghai-f"];
-        assert.deepStrictEqual(validateClusterConfig(cfg, undefined).errors.map((e) => e.split(": ")[0]), ["alicloud:region"]);
+        assert.deepStrictEqual(validateClusterConfig(cfg, undefined).problems.map((p) => p.path), ["alicloud:region"]);
         assert.deepStrictEqual(validateClusterConfig(cfg, "cn-shanghai").errors, []);
     });
 
@@ -341,7 +341,7 @@ describe("cluster config validation", () => {
         cfg.tags = { "aliyun-x": "1" };
         cfg.images = { packageMirror: "ftp://x" };
         pool(cfg).size = -1;
-        const paths = validateClusterConfig(cfg, "cn-hangzhou").errors.map((e) => e.split(": ")[0]).sort();
+        const paths = validateClusterConfig(cfg, "cn-hangzhou").problems.map((p) => p.path).sort();
         assert.deepStrictEqual(paths, [
             "images.packageMirror", "network.vswitchCidrs.0", "nodePools.0.name", "nodePools.0.size",
             "nodePools.1.labels", "nodePools.1.labels.aliyun.com/x", "tags.aliyun-x", "zones.1",
@@ -359,8 +359,8 @@ describe("cluster config validation", () => {
         cp(cfg).instancetype = "x";
         net(cfg).podCidr = "192.168.0.0/20";
         pool(cfg).size = -3;
-        const { errors } = validateClusterConfig(cfg, "cn-hangzhou");
-        const paths = errors.map((e) => e.split(": ")[0]).sort();
+        const { problems } = validateClusterConfig(cfg, "cn-hangzhou");
+        const paths = problems.map((p) => p.path).sort();
         assert.deepStrictEqual(paths, ["controlPlane", "controlPlane.count", "network.podCidr", "nodePools.0.size"]);
     });
 
@@ -401,7 +401,7 @@ describe("cluster config validation", () => {
         net(mixed).apiAllowedCidrs = ["47.96.0.0/16", "203.0.113.0/24"];
         const m = validateClusterConfig(mixed, "cn-hangzhou");
         assert.deepStrictEqual(m.errors, []);
-        assert.deepStrictEqual(m.warnings.map((w) => w.split(":")[0]), ["network.apiAllowedCidrs.1"]);
+        assert.deepStrictEqual(m.warningProblems.map((p) => p.path), ["network.apiAllowedCidrs.1"]);
         const open = base();
         net(open).apiAllowedCidrs = ["0.0.0.0/0"];
         assert.match(validateClusterConfig(open, "cn-hangzhou").warnings.join("\n"), /^network\.apiAllowedCidrs\.0: 0\.0\.0\.0\/0 lets every address/m);
@@ -503,7 +503,7 @@ describe("cluster config validation", () => {
             assert.deepStrictEqual(result.errors, []);
             // dev opens the API port to every address (its comment says why and how to narrow it); prod's internal endpoint
             // needs a runner that reaches the new VPC (said by the warning); nothing else.
-            assert.deepStrictEqual(result.warnings.map((w) => w.split(":")[0]), stack === "dev" ? ["network.apiAllowedCidrs.0"] : ["controlPlane.publicEndpoint"]);
+            assert.deepStrictEqual(result.warningProblems.map((p) => p.path), stack === "dev" ? ["network.apiAllowedCidrs.0"] : ["controlPlane.publicEndpoint"]);
             const harness = /export const KUBERNETES_VERSION = "v([0-9.]+)"/.exec(fs.readFileSync(path.join(__dirname, "kube", "cluster.ts"), "utf8"))![1];
             assert.strictEqual(doc["alicloud-kubeadm:cluster"].kubernetesVersion, harness);
         });
@@ -597,7 +597,7 @@ describe("cluster config: what is accepted (no over-rejection)", () => {
         }
         const both = base();
         pool(both).autoscale = { min: 0, max: "x" };
-        assert.deepStrictEqual(validateClusterConfig(both, "cn-hangzhou").errors.filter((e) => e.startsWith("nodePools.0")).map((e) => e.split(":")[0]),
+        assert.deepStrictEqual(validateClusterConfig(both, "cn-hangzhou").problems.filter((p) => p.path.startsWith("nodePools.0")).map((p) => p.path),
             ["nodePools.0.autoscale.max", "nodePools.0"], "size and autoscale both given is still a problem");
     });
 
