@@ -10,6 +10,8 @@
  * lives in the cloud: create and update compute, delete has nothing to do. Node built-ins only.
  */
 import * as pulumi from "@pulumi/pulumi";
+import { dynamicResourceProps, type ResourceArgs } from "./access";
+import { diffInputs, inputDiff } from "./diff";
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
 export const ADMISSION_CERTIFICATE_PROVIDER_VERSION = "1";
@@ -23,10 +25,17 @@ const RENEW_BEFORE_DAYS = 365;
 const DAY_MS = 86_400_000;
 
 export interface AdmissionCertificateInputs {
-    /** IPv4 addresses the certificate is for: every master's private IP. */
+    /** IPv4 addresses the certificate is for: every master's private IP (the service listens there). Required. */
     addresses: string[];
+    /** Changes when the provider's code changes. */
     providerVersion?: string;
 }
+
+/** The arguments of {@link AdmissionCertificate}. */
+export type AdmissionCertificateArgs = ResourceArgs<AdmissionCertificateInputs>;
+
+/** New addresses (the masters changed) re-sign the certificate with the same key; nothing replaces it. */
+const ADMISSION_CERTIFICATE_DIFF = inputDiff<AdmissionCertificateInputs>()({ replace: [], update: ["addresses", "providerVersion"], ignore: [] });
 
 export interface AdmissionCertificateOutputs extends AdmissionCertificateInputs {
     /** The certificate (PEM), public. */
@@ -120,27 +129,23 @@ function issue(keyPem: string, inputs: AdmissionCertificateInputs): AdmissionCer
     return { ...inputs, certPem, keyPem, pin: publicKeyPin(keyPem), notAfter };
 }
 
-const sameAddresses = (a: string[] | undefined, b: string[] | undefined): boolean => JSON.stringify([...(a ?? [])].sort()) === JSON.stringify([...(b ?? [])].sort());
+/** The addresses in one order: the same masters listed otherwise are no change. */
+const sorted = (i: Partial<AdmissionCertificateInputs>): Partial<AdmissionCertificateInputs> => ({ ...i, addresses: [...(i.addresses ?? [])].sort() });
 
 export const admissionCertificateProvider: pulumi.dynamic.ResourceProvider = {
     async create(inputs: AdmissionCertificateInputs) {
         return { id: "admission-certificate", outs: issue(newAdmissionKey(), inputs) };
     },
     async diff(_id: string, olds: AdmissionCertificateOutputs, news: AdmissionCertificateInputs) {
+        // A certificate with less than a year left is re-signed too (the same key).
         const expiring = !(Date.parse(olds.notAfter) - Date.now() > RENEW_BEFORE_DAYS * DAY_MS);
-        const changed = !sameAddresses(olds.addresses, news.addresses) || olds.providerVersion !== news.providerVersion || expiring;
-        return { changes: changed, replaces: [], deleteBeforeReplace: false };
+        return { changes: diffInputs(ADMISSION_CERTIFICATE_DIFF, sorted(olds), sorted(news)).changes || expiring, replaces: [] };
     },
     async update(_id: string, olds: AdmissionCertificateOutputs, news: AdmissionCertificateInputs) {
         // The same key: the pin nodes carry stays valid.
         return { outs: issue(olds.keyPem, news) };
     },
 };
-
-export interface AdmissionCertificateArgs {
-    /** Every master's private IPv4 address (the service listens there). Required. */
-    addresses: pulumi.Input<pulumi.Input<string>[]>;
-}
 
 /** The admission service's key and certificate; `pin` goes into every joining node's userdata. */
 export class AdmissionCertificate extends pulumi.dynamic.Resource {
@@ -153,8 +158,7 @@ export class AdmissionCertificate extends pulumi.dynamic.Resource {
     declare readonly notAfter: pulumi.Output<string>;
 
     constructor(name: string, args: AdmissionCertificateArgs, opts?: pulumi.CustomResourceOptions) {
-        super(admissionCertificateProvider, name, {
-            providerVersion: ADMISSION_CERTIFICATE_PROVIDER_VERSION, ...args, certPem: undefined, keyPem: undefined, pin: undefined, notAfter: undefined,
-        }, { ...opts, additionalSecretOutputs: [...ADMISSION_CERTIFICATE_SECRET_OUTPUTS] });
+        super(admissionCertificateProvider, name, ...dynamicResourceProps(["certPem", "keyPem", "pin", "notAfter"], ADMISSION_CERTIFICATE_PROVIDER_VERSION, args,
+            ADMISSION_CERTIFICATE_SECRET_OUTPUTS, opts));
     }
 }
