@@ -6,11 +6,18 @@
 import type { Emulator } from "../testing/emulator";
 import { newRecipient, seal, type Recipient } from "../src/cloud/channel";
 import { operation } from "../testing/savedCommands";
+import { PARAMETER_MARKER } from "../src/shell/render";
 
-/** The value of a `readonly NAME='value'` header line of a rendered script ("" when absent). */
+/**
+ * The value of parameter NAME of a rendered script: a `readonly NAME='value'` header line, or a saved command's
+ * `NAME=value` line after its parameter marker (src/shell/render.ts savedParameters); "" when absent.
+ */
 export function headerValue(script: string, name: string): string {
     const m = new RegExp(`^readonly ${name}='((?:[^']|'\\\\'')*)'$`, "m").exec(script);
-    return m ? m[1].replace(/'\\''/g, "'") : "";
+    if (m) return m[1].replace(/'\\''/g, "'");
+    const at = script.indexOf(`\n${PARAMETER_MARKER}\n`);
+    const line = at < 0 ? undefined : script.slice(at + PARAMETER_MARKER.length + 2).split("\n").find((l) => l.startsWith(`${name}=`));
+    return line === undefined ? "" : line.slice(name.length + 1);
 }
 
 /** Seals `plaintext` to the AK_RECIPIENT of the script, as `ak_seal` does on the node. */

@@ -53,5 +53,8 @@ export function unpackRunnable(text: string): string {
     const at = text.indexOf("\nak_packed=");
     if (at < 0) return text;
     const packed = /<<'AK_PACKED'[^\n]*\n([\s\S]*?)\nAK_PACKED\n/.exec(text)?.[1] ?? "";
-    return `${text.slice(0, at + 1)}${zlib.gunzipSync(Buffer.from(packed.replace(/\s+/g, ""), "base64")).toString("utf8")}`;
+    // A saved command's parameter lines (`exit`, the marker, `AK_X=...`) follow the packed part: kept after it.
+    const evalAt = text.indexOf('\neval "$ak_packed"\n');
+    const trailer = evalAt < 0 ? "" : text.slice(evalAt + '\neval "$ak_packed"\n'.length);
+    return `${text.slice(0, at + 1)}${zlib.gunzipSync(Buffer.from(packed.replace(/\s+/g, ""), "base64")).toString("utf8")}${trailer}`;
 }

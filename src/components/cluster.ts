@@ -225,6 +225,7 @@ export class Cluster extends pulumi.ComponentResource {
                 masterInstanceIds: this.controlPlane.masterInstanceIds,
                 memberInstanceId: member.id,
                 joinCommandId: joinCommand!.id,
+                joinSecretsScript: renderOperation("join-secrets"),
                 commands,
                 routeTableId: net.routeTableId,
                 podCidr: config.network.podCidr,
