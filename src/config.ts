@@ -8,7 +8,7 @@
 import * as crypto from "crypto";
 import { z } from "zod";
 import {
-    apiAccessProblems, autoscalerMinorWarning, autoscalerSettingsProblems, checkBake, checkNetworkLayout, checkTaints, cloudTagProblems, CLUSTER_TAG, DEFAULT_AUTOSCALER_SETTINGS,
+    apiAccessProblems, autoscalerMinorWarning, checkExemptNamespaces, autoscalerSettingsProblems, checkBake, checkNetworkLayout, checkTaints, cloudTagProblems, CLUSTER_TAG, DEFAULT_AUTOSCALER_SETTINGS,
     DEFAULT_ROUTE_ENTRY_QUOTA, defaultMirrors, dnsLabelProblem, durationProblem, essNameProblem, GO_DURATION_ERE, goRegexProblem, hostNamePartProblem, imageReferenceProblem, imageRepositoryProblem,
     masterInstanceTypeWarning, nodeFlagsSizeProblems, nodeImages, reservedPoolNameProblem,
     INSTANCE_ID_PATTERN, instanceTypeProblem, joinPath, kubernetesSupportWarning, kubernetesVersionProblem, MAX_SCALING_GROUP_INSTANCES,
@@ -24,7 +24,7 @@ import type {
 export type { Taint } from "./rules";
 export type {
     ClusterConfig, ClusterConfigInput, Disk, DiskCategory, DiskInput, ExistingNodeConfig, ExistingNodeInput, ImageSources, NodePoolConfig,
-    NodePoolInput, SshConnection, SshConnectionInput, TaintInput,
+    NodePoolInput, PodSecurityConfig, SshConnection, SshConnectionInput, TaintInput,
 } from "./configTypes";
 export { isChinaRegion, parseTaint } from "./rules";
 
@@ -186,6 +186,14 @@ function buildSchema(obj: typeof z.strictObject) {
             identityCertificate: z.string().optional(),
             /** `key=value`: instances carrying this ECS tag may join through the one-line manual path. Default: off. */
             joinTag: z.string().optional(),
+        }).prefault({}),
+        /** Pod security (docs/security.md#pod-security). */
+        podSecurity: obj({
+            /**
+             * Namespaces besides the system ones (src/rules/podSecurity.ts SYSTEM_NAMESPACES) whose pods may run with host
+             * access on the masters. Default none.
+             */
+            exemptNamespaces: z.array(z.string()).default([]),
         }).prefault({}),
         /** Free-form tags put on every cloud resource, besides `alicloud-kubeadm/cluster=<name>`. */
         tags: z.record(z.string(), z.string()).default({}),
@@ -385,6 +393,8 @@ function checkRules(c: Parsed, region: string | undefined, problem: Report, warn
     });
     checkImages(c.images, problem);
     checkAdmission(c.admission, problem);
+    checkExemptNamespaces(c.podSecurity.exemptNamespaces, (p, r) => problem(joinPath("podSecurity.exemptNamespaces", p), r),
+        (p, r) => warn(joinPath("podSecurity.exemptNamespaces", p), r));
     const ids = new Set<string>();
     const existing = c.existingNodes.map((node, i) => {
         const at = (path: string, reason: string) => problem(joinPath(`existingNodes.${i}`, path), reason);

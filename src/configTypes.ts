@@ -130,7 +130,15 @@ export interface ClusterConfigInput {
     images?: ImageSources;
     /** Node admission by cloud identity (docs/admission.md). */
     admission?: AdmissionConfig;
+    /** Pod security (docs/security.md#pod-security). */
+    podSecurity?: PodSecurityConfig;
     tags?: Record<string, string>;
+}
+
+/** Pod security (docs/security.md#pod-security). */
+export interface PodSecurityConfig {
+    /** Namespaces besides kube-system and kube-flannel whose pods may run with host access on the masters. Default none. */
+    exemptNamespaces?: string[];
 }
 
 /** Node admission by cloud identity (docs/admission.md). */
@@ -212,6 +220,7 @@ export interface ParsedClusterConfig {
     };
     images: ImageSources;
     admission: AdmissionConfig;
+    podSecurity: { exemptNamespaces: string[] };
     tags: Record<string, string>;
 }
 

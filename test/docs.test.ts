@@ -58,6 +58,7 @@ const FULL: DeepRequired<ClusterConfigInput> = {
         admission: "docker.io/library/node:22.12.0-alpine3.20",
     },
     admission: { identityCertificate: DOCS_TEST_CERTIFICATE, joinTag: "alicloud-kubeadm/join=dev" },
+    podSecurity: { exemptNamespaces: ["monitoring"] },
     tags: { team: "a" },
 };
 

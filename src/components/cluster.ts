@@ -15,11 +15,12 @@ import { JoinInfo } from "../providers/joinInfo";
 import { createAttachCommand, EXISTING_POOL_NAME, ExistingNode, sshConnection, type SshConnectionArgs } from "./existingNode";
 import { admissionAttachOneLiner, renderServedAttachScript } from "../shell/renderAdmission";
 import { NodeCommands, saveCommand } from "./nodeCommands";
-import { OPERATIONS } from "../rules";
+import { OPERATIONS, providerIdOf } from "../rules";
 import { NodePool } from "./nodePool";
 import { ALIBABA_IDENTITY_CERTIFICATE } from "../admission/alibabaCertificate";
 import { Admission, ADMISSION_PORT } from "./admission";
 import { PodNetwork } from "./podNetwork";
+import { PodSecurity } from "./podSecurity";
 import { Network } from "./network";
 import { NodeImage } from "./nodeImage";
 
@@ -130,6 +131,8 @@ export class Cluster extends pulumi.ComponentResource {
     public readonly kubernetesProvider: k8s.Provider;
     /** flannel (alloc) + Alibaba Cloud Controller Manager (pod routes). */
     public readonly podNetwork: PodNetwork;
+    /** The policy that keeps pods with host access off the masters (docs/security.md#pod-security). */
+    public readonly podSecurity: PodSecurity;
     /** ESS node pools, in config order. */
     public readonly nodePools: NodePool[];
     /** Existing ECS instances joined to the cluster, in config order. */
@@ -258,6 +261,11 @@ export class Cluster extends pulumi.ComponentResource {
         // Add-ons: only once the API server is ready, through a provider built from the secret kubeconfig.
         const ready = new ApiServerReady(`${name}-api-ready`, { kubeconfig: this.joinInfo.kubeconfig }, { parent: this });
         this.kubernetesProvider = new k8s.Provider(`${name}-k8s`, { kubeconfig: ready.kubeconfig }, { parent: this });
+        this.podSecurity = new PodSecurity(`${name}-pod-security`, {
+            clusterName: config.name,
+            masterNodeNames: this.controlPlane.masterInstanceIds.apply((ids) => ids.map((id) => providerIdOf(config.region, id))),
+            exemptNamespaces: config.podSecurity.exemptNamespaces,
+        }, { parent: this, provider: this.kubernetesProvider });
         this.podNetwork = new PodNetwork(`${name}-pod-network`, {
             podCidr: config.network.podCidr,
             routeTableId: net.routeTableId,

@@ -18,7 +18,7 @@ import * as path from "path";
 import * as zlib from "zlib";
 import {
     CA_HASH_PATTERN, CERTIFICATE_KEY_PATTERN, checkTaints, defaultMirrors, formatTaint, isCidr, kubernetesVersionProblem, nodeLabelKeyProblem,
-    imageReferenceProblem, isLabelValue, OPERATION_PARAMETERS, OPERATIONS, operationParameters, pauseImage, POOL_LABEL, TOKEN_PATTERN,
+    imageReferenceProblem, isLabelValue, OPERATION_PARAMETERS, OPERATIONS, operationParameters, pauseImage, POOL_LABEL, SYSTEM_NAMESPACES, TOKEN_PATTERN,
     type JoinOperation, type Mirrors, type OperationName, type ParameterName, type Taint,
 } from "../rules";
 
@@ -209,8 +209,12 @@ export function renderMasterInit(params: MasterInitParams): string {
         ["AK_SERVICE_CIDR", params.serviceCidr],
         ["AK_NODE_CIDR_MASK_SIZE", String(params.nodeCidrMaskSize)],
         ["AK_CERT_SANS", unique((params.certSANs ?? []).filter((s) => s !== endpointHost)).join(",")],
-    ], "control_plane.sh");
+        ["AK_PSA_EXEMPT_NAMESPACES", SYSTEM_NAMESPACES.join(",")],
+    ], MASTER_SHARED);
 }
+
+/** What a master's script carries besides prepare_node.sh: the control-plane hardening and policy (docs/security.md). */
+const MASTER_SHARED = ["control_plane.sh", "control_plane_policy.sh"];
 
 /**
  * Renders a worker's userdata (node preparation + `kubeadm join`). The result carries the bootstrap token:
@@ -219,7 +223,7 @@ export function renderMasterInit(params: MasterInitParams): string {
  * @returns The script text (`#!/bin/bash` ...), at most {@link USERDATA_HARD_LIMIT_BYTES}.
  */
 export function renderAttachNode(params: AttachNodeParams): string {
-    return assemble("attach_node.sh", attachHeader("renderAttachNode", params, []), params.admission ? "admission_client.sh" : undefined);
+    return assemble("attach_node.sh", attachHeader("renderAttachNode", params, []), params.admission ? ["admission_client.sh"] : []);
 }
 
 /**
@@ -240,7 +244,7 @@ export function renderControlPlaneJoin(params: ControlPlaneJoinParams): string {
     const encryption: Array<[string, string]> = encryptionKey === undefined ? [] : [["AK_ENCRYPTION_KEY", isRef(encryptionKey) ? placeholder(encryptionKey) : encryptionKey]];
     // A saved join command gets the certificate key with the token over the channel (AK_CHANNEL), never as a parameter.
     const certificate: Array<[string, string]> = isRef(key) ? [] : [["AK_CERTIFICATE_KEY", key]];
-    return assemble("attach_node.sh", [...header, ...certificate, ...encryption], "control_plane.sh");
+    return assemble("attach_node.sh", [...header, ...certificate, ...encryption, ["AK_PSA_EXEMPT_NAMESPACES", SYSTEM_NAMESPACES.join(",")]], MASTER_SHARED);
 }
 
 /** Validated header of attach_node.sh; `problems` carries the caller's own findings. */
@@ -407,7 +411,7 @@ function prepareWithoutPullStub(): string {
     return text.replace(stub, "");
 }
 
-function assemble(roleScript: string, header: Array<[string, string]>, shared?: string): string {
+function assemble(roleScript: string, header: Array<[string, string]>, shared: readonly string[] = []): string {
     const withImages = header.some(([name]) => name === "AK_NODE_IMAGES");
     // `{{name}}` values are Cloud Assistant parameters: read from the lines after the final `exit`, never in the header.
     const refs = header.flatMap(([variable, value]) => {
@@ -426,9 +430,9 @@ function assemble(roleScript: string, header: Array<[string, string]>, shared?: 
         ...parameters.reader,
         "# ---- src/shell/prepare_node.sh ----",
         ...(withImages ? [prepareWithoutPullStub(), "# ---- src/shell/node_images.sh ----", body("node_images.sh")] : [body("prepare_node.sh")]),
-        ...(shared ? [`# ---- src/shell/${shared} ----`, body(shared)] : []),
+        ...shared.flatMap((file) => [`# ---- src/shell/${file} ----`, body(file)]),
         `# ---- src/shell/${roleScript} ----`,
-        admissionBlocks(body(roleScript), shared === "admission_client.sh"),
+        admissionBlocks(body(roleScript), shared.includes("admission_client.sh")),
         ...parameters.trailer,
     ].join("\n");
     const bytes = Buffer.byteLength(script, "utf8");

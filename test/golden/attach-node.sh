@@ -409,6 +409,7 @@ for ((attempt = 1; attempt <= AK_JOIN_ATTEMPTS; attempt++)); do
   if ak_has_leftovers; then ak_preclean; fi
   if [ -n "${AK_CERTIFICATE_KEY:-}" ]; then
     ak_write_audit_policy
+    ak_write_admission_config
     if [ -n "${AK_ENCRYPTION_CONFIG_GZ:-}" ]; then ak_install_encryption_config "$AK_ENCRYPTION_CONFIG_GZ"
     elif [ -n "${AK_ENCRYPTION_KEY:-}" ]; then ak_write_encryption_config "$AK_ENCRYPTION_KEY"; fi
   fi
