@@ -74,7 +74,7 @@ describe("NodeMembership (emulator)", () => {
         assert.deepStrictEqual(onNode.map((r) => r.params.CommandId), [commands["channel-open"], commands["channel-receive"], attachCommandId]);
         const params = JSON.parse(onNode[2].params.Parameters);
         assert.deepStrictEqual(params, { labels: "role=legacy", taints: "legacy=true:NoSchedule", channel: JSON.parse(onNode[0].params.Parameters).channel });
-        assert.match(ran, /^AK_NODE_LABELS=role=legacy$/m, "Cloud Assistant filled the labels into the saved script's parameter lines");
+        assert.match(ran, /^# AK_NODE_LABELS=role=legacy$/m, "Cloud Assistant filled the labels into the saved script's parameter lines");
         assert.ok(emu.calls.every((c) => !c.body.includes(TOKEN.slice(7)) && !c.url.includes(TOKEN.slice(7))), "no request holds the token");
         assert.ok([...emu.state.invocations.values()].every((inv) => !JSON.stringify(inv).includes(TOKEN.slice(7))), "no record holds the token");
         assert.strictEqual(invokes.indexOf(onNode[0]), 0, "the channel is opened first");
@@ -266,7 +266,7 @@ describe("ExistingNode (mock graph)", () => {
         assert.deepStrictEqual([cmd.inputs.name, cmd.inputs.type, cmd.inputs.enableParameter], ["example-attach", "RunShellScript", true]);
         assert.ok(cmd.secretInputs.includes("commandContent"));
         const script = Buffer.from(cmd.rawInputs.commandContent as string, "base64").toString("utf8");
-        assert.ok(script.endsWith(`\nexit\n${PARAMETER_MARKER}\nAK_NODE_LABELS={{labels}}\nAK_NODE_TAINTS={{taints}}\nAK_CHANNEL={{channel}}\n`),
+        assert.ok(script.endsWith(`\nexit\n${PARAMETER_MARKER}\n# AK_NODE_LABELS={{labels}}\n# AK_NODE_TAINTS={{taints}}\n# AK_CHANNEL={{channel}}\n`),
             "labels, taints and the channel are the last lines, after the final exit");
         assert.strictEqual(script.match(/\{\{/g)?.length, 3, "no other placeholder anywhere");
         assert.ok(!script.includes("AK_BOOTSTRAP_TOKEN=") && script.includes(CA_HASH), "no token in the command");

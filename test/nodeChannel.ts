@@ -16,8 +16,8 @@ export function headerValue(script: string, name: string): string {
     const m = new RegExp(`^readonly ${name}='((?:[^']|'\\\\'')*)'$`, "m").exec(script);
     if (m) return m[1].replace(/'\\''/g, "'");
     const at = script.indexOf(`\n${PARAMETER_MARKER}\n`);
-    const line = at < 0 ? undefined : script.slice(at + PARAMETER_MARKER.length + 2).split("\n").find((l) => l.startsWith(`${name}=`));
-    return line === undefined ? "" : line.slice(name.length + 1);
+    const line = at < 0 ? undefined : script.slice(at + PARAMETER_MARKER.length + 2).split("\n").find((l) => l.startsWith(`# ${name}=`));
+    return line === undefined ? "" : line.slice(name.length + 3);
 }
 
 /** Seals `plaintext` to the AK_RECIPIENT of the script, as `ak_seal` does on the node. */

@@ -34,7 +34,7 @@ describe("node operations: saved commands invoked on a master", () => {
         const [call] = ctx.emu.callsOf("InvokeCommand");
         assert.deepStrictEqual([call.params.CommandId, call.params["InstanceId.1"], JSON.parse(call.params.Parameters)],
             [access.commands["list-nodes"], access.masterInstanceIds[0], { selector: "alicloud-kubeadm/pool=general" }]);
-        assert.match(script, /^AK_SELECTOR=alicloud-kubeadm\/pool=general$/m, "Cloud Assistant filled in the parameter (a line after the final exit)");
+        assert.match(script, /^# AK_SELECTOR=alicloud-kubeadm\/pool=general$/m, "Cloud Assistant filled in the parameter (a line after the final exit)");
         assert.match(script, /^#!\/bin\/bash\n/, "bash, whatever shell the agent would pick: pipefail is not POSIX sh");
         assert.strictEqual(ctx.emu.callsOf("RunCommand").length, 0);
     });
@@ -62,7 +62,7 @@ describe("node operations: saved commands invoked on a master", () => {
             const names = OPERATIONS[op].parameters as readonly ParameterName[];
             if (names.length === 0) continue;
             const tail = script.slice(script.indexOf(`\nexit\n${PARAMETER_MARKER}\n`) + 1).split("\n");
-            assert.deepStrictEqual(tail, ["exit", PARAMETER_MARKER, ...names.map((n) => `${OPERATION_PARAMETERS[n].variable}={{${n}}}`), ""], `${op}: the placeholders are the last lines`);
+            assert.deepStrictEqual(tail, ["exit", PARAMETER_MARKER, ...names.map((n) => `# ${OPERATION_PARAMETERS[n].variable}={{${n}}}`), ""], `${op}: the placeholders are the last lines`);
             const call = script.split("\n").findIndex((l) => l.startsWith("ak_parameters "));
             const firstUse = script.split("\n").findIndex((l, i) => i > call && names.some((n) => l.includes(OPERATION_PARAMETERS[n].variable)));
             assert.ok(call > 0 && call < firstUse, `${op}: read and checked before first use`);

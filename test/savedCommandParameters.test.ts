@@ -53,7 +53,7 @@ function corpus(canary: string): Array<[string, string]> {
         ["carriage return", `x\r\n${run}`],
         ["the packed part's heredoc delimiter", `x\nAK_PACKED\n${run}\n`],
         ["a script heredoc delimiter", `x\nEOF\n${run}\nEOF\n`],
-        ["the parameter marker and a forged line", `x\n${PARAMETER_MARKER}\nAK_NODE=$(${run})\n`],
+        ["the parameter marker and a forged line", `x\n${PARAMETER_MARKER}\n# AK_NODE=$(${run})\n`],
         ["exit then code", `x\nexit\n${run}`],
         ["NUL", `a\u0000$(${run})`],
         ["NUL alone", "\u0000"],
@@ -129,7 +129,7 @@ describe("saved command parameters: what the program saves", () => {
             const placeholders = [...command.script.matchAll(/\{\{\s*([^{}]*?)\s*\}\}/g)].map((m) => m[1]);
             assert.deepEqual(placeholders, [...command.parameters], command.name);
             if (command.parameters.length === 0) continue;
-            const tail = `\nexit\n${PARAMETER_MARKER}\n${command.parameters.map((n) => `${OPERATION_PARAMETERS[n].variable}={{${n}}}`).join("\n")}\n`;
+            const tail = `\nexit\n${PARAMETER_MARKER}\n${command.parameters.map((n) => `# ${OPERATION_PARAMETERS[n].variable}={{${n}}}`).join("\n")}\n`;
             assert.ok(command.script.endsWith(tail), `${command.name}: ends with its parameter lines`);
         }
     });

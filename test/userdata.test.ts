@@ -10,7 +10,7 @@ import * as path from "path";
 import fc from "fast-check";
 import { parseAllDocuments } from "yaml";
 import {
-    AttachNodeParams, MasterInitParams, compactShell, packUserdata, PARAMETER_MARKER, USERDATA_HARD_LIMIT_BYTES, containerdRpmRepoUrl, defaultMirrors, kubernetesRepoUrl, redactUserdata,
+    AttachNodeParams, MasterInitParams, compactShell, packUserdata, USERDATA_HARD_LIMIT_BYTES, containerdRpmRepoUrl, defaultMirrors, kubernetesRepoUrl, redactUserdata,
     renderAttachCommand, renderAttachNode, renderControlPlaneJoin, renderControlPlaneJoinCommand, renderMasterInit, renderOperation, shellQuote, USERDATA_BUDGET_BYTES,
 } from "../src/shell/render";
 import { OPERATIONS } from "../src/rules";
@@ -225,12 +225,7 @@ describe("userdata scripts: static checks", () => {
     function shellcheckRendered(files: Record<string, string>): void {
         const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ak-shellcheck-"));
         try {
-            // A saved command's parameter lines (after its final `exit`, src/shell/render.ts savedParameters) are data bash
-            // never reads: what shellcheck checks is what runs.
-            for (const [name, text] of Object.entries(files)) {
-                const at = text.indexOf(`\nexit\n${PARAMETER_MARKER}\n`);
-                fs.writeFileSync(path.join(dir, name), at < 0 ? text : text.slice(0, at + "\nexit\n".length));
-            }
+            for (const [name, text] of Object.entries(files)) fs.writeFileSync(path.join(dir, name), text);
             const r = shellcheck(Object.keys(files).map((f) => path.join(dir, f)));
             assert.equal(r.status, 0, r.output);
         } finally {

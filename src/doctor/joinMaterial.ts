@@ -40,6 +40,19 @@ export function parseTokenList(text: string): TokenView[] {
     }));
 }
 
+/**
+ * The groups whose bootstrap tokens kubeadm's CSR auto-approval covers: lines `<ClusterRoleBinding>\t<group>,...` of the
+ * bindings to `system:certificates.k8s.io:certificatesigningrequests:nodeclient` (doctor-join.sh `auto_approved`).
+ * @returns group → binding
+ */
+export function parseAutoApproved(text: string): Map<string, string> {
+    const out = new Map<string, string>();
+    for (const [binding, groups] of text.split("\n").map((l) => l.split("\t")).filter((f) => f.length === 2 && f[0] !== "")) {
+        for (const g of groups.split(",").filter(Boolean)) out.set(g, binding);
+    }
+    return out;
+}
+
 /** Lines `<time>\t<reason code>\t<message>` of the admission service's AdmissionRefused Events, oldest first. */
 export function parseAdmissionRefusals(text: string): { at: string; reason: string; message: string }[] {
     return text.split("\n").map((l) => l.split("\t")).filter((f) => f.length >= 3 && f[1] !== "")
@@ -83,6 +96,20 @@ export async function checkJoinMaterial(ctx: DoctorContext): Promise<Finding[]> 
             else if (Number.isFinite(exp) && exp - ctx.opts.now < 24 * 3600_000) add("warning", subject, `used by ${who}; expires at ${t.expires} (within 24 h)`, recreate);
             else if (!["authentication", "signing"].every((x) => t.usages.includes(x))) add("problem", subject, `used by ${who}; usages are [${t.usages.join(", ")}], a join needs authentication and signing`, recreate);
             else add("ok", subject, `used by ${who}; ${t.expires ? `expires ${t.expires}` : "never expires (ttl 0: whoever reads the user data can join a node)"}`, "");
+        }
+        // A token in a group kubeadm auto-approves gets its holder a kubelet client certificate for any node name (the
+        // init token master 0 deletes, a control-plane join's while it lives, a pool's without admission): each one named.
+        const autoApproved = s.autoapprove && s.autoapprove.rc === 0 ? parseAutoApproved(s.autoapprove.output) : new Map<string, string>();
+        for (const t of tokens) {
+            const group = t.groups.find((g) => autoApproved.has(g));
+            if (group === undefined) continue;
+            const who = users.get(t.id)?.names.join(", ");
+            add("warning", `token ${t.id}`, `in group ${group}, which kubeadm auto-approves (ClusterRoleBinding ${autoApproved.get(group)}): whoever holds it gets a kubelet ` +
+                `client certificate for any node name; ${t.expires ? `expires ${t.expires}` : "never expires"}${who ? `; used by ${who}` : ` ("${t.description}")`}`,
+                who ? "join that pool through admission (no token); then this token is deleted" : `delete it on a master unless something joins with it: \`kubeadm token delete ${t.id}\``);
+        }
+        if (s.autoapprove && s.autoapprove.rc !== 0) {
+            add("warning", "auto-approved tokens", `could not read the CSR auto-approval bindings: ${redact(s.autoapprove.output).trim().slice(-300)}`, "check kubectl on master 0");
         }
         // Nodes join through admission (docs/admission.md): a never-expiring token of this project that nothing uses
         // is left over (a migration whose token deletion failed, or one made by hand), and lets its holder join nodes.

@@ -7,11 +7,11 @@
 # src/shell/render.ts puts this file right after the header of every saved command, and at its end:
 #   exit
 #   # alicloud-kubeadm parameters: data, never run
-#   AK_NODE={{node}}
+#   # AK_NODE={{node}}
 #   ...
 # See docs/security.md#saved-command-parameters.
 
-# ak_parameters NAME PATTERN WHAT...: set each NAME (readonly) from the line `NAME=value` after the marker, in this
+# ak_parameters NAME PATTERN WHAT...: set each NAME (readonly) from the line `# NAME=value` after the marker, in this
 # order and nothing else after them; stop unless every value matches its PATTERN (extended regex), naming the
 # parameter and WHAT it must be, never the value.
 ak_parameters() {
@@ -35,8 +35,8 @@ ak_parameters() {
     shift 3
     i=$((i + 1))
     line=$(sed -n "$((start + i))p" -- "$self")
-    [[ $line == "${name}="* ]] || ak_parameters_fail "parameter line ${i} is not ${name}"
-    value=${line#"${name}="}
+    [[ $line == "# ${name}="* ]] || ak_parameters_fail "parameter line ${i} is not ${name}"
+    value=${line#"# ${name}="}
     [[ $value =~ $pattern ]] || ak_parameters_fail "parameter ${name#AK_} must be ${what}"
     printf -v "$name" '%s' "$value"
     readonly "${name?}"

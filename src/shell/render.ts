@@ -8,7 +8,7 @@
  *
  * A value that is only known per node or per run is a Cloud Assistant parameter. Cloud Assistant substitutes
  * `{{name}}` as text, whatever the invoker sends, so a saved command holds no `{{name}}` in code: its parameters
- * are its last lines, `AK_X={{name}}` after a final `exit` that bash never reads past, which the command reads
+ * are its last lines, `# AK_X={{name}}` after a final `exit` that bash never reads past, which the command reads
  * from its own file as data and checks before it does anything ({@link savedParameters}, `parameters.sh`). The
  * static scripts are what shellcheck reads and what the sandbox runs; only headers differ. Dynamic providers
  * never read these files: they get rendered content as inputs, or the ids of saved commands.
@@ -107,7 +107,7 @@ export interface MasterInitParams extends NodeParams {
 export type NodeTaint = Taint;
 
 /**
- * A value the script gets at run time from a Cloud Assistant parameter: a line `AK_X={{name}}` after the saved
+ * A value the script gets at run time from a Cloud Assistant parameter: a line `# AK_X={{name}}` after the saved
  * command's final `exit`, filled in by its invocation and read as data by the script, which checks it before use
  * ({@link savedParameters}; src/cloud/operations.ts checks it before sending too).
  */
@@ -449,7 +449,7 @@ export const PARAMETER_MARKER = "# alicloud-kubeadm parameters: data, never run"
  * How a saved command gets its Cloud Assistant parameters without ever parsing them as code: `reader` (the lines
  * to put before anything else runs: `parameters.sh` and its call, which checks each value against its pattern and
  * sets the variable readonly) and `trailer` (the command's last lines: `exit`, {@link PARAMETER_MARKER}, then
- * `AK_X={{name}}` per parameter, where Cloud Assistant puts the values). Both empty without parameters.
+ * `# AK_X={{name}}` per parameter (comments to shellcheck), where Cloud Assistant puts the values). Both empty without parameters.
  */
 export function savedParameters(names: readonly ParameterName[]): { reader: string[]; trailer: string[] } {
     if (names.length === 0) return { reader: [], trailer: [] };
@@ -461,7 +461,7 @@ export function savedParameters(names: readonly ParameterName[]): { reader: stri
             `ak_parameters ${specs.map((p) => `${p.variable} ${shellQuote(p.pattern.source)} ${shellQuote(p.what)}`).join(" ")}`,
         ],
         trailer: ["# shellcheck disable=SC2317 # reached when the script before it falls through", "exit", PARAMETER_MARKER,
-            ...names.map((n) => `${OPERATION_PARAMETERS[n].variable}={{${n}}}`), ""],
+            ...names.map((n) => `# ${OPERATION_PARAMETERS[n].variable}={{${n}}}`), ""],
     };
 }
 

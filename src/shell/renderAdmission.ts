@@ -41,8 +41,8 @@ export function renderAdmissionBootstrap(endpoints: string[], caCertHash: string
         '  sum=$(openssl x509 -in "${dir}/ca.crt" -noout -pubkey | openssl pkey -pubin -outform DER | sha256sum)',
         '  [ "sha256:${sum%% *}" = "$pin" ] || { echo "admission ${e}: CA does not match the pin" >&2; continue; }',
         '  curl -fsS --max-time 30 --cacert "${dir}/ca.crt" --capath "${dir}/no-ca" "https://${e}/attach.sh" -o "${dir}/attach.sh" || continue',
-        // The served script's parameter lines (AK_NODE_LABELS={{labels}}...) get the values checked above.
-        '  sed -i -e "s|^AK_NODE_LABELS=[{][{]labels[}][}]$|AK_NODE_LABELS=${AK_NODE_LABELS}|" -e "s|^AK_NODE_TAINTS=[{][{]taints[}][}]$|AK_NODE_TAINTS=${AK_NODE_TAINTS}|" "${dir}/attach.sh"',
+        // The served script's parameter lines (# AK_NODE_LABELS={{labels}}...) get the values checked above.
+        '  sed -i -e "s|^# AK_NODE_LABELS=[{][{]labels[}][}]$|# AK_NODE_LABELS=${AK_NODE_LABELS}|" -e "s|^# AK_NODE_TAINTS=[{][{]taints[}][}]$|# AK_NODE_TAINTS=${AK_NODE_TAINTS}|" "${dir}/attach.sh"',
         '  exec bash "${dir}/attach.sh"',
         "done",
         'echo "no admission endpoint answered with the pinned CA" >&2',
