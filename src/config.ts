@@ -8,7 +8,7 @@
 import * as crypto from "crypto";
 import { z } from "zod";
 import {
-    apiAccessProblems, autoscalerMinorWarning, checkExemptNamespaces, autoscalerSettingsProblems, checkBake, checkNetworkLayout, checkTaints, cloudTagProblems, CLUSTER_TAG, DEFAULT_AUTOSCALER_SETTINGS,
+    apiAccessProblems, autoscalerMinorWarning, autoscalerVersionFor, checkExemptNamespaces, checkImageDigests, DEFAULT_AUTOSCALER_IMAGE_REPOSITORY, autoscalerSettingsProblems, checkBake, checkNetworkLayout, checkTaints, cloudTagProblems, CLUSTER_TAG, DEFAULT_AUTOSCALER_SETTINGS,
     DEFAULT_ROUTE_ENTRY_QUOTA, defaultMirrors, dnsLabelProblem, durationProblem, essNameProblem, GO_DURATION_ERE, goRegexProblem, hostNamePartProblem, imageReferenceProblem, imageRepositoryProblem,
     masterInstanceTypeWarning, nodeFlagsSizeProblems, nodeImages, reservedPoolNameProblem,
     INSTANCE_ID_PATTERN, instanceTypeProblem, joinPath, kubernetesSupportWarning, kubernetesVersionProblem, MAX_SCALING_GROUP_INSTANCES,
@@ -186,6 +186,8 @@ function buildSchema(obj: typeof z.strictObject) {
             identityCertificate: z.string().optional(),
             /** `key=value`: instances carrying this ECS tag may join through the one-line manual path. Default: off. */
             joinTag: z.string().optional(),
+            /** Accept instance identity signatures with a SHA-1 digest (docs/security.md#sha-1). Default true. */
+            allowSha1: z.boolean().default(true),
         }).prefault({}),
         /** Pod security (docs/security.md#pod-security). */
         podSecurity: obj({
@@ -392,6 +394,9 @@ function checkRules(c: Parsed, region: string | undefined, problem: Report, warn
         return checkPool(pool, c.name, cloudTags, at, { size: given("size"), autoscale: given("autoscale") });
     });
     checkImages(c.images, problem);
+    const autoscalerVersion = c.autoscaler.version ?? autoscalerVersionFor(c.kubernetesVersion);
+    checkImageDigests(c.images, c.nodePools.some((p) => p.autoscale) && autoscalerVersion
+        ? `${c.images.clusterAutoscalerRepository ?? DEFAULT_AUTOSCALER_IMAGE_REPOSITORY}:v${autoscalerVersion.replace(/^v/, "")}` : undefined, warn);
     checkAdmission(c.admission, problem);
     checkExemptNamespaces(c.podSecurity.exemptNamespaces, (p, r) => problem(joinPath("podSecurity.exemptNamespaces", p), r),
         (p, r) => warn(joinPath("podSecurity.exemptNamespaces", p), r));

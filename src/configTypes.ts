@@ -147,6 +147,8 @@ export interface AdmissionConfig {
     identityCertificate?: string;
     /** `key=value`: instances with this ECS tag may join through the one-line manual path. Default: off. */
     joinTag?: string;
+    /** Accept instance identity signatures with a SHA-1 digest (docs/security.md#sha-1). Default true. */
+    allowSha1?: boolean;
 }
 
 /** Image and package sources; each unset one takes the region's default (src/rules/images.ts). */
@@ -219,7 +221,7 @@ export interface ParsedClusterConfig {
         version?: string;
     };
     images: ImageSources;
-    admission: AdmissionConfig;
+    admission: AdmissionConfig & { allowSha1: boolean };
     podSecurity: { exemptNamespaces: string[] };
     tags: Record<string, string>;
 }

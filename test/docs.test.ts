@@ -57,7 +57,7 @@ const FULL: DeepRequired<ClusterConfigInput> = {
         clusterAutoscalerRepository: "registry.k8s.io/autoscaling/cluster-autoscaler", kubernetesRepository: "registry.k8s.io", packageMirror: "https://pkgs.k8s.io",
         admission: "docker.io/library/node:22.12.0-alpine3.20",
     },
-    admission: { identityCertificate: DOCS_TEST_CERTIFICATE, joinTag: "alicloud-kubeadm/join=dev" },
+    admission: { identityCertificate: DOCS_TEST_CERTIFICATE, joinTag: "alicloud-kubeadm/join=dev", allowSha1: true },
     podSecurity: { exemptNamespaces: ["monitoring"] },
     tags: { team: "a" },
 };

@@ -33,6 +33,8 @@ interface Model {
     certs: Record<string, { expiry: Record<string, string>; timer: boolean }>;
     /** The CSR auto-approval bindings (doctor-join.sh `auto_approved`); none by default. */
     autoApproved?: string;
+    /** The admission service's NodeAdmitted Events (doctor-join.sh `admitted`); none by default. */
+    admitted?: string;
 }
 
 /** A healthy cluster in the emulator: master 0, a fixed pool of 2, an autoscaled pool of 1, one existing node, routes, tokens. */
@@ -112,6 +114,7 @@ function registerFakeMaster(emu: Emulator, m: Model): void {
                 description: "alicloud-kubeadm", ...(t.expires ? { ttl: "720h0m0s", expires: t.expires } : {}), usages: t.usages ?? ["authentication", "signing"],
                 groups: ["system:bootstrappers:kubeadm:default-node-token"] }, null, 4)).join("\n") },
             autoapprove: { out: m.autoApproved ?? "" },
+            admitted: { out: m.admitted ?? "" },
             readyz: { out: m.readyz, rc: /check passed/.test(m.readyz) ? 0 : 1 },
             etcd: { out: m.etcdIps.map((ip, i) => `8e9e05c52164694${i}, started, master-${i}, https://${ip}:2380, https://${ip}:2379, false`).join("\n") },
         }),
@@ -351,6 +354,22 @@ describe("doctor", () => {
         model.autoApproved = "";
         assert.ok(!(await runDoctor(info, { ...fast, checks: ["join"] })).some((x) => /auto-approves/.test(x.evidence)));
         assert.ok(!renderJson("dev", findings).includes(SECRET));
+    });
+
+    it("reports the digest the recent joins' identity signatures used: SHA-1 a warning (accepted by admission.allowSha1), SHA-256 alone ok", async () => {
+        const { emu } = ctx;
+        const { info, model } = await stage(emu);
+        const event = (id: string, md: string) => `2026-12-03T10:00:00Z\tadmitted ${id} (pool general, Pending) as ${REGION}.${id}; identity signed with ${md}`;
+        model.admitted = [event("i-1", "sha256"), event("i-2", "sha1")].join("\n");
+        let f = (await runDoctor(info, { ...fast, checks: ["join"] })).find((x) => x.subject === "identity signature digest");
+        assert.equal(f?.status, "warning");
+        assert.match(f!.evidence, /used sha256 ×1, sha1 ×1: SHA-1 is accepted \(admission\.allowSha1\)/);
+        model.admitted = event("i-1", "sha256");
+        f = (await runDoctor(info, { ...fast, checks: ["join"] })).find((x) => x.subject === "identity signature digest");
+        assert.equal(f?.status, "ok");
+        assert.match(f!.evidence, /used sha256 ×1 \(no SHA-1/);
+        model.admitted = "";
+        assert.ok(!(await runDoctor(info, { ...fast, checks: ["join"] })).some((x) => x.subject === "identity signature digest"), "no recent join, nothing to say");
     });
 
     it("names a failing /readyz and an etcd member that is not a master", async () => {

@@ -287,6 +287,7 @@ export class Cluster extends pulumi.ComponentResource {
             this.admission = new Admission(`${name}-admission`, {
                 attachScript: served,
                 clusterName: config.name, region: config.region, identityCertificate, joinTag: config.admission.joinTag, image: config.images.admission,
+                allowSha1: config.admission.allowSha1,
                 accountId: alicloud.getCallerIdentityOutput({ parent: this }).accountId,
                 scalingGroups: pulumi.all(this.nodePools.map((p) => p.scalingGroupId)).apply((ids) => Object.fromEntries(ids.map((id, i) => [id, config.nodePools[i].name]))),
                 existingNodes: Object.fromEntries(config.existingNodes.map((n) => [n.instanceId, "existing"])),

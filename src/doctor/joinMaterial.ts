@@ -53,6 +53,13 @@ export function parseAutoApproved(text: string): Map<string, string> {
     return out;
 }
 
+/** How many of the recent joins' identity signatures used each digest (NodeAdmitted Events: `<time>\t<message ... identity signed with sha256>`). */
+export function parseAdmittedDigests(text: string): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const m of text.matchAll(/identity signed with ([a-z0-9]+)/g)) out.set(m[1], (out.get(m[1]) ?? 0) + 1);
+    return out;
+}
+
 /** Lines `<time>\t<reason code>\t<message>` of the admission service's AdmissionRefused Events, oldest first. */
 export function parseAdmissionRefusals(text: string): { at: string; reason: string; message: string }[] {
     return text.split("\n").map((l) => l.split("\t")).filter((f) => f.length >= 3 && f[1] !== "")
@@ -128,6 +135,18 @@ export async function checkJoinMaterial(ctx: DoctorContext): Promise<Finding[]> 
             "each refusal names its fix; all of them: `kubectl -n kube-system get events --field-selector reason=AdmissionRefused`");
     } else if (s.admission && s.admission.rc !== 0 && (info.pools.some((p) => !p.tokenId) || info.existingNodes.some((e) => !e.tokenId))) {
         add("warning", "admission refusals", `could not list the admission service's events: ${redact(s.admission.output).trim().slice(-300)}`, "check kubectl on master 0");
+    }
+
+    // The digest Alibaba's identity signatures used in the recent joins (SHA-1 is accepted unless admission.allowSha1 is false).
+    const digests = s.admitted && s.admitted.rc === 0 ? parseAdmittedDigests(s.admitted.output) : new Map<string, number>();
+    if (digests.size > 0) {
+        const counts = [...digests].map(([d, n]) => `${d} ×${n}`).join(", ");
+        if (digests.has("sha1")) {
+            add("warning", "identity signature digest", `the recent joins' instance identity signatures used ${counts}: SHA-1 is accepted (admission.allowSha1), ` +
+                "so a SHA-1 collision against Alibaba's signature would be accepted as an identity", "report it (docs/security.md#sha-1); set admission.allowSha1: false once Alibaba signs with SHA-256");
+        } else {
+            add("ok", "identity signature digest", `the recent joins' instance identity signatures used ${counts} (no SHA-1: admission.allowSha1: false would refuse it, docs/security.md#sha-1)`, "");
+        }
     }
 
     // Control plane.

@@ -17,6 +17,11 @@ etcd_members() {
 auto_approved() {
   ak_kubectl get clusterrolebindings -o 'jsonpath={range .items[?(@.roleRef.name=="system:certificates.k8s.io:certificatesigningrequests:nodeclient")]}{.metadata.name}{"\t"}{range .subjects[?(@.kind=="Group")]}{.name}{","}{end}{"\n"}{end}'
 }
+# The digest of the identity signatures the recent joins used (the admission service's NodeAdmitted Events).
+admitted() {
+  ak_kubectl -n kube-system get events --field-selector reason=NodeAdmitted \
+    -o 'jsonpath={range .items[*]}{.lastTimestamp}{"\t"}{.message}{"\n"}{end}'
+}
 admission_refusals() {
   ak_kubectl -n kube-system get events --field-selector reason=AdmissionRefused \
     -o 'jsonpath={range .items[*]}{.lastTimestamp}{"\t"}{.action}{"\t"}{.message}{"\n"}{end}'
@@ -27,4 +32,5 @@ admission_refusals() {
   ak_section readyz ak_kubectl get --raw='/readyz?verbose'
   ak_section etcd etcd_members
   ak_section admission admission_refusals
+  ak_section admitted admitted
 } | ak_compact
