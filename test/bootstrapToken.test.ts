@@ -8,7 +8,7 @@ import { BOOTSTRAP_TOKEN_PROVIDER_VERSION, bootstrapTokenProvider, createBootstr
 import { renderOperation } from "../src/shell/render";
 import { fillOperation, type NodeCommandIds } from "../src/rules";
 import { fill, operation, saveNodeCommands } from "../testing/savedCommands";
-import { headerValue } from "./nodeChannel";
+import { headerValue } from "./tools";
 import { newRecipient, type Recipient } from "../src/cloud/channel";
 
 const createTokenScript = (tokenId: string, ttl: string, description: string, recipient: string) =>
@@ -149,7 +149,7 @@ describe("BootstrapToken", () => {
         assert.strictEqual(runs.length, 1);
         assert.strictEqual(runs[0].params["InstanceId.1"], id);
         const content = Buffer.from(runs[0].params.CommandContent, "base64").toString("utf8");
-        const sent = Object.fromEntries(["AK_TOKEN_ID", "AK_TTL", "AK_DESCRIPTION", "AK_RECIPIENT"].map((n) => [n, headerValue(content, n)]));
+        const sent = Object.fromEntries(["AK_TOKEN_ID", "AK_TTL", "AK_DESCRIPTION", "AK_RECIPIENT"].map((n) => [n, headerValue(content, n) ?? ""]));
         assert.deepStrictEqual({ ...sent, AK_RECIPIENT: "…" }, { AK_TOKEN_ID: outs.tokenId, AK_TTL: "0", AK_DESCRIPTION: "alicloud-kubeadm dev pool general", AK_RECIPIENT: "…" });
         assert.match(sent.AK_RECIPIENT, /^MCowBQYDK2VuAyEA/, "an X25519 key made for this call");
         const secretHalf = outs.token.slice(7);
@@ -183,7 +183,7 @@ describe("BootstrapToken", () => {
             return { output: "deleted\n" };
         });
         ctx.emu.onCommand(operation("token-create"), (c) => {
-            sent = headerValue(c.script, "AK_TOKEN_ID");
+            sent = headerValue(c.script, "AK_TOKEN_ID") ?? "";
             return { exitCode: 1, output: `failed to create token ${sent}.s3cr3tpartabcdef: connection refused\n` };
         });
         await assert.rejects(createBootstrapToken(inputs(id)), (err: Error) => {

@@ -15,4 +15,5 @@ export * from "./securityGroups";
 export * from "./ram";
 export * from "./apiAccess";
 export * from "./bake";
+export * from "./identity";
 export * from "./podSecurity";
