@@ -80,6 +80,8 @@ export interface AdmissionSettings {
     tokenTtlSeconds: number;
     /** How stale an existing Node's heartbeat must be before its instance may be admitted again (and restarted since), seconds. Default {@link DEFAULT_READMIT_AFTER_SECONDS}. */
     readmitAfterSeconds?: number;
+    /** Accept identity signatures with a SHA-1 digest (docs/security.md#sha-1). Default true. */
+    allowSha1?: boolean;
 }
 
 export interface AdmitRequest {
@@ -212,8 +214,9 @@ async function decide(req: AdmitRequest, sourceIp: string, s: AdmissionSettings,
     if (!ch.ok) return refuse(ch.reason, ch.message);
     // 2. The signature, by the configured certificate, over the document bound to that challenge.
     let signed: Buffer;
+    let digest = "";
     try {
-        signed = verifySignedData(req.signature, documentWithAudience(req.document, req.audience), s.signers);
+        signed = verifySignedData(req.signature, documentWithAudience(req.document, req.audience), s.signers, { allowSha1: s.allowSha1, onDigest: (d) => { digest = d; } });
     } catch (e) {
         return refuse("signature-invalid", e instanceof SignatureError ? e.message : `unreadable: ${(e as Error).message}`);
     }
@@ -249,8 +252,9 @@ async function decide(req: AdmitRequest, sourceIp: string, s: AdmissionSettings,
     // 6. A credential for this node only, for minutes.
     const { token, expiresAt } = await cluster.createNodeToken(providerId, instanceId, s.tokenTtlSeconds, member.pool);
     return {
+        // The digest is recorded for doctor (docs/security.md#sha-1).
         admitted: true, message: `admitted ${instanceId} (${member.source} ${member.pool}${member.state ? `, ${member.state}` : ""}) as ${providerId}` +
-            (node ? " over its existing Node (a restarted machine after a stale heartbeat, or allowed by readmit-until)" : ""),
+            (node ? " over its existing Node (a restarted machine after a stale heartbeat, or allowed by readmit-until)" : "") + `; identity signed with ${digest}`,
         sourceIp, at, ...withPool, token, expiresAt: new Date(expiresAt).toISOString(),
     };
 }

@@ -123,6 +123,8 @@ export interface ServiceConfig {
     signerFile: string;
     /** Manual attach script file, when the one-line path is enabled. */
     attachScriptFile?: string;
+    /** Accept identity signatures with a SHA-1 digest. Default true. */
+    allowSha1?: boolean;
     /** OpenAPI base URL override (tests). */
     cloudEndpoint?: string;
 }
@@ -136,7 +138,8 @@ async function main(): Promise<void> {
     const cloudSettings: CloudSettings = { regionId: c.regionId, pools, existingNodes: c.existingNodes, joinTag: c.joinTag, endpoint: c.cloudEndpoint };
     const settings: AdmissionSettings = {
         accountId: c.accountId, regionId: c.regionId, signers: trustedSigners(fs.readFileSync(c.signerFile, "utf8")),
-        challengeKeys: await challengeKeys(kube), challengeTtlSeconds: c.challengeTtlSeconds, tokenTtlSeconds: c.tokenTtlSeconds, readmitAfterSeconds: c.readmitAfterSeconds,
+        challengeKeys: await challengeKeys(kube), challengeTtlSeconds: c.challengeTtlSeconds, tokenTtlSeconds: c.tokenTtlSeconds,
+        readmitAfterSeconds: c.readmitAfterSeconds, allowSha1: c.allowSha1 !== false,
     };
     const readTls = () => ({ cert: fs.readFileSync(c.tlsCertFile), key: fs.readFileSync(c.tlsKeyFile) });
     const running = await startServer({

@@ -17,11 +17,12 @@ import { ADMISSION_NAME, KEY_SECRET, NAMESPACE, NODE_LEASE_NAMESPACE, POOL_REGIS
 import { DEFAULT_READMIT_AFTER_SECONDS, POOL_LABEL, POOL_PENDING_TAINT } from "../admission/nodes";
 import { ADMISSION_PORT, type ServiceConfig } from "../admission/server";
 import { applyObjects, CONTROL_PLANE_LABEL, kubeObject, type KubeObject } from "./kube";
+import { DEFAULT_ADMISSION_IMAGE } from "../rules";
 
 export { ADMISSION_PORT, ADMITTED_GROUP };
 
-/** Public Node.js image the service runs in (official image, Alpine variant). Mirror it and set `images.admission` in China regions. */
-export const DEFAULT_ADMISSION_IMAGE = "docker.io/library/node:22.12.0-alpine3.20";
+/** Public Node.js image the service runs in, pinned by digest (src/rules/images.ts). Mirror it and set `images.admission` in China regions. */
+export { DEFAULT_ADMISSION_IMAGE };
 /** The service's modules, in dependency order (each is plain CommonJS using Node built-ins only). */
 export const ADMISSION_MODULES = ["der", "pkcs7", "challenge", "nodes", "admit", "approver", "cloud", "kube", "server"] as const;
 const MOUNT = "/opt/alicloud-kubeadm-admission";
@@ -88,6 +89,8 @@ export interface AdmissionArgs {
     challengeTtlSeconds?: number;
     /** Admission token lifetime, seconds. Default {@link DEFAULT_TOKEN_TTL_SECONDS}. */
     tokenTtlSeconds?: number;
+    /** Accept identity signatures with a SHA-1 digest (docs/security.md#sha-1). Default true. */
+    allowSha1?: boolean;
 }
 
 /** The service's RBAC: its own role and the admitted nodes' (what `kubeadm join` and the kubelet's TLS bootstrap need). */
@@ -345,13 +348,13 @@ export function admissionWorkloadObjects(args: {
 
 /** The service's config as the component writes it (paths inside the pod). */
 export function serviceConfig(a: { accountId: string; region: string; existingNodes?: Record<string, string>; joinTag?: string;
-    challengeTtlSeconds?: number; tokenTtlSeconds?: number; readmitAfterSeconds?: number; attachScript?: boolean }): ServiceConfig {
+    challengeTtlSeconds?: number; tokenTtlSeconds?: number; readmitAfterSeconds?: number; attachScript?: boolean; allowSha1?: boolean }): ServiceConfig {
     return {
         accountId: a.accountId, regionId: a.region, existingNodes: a.existingNodes ?? {}, joinTag: a.joinTag,
         challengeTtlSeconds: a.challengeTtlSeconds ?? DEFAULT_CHALLENGE_TTL_SECONDS, tokenTtlSeconds: a.tokenTtlSeconds ?? DEFAULT_TOKEN_TTL_SECONDS,
         readmitAfterSeconds: a.readmitAfterSeconds ?? DEFAULT_READMIT_AFTER_SECONDS,
         port: ADMISSION_PORT, tlsCertFile: `${TLS_MOUNT}/tls.crt`, tlsKeyFile: `${TLS_MOUNT}/tls.key`,
-        signerFile: `${MOUNT}/identity-signer.pem`, attachScriptFile: a.attachScript ? `${MOUNT}/attach.sh` : undefined,
+        signerFile: `${MOUNT}/identity-signer.pem`, attachScriptFile: a.attachScript ? `${MOUNT}/attach.sh` : undefined, allowSha1: a.allowSha1 !== false,
     };
 }
 

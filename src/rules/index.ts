@@ -17,3 +17,4 @@ export * from "./apiAccess";
 export * from "./bake";
 export * from "./identity";
 export * from "./admission";
+export * from "./podSecurity";
