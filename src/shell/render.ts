@@ -100,6 +100,14 @@ export interface MasterInitParams extends NodeParams {
      * ({@link ControlPlaneJoinParams.encryptionKey}). Default false.
      */
     encryptSecrets?: boolean;
+    /**
+     * The CA hash the stack recorded for this cluster (`sha256:<hex>`), none when the cluster is new. With it the script
+     * never runs `kubeadm init`: it joins the masters of {@link peerMasterIps} that answer with this CA, or stops and
+     * names the restore command (docs/disaster-recovery.md). Default none.
+     */
+    recordedCaCertHash?: string;
+    /** The private IPs of masters 1..n-1, which a re-created master 0 looks for its cluster at. Default none. */
+    peerMasterIps?: string[];
 }
 
 /** A node taint (kubelet `--register-with-taints`). */
@@ -182,7 +190,7 @@ export function renderBakeNode(params: BakeNodeParams): string {
 }
 
 /** Header variables that carry secrets; {@link redactUserdata} blanks them. */
-export const SECRET_PARAMETERS: readonly string[] = ["AK_BOOTSTRAP_TOKEN", "AK_CA_CERT_HASHES", "AK_CERTIFICATE_KEY", "AK_ENCRYPTION_KEY"];
+export const SECRET_PARAMETERS: readonly string[] = ["AK_BOOTSTRAP_TOKEN", "AK_CA_CERT_HASHES", "AK_RECORDED_CA_HASH", "AK_CERTIFICATE_KEY", "AK_ENCRYPTION_KEY"];
 
 /**
  * Renders master 0's userdata (node preparation + `kubeadm init`).
@@ -198,6 +206,8 @@ export function renderMasterInit(params: MasterInitParams): string {
         `must be an integer in ${podPrefix + 1}..30 (longer than the podCidr prefix)`);
     const endpointHost = (params.apiEndpoint ?? "").replace(/:\d+$/, "");
     (params.certSANs ?? []).forEach((san, i) => check(problems, `certSANs[${i}]`, /^[A-Za-z0-9*][A-Za-z0-9.*:-]*$/.test(san), "must be a DNS name or an IP address"));
+    check(problems, "recordedCaCertHash", params.recordedCaCertHash === undefined || CA_HASH_PATTERN.test(params.recordedCaCertHash), "must be sha256:<64 hex digits>");
+    (params.peerMasterIps ?? []).forEach((ip, i) => check(problems, `peerMasterIps[${i}]`, /^(\d{1,3}\.){3}\d{1,3}$/.test(ip), "must be an IPv4 address"));
     throwIfAny("renderMasterInit", problems);
     return assemble("master_init.sh", [
         ...nodeHeader(params),
@@ -207,6 +217,8 @@ export function renderMasterInit(params: MasterInitParams): string {
         ["AK_SERVICE_CIDR", params.serviceCidr],
         ["AK_NODE_CIDR_MASK_SIZE", String(params.nodeCidrMaskSize)],
         ["AK_CERT_SANS", unique((params.certSANs ?? []).filter((s) => s !== endpointHost)).join(",")],
+        ...(params.recordedCaCertHash ? [["AK_RECORDED_CA_HASH", params.recordedCaCertHash] as [string, string]] : []),
+        ...(params.peerMasterIps?.length ? [["AK_PEER_MASTER_IPS", params.peerMasterIps.join(",")] as [string, string]] : []),
     ], "control_plane.sh");
 }
 
