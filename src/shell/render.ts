@@ -380,6 +380,11 @@ function scriptDir(): string {
  * A static script as it goes into userdata: without its shebang and full-line comments (the repository copy
  * is the documented one; ECS userdata is size-limited). shellcheck directives stay.
  */
+/** A static script of src/shell as it is rendered into what runs (comments and blank lines outside heredocs dropped). */
+export function shellBody(file: string): string {
+    return body(file);
+}
+
 function body(file: string): string {
     let heredocEnd: string | undefined;
     return fs.readFileSync(path.join(scriptDir(), ...file.split("/")), "utf8")
