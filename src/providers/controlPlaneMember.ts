@@ -14,6 +14,8 @@ import { CommandError } from "../cloud/cloudAssistant";
 import { bootstrapLog, joinSecrets, listNodes, providerIdOf, runJoin, sendSecret, type ClusterAccess, type JoinSecrets } from "../cloud/operations";
 import { clusterAccess, type ClusterAccessArgs, type ClusterAccessInputs } from "./access";
 import { removeNode } from "../removal";
+import { describeInstance } from "../cloud/ecs";
+import { joinProblem, readEtcdMembers, removalProblem } from "../recovery/quorum";
 import { pulumiLog } from "./log";
 
 /** Secrets from a master for one join. */
@@ -45,8 +47,10 @@ export async function joinControlPlaneMember(inputs: ControlPlaneMemberInputs, l
     const master: ClusterAccess = { ...clusterAccess(inputs), pollIntervalMs };
     const providerId = providerIdOf(region, memberInstanceId);
 
-    const existing = (await listNodes(master)).find((n) => n.providerId === providerId);
+    const nodes = await listNodes(master);
+    const existing = nodes.find((n) => n.providerId === providerId);
     if (!existing) {
+        await checkQuorum(master, nodes, memberInstanceId, "join", log);
         log(`asking a master (${master.masterInstanceIds.join(" or ")}) for a certificate key and a join token`);
         const secrets: JoinSecrets = await joinSecrets(master);
         log(`joining ${memberInstanceId} to the control plane (installs packages, then kubeadm join --control-plane)`);
@@ -80,7 +84,29 @@ export async function joinControlPlaneMember(inputs: ControlPlaneMemberInputs, l
     }
 }
 
-export const CONTROL_PLANE_MEMBER_PROVIDER_VERSION = "2";
+/**
+ * The etcd quorum check before a step on `memberInstanceId` (docs/disaster-recovery.md#lost-member): read the members and
+ * their health through the first other master whose Node is Ready, then refuse a removal that would leave no healthy
+ * quorum, or a join into a cluster that is not wholly healthy or already has a member per master. With no other Ready
+ * master there is nothing to read through: the join's own preflight and the removal core decide.
+ */
+export async function checkQuorum(access: ClusterAccess, nodes: Awaited<ReturnType<typeof listNodes>>, memberInstanceId: string, step: "join" | "remove",
+    log: (m: string) => void, memberNodeName?: string): Promise<void> {
+    const via = access.masterInstanceIds.filter((m) => m !== memberInstanceId)
+        .map((m) => nodes.find((n) => n.providerId === providerIdOf(access.region, m))).find((n) => n?.ready);
+    if (!via) return;
+    const peerIp = (await describeInstance(access.region, memberInstanceId))?.privateIp ?? "";
+    const members = await readEtcdMembers(access, via.name);
+    const problem = step === "join"
+        ? joinProblem(members, access.masterInstanceIds.length, { peerIp })
+        : removalProblem(members, { name: memberNodeName, peerIp });
+    if (problem) throw new Error(`control-plane member ${memberInstanceId}: ${step === "join" ? "joining" : "removing"} it now is refused: ${problem}`);
+    log(`etcd quorum checked through ${via.name} before ${step === "join" ? "joining" : "removing"} ${memberInstanceId}: ` +
+        `${members.filter((m) => m.healthy).length} of ${members.length} members healthy`);
+}
+
+/** 3: the etcd quorum is checked before a join and before a removal; a new master 0 (`masterInstanceId`) updates, never replaces. */
+export const CONTROL_PLANE_MEMBER_PROVIDER_VERSION = "3";
 
 /**
  * The outputs of a ControlPlaneMember that are secrets: none. Its join secrets are made on a master and
@@ -94,16 +120,20 @@ export const controlPlaneMemberProvider: pulumi.dynamic.ResourceProvider = {
         return { id: inputs.memberInstanceId, outs: { ...inputs, nodeName } };
     },
     async diff(_id: string, olds: ControlPlaneMemberInputs, news: ControlPlaneMemberInputs) {
-        const replaces = ["memberInstanceId", "masterInstanceId"].filter((k) => olds[k as keyof ControlPlaneMemberInputs] !== news[k as keyof ControlPlaneMemberInputs]);
-        // New command ids (a changed script) are an update — never a replacement, which would reset the member.
-        const updates = (["joinCommandId", "commands", "masterInstanceIds", "routeTableId", "podCidr", "providerVersion"] as const).some((k) => JSON.stringify(olds[k]) !== JSON.stringify(news[k]));
+        // Only a new member instance replaces (deleteBeforeReplace: its etcd member leaves before the new one joins). A new
+        // master 0 (a re-created master 0 re-joining, docs/disaster-recovery.md) or new command ids (a changed script) are
+        // updates: a replacement would remove this member from etcd.
+        const replaces = olds.memberInstanceId !== news.memberInstanceId ? ["memberInstanceId"] : [];
+        const updates = (["masterInstanceId", "joinCommandId", "commands", "masterInstanceIds", "routeTableId", "podCidr", "providerVersion"] as const).some((k) => JSON.stringify(olds[k]) !== JSON.stringify(news[k]));
         return { changes: replaces.length > 0 || updates, replaces, deleteBeforeReplace: true };
     },
     async update(_id: string, olds: ControlPlaneMemberInputs & { nodeName: string }, news: ControlPlaneMemberInputs) {
         return { outs: { ...news, nodeName: olds.nodeName } };
     },
-    async delete(_id: string, props: ControlPlaneMemberInputs) {
+    async delete(_id: string, props: ControlPlaneMemberInputs & { nodeName?: string }) {
         const log = pulumiLog();
+        const access: ClusterAccess = { ...clusterAccess(props), pollIntervalMs: Math.min(1000, (props.pollSeconds ?? 10) * 1000) };
+        await checkQuorum(access, await listNodes(access), props.memberInstanceId, "remove", (m) => log.info(m), props.nodeName);
         await removeNode({ instanceId: props.memberInstanceId, kind: "control-plane" }, {
             region: props.region, masterInstanceIds: clusterAccess(props).masterInstanceIds, commands: props.commands, routeTableId: props.routeTableId, podCidr: props.podCidr,
             pollIntervalMs: Math.min(1000, (props.pollSeconds ?? 10) * 1000), log: (m) => log.info(m), warn: (m) => log.warn(m),
