@@ -13,7 +13,7 @@ const ROOT = path.join(__dirname, "..");
 const LAYERS: string[][] = [
     ["rules"],
     ["cloud", "config.ts", "configTypes.ts", "admission"],
-    ["shell", "removal", "doctor"],
+    ["shell", "removal", "doctor", "recovery"],
     ["providers"],
     ["components"],
     ["index.ts"],

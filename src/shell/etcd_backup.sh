@@ -63,7 +63,7 @@ ak_credentials() {
   AK_AK=$(ak_json_string AccessKeyId <<<"$json")
   AK_SK=$(ak_json_string AccessKeySecret <<<"$json")
   AK_STS=$(ak_json_string SecurityToken <<<"$json")
-  [ -n "$AK_AK" ] && [ -n "$AK_SK" ] && [ -n "$AK_STS" ] || ak_fail "the metadata service answered no credentials for role ${AK_BACKUP_ROLE}"
+  if [ -z "$AK_AK" ] || [ -z "$AK_SK" ] || [ -z "$AK_STS" ]; then ak_fail "the metadata service answered no credentials for role ${AK_BACKUP_ROLE}"; fi
 }
 
 # ak_oss_put FILE KEY: PUT FILE as object KEY of the backup bucket, never over an existing object. OSS V4 signature

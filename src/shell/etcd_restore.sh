@@ -11,7 +11,6 @@
 set -euo pipefail
 
 AK_ROOT="${AK_ROOT:-}"
-AK_STATE_DIR="${AK_ROOT}/var/lib/alicloud-kubeadm"
 
 ak_log() { printf '%s %s\n' "$(date -u +%FT%TZ)" "$*" >&2; }
 ak_fail() {

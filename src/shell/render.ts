@@ -219,7 +219,7 @@ export function renderMasterInit(params: MasterInitParams): string {
         ["AK_CERT_SANS", unique((params.certSANs ?? []).filter((s) => s !== endpointHost)).join(",")],
         ...(params.recordedCaCertHash ? [["AK_RECORDED_CA_HASH", params.recordedCaCertHash] as [string, string]] : []),
         ...(params.peerMasterIps?.length ? [["AK_PEER_MASTER_IPS", params.peerMasterIps.join(",")] as [string, string]] : []),
-    ], "control_plane.sh");
+    ], params.recordedCaCertHash ? ["control_plane.sh", "master_guard.sh"] : "control_plane.sh");
 }
 
 /**
@@ -422,7 +422,9 @@ function prepareWithoutPullStub(): string {
     return text.replace(stub, "");
 }
 
-function assemble(roleScript: string, header: Array<[string, string]>, shared?: string): string {
+function assemble(roleScript: string, header: Array<[string, string]>, sharedFiles?: string | string[]): string {
+    const shared = Array.isArray(sharedFiles) ? sharedFiles[0] : sharedFiles;
+    const more = Array.isArray(sharedFiles) ? sharedFiles.slice(1) : [];
     const withImages = header.some(([name]) => name === "AK_NODE_IMAGES");
     const lines = header.map(([name, value]) => `readonly ${name}=${shellQuote(value)}`);
     const script = [
@@ -433,6 +435,7 @@ function assemble(roleScript: string, header: Array<[string, string]>, shared?: 
         "# ---- src/shell/prepare_node.sh ----",
         ...(withImages ? [prepareWithoutPullStub(), "# ---- src/shell/node_images.sh ----", body("node_images.sh")] : [body("prepare_node.sh")]),
         ...(shared ? [`# ---- src/shell/${shared} ----`, body(shared)] : []),
+        ...more.flatMap((f) => [`# ---- src/shell/${f} ----`, body(f)]),
         `# ---- src/shell/${roleScript} ----`,
         admissionBlocks(body(roleScript), shared === "admission_client.sh"),
     ].join("\n");
