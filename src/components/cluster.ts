@@ -6,7 +6,7 @@ import * as k8s from "@pulumi/kubernetes";
 import { packUserdata, renderControlPlaneJoinCommand, renderMasterInit, renderOperation } from "../shell/render";
 import { clusterTags, nodeImageList, nodeMirrors, validateClusterConfig, type ClusterConfig, type ClusterConfigInput, type ExistingNodeInput } from "../config";
 import { throwIfProblems } from "./args";
-import { attachAdmissionPolicy, attachAutoscalerPolicy, ControlPlane } from "./controlPlane";
+import { attachAdmissionPolicy, attachAutoscalerPolicy, ControlPlane, masterPrivateIp, masterZoneIndex } from "./controlPlane";
 import { ClusterAutoscaler } from "./clusterAutoscaler";
 import type { ClusterInfo, PoolInfo } from "../doctor/types";
 import { ApiServerReady } from "../providers/apiServerReady";
@@ -22,6 +22,9 @@ import { Admission, ADMISSION_PORT } from "./admission";
 import { PodNetwork } from "./podNetwork";
 import { Network } from "./network";
 import { NodeImage } from "./nodeImage";
+import { EtcdBackup } from "./backup";
+import { MasterMaintenance } from "../providers/masterMaintenance";
+import { renderMasterMaintenance } from "../shell/renderBackup";
 
 /** The cluster config as a program gives it: plain values, except the SSH secrets (see {@link SshConnectionArgs}). */
 export type ClusterConfigArgs = Omit<ClusterConfigInput, "existingNodes"> & {
@@ -38,6 +41,12 @@ export interface ClusterArgs {
      * namespace, a cluster value that is not JSON), reported together with the config's own. Default none.
      */
     stackConfig?: { errors: readonly string[]; warnings: readonly string[] };
+    /**
+     * The CA hash this stack recorded in an earlier `pulumi up` (the stack output `caCertHash`; the stack program reads
+     * it from its own stack). With it a re-created master 0 never runs `kubeadm init`: it joins the masters that answer
+     * with that CA, or stops naming the restore command (docs/disaster-recovery.md). Default none (a new cluster).
+     */
+    recordedCaCertHash?: pulumi.Input<string | undefined>;
 }
 
 /**
@@ -142,6 +151,8 @@ export class Cluster extends pulumi.ComponentResource {
     public readonly autoscaler?: ClusterAutoscaler;
     /** Where everything is, for `npm run doctor` (not secret). */
     public readonly clusterInfo: pulumi.Output<ClusterInfo>;
+    /** etcd backups: the bucket, the backup key (docs/disaster-recovery.md#backups). */
+    public readonly backup: EtcdBackup;
 
     constructor(name: string, args: ClusterArgs, opts?: pulumi.ComponentResourceOptions) {
         // Validate before registering anything, so bad input creates nothing at all.
@@ -194,7 +205,8 @@ export class Cluster extends pulumi.ComponentResource {
             natGateway: config.network.natGateway,
             imageId: nodeImageId,
             tags,
-            userdata: (index, endpoint, certSANs) => masterUserdata(config, index, endpoint, certSANs),
+            userdata: (index, endpoint, certSANs, recorded) => masterUserdata(config, index, endpoint, certSANs, recorded),
+            recordedCaCertHash: args.recordedCaCertHash,
         }, { parent: this });
 
         // Join material: the CA pin and the stack's own kubeconfig (a revocable service-account token) from master 0, and the node operations saved as commands.
@@ -231,6 +243,37 @@ export class Cluster extends pulumi.ComponentResource {
             }, { parent: this, dependsOn: [previous] });
             return previous as ControlPlaneMember;
         });
+
+        // Master 0 too, with 3 or 5 masters, after the others: a no-op while master 0 runs (its Node is there); a re-created
+        // master 0 (src/shell/master_guard.sh) is joined through the other masters like any member, its old etcd member
+        // removed first (docs/disaster-recovery.md#lost-disk-on-master-0).
+        const others = pulumi.all(masters.slice(1).map((m) => m.id));
+        const master0Member = masters.length < 2 ? undefined : new ControlPlaneMember(`${name}-master-0-join`, {
+            region: config.region,
+            masterInstanceId: masters[1].id,
+            masterInstanceIds: others,
+            memberInstanceId: masters[0].id,
+            joinCommandId: joinCommand!.id,
+            commands,
+            routeTableId: net.routeTableId,
+            podCidr: config.network.podCidr,
+        }, { parent: this, dependsOn: [previous] });
+        if (master0Member) this.controlPlaneMembers.push(master0Member);
+
+        // etcd backups (docs/disaster-recovery.md#backups): the bucket, the masters' put permission, the backup key; every
+        // master gets the backup timer (and the certificate renewal timer) from the saved maintenance command.
+        const accountId = alicloud.getCallerIdentityOutput({ parent: this }).accountId;
+        this.backup = new EtcdBackup(`${name}-backup`, {
+            clusterName: config.name, region: config.region, accountId, roleName: this.controlPlane.roleName, settings: config.backup, tags,
+        }, { parent: this });
+        const maintenanceCommand = saveCommand(`${name}-master-maintenance`, {
+            commandName: `${config.name}-master-maintenance`, parameters: false, timeoutSeconds: 300,
+            description: "install the etcd backup timer and the certificate renewal timer on a master",
+            script: this.backup.backupScript.apply((script) => renderMasterMaintenance(script, config.backup.intervalMinutes)),
+        }, { parent: this });
+        new MasterMaintenance(`${name}-master-maintenance`, {
+            region: config.region, masterInstanceIds: this.controlPlane.masterInstanceIds, commandId: maintenanceCommand.id,
+        }, { parent: this, dependsOn: [this.joinInfo, ...this.controlPlaneMembers] });
 
         // Nodes: ESS pools and existing instances join by cloud identity (docs/admission.md): they ask every
         // master's admission replica for a single-use token, so no userdata or command holds a join secret.
@@ -278,7 +321,7 @@ export class Cluster extends pulumi.ComponentResource {
             this.admission = new Admission(`${name}-admission`, {
                 attachScript: served,
                 clusterName: config.name, region: config.region, identityCertificate, joinTag: config.admission.joinTag, image: config.images.admission,
-                accountId: alicloud.getCallerIdentityOutput({ parent: this }).accountId,
+                accountId,
                 scalingGroups: pulumi.all(this.nodePools.map((p) => p.scalingGroupId)).apply((ids) => Object.fromEntries(ids.map((id, i) => [id, config.nodePools[i].name]))),
                 existingNodes: Object.fromEntries(config.existingNodes.map((n) => [n.instanceId, "existing"])),
             }, { parent: this, provider: this.kubernetesProvider });
@@ -312,6 +355,7 @@ export class Cluster extends pulumi.ComponentResource {
                 pools: poolInfos,
                 existingNodes: config.existingNodes.map((n) => ({ instanceId: n.instanceId, mode: n.mode })),
                 commands: commandIds,
+                backupIntervalMinutes: config.backup.intervalMinutes,
             }));
 
         this.registerOutputs({ network: this.network, controlPlane: this.controlPlane, kubeconfig: this.kubeconfig });
@@ -322,7 +366,7 @@ export class Cluster extends pulumi.ComponentResource {
  * Master 0 runs kubeadm init from its userdata. Masters 1..n-1 get none: ControlPlaneMember prepares
  * and joins them over Cloud Assistant once master 0 is up (they need its certificate key).
  */
-export function masterUserdata(config: ClusterConfig, index: number, apiEndpoint: string, certSANs: string[]): string | undefined {
+export function masterUserdata(config: ClusterConfig, index: number, apiEndpoint: string, certSANs: string[], recordedCaCertHash?: string): string | undefined {
     if (index > 0) {
         return undefined;
     }
@@ -339,6 +383,10 @@ export function masterUserdata(config: ClusterConfig, index: number, apiEndpoint
         // Every other control-plane member gets master 0's key over the sealed join-secrets channel
         // (docs/security.md#encryption-at-rest).
         encryptSecrets: true,
+        // A re-created master 0 of a cluster the stack recorded joins the others or stops (src/shell/master_guard.sh).
+        recordedCaCertHash,
+        peerMasterIps: Array.from({ length: config.controlPlane.count - 1 }, (_, k) =>
+            masterPrivateIp(config.network.vswitchCidrs[masterZoneIndex(k + 1, config.zones.length)], k + 1, config.zones.length)),
         ...nodeMirrors(config),
         // No AK_NODE_IMAGES (node_images.sh) on master 0, baked or not: NodeImage builds its image in the same
         // `pulumi up`, just before it, so the image always matches (masters ignore image drift afterwards), and

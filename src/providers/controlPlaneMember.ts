@@ -7,7 +7,9 @@
  * command with the sealed text (src/cloud/channel.ts: no Cloud Assistant record holds them in clear), then
  * waits for its Node to be Ready. On delete it runs the removal core for a control-plane node: drain,
  * `kubeadm reset` (which removes its etcd member), delete Node. Joins are serialised by the caller (each
- * member depends on the previous one): etcd grows one member at a time.
+ * member depends on the previous one): etcd grows one member at a time. Before a join and before a removal it checks
+ * the etcd quorum (src/recovery/quorum.ts) and takes an etcd backup (src/recovery/backup.ts); `pulumi up --replace` of
+ * a master 1..n runs delete (the member leaves) then create (a fresh member joins): docs/disaster-recovery.md#lost-member.
  */
 import * as pulumi from "@pulumi/pulumi";
 import { CommandError } from "../cloud/cloudAssistant";
@@ -16,6 +18,7 @@ import { clusterAccess, type ClusterAccessArgs, type ClusterAccessInputs } from 
 import { removeNode } from "../removal";
 import { describeInstance } from "../cloud/ecs";
 import { joinProblem, readEtcdMembers, removalProblem } from "../recovery/quorum";
+import { backupBeforeChange } from "../recovery/backup";
 import { pulumiLog } from "./log";
 
 /** Secrets from a master for one join. */
@@ -51,6 +54,7 @@ export async function joinControlPlaneMember(inputs: ControlPlaneMemberInputs, l
     const existing = nodes.find((n) => n.providerId === providerId);
     if (!existing) {
         await checkQuorum(master, nodes, memberInstanceId, "join", log);
+        await backupBeforeChange(master, `joining control-plane member ${memberInstanceId}`, log, log);
         log(`asking a master (${master.masterInstanceIds.join(" or ")}) for a certificate key and a join token`);
         const secrets: JoinSecrets = await joinSecrets(master);
         log(`joining ${memberInstanceId} to the control plane (installs packages, then kubeadm join --control-plane)`);
@@ -105,7 +109,10 @@ export async function checkQuorum(access: ClusterAccess, nodes: Awaited<ReturnTy
         `${members.filter((m) => m.healthy).length} of ${members.length} members healthy`);
 }
 
-/** 3: the etcd quorum is checked before a join and before a removal; a new master 0 (`masterInstanceId`) updates, never replaces. */
+/**
+ * 3: the etcd quorum is checked, and an etcd backup taken (src/recovery/backup.ts), before a join and before a removal;
+ * a new master 0 (`masterInstanceId`) updates, never replaces.
+ */
 export const CONTROL_PLANE_MEMBER_PROVIDER_VERSION = "3";
 
 /**
@@ -134,6 +141,7 @@ export const controlPlaneMemberProvider: pulumi.dynamic.ResourceProvider = {
         const log = pulumiLog();
         const access: ClusterAccess = { ...clusterAccess(props), pollIntervalMs: Math.min(1000, (props.pollSeconds ?? 10) * 1000) };
         await checkQuorum(access, await listNodes(access), props.memberInstanceId, "remove", (m) => log.info(m), props.nodeName);
+        await backupBeforeChange(access, `removing control-plane member ${props.memberInstanceId}`, (m) => log.info(m), (m) => log.warn(m));
         await removeNode({ instanceId: props.memberInstanceId, kind: "control-plane" }, {
             region: props.region, masterInstanceIds: clusterAccess(props).masterInstanceIds, commands: props.commands, routeTableId: props.routeTableId, podCidr: props.podCidr,
             pollIntervalMs: Math.min(1000, (props.pollSeconds ?? 10) * 1000), log: (m) => log.info(m), warn: (m) => log.warn(m),

@@ -3,7 +3,7 @@
  * of their per-cluster values. No secret in either: the backup key's public half, the bucket, the role's name.
  */
 import { CHANNEL_KEY_PATTERN } from "../rules";
-import { shellBody, shellQuote } from "./render";
+import { compactShell, packShell, shellBody, shellQuote } from "./render";
 
 /** What the backup script of a cluster needs. */
 export interface EtcdBackupParams {
@@ -60,4 +60,40 @@ export function renderEtcdRestore(p: EtcdRestoreParams, main: string): string {
     return ["#!/bin/bash", "# alicloud-kubeadm etcd restore, rendered by src/shell/renderBackup.ts. Parameters:", ...header([
         ["AK_NODE_NAME", p.nodeName], ["AK_PEER_URL", p.peerUrl], ["AK_ETCD_IMAGE", p.etcdImage],
     ]), shellBody("etcd_restore.sh"), main].join("\n") + "\n";
+}
+
+/**
+ * The saved maintenance command every master runs (src/providers/masterMaintenance.ts): installs or updates the etcd
+ * backup script with its timer (every `intervalMinutes`), and the certificate renewal timer (src/shell/control_plane.sh),
+ * which masters built before it existed lack. Packed (gzip + Base64) to fit a saved command.
+ */
+export function renderMasterMaintenance(backupScript: string, intervalMinutes: number): string {
+    if (!Number.isInteger(intervalMinutes) || intervalMinutes < 5 || intervalMinutes > 1440) throw new Error("renderMasterMaintenance: intervalMinutes must be 5..1440");
+    if (backupScript.includes("\nAK_BACKUP_EOF\n")) throw new Error("renderMasterMaintenance: the backup script holds the heredoc delimiter");
+    const script = [
+        "#!/bin/bash",
+        "# alicloud-kubeadm master maintenance (rendered by src/shell/renderBackup.ts): the etcd backup timer and the certificate renewal timer.",
+        "set -euo pipefail",
+        'AK_ROOT="${AK_ROOT:-}"',
+        "# ak_write_file PATH MODE: stdin to PATH (mode MODE); fails (1) when PATH already held exactly that.",
+        'ak_write_file() { local tmp="$1.ak-new"; mkdir -p "${1%/*}"; cat >"$tmp"; chmod "$2" "$tmp"; if [ -f "$1" ] && cmp -s "$tmp" "$1"; then rm -f "$tmp"; return 1; fi; mv -f "$tmp" "$1"; }',
+        shellBody("control_plane.sh"),
+        "ak_install_cert_renewal",
+        "ak_write_file \"${AK_ROOT}/usr/local/sbin/alicloud-kubeadm-etcd-backup\" 700 <<'AK_BACKUP_EOF' || true",
+        backupScript.replace(/\n$/, ""),
+        "AK_BACKUP_EOF",
+        "ak_write_file \"${AK_ROOT}/etc/systemd/system/alicloud-kubeadm-etcd-backup.service\" 644 <<'EOF' || true",
+        "[Unit]", "Description=alicloud-kubeadm: etcd backup to OSS (only the etcd leader's master takes it)", "After=kubelet.service",
+        "[Service]", "Type=oneshot", "Nice=10", "ExecStart=/bin/bash /usr/local/sbin/alicloud-kubeadm-etcd-backup",
+        "EOF",
+        "ak_write_file \"${AK_ROOT}/etc/systemd/system/alicloud-kubeadm-etcd-backup.timer\" 644 <<'EOF' || true",
+        "[Unit]", `Description=alicloud-kubeadm: etcd backup every ${intervalMinutes} minutes`,
+        "[Timer]", "OnBootSec=10min", `OnUnitActiveSec=${intervalMinutes}min`, "AccuracySec=1min",
+        "[Install]", "WantedBy=timers.target",
+        "EOF",
+        "systemctl daemon-reload",
+        "systemctl enable --now alicloud-kubeadm-etcd-backup.timer",
+        "echo maintenance-installed",
+    ].join("\n") + "\n";
+    return packShell(compactShell(script));
 }
