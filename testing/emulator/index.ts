@@ -27,7 +27,7 @@ import { VPC_ACTIONS } from "./vpc";
 import { OssError, ossErrorXml, OssState } from "./oss";
 
 export * from "./state";
-export { OssState, type OssBucket, type OssPolicy } from "./oss";
+export { OssState, policyAllows, type OssBucket, type OssPolicy } from "./oss";
 export { acs3Signature, verifyRequest, percentEncode, rpcV1Signature, verifyRpcV1 } from "./signature";
 
 /** Credentials the emulator accepts by default. Test-only values. */

@@ -113,9 +113,7 @@ export class OssState {
 
     private authorize(accessKeyId: string, action: string, resource: string): void {
         const policy = this.policies.get(accessKeyId);
-        if (!policy) return;
-        const matches = (s: OssPolicy["Statement"][number]) => s.Action.some((a) => glob(a, action)) && s.Resource.some((r) => glob(r, `acs:oss:*:*:${resource}`) || glob(r.replace(/^acs:oss:[^:]*:[^:]*:/, "acs:oss:*:*:"), `acs:oss:*:*:${resource}`));
-        if (policy.Statement.some((s) => s.Effect === "Deny" && matches(s)) || !policy.Statement.some((s) => s.Effect === "Allow" && matches(s))) {
+        if (policy && !policyAllows(policy, action, resource)) {
             throw new OssError(403, "AccessDenied", `You have no right to access this object because of bucket acl or policy (${action} on ${resource}).`);
         }
     }
@@ -153,6 +151,16 @@ export class OssState {
         }
         return accessKeyId;
     }
+}
+
+/**
+ * Whether a RAM policy allows `action` (`oss:PutObject`) on `resource` (`<bucket>/<key>`, or `<bucket>` for bucket actions):
+ * an Allow statement whose Action and Resource match (`*` matches anything, region and account too) and no Deny that does.
+ */
+export function policyAllows(policy: OssPolicy, action: string, resource: string): boolean {
+    const arn = `acs:oss:*:*:${resource}`;
+    const matches = (s: OssPolicy["Statement"][number]) => s.Action.some((a) => glob(a, action)) && s.Resource.some((r) => glob(r.replace(/^acs:oss:[^:]*:[^:]*:/, "acs:oss:*:*:"), arn));
+    return !policy.Statement.some((s) => s.Effect === "Deny" && matches(s)) && policy.Statement.some((s) => s.Effect === "Allow" && matches(s));
 }
 
 /** OSS's XML error body. */
