@@ -21,9 +21,7 @@ ak_failure_marker init.failed
 
 # Master 0 re-created while its cluster lives on: never `kubeadm init` (src/shell/master_guard.sh, only rendered when
 # the stack recorded the cluster's CA hash).
-if [ -n "${AK_RECORDED_CA_HASH:-}" ]; then
-  ak_master_guard
-fi
+[ -z "${AK_RECORDED_CA_HASH:-}" ] || ak_master_guard
 
 # ak_init_config: the InitConfiguration + ClusterConfiguration for this master.
 ak_init_config() {
