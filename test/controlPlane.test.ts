@@ -82,8 +82,11 @@ describe("ControlPlane (mock graph via the stack program)", () => {
         const byName = Object.fromEntries(masters.map((m) => [m.name, m.id]));
         assert.strictEqual(joins.find((j) => j.name === "prod-master-1-join")!.inputs.memberInstanceId, byName["prod-control-plane-master-1"]);
         const [command] = ofType(prod, "alicloud:ecs/command:Command").filter((c) => c.inputs.name === "prod-control-plane-join");
+        const master0 = joins.find((j) => j.name === "prod-master-0-join")!;
+        assert.strictEqual(master0.inputs.memberInstanceId, byName["prod-control-plane-master-0"]);
+        assert.deepStrictEqual(master0.inputs.masterInstanceIds, [byName["prod-control-plane-master-1"], byName["prod-control-plane-master-2"]], "master 0 re-joins through the others");
         for (const j of joins) {
-            assert.strictEqual(j.inputs.masterInstanceId, byName["prod-control-plane-master-0"]);
+            assert.strictEqual(j.inputs.masterInstanceId, byName[j === master0 ? "prod-control-plane-master-1" : "prod-control-plane-master-0"]);
             assert.strictEqual(j.inputs.joinCommandId, command.id, "each member invokes the one saved join command");
             assert.strictEqual(j.rawInputs.joinScript, undefined, "no script travels with the member");
         }

@@ -69,7 +69,7 @@ ak_install_encryption_config() {
 
 # ak_install_cert_renewal: a timer on this master that renews kubeadm's certificates once fewer than 90 days are
 # left, then restarts the static pods one at a time; one that does not come back (its health endpoint) stops the
-# renewal before the next restart, the error in the journal and in /var/lib/alicloud-kubeadm/cert-renew.last (doctor). Master N starts N hours after master 0 (its hostname ends in
+# renewal before the next restart, the error in the journal and in the state file cert-renew.last (doctor). Master N starts N hours after master 0 (its hostname ends in
 # -master-N), so the masters never restart their control plane together.
 ak_install_cert_renewal() {
   ak_write_file "${AK_ROOT}${AK_RENEW_BIN}" 755 <<'EOF' || true
