@@ -36,6 +36,12 @@ export const caCertHash = cluster.joinInfo.caCertHash;
 /** The etcd backup bucket and the current backup key's id (docs/disaster-recovery.md#backups). */
 export const backupBucket = cluster.backup.bucketName;
 export const backupKeyId = cluster.backup.keyId;
+/**
+ * The backup keys' private halves (secret): the current one and the retired ones, by key id. Keep a copy outside the
+ * stack (`pulumi stack output --show-secrets backupKeys`): a restore to a new stack needs them (docs/disaster-recovery.md).
+ */
+export const backupKeys = pulumi.secret(pulumi.all([cluster.backup.keyId, cluster.backup.privateKey, cluster.backup.retiredKeys])
+    .apply(([keyId, privateKey, retired]) => Object.fromEntries([[keyId, privateKey], ...retired.map((k) => [k.keyId, k.privateKey])])));
 /** Not secret: where everything is, for `npm run doctor -- --stack <name>`. */
 export const clusterInfo = cluster.clusterInfo;
 /** The one-line manual attach command when admission is on (endpoint and CA pin only, no secret; docs/admission.md). */

@@ -1,11 +1,9 @@
 #!/bin/bash
-# alicloud-kubeadm etcd restore (docs/disaster-recovery.md#restore), on master 0: the etcd-restore operation.
-# The sealed secret it receives over the channel (src/cloud/channel.ts) is `<backup private key, PEM Base64> <object
-# URL> <x-oss-date> <Authorization>`: the backup's private key, which never lives in the cluster, and a GET of that
-# one object signed by the operator's credentials (valid 15 minutes). It downloads the object, opens it, stops this
-# master's control plane when one runs, restores etcd with `etcdutl snapshot restore` (a new cluster id, this master
-# its only member), puts the CA keys and the EncryptionConfiguration of the backup in place, and starts the control
-# plane again: its own static pods, or master 0's script in restore mode (`kubeadm init` over the restored etcd and PKI).
+# alicloud-kubeadm etcd restore (docs/disaster-recovery.md#lost-whole-control-plane), on master 0.
+# Its functions: open a sealed backup with the backup key's private half (which never lives in the cluster), and
+# restore its bundle onto this master: `etcdutl snapshot restore` (a new cluster id, this master its only member), the
+# CA material and the EncryptionConfiguration of the backup in place. The control plane must be stopped. The steps
+# around them (download, stop, `kubeadm init` over the restored data) are in the runbook until a command automates them.
 # Parameters: AK_NODE_NAME (this master's etcd member name = its Node name), AK_PEER_URL (https://<ip>:2380),
 # AK_ETCD_IMAGE (the etcd image of kubeadm's version, which ships etcdutl). Every path is under ${AK_ROOT}.
 set -euo pipefail

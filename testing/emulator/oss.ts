@@ -10,9 +10,9 @@
  *   HMAC("aliyun_v4" + secret, day) → region → "oss" → "aliyun_v4_request". A request more than 15 minutes off is refused
  *   (RequestTimeTooSkewed), and a wrong x-oss-content-sha256 too (error 0002-00000214).
  * - STS: an `STS.` AccessKey needs its `x-oss-security-token` (the harsher reading: refused without it).
- * - PutObject (https://www.alibabacloud.com/help/en/oss/developer-reference/putobject): `x-oss-forbid-overwrite: true` on an
- *   existing key → 409 FileAlreadyExists, except in a bucket with versioning enabled or suspended, where the header does not
- *   take effect and a new version is kept over the old one.
+ * - PutObject (https://help.aliyun.com/en/oss/user-guide/0026-00000002): `x-oss-forbid-overwrite: true` on an existing key
+ *   → 409 FileAlreadyExists. In a versioned bucket a put keeps the old object as a noncurrent version; whether the header
+ *   is honoured there too is not confirmed: modelled as ignored (the old object survives either way).
  * - RAM: each AccessKey may carry a policy (`grant`); an action is allowed when a statement's Action and Resource
  *   (`acs:oss:*:*:<bucket>/<key>`, `*` matching anything) match, else 403 AccessDenied, as OSS answers.
  */
