@@ -138,6 +138,8 @@ export class Emulator {
         this.endpoint = `http://127.0.0.1:${port}`;
         this.latencyMs = opts.latencyMs ?? 0;
         this.secrets = new Map((opts.credentials ?? [TEST_CREDENTIALS]).map((c) => [c.accessKeyId, c.accessKeySecret]));
+        // The same AccessKeys sign OSS requests (an account's key: no RAM policy limits it here).
+        for (const [id, secret] of this.secrets) this.oss.credentials.set(id, { secret });
         server.on("request", (req, res) => void this.handle(req, res));
     }
 
