@@ -202,6 +202,7 @@ const DYNAMIC_ROLES: Array<[RegExp, string]> = [
     [/-api-ready$/, "ApiServerReady: waits until the API server answers /readyz, before the add-ons"],
     [/-backup-key$/, "BackupKey: the X25519 key etcd backups are sealed to; its private half only in this stack's state (secret)"],
     [/-master-maintenance$/, "MasterMaintenance: installs the etcd backup and certificate renewal timers on every master"],
+    [/-replacement-guard$/, "MasterReplacementGuard: at preview, refuses a change that would re-create more than one master at once"],
 ];
 
 /** The overview printed after the counts: what `pulumi up` would run, for a person to read. */

@@ -10,6 +10,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { masterPrivateIp, masterZoneIndex, RAM_ACTIONS, ramPolicy, resolveAutoscalerVersion, ROLE_TAG, type Report } from "../rules";
 import { checkClusterConfig, type ClusterConfig } from "../config";
 import { checkArgs, checkTags, isKnown } from "./args";
+import { MasterReplacementGuard } from "../providers/masterGuard";
 
 /** RAM actions the Alibaba Cloud Controller Manager's node and route controllers call (src/rules/ram.ts, docs/security.md#ram). */
 export const CCM_ACTIONS: readonly string[] = RAM_ACTIONS.filter((a) => a.consumer === "ccm").map((a) => a.action);
@@ -184,6 +185,13 @@ export function createControlPlane(name: string, args: ControlPlaneArgs, parent:
     }
     const endpoint = endpointHost.apply((h) => `${h}:6443`);
 
+    // Refuses at preview a change that would re-create more than one master at once (docs/disaster-recovery.md#one-master-at-a-time).
+    const guard = new MasterReplacementGuard(`${name}-replacement-guard`, {
+        region: config.region,
+        masters: masterPrivateIps.map((_, i) => ({
+            name: `${config.name}-master-${i}`, zone: config.zones[masterZoneIndex(i, zoneCount)], systemDiskCategory: cp.systemDisk.category,
+        })),
+    }, opts);
     const masters = masterPrivateIps.map((privateIp, i) => {
         const zone = masterZoneIndex(i, zoneCount);
         return new alicloud.ecs.Instance(`${name}-master-${i}`, {
@@ -214,6 +222,7 @@ export function createControlPlane(name: string, args: ControlPlaneArgs, parent:
             // first, its ControlPlaneMember removing it from etcd before that; the new one takes the same address and
             // joins (docs/disaster-recovery.md#lost-member).
             deleteBeforeReplace: true,
+            dependsOn: [guard],
         });
     });
 
