@@ -400,33 +400,25 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
         procs.set(name, p);
         return p;
     };
-    const start = (name: string, cmd: string, args: string[], o: { env?: Record<string, string> } = {}) => {
-        const p = startProcess(name, resolveCmd(cmd), args, o.env);
-        return {
-            pid: p.pid ?? -1,
-            stop: async (): Promise<void> => {
-                procs.delete(name);
-                exited.delete(name);
-                if (p.exitCode !== null || p.signalCode !== null) return;
-                const gone = new Promise<void>((r) => p.once("exit", () => r()));
-                p.kill("SIGTERM");
-                const timer = setTimeout(() => p.kill("SIGKILL"), 10_000);
-                await gone;
-                clearTimeout(timer);
-            },
-        };
-    };
-    const stopComponent = async (component: string): Promise<void> => {
-        const p = procs.get(component);
-        if (!p) throw new Error(`no component ${component} runs`);
-        procs.delete(component);
-        exited.delete(component);
+    /** Stops the process registered as `name` (SIGTERM, then SIGKILL after 10 s); waits no longer count it as exited. */
+    const stopProcess = async (name: string, p: ChildProcess): Promise<void> => {
+        procs.delete(name);
+        exited.delete(name);
         if (p.exitCode !== null || p.signalCode !== null) return;
         const gone = new Promise<void>((r) => p.once("exit", () => r()));
         p.kill("SIGTERM");
         const timer = setTimeout(() => p.kill("SIGKILL"), 10_000);
         await gone;
         clearTimeout(timer);
+    };
+    const start = (name: string, cmd: string, args: string[], o: { env?: Record<string, string> } = {}) => {
+        const p = startProcess(name, resolveCmd(cmd), args, o.env);
+        return { pid: p.pid ?? -1, stop: () => stopProcess(name, p) };
+    };
+    const stopComponent = async (component: string): Promise<void> => {
+        const p = procs.get(component);
+        if (!p) throw new Error(`no component ${component} runs`);
+        await stopProcess(component, p);
     };
     const startComponent = (component: string): void => {
         if (!commands[component]) throw new Error(`component ${component} never ran`);
