@@ -159,6 +159,9 @@ const PROVIDER_KINDS: Array<[string, RegExp]> = [
     ["NodeMembership", /-membership$/],
     ["PoolCapacity", /-capacity$/],
     ["BakedImage", /-node-image-image$/],
+    ["BackupKey", /-backup-key$/],
+    ["MasterMaintenance", /-master-maintenance$/],
+    ["MasterReplacementGuard", /-replacement-guard$/],
 ];
 
 describe("the package as a consumer installs it: npm pack → fresh project (offline) → tsc without skipLibCheck → mocks → provider host", function () {

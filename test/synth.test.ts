@@ -49,7 +49,7 @@ describe("offline synth", () => {
         assert.deepStrictEqual(result.files, written);
         assert.match(text, new RegExp(`^files written to .*: ${written.length}$`, "m"));
         assert.match(text, /^  resource outputs: .*example-join-info \(caCertHash, kubeconfig\)/m);
-        assert.match(text, /^  stack outputs: kubeconfig$/m);
+        assert.match(text, /^  stack outputs: kubeconfig, backupKeys$/m);
         assert.ok(!/abcdef\.0123456789abcdef|placeholder: the real admin kubeconfig|0{64}/.test(text), "names only, no secret value");
         assert.deepStrictEqual(result.warnings.map((w) => w.split(":")[0]), ["network.apiAllowedCidrs.0"]);
         assert.match(text, /^warnings: 1\n  network\.apiAllowedCidrs\.0: 0\.0\.0\.0\/0 lets every address/m);
