@@ -6,6 +6,7 @@
  * for the backups from then on and keeps the old private keys in `retired` (secret) so older backups still open.
  */
 import * as pulumi from "@pulumi/pulumi";
+import { diffInputs, inputDiff } from "./diff";
 
 export interface BackupKeyInputs {
     /** Raise it to rotate the key. */
@@ -41,14 +42,16 @@ export function newBackupKeyPair(): BackupKeyPair {
 export const BACKUP_KEY_PROVIDER_VERSION = "1";
 export const BACKUP_KEY_SECRET_OUTPUTS = ["privateKey", "retired"] as const;
 
+/** Never a replacement: deleting the resource would lose every private key, and with them every backup. */
+const BACKUP_KEY_DIFF = inputDiff<BackupKeyInputs>()({ replace: [], update: ["generation", "providerVersion"], ignore: [] });
+
 export const backupKeyProvider: pulumi.dynamic.ResourceProvider = {
     async create(inputs: BackupKeyInputs) {
         const pair = newBackupKeyPair();
         return { id: pair.keyId, outs: { ...inputs, ...pair, retired: [] } satisfies BackupKeyOutputs };
     },
     async diff(_id: string, olds: BackupKeyOutputs, news: BackupKeyInputs) {
-        // Never a replacement: deleting the resource would lose every private key, and with them every backup.
-        return { changes: olds.generation !== news.generation || olds.providerVersion !== news.providerVersion, replaces: [], deleteBeforeReplace: false };
+        return { ...diffInputs(BACKUP_KEY_DIFF, olds, news), deleteBeforeReplace: false };
     },
     async update(_id: string, olds: BackupKeyOutputs, news: BackupKeyInputs) {
         if (news.generation === olds.generation) return { outs: { ...olds, ...news } };

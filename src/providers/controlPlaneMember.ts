@@ -14,7 +14,8 @@
 import * as pulumi from "@pulumi/pulumi";
 import { CommandError } from "../cloud/cloudAssistant";
 import { bootstrapLog, joinSecrets, listNodes, providerIdOf, runJoin, sendSecret, type ClusterAccess, type JoinSecrets } from "../cloud/operations";
-import { clusterAccess, type ClusterAccessArgs, type ClusterAccessInputs } from "./access";
+import { clusterAccess, dynamicResourceProps, type ClusterAccessInputs, type ResourceArgs } from "./access";
+import { diffInputs, inputDiff } from "./diff";
 import { removeNode } from "../removal";
 import { describeInstance } from "../cloud/ecs";
 import { joinProblem, readEtcdMembers, removalProblem } from "../recovery/quorum";
@@ -29,7 +30,7 @@ export interface ControlPlaneMemberInputs extends ClusterAccessInputs {
     memberInstanceId: string;
     /** The cluster's saved control-plane join command (the attach script with this cluster's join material; token and certificate key are its parameters). */
     joinCommandId: string;
-    /** Route table, for the pod-route clean-up on delete. */
+    /** Route table, for the pod-route clean-up on delete. Default none. */
     routeTableId?: string;
     /** The cluster's pod CIDR: a removal deletes only routes to the instance inside it. Default none (only the route to its Node's podCIDR). */
     podCidr?: string;
@@ -41,6 +42,9 @@ export interface ControlPlaneMemberInputs extends ClusterAccessInputs {
     pollSeconds?: number;
     providerVersion?: string;
 }
+
+/** The arguments of a ControlPlaneMember (documented in {@link ControlPlaneMemberInputs}). */
+export type ControlPlaneMemberArgs = ResourceArgs<ControlPlaneMemberInputs>;
 
 /** Joins the member; returns its Node name once Ready. */
 export async function joinControlPlaneMember(inputs: ControlPlaneMemberInputs, log: (m: string) => void = () => undefined): Promise<string> {
@@ -121,18 +125,25 @@ export const CONTROL_PLANE_MEMBER_PROVIDER_VERSION = "3";
  */
 export const CONTROL_PLANE_MEMBER_SECRET_OUTPUTS = [] as const;
 
+/**
+ * Another member is a new join (deleteBeforeReplace: the old member leaves etcd first). A new master 0 (a re-created
+ * master 0 re-joining, docs/disaster-recovery.md), new command ids (a changed script), masters or clean-up settings are
+ * an update, never a replacement, which would remove the member from etcd. The waits are read by the join alone and the
+ * region never changes under a member: neither is a change.
+ */
+const CONTROL_PLANE_MEMBER_DIFF = inputDiff<ControlPlaneMemberInputs>()({
+    replace: ["memberInstanceId"],
+    update: ["masterInstanceId", "joinCommandId", "commands", "masterInstanceIds", "routeTableId", "podCidr", "providerVersion"],
+    ignore: ["region", "pollIntervalMs", "joinTimeoutSeconds", "readyTimeoutSeconds", "pollSeconds"],
+});
+
 export const controlPlaneMemberProvider: pulumi.dynamic.ResourceProvider = {
     async create(inputs: ControlPlaneMemberInputs) {
         const nodeName = await joinControlPlaneMember(inputs, (m) => pulumiLog().info(m));
         return { id: inputs.memberInstanceId, outs: { ...inputs, nodeName } };
     },
     async diff(_id: string, olds: ControlPlaneMemberInputs, news: ControlPlaneMemberInputs) {
-        // Only a new member instance replaces (deleteBeforeReplace: its etcd member leaves before the new one joins). A new
-        // master 0 (a re-created master 0 re-joining, docs/disaster-recovery.md) or new command ids (a changed script) are
-        // updates: a replacement would remove this member from etcd.
-        const replaces = olds.memberInstanceId !== news.memberInstanceId ? ["memberInstanceId"] : [];
-        const updates = (["masterInstanceId", "joinCommandId", "commands", "masterInstanceIds", "routeTableId", "podCidr", "providerVersion"] as const).some((k) => JSON.stringify(olds[k]) !== JSON.stringify(news[k]));
-        return { changes: replaces.length > 0 || updates, replaces, deleteBeforeReplace: true };
+        return { ...diffInputs(CONTROL_PLANE_MEMBER_DIFF, olds, news), deleteBeforeReplace: true };
     },
     async update(_id: string, olds: ControlPlaneMemberInputs & { nodeName: string }, news: ControlPlaneMemberInputs) {
         return { outs: { ...news, nodeName: olds.nodeName } };
@@ -149,24 +160,11 @@ export const controlPlaneMemberProvider: pulumi.dynamic.ResourceProvider = {
     },
 };
 
-export interface ControlPlaneMemberArgs extends ClusterAccessArgs {
-    memberInstanceId: pulumi.Input<string>;
-    /** The cluster's saved control-plane join command. */
-    joinCommandId: pulumi.Input<string>;
-    routeTableId?: pulumi.Input<string>;
-    /** Pod CIDR of the cluster (only routes inside it are removed with the member). Default none. */
-    podCidr?: pulumi.Input<string>;
-    joinTimeoutSeconds?: pulumi.Input<number>;
-    readyTimeoutSeconds?: pulumi.Input<number>;
-    pollSeconds?: pulumi.Input<number>;
-}
-
 /** A master 1..n-1 joined with `kubeadm join --control-plane` (see the module comment). */
 export class ControlPlaneMember extends pulumi.dynamic.Resource {
     declare readonly nodeName: pulumi.Output<string>;
 
     constructor(name: string, args: ControlPlaneMemberArgs, opts?: pulumi.CustomResourceOptions) {
-        super(controlPlaneMemberProvider, name, { nodeName: undefined, providerVersion: CONTROL_PLANE_MEMBER_PROVIDER_VERSION, ...args },
-            { ...opts, additionalSecretOutputs: [...CONTROL_PLANE_MEMBER_SECRET_OUTPUTS] });
+        super(controlPlaneMemberProvider, name, ...dynamicResourceProps(["nodeName"], CONTROL_PLANE_MEMBER_PROVIDER_VERSION, args, CONTROL_PLANE_MEMBER_SECRET_OUTPUTS, opts));
     }
 }

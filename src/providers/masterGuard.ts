@@ -9,6 +9,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { placementByName } from "../cloud/ecs";
 import { pulumiLog } from "./log";
+import { diffInputs, inputDiff } from "./diff";
 
 /** What one master should be. */
 export interface MasterSpec { name: string; zone: string; systemDiskCategory: string }
@@ -42,6 +43,9 @@ export function replacementProblem(replaced: readonly string[]): string | undefi
 
 export const MASTER_GUARD_PROVIDER_VERSION = "1";
 
+/** It holds no state of its own: a new spec is recorded in place. */
+const MASTER_GUARD_DIFF = inputDiff<MasterGuardInputs>()({ replace: [], update: ["masters", "providerVersion", "region"], ignore: [] });
+
 export const masterGuardProvider: pulumi.dynamic.ResourceProvider = {
     async check(_olds: MasterGuardInputs, news: MasterGuardInputs) {
         let replaced: string[];
@@ -59,7 +63,7 @@ export const masterGuardProvider: pulumi.dynamic.ResourceProvider = {
         return { id: `master-guard-${inputs.masters[0]?.name ?? "none"}`, outs: inputs };
     },
     async diff(_id: string, olds: MasterGuardInputs, news: MasterGuardInputs) {
-        return { changes: JSON.stringify(olds.masters) !== JSON.stringify(news.masters) || olds.providerVersion !== news.providerVersion, replaces: [] };
+        return diffInputs(MASTER_GUARD_DIFF, olds, news);
     },
     async update(_id: string, _olds: MasterGuardInputs, news: MasterGuardInputs) {
         return { outs: news };

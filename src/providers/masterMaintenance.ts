@@ -7,6 +7,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { runOnInstance } from "../cloud/cloudAssistant";
 import { pulumiLog } from "./log";
+import { diffInputs, inputDiff } from "./diff";
 
 export interface MasterMaintenanceInputs {
     region: string;
@@ -35,13 +36,16 @@ export async function installOnMasters(inputs: MasterMaintenanceInputs, ids: rea
 
 export const MASTER_MAINTENANCE_PROVIDER_VERSION = "1";
 
+/** New masters or a new command run it again in place; the poll delay is no change. */
+const MASTER_MAINTENANCE_DIFF = inputDiff<MasterMaintenanceInputs>()({ replace: [], update: ["masterInstanceIds", "commandId", "providerVersion", "region"], ignore: ["pollIntervalMs"] });
+
 export const masterMaintenanceProvider: pulumi.dynamic.ResourceProvider = {
     async create(inputs: MasterMaintenanceInputs) {
         await installOnMasters(inputs, inputs.masterInstanceIds, (m) => pulumiLog().info(m));
         return { id: `maintenance-${inputs.masterInstanceIds[0] ?? "none"}`, outs: inputs };
     },
     async diff(_id: string, olds: MasterMaintenanceInputs, news: MasterMaintenanceInputs) {
-        return { changes: JSON.stringify([olds.masterInstanceIds, olds.commandId, olds.providerVersion]) !== JSON.stringify([news.masterInstanceIds, news.commandId, news.providerVersion]), replaces: [] };
+        return diffInputs(MASTER_MAINTENANCE_DIFF, olds, news);
     },
     async update(_id: string, olds: MasterMaintenanceInputs, news: MasterMaintenanceInputs) {
         // A new command: every master; else only the masters that are new (a replaced master).

@@ -16,3 +16,4 @@ export * from "./ram";
 export * from "./apiAccess";
 export * from "./bake";
 export * from "./backup";
+export * from "./identity";
