@@ -125,6 +125,8 @@ export interface ClusterConfigInput {
     admission?: AdmissionConfig;
     /** etcd backups to the stack's OSS bucket (docs/disaster-recovery.md#backups). */
     backup?: Partial<BackupConfig>;
+    /** Pod security (docs/security.md#pod-security). */
+    podSecurity?: PodSecurityConfig;
     tags?: Record<string, string>;
 }
 
@@ -140,12 +142,20 @@ export interface BackupConfig {
     keyGeneration: number;
 }
 
+/** Pod security (docs/security.md#pod-security). */
+export interface PodSecurityConfig {
+    /** Namespaces besides kube-system and kube-flannel whose pods may run with host access on the masters. Default none. */
+    exemptNamespaces?: string[];
+}
+
 /** Node admission by cloud identity (docs/admission.md). */
 export interface AdmissionConfig {
     /** PEM of the ECS instance identity signing certificate(s). Default: Alibaba's, vendored (src/admission/alibabaCertificate.ts). */
     identityCertificate?: string;
     /** `key=value`: instances with this ECS tag may join through the one-line manual path. Default: off. */
     joinTag?: string;
+    /** Accept instance identity signatures with a SHA-1 digest (docs/security.md#sha-1). Default true. */
+    allowSha1?: boolean;
 }
 
 /** Image and package sources; each unset one takes the region's default (src/rules/images.ts). */
@@ -210,7 +220,8 @@ export interface ParsedClusterConfig {
     existingNodes: ParsedExistingNode[];
     autoscaler: AutoscalerSettings & { version?: string };
     images: ImageSources;
-    admission: AdmissionConfig;
+    admission: AdmissionConfig & { allowSha1: boolean };
+    podSecurity: { exemptNamespaces: string[] };
     backup: BackupConfig;
     tags: Record<string, string>;
 }

@@ -16,14 +16,14 @@ import { createCommand } from "../testing/savedCommands";
 describe("provider state written by the previous version, after one pulumi up", () => {
     const ctx = useEmulator();
 
-    it("ControlPlaneMember 2 → 3: an update that keeps its node name and touches nothing; then the new code removes it with the quorum check", async () => {
-        assert.strictEqual(CONTROL_PLANE_MEMBER_PROVIDER_VERSION, "3");
+    it("ControlPlaneMember 3 → 4: an update that keeps its node name and touches nothing; then the new code removes it with the quorum check", async () => {
+        assert.strictEqual(CONTROL_PLANE_MEMBER_PROVIDER_VERSION, "4");
         const c = await fakeCluster(ctx.emu, "cn-hangzhou");
         c.addNode(c.master, { name: "master-0", controlPlane: true });
         const m1 = c.addMaster();
-        const v2 = { region: "cn-hangzhou", masterInstanceId: c.master, masterInstanceIds: c.masters, memberInstanceId: m1, joinCommandId: "c-join",
-            commands: c.commands, routeTableId: ctx.emu.addRouteTable().routeTableId, podCidr: "172.16.0.0/16", providerVersion: "2", nodeName: "master-1", pollSeconds: 0.02 };
-        const news = { ...v2, providerVersion: "3" };
+        const v2 = { region: "cn-hangzhou", masterInstanceId: c.master, masterInstanceIds: c.masters, memberInstanceId: m1, joinCommandId: "c-join", joinSecretsScript: "#!/bin/bash\n",
+            commands: c.commands, routeTableId: ctx.emu.addRouteTable().routeTableId, podCidr: "172.16.0.0/16", providerVersion: "3", nodeName: "master-1", pollSeconds: 0.02 };
+        const news = { ...v2, providerVersion: "4" };
         delete (news as Partial<typeof v2>).nodeName;
         const d = await controlPlaneMemberProvider.diff!(m1, v2, news);
         assert.deepStrictEqual([d.changes, d.replaces], [true, []]);

@@ -20,7 +20,7 @@ import { useEmulator } from "../testing/emulator/fixture";
 import { createCommand, operation, saveNodeCommands } from "../testing/savedCommands";
 import { installNodeChannels, sealReply } from "./nodeChannel";
 import { controlPlaneMemberProvider } from "../src/providers/controlPlaneMember";
-import { renderControlPlaneJoinCommand } from "../src/shell/render";
+import { renderControlPlaneJoinCommand, renderOperation } from "../src/shell/render";
 import { OPERATIONS, type NodeCommandIds } from "../src/rules";
 
 const REGION = "cn-hangzhou";
@@ -121,7 +121,7 @@ exec ${JSON.stringify(`${c.bin}/etcdctl`)} "\${args[@]}"`;
             await c.addNode({ name, providerID: name, labels: { "alicloud-kubeadm/pool": "control-plane" } });
             return { output: "" };
         });
-        const base = { region: REGION, masterInstanceId: ids[0], joinCommandId, commands, pollSeconds: 0.05, joinTimeoutSeconds: 120, readyTimeoutSeconds: 60 };
+        const base = { region: REGION, masterInstanceId: ids[0], joinCommandId, joinSecretsScript: renderOperation("join-secrets"), commands, pollSeconds: 0.05, joinTimeoutSeconds: 120, readyTimeoutSeconds: 60 };
 
         // Master 2's machine dies: its etcd is gone, its Cloud Assistant agent offline.
         const dead = live.splice(2, 1)[0];

@@ -17,3 +17,4 @@ export * from "./apiAccess";
 export * from "./bake";
 export * from "./backup";
 export * from "./identity";
+export * from "./podSecurity";
