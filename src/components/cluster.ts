@@ -217,17 +217,14 @@ export class Cluster extends pulumi.ComponentResource {
                 renderControlPlaneJoinCommand({ ...nodeScriptParams(config), apiEndpoint, caCertHash }))),
         }, { parent: this });
         let previous: pulumi.Resource = this.joinInfo;
+        // What every member shares: the join command, the saved operations, the route clean-up on removal.
+        const memberCommon = {
+            region: config.region, joinCommandId: joinCommand?.id ?? "", joinSecretsScript: renderOperation("join-secrets"), commands,
+            routeTableId: net.routeTableId, podCidr: config.network.podCidr,
+        };
         this.controlPlaneMembers = masters.slice(1).map((member, k) => {
             previous = new ControlPlaneMember(`${name}-master-${k + 1}-join`, {
-                region: config.region,
-                masterInstanceId: masters[0].id,
-                masterInstanceIds: this.controlPlane.masterInstanceIds,
-                memberInstanceId: member.id,
-                joinCommandId: joinCommand!.id,
-                joinSecretsScript: renderOperation("join-secrets"),
-                commands,
-                routeTableId: net.routeTableId,
-                podCidr: config.network.podCidr,
+                ...memberCommon, masterInstanceId: masters[0].id, masterInstanceIds: this.controlPlane.masterInstanceIds, memberInstanceId: member.id,
             }, { parent: this, dependsOn: [previous] });
             return previous as ControlPlaneMember;
         });
@@ -235,17 +232,8 @@ export class Cluster extends pulumi.ComponentResource {
         // Master 0 too, with 3 or 5 masters, after the others: a no-op while master 0 runs (its Node is there); a re-created
         // master 0 (src/shell/master_guard.sh) is joined through the other masters like any member, its old etcd member
         // removed first (docs/disaster-recovery.md#lost-disk-on-master-0).
-        const others = pulumi.all(masters.slice(1).map((m) => m.id));
         const master0Member = masters.length < 2 ? undefined : new ControlPlaneMember(`${name}-master-0-join`, {
-            region: config.region,
-            masterInstanceId: masters[1].id,
-            masterInstanceIds: others,
-            memberInstanceId: masters[0].id,
-            joinCommandId: joinCommand!.id,
-            joinSecretsScript: renderOperation("join-secrets"),
-            commands,
-            routeTableId: net.routeTableId,
-            podCidr: config.network.podCidr,
+            ...memberCommon, masterInstanceId: masters[1].id, masterInstanceIds: pulumi.all(masters.slice(1).map((m) => m.id)), memberInstanceId: masters[0].id,
         }, { parent: this, dependsOn: [previous] });
         if (master0Member) this.controlPlaneMembers.push(master0Member);
 
