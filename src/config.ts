@@ -12,7 +12,7 @@
 // parseNodeJoinConfig, parseControlPlaneConfig).
 import { z } from "zod";
 import {
-    apiAccessProblems, autoscalerMinorWarning, autoscalerVersionFor, checkExemptNamespaces, checkImageDigests, DEFAULT_AUTOSCALER_IMAGE_REPOSITORY, autoscalerSettingsProblems, checkBake, checkNetworkLayout, checkTaints, cloudTagProblems, CLUSTER_TAG, DEFAULT_AUTOSCALER_SETTINGS,
+    apiAccessProblems, autoscalerMinorWarning, BACKUP_DEFAULTS, checkBackup, autoscalerVersionFor, checkExemptNamespaces, checkImageDigests, DEFAULT_AUTOSCALER_IMAGE_REPOSITORY, autoscalerSettingsProblems, checkBake, checkNetworkLayout, checkTaints, cloudTagProblems, CLUSTER_TAG, DEFAULT_AUTOSCALER_SETTINGS,
     DEFAULT_ROUTE_ENTRY_QUOTA, defaultMirrors, dnsLabelProblem, durationProblem, essNameProblem, GO_DURATION_ERE, goRegexProblem, hostNamePartProblem, imageReferenceProblem, imageRepositoryProblem,
     masterInstanceTypeWarning, nodeFlagsSizeProblems, nodeImages, reservedPoolNameProblem,
     INSTANCE_ID_PATTERN, instanceTypeProblem, joinPath, kubernetesSupportWarning, kubernetesVersionProblem, MAX_SCALING_GROUP_INSTANCES,
@@ -208,6 +208,13 @@ function buildSchema(obj: typeof z.strictObject) {
              * access on the masters. Default none.
              */
             exemptNamespaces: z.array(z.string()).default([]),
+        }).prefault({}),
+        /** etcd backups to the stack's OSS bucket (docs/disaster-recovery.md#backups); the rules are src/rules/backup.ts. */
+        backup: obj({
+            intervalMinutes: z.number().default(BACKUP_DEFAULTS.intervalMinutes),
+            hourlyRetentionDays: z.number().default(BACKUP_DEFAULTS.hourlyRetentionDays),
+            dailyRetentionDays: z.number().default(BACKUP_DEFAULTS.dailyRetentionDays),
+            keyGeneration: z.number().default(BACKUP_DEFAULTS.keyGeneration),
         }).prefault({}),
         /** Free-form tags put on every cloud resource, besides `alicloud-kubeadm/cluster=<name>`. */
         tags: z.record(z.string(), z.string()).default({}),
@@ -434,6 +441,7 @@ function checkRules(c: Parsed, region: string | undefined, problem: Report, warn
     });
     checkNodeCapacity(c, pools, existing.length, problem, warn);
     apiAccessProblems(c.controlPlane.publicEndpoint, c.network.apiAllowedCidrs, problem, warn);
+    checkBackup(c.backup, problem);
     autoscalerSettingsProblems(c.autoscaler, (path, reason) => problem(`autoscaler.${path}`, reason));
     if (pools.some((p) => p.autoscale) && (c.autoscaler.version !== undefined || !versionProblem)) {
         const { problem: versionRefused } = resolveAutoscalerVersion(c.autoscaler.version, c.kubernetesVersion);

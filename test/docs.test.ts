@@ -39,6 +39,7 @@ const FULL: DeepRequired<ClusterConfigInput> = {
     },
     controlPlane: { count: 1, instanceType: "ecs.g7.large", publicEndpoint: true, systemDisk: { category: "cloud_essd", size: 40 }, deletionProtection: false },
     image: { id: "m-docs", nameRegex: "^ubuntu_24_04_x64", bake: true, bakeInstanceType: "ecs.g7.large" },
+    backup: { intervalMinutes: 60, hourlyRetentionDays: 7, dailyRetentionDays: 365, keyGeneration: 1 },
     nodePools: [{
         name: "pool", instanceType: "ecs.g7.large", instanceTypes: ["ecs.g7.large"], size: 1, autoscale: { min: 0, max: 1 }, systemDisk: { category: "cloud_essd", size: 40 },
         imageId: "m-docs", tokenTtl: "0", labels: { team: "a" }, taints: ["a:PreferNoSchedule"],

@@ -54,6 +54,8 @@ export interface ClusterInfo {
     existingNodes: ExistingNodeInfo[];
     /** The cluster's saved commands (operation → Cloud Assistant command id); doctor runs its `doctor-*` ones. */
     commands?: Partial<NodeCommandIds>;
+    /** Minutes between etcd backups (config `backup.intervalMinutes`); doctor warns past twice it. Absent: no backup check. */
+    backupIntervalMinutes?: number;
 }
 
 /** Outcome of one finding. */

@@ -102,6 +102,14 @@ export interface MasterInitParams extends NodeParams {
      * ({@link ControlPlaneJoinParams.encryptionKey}). Default false.
      */
     encryptSecrets?: boolean;
+    /**
+     * The CA hash the stack recorded for this cluster (`sha256:<hex>`), none when the cluster is new. With it the script
+     * never runs `kubeadm init`: it joins the masters of {@link peerMasterIps} that answer with this CA, or stops and
+     * names the restore command (docs/disaster-recovery.md). Default none.
+     */
+    recordedCaCertHash?: string;
+    /** The private IPs of masters 1..n-1, which a re-created master 0 looks for its cluster at. Default none. */
+    peerMasterIps?: string[];
 }
 
 /** A node taint (kubelet `--register-with-taints`). */
@@ -190,7 +198,7 @@ export function renderBakeNode(params: BakeNodeParams): string {
 }
 
 /** Header variables that carry secrets; {@link redactUserdata} blanks them. */
-export const SECRET_PARAMETERS: readonly string[] = ["AK_BOOTSTRAP_TOKEN", "AK_CA_CERT_HASHES", "AK_CERTIFICATE_KEY", "AK_ENCRYPTION_KEY"];
+export const SECRET_PARAMETERS: readonly string[] = ["AK_BOOTSTRAP_TOKEN", "AK_CA_CERT_HASHES", "AK_RECORDED_CA_HASH", "AK_CERTIFICATE_KEY", "AK_ENCRYPTION_KEY"];
 
 /**
  * Renders master 0's userdata (node preparation + `kubeadm init`).
@@ -206,6 +214,8 @@ export function renderMasterInit(params: MasterInitParams): string {
         `must be an integer in ${podPrefix + 1}..30 (longer than the podCidr prefix)`);
     const endpointHost = (params.apiEndpoint ?? "").replace(/:\d+$/, "");
     (params.certSANs ?? []).forEach((san, i) => check(problems, `certSANs[${i}]`, CERT_SAN_PATTERN.test(san), "must be a DNS name or an IP address"));
+    check(problems, "recordedCaCertHash", params.recordedCaCertHash === undefined || CA_HASH_PATTERN.test(params.recordedCaCertHash), "must be sha256:<64 hex digits>");
+    (params.peerMasterIps ?? []).forEach((ip, i) => check(problems, `peerMasterIps[${i}]`, /^(\d{1,3}\.){3}\d{1,3}$/.test(ip), "must be an IPv4 address"));
     throwIfAny("renderMasterInit", problems);
     return assemble("master_init.sh", [
         ...nodeHeader(params),
@@ -216,7 +226,9 @@ export function renderMasterInit(params: MasterInitParams): string {
         ["AK_NODE_CIDR_MASK_SIZE", String(params.nodeCidrMaskSize)],
         ["AK_CERT_SANS", unique((params.certSANs ?? []).filter((s) => s !== endpointHost)).join(",")],
         ["AK_PSA_EXEMPT_NAMESPACES", SYSTEM_NAMESPACES.join(",")],
-    ], MASTER_SHARED);
+        ...(params.recordedCaCertHash ? [["AK_RECORDED_CA_HASH", params.recordedCaCertHash] as [string, string]] : []),
+        ...(params.peerMasterIps?.length ? [["AK_PEER_MASTER_IPS", params.peerMasterIps.join(",")] as [string, string]] : []),
+    ], params.recordedCaCertHash ? [...MASTER_SHARED, "master_guard.sh"] : MASTER_SHARED);
 }
 
 /** What a master's script carries besides prepare_node.sh: the control-plane hardening and policy (docs/security.md). */
@@ -381,6 +393,11 @@ function scriptDir(): string {
  * A static script as it goes into userdata: without its shebang and full-line comments (the repository copy
  * is the documented one; ECS userdata is size-limited). shellcheck directives stay.
  */
+/** A static script of src/shell as it is rendered into what runs (comments and blank lines outside heredocs dropped). */
+export function shellBody(file: string): string {
+    return body(file);
+}
+
 function body(file: string): string {
     let heredocEnd: string | undefined;
     return fs.readFileSync(path.join(scriptDir(), ...file.split("/")), "utf8")

@@ -514,6 +514,19 @@ const describeInstances: Handler = (st, p) => {
 };
 
 /**
+ * DescribeDisks by `InstanceId` and `DiskType` (`system`, `data`, `all`): the instance's system disk with its `Category`
+ * (https://www.alibabacloud.com/help/en/ecs/developer-reference/api-ecs-2014-05-26-describedisks); the emulator keeps no
+ * data disks.
+ */
+const describeDisks: Handler = (st, p) => {
+    const list = [...st.instances.values()].filter((i) => !p.InstanceId || i.instanceId === p.InstanceId)
+        .filter(() => !p.DiskType || p.DiskType === "system" || p.DiskType === "all")
+        .map((i) => ({ DiskId: i.systemDiskId, InstanceId: i.instanceId, Type: "system", Category: i.systemDiskCategory ?? "cloud_essd", ZoneId: i.zoneId, Status: "In_use" }));
+    const pg = page(list, p, 100, 10);
+    return { TotalCount: pg.TotalCount, PageNumber: pg.PageNumber, PageSize: pg.PageSize, Disks: { Disk: pg.items } };
+};
+
+/**
  * Instance types the stacks use, with their public sizes (vCPU, GiB): g7/g6 are 1:4, c7 1:2
  * (https://www.alibabacloud.com/help/en/ecs/user-guide/overview-of-instance-families). The Cluster Autoscaler
  * reads them for its scale-from-zero template.
@@ -698,6 +711,7 @@ export const ECS_ACTIONS: Record<string, Handler> = {
     DescribeInvocations: describeInvocations,
     DescribeInvocationResults: describeInvocationResults,
     DescribeInstances: describeInstances,
+    DescribeDisks: describeDisks,
     DescribeInstanceStatus: describeInstanceStatus,
     DescribeInstanceTypes: describeInstanceTypes,
     DescribeCloudAssistantStatus: describeCloudAssistantStatus,

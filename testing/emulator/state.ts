@@ -36,6 +36,8 @@ export interface EmuInstance {
     /** Base64 user data, "" when none. */
     userData: string;
     systemDiskId: string;
+    /** The system disk's category (DescribeDisks `Category`). Default `cloud_essd`. */
+    systemDiskCategory?: string;
     vpcId: string;
     vSwitchId: string;
     privateIp: string;
