@@ -54,10 +54,13 @@ describe("Cluster (whole stack under mocks)", () => {
                 assert.ok(!text.includes(secret), `${f} contains ${secret}`);
             }
         }
-        // The CA pin is public through admission (docs/admission.md): only the script the service serves carries it in
-        // the clear. The one-line attach command and its saved twin carry the pin of the service's key instead.
+        // The CA pin is public through admission (docs/admission.md): the script the service serves carries it in the
+        // clear, and the stack's own caCertHash output (read back when master 0 is rebuilt). The one-line attach command
+        // and its saved twin carry the pin of the service's key instead.
         const withPin = files.filter((f) => fs.readFileSync(path.join(dir, f), "utf8").includes(caPin)).sort();
-        assert.deepStrictEqual(withPin, [path.join("manifests", "example-admission.yaml"), "resources.json"]);
+        assert.deepStrictEqual(withPin, [path.join("manifests", "example-admission.yaml"), "outputs.json", "resources.json"]);
+        assert.deepStrictEqual(Object.entries(JSON.parse(fs.readFileSync(path.join(dir, "outputs.json"), "utf8"))).filter(([, v]) => JSON.stringify(v).includes(caPin)).map(([k]) => k),
+            ["caCertHash"]);
         const plainWithPin = result.resources.filter((r) => JSON.stringify(r.inputs).includes(caPin)).map((r) => r.type);
         assert.deepStrictEqual(plainWithPin, ["kubernetes:core/v1:ConfigMap"], "only the admission service's ConfigMap (the served attach script)");
         const servicePin = `sha256:${"1".repeat(64)}`; // the mocks' AdmissionCertificate placeholder
