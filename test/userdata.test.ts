@@ -11,7 +11,7 @@ import fc from "fast-check";
 import { parseAllDocuments } from "yaml";
 import {
     AttachNodeParams, MasterInitParams, compactShell, packUserdata, USERDATA_HARD_LIMIT_BYTES, containerdRpmRepoUrl, defaultMirrors, kubernetesRepoUrl, redactUserdata,
-    renderAttachCommand, renderAttachNode, renderControlPlaneJoin, renderControlPlaneJoinCommand, renderMasterInit, renderOperation, shellQuote, USERDATA_BUDGET_BYTES,
+    renderAttachCommand, renderAttachNode, renderControlPlaneJoin, renderControlPlaneJoinCommand, renderMasterInit, renderOperation, renderUpgradeCommand, shellQuote, USERDATA_BUDGET_BYTES,
 } from "../src/shell/render";
 import { OPERATIONS } from "../src/rules";
 import { fill } from "../testing/savedCommands";
@@ -238,9 +238,10 @@ describe("userdata scripts: static checks", () => {
         const files: Record<string, string> = {
             "attach-command.sh": renderAttachCommand(attachParams),
             "control-plane-join-command.sh": renderControlPlaneJoinCommand({ ...memberParams, caCertHash: HASH_A }),
+            "upgrade-command.sh": renderUpgradeCommand({ region: "cn-hangzhou", kubernetesVersion: "1.36.4" }),
         };
         for (const op of Object.keys(OPERATIONS) as Array<keyof typeof OPERATIONS>) {
-            if (op !== "attach" && op !== "control-plane-join") files[`${op}.sh`] = renderOperation(op);
+            if (op !== "attach" && op !== "control-plane-join" && op !== "upgrade") files[`${op}.sh`] = renderOperation(op);
         }
         shellcheckRendered(files);
     });

@@ -19,3 +19,4 @@ export * from "./backup";
 export * from "./identity";
 export * from "./admission";
 export * from "./podSecurity";
+export * from "./upgrade";

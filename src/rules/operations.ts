@@ -78,6 +78,7 @@ export const OPERATION_PARAMETERS = {
     labels: { variable: "AK_NODE_LABELS", pattern: new RegExp(`^[A-Za-z0-9./_=,-]{0,${MAX_NODE_PARAMETER_BYTES}}$`), what: "node labels key=value,..." },
     taints: { variable: "AK_NODE_TAINTS", pattern: new RegExp(`^[A-Za-z0-9./_=,:-]{0,${MAX_NODE_PARAMETER_BYTES}}$`), what: "node taints key[=value]:Effect,..." },
     lines: { variable: "AK_LINES", pattern: /^[1-9][0-9]{0,3}$/, what: "a number of lines" },
+    step: { variable: "AK_STEP", pattern: /^(status|kubeadm|plan|apply|node|kubelet|control-plane)$/, what: "an upgrade step (status, kubeadm, plan, apply, node, kubelet, control-plane)" },
 } as const satisfies Record<string, OperationParameter>;
 
 export type ParameterName = keyof typeof OPERATION_PARAMETERS;
@@ -94,8 +95,9 @@ export interface Operation {
     /** Saved as an `alicloud.ecs.Command` (true), or only rendered for a one-off RunCommand (false). */
     saved: boolean;
     /**
-     * `join` operations are the attach script (src/shell/attach_node.sh) saved with this cluster's join
-     * material baked in; they are saved where that material is known, not with the other operations.
+     * `join` operations are saved with this cluster's own material baked in — the attach script
+     * (src/shell/attach_node.sh) with its join material, the upgrade step (src/shell/upgrade.sh) with its target
+     * version —; they are saved where that material is known, not with the other operations.
      */
     join?: boolean;
 }
@@ -126,13 +128,16 @@ export const OPERATIONS = {
     "doctor-join": { on: "master", parameters: [], timeoutSeconds: 60, saved: true, description: "doctor (read-only): bootstrap tokens, /readyz, etcd members" },
     "doctor-certs": { on: "master", parameters: [], timeoutSeconds: 60, saved: true, description: "doctor (read-only): certificate expiry and the renewal timer on a master" },
     "doctor-bootstrap-log": { on: "node", parameters: ["lines"], timeoutSeconds: 60, saved: true, description: "doctor (read-only): a node's bootstrap log and markers" },
+    "upgrade-status": { on: "master", parameters: [], timeoutSeconds: 120, saved: true, description: "upgrades (read-only): each API server's version and /readyz, each Node's kubelet, the add-ons, deprecated APIs in use" },
     "attach": { on: "node", parameters: ["labels", "taints", "channel"], timeoutSeconds: 1800, saved: true, join: true, description: "join an existing instance as a worker node" },
     "control-plane-join": { on: "node", parameters: ["channel"], timeoutSeconds: 1800, saved: true, join: true, description: "join a master to the control plane" },
+    // Saved with the cluster's target version and package sources baked in (src/shell/upgrade.sh), like the joins.
+    "upgrade": { on: "node", parameters: ["step"], timeoutSeconds: 1800, saved: true, join: true, description: "one step of moving this master or node to the configured Kubernetes version (kubeadm upgrade, packages, kubelet)" },
 } as const satisfies Record<string, Operation>;
 
 export type OperationName = keyof typeof OPERATIONS;
-/** The join operations (the attach script saved with a cluster's join material). */
-export type JoinOperation = "attach" | "control-plane-join";
+/** The operations saved with a cluster's own material (the attach script with its join material; the upgrade step with its target version). */
+export type JoinOperation = "attach" | "control-plane-join" | "upgrade";
 /** The operations saved as commands by the NodeCommands component (every saved one but the joins). */
 export type SavedOperation = Exclude<{ [K in OperationName]: (typeof OPERATIONS)[K]["saved"] extends true ? K : never }[OperationName], JoinOperation>;
 

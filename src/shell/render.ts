@@ -599,6 +599,23 @@ export function renderControlPlaneJoinCommand(params: Omit<ControlPlaneJoinParam
     }))));
 }
 
+/** Parameters of the saved upgrade command: the target version and the node's package sources, no endpoint and no secret. */
+export type UpgradeParams = Omit<NodeParams, "apiEndpoint" | "nodeImages">;
+
+/**
+ * The saved upgrade command (src/shell/upgrade.sh): one step of moving a master or a node to `kubernetesVersion`,
+ * the step as the parameter `step`, the packages through prepare_node.sh's install path from the target minor's
+ * repository. Compacted and packed like the join commands; it carries no secret.
+ */
+export function renderUpgradeCommand(params: UpgradeParams): string {
+    const asNode: NodeParams = { ...params, apiEndpoint: "upgrade.invalid:1" };
+    throwIfAny("renderUpgradeCommand", nodeProblems(asNode));
+    return fitSavedCommand("the upgrade command", packShell(compactShell(assemble("upgrade.sh", [
+        ...nodeHeader(asNode).filter(([name]) => name !== "AK_API_ENDPOINT"),
+        ["AK_STEP", "{{step}}"],
+    ]))));
+}
+
 /** The value standing for "filled in at run time" in {@link renderOperation}. */
 const TEMPLATE = "\u0000template";
 
