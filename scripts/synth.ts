@@ -227,6 +227,8 @@ const DYNAMIC_ROLES: Array<[RegExp, string]> = [
     [/-backup-key$/, "BackupKey: the X25519 key etcd backups are sealed to; its private half only in this stack's state (secret)"],
     [/-master-maintenance$/, "MasterMaintenance: installs the etcd backup and certificate renewal timers on every master"],
     [/-replacement-guard$/, "MasterReplacementGuard: at preview, refuses a change that would re-create more than one master at once"],
+    [/-version$/, "ControlPlaneVersion: reads the version every API server and kubelet runs; at preview refuses a skip, a downgrade or an unhealthy cluster; moves the control plane to kubernetesVersion one master at a time"],
+    [/-node-versions$/, "NodeVersions: moves the worker nodes in place to the version the control plane runs, in batches (drain, packages, kubelet, uncordon, gate)"],
 ];
 
 /** The overview printed after the counts: what `pulumi up` would run, for a person to read. */

@@ -41,6 +41,11 @@ export interface MockOptions {
     config?: Record<string, unknown>;
     /** Answers for data-source calls by token; defaults cover the ones the stack uses. */
     calls?: Record<string, (inputs: Record<string, unknown>) => Record<string, unknown>>;
+    /**
+     * The version the cluster's API servers serve, as ControlPlaneVersion reads it (`runningVersion`). Default: the
+     * configured one (`targetVersion`: a new cluster runs what it was built with). A test of an upgrade sets the old one.
+     */
+    runningVersion?: string;
 }
 
 export interface Recorder {
@@ -192,7 +197,10 @@ export function installMocks(options: MockOptions = {}): Recorder {
                 custom: args.custom ?? true, inputs, secretInputs, secretOutputs: secretOutputs.get(key) ?? [], id, rawInputs,
             });
             const placeholders = args.type === "pulumi-nodejs:dynamic:Resource" ? DYNAMIC_PLACEHOLDERS : {};
-            return { id: id ?? "", state: { ...placeholders, ...args.inputs, ...computedState(args.type, args.name) } };
+            // ControlPlaneVersion: what the cluster runs is read from it, never echoed from the config.
+            const running = args.type === "pulumi-nodejs:dynamic:Resource" && typeof args.inputs.targetVersion === "string" && !("version" in args.inputs)
+                ? { runningVersion: options.runningVersion ?? args.inputs.targetVersion, apiServerVersions: {}, kubeletVersions: {} } : {};
+            return { id: id ?? "", state: { ...placeholders, ...args.inputs, ...running, ...computedState(args.type, args.name) } };
         },
         call(args) {
             const answer = calls[args.token];

@@ -12,7 +12,7 @@ import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
 import { packUserdata, renderAttachCommand, renderAttachNode } from "../shell/render";
 import { renderAdmissionBootstrap } from "../shell/renderAdmission";
-import type { JoinArgs } from "./joinArgs";
+import { withNodeVersion, type JoinArgs } from "./joinArgs";
 import { formatTaint, OPERATIONS } from "../rules";
 import { saveCommand } from "./nodeCommands";
 import {
@@ -180,6 +180,8 @@ export interface AttachCommandArgs {
     admissionPin?: pulumi.Input<string>;
     /** Pool label value. Default {@link EXISTING_POOL_NAME}. */
     poolName?: string;
+    /** The version nodes join with: the control plane's running version (ControlPlaneVersion). Default `config.kubernetesVersion`. */
+    kubernetesVersion?: pulumi.Input<string>;
 }
 
 /**
@@ -192,10 +194,11 @@ export function createAttachCommand(name: string, args: AttachCommandArgs, opts:
     // No secret in the command: through admission, a short bootstrap that fetches the attach script from the
     // service (no token anywhere); otherwise the token arrives sealed per invocation (NodeMembership). The CA pin
     // is kept secret like everywhere.
-    const script = pulumi.secret(pulumi.all([args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? [], args.admissionPin ?? ""]).apply(([caCertHash, apiEndpoint, endpoints, pin]) => args.admissionEndpoints
+    const script = pulumi.secret(pulumi.all([args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? [], args.admissionPin ?? "", args.kubernetesVersion ?? ""])
+        .apply(([caCertHash, apiEndpoint, endpoints, pin, version]) => args.admissionEndpoints
         ? renderAdmissionBootstrap(endpoints, pin)
         : renderAttachCommand({
-            ...nodeScriptParams(config), apiEndpoint,
+            ...nodeScriptParams(withNodeVersion(config, version)), apiEndpoint,
             poolName: args.poolName ?? EXISTING_POOL_NAME, caCertHash,
         })));
     return saveCommand(name, {
@@ -212,8 +215,9 @@ function joinCredential(admission: unknown, token: string, endpoints: string[], 
 export function createExistingNode(name: string, args: ExistingNodeArgs & { config: NodeJoinConfig; node: ExistingNodeConfig }, parent: pulumi.Resource): ExistingNodeResources {
     const { config, node } = args;
     // The whole attach script: userdata in `auto` mode, stdin over SSH. `manual` runs the saved attach command.
-    const script = pulumi.secret(pulumi.all([args.token ?? "", args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? [], args.admissionPin ?? ""]).apply(([token, hash, endpoint, endpoints, pin]) => renderAttachNode({
-        ...nodeScriptParams(config),
+    const script = pulumi.secret(pulumi.all([args.token ?? "", args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? [], args.admissionPin ?? "", args.kubernetesVersion ?? ""])
+        .apply(([token, hash, endpoint, endpoints, pin, version]) => renderAttachNode({
+        ...nodeScriptParams(withNodeVersion(config, version)),
         apiEndpoint: endpoint,
         poolName: args.poolName ?? EXISTING_POOL_NAME,
         labels: node.labels,

@@ -25,7 +25,7 @@ import { packUserdata, renderAttachNode, renderOperation } from "../shell/render
 import { bakedNodeImages, isValidated, nodeScriptParams, parseNodeJoinConfig, parseNodePool, type NodeJoinConfig, type NodePoolConfig, type NodePoolInput } from "../config";
 import { BootstrapToken } from "../providers/bootstrapToken";
 import { PoolCapacity } from "../providers/poolCapacity";
-import type { JoinArgs } from "./joinArgs";
+import { withNodeVersion, type JoinArgs } from "./joinArgs";
 import { AUTOSCALED_LABEL, LEGACY_POOL_LABEL, MAX_SCALING_CONFIGURATION_TAGS, POOL_LABEL, poolNodeLabels, scalingConfigurationTags, type Report } from "../rules";
 import { checkTags, isKnown, parseArgs } from "./args";
 
@@ -154,9 +154,10 @@ export function createNodePool(name: string, args: NodePoolArgs & { config: Node
     }, { ...opts, dependsOn: args.dependsOn });
 
     const { [POOL_LABEL]: _pool, ...extraLabels } = nodeLabels;
-    const userData = pulumi.secret(pulumi.all([token?.token ?? "", args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? [], args.admissionPin ?? ""]).apply(([t, hash, endpoint, endpoints, pin]) => packUserdata(renderAttachNode({
-        ...nodeScriptParams(config),
-        ...bakedNodeImages(config),
+    const userData = pulumi.secret(pulumi.all([token?.token ?? "", args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? [], args.admissionPin ?? "", args.kubernetesVersion ?? ""])
+        .apply(([t, hash, endpoint, endpoints, pin, version]) => packUserdata(renderAttachNode({
+        ...nodeScriptParams(withNodeVersion(config, version)),
+        ...bakedNodeImages(withNodeVersion(config, version)),
         apiEndpoint: endpoint,
         poolName: pool.name,
         labels: extraLabels,

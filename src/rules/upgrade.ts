@@ -1,7 +1,7 @@
 // Moving a running cluster to another Kubernetes version: what the version-skew policy allows between the version the
 // control plane runs and the one the config asks for, the health an upgrade starts from, and the APIs the target
 // removes. Sources: docs/upstream.md#version-skew-policy, #kubeadm-upgrade, #deprecated-api-metric.
-import { AUTOSCALER_LATEST_PATCH } from "./autoscaler";
+import { AUTOSCALER_LATEST_PATCH, autoscalerVersionFor } from "./autoscaler";
 import { parseVersion } from "./formats";
 import type { Problem } from "./problems";
 
@@ -169,4 +169,14 @@ export function skewFindings(apiServers: readonly string[], kubelets: Readonly<R
         else if (minorOf(oldest) - minorOf(v) > KUBELET_MAX_MINORS_BEHIND) findings.push(`${node}: kubelet ${v} is more than ${KUBELET_MAX_MINORS_BEHIND} minors older than the API servers (${oldest})`);
     }
     return findings;
+}
+
+/**
+ * The Cluster Autoscaler version to run while the control plane runs `running`: the configured one (`configured`,
+ * pinned or picked for the configured Kubernetes version) once the API servers run its minor, else the release for the
+ * running minor — its minor is never ahead of the API servers' (the autoscaler supports only its own minor).
+ */
+export function autoscalerVersionWhileRunning(configured: string, running: string): string {
+    if (!(minorOf(configured) > minorOf(running))) return configured;
+    return autoscalerVersionFor(running) ?? configured;
 }
