@@ -1,0 +1,214 @@
+/**
+ * The upgrade order under faults. World: the local OpenAPI emulator (Cloud Assistant, saved commands) with the fake
+ * cluster behind it (testing/fakeCluster.ts: kubeadm's upgrade rules — `apply` needs the target kubeadm, the addon phase
+ * waits for every master), 3 masters and 2 workers on 1.35.4, moved to 1.36.3 by what `pulumi up` runs: ControlPlaneVersion
+ * (checks, backup, one master at a time) then NodeVersions (nodes in place). The join material's version is the
+ * ControlPlaneVersion output the program last got (a run that fails returns nothing: the old one stays).
+ *
+ * A clean run, then every API call refused once, every command failing once and the caller killed after every mutating
+ * call, each followed by a re-run without faults. Asserted from the fake cluster's and the emulator's state:
+ *   U1 masters one at a time: no mutating step on a master while another is half-way (cordoned, API server and kubelet
+ *      apart); CoreDNS and kube-proxy never ahead of an API server
+ *   U2 no join material of version N while an API server serves less than N; the autoscaler's minor never ahead
+ *   U3 after the re-run: every master and node at 1.36.3, schedulable; kubeadm-config and the add-ons at 1.36.3
+ *   U4 an etcd backup before the first change; the add-ons moved by the last master's `upgrade node`, after every other step
+ */
+import * as assert from "assert";
+import { guardLoopbackOnly } from "../testing/emulator/fixture";
+import { startEmulator, TEST_CREDENTIALS, type Emulator } from "../testing/emulator";
+import { fakeCluster, type FakeCluster } from "../testing/fakeCluster";
+import { createCommand } from "../testing/savedCommands";
+import { renderUpgradeCommand } from "../src/shell/render";
+import { OPERATIONS, autoscalerVersionWhileRunning, compareVersions, minorOf } from "../src/rules";
+import { reconcileControlPlaneVersion, type ControlPlaneVersionInputs } from "../src/providers/controlPlaneVersion";
+import { reconcileNodeVersions } from "../src/providers/nodeVersions";
+
+const REGION = "cn-hangzhou";
+const FROM = "1.35.4";
+const TO = "1.36.3";
+const ENV = {
+    ALICLOUD_KUBEADM_ENDPOINT: "", ALIBABA_CLOUD_ACCESS_KEY_ID: TEST_CREDENTIALS.accessKeyId, ALIBABA_CLOUD_ACCESS_KEY_SECRET: TEST_CREDENTIALS.accessKeySecret,
+    ALIBABA_CLOUD_ECS_METADATA_DISABLED: "true", ALIBABA_CLOUD_CLI_PROFILE_DISABLED: "true",
+};
+const POLLS = ["DescribeInvocationResults"];
+const isMutating = (action: string) => !/^(Describe|List|Get|Query)/.test(action);
+
+interface World {
+    emu: Emulator;
+    c: FakeCluster;
+    inputs: ControlPlaneVersionInputs;
+    /** The version the program's join material was last rendered with (ControlPlaneVersion's last output). */
+    joinVersion: string;
+}
+
+async function world(): Promise<World> {
+    const emu = await startEmulator();
+    process.env.ALICLOUD_KUBEADM_ENDPOINT = emu.endpoint;
+    const c = await fakeCluster(emu, REGION, { masters: 3, version: FROM });
+    c.masters.forEach((id, k) => { if (k === 0) c.addNode(id, { name: "master-0", controlPlane: true }); });
+    for (let k = 0; k < 2; k++) c.addNode(emu.addInstance({ regionId: REGION }).instanceId, { pods: ["ReplicaSet", "DaemonSet"] });
+    const upgradeCommandId = await createCommand(REGION, {
+        commandName: "test-upgrade", script: renderUpgradeCommand({ region: REGION, kubernetesVersion: TO }), parameters: true,
+        timeoutSeconds: OPERATIONS.upgrade.timeoutSeconds, description: OPERATIONS.upgrade.description,
+    });
+    const inputs: ControlPlaneVersionInputs = {
+        region: REGION, masterInstanceId: c.master, masterInstanceIds: c.masters, commands: c.commands, pollIntervalMs: 2,
+        targetVersion: TO, upgradeCommandId, autoscaled: true, autoscalerVersion: "", gateTimeoutSeconds: 0.3, gateIntervalSeconds: 0.005,
+    };
+    return { emu, c, inputs, joinVersion: FROM };
+}
+
+/** What `pulumi up` runs: the control plane, then (its output feeding the join material) the nodes. */
+async function up(w: World): Promise<void> {
+    const out = await reconcileControlPlaneVersion(w.inputs);
+    w.joinVersion = out.runningVersion;
+    assertJoinMaterial(w, "after ControlPlaneVersion");
+    await reconcileNodeVersions({ ...w.inputs, version: out.runningVersion });
+}
+
+/** U2 at this moment. */
+function assertJoinMaterial(w: World, label: string): void {
+    const apiServers = w.c.masters.map((m) => w.c.versions.get(m)!.apiserver);
+    for (const v of apiServers) {
+        assert.ok(compareVersions(w.joinVersion, v) <= 0, `${label}: U2 join material ${w.joinVersion} while an API server serves ${v}`);
+        assert.ok(minorOf(autoscalerVersionWhileRunning("1.36.1", w.joinVersion)) <= minorOf(v), `${label}: U2 autoscaler ahead of API server ${v}`);
+    }
+}
+
+function assertDone(w: World, label: string): void {
+    const { c } = w;
+    assert.deepStrictEqual(c.upgradeViolations, [], `${label}: U1`);
+    assertJoinMaterial(w, label);
+    assert.strictEqual(w.joinVersion, TO, `${label}: U2 join material not at ${TO} after the re-run`);
+    for (const [id, v] of c.versions) {
+        const master = c.masters.includes(id);
+        assert.deepStrictEqual(v, { kubeadm: TO, kubelet: TO, apiserver: master ? TO : "none" }, `${label}: U3 ${master ? "master" : "node"} ${id}`);
+    }
+    for (const n of c.nodes.values()) {
+        assert.strictEqual(n.kubelet, TO, `${label}: U3 Node ${n.name} kubelet`);
+        assert.strictEqual(n.unschedulable, false, `${label}: U3 Node ${n.name} left cordoned`);
+    }
+    assert.strictEqual(c.clusterConfig, TO, `${label}: U3 kubeadm-config`);
+    assert.strictEqual(c.addons.version, TO, `${label}: U3 add-ons`);
+    const firstChange = c.log.findIndex((l) => /: upgrade (kubeadm|plan|apply|node|kubelet)$/.test(l) || /: drain /.test(l));
+    const firstBackup = c.log.findIndex((l) => l.endsWith(": backup"));
+    assert.ok(firstBackup >= 0 && firstBackup < firstChange, `${label}: U4 no etcd backup before the first change`);
+    const addons = c.log.indexOf(`addons ${TO}`);
+    const last = c.masters[c.masters.length - 1];
+    const lastNode = c.log.lastIndexOf(`${last}: upgrade node`);
+    assert.ok(lastNode >= 0 && addons > lastNode, `${label}: U4 add-ons moved before the last master's upgrade node`);
+    const masterSteps = c.log.map((l, i) => ({ l, i })).filter(({ l }) => c.masters.some((m) => l.startsWith(`${m}: upgrade `) && !l.endsWith(" node")) && !l.startsWith(`${last}:`));
+    assert.ok(masterSteps.every(({ i }) => i < addons), `${label}: U4 a step of another master after the add-ons moved`);
+}
+
+type Fault = { kind: "refused" | "crash-after" | "command-fails"; index: number };
+
+function arm(w: World, fault: Fault): { struck: boolean } {
+    const hit = { struck: false };
+    if (fault.kind === "command-fails") {
+        let k = 0;
+        const handlers = w.emu.state.handlers;
+        w.emu.onCommand(/[\s\S]*/, (ctx) => {
+            if (++k === fault.index) {
+                hit.struck = true;
+                return { exitCode: 1, output: "injected failure\n" };
+            }
+            for (let h = handlers.length - 2; h >= 0; h--) {
+                if (handlers[h].pattern.test(ctx.script)) {
+                    const handler = handlers[h].handler;
+                    return typeof handler === "function" ? handler(ctx) : handler;
+                }
+            }
+            return { exitCode: 127, output: "no handler" };
+        });
+        return hit;
+    }
+    let n = 0, m = 0, crashed = false;
+    w.emu.beforeRequest = (req) => {
+        if (crashed) return { status: 400, code: "EmulatedCrash", message: "the caller was killed" };
+        if (POLLS.includes(req.action)) return undefined;
+        if (fault.kind === "refused" && ++n === fault.index) {
+            hit.struck = true;
+            return { status: 400, code: "EmulatedFault", message: "injected: refused once" };
+        }
+        return undefined;
+    };
+    w.emu.afterRequest = (req) => {
+        if (!POLLS.includes(req.action) && fault.kind === "crash-after" && isMutating(req.action) && ++m === fault.index) crashed = hit.struck = true;
+    };
+    return hit;
+}
+
+function disarm(w: World): void {
+    w.emu.beforeRequest = undefined;
+    w.emu.afterRequest = undefined;
+    const k = w.emu.state.handlers.findIndex((h) => h.pattern.source === "[\\s\\S]*");
+    if (k >= 0) w.emu.state.handlers.splice(k, 1);
+}
+
+/** Waits for commands a killed caller started (they run on) to end. */
+const settle = () => new Promise((r) => setTimeout(r, 30));
+
+describe("upgrade fault matrix: one fault at every step, then a re-run (U1–U4 from state)", function () {
+    this.timeout(600_000);
+    let saved: Record<string, string | undefined> = {};
+    let unguard: () => void = () => undefined;
+    before(() => {
+        saved = Object.fromEntries(Object.keys(ENV).map((k) => [k, process.env[k]]));
+        Object.assign(process.env, ENV);
+        delete process.env.ALIBABA_CLOUD_SECURITY_TOKEN;
+        unguard = guardLoopbackOnly();
+    });
+    after(() => {
+        unguard();
+        for (const [k, v] of Object.entries(saved)) { if (v === undefined) delete process.env[k]; else process.env[k] = v; }
+    });
+
+    let clean = { calls: 0, mutating: 0, commands: 0, ms: 0 };
+
+    it("a clean run moves the masters one at a time, then the nodes; a second run changes nothing", async () => {
+        const w = await world();
+        try {
+            const setup = w.emu.calls.length;
+            const started = Date.now();
+            await up(w);
+            assertDone(w, "clean");
+            const steps = w.emu.calls.slice(setup).filter((x) => !POLLS.includes(x.action));
+            clean = { calls: steps.length, mutating: steps.filter((x) => isMutating(x.action)).length, commands: w.emu.callsOf("InvokeCommand").length, ms: Date.now() - started };
+            const log = [...w.c.log];
+            await up(w);
+            assert.ok(!w.c.log.slice(log.length).some((l) => /: (upgrade (kubeadm|plan|apply|node|kubelet)|drain .*|backup)$/.test(l)), "a second run ran a step");
+        } finally {
+            await w.emu.close();
+        }
+    });
+
+    it("every refused call, failing command and crash stops the run, and a re-run finishes with U1–U4", async () => {
+        assert.ok(clean.calls > 0, "the clean run did not run");
+        const faults: Fault[] = [
+            ...Array.from({ length: clean.calls }, (_, k) => ({ kind: "refused" as const, index: k + 1 })),
+            ...Array.from({ length: clean.commands }, (_, k) => ({ kind: "command-fails" as const, index: k + 1 })),
+            ...Array.from({ length: clean.mutating }, (_, k) => ({ kind: "crash-after" as const, index: k + 1 })),
+        ];
+        let struck = 0;
+        for (const fault of faults) {
+            const label = `${fault.kind} at step ${fault.index}`;
+            const w = await world();
+            try {
+                const hit = arm(w, fault);
+                await up(w).catch(() => undefined);
+                if (hit.struck) struck++;
+                disarm(w);
+                await settle();
+                assert.deepStrictEqual(w.c.upgradeViolations, [], `${label}: U1 during the faulty run`);
+                assertJoinMaterial(w, `${label} (faulty run)`);
+                await up(w).catch((err: Error) => assert.fail(`${label}: the re-run failed: ${err.message}`));
+                assertDone(w, label);
+            } finally {
+                await w.emu.close();
+            }
+        }
+        if (process.env.FAULT_MATRIX_VERBOSE) console.log(`${faults.length} injections; clean run ${JSON.stringify(clean)}; struck ${struck}`);
+        assert.ok(struck >= faults.length - 3, `struck ${struck} of ${faults.length}`);
+    });
+});
