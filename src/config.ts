@@ -19,6 +19,9 @@ import {
     nodeCidrCount, nodeCidrMaskProblem, nodeLabelProblems, packageMirrorProblem, parseCidr, regionOfZone, regionProblem, regionWarning,
     replaceSystemDiskProblem, resolveAutoscalerVersion, resourceNamePrefixProblem, scaleFromZeroProblem, scalingConfigurationTags, zoneProblem,
     collect, formatProblem, identityCertificateProblem, joinTagProblem, imageIdProblem, type Problem, type Report, type Taint,
+    apiAllowedCidrProblems, architectureProblems, autoscalerPatchProblem, autoscalerPatchWarning, DEFAULT_BAKE_INSTANCE_TYPE, instanceTypeListProblems,
+    joinTagCarriedProblem, kubernetesPatchProblem, kubernetesPatchWarning, mixedArchitectureProblem, nameAsTagValueProblem, natOffProblems, POOL_LABEL,
+    SECRET_STAND_IN, SSH_SECRET_FIELDS, sshConnectionContentProblems, sshTarget, zoneWarning,
 } from "./rules";
 import { markValidated, validatedByParser, type Validated } from "./validated";
 
@@ -351,20 +354,21 @@ function replaceAt(obj: Record<string, unknown>, path: PropertyKey[], expected: 
 function checkRules(c: Parsed, region: string | undefined, problem: Report, warn: Report, errors: Problem[], warnings: Problem[],
     shapePaths: readonly string[] = []): ValidationResult {
 
-    const nameProblem = dnsLabelProblem(c.name, MAX_NAME_LENGTH) ?? resourceNamePrefixProblem(c.name) ?? hostNamePartProblem(c.name);
+    const nameProblem = dnsLabelProblem(c.name, MAX_NAME_LENGTH) ?? resourceNamePrefixProblem(c.name) ?? hostNamePartProblem(c.name) ??
+        nameAsTagValueProblem(c.name, CLUSTER_TAG);
     if (nameProblem) {
         problem("name", nameProblem);
     }
-    const versionProblem = kubernetesVersionProblem(c.kubernetesVersion);
+    const versionProblem = kubernetesVersionProblem(c.kubernetesVersion) ?? kubernetesPatchProblem(c.kubernetesVersion);
     if (versionProblem) {
         problem("kubernetesVersion", versionProblem);
     }
-    const support = kubernetesSupportWarning(c.kubernetesVersion);
+    const support = kubernetesSupportWarning(c.kubernetesVersion) ?? kubernetesPatchWarning(c.kubernetesVersion);
     if (support) {
         warn("kubernetesVersion", support);
     }
     // A zone id given as the region was reported above; the zones are checked against the region it names.
-    checkZones(c.zones, region && regionProblem(region) ? regionOfZone(region) : region, problem);
+    checkZones(c.zones, region && regionProblem(region) ? regionOfZone(region) : region, problem, warn);
     const masterCountOk = [1, 3, 5].includes(c.controlPlane.count);
     if (!masterCountOk) {
         problem("controlPlane.count", `must be 1, 3 or 5 (an odd etcd quorum), got ${c.controlPlane.count}`);
@@ -398,7 +402,7 @@ function checkRules(c: Parsed, region: string | undefined, problem: Report, warn
         return checkPool(pool, c.name, cloudTags, at, { size: given("size"), autoscale: given("autoscale") });
     });
     checkImages(c.images, problem);
-    checkAdmission(c.admission, problem);
+    checkAdmission(c, problem);
     const ids = new Set<string>();
     const existing = c.existingNodes.map((node, i) => {
         const at = (path: string, reason: string) => problem(joinPath(`existingNodes.${i}`, path), reason);
@@ -408,19 +412,39 @@ function checkRules(c: Parsed, region: string | undefined, problem: Report, warn
         ids.add(node.instanceId);
         return checkExistingNode(node, at);
     });
+    checkSshTargets(c.existingNodes, problem);
     const vswitchCidrs = checkNetworkLayout({ ...c.network, zones: c.zones, controlPlaneCount: masterCountOk ? c.controlPlane.count : 0, region }, problem, {
         zones: "zones", vpcCidr: "network.vpcCidr", podCidr: "network.podCidr", serviceCidr: "network.serviceCidr",
         vswitchCidrs: "network.vswitchCidrs", apiAllowedCidrs: "network.apiAllowedCidrs",
     });
     checkNodeCapacity(c, pools, existing.length, problem, warn);
     apiAccessProblems(c.controlPlane.publicEndpoint, c.network.apiAllowedCidrs, problem, warn);
+    apiAllowedCidrProblems(c.network.apiAllowedCidrs, c.network.vpcCidr,
+        c.controlPlane.publicEndpoint && c.network.natGateway && c.controlPlane.count > 1, problem, warn);
+    if (region) {
+        natOffProblems({
+            region, vpcCidr: c.network.vpcCidr, natGateway: c.network.natGateway, publicEndpoint: c.controlPlane.publicEndpoint,
+            controlPlaneCount: c.controlPlane.count, autoscaled: c.nodePools.some((p) => p.autoscale !== undefined), images: c.images,
+        }, problem, warn);
+    }
+    architectureProblems({
+        image: c.image.id ?? c.image.nameRegex, imagePath: c.image.id !== undefined ? "image.id" : "image.nameRegex",
+        controlPlaneInstanceType: c.controlPlane.instanceType, bake: c.image.bake,
+        bakeInstanceType: c.image.bakeInstanceType ?? DEFAULT_BAKE_INSTANCE_TYPE, bakeInstanceTypeGiven: c.image.bakeInstanceType !== undefined,
+        ccmImage: c.images.cloudControllerManager,
+        pools: c.nodePools.map((p) => ({
+            instanceTypes: p.instanceTypes ?? (p.instanceType ? [p.instanceType] : []), imageId: p.imageId, instanceTypeGiven: p.instanceTypes === undefined,
+        })),
+    }, problem);
     autoscalerSettingsProblems(c.autoscaler, (path, reason) => problem(`autoscaler.${path}`, reason));
     if (pools.some((p) => p.autoscale) && (c.autoscaler.version !== undefined || !versionProblem)) {
-        const { problem: versionRefused } = resolveAutoscalerVersion(c.autoscaler.version, c.kubernetesVersion);
+        const { problem: refused } = resolveAutoscalerVersion(c.autoscaler.version, c.kubernetesVersion);
+        const versionRefused = refused ?? (c.autoscaler.version === undefined ? undefined : autoscalerPatchProblem(c.autoscaler.version));
         if (versionRefused) {
             problem("autoscaler.version", versionRefused);
         }
-        const mismatch = c.autoscaler.version === undefined || versionRefused ? undefined : autoscalerMinorWarning(c.autoscaler.version, c.kubernetesVersion);
+        const mismatch = c.autoscaler.version === undefined || versionRefused ? undefined
+            : autoscalerMinorWarning(c.autoscaler.version, c.kubernetesVersion) ?? autoscalerPatchWarning(c.autoscaler.version);
         if (mismatch) {
             warn("autoscaler.version", mismatch);
         }
@@ -588,7 +612,7 @@ function controlPlaneConfigOf(config: ClusterConfigFields, report: Report): Clus
     const { region, ...raw } = config as ClusterConfigFields & Record<string, unknown>;
     // An SSH secret the Cluster took as a Pulumi secret (an Output, an object here) was checked there: it stands in as present.
     const existingNodes = Array.isArray(raw.existingNodes) ? raw.existingNodes.map((n) => !n?.connection ? n : {
-        ...n, connection: Object.fromEntries(Object.entries(n.connection).map(([k, v]) => [k, SECRET_FIELDS.includes(k) && typeof v === "object" && v !== null ? "<secret>" : v])),
+        ...n, connection: Object.fromEntries(Object.entries(n.connection).map(([k, v]) => [k, SSH_SECRET_FIELDS.includes(k) && typeof v === "object" && v !== null ? SECRET_STAND_IN : v])),
     }) : raw.existingNodes;
     const result = validateClusterConfig({ ...raw, existingNodes }, typeof region === "string" ? region : undefined);
     for (const p of result.problems) {
@@ -655,8 +679,6 @@ function unwrapUnion(issue: z.core.$ZodIssue): z.core.$ZodIssue[] {
     return branch.flatMap((i) => unwrapUnion({ ...i, path: [...issue.path, ...i.path] } as z.core.$ZodIssue));
 }
 
-/** Keys whose values are secrets: never repeated in a message. */
-const SECRET_FIELDS = ["privateKey", "privateKeyPassword", "password"];
 
 function describeIssue(issue: z.core.$ZodIssue): string {
     switch (issue.code) {
@@ -664,7 +686,7 @@ function describeIssue(issue: z.core.$ZodIssue): string {
             if (issue.input === undefined) {
                 return `is required (${issue.expected})`;
             }
-            if (SECRET_FIELDS.includes(String(issue.path[issue.path.length - 1] ?? ""))) {
+            if (SSH_SECRET_FIELDS.includes(String(issue.path[issue.path.length - 1] ?? ""))) {
                 return `must be ${issue.expected} (the value given is not repeated: it is a secret)`;
             }
             if (issue.expected === "string" && typeof issue.input === "number") {
@@ -685,13 +707,16 @@ function describeIssue(issue: z.core.$ZodIssue): string {
     }
 }
 
-function checkZones(zones: string[], region: string | undefined, problem: Report): void {
+function checkZones(zones: string[], region: string | undefined, problem: Report, warn: Report): void {
     // No zone at all, and a zone listed twice, are reported by checkNetworkLayout (the Network component's rule too).
-    // A zone listed twice is reported by checkNetworkLayout (the Network component's rule too).
     zones.forEach((zone, i) => {
         const reason = region ? zoneProblem(zone, region) : undefined;
         if (reason) {
             problem(`zones.${i}`, reason);
+        }
+        const unknown = region && !reason ? zoneWarning(zone, region) : undefined;
+        if (unknown) {
+            warn(`zones.${i}`, unknown);
         }
     });
 }
@@ -735,7 +760,7 @@ export function parseNodePool(pool: PoolInput, clusterName: string, cloudTags: R
 function checkPool(pool: PoolInput, clusterName: string, cloudTags: Record<string, string>, report: Report,
     invalid: { size?: boolean; autoscale?: boolean } = {}): NodePoolFields {
     const nameProblem = dnsLabelProblem(pool.name, MAX_NAME_LENGTH) ?? reservedPoolNameProblem(pool.name) ?? hostNamePartProblem(pool.name) ??
-        essNameProblem(clusterName, pool.name);
+        essNameProblem(clusterName, pool.name) ?? nameAsTagValueProblem(pool.name, POOL_LABEL);
     if (nameProblem) {
         report("name", nameProblem);
     }
@@ -784,6 +809,11 @@ function checkPool(pool: PoolInput, clusterName: string, cloudTags: Record<strin
                 report(`instanceTypes.${i}`, reason);
             }
         });
+        instanceTypeListProblems(pool.instanceTypes, (path, reason) => report(joinPath("instanceTypes", path), reason));
+        const mixed = mixedArchitectureProblem(pool.instanceTypes);
+        if (mixed) {
+            report(`instanceTypes.${mixed.index}`, mixed.reason);
+        }
     }
     nodeLabelProblems(pool.labels, (key, reason) => report(`labels.${key}`, reason));
     scalingConfigurationTags(pool, cloudTags, report);
@@ -829,6 +859,9 @@ function checkExistingNode(node: ExistingNodeToCheck, report: Report, viaSsh = f
     if (node.connection && node.mode !== "manual") {
         report("connection", `a connection runs the attach script over SSH, which only mode manual does (this node is mode ${node.mode}): remove connection or use mode manual`);
     }
+    if (node.connection) {
+        sshConnectionContentProblems(node.connection, (path, reason) => report(joinPath("connection", path), reason));
+    }
     nodeLabelProblems(node.labels, (key, reason) => report(`labels.${key}`, reason));
     const taints = checkTaints(node.taints, (path, reason) => report(`taints.${path}`, reason));
     // Manual mode passes them as the attach command's parameters; auto mode (and an SSH connection) in the script itself.
@@ -836,12 +869,44 @@ function checkExistingNode(node: ExistingNodeToCheck, report: Report, viaSsh = f
     return { ...node, taints };
 }
 
-function checkAdmission(admission: Parsed["admission"], problem: Report): void {
+/**
+ * Two existing nodes whose SSH connections dial the same address and port would run the attach script twice on one
+ * machine, which then joins as whichever instance ran it last: reported at the second node's `connection.host`.
+ * One address with different ports (a port-forward per node) is fine.
+ */
+function checkSshTargets(nodes: Parsed["existingNodes"], problem: Report): void {
+    const seen = new Map<string, number>();
+    nodes.forEach((node, i) => {
+        const c = node.connection;
+        if (!c || typeof c.host !== "string" || c.host.length === 0) return;
+        const target = sshTarget(c.host, c.port);
+        const first = seen.get(target);
+        if (first !== undefined) {
+            problem(`existingNodes.${i}.connection.host`, `${c.host} port ${c.port} is also existingNodes.${first}'s connection: two instances cannot be one machine; ` +
+                "give each node its own address, or its own port when they sit behind one address (connection.port)");
+        } else {
+            seen.set(target, i);
+        }
+    });
+}
+
+/**
+ * `admission.*`: the certificate, and the join tag, which must be a tag the cloud takes and not one the cluster puts
+ * on its own instances: the cloud tags (masters, fixed pools) and every pool's labels (its scaling configuration's tags).
+ */
+function checkAdmission(c: Pick<Parsed, "admission" | "tags" | "nodePools">, problem: Report): void {
+    const admission = c.admission;
     if (admission.identityCertificate !== undefined) {
         const reason = identityCertificateProblem(admission.identityCertificate);
         if (reason) problem("admission.identityCertificate", reason);
     }
-    const joinTag = admission.joinTag === undefined ? undefined : joinTagProblem(admission.joinTag);
+    if (admission.joinTag === undefined) {
+        return;
+    }
+    const carried = new Map<string, string>();
+    c.nodePools.forEach((p, i) => Object.entries(p.labels).forEach(([k, v]) => carried.set(`${k}=${v}`, `nodePools.${i}.labels.${k}`)));
+    Object.entries(c.tags).forEach(([k, v]) => carried.set(`${k}=${v}`, `tags.${k}`));
+    const joinTag = joinTagProblem(admission.joinTag) ?? joinTagCarriedProblem(admission.joinTag, carried);
     if (joinTag) {
         problem("admission.joinTag", joinTag);
     }

@@ -14,11 +14,10 @@ import { ADMITTED_GROUP, KUBELET_CLIENT_SIGNER, TOKEN_LABEL } from "../admission
 import { ADMISSION_NAME, KEY_SECRET, NAMESPACE } from "../admission/kube";
 import { ADMISSION_PORT, type ServiceConfig } from "../admission/server";
 import { applyObjects, CONTROL_PLANE_LABEL, kubeObject, type KubeObject } from "./kube";
+import { DEFAULT_ADMISSION_IMAGE } from "../rules/images";
 
-export { ADMISSION_PORT, ADMITTED_GROUP };
+export { ADMISSION_PORT, ADMITTED_GROUP, DEFAULT_ADMISSION_IMAGE };
 
-/** Public Node.js image the service runs in (official image, Alpine variant). Mirror it and set `images.admission` in China regions. */
-export const DEFAULT_ADMISSION_IMAGE = "docker.io/library/node:22.12.0-alpine3.20";
 /** The service's modules, in dependency order (each is plain CommonJS using Node built-ins only). */
 export const ADMISSION_MODULES = ["der", "pkcs7", "challenge", "admit", "approver", "cloud", "kube", "server"] as const;
 const MOUNT = "/opt/alicloud-kubeadm-admission";

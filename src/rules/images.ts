@@ -7,6 +7,8 @@ export const DEFAULT_FLANNEL_IMAGE = "ghcr.io/flannel-io/flannel:v0.28.9";
 export const DEFAULT_FLANNEL_CNI_PLUGIN_IMAGE = "ghcr.io/flannel-io/flannel-cni-plugin:v1.9.1-flannel3";
 /** Alibaba Cloud Controller Manager v2.14.0 from Alibaba's own registry (the only published source). */
 export const DEFAULT_CCM_IMAGE = "registry.cn-hangzhou.aliyuncs.com/acs/cloud-controller-manager-amd64:v2.14.0";
+/** Public Node.js image the admission service runs in (official image, Alpine variant). Mirror it and set `images.admission` in China regions. */
+export const DEFAULT_ADMISSION_IMAGE = "docker.io/library/node:22.12.0-alpine3.20";
 /** Upstream Cluster Autoscaler repository; its builds include the alicloud provider. No Alibaba mirror is documented. */
 export const DEFAULT_AUTOSCALER_IMAGE_REPOSITORY = "registry.k8s.io/autoscaling/cluster-autoscaler";
 

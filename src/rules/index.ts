@@ -16,3 +16,6 @@ export * from "./ram";
 export * from "./apiAccess";
 export * from "./bake";
 export * from "./identity";
+export * from "./ssh";
+export * from "./architecture";
+export * from "./egress";
