@@ -21,7 +21,8 @@ import {
     collect, formatProblem, identityCertificateProblem, joinTagProblem, imageIdProblem, type Problem, type Report, type Taint,
     apiAllowedCidrProblems, architectureProblems, autoscalerPatchProblem, autoscalerPatchWarning, DEFAULT_BAKE_INSTANCE_TYPE, instanceTypeListProblems,
     joinTagCarriedProblem, kubernetesPatchProblem, kubernetesPatchWarning, mixedArchitectureProblem, nameAsTagValueProblem, natOffProblems, POOL_LABEL,
-    SECRET_STAND_IN, SSH_SECRET_FIELDS, sshConnectionContentProblems, sshTarget, zoneWarning,
+    SECRET_STAND_IN, SSH_SECRET_FIELDS, sshConnectionContentProblems, sshTarget, zoneWarning, imageOsProblem, imageSizeGiB,
+    managedTaintWarning, observedLabelWarning, parseTaint,
 } from "./rules";
 import { markValidated, validatedByParser, type Validated } from "./validated";
 
@@ -384,7 +385,7 @@ function checkRules(c: Parsed, region: string | undefined, problem: Report, warn
         warn("controlPlane.instanceType", masterCpus);
     }
     cloudTagProblems(c.tags, c.nodePools.some((p) => p.autoscale === undefined), (path, reason) => problem(joinPath("tags", path), reason));
-    checkImageSelection(c.image, problem);
+    checkImageSelection(c, problem);
     checkBake(c.image, c.nodePools, problem, warn);
     const cloudTags = clusterTags(c);
     const names = new Set<string>();
@@ -436,6 +437,15 @@ function checkRules(c: Parsed, region: string | undefined, problem: Report, warn
             instanceTypes: p.instanceTypes ?? (p.instanceType ? [p.instanceType] : []), imageId: p.imageId, instanceTypeGiven: p.instanceTypes === undefined,
         })),
     }, problem);
+    if (!c.image.bake) {
+        c.nodePools.forEach((p, i) => {
+            const disk = p.imageId === undefined ? systemDiskSizeProblem(c.image.id ?? c.image.nameRegex, c.image.id !== undefined ? "image.id" : "image.nameRegex", p.systemDisk.size) : undefined;
+            if (disk) {
+                problem(`nodePools.${i}.systemDisk.size`, disk);
+            }
+        });
+    }
+    nodeSettingWarnings([...c.nodePools.map((p, i) => ({ at: `nodePools.${i}`, node: p })), ...c.existingNodes.map((n, i) => ({ at: `existingNodes.${i}`, node: n }))], warn);
     autoscalerSettingsProblems(c.autoscaler, (path, reason) => problem(`autoscaler.${path}`, reason));
     if (pools.some((p) => p.autoscale) && (c.autoscaler.version !== undefined || !versionProblem)) {
         const { problem: refused } = resolveAutoscalerVersion(c.autoscaler.version, c.kubernetesVersion);
@@ -721,8 +731,12 @@ function checkZones(zones: string[], region: string | undefined, problem: Report
     });
 }
 
-/** `image.id` (an image id or name, no spaces) and `image.nameRegex` (a pattern Go's regexp compiles). */
-function checkImageSelection(image: Parsed["image"], problem: Report): void {
+/**
+ * `image.id` (an image id or name, no spaces) and `image.nameRegex` (a pattern Go's regexp compiles), the one in
+ * use naming an OS the node scripts set up, and the masters' system disk at least the image's size.
+ */
+function checkImageSelection(c: Pick<Parsed, "image" | "controlPlane">, problem: Report): void {
+    const image = c.image;
     const id = image.id === undefined ? undefined : imageIdProblem(image.id);
     if (id) {
         problem("image.id", id);
@@ -731,6 +745,23 @@ function checkImageSelection(image: Parsed["image"], problem: Report): void {
     if (regex) {
         problem("image.nameRegex", regex);
     }
+    const used = image.id !== undefined ? "image.id" : "image.nameRegex";
+    const os = imageOsProblem(image.id ?? image.nameRegex);
+    if (os) {
+        problem(used, os);
+    }
+    const disk = image.bake ? undefined : systemDiskSizeProblem(image.id ?? image.nameRegex, used, c.controlPlane.systemDisk.size);
+    if (disk) {
+        problem("controlPlane.systemDisk.size", disk);
+    }
+}
+
+/** Why a system disk of `size` GiB cannot hold `image` (named at `imagePath`), or undefined: ECS takes a system disk only as large as its image or larger. */
+function systemDiskSizeProblem(image: string, imagePath: string, size: number): string | undefined {
+    const needed = imageSizeGiB(image);
+    return needed !== undefined && size < needed
+        ? `${size} GiB is smaller than the image ${image} (${imagePath}), which is ${needed} GiB; ECS refuses a system disk smaller than its image: use ${needed} or more`
+        : undefined;
 }
 
 /** What a pool is checked from: the parsed config, or a NodePoolConfig a program built by hand. */
@@ -815,6 +846,14 @@ function checkPool(pool: PoolInput, clusterName: string, cloudTags: Record<strin
             report(`instanceTypes.${mixed.index}`, mixed.reason);
         }
     }
+    const imageId = pool.imageId === undefined ? undefined : imageIdProblem(pool.imageId) ?? imageOsProblem(pool.imageId);
+    if (imageId) {
+        report("imageId", imageId);
+    }
+    const disk = pool.imageId === undefined || !pool.systemDisk ? undefined : systemDiskSizeProblem(pool.imageId, "imageId", pool.systemDisk.size);
+    if (disk) {
+        report("systemDisk.size", disk);
+    }
     nodeLabelProblems(pool.labels, (key, reason) => report(`labels.${key}`, reason));
     scalingConfigurationTags(pool, cloudTags, report);
     const tokenTtl = pool.tokenTtl ?? "0";
@@ -867,6 +906,21 @@ function checkExistingNode(node: ExistingNodeToCheck, report: Report, viaSsh = f
     // Manual mode passes them as the attach command's parameters; auto mode (and an SSH connection) in the script itself.
     nodeFlagsSizeProblems(node.labels, taints, node.mode === "manual" && !viaSsh && !node.connection ? "parameters" : "userdata", report);
     return { ...node, taints };
+}
+
+/** Labels and taints that Kubernetes keeps itself on every node: warned at the label or taint. */
+function nodeSettingWarnings(nodes: Array<{ at: string; node: { labels: Record<string, string>; taints: Array<string | Taint> } }>, warn: Report): void {
+    for (const { at, node } of nodes) {
+        for (const key of Object.keys(node.labels)) {
+            const reason = observedLabelWarning(key);
+            if (reason) warn(`${at}.labels.${key}`, reason);
+        }
+        node.taints.forEach((t, j) => {
+            const taint = typeof t === "string" ? parseTaint(t) : t;
+            const reason = typeof taint === "string" ? undefined : managedTaintWarning(taint.key);
+            if (reason) warn(`${at}.taints.${j}`, reason);
+        });
+    }
 }
 
 /**

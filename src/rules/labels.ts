@@ -162,3 +162,32 @@ export function checkTaints(taints: ReadonlyArray<string | Taint>, report: (path
     });
     return out;
 }
+
+/**
+ * The warning for a node label its owners overwrite, or undefined: the kubernetes.io keys a kubelet may set are the
+ * ones the kubelet (host name, OS, architecture) and the cloud controller manager (instance type, region, zone) keep
+ * on every Node from what they observe, so a value given here is replaced (docs/upstream.md#kubelet-node-labels).
+ */
+export function observedLabelWarning(key: string): string | undefined {
+    return KUBELET_ALLOWED_KEYS.includes(key)
+        ? `${key} is kept by the kubelet or the cloud controller manager from the instance itself and replaces the value given here; remove it (select on its real value)`
+        : undefined;
+}
+
+/**
+ * Taint keys the node lifecycle controller and the cloud controller manager set and remove from conditions (not
+ * ready, unreachable, pressure, not yet initialised, shut down): a node registered with one loses it when the
+ * condition clears (docs/upstream.md#node-taints-unique).
+ */
+const MANAGED_TAINT_KEYS: readonly string[] = [
+    "node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable", "node.kubernetes.io/unschedulable", "node.kubernetes.io/memory-pressure",
+    "node.kubernetes.io/disk-pressure", "node.kubernetes.io/pid-pressure", "node.kubernetes.io/network-unavailable",
+    "node.cloudprovider.kubernetes.io/uninitialized", "node.cloudprovider.kubernetes.io/shutdown",
+];
+
+/** The warning for a taint whose key Kubernetes manages itself, or undefined. */
+export function managedTaintWarning(key: string): string | undefined {
+    return MANAGED_TAINT_KEYS.includes(key)
+        ? `${key} is set and removed by Kubernetes from the node's conditions, so this taint disappears once the condition clears; use a key of your own`
+        : undefined;
+}
