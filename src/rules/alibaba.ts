@@ -182,7 +182,7 @@ export function instanceTypeListProblems(types: readonly string[], report: Repor
 /**
  * Why a name cannot be the value of the tag alicloud-kubeadm puts it in (`tagKey`: the cluster tag on every
  * resource, the pool tag on a pool's scaling configuration and instances), or undefined: Alibaba Cloud refuses tag
- * values starting with `aliyun` or `acs:` (alibaba-tags). Reported at the name, which is what the user wrote.
+ * values starting with `aliyun` or `acs:` (docs/upstream.md#alibaba-tags). Reported at the name, which is what the user wrote.
  */
 export function nameAsTagValueProblem(name: string, tagKey: string): string | undefined {
     return RESERVED_TAG_PREFIX.test(name)

@@ -21,7 +21,8 @@ export const AUTOSCALER_NEWEST_FINAL_MINOR = 32;
 /**
  * Why an explicit autoscaler version names a release that does not exist, or undefined: a patch above the last
  * release of a minor the autoscaler no longer patches. The image `…/cluster-autoscaler:v<version>` then does not
- * exist, the autoscaler never starts, and `pulumi up` fails waiting for its Deployment, after everything else.
+ * exist, the autoscaler never starts, and `pulumi up` fails waiting for its Deployment, after everything else
+ * (docs/upstream.md#autoscaler-versions).
  */
 export function autoscalerPatchProblem(version: string): string | undefined {
     const v = parseVersion(version);

@@ -88,7 +88,8 @@ export function packageMirrorProblem(value: string): string | undefined {
  * Why an image (an id, a public image name, or `image.nameRegex`) names an operating system the node scripts cannot
  * set up, or undefined. Alibaba's public image names start with the OS (`ubuntu_24_04_…`, `aliyun_3_…`,
  * `win2022_…`, `centos_7_9_…`); the scripts install with apt (Ubuntu, Debian) or dnf (Alibaba Cloud Linux 3 and
- * other EL8-likes) and stop on anything else, after the instance was created. A custom image id (`m-…`) says nothing.
+ * other EL8-likes) and stop on anything else, after the instance was created. A custom image id (`m-…`) says nothing
+ * (docs/upstream.md#public-image-names).
  */
 export function imageOsProblem(image: string): string | undefined {
     const name = image.replace(/^\^/, "");

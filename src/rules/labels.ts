@@ -164,20 +164,22 @@ export function checkTaints(taints: ReadonlyArray<string | Taint>, report: (path
 }
 
 /**
- * The warning for a node label its owners overwrite, or undefined: the kubernetes.io keys a kubelet may set are the
- * ones the kubelet (host name, OS, architecture) and the cloud controller manager (instance type, region, zone) keep
- * on every Node from what they observe, so a value given here is replaced (docs/upstream.md#kubelet-node-labels).
+ * The warning for a node label that describes the instance itself, or undefined: the kubernetes.io keys a kubelet
+ * may set are the ones it sets from the machine (host name, OS, architecture) and the cloud controller manager sets
+ * from the cloud (instance type, region, zone). A `--node-labels` value replaces the kubelet's own at registration,
+ * so the Node would carry a false value (docs/upstream.md#kubelet-node-labels).
  */
 export function observedLabelWarning(key: string): string | undefined {
     return KUBELET_ALLOWED_KEYS.includes(key)
-        ? `${key} is kept by the kubelet or the cloud controller manager from the instance itself and replaces the value given here; remove it (select on its real value)`
+        ? `${key} describes the instance itself (the kubelet and the cloud controller manager set it); a value given here replaces the real one on the Node, ` +
+            "so selectors on it would match the wrong nodes: remove it and select on the real value"
         : undefined;
 }
 
 /**
  * Taint keys the node lifecycle controller and the cloud controller manager set and remove from conditions (not
  * ready, unreachable, pressure, not yet initialised, shut down): a node registered with one loses it when the
- * condition clears (docs/upstream.md#node-taints-unique).
+ * condition clears (docs/upstream.md#node-managed-taints).
  */
 const MANAGED_TAINT_KEYS: readonly string[] = [
     "node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable", "node.kubernetes.io/unschedulable", "node.kubernetes.io/memory-pressure",

@@ -148,7 +148,7 @@ export function exampleZone(region: string): string {
     return region === "cn-hangzhou" ? "cn-hangzhou-h" : /[0-9]$/.test(region) ? `${region}a` : `${region}-a`;
 }
 
-/** The day the zone letters below were gathered (docs/upstream.md#alibaba-zones says from where). */
+/** The day the zone letters below were gathered (docs/upstream.md#alibaba-zone-list says from where). */
 export const ZONES_AS_OF = "2026-12-02";
 
 /**

@@ -1,5 +1,6 @@
 // Kubernetes minors: when upstream released each and when it reaches its end of life, and the warning for a
-// minor past or near it. Sources: docs/upstream.md#kubernetes-support-window.
+// minor past or near it, and the patch releases known to exist. Sources: docs/upstream.md#kubernetes-support-window
+// and #kubernetes-patch-releases.
 import { AUTOSCALER_LATEST_PATCH } from "./autoscaler";
 import { MIN_KUBERNETES_MINOR, parseVersion } from "./formats";
 
