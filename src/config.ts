@@ -658,7 +658,8 @@ function nodeJoinConfigOf(config: NodeJoinFields, report: Report): NodeJoinConfi
         if (region) {
             r("region", region);
         }
-        const version = typeof config.kubernetesVersion === "string" ? kubernetesVersionProblem(config.kubernetesVersion) : "must be a full version like \"1.36.3\"";
+        const version = typeof config.kubernetesVersion === "string" ? kubernetesVersionProblem(config.kubernetesVersion) ?? kubernetesPatchProblem(config.kubernetesVersion)
+            : "must be a full version like \"1.36.3\"";
         if (version) {
             r("kubernetesVersion", version);
         }

@@ -331,10 +331,11 @@ describe("config content: components used directly take the same rules, at their
         assert.deepEqual(again.problems.map((p) => p.path).sort(), ["connection.host", "connection.privateKey"]);
     });
 
-    it("NodePool: Arm and x86 types in one pool, a pool name the pool tag cannot take", () => {
+    it("NodePool: Arm and x86 types in one pool, a pool name the pool tag cannot take, a Kubernetes release that does not exist", () => {
         const { problems, report } = collect();
         const pool = { name: "aliyun-arm", instanceTypes: ["ecs.g8y.xlarge", "ecs.g7.xlarge"], size: 1 };
-        assert.equal(parseNodePoolArgs({ ...join, pool: pool as never, vswitchIds: ["vsw-1"], securityGroupIds: ["sg-1"], imageId: "img" }, report), undefined);
-        assert.deepEqual(problems.map((p) => p.path).sort(), ["pool.instanceTypes.1", "pool.name"]);
+        assert.equal(parseNodePoolArgs({ ...join, config: { ...config, kubernetesVersion: "1.33.20" }, pool: pool as never, vswitchIds: ["vsw-1"], securityGroupIds: ["sg-1"],
+            imageId: "img" }, report), undefined);
+        assert.deepEqual(problems.map((p) => p.path).sort(), ["config.kubernetesVersion", "pool.instanceTypes.1", "pool.name"]);
     });
 });
