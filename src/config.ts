@@ -12,7 +12,7 @@
 // parseNodeJoinConfig, parseControlPlaneConfig).
 import { z } from "zod";
 import {
-    apiAccessProblems, autoscalerMinorWarning, autoscalerSettingsProblems, checkBake, checkNetworkLayout, checkTaints, cloudTagProblems, CLUSTER_TAG, DEFAULT_AUTOSCALER_SETTINGS,
+    apiAccessProblems, autoscalerMinorWarning, autoscalerVersionFor, checkExemptNamespaces, checkImageDigests, DEFAULT_AUTOSCALER_IMAGE_REPOSITORY, autoscalerSettingsProblems, checkBake, checkNetworkLayout, checkTaints, cloudTagProblems, CLUSTER_TAG, DEFAULT_AUTOSCALER_SETTINGS,
     DEFAULT_ROUTE_ENTRY_QUOTA, defaultMirrors, dnsLabelProblem, durationProblem, essNameProblem, GO_DURATION_ERE, goRegexProblem, hostNamePartProblem, imageReferenceProblem, imageRepositoryProblem,
     masterInstanceTypeWarning, nodeFlagsSizeProblems, nodeImages, reservedPoolNameProblem,
     INSTANCE_ID_PATTERN, instanceTypeProblem, joinPath, kubernetesSupportWarning, kubernetesVersionProblem, MAX_SCALING_GROUP_INSTANCES,
@@ -34,7 +34,7 @@ import type {
 export type { Taint } from "./rules";
 export type {
     ClusterConfig, ClusterConfigFields, ClusterConfigInput, Disk, DiskCategory, DiskInput, ExistingNodeConfig, ExistingNodeInput, ImageSources,
-    ExistingNodeFields, NodeJoinConfig, NodeJoinFields, NodePoolConfig, NodePoolFields, NodePoolInput, SshConnection, SshConnectionInput, TaintInput,
+    ExistingNodeFields, NodeJoinConfig, NodeJoinFields, NodePoolConfig, NodePoolFields, NodePoolInput, PodSecurityConfig, SshConnection, SshConnectionInput, TaintInput,
 } from "./configTypes";
 export { isChinaRegion, parseTaint, identityCertificateProblem } from "./rules";
 export { isValidated, type Validated } from "./validated";
@@ -197,6 +197,16 @@ function buildSchema(obj: typeof z.strictObject) {
             identityCertificate: z.string().optional(),
             /** `key=value`: instances carrying this ECS tag may join through the one-line manual path. Default: off. */
             joinTag: z.string().optional(),
+            /** Accept instance identity signatures with a SHA-1 digest (docs/security.md#sha-1). Default true. */
+            allowSha1: z.boolean().default(true),
+        }).prefault({}),
+        /** Pod security (docs/security.md#pod-security). */
+        podSecurity: obj({
+            /**
+             * Namespaces besides the system ones (src/rules/podSecurity.ts SYSTEM_NAMESPACES) whose pods may run with host
+             * access on the masters. Default none.
+             */
+            exemptNamespaces: z.array(z.string()).default([]),
         }).prefault({}),
         /** Free-form tags put on every cloud resource, besides `alicloud-kubeadm/cluster=<name>`. */
         tags: z.record(z.string(), z.string()).default({}),
@@ -403,7 +413,12 @@ function checkRules(c: Parsed, region: string | undefined, problem: Report, warn
         return checkPool(pool, c.name, cloudTags, at, { size: given("size"), autoscale: given("autoscale") });
     });
     checkImages(c.images, problem);
+    const autoscalerVersion = c.autoscaler.version ?? autoscalerVersionFor(c.kubernetesVersion);
+    checkImageDigests(c.images, c.nodePools.some((p) => p.autoscale) && autoscalerVersion
+        ? `${c.images.clusterAutoscalerRepository ?? DEFAULT_AUTOSCALER_IMAGE_REPOSITORY}:v${autoscalerVersion.replace(/^v/, "")}` : undefined, warn);
     checkAdmission(c, problem);
+    checkExemptNamespaces(c.podSecurity.exemptNamespaces, (p, r) => problem(joinPath("podSecurity.exemptNamespaces", p), r),
+        (p, r) => warn(joinPath("podSecurity.exemptNamespaces", p), r));
     const ids = new Set<string>();
     const existing = c.existingNodes.map((node, i) => {
         const at = (path: string, reason: string) => problem(joinPath(`existingNodes.${i}`, path), reason);

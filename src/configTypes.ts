@@ -123,7 +123,15 @@ export interface ClusterConfigInput {
     images?: ImageSources;
     /** Node admission by cloud identity (docs/admission.md). */
     admission?: AdmissionConfig;
+    /** Pod security (docs/security.md#pod-security). */
+    podSecurity?: PodSecurityConfig;
     tags?: Record<string, string>;
+}
+
+/** Pod security (docs/security.md#pod-security). */
+export interface PodSecurityConfig {
+    /** Namespaces besides kube-system and kube-flannel whose pods may run with host access on the masters. Default none. */
+    exemptNamespaces?: string[];
 }
 
 /** Node admission by cloud identity (docs/admission.md). */
@@ -132,6 +140,8 @@ export interface AdmissionConfig {
     identityCertificate?: string;
     /** `key=value`: instances with this ECS tag may join through the one-line manual path. Default: off. */
     joinTag?: string;
+    /** Accept instance identity signatures with a SHA-1 digest (docs/security.md#sha-1). Default true. */
+    allowSha1?: boolean;
 }
 
 /** Image and package sources; each unset one takes the region's default (src/rules/images.ts). */
@@ -196,7 +206,8 @@ export interface ParsedClusterConfig {
     existingNodes: ParsedExistingNode[];
     autoscaler: AutoscalerSettings & { version?: string };
     images: ImageSources;
-    admission: AdmissionConfig;
+    admission: AdmissionConfig & { allowSha1: boolean };
+    podSecurity: { exemptNamespaces: string[] };
     tags: Record<string, string>;
 }
 

@@ -68,7 +68,8 @@ describe("joining through admission: no token in userdata (mock graph)", () => {
         const script = Buffer.from(cmd.rawInputs.commandContent as string, "base64").toString("utf8");
         assert.ok(!TOKEN_VALUE.test(script) && !script.includes("AK_BOOTSTRAP_TOKEN"));
         assert.ok(script.includes(CA_HASH) && ENDPOINTS.every((e) => script.includes(e)));
-        assert.match(script, /labels='\{\{labels\}\}'/);
+        assert.ok(script.endsWith("# AK_NODE_LABELS={{labels}}\n# AK_NODE_TAINTS={{taints}}\n# AK_CHANNEL={{channel}}\n"), "its parameters are its last lines, after the final exit");
+        assert.strictEqual(script.match(/\{\{/g)?.length, 3, "and nowhere else (its own code does not spell a placeholder)");
     });
 });
 

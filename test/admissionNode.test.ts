@@ -8,7 +8,7 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import type { RunningServer } from "../src/admission/server";
-import { packUserdata, renderAttachNode } from "../src/shell/render";
+import { packUserdata, PARAMETER_MARKER, renderAttachNode } from "../src/shell/render";
 import { admissionAttachOneLiner, renderAdmissionBootstrap } from "../src/shell/renderAdmission";
 import { startLoopbackService, startMetadata, type ClusterCa, type LoopbackService } from "../testing/admission/harness";
 import type { ModelCloud, ModelCluster } from "../testing/admission/model";
@@ -189,7 +189,16 @@ describe("the manual path: the one-line attachCommand and the saved attach comma
         process.env.AK_ADMISSION_LOG = "off";
         dir = fs.mkdtempSync(path.join(os.tmpdir(), "ak-admission-manual-"));
         // A served "attach script" that only records what it was given: the bootstrap's substitutions and that it ran whole.
-        const attachScript = `#!/bin/bash\nprintf '%s|%s|done\\n' '{{labels}}' '{{taints}}' > ${JSON.stringify(path.join(dir, "ran"))}\n`;
+        // Its parameters are data lines after its last command, as the project's saved scripts carry them (src/shell/parameters.sh).
+        const attachScript = [
+            "#!/bin/bash",
+            `printf '%s|%s|done\\n' "$(sed -n 's/^# AK_NODE_LABELS=//p' "$0")" "$(sed -n 's/^# AK_NODE_TAINTS=//p' "$0")" > ${JSON.stringify(path.join(dir, "ran"))}`,
+            "exit",
+            PARAMETER_MARKER,
+            "# AK_NODE_LABELS={{labels}}",
+            "# AK_NODE_TAINTS={{taints}}",
+            "",
+        ].join("\n");
         service = await startLoopbackService({ accountId: "1234567890123456", regionId: "cn-hangzhou", attachScript });
         ({ ca, server } = service);
     });
@@ -202,6 +211,8 @@ describe("the manual path: the one-line attachCommand and the saved attach comma
     const run = (args: string[]): Promise<number | null> => new Promise((resolve) => spawn("bash", args, { stdio: "ignore" }).on("close", resolve));
     // 127.0.0.1:9 is closed: "master 0" is down, the next endpoint answers.
     const endpoints = () => ["127.0.0.1:9", `127.0.0.1:${server.port}`];
+    // The saved attach command's parameters, substituted as Cloud Assistant does (raw text into the content).
+    const filled = (script: string) => script.replace("{{labels}}", "workload=cpu").replace("{{taints}}", "spot:NoSchedule").replace("{{channel}}", "0".repeat(32));
 
     it("the one-liner, with the first master down, fetches the script from the next one and runs it (labels and taints emptied)", async () => {
         fs.rmSync(path.join(dir, "ran"), { force: true });
@@ -211,7 +222,7 @@ describe("the manual path: the one-line attachCommand and the saved attach comma
 
     it("the saved bootstrap fills in its labels and taints parameters and runs the served script", async () => {
         fs.rmSync(path.join(dir, "ran"), { force: true });
-        const script = renderAdmissionBootstrap(endpoints(), ca.caHash).replace("'{{labels}}'", "'workload=cpu'").replace("'{{taints}}'", "'spot:NoSchedule'");
+        const script = filled(renderAdmissionBootstrap(endpoints(), ca.caHash));
         fs.writeFileSync(path.join(dir, "bootstrap.sh"), script);
         assert.strictEqual(await run([path.join(dir, "bootstrap.sh")]), 0);
         assert.strictEqual(fs.readFileSync(path.join(dir, "ran"), "utf8"), "workload=cpu|spot:NoSchedule|done\n");
@@ -221,7 +232,7 @@ describe("the manual path: the one-line attachCommand and the saved attach comma
         fs.rmSync(path.join(dir, "ran"), { force: true });
         const wrong = `sha256:${"0".repeat(64)}`;
         assert.notStrictEqual(await run(["-c", admissionAttachOneLiner(endpoints(), wrong)]), 0);
-        fs.writeFileSync(path.join(dir, "bootstrap.sh"), renderAdmissionBootstrap(endpoints(), wrong));
+        fs.writeFileSync(path.join(dir, "bootstrap.sh"), filled(renderAdmissionBootstrap(endpoints(), wrong)));
         assert.notStrictEqual(await run([path.join(dir, "bootstrap.sh")]), 0);
         assert.ok(!fs.existsSync(path.join(dir, "ran")));
     });

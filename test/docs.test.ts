@@ -58,7 +58,8 @@ const FULL: DeepRequired<ClusterConfigInput> = {
         clusterAutoscalerRepository: "registry.k8s.io/autoscaling/cluster-autoscaler", kubernetesRepository: "registry.k8s.io", packageMirror: "https://pkgs.k8s.io",
         admission: "docker.io/library/node:22.12.0-alpine3.20",
     },
-    admission: { identityCertificate: DOCS_TEST_CERTIFICATE, joinTag: "alicloud-kubeadm/join=dev" },
+    admission: { identityCertificate: DOCS_TEST_CERTIFICATE, joinTag: "alicloud-kubeadm/join=dev", allowSha1: true },
+    podSecurity: { exemptNamespaces: ["monitoring"] },
     tags: { team: "a" },
 };
 
@@ -102,7 +103,7 @@ describe("README documents the config", () => {
         const known = new Set(keyPaths(FULL));
         // A row's first name is a full path; a later one without a dot is its sibling (`image.id` / `nameRegex`).
         const named = rows.flatMap((cell) => {
-            const names = [...cell.matchAll(/`([A-Za-z[\].]+)/g)].map((m) => m[1]);
+            const names = [...cell.matchAll(/`([A-Za-z0-9[\].]+)/g)].map((m) => m[1]);
             const parent = names[0].slice(0, names[0].lastIndexOf(".") + 1);
             return names.map((n, i) => (i === 0 || n.includes(".") ? n : `${parent}${n}`));
         });

@@ -39,10 +39,10 @@ describe("secret outputs declared by each dynamic resource", () => {
         const { BakedImage } = await import("../src/providers/bakedImage");
         const access = { region: "cn-hangzhou", masterInstanceId: "i-master0", commands: { "list-nodes": "c-1" } as never };
         new JoinInfo("join-info", { region: "cn-hangzhou", masterInstanceId: "i-master0", kubeconfigServer: "https://x:6443", scripts: { initStatus: "", stackCredential: "", stackCredentialRevoke: "" } });
-        new BootstrapToken("token", { ...access });
+        new BootstrapToken("token", { ...access, tokenCreateScript: "" });
         new ApiServerReady("ready", { kubeconfig: "apiVersion: v1" });
         new NodeMembership("membership", { ...access, instanceId: "i-node", mode: "manual", attachCommandId: "c-attach", token: "abcdef.0123456789abcdef" });
-        new ControlPlaneMember("member", { ...access, memberInstanceId: "i-member", joinCommandId: "c-join" });
+        new ControlPlaneMember("member", { ...access, memberInstanceId: "i-member", joinCommandId: "c-join", joinSecretsScript: "" });
         new PoolCapacity("capacity", { ...access, scalingGroupId: "asg-1", poolName: "general" });
         new BakedImage("baked", { region: "cn-hangzhou", executionId: "exec-1", imageNamePrefix: "dev-node-1-36-3-abc" });
         await recorder.settle();

@@ -8,6 +8,7 @@ import * as crypto from "crypto";
 import { spawnSync } from "child_process";
 import * as zlib from "zlib";
 import type { RunResult, Sandbox } from "../testing/sandbox";
+import { PARAMETER_MARKER } from "../src/shell/render";
 
 const announced = new Set<string>();
 const present = new Map<string, boolean>();
@@ -55,6 +56,9 @@ export function unpackScript(text: string): string {
 export function headerOf(script: string): Record<string, string> {
     const out: Record<string, string> = {};
     for (const m of script.matchAll(/^readonly (AK_[A-Z0-9_]+)='((?:[^']|'\\'')*)'$/gm)) out[m[1]] = m[2].replace(/'\\''/g, "'");
+    // A saved command's parameters: `# AK_X=value` lines after its final exit (src/shell/render.ts savedParameters).
+    const at = script.indexOf(`\n${PARAMETER_MARKER}\n`);
+    if (at >= 0) for (const m of script.slice(at).matchAll(/^# (AK_[A-Z0-9_]+)=(.*)$/gm)) out[m[1]] = m[2];
     return out;
 }
 
@@ -75,7 +79,10 @@ export function unpackRunnable(text: string): string {
     const at = text.indexOf("\nak_packed=");
     if (at < 0) return text;
     const packed = /<<'AK_PACKED'[^\n]*\n([\s\S]*?)\nAK_PACKED\n/.exec(text)?.[1] ?? "";
-    return `${text.slice(0, at + 1)}${zlib.gunzipSync(Buffer.from(packed.replace(/\s+/g, ""), "base64")).toString("utf8")}`;
+    // A saved command's parameter lines (`exit`, the marker, `AK_X=...`) follow the packed part: kept after it.
+    const evalAt = text.indexOf('\neval "$ak_packed"\n');
+    const trailer = evalAt < 0 ? "" : text.slice(evalAt + '\neval "$ak_packed"\n'.length);
+    return `${text.slice(0, at + 1)}${zlib.gunzipSync(Buffer.from(packed.replace(/\s+/g, ""), "base64")).toString("utf8")}${trailer}`;
 }
 
 /** An unencrypted SSH private key (ed25519, PKCS#8 PEM, which the SSH client reads), made fresh: a connection's privateKey. */

@@ -72,6 +72,8 @@ export interface AdmissionSettings {
     challengeTtlSeconds: number;
     /** Bootstrap token lifetime, seconds. */
     tokenTtlSeconds: number;
+    /** Accept identity signatures with a SHA-1 digest (docs/security.md#sha-1). Default true. */
+    allowSha1?: boolean;
 }
 
 export interface AdmitRequest {
@@ -204,8 +206,9 @@ async function decide(req: AdmitRequest, sourceIp: string, s: AdmissionSettings,
     if (!ch.ok) return refuse(ch.reason, ch.message);
     // 2. The signature, by the configured certificate, over the document bound to that challenge.
     let signed: Buffer;
+    let digest = "";
     try {
-        signed = verifySignedData(req.signature, documentWithAudience(req.document, req.audience), s.signers);
+        signed = verifySignedData(req.signature, documentWithAudience(req.document, req.audience), s.signers, { allowSha1: s.allowSha1, onDigest: (d) => { digest = d; } });
     } catch (e) {
         return refuse("signature-invalid", e instanceof SignatureError ? e.message : `unreadable: ${(e as Error).message}`);
     }
@@ -239,7 +242,8 @@ async function decide(req: AdmitRequest, sourceIp: string, s: AdmissionSettings,
     // 6. A credential for this node only, for minutes.
     const { token, expiresAt } = await cluster.createNodeToken(providerId, instanceId, s.tokenTtlSeconds);
     return {
-        admitted: true, message: `admitted ${instanceId} (${member.source} ${member.pool}${member.state ? `, ${member.state}` : ""}) as ${providerId}`,
+        // The digest is recorded for doctor (docs/security.md#sha-1).
+        admitted: true, message: `admitted ${instanceId} (${member.source} ${member.pool}${member.state ? `, ${member.state}` : ""}) as ${providerId}; identity signed with ${digest}`,
         sourceIp, at, ...withPool, token, expiresAt: new Date(expiresAt).toISOString(),
     };
 }

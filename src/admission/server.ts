@@ -120,6 +120,8 @@ export interface ServiceConfig {
     signerFile: string;
     /** Manual attach script file, when the one-line path is enabled. */
     attachScriptFile?: string;
+    /** Accept identity signatures with a SHA-1 digest. Default true. */
+    allowSha1?: boolean;
     /** OpenAPI base URL override (tests). */
     cloudEndpoint?: string;
 }
@@ -132,7 +134,7 @@ async function main(): Promise<void> {
     const cloudSettings: CloudSettings = { regionId: c.regionId, scalingGroups: c.scalingGroups, existingNodes: c.existingNodes, joinTag: c.joinTag, endpoint: c.cloudEndpoint };
     const settings: AdmissionSettings = {
         accountId: c.accountId, regionId: c.regionId, signers: trustedSigners(fs.readFileSync(c.signerFile, "utf8")),
-        challengeKeys: await challengeKeys(kube), challengeTtlSeconds: c.challengeTtlSeconds, tokenTtlSeconds: c.tokenTtlSeconds,
+        challengeKeys: await challengeKeys(kube), challengeTtlSeconds: c.challengeTtlSeconds, tokenTtlSeconds: c.tokenTtlSeconds, allowSha1: c.allowSha1 !== false,
     };
     const readTls = () => ({ cert: fs.readFileSync(c.tlsCertFile), key: fs.readFileSync(c.tlsKeyFile) });
     const running = await startServer({

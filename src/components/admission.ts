@@ -14,10 +14,12 @@ import { ADMITTED_GROUP, KUBELET_CLIENT_SIGNER, TOKEN_LABEL } from "../admission
 import { ADMISSION_NAME, KEY_SECRET, NAMESPACE } from "../admission/kube";
 import { ADMISSION_PORT, type ServiceConfig } from "../admission/server";
 import { applyObjects, CONTROL_PLANE_LABEL, kubeObject, type KubeObject } from "./kube";
-import { DEFAULT_ADMISSION_IMAGE } from "../rules/images";
+import { DEFAULT_ADMISSION_IMAGE } from "../rules";
 
-export { ADMISSION_PORT, ADMITTED_GROUP, DEFAULT_ADMISSION_IMAGE };
+export { ADMISSION_PORT, ADMITTED_GROUP };
 
+/** Public Node.js image the service runs in, pinned by digest (src/rules/images.ts). Mirror it and set `images.admission` in China regions. */
+export { DEFAULT_ADMISSION_IMAGE };
 /** The service's modules, in dependency order (each is plain CommonJS using Node built-ins only). */
 export const ADMISSION_MODULES = ["der", "pkcs7", "challenge", "admit", "approver", "cloud", "kube", "server"] as const;
 const MOUNT = "/opt/alicloud-kubeadm-admission";
@@ -74,6 +76,8 @@ export interface AdmissionArgs {
     challengeTtlSeconds?: number;
     /** Admission token lifetime, seconds. Default {@link DEFAULT_TOKEN_TTL_SECONDS}. */
     tokenTtlSeconds?: number;
+    /** Accept identity signatures with a SHA-1 digest (docs/security.md#sha-1). Default true. */
+    allowSha1?: boolean;
 }
 
 /** The service's RBAC: its own role and the admitted nodes' (what `kubeadm join` and the kubelet's TLS bootstrap need). */
@@ -254,12 +258,12 @@ export function admissionWorkloadObjects(args: {
 
 /** The service's config as the component writes it (paths inside the pod). */
 export function serviceConfig(a: { accountId: string; region: string; scalingGroups: Record<string, string>; existingNodes?: Record<string, string>; joinTag?: string;
-    challengeTtlSeconds?: number; tokenTtlSeconds?: number; attachScript?: boolean }): ServiceConfig {
+    challengeTtlSeconds?: number; tokenTtlSeconds?: number; attachScript?: boolean; allowSha1?: boolean }): ServiceConfig {
     return {
         accountId: a.accountId, regionId: a.region, scalingGroups: a.scalingGroups, existingNodes: a.existingNodes ?? {}, joinTag: a.joinTag,
         challengeTtlSeconds: a.challengeTtlSeconds ?? DEFAULT_CHALLENGE_TTL_SECONDS, tokenTtlSeconds: a.tokenTtlSeconds ?? DEFAULT_TOKEN_TTL_SECONDS,
         port: ADMISSION_PORT, tlsCertFile: "/host-pki/apiserver.crt", tlsKeyFile: "/host-pki/apiserver.key", caFile: "/host-pki/ca.crt",
-        signerFile: `${MOUNT}/identity-signer.pem`, attachScriptFile: a.attachScript ? `${MOUNT}/attach.sh` : undefined,
+        signerFile: `${MOUNT}/identity-signer.pem`, attachScriptFile: a.attachScript ? `${MOUNT}/attach.sh` : undefined, allowSha1: a.allowSha1 !== false,
     };
 }
 

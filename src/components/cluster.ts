@@ -17,11 +17,12 @@ import { JoinInfo } from "../providers/joinInfo";
 import { createAttachCommand, EXISTING_POOL_NAME, ExistingNode, sshConnection, type SshConnectionArgs } from "./existingNode";
 import { admissionAttachOneLiner, renderServedAttachScript } from "../shell/renderAdmission";
 import { NodeCommands, saveCommand } from "./nodeCommands";
-import { formatProblem, OPERATIONS, SECRET_STAND_IN, SSH_SECRET_FIELDS, type Problem } from "../rules";
+import { formatProblem, OPERATIONS, providerIdOf, SECRET_STAND_IN, SSH_SECRET_FIELDS, type Problem } from "../rules";
 import { NodePool } from "./nodePool";
 import { ALIBABA_IDENTITY_CERTIFICATE } from "../admission/alibabaCertificate";
 import { Admission, ADMISSION_PORT } from "./admission";
 import { PodNetwork } from "./podNetwork";
+import { PodSecurity } from "./podSecurity";
 import { Network } from "./network";
 import { NodeImage } from "./nodeImage";
 
@@ -125,6 +126,8 @@ export class Cluster extends pulumi.ComponentResource {
     public readonly kubernetesProvider: k8s.Provider;
     /** flannel (alloc) + Alibaba Cloud Controller Manager (pod routes). */
     public readonly podNetwork: PodNetwork;
+    /** The policy that keeps pods with host access off the masters (docs/security.md#pod-security). */
+    public readonly podSecurity: PodSecurity;
     /** ESS node pools, in config order. */
     public readonly nodePools: NodePool[];
     /** Existing ECS instances joined to the cluster, in config order. */
@@ -207,6 +210,7 @@ export class Cluster extends pulumi.ComponentResource {
                 masterInstanceIds: this.controlPlane.masterInstanceIds,
                 memberInstanceId: member.id,
                 joinCommandId: joinCommand!.id,
+                joinSecretsScript: renderOperation("join-secrets"),
                 commands,
                 routeTableId: net.routeTableId,
                 podCidr: config.network.podCidr,
@@ -240,6 +244,11 @@ export class Cluster extends pulumi.ComponentResource {
         // Add-ons: only once the API server is ready, through a provider built from the secret kubeconfig.
         const ready = new ApiServerReady(`${name}-api-ready`, { kubeconfig: this.joinInfo.kubeconfig }, { parent: this });
         this.kubernetesProvider = new k8s.Provider(`${name}-k8s`, { kubeconfig: ready.kubeconfig }, { parent: this });
+        this.podSecurity = new PodSecurity(`${name}-pod-security`, {
+            clusterName: config.name,
+            masterNodeNames: this.controlPlane.masterInstanceIds.apply((ids) => ids.map((id) => providerIdOf(config.region, id))),
+            exemptNamespaces: config.podSecurity.exemptNamespaces,
+        }, { parent: this, provider: this.kubernetesProvider });
         this.podNetwork = new PodNetwork(`${name}-pod-network`, podNetworkArgsOf(config, net.routeTableId), { parent: this, provider: this.kubernetesProvider });
         {
             attachAdmissionPolicy(this.controlPlane, config, this.nodePools.map((p) => p.scalingGroupId));
@@ -250,6 +259,7 @@ export class Cluster extends pulumi.ComponentResource {
             this.admission = new Admission(`${name}-admission`, {
                 attachScript: served,
                 clusterName: config.name, region: config.region, identityCertificate, joinTag: config.admission.joinTag, image: config.images.admission,
+                allowSha1: config.admission.allowSha1,
                 accountId: alicloud.getCallerIdentityOutput({ parent: this }).accountId,
                 scalingGroups: pulumi.all(this.nodePools.map((p) => p.scalingGroupId)).apply((ids) => Object.fromEntries(ids.map((id, i) => [id, config.nodePools[i].name]))),
                 existingNodes: Object.fromEntries(config.existingNodes.map((n) => [n.instanceId, EXISTING_POOL_NAME])),

@@ -19,7 +19,7 @@
 // `alicloud-kubeadm/autoscaled=true` instead, on the kubelet and in the tags alike.
 import * as alicloud from "@pulumi/alicloud";
 import * as pulumi from "@pulumi/pulumi";
-import { packUserdata, renderAttachNode } from "../shell/render";
+import { packUserdata, renderAttachNode, renderOperation } from "../shell/render";
 import { bakedNodeImages, isValidated, nodeScriptParams, parseNodeJoinConfig, parseNodePool, type NodeJoinConfig, type NodePoolConfig, type NodePoolInput } from "../config";
 import { BootstrapToken } from "../providers/bootstrapToken";
 import { PoolCapacity } from "../providers/poolCapacity";
@@ -144,6 +144,7 @@ export function createNodePool(name: string, args: NodePoolArgs & { config: Node
         masterInstanceId: args.masterInstanceId,
         masterInstanceIds: args.masterInstanceIds,
         commands: args.commands,
+        tokenCreateScript: renderOperation("token-create"),
         ttl: pool.tokenTtl,
         description: `alicloud-kubeadm ${config.name} pool ${pool.name}`,
         pollIntervalMs: args.timeouts?.pollIntervalMs,

@@ -1,7 +1,8 @@
 /**
  * ControlPlaneMember: joins master 1..n-1 with `kubeadm join --control-plane` over Cloud Assistant.
  * On create it asks a master for a fresh certificate key (`kubeadm init phase upload-certs
- * --upload-certs`, valid 2 h) and a short-lived token (30 min) — the saved join-secrets operation, which
+ * --upload-certs`, valid 2 h) and a short-lived token (30 min) — the join-secrets operation, run once with
+ * RunCommand (never saved: whoever could invoke a saved one could point it at a key of their own), which
  * answers them sealed to a key this provider made for that one call — then has the member make a one-use
  * key pair (channel-open), seals both secrets to it and invokes the cluster's saved control-plane join
  * command with the sealed text (src/cloud/channel.ts: no Cloud Assistant record holds them in clear), then
@@ -25,6 +26,8 @@ export interface ControlPlaneMemberInputs extends ClusterAccessInputs {
     memberInstanceId: string;
     /** The cluster's saved control-plane join command (the attach script with this cluster's join material; token and certificate key are its parameters). */
     joinCommandId: string;
+    /** The join-secrets operation, `renderOperation("join-secrets")` (its recipient filled in at run time). Required. */
+    joinSecretsScript: string;
     /** Route table, for the pod-route clean-up on delete. Default none. */
     routeTableId?: string;
     /** The cluster's pod CIDR: a removal deletes only routes to the instance inside it. Default none (only the route to its Node's podCIDR). */
@@ -52,7 +55,7 @@ export async function joinControlPlaneMember(inputs: ControlPlaneMemberInputs, l
     const existing = (await listNodes(master)).find((n) => n.providerId === providerId);
     if (!existing) {
         log(`asking a master (${master.masterInstanceIds.join(" or ")}) for a certificate key and a join token`);
-        const secrets: JoinSecrets = await joinSecrets(master);
+        const secrets: JoinSecrets = await joinSecrets(master, inputs.joinSecretsScript);
         log(`joining ${memberInstanceId} to the control plane (installs packages, then kubeadm join --control-plane)`);
         // The member's API server needs the masters' whole encryption config too (when Secrets are encrypted): same channel.
         const channel = await sendSecret(master, memberInstanceId, `${secrets.token} ${secrets.certificateKey} ${secrets.encryptionConfig ?? "-"}`);
@@ -84,7 +87,8 @@ export async function joinControlPlaneMember(inputs: ControlPlaneMemberInputs, l
     }
 }
 
-export const CONTROL_PLANE_MEMBER_PROVIDER_VERSION = "2";
+/** 3: join-secrets runs once with RunCommand (`joinSecretsScript`), no longer as a saved command. */
+export const CONTROL_PLANE_MEMBER_PROVIDER_VERSION = "3";
 
 /**
  * The outputs of a ControlPlaneMember that are secrets: none. Its join secrets are made on a master and
@@ -99,7 +103,7 @@ export const CONTROL_PLANE_MEMBER_SECRET_OUTPUTS = [] as const;
  */
 const CONTROL_PLANE_MEMBER_DIFF = inputDiff<ControlPlaneMemberInputs>()({
     replace: ["memberInstanceId", "masterInstanceId"],
-    update: ["joinCommandId", "commands", "masterInstanceIds", "routeTableId", "podCidr", "providerVersion"],
+    update: ["joinCommandId", "joinSecretsScript", "commands", "masterInstanceIds", "routeTableId", "podCidr", "providerVersion"],
     ignore: ["region", "pollIntervalMs", "joinTimeoutSeconds", "readyTimeoutSeconds", "pollSeconds"],
 });
 

@@ -19,3 +19,4 @@ export * from "./identity";
 export * from "./ssh";
 export * from "./architecture";
 export * from "./egress";
+export * from "./podSecurity";

@@ -120,6 +120,7 @@ for ((attempt = 1; attempt <= AK_JOIN_ATTEMPTS; attempt++)); do
     # A control-plane member: the files its API server reads (the cluster's ClusterConfiguration names them),
     # written on every attempt because kubeadm reset empties the PKI directory.
     ak_write_audit_policy
+    ak_write_admission_config
     # Either fails the join when the file cannot be written as given.
     if [ -n "${AK_ENCRYPTION_CONFIG_GZ:-}" ]; then ak_install_encryption_config "$AK_ENCRYPTION_CONFIG_GZ"
     elif [ -n "${AK_ENCRYPTION_KEY:-}" ]; then ak_write_encryption_config "$AK_ENCRYPTION_KEY"; fi

@@ -59,6 +59,8 @@ EOF
       value: '10'
     - name: audit-log-maxsize
       value: '100'
+    - name: admission-control-config-file
+      value: '${AK_ADMISSION_DIR}/admission.yaml'
 EOF
   if [ "${AK_ENCRYPT_SECRETS:-0}" = 1 ]; then
     printf '    - name: encryption-provider-config\n      value: %s\n' "$(ak_yaml "$AK_ENCRYPTION_CONFIG")"
@@ -73,6 +75,11 @@ EOF
     - name: audit-log
       hostPath: '${AK_AUDIT_LOG_DIR}'
       mountPath: '${AK_AUDIT_LOG_DIR}'
+      pathType: DirectoryOrCreate
+    - name: admission-config
+      hostPath: '${AK_ADMISSION_DIR}'
+      mountPath: '${AK_ADMISSION_DIR}'
+      readOnly: true
       pathType: DirectoryOrCreate
 controllerManager:
   extraArgs:
@@ -98,6 +105,7 @@ EOF
 ak_prepare_node
 ak_read_identity
 ak_write_audit_policy
+ak_write_admission_config
 # Secrets encryption at rest: the key is made here, once (a re-run keeps it); members get the whole file through
 # join-secrets, see docs/security.md#encryption-at-rest.
 if [ "${AK_ENCRYPT_SECRETS:-0}" = 1 ] && [ ! -f "${AK_ROOT}${AK_ENCRYPTION_CONFIG}" ]; then
@@ -113,5 +121,6 @@ if [ "$rc" -ne 0 ]; then
   ak_die "kubeadm init failed with exit code ${rc}; see the output above in ${AK_LOG#"$AK_ROOT"}"
 fi
 ak_install_cert_renewal
+ak_delete_init_tokens
 ak_mark init.done status=ok "node=${AK_PROVIDER_ID}"
 ak_log "kubeadm init succeeded: node ${AK_PROVIDER_ID}"

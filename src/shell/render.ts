@@ -6,11 +6,12 @@
  * - node operations (`ops/<name>.sh`, the table in src/rules/operations.ts): a header, `ops/lib.sh`, the
  *   parameter checks, the operation.
  *
- * A value that is only known per node or per run is a Cloud Assistant parameter: the header then holds
- * `readonly AK_X='{{name}}'`, which the saved command's invocation fills in (values are validated before
- * they are sent, and again by the script). The static scripts are what shellcheck reads and what the
- * sandbox runs; only headers differ. Dynamic providers never read these files: they get rendered content
- * as inputs, or the ids of saved commands.
+ * A value that is only known per node or per run is a Cloud Assistant parameter. Cloud Assistant substitutes
+ * `{{name}}` as text, whatever the invoker sends, so a saved command holds no `{{name}}` in code: its parameters
+ * are its last lines, `# AK_X={{name}}` after a final `exit` that bash never reads past, which the command reads
+ * from its own file as data and checks before it does anything ({@link savedParameters}, `parameters.sh`). The
+ * static scripts are what shellcheck reads and what the sandbox runs; only headers differ. Dynamic providers
+ * never read these files: they get rendered content as inputs, or the ids of saved commands.
  */
 import * as fs from "fs";
 import * as path from "path";
@@ -18,7 +19,7 @@ import * as zlib from "zlib";
 import {
     CA_HASH_PATTERN, CERT_SAN_PATTERN, CERTIFICATE_KEY_PATTERN, checkTaints, defaultMirrors, DNS1123_LABEL_63, ENCRYPTION_KEY_PATTERN, formatProblem,
     formatTaint, HOST_PORT_PATTERN, HTTP_URL_PATTERN, IMAGE_SOURCE_PATTERN, isCidr, kubernetesVersionProblem, nodeLabelKeyProblem, imageReferenceProblem,
-    isLabelValue, OPERATION_PARAMETERS, OPERATIONS, operationParameters, pauseImage, POOL_LABEL, REGION_ID_PATTERN, TOKEN_PATTERN, USERDATA_HARD_LIMIT_BYTES,
+    isLabelValue, OPERATION_PARAMETERS, OPERATIONS, operationParameters, pauseImage, POOL_LABEL, REGION_ID_PATTERN, SYSTEM_NAMESPACES, TOKEN_PATTERN, USERDATA_HARD_LIMIT_BYTES,
     type JoinOperation, type Mirrors, type OperationName, type ParameterName, type Problem, type Taint,
 } from "../rules";
 
@@ -107,8 +108,9 @@ export interface MasterInitParams extends NodeParams {
 export type NodeTaint = Taint;
 
 /**
- * A value the script gets at run time from a Cloud Assistant parameter: rendered as `{{name}}`, filled in
- * by the saved command's invocation (src/cloud/operations.ts validates it first; the script checks it again).
+ * A value the script gets at run time from a Cloud Assistant parameter: a line `# AK_X={{name}}` after the saved
+ * command's final `exit`, filled in by its invocation and read as data by the script, which checks it before use
+ * ({@link savedParameters}; src/cloud/operations.ts checks it before sending too).
  */
 export interface ParameterRef {
     parameter: ParameterName;
@@ -208,8 +210,12 @@ export function renderMasterInit(params: MasterInitParams): string {
         ["AK_SERVICE_CIDR", params.serviceCidr],
         ["AK_NODE_CIDR_MASK_SIZE", String(params.nodeCidrMaskSize)],
         ["AK_CERT_SANS", unique((params.certSANs ?? []).filter((s) => s !== endpointHost)).join(",")],
-    ], "control_plane.sh");
+        ["AK_PSA_EXEMPT_NAMESPACES", SYSTEM_NAMESPACES.join(",")],
+    ], MASTER_SHARED);
 }
+
+/** What a master's script carries besides prepare_node.sh: the control-plane hardening and policy (docs/security.md). */
+const MASTER_SHARED = ["control_plane.sh", "control_plane_policy.sh"];
 
 /**
  * Renders a worker's userdata (node preparation + `kubeadm join`). The result carries the bootstrap token:
@@ -218,7 +224,7 @@ export function renderMasterInit(params: MasterInitParams): string {
  * @returns The script text (`#!/bin/bash` ...), at most {@link USERDATA_HARD_LIMIT_BYTES}.
  */
 export function renderAttachNode(params: AttachNodeParams): string {
-    return assemble("attach_node.sh", attachHeader("renderAttachNode", params, []), params.admission ? "admission_client.sh" : undefined);
+    return assemble("attach_node.sh", attachHeader("renderAttachNode", params, []), params.admission ? ["admission_client.sh"] : []);
 }
 
 /**
@@ -239,7 +245,7 @@ export function renderControlPlaneJoin(params: ControlPlaneJoinParams): string {
     const encryption: Array<[string, string]> = encryptionKey === undefined ? [] : [["AK_ENCRYPTION_KEY", isRef(encryptionKey) ? placeholder(encryptionKey) : encryptionKey]];
     // A saved join command gets the certificate key with the token over the channel (AK_CHANNEL), never as a parameter.
     const certificate: Array<[string, string]> = isRef(key) ? [] : [["AK_CERTIFICATE_KEY", key]];
-    return assemble("attach_node.sh", [...header, ...certificate, ...encryption], "control_plane.sh");
+    return assemble("attach_node.sh", [...header, ...certificate, ...encryption, ["AK_PSA_EXEMPT_NAMESPACES", SYSTEM_NAMESPACES.join(",")]], MASTER_SHARED);
 }
 
 /** Validated header of attach_node.sh; `problems` carries the caller's own findings. */
@@ -406,25 +412,64 @@ function prepareWithoutPullStub(): string {
     return text.replace(stub, "");
 }
 
-function assemble(roleScript: string, header: Array<[string, string]>, shared?: string): string {
+function assemble(roleScript: string, header: Array<[string, string]>, shared: readonly string[] = []): string {
     const withImages = header.some(([name]) => name === "AK_NODE_IMAGES");
-    const lines = header.map(([name, value]) => `readonly ${name}=${shellQuote(value)}`);
+    // `{{name}}` values are Cloud Assistant parameters: read from the lines after the final `exit`, never in the header.
+    const refs = header.flatMap(([variable, value]) => {
+        const name = /^\{\{([A-Za-z]+)\}\}$/.exec(value)?.[1] as ParameterName | undefined;
+        if (name === undefined) return [];
+        if (OPERATION_PARAMETERS[name]?.variable !== variable) throw new Error(`render: ${variable} cannot be parameter ${name}`);
+        return [name];
+    });
+    const parameters = savedParameters(refs);
+    const lines = header.filter(([, value]) => !/^\{\{[A-Za-z]+\}\}$/.test(value)).map(([name, value]) => `readonly ${name}=${shellQuote(value)}`);
     const script = [
         "#!/bin/bash",
         `# alicloud-kubeadm userdata (${roleScript}), rendered by src/shell/render.ts. Parameters:`,
         ...lines,
         "",
+        ...parameters.reader,
         "# ---- src/shell/prepare_node.sh ----",
         ...(withImages ? [prepareWithoutPullStub(), "# ---- src/shell/node_images.sh ----", body("node_images.sh")] : [body("prepare_node.sh")]),
-        ...(shared ? [`# ---- src/shell/${shared} ----`, body(shared)] : []),
+        ...shared.flatMap((file) => [`# ---- src/shell/${file} ----`, body(file)]),
         `# ---- src/shell/${roleScript} ----`,
-        admissionBlocks(body(roleScript), shared === "admission_client.sh"),
+        admissionBlocks(body(roleScript), shared.includes("admission_client.sh")),
+        ...parameters.trailer,
     ].join("\n");
     const bytes = Buffer.byteLength(script, "utf8");
     if (bytes > USERDATA_HARD_LIMIT_BYTES) {
         throw new Error(`rendered ${roleScript} is ${bytes} bytes; ECS accepts at most ${USERDATA_HARD_LIMIT_BYTES} before Base64`);
     }
     return script;
+}
+
+/** The line after a saved command's final `exit` that its parameter lines follow (src/shell/parameters.sh). */
+export const PARAMETER_MARKER = "# alicloud-kubeadm parameters: data, never run";
+
+/**
+ * How a saved command gets its Cloud Assistant parameters without ever parsing them as code: `reader` (the lines
+ * to put before anything else runs: `parameters.sh` and its call, which checks each value against its pattern and
+ * sets the variable readonly) and `trailer` (the command's last lines: `exit`, {@link PARAMETER_MARKER}, then
+ * `# AK_X={{name}}` per parameter (comments to shellcheck), where Cloud Assistant puts the values). Both empty without parameters.
+ */
+export function savedParameters(names: readonly ParameterName[]): { reader: string[]; trailer: string[] } {
+    if (names.length === 0) return { reader: [], trailer: [] };
+    const specs = names.map((n) => OPERATION_PARAMETERS[n]);
+    return {
+        reader: [
+            "# ---- src/shell/parameters.sh ----",
+            body("parameters.sh"),
+            `ak_parameters ${specs.map((p) => `${p.variable} ${shellQuote(p.pattern.source)} ${shellQuote(p.what)}`).join(" ")}`,
+        ],
+        trailer: ["# shellcheck disable=SC2317 # reached when the script before it falls through", "exit", PARAMETER_MARKER,
+            ...names.map((n) => `# ${OPERATION_PARAMETERS[n].variable}={{${n}}}`), ""],
+    };
+}
+
+/** A script split before its parameter lines (`exit`, the marker and what follows, kept as they are), if it has them. */
+function splitTrailer(script: string): { code: string; trailer: string } {
+    const at = script.indexOf(`\nexit\n${PARAMETER_MARKER}\n`);
+    return at < 0 ? { code: script, trailer: "" } : { code: script.slice(0, at + 1), trailer: script.slice(at + 1) };
 }
 
 /** What a saved command's content may be after Base64 (docs/upstream.md#cas-content-limit: the sources say 18 or 24 KB; the smaller holds). */
@@ -436,9 +481,10 @@ export const SAVED_COMMAND_LIMIT_BASE64 = 18 * 1024;
  * 18 KB a saved command may hold. Bash reads it the same: the scripts have no multi-line quoted strings.
  */
 export function compactShell(script: string): string {
+    const { code, trailer } = splitTrailer(script);
     const out: string[] = [];
     let heredocEnd: string | undefined;
-    for (const line of script.split("\n")) {
+    for (const line of code.split("\n")) {
         if (heredocEnd !== undefined) {
             out.push(line);
             if (line === heredocEnd) heredocEnd = undefined;
@@ -454,7 +500,7 @@ export function compactShell(script: string): string {
             : trimmed.replace(/^([^'"`#$\\]*?)\s+#\s.*$/, "$1"));
         heredocEnd = /<<-?\s*['"]?([A-Za-z_]+)['"]?/.exec(trimmed)?.[1];
     }
-    return out.join("\n") + "\n";
+    return out.join("\n") + "\n" + trailer;
 }
 
 /**
@@ -464,7 +510,8 @@ export function compactShell(script: string): string {
  * nothing. The scripts' own text, shellcheck and sandbox runs are unchanged; only what Cloud Assistant stores shrinks.
  */
 export function packShell(script: string): string {
-    const lines = script.replace(/\n$/, "").split("\n");
+    const { code, trailer } = splitTrailer(script);
+    const lines = code.replace(/\n$/, "").split("\n");
     let head = 0;
     while (head < lines.length && (head === 0 ? lines[0].startsWith("#!") : /^readonly AK_[A-Z0-9_]+=/.test(lines[head]))) head++;
     const packed = zlib.gzipSync(Buffer.from(lines.slice(head).join("\n") + "\n", "utf8"), { level: 9 }).toString("base64").match(/.{1,76}/g) ?? [];
@@ -478,7 +525,7 @@ export function packShell(script: string): string {
         ") || { echo 'alicloud-kubeadm: cannot unpack this script (base64, gzip)' >&2; exit 1; }",
         "eval \"$ak_packed\"",
         "",
-    ].join("\n");
+    ].join("\n") + trailer;
 }
 
 /**
@@ -543,26 +590,31 @@ export function renderOperation(op: Exclude<OperationName, JoinOperation>, value
     // A one-off operation may leave parameters as `{{name}}` for the provider to fill at run time (fillOperation),
     // e.g. the channel key it makes for that one call.
     const given = spec.saved ? {} : operationParameters(op, { ...Object.fromEntries(names.map((n) => [n, TEMPLATE])), ...values }, true);
-    const header = names.map((name) => {
+    // A saved operation reads its parameters as data from its last lines (savedParameters); a one-off one gets them
+    // quoted into its header now or by fillOperation, checked on both sides.
+    const header = spec.saved ? [] : names.map((name) => {
         const p = OPERATION_PARAMETERS[name];
-        return `readonly ${p.variable}=${spec.saved || given[name] === TEMPLATE ? `'{{${name}}}'` : shellQuote(given[name])}`;
+        return `readonly ${p.variable}=${given[name] === TEMPLATE ? `'{{${name}}}'` : shellQuote(given[name])}`;
     });
-    const checks = names.map((name) => {
+    const checks = spec.saved ? [] : names.map((name) => {
         const p = OPERATION_PARAMETERS[name];
         return `ak_param ${p.variable} ${shellQuote(p.pattern.source)} ${shellQuote(p.what)}`;
     });
+    const parameters = savedParameters(spec.saved ? names : []);
     const opBody = body(`ops/${op}.sh`);
     const script = [
         "#!/bin/bash",
-        `# alicloud-kubeadm operation: ${op} (${spec.description}), rendered by src/shell/render.ts.${names.length ? " Parameters:" : ""}`,
+        `# alicloud-kubeadm operation: ${op} (${spec.description}), rendered by src/shell/render.ts.${names.length ? (spec.saved ? " Parameters: its last lines." : " Parameters:") : ""}`,
         ...header,
         "# ---- src/shell/ops/lib.sh ----",
         body("ops/lib.sh"),
+        ...parameters.reader,
         // The secret channel's functions only in the operations that seal or open a secret.
         ...(/\bak_(seal|unseal|channel_)/.test(opBody) ? ["# ---- src/shell/channel.sh ----", body("channel.sh")] : []),
         ...checks,
         `# ---- src/shell/ops/${op}.sh ----`,
         opBody,
+        ...parameters.trailer,
     ].join("\n");
     return spec.saved ? fitSavedCommand(`operation ${op}`, script) : script;
 }

@@ -6,7 +6,7 @@
  * saved command may hold) and, as one line, by the manual path (stack output `attachCommand`).
  */
 import { CA_HASH_PATTERN, HOST_PORT_PATTERN } from "../rules";
-import { renderAttachNode, shellQuote, type AttachNodeParams } from "./render";
+import { renderAttachNode, savedParameters, shellQuote, type AttachNodeParams } from "./render";
 
 /** The attach script the admission service serves at /attach.sh: `{{labels}}` and `{{taints}}` are filled in by the bootstrap. */
 export function renderServedAttachScript(params: Omit<AttachNodeParams, "labels" | "taints" | "token"> & { admission: { endpoints: string[] } }): string {
@@ -20,18 +20,19 @@ function check(endpoints: string[], caCertHash: string): void {
 
 /**
  * The bootstrap as a script (the saved attach command's content): tries each endpoint; labels and taints are
- * the saved command's parameters `{{labels}}` / `{{taints}}` (validated by Cloud Assistant and by the script).
+ * the saved command's parameters, read as data and checked before use (render.ts savedParameters), and put into
+ * the served script's own parameter lines only then.
  */
 export function renderAdmissionBootstrap(endpoints: string[], caCertHash: string): string {
     check(endpoints, caCertHash);
+    const parameters = savedParameters(["labels", "taints", "channel"]);
     return [
         "#!/bin/bash",
         "# alicloud-kubeadm attach through admission (rendered by src/shell/renderAdmission.ts): no secret in here.",
         "set -euo pipefail",
+        ...parameters.reader,
         `pin=${shellQuote(caCertHash)}`,
-        "labels='{{labels}}'",
-        "taints='{{taints}}'",
-        ": '{{channel}}' # the saved attach command's channel parameter: nothing is sent through admission",
+        ': "$AK_CHANNEL" # the saved attach command\'s channel parameter: nothing is sent through admission',
         'dir=$(mktemp -d) && mkdir "${dir}/no-ca" # curl would trust the system CA path too: an empty one instead',
         `for e in ${endpoints.map(shellQuote).join(" ")}; do`,
         '  curl -fsS --max-time 5 --insecure "https://${e}/ca.crt" -o "${dir}/ca.in" || continue',
@@ -40,12 +41,13 @@ export function renderAdmissionBootstrap(endpoints: string[], caCertHash: string
         '  sum=$(openssl x509 -in "${dir}/ca.crt" -noout -pubkey | openssl pkey -pubin -outform DER | sha256sum)',
         '  [ "sha256:${sum%% *}" = "$pin" ] || { echo "admission ${e}: CA does not match the pin" >&2; continue; }',
         '  curl -fsS --max-time 30 --cacert "${dir}/ca.crt" --capath "${dir}/no-ca" "https://${e}/attach.sh" -o "${dir}/attach.sh" || continue',
-        '  sed -i -e "s|{{labels}}|${labels}|" -e "s|{{taints}}|${taints}|" "${dir}/attach.sh"',
+        // The served script's parameter lines (# AK_NODE_LABELS={{labels}}...) get the values checked above.
+        '  sed -i -e "s|^# AK_NODE_LABELS=[{][{]labels[}][}]$|# AK_NODE_LABELS=${AK_NODE_LABELS}|" -e "s|^# AK_NODE_TAINTS=[{][{]taints[}][}]$|# AK_NODE_TAINTS=${AK_NODE_TAINTS}|" "${dir}/attach.sh"',
         '  exec bash "${dir}/attach.sh"',
         "done",
         'echo "no admission endpoint answered with the pinned CA" >&2',
         "exit 1",
-        "",
+        ...parameters.trailer,
     ].join("\n");
 }
 
