@@ -205,8 +205,9 @@ describe("config content: hostile configs are refused at the property the user w
             ssh(c).privateKey = value;
             const r = validate(c);
             assert.ok(r.problems.some((p) => p.path === "existingNodes.1.connection.privateKey"), r.errors.join("\n"));
-            const body = value.split("\n").find((l) => l.length > 20 && !l.startsWith("-----")) ?? value;
-            for (const text of [...r.errors, ...r.warnings]) assert.ok(!text.includes(body.slice(0, 20)), `the key is echoed: ${text}`);
+            // The end of a Base64 line of the key: its random part.
+            const body = (value.split("\n").find((l) => l.length > 40 && !l.startsWith("-----")) ?? value).slice(-24);
+            for (const text of [...r.errors, ...r.warnings]) assert.ok(!text.includes(body), `the key is echoed: ${text}`);
         }
     });
 });
