@@ -12,12 +12,12 @@
 // parseNodeJoinConfig, parseControlPlaneConfig).
 import { z } from "zod";
 import {
-    apiAccessProblems, autoscalerMinorWarning, autoscalerVersionFor, checkExemptNamespaces, checkImageDigests, DEFAULT_AUTOSCALER_IMAGE_REPOSITORY, autoscalerSettingsProblems, checkBake, checkNetworkLayout, checkTaints, cloudTagProblems, CLUSTER_TAG, DEFAULT_AUTOSCALER_SETTINGS,
+    apiAccessProblems, autoscalerMinorWarning, BACKUP_DEFAULTS, checkBackup, autoscalerVersionFor, checkExemptNamespaces, checkImageDigests, DEFAULT_AUTOSCALER_IMAGE_REPOSITORY, autoscalerSettingsProblems, checkBake, checkNetworkLayout, checkTaints, cloudTagProblems, CLUSTER_TAG, DEFAULT_AUTOSCALER_SETTINGS,
     DEFAULT_ROUTE_ENTRY_QUOTA, defaultMirrors, dnsLabelProblem, durationProblem, essNameProblem, GO_DURATION_ERE, goRegexProblem, hostNamePartProblem, imageReferenceProblem, imageRepositoryProblem,
     masterInstanceTypeWarning, nodeFlagsSizeProblems, nodeImages, reservedPoolNameProblem,
     INSTANCE_ID_PATTERN, instanceTypeProblem, joinPath, kubernetesSupportWarning, kubernetesVersionProblem, MAX_SCALING_GROUP_INSTANCES,
     nodeCidrCount, nodeCidrMaskProblem, nodeLabelProblems, packageMirrorProblem, parseCidr, regionOfZone, regionProblem, regionWarning,
-    replaceSystemDiskProblem, resolveAutoscalerVersion, resourceNamePrefixProblem, scaleFromZeroProblem, scalingConfigurationTags, zoneProblem,
+    readmitAfterProblem, replaceSystemDiskProblem, resolveAutoscalerVersion, resourceNamePrefixProblem, scaleFromZeroProblem, scalingConfigurationTags, zoneProblem,
     collect, formatProblem, identityCertificateProblem, joinTagProblem, imageIdProblem, type Problem, type Report, type Taint,
     apiAllowedCidrProblems, architectureProblems, autoscalerPatchProblem, autoscalerPatchWarning, DEFAULT_BAKE_INSTANCE_TYPE, instanceTypeListProblems,
     joinTagCarriedProblem, kubernetesPatchProblem, kubernetesPatchWarning, mixedArchitectureProblem, nameAsTagValueProblem, natOffProblems, POOL_LABEL,
@@ -197,6 +197,11 @@ function buildSchema(obj: typeof z.strictObject) {
             identityCertificate: z.string().optional(),
             /** `key=value`: instances carrying this ECS tag may join through the one-line manual path. Default: off. */
             joinTag: z.string().optional(),
+            /**
+             * Seconds: while a Node of an instance exists, the instance joins again only once that Node's heartbeat is
+             * this old and the instance was started after it (or an operator allowed it). Default 300.
+             */
+            readmitAfterSeconds: z.number().optional(),
             /** Accept instance identity signatures with a SHA-1 digest (docs/security.md#sha-1). Default true. */
             allowSha1: z.boolean().default(true),
         }).prefault({}),
@@ -207,6 +212,13 @@ function buildSchema(obj: typeof z.strictObject) {
              * access on the masters. Default none.
              */
             exemptNamespaces: z.array(z.string()).default([]),
+        }).prefault({}),
+        /** etcd backups to the stack's OSS bucket (docs/disaster-recovery.md#backups); the rules are src/rules/backup.ts. */
+        backup: obj({
+            intervalMinutes: z.number().default(BACKUP_DEFAULTS.intervalMinutes),
+            hourlyRetentionDays: z.number().default(BACKUP_DEFAULTS.hourlyRetentionDays),
+            dailyRetentionDays: z.number().default(BACKUP_DEFAULTS.dailyRetentionDays),
+            keyGeneration: z.number().default(BACKUP_DEFAULTS.keyGeneration),
         }).prefault({}),
         /** Free-form tags put on every cloud resource, besides `alicloud-kubeadm/cluster=<name>`. */
         tags: z.record(z.string(), z.string()).default({}),
@@ -461,6 +473,7 @@ function checkRules(c: Parsed, region: string | undefined, problem: Report, warn
         });
     }
     nodeSettingWarnings([...c.nodePools.map((p, i) => ({ at: `nodePools.${i}`, node: p })), ...c.existingNodes.map((n, i) => ({ at: `existingNodes.${i}`, node: n }))], warn);
+    checkBackup(c.backup, problem);
     autoscalerSettingsProblems(c.autoscaler, (path, reason) => problem(`autoscaler.${path}`, reason));
     if (pools.some((p) => p.autoscale) && (c.autoscaler.version !== undefined || !versionProblem)) {
         const { problem: refused } = resolveAutoscalerVersion(c.autoscaler.version, c.kubernetesVersion);
@@ -970,6 +983,8 @@ function checkAdmission(c: Pick<Parsed, "admission" | "tags" | "nodePools">, pro
         const reason = identityCertificateProblem(admission.identityCertificate);
         if (reason) problem("admission.identityCertificate", reason);
     }
+    const readmit = admission.readmitAfterSeconds === undefined ? undefined : readmitAfterProblem(admission.readmitAfterSeconds);
+    if (readmit) problem("admission.readmitAfterSeconds", readmit);
     if (admission.joinTag === undefined) {
         return;
     }

@@ -89,6 +89,8 @@ const refused: Array<[string, string, Mutate, string, RegExp, string?]> = [
     ["joinTag", "the cluster's own tag", (c) => { admission(c).joinTag = "alicloud-kubeadm/cluster=example"; }, "admission.joinTag", /alicloud-kubeadm\/cluster is a tag alicloud-kubeadm puts on its own instances/],
     ["joinTag", "the masters' role tag", (c) => { admission(c).joinTag = "alicloud-kubeadm/role=control-plane"; }, "admission.joinTag", /puts on its own instances/],
     ["joinTag", "a pool's tag", (c) => { admission(c).joinTag = "alicloud-kubeadm/pool=general"; }, "admission.joinTag", /puts on its own instances/],
+    ["joinTag", "a pool's scaling-configuration tag", (c) => { admission(c).joinTag = "node-restriction.kubernetes.io/alicloud-kubeadm-pool=general"; }, "admission.joinTag",
+        /puts on its own instances/],
     ["joinTag", "one of the cloud tags", (c) => { c.tags = { env: "dev" }; admission(c).joinTag = "env=dev"; }, "admission.joinTag", /cluster puts on its own instances \(from tags\.env\)/],
     ["joinTag", "a label of a pool (its scaling configuration's tag)", (c) => { admission(c).joinTag = "workload_type=cpu"; }, "admission.joinTag",
         /from nodePools\.1\.labels\.workload_type/],
@@ -140,7 +142,7 @@ const refused: Array<[string, string, Mutate, string, RegExp, string?]> = [
         /cluster-autoscaler 1\.32\.9 does not exist: the last 1\.32 release is 1\.32\.7/],
     // Names and labels: a reserved prefix reported where the user wrote it, not under the tag it becomes.
     ["names", "a cluster name the cluster tag's value cannot start with", (c) => { c.name = "aliyun-dev"; }, "name", /becomes the value of the tag alicloud-kubeadm\/cluster=aliyun-dev/],
-    ["names", "a pool name the pool tag's value cannot start with", (c) => { pool(c, 1).name = "aliyunpool"; }, "nodePools.1.name", /tag alicloud-kubeadm\/pool=aliyunpool/],
+    ["names", "a pool name the pool tag's value cannot start with", (c) => { pool(c, 1).name = "aliyunpool"; }, "nodePools.1.name", /becomes the value of the tag [^ ]*pool=aliyunpool, and Alibaba Cloud refuses/],
     ["names", "a pool named aliyun", (c) => { pool(c, 0).name = "aliyun"; }, "nodePools.0.name", /refuses tag values starting with aliyun/],
     // Instance types, images and disks.
     ["instanceTypes", "an instance type listed twice", (c) => { delete pool(c, 0).instanceType; pool(c, 0).instanceTypes = ["ecs.g7.xlarge", "ecs.g6.xlarge", "ecs.g7.xlarge"]; },

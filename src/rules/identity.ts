@@ -2,10 +2,10 @@
 // trusts, and the ECS tag that opens the one-line manual path. Sources: docs/upstream.md#admission-config.
 import * as crypto from "crypto";
 import { tagKeyProblem, tagValueProblem } from "./alibaba";
-import { AUTOSCALED_LABEL, CLUSTER_TAG, POOL_LABEL, ROLE_TAG } from "./labels";
+import { AUTOSCALED_LABEL, CLUSTER_TAG, LEGACY_POOL_LABEL, POOL_LABEL, ROLE_TAG } from "./labels";
 
 /** The tag keys alicloud-kubeadm sets on its own resources and instances (and the labels that become pool instances' tags). */
-const OWN_TAG_KEYS: readonly string[] = [CLUSTER_TAG, ROLE_TAG, POOL_LABEL, AUTOSCALED_LABEL];
+const OWN_TAG_KEYS: readonly string[] = [CLUSTER_TAG, ROLE_TAG, POOL_LABEL, LEGACY_POOL_LABEL, AUTOSCALED_LABEL];
 
 /**
  * Why `pem` is not one or more PEM certificates and nothing else, or undefined. The text goes verbatim into the
