@@ -45,6 +45,7 @@ async function world(): Promise<World> {
     const emu = await startEmulator();
     process.env.ALICLOUD_KUBEADM_ENDPOINT = emu.endpoint;
     const c = await fakeCluster(emu, REGION, { masters: 3, version: FROM });
+    c.backupInstalled = true;
     c.masters.forEach((id, k) => { if (k === 0) c.addNode(id, { name: "master-0", controlPlane: true }); });
     for (let k = 0; k < 2; k++) c.addNode(emu.addInstance({ regionId: REGION }).instanceId, { pods: ["ReplicaSet", "DaemonSet"] });
     const upgradeCommandId = await createCommand(REGION, {

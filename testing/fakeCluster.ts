@@ -95,6 +95,8 @@ export interface FakeCluster {
     deprecatedMetrics: string;
     /** etcd backups taken (etcd-backup-now), in order, as `<instance>: backup`. */
     backups: string[];
+    /** The masters have the backup installed (etcd-backup-now takes one); default false: it answers not-installed. */
+    backupInstalled: boolean;
     /** Order invariants of upgrades broken (see the header). */
     upgradeViolations: string[];
     addNode(instanceId: string, init?: Partial<FakeNode>): FakeNode;
@@ -135,6 +137,7 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
         addons: { version: opts.version ?? "1.36.3" },
         deprecatedMetrics: "",
         backups: [],
+        backupInstalled: false,
         upgradeViolations: [],
         addNode(instanceId, init = {}) {
             const node: FakeNode = {
@@ -311,6 +314,7 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
         return { output: gz(lines.join("\n")) };
     });
     emu.onCommand(operation("etcd-backup-now"), (ctx) => {
+        if (!c.backupInstalled) return { output: "status=not-installed\n" };
         // The etcd leader's master takes it: master 0 here.
         if (ctx.instanceId !== master) return { output: "status=skipped\nleader=master-0\n" };
         c.backups.push(`${ctx.instanceId}: backup`);
