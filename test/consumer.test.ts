@@ -163,6 +163,8 @@ const PROVIDER_KINDS: Array<[string, RegExp]> = [
     ["BackupKey", /-backup-key$/],
     ["MasterMaintenance", /-master-maintenance$/],
     ["MasterReplacementGuard", /-replacement-guard$/],
+    ["ControlPlaneVersion", /-version$/],
+    ["NodeVersions", /-node-versions$/],
 ];
 
 describe("the package as a consumer installs it: npm pack → fresh project (offline) → tsc without skipLibCheck → mocks → provider host", function () {
