@@ -36,7 +36,7 @@ const COMMANDS: Array<{ name: string; parameters: readonly ParameterName[]; scri
 
 /** A value each parameter may take (the other parameters of an invocation get these). */
 const VALID: Record<ParameterName, string> = {
-    node: "n1", selector: "", timeout: "30", force: "false", skipWait: "0", member: "", peerIp: "", etcdNode: "m0", tokenId: "abcdef", ttl: "15m",
+    node: "n1", selector: "", timeout: "30", force: "false", skipWait: "0", mark: "removing", member: "", peerIp: "", etcdNode: "m0", tokenId: "abcdef", ttl: "15m",
     description: "d", recipient: newRecipient().publicKey, channel: "0123456789abcdef0123456789abcdef",
     sealed: seal(newRecipient().publicKey, "x"), credential: "alicloud-kubeadm-stack-abcd1234", labels: "", taints: "", lines: "10", step: "status",
 };

@@ -45,6 +45,8 @@ export interface FakeNode {
     unschedulable: boolean;
     /** The removal mark (annotation alicloud-kubeadm/removing), "" when none. */
     removing: string;
+    /** An upgrade's mark (annotation alicloud-kubeadm/upgrading), "" or absent when none. */
+    upgrading?: string;
     /** A master's Node (never receives evicted pods). */
     controlPlane: boolean;
     /** The kubelet version the Node reports (`status.nodeInfo.kubeletVersion`, without `v`). Default the cluster's version. */
@@ -217,7 +219,9 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
         if (!node) {
             return { exitCode: 1, output: `Error from server (NotFound): nodes "${name}" not found\ndrain-status=1\n` };
         }
-        node.removing = new Date().toISOString();
+        // The drain's mark parameter: whose cordon this is (drain.sh annotates alicloud-kubeadm/<mark>).
+        if (ctx.parameters.mark === "upgrading") node.upgrading = new Date().toISOString();
+        else node.removing = new Date().toISOString();
         node.unschedulable = true;
         if (c.failDrains > 0) {
             c.failDrains--;
@@ -236,9 +240,11 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
     emu.onCommand(operation("uncordon"), (ctx) => {
         const node = c.nodes.get(ctx.parameters.node);
         c.log.push(`${ctx.instanceId}: uncordon ${ctx.parameters.node}`);
-        if (!node?.removing) return { output: "not-marked\n" };
+        const upgrade = ctx.parameters.mark === "upgrading";
+        if (!node || !(upgrade ? node.upgrading : node.removing)) return { output: "not-marked\n" };
         node.unschedulable = false;
-        node.removing = "";
+        if (upgrade) node.upgrading = "";
+        else node.removing = "";
         return { output: "uncordoned\n" };
     });
     emu.onCommand(operation("delete-node"), (ctx) => {
@@ -247,7 +253,7 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
         const node = c.nodes.get(name);
         c.nodes.delete(name);
         if (node && c.kubeletReregisters && c.credentials.has(node.instanceId) && running(node.instanceId)) {
-            c.nodes.set(name, { ...node, unschedulable: false, removing: "", pods: [], createdAt: new Date().toISOString() });
+            c.nodes.set(name, { ...node, unschedulable: false, removing: "", upgrading: "", pods: [], createdAt: new Date().toISOString() });
         }
         return { output: `node "${name}" deleted\n` };
     });
@@ -306,7 +312,7 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
             if (node && running(m)) lines.push(["apiserver", node.name, versionsOf(m).apiserver, node.ready ? "true" : "false"].join("\t"));
         }
         for (const n of c.nodes.values()) {
-            lines.push(["node", n.name, `${region}.${n.instanceId}`, `v${n.kubelet ?? c.version}`, n.ready ? "True" : "False", n.unschedulable ? "true" : "", n.removing].join("\t"));
+            lines.push(["node", n.name, `${region}.${n.instanceId}`, `v${n.kubelet ?? c.version}`, n.ready ? "True" : "False", n.unschedulable ? "true" : "", n.upgrading ?? ""].join("\t"));
             if (n.controlPlane) lines.push(`control-plane\t${n.name}`);
         }
         lines.push(`addon\tcoredns\tv1.12.1`, `addon\tkube-proxy\tv${c.addons.version}`, `cluster-config\t${c.clusterConfig}`);

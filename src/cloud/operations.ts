@@ -181,14 +181,21 @@ export async function workloadPods(access: ClusterAccess): Promise<Map<string, n
 }
 
 /** Cordons and drains a Node through the eviction API. */
-export async function drainNode(access: ClusterAccess, node: string, opts: { timeoutSeconds: number; force: boolean; skipWaitSeconds: number }): Promise<void> {
-    await invokeOnMaster(access, "drain", { node, timeout: String(opts.timeoutSeconds), force: String(opts.force), skipWait: String(opts.skipWaitSeconds) },
+export async function drainNode(access: ClusterAccess, node: string, opts: { timeoutSeconds: number; force: boolean; skipWaitSeconds: number; mark?: DrainMark }): Promise<void> {
+    await invokeOnMaster(access, "drain", { node, timeout: String(opts.timeoutSeconds), force: String(opts.force), skipWait: String(opts.skipWaitSeconds), mark: opts.mark ?? "removing" },
         { timeoutSeconds: opts.timeoutSeconds + 60 });
 }
 
-/** Uncordons a Node a removal marked and cordoned, and takes the mark off (a Node not marked is left alone). */
-export async function uncordonNode(access: ClusterAccess, node: string): Promise<"uncordoned" | "not-marked"> {
-    const out = await invokeOnMaster(access, "uncordon", { node });
+/**
+ * Whose cordon a drain leaves: a removal's (annotation `alicloud-kubeadm/removing`: the node is on its way out, PoolCapacity
+ * finishes or undoes it) or an upgrade's (`alicloud-kubeadm/upgrading`: the node comes back once its kubelet or instance
+ * moved; only the upgrade undoes it). Default of {@link drainNode}: `removing`.
+ */
+export type DrainMark = "removing" | "upgrading";
+
+/** Uncordons a Node that a removal (or, with `mark`, an upgrade) marked and cordoned, and takes the mark off (a Node not so marked is left alone). */
+export async function uncordonNode(access: ClusterAccess, node: string, mark: DrainMark = "removing"): Promise<"uncordoned" | "not-marked"> {
+    const out = await invokeOnMaster(access, "uncordon", { node, mark });
     return out.includes("not-marked") ? "not-marked" : "uncordoned";
 }
 

@@ -65,6 +65,7 @@ export const OPERATION_PARAMETERS = {
     timeout: { variable: "AK_TIMEOUT", pattern: /^[1-9][0-9]{0,5}$/, what: "a number of seconds" },
     force: { variable: "AK_FORCE", pattern: /^(true|false)$/, what: "true or false" },
     skipWait: { variable: "AK_SKIP_WAIT", pattern: /^[0-9]{1,6}$/, what: "a number of seconds (0: wait for every pod)" },
+    mark: { variable: "AK_MARK", pattern: /^(removing|upgrading)$/, what: "removing or upgrading (whose cordon it is: a removal's, or an upgrade's)" },
     member: { variable: "AK_MEMBER", pattern: /^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?)?$/, what: "an etcd member name (the master's Node name), or empty" },
     peerIp: { variable: "AK_PEER_IP", pattern: /^((25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])(\.(25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])){3})?$/, what: "an IPv4 address (the master's etcd peer address), or empty" },
     etcdNode: { variable: "AK_ETCD_NODE", pattern: /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, what: "the Node name of a master whose etcd is healthy" },
@@ -106,8 +107,8 @@ export interface Operation {
 export const OPERATIONS = {
     "list-nodes": { on: "master", parameters: ["selector"], timeoutSeconds: 120, saved: true, description: "list Nodes (name, provider id, Ready, pool), compact" },
     "pod-owners": { on: "master", parameters: [], timeoutSeconds: 120, saved: true, description: "list running pods' node and owner kind, compact" },
-    "drain": { on: "master", parameters: ["node", "timeout", "force", "skipWait"], timeoutSeconds: 660, saved: true, description: "mark, cordon and drain a Node through the eviction API" },
-    "uncordon": { on: "master", parameters: ["node"], timeoutSeconds: 60, saved: true, description: "uncordon a Node an unfinished removal marked and cordoned" },
+    "drain": { on: "master", parameters: ["node", "timeout", "force", "skipWait", "mark"], timeoutSeconds: 660, saved: true, description: "mark (as a removal's or an upgrade's), cordon and drain a Node through the eviction API" },
+    "uncordon": { on: "master", parameters: ["node", "mark"], timeoutSeconds: 60, saved: true, description: "uncordon a Node an unfinished removal or upgrade marked and cordoned" },
     "delete-node": { on: "master", parameters: ["node"], timeoutSeconds: 120, saved: true, description: "delete a Node object" },
     "etcd-member-remove": { on: "master", parameters: ["member", "peerIp", "etcdNode"], timeoutSeconds: 120, saved: true, description: "remove a master's etcd member (by name or peer address) through a healthy master's etcd" },
     "etcd-health": { on: "master", parameters: ["etcdNode"], timeoutSeconds: 60, saved: true, description: "list the etcd members and each one's health through a master's etcd (quorum checks)" },

@@ -81,9 +81,9 @@ export async function upgradeControlPlane(u: ControlPlaneUpgrade): Promise<Clust
         for (const step of steps) {
             log(`master ${m}: ${step}`);
             if (step === "drain") {
-                await asStep(m, step, () => drainNode(u.access, node.name, { timeoutSeconds: u.drainTimeoutSeconds ?? 600, force: false, skipWaitSeconds: 0 }));
+                await asStep(m, step, () => drainNode(u.access, node.name, { timeoutSeconds: u.drainTimeoutSeconds ?? 600, force: false, skipWaitSeconds: 0, mark: "upgrading" }));
             } else if (step === "uncordon") {
-                await asStep(m, step, () => uncordonNode(u.access, node.name));
+                await asStep(m, step, () => uncordonNode(u.access, node.name, "upgrading"));
             } else {
                 await asStep(m, step, () => runUpgradeStep(u.access, u.upgradeCommandId, m, step));
             }

@@ -38,10 +38,10 @@ async function upgradeNode(u: NodesUpgrade, n: NodeStatus): Promise<void> {
     const log = u.log ?? (() => undefined);
     if (compareVersions(n.kubelet, u.target) < 0) {
         log(`node ${n.name}: drain, kubeadm, kubeadm upgrade node, kubelet ${n.kubelet} → ${u.target}`);
-        await asStep(id, "drain", () => drainNode(u.access, n.name, { timeoutSeconds: u.drainTimeoutSeconds ?? 600, force: false, skipWaitSeconds: 0 }));
+        await asStep(id, "drain", () => drainNode(u.access, n.name, { timeoutSeconds: u.drainTimeoutSeconds ?? 600, force: false, skipWaitSeconds: 0, mark: "upgrading" }));
         for (const step of ["kubeadm", "node", "kubelet"] as const) await asStep(id, step, () => runUpgradeStep(u.access, u.upgradeCommandId, id, step));
     }
-    await asStep(id, "uncordon", () => uncordonNode(u.access, n.name));
+    await asStep(id, "uncordon", () => uncordonNode(u.access, n.name, "upgrading"));
     await asStep(id, "health gate", () => waitForGate(u.access, id, u.target, false, u.gate));
     log(`node ${n.name} runs kubelet ${u.target}`);
 }

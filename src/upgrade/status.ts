@@ -21,7 +21,7 @@ export interface NodeStatus {
     kubelet: string;
     ready: boolean;
     unschedulable: boolean;
-    /** The drain's mark (annotation `alicloud-kubeadm/removing`), "" when none. */
+    /** An upgrade's drain mark (annotation `alicloud-kubeadm/upgrading`), "" when none (a removal's mark is not an upgrade's). */
     mark: string;
     controlPlane: boolean;
 }
