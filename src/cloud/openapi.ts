@@ -39,7 +39,7 @@ export const API_VERSIONS: Readonly<Record<Product, string>> = { ecs: "2014-05-2
  * `<product>:<Action>` of the actions this library calls whose request model has a `ClientToken`
  * (docs/upstream.md#api-clienttoken-actions). No other action gets one: the API would not honour it.
  */
-export const CLIENT_TOKEN_ACTIONS: readonly string[] = ["ecs:RunCommand", "ecs:CreateCommand", "ecs:InvokeCommand", "ecs:ReplaceSystemDisk", "ess:RemoveInstances", "vpc:CreateRouteEntry"];
+export const CLIENT_TOKEN_ACTIONS: readonly string[] = ["ecs:RunCommand", "ecs:CreateCommand", "ecs:InvokeCommand", "ecs:ReplaceSystemDisk", "ecs:ModifyInstanceSpec", "ess:RemoveInstances", "vpc:CreateRouteEntry"];
 
 /** Name of the environment variable that overrides the endpoint of every product (tests: the local emulator). */
 export const ENDPOINT_ENV = "ALICLOUD_KUBEADM_ENDPOINT";

@@ -36,6 +36,19 @@ describe("emulator: ECS", () => {
         assert.strictEqual(await code(call("ecs", "StartInstance", { InstanceId: inst.instanceId })), "IncorrectInstanceStatus");
     });
 
+    it("ModifyInstanceSpec changes the type only while Stopped, one configuration per call, and only to a type ECS sells", async () => {
+        const inst = fx.emu.addInstance({ instanceType: "ecs.g7.large" });
+        const type = async () => ((await call("ecs", "DescribeInstances", { InstanceIds: JSON.stringify([inst.instanceId]) })).Instances as { Instance: { InstanceType: string }[] }).Instance[0].InstanceType;
+        assert.strictEqual(await code(call("ecs", "ModifyInstanceSpec", { InstanceId: inst.instanceId, InstanceType: "ecs.g7.xlarge" })), "IncorrectInstanceStatus");
+        await call("ecs", "StopInstance", { InstanceId: inst.instanceId });
+        assert.strictEqual(await code(call("ecs", "ModifyInstanceSpec", { InstanceId: inst.instanceId, InstanceType: "ecs.g7.xlarge", InternetMaxBandwidthOut: 10 })), "InvalidParameter.Conflict");
+        assert.strictEqual(await code(call("ecs", "ModifyInstanceSpec", { InstanceId: inst.instanceId, InstanceType: "ecs.nosuch.large" })), "InvalidInstanceType.ValueNotSupported");
+        assert.strictEqual(await type(), "ecs.g7.large");
+        await call("ecs", "ModifyInstanceSpec", { InstanceId: inst.instanceId, InstanceType: "ecs.g7.xlarge" });
+        assert.strictEqual(await type(), "ecs.g7.xlarge");
+        assert.strictEqual(inst.status, "Stopped");
+    });
+
     it("with transitionMs, Stop and Start pass through Stopping and Starting", async () => {
         fx.emu.state.transitionMs = 100;
         const inst = fx.emu.addInstance();
