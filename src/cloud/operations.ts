@@ -187,11 +187,12 @@ export async function drainNode(access: ClusterAccess, node: string, opts: { tim
 }
 
 /**
- * Whose cordon a drain leaves: a removal's (annotation `alicloud-kubeadm/removing`: the node is on its way out, PoolCapacity
- * finishes or undoes it) or an upgrade's (`alicloud-kubeadm/upgrading`: the node comes back once its kubelet or instance
- * moved; only the upgrade undoes it). Default of {@link drainNode}: `removing`.
+ * Whose cordon a drain leaves (annotation `alicloud-kubeadm/<mark>`): a removal's (`removing`: the node is on its way out,
+ * PoolCapacity finishes or undoes it), a version upgrade's (`upgrading`: the node comes back once its kubelet moved) or a
+ * master resize's (`resizing`: the master comes back once it runs as its new instance type). Each is undone only by what
+ * set it. Default of {@link drainNode}: `removing`.
  */
-export type DrainMark = "removing" | "upgrading";
+export type DrainMark = "removing" | "upgrading" | "resizing";
 
 /** Uncordons a Node that a removal (or, with `mark`, an upgrade) marked and cordoned, and takes the mark off (a Node not so marked is left alone). */
 export async function uncordonNode(access: ClusterAccess, node: string, mark: DrainMark = "removing"): Promise<"uncordoned" | "not-marked"> {

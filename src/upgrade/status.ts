@@ -21,8 +21,10 @@ export interface NodeStatus {
     kubelet: string;
     ready: boolean;
     unschedulable: boolean;
-    /** An upgrade's drain mark (annotation `alicloud-kubeadm/upgrading`), "" when none (a removal's mark is not an upgrade's). */
+    /** A version upgrade's drain mark (annotation `alicloud-kubeadm/upgrading`), "" when none (a removal's mark is not an upgrade's). */
     mark: string;
+    /** A master resize's drain mark (annotation `alicloud-kubeadm/resizing`), "" when none. */
+    resizeMark: string;
     controlPlane: boolean;
 }
 
@@ -49,7 +51,7 @@ export function parseClusterStatus(text: string): ClusterStatus {
         const [kind, ...f] = line.split("\t");
         if (kind === "apiserver" && f[0]) s.apiServers.push({ node: f[0], version: bare(f[1]), ready: f[2] === "true" });
         else if (kind === "node" && f[0]) {
-            s.nodes.push({ name: f[0], providerId: f[1] ?? "", kubelet: bare(f[2]), ready: f[3] === "True", unschedulable: f[4] === "true", mark: f[5] ?? "", controlPlane: false });
+            s.nodes.push({ name: f[0], providerId: f[1] ?? "", kubelet: bare(f[2]), ready: f[3] === "True", unschedulable: f[4] === "true", mark: f[5] ?? "", resizeMark: f[6] ?? "", controlPlane: false });
         } else if (kind === "control-plane" && f[0]) controlPlane.add(f[0]);
         else if (kind === "addon" && f[0]) s.addons[f[0]] = bare(f[1]);
         else if (kind === "cluster-config") s.clusterConfig = bare(f[0]);

@@ -3,14 +3,16 @@
 # gzip+Base64:
 #   apiserver <node> <version> <ready>   each kube-apiserver pod (the version is its image tag, as `kubeadm upgrade plan`
 #                                        reads it) and whether that API server's own /readyz answers ok
-#   node <name> <provider id> <kubelet version> <Ready> <unschedulable> <upgrade mark (alicloud-kubeadm/upgrading)>
+#   node <name> <provider id> <kubelet version> <Ready> <unschedulable> <upgrade mark> <resize mark>
+#                                        (annotations alicloud-kubeadm/upgrading and alicloud-kubeadm/resizing)
 #   control-plane <name>                 the Nodes labelled node-role.kubernetes.io/control-plane
 #   addon <name> <version>               CoreDNS and kube-proxy (their image tags: kubeadm's addon phase moves them)
 #   cluster-config <version>             kubernetesVersion of kubeadm's ClusterConfiguration (`upgrade apply` sets it)
 #   deprecated <series>                  the API server's apiserver_requested_deprecated_apis series
 pods='{range .items[*]}{.spec.nodeName}{"\t"}{.spec.containers[0].image}{"\t"}{.status.podIP}{"\n"}{end}'
 nodes='{range .items[*]}{.metadata.name}{"\t"}{.spec.providerID}{"\t"}{.status.nodeInfo.kubeletVersion}{"\t"}'
-nodes+='{.status.conditions[?(@.type=="Ready")].status}{"\t"}{.spec.unschedulable}{"\t"}{.metadata.annotations.alicloud-kubeadm/upgrading}{"\n"}{end}'
+nodes+='{.status.conditions[?(@.type=="Ready")].status}{"\t"}{.spec.unschedulable}{"\t"}{.metadata.annotations.alicloud-kubeadm/upgrading}{"\t"}'
+nodes+='{.metadata.annotations.alicloud-kubeadm/resizing}{"\n"}{end}'
 {
   ak_kubectl get pods -n kube-system -l component=kube-apiserver -o "jsonpath=${pods}" |
     while IFS=$'\t' read -r node image ip; do
