@@ -22,6 +22,7 @@ import { renderUpgradeCommand } from "../src/shell/render";
 import { OPERATIONS, autoscalerVersionWhileRunning, compareVersions, minorOf } from "../src/rules";
 import { reconcileControlPlaneVersion, type ControlPlaneVersionInputs } from "../src/providers/controlPlaneVersion";
 import { reconcileNodeVersions } from "../src/providers/nodeVersions";
+import { modifyInstanceType } from "../src/cloud/ecs";
 
 const REGION = "cn-hangzhou";
 const FROM = "1.35.4";
@@ -41,22 +42,25 @@ interface World {
     joinVersion: string;
 }
 
-async function world(): Promise<World> {
+/** 3 masters and 2 workers on `from`, `pulumi up` asking for `to` (and, when given, masters of `instanceType`). */
+async function world(opts: { from?: string; to?: string; instanceType?: string } = {}): Promise<World> {
+    const [from, to] = [opts.from ?? FROM, opts.to ?? TO];
     const emu = await startEmulator();
     process.env.ALICLOUD_KUBEADM_ENDPOINT = emu.endpoint;
-    const c = await fakeCluster(emu, REGION, { masters: 3, version: FROM });
+    const c = await fakeCluster(emu, REGION, { masters: 3, version: from });
     c.backupInstalled = true;
     c.masters.forEach((id, k) => { if (k === 0) c.addNode(id, { name: "master-0", controlPlane: true }); });
     for (let k = 0; k < 2; k++) c.addNode(emu.addInstance({ regionId: REGION }).instanceId, { pods: ["ReplicaSet", "DaemonSet"] });
     const upgradeCommandId = await createCommand(REGION, {
-        commandName: "test-upgrade", script: renderUpgradeCommand({ region: REGION, kubernetesVersion: TO }), parameters: true,
+        commandName: "test-upgrade", script: renderUpgradeCommand({ region: REGION, kubernetesVersion: to }), parameters: true,
         timeoutSeconds: OPERATIONS.upgrade.timeoutSeconds, description: OPERATIONS.upgrade.description,
     });
     const inputs: ControlPlaneVersionInputs = {
         region: REGION, masterInstanceId: c.master, masterInstanceIds: c.masters, commands: c.commands, pollIntervalMs: 2,
-        targetVersion: TO, upgradeCommandId, autoscaled: true, autoscalerVersion: "", gateTimeoutSeconds: 0.3, gateIntervalSeconds: 0.005,
+        targetVersion: to, upgradeCommandId, autoscaled: true, autoscalerVersion: "", gateTimeoutSeconds: 0.3, gateIntervalSeconds: 0.005,
+        ...(opts.instanceType ? { instanceType: opts.instanceType } : {}),
     };
-    return { emu, c, inputs, joinVersion: FROM };
+    return { emu, c, inputs, joinVersion: from };
 }
 
 /** What `pulumi up` runs: the control plane, then (its output feeding the join material) the nodes. */
@@ -150,8 +154,49 @@ function disarm(w: World): void {
 /** Waits for commands a killed caller started (they run on) to end. */
 const settle = () => new Promise((r) => setTimeout(r, 30));
 
-describe("upgrade fault matrix: one fault at every step, then a re-run (U1–U4 from state)", function () {
-    this.timeout(600_000);
+/** What a clean run did: the size of the matrix. */
+interface Clean { calls: number; mutating: number; commands: number }
+
+/** A clean run's counts, from the emulator's calls after `setup`. */
+function countsOf(w: World, setup: number): Clean {
+    const steps = w.emu.calls.slice(setup).filter((x) => !POLLS.includes(x.action));
+    return { calls: steps.length, mutating: steps.filter((x) => isMutating(x.action)).length, commands: w.emu.callsOf("InvokeCommand").length };
+}
+
+/**
+ * Every refused call, failing command and crash after a mutating call of a clean run (`clean`), each in a fresh world:
+ * `during` holds after the faulty run, the re-run succeeds, and `done` holds after it.
+ */
+async function faultMatrix(clean: Clean, make: () => Promise<World>, during: (w: World, label: string) => void, done: (w: World, label: string) => void): Promise<void> {
+    assert.ok(clean.calls > 0, "the clean run did not run");
+    const faults: Fault[] = [
+        ...Array.from({ length: clean.calls }, (_, k) => ({ kind: "refused" as const, index: k + 1 })),
+        ...Array.from({ length: clean.commands }, (_, k) => ({ kind: "command-fails" as const, index: k + 1 })),
+        ...Array.from({ length: clean.mutating }, (_, k) => ({ kind: "crash-after" as const, index: k + 1 })),
+    ];
+    let struck = 0;
+    for (const fault of faults) {
+        const label = `${fault.kind} at step ${fault.index}`;
+        const w = await make();
+        try {
+            const hit = arm(w, fault);
+            await up(w).catch(() => undefined);
+            if (hit.struck) struck++;
+            disarm(w);
+            await settle();
+            during(w, label);
+            await up(w).catch((err: Error) => assert.fail(`${label}: the re-run failed: ${err.message}`));
+            done(w, label);
+        } finally {
+            await w.emu.close();
+        }
+    }
+    if (process.env.FAULT_MATRIX_VERBOSE) console.log(`${faults.length} injections; clean run ${JSON.stringify(clean)}; struck ${struck}`);
+    assert.ok(struck >= faults.length - 3, `struck ${struck} of ${faults.length}`);
+}
+
+/** The test environment: the emulator's endpoint and credentials, loopback only. */
+function emulatorEnvironment(): void {
     let saved: Record<string, string | undefined> = {};
     let unguard: () => void = () => undefined;
     before(() => {
@@ -164,18 +209,20 @@ describe("upgrade fault matrix: one fault at every step, then a re-run (U1–U4 
         unguard();
         for (const [k, v] of Object.entries(saved)) { if (v === undefined) delete process.env[k]; else process.env[k] = v; }
     });
+}
 
-    let clean = { calls: 0, mutating: 0, commands: 0, ms: 0 };
+describe("upgrade fault matrix: one fault at every step, then a re-run (U1–U4 from state)", function () {
+    this.timeout(600_000);
+    emulatorEnvironment();
+    let clean: Clean = { calls: 0, mutating: 0, commands: 0 };
 
     it("a clean run moves the masters one at a time, then the nodes; a second run changes nothing", async () => {
         const w = await world();
         try {
             const setup = w.emu.calls.length;
-            const started = Date.now();
             await up(w);
             assertDone(w, "clean");
-            const steps = w.emu.calls.slice(setup).filter((x) => !POLLS.includes(x.action));
-            clean = { calls: steps.length, mutating: steps.filter((x) => isMutating(x.action)).length, commands: w.emu.callsOf("InvokeCommand").length, ms: Date.now() - started };
+            clean = countsOf(w, setup);
             const log = [...w.c.log];
             await up(w);
             assert.ok(!w.c.log.slice(log.length).some((l) => /: (upgrade (kubeadm|plan|apply|node|kubelet)|drain .*|backup)$/.test(l)), "a second run ran a step");
@@ -185,31 +232,70 @@ describe("upgrade fault matrix: one fault at every step, then a re-run (U1–U4 
     });
 
     it("every refused call, failing command and crash stops the run, and a re-run finishes with U1–U4", async () => {
-        assert.ok(clean.calls > 0, "the clean run did not run");
-        const faults: Fault[] = [
-            ...Array.from({ length: clean.calls }, (_, k) => ({ kind: "refused" as const, index: k + 1 })),
-            ...Array.from({ length: clean.commands }, (_, k) => ({ kind: "command-fails" as const, index: k + 1 })),
-            ...Array.from({ length: clean.mutating }, (_, k) => ({ kind: "crash-after" as const, index: k + 1 })),
-        ];
-        let struck = 0;
-        for (const fault of faults) {
-            const label = `${fault.kind} at step ${fault.index}`;
-            const w = await world();
-            try {
-                const hit = arm(w, fault);
-                await up(w).catch(() => undefined);
-                if (hit.struck) struck++;
-                disarm(w);
-                await settle();
-                assert.deepStrictEqual(w.c.upgradeViolations, [], `${label}: U1 during the faulty run`);
-                assertJoinMaterial(w, `${label} (faulty run)`);
-                await up(w).catch((err: Error) => assert.fail(`${label}: the re-run failed: ${err.message}`));
-                assertDone(w, label);
-            } finally {
-                await w.emu.close();
-            }
+        await faultMatrix(clean, () => world(), (w, label) => {
+            assert.deepStrictEqual(w.c.upgradeViolations, [], `${label}: U1 during the faulty run`);
+            assertJoinMaterial(w, `${label} (faulty run)`);
+        }, assertDone);
+    });
+});
+
+const SMALL = "ecs.g7.large";
+const BIG = "ecs.g7.xlarge";
+
+/** R1–R3 after a run: every master of the new type, Running, uncordoned, unmarked; the workers untouched. */
+function assertResized(w: World, label: string): void {
+    assert.deepStrictEqual(w.c.upgradeViolations, [], `${label}: R1 two masters out at once`);
+    for (const m of w.c.masters) {
+        const inst = w.emu.instances.get(m)!;
+        assert.deepStrictEqual([inst.instanceType, inst.status], [BIG, "Running"], `${label}: R2 master ${m}`);
+    }
+    for (const n of w.c.nodes.values()) {
+        assert.ok(!n.unschedulable && !n.upgrading, `${label}: R2 Node ${n.name} left cordoned or marked`);
+        if (!n.controlPlane) assert.strictEqual(w.emu.instances.get(n.instanceId)!.instanceType, SMALL, `${label}: R3 a worker was resized`);
+    }
+    assert.ok(!w.emu.callsOf("StopInstance").some((x) => !w.c.masters.includes(x.params.InstanceId)), `${label}: R3 a worker was stopped`);
+}
+
+// controlPlane.instanceType: the masters' ECS instances ignore it; ControlPlaneVersion resizes them one at a time (stop,
+// ModifyInstanceSpec, start: ECS changes a type only while the instance is Stopped), each behind a drain and a health gate.
+describe("master instance type: one master at a time, under a fault at every step (R1–R3 from state)", function () {
+    this.timeout(600_000);
+    emulatorEnvironment();
+    let clean: Clean = { calls: 0, mutating: 0, commands: 0 };
+    const resizeWorld = () => world({ from: TO, to: TO, instanceType: BIG });
+
+    it("a clean run resizes each master in turn (drained, stopped, resized, started, gated); a second run stops nothing", async () => {
+        const w = await resizeWorld();
+        try {
+            const setup = w.emu.calls.length;
+            await up(w);
+            assertResized(w, "clean");
+            clean = countsOf(w, setup);
+            const stops = w.c.log.filter((l) => l.endsWith(": stop")).map((l) => l.split(":")[0]);
+            assert.deepStrictEqual(stops, w.c.masters, "each master stopped once, master 0 first");
+            const before = w.emu.callsOf("StopInstance").length;
+            await up(w);
+            assert.strictEqual(w.emu.callsOf("StopInstance").length, before, "a second run stopped a master");
+        } finally {
+            await w.emu.close();
         }
-        if (process.env.FAULT_MATRIX_VERBOSE) console.log(`${faults.length} injections; clean run ${JSON.stringify(clean)}; struck ${struck}`);
-        assert.ok(struck >= faults.length - 3, `struck ${struck} of ${faults.length}`);
+    });
+
+    it("ECS refuses a new type for a running instance; a master somebody else stopped stops the run before any other master is touched", async () => {
+        const w = await resizeWorld();
+        try {
+            await assert.rejects(modifyInstanceType(REGION, w.c.masters[1], BIG), (err: { code?: string }) => err.code === "IncorrectInstanceStatus");
+            w.emu.instances.get(w.c.masters[1])!.status = "Stopped";
+            // Master 0 comes first: its health gate sees master 1's etcd member down and refuses to take a second one out.
+            await assert.rejects(up(w), new RegExp(`${w.c.masters[0]}: step "health gate" failed: .*etcd members not healthy: master-1`));
+            assert.deepStrictEqual(w.emu.callsOf("StopInstance").length, 0, "a master was stopped while another one was down");
+            assert.deepStrictEqual(w.c.masters.map((m) => w.emu.instances.get(m)!.instanceType), [SMALL, SMALL, SMALL]);
+        } finally {
+            await w.emu.close();
+        }
+    });
+
+    it("every refused call, failing command and crash stops the run, and a re-run finishes with R1–R3", async () => {
+        await faultMatrix(clean, resizeWorld, (w, label) => assert.deepStrictEqual(w.c.upgradeViolations, [], `${label}: R1 during the faulty run`), assertResized);
     });
 });

@@ -45,8 +45,10 @@ export interface FakeNode {
     unschedulable: boolean;
     /** The removal mark (annotation alicloud-kubeadm/removing), "" when none. */
     removing: string;
-    /** An upgrade's mark (annotation alicloud-kubeadm/upgrading), "" or absent when none. */
+    /** A version upgrade's mark (annotation alicloud-kubeadm/upgrading), "" or absent when none. */
     upgrading?: string;
+    /** A master resize's mark (annotation alicloud-kubeadm/resizing), "" or absent when none. */
+    resizing?: string;
     /** A master's Node (never receives evicted pods). */
     controlPlane: boolean;
     /** The kubelet version the Node reports (`status.nodeInfo.kubeletVersion`, without `v`). Default the cluster's version. */
@@ -174,6 +176,8 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
     const nodeOfInstance = (id: string) => [...c.nodes.values()].find((n) => n.instanceId === id);
     const running = (id: string) => emu.instances.get(id)?.status === "Running";
 
+    /** The drain's and uncordon's `mark` parameter: which annotation (drain.sh: alicloud-kubeadm/<mark>). */
+    const markOf = (mark: string | undefined): "removing" | "upgrading" | "resizing" => (mark === "upgrading" || mark === "resizing" ? mark : "removing");
     /** Evicted pods land on the schedulable, Ready worker with the fewest pods; with none, they stay Pending (dropped here). */
     const reschedule = (from: FakeNode, kinds: string[]) => {
         for (const kind of kinds) {
@@ -194,6 +198,12 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
         const node = nodeOfInstance(inst.instanceId);
         const workload = node?.pods.filter((k) => k !== "DaemonSet") ?? [];
         if (node && workload.length > 0) c.violations.push(`${inst.instanceId} stopped with ${workload.length} workload pod(s) on Node ${node.name} (never evicted)`);
+        if (masters.includes(inst.instanceId)) {
+            c.log.push(`${inst.instanceId}: stop`);
+            // A master stopped while another one is not running or half-way: two masters out at once.
+            const out = masters.filter((m) => m !== inst.instanceId && (!running(m) || halfway(m)));
+            if (out.length > 0) c.upgradeViolations.push(`stop of master ${inst.instanceId} while master(s) ${out.join(", ")} were down or half-way`);
+        }
     };
 
     emu.onCommand(operation("list-nodes"), (ctx) => {
@@ -220,8 +230,7 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
             return { exitCode: 1, output: `Error from server (NotFound): nodes "${name}" not found\ndrain-status=1\n` };
         }
         // The drain's mark parameter: whose cordon this is (drain.sh annotates alicloud-kubeadm/<mark>).
-        if (ctx.parameters.mark === "upgrading") node.upgrading = new Date().toISOString();
-        else node.removing = new Date().toISOString();
+        node[markOf(ctx.parameters.mark)] = new Date().toISOString();
         node.unschedulable = true;
         if (c.failDrains > 0) {
             c.failDrains--;
@@ -240,11 +249,10 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
     emu.onCommand(operation("uncordon"), (ctx) => {
         const node = c.nodes.get(ctx.parameters.node);
         c.log.push(`${ctx.instanceId}: uncordon ${ctx.parameters.node}`);
-        const upgrade = ctx.parameters.mark === "upgrading";
-        if (!node || !(upgrade ? node.upgrading : node.removing)) return { output: "not-marked\n" };
+        const mark = markOf(ctx.parameters.mark);
+        if (!node || !node[mark]) return { output: "not-marked\n" };
         node.unschedulable = false;
-        if (upgrade) node.upgrading = "";
-        else node.removing = "";
+        node[mark] = "";
         return { output: "uncordoned\n" };
     });
     emu.onCommand(operation("delete-node"), (ctx) => {
@@ -253,7 +261,7 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
         const node = c.nodes.get(name);
         c.nodes.delete(name);
         if (node && c.kubeletReregisters && c.credentials.has(node.instanceId) && running(node.instanceId)) {
-            c.nodes.set(name, { ...node, unschedulable: false, removing: "", upgrading: "", pods: [], createdAt: new Date().toISOString() });
+            c.nodes.set(name, { ...node, unschedulable: false, removing: "", upgrading: "", resizing: "", pods: [], createdAt: new Date().toISOString() });
         }
         return { output: `node "${name}" deleted\n` };
     });
@@ -312,7 +320,9 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
             if (node && running(m)) lines.push(["apiserver", node.name, versionsOf(m).apiserver, node.ready ? "true" : "false"].join("\t"));
         }
         for (const n of c.nodes.values()) {
-            lines.push(["node", n.name, `${region}.${n.instanceId}`, `v${n.kubelet ?? c.version}`, n.ready ? "True" : "False", n.unschedulable ? "true" : "", n.upgrading ?? ""].join("\t"));
+            // A stopped machine's kubelet stops posting: its Node goes NotReady.
+            const ready = n.ready && (running(n.instanceId) || !emu.instances.has(n.instanceId));
+            lines.push(["node", n.name, `${region}.${n.instanceId}`, `v${n.kubelet ?? c.version}`, ready ? "True" : "False", n.unschedulable ? "true" : "", n.upgrading ?? "", n.resizing ?? ""].join("\t"));
             if (n.controlPlane) lines.push(`control-plane\t${n.name}`);
         }
         lines.push(`addon\tcoredns\tv1.12.1`, `addon\tkube-proxy\tv${c.addons.version}`, `cluster-config\t${c.clusterConfig}`);

@@ -228,6 +228,7 @@ export class Cluster extends pulumi.ComponentResource {
             region: config.region, masterInstanceId: this.controlPlane.resources.masters[0].id, masterInstanceIds: this.controlPlane.masterInstanceIds, commands,
             targetVersion: config.kubernetesVersion, upgradeCommandId: upgradeCommand.id,
             autoscaled: config.nodePools.some((p) => p.autoscale !== undefined), autoscalerVersion: config.autoscaler.version ?? "",
+            instanceType: config.controlPlane.instanceType,
         }, { parent: this, dependsOn: [this.joinInfo] });
         const runningVersion = this.version.runningVersion;
 

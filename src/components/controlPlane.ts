@@ -232,8 +232,11 @@ export function createControlPlane(name: string, args: ControlPlaneArgs, parent:
             ...opts,
             // A new image (image.nameRegex resolves to the newest one on every run) would replace the system
             // disk in place and wipe etcd and the PKI; new userdata would only reboot the master (kubeadm init
-            // ran once). Neither is an upgrade: keep the masters as they were created.
-            ignoreChanges: ["imageId", "userData"],
+            // ran once). Neither is an upgrade: keep the masters as they were created. A new instance type the
+            // provider applies by stopping, resizing and starting every master at once: ControlPlaneVersion applies
+            // it instead, one master at a time with a health gate (src/upgrade/instanceType.ts); a master created
+            // later gets it at creation.
+            ignoreChanges: ["imageId", "userData", "instanceType"],
             // Its fixed private IP cannot be held twice: a replaced master (`pulumi up --replace`, a lost disk) is deleted
             // first, its ControlPlaneMember removing it from etcd before that; the new one takes the same address and
             // joins (docs/disaster-recovery.md#lost-member).

@@ -19,7 +19,7 @@ import { clusterAccess, dynamicResourceProps, type ClusterAccessInputs, type Res
 import { diffInputs, inputDiff } from "./diff";
 import { pulumiLog } from "./log";
 import { formatProblem, type Problem } from "../rules";
-import { apiServerVersionsOf, kubeletVersionsOf, preflight, readClusterStatus, runningVersionOf, upgradeControlPlane, type ClusterStatus } from "../upgrade";
+import { apiServerVersionsOf, kubeletVersionsOf, preflight, readClusterStatus, resizeMasters, runningVersionOf, upgradeControlPlane, type ClusterStatus } from "../upgrade";
 
 export interface ControlPlaneVersionInputs extends ClusterAccessInputs {
     /** The version the config asks for (`kubernetesVersion`): the control plane is moved there. */
@@ -30,6 +30,11 @@ export interface ControlPlaneVersionInputs extends ClusterAccessInputs {
     autoscaled: boolean;
     /** `autoscaler.version` when pinned, "" when not. */
     autoscalerVersion: string;
+    /**
+     * `controlPlane.instanceType`: every master is resized to it one at a time (src/upgrade/instanceType.ts); the masters'
+     * ECS instances ignore it after they are created. Default: the masters' types are left as they are.
+     */
+    instanceType?: string;
     /** Drain timeout per master, seconds. Default 600. */
     drainTimeoutSeconds?: number;
     /** How long the health gate after each master waits, seconds. Default 600. */
@@ -59,7 +64,7 @@ export const CONTROL_PLANE_VERSION_PROVIDER_VERSION = "1";
  */
 const CONTROL_PLANE_VERSION_DIFF = inputDiff<ControlPlaneVersionInputs>()({
     replace: [],
-    update: ["targetVersion", "upgradeCommandId", "autoscaled", "autoscalerVersion", "region", "masterInstanceId", "masterInstanceIds", "commands", "providerVersion"],
+    update: ["targetVersion", "upgradeCommandId", "autoscaled", "autoscalerVersion", "instanceType", "region", "masterInstanceId", "masterInstanceIds", "commands", "providerVersion"],
     ignore: ["drainTimeoutSeconds", "gateTimeoutSeconds", "gateIntervalSeconds", "pollIntervalMs"],
 });
 
@@ -77,17 +82,28 @@ function outputsOf(s: ClusterStatus): ControlPlaneVersionOutputs {
 
 const intentOf = (i: ControlPlaneVersionInputs) => ({ target: i.targetVersion, autoscaled: i.autoscaled, autoscalerVersion: i.autoscalerVersion || undefined });
 
-/** Checks, then moves the control plane to `inputs.targetVersion` when it does not run it; returns what it then runs. */
+/**
+ * Checks, then moves the control plane to `inputs.targetVersion` when it does not run it, then resizes the masters whose
+ * instance type is not `inputs.instanceType` — each one master at a time with the health gate; returns what it then runs.
+ */
 export async function reconcileControlPlaneVersion(inputs: ControlPlaneVersionInputs, log: (m: string) => void = () => undefined,
     warn: (m: string) => void = () => undefined): Promise<ControlPlaneVersionOutputs> {
     const access = clusterAccess(inputs);
+    const gate = { timeoutMs: (inputs.gateTimeoutSeconds ?? 600) * 1000, intervalMs: (inputs.gateIntervalSeconds ?? 10) * 1000 };
+    const resize = inputs.instanceType ? { access, instanceType: inputs.instanceType, drainTimeoutSeconds: inputs.drainTimeoutSeconds, gate, log, warn } : undefined;
+    // A master an interrupted resize left drained or stopped comes back first (finishing a change already begun): the
+    // checks and the version upgrade then start with every master up.
+    if (resize) await resizeMasters({ ...resize, interruptedOnly: true });
     const pre = await preflight(access, intentOf(inputs));
     pre.warnings.forEach(warn);
     if (pre.problems.length > 0) throw new UpgradeRefused(pre.problems);
-    const status = await upgradeControlPlane({
-        access, target: inputs.targetVersion, upgradeCommandId: inputs.upgradeCommandId, drainTimeoutSeconds: inputs.drainTimeoutSeconds,
-        gate: { timeoutMs: (inputs.gateTimeoutSeconds ?? 600) * 1000, intervalMs: (inputs.gateIntervalSeconds ?? 10) * 1000 }, log, warn,
+    let status = await upgradeControlPlane({
+        access, target: inputs.targetVersion, upgradeCommandId: inputs.upgradeCommandId, drainTimeoutSeconds: inputs.drainTimeoutSeconds, gate, log, warn,
     });
+    if (resize) {
+        await resizeMasters(resize);
+        status = await readClusterStatus(access);
+    }
     return outputsOf(status);
 }
 

@@ -37,6 +37,16 @@ export function addonsAt(s: ClusterStatus, target: string): boolean {
     return s.addons["kube-proxy"] === undefined || s.addons["kube-proxy"] === target;
 }
 
+/**
+ * The control plane runs `target` by what the cluster says (kubeadm-config, every API server that answers, every master's
+ * kubelet and the add-ons), no master left cordoned by an upgrade: nothing to read on the instances, nothing to do. (A
+ * master that is down — say, stopped for its new instance type — is not asked.)
+ */
+export function runsTarget(s: ClusterStatus, region: string, masters: readonly string[], target: string): boolean {
+    return s.clusterConfig === target && addonsAt(s, target) && s.apiServers.every((a) => a.version === target) &&
+        masters.every((m) => { const n = nodeOfInstance(s, region, m); return n !== undefined && n.kubelet === target && !n.mark; });
+}
+
 /** What is left to do on one master, in order (empty: it is done). */
 export function masterSteps(s: ClusterStatus, v: InstanceVersions, region: string, instanceId: string, target: string, last: boolean):
     Array<"kubeadm" | "plan" | "apply" | "node" | "drain" | "kubelet" | "uncordon"> {
@@ -60,8 +70,11 @@ export function masterSteps(s: ClusterStatus, v: InstanceVersions, region: strin
  */
 export async function upgradeControlPlane(u: ControlPlaneUpgrade): Promise<ClusterStatus> {
     const log = u.log ?? (() => undefined);
-    const masters = u.access.masterInstanceIds;
-    let s = await asStep(masters[0], "status", () => readClusterStatus(u.access));
+    let s = await asStep(u.access.masterInstanceIds[0], "status", () => readClusterStatus(u.access));
+    // The masters in the cluster (with a Node). One without is not a member yet (a new cluster's, joined after this by
+    // ControlPlaneMember) or is being replaced: it joins with the join command of the version the others run.
+    const masters = u.access.masterInstanceIds.filter((m) => nodeOfInstance(s, u.access.region, m) !== undefined);
+    if (masters.length === 0 || runsTarget(s, u.access.region, masters, u.target)) return s;
     const versions = new Map<string, InstanceVersions>();
     for (const m of masters) versions.set(m, await asStep(m, "status", () => readInstanceVersions(u.access, u.upgradeCommandId, m)));
     const todo = masters.filter((m, i) => masterSteps(s, versions.get(m)!, u.access.region, m, u.target, i === masters.length - 1).length > 0);

@@ -6,3 +6,4 @@ export * from "./gate";
 export * from "./preflight";
 export * from "./controlPlane";
 export * from "./nodes";
+export * from "./instanceType";

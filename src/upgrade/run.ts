@@ -30,7 +30,8 @@ const FIXES: Record<string, string> = {
     "uncordon": "run `kubectl uncordon` on the Node by hand if the API server refuses it",
     "health gate": "`npm run doctor -- --stack <stack>` shows which API server, etcd member or Node is not healthy; repair it",
     "stop": "check the instance in the ECS console (it must stop and start again); the provider's message names the state it was left in",
-    "resize": "the instance type may be sold out in the zone or not allowed for the instance: pick another controlPlane.instanceType",
+    "resize": "the instance type may be sold out in the zone or not allowed for the instance (DescribeResourcesModification lists the types it may change to): pick another controlPlane.instanceType, or set it back",
+    "start": "check the instance in the ECS console: it must start (a stock shortage of the new type shows there); start it, then run `pulumi up` again",
 };
 
 /** A step that failed: names the instance, the step and the fix; `pulumi up` resumes at that step. */
