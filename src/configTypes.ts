@@ -127,6 +127,8 @@ export interface ClusterConfigInput {
     backup?: Partial<BackupConfig>;
     /** Pod security (docs/security.md#pod-security). */
     podSecurity?: PodSecurityConfig;
+    /** How `pulumi up` moves the cluster to a new kubernetesVersion (docs/upgrades.md). */
+    upgrade?: UpgradeConfig;
     tags?: Record<string, string>;
 }
 
@@ -143,6 +145,12 @@ export interface BackupConfig {
 }
 
 /** Pod security (docs/security.md#pod-security). */
+/** Upgrades (docs/upgrades.md#nodes). */
+export interface UpgradeConfig {
+    /** Worker nodes drained and upgraded in place at once, 1 to 20; the health gate runs after each batch. Default 1. */
+    nodeBatchSize?: number;
+}
+
 export interface PodSecurityConfig {
     /** Namespaces besides kube-system and kube-flannel whose pods may run with host access on the masters. Default none. */
     exemptNamespaces?: string[];
@@ -224,6 +232,7 @@ export interface ParsedClusterConfig {
     images: ImageSources;
     admission: AdmissionConfig & { allowSha1: boolean };
     podSecurity: { exemptNamespaces: string[] };
+    upgrade: { nodeBatchSize: number };
     backup: BackupConfig;
     tags: Record<string, string>;
 }

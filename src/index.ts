@@ -22,6 +22,7 @@ export {
     type DiskInput,
     type ImageSources,
     type PodSecurityConfig,
+    type UpgradeConfig,
     type TaintInput,
     type Taint,
     type ValidationResult,

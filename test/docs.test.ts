@@ -61,6 +61,7 @@ const FULL: DeepRequired<ClusterConfigInput> = {
     },
     admission: { identityCertificate: DOCS_TEST_CERTIFICATE, joinTag: "alicloud-kubeadm/join=dev", readmitAfterSeconds: 300, allowSha1: true },
     podSecurity: { exemptNamespaces: ["monitoring"] },
+    upgrade: { nodeBatchSize: 2 },
     tags: { team: "a" },
 };
 

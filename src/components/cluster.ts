@@ -343,7 +343,7 @@ export class Cluster extends pulumi.ComponentResource {
         // service join new nodes with it (docs/upgrades.md#nodes).
         this.nodeVersions = new NodeVersions(`${name}-node-versions`, {
             region: config.region, masterInstanceId: master0, masterInstanceIds, commands,
-            version: runningVersion, targetVersion: config.kubernetesVersion, upgradeCommandId: upgradeCommand.id,
+            version: runningVersion, targetVersion: config.kubernetesVersion, upgradeCommandId: upgradeCommand.id, batchSize: config.upgrade.nodeBatchSize,
         }, { parent: this, dependsOn: [...this.nodePools, ...this.existingNodes, this.admission, ...this.controlPlaneMembers] });
 
         const pools = pulumi.all(this.nodePools.map((p, i) => p.scalingGroupId.apply((scalingGroupId): PoolInfo => {

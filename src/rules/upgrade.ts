@@ -8,6 +8,15 @@ import type { Problem } from "./problems";
 /** A kubelet may be up to three minors older than the oldest kube-apiserver, never newer (skew policy, since 1.28). */
 export const KUBELET_MAX_MINORS_BEHIND = 3;
 
+/** Worker nodes upgraded in place at once: at most this many (`upgrade.nodeBatchSize`). Default 1. */
+export const MAX_NODE_UPGRADE_BATCH = 20;
+
+/** Why `upgrade.nodeBatchSize` is refused, or undefined. */
+export function nodeBatchSizeProblem(n: number): string | undefined {
+    if (Number.isInteger(n) && n >= 1 && n <= MAX_NODE_UPGRADE_BATCH) return undefined;
+    return `must be a whole number from 1 to ${MAX_NODE_UPGRADE_BATCH} (worker nodes drained and upgraded at once), got ${n}`;
+}
+
 /** `a` against `b` (full `x.y.z`, an optional `v`): negative, zero or positive; unparsable versions compare equal. */
 export function compareVersions(a: string, b: string): number {
     const x = parseVersion(a);
