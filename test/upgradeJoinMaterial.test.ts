@@ -67,6 +67,15 @@ describe("join material follows the version the control plane runs (synth under 
             const changed = [...inputsByName(bumped)].filter(([k, v]) => was.get(k) !== v && !k.startsWith("pulumi:pulumi:StackReference")).map(([k]) => k.split("::")[1]).sort();
             assert.ok(changed.every((n) => /-(upgrade|version|node-versions|control-plane-master-0)$/.test(n)), `changed: ${changed.join(", ")}`);
             assert.ok(changed.some((n) => n.endsWith("-upgrade")) && changed.some((n) => n.endsWith("-version")), `changed: ${changed.join(", ")}`);
+            // No master is touched: what changes on a master's instance is only what it ignores after creation (userdata).
+            const masters = bumped.resources.filter((x) => x.type === "alicloud:ecs/instance:Instance");
+            assert.ok(masters.length > 0);
+            for (const m of masters) {
+                const old = before.resources.find((x) => x.type === m.type && x.name === m.name)!;
+                const keys = Object.keys(m.rawInputs).filter((k) => JSON.stringify(m.rawInputs[k]) !== JSON.stringify(old.rawInputs[k]));
+                assert.deepStrictEqual(keys.filter((k) => !m.ignoreChanges.includes(k)), [], `${m.name}: ${keys.join(", ")} change, ignoring ${m.ignoreChanges.join(", ")}`);
+                assert.deepStrictEqual(keys.filter((k) => m.replaceOnChanges.includes(k)), [], `${m.name} would be replaced`);
+            }
             // Once the API servers run 1.36.4, every piece of join material installs 1.36.4.
             const after = joinMaterial(moved);
             for (const [k, text] of Object.entries(after)) {

@@ -29,6 +29,9 @@ export interface RecordedResource {
     secretInputs: string[];
     /** Outputs the resource asks the engine to keep secret (`additionalSecretOutputs`). */
     secretOutputs: string[];
+    /** Inputs whose changes the engine ignores after creation (`ignoreChanges`), and those that replace it (`replaceOnChanges`). */
+    ignoreChanges: string[];
+    replaceOnChanges: string[];
     id?: string;
     /** Inputs with secrets revealed: for assertions in tests only, never written out. */
     rawInputs: Record<string, unknown>;
@@ -180,6 +183,7 @@ export function installMocks(options: MockOptions = {}): Recorder {
     const parents = new Map<string, string | undefined>();
     const urns = new Map<string, { urn: string; aliases: string[] }>();
     const secretOutputs = new Map<string, string[]>();
+    const changeOptions = new Map<string, { ignoreChanges: string[]; replaceOnChanges: string[] }>();
 
     const mocks: pulumi.runtime.Mocks = {
         newResource(args) {
@@ -195,6 +199,7 @@ export function installMocks(options: MockOptions = {}): Recorder {
             resources.push({
                 type: args.type, name: args.name, urn: identity.urn, aliases: identity.aliases, parent: parents.get(key), provider: args.provider || undefined,
                 custom: args.custom ?? true, inputs, secretInputs, secretOutputs: secretOutputs.get(key) ?? [], id, rawInputs,
+                ...(changeOptions.get(key) ?? { ignoreChanges: [], replaceOnChanges: [] }),
             });
             const placeholders = args.type === "pulumi-nodejs:dynamic:Resource" ? DYNAMIC_PLACEHOLDERS : {};
             // ControlPlaneVersion: what the cluster runs is read from it, never echoed from the config.
@@ -215,6 +220,7 @@ export function installMocks(options: MockOptions = {}): Recorder {
     interface AliasSpec { getUrn(): string; hasSpec(): boolean; getSpec(): { getName(): string; getType(): string; getParenturn(): string; getNoparent(): boolean } | undefined }
     interface RegisterRequest {
         getType(): string; getName(): string; getParent(): string; getAliasesList?(): AliasSpec[]; getAliasurnsList?(): string[]; getAdditionalsecretoutputsList?(): string[];
+        getIgnorechangesList?(): string[]; getReplaceonchangesList?(): string[];
     }
     interface Monitor { registerResource(req: RegisterRequest, cb: unknown): Promise<void>; newUrn(parent: string, type: string, name: string): string }
     // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -225,6 +231,7 @@ export function installMocks(options: MockOptions = {}): Recorder {
         const key = `${req.getType()}::${req.getName()}`;
         parents.set(key, nameFromUrn(req.getParent()));
         secretOutputs.set(key, req.getAdditionalsecretoutputsList?.() ?? []);
+        changeOptions.set(key, { ignoreChanges: req.getIgnorechangesList?.() ?? [], replaceOnChanges: req.getReplaceonchangesList?.() ?? [] });
         const aliases = [
             ...(req.getAliasurnsList?.() ?? []),
             ...(req.getAliasesList?.() ?? []).map((a) => a.getUrn() || aliasSpecUrn(monitor, req, a)),
