@@ -43,11 +43,11 @@ interface World {
 }
 
 /** 3 masters and 2 workers on `from`, `pulumi up` asking for `to` (and, when given, masters of `instanceType`). */
-async function world(opts: { from?: string; to?: string; instanceType?: string } = {}): Promise<World> {
+async function world(opts: { from?: string; to?: string; instanceType?: string; masters?: number } = {}): Promise<World> {
     const [from, to] = [opts.from ?? FROM, opts.to ?? TO];
     const emu = await startEmulator();
     process.env.ALICLOUD_KUBEADM_ENDPOINT = emu.endpoint;
-    const c = await fakeCluster(emu, REGION, { masters: 3, version: from });
+    const c = await fakeCluster(emu, REGION, { masters: opts.masters ?? 3, version: from });
     c.backupInstalled = true;
     c.masters.forEach((id, k) => { if (k === 0) c.addNode(id, { name: "master-0", controlPlane: true }); });
     for (let k = 0; k < 2; k++) c.addNode(emu.addInstance({ regionId: REGION }).instanceId, { pods: ["ReplicaSet", "DaemonSet"] });
@@ -290,6 +290,26 @@ describe("master instance type: one master at a time, under a fault at every ste
             await assert.rejects(up(w), new RegExp(`${w.c.masters[0]}: step "health gate" failed: .*etcd members not healthy: master-1`));
             assert.deepStrictEqual(w.emu.callsOf("StopInstance").length, 0, "a master was stopped while another one was down");
             assert.deepStrictEqual(w.c.masters.map((m) => w.emu.instances.get(m)!.instanceType), [SMALL, SMALL, SMALL]);
+        } finally {
+            await w.emu.close();
+        }
+    });
+
+    it("one master: a run killed while it is stopped (the API down with it) is finished by the re-run", async () => {
+        const w = await world({ from: TO, to: TO, instanceType: BIG, masters: 1 });
+        try {
+            let crashed = false;
+            w.emu.beforeRequest = (req) => {
+                if (crashed) return { status: 400, code: "EmulatedCrash", message: "the caller was killed" };
+                if (req.action === "StopInstance") crashed = true;
+                return undefined;
+            };
+            await assert.rejects(up(w));
+            w.emu.beforeRequest = undefined;
+            await settle();
+            assert.strictEqual(w.emu.instances.get(w.c.master)!.status, "Stopped", "the crash left the only master stopped");
+            await up(w);
+            assertResized(w, "one master, re-run");
         } finally {
             await w.emu.close();
         }

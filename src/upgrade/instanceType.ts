@@ -14,7 +14,7 @@ import { describeInstances, modifyInstanceType, startInstance, stopInstanceAndWa
 import { drainNode, uncordonNode, type ClusterAccess } from "../cloud/operations";
 import { waitForGate, type GateOptions } from "./gate";
 import { asStep, UpgradeError } from "./run";
-import { nodeOfInstance, readClusterStatus, type NodeStatus } from "./status";
+import { nodeOfInstance, readClusterStatus, type ClusterStatus, type NodeStatus } from "./status";
 
 /** One master's steps, in order. */
 export type ResizeStep = "drain" | "stop" | "resize" | "start" | "uncordon";
@@ -61,19 +61,17 @@ export async function resizeMasters(u: MastersResize): Promise<void> {
     // The instance polls: the cluster access's pace when set (tests), else 1 s growing to 10 s.
     const waits = { timeoutMs: u.instanceTimeoutMs ?? 600_000, pollMs: u.access.pollIntervalMs, log };
     const first = await asStep(masters[0], "status", () => describeInstances(region, masters));
+    const only = masters.length === 1 ? first.get(masters[0]) : undefined;
+    if (only && (only.status === "Stopped" || only.status === "Stopping")) return resumeOnlyMaster(u, only, waits);
     const s0 = await asStep(masters[0], "status", () => readClusterStatus(u.access));
     const marked = masters.filter((m) => nodeOfInstance(s0, region, m)?.resizeMark);
-    const todo = u.interruptedOnly ? marked : masters.filter((m) => {
-        const inst = first.get(m);
-        return inst !== undefined && (inst.instanceType !== u.instanceType || inst.status !== "Running");
-    });
-    if (todo.length === 0 && marked.length === 0) return;
-    if (todo.length > 0) {
-        log(`resizing the masters to ${u.instanceType}, one at a time (drain, stop, ModifyInstanceSpec, start, uncordon, health gate): ${todo.join(", ")}`);
-        if (masters.length === 1) u.warn?.(`the only master ${masters[0]} stops for its new instance type: the API is unavailable until it runs again`);
-    }
+    // The masters of another type, and those a resize left marked; no other master is read again or touched.
+    const todo = u.interruptedOnly ? marked : masters.filter((m) => marked.includes(m) || (first.get(m) !== undefined && first.get(m)!.instanceType !== u.instanceType));
+    if (todo.length === 0) return;
+    log(`resizing the masters to ${u.instanceType}, one at a time (drain, stop, ModifyInstanceSpec, start, uncordon, health gate): ${todo.join(", ")}`);
+    if (masters.length === 1) u.warn?.(`the only master ${masters[0]} stops for its new instance type: the API is unavailable until it runs again`);
     for (const [i, m] of masters.entries()) {
-        if (u.interruptedOnly && !marked.includes(m)) continue;
+        if (!todo.includes(m)) continue;
         const inst = await asStep(m, "status", async () => (await describeInstances(region, [m])).get(m));
         if (!inst) throw new UpgradeError(m, "status", "the master's instance does not exist (released?); replace it first (docs/disaster-recovery.md#lost-member)");
         const s = await asStep(m, "status", () => readClusterStatus(u.access));
@@ -109,5 +107,49 @@ export async function resizeMasters(u: MastersResize): Promise<void> {
         }
         await asStep(m, "health gate", () => waitForGate(u.access, m, node.kubelet, true, u.gate));
         log(`master ${m} runs as ${u.instanceType}: every API server ready, every etcd member healthy, its Node Ready`);
+    }
+}
+
+/**
+ * The only master stopped: the API (and the Node's resize mark) went down with it, so its steps come from its instance
+ * alone. Of another type than asked, it is this resize's (ECS changes a type only while Stopped): resize, start, wait until
+ * the API answers, uncordon what the resize marked, gate. Already of the asked type, it cannot tell a resize killed between
+ * ModifyInstanceSpec and StartInstance from a stop by somebody else, and starts nothing.
+ */
+async function resumeOnlyMaster(u: MastersResize, inst: Instance, waits: { timeoutMs: number; pollMs?: number; log: (m: string) => void }): Promise<void> {
+    const m = inst.instanceId;
+    const { region } = u.access;
+    if (inst.instanceType === u.instanceType) {
+        throw new UpgradeError(m, "status", `the only master is ${inst.status}, already of type ${u.instanceType} (a resize stopped after ModifyInstanceSpec, or somebody else ` +
+            "stopped it): start it (StartInstance or the ECS console); the next `pulumi up` uncordons it");
+    }
+    waits.log(`the only master ${m} is ${inst.status} as ${inst.instanceType}: resize to ${u.instanceType}, start, uncordon, then the health gate`);
+    await asStep(m, "stop", () => stopInstanceAndWait(region, m, waits));
+    await asStep(m, "resize", async () => {
+        await modifyInstanceType(region, m, u.instanceType);
+        await waitForInstance(region, m, `instance type ${u.instanceType}`, (x) => x.instanceType === u.instanceType, waits);
+    });
+    await asStep(m, "start", async () => {
+        await startInstance(region, m);
+        await waitForInstance(region, m, "Running", (x) => x.status === "Running", waits);
+    });
+    const s = await asStep(m, "health gate", () => readWhenUp(u.access, u.gate));
+    const node = nodeOfInstance(s, region, m);
+    if (!node) throw new UpgradeError(m, "status", "the master has no Node in the cluster (it did not join, or its Node was deleted)");
+    if (node.resizeMark) await asStep(m, "uncordon", () => uncordonNode(u.access, node.name, "resizing"));
+    await asStep(m, "health gate", () => waitForGate(u.access, m, node.kubelet, true, u.gate));
+    waits.log(`master ${m} runs as ${u.instanceType}`);
+}
+
+/** The cluster's status once the API answers again (a master just started), within the gate's time. */
+async function readWhenUp(access: ClusterAccess, gate: GateOptions = {}): Promise<ClusterStatus> {
+    const deadline = Date.now() + (gate.timeoutMs ?? 600_000);
+    for (;;) {
+        try {
+            return await readClusterStatus(access);
+        } catch (err) {
+            if (Date.now() >= deadline) throw new Error(`the API did not answer after the start: ${(err as Error).message.split("\n")[0]}`);
+        }
+        await new Promise((r) => setTimeout(r, gate.intervalMs ?? 10_000));
     }
 }
