@@ -12,6 +12,9 @@
  *   U2 no join material of version N while an API server serves less than N; the autoscaler's minor never ahead
  *   U3 after the re-run: every master and node at 1.36.3, schedulable; kubeadm-config and the add-ons at 1.36.3
  *   U4 an etcd backup before the first change; the add-ons moved by the last master's `upgrade node`, after every other step
+ * The same for a new controlPlane.instanceType (the masters stopped, resized with ModifyInstanceSpec and started):
+ *   R1 never a master stopped while another is down or half-way   R2 after the re-run every master of the new type, Running,
+ *   uncordoned   R3 no worker stopped or resized   R4 an etcd backup before the first master stopped
  */
 import * as assert from "assert";
 import { guardLoopbackOnly } from "../testing/emulator/fixture";
@@ -242,7 +245,7 @@ describe("upgrade fault matrix: one fault at every step, then a re-run (U1–U4 
 const SMALL = "ecs.g7.large";
 const BIG = "ecs.g7.xlarge";
 
-/** R1–R3 after a run: every master of the new type, Running, uncordoned, unmarked; the workers untouched. */
+/** R1–R4 after a run: every master of the new type, Running, uncordoned, unmarked; the workers untouched; a backup before the first stop. */
 function assertResized(w: World, label: string): void {
     assert.deepStrictEqual(w.c.upgradeViolations, [], `${label}: R1 two masters out at once`);
     for (const m of w.c.masters) {
@@ -254,11 +257,14 @@ function assertResized(w: World, label: string): void {
         if (!n.controlPlane) assert.strictEqual(w.emu.instances.get(n.instanceId)!.instanceType, SMALL, `${label}: R3 a worker was resized`);
     }
     assert.ok(!w.emu.callsOf("StopInstance").some((x) => !w.c.masters.includes(x.params.InstanceId)), `${label}: R3 a worker was stopped`);
+    const firstStop = w.c.log.findIndex((l) => l.endsWith(": stop"));
+    const firstBackup = w.c.log.findIndex((l) => l.endsWith(": backup"));
+    assert.ok(firstBackup >= 0 && firstBackup < firstStop, `${label}: R4 no etcd backup before the first master stopped`);
 }
 
 // controlPlane.instanceType: the masters' ECS instances ignore it; ControlPlaneVersion resizes them one at a time (stop,
 // ModifyInstanceSpec, start: ECS changes a type only while the instance is Stopped), each behind a drain and a health gate.
-describe("master instance type: one master at a time, under a fault at every step (R1–R3 from state)", function () {
+describe("master instance type: one master at a time, under a fault at every step (R1–R4 from state)", function () {
     this.timeout(600_000);
     emulatorEnvironment();
     let clean: Clean = { calls: 0, mutating: 0, commands: 0 };
@@ -315,7 +321,7 @@ describe("master instance type: one master at a time, under a fault at every ste
         }
     });
 
-    it("every refused call, failing command and crash stops the run, and a re-run finishes with R1–R3", async () => {
+    it("every refused call, failing command and crash stops the run, and a re-run finishes with R1–R4", async () => {
         await faultMatrix(clean, resizeWorld, (w, label) => assert.deepStrictEqual(w.c.upgradeViolations, [], `${label}: R1 during the faulty run`), assertResized);
     });
 });

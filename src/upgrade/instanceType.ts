@@ -1,5 +1,5 @@
 /**
- * The masters to a new instance type, one at a time (docs/upgrades.md#instance-type): ECS changes a pay-as-you-go instance's
+ * The masters to a new instance type, one at a time (docs/upgrades.md#instance-type), after an etcd backup: ECS changes a pay-as-you-go instance's
  * type only while it is Stopped (ModifyInstanceSpec, docs/upstream.md#ecs-modify-spec), so each master is drained, stopped,
  * resized, started, uncordoned and gated — every API server ready, every etcd member healthy, its Node Ready — before the
  * next one is touched. The masters' `instanceType` is ignored on their ECS instances (the alicloud provider would stop all
@@ -12,6 +12,7 @@
  */
 import { describeInstances, modifyInstanceType, startInstance, stopInstanceAndWait, waitForInstance, type Instance } from "../cloud/ecs";
 import { drainNode, uncordonNode, type ClusterAccess } from "../cloud/operations";
+import { backupBeforeChange } from "../recovery/backup";
 import { waitForGate, type GateOptions } from "./gate";
 import { asStep, UpgradeError } from "./run";
 import { nodeOfInstance, readClusterStatus, type ClusterStatus, type NodeStatus } from "./status";
@@ -70,6 +71,8 @@ export async function resizeMasters(u: MastersResize): Promise<void> {
     if (todo.length === 0) return;
     log(`resizing the masters to ${u.instanceType}, one at a time (drain, stop, ModifyInstanceSpec, start, uncordon, health gate): ${todo.join(", ")}`);
     if (masters.length === 1) u.warn?.(`the only master ${masters[0]} stops for its new instance type: the API is unavailable until it runs again`);
+    // An etcd backup before the first master of a new resize stops (a resumed one had its backup when it began).
+    if (todo.some((m) => !marked.includes(m))) await asStep(masters[0], "backup", () => backupBeforeChange(u.access, `resizing the masters to ${u.instanceType}`, log, u.warn));
     for (const [i, m] of masters.entries()) {
         if (!todo.includes(m)) continue;
         const inst = await asStep(m, "status", async () => (await describeInstances(region, [m])).get(m));
