@@ -17,8 +17,8 @@
  *   uncordoned   R3 no worker stopped or resized   R4 an etcd backup before the first master stopped
  */
 import * as assert from "assert";
-import { guardLoopbackOnly } from "../testing/emulator/fixture";
-import { startEmulator, TEST_CREDENTIALS, type Emulator } from "../testing/emulator";
+import { disarmFaults, failNthCommand, useEmulatorEnvironment } from "../testing/emulator/fixture";
+import { startEmulator, type Emulator } from "../testing/emulator";
 import { fakeCluster, type FakeCluster } from "../testing/fakeCluster";
 import { createCommand } from "../testing/savedCommands";
 import { renderUpgradeCommand } from "../src/shell/render";
@@ -30,10 +30,6 @@ import { modifyInstanceType } from "../src/cloud/ecs";
 const REGION = "cn-hangzhou";
 const FROM = "1.35.4";
 const TO = "1.36.3";
-const ENV = {
-    ALICLOUD_KUBEADM_ENDPOINT: "", ALIBABA_CLOUD_ACCESS_KEY_ID: TEST_CREDENTIALS.accessKeyId, ALIBABA_CLOUD_ACCESS_KEY_SECRET: TEST_CREDENTIALS.accessKeySecret,
-    ALIBABA_CLOUD_ECS_METADATA_DISABLED: "true", ALIBABA_CLOUD_CLI_PROFILE_DISABLED: "true",
-};
 const POLLS = ["DescribeInvocationResults"];
 const isMutating = (action: string) => !/^(Describe|List|Get|Query)/.test(action);
 
@@ -113,24 +109,7 @@ type Fault = { kind: "refused" | "crash-after" | "command-fails"; index: number 
 
 function arm(w: World, fault: Fault): { struck: boolean } {
     const hit = { struck: false };
-    if (fault.kind === "command-fails") {
-        let k = 0;
-        const handlers = w.emu.state.handlers;
-        w.emu.onCommand(/[\s\S]*/, (ctx) => {
-            if (++k === fault.index) {
-                hit.struck = true;
-                return { exitCode: 1, output: "injected failure\n" };
-            }
-            for (let h = handlers.length - 2; h >= 0; h--) {
-                if (handlers[h].pattern.test(ctx.script)) {
-                    const handler = handlers[h].handler;
-                    return typeof handler === "function" ? handler(ctx) : handler;
-                }
-            }
-            return { exitCode: 127, output: "no handler" };
-        });
-        return hit;
-    }
+    if (fault.kind === "command-fails") return failNthCommand(w.emu, fault.index);
     let n = 0, m = 0, crashed = false;
     w.emu.beforeRequest = (req) => {
         if (crashed) return { status: 400, code: "EmulatedCrash", message: "the caller was killed" };
@@ -148,10 +127,7 @@ function arm(w: World, fault: Fault): { struck: boolean } {
 }
 
 function disarm(w: World): void {
-    w.emu.beforeRequest = undefined;
-    w.emu.afterRequest = undefined;
-    const k = w.emu.state.handlers.findIndex((h) => h.pattern.source === "[\\s\\S]*");
-    if (k >= 0) w.emu.state.handlers.splice(k, 1);
+    disarmFaults(w.emu);
 }
 
 /** Waits for commands a killed caller started (they run on) to end. */
@@ -198,25 +174,9 @@ async function faultMatrix(clean: Clean, make: () => Promise<World>, during: (w:
     assert.ok(struck >= faults.length - 3, `struck ${struck} of ${faults.length}`);
 }
 
-/** The test environment: the emulator's endpoint and credentials, loopback only. */
-function emulatorEnvironment(): void {
-    let saved: Record<string, string | undefined> = {};
-    let unguard: () => void = () => undefined;
-    before(() => {
-        saved = Object.fromEntries(Object.keys(ENV).map((k) => [k, process.env[k]]));
-        Object.assign(process.env, ENV);
-        delete process.env.ALIBABA_CLOUD_SECURITY_TOKEN;
-        unguard = guardLoopbackOnly();
-    });
-    after(() => {
-        unguard();
-        for (const [k, v] of Object.entries(saved)) { if (v === undefined) delete process.env[k]; else process.env[k] = v; }
-    });
-}
-
 describe("upgrade fault matrix: one fault at every step, then a re-run (U1–U4 from state)", function () {
     this.timeout(600_000);
-    emulatorEnvironment();
+    useEmulatorEnvironment();
     let clean: Clean = { calls: 0, mutating: 0, commands: 0 };
 
     it("a clean run moves the masters one at a time, then the nodes; a second run changes nothing", async () => {
@@ -266,7 +226,7 @@ function assertResized(w: World, label: string): void {
 // ModifyInstanceSpec, start: ECS changes a type only while the instance is Stopped), each behind a drain and a health gate.
 describe("master instance type: one master at a time, under a fault at every step (R1–R4 from state)", function () {
     this.timeout(600_000);
-    emulatorEnvironment();
+    useEmulatorEnvironment();
     let clean: Clean = { calls: 0, mutating: 0, commands: 0 };
     const resizeWorld = () => world({ from: TO, to: TO, instanceType: BIG });
 

@@ -6,17 +6,12 @@
  * APIs the target removes as a warning naming them.
  */
 import * as assert from "assert";
-import { guardLoopbackOnly } from "../testing/emulator/fixture";
-import { startEmulator, TEST_CREDENTIALS, type Emulator } from "../testing/emulator";
+import { useEmulator } from "../testing/emulator/fixture";
 import { fakeCluster, type FakeCluster } from "../testing/fakeCluster";
 import { healthProblems, removedApis, skewFindings, upgradeKind, upgradeProblems } from "../src/rules";
 import { previewCheck, UpgradeRefused, type ControlPlaneVersionInputs } from "../src/providers/controlPlaneVersion";
 
 const REGION = "cn-hangzhou";
-const ENV = {
-    ALICLOUD_KUBEADM_ENDPOINT: "", ALIBABA_CLOUD_ACCESS_KEY_ID: TEST_CREDENTIALS.accessKeyId, ALIBABA_CLOUD_ACCESS_KEY_SECRET: TEST_CREDENTIALS.accessKeySecret,
-    ALIBABA_CLOUD_ECS_METADATA_DISABLED: "true", ALIBABA_CLOUD_CLI_PROFILE_DISABLED: "true",
-};
 const DEPRECATED = [
     'apiserver_requested_deprecated_apis{group="flowcontrol.apiserver.k8s.io",removed_release="1.36",resource="flowschemas",subresource="",version="v1beta3"} 1',
     'apiserver_requested_deprecated_apis{group="",removed_release="1.40",resource="endpoints",subresource="",version="v1"} 1',
@@ -65,28 +60,13 @@ describe("upgrade rules: skew, health, deprecated APIs", () => {
 
 describe("ControlPlaneVersion at preview: refusals read from the cluster, nothing changed", function () {
     this.timeout(60_000);
-    let saved: Record<string, string | undefined> = {};
-    let unguard: () => void = () => undefined;
-    let emu: Emulator;
+    const fx = useEmulator();
     let c: FakeCluster;
-    before(() => {
-        saved = Object.fromEntries(Object.keys(ENV).map((k) => [k, process.env[k]]));
-        Object.assign(process.env, ENV);
-        delete process.env.ALIBABA_CLOUD_SECURITY_TOKEN;
-        unguard = guardLoopbackOnly();
-    });
-    after(() => {
-        unguard();
-        for (const [k, v] of Object.entries(saved)) { if (v === undefined) delete process.env[k]; else process.env[k] = v; }
-    });
     beforeEach(async () => {
-        emu = await startEmulator();
-        process.env.ALICLOUD_KUBEADM_ENDPOINT = emu.endpoint;
-        c = await fakeCluster(emu, REGION, { masters: 3, version: "1.35.4" });
+        c = await fakeCluster(fx.emu, REGION, { masters: 3, version: "1.35.4" });
         c.addNode(c.master, { name: "master-0", controlPlane: true });
-        c.addNode(emu.addInstance({ regionId: REGION }).instanceId, { name: "worker-1" });
+        c.addNode(fx.emu.addInstance({ regionId: REGION }).instanceId, { name: "worker-1" });
     });
-    afterEach(async () => emu.close());
 
     const inputs = (target: string): ControlPlaneVersionInputs => ({
         region: REGION, masterInstanceId: c.master, masterInstanceIds: c.masters, commands: c.commands, pollIntervalMs: 2,
@@ -115,7 +95,7 @@ describe("ControlPlaneVersion at preview: refusals read from the cluster, nothin
         const err = await refusal("1.36.3");
         assert.match(err.message, /kubernetesVersion: .*not healthy.*Nodes NotReady: worker-1/);
         c.nodes.get("worker-1")!.ready = true;
-        emu.instances.get(c.masters[2])!.status = "Stopped";
+        fx.emu.instances.get(c.masters[2])!.status = "Stopped";
         const err2 = await refusal("1.36.3");
         assert.match(err2.message, /not healthy.*(API servers found|etcd members not healthy)/);
     });

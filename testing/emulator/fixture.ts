@@ -1,7 +1,8 @@
 /**
  * Mocha fixture: a fresh emulator per test, the environment pointed at it (endpoint + test
  * credentials, IMDS credential lookup disabled), restored afterwards, and a guard that fails any
- * connection to an address other than 127.0.0.1.
+ * connection to an address other than 127.0.0.1 (or the environment alone, for suites that start their own
+ * emulators); and the fault matrices' command-failure injection.
  */
 import * as net from "net";
 import { callApi, OpenApiError, type ParamValue, type Product } from "../../src/cloud/openapi";
@@ -23,31 +24,48 @@ export function guardLoopbackOnly(): () => void {
     return () => { net.Socket.prototype.connect = original; };
 }
 
-/** Register beforeEach/afterEach hooks; read `.emu` inside tests. */
-export function useEmulator(opts: EmulatorOptions = {}): { readonly emu: Emulator } {
-    const box: { emu?: Emulator } = {};
-    let saved: Record<string, string | undefined> = {};
-    let unguard: () => void = () => undefined;
-    beforeEach(async () => {
-        saved = Object.fromEntries(ENV_KEYS.map((k) => [k, process.env[k]]));
-        unguard = guardLoopbackOnly();
-        box.emu = await startEmulator(opts);
-        process.env.ALICLOUD_KUBEADM_ENDPOINT = box.emu.endpoint;
-        process.env.ALIBABA_CLOUD_ACCESS_KEY_ID = TEST_CREDENTIALS.accessKeyId;
-        process.env.ALIBABA_CLOUD_ACCESS_KEY_SECRET = TEST_CREDENTIALS.accessKeySecret;
-        process.env.ALIBABA_CLOUD_ECS_METADATA_DISABLED = "true";
-        process.env.ALIBABA_CLOUD_CLI_PROFILE_DISABLED = "true";
-        delete process.env.ALIBABA_CLOUD_SECURITY_TOKEN;
-    });
-    afterEach(async () => {
-        await box.emu?.close();
+/** Points the environment at an emulator (`endpoint`, test credentials, no IMDS or CLI profile); returns the restore function. */
+function enterEmulatorEnvironment(endpoint: string): () => void {
+    const saved = Object.fromEntries(ENV_KEYS.map((k) => [k, process.env[k]]));
+    const unguard = guardLoopbackOnly();
+    process.env.ALICLOUD_KUBEADM_ENDPOINT = endpoint;
+    process.env.ALIBABA_CLOUD_ACCESS_KEY_ID = TEST_CREDENTIALS.accessKeyId;
+    process.env.ALIBABA_CLOUD_ACCESS_KEY_SECRET = TEST_CREDENTIALS.accessKeySecret;
+    process.env.ALIBABA_CLOUD_ECS_METADATA_DISABLED = "true";
+    process.env.ALIBABA_CLOUD_CLI_PROFILE_DISABLED = "true";
+    delete process.env.ALIBABA_CLOUD_SECURITY_TOKEN;
+    return () => {
         unguard();
         for (const [k, v] of Object.entries(saved)) {
             if (v === undefined) delete process.env[k];
             else process.env[k] = v;
         }
+    };
+}
+
+/** Register beforeEach/afterEach hooks; read `.emu` inside tests. */
+export function useEmulator(opts: EmulatorOptions = {}): { readonly emu: Emulator } {
+    const box: { emu?: Emulator } = {};
+    let leave: () => void = () => undefined;
+    beforeEach(async () => {
+        box.emu = await startEmulator(opts);
+        leave = enterEmulatorEnvironment(box.emu.endpoint);
+    });
+    afterEach(async () => {
+        await box.emu?.close();
+        leave();
     });
     return { get emu(): Emulator { if (!box.emu) throw new Error("emulator not started"); return box.emu; } };
+}
+
+/**
+ * Register before/after hooks for a suite that starts its own emulators (several per test): the test credentials and the
+ * loopback guard for the whole suite; each emulator's endpoint is set by the test (`ALICLOUD_KUBEADM_ENDPOINT`).
+ */
+export function useEmulatorEnvironment(): void {
+    let leave: () => void = () => undefined;
+    before(() => { leave = enterEmulatorEnvironment(""); });
+    after(() => leave());
 }
 
 /** One OpenAPI call to the emulator through the real SDK path, without retries (the emulator's self-tests). */
@@ -72,4 +90,37 @@ export async function describeMap(product: Product, action: string, params: Reco
     const res = await call(product, action, params);
     const rows = ((res[list[0]] as Record<string, unknown> | undefined)?.[list[1]] ?? []) as Array<Record<string, string>>;
     return Object.fromEntries(rows.map((r) => [r[key], r[value]]));
+}
+
+/**
+ * Fault injection for fault matrices: the `index`-th Cloud Assistant command (1-based) from now fails with exit code 1;
+ * every other one is answered by the handler that would have answered it (the most recent match registered before).
+ * @returns a flag that turns true once the fault has struck
+ */
+export function failNthCommand(emu: Emulator, index: number): { struck: boolean } {
+    const hit = { struck: false };
+    let k = 0;
+    const handlers = emu.state.handlers;
+    emu.onCommand(/[\s\S]*/, (ctx) => {
+        if (++k === index) {
+            hit.struck = true;
+            return { exitCode: 1, output: "injected failure\n" };
+        }
+        for (let h = handlers.length - 2; h >= 0; h--) {
+            if (handlers[h].pattern.test(ctx.script)) {
+                const handler = handlers[h].handler;
+                return typeof handler === "function" ? handler(ctx) : handler;
+            }
+        }
+        return { exitCode: 127, output: "no handler" };
+    });
+    return hit;
+}
+
+/** Takes every fault of a fault matrix off: the request hooks and {@link failNthCommand}'s catch-all handler. */
+export function disarmFaults(emu: Emulator): void {
+    emu.beforeRequest = undefined;
+    emu.afterRequest = undefined;
+    const k = emu.state.handlers.findIndex((h) => h.pattern.source === "[\\s\\S]*");
+    if (k >= 0) emu.state.handlers.splice(k, 1);
 }
