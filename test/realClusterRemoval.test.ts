@@ -182,7 +182,7 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
         const real = JSON.parse(await c.kubectl(["get", "nodes", "-o", "json"])).items as Array<{
             metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string>; creationTimestamp: string };
             spec: { providerID?: string; podCIDR?: string; unschedulable?: boolean };
-            status: { conditions?: Array<{ type: string; status: string }> };
+            status: { conditions?: Array<{ type: string; status: string }>; addresses?: Array<{ type: string; address: string }> };
         }>;
         assert.deepStrictEqual(listed.map((n) => n.name).sort(), real.map((n) => n.metadata.name).sort(), "every Node, once");
         for (const n of real) {
@@ -196,6 +196,7 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
                 pool: n.metadata.labels?.[POOL_LABEL] ?? "",
                 createdAt: n.metadata.creationTimestamp,
                 removing: n.metadata.annotations?.["alicloud-kubeadm/removing"] ?? "",
+                internalIp: (n.status.addresses ?? []).find((x) => x.type === "InternalIP")?.address ?? "",
             }, `list-nodes line of ${n.metadata.name}`);
         }
         const byName = new Map(listed.map((n) => [n.name, n]));
@@ -208,11 +209,11 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
 
         // the selector parameter reaches kubectl: only the pool's Nodes
         assert.deepStrictEqual((await listNodes(access, `${POOL_LABEL}=general`)).map((n) => n.name).sort(), [nodeName(a), nodeName(b)].sort());
-        // and the columns never shift: eight per line, whatever is empty
+        // and the columns never shift: nine per line, whatever is empty
         const raw = await ops.runOnMaster(fill(renderOperation("list-nodes"), { selector: "" }));
         assert.strictEqual(raw.exitCode, 0, raw.output);
         const text = zlib.gunzipSync(Buffer.from(raw.output.trim(), "base64")).toString("utf8");
-        for (const line of text.split("\n").filter(Boolean)) assert.strictEqual(line.split("\t").length, 8, JSON.stringify(line));
+        for (const line of text.split("\n").filter(Boolean)) assert.strictEqual(line.split("\t").length, 9, JSON.stringify(line));
         assert.deepStrictEqual(parseNodeLines(text).map((n) => n.name).sort(), listed.map((n) => n.name).sort());
     });
 

@@ -37,6 +37,10 @@ export interface FakeNode {
     removing: string;
     /** A master's Node (never receives evicted pods). */
     controlPlane: boolean;
+    /** `spec.providerID` when it is not `<region>.<instance-id>` (a kubelet set up by hand: "", `alicloud://…`, another region). */
+    providerId?: string;
+    /** Its InternalIP when not its instance's private IP (default: the instance's, read at each listing). */
+    internalIp?: string;
 }
 
 export interface FakeCluster {
@@ -159,7 +163,8 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
         for (const n of c.nodes.values()) if ((readyAt.get(n.instanceId) ?? Infinity) <= listings) n.ready = true;
         const selector = /^alicloud-kubeadm\/pool=(\S+)$/.exec(ctx.parameters.selector ?? "")?.[1];
         const lines = [...c.nodes.values()].filter((n) => !selector || n.pool === selector)
-            .map((n) => [n.name, `${region}.${n.instanceId}`, n.ready ? "True" : "False", n.unschedulable ? "true" : "", n.podCidr, n.pool, n.createdAt, n.removing].join("\t"));
+            .map((n) => [n.name, n.providerId ?? `${region}.${n.instanceId}`, n.ready ? "True" : "False", n.unschedulable ? "true" : "", n.podCidr, n.pool, n.createdAt, n.removing,
+                n.internalIp ?? emu.instances.get(n.instanceId)?.privateIp ?? ""].join("\t"));
         return { output: gz(lines.join("\n")) };
     });
     emu.onCommand(operation("pod-owners"), (ctx) => {

@@ -112,17 +112,37 @@ export interface NodeInfo {
     createdAt: string;
     /** When a removal marked it (annotation `alicloud-kubeadm/removing`, set by the drain); "" when not marked. */
     removing: string;
+    /** Its first `InternalIP` address ("" when none, or listed by a list-nodes from before the column). */
+    internalIp: string;
 }
 
-/** Parses the lines list-nodes prints (src/shell/ops/list-nodes.sh): name, provider id, Ready, unschedulable, podCIDR, pool, created, removal mark. */
+/** Parses the lines list-nodes prints (src/shell/ops/list-nodes.sh): name, provider id, Ready, unschedulable, podCIDR, pool, created, removal mark, InternalIP(s). */
 export function parseNodeLines(text: string): NodeInfo[] {
     return text.split("\n").filter((l) => l.trim() !== "").map((line) => {
-        const [name, providerId, ready, unschedulable, podCidr, pool, createdAt, removing] = line.split("\t");
+        const [name, providerId, ready, unschedulable, podCidr, pool, createdAt, removing, addresses] = line.split("\t");
         return {
             name, providerId: providerId ?? "", ready: ready === "True", unschedulable: unschedulable === "true", podCidr: podCidr ?? "", pool: pool ?? "",
-            createdAt: createdAt ?? "", removing: removing ?? "",
+            createdAt: createdAt ?? "", removing: removing ?? "", internalIp: (addresses ?? "").trim().split(/\s+/)[0] ?? "",
         };
     });
+}
+
+/** The instance id a provider id names: `<region>.<id>`, or any form ending in `.<id>` or `/<id>` (another region, an `alicloud://` prefix); "" for none. */
+export function instanceOfProviderId(providerId: string): string {
+    return /(?:^|[./])(i-[A-Za-z0-9]+)$/.exec(providerId)?.[1] ?? "";
+}
+
+/**
+ * The Node of an instance: the one whose provider id is `<region>.<instance-id>`; else one whose provider id names
+ * the instance in another form (another region, a prefix: kubelets set up by hand); else one with the instance's
+ * private IP whose provider id names no other instance (empty, or a form we cannot read). Matching the IP too is
+ * the safe side: an instance believed Node-less is stopped and released without a drain. docs/upstream.md#provider-id.
+ */
+export function nodeOfInstance(nodes: readonly NodeInfo[], region: string, instance: { instanceId: string; privateIp?: string }): NodeInfo | undefined {
+    const id = instance.instanceId;
+    return nodes.find((n) => n.providerId === providerIdOf(region, id))
+        ?? nodes.find((n) => instanceOfProviderId(n.providerId) === id)
+        ?? (instance.privateIp ? nodes.find((n) => n.internalIp === instance.privateIp && instanceOfProviderId(n.providerId) === "") : undefined);
 }
 
 /** Every Node, optionally filtered by a label selector (e.g. `alicloud-kubeadm/pool=general`). */

@@ -5,6 +5,13 @@
  */
 import * as net from "net";
 import { callApi, OpenApiError, type ParamValue, type Product } from "../../src/cloud/openapi";
+import { configurePacer, resetPacer } from "../../src/cloud/pacer";
+
+/**
+ * The pacer's rate in tests that are not about pacing: high enough never to hold a call (tests poll every few ms,
+ * far faster than a real run); a pacing test sets its own with `configurePacer` after the fixture's reset.
+ */
+export const UNPACED = { rates: { "*": 10_000 }, burst: 10_000 };
 import { Emulator, EmulatorOptions, startEmulator, TEST_CREDENTIALS } from "./index";
 
 const ENV_KEYS = ["ALICLOUD_KUBEADM_ENDPOINT", "ALIBABA_CLOUD_ACCESS_KEY_ID", "ALIBABA_CLOUD_ACCESS_KEY_SECRET", "ALIBABA_CLOUD_SECURITY_TOKEN", "ALIBABA_CLOUD_ECS_METADATA_DISABLED", "ALIBABA_CLOUD_CLI_PROFILE_DISABLED"];
@@ -31,6 +38,9 @@ export function useEmulator(opts: EmulatorOptions = {}): { readonly emu: Emulato
     beforeEach(async () => {
         saved = Object.fromEntries(ENV_KEYS.map((k) => [k, process.env[k]]));
         unguard = guardLoopbackOnly();
+        // Each test starts with fresh rate buckets: one test's throttling must not slow the next.
+        resetPacer();
+        configurePacer(UNPACED);
         box.emu = await startEmulator(opts);
         process.env.ALICLOUD_KUBEADM_ENDPOINT = box.emu.endpoint;
         process.env.ALIBABA_CLOUD_ACCESS_KEY_ID = TEST_CREDENTIALS.accessKeyId;

@@ -1,0 +1,192 @@
+/**
+ * One pacer for every cloud call a process makes: a token bucket per action (`<product>:<Action>`), shared by
+ * everything in the process that calls the cloud — the dynamic providers of one `pulumi up`, the removal core,
+ * doctor, and on a master the admission service. Alibaba Cloud limits each action per account and region
+ * (docs/upstream.md#api-rate-limits); every process of the account draws on the same limit, and none knows the
+ * others, so each paces itself and slows down when the cloud says it is throttled:
+ *
+ * - **Token bucket** per action: `rate` calls per second with a burst of `burst` (GCRA: a call waits until its
+ *   slot comes; calls are served in the order they asked).
+ * - **AIMD**: a throttling answer halves that action's rate and spends its burst — once per round: answers to calls
+ *   sent before the last cut are the same signal — and each second without one gives back {@link RECOVERY_PER_SECOND}
+ *   calls/s, up to the configured rate. So several processes sharing one limit settle near their share without
+ *   knowing of each other.
+ * - **Visible**: when a call's wait grows past {@link REPORT_WAIT_MS}, one line goes to the reporter set with
+ *   {@link reportPacingTo} (the providers' Pulumi log), saying the action, its rate and the wait.
+ *
+ * State lives on `globalThis` under a versioned key, not in a module variable: Pulumi serializes a dynamic
+ * provider's functions by value, and each resource would otherwise carry its own copy of the buckets. From the
+ * installed package the module is required by name and the key changes nothing; in this repository (providers
+ * serialized whole) the key is what makes two resources in one provider host share one bucket. A change of the
+ * state's shape changes the key. Node built-ins only, no imports: the admission service ships this file as is.
+ *
+ * Defaults (assumptions, see docs/upstream.md#api-rate-limits): {@link DEFAULT_RATE_PER_SECOND} calls/s and a burst
+ * of {@link DEFAULT_BURST} per action and process; `ALICLOUD_KUBEADM_API_RATE` overrides them, e.g. `5`,
+ * or `*=5,ecs:DescribeInvocationResults=10,ess:*=2`.
+ */
+
+/** Calls per second per action when nothing else is configured (an assumption: Alibaba's quotas are per account and not published). */
+export const DEFAULT_RATE_PER_SECOND = 20;
+/** Calls one action may make at once after a quiet spell. */
+export const DEFAULT_BURST = 20;
+/** The slowest an action is paced after throttling answers: one call every 5 s. */
+export const MIN_RATE_PER_SECOND = 0.2;
+/** Calls/s given back per second without a throttling answer (the additive increase). */
+export const RECOVERY_PER_SECOND = 0.5;
+/** A wait at least this long is reported (when it grew since the last report, or 30 s later). */
+export const REPORT_WAIT_MS = 2000;
+/** Environment variable with the rates: a number (every action), or `key=rate` pairs (`*`, `ecs:*`, `ecs:InvokeCommand`). */
+export const RATE_ENV = "ALICLOUD_KUBEADM_API_RATE";
+
+const STATE_KEY = "__alicloudKubeadmPacer_v1";
+
+/** One action's bucket. */
+export interface Bucket {
+    /** `<product>:<Action>`. */
+    key: string;
+    /** Configured calls per second. */
+    configured: number;
+    /** Calls per second now (lower after throttling answers). */
+    rate: number;
+    /** Burst now (1 after a throttling answer, until the rate is back). */
+    burst: number;
+    /** Theoretical arrival time of the next call (GCRA), ms since the epoch. */
+    tat: number;
+    /** When the rate last changed (cut or recovered), ms. */
+    adjusted: number;
+    /** When the rate was last cut, ms (0: never). */
+    cutAt: number;
+    /** Calls made (slots handed out). */
+    calls: number;
+    /** Throttling answers seen. */
+    throttled: number;
+    /** The longest wait handed out, ms. */
+    longestWaitMs: number;
+    lastReportedWaitMs: number;
+    lastReportAt: number;
+}
+
+interface PacerState {
+    buckets: Record<string, Bucket>;
+    /** Rates by key (`*`, `<product>:*`, `<product>:<Action>`), calls per second. */
+    rates: Record<string, number>;
+    burst: number;
+    report?: (message: string) => void;
+}
+
+/** Parses `ALICLOUD_KUBEADM_API_RATE`: a number, or comma-separated `key=rate`. Anything unreadable is ignored (the default holds). */
+export function parseRates(text: string | undefined): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const part of (text ?? "").split(",").map((p) => p.trim()).filter(Boolean)) {
+        const [key, value] = part.includes("=") ? part.split("=", 2).map((s) => s.trim()) : ["*", part];
+        const rate = Number(value);
+        if (key && Number.isFinite(rate) && rate > 0) out[key] = rate;
+    }
+    return out;
+}
+
+function state(): PacerState {
+    const g = globalThis as unknown as Record<string, PacerState | undefined>;
+    let s = g[STATE_KEY];
+    if (!s) {
+        s = { buckets: {}, rates: { "*": DEFAULT_RATE_PER_SECOND, ...parseRates(process.env[RATE_ENV]) }, burst: DEFAULT_BURST };
+        g[STATE_KEY] = s;
+    }
+    return s;
+}
+
+function configuredRate(s: PacerState, key: string): number {
+    return Math.max(MIN_RATE_PER_SECOND, s.rates[key] ?? s.rates[`${key.split(":")[0]}:*`] ?? s.rates["*"] ?? DEFAULT_RATE_PER_SECOND);
+}
+
+function bucketOf(key: string, now: number): Bucket {
+    const s = state();
+    let b = s.buckets[key];
+    if (!b) {
+        const configured = configuredRate(s, key);
+        b = { key, configured, rate: configured, burst: s.burst, tat: now, adjusted: now, cutAt: 0, calls: 0, throttled: 0, longestWaitMs: 0, lastReportedWaitMs: 0, lastReportAt: 0 };
+        s.buckets[key] = b;
+    }
+    return b;
+}
+
+/** Additive increase: the time since the last change gives rate back, up to the configured rate (and the burst with it). */
+function recover(b: Bucket, now: number): void {
+    if (b.rate >= b.configured) return;
+    const seconds = (now - b.adjusted) / 1000;
+    if (seconds <= 0) return;
+    b.rate = Math.min(b.configured, b.rate + seconds * RECOVERY_PER_SECOND);
+    b.adjusted = now;
+    if (b.rate >= b.configured) b.burst = state().burst;
+}
+
+/**
+ * Reserves the next slot of `key` and waits for it.
+ * @param key `<product>:<Action>`, e.g. `ecs:InvokeCommand`
+ * @returns how long the call waited, ms
+ */
+export async function pace(key: string): Promise<number> {
+    const now = Date.now();
+    const b = bucketOf(key, now);
+    recover(b, now);
+    const interval = 1000 / b.rate;
+    const tolerance = (Math.max(1, b.burst) - 1) * interval;
+    const start = Math.max(now, b.tat - tolerance);
+    b.tat = Math.max(b.tat, now) + interval;
+    b.calls += 1;
+    const waitMs = start - now;
+    b.longestWaitMs = Math.max(b.longestWaitMs, waitMs);
+    report(b, waitMs, now);
+    if (waitMs > 0) await new Promise((resolve) => setTimeout(resolve, waitMs));
+    return waitMs;
+}
+
+function report(b: Bucket, waitMs: number, now: number): void {
+    const sink = state().report;
+    if (!sink || waitMs < REPORT_WAIT_MS) return;
+    if (waitMs <= b.lastReportedWaitMs * 1.5 && now - b.lastReportAt < 30_000) return;
+    b.lastReportedWaitMs = waitMs;
+    b.lastReportAt = now;
+    const why = b.rate < b.configured ? `slowed to ${b.rate.toFixed(1)} calls/s after ${b.throttled} throttling answer(s) (configured ${b.configured}/s)` : `at ${b.configured} calls/s`;
+    sink(`cloud API ${b.key}: ${why}; calls queue, the next waits ${(waitMs / 1000).toFixed(1)} s (${RATE_ENV} sets the rate)`);
+}
+
+/**
+ * The cloud answered `key` with a throttling code: halve its rate (unless the call was sent before the last cut:
+ * that answer is the same signal), spend its burst, and hold its next slot for `retryAfterMs` when the server said how long.
+ * @param sentAt when the throttled call was sent, ms (default now)
+ */
+export function throttled(key: string, retryAfterMs?: number, sentAt = Date.now()): void {
+    const now = Date.now();
+    const b = bucketOf(key, now);
+    b.throttled += 1;
+    if (sentAt >= b.cutAt) {
+        b.rate = Math.max(MIN_RATE_PER_SECOND, b.rate / 2);
+        b.adjusted = now;
+        b.cutAt = now;
+    }
+    b.burst = 1;
+    b.tat = Math.max(b.tat, now + 1000 / b.rate, now + (retryAfterMs ?? 0));
+}
+
+/** Sets where waits are reported (the Pulumi log in a provider; none by default). */
+export function reportPacingTo(sink: ((message: string) => void) | undefined): void {
+    state().report = sink;
+}
+
+/** Sets rates (calls per second by `*`, `<product>:*` or `<product>:<Action>`) and the burst for buckets made from now on; tests and tools. */
+export function configurePacer(settings: { rates?: Record<string, number>; burst?: number }): void {
+    const s = state();
+    if (settings.rates) s.rates = { ...s.rates, ...settings.rates };
+    if (settings.burst !== undefined) s.burst = Math.max(1, Math.floor(settings.burst));
+}
+
+/** A copy of every bucket (tests, benchmarks). */
+export function pacerBuckets(): Record<string, Bucket> {
+    return JSON.parse(JSON.stringify(state().buckets)) as Record<string, Bucket>;
+}
+
+/** Forgets every bucket and setting; the next call starts from the defaults and the environment (tests, benchmarks). */
+export function resetPacer(): void {
+    delete (globalThis as unknown as Record<string, unknown>)[STATE_KEY];
+}
