@@ -29,6 +29,8 @@ export interface ScalingGroup {
     activeCapacity: number;
     pendingCapacity: number;
     removingCapacity: number;
+    /** Processes suspended (SuspendProcesses): `ScaleIn`, `ScaleOut`, `HealthCheck`, … ([] when none, or not reported). */
+    suspendedProcesses: string[];
 }
 
 /** A scaling activity. */
@@ -104,6 +106,7 @@ export async function describeScalingGroups(region: string, ids: readonly string
                 scalingGroupId: String(g.ScalingGroupId), lifecycleState: String(g.LifecycleState ?? ""), minSize: n("MinSize"), maxSize: n("MaxSize"),
                 desiredCapacity: n("DesiredCapacity"), totalCapacity: n("TotalCapacity"), activeCapacity: n("ActiveCapacity"),
                 pendingCapacity: n("PendingCapacity"), removingCapacity: n("RemovingCapacity"),
+                suspendedProcesses: ((g.SuspendedProcesses as { SuspendedProcess?: string[] } | undefined)?.SuspendedProcess ?? []).map(String),
             });
         }
     }

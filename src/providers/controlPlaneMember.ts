@@ -11,7 +11,8 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { CommandError } from "../cloud/cloudAssistant";
-import { bootstrapLog, joinSecrets, listNodes, providerIdOf, runJoin, sendSecret, type ClusterAccess, type JoinSecrets } from "../cloud/operations";
+import { bootstrapLog, joinSecrets, listNodes, nodeOfInstance, providerIdOf, runJoin, sendSecret, type ClusterAccess, type JoinSecrets } from "../cloud/operations";
+import { waitFor } from "../cloud/wait";
 import { clusterAccess, type ClusterAccessArgs, type ClusterAccessInputs } from "./access";
 import { removeNode } from "../removal";
 import { pulumiLog } from "./log";
@@ -45,7 +46,8 @@ export async function joinControlPlaneMember(inputs: ControlPlaneMemberInputs, l
     const master: ClusterAccess = { ...clusterAccess(inputs), pollIntervalMs };
     const providerId = providerIdOf(region, memberInstanceId);
 
-    const existing = (await listNodes(master)).find((n) => n.providerId === providerId);
+    const member = { instanceId: memberInstanceId };
+    const existing = nodeOfInstance(await listNodes(master), region, member);
     if (!existing) {
         log(`asking a master (${master.masterInstanceIds.join(" or ")}) for a certificate key and a join token`);
         const secrets: JoinSecrets = await joinSecrets(master);
@@ -65,19 +67,14 @@ export async function joinControlPlaneMember(inputs: ControlPlaneMemberInputs, l
         log(`${memberInstanceId} is already a node (${existing.name}); waiting for Ready`);
     }
 
-    const deadline = Date.now() + (inputs.readyTimeoutSeconds ?? 600) * 1000;
-    for (;;) {
-        const node = (await listNodes(master)).find((n) => n.providerId === providerId);
-        if (node?.ready) {
-            log(`control-plane member ${memberInstanceId} is Ready as ${node.name}`);
-            return node.name;
-        }
-        if (Date.now() + pollMs > deadline) {
-            throw new Error(`control-plane member ${memberInstanceId} joined but is not Ready after ${inputs.readyTimeoutSeconds ?? 600} s ` +
-                `(${node ? `node ${node.name} NotReady` : `no Node with provider id ${providerId}`}); check the pod network and \`npm run doctor\``);
-        }
-        await new Promise((r) => setTimeout(r, pollMs));
-    }
+    const name = await waitFor(async () => {
+        const node = nodeOfInstance(await listNodes(master), region, member);
+        return node?.ready ? { done: true, value: node.name } : { done: false, state: node ? `node ${node.name} NotReady` : `no Node with provider id ${providerId}` };
+    }, { timeoutMs: (inputs.readyTimeoutSeconds ?? 600) * 1000, firstDelayMs: pollMs, maxDelayMs: pollMs, factor: 1 },
+    (state) => new Error(`control-plane member ${memberInstanceId} joined but is not Ready after ${inputs.readyTimeoutSeconds ?? 600} s ` +
+        `(${state}); check the pod network and \`npm run doctor\``));
+    log(`control-plane member ${memberInstanceId} is Ready as ${name}`);
+    return name;
 }
 
 export const CONTROL_PLANE_MEMBER_PROVIDER_VERSION = "2";
