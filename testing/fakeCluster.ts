@@ -204,14 +204,15 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
         return { output: "uncordoned\n" };
     });
     emu.onCommand(operation("delete-node"), (ctx) => {
-        const name = ctx.parameters.node;
-        c.log.push(`${ctx.instanceId}: delete-node ${name}`);
-        const node = c.nodes.get(name);
-        c.nodes.delete(name);
-        if (node && c.kubeletReregisters && c.credentials.has(node.instanceId) && running(node.instanceId)) {
-            c.nodes.set(name, { ...node, unschedulable: false, removing: "", pods: [], createdAt: new Date().toISOString() });
+        for (const name of ctx.parameters.nodes.split(" ")) {
+            c.log.push(`${ctx.instanceId}: delete-node ${name}`);
+            const node = c.nodes.get(name);
+            c.nodes.delete(name);
+            if (node && c.kubeletReregisters && c.credentials.has(node.instanceId) && running(node.instanceId)) {
+                c.nodes.set(name, { ...node, unschedulable: false, removing: "", pods: [], createdAt: new Date().toISOString() });
+            }
         }
-        return { output: `node "${name}" deleted\n` };
+        return { output: ctx.parameters.nodes.split(" ").map((name) => `node "${name}" deleted\n`).join("") };
     });
     emu.onCommand(operation("etcd-member-remove"), (ctx) => {
         const { member, peerip: peerIp, etcdnode: via } = ctx.parameters;

@@ -430,3 +430,29 @@ export async function runOnInstance(opts: RunOnInstanceOptions): Promise<string>
     }
     return r.output;
 }
+
+/**
+ * Stops the invocations of saved command `commandId` still running (or pending) on the instance
+ * (DescribeInvocations, then StopInvocation for that instance) and waits until none runs; a join still running
+ * there would otherwise register its Node again after a removal's reset. docs/upstream.md#cas-stop-invocation.
+ * @returns the invocations stopped ([] when none ran)
+ */
+export async function stopRunningInvocations(region: string, instanceId: string, commandId: string, opts: { pollMs?: number; timeoutMs?: number } = {}): Promise<string[]> {
+    const running = async () => {
+        const res = await callApi("ecs", "DescribeInvocations", { InstanceId: instanceId, CommandId: commandId, MaxResults: 50 }, { region });
+        type Raw = { InvokeId?: string; InvokeInstances?: { InvokeInstance?: Array<{ InstanceId?: string; InvocationStatus?: string }> } };
+        return ((res.Invocations as { Invocation?: Raw[] } | undefined)?.Invocation ?? [])
+            .filter((inv) => (inv.InvokeInstances?.InvokeInstance ?? []).some((x) => x.InstanceId === instanceId && NON_TERMINAL.includes(String(x.InvocationStatus))))
+            .map((inv) => String(inv.InvokeId));
+    };
+    const stopped = await running();
+    for (const invokeId of stopped) await callApi("ecs", "StopInvocation", { InvokeId: invokeId, InstanceId: [instanceId] }, { region });
+    if (stopped.length === 0) return [];
+    const timeoutMs = opts.timeoutMs ?? 120_000;
+    await waitFor(async () => {
+        const left = await running();
+        return left.length === 0 ? { done: true, value: undefined } : { done: false, state: left.join(", ") };
+    }, { timeoutMs, firstDelayMs: opts.pollMs ?? 1000, pauseFirst: true },
+    (left) => new Error(`invocation(s) ${left} of command ${commandId} still run on ${instanceId} ${Math.round(timeoutMs / 1000)} s after StopInvocation`));
+    return stopped;
+}

@@ -98,7 +98,7 @@ export async function stopInstanceAndWait(region: string, instanceId: string,
                 if (code !== "IncorrectInstanceStatus") throw err;
             }
         }
-        return { done: false, state: `status ${inst.status}${inst.locked ? ", operation in progress" : ""}` };
+        return { done: false, state: `now ${inst.status}${inst.locked ? ", operation in progress" : ""}` };
     }, { timeoutMs, firstDelayMs: opts.pollMs ?? 1000, maxDelayMs: 10_000, log: opts.log && ((state) => opts.log!(`${instanceId}: waiting for Stopped (${state})`)) },
     (state) => new Error(`${instanceId} did not become Stopped within ${Math.round(timeoutMs / 1000)} s (${state}); look at the instance in the ECS console, then run again`));
 }
@@ -113,7 +113,7 @@ export async function waitForInstanceStatus(region: string, instanceId: string, 
         const inst = await describeInstance(region, instanceId);
         if (!inst) throw new Error(`ECS instance ${instanceId} does not exist in ${region}; ${opts.fix}`);
         return inst.status === status && !inst.locked ? { done: true, value: undefined }
-            : { done: false, state: `status ${inst.status}${inst.locked ? ", operation in progress" : ""}` };
+            : { done: false, state: `now ${inst.status}${inst.locked ? ", operation in progress" : ""}` };
     }, { timeoutMs: opts.timeoutMs, firstDelayMs: opts.pollMs ?? 1000, maxDelayMs: opts.pollMs ?? 10_000, factor: 1, log: opts.log && ((state) => opts.log!(`${instanceId}: waiting for ${status} (${state})`)) },
     (state) => new Error(`${instanceId} did not become ${status} within ${Math.round(opts.timeoutMs / 1000)} s (${state}); look at the instance in the ECS console, then run \`pulumi up\` again`));
 }

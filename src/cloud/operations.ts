@@ -8,7 +8,7 @@
 import { CommandError, runOnInstance } from "./cloudAssistant";
 import { newChannelId, newRecipient, seal } from "./channel";
 import { cannotRunCommands, classify } from "./errors";
-import { CERTIFICATE_KEY_PATTERN, MAX_ENCRYPTION_CONFIG_GZ_B64, OPERATIONS, operationParameters, TOKEN_PATTERN, POOL_LABEL, providerIdOf, type JoinOperation, type NodeCommandIds, type OperationName, type ParameterName, type SavedOperation } from "../rules";
+import { CERTIFICATE_KEY_PATTERN, MAX_ENCRYPTION_CONFIG_GZ_B64, MAX_NODES_PARAMETER_BYTES, OPERATIONS, operationParameters, TOKEN_PATTERN, POOL_LABEL, providerIdOf, type JoinOperation, type NodeCommandIds, type OperationName, type ParameterName, type SavedOperation } from "../rules";
 
 export { POOL_LABEL, providerIdOf, type NodeCommandIds };
 
@@ -36,6 +36,8 @@ export interface InvokeOptions {
     timeoutSeconds?: number;
     /** The output may carry secrets: keep it out of errors. Default false. */
     sensitive?: boolean;
+    /** Only the exit status matters: output Cloud Assistant cut (it keeps 24 KB) is not an error. Default false. */
+    truncatedOutputIsFine?: boolean;
 }
 
 /** The masters in the order to try them: the one that last worked for this access first, then master 0 onwards. */
@@ -85,7 +87,7 @@ export async function invokeOperation(access: Pick<ClusterAccess, "region" | "co
     return runOnInstance({
         region: access.region, instanceId, commandId: access.commands[op], parameters: operationParameters(op, values),
         name: `alicloud-kubeadm ${op}`, timeoutSeconds: opts.timeoutSeconds ?? spec.timeoutSeconds, sensitiveOutput: opts.sensitive,
-        pollIntervalMs: access.pollIntervalMs,
+        pollIntervalMs: access.pollIntervalMs, truncatedOutputIsFine: opts.truncatedOutputIsFine,
     });
 }
 
@@ -162,10 +164,13 @@ export async function workloadPods(access: ClusterAccess): Promise<Map<string, n
     return counts;
 }
 
-/** Cordons and drains a Node through the eviction API. */
+/**
+ * Cordons and drains a Node through the eviction API. Its exit status decides: a drain that succeeded but printed
+ * more than Cloud Assistant keeps is a success (the output is only quoted when it fails).
+ */
 export async function drainNode(access: ClusterAccess, node: string, opts: { timeoutSeconds: number; force: boolean; skipWaitSeconds: number }): Promise<void> {
     await invokeOnMaster(access, "drain", { node, timeout: String(opts.timeoutSeconds), force: String(opts.force), skipWait: String(opts.skipWaitSeconds) },
-        { timeoutSeconds: opts.timeoutSeconds + 60 });
+        { timeoutSeconds: opts.timeoutSeconds + 60, truncatedOutputIsFine: true });
 }
 
 /** Uncordons a Node a removal marked and cordoned, and takes the mark off (a Node not marked is left alone). */
@@ -174,9 +179,15 @@ export async function uncordonNode(access: ClusterAccess, node: string): Promise
     return out.includes("not-marked") ? "not-marked" : "uncordoned";
 }
 
-/** Deletes a Node object (one already gone is fine). */
-export async function deleteNode(access: ClusterAccess, node: string): Promise<void> {
-    await invokeOnMaster(access, "delete-node", { node });
+/** Deletes Node objects (ones already gone are fine): one command for as many names as its parameter holds. */
+export async function deleteNodes(access: ClusterAccess, nodes: readonly string[]): Promise<void> {
+    const chunks: string[][] = [];
+    for (const name of nodes) {
+        const last = chunks[chunks.length - 1];
+        if (last && [...last, name].join(" ").length <= MAX_NODES_PARAMETER_BYTES) last.push(name);
+        else chunks.push([name]);
+    }
+    for (const chunk of chunks) await invokeOnMaster(access, "delete-node", { nodes: chunk.join(" ") });
 }
 
 /** Removes the etcd member named `member` or with peer address `peerIp` (either may be "") through the etcd of master `etcdNode`. */

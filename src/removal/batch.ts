@@ -9,7 +9,7 @@
  */
 import { deletePodRoutes } from "./routes";
 import { ESS_BATCH, leaveGroupBatch } from "./scalingGroup";
-import { deleteNodeAfterLeaving, findNodes, kubernetesSide } from "./steps";
+import { deleteNodesAfterLeaving, describeTargets, findNodes, kubernetesSide } from "./steps";
 import { beginRemoval, beginRun, notApplicable, RemovalError, type NodeRemoval, type RemovalOptions, type RemovalReport, type RemovalRun, type RemovalTarget } from "./types";
 
 /** Runs `work` over `items`, `concurrency` at a time, to the end (failures are the work's to record). */
@@ -118,7 +118,7 @@ export async function removeNodes(targets: RemovalTarget[], opts: RemovalOptions
     const removals = targets.map((t) => beginRemoval(t, opts));
     const failed = new Map<NodeRemoval, Error>();
     const record = (rs: readonly NodeRemoval[]) => (err: unknown) => rs.forEach((r) => failed.set(r, err as Error));
-    await findNodes(removals, run).catch(record(removals));
+    await describeTargets(removals, run).then(() => findNodes(removals, run)).catch(record(removals));
     const groups = new GroupQueues(run, failed);
     await eachLimited(removals.filter((r) => !failed.has(r)), opts.concurrency ?? 10, async (r) => {
         try {
@@ -132,8 +132,7 @@ export async function removeNodes(targets: RemovalTarget[], opts: RemovalOptions
     });
     groups.release();
     await groups.settled();
-    await eachLimited(removals.filter((r) => !failed.has(r) && r.facts.deleteAfterLeaving), opts.concurrency ?? 10,
-        (r) => deleteNodeAfterLeaving(r, run).catch(record([r])));
+    await deleteNodesAfterLeaving(removals.filter((r) => !failed.has(r)), run, failed);
     const left = removals.filter((r) => !failed.has(r));
     await deletePodRoutes(left, run).catch(record(left));
     for (const r of removals.filter((x) => !failed.has(x))) r.log(`${r.target.instanceId} removed (${r.report.done.join(", ") || "nothing left to do"})`);
