@@ -204,7 +204,8 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
         return { output: "uncordoned\n" };
     });
     emu.onCommand(operation("delete-node"), (ctx) => {
-        for (const name of ctx.parameters.nodes.split(" ")) {
+        const names = (ctx.parameters.nodes ?? ctx.parameters.node).split(" ");
+        for (const name of names) {
             c.log.push(`${ctx.instanceId}: delete-node ${name}`);
             const node = c.nodes.get(name);
             c.nodes.delete(name);
@@ -212,7 +213,7 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
                 c.nodes.set(name, { ...node, unschedulable: false, removing: "", pods: [], createdAt: new Date().toISOString() });
             }
         }
-        return { output: ctx.parameters.nodes.split(" ").map((name) => `node "${name}" deleted\n`).join("") };
+        return { output: names.map((name) => `node "${name}" deleted\n`).join("") };
     });
     emu.onCommand(operation("etcd-member-remove"), (ctx) => {
         const { member, peerip: peerIp, etcdnode: via } = ctx.parameters;
