@@ -77,7 +77,7 @@ export async function joinControlPlaneMember(inputs: ControlPlaneMemberInputs, l
     return name;
 }
 
-export const CONTROL_PLANE_MEMBER_PROVIDER_VERSION = "2";
+export const CONTROL_PLANE_MEMBER_PROVIDER_VERSION = "3";
 
 /**
  * The outputs of a ControlPlaneMember that are secrets: none. Its join secrets are made on a master and
@@ -101,7 +101,8 @@ export const controlPlaneMemberProvider: pulumi.dynamic.ResourceProvider = {
     },
     async delete(_id: string, props: ControlPlaneMemberInputs) {
         const log = pulumiLog();
-        await removeNode({ instanceId: props.memberInstanceId, kind: "control-plane" }, {
+        // A control-plane join still running there is stopped before the reset (it would join the member again).
+        await removeNode({ instanceId: props.memberInstanceId, kind: "control-plane", joinCommandId: props.joinCommandId }, {
             region: props.region, masterInstanceIds: clusterAccess(props).masterInstanceIds, commands: props.commands, routeTableId: props.routeTableId, podCidr: props.podCidr,
             pollIntervalMs: Math.min(1000, (props.pollSeconds ?? 10) * 1000), log: (m) => log.info(m), warn: (m) => log.warn(m),
         });

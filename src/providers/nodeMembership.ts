@@ -28,7 +28,7 @@ import { parameterProblem, TOKEN_PATTERN } from "../rules";
 import { pulumiLog } from "./log";
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
-export const NODE_MEMBERSHIP_PROVIDER_VERSION = "2";
+export const NODE_MEMBERSHIP_PROVIDER_VERSION = "3";
 
 /** The outputs of a NodeMembership that are secrets (its state echoes its inputs: the attach script and the token). */
 export const NODE_MEMBERSHIP_SECRET_OUTPUTS = ["userData", "token"] as const;
@@ -258,9 +258,9 @@ export const nodeMembershipProvider: pulumi.dynamic.ResourceProvider = {
             drainTimeoutSeconds: props.drainTimeoutSeconds, pollIntervalMs: props.pollIntervalMs, removeWithoutReset: props.removeWithoutReset,
             log: (m) => log.info(m), warn: (m) => log.warn(m),
         };
-        // Looked up by provider id, not taken from state: the Node may be gone already (a resumed delete,
-        // or the CCM removed it after the instance was released).
-        await removeNode({ instanceId: props.instanceId, kind: "existing" }, opts);
+        // Looked up by provider id or IP, not taken from state: the Node may be gone already (a resumed delete,
+        // or the CCM removed it after the instance was released). An attach still running is stopped before the reset.
+        await removeNode({ instanceId: props.instanceId, kind: "existing", joinCommandId: props.mode === "manual" ? props.attachCommandId : undefined }, opts);
     },
 };
 
