@@ -231,8 +231,7 @@ export async function callApi(product: Product, action: string, params: Record<s
 
     for (let attempt = 1; ; attempt++) {
         let err: SdkError;
-        await pace(key);
-        const sentAt = Date.now();
+        const { slotTakenAt } = await pace(key);
         try {
             const client = new core.default(new core.$OpenApiUtil.Config({
                 credential: defaultCredential(), endpoint: host, protocol, regionId: opts.region,
@@ -253,7 +252,7 @@ export async function callApi(product: Product, action: string, params: Record<s
         const retryAfter = err.retryAfter !== undefined && err.retryAfter >= 0 ? err.retryAfter : undefined;
         const throttling = /Throttling/.test(failure.code);
         // The pacer spaces a throttled action's calls from now on: the retry waits for its slot, not for a backoff of its own.
-        if (throttling) throttled(key, retryAfter, sentAt);
+        if (throttling) throttled(key, retryAfter, slotTakenAt);
         const elapsed = Date.now() - started;
         const backoffCap = Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** (attempt - 1));
         const delayMs = throttling ? 0 : retryAfter ?? Math.floor(Math.random() * backoffCap);

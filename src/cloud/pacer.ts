@@ -5,8 +5,8 @@
  * (docs/upstream.md#api-rate-limits); every process of the account draws on the same limit, and none knows the
  * others, so each paces itself and slows down when the cloud says it is throttled:
  *
- * - **Token bucket** per action: `rate` calls per second with a burst of `burst` (GCRA: a call waits until its
- *   slot comes; calls are served in the order they asked).
+ * - **Token bucket** per action: `rate` calls per second with a burst of `burst`; a call without a token waits in
+ *   the action's queue, served in the order they asked, each at the rate the action has when its turn comes.
  * - **AIMD**: a throttling answer halves that action's rate and spends its burst — once per round: answers to calls
  *   sent before the last cut are the same signal — and each second without one gives back {@link RECOVERY_PER_SECOND}
  *   calls/s, up to the configured rate. So several processes sharing one limit settle near their share without
@@ -50,8 +50,12 @@ export interface Bucket {
     rate: number;
     /** Burst now (1 after a throttling answer, until the rate is back). */
     burst: number;
-    /** Theoretical arrival time of the next call (GCRA), ms since the epoch. */
-    tat: number;
+    /** Tokens in the bucket (negative: a server's retry-after is being waited out). */
+    tokens: number;
+    /** When the tokens were last topped up, ms since the epoch. */
+    refilledAt: number;
+    /** Calls waiting for a token. */
+    queued: number;
     /** When the rate last changed (cut or recovered), ms. */
     adjusted: number;
     /** When the rate was last cut, ms (0: never). */
@@ -68,6 +72,10 @@ export interface Bucket {
 
 interface PacerState {
     buckets: Record<string, Bucket>;
+    /** Per action, the calls waiting for a token, in order (kept apart from the buckets: functions, not data). */
+    waiters: Record<string, Array<(slotTakenAt: number) => void>>;
+    /** Per action, whether a timer will hand out the next token. */
+    timers: Record<string, boolean>;
     /** Rates by key (`*`, `<product>:*`, `<product>:<Action>`), calls per second. */
     rates: Record<string, number>;
     burst: number;
@@ -89,7 +97,7 @@ function state(): PacerState {
     const g = globalThis as unknown as Record<string, PacerState | undefined>;
     let s = g[STATE_KEY];
     if (!s) {
-        s = { buckets: {}, rates: { "*": DEFAULT_RATE_PER_SECOND, ...parseRates(process.env[RATE_ENV]) }, burst: DEFAULT_BURST };
+        s = { buckets: {}, waiters: {}, timers: {}, rates: { "*": DEFAULT_RATE_PER_SECOND, ...parseRates(process.env[RATE_ENV]) }, burst: DEFAULT_BURST };
         g[STATE_KEY] = s;
     }
     return s;
@@ -104,41 +112,67 @@ function bucketOf(key: string, now: number): Bucket {
     let b = s.buckets[key];
     if (!b) {
         const configured = configuredRate(s, key);
-        b = { key, configured, rate: configured, burst: s.burst, tat: now, adjusted: now, cutAt: 0, calls: 0, throttled: 0, longestWaitMs: 0, lastReportedWaitMs: 0, lastReportAt: 0 };
+        b = {
+            key, configured, rate: configured, burst: s.burst, tokens: s.burst, refilledAt: now, queued: 0, adjusted: now, cutAt: 0, calls: 0, throttled: 0,
+            longestWaitMs: 0, lastReportedWaitMs: 0, lastReportAt: 0,
+        };
         s.buckets[key] = b;
     }
     return b;
 }
 
-/** Additive increase: the time since the last change gives rate back, up to the configured rate (and the burst with it). */
-function recover(b: Bucket, now: number): void {
-    if (b.rate >= b.configured) return;
-    const seconds = (now - b.adjusted) / 1000;
-    if (seconds <= 0) return;
-    b.rate = Math.min(b.configured, b.rate + seconds * RECOVERY_PER_SECOND);
-    b.adjusted = now;
-    if (b.rate >= b.configured) b.burst = state().burst;
+/** Tops the bucket up for the time since the last top-up, at its rate; the rate itself recovers with time (additive increase). */
+function refill(b: Bucket, now: number): void {
+    if (b.rate < b.configured && now > b.adjusted) {
+        b.rate = Math.min(b.configured, b.rate + ((now - b.adjusted) / 1000) * RECOVERY_PER_SECOND);
+        b.adjusted = now;
+        if (b.rate >= b.configured) b.burst = state().burst;
+    }
+    b.tokens = Math.min(b.burst, b.tokens + ((now - b.refilledAt) / 1000) * b.rate);
+    b.refilledAt = now;
+}
+
+/** Hands tokens to the waiting calls of `key`, in order, as they come; one timer per action while any wait. */
+function serve(key: string): void {
+    const s = state();
+    const b = s.buckets[key];
+    const waiting = s.waiters[key] ?? [];
+    if (!b) return; // forgotten by resetPacer meanwhile
+    const now = Date.now();
+    refill(b, now);
+    while (waiting.length > 0 && b.tokens >= 1) {
+        b.tokens -= 1;
+        b.queued -= 1;
+        waiting.shift()!(now);
+    }
+    s.timers[key] = waiting.length > 0;
+    if (waiting.length > 0) setTimeout(() => serve(key), Math.max(1, Math.ceil(((1 - b.tokens) / b.rate) * 1000)));
 }
 
 /**
- * Reserves the next slot of `key` and waits for it.
+ * Takes a token of `key`, waiting in the action's queue for one when there is none.
  * @param key `<product>:<Action>`, e.g. `ecs:InvokeCommand`
- * @returns how long the call waited, ms
+ * @returns how long the call waited, ms, and when it took its token (for {@link throttled})
  */
-export async function pace(key: string): Promise<number> {
+export async function pace(key: string): Promise<{ waitedMs: number; slotTakenAt: number }> {
+    const s = state();
     const now = Date.now();
     const b = bucketOf(key, now);
-    recover(b, now);
-    const interval = 1000 / b.rate;
-    const tolerance = (Math.max(1, b.burst) - 1) * interval;
-    const start = Math.max(now, b.tat - tolerance);
-    b.tat = Math.max(b.tat, now) + interval;
+    refill(b, now);
     b.calls += 1;
-    const waitMs = start - now;
-    b.longestWaitMs = Math.max(b.longestWaitMs, waitMs);
-    report(b, waitMs, now);
-    if (waitMs > 0) await new Promise((resolve) => setTimeout(resolve, waitMs));
-    return waitMs;
+    if (b.queued === 0 && b.tokens >= 1) {
+        b.tokens -= 1;
+        return { waitedMs: 0, slotTakenAt: now };
+    }
+    b.queued += 1;
+    const expectedMs = ((b.queued - b.tokens) / b.rate) * 1000;
+    b.longestWaitMs = Math.max(b.longestWaitMs, expectedMs);
+    report(b, expectedMs, now);
+    const slotTakenAt = await new Promise<number>((resolve) => {
+        (s.waiters[key] ??= []).push(resolve);
+        if (!s.timers[key]) serve(key);
+    });
+    return { waitedMs: slotTakenAt - now, slotTakenAt };
 }
 
 function report(b: Bucket, waitMs: number, now: number): void {
@@ -152,21 +186,23 @@ function report(b: Bucket, waitMs: number, now: number): void {
 }
 
 /**
- * The cloud answered `key` with a throttling code: halve its rate (unless the call was sent before the last cut:
- * that answer is the same signal), spend its burst, and hold its next slot for `retryAfterMs` when the server said how long.
- * @param sentAt when the throttled call was sent, ms (default now)
+ * The cloud answered `key` with a throttling code: halve its rate (unless the call's slot was taken before the last
+ * cut: that answer is the same signal), spend its burst, and hold the next slot for `retryAfterMs` when the server
+ * said how long.
+ * @param slotTakenAt when the throttled call took its slot, ms (what {@link pace} returned; default now)
  */
-export function throttled(key: string, retryAfterMs?: number, sentAt = Date.now()): void {
+export function throttled(key: string, retryAfterMs?: number, slotTakenAt = Date.now()): void {
     const now = Date.now();
     const b = bucketOf(key, now);
+    refill(b, now);
     b.throttled += 1;
-    if (sentAt >= b.cutAt) {
+    if (slotTakenAt >= b.cutAt) {
         b.rate = Math.max(MIN_RATE_PER_SECOND, b.rate / 2);
         b.adjusted = now;
         b.cutAt = now;
     }
     b.burst = 1;
-    b.tat = Math.max(b.tat, now + 1000 / b.rate, now + (retryAfterMs ?? 0));
+    b.tokens = Math.min(b.tokens, 0, -((retryAfterMs ?? 0) / 1000) * b.rate);
 }
 
 /** Sets where waits are reported (the Pulumi log in a provider; none by default). */
@@ -188,5 +224,9 @@ export function pacerBuckets(): Record<string, Bucket> {
 
 /** Forgets every bucket and setting; the next call starts from the defaults and the environment (tests, benchmarks). */
 export function resetPacer(): void {
-    delete (globalThis as unknown as Record<string, unknown>)[STATE_KEY];
+    const g = globalThis as unknown as Record<string, PacerState | undefined>;
+    const old = g[STATE_KEY];
+    delete g[STATE_KEY];
+    // Calls still waiting go at once: nothing may wait for a bucket that no longer exists.
+    for (const waiting of Object.values(old?.waiters ?? {})) waiting.splice(0).forEach((go) => go(Date.now()));
 }

@@ -12,7 +12,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { deleteImage, describeImageBuild, describeOwnImages } from "../cloud/ecs";
 import { waitFor } from "../cloud/wait";
-import { pulumiLog } from "./log";
+import { pulumiLog, withPacingLog } from "./log";
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
 export const BAKED_IMAGE_PROVIDER_VERSION = "1";
@@ -77,7 +77,7 @@ export async function deleteBakedImage(region: string, imageId: string, warn: (m
     if ((await deleteImage(region, imageId, true)) === "already gone") warn(`baked image ${imageId} was already gone`);
 }
 
-export const bakedImageProvider: pulumi.dynamic.ResourceProvider = {
+export const bakedImageProvider: pulumi.dynamic.ResourceProvider = withPacingLog({
     async create(inputs: BakedImageInputs) {
         const outs = await awaitBakedImage(inputs, (m) => pulumiLog().info(m));
         return { id: outs.imageId, outs: { ...inputs, ...outs } };
@@ -95,7 +95,7 @@ export const bakedImageProvider: pulumi.dynamic.ResourceProvider = {
     async delete(_id: string, props: BakedImageInputs & BakedImageOutputs) {
         await deleteBakedImage(props.region, props.imageId, (m) => pulumiLog().warn(m));
     },
-};
+});
 
 export type BakedImageArgs = { [K in keyof BakedImageInputs]: pulumi.Input<BakedImageInputs[K]> };
 

@@ -15,7 +15,7 @@ import { CommandError } from "../cloud/cloudAssistant";
 import { classify } from "../cloud/errors";
 import { createToken, deleteToken, type ClusterAccess } from "../cloud/operations";
 import { clusterAccess, type ClusterAccessArgs, type ClusterAccessInputs } from "./access";
-import { pulumiLog } from "./log";
+import { pulumiLog, withPacingLog } from "./log";
 import { TOKEN_ID_PATTERN, TOKEN_PATTERN } from "../rules";
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
@@ -99,7 +99,7 @@ export async function deleteBootstrapToken(inputs: BootstrapTokenInputs, tokenId
     }
 }
 
-export const bootstrapTokenProvider: pulumi.dynamic.ResourceProvider = {
+export const bootstrapTokenProvider: pulumi.dynamic.ResourceProvider = withPacingLog({
     async create(inputs: BootstrapTokenInputs) {
         const outs = await createBootstrapToken(inputs);
         return { id: `${inputs.masterInstanceId}/token/${outs.tokenId}`, outs: { ...inputs, ...outs } };
@@ -118,7 +118,7 @@ export const bootstrapTokenProvider: pulumi.dynamic.ResourceProvider = {
     async delete(_id: string, props: BootstrapTokenInputs & BootstrapTokenOutputs) {
         await deleteBootstrapToken(props, props.tokenId, (m) => pulumiLog().warn(m));
     },
-};
+});
 
 export interface BootstrapTokenArgs extends ClusterAccessArgs {
     /** Token lifetime, `kubeadm token create --ttl` syntax. Default `0` (never expires; ESS userdata is static). Changing it replaces the token. */

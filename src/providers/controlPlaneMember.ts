@@ -15,7 +15,7 @@ import { bootstrapLog, joinSecrets, listNodes, nodeOfInstance, providerIdOf, run
 import { waitFor } from "../cloud/wait";
 import { clusterAccess, type ClusterAccessArgs, type ClusterAccessInputs } from "./access";
 import { removeNode } from "../removal";
-import { pulumiLog } from "./log";
+import { pulumiLog, withPacingLog } from "./log";
 
 /** Secrets from a master for one join. */
 export type { JoinSecrets } from "../cloud/operations";
@@ -85,7 +85,7 @@ export const CONTROL_PLANE_MEMBER_PROVIDER_VERSION = "3";
  */
 export const CONTROL_PLANE_MEMBER_SECRET_OUTPUTS = [] as const;
 
-export const controlPlaneMemberProvider: pulumi.dynamic.ResourceProvider = {
+export const controlPlaneMemberProvider: pulumi.dynamic.ResourceProvider = withPacingLog({
     async create(inputs: ControlPlaneMemberInputs) {
         const nodeName = await joinControlPlaneMember(inputs, (m) => pulumiLog().info(m));
         return { id: inputs.memberInstanceId, outs: { ...inputs, nodeName } };
@@ -107,7 +107,7 @@ export const controlPlaneMemberProvider: pulumi.dynamic.ResourceProvider = {
             pollIntervalMs: Math.min(1000, (props.pollSeconds ?? 10) * 1000), log: (m) => log.info(m), warn: (m) => log.warn(m),
         });
     },
-};
+});
 
 export interface ControlPlaneMemberArgs extends ClusterAccessArgs {
     memberInstanceId: pulumi.Input<string>;

@@ -14,7 +14,7 @@ import { newRecipient } from "../cloud/channel";
 import { cannotRunCommands, classify } from "../cloud/errors";
 import { waitFor } from "../cloud/wait";
 import { fillOperation, STACK_CREDENTIAL_PATTERN } from "../rules";
-import { logInfo, pulumiLog } from "./log";
+import { logInfo, pulumiLog, withPacingLog } from "./log";
 import { yamlLibrary } from "./libraries";
 
 /** Where src/shell/master_init.sh leaves its markers and log, and kubeadm its files (init-status.sh reads them). */
@@ -187,7 +187,7 @@ export async function revokeStackCredential(inputs: JoinInfoInputs, credential: 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
 export const JOIN_INFO_PROVIDER_VERSION = "2";
 
-export const joinInfoProvider: pulumi.dynamic.ResourceProvider = {
+export const joinInfoProvider: pulumi.dynamic.ResourceProvider = withPacingLog({
     async create(inputs: JoinInfoInputs) {
         const outs = await readJoinInfo(inputs, logInfo);
         return { id: `${inputs.masterInstanceId}/join-info`, outs: { ...inputs, ...outs } };
@@ -206,7 +206,7 @@ export const joinInfoProvider: pulumi.dynamic.ResourceProvider = {
         // The join material lives on master 0 and goes with it; the stack credential is revoked (a replacement rotates it).
         if (props.credential && props.scripts?.stackCredentialRevoke) await revokeStackCredential(props, props.credential, (m) => pulumiLog().warn(m));
     },
-};
+});
 
 export interface JoinInfoArgs {
     region: pulumi.Input<string>;

@@ -25,7 +25,7 @@ import { waitFor } from "../cloud/wait";
 import { clusterAccess, type ClusterAccessArgs, type ClusterAccessInputs } from "./access";
 import { removeNode, type RemovalOptions } from "../removal";
 import { parameterProblem, TOKEN_PATTERN } from "../rules";
-import { pulumiLog } from "./log";
+import { pulumiLog, withPacingLog } from "./log";
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
 export const NODE_MEMBERSHIP_PROVIDER_VERSION = "3";
@@ -229,7 +229,7 @@ export async function joinExistingNode(inputs: NodeMembershipInputs, log: (m: st
 
 type State = NodeMembershipInputs & NodeMembershipOutputs;
 
-export const nodeMembershipProvider: pulumi.dynamic.ResourceProvider = {
+export const nodeMembershipProvider: pulumi.dynamic.ResourceProvider = withPacingLog({
     async check(_olds: NodeMembershipInputs, news: NodeMembershipInputs) {
         const failures = membershipProblems(news).map((p) => ({ property: p.slice(0, p.indexOf(":")), reason: p.slice(p.indexOf(":") + 2) }));
         return { inputs: news, failures };
@@ -262,7 +262,7 @@ export const nodeMembershipProvider: pulumi.dynamic.ResourceProvider = {
         // or the CCM removed it after the instance was released). An attach still running is stopped before the reset.
         await removeNode({ instanceId: props.instanceId, kind: "existing", joinCommandId: props.mode === "manual" ? props.attachCommandId : undefined }, opts);
     },
-};
+});
 
 export interface NodeMembershipArgs extends ClusterAccessArgs {
     /** The existing ECS instance. */

@@ -27,7 +27,7 @@ import { instanceOfProviderId, listNodes, nodeOfInstance, POOL_LABEL, uncordonNo
 import { waitFor } from "../cloud/wait";
 import { clusterAccess, type ClusterAccessArgs, type ClusterAccessInputs } from "./access";
 import { scaleInPool, type RemovalOptions, type RemovalReport } from "../removal";
-import { logInfo, pulumiLog } from "./log";
+import { logInfo, pulumiLog, withPacingLog } from "./log";
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
 export const POOL_CAPACITY_PROVIDER_VERSION = "2";
@@ -326,7 +326,7 @@ export async function drainPool(inputs: PoolCapacityInputs, opts: RemovalOptions
 
 type State = PoolCapacityInputs & PoolCapacityOutputs;
 
-export const poolCapacityProvider: pulumi.dynamic.ResourceProvider = {
+export const poolCapacityProvider: pulumi.dynamic.ResourceProvider = withPacingLog({
     async check(_olds: PoolCapacityInputs, news: PoolCapacityInputs) {
         const failures = [];
         if ((news.mode ?? "fixed") === "fixed" && !(Number.isInteger(news.size ?? 0) && (news.size ?? 0) >= 0 && (news.size ?? 0) <= 2000)) {
@@ -362,7 +362,7 @@ export const poolCapacityProvider: pulumi.dynamic.ResourceProvider = {
     async delete(_id: string, props: State) {
         await drainPool(props);
     },
-};
+});
 
 export interface PoolCapacityArgs extends ClusterAccessArgs {
     /** ESS scaling group id. */
