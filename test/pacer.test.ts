@@ -11,6 +11,11 @@ import { nodeMembershipProvider } from "../src/providers/nodeMembership";
 import { poolCapacityProvider } from "../src/providers/poolCapacity";
 import { useEmulator } from "../testing/emulator/fixture";
 import { fakeCluster } from "../testing/fakeCluster";
+import { admissionBundle } from "../src/components/admission";
+import { TEST_CREDENTIALS } from "../testing/emulator";
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
 
 const REGION = "cn-hangzhou";
 
@@ -101,5 +106,23 @@ describe("the pacer against a rate limit (emulator)", () => {
         assert.ok(ess > 0 && invokes > 0);
         assert.strictEqual(buckets["ecs:InvokeCommand"].calls, invokes, "one InvokeCommand bucket counted the calls of both resources");
         assert.strictEqual(Object.entries(buckets).filter(([k]) => k.startsWith("ess:")).reduce((n, [, b]) => n + b.calls, 0), ess);
+    });
+
+    it("the admission service as bundled (its own copy of the pacer beside it) takes its cloud calls' tokens from the process's pacer", async () => {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "admission-bundle-"));
+        try {
+            for (const [name, text] of Object.entries(admissionBundle())) fs.writeFileSync(path.join(dir, name), text);
+            assert.match(fs.readFileSync(path.join(dir, "cloud.js"), "utf8"), /require\("\.\/pacer"\)/);
+            // eslint-disable-next-line @typescript-eslint/no-require-imports
+            const { RpcClient } = require(path.join(dir, "cloud.js")) as typeof import("../src/admission/cloud");
+            resetPacer();
+            const rpc = new RpcClient({ regionId: REGION, scalingGroups: {}, existingNodes: {}, endpoint: ctx.emu.endpoint,
+                credentials: async () => ({ accessKeyId: TEST_CREDENTIALS.accessKeyId, accessKeySecret: TEST_CREDENTIALS.accessKeySecret }) });
+            await rpc.call("ecs", "DescribeInstances", {});
+            await callApi("ecs", "DescribeInstances", {}, { region: REGION });
+            assert.strictEqual(pacerBuckets()["ecs:DescribeInstances"].calls, 2, "the service's call and the library's, one bucket");
+        } finally {
+            fs.rmSync(dir, { recursive: true, force: true });
+        }
     });
 });

@@ -7,6 +7,7 @@ import * as crypto from "crypto";
 import * as http from "http";
 import * as https from "https";
 import type { CloudView, Member } from "./admit";
+import { pace, throttled } from "../cloud/pacer";
 
 /** ESS lifecycle states a joining or re-joining node can be in (Protected: fixed pools protect their members). */
 export const JOINING_STATES: readonly string[] = ["Pending", "Pending:Wait", "InService", "Protected"];
@@ -79,6 +80,8 @@ export class RpcClient {
     async call(product: "ecs" | "ess", action: string, params: Record<string, string>): Promise<Record<string, unknown>> {
         for (let attempt = 1; ; attempt++) {
             const c = await this.creds();
+            // The process's pacer (src/cloud/pacer.ts): every replica paces its calls per action and slows down when throttled.
+            const { slotTakenAt } = await pace(`${product}:${action}`);
             const all: Record<string, string> = {
                 ...params, Action: action, Version: VERSIONS[product], Format: "JSON", RegionId: this.s.regionId, AccessKeyId: c.accessKeyId,
                 SignatureMethod: "HMAC-SHA1", SignatureVersion: "1.0", SignatureNonce: crypto.randomUUID(), Timestamp: new Date().toISOString().replace(/\.\d+Z$/, "Z"),
@@ -92,6 +95,7 @@ export class RpcClient {
             const out = JSON.parse(res.body || "{}") as Record<string, unknown>;
             if (res.status === 200) return out;
             const code = String(out.Code ?? res.status);
+            if (/^Throttling/.test(code)) throttled(`${product}:${action}`, undefined, slotTakenAt);
             if (attempt < 4 && (res.status >= 500 || /^Throttling|ServiceUnavailable/.test(code))) {
                 await new Promise((r) => setTimeout(r, 200 * 2 ** attempt));
                 continue;
