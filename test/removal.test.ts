@@ -168,13 +168,14 @@ describe("removal core", () => {
         });
 
         it("9: after a failed ESS batch, the group's later members are reported failed (not removed) and stay members", async () => {
-            const group = ctx.emu.addScalingGroup({ desiredCapacity: 6, maxSize: 6 }).scalingGroupId;
+            // 22 members: a full batch of 20 goes while the last two still drain; they come after the failure.
+            const group = ctx.emu.addScalingGroup({ desiredCapacity: 22, maxSize: 22 }).scalingGroupId;
             const ids = ctx.emu.scalingGroupInstances(group);
             ids.forEach((id) => c.addNode(id, { pool: "general" }));
             ctx.emu.state.activityDurationMs = 30;
             ctx.emu.failNextActivity(group, { status: "Failed", errorCode: "OperationFailed", message: "boom" });
             await assert.rejects(removeNodes(ids.map((instanceId) => ({ instanceId, kind: "scale-out" as const, scalingGroupId: group })), { ...opts, concurrency: 1 }),
-                /6 of 6 node removal\(s\) failed:[\s\S]*ended Failed \(OperationFailed\): boom[\s\S]*not attempted: an earlier batch/);
+                /22 of 22 node removal\(s\) failed:[\s\S]*ended Failed \(OperationFailed\): boom[\s\S]*not attempted: an earlier batch/);
             assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group), ids);
             assert.strictEqual(ctx.emu.callsOf("RemoveInstances").length, 1, "one batch tried");
             assert.deepStrictEqual(logs.filter((l) => / removed \(/.test(l)), [], "no node reported removed");

@@ -54,7 +54,7 @@ export interface RunCommandOptions {
     workingDir?: string;
     /** Instances per call, 1–100. Default 100 (halved for the rest of the run when the API refuses the count). */
     batchSize?: number;
-    /** Delay before the first poll, ms (capped at 1000). Default 1000. */
+    /** Delay before the first poll, ms (capped at 1000). Default 300: a quick command (a listing) is seen done at once. */
     pollIntervalMs?: number;
     /** Largest delay between polls, ms (capped at 10000). Default 2000: an end is seen within two seconds. Delays grow ×1.5 per poll. */
     pollMaxIntervalMs?: number;
@@ -316,7 +316,7 @@ async function pollInvocation(run: Run, invokeId: string, sent: Batch, report: (
             report();
             return waiting.size === 0 ? { done: true, value: undefined } : { done: false, state: `${waiting.size} running` };
         }, {
-            timeoutMs, firstDelayMs: Math.min(1000, opts.pollIntervalMs ?? 1000), maxDelayMs: Math.min(10_000, opts.pollMaxIntervalMs ?? 2000), pauseFirst: true,
+            timeoutMs, firstDelayMs: Math.min(1000, opts.pollIntervalMs ?? 300), maxDelayMs: Math.min(10_000, opts.pollMaxIntervalMs ?? 2000), pauseFirst: true,
         }, () => new Error("wait ended"));
     } catch (err) {
         if (err instanceof OpenApiError) unfinished(RESULT_UNREAD, `DescribeInvocationResults failed: ${err.message}`, "Unknown");

@@ -168,7 +168,7 @@ export async function setInstancesProtection(region: string, scalingGroupId: str
 
 /** How an activity wait polls and how long it lasts. */
 export interface ActivityWait {
-    /** First pause between polls, ms; grows ×1.5 up to 2 s, so the end is seen within two seconds. Default 1000. */
+    /** First pause between polls, ms; grows ×1.5 up to 1 s, so the end is seen within a second. Default 500. */
     pollMs?: number;
     /** Give up after this long, ms. Default 1 200 000 (20 min). */
     timeoutMs?: number;
@@ -187,7 +187,7 @@ export async function waitForActivity(region: string, scalingGroupId: string, ac
         const [a] = await scalingActivities(region, scalingGroupId, { activityIds: [activityId], pageSize: 1 });
         if (!a) throw new Error(`scaling activity ${activityId} of ${scalingGroupId} is not listed (DescribeScalingActivities)`);
         return a.statusCode !== "InProgress" ? { done: true, value: a } : { done: false, state: `waiting for scaling activity ${activityId} of ${scalingGroupId}` };
-    }, { timeoutMs, firstDelayMs: wait.pollMs ?? 1000, log: wait.log, quietMs: 30_000 },
+    }, { timeoutMs, firstDelayMs: wait.pollMs ?? 500, maxDelayMs: Math.max(1000, wait.pollMs ?? 0), pauseFirst: true, log: wait.log, quietMs: 30_000 },
     () => new Error(`scaling activity ${activityId} of ${scalingGroupId} is still in progress after ${Math.round(timeoutMs / 1000)} s`));
 }
 

@@ -103,5 +103,5 @@ export async function deleteRouteEntries(region: string, routeTableId: string, e
         pending = listed.filter((e) => e.status !== "Deleting");
         return listed.length === 0 ? { done: true, value: undefined }
             : { done: false, state: `routes still in ${routeTableId}: ${listed.map((e) => `${e.destinationCidrBlock} → ${e.nextHopId} (${e.status})`).join(", ")}` };
-    }, { timeoutMs: opts.timeoutMs ?? 300_000, firstDelayMs: opts.pollMs ?? 1000 }, (state) => new Error(state));
+    }, { timeoutMs: opts.timeoutMs ?? 300_000, firstDelayMs: opts.pollMs ?? 300 }, (state) => new Error(state));
 }

@@ -41,20 +41,19 @@ export async function scaleInPool(pool: ScaleInPool, opts: RemovalOptions): Prom
     const access = beginRun(opts).access;
     // Every Node, not only those labelled with the pool: a member's Node is found by its provider id or its IP, and
     // one without the label (a kubelet set up by hand) is still its Node, never a reason to treat it as Node-less.
-    const nodes = await listNodes(access);
-    const ips = await describeInstances(opts.region, instances.map((i) => i.instanceId));
-    const workload = await workloadPods(access);
+    const [nodes, ips, workload] = await Promise.all([listNodes(access), describeInstances(opts.region, instances.map((i) => i.instanceId)), workloadPods(access)]);
     const members: PoolMember[] = instances.map((i) => {
         const node = nodeOfInstance(nodes, opts.region, { instanceId: i.instanceId, privateIp: ips.get(i.instanceId)?.privateIp });
+        const inst = ips.get(i.instanceId);
         return { instanceId: i.instanceId, nodeName: node?.name ?? null, ready: node?.ready ?? false, workloadPods: node ? workload.get(node.name) ?? 0 : 0, createdAt: i.creationTime,
-            marked: !!node?.removing, podCidr: node?.podCidr };
+            marked: !!node?.removing, podCidr: node?.podCidr, instance: { privateIp: inst?.privateIp ?? "", status: inst?.status ?? "gone" } };
     });
     const victims = chooseVictims(members, count);
     log(`pool ${pool.poolName}: removing ${victims.length} of ${instances.length} node(s): ${victims.map((v) => v.instanceId).join(", ")}`);
     // The Node's readiness goes along with its name: given a name, the removal core does not look the Node up
     // again, and a NotReady node must be drained without waiting for pods its kubelet never confirms.
     return removeNodes(victims.map((v) => ({
-        instanceId: v.instanceId, kind: "scale-out", scalingGroupId: pool.scalingGroupId, essAction: pool.essAction, nodeName: v.nodeName,
+        instanceId: v.instanceId, kind: "scale-out", scalingGroupId: pool.scalingGroupId, essAction: pool.essAction, nodeName: v.nodeName, instance: v.instance,
         ...(v.nodeName === null ? {} : { nodeReady: v.ready, nodePodCidr: v.podCidr }),
     })), opts);
 }

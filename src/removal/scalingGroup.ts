@@ -52,7 +52,7 @@ async function presentMembers(batch: readonly NodeRemoval[], group: string, run:
 }
 
 function activityWait(run: RemovalRun, r: NodeRemoval) {
-    return { pollMs: run.opts.pollIntervalMs ?? 1000, timeoutMs: (run.opts.activityTimeoutSeconds ?? 1200) * 1000, log: r.log };
+    return { pollMs: run.opts.pollIntervalMs, timeoutMs: (run.opts.activityTimeoutSeconds ?? 1200) * 1000, log: r.log };
 }
 
 /**

@@ -31,7 +31,12 @@ export function nodeOf(nodes: readonly NodeInfo[], r: NodeRemoval, run: RemovalR
  * Reads the instances of the removals (one DescribeInstances per 100): each one's private IP (its Node is matched
  * by it too) and status (a machine that is stopped or gone cannot confirm its pods' deletion).
  */
-export async function describeTargets(removals: readonly NodeRemoval[], run: RemovalRun): Promise<void> {
+export async function describeTargets(all: readonly NodeRemoval[], run: RemovalRun): Promise<void> {
+    for (const r of all.filter((x) => x.target.instance)) {
+        r.facts.privateIp = r.target.instance!.privateIp;
+        r.facts.instanceStatus = r.target.instance!.status;
+    }
+    const removals = all.filter((r) => !r.target.instance);
     if (removals.length === 0) return;
     let found: Map<string, { privateIp: string; status: string }>;
     try {

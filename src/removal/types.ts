@@ -20,6 +20,8 @@ export interface RemovalTarget {
     nodeReady?: boolean;
     /** That Node's `spec.podCIDR`, given with its name (its pod route's destination). Default: looked up. */
     nodePodCidr?: string;
+    /** The instance's private IP and status, when the caller read them (DescribeInstances). Default: read at the start of the run. */
+    instance?: { privateIp: string; status: string };
     /**
      * The saved join command (attach, control-plane join) that may still run on the instance: a running invocation
      * of it is stopped and waited out before the reset, or the join would register the Node again afterwards.
