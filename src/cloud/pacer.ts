@@ -28,7 +28,7 @@
 /** Calls per second per action when nothing else is configured (an assumption: Alibaba's quotas are per account and not published). */
 export const DEFAULT_RATE_PER_SECOND = 20;
 /** Calls one action may make at once after a quiet spell. */
-export const DEFAULT_BURST = 20;
+export const DEFAULT_BURST = 40;
 /** The slowest an action is paced after throttling answers: one call every 5 s. */
 export const MIN_RATE_PER_SECOND = 0.2;
 /** Calls/s given back per second without a throttling answer (the additive increase). */
