@@ -10,7 +10,8 @@ import * as assert from "assert";
 import { useEmulator, call } from "../testing/emulator/fixture";
 import { fakeCluster, type FakeCluster } from "../testing/fakeCluster";
 import { createCommand } from "../testing/savedCommands";
-import { removeNode, scaleInPool, RemovalError, type RemovalOptions } from "../src/removal";
+import { removeNode, removeNodes, scaleInPool, RemovalError, type RemovalOptions } from "../src/removal";
+import { resetPacer } from "../src/cloud/pacer";
 
 const REGION = "cn-hangzhou";
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -126,5 +127,22 @@ describe("removal: the situations a real cluster makes", () => {
         await assert.rejects(removeNode({ instanceId: held, kind: "scale-out", scalingGroupId: group }, opts),
             (err: unknown) => err instanceof RemovalError && /Removing in asg-.*no scaling activity in progress.*lifecycle hook/.test(err.message) && /lifecycle action/.test(err.message));
         assert.strictEqual(ctx.emu.callsOf("RemoveInstances").length, 0);
+    });
+
+    it("20 pool nodes and 10 existing nodes removed at once under 2 calls/s per action finish in one run: every step retries throttling within a time budget", async function () {
+        this.timeout(600_000);
+        const table = ctx.emu.addRouteTable().routeTableId;
+        const group = ctx.emu.addScalingGroup({ desiredCapacity: 20, maxSize: 20 }).scalingGroupId;
+        const pool = ctx.emu.scalingGroupInstances(group);
+        const existing = Array.from({ length: 10 }, () => ctx.emu.addInstance({ userData: Buffer.from("#!/bin/bash\nattach").toString("base64") }).instanceId);
+        for (const id of [...pool, ...existing]) ctx.emu.addRouteEntry(table, { destinationCidrBlock: c.addNode(id, { pool: pool.includes(id) ? "general" : "", pods: ["ReplicaSet"] }).podCidr, nextHopId: id });
+        resetPacer(); // the defaults: 20 calls/s per action, ten times the limit
+        ctx.emu.rateLimit(2);
+        await removeNodes([...pool.map((instanceId) => ({ instanceId, kind: "scale-out" as const, scalingGroupId: group })), ...existing.map((instanceId) => ({ instanceId, kind: "existing" as const }))],
+            { ...opts, routeTableId: table, podCidr: "172.16.0.0/16", pollIntervalMs: 300 });
+        assert.ok(ctx.emu.calls.some((x) => x.code === "Throttling.User"), "the limit was met");
+        assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group), []);
+        assert.ok([...pool, ...existing].every((id) => !nodeOf(id) && !ctx.emu.routeTables.get(table)!.entries.some((e) => e.nextHopId === id)), "no Node, no route left");
+        assert.ok(existing.every((id) => !c.credentials.has(id)), "every existing node reset");
     });
 });
