@@ -106,6 +106,7 @@ export async function synthesize(stackArg: string, outRoot = path.join(ROOT, "ou
         return { ...base, resources: [], problems: [read.problem] };
     }
     const recorder = installMocks({ stack, config: read.config });
+    const seen = watchValidation();
     const failures: unknown[] = [];
     let outputs: Record<string, unknown> = {};
     const onRejection = (err: unknown) => failures.push(err);
@@ -134,13 +135,29 @@ export async function synthesize(stackArg: string, outRoot = path.join(ROOT, "ou
         process.off("unhandledRejection", onRejection);
         errorClass.prepareStackTrace = prepareStackTrace;
         log.warn = warn;
+        seen.stop();
     }
     if (failures.length > 0) {
         return { ...base, resources: recorder.resources, problems: failures.flatMap(problemsOf) };
     }
     const files = writeOutputs(outDir, recorder.resources, outputs);
-    const config = validateClusterConfig(read.config["alicloud-kubeadm:cluster"], read.config["alicloud:region"] as string | undefined).config;
-    return { ...base, resources: recorder.resources, problems: [], files, outputs, config };
+    return { ...base, resources: recorder.resources, problems: [], files, outputs, config: seen.config };
+}
+
+/**
+ * The config the program validated, for the overview: seen as the program's Cluster validates it (through the
+ * config module's export), so that synth validates it once, as `pulumi up` does, and shows what was deployed.
+ */
+function watchValidation(): { readonly config: ClusterConfig | undefined; stop(): void } {
+    const configModule = require("../src/config") as { validateClusterConfig: typeof validateClusterConfig };
+    const validate = configModule.validateClusterConfig;
+    let config: ClusterConfig | undefined;
+    configModule.validateClusterConfig = (raw, region) => {
+        const result = validate(raw, region);
+        config ??= result.config;
+        return result;
+    };
+    return { get config() { return config; }, stop: () => { configModule.validateClusterConfig = validate; } };
 }
 
 /** The stack's exports as `pulumi stack output --json` shows them: secrets as "[secret]". */

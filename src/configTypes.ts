@@ -2,7 +2,8 @@
 // components read after defaults. src/config.ts checks at compile time that its schema parses exactly these
 // shapes; they are written here rather than inferred from the schema so that the package's public
 // declarations name no type of the schema library (a consumer compiles them without skipLibCheck).
-import type { Taint } from "./rules";
+import type { AutoscalerSettings, Taint } from "./rules";
+import type { Validated } from "./validated";
 
 /** Disk category as the ECS API spells it. */
 export type DiskCategory = "cloud_essd" | "cloud_auto" | "cloud_efficiency" | "cloud_ssd" | "cloud_essd_entry";
@@ -118,15 +119,7 @@ export interface ClusterConfigInput {
     };
     nodePools?: NodePoolInput[];
     existingNodes?: ExistingNodeInput[];
-    autoscaler?: {
-        scaleDownUtilizationThreshold?: number;
-        scaleDownUnneededTime?: string;
-        scaleDownDelayAfterAdd?: string;
-        expander?: string;
-        balanceSimilarNodeGroups?: boolean;
-        skipNodesWithLocalStorage?: boolean;
-        version?: string;
-    };
+    autoscaler?: Partial<AutoscalerSettings> & { version?: string };
     images?: ImageSources;
     /** Node admission by cloud identity (docs/admission.md). */
     admission?: AdmissionConfig;
@@ -201,29 +194,43 @@ export interface ParsedClusterConfig {
     image: { id?: string; nameRegex: string; bake: boolean; bakeInstanceType?: string };
     nodePools: ParsedNodePool[];
     existingNodes: ParsedExistingNode[];
-    autoscaler: {
-        scaleDownUtilizationThreshold: number;
-        scaleDownUnneededTime: string;
-        scaleDownDelayAfterAdd: string;
-        expander: string;
-        balanceSimilarNodeGroups: boolean;
-        skipNodesWithLocalStorage: boolean;
-        version?: string;
-    };
+    autoscaler: AutoscalerSettings & { version?: string };
     images: ImageSources;
     admission: AdmissionConfig;
     tags: Record<string, string>;
 }
 
-/** A node pool after defaults: taints normalised, instance types as a list, exactly one of `size` / `autoscale`. */
-export type NodePoolConfig = Omit<ParsedNodePool, "taints"> & { taints: Taint[]; instanceTypes: string[] };
-/** An existing node after defaults, taints normalised. */
-export type ExistingNodeConfig = Omit<ParsedExistingNode, "taints"> & { taints: Taint[] };
+/**
+ * A node pool as its parser returns it (`parseClusterConfig(...).nodePools[i]`, or NodePool's own check of a pool
+ * given directly): taints normalised, instance types as one list, exactly one of `size` / `autoscale`.
+ */
+export type NodePoolConfig = Validated<NodePoolFields>;
+/** The fields of a validated node pool. */
+export type NodePoolFields = Omit<ParsedNodePool, "taints" | "instanceType"> & { taints: Taint[]; instanceTypes: string[] };
+/** An existing node as its parser returns it, taints normalised. */
+export type ExistingNodeConfig = Validated<ExistingNodeFields>;
+/** The fields of a validated existing node. */
+export type ExistingNodeFields = Omit<ParsedExistingNode, "taints"> & { taints: Taint[] };
 
-/** The typed, defaulted, validated cluster configuration every component reads. */
-export interface ClusterConfig extends Omit<ParsedClusterConfig, "nodePools" | "existingNodes" | "network"> {
+/** The fields of the validated cluster configuration. */
+export interface ClusterConfigFields extends Omit<ParsedClusterConfig, "nodePools" | "existingNodes" | "network"> {
     region: string;
     network: ParsedClusterConfig["network"] & { vswitchCidrs: string[] };
     nodePools: NodePoolConfig[];
     existingNodes: ExistingNodeConfig[];
 }
+
+/** The typed, defaulted, validated cluster configuration: only parseClusterConfig / validateClusterConfig make one. */
+export type ClusterConfig = Validated<ClusterConfigFields>;
+
+/**
+ * What a node-joining component (NodePool, ExistingNode, the attach command) reads of the cluster's config: its
+ * name, region, Kubernetes version, image sources, whether nodes boot a baked image, and the pod CIDR. A validated
+ * ClusterConfig is one; the Cluster hands each the slice `nodeJoinConfig(config)`.
+ */
+export type NodeJoinConfig = Validated<NodeJoinFields>;
+/** The fields of {@link NodeJoinConfig}. */
+export type NodeJoinFields = Pick<ClusterConfigFields, "name" | "region" | "kubernetesVersion" | "images"> & {
+    image?: Pick<ClusterConfigFields["image"], "bake">;
+    network: Pick<ClusterConfigFields["network"], "podCidr">;
+};

@@ -5,13 +5,7 @@ import * as path from "path";
 import { synthesize, type SynthResult } from "../scripts/synth";
 import { USERDATA_BUDGET_BYTES } from "../src/shell/render";
 import { isMutatingAction } from "../src/rules";
-import { unpackScript } from "./tools";
-
-/** Header parameter of a rendered script (`readonly NAME='value'`). */
-function header(script: string, name: string): string | undefined {
-    const m = new RegExp(`^readonly ${name}='((?:[^']|'\\\\'')*)'$`, "m").exec(script);
-    return m ? m[1].replace(/'\\''/g, "'") : undefined;
-}
+import { headerValue, unpackScript } from "./tools";
 
 describe("ControlPlane (mock graph via the stack program)", () => {
     const out = fs.mkdtempSync(path.join(os.tmpdir(), "cp-"));
@@ -40,10 +34,10 @@ describe("ControlPlane (mock graph via the stack program)", () => {
         assert.strictEqual(assoc[0].inputs.instanceId, m.id);
 
         const script = m.rawInputs.userData as string;
-        assert.strictEqual(header(script, "AK_API_ENDPOINT"), "192.168.0.10:6443");
+        assert.strictEqual(headerValue(script, "AK_API_ENDPOINT"), "192.168.0.10:6443");
         const eip = ofType(dev, "alicloud:ecs/eipAddress:EipAddress").find((e) => e.name === "dev-control-plane-api-eip")!;
         assert.ok(eip);
-        assert.match(header(script, "AK_CERT_SANS") ?? "", /^198\.51\.100\.\d+$/, "the public EIP is a certificate SAN");
+        assert.match(headerValue(script, "AK_CERT_SANS") ?? "", /^198\.51\.100\.\d+$/, "the public EIP is a certificate SAN");
         assert.match(script, /^ak_packed=/m, "delivered packed");
         assert.match(unpackScript(script), /kubeadm init --config/);
     });
@@ -68,7 +62,7 @@ describe("ControlPlane (mock graph via the stack program)", () => {
         assert.strictEqual(ofType(prod, "alicloud:ecs/eipAddress:EipAddress").filter((e) => e.parent === "prod-control-plane").length, 0, "no public address");
 
         const m0 = masters.find((m) => m.name === "prod-control-plane-master-0")!;
-        assert.match(header(m0.rawInputs.userData as string, "AK_API_ENDPOINT") ?? "", /^nlb-[0-9a-f]+\..*:6443$/);
+        assert.match(headerValue(m0.rawInputs.userData as string, "AK_API_ENDPOINT") ?? "", /^nlb-[0-9a-f]+\..*:6443$/);
     });
 
     it("prod: masters 1 and 2 have no init userdata and join through ControlPlaneMember with the saved, secret join command", () => {

@@ -1,4 +1,5 @@
 import * as assert from "assert";
+import * as strict from "node:assert/strict";
 import { execFile, spawnSync } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
@@ -15,6 +16,8 @@ import { renderOperation } from "../src/shell/render";
 import { operation, saveNodeCommands } from "../testing/savedCommands";
 import { parseClusterInfo } from "../src/doctor/clusterInfo";
 import { helpText } from "../scripts/doctor";
+
+const ROOT = path.join(__dirname, "..");
 
 const REGION = "cn-hangzhou";
 const SECRET = "0123456789abcdef";
@@ -560,5 +563,44 @@ describe("doctor CLI", () => {
         const none = await cli(["--stack", "dev"], { PATH: "/nonexistent" });
         assert.strictEqual(none.code, 2);
         assert.match(none.stderr, /Pulumi CLI is not installed here: run `pulumi stack output --json --stack dev > outputs\.json`/);
+    });
+});
+
+describe("doctor with an unusable credential file", () => {
+    it("a credential file that holds no credentials: one message, exit 2, no DNS lookup (no host \"undefined\")", async function () {
+        this.timeout(120_000);
+        const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "doctor-credentials-"));
+        try {
+            fs.mkdirSync(path.join(tmp, ".alibabacloud"));
+            fs.writeFileSync(path.join(tmp, ".alibabacloud", "credentials"), ""); // e.g. left empty, or another profile's
+            const lookups = path.join(tmp, "lookups.txt");
+            const spy = path.join(tmp, "spy.js");
+            fs.writeFileSync(spy, `const dns = require("dns"); const fs = require("fs"); const lookup = dns.lookup;
+dns.lookup = function (host, ...rest) { fs.appendFileSync(${JSON.stringify(lookups)}, host + "\\n"); return lookup.call(this, host, ...rest); };`);
+            fs.writeFileSync(path.join(tmp, "outputs.json"), JSON.stringify({
+                clusterInfo: {
+                    name: "dev", region: "cn-hangzhou", kubernetesVersion: "1.36.3", masterInstanceIds: ["i-master0"], apiEndpoint: "192.168.0.10:6443",
+                    routeTableId: "vtb-1", podCidr: "172.16.0.0/16",
+                    pools: [{ name: "general", mode: "fixed", size: 2, min: 0, max: 2, scalingGroupId: "asg-1", tokenId: "abcdef" }],
+                    existingNodes: [],
+                    commands: Object.fromEntries(["list-nodes", "pod-owners", "drain", "uncordon", "delete-node", "etcd-member-remove", "reset", "token-create",
+                        "token-delete", "join-secrets", "doctor-nodes", "doctor-autoscaler", "doctor-join", "doctor-bootstrap-log"].map((k) => [k, `c-${k}`])),
+                },
+            }));
+            const env: NodeJS.ProcessEnv = {
+                PATH: process.env.PATH, HOME: tmp, NO_COLOR: "1", NODE_OPTIONS: `-r ${spy}`,
+                ALICLOUD_KUBEADM_ENDPOINT: "http://127.0.0.1:9", // the configured endpoint: an address, so nothing to look up
+            };
+            const r = await new Promise<{ code: number; out: string }>((resolve) => {
+                execFile(process.execPath, [require.resolve("ts-node/dist/bin"), "--transpile-only", path.join(ROOT, "scripts", "doctor.ts"), "--outputs", path.join(tmp, "outputs.json")],
+                    { env, encoding: "utf8", timeout: 100_000 }, (err, stdout, stderr) => resolve({ code: err ? (typeof err.code === "number" ? err.code : -1) : 0, out: stdout + stderr }));
+            });
+            strict.equal(r.code, 2, r.out);
+            const looked = fs.existsSync(lookups) ? fs.readFileSync(lookups, "utf8").trim().split("\n") : [];
+            strict.deepEqual(looked, [], `DNS lookups beyond the configured endpoint:\n${r.out}`);
+            strict.ok((r.out.match(/credential/gi) ?? []).length <= 3, `the credential problem is said once, not per check:\n${r.out}`);
+        } finally {
+            fs.rmSync(tmp, { recursive: true, force: true });
+        }
     });
 });

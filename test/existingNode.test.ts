@@ -11,7 +11,7 @@ import { parseClusterConfig } from "../src/config";
 import { joinExistingNode, membershipProblems, nodeMembershipProvider, type NodeMembershipInputs } from "../src/providers/nodeMembership";
 import { renderAttachCommand, renderAttachNode } from "../src/shell/render";
 import type { NodeCommandIds } from "../src/rules";
-import { OPERATIONS } from "../src/rules";
+import { formatProblem, OPERATIONS } from "../src/rules";
 import { createCommand, saveNodeCommands } from "../testing/savedCommands";
 import { installNodeChannels } from "./nodeChannel";
 
@@ -135,13 +135,13 @@ describe("NodeMembership (emulator)", () => {
         assert.deepStrictEqual([inst.status, inst.imageId, inst.userDataRuns], ["Running", "ubuntu_24_04_x64_20G_alibase_20260101.vhd", 1]);
         assert.ok(progress.some((m) => m.includes("waiting for Stopped (now Stopping)")), progress.join("\n"));
         assert.ok(progress.some((m) => m.includes("waiting for Running (now Starting)")), progress.join("\n"));
-        // issue 13 point 15: the new system disk keeps the instance's key pair, not the image's preset password.
+        // The new system disk keeps the instance's key pair, not the image's preset password.
         assert.strictEqual(ecs[2].params.KeyPairName, "ops-key");
         assert.strictEqual(ecs[2].params.PasswordInherit, undefined);
         assert.deepStrictEqual([inst.keyPairName, inst.passwordSource], ["ops-key", "instance"]);
     });
 
-    it("issue 13 point 15: auto on an instance that logs in by password only is refused before anything changes", async () => {
+    it("auto on an instance that logs in by password only is refused before anything changes", async () => {
         const { emu } = ctx;
         const master = emu.addInstance().instanceId;
         const node = emu.addInstance({ imageId: "old-image", keyPairName: "" }).instanceId;
@@ -153,7 +153,7 @@ describe("NodeMembership (emulator)", () => {
     });
 
     for (const start of ["Stopped", "Stopping"] as const) {
-        it(`issue 13 point 16: auto on a ${start} instance sends no StopInstance${start === "Stopping" ? " (it waits the stop out)" : ""}`, async () => {
+        it(`auto on a ${start} instance sends no StopInstance${start === "Stopping" ? " (it waits the stop out)" : ""}`, async () => {
             const { emu } = ctx;
             emu.state.transitionMs = 60;
             const master = emu.addInstance().instanceId;
@@ -212,9 +212,9 @@ describe("NodeMembership (emulator)", () => {
 
     it("membershipProblems lists every problem; a new instance or mode replaces (leave first), a new script does not re-join", async () => {
         const p = membershipProblems({ region: REGION, instanceId: "i-x", mode: "auto", userData: SCRIPT, masterInstanceId: "i-m", commands });
-        assert.strictEqual(p.length, 2, p.join("\n"));
-        assert.deepStrictEqual(membershipProblems({ ...inputs("i-x", "i-m"), attachCommandId: undefined }).map((x) => x.split(":")[0]), ["attachCommandId"]);
-        assert.deepStrictEqual(membershipProblems({ ...inputs("i-x", "i-m"), token: undefined }).map((x) => x.split(":")[0]), ["token"]);
+        assert.strictEqual(p.length, 2, p.map(formatProblem).join("\n"));
+        assert.deepStrictEqual(membershipProblems({ ...inputs("i-x", "i-m"), attachCommandId: undefined }).map((x) => x.path), ["attachCommandId"]);
+        assert.deepStrictEqual(membershipProblems({ ...inputs("i-x", "i-m"), token: undefined }).map((x) => x.path), ["token"]);
         const olds = { ...inputs("i-x", "i-m"), nodeName: "n", providerId: `${REGION}.i-x` };
         const d = await nodeMembershipProvider.diff!("x", olds, { ...inputs("i-x", "i-m"), mode: "auto", replaceSystemDisk: true, imageId: "img" });
         assert.deepStrictEqual([d.replaces, d.deleteBeforeReplace], [["mode"], true]);

@@ -11,8 +11,8 @@ const ROOT = path.join(__dirname, "..");
 
 /** src/ folders (and files) by layer, bottom first: a module may import its own layer and those below. */
 const LAYERS: string[][] = [
-    ["rules"],
-    ["cloud", "config.ts", "configTypes.ts", "admission"],
+    ["rules", "validated.ts"],
+    ["cloud", "config.ts", "configTypes.ts", "configSlices.ts", "admission"],
     ["shell", "removal", "doctor"],
     ["providers"],
     ["components"],

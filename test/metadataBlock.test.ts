@@ -12,6 +12,7 @@ import {
 import { fill } from "../testing/savedCommands";
 import { callsOf, makeSandbox, type RunResult, type Sandbox } from "../testing/sandbox";
 import { readRuleSet, verdict, type Packet } from "../testing/sandbox/iptables";
+import { assertOk } from "./tools";
 
 const UNIT = "/etc/systemd/system/alicloud-kubeadm-metadata-block.service";
 const BLOCK = "/usr/local/sbin/alicloud-kubeadm-metadata-block";
@@ -43,12 +44,6 @@ const SCRIPTS: Array<[string, () => string, string, string?]> = [
 const POD_TO_METADATA: Packet = { in: "cni0", out: "eth0", src: "172.16.3.7", dst: "100.100.100.200" };
 const POD_TO_INTERNET: Packet = { in: "cni0", out: "eth0", src: "172.16.3.7", dst: "203.0.113.9" };
 const HOST_TO_METADATA: Packet = { out: "eth0", src: "192.168.0.20", dst: "100.100.100.200" };
-
-function assertOk(r: RunResult, sb: Sandbox): void {
-    if (r.code === 0) return;
-    const logs = ["master-init", "attach-node"].map((n) => sb.read(`/var/log/alicloud-kubeadm/${n}.log`)).filter(Boolean).join("\n");
-    assert.fail(`script exited ${r.code}\nstderr:\n${r.stderr}\nlog:\n${logs}`);
-}
 
 /** What flannel (--ip-masq, v0.28) and kube-proxy (iptables mode) put in place once they run, plus a rule that accepts everything in raw PREROUTING. */
 const OTHERS_RULES = [

@@ -14,7 +14,7 @@ import { fakeCluster, type FakeCluster } from "../testing/fakeCluster";
 import { call } from "../testing/emulator/fixture";
 import { launchInstance } from "../testing/emulator/ess";
 import type { EmuScalingGroup } from "../testing/emulator";
-import { unpackScript } from "./tools";
+import { headerValue, unpackScript } from "./tools";
 
 const REGION = "cn-hangzhou";
 
@@ -129,7 +129,7 @@ describe("PoolCapacity (emulator)", () => {
         assert.match(warnings[0], /asg-gone is already gone/);
     });
 
-    describe("issue 13: ESS never chooses a victim of a fixed pool", () => {
+    describe("ESS never chooses a victim of a fixed pool", () => {
         it("a lowered desired capacity behind our back (console, another tool) makes ESS release no protected member", async () => {
             const group = ctx.emu.addScalingGroup({ maxSize: 1, desiredCapacity: 0 }).scalingGroupId;
             c.autoJoin("general", { pods: ["ReplicaSet"] });
@@ -139,7 +139,7 @@ describe("PoolCapacity (emulator)", () => {
             assert.deepStrictEqual(members(group), before, "every member stays");
         });
 
-        it("4: a member that appears between the victims' removal and the capacity change is drained through the flow, not released by ESS", async () => {
+        it("a member that appears between the victims' removal and the capacity change is drained through the flow, not released by ESS", async () => {
             const group = joinedGroup(3, { maxSize: 4 });
             let added = "";
             c.autoJoin("general", { pods: ["ReplicaSet", "ReplicaSet"] });
@@ -159,7 +159,7 @@ describe("PoolCapacity (emulator)", () => {
             assert.strictEqual(ctx.emu.scalingGroups.get(group)!.desiredCapacity, 1);
         });
 
-        it("5: the final capacity never goes below the minimum: a pool at size 0 with minimum 1 keeps one member, drained of nothing", async () => {
+        it("the final capacity never goes below the minimum: a pool at size 0 with minimum 1 keeps one member, drained of nothing", async () => {
             const group = joinedGroup(2);
             await setPoolCapacity(inputs(group, 0, { minSize: 1 }));
             assert.strictEqual(members(group).length, 1);
@@ -168,7 +168,7 @@ describe("PoolCapacity (emulator)", () => {
             assert.ok(c.nodes.size === 1 && !nodeOfInstance(members(group)[0])!.unschedulable, "the member that stays is a schedulable node");
         });
 
-        it("3: a victim ESS refuses to remove (IncorrectInstanceStatus) fails the shrink; no other node is released and the capacity is not lowered", async () => {
+        it("a victim ESS refuses to remove (IncorrectInstanceStatus) fails the shrink; no other node is released and the capacity is not lowered", async () => {
             const group = joinedGroup(3);
             ctx.emu.state.activityDurationMs = 20;
             // Every other member is more expensive to remove, so the victim is this one; ESS has not finished adding it (Pending).
@@ -181,7 +181,7 @@ describe("PoolCapacity (emulator)", () => {
             assert.ok(others.every((id) => nodeOfInstance(id) && !nodeOfInstance(id)!.unschedulable));
         });
 
-        it("11: a drain that fails leaves the node cordoned; reverting the size uncordons it (only a node a removal marked)", async () => {
+        it("a drain that fails leaves the node cordoned; reverting the size uncordons it (only a node a removal marked)", async () => {
             const group = joinedGroup(3);
             const someoneElses = members(group)[0];
             nodeOfInstance(someoneElses)!.unschedulable = true; // cordoned by an operator: left alone
@@ -209,15 +209,15 @@ describe("PoolCapacity (emulator)", () => {
         });
     });
 
-    describe("review of issue 13", () => {
-        it("R4: an update of an autoscaled pool (observe before and after) leaves the protections the user set", async () => {
+    describe("autoscaled pools, a pool's deletion and a failure of an earlier run", () => {
+        it("an update of an autoscaled pool (observe before and after) leaves the protections the user set", async () => {
             const group = joinedGroup(2);
             await call("ess", "SetInstancesProtection", { ScalingGroupId: group, InstanceId: [members(group)[0]], ProtectedFromScaleIn: true });
             await poolCapacityProvider.update!("x", { ...inputs(group, 0), mode: "observe", size: undefined, readyInstanceIds: [] }, { ...inputs(group, 0), mode: "observe", size: undefined, drainTimeoutSeconds: 30 });
             assert.deepStrictEqual(states(group), ["Protected", "InService"]);
         });
 
-        it("R5: deleting a pool: a member that appears while the others drain (an ESS health replacement) is drained and removed too", async () => {
+        it("deleting a pool: a member that appears while the others drain (an ESS health replacement) is drained and removed too", async () => {
             const group = joinedGroup(2);
             let launched: string | undefined;
             c.onDrain = () => {
@@ -231,7 +231,7 @@ describe("PoolCapacity (emulator)", () => {
             assert.strictEqual(nodeOfInstance(launched!), undefined);
         });
 
-        it("R9: lowering an autoscaled pool's maximum drains and removes the members above it before ESS sees the lower MaxSize", async () => {
+        it("lowering an autoscaled pool's maximum drains and removes the members above it before ESS sees the lower MaxSize", async () => {
             const group = joinedGroup(3, { minSize: 0, maxSize: 3 });
             c.addNode(ctx.emu.addInstance().instanceId, { pool: "other" }); // where the evicted pods go
             const auto = { ...inputs(group, 0), mode: "observe" as const, size: undefined, minSize: 0 };
@@ -241,7 +241,7 @@ describe("PoolCapacity (emulator)", () => {
             // afterEach asserts I1: the two that left were drained first.
         });
 
-        it("R6b: a scale-out that failed before (no stock, since fixed) does not fail the next run's wait", async () => {
+        it("a scale-out that failed before (no stock, since fixed) does not fail the next run's wait", async () => {
             const group = ctx.emu.addScalingGroup({ maxSize: 5 }).scalingGroupId;
             ctx.emu.failNextActivity(group, { status: "Failed", errorCode: "OperationDenied.NoStock", message: "sold out" });
             await assert.rejects(setPoolCapacity(inputs(group, 2)), /NoStock/);
@@ -269,12 +269,6 @@ describe("PoolCapacity (emulator)", () => {
         assert.match(check.failures![0].reason, /0\.\.2000/);
     });
 });
-
-/** Header parameter of a rendered script (`readonly NAME='value'`). */
-function header(script: string, name: string): string | undefined {
-    const m = new RegExp(`^readonly ${name}='((?:[^']|'\\\\'')*)'$`, "m").exec(script);
-    return m ? m[1].replace(/'\\''/g, "'") : undefined;
-}
 
 describe("NodePool (mock graph, dev pools)", () => {
     const CA_HASH = `sha256:${"ab".repeat(32)}`;
@@ -341,9 +335,9 @@ describe("NodePool (mock graph, dev pools)", () => {
             assert.ok(Buffer.byteLength(c.rawInputs.userData as string) <= USERDATA_BUDGET_BYTES, `${Buffer.byteLength(c.rawInputs.userData as string)} bytes`);
             assert.match(c.rawInputs.userData as string, /^ak_packed=/m, "delivered packed (packUserdata)");
             const script = unpackScript(c.rawInputs.userData as string);
-            assert.strictEqual(header(script, "AK_BOOTSTRAP_TOKEN"), TOKEN);
-            assert.strictEqual(header(script, "AK_CA_CERT_HASHES"), CA_HASH);
-            assert.strictEqual(header(script, "AK_API_ENDPOINT"), "192.168.0.10:6443");
+            assert.strictEqual(headerValue(script, "AK_BOOTSTRAP_TOKEN"), TOKEN);
+            assert.strictEqual(headerValue(script, "AK_CA_CERT_HASHES"), CA_HASH);
+            assert.strictEqual(headerValue(script, "AK_API_ENDPOINT"), "192.168.0.10:6443");
             assert.match(script, /kubeadm join --config/);
         }
     });
@@ -351,14 +345,14 @@ describe("NodePool (mock graph, dev pools)", () => {
     it("autoscaled pool: configuration tags equal the kubelet labels exactly (the autoscaler's template reads them)", () => {
         const elastic = configs()[1];
         const script = elastic.rawInputs.userData as string;
-        const kubelet = Object.fromEntries([`alicloud-kubeadm/pool=${header(script, "AK_POOL_NAME")}`, ...header(script, "AK_NODE_LABELS")!.split(",")]
+        const kubelet = Object.fromEntries([`alicloud-kubeadm/pool=${headerValue(script, "AK_POOL_NAME")}`, ...headerValue(script, "AK_NODE_LABELS")!.split(",")]
             .map((kv) => kv.split("=") as [string, string]));
         assert.deepStrictEqual(elastic.inputs.tags, { workload_type: "cpu", "alicloud-kubeadm/pool": "elastic", "alicloud-kubeadm/autoscaled": "true" });
         assert.deepStrictEqual(kubelet, elastic.inputs.tags);
         assert.ok(!JSON.stringify(elastic.inputs.tags).includes("k8s.io"), "no label the kubelet may not set");
         const general = configs()[0];
         assert.deepStrictEqual(general.inputs.tags, { "alicloud-kubeadm/cluster": "dev", "alicloud-kubeadm/pool": "general" });
-        assert.strictEqual(header(general.rawInputs.userData as string, "AK_NODE_LABELS"), "");
+        assert.strictEqual(headerValue(general.rawInputs.userData as string, "AK_NODE_LABELS"), "");
     });
 
     it("a bootstrap token per pool (ttl 0) and a PoolCapacity: fixed size for general, observe for elastic, after the configuration", () => {

@@ -1,5 +1,5 @@
 /**
- * Issue 14, point 8: every dynamic resource declares its own secret outputs (`additionalSecretOutputs`), whatever
+ * Every dynamic resource declares its own secret outputs (`additionalSecretOutputs`), whatever
  * its caller passes in: a secret input given as a plain value still comes back secret. The list per resource is
  * here, and every dynamic resource class in src/providers must be in it.
  */

@@ -15,8 +15,8 @@ import {
 } from "../src/shell/render";
 import { OPERATIONS } from "../src/rules";
 import { fill } from "../testing/savedCommands";
-import { RunResult, Sandbox, callsOf, downloadCalls, installCalls, makeSandbox } from "../testing/sandbox";
-import { requireTool, SHELLCHECK_INSTALL } from "./tools";
+import { Sandbox, callsOf, downloadCalls, installCalls, makeSandbox } from "../testing/sandbox";
+import { assertOk, requireTool, SHELLCHECK_INSTALL } from "./tools";
 
 const USERDATA_DIR = path.join(__dirname, "..", "src", "shell");
 const STUB_DIR = path.join(__dirname, "..", "testing", "sandbox", "stubs");
@@ -55,13 +55,6 @@ const attachParams: AttachNodeParams = {
 const { poolName: _pool, labels: _labels, taints: _taints, ...memberParams } = attachParams;
 
 const metadata = { region: REGION, instanceId: INSTANCE };
-
-/** Asserts a run succeeded; on failure shows the script's log files. */
-function assertOk(r: RunResult, sb: Sandbox): void {
-    if (r.code === 0) return;
-    const logs = ["master-init", "attach-node"].map((n) => sb.read(`/var/log/alicloud-kubeadm/${n}.log`)).filter(Boolean).join("\n");
-    assert.fail(`script exited ${r.code}\nstderr:\n${r.stderr}\nlog:\n${logs}`);
-}
 
 function parseYaml(text: string | undefined): Array<Record<string, unknown>> {
     assert.ok(text, "expected a kubeadm --config file to have been captured");

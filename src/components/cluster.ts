@@ -4,8 +4,10 @@ import * as pulumi from "@pulumi/pulumi";
 import * as alicloud from "@pulumi/alicloud";
 import * as k8s from "@pulumi/kubernetes";
 import { packUserdata, renderControlPlaneJoinCommand, renderMasterInit, renderOperation } from "../shell/render";
-import { clusterTags, nodeImageList, nodeMirrors, validateClusterConfig, type ClusterConfig, type ClusterConfigInput, type ExistingNodeInput } from "../config";
+import { clusterTags, nodeScriptParams, validateClusterConfig, type ClusterConfig, type ClusterConfigInput, type ExistingNodeInput, type StackConfig } from "../config";
+import { autoscalerArgsOf, networkArgsOf, nodeImageArgsOf, podNetworkArgsOf } from "../configSlices";
 import { throwIfProblems } from "./args";
+import { joinContext } from "./joinArgs";
 import { attachAdmissionPolicy, attachAutoscalerPolicy, ControlPlane } from "./controlPlane";
 import { ClusterAutoscaler } from "./clusterAutoscaler";
 import type { ClusterInfo, PoolInfo } from "../doctor/types";
@@ -15,7 +17,7 @@ import { JoinInfo } from "../providers/joinInfo";
 import { createAttachCommand, EXISTING_POOL_NAME, ExistingNode, sshConnection, type SshConnectionArgs } from "./existingNode";
 import { admissionAttachOneLiner, renderServedAttachScript } from "../shell/renderAdmission";
 import { NodeCommands, saveCommand } from "./nodeCommands";
-import { OPERATIONS } from "../rules";
+import { formatProblem, OPERATIONS, type Problem } from "../rules";
 import { NodePool } from "./nodePool";
 import { ALIBABA_IDENTITY_CERTIFICATE } from "../admission/alibabaCertificate";
 import { Admission, ADMISSION_PORT } from "./admission";
@@ -37,7 +39,7 @@ export interface ClusterArgs {
      * Problems the stack program found reading the stack's config (`readStackConfig`: ignored keys of the
      * namespace, a cluster value that is not JSON), reported together with the config's own. Default none.
      */
-    stackConfig?: { errors: readonly string[]; warnings: readonly string[] };
+    stackConfig?: Pick<StackConfig, "problems" | "warningProblems">;
 }
 
 /**
@@ -47,17 +49,17 @@ export interface ClusterArgs {
 export function resolveClusterConfig(args: ClusterArgs, resource?: pulumi.Resource): ClusterConfig {
     const { plain, secrets, unknowns } = separateOutputs(args.config);
     const result = validateClusterConfig(plain, args.region);
-    const stack = args.stackConfig ?? { errors: [], warnings: [] };
-    for (const warning of [...stack.warnings, ...result.warnings]) {
-        pulumi.log.warn(warning, resource);
+    const stack = args.stackConfig ?? { problems: [], warningProblems: [] };
+    for (const warning of [...stack.warningProblems, ...result.warningProblems]) {
+        pulumi.log.warn(formatProblem(warning), resource);
     }
-    // A cluster value the stack program could not read is reported once, by the reader.
-    const readPaths = new Set(stack.errors.map((e) => splitProblem(e).path));
-    const errors = [...stack.errors, ...unknowns, ...result.errors.filter((e) => !readPaths.has(splitProblem(e).path) && !unknowns.some((u) => u.startsWith(`${splitProblem(e).path}: `)))];
-    if (!result.config || errors.length > 0) {
-        throwIfProblems("Cluster (its config)", errors.map(splitProblem));
+    // A cluster value the stack program could not read is reported once, by the reader; a value that is an Output, once.
+    const reported = new Set([...stack.problems, ...unknowns].map((p) => p.path));
+    const problems = [...stack.problems, ...unknowns, ...result.problems.filter((p) => !reported.has(p.path))];
+    if (!result.config || problems.length > 0) {
+        throwIfProblems("Cluster (its config)", problems);
     }
-    const config = result.config as ClusterConfig;
+    const config = result.config!;
     for (const { node, key, value } of secrets) {
         (config.existingNodes[node].connection as unknown as Record<string, unknown>)[key] = value;
     }
@@ -85,9 +87,9 @@ const SSH_SECRETS = ["privateKey", "privateKeyPassword", "password"];
  * in as a placeholder and is put back after; any other Output cannot be checked before anything is created,
  * so it is a problem at its path.
  */
-function separateOutputs(config: unknown): { plain: unknown; secrets: Array<{ node: number; key: string; value: unknown }>; unknowns: string[] } {
+function separateOutputs(config: unknown): { plain: unknown; secrets: Array<{ node: number; key: string; value: unknown }>; unknowns: Problem[] } {
     const secrets: Array<{ node: number; key: string; value: unknown }> = [];
-    const unknowns: string[] = [];
+    const unknowns: Problem[] = [];
     const walk = (value: unknown, path: string[]): unknown => {
         if (pulumi.Output.isInstance(value) || (typeof value === "object" && value !== null && typeof (value as { then?: unknown }).then === "function")) {
             const m = /^existingNodes\.(\d+)\.connection\.(\w+)$/.exec(path.join("."));
@@ -95,7 +97,7 @@ function separateOutputs(config: unknown): { plain: unknown; secrets: Array<{ no
                 secrets.push({ node: Number(m[1]), key: m[2], value });
                 return "<secret>";
             }
-            unknowns.push(`${path.join(".")}: must be a plain value known before anything is created (an Output or a promise cannot be checked): resolve it in the program, e.g. read it from the stack config`);
+            unknowns.push({ path: path.join("."), reason: "must be a plain value known before anything is created (an Output or a promise cannot be checked): resolve it in the program, e.g. read it from the stack config" });
             return undefined;
         }
         if (Array.isArray(value)) return value.map((v, i) => walk(v, [...path, String(i)]));
@@ -103,11 +105,6 @@ function separateOutputs(config: unknown): { plain: unknown; secrets: Array<{ no
         return value;
     };
     return { plain: walk(config, []), secrets, unknowns };
-}
-
-function splitProblem(problem: string): { path: string; reason: string } {
-    const at = problem.indexOf(": ");
-    return { path: problem.slice(0, at), reason: problem.slice(at + 2) };
 }
 
 /** A self-managed kubeadm cluster on Alibaba Cloud, built from one config object. */
@@ -151,17 +148,7 @@ export class Cluster extends pulumi.ComponentResource {
         this.config = config;
         const tags = clusterTags(config);
 
-        this.network = new Network(`${name}-network`, {
-            clusterName: config.name,
-            region: config.region,
-            zones: config.zones,
-            vpcCidr: config.network.vpcCidr,
-            podCidr: config.network.podCidr,
-            vswitchCidrs: config.network.vswitchCidrs,
-            natGateway: config.network.natGateway,
-            apiAllowedCidrs: config.network.apiAllowedCidrs,
-            tags,
-        }, { parent: this });
+        this.network = new Network(`${name}-network`, networkArgsOf(config), { parent: this });
 
         const imageId = config.image.id
             ? pulumi.output(config.image.id)
@@ -176,11 +163,8 @@ export class Cluster extends pulumi.ComponentResource {
         const net = this.network;
         // image.bake: masters and pools boot the baked image; existing nodes (mode auto) keep the base image.
         if (config.image.bake) {
-            this.nodeImage = new NodeImage(`${name}-node-image`, {
-                clusterName: config.name, region: config.region, kubernetesVersion: config.kubernetesVersion, ...nodeMirrors(config),
-                nodeImages: nodeImageList(config), baseImageId: imageId, vswitchId: net.resources.vswitches[0].id,
-                instanceType: config.image.bakeInstanceType, tags,
-            }, { parent: this, dependsOn: [net] });
+            this.nodeImage = new NodeImage(`${name}-node-image`, nodeImageArgsOf(config, { baseImageId: imageId, vswitchId: net.resources.vswitches[0].id }),
+                { parent: this, dependsOn: [net] });
         }
         const nodeImageId = this.nodeImage?.imageId ?? imageId;
         this.controlPlane = new ControlPlane(`${name}-control-plane`, {
@@ -215,7 +199,7 @@ export class Cluster extends pulumi.ComponentResource {
             commandName: `${config.name}-control-plane-join`, parameters: true,
             timeoutSeconds: OPERATIONS["control-plane-join"].timeoutSeconds, description: OPERATIONS["control-plane-join"].description,
             script: pulumi.secret(pulumi.all([this.controlPlane.endpoint, this.joinInfo.caCertHash]).apply(([apiEndpoint, caCertHash]) =>
-                renderControlPlaneJoinCommand({ region: config.region, kubernetesVersion: config.kubernetesVersion, apiEndpoint, caCertHash, ...nodeMirrors(config) }))),
+                renderControlPlaneJoinCommand({ ...nodeScriptParams(config), apiEndpoint, caCertHash }))),
         }, { parent: this });
         let previous: pulumi.Resource = this.joinInfo;
         this.controlPlaneMembers = masters.slice(1).map((member, k) => {
@@ -238,62 +222,46 @@ export class Cluster extends pulumi.ComponentResource {
         const masterInstanceIds = this.controlPlane.masterInstanceIds;
         const identityCertificate = config.admission.identityCertificate ?? ALIBABA_IDENTITY_CERTIFICATE;
         const admissionEndpoints = pulumi.all(masters.map((m) => m.privateIp)).apply((ips) => ips.map((ip) => `${ip}:${ADMISSION_PORT}`));
-        const joinCommon = {
-            config, imageId, apiEndpoint: this.controlPlane.endpoint, caCertHash: this.joinInfo.caCertHash,
+        // The join context: everything a node needs to join, built once.
+        const join = joinContext(config, {
+            apiEndpoint: this.controlPlane.endpoint, caCertHash: this.joinInfo.caCertHash,
             masterInstanceId: master0, masterInstanceIds, commands, routeTableId: net.routeTableId, admissionEndpoints,
-        };
+        });
         this.nodePools = config.nodePools.map((pool) => new NodePool(`${name}-pool-${pool.name}`, {
-            ...joinCommon, imageId: nodeImageId, pool, tags,
+            ...join, imageId: nodeImageId, pool, tags,
             vswitchIds: net.resources.vswitches.map((v) => v.id),
             securityGroupIds: [net.clusterSecurityGroupId],
             dependsOn: [this.joinInfo],
         }, { parent: this }));
         const attachCommand = !config.existingNodes.some((n) => n.mode === "manual") ? undefined
-            : createAttachCommand(`${name}-attach`, { config, apiEndpoint: this.controlPlane.endpoint, caCertHash: this.joinInfo.caCertHash, admissionEndpoints }, { parent: this });
+            : createAttachCommand(`${name}-attach`, join, { parent: this });
         this.existingNodes = config.existingNodes.map((node) => new ExistingNode(`${name}-node-${node.instanceId}`, {
-            ...joinCommon, node, attachCommandId: attachCommand?.id, connection: sshConnection(node.connection),
+            ...join, imageId, node, attachCommandId: attachCommand?.id, connection: sshConnection(node.connection),
         }, { parent: this }));
 
         // Add-ons: only once the API server is ready, through a provider built from the secret kubeconfig.
         const ready = new ApiServerReady(`${name}-api-ready`, { kubeconfig: this.joinInfo.kubeconfig }, { parent: this });
         this.kubernetesProvider = new k8s.Provider(`${name}-k8s`, { kubeconfig: ready.kubeconfig }, { parent: this });
-        this.podNetwork = new PodNetwork(`${name}-pod-network`, {
-            podCidr: config.network.podCidr,
-            routeTableId: net.routeTableId,
-            region: config.region,
-            kubernetesVersion: config.kubernetesVersion,
-            images: {
-                flannel: config.images.flannel,
-                flannelCniPlugin: config.images.flannelCniPlugin,
-                ccm: config.images.cloudControllerManager,
-            },
-        }, { parent: this, provider: this.kubernetesProvider });
+        this.podNetwork = new PodNetwork(`${name}-pod-network`, podNetworkArgsOf(config, net.routeTableId), { parent: this, provider: this.kubernetesProvider });
         {
             attachAdmissionPolicy(this.controlPlane, config, this.nodePools.map((p) => p.scalingGroupId));
             // The attach script the service serves to existing nodes and the manual path (no secret in it).
-            const served = pulumi.all([this.controlPlane.endpoint, this.joinInfo.caCertHash, admissionEndpoints]).apply(([apiEndpoint, caCertHash, endpoints]) =>
-                renderServedAttachScript({ region: config.region, kubernetesVersion: config.kubernetesVersion, ...nodeMirrors(config), apiEndpoint, caCertHash,
-                    poolName: EXISTING_POOL_NAME, admission: { endpoints } }));
+            const served = pulumi.all([join.apiEndpoint, join.caCertHash, admissionEndpoints]).apply(([apiEndpoint, caCertHash, endpoints]) =>
+                renderServedAttachScript({ ...nodeScriptParams(join.config), apiEndpoint, caCertHash, poolName: EXISTING_POOL_NAME, admission: { endpoints } }));
             this.attachCommand = pulumi.unsecret(pulumi.all([this.joinInfo.caCertHash, admissionEndpoints])).apply(([hash, endpoints]) => admissionAttachOneLiner(endpoints, hash));
             this.admission = new Admission(`${name}-admission`, {
                 attachScript: served,
                 clusterName: config.name, region: config.region, identityCertificate, joinTag: config.admission.joinTag, image: config.images.admission,
                 accountId: alicloud.getCallerIdentityOutput({ parent: this }).accountId,
                 scalingGroups: pulumi.all(this.nodePools.map((p) => p.scalingGroupId)).apply((ids) => Object.fromEntries(ids.map((id, i) => [id, config.nodePools[i].name]))),
-                existingNodes: Object.fromEntries(config.existingNodes.map((n) => [n.instanceId, "existing"])),
+                existingNodes: Object.fromEntries(config.existingNodes.map((n) => [n.instanceId, EXISTING_POOL_NAME])),
             }, { parent: this, provider: this.kubernetesProvider });
         }
         const autoscaled = this.nodePools.filter((p) => p.autoscale);
         if (autoscaled.length > 0) {
             attachAutoscalerPolicy(this.controlPlane, config, autoscaled.map((p) => p.scalingGroupId));
-            this.autoscaler = new ClusterAutoscaler(`${name}-autoscaler`, {
-                region: config.region,
-                kubernetesVersion: config.kubernetesVersion,
-                version: config.autoscaler.version,
-                pools: autoscaled.map((p) => ({ name: p.poolName, min: p.autoscale!.min, max: p.autoscale!.max, scalingGroupId: p.scalingGroupId })),
-                settings: config.autoscaler,
-                imageRepository: config.images.clusterAutoscalerRepository,
-            }, { parent: this, provider: this.kubernetesProvider });
+            this.autoscaler = new ClusterAutoscaler(`${name}-autoscaler`, autoscalerArgsOf(config, new Map(autoscaled.map((p) => [p.poolName, p.scalingGroupId]))),
+                { parent: this, provider: this.kubernetesProvider });
         }
 
         const pools = pulumi.all(this.nodePools.map((p, i) => p.scalingGroupId.apply((scalingGroupId): PoolInfo => {
@@ -329,8 +297,7 @@ export function masterUserdata(config: ClusterConfig, index: number, apiEndpoint
     // Packed like the pools' (packUserdata): the `readonly AK_*` header readable, the body compressed. Existing
     // masters ignore userdata drift, so only masters created from now on boot the packed form.
     return packUserdata(renderMasterInit({
-        region: config.region,
-        kubernetesVersion: config.kubernetesVersion,
+        ...nodeScriptParams(config),
         apiEndpoint,
         podCidr: config.network.podCidr,
         serviceCidr: config.network.serviceCidr,
@@ -339,7 +306,6 @@ export function masterUserdata(config: ClusterConfig, index: number, apiEndpoint
         // Every other control-plane member gets master 0's key over the sealed join-secrets channel
         // (docs/security.md#encryption-at-rest).
         encryptSecrets: true,
-        ...nodeMirrors(config),
         // No AK_NODE_IMAGES (node_images.sh) on master 0, baked or not: NodeImage builds its image in the same
         // `pulumi up`, just before it, so the image always matches (masters ignore image drift afterwards), and
         // kubeadm init finds its images baked; node_images.sh would only check that.

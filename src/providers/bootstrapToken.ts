@@ -14,7 +14,8 @@ import * as pulumi from "@pulumi/pulumi";
 import { CommandError } from "../cloud/cloudAssistant";
 import { classify } from "../cloud/errors";
 import { createToken, deleteToken, type ClusterAccess } from "../cloud/operations";
-import { clusterAccess, type ClusterAccessArgs, type ClusterAccessInputs } from "./access";
+import { clusterAccess, dynamicResourceProps, type ClusterAccessInputs, type ResourceArgs } from "./access";
+import { diffInputs, inputDiff } from "./diff";
 import { pulumiLog, withPacingLog } from "./log";
 import { TOKEN_ID_PATTERN, TOKEN_PATTERN } from "../rules";
 
@@ -28,15 +29,26 @@ export { TOKEN_PATTERN };
 
 
 export interface BootstrapTokenInputs extends ClusterAccessInputs {
-    /** Token lifetime as `kubeadm token create --ttl` takes it (`0` = never expires, `24h`). Default `0`. */
+    /**
+     * Token lifetime as `kubeadm token create --ttl` takes it (`0` = never expires, `24h`). Default `0` (ESS
+     * userdata is static). Changing it replaces the token.
+     */
     ttl?: string;
-    /** `--description` of the token, e.g. `alicloud-kubeadm pool general`. Default `alicloud-kubeadm`. */
+    /** `--description` of the token, e.g. `alicloud-kubeadm pool general`. Default `alicloud-kubeadm`. Changing it replaces the token. */
     description?: string;
-    /** First Cloud Assistant poll delay, ms (≤ 1000). Default 1000; tests lower it. */
-    pollIntervalMs?: number;
     /** Changes when the provider's code changes. */
     providerVersion?: string;
 }
+
+/** The arguments of a BootstrapToken (documented in {@link BootstrapTokenInputs}). */
+export type BootstrapTokenArgs = ResourceArgs<BootstrapTokenInputs>;
+
+/** A new master, lifetime or description is a new token; new command ids or masters are an update: the token itself stays. */
+const BOOTSTRAP_TOKEN_DIFF = inputDiff<BootstrapTokenInputs>()({
+    replace: ["masterInstanceId", "ttl", "description", "region"],
+    update: ["providerVersion", "pollIntervalMs", "commands", "masterInstanceIds"],
+    ignore: [],
+});
 
 export interface BootstrapTokenOutputs {
     /** The full token `id.secret` (secret). */
@@ -105,12 +117,8 @@ export const bootstrapTokenProvider: pulumi.dynamic.ResourceProvider = withPacin
         return { id: `${inputs.masterInstanceId}/token/${outs.tokenId}`, outs: { ...inputs, ...outs } };
     },
     async diff(_id: string, olds: BootstrapTokenInputs & BootstrapTokenOutputs, news: BootstrapTokenInputs) {
-        const replaces = (["masterInstanceId", "ttl", "description", "region"] as const).filter((k) => (olds[k] ?? "") !== (news[k] ?? ""));
-        // New command ids are an update: the token itself stays.
-        const changed = replaces.length > 0 || olds.providerVersion !== news.providerVersion || olds.pollIntervalMs !== news.pollIntervalMs ||
-            JSON.stringify(olds.commands) !== JSON.stringify(news.commands) || JSON.stringify(olds.masterInstanceIds) !== JSON.stringify(news.masterInstanceIds);
         // Create the new token before deleting the old one: nodes joining meanwhile keep working.
-        return { changes: changed, replaces, deleteBeforeReplace: false };
+        return { ...diffInputs(BOOTSTRAP_TOKEN_DIFF, olds, news), deleteBeforeReplace: false };
     },
     async update(_id: string, olds: BootstrapTokenInputs & BootstrapTokenOutputs, news: BootstrapTokenInputs) {
         return { outs: { ...news, token: olds.token, tokenId: olds.tokenId } };
@@ -120,15 +128,6 @@ export const bootstrapTokenProvider: pulumi.dynamic.ResourceProvider = withPacin
     },
 });
 
-export interface BootstrapTokenArgs extends ClusterAccessArgs {
-    /** Token lifetime, `kubeadm token create --ttl` syntax. Default `0` (never expires; ESS userdata is static). Changing it replaces the token. */
-    ttl?: pulumi.Input<string>;
-    /** Token description. Default `alicloud-kubeadm`. */
-    description?: pulumi.Input<string>;
-    /** First Cloud Assistant poll delay, ms. Default 1000. */
-    pollIntervalMs?: pulumi.Input<number>;
-}
-
 /** A kubeadm bootstrap token on master 0; `token` is a secret. */
 export class BootstrapToken extends pulumi.dynamic.Resource {
     /** `id.secret` (secret). */
@@ -137,7 +136,6 @@ export class BootstrapToken extends pulumi.dynamic.Resource {
     declare readonly tokenId: pulumi.Output<string>;
 
     constructor(name: string, args: BootstrapTokenArgs, opts?: pulumi.CustomResourceOptions) {
-        super(bootstrapTokenProvider, name, { token: undefined, tokenId: undefined, providerVersion: BOOTSTRAP_TOKEN_PROVIDER_VERSION, ...args },
-            { ...opts, additionalSecretOutputs: [...BOOTSTRAP_TOKEN_SECRET_OUTPUTS] });
+        super(bootstrapTokenProvider, name, ...dynamicResourceProps(["token", "tokenId"], BOOTSTRAP_TOKEN_PROVIDER_VERSION, args, BOOTSTRAP_TOKEN_SECRET_OUTPUTS, opts));
     }
 }

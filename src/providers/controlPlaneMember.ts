@@ -11,9 +11,10 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { CommandError } from "../cloud/cloudAssistant";
-import { bootstrapLog, joinSecrets, listNodes, nodeOfInstance, providerIdOf, runJoin, sendSecret, type ClusterAccess, type JoinSecrets } from "../cloud/operations";
+import { bootstrapLog, joinSecrets, listNodes, providerIdOf, runJoin, sendSecret, type ClusterAccess, type JoinSecrets, nodeOfInstance } from "../cloud/operations";
+import { clusterAccess, dynamicResourceProps, type ClusterAccessInputs, type ResourceArgs } from "./access";
+import { diffInputs, inputDiff } from "./diff";
 import { waitFor } from "../cloud/wait";
-import { clusterAccess, type ClusterAccessArgs, type ClusterAccessInputs } from "./access";
 import { removeNode } from "../removal";
 import { pulumiLog, withPacingLog } from "./log";
 
@@ -25,7 +26,7 @@ export interface ControlPlaneMemberInputs extends ClusterAccessInputs {
     memberInstanceId: string;
     /** The cluster's saved control-plane join command (the attach script with this cluster's join material; token and certificate key are its parameters). */
     joinCommandId: string;
-    /** Route table, for the pod-route clean-up on delete. */
+    /** Route table, for the pod-route clean-up on delete. Default none. */
     routeTableId?: string;
     /** The cluster's pod CIDR: a removal deletes only routes to the instance inside it. Default none (only the route to its Node's podCIDR). */
     podCidr?: string;
@@ -37,6 +38,9 @@ export interface ControlPlaneMemberInputs extends ClusterAccessInputs {
     pollSeconds?: number;
     providerVersion?: string;
 }
+
+/** The arguments of a ControlPlaneMember (documented in {@link ControlPlaneMemberInputs}). */
+export type ControlPlaneMemberArgs = ResourceArgs<ControlPlaneMemberInputs>;
 
 /** Joins the member; returns its Node name once Ready. */
 export async function joinControlPlaneMember(inputs: ControlPlaneMemberInputs, log: (m: string) => void = () => undefined): Promise<string> {
@@ -85,16 +89,24 @@ export const CONTROL_PLANE_MEMBER_PROVIDER_VERSION = "3";
  */
 export const CONTROL_PLANE_MEMBER_SECRET_OUTPUTS = [] as const;
 
+/**
+ * Another member or master 0 is a new join (the old member leaves first). New command ids (a changed script),
+ * masters or clean-up settings are an update, never a replacement, which would reset the member. The waits are
+ * read by the join alone and the region never changes under a member: neither is a change.
+ */
+const CONTROL_PLANE_MEMBER_DIFF = inputDiff<ControlPlaneMemberInputs>()({
+    replace: ["memberInstanceId", "masterInstanceId"],
+    update: ["joinCommandId", "commands", "masterInstanceIds", "routeTableId", "podCidr", "providerVersion"],
+    ignore: ["region", "pollIntervalMs", "joinTimeoutSeconds", "readyTimeoutSeconds", "pollSeconds"],
+});
+
 export const controlPlaneMemberProvider: pulumi.dynamic.ResourceProvider = withPacingLog({
     async create(inputs: ControlPlaneMemberInputs) {
         const nodeName = await joinControlPlaneMember(inputs, (m) => pulumiLog().info(m));
         return { id: inputs.memberInstanceId, outs: { ...inputs, nodeName } };
     },
     async diff(_id: string, olds: ControlPlaneMemberInputs, news: ControlPlaneMemberInputs) {
-        const replaces = ["memberInstanceId", "masterInstanceId"].filter((k) => olds[k as keyof ControlPlaneMemberInputs] !== news[k as keyof ControlPlaneMemberInputs]);
-        // New command ids (a changed script) are an update — never a replacement, which would reset the member.
-        const updates = (["joinCommandId", "commands", "masterInstanceIds", "routeTableId", "podCidr", "providerVersion"] as const).some((k) => JSON.stringify(olds[k]) !== JSON.stringify(news[k]));
-        return { changes: replaces.length > 0 || updates, replaces, deleteBeforeReplace: true };
+        return { ...diffInputs(CONTROL_PLANE_MEMBER_DIFF, olds, news), deleteBeforeReplace: true };
     },
     async update(_id: string, olds: ControlPlaneMemberInputs & { nodeName: string }, news: ControlPlaneMemberInputs) {
         return { outs: { ...news, nodeName: olds.nodeName } };
@@ -109,24 +121,11 @@ export const controlPlaneMemberProvider: pulumi.dynamic.ResourceProvider = withP
     },
 });
 
-export interface ControlPlaneMemberArgs extends ClusterAccessArgs {
-    memberInstanceId: pulumi.Input<string>;
-    /** The cluster's saved control-plane join command. */
-    joinCommandId: pulumi.Input<string>;
-    routeTableId?: pulumi.Input<string>;
-    /** Pod CIDR of the cluster (only routes inside it are removed with the member). Default none. */
-    podCidr?: pulumi.Input<string>;
-    joinTimeoutSeconds?: pulumi.Input<number>;
-    readyTimeoutSeconds?: pulumi.Input<number>;
-    pollSeconds?: pulumi.Input<number>;
-}
-
 /** A master 1..n-1 joined with `kubeadm join --control-plane` (see the module comment). */
 export class ControlPlaneMember extends pulumi.dynamic.Resource {
     declare readonly nodeName: pulumi.Output<string>;
 
     constructor(name: string, args: ControlPlaneMemberArgs, opts?: pulumi.CustomResourceOptions) {
-        super(controlPlaneMemberProvider, name, { nodeName: undefined, providerVersion: CONTROL_PLANE_MEMBER_PROVIDER_VERSION, ...args },
-            { ...opts, additionalSecretOutputs: [...CONTROL_PLANE_MEMBER_SECRET_OUTPUTS] });
+        super(controlPlaneMemberProvider, name, ...dynamicResourceProps(["nodeName"], CONTROL_PLANE_MEMBER_PROVIDER_VERSION, args, CONTROL_PLANE_MEMBER_SECRET_OUTPUTS, opts));
     }
 }

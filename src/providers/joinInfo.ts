@@ -16,6 +16,8 @@ import { waitFor } from "../cloud/wait";
 import { fillOperation, STACK_CREDENTIAL_PATTERN } from "../rules";
 import { logInfo, pulumiLog, withPacingLog } from "./log";
 import { yamlLibrary } from "./libraries";
+import { dynamicResourceProps, type ResourceArgs } from "./access";
+import { diffInputs, inputDiff } from "./diff";
 
 /** Where src/shell/master_init.sh leaves its markers and log, and kubeadm its files (init-status.sh reads them). */
 export const MASTER_PATHS = {
@@ -44,6 +46,9 @@ export interface JoinInfoInputs {
     /** Changes when the provider's code changes, so Pulumi re-runs it. */
     providerVersion?: string;
 }
+
+/** The arguments of a JoinInfo (documented in {@link JoinInfoInputs}). */
+export type JoinInfoArgs = ResourceArgs<JoinInfoInputs>;
 
 /** The one-off operations JoinInfo runs on master 0. */
 export interface JoinInfoScripts {
@@ -187,16 +192,24 @@ export async function revokeStackCredential(inputs: JoinInfoInputs, credential: 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
 export const JOIN_INFO_PROVIDER_VERSION = "2";
 
+/**
+ * Another master 0 is another cluster's join material. A new kubeconfig server or new scripts are read again in
+ * place. The waits are read only while master 0 comes up, and the region never changes under master 0: neither is
+ * a change.
+ */
+const JOIN_INFO_DIFF = inputDiff<JoinInfoInputs>()({
+    replace: ["masterInstanceId"],
+    update: ["kubeconfigServer", "providerVersion", "scripts"],
+    ignore: ["region", "waitTimeoutSeconds", "pollSeconds"],
+});
+
 export const joinInfoProvider: pulumi.dynamic.ResourceProvider = withPacingLog({
     async create(inputs: JoinInfoInputs) {
         const outs = await readJoinInfo(inputs, logInfo);
         return { id: `${inputs.masterInstanceId}/join-info`, outs: { ...inputs, ...outs } };
     },
     async diff(_id: string, olds: JoinInfoInputs & JoinInfoOutputs, news: JoinInfoInputs) {
-        const replaces = olds.masterInstanceId !== news.masterInstanceId ? ["masterInstanceId"] : [];
-        const changed = olds.kubeconfigServer !== news.kubeconfigServer || olds.providerVersion !== news.providerVersion ||
-            JSON.stringify(olds.scripts) !== JSON.stringify(news.scripts);
-        return { changes: replaces.length > 0 || changed, replaces, deleteBeforeReplace: false };
+        return { ...diffInputs(JOIN_INFO_DIFF, olds, news), deleteBeforeReplace: false };
     },
     async update(_id: string, olds: JoinInfoInputs & Partial<JoinInfoOutputs>, news: JoinInfoInputs) {
         // The same credential is read back (a state from before version 2 gets its first one; its admin.conf copy is dropped).
@@ -208,18 +221,6 @@ export const joinInfoProvider: pulumi.dynamic.ResourceProvider = withPacingLog({
     },
 });
 
-export interface JoinInfoArgs {
-    region: pulumi.Input<string>;
-    masterInstanceId: pulumi.Input<string>;
-    kubeconfigServer: pulumi.Input<string>;
-    /** The init-status, stack-credential and stack-credential-revoke scripts (`renderOperation`). */
-    scripts: pulumi.Input<JoinInfoScripts>;
-    /** Default 1800 s. */
-    waitTimeoutSeconds?: pulumi.Input<number>;
-    /** Default 15 s. */
-    pollSeconds?: pulumi.Input<number>;
-}
-
 /** Reads the CA hash and the stack's credential from master 0 once kubeadm init has finished. */
 export class JoinInfo extends pulumi.dynamic.Resource {
     /** `sha256:<hex>` of the cluster CA's public key (secret). */
@@ -230,7 +231,6 @@ export class JoinInfo extends pulumi.dynamic.Resource {
     declare readonly credential: pulumi.Output<string>;
 
     constructor(name: string, args: JoinInfoArgs, opts?: pulumi.CustomResourceOptions) {
-        super(joinInfoProvider, name, { caCertHash: undefined, kubeconfig: undefined, credential: undefined, providerVersion: JOIN_INFO_PROVIDER_VERSION, ...args },
-            { ...opts, additionalSecretOutputs: [...JOIN_INFO_SECRET_OUTPUTS] });
+        super(joinInfoProvider, name, ...dynamicResourceProps(["caCertHash", "kubeconfig", "credential"], JOIN_INFO_PROVIDER_VERSION, args, JOIN_INFO_SECRET_OUTPUTS, opts));
     }
 }

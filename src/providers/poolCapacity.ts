@@ -22,12 +22,14 @@
  * would make ESS release instances without a drain.
  */
 import * as pulumi from "@pulumi/pulumi";
-import { describeScalingGroups, modifyScalingGroup, scaleOutProcess, scalingActivities, scalingGroupMembers, setInstancesProtection, stayingMembers, waitForIdleGroup } from "../cloud/ess";
-import { instanceOfProviderId, listNodes, nodeOfInstance, POOL_LABEL, uncordonNode } from "../cloud/operations";
-import { waitFor } from "../cloud/wait";
-import { clusterAccess, type ClusterAccessArgs, type ClusterAccessInputs } from "./access";
+import { describeScalingGroups, modifyScalingGroup, scalingActivities, scalingGroupMembers, setInstancesProtection, waitForIdleGroup, scaleOutProcess, stayingMembers } from "../cloud/ess";
+import { listNodes, POOL_LABEL, uncordonNode, instanceOfProviderId, nodeOfInstance } from "../cloud/operations";
+import { clusterAccess, dynamicResourceProps, type ClusterAccessInputs, type ResourceArgs } from "./access";
+import { diffInputs, inputDiff } from "./diff";
 import { scaleInPool, type RemovalOptions, type RemovalReport } from "../removal";
+import { ATTACH_LOG, MAX_SCALING_GROUP_INSTANCES } from "../rules";
 import { logInfo, pulumiLog, withPacingLog } from "./log";
+import { waitFor } from "../cloud/wait";
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
 export const POOL_CAPACITY_PROVIDER_VERSION = "2";
@@ -59,13 +61,14 @@ export interface PoolCapacityInputs extends ClusterAccessInputs {
     readyTimeoutSeconds?: number;
     /** Pause between checks, seconds. Default 15. */
     pollSeconds?: number;
-    /** First Cloud Assistant poll delay, ms (≤ 1000). Default 1000; tests lower it. */
-    pollIntervalMs?: number;
     /** `kubectl drain --timeout` when shrinking, seconds. Default 600. */
     drainTimeoutSeconds?: number;
     /** Changes when the provider's code changes. */
     providerVersion?: string;
 }
+
+/** The arguments of a PoolCapacity (documented in {@link PoolCapacityInputs}). */
+export type PoolCapacityArgs = ResourceArgs<PoolCapacityInputs>;
 
 export interface PoolCapacityOutputs {
     /** Instances of the group that were Ready nodes when the wait ended. */
@@ -254,7 +257,7 @@ async function waitForReadyNodes(inputs: PoolCapacityInputs, size: number, start
     }, { timeoutMs, firstDelayMs: pollMs, maxDelayMs: pollMs, factor: 1, log, logEveryMs: Infinity },
     () => new Error(`pool ${poolName}: only ${count - notReady.length}/${size} nodes Ready after ${Math.round(inputs.readyTimeoutSeconds ?? 1200)} s. ` +
         `Not Ready: ${notReady.length ? notReady.join(", ") : `(ESS has only ${count} instance(s))`}.\n` +
-        "  fix: look at /var/log/alicloud-kubeadm/attach-node.log on those instances (or run `npm run doctor`); " +
+        `  fix: look at ${ATTACH_LOG} on those instances (or run \`npm run doctor\`); ` +
         "`pulumi up` again resumes the wait."));
     log(`pool ${poolName}: ${ready.length}/${size} nodes Ready`);
     return { readyInstanceIds: ready.slice().sort() };
@@ -326,11 +329,23 @@ export async function drainPool(inputs: PoolCapacityInputs, opts: RemovalOptions
 
 type State = PoolCapacityInputs & PoolCapacityOutputs;
 
+/**
+ * Only a different group is a replacement (which must drain the old group before its nodes go): switching a pool
+ * between fixed and autoscaled (mode) is an update, never a delete that would drain every node of the pool, and so
+ * is a new command id (a changed script).
+ */
+const POOL_CAPACITY_DIFF = inputDiff<PoolCapacityInputs>()({
+    replace: ["scalingGroupId", "region"],
+    update: ["mode", "size", "minSize", "maxSize", "poolName", "masterInstanceId", "masterInstanceIds", "commands", "routeTableId", "podCidr",
+        "readyTimeoutSeconds", "pollSeconds", "pollIntervalMs", "drainTimeoutSeconds", "providerVersion"],
+    ignore: [],
+});
+
 export const poolCapacityProvider: pulumi.dynamic.ResourceProvider = withPacingLog({
     async check(_olds: PoolCapacityInputs, news: PoolCapacityInputs) {
         const failures = [];
-        if ((news.mode ?? "fixed") === "fixed" && !(Number.isInteger(news.size ?? 0) && (news.size ?? 0) >= 0 && (news.size ?? 0) <= 2000)) {
-            failures.push({ property: "size", reason: `must be an integer in 0..2000, got ${news.size}` });
+        if ((news.mode ?? "fixed") === "fixed" && !(Number.isInteger(news.size ?? 0) && (news.size ?? 0) >= 0 && (news.size ?? 0) <= MAX_SCALING_GROUP_INSTANCES)) {
+            failures.push({ property: "size", reason: `must be an integer in 0..${MAX_SCALING_GROUP_INSTANCES}, got ${news.size}` });
         }
         return { inputs: news, failures };
     },
@@ -339,14 +354,7 @@ export const poolCapacityProvider: pulumi.dynamic.ResourceProvider = withPacingL
         return { id: `${inputs.scalingGroupId}/capacity`, outs: { ...inputs, ...outs } };
     },
     async diff(_id: string, olds: State, news: PoolCapacityInputs) {
-        // Only a different group is a replacement: switching a pool between fixed and autoscaled (mode) is an
-        // update, never a delete that would drain every node of the pool.
-        const replaces = (["scalingGroupId", "region"] as const).filter((k) => (olds[k] ?? "") !== (news[k] ?? ""));
-        const keys = ["mode", "size", "minSize", "maxSize", "poolName", "masterInstanceId", "masterInstanceIds", "commands", "routeTableId", "podCidr", "readyTimeoutSeconds", "pollSeconds", "pollIntervalMs", "drainTimeoutSeconds", "providerVersion"] as const;
-        // A new command id (a changed script) is an update: never a replacement, which would drain the pool.
-        const changed = replaces.length > 0 || keys.some((k) => JSON.stringify(olds[k]) !== JSON.stringify(news[k]));
-        // Replacing (a new group) must drain the old group before its nodes go.
-        return { changes: changed, replaces, deleteBeforeReplace: true };
+        return { ...diffInputs(POOL_CAPACITY_DIFF, olds, news), deleteBeforeReplace: true };
     },
     async update(_id: string, olds: State, news: PoolCapacityInputs) {
         if ((news.mode ?? "fixed") === "observe") {
@@ -364,40 +372,12 @@ export const poolCapacityProvider: pulumi.dynamic.ResourceProvider = withPacingL
     },
 });
 
-export interface PoolCapacityArgs extends ClusterAccessArgs {
-    /** ESS scaling group id. */
-    scalingGroupId: pulumi.Input<string>;
-    /** Pool name (node label `alicloud-kubeadm/pool`). */
-    poolName: pulumi.Input<string>;
-    /** `fixed` (default): owns the capacity. `observe`: only drains the pool on delete (autoscaled pools). */
-    mode?: pulumi.Input<"fixed" | "observe">;
-    /** Nodes wanted in fixed mode. Default 0. */
-    size?: pulumi.Input<number>;
-    /** The group's MinSize. Default 0. */
-    minSize?: pulumi.Input<number>;
-    /** `observe` mode: the group's MaxSize, lowered only after a drain of the members above it. Default: unchanged. */
-    maxSize?: pulumi.Input<number>;
-    /** Route table of the pod routes (removal cleans a route left behind). Default none. */
-    routeTableId?: pulumi.Input<string | undefined>;
-    /** Pod CIDR of the cluster (only routes inside it are removed with a node). Default none. */
-    podCidr?: pulumi.Input<string | undefined>;
-    /** Bound on the wait for Ready nodes. Default 1200 s. */
-    readyTimeoutSeconds?: pulumi.Input<number>;
-    /** Pause between checks. Default 15 s. */
-    pollSeconds?: pulumi.Input<number>;
-    /** First Cloud Assistant poll delay. Default 1000 ms. */
-    pollIntervalMs?: pulumi.Input<number>;
-    /** Drain timeout when shrinking. Default 600 s. */
-    drainTimeoutSeconds?: pulumi.Input<number>;
-}
-
 /** The desired capacity of an ESS node pool, with Ready-node waits and drained scale-in. */
 export class PoolCapacity extends pulumi.dynamic.Resource {
     /** Group instances that were Ready nodes when the last create/update finished. */
     declare readonly readyInstanceIds: pulumi.Output<string[]>;
 
     constructor(name: string, args: PoolCapacityArgs, opts?: pulumi.CustomResourceOptions) {
-        super(poolCapacityProvider, name, { readyInstanceIds: undefined, providerVersion: POOL_CAPACITY_PROVIDER_VERSION, ...args },
-            { ...opts, additionalSecretOutputs: [...POOL_CAPACITY_SECRET_OUTPUTS] });
+        super(poolCapacityProvider, name, ...dynamicResourceProps(["readyInstanceIds"], POOL_CAPACITY_PROVIDER_VERSION, args, POOL_CAPACITY_SECRET_OUTPUTS, opts));
     }
 }

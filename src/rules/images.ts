@@ -62,6 +62,11 @@ export function imageRepositoryProblem(value: string): string | undefined {
         : `"${value}" is not an image repository (expected registry/path without tag or digest, e.g. registry.cn-hangzhou.aliyuncs.com/my-ns)`;
 }
 
+/** Why `id` cannot be an image id or name (`image.id`: no white space), or undefined. */
+export function imageIdProblem(id: string): string | undefined {
+    return /\s/.test(id) ? `"${id}" is not an image id (no spaces; e.g. m-bp1example or ubuntu_24_04_x64_20G_alibase_20260101.vhd)` : undefined;
+}
+
 /** Why `value` is not an https base URL of a package mirror, or undefined. */
 export function packageMirrorProblem(value: string): string | undefined {
     return HTTPS_URL.test(value) ? undefined : `"${value}" must be an https URL (e.g. https://mirrors.cloud.aliyuncs.com)`;

@@ -15,3 +15,4 @@ export * from "./securityGroups";
 export * from "./ram";
 export * from "./apiAccess";
 export * from "./bake";
+export * from "./identity";

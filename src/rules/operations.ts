@@ -7,6 +7,9 @@
 import { CHANNEL_ID_PATTERN, CHANNEL_KEY_PATTERN, GO_DURATION_ERE, SEALED_PATTERN, STACK_CREDENTIAL_PATTERN, TOKEN_ID_PATTERN } from "./formats";
 import { formatTaint, type Taint } from "./labels";
 
+/** Where the attach script logs on a node (src/shell/attach_node.sh): the first place to look when a join fails. */
+export const ATTACH_LOG = "/var/log/alicloud-kubeadm/attach-node.log";
+
 /**
  * The most bytes of labels and taints together (`key=value,...` plus `key[=value]:Effect,...`) an existing node
  * joined over Cloud Assistant may carry. They are the attach command's parameters, and an invocation's content

@@ -16,15 +16,16 @@ import * as fs from "fs";
 import * as path from "path";
 import * as zlib from "zlib";
 import {
-    CA_HASH_PATTERN, CERTIFICATE_KEY_PATTERN, checkTaints, defaultMirrors, formatTaint, isCidr, kubernetesVersionProblem, nodeLabelKeyProblem,
-    imageReferenceProblem, isLabelValue, OPERATION_PARAMETERS, OPERATIONS, operationParameters, pauseImage, POOL_LABEL, TOKEN_PATTERN,
-    type JoinOperation, type Mirrors, type OperationName, type ParameterName, type Taint,
+    CA_HASH_PATTERN, CERT_SAN_PATTERN, CERTIFICATE_KEY_PATTERN, checkTaints, defaultMirrors, DNS1123_LABEL_63, ENCRYPTION_KEY_PATTERN, formatProblem,
+    formatTaint, HOST_PORT_PATTERN, HTTP_URL_PATTERN, IMAGE_SOURCE_PATTERN, isCidr, kubernetesVersionProblem, nodeLabelKeyProblem, imageReferenceProblem,
+    isLabelValue, OPERATION_PARAMETERS, OPERATIONS, operationParameters, pauseImage, POOL_LABEL, REGION_ID_PATTERN, TOKEN_PATTERN, USERDATA_HARD_LIMIT_BYTES,
+    type JoinOperation, type Mirrors, type OperationName, type ParameterName, type Problem, type Taint,
 } from "../rules";
 
 export { defaultMirrors, type Mirrors };
 
-/** ECS accepts 32 KiB of userdata before Base64; rendering fails above it. */
-export const USERDATA_HARD_LIMIT_BYTES = 32 * 1024;
+/** ECS accepts {@link USERDATA_HARD_LIMIT_BYTES} of userdata before Base64; rendering fails above it. */
+export { USERDATA_HARD_LIMIT_BYTES };
 
 /** Our own budget for userdata as delivered (packed: {@link packUserdata}): 20 KiB, well under ECS's 32 KiB. */
 export const USERDATA_BUDGET_BYTES = 20 * 1024;
@@ -197,7 +198,7 @@ export function renderMasterInit(params: MasterInitParams): string {
     check(problems, "nodeCidrMaskSize", Number.isInteger(params.nodeCidrMaskSize) && params.nodeCidrMaskSize > podPrefix && params.nodeCidrMaskSize <= 30,
         `must be an integer in ${podPrefix + 1}..30 (longer than the podCidr prefix)`);
     const endpointHost = (params.apiEndpoint ?? "").replace(/:\d+$/, "");
-    (params.certSANs ?? []).forEach((san, i) => check(problems, `certSANs[${i}]`, /^[A-Za-z0-9*][A-Za-z0-9.*:-]*$/.test(san), "must be a DNS name or an IP address"));
+    (params.certSANs ?? []).forEach((san, i) => check(problems, `certSANs[${i}]`, CERT_SAN_PATTERN.test(san), "must be a DNS name or an IP address"));
     throwIfAny("renderMasterInit", problems);
     return assemble("master_init.sh", [
         ...nodeHeader(params),
@@ -227,12 +228,12 @@ export function renderAttachNode(params: AttachNodeParams): string {
  * @param params Join parameters plus the certificate key; throws an Error listing every invalid parameter.
  */
 export function renderControlPlaneJoin(params: ControlPlaneJoinParams): string {
-    const problems: string[] = [];
+    const problems: Problem[] = [];
     const key = params.certificateKey;
     check(problems, "certificateKey", isRef(key) || CERTIFICATE_KEY_PATTERN.test(key ?? ""), "must be 64 lower-case hex digits");
     check(problems, "certificateKey", isRef(key) === isRef(params.token), "must be a parameter exactly when the token is one (both travel sealed)");
     const encryptionKey = params.encryptionKey;
-    check(problems, "encryptionKey", encryptionKey === undefined || isRef(encryptionKey) || /^[A-Za-z0-9+/]{43}=$/.test(encryptionKey),
+    check(problems, "encryptionKey", encryptionKey === undefined || isRef(encryptionKey) || ENCRYPTION_KEY_PATTERN.test(encryptionKey),
         "must be 32 bytes in Base64 (master 0's encryption key)");
     const header = attachHeader("renderControlPlaneJoin", { ...params, poolName: params.poolName ?? "control-plane" }, problems);
     const encryption: Array<[string, string]> = encryptionKey === undefined ? [] : [["AK_ENCRYPTION_KEY", isRef(encryptionKey) ? placeholder(encryptionKey) : encryptionKey]];
@@ -242,9 +243,9 @@ export function renderControlPlaneJoin(params: ControlPlaneJoinParams): string {
 }
 
 /** Validated header of attach_node.sh; `problems` carries the caller's own findings. */
-function attachHeader(fn: string, params: AttachNodeParams, problems: string[]): Array<[string, string]> {
+function attachHeader(fn: string, params: AttachNodeParams, problems: Problem[]): Array<[string, string]> {
     problems.push(...nodeProblems(params));
-    check(problems, "poolName", /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(params.poolName ?? ""), "must be a DNS label (lower-case letters, digits, '-')");
+    check(problems, "poolName", DNS1123_LABEL_63.test(params.poolName ?? ""), "must be a DNS label (lower-case letters, digits, '-')");
     const labels = params.labels ?? {};
     for (const [key, value] of isRef(labels) ? [] : Object.entries(labels)) {
         const keyProblem = nodeLabelKeyProblem(key);
@@ -254,7 +255,7 @@ function attachHeader(fn: string, params: AttachNodeParams, problems: string[]):
     }
     const taints = params.taints ?? [];
     const taintText = isRef(taints) ? placeholder(taints)
-        : checkTaints(taints, (path, reason) => problems.push(`taints.${path}: ${reason}`)).map(formatTaint).join(",");
+        : checkTaints(taints, (path, reason) => problems.push({ path: `taints.${path}`, reason })).map(formatTaint).join(",");
     const token = params.token;
     const admission = admissionProblems(params, problems);
     if (!admission) check(problems, "token", isRef(token) || TOKEN_PATTERN.test(token ?? ""), "must be a bootstrap token [a-z0-9]{6}.[a-z0-9]{16}");
@@ -276,12 +277,12 @@ function attachHeader(fn: string, params: AttachNodeParams, problems: string[]):
 }
 
 /** Checks `admission` (exclusive with `token`); returns it when set. */
-function admissionProblems(params: AttachNodeParams, problems: string[]): AdmissionJoin | undefined {
+function admissionProblems(params: AttachNodeParams, problems: Problem[]): AdmissionJoin | undefined {
     const a = params.admission;
     if (a === undefined) return undefined;
-    if (params.token !== undefined) problems.push("token: must not be set with admission (the node gets its token from the admission service)");
+    if (params.token !== undefined) problems.push({ path: "token", reason: "must not be set with admission (the node gets its token from the admission service)" });
     const endpoints = Array.isArray(a?.endpoints) ? a.endpoints : [];
-    check(problems, "admission.endpoints", endpoints.length > 0 && endpoints.every((e) => /^[A-Za-z0-9.-]+:\d{1,5}$/.test(e)),
+    check(problems, "admission.endpoints", endpoints.length > 0 && endpoints.every((e) => HOST_PORT_PATTERN.test(e)),
         "must be one or more host:port (each master's private IP and the admission port 10443)");
     return a;
 }
@@ -321,23 +322,23 @@ function nodeHeader(p: NodeParams): Array<[string, string]> {
     ];
 }
 
-function nodeProblems(p: NodeParams): string[] {
-    const problems: string[] = [];
+function nodeProblems(p: NodeParams): Problem[] {
+    const problems: Problem[] = [];
     for (const [key, value] of Object.entries(p)) {
-        if (typeof value === "string" && value.includes("\0")) problems.push(`${key}: must not contain NUL characters`);
+        if (typeof value === "string" && value.includes("\0")) problems.push({ path: key, reason: "must not contain NUL characters" });
     }
-    check(problems, "region", /^[a-z]{2,}-[a-z0-9-]+$/.test(p.region ?? ""), "must be a region id like cn-hangzhou");
+    check(problems, "region", REGION_ID_PATTERN.test(p.region ?? ""), "must be a region id like cn-hangzhou");
     const version = kubernetesVersionProblem(p.kubernetesVersion ?? "");
     check(problems, "kubernetesVersion", !version, version ?? "");
-    const endpoint = /^([A-Za-z0-9.-]+):(\d{1,5})$/.exec(p.apiEndpoint ?? "");
+    const endpoint = HOST_PORT_PATTERN.exec(p.apiEndpoint ?? "");
     check(problems, "apiEndpoint", !!endpoint && Number(endpoint[2]) >= 1 && Number(endpoint[2]) <= 65535, "must be host:port, e.g. 192.168.0.10:6443");
     for (const key of ["packageMirror", "kubernetesRepoUrl", "containerdRpmRepoUrl"] as const) {
         const value = p[key];
-        if (value !== undefined) check(problems, key, /^https?:\/\/[^\s'"\\]+$/.test(value), "must be an http(s) URL");
+        if (value !== undefined) check(problems, key, HTTP_URL_PATTERN.test(value), "must be an http(s) URL");
     }
     for (const key of ["imageRepository", "sandboxImage"] as const) {
         const value = p[key];
-        if (value !== undefined) check(problems, key, /^[a-z0-9][a-z0-9._\-/:@]*$/i.test(value), "must be an image reference like registry.k8s.io");
+        if (value !== undefined) check(problems, key, IMAGE_SOURCE_PATTERN.test(value), "must be an image reference like registry.k8s.io");
     }
     (p.nodeImages ?? []).forEach((image, i) => {
         const reason = imageReferenceProblem(image);
@@ -346,12 +347,12 @@ function nodeProblems(p: NodeParams): string[] {
     return problems;
 }
 
-function check(problems: string[], name: string, ok: boolean, reason: string): void {
-    if (!ok) problems.push(`${name}: ${reason}`);
+function check(problems: Problem[], name: string, ok: boolean, reason: string): void {
+    if (!ok) problems.push({ path: name, reason });
 }
 
-function throwIfAny(fn: string, problems: string[]): void {
-    if (problems.length > 0) throw new Error(`${fn}: invalid parameters:\n  ${problems.join("\n  ")}`);
+function throwIfAny(fn: string, problems: readonly Problem[]): void {
+    if (problems.length > 0) throw new Error(`${fn}: invalid parameters:\n  ${problems.map(formatProblem).join("\n  ")}`);
 }
 
 function unique(values: string[]): string[] {

@@ -5,7 +5,7 @@
  * Used by the saved attach command of existing nodes (the full script with the admission client exceeds what a
  * saved command may hold) and, as one line, by the manual path (stack output `attachCommand`).
  */
-import { CA_HASH_PATTERN } from "../rules";
+import { CA_HASH_PATTERN, HOST_PORT_PATTERN } from "../rules";
 import { renderAttachNode, shellQuote, type AttachNodeParams } from "./render";
 
 /** The attach script the admission service serves at /attach.sh: `{{labels}}` and `{{taints}}` are filled in by the bootstrap. */
@@ -14,7 +14,7 @@ export function renderServedAttachScript(params: Omit<AttachNodeParams, "labels"
 }
 
 function check(endpoints: string[], caCertHash: string): void {
-    if (endpoints.length === 0 || !endpoints.every((e) => /^[A-Za-z0-9.-]+:\d{1,5}$/.test(e))) throw new Error("admission bootstrap: endpoints must be host:port");
+    if (endpoints.length === 0 || !endpoints.every((e) => HOST_PORT_PATTERN.test(e))) throw new Error("admission bootstrap: endpoints must be host:port");
     if (!CA_HASH_PATTERN.test(caCertHash)) throw new Error("admission bootstrap: caCertHash must be sha256:<64 hex digits>");
 }
 
