@@ -8,18 +8,13 @@
  * minute to register).
  */
 import * as assert from "assert";
-import { startEmulator, TEST_CREDENTIALS, type Emulator } from "../testing/emulator";
+import type { Emulator } from "../testing/emulator";
 import { ESS_ACTIONS } from "../testing/emulator/ess";
-import { guardLoopbackOnly, UNPACED } from "../testing/emulator/fixture";
+import { startEmulatorHere, useEmulatorEnvironment } from "../testing/emulator/fixture";
 import { fakeCluster, type FakeCluster } from "../testing/fakeCluster";
-import { configurePacer, resetPacer } from "../src/cloud/pacer";
 import { poolCapacityProvider, setPoolCapacity, type PoolCapacityInputs } from "../src/providers/poolCapacity";
 
 const REGION = "cn-hangzhou";
-const ENV = {
-    ALICLOUD_KUBEADM_ENDPOINT: "", ALIBABA_CLOUD_ACCESS_KEY_ID: TEST_CREDENTIALS.accessKeyId, ALIBABA_CLOUD_ACCESS_KEY_SECRET: TEST_CREDENTIALS.accessKeySecret,
-    ALIBABA_CLOUD_ECS_METADATA_DISABLED: "true", ALIBABA_CLOUD_CLI_PROFILE_DISABLED: "true",
-};
 /** Polls: their number depends on timing, so a scale-out is not injected after them. */
 const POLLS = ["DescribeInvocationResults", "DescribeScalingActivities"];
 
@@ -27,10 +22,7 @@ interface World { emu: Emulator; c: FakeCluster; group: string; inputs: (extra: 
 
 /** A pool of `members` joined nodes with a workload pod each, a node outside it for evicted pods, every launch joining at once. */
 async function world(members: number, group: { maxSize: number; protect: boolean; activityMs: number }): Promise<World> {
-    resetPacer();
-    configurePacer(UNPACED);
-    const emu = await startEmulator();
-    process.env.ALICLOUD_KUBEADM_ENDPOINT = emu.endpoint;
+    const emu = await startEmulatorHere();
     const c = await fakeCluster(emu, REGION);
     const id = emu.addScalingGroup({ maxSize: group.maxSize, desiredCapacity: members, removalPolicies: ["OldestInstance"] }).scalingGroupId;
     for (const m of emu.scalingGroupInstances(id)) {
@@ -61,18 +53,7 @@ const settle = (w: World) => new Promise((r) => setTimeout(r, w.emu.state.activi
 
 describe("capacity changes never let ESS choose a member that is not a drained victim (I1)", function () {
     this.timeout(600_000);
-    let saved: Record<string, string | undefined> = {};
-    let unguard: () => void = () => undefined;
-    before(() => {
-        saved = Object.fromEntries(Object.keys(ENV).map((k) => [k, process.env[k]]));
-        Object.assign(process.env, ENV);
-        delete process.env.ALIBABA_CLOUD_SECURITY_TOKEN;
-        unguard = guardLoopbackOnly();
-    });
-    after(() => {
-        unguard();
-        for (const [k, v] of Object.entries(saved)) { if (v === undefined) delete process.env[k]; else process.env[k] = v; }
-    });
+    useEmulatorEnvironment();
 
     /**
      * Runs `change` on a fresh world once clean (to count its calls), then once per call with `other` injected right

@@ -17,18 +17,13 @@
  * the process's pacer starting from its defaults and slowing down on the throttling answers.
  */
 import * as assert from "assert";
-import { guardLoopbackOnly } from "../testing/emulator/fixture";
-import { startEmulator, TEST_CREDENTIALS, type Emulator } from "../testing/emulator";
+import { startEmulatorHere, useEmulatorEnvironment } from "../testing/emulator/fixture";
+import type { Emulator } from "../testing/emulator";
 import { fakeCluster, type FakeCluster } from "../testing/fakeCluster";
 import { CLEARED_USERDATA, removeNode, type RemovalOptions, type RemovalTarget } from "../src/removal";
-import { configurePacer, resetPacer } from "../src/cloud/pacer";
-import { UNPACED } from "../testing/emulator/fixture";
+import { resetPacer } from "../src/cloud/pacer";
 
 const REGION = "cn-hangzhou";
-const ENV = {
-    ALICLOUD_KUBEADM_ENDPOINT: "", ALIBABA_CLOUD_ACCESS_KEY_ID: TEST_CREDENTIALS.accessKeyId, ALIBABA_CLOUD_ACCESS_KEY_SECRET: TEST_CREDENTIALS.accessKeySecret,
-    ALIBABA_CLOUD_ECS_METADATA_DISABLED: "true", ALIBABA_CLOUD_CLI_PROFILE_DISABLED: "true",
-};
 /** Polling reads: their number depends on timing, so they are not counted as steps to fail. */
 const POLLS = ["DescribeInvocationResults", "DescribeScalingActivities"];
 const isMutating = (action: string) => !/^(Describe|List|Get|Query)/.test(action);
@@ -69,10 +64,7 @@ function snapshot(w: Pick<World, "emu" | "c" | "table" | "target">): Snapshot {
 }
 
 async function world(kind: Kind): Promise<World> {
-    resetPacer();
-    configurePacer(UNPACED);
-    const emu = await startEmulator();
-    process.env.ALICLOUD_KUBEADM_ENDPOINT = emu.endpoint;
+    const emu = await startEmulatorHere();
     emu.state.activityDurationMs = 20;
     emu.state.routeTaskMs = 20;
     const c = await fakeCluster(emu, REGION, { masters: kind === "control-plane" ? 3 : 1 });
@@ -221,18 +213,7 @@ async function settle(w: World): Promise<void> {
 
 describe("removal fault matrix: one fault at every step, then a re-run (I1–I3 from state)", function () {
     this.timeout(120_000);
-    let saved: Record<string, string | undefined> = {};
-    let unguard: () => void = () => undefined;
-    before(() => {
-        saved = Object.fromEntries(Object.keys(ENV).map((k) => [k, process.env[k]]));
-        Object.assign(process.env, ENV);
-        delete process.env.ALIBABA_CLOUD_SECURITY_TOKEN;
-        unguard = guardLoopbackOnly();
-    });
-    after(() => {
-        unguard();
-        for (const [k, v] of Object.entries(saved)) { if (v === undefined) delete process.env[k]; else process.env[k] = v; }
-    });
+    useEmulatorEnvironment();
 
     for (const kind of ["pool release", "pool release, no Node", "pool keep", "existing", "control-plane"] as Kind[]) {
         it(`${kind}: every refused call, lost answer, failing command and crash is followed by a re-run that finishes, with I1–I3`, async () => {

@@ -30,6 +30,41 @@ export function guardLoopbackOnly(): () => void {
     return () => { net.Socket.prototype.connect = original; };
 }
 
+/**
+ * For tests that start emulators of their own (several per test: a fresh world per injected fault): before the
+ * suite, the test credentials in the environment (IMDS and profile lookups off) and the loopback guard; after
+ * it, both undone. Start each emulator with {@link startEmulatorHere}.
+ */
+export function useEmulatorEnvironment(): void {
+    let saved: Record<string, string | undefined> = {};
+    let unguard: () => void = () => undefined;
+    before(() => {
+        saved = Object.fromEntries(ENV_KEYS.map((k) => [k, process.env[k]]));
+        Object.assign(process.env, {
+            ALIBABA_CLOUD_ACCESS_KEY_ID: TEST_CREDENTIALS.accessKeyId, ALIBABA_CLOUD_ACCESS_KEY_SECRET: TEST_CREDENTIALS.accessKeySecret,
+            ALIBABA_CLOUD_ECS_METADATA_DISABLED: "true", ALIBABA_CLOUD_CLI_PROFILE_DISABLED: "true",
+        });
+        delete process.env.ALIBABA_CLOUD_SECURITY_TOKEN;
+        unguard = guardLoopbackOnly();
+    });
+    after(() => {
+        unguard();
+        for (const [k, v] of Object.entries(saved)) {
+            if (v === undefined) delete process.env[k];
+            else process.env[k] = v;
+        }
+    });
+}
+
+/** A fresh emulator the environment points at, with fresh rate buckets (unpaced); close it when done. */
+export async function startEmulatorHere(opts: EmulatorOptions = {}): Promise<Emulator> {
+    resetPacer();
+    configurePacer(UNPACED);
+    const emu = await startEmulator(opts);
+    process.env.ALICLOUD_KUBEADM_ENDPOINT = emu.endpoint;
+    return emu;
+}
+
 /** Register beforeEach/afterEach hooks; read `.emu` inside tests. */
 export function useEmulator(opts: EmulatorOptions = {}): { readonly emu: Emulator } {
     const box: { emu?: Emulator } = {};
