@@ -38,37 +38,34 @@ export const REPORT_WAIT_MS = 2000;
 /** Environment variable with the rates: a number (every action), or `key=rate` pairs (`*`, `ecs:*`, `ecs:InvokeCommand`). */
 export const RATE_ENV = "ALICLOUD_KUBEADM_API_RATE";
 
-const STATE_KEY = "__alicloudKubeadmPacer_v1";
-
 /** One action's bucket. */
 export interface Bucket {
     /** `<product>:<Action>`. */
     key: string;
-    /** Configured calls per second. */
+    /**
+     * Calls per second as configured and now (lower after throttling answers), and the burst now (1 after a
+     * throttling answer, until the rate is back).
+     */
     configured: number;
-    /** Calls per second now (lower after throttling answers). */
     rate: number;
-    /** Burst now (1 after a throttling answer, until the rate is back). */
     burst: number;
-    /** Tokens in the bucket (negative: a server's retry-after is being waited out). */
+    /** Tokens in the bucket (negative: a server's retry-after is waited out), when they were last topped up (ms), and the calls waiting for one. */
     tokens: number;
-    /** When the tokens were last topped up, ms since the epoch. */
     refilledAt: number;
-    /** Calls waiting for a token. */
     queued: number;
-    /** When the rate last changed (cut or recovered), ms. */
+    /** When the rate last changed (a cut or a recovery) and when it was last cut (0: never), ms. */
     adjusted: number;
-    /** When the rate was last cut, ms (0: never). */
     cutAt: number;
-    /** Calls made (slots handed out). */
+    /** Calls made (tokens handed out), throttling answers seen, the longest wait expected (ms), and the last report's wait and time. */
     calls: number;
-    /** Throttling answers seen. */
     throttled: number;
-    /** The longest wait handed out, ms. */
     longestWaitMs: number;
     lastReportedWaitMs: number;
     lastReportAt: number;
 }
+
+/** Where the process's pacer lives on `globalThis` (see the module comment); a change of its shape changes the key. */
+const STATE_KEY = "__alicloudKubeadmPacer_v1";
 
 interface PacerState {
     buckets: Record<string, Bucket>;
