@@ -349,7 +349,7 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
         const invoked = emu.calls.slice(before).filter((x) => x.action === "InvokeCommand").map((x) => x.params.CommandId);
         assert.deepStrictEqual(invoked, [commands["list-nodes"]]);
         // deleting a Node that is not there is fine (delete-node's --ignore-not-found), run for real
-        const del = await ops.runOnMaster(fill(renderOperation("delete-node"), { node: name }));
+        const del = await ops.runOnMaster(fill(renderOperation("delete-node"), { nodes: name }));
         assert.strictEqual(del.exitCode, 0, del.output);
     });
 
@@ -392,6 +392,7 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
             `ModifyInstanceAttribute ${id}`,
             `InvokeCommand ${id} reset`,
             "InvokeCommand master delete-node",
+            "InvokeCommand master list-nodes", // the machine keeps running: its Node must not be back
             `DeleteRouteEntries ${cidr}`,
         ]);
         assert.deepStrictEqual(report.done, ["drain", "clear-userdata", "reset", "delete-node", "delete-route"]);
@@ -429,6 +430,7 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
             "InvokeCommand master list-nodes",
             "InvokeCommand master etcd-member-remove",
             "InvokeCommand master delete-node",
+            "InvokeCommand master list-nodes", // the machine keeps running: its Node must not be back
         ]);
         assert.deepStrictEqual(via, [`${REGION}.i-master0`], "through the Ready master's etcd, never the leaving one's");
         assert.deepStrictEqual(report.done, ["drain", "reset", "delete-node"]);

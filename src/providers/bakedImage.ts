@@ -11,7 +11,8 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { deleteImage, describeImageBuild, describeOwnImages } from "../cloud/ecs";
-import { pulumiLog, withPacingLog } from "./log";
+import { pulumiLog } from "./log";
+import { withPacingLog } from "./pacing";
 import type { ResourceArgs } from "./access";
 import { diffInputs, inputDiff } from "./diff";
 import { waitFor } from "../cloud/wait";

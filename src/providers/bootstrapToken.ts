@@ -16,7 +16,8 @@ import { classify } from "../cloud/errors";
 import { createToken, deleteToken, type ClusterAccess } from "../cloud/operations";
 import { clusterAccess, dynamicResourceProps, type ClusterAccessInputs, type ResourceArgs } from "./access";
 import { diffInputs, inputDiff } from "./diff";
-import { pulumiLog, withPacingLog } from "./log";
+import { pulumiLog } from "./log";
+import { withPacingLog } from "./pacing";
 import { TOKEN_ID_PATTERN, TOKEN_PATTERN } from "../rules";
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */

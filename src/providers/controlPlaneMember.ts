@@ -16,7 +16,8 @@ import { clusterAccess, dynamicResourceProps, type ClusterAccessInputs, type Res
 import { diffInputs, inputDiff } from "./diff";
 import { waitFor } from "../cloud/wait";
 import { removeNode } from "../removal";
-import { pulumiLog, withPacingLog } from "./log";
+import { pulumiLog } from "./log";
+import { withPacingLog } from "./pacing";
 
 /** Secrets from a master for one join. */
 export type { JoinSecrets } from "../cloud/operations";

@@ -25,7 +25,8 @@ import { clusterAccess, dynamicResourceProps, type ClusterAccessInputs, type Res
 import { diffInputs, inputDiff } from "./diff";
 import { removeNode, type RemovalOptions } from "../removal";
 import { ATTACH_LOG, formatProblem, parameterProblem, TOKEN_PATTERN, USERDATA_HARD_LIMIT_BYTES, type Problem } from "../rules";
-import { pulumiLog, withPacingLog } from "./log";
+import { pulumiLog } from "./log";
+import { withPacingLog } from "./pacing";
 import { waitFor } from "../cloud/wait";
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */

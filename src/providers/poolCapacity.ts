@@ -9,9 +9,9 @@
  *   `alicloud-kubeadm/pool=<name>` (checked with kubectl on a master over Cloud Assistant), with progress
  *   `waiting for 3/5 nodes Ready` in the Pulumi log. A failed ESS scaling activity (e.g. no stock) fails
  *   the wait at once with ESS's message. Every member is then protected from scale-in, so ESS has no victim
- *   to choose even if the capacity dropped behind our back. ModifyScalingGroup lowers nothing unless the scale-out
- *   process is suspended, and then to no less than the members read during the suspension: another run, or a
- *   program sharing the group, cannot add a member between that read and the change, so ESS never has one to choose.
+ *   to choose even if the capacity dropped behind our back. For a fixed pool ModifyScalingGroup only ever raises
+ *   the capacity: what leaves, leaves through RemoveInstances of drained members, so no second run or program
+ *   sharing the group can leave a member above a capacity this resource lowered.
  * - `mode: "observe"` (autoscaled pools, where the Cluster Autoscaler owns the capacity): create does
  *   nothing; update lifts protections (a pool switched from fixed), sets a changed maximum (a lower one with the
  *   scale-out process suspended, resumed on every exit path, while the members above it are drained and removed)
@@ -28,7 +28,8 @@ import { clusterAccess, dynamicResourceProps, type ClusterAccessInputs, type Res
 import { diffInputs, inputDiff } from "./diff";
 import { scaleInPool, type RemovalOptions, type RemovalReport } from "../removal";
 import { ATTACH_LOG, MAX_SCALING_GROUP_INSTANCES } from "../rules";
-import { logInfo, pulumiLog, withPacingLog } from "./log";
+import { logInfo, pulumiLog } from "./log";
+import { withPacingLog } from "./pacing";
 import { waitFor } from "../cloud/wait";
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
@@ -152,8 +153,8 @@ async function removeSurplus(inputs: PoolCapacityInputs, size: number, minSize: 
  * out-of-band scale-out) are drained and removed through the removal flow, which lowers the desired
  * capacity by exactly the members it takes; the members are read again, and a member that appeared
  * meanwhile (an ESS health replacement) goes the same way. Only then is the capacity set — desired and
- * max never below the members actually there, nor the minimum, and lowered only with scale-out suspended
- * ({@link setFixedCapacity}) — so ESS never picks a victim itself.
+ * max never below the members actually there, nor the minimum, and only ever raised ({@link setFixedCapacity}) —
+ * so ESS never picks a victim itself.
  * Survivors a failed earlier removal left cordoned are uncordoned; finally every member is protected
  * from scale-in (docs/upstream.md#ess-protection), the second guard against ESS choosing a victim.
  * @param log progress for the Pulumi log
@@ -182,30 +183,29 @@ export async function setPoolCapacity(inputs: PoolCapacityInputs, log: (m: strin
 }
 
 /**
- * Sets a fixed pool's desired capacity and MaxSize to max(`keep`, the members there). A raise (ESS launches;
- * nothing to choose) is set at once. Anything lower — a desired capacity ESS could not fill, a MaxSize above the
- * pool after a shrink — is set with the scale-out process suspended, counting the members read then: a member
- * another run or program adds between a read and the change would otherwise be above the capacity, for ESS to choose.
+ * Sets a fixed pool's desired capacity to max(`keep`, the members there), and MaxSize to fit it; both are only ever
+ * raised (ESS launches; it has nothing to choose). A surplus leaves only through RemoveInstances of drained members,
+ * which lowers the desired capacity by exactly those. A desired capacity above that (launches ESS could not make,
+ * or another run's raise) is left as it is: lowering it while another run or program adds a member would leave
+ * that member above the capacity, for ESS to choose, and no suspension of scale-out excludes a second run of this
+ * code (each would resume the other's). It comes down as the surplus is drained and removed.
  */
 async function setFixedCapacity(inputs: PoolCapacityInputs, keep: number, log: (m: string) => void): Promise<void> {
     const { region, scalingGroupId, poolName } = inputs;
     const group = (await describeScalingGroups(region, [scalingGroupId])).get(scalingGroupId);
     if (!group) throw new Error(`pool ${poolName}: ESS group ${scalingGroupId} does not exist\n  fix: check the pool's scaling group (it was deleted outside Pulumi?), then run \`pulumi up\` again.`);
     const present = (await stayingMembers(region, scalingGroupId)).length;
-    const desired = Math.max(keep, present);
-    if (desired >= group.desiredCapacity && Math.max(desired, 1) >= group.maxSize) {
-        // Set even when unchanged: ESS tries again a launch that failed before (no stock then).
-        await modifyScalingGroup(region, scalingGroupId, { maxSize: Math.max(desired, 1), desiredCapacity: desired });
-        log(`pool ${poolName}: ESS group ${scalingGroupId} desired capacity set to ${desired}`);
-        return;
+    const wanted = Math.max(keep, present);
+    if (wanted < group.desiredCapacity) {
+        log(`pool ${poolName}: ESS group ${scalingGroupId} asks for ${group.desiredCapacity} member(s), more than the ${wanted} wanted (launches it could not make, or ` +
+            "another run's): left as it is, since lowering it could let ESS remove a member itself; members beyond the pool's size are drained and removed by the next run");
     }
-    await withScaleOutSuspended(inputs, log, async () => {
-        await waitForIdleGroup(region, scalingGroupId, { pollMs: inputs.pollIntervalMs, log });
-        const now = (await stayingMembers(region, scalingGroupId)).length;
-        const lower = Math.max(keep, now);
-        await modifyScalingGroup(region, scalingGroupId, { maxSize: Math.max(lower, 1), desiredCapacity: lower });
-        log(`pool ${poolName}: ESS group ${scalingGroupId} desired capacity set to ${lower} (${now} member(s), counted with scale-out suspended)`);
-    });
+    // Written only to raise: writing back the value read could undo a raise made since (by another run), below
+    // the members it launched. A launch that failed is ESS's to try again (the expected number of instances).
+    if (wanted <= group.desiredCapacity && group.maxSize >= Math.max(wanted, 1)) return;
+    const desired = Math.max(wanted, group.desiredCapacity);
+    await modifyScalingGroup(region, scalingGroupId, { maxSize: Math.max(group.maxSize, desired, 1), desiredCapacity: desired });
+    log(`pool ${poolName}: ESS group ${scalingGroupId} desired capacity set to ${desired}`);
 }
 
 /**

@@ -29,6 +29,10 @@
  *         Process.N = ScaleIn | ScaleOut | HealthCheck | AlarmNotification | ScheduledAction, ClientToken) and
  *         "Suspend and resume scaling group processes" (https://www.alibabacloud.com/help/en/auto-scaling/suspend-a-scaling-process):
  *         a suspended scale-out makes Auto Scaling reject manual additions and scale-out rules run by hand or by tasks.
+ *  [EXP]  Expected number of instances (https://www.alibabacloud.com/help/en/auto-scaling/user-guide/expected-number-of-instances):
+ *         with it, "Auto Scaling executes scaling activities in the scaling group to ensure that the number of instances
+ *         matches the specified expected number of instances. No manual intervention is required" (without it, failed
+ *         scaling activities must be retried by hand). Every group the emulator makes has a desired capacity.
  *  [TF]   terraform-provider-alicloud alicloud/service_alicloud_ess.go:793-850 (waits for the
  *         RemoveInstances activity, fails on Failed/Rejected, retries the members still there) and
  *         resource_alicloud_ess_attachment.go:115-308 (ScalingActivityInProgress, IncorrectCapacity.*,
@@ -72,6 +76,13 @@ function assertIdle(st: EmulatorState, g: EmuScalingGroup): void {
 export function settleActivities(st: EmulatorState, now = Date.now()): void {
     for (const a of st.activities) {
         if (a.plan && a.statusCode === "InProgress" && now >= a.endsAt) finish(st, a);
+    }
+    // [EXP]: with an expected number of instances ESS keeps trying to reach it; a launch that failed is tried again
+    // `st.launchRetryMs` later, once no activity runs (when is not documented).
+    for (const g of st.scalingGroups.values()) {
+        if (g.retryLaunchAt === undefined || now < g.retryLaunchAt || inProgress(st, g, now)) continue;
+        g.retryLaunchAt = undefined;
+        reconcile(st, g);
     }
 }
 
@@ -151,6 +162,7 @@ function finish(st: EmulatorState, a: EmuActivity): void {
         a.errorMessage = o?.message ?? `The scaling activity ended ${status}.`;
         a.statusMessage = a.errorMessage;
     }
+    if (g && plan.kind === "scale" && plan.launched.some((id) => keep.includes(id))) g.retryLaunchAt = Math.max(a.endsAt, Date.now()) + st.launchRetryMs;
     if (g && (plan.reconcileAfter || g.pendingReconcile) && status !== "Failed" && status !== "Rejected") {
         g.pendingReconcile = false;
         reconcile(st, g);

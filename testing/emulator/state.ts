@@ -141,6 +141,8 @@ export interface EmuScalingGroup {
     creationTime: string;
     /** A DesiredCapacity change arrived while an activity ran: ESS reconciles when it ends. */
     pendingReconcile?: boolean;
+    /** A launch failed: when ESS tries again to reach the desired capacity, once no activity runs (ess.ts [EXP]). */
+    retryLaunchAt?: number;
     /** Processes suspended with SuspendProcesses (`ScaleIn`, `ScaleOut`, `HealthCheck`, `AlarmNotification`, `ScheduledAction`). */
     suspendedProcesses?: string[];
 }
@@ -327,6 +329,11 @@ export class EmulatorState {
     invocationResultsPageCap = 50;
     /** How long StopInstance/StartInstance stay in `Stopping`/`Starting` (ms). Default 0: the final state at once. */
     transitionMs = 0;
+    /**
+     * How long after a failed launch ESS tries again to reach the desired capacity (the expected number of instances
+     * feature keeps trying; how soon is not documented), ms. Default 30000.
+     */
+    launchRetryMs = 30_000;
     /** How long ESS scaling activities stay `InProgress` (ms). Default 0: they finish at once. */
     activityDurationMs = 0;
     /**
