@@ -62,11 +62,9 @@ describe("the pacer: one token bucket per action, per process", () => {
         const lines: string[] = [];
         reportPacingTo((m) => lines.push(m));
         configurePacer({ rates: { "*": 1 }, burst: 1 });
-        void pace("vpc:DescribeRouteEntryList");
-        void pace("vpc:DescribeRouteEntryList");
-        void pace("vpc:DescribeRouteEntryList");
-        assert.strictEqual(lines.length, 1, lines.join("\n"));
-        assert.match(lines[0], /^cloud API vpc:DescribeRouteEntryList: at 1 calls\/s; calls queue, the next waits 2\.0 s \(ALICLOUD_KUBEADM_API_RATE sets the rate\)$/);
+        for (let k = 0; k < 4; k++) void pace("vpc:DescribeRouteEntryList"); // waits of 0, ~1, ~2 and ~3 s
+        assert.ok(lines.length >= 1 && lines.length <= 2, lines.join("\n"));
+        assert.match(lines[0], /^cloud API vpc:DescribeRouteEntryList: at 1 calls\/s; calls queue, the next waits [23]\.\d s \(ALICLOUD_KUBEADM_API_RATE sets the rate\)$/);
         reportPacingTo(undefined);
     });
 });
