@@ -123,7 +123,29 @@ export interface ClusterConfigInput {
     images?: ImageSources;
     /** Node admission by cloud identity (docs/admission.md). */
     admission?: AdmissionConfig;
+    /** etcd backups to the stack's OSS bucket (docs/disaster-recovery.md#backups). */
+    backup?: Partial<BackupConfig>;
+    /** Pod security (docs/security.md#pod-security). */
+    podSecurity?: PodSecurityConfig;
     tags?: Record<string, string>;
+}
+
+/** etcd backups (src/rules/backup.ts BACKUP_DEFAULTS). */
+export interface BackupConfig {
+    /** Minutes between backups. Default 60. */
+    intervalMinutes: number;
+    /** Days OSS keeps hourly backups. Default 7. */
+    hourlyRetentionDays: number;
+    /** Days OSS keeps the daily copies. Default 365. */
+    dailyRetentionDays: number;
+    /** Generation of the backup key: raise it by one to rotate the key. Default 1. */
+    keyGeneration: number;
+}
+
+/** Pod security (docs/security.md#pod-security). */
+export interface PodSecurityConfig {
+    /** Namespaces besides kube-system and kube-flannel whose pods may run with host access on the masters. Default none. */
+    exemptNamespaces?: string[];
 }
 
 /** Node admission by cloud identity (docs/admission.md). */
@@ -132,6 +154,10 @@ export interface AdmissionConfig {
     identityCertificate?: string;
     /** `key=value`: instances with this ECS tag may join through the one-line manual path. Default: off. */
     joinTag?: string;
+    /** Seconds a Node's heartbeat must be stale (and its instance restarted since) before the instance joins again. Default 300. */
+    readmitAfterSeconds?: number;
+    /** Accept instance identity signatures with a SHA-1 digest (docs/security.md#sha-1). Default true. */
+    allowSha1?: boolean;
 }
 
 /** Image and package sources; each unset one takes the region's default (src/rules/images.ts). */
@@ -196,7 +222,9 @@ export interface ParsedClusterConfig {
     existingNodes: ParsedExistingNode[];
     autoscaler: AutoscalerSettings & { version?: string };
     images: ImageSources;
-    admission: AdmissionConfig;
+    admission: AdmissionConfig & { allowSha1: boolean };
+    podSecurity: { exemptNamespaces: string[] };
+    backup: BackupConfig;
     tags: Record<string, string>;
 }
 

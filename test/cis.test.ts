@@ -63,7 +63,7 @@ describe("CIS basics on the control plane", () => {
             assert.equal(arg(api, "audit-log-path"), "/var/log/kubernetes/audit/audit.log");
             assert.deepEqual([arg(api, "audit-log-maxage"), arg(api, "audit-log-maxbackup"), arg(api, "audit-log-maxsize")], ["30", "10", "100"]);
             assert.deepEqual(cluster.apiServer.extraVolumes.map((v: { hostPath: string; mountPath: string }) => [v.hostPath, v.mountPath]),
-                [["/etc/kubernetes/audit", "/etc/kubernetes/audit"], ["/var/log/kubernetes/audit", "/var/log/kubernetes/audit"]]);
+                [["/etc/kubernetes/audit", "/etc/kubernetes/audit"], ["/var/log/kubernetes/audit", "/var/log/kubernetes/audit"], ["/etc/kubernetes/admission", "/etc/kubernetes/admission"]]);
             const kubelet = docs.find((d) => d.kind === "KubeletConfiguration");
             assert.equal(kubelet.protectKernelDefaults, true);
             const sysctl = sb.read("/etc/sysctl.d/99-alicloud-kubeadm.conf") ?? "";

@@ -8,6 +8,7 @@ import * as assert from "node:assert/strict";
 import * as fs from "fs";
 import * as path from "path";
 import { validateClusterConfig, type ClusterConfigInput } from "../src/config";
+import { opensshKeyText } from "./tools";
 
 type DeepRequired<T> = T extends string | number | boolean ? T
     : T extends Array<infer U> ? Array<DeepRequired<U>>
@@ -39,13 +40,14 @@ const FULL: DeepRequired<ClusterConfigInput> = {
     },
     controlPlane: { count: 1, instanceType: "ecs.g7.large", publicEndpoint: true, systemDisk: { category: "cloud_essd", size: 40 }, deletionProtection: false },
     image: { id: "m-docs", nameRegex: "^ubuntu_24_04_x64", bake: true, bakeInstanceType: "ecs.g7.large" },
+    backup: { intervalMinutes: 60, hourlyRetentionDays: 7, dailyRetentionDays: 365, keyGeneration: 1 },
     nodePools: [{
         name: "pool", instanceType: "ecs.g7.large", instanceTypes: ["ecs.g7.large"], size: 1, autoscale: { min: 0, max: 1 }, systemDisk: { category: "cloud_essd", size: 40 },
         imageId: "m-docs", tokenTtl: "0", labels: { team: "a" }, taints: ["a:PreferNoSchedule"],
     }],
     existingNodes: [{
         instanceId: "i-bp1exampleexample01", mode: "manual", replaceSystemDisk: false, removeWithoutReset: false, labels: { team: "a" }, taints: ["a:PreferNoSchedule"],
-        connection: { host: "192.168.0.20", port: 22, user: "root", privateKey: "k", privateKeyPassword: "p", password: "p", agentSocketPath: "/tmp/agent" },
+        connection: { host: "192.168.0.20", port: 22, user: "root", privateKey: opensshKeyText("aes256-ctr"), privateKeyPassword: "p", password: "p", agentSocketPath: "/tmp/agent" },
     }],
     autoscaler: {
         scaleDownUtilizationThreshold: 0.5, scaleDownUnneededTime: "10m", scaleDownDelayAfterAdd: "10m", expander: "least-waste",
@@ -57,7 +59,8 @@ const FULL: DeepRequired<ClusterConfigInput> = {
         clusterAutoscalerRepository: "registry.k8s.io/autoscaling/cluster-autoscaler", kubernetesRepository: "registry.k8s.io", packageMirror: "https://pkgs.k8s.io",
         admission: "docker.io/library/node:22.12.0-alpine3.20",
     },
-    admission: { identityCertificate: DOCS_TEST_CERTIFICATE, joinTag: "alicloud-kubeadm/join=dev" },
+    admission: { identityCertificate: DOCS_TEST_CERTIFICATE, joinTag: "alicloud-kubeadm/join=dev", readmitAfterSeconds: 300, allowSha1: true },
+    podSecurity: { exemptNamespaces: ["monitoring"] },
     tags: { team: "a" },
 };
 
@@ -101,7 +104,7 @@ describe("README documents the config", () => {
         const known = new Set(keyPaths(FULL));
         // A row's first name is a full path; a later one without a dot is its sibling (`image.id` / `nameRegex`).
         const named = rows.flatMap((cell) => {
-            const names = [...cell.matchAll(/`([A-Za-z[\].]+)/g)].map((m) => m[1]);
+            const names = [...cell.matchAll(/`([A-Za-z0-9[\].]+)/g)].map((m) => m[1]);
             const parent = names[0].slice(0, names[0].lastIndexOf(".") + 1);
             return names.map((n, i) => (i === 0 || n.includes(".") ? n : `${parent}${n}`));
         });

@@ -34,6 +34,10 @@ interface Model {
     bootstrapLogs: Record<string, string>;
     /** Per master: certificate name → notAfter (ISO), and whether the renewal timer is enabled. */
     certs: Record<string, { expiry: Record<string, string>; timer: boolean }>;
+    /** The CSR auto-approval bindings (doctor-join.sh `auto_approved`); none by default. */
+    autoApproved?: string;
+    /** The admission service's NodeAdmitted Events (doctor-join.sh `admitted`); none by default. */
+    admitted?: string;
 }
 
 /** A healthy cluster in the emulator: master 0, a fixed pool of 2, an autoscaled pool of 1, one existing node, routes, tokens. */
@@ -112,6 +116,8 @@ function registerFakeMaster(emu: Emulator, m: Model): void {
             tokens: { out: m.tokens.map((t) => JSON.stringify({ kind: "BootstrapToken", apiVersion: "output.kubeadm.k8s.io/v1alpha3", creationTimestamp: null, token: `${t.id}.${SECRET}`,
                 description: "alicloud-kubeadm", ...(t.expires ? { ttl: "720h0m0s", expires: t.expires } : {}), usages: t.usages ?? ["authentication", "signing"],
                 groups: ["system:bootstrappers:kubeadm:default-node-token"] }, null, 4)).join("\n") },
+            autoapprove: { out: m.autoApproved ?? "" },
+            admitted: { out: m.admitted ?? "" },
             readyz: { out: m.readyz, rc: /check passed/.test(m.readyz) ? 0 : 1 },
             etcd: { out: m.etcdIps.map((ip, i) => `8e9e05c52164694${i}, started, master-${i}, https://${ip}:2380, https://${ip}:2379, false`).join("\n") },
         }),
@@ -331,6 +337,42 @@ describe("doctor", () => {
         const expiring = model.tokens.filter((t) => t.expires).map((t) => t.id);
         for (const id of expiring) assert.ok(!findings.some((f) => f.subject === `token ${id}`), "a token with an expiry is not flagged");
         assert.ok(!renderJson("dev", findings).includes(SECRET));
+    });
+
+    it("names every token in a group kubeadm auto-approves (a kubelet certificate for any node name), with who uses it", async () => {
+        const { emu } = ctx;
+        const { info, model } = await stage(emu);
+        model.autoApproved = "kubeadm:node-autoapprove-bootstrap\tsystem:bootstrappers:kubeadm:default-node-token,\n";
+        model.tokens.push({ id: "initok", expires: new Date(Date.now() + 86400_000).toISOString().slice(0, 19) + "Z" });
+        const findings = await runDoctor(info, { ...fast, checks: ["join"] });
+        for (const id of model.tokens.map((t) => t.id)) {
+            const f = findings.find((x) => x.status === "warning" && x.subject === `token ${id}` && /which kubeadm auto-approves/.test(x.evidence));
+            assert.ok(f, `${id}: ${renderTable("dev", findings)}`);
+            assert.match(f.evidence, /in group system:bootstrappers:kubeadm:default-node-token, which kubeadm auto-approves \(ClusterRoleBinding kubeadm:node-autoapprove-bootstrap\)/);
+        }
+        const init = findings.find((x) => x.subject === "token initok" && /auto-approves/.test(x.evidence))!;
+        assert.strictEqual(init.next, "delete it on a master unless something joins with it: `kubeadm token delete initok`");
+        assert.match(findings.find((x) => x.subject === "token ghijkl" && /auto-approves/.test(x.evidence))!.evidence, /used by pool elastic/);
+        // No auto-approval binding (or only admission's tokens in other groups): nothing to say.
+        model.autoApproved = "";
+        assert.ok(!(await runDoctor(info, { ...fast, checks: ["join"] })).some((x) => /auto-approves/.test(x.evidence)));
+        assert.ok(!renderJson("dev", findings).includes(SECRET));
+    });
+
+    it("reports the digest the recent joins' identity signatures used: SHA-1 a warning (accepted by admission.allowSha1), SHA-256 alone ok", async () => {
+        const { emu } = ctx;
+        const { info, model } = await stage(emu);
+        const event = (id: string, md: string) => `2026-12-03T10:00:00Z\tadmitted ${id} (pool general, Pending) as ${REGION}.${id}; identity signed with ${md}`;
+        model.admitted = [event("i-1", "sha256"), event("i-2", "sha1")].join("\n");
+        let f = (await runDoctor(info, { ...fast, checks: ["join"] })).find((x) => x.subject === "identity signature digest");
+        assert.equal(f?.status, "warning");
+        assert.match(f!.evidence, /used sha256 ×1, sha1 ×1: SHA-1 is accepted \(admission\.allowSha1\)/);
+        model.admitted = event("i-1", "sha256");
+        f = (await runDoctor(info, { ...fast, checks: ["join"] })).find((x) => x.subject === "identity signature digest");
+        assert.equal(f?.status, "ok");
+        assert.match(f!.evidence, /used sha256 ×1 \(no SHA-1/);
+        model.admitted = "";
+        assert.ok(!(await runDoctor(info, { ...fast, checks: ["join"] })).some((x) => x.subject === "identity signature digest"), "no recent join, nothing to say");
     });
 
     it("names a failing /readyz and an etcd member that is not a master", async () => {

@@ -9,7 +9,7 @@ import type { Emulator } from "../testing/emulator";
 import { installMocks, type Recorder } from "../testing/mockRuntime";
 import { parseClusterConfig } from "../src/config";
 import { joinExistingNode, membershipProblems, nodeMembershipProvider, type NodeMembershipInputs } from "../src/providers/nodeMembership";
-import { renderAttachCommand, renderAttachNode } from "../src/shell/render";
+import { PARAMETER_MARKER, renderAttachCommand, renderAttachNode } from "../src/shell/render";
 import type { NodeCommandIds } from "../src/rules";
 import { formatProblem, OPERATIONS } from "../src/rules";
 import { createCommand, saveNodeCommands } from "../testing/savedCommands";
@@ -74,7 +74,7 @@ describe("NodeMembership (emulator)", () => {
         assert.deepStrictEqual(onNode.map((r) => r.params.CommandId), [commands["channel-open"], commands["channel-receive"], attachCommandId]);
         const params = JSON.parse(onNode[2].params.Parameters);
         assert.deepStrictEqual(params, { labels: "role=legacy", taints: "legacy=true:NoSchedule", channel: JSON.parse(onNode[0].params.Parameters).channel });
-        assert.match(ran, /^readonly AK_NODE_LABELS='role=legacy'$/m, "Cloud Assistant filled the labels into the saved script");
+        assert.match(ran, /^# AK_NODE_LABELS=role=legacy$/m, "Cloud Assistant filled the labels into the saved script's parameter lines");
         assert.ok(emu.calls.every((c) => !c.body.includes(TOKEN.slice(7)) && !c.url.includes(TOKEN.slice(7))), "no request holds the token");
         assert.ok([...emu.state.invocations.values()].every((inv) => !JSON.stringify(inv).includes(TOKEN.slice(7))), "no record holds the token");
         assert.strictEqual(invokes.indexOf(onNode[0]), 0, "the channel is opened first");
@@ -266,9 +266,9 @@ describe("ExistingNode (mock graph)", () => {
         assert.deepStrictEqual([cmd.inputs.name, cmd.inputs.type, cmd.inputs.enableParameter], ["example-attach", "RunShellScript", true]);
         assert.ok(cmd.secretInputs.includes("commandContent"));
         const script = Buffer.from(cmd.rawInputs.commandContent as string, "base64").toString("utf8");
-        assert.match(script, /^readonly AK_NODE_LABELS='\{\{labels\}\}'$/m);
-        assert.match(script, /^readonly AK_NODE_TAINTS='\{\{taints\}\}'$/m);
-        assert.match(script, /^readonly AK_CHANNEL='\{\{channel\}\}'$/m);
+        assert.ok(script.endsWith(`\nexit\n${PARAMETER_MARKER}\n# AK_NODE_LABELS={{labels}}\n# AK_NODE_TAINTS={{taints}}\n# AK_CHANNEL={{channel}}\n`),
+            "labels, taints and the channel are the last lines, after the final exit");
+        assert.strictEqual(script.match(/\{\{/g)?.length, 3, "no other placeholder anywhere");
         assert.ok(!script.includes("AK_BOOTSTRAP_TOKEN=") && script.includes(CA_HASH), "no token in the command");
         assert.ok((cmd.rawInputs.commandContent as string).length <= 18 * 1024);
     });

@@ -113,9 +113,9 @@ describe("the pacer against a rate limit (emulator)", () => {
             for (const [name, text] of Object.entries(admissionBundle())) fs.writeFileSync(path.join(dir, name), text);
             assert.match(fs.readFileSync(path.join(dir, "cloud.js"), "utf8"), /require\("\.\/pacer"\)/);
             // eslint-disable-next-line @typescript-eslint/no-require-imports
-            const { RpcClient } = require(path.join(dir, "cloud.js")) as typeof import("../src/admission/cloud");
+            const { RpcClient, StaticPools } = require(path.join(dir, "cloud.js")) as typeof import("../src/admission/cloud");
             resetPacer();
-            const rpc = new RpcClient({ regionId: REGION, scalingGroups: {}, existingNodes: {}, endpoint: ctx.emu.endpoint,
+            const rpc = new RpcClient({ regionId: REGION, pools: new StaticPools({}), existingNodes: {}, endpoint: ctx.emu.endpoint,
                 credentials: async () => ({ accessKeyId: TEST_CREDENTIALS.accessKeyId, accessKeySecret: TEST_CREDENTIALS.accessKeySecret }) });
             await rpc.call("ecs", "DescribeInstances", {});
             await callApi("ecs", "DescribeInstances", {}, { region: REGION });

@@ -1,9 +1,10 @@
 /**
  * BootstrapToken: a kubeadm bootstrap token that nodes join with. Its id (`[a-z0-9]{6}`, public) is chosen
- * here with `crypto`; its secret half is made on the master by the saved token-create operation (`kubeadm
- * token create`) and answered sealed to a key made for that one call (src/cloud/channel.ts), so it appears
- * in no Cloud Assistant record; the token is deleted with its owner (token-delete). The token is a secret
- * output (declared by the resource itself); it never appears in an error message or in the Pulumi log.
+ * here with `crypto`; its secret half is made on the master by the token-create operation (`kubeadm token
+ * create`), run once with RunCommand — never a saved command, which anyone allowed to invoke it could point at a
+ * key of their own — and answered sealed to a key made for that one call (src/cloud/channel.ts), so it appears
+ * in no Cloud Assistant record; the token is deleted with its owner (the saved token-delete). The token is a
+ * secret output (declared by the resource itself); it never appears in an error message or in the Pulumi log.
  *
  * One per node pool and one for the existing nodes. ESS userdata is static, so a pool token must live
  * as long as the pool's scaling configuration: the default ttl is `0` (never expires). Rotate a token by
@@ -21,7 +22,8 @@ import { withPacingLog } from "./pacing";
 import { TOKEN_ID_PATTERN, TOKEN_PATTERN } from "../rules";
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
-export const BOOTSTRAP_TOKEN_PROVIDER_VERSION = "2";
+/** 3: token-create runs once with RunCommand (`tokenCreateScript`), no longer as a saved command. */
+export const BOOTSTRAP_TOKEN_PROVIDER_VERSION = "3";
 
 /** The outputs of a BootstrapToken that are secrets: the token (its id is public). */
 export const BOOTSTRAP_TOKEN_SECRET_OUTPUTS = ["token"] as const;
@@ -30,6 +32,8 @@ export { TOKEN_PATTERN };
 
 
 export interface BootstrapTokenInputs extends ClusterAccessInputs {
+    /** The token-create operation, `renderOperation("token-create")` (its parameters filled in at run time). Required. */
+    tokenCreateScript: string;
     /**
      * Token lifetime as `kubeadm token create --ttl` takes it (`0` = never expires, `24h`). Default `0` (ESS
      * userdata is static). Changing it replaces the token.
@@ -44,10 +48,10 @@ export interface BootstrapTokenInputs extends ClusterAccessInputs {
 /** The arguments of a BootstrapToken (documented in {@link BootstrapTokenInputs}). */
 export type BootstrapTokenArgs = ResourceArgs<BootstrapTokenInputs>;
 
-/** A new master, lifetime or description is a new token; new command ids or masters are an update: the token itself stays. */
+/** A new master, lifetime or description is a new token; new command ids, masters or token-create script are an update: the token itself stays. */
 const BOOTSTRAP_TOKEN_DIFF = inputDiff<BootstrapTokenInputs>()({
     replace: ["masterInstanceId", "ttl", "description", "region"],
-    update: ["providerVersion", "pollIntervalMs", "commands", "masterInstanceIds"],
+    update: ["providerVersion", "pollIntervalMs", "commands", "masterInstanceIds", "tokenCreateScript"],
     ignore: [],
 });
 
@@ -80,7 +84,7 @@ export async function createBootstrapToken(inputs: BootstrapTokenInputs): Promis
     const tokenId = generateToken().slice(0, 6);
     const ttl = inputs.ttl ?? "0";
     try {
-        const { token } = await createToken(accessOf(inputs), tokenId, ttl, inputs.description ?? "alicloud-kubeadm");
+        const { token } = await createToken(accessOf(inputs), inputs.tokenCreateScript, tokenId, ttl, inputs.description ?? "alicloud-kubeadm");
         return { token, tokenId };
     } catch (err) {
         // The command may have run even though its result was lost: nothing would own that token, so

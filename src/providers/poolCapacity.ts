@@ -6,7 +6,8 @@
  *   by exactly the members it takes), so ESS never releases an undrained node; then
  *   `ModifyScalingGroup(MaxSize, DesiredCapacity)` (ESS 2014-08-28), never below the members left; then a
  *   bounded wait until that many of the group's instances are Ready nodes carrying
- *   `alicloud-kubeadm/pool=<name>` (checked with kubectl on a master over Cloud Assistant), with progress
+ *   the pool's label (`node-restriction.kubernetes.io/alicloud-kubeadm-pool=<name>`, set by the admission service, or
+ *   on a node joined before it `alicloud-kubeadm/pool=<name>`; checked with kubectl on a master over Cloud Assistant), with progress
  *   `waiting for 3/5 nodes Ready` in the Pulumi log. A failed ESS scaling activity (e.g. no stock) fails
  *   the wait at once with ESS's message. Every member is then protected from scale-in, so ESS has no victim
  *   to choose even if the capacity dropped behind our back. For a fixed pool ModifyScalingGroup only ever raises
@@ -22,8 +23,8 @@
  * would make ESS release instances without a drain.
  */
 import * as pulumi from "@pulumi/pulumi";
-import { describeScalingGroups, modifyScalingGroup, scalingActivities, scalingGroupMembers, setInstancesProtection, waitForIdleGroup, scaleOutProcess, stayingMembers } from "../cloud/ess";
-import { listNodes, POOL_LABEL, uncordonNode, instanceOfProviderId, nodeOfInstance } from "../cloud/operations";
+import { describeScalingGroups, modifyScalingGroup, scaleOutProcess, scalingActivities, scalingGroupMembers, setInstancesProtection, stayingMembers, waitForIdleGroup } from "../cloud/ess";
+import { instanceOfProviderId, nodeOfInstance, poolNodes, uncordonNode } from "../cloud/operations";
 import { clusterAccess, dynamicResourceProps, type ClusterAccessInputs, type ResourceArgs } from "./access";
 import { diffInputs, inputDiff } from "./diff";
 import { scaleInPool, type RemovalOptions, type RemovalReport } from "../removal";
@@ -32,8 +33,13 @@ import { logInfo, pulumiLog } from "./log";
 import { withPacingLog } from "./pacing";
 import { waitFor } from "../cloud/wait";
 
-/** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
-export const POOL_CAPACITY_PROVIDER_VERSION = "2";
+/**
+ * Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider.
+ * 2: the pool label the admission service sets. 3: capacity changes that never let ESS choose (a lower maximum and
+ * a pool's deletion with scale-out suspended, a fixed pool's capacity only raised), Nodes matched by provider id or
+ * IP, pacing of every cloud call.
+ */
+export const POOL_CAPACITY_PROVIDER_VERSION = "3";
 
 /** The outputs of a PoolCapacity that are secrets: none (ids, sizes and names only). */
 export const POOL_CAPACITY_SECRET_OUTPUTS = [] as const;
@@ -41,7 +47,7 @@ export const POOL_CAPACITY_SECRET_OUTPUTS = [] as const;
 export interface PoolCapacityInputs extends ClusterAccessInputs {
     /** ESS scaling group (`asg-…`). */
     scalingGroupId: string;
-    /** Pool name: nodes carry `alicloud-kubeadm/pool=<poolName>`. */
+    /** Pool name: the pool label of its nodes (`operations.ts` poolNodes). */
     poolName: string;
     /** `fixed`: this resource sets the capacity. `observe`: only delete acts (autoscaled pools). Default `fixed`. */
     mode?: "fixed" | "observe";
@@ -227,7 +233,7 @@ async function protectMembers(inputs: PoolCapacityInputs, protect: boolean, log:
 async function uncordonSurvivors(inputs: PoolCapacityInputs, log: (m: string) => void): Promise<void> {
     const access = clusterAccess(inputs);
     const members = await stayingMembers(inputs.region, inputs.scalingGroupId);
-    const marked = (await listNodes(access, `${POOL_LABEL}=${inputs.poolName}`))
+    const marked = (await poolNodes(access, inputs.poolName))
         .filter((n) => n.removing && members.some((m) => instanceOfProviderId(n.providerId) === m.instanceId));
     for (const node of marked) {
         if ((await uncordonNode(access, node.name)) === "uncordoned") log(`pool ${inputs.poolName}: uncordoned ${node.name}: it stays in the pool (an earlier removal of it did not finish)`);
@@ -243,7 +249,7 @@ async function waitForReadyNodes(inputs: PoolCapacityInputs, size: number, start
     let count = 0;
     const ready = await waitFor(async () => {
         const members = (await stayingMembers(region, scalingGroupId)).map((m) => m.instanceId);
-        const nodes = await listNodes(access, `${POOL_LABEL}=${poolName}`);
+        const nodes = await poolNodes(access, poolName);
         const readyIds = members.filter((id) => nodeOfInstance(nodes, region, { instanceId: id })?.ready);
         notReady = members.filter((id) => !readyIds.includes(id));
         count = members.length;

@@ -12,7 +12,7 @@ import { chooseVictims, type PoolMember } from "./victims";
 /** The pool to scale in. */
 export interface ScaleInPool {
     scalingGroupId: string;
-    /** Pool name (its nodes carry `alicloud-kubeadm/pool=<name>`). */
+    /** Pool name (the pool label of its nodes: `operations.ts` poolNodes). */
     poolName: string;
     /** Members to keep. */
     targetSize: number;

@@ -97,9 +97,10 @@ describe("no secret in any Cloud Assistant record or request (full create)", () 
             scripts: { initStatus: renderOperation("init-status"), stackCredential: renderOperation("stack-credential"), stackCredentialRevoke: renderOperation("stack-credential-revoke") },
         });
         const access = { region: REGION, masterInstanceId: c.master, commands: c.commands, pollIntervalMs: 10 };
-        const poolToken = await createBootstrapToken({ ...access, ttl: "0", description: "alicloud-kubeadm t pool general" });
-        const existingToken = await createBootstrapToken({ ...access, ttl: "0", description: "alicloud-kubeadm t existing nodes" });
-        await joinControlPlaneMember({ ...access, memberInstanceId: member, joinCommandId: cpJoinCommandId, pollSeconds: 0.02 });
+        const tokenCreateScript = renderOperation("token-create");
+        const poolToken = await createBootstrapToken({ ...access, tokenCreateScript, ttl: "0", description: "alicloud-kubeadm t pool general" });
+        const existingToken = await createBootstrapToken({ ...access, tokenCreateScript, ttl: "0", description: "alicloud-kubeadm t existing nodes" });
+        await joinControlPlaneMember({ ...access, memberInstanceId: member, joinCommandId: cpJoinCommandId, joinSecretsScript: renderOperation("join-secrets"), pollSeconds: 0.02 });
         await joinExistingNode({
             ...access, instanceId: existing, mode: "manual", attachCommandId, token: existingToken.token, labels: "", taints: "", pollSeconds: 0.02, readyTimeoutSeconds: 5,
         });
