@@ -95,9 +95,9 @@ export function useEmulator(opts: EmulatorOptions = {}): { readonly emu: Emulato
     return { get emu(): Emulator { if (!box.emu) throw new Error("emulator not started"); return box.emu; } };
 }
 
-/** One OpenAPI call to the emulator through the real SDK path, without retries (the emulator's self-tests). */
+/** One OpenAPI call to the emulator through the real SDK path, without retries, throttling included (the emulator's self-tests). */
 export const call = (product: Product, action: string, params: Record<string, ParamValue>) =>
-    callApi(product, action, params, { region: "cn-hangzhou", retry: { maxAttempts: 1 } });
+    callApi(product, action, params, { region: "cn-hangzhou", retry: { maxAttempts: 1, throttleBudgetMs: 0 } });
 
 /** The error code a call fails with, "" when it succeeds. */
 export async function code(p: Promise<unknown>): Promise<string> {
