@@ -15,6 +15,7 @@ import { admissionBundle } from "../src/components/admission";
 import { TEST_CREDENTIALS } from "../testing/emulator";
 import * as fs from "fs";
 import * as os from "os";
+import { isBuiltin } from "module";
 import * as path from "path";
 
 const REGION = "cn-hangzhou";
@@ -112,6 +113,14 @@ describe("the pacer against a rate limit (emulator)", () => {
         try {
             for (const [name, text] of Object.entries(admissionBundle())) fs.writeFileSync(path.join(dir, name), text);
             assert.match(fs.readFileSync(path.join(dir, "cloud.js"), "utf8"), /require\("\.\/pacer"\)/);
+            // Self-contained: every module it requires is a Node built-in or a file of the bundle.
+            for (const [name, text] of Object.entries(admissionBundle()).filter(([n]) => n.endsWith(".js"))) {
+                for (const [, spec] of text.matchAll(/require\("([^"]+)"\)/g)) {
+                    assert.ok(spec.startsWith("./") ? fs.existsSync(path.join(dir, `${spec.slice(2)}.js`)) : isBuiltin(spec), `${name} requires ${spec}`);
+                }
+            }
+            // eslint-disable-next-line @typescript-eslint/no-require-imports
+            assert.strictEqual(typeof (require(path.join(dir, "server.js")) as { startServer: unknown }).startServer, "function", "the entry the DaemonSet runs loads from the bundle");
             // eslint-disable-next-line @typescript-eslint/no-require-imports
             const { RpcClient, StaticPools } = require(path.join(dir, "cloud.js")) as typeof import("../src/admission/cloud");
             resetPacer();
