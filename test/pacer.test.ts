@@ -6,6 +6,7 @@
 import * as assert from "assert";
 import * as pulumi from "@pulumi/pulumi";
 import { callApi } from "../src/cloud/openapi";
+import { listObjects, ossRequest } from "../src/cloud/oss";
 import { configurePacer, pace, pacerBuckets, parseRates, reportPacingTo, resetPacer, throttled } from "../src/cloud/pacer";
 import { nodeMembershipProvider } from "../src/providers/nodeMembership";
 import { poolCapacityProvider } from "../src/providers/poolCapacity";
@@ -106,6 +107,16 @@ describe("the pacer against a rate limit (emulator)", () => {
         assert.ok(ess > 0 && invokes > 0);
         assert.strictEqual(buckets["ecs:InvokeCommand"].calls, invokes, "one InvokeCommand bucket counted the calls of both resources");
         assert.strictEqual(Object.entries(buckets).filter(([k]) => k.startsWith("ess:")).reduce((n, [, b]) => n + b.calls, 0), ess);
+    });
+
+    it("OSS requests (the restore's listing and download) take their turn from the same pacer", async () => {
+        ctx.emu.oss.addBucket("pacer-bucket");
+        ctx.emu.oss.buckets.get("pacer-bucket")!.objects.set("dev/x", [{ body: Buffer.from("backup"), versionId: "v1", lastModified: new Date().toISOString(), etag: "\"A\"" }]);
+        const target = { endpoint: "http://oss-cn-hangzhou.aliyuncs.com", region: REGION, bucket: "pacer-bucket", connectTo: `127.0.0.1:${new URL(ctx.emu.endpoint).port}` };
+        resetPacer();
+        const [object] = await listObjects(target, "dev/", TEST_CREDENTIALS);
+        assert.strictEqual((await ossRequest("GET", target, object.key, TEST_CREDENTIALS)).toString(), "backup");
+        assert.strictEqual(pacerBuckets()["oss:GET"].calls, 2, "the listing and the download, one bucket");
     });
 
     it("the admission service as bundled (its own copy of the pacer beside it) takes its cloud calls' tokens from the process's pacer", async () => {
