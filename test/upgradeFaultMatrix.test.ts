@@ -17,8 +17,8 @@
  *   uncordoned   R3 no worker stopped or resized   R4 an etcd backup before the first master stopped
  */
 import * as assert from "assert";
-import { disarmFaults, failNthCommand, useEmulatorEnvironment } from "../testing/emulator/fixture";
-import { startEmulator, type Emulator } from "../testing/emulator";
+import { disarmFaults, failNthCommand, startEmulatorHere, useEmulatorEnvironment } from "../testing/emulator/fixture";
+import type { Emulator } from "../testing/emulator";
 import { fakeCluster, type FakeCluster } from "../testing/fakeCluster";
 import { createCommand } from "../testing/savedCommands";
 import { renderUpgradeCommand } from "../src/shell/render";
@@ -44,8 +44,7 @@ interface World {
 /** 3 masters and 2 workers on `from`, `pulumi up` asking for `to` (and, when given, masters of `instanceType`). */
 async function world(opts: { from?: string; to?: string; instanceType?: string; masters?: number } = {}): Promise<World> {
     const [from, to] = [opts.from ?? FROM, opts.to ?? TO];
-    const emu = await startEmulator();
-    process.env.ALICLOUD_KUBEADM_ENDPOINT = emu.endpoint;
+    const emu = await startEmulatorHere();
     const c = await fakeCluster(emu, REGION, { masters: opts.masters ?? 3, version: from });
     c.backupInstalled = true;
     c.masters.forEach((id, k) => { if (k === 0) c.addNode(id, { name: "master-0", controlPlane: true }); });
