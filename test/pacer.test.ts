@@ -6,6 +6,7 @@
 import * as assert from "assert";
 import * as pulumi from "@pulumi/pulumi";
 import { callApi } from "../src/cloud/openapi";
+import { listObjects, ossRequest } from "../src/cloud/oss";
 import { configurePacer, pace, pacerBuckets, parseRates, reportPacingTo, resetPacer, throttled } from "../src/cloud/pacer";
 import { nodeMembershipProvider } from "../src/providers/nodeMembership";
 import { poolCapacityProvider } from "../src/providers/poolCapacity";
@@ -15,6 +16,7 @@ import { admissionBundle } from "../src/components/admission";
 import { TEST_CREDENTIALS } from "../testing/emulator";
 import * as fs from "fs";
 import * as os from "os";
+import { isBuiltin } from "module";
 import * as path from "path";
 
 const REGION = "cn-hangzhou";
@@ -107,11 +109,29 @@ describe("the pacer against a rate limit (emulator)", () => {
         assert.strictEqual(Object.entries(buckets).filter(([k]) => k.startsWith("ess:")).reduce((n, [, b]) => n + b.calls, 0), ess);
     });
 
+    it("OSS requests (the restore's listing and download) take their turn from the same pacer", async () => {
+        ctx.emu.oss.addBucket("pacer-bucket");
+        ctx.emu.oss.buckets.get("pacer-bucket")!.objects.set("dev/x", [{ body: Buffer.from("backup"), versionId: "v1", lastModified: new Date().toISOString(), etag: "\"A\"" }]);
+        const target = { endpoint: "http://oss-cn-hangzhou.aliyuncs.com", region: REGION, bucket: "pacer-bucket", connectTo: `127.0.0.1:${new URL(ctx.emu.endpoint).port}` };
+        resetPacer();
+        const [object] = await listObjects(target, "dev/", TEST_CREDENTIALS);
+        assert.strictEqual((await ossRequest("GET", target, object.key, TEST_CREDENTIALS)).toString(), "backup");
+        assert.strictEqual(pacerBuckets()["oss:GET"].calls, 2, "the listing and the download, one bucket");
+    });
+
     it("the admission service as bundled (its own copy of the pacer beside it) takes its cloud calls' tokens from the process's pacer", async () => {
         const dir = fs.mkdtempSync(path.join(os.tmpdir(), "admission-bundle-"));
         try {
             for (const [name, text] of Object.entries(admissionBundle())) fs.writeFileSync(path.join(dir, name), text);
             assert.match(fs.readFileSync(path.join(dir, "cloud.js"), "utf8"), /require\("\.\/pacer"\)/);
+            // Self-contained: every module it requires is a Node built-in or a file of the bundle.
+            for (const [name, text] of Object.entries(admissionBundle()).filter(([n]) => n.endsWith(".js"))) {
+                for (const [, spec] of text.matchAll(/require\("([^"]+)"\)/g)) {
+                    assert.ok(spec.startsWith("./") ? fs.existsSync(path.join(dir, `${spec.slice(2)}.js`)) : isBuiltin(spec), `${name} requires ${spec}`);
+                }
+            }
+            // eslint-disable-next-line @typescript-eslint/no-require-imports
+            assert.strictEqual(typeof (require(path.join(dir, "server.js")) as { startServer: unknown }).startServer, "function", "the entry the DaemonSet runs loads from the bundle");
             // eslint-disable-next-line @typescript-eslint/no-require-imports
             const { RpcClient, StaticPools } = require(path.join(dir, "cloud.js")) as typeof import("../src/admission/cloud");
             resetPacer();

@@ -34,26 +34,37 @@ describe("providers whose behaviour changed: state from the previous version run
     afterEach(() => assert.deepStrictEqual(c.violations, [], "I1"));
     const nodeOf = (id: string) => [...c.nodes.values()].find((n) => n.instanceId === id);
 
-    it(`PoolCapacity ${Number(POOL_CAPACITY_PROVIDER_VERSION) - 1} → ${POOL_CAPACITY_PROVIDER_VERSION}: an update (not a replacement) stores the new code; its delete then drains the pool with scale-out suspended`, async () => {
-        const group = ctx.emu.addScalingGroup({ desiredCapacity: 2, maxSize: 2 }).scalingGroupId;
-        const members = ctx.emu.scalingGroupInstances(group);
-        members.forEach((id) => { c.addNode(id, { pool: "general", pods: ["ReplicaSet"] }); ctx.emu.state.scalingInstances.get(id)!.lifecycleState = "Protected"; });
-        const base = { region: REGION, scalingGroupId: group, poolName: "general", masterInstanceId: c.master, size: 2, pollSeconds: 0.02, readyTimeoutSeconds: 5, pollIntervalMs: 10 };
-        const previous = { ...base, commands: previousCommands, providerVersion: String(Number(POOL_CAPACITY_PROVIDER_VERSION) - 1), readyInstanceIds: [...members].sort() };
-        const news = { ...base, commands: c.commands, providerVersion: POOL_CAPACITY_PROVIDER_VERSION };
-        const diff = await poolCapacityProvider.diff!("x", previous, news);
-        assert.deepStrictEqual([diff.changes, diff.replaces], [true, []]);
-        const updated = await poolCapacityProvider.update!("x", previous, news);
-        const state = updated.outs as typeof previous;
-        assert.strictEqual(state.providerVersion, POOL_CAPACITY_PROVIDER_VERSION);
-        assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group), members, "I3: the update changed no member");
-        await poolCapacityProvider.delete!("x", state);
-        assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group), []);
-        assert.ok(members.every((id) => !nodeOf(id)), "I2: every Node gone");
-        assert.deepStrictEqual(ctx.emu.scalingGroups.get(group)!.suspendedProcesses, ["ScaleOut"], "the new code's delete: scale-out held for the group's deletion");
-        assert.ok(ctx.emu.callsOf("InvokeCommand").filter((x) => x.params.CommandId === c.commands["delete-node"]).length > 0, "the new delete-node command");
-        assert.strictEqual(ctx.emu.callsOf("InvokeCommand").filter((x) => x.params.CommandId === previousCommands["delete-node"]).length, 0);
-    });
+    // Every version a stack may still hold: 1 (nodes label their pool themselves), 2 (the admission service sets the
+    // pool label), each going straight to the current one in one `pulumi up`.
+    const previousPoolCapacityVersions = Array.from({ length: Number(POOL_CAPACITY_PROVIDER_VERSION) - 1 }, (_, i) => String(i + 1));
+    it("PoolCapacity: every previous version is covered below", () => assert.deepStrictEqual(previousPoolCapacityVersions, ["1", "2"]));
+    for (const version of previousPoolCapacityVersions) {
+        it(`PoolCapacity ${version} → ${POOL_CAPACITY_PROVIDER_VERSION}: an update (not a replacement) stores the new code; its delete then drains the pool with scale-out suspended`, async () => {
+            const group = ctx.emu.addScalingGroup({ desiredCapacity: 2, maxSize: 2 }).scalingGroupId;
+            const members = ctx.emu.scalingGroupInstances(group);
+            // Version 1's nodes carry only the label they set themselves; from version 2 the service's label.
+            const [early, late] = members;
+            c.addNode(early, version === "1" ? { pool: "", legacyPool: "general", pods: ["ReplicaSet"] } : { pool: "general", pods: ["ReplicaSet"] });
+            c.addNode(late, { pool: "general", pods: ["ReplicaSet"] });
+            members.forEach((id) => { ctx.emu.state.scalingInstances.get(id)!.lifecycleState = "Protected"; });
+            const base = { region: REGION, scalingGroupId: group, poolName: "general", masterInstanceId: c.master, size: 2, pollSeconds: 0.02, readyTimeoutSeconds: 5, pollIntervalMs: 10 };
+            const previous = { ...base, commands: previousCommands, providerVersion: version, readyInstanceIds: version === "1" ? [early] : [...members].sort() };
+            const news = { ...base, commands: c.commands, providerVersion: POOL_CAPACITY_PROVIDER_VERSION };
+            const diff = await poolCapacityProvider.diff!("x", previous, news);
+            assert.deepStrictEqual([diff.changes, diff.replaces], [true, []]);
+            const updated = await poolCapacityProvider.update!("x", previous, news);
+            const state = updated.outs as typeof previous;
+            assert.strictEqual(state.providerVersion, POOL_CAPACITY_PROVIDER_VERSION);
+            assert.deepStrictEqual(state.readyInstanceIds, [...members].sort(), "both nodes counted, whichever label they carry");
+            assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group), members, "I3: the update changed no member");
+            await poolCapacityProvider.delete!("x", state);
+            assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group), []);
+            assert.ok(members.every((id) => !nodeOf(id)), "I2: every Node gone");
+            assert.deepStrictEqual(ctx.emu.scalingGroups.get(group)!.suspendedProcesses, ["ScaleOut"], "the new code's delete: scale-out held for the group's deletion");
+            assert.ok(ctx.emu.callsOf("InvokeCommand").filter((x) => x.params.CommandId === c.commands["delete-node"]).length > 0, "the new delete-node command");
+            assert.strictEqual(ctx.emu.callsOf("InvokeCommand").filter((x) => x.params.CommandId === previousCommands["delete-node"]).length, 0);
+        });
+    }
 
     it(`PoolCapacity ${Number(POOL_CAPACITY_PROVIDER_VERSION) - 1} → ${POOL_CAPACITY_PROVIDER_VERSION} with the pool's spec hash and a rollout: one pulumi up replaces the members made before (no spec tag), drained, ending at size`, async () => {
         const group = ctx.emu.addScalingGroup({ desiredCapacity: 2, maxSize: 2 });

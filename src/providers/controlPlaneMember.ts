@@ -102,7 +102,7 @@ export async function joinControlPlaneMember(inputs: ControlPlaneMemberInputs, l
 export async function checkQuorum(access: ClusterAccess, nodes: Awaited<ReturnType<typeof listNodes>>, memberInstanceId: string, step: "join" | "remove",
     log: (m: string) => void, memberNodeName?: string): Promise<void> {
     const via = access.masterInstanceIds.filter((m) => m !== memberInstanceId)
-        .map((m) => nodes.find((n) => n.providerId === providerIdOf(access.region, m))).find((n) => n?.ready);
+        .map((m) => nodeOfInstance(nodes, access.region, { instanceId: m })).find((n) => n?.ready);
     if (!via) return;
     const peerIp = (await describeInstance(access.region, memberInstanceId))?.privateIp ?? "";
     const members = await readEtcdMembers(access, via.name);

@@ -295,7 +295,8 @@ export class Emulator {
 
     /**
      * Limits every action (a number: each action on its own) or the actions named to `calls` per `windowMs`
-     * (default 1000 ms); see `EmulatorState.rateLimits`. `{}` turns it off.
+     * (default 1000 ms), as Alibaba limits each API operation per account and region (docs/upstream.md#api-rate-limits;
+     * the values are the test's, none are published); see `EmulatorState.rateLimits`. `{}` turns it off.
      */
     rateLimit(calls: number | Record<string, number>, windowMs = 1000): void {
         this.state.rateLimits = typeof calls === "number" ? { "*": calls } : { ...calls };
@@ -316,7 +317,11 @@ export class Emulator {
         st.rateCounts.set(action, counted);
     }
 
-    /** The next `times` calls of `action` get `Throttling.User` (HTTP 400), optionally with `x-acs-retry-after` (ms). */
+    /**
+     * The next `times` calls of `action` get `Throttling.User` (HTTP 400), optionally with `x-acs-retry-after` (ms): the
+     * code and message of a per-action rate limit (see `rateLimit`); the status is not confirmed (400 is what the SDKs'
+     * local tests saw, and they classify by code: docs/upstream.md#api-retries).
+     */
     throttle(action: string, times: number, retryAfterMs?: number): void {
         this.inject(action, {
             status: 400, code: "Throttling.User", message: "Request was denied due to user flow control.", times,

@@ -335,7 +335,10 @@ export class EmulatorState {
      * 403 `InstanceIds.ExceedLimit` "The number of instance IDs exceeds the upper limit." (the same pages' error tables).
      */
     maxInstancesPerInvocation = 100;
-    /** Largest page DescribeInvocationResults returns whatever MaxResults asks (forces NextToken paging). Default 50. */
+    /**
+     * Largest page DescribeInvocationResults returns whatever MaxResults asks (forces NextToken paging). Default 50: the
+     * API reference's "Maximum value: 50" for MaxResults (docs/upstream.md#cas-results).
+     */
     invocationResultsPageCap = 50;
     /** How long StopInstance/StartInstance stay in `Stopping`/`Starting` (ms). Default 0: the final state at once. */
     transitionMs = 0;
