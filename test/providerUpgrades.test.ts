@@ -35,9 +35,10 @@ describe("providers whose behaviour changed: state from the previous version run
     const nodeOf = (id: string) => [...c.nodes.values()].find((n) => n.instanceId === id);
 
     // Every version a stack may still hold: 1 (nodes label their pool themselves), 2 (the admission service sets the
-    // pool label), each going straight to the current one in one `pulumi up`.
+    // pool label), 3 (capacity changes that never let ESS choose), each going straight to the current one in one
+    // `pulumi up` (3 with the spec hash and a rollout too, below).
     const previousPoolCapacityVersions = Array.from({ length: Number(POOL_CAPACITY_PROVIDER_VERSION) - 1 }, (_, i) => String(i + 1));
-    it("PoolCapacity: every previous version is covered below", () => assert.deepStrictEqual(previousPoolCapacityVersions, ["1", "2"]));
+    it("PoolCapacity: every previous version is covered below", () => assert.deepStrictEqual(previousPoolCapacityVersions, ["1", "2", "3"]));
     for (const version of previousPoolCapacityVersions) {
         it(`PoolCapacity ${version} → ${POOL_CAPACITY_PROVIDER_VERSION}: an update (not a replacement) stores the new code; its delete then drains the pool with scale-out suspended`, async () => {
             const group = ctx.emu.addScalingGroup({ desiredCapacity: 2, maxSize: 2 }).scalingGroupId;
