@@ -4,7 +4,7 @@
 // the instances it creates from then on (testing/emulator/ess.ts launchInstance). The invariants are read from state
 // as every member leaves ESS and every drain starts.
 import * as assert from "assert";
-import { useEmulator } from "../testing/emulator/fixture";
+import { startEmulatorHere, useEmulator, useEmulatorEnvironment } from "../testing/emulator/fixture";
 import { fakeCluster, type FakeCluster } from "../testing/fakeCluster";
 import { setPoolCapacity, type PoolCapacityInputs } from "../src/providers/poolCapacity";
 import { DEFAULT_ROLLOUT, SPEC_TAG, type Rollout } from "../src/rules";
@@ -145,6 +145,62 @@ describe("fixed pool rollout (emulator)", () => {
                     if (c.violations.length > 0) failures.push(`${at}: ${c.violations.join("; ")}`);
                 }
             }
+        }
+        assert.deepStrictEqual(failures, []);
+    });
+});
+
+describe("fixed pool rollout under faults (emulator): every mutating call refused once in turn, then a re-run", () => {
+    useEmulatorEnvironment();
+
+    /** A fresh world: a protected pool of 2 made from the old spec, the configuration on the new one. */
+    async function world(): Promise<{ emu: Emulator; c: FakeCluster; group: string; broken: string[]; run: () => Promise<void> }> {
+        const emu = await startEmulatorHere();
+        const c = await fakeCluster(emu, REGION);
+        c.autoJoin("general", { pods: ["ReplicaSet"] });
+        const g = emu.addScalingGroup({ maxSize: 2, desiredCapacity: 2, configurationTags: { [SPEC_TAG]: OLD } });
+        for (const id of emu.scalingGroupInstances(g.scalingGroupId)) {
+            emu.state.scalingInstances.get(id)!.lifecycleState = "Protected";
+            c.addNode(id, { pool: "general", pods: ["ReplicaSet"] });
+        }
+        const config = emu.state.scalingConfigurations.get(g.activeScalingConfigurationId)!;
+        config.tags = { ...config.tags, [SPEC_TAG]: NEW };
+        const broken = watchRollout(emu, c, g.scalingGroupId, 2, 0);
+        const run = () => setPoolCapacity({
+            region: REGION, scalingGroupId: g.scalingGroupId, poolName: "general", masterInstanceId: c.master, commands: c.commands, size: 2,
+            pollSeconds: 0.01, readyTimeoutSeconds: 5, pollIntervalMs: 5, specHash: NEW, rollout: DEFAULT_ROLLOUT,
+        }).then(() => undefined);
+        return { emu, c, group: g.scalingGroupId, broken, run };
+    }
+
+    it("the invariants hold under each fault, and the re-run ends at size with only current nodes", async function () {
+        this.timeout(600_000);
+        // The mutating calls of a clean rollout, each as (action, its occurrence).
+        const clean = await world();
+        const first = clean.emu.calls.length;
+        await clean.run();
+        const steps: Array<[string, number]> = [];
+        const seen = new Map<string, number>();
+        for (const call of clean.emu.calls.slice(first)) {
+            if (/^(Describe|List|Get|Query)/.test(call.action)) continue;
+            const n = seen.get(call.action) ?? 0;
+            seen.set(call.action, n + 1);
+            steps.push([call.action, n]);
+        }
+        await clean.emu.close();
+        assert.ok(steps.length >= 8, `a rollout makes mutating calls: ${steps.map(([a]) => a).join(", ")}`);
+        const failures: string[] = [];
+        for (const [action, occurrence] of steps) {
+            const w = await world();
+            let count = 0;
+            w.emu.inject(action, { status: 400, code: "Forbidden.Injected", message: "refused by the test", times: 1, when: () => count++ === occurrence });
+            const firstRun = await w.run().then(() => "ok", (e: Error) => e.message);
+            await w.run().catch((e: Error) => failures.push(`${action}#${occurrence}: the re-run failed: ${e.message.split("\n")[0]}`));
+            const end = w.emu.scalingGroupInstances(w.group).map((id) => w.emu.instances.get(id)!.tags[SPEC_TAG]);
+            if (w.broken.length > 0) failures.push(`${action}#${occurrence}: ${w.broken.join("; ")}`);
+            if (w.c.violations.length > 0) failures.push(`${action}#${occurrence}: I1 ${w.c.violations.join("; ")}`);
+            if (end.length !== 2 || end.some((s) => s !== NEW)) failures.push(`${action}#${occurrence}: ended with ${end.join(", ")} (first run: ${firstRun.split("\n")[0]})`);
+            await w.emu.close();
         }
         assert.deepStrictEqual(failures, []);
     });
