@@ -6,7 +6,7 @@
 import * as assert from "assert";
 import { startEmulatorHere, useEmulator, useEmulatorEnvironment } from "../testing/emulator/fixture";
 import { fakeCluster, type FakeCluster } from "../testing/fakeCluster";
-import { setPoolCapacity, type PoolCapacityInputs } from "../src/providers/poolCapacity";
+import { poolCapacityProvider, setPoolCapacity, type PoolCapacityInputs } from "../src/providers/poolCapacity";
 import { DEFAULT_ROLLOUT, SPEC_TAG, type Rollout } from "../src/rules";
 import type { Emulator } from "../testing/emulator";
 import { launchInstance } from "../testing/emulator/ess";
@@ -124,6 +124,14 @@ describe("fixed pool rollout (emulator)", () => {
         c.autoJoin("general", { readyAfterListings: 1_000_000 });
         await assert.rejects(setPoolCapacity(inputs(group, 2, {}, { readyTimeoutSeconds: 0.3 })), /Not Ready: i-emu/);
         assert.deepStrictEqual(specs(group).filter((s) => s === OLD).length, 2, "no outdated node was removed");
+    });
+
+    it("PoolCapacity's check refuses a rollout given directly that could never replace a node, naming the property", async () => {
+        const bad = { ...inputs("asg-x", 2, { maxSurge: 0, maxUnavailable: 0 }) };
+        const res = await poolCapacityProvider.check!({}, bad);
+        assert.deepStrictEqual(res.failures!.map((f) => f.property), ["rollout"]);
+        assert.match(res.failures![0].reason, /both 0/);
+        assert.deepStrictEqual((await poolCapacityProvider.check!({}, inputs("asg-x", 2, {}))).failures, []);
     });
 
     it("property: sizes 1–4, surge 0–2, unavailable 0–1: invariants hold and the pool ends at its size, all current", async function () {

@@ -28,7 +28,7 @@ import { instanceOfProviderId, nodeOfInstance, poolNodes, uncordonNode } from ".
 import { clusterAccess, dynamicResourceProps, type ClusterAccessInputs, type ResourceArgs } from "./access";
 import { diffInputs, inputDiff } from "./diff";
 import { planRotationRound, readPoolMembers, removeMembers, scaleInPool, type PoolMember, type RemovalOptions, type RemovalReport } from "../removal";
-import { ATTACH_LOG, MAX_SCALING_GROUP_INSTANCES, type Rollout } from "../rules";
+import { ATTACH_LOG, MAX_SCALING_GROUP_INSTANCES, parseRollout, type Rollout } from "../rules";
 import { logInfo, pulumiLog } from "./log";
 import { withPacingLog } from "./pacing";
 import { waitFor } from "../cloud/wait";
@@ -217,19 +217,20 @@ async function rollOut(inputs: PoolCapacityInputs, opts: RemovalOptions, log: (m
         await waitForIdleGroup(region, scalingGroupId, { pollMs: opts.pollIntervalMs, log });
         const members = await readPoolMembers({ scalingGroupId, specHash }, opts);
         const outdated = members.filter((m) => m.outdated);
-        if (outdated.length > 0 && !rollout) {
+        if (outdated.length === 0) {
+            if (round > 0) log(`pool ${poolName}: rollout done: every node made from spec ${specHash}`);
+            return;
+        }
+        if (!rollout) {
             log(`pool ${poolName}: ${outdated.length} of ${members.length} node(s) outdated (not made from spec ${specHash}): ` +
                 `${outdated.map((m) => m.instanceId).join(", ")}; give the pool a \`rollout\` to replace them (docs/rotation.md)`);
             return;
         }
-        if (round === 0 && outdated.length > 0) {
-            log(`pool ${poolName}: rolling out spec ${specHash}: ${outdated.length} of ${members.length} node(s) outdated (maxSurge ${rollout!.maxSurge}, maxUnavailable ${rollout!.maxUnavailable})`);
+        if (round === 0) {
+            log(`pool ${poolName}: rolling out spec ${specHash}: ${outdated.length} of ${members.length} node(s) outdated (maxSurge ${rollout.maxSurge}, maxUnavailable ${rollout.maxUnavailable})`);
         }
-        const plan = planRotationRound(members, size, rollout ?? { maxSurge: 0, maxUnavailable: 0 }, surged);
-        if (plan.kind === "done") {
-            if (round > 0) log(`pool ${poolName}: rollout done: every node made from spec ${specHash}`);
-            return;
-        }
+        const plan = planRotationRound(members, size, rollout, surged);
+        if (plan.kind === "done") return;
         if (plan.kind === "blocked") {
             throw new Error(`pool ${poolName}: the rollout cannot go on: ${plan.reason}.\n  fix: bring the pool's NotReady nodes back (\`npm run doctor\`), ` +
                 "or allow more (`rollout.maxSurge` / `rollout.maxUnavailable`), then run `pulumi up` again: it resumes");
@@ -244,7 +245,7 @@ async function rollOut(inputs: PoolCapacityInputs, opts: RemovalOptions, log: (m
             continue;
         }
         log(`pool ${poolName}: replacing outdated node(s) ${plan.victims.map((v) => v.instanceId).join(", ")}`);
-        await removeOutdated(inputs, plan.victims, { ...opts, drainTimeoutSeconds: rollout!.drainTimeoutSeconds }, rollout!.onDrainTimeout, log);
+        await removeOutdated(inputs, plan.victims, { ...opts, drainTimeoutSeconds: rollout.drainTimeoutSeconds }, rollout.onDrainTimeout, log);
         surged = false;
     }
 }
@@ -266,7 +267,7 @@ async function removeOutdated(inputs: PoolCapacityInputs, victims: PoolMember[],
         }
         const left = new Set((await stayingMembers(inputs.region, inputs.scalingGroupId)).map((m) => m.instanceId));
         const again = victims.filter((v) => left.has(v.instanceId));
-        log(`pool ${inputs.poolName}: drain of ${again.map((v) => v.instanceId).join(", ")} ran out of time; onDrainTimeout force: deleting the pods that block it`);
+        log(`pool ${inputs.poolName}: the drain of ${again.map((v) => v.instanceId).join(", ")} failed; onDrainTimeout force: draining again deleting the pods that block it`);
         await removeMembers(pool, again, { ...opts, disableEviction: true });
     }
 }
@@ -435,6 +436,12 @@ export const poolCapacityProvider: pulumi.dynamic.ResourceProvider = withPacingL
         const failures = [];
         if ((news.mode ?? "fixed") === "fixed" && !(Number.isInteger(news.size ?? 0) && (news.size ?? 0) >= 0 && (news.size ?? 0) <= MAX_SCALING_GROUP_INSTANCES)) {
             failures.push({ property: "size", reason: `must be an integer in 0..${MAX_SCALING_GROUP_INSTANCES}, got ${news.size}` });
+        }
+        if (news.rollout !== undefined) {
+            const { drainTimeoutSeconds, onDrainTimeout, ...counts } = news.rollout;
+            // The parser's rules, on the parsed form (drainTimeout in seconds).
+            parseRollout({ ...counts, onDrainTimeout, drainTimeout: `${drainTimeoutSeconds}s` },
+                (path, reason) => failures.push({ property: path ? `rollout.${path}` : "rollout", reason }));
         }
         return { inputs: news, failures };
     },
