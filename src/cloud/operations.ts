@@ -203,11 +203,11 @@ export async function workloadPods(access: ClusterAccess): Promise<Map<string, n
 }
 
 /**
- * Cordons and drains a Node through the eviction API, marking it as `mark`'s (default `removing`). Its exit status
- * decides: a drain that succeeded but printed more than Cloud Assistant keeps is a success (the output is only quoted
- * when it fails).
+ * Cordons and drains a Node through the eviction API (`force: "delete"`: deletes the pods instead, PodDisruptionBudgets
+ * bypassed), marking it as `mark`'s (default `removing`). Its exit status decides: a drain that succeeded but printed
+ * more than Cloud Assistant keeps is a success (the output is only quoted when it fails).
  */
-export async function drainNode(access: ClusterAccess, node: string, opts: { timeoutSeconds: number; force: boolean; skipWaitSeconds: number; mark?: DrainMark }): Promise<void> {
+export async function drainNode(access: ClusterAccess, node: string, opts: { timeoutSeconds: number; force: boolean | "delete"; skipWaitSeconds: number; mark?: DrainMark }): Promise<void> {
     await invokeOnMaster(access, "drain", { node, timeout: String(opts.timeoutSeconds), force: String(opts.force), skipWait: String(opts.skipWaitSeconds), mark: opts.mark ?? "removing" },
         { timeoutSeconds: opts.timeoutSeconds + 60, truncatedOutputIsFine: true });
 }

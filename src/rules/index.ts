@@ -23,3 +23,5 @@ export * from "./egress";
 export * from "./admission";
 export * from "./podSecurity";
 export * from "./upgrade";
+export * from "./spec";
+export * from "./rollout";

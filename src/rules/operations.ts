@@ -69,7 +69,7 @@ export const OPERATION_PARAMETERS = {
     nodes: { variable: "AK_NODES", pattern: /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?( [a-z0-9]([-a-z0-9.]*[a-z0-9])?)*$/, what: "Node names separated by single spaces", maxBytes: MAX_NODES_PARAMETER_BYTES },
     selector: { variable: "AK_SELECTOR", pattern: /^[A-Za-z0-9./_=,!-]{0,512}$/, what: "a label selector (key=value,...) or empty" },
     timeout: { variable: "AK_TIMEOUT", pattern: /^[1-9][0-9]{0,5}$/, what: "a number of seconds" },
-    force: { variable: "AK_FORCE", pattern: /^(true|false)$/, what: "true or false" },
+    force: { variable: "AK_FORCE", pattern: /^(true|false|delete)$/, what: "true, false or delete (pods deleted, not evicted: PodDisruptionBudgets bypassed)" },
     skipWait: { variable: "AK_SKIP_WAIT", pattern: /^[0-9]{1,6}$/, what: "a number of seconds (0: wait for every pod)" },
     mark: { variable: "AK_MARK", pattern: /^(removing|upgrading|resizing)$/, what: "removing, upgrading or resizing (whose cordon it is: a removal's, a version upgrade's or a master resize's)" },
     member: { variable: "AK_MEMBER", pattern: /^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?)?$/, what: "an etcd member name (the master's Node name), or empty" },
