@@ -9,7 +9,6 @@
  * Needs `npm run kube:build` (skipped with one line without it; CI=true fails instead).
  */
 import * as assert from "assert";
-import * as zlib from "zlib";
 import { useEmulator } from "../testing/emulator/fixture";
 import type { Emulator } from "../testing/emulator";
 import { AUDITED, auditEvents, cidrWithin, useRealCluster } from "./kube/fixture";
@@ -17,7 +16,7 @@ import { answerWithRealCluster, type RealOperations } from "./kube/operations";
 import type { Cluster } from "./kube/cluster";
 import { fill, operation, saveNodeCommands } from "../testing/savedCommands";
 import { callsOf } from "../testing/sandbox";
-import { listNodes, parseNodeLines, POOL_LABEL, workloadPods } from "../src/cloud/operations";
+import { decompress, listNodes, parseNodeLines, POOL_LABEL, workloadPods } from "../src/cloud/operations";
 import { removeNode, removeNodes, RemovalError, scaleInPool, CLEARED_USERDATA, type RemovalOptions } from "../src/removal";
 import type { NodeCommandIds } from "../src/rules";
 import { renderOperation } from "../src/shell/render";
@@ -211,7 +210,7 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
         // and the columns never shift: eight per line, whatever is empty
         const raw = await ops.runOnMaster(fill(renderOperation("list-nodes"), { selector: "" }));
         assert.strictEqual(raw.exitCode, 0, raw.output);
-        const text = zlib.gunzipSync(Buffer.from(raw.output.trim(), "base64")).toString("utf8");
+        const text = decompress(raw.output);
         for (const line of text.split("\n").filter(Boolean)) assert.strictEqual(line.split("\t").length, 8, JSON.stringify(line));
         assert.deepStrictEqual(parseNodeLines(text).map((n) => n.name).sort(), listed.map((n) => n.name).sort());
     });
