@@ -108,8 +108,10 @@ export async function checkQuorum(access: ClusterAccess, nodes: Awaited<ReturnTy
     if (!via) return;
     const peerIp = (await describeInstance(access.region, memberInstanceId))?.privateIp ?? "";
     const members = await readEtcdMembers(access, via.name);
+    // Every master counts, the member too: master 0's own member reaches the cluster through masters 1..n alone.
+    const masters = new Set([...access.masterInstanceIds, memberInstanceId]).size;
     const problem = step === "join"
-        ? joinProblem(members, access.masterInstanceIds.length, { peerIp })
+        ? joinProblem(members, masters, { peerIp })
         : removalProblem(members, { name: memberNodeName, peerIp });
     if (problem) throw new Error(`control-plane member ${memberInstanceId}: ${step === "join" ? "joining" : "removing"} it now is refused: ${problem}`);
     log(`etcd quorum checked through ${via.name} before ${step === "join" ? "joining" : "removing"} ${memberInstanceId}: ` +
@@ -120,8 +122,10 @@ export async function checkQuorum(access: ClusterAccess, nodes: Awaited<ReturnTy
  * 3: join-secrets runs once with RunCommand (`joinSecretsScript`), no longer as a saved command.
  * 4: the etcd quorum is checked, and an etcd backup taken (src/recovery/backup.ts), before a join and before a removal;
  * a new master 0 (`masterInstanceId`) updates, never replaces.
+ * 5: the join's quorum check counts the member among the masters: master 0's own member (whose `masterInstanceIds` are
+ * masters 1..n) was refused as "a member too many" when master 0 was re-created.
  */
-export const CONTROL_PLANE_MEMBER_PROVIDER_VERSION = "4";
+export const CONTROL_PLANE_MEMBER_PROVIDER_VERSION = "5";
 
 /**
  * The outputs of a ControlPlaneMember that are secrets: none. Its join secrets are made on a master and
