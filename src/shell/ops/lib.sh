@@ -33,13 +33,15 @@ ak_kubectl() {
 }
 
 # ak_compact: stdin gzip-compressed and Base64-encoded (Cloud Assistant keeps 24 KB of output), framed on a line of its
-# own as `@@compact <base64>`: Cloud Assistant keeps stdout and stderr in one output, so what a command prints on stderr
+# own as `@@@ <base64>`: Cloud Assistant keeps stdout and stderr in one output, so what a command prints on stderr
 # (a kubectl warning) lands beside the payload; the reader (src/cloud/operations.ts decompress) takes only the frame.
+# The frame holds no Base64 letter: a reader from before it (a provider's delete running its last deployment's code)
+# decodes `@@@ <base64>` as the bare Base64 it expects.
 # shellcheck disable=SC2317 # not every operation calls every function
 ak_compact() {
   local payload
   payload=$(gzip -c | base64 -w0)
-  printf '\n@@compact %s\n' "$payload"
+  printf '\n@@@ %s\n' "$payload"
 }
 
 # ak_redact: copy stdin to stdout with the secret half of bootstrap tokens blanked.
