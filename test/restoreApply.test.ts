@@ -255,7 +255,7 @@ esac`,
         }
     });
 
-    it("a running cluster is not rolled back without --force, and a master with neither a control plane nor a refused init takes no restore", async () => {
+    it("a running cluster is not rolled back without --force, a master with another CA is refused, and a master with neither a control plane nor a refused init takes no restore", async () => {
         const w = await world({ masters: 1 });
         const sb = runningMaster(w.target);
         const r = await restore(w.outputs);
@@ -264,7 +264,19 @@ esac`,
         assert.deepStrictEqual(w.order, [`${w.target}: status`], "nothing but the status step ran");
         assert.ok(fs.existsSync(sb.at("/etc/kubernetes/manifests/etcd.yaml")));
 
+        // A master of another cluster (a new stack's own master 0): its CA is not the backup's, so the restore step refuses it.
+        sb.write("/etc/kubernetes/pki/ca.crt", "-----BEGIN CERTIFICATE-----\nnew cluster\n-----END CERTIFICATE-----\n");
+        w.emu.oss.buckets.get(BUCKET)!.objects.set(w.object, [{ body: sealedBackup("dev", recipient, 9, { "pki/ca.crt": "-----BEGIN CERTIFICATE-----\nold cluster\n-----END CERTIFICATE-----\n" }),
+            versionId: "v2", lastModified: new Date().toISOString(), etag: "\"C\"" }]);
+        fs.writeFileSync(path.join(sb.env.AK_STUB_STATE, "api-down"), "");
+        const foreign = await restore(w.outputs);
+        assert.strictEqual(foreign.code, 4, foreign.out);
+        assert.match(foreign.out, /restore step restore on master \S+ failed: .*another CA than the backup's: on it run 'kubeadm reset -f'/s);
+        assert.match(sb.read("/etc/kubernetes/pki/ca.crt") ?? "", /new cluster/, "its CA untouched");
+        assert.strictEqual(sb.read("/var/lib/etcd/member/snap/db"), "the old data", "its etcd not restored over");
+
         fs.rmSync(sb.at("/etc/kubernetes"), { recursive: true });
+        fs.rmSync(sb.at("/var/lib/alicloud-kubeadm/restore"), { recursive: true });
         const none = await restore(w.outputs);
         assert.strictEqual(none.code, 4);
         assert.match(none.out, /runs no control plane and did not refuse kubeadm init.*master-init\.log/s);

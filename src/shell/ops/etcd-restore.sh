@@ -104,6 +104,12 @@ case "$AK_STEP" in
     if [ "$(mode)" = existing ]; then
       grep -q -- "--name=${AK_NODE}\$" "${aside}/etcd.yaml" ||
         step_fail "this master's etcd member is not named ${AK_NODE} (${aside#"$AK_ROOT"}/etcd.yaml): restore onto the master whose Node that is"
+      # Its certificates were signed by its own CA: a master of another cluster (a new stack's own) cannot take this one's.
+      if [ -f "${AK_ROOT}/etc/kubernetes/pki/ca.crt" ] && [ -f "${restore_dir}/bundle/pki/ca.crt" ] &&
+        ! cmp -s "${AK_ROOT}/etc/kubernetes/pki/ca.crt" "${restore_dir}/bundle/pki/ca.crt"; then
+        step_fail "this master runs a cluster with another CA than the backup's: on it run 'kubeadm reset -f' and" \
+          "mv /var/lib/alicloud-kubeadm/init.done /var/lib/alicloud-kubeadm/init.refused, then run the restore again (docs/disaster-recovery.md#restore-to-a-new-stack)"
+      fi
       AK_ETCD_IMAGE=$(sed -n 's/^ *image: *//p' "${aside}/etcd.yaml" | head -n 1)
     else
       AK_ETCD_IMAGE=$(kubeadm config images list --config "$init_config" 2>/dev/null | grep '/etcd:' | head -n 1 || true)
@@ -120,8 +126,8 @@ case "$AK_STEP" in
     done_step restore || step_fail "restore comes first"
     if [ "$(mode)" = existing ]; then
       for f in "$aside"/*.yaml; do [ ! -f "$f" ] || mv "$f" "${manifests}/"; done
-    elif [ ! -f "${AK_STATE_DIR}/init.done" ]; then
-      rm -f "${AK_STATE_DIR}/init.refused" "${AK_STATE_DIR}/init.failed"
+    elif [ ! -f "${manifests}/kube-apiserver.yaml" ]; then
+      rm -f "${AK_STATE_DIR}/init.refused" "${AK_STATE_DIR}/init.failed" "${AK_STATE_DIR}/init.done"
       rc=0
       kubeadm init --config "$init_config" --ignore-preflight-errors=DirAvailable--var-lib-etcd --skip-token-print \
         --skip-certificate-key-print 2>&1 | ak_redact >&2 || rc=$?
