@@ -154,6 +154,8 @@ export interface AdmissionConfig {
     identityCertificate?: string;
     /** `key=value`: instances with this ECS tag may join through the one-line manual path. Default: off. */
     joinTag?: string;
+    /** Seconds a Node's heartbeat must be stale (and its instance restarted since) before the instance joins again. Default 300. */
+    readmitAfterSeconds?: number;
     /** Accept instance identity signatures with a SHA-1 digest (docs/security.md#sha-1). Default true. */
     allowSha1?: boolean;
 }

@@ -49,6 +49,7 @@ export { ControlPlaneMember, type ControlPlaneMemberArgs } from "./providers/con
 export { NodeMembership } from "./providers/nodeMembership";
 export { PoolCapacity } from "./providers/poolCapacity";
 export { ApiServerReady, type ApiServerReadyArgs } from "./providers/apiServerReady";
+export { AdmissionCertificate, type AdmissionCertificateArgs } from "./providers/admissionCertificate";
 export { removeNode, removeNodes, scaleInPool, type RemovalTarget, type RemovalOptions, type RemovalReport } from "./removal";
 export { OPERATIONS, type NodeCommandIds, type OperationName } from "./rules";
 

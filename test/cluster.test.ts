@@ -4,7 +4,7 @@ import * as os from "os";
 import * as path from "path";
 import * as YAML from "yaml";
 import { synthesize } from "../scripts/synth";
-import { unpackScript } from "./tools";
+import { testSshPrivateKey, unpackScript } from "./tools";
 
 /** Writes a copy of the dev stack with `edit` applied to its cluster object. */
 function devVariant(dir: string, name: string, edit: (cluster: Record<string, unknown>) => void): string {
@@ -54,13 +54,18 @@ describe("Cluster (whole stack under mocks)", () => {
                 assert.ok(!text.includes(secret), `${f} contains ${secret}`);
             }
         }
-        // The CA pin is public through admission (docs/admission.md): the one-line attach command, its saved twin and
-        // the script the service serves carry it; nothing else in the clear does.
+        // The CA pin is public through admission (docs/admission.md): the script the service serves carries it in the
+        // clear, and the stack's own caCertHash output (read back when master 0 is rebuilt). The one-line attach command
+        // and its saved twin carry the pin of the service's key instead.
         const withPin = files.filter((f) => fs.readFileSync(path.join(dir, f), "utf8").includes(caPin)).sort();
-        assert.deepStrictEqual(withPin, [path.join("commands", "example-attach.sh"), path.join("manifests", "example-admission.yaml"), "outputs.json", "resources.json"]);
+        assert.deepStrictEqual(withPin, [path.join("manifests", "example-admission.yaml"), "outputs.json", "resources.json"]);
+        assert.deepStrictEqual(Object.entries(JSON.parse(fs.readFileSync(path.join(dir, "outputs.json"), "utf8"))).filter(([, v]) => JSON.stringify(v).includes(caPin)).map(([k]) => k),
+            ["caCertHash"]);
         const plainWithPin = result.resources.filter((r) => JSON.stringify(r.inputs).includes(caPin)).map((r) => r.type);
         assert.deepStrictEqual(plainWithPin, ["kubernetes:core/v1:ConfigMap"], "only the admission service's ConfigMap (the served attach script)");
-        assert.match(JSON.parse(fs.readFileSync(path.join(dir, "outputs.json"), "utf8")).attachCommand, new RegExp(`sha256:${caPin}`));
+        const servicePin = `sha256:${"1".repeat(64)}`; // the mocks' AdmissionCertificate placeholder
+        assert.match(JSON.parse(fs.readFileSync(path.join(dir, "outputs.json"), "utf8")).attachCommand, new RegExp(servicePin));
+        assert.ok(fs.readFileSync(path.join(dir, "commands", "example-attach.sh"), "utf8").includes(servicePin));
         const userdata = result.resources.filter((r) => r.rawInputs.userData !== undefined && r.type !== "alicloud:ecs/instance:Instance");
         assert.deepStrictEqual(userdata.map((r) => r.type).sort(), ["alicloud:ess/scalingConfiguration:ScalingConfiguration", "alicloud:ess/scalingConfiguration:ScalingConfiguration"],
             "the manual existing nodes run the saved attach command or SSH: no userdata of their own");
@@ -109,7 +114,8 @@ describe("Cluster (whole stack under mocks)", () => {
 
     it("a connection's private key from the stack config stays secret: in no plain input, resources.json or output", async () => {
         const doc = YAML.parse(fs.readFileSync(EXAMPLE, "utf8"));
-        const KEY = "-----BEGIN OPENSSH PRIVATE KEY----- distinctive-test-key";
+        const KEY = testSshPrivateKey();
+        const distinctive = KEY.split("\n")[1]; // a line of the key's own Base64
         doc.config["alicloud-kubeadm:cluster"].existingNodes[1].connection.privateKey = KEY;
         const file = path.join(out, "Pulumi.ssh-key.yaml");
         fs.writeFileSync(file, YAML.stringify(doc));
@@ -117,9 +123,9 @@ describe("Cluster (whole stack under mocks)", () => {
         assert.deepStrictEqual(result.problems, []);
         const ssh = result.resources.find((r) => r.type === "command:remote:Command")!;
         assert.strictEqual((ssh.rawInputs.connection as Record<string, unknown>).privateKey, KEY, "the key reaches the remote command");
-        assert.ok(!JSON.stringify(result.resources.map((r) => r.inputs)).includes("distinctive-test-key"), "no plain input carries the key");
+        assert.ok(!JSON.stringify(result.resources.map((r) => r.inputs)).includes(distinctive), "no plain input carries the key");
         for (const f of ["resources.json", "outputs.json"]) {
-            assert.ok(!fs.readFileSync(path.join(out, "ssh-key", f), "utf8").includes("distinctive-test-key"), f);
+            assert.ok(!fs.readFileSync(path.join(out, "ssh-key", f), "utf8").includes(distinctive), f);
         }
     });
 

@@ -159,6 +159,7 @@ const PROVIDER_KINDS: Array<[string, RegExp]> = [
     ["NodeMembership", /-membership$/],
     ["PoolCapacity", /-capacity$/],
     ["BakedImage", /-node-image-image$/],
+    ["AdmissionCertificate", /-admission-tls$/],
     ["BackupKey", /-backup-key$/],
     ["MasterMaintenance", /-master-maintenance$/],
     ["MasterReplacementGuard", /-replacement-guard$/],

@@ -26,7 +26,10 @@ export interface FakeNode {
     name: string;
     instanceId: string;
     ready: boolean;
+    /** The pool label the admission service sets (`node-restriction.kubernetes.io/alicloud-kubeadm-pool`), "" when none. */
     pool: string;
+    /** The pool label a node set itself before (`alicloud-kubeadm/pool`), "" or absent when none. */
+    legacyPool?: string;
     podCidr: string;
     /** Owner kinds of the pods on the node (e.g. ["ReplicaSet", "DaemonSet"]). */
     pods: string[];
@@ -157,9 +160,11 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
         c.log.push(`${ctx.instanceId}: get-nodes`);
         listings++;
         for (const n of c.nodes.values()) if ((readyAt.get(n.instanceId) ?? Infinity) <= listings) n.ready = true;
-        const selector = /^alicloud-kubeadm\/pool=(\S+)$/.exec(ctx.parameters.selector ?? "")?.[1];
-        const lines = [...c.nodes.values()].filter((n) => !selector || n.pool === selector)
-            .map((n) => [n.name, `${region}.${n.instanceId}`, n.ready ? "True" : "False", n.unschedulable ? "true" : "", n.podCidr, n.pool, n.createdAt, n.removing].join("\t"));
+        // list-nodes.sh's columns; a label selector on either pool label.
+        const selector = /^(alicloud-kubeadm\/pool|node-restriction\.kubernetes\.io\/alicloud-kubeadm-pool)=(\S+)$/.exec(ctx.parameters.selector ?? "");
+        const lines = [...c.nodes.values()].filter((n) => !selector || (selector[1] === "alicloud-kubeadm/pool" ? n.legacyPool : n.pool) === selector[2])
+            .map((n) => [n.name, `${region}.${n.instanceId}`, n.ready ? "True" : "False", n.unschedulable ? "true" : "", n.podCidr, n.legacyPool ?? "", n.createdAt, n.removing,
+                n.pool].join("\t"));
         return { output: gz(lines.join("\n")) };
     });
     emu.onCommand(operation("pod-owners"), (ctx) => {

@@ -108,6 +108,11 @@ export const DYNAMIC_PLACEHOLDERS: Record<string, unknown> = {
     certificateKey: "0".repeat(64),
     /** BakedImage: the image a build produced. */
     imageId: "m-bakedimageplaceholder",
+    /** AdmissionCertificate: the pin of the service's key, its certificate and key (placeholders, not PEM that parses). */
+    pin: `sha256:${"1".repeat(64)}`,
+    certPem: "-----BEGIN CERTIFICATE-----\n# placeholder: the admission service's certificate is made at deploy time\n-----END CERTIFICATE-----\n",
+    keyPem: "-----BEGIN PRIVATE KEY-----\n# placeholder\n-----END PRIVATE KEY-----\n",
+    notAfter: "2031-01-01T00:00:00.000Z",
     /** BackupKey: a key pair made at `pulumi up` (an X25519 public key of zeros, its id, no private key). */
     publicKey: `MCowBQYDK2VuAyEA${"A".repeat(43)}=`,
     keyId: "0".repeat(16),

@@ -17,10 +17,11 @@ import { JoinInfo } from "../providers/joinInfo";
 import { createAttachCommand, EXISTING_POOL_NAME, ExistingNode, sshConnection, type SshConnectionArgs } from "./existingNode";
 import { admissionAttachOneLiner, renderServedAttachScript } from "../shell/renderAdmission";
 import { NodeCommands, saveCommand } from "./nodeCommands";
-import { formatProblem, OPERATIONS, providerIdOf, type Problem } from "../rules";
+import { formatProblem, OPERATIONS, providerIdOf, SECRET_STAND_IN, SSH_SECRET_FIELDS, type Problem } from "../rules";
 import { NodePool } from "./nodePool";
 import { ALIBABA_IDENTITY_CERTIFICATE } from "../admission/alibabaCertificate";
 import { Admission, ADMISSION_PORT } from "./admission";
+import { AdmissionCertificate } from "../providers/admissionCertificate";
 import { PodNetwork } from "./podNetwork";
 import { PodSecurity } from "./podSecurity";
 import { Network } from "./network";
@@ -89,9 +90,6 @@ function checkProviderRegion(region: string, opts: pulumi.ComponentResourceOptio
     }
 }
 
-/** The SSH secrets a program may hold as Pulumi secrets (Outputs): checked as present, passed on as they are. */
-const SSH_SECRETS = ["privateKey", "privateKeyPassword", "password"];
-
 /**
  * The config as plain values for the rules. An SSH secret given as an Output (`config.requireSecret`) stands
  * in as a placeholder and is put back after; any other Output cannot be checked before anything is created,
@@ -103,9 +101,10 @@ function separateOutputs(config: unknown): { plain: unknown; secrets: Array<{ no
     const walk = (value: unknown, path: string[]): unknown => {
         if (pulumi.Output.isInstance(value) || (typeof value === "object" && value !== null && typeof (value as { then?: unknown }).then === "function")) {
             const m = /^existingNodes\.(\d+)\.connection\.(\w+)$/.exec(path.join("."));
-            if (m && SSH_SECRETS.includes(m[2])) {
+            // An SSH secret given as a Pulumi secret (an Output): checked as present, passed on as it is.
+            if (m && SSH_SECRET_FIELDS.includes(m[2])) {
                 secrets.push({ node: Number(m[1]), key: m[2], value });
-                return "<secret>";
+                return SECRET_STAND_IN;
             }
             unknowns.push({ path: path.join("."), reason: "must be a plain value known before anything is created (an Output or a promise cannot be checked): resolve it in the program, e.g. read it from the stack config" });
             return undefined;
@@ -145,7 +144,9 @@ export class Cluster extends pulumi.ComponentResource {
     public readonly existingNodes: ExistingNode[];
     /** The admission service on the masters: pools and existing nodes join by cloud identity (docs/admission.md). */
     public readonly admission: Admission;
-    /** The one-line manual attach command (no secret: the admission endpoints and the CA pin). */
+    /** The admission service's key and certificate; `pin` is what joining nodes trust it by. */
+    public readonly admissionCertificate: AdmissionCertificate;
+    /** The one-line manual attach command (no secret: the admission endpoints and the pin of the service's key). */
     public readonly attachCommand: pulumi.Output<string>;
     /** The Cluster Autoscaler, when at least one pool autoscales. */
     public readonly autoscaler?: ClusterAutoscaler;
@@ -257,11 +258,15 @@ export class Cluster extends pulumi.ComponentResource {
         const master0 = masters[0].id;
         const masterInstanceIds = this.controlPlane.masterInstanceIds;
         const identityCertificate = config.admission.identityCertificate ?? ALIBABA_IDENTITY_CERTIFICATE;
-        const admissionEndpoints = pulumi.all(masters.map((m) => m.privateIp)).apply((ips) => ips.map((ip) => `${ip}:${ADMISSION_PORT}`));
+        const masterIps = pulumi.all(masters.map((m) => m.privateIp));
+        const admissionEndpoints = masterIps.apply((ips) => ips.map((ip) => `${ip}:${ADMISSION_PORT}`));
+        // The admission service's own key and certificate for the masters' addresses; nodes pin its key.
+        this.admissionCertificate = new AdmissionCertificate(`${name}-admission-tls`, { addresses: masterIps }, { parent: this });
+        const admissionPin = this.admissionCertificate.pin;
         // The join context: everything a node needs to join, built once.
         const join = joinContext(config, {
             apiEndpoint: this.controlPlane.endpoint, caCertHash: this.joinInfo.caCertHash,
-            masterInstanceId: master0, masterInstanceIds, commands, routeTableId: net.routeTableId, admissionEndpoints,
+            masterInstanceId: master0, masterInstanceIds, commands, routeTableId: net.routeTableId, admissionEndpoints, admissionPin,
         });
         this.nodePools = config.nodePools.map((pool) => new NodePool(`${name}-pool-${pool.name}`, {
             ...join, imageId: nodeImageId, pool, tags,
@@ -287,16 +292,18 @@ export class Cluster extends pulumi.ComponentResource {
         {
             attachAdmissionPolicy(this.controlPlane, config, this.nodePools.map((p) => p.scalingGroupId));
             // The attach script the service serves to existing nodes and the manual path (no secret in it).
-            const served = pulumi.all([join.apiEndpoint, join.caCertHash, admissionEndpoints]).apply(([apiEndpoint, caCertHash, endpoints]) =>
-                renderServedAttachScript({ ...nodeScriptParams(join.config), apiEndpoint, caCertHash, poolName: EXISTING_POOL_NAME, admission: { endpoints } }));
-            this.attachCommand = pulumi.unsecret(pulumi.all([this.joinInfo.caCertHash, admissionEndpoints])).apply(([hash, endpoints]) => admissionAttachOneLiner(endpoints, hash));
+            const served = pulumi.all([join.apiEndpoint, join.caCertHash, admissionEndpoints, admissionPin]).apply(([apiEndpoint, caCertHash, endpoints, pin]) =>
+                renderServedAttachScript({ ...nodeScriptParams(join.config), apiEndpoint, caCertHash, poolName: EXISTING_POOL_NAME, admission: { endpoints, pin } }));
+            this.attachCommand = pulumi.all([admissionPin, admissionEndpoints]).apply(([pin, endpoints]) => admissionAttachOneLiner(endpoints, pin));
             this.admission = new Admission(`${name}-admission`, {
                 attachScript: served,
                 clusterName: config.name, region: config.region, identityCertificate, joinTag: config.admission.joinTag, image: config.images.admission,
                 allowSha1: config.admission.allowSha1,
                 accountId,
-                scalingGroups: pulumi.all(this.nodePools.map((p) => p.scalingGroupId)).apply((ids) => Object.fromEntries(ids.map((id, i) => [id, config.nodePools[i].name]))),
+                pools: this.nodePools.map((p, i) => ({ name: config.nodePools[i].name, scalingGroupId: p.scalingGroupId })),
                 existingNodes: Object.fromEntries(config.existingNodes.map((n) => [n.instanceId, EXISTING_POOL_NAME])),
+                tls: { certPem: this.admissionCertificate.certPem, keyPem: this.admissionCertificate.keyPem },
+                readmitAfterSeconds: config.admission.readmitAfterSeconds,
             }, { parent: this, provider: this.kubernetesProvider });
         }
         const autoscaled = this.nodePools.filter((p) => p.autoscale);

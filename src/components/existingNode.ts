@@ -19,7 +19,7 @@ import {
     isValidated, nodeScriptParams, parseExistingNode, parseNodeJoinConfig, type ExistingNodeConfig, type ExistingNodeInput, type NodeJoinConfig, type SshConnectionInput,
 } from "../config";
 import { NodeMembership } from "../providers/nodeMembership";
-import { CONTROL_PLANE_POOL, dnsLabelProblem, EXISTING_POOL, type Report } from "../rules";
+import { CONTROL_PLANE_POOL, dnsLabelProblem, EXISTING_POOL, sshConnectionContentProblems, type Report } from "../rules";
 import { parseArgs } from "./args";
 
 /** Pool label value of existing nodes (`alicloud-kubeadm/pool=existing`). */
@@ -149,6 +149,7 @@ function sshConnectionProblems(c: command.types.input.remote.ConnectionArgs, rep
     if (typeof c.host === "string" && c.host.trim() === "") report("connection.host", "must not be empty: the address the machine running Pulumi reaches the instance at");
     if (typeof c.port === "number" && !(Number.isInteger(c.port) && c.port >= 1 && c.port <= 65535)) report("connection.port", "must be an integer in 1..65535");
     if (typeof c.user === "string" && c.user.trim() === "") report("connection.user", "must not be empty (default root)");
+    sshConnectionContentProblems(c, (path, reason) => report(`connection.${path}`, reason));
 }
 
 /**
@@ -176,6 +177,8 @@ export interface AttachCommandArgs {
     caCertHash: pulumi.Input<string>;
     /** Join through the admission service at these endpoints (no token anywhere). Default: none. */
     admissionEndpoints?: pulumi.Input<string[]>;
+    /** `sha256:<hex>` of the admission service's key. Required with `admissionEndpoints`. */
+    admissionPin?: pulumi.Input<string>;
     /** Pool label value. Default {@link EXISTING_POOL_NAME}. */
     poolName?: string;
 }
@@ -190,8 +193,8 @@ export function createAttachCommand(name: string, args: AttachCommandArgs, opts:
     // No secret in the command: through admission, a short bootstrap that fetches the attach script from the
     // service (no token anywhere); otherwise the token arrives sealed per invocation (NodeMembership). The CA pin
     // is kept secret like everywhere.
-    const script = pulumi.secret(pulumi.all([args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? []]).apply(([caCertHash, apiEndpoint, endpoints]) => args.admissionEndpoints
-        ? renderAdmissionBootstrap(endpoints, caCertHash)
+    const script = pulumi.secret(pulumi.all([args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? [], args.admissionPin ?? ""]).apply(([caCertHash, apiEndpoint, endpoints, pin]) => args.admissionEndpoints
+        ? renderAdmissionBootstrap(endpoints, pin)
         : renderAttachCommand({
             ...nodeScriptParams(config), apiEndpoint,
             poolName: args.poolName ?? EXISTING_POOL_NAME, caCertHash,
@@ -201,22 +204,22 @@ export function createAttachCommand(name: string, args: AttachCommandArgs, opts:
     }, opts);
 }
 
-/** The join credential of the attach script: admission endpoints when given (no token), else the token. */
-function joinCredential(admission: unknown, token: string, endpoints: string[]): { token: string } | { admission: { endpoints: string[] } } {
-    return admission !== undefined ? { admission: { endpoints } } : { token };
+/** The join credential of the attach script: admission endpoints and pin when given (no token), else the token. */
+function joinCredential(admission: unknown, token: string, endpoints: string[], pin: string): { token: string } | { admission: { endpoints: string[]; pin: string } } {
+    return admission !== undefined ? { admission: { endpoints, pin } } : { token };
 }
 
 /** Creates the node's membership (and SSH command) under `parent`. */
 export function createExistingNode(name: string, args: ExistingNodeArgs & { config: NodeJoinConfig; node: ExistingNodeConfig }, parent: pulumi.Resource): ExistingNodeResources {
     const { config, node } = args;
     // The whole attach script: userdata in `auto` mode, stdin over SSH. `manual` runs the saved attach command.
-    const script = pulumi.secret(pulumi.all([args.token ?? "", args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? []]).apply(([token, hash, endpoint, endpoints]) => renderAttachNode({
+    const script = pulumi.secret(pulumi.all([args.token ?? "", args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? [], args.admissionPin ?? ""]).apply(([token, hash, endpoint, endpoints, pin]) => renderAttachNode({
         ...nodeScriptParams(config),
         apiEndpoint: endpoint,
         poolName: args.poolName ?? EXISTING_POOL_NAME,
         labels: node.labels,
         taints: node.taints,
-        ...joinCredential(args.admissionEndpoints, token, endpoints),
+        ...joinCredential(args.admissionEndpoints, token, endpoints, pin),
         caCertHash: hash,
     })));
 

@@ -19,7 +19,7 @@ import * as zlib from "zlib";
 import {
     CA_HASH_PATTERN, CERT_SAN_PATTERN, CERTIFICATE_KEY_PATTERN, checkTaints, defaultMirrors, DNS1123_LABEL_63, ENCRYPTION_KEY_PATTERN, formatProblem,
     formatTaint, HOST_PORT_PATTERN, HTTP_URL_PATTERN, IMAGE_SOURCE_PATTERN, isCidr, kubernetesVersionProblem, nodeLabelKeyProblem, imageReferenceProblem,
-    isLabelValue, OPERATION_PARAMETERS, OPERATIONS, operationParameters, pauseImage, POOL_LABEL, REGION_ID_PATTERN, SYSTEM_NAMESPACES, TOKEN_PATTERN, USERDATA_HARD_LIMIT_BYTES,
+    isLabelValue, OPERATION_PARAMETERS, OPERATIONS, operationParameters, pauseImage, LEGACY_POOL_LABEL, POOL_LABEL, REGION_ID_PATTERN, SYSTEM_NAMESPACES, TOKEN_PATTERN, USERDATA_HARD_LIMIT_BYTES,
     type JoinOperation, type Mirrors, type OperationName, type ParameterName, type Problem, type Taint,
 } from "../rules";
 
@@ -138,7 +138,10 @@ function placeholder(ref: ParameterRef): string {
 
 /** Parameters of a worker's `kubeadm join` (pools and existing nodes). */
 export interface AttachNodeParams extends NodeParams {
-    /** Pool name; the node always gets the label `alicloud-kubeadm/pool=<poolName>`. */
+    /**
+     * Pool name: joining through admission, the service labels the Node `node-restriction.kubernetes.io/alicloud-kubeadm-pool=<poolName>`
+     * (from its own record of the instance's group); with a token, the node labels itself `alicloud-kubeadm/pool=<poolName>`.
+     */
     poolName: string;
     /** Extra node labels (kubelet `--node-labels` rules: no `node-role.kubernetes.io/*`), or a parameter (`key=value,...`). Default: none. */
     labels?: Param<Record<string, string>>;
@@ -159,6 +162,8 @@ export interface AttachNodeParams extends NodeParams {
 export interface AdmissionJoin {
     /** `host:port` of each admission replica (every master's private IP and port 10443). */
     endpoints: string[];
+    /** `sha256:<hex>` of the admission service's public key (AdmissionCertificate `pin`): the only TLS identity the node trusts there. */
+    pin: string;
 }
 
 /** Parameters of a control-plane member's `kubeadm join --control-plane` (masters 1..n-1). */
@@ -268,7 +273,7 @@ function attachHeader(fn: string, params: AttachNodeParams, problems: Problem[])
     for (const [key, value] of isRef(labels) ? [] : Object.entries(labels)) {
         const keyProblem = nodeLabelKeyProblem(key);
         check(problems, `labels.${key}`, !keyProblem, keyProblem ?? "");
-        check(problems, `labels.${key}`, key !== POOL_LABEL, "is set from poolName; remove it");
+        check(problems, `labels.${key}`, key !== POOL_LABEL && key !== LEGACY_POOL_LABEL, "is set from poolName; remove it");
         check(problems, `labels.${key}`, isLabelValue(value), "value must be empty or up to 63 of [A-Za-z0-9._-], starting and ending alphanumeric");
     }
     const taints = params.taints ?? [];
@@ -288,8 +293,8 @@ function attachHeader(fn: string, params: AttachNodeParams, problems: Problem[])
         // Joining by cloud identity: endpoints instead of a token (no token variable at all). A saved join command
         // (token given as a parameter) never carries the token: the channel-receive operation left it on the
         // instance, received sealed to its one-use key; AK_CHANNEL names it (docs/security.md).
-        admission ? ["AK_ADMISSION_ENDPOINTS", admission.endpoints.join(",")]
-            : isRef(token) ? ["AK_CHANNEL", placeholder({ parameter: "channel" })] : ["AK_BOOTSTRAP_TOKEN", token!],
+        ...(admission ? [["AK_ADMISSION_ENDPOINTS", admission.endpoints.join(",")], ["AK_ADMISSION_PIN", admission.pin]] as Array<[string, string]>
+            : isRef(token) ? [["AK_CHANNEL", placeholder({ parameter: "channel" })] as [string, string]] : [["AK_BOOTSTRAP_TOKEN", token!] as [string, string]]),
         ["AK_CA_CERT_HASHES", hashes.join(",")],
     ];
 }
@@ -302,6 +307,7 @@ function admissionProblems(params: AttachNodeParams, problems: Problem[]): Admis
     const endpoints = Array.isArray(a?.endpoints) ? a.endpoints : [];
     check(problems, "admission.endpoints", endpoints.length > 0 && endpoints.every((e) => HOST_PORT_PATTERN.test(e)),
         "must be one or more host:port (each master's private IP and the admission port 10443)");
+    check(problems, "admission.pin", CA_HASH_PATTERN.test(a?.pin ?? ""), "must be sha256:<64 lower-case hex digits> (the admission service's key, AdmissionCertificate pin)");
     return a;
 }
 

@@ -1,6 +1,6 @@
 /** ECS 2014-05-26 actions of the emulator: instances, user data, power, system disk, Cloud Assistant. */
 import * as zlib from "zlib";
-import { ApiError, CommandHandler, EmuCommand, EmuInstance, InstanceStatus, EmuInvocation, EmuInvocationRecord, EmulatorState, intParam, isoTime, listParam, page, required, tokenPage } from "./state";
+import { ApiError, CommandHandler, EmuCommand, EmuInstance, InstanceStatus, EmuInvocation, EmuInvocationRecord, EmulatorState, intParam, isoMinute, isoTime, listParam, page, required, tokenPage } from "./state";
 
 type Handler = (st: EmulatorState, p: Record<string, string>) => Record<string, unknown> | Promise<Record<string, unknown>>;
 
@@ -30,7 +30,7 @@ function instanceView(i: EmuInstance): Record<string, unknown> {
         ZoneId: i.zoneId, InstanceType: i.instanceType, ImageId: i.imageId, CreationTime: i.creationTime, OSType: "linux",
         InstanceChargeType: "PostPaid", InstanceNetworkType: "vpc",
         VpcAttributes: { VpcId: i.vpcId, VSwitchId: i.vSwitchId, PrivateIpAddress: { IpAddress: [i.privateIp] }, NatIpAddress: "" },
-        OperationLocks: { LockReason: [] }, KeyPairName: i.keyPairName,
+        OperationLocks: { LockReason: [] }, KeyPairName: i.keyPairName, StartTime: i.startTime,
         Tags: { Tag: Object.entries(i.tags).map(([TagKey, TagValue]) => ({ TagKey, TagValue })) },
     };
 }
@@ -614,6 +614,7 @@ const startInstance: Handler = (st, p) => {
     const i = instanceOr404(st, required(p, "InstanceId"));
     if (i.status !== "Stopped") throw incorrectStatus(i, "Stopped");
     transition(st, i, "Starting", "Running", () => {
+        i.startTime = isoMinute();
         if (!i.pendingUserDataRun) return;
         i.pendingUserDataRun = false;
         i.userDataRuns += 1;

@@ -21,7 +21,7 @@ import { AddressInfo } from "net";
 import * as querystring from "querystring";
 import { ECS_ACTIONS } from "./ecs";
 import { ESS_ACTIONS, launchInstance, runHealthCheck, settleActivities } from "./ess";
-import { ActivityFault, AgentFailure, ApiError, CommandHandler, EmuActivity, EmuCommand, EmuInstance, EmuRouteEntry, EmuRouteTable, EmuScalingGroup, EmulatorState, isoTime, requestId } from "./state";
+import { ActivityFault, AgentFailure, ApiError, CommandHandler, EmuActivity, EmuCommand, EmuInstance, EmuRouteEntry, EmuRouteTable, EmuScalingGroup, EmulatorState, isoMinute, isoTime, requestId } from "./state";
 import { verifyRequest, verifyRpcV1 } from "./signature";
 import { VPC_ACTIONS } from "./vpc";
 import { OssError, ossErrorXml, OssState } from "./oss";
@@ -177,7 +177,7 @@ export class Emulator {
             imageId: "aliyun_3_x64_20G_alibase_20250101.vhd", status: "Running", userData: "", systemDiskId: this.state.nextId("d-emu"),
             vpcId: "vpc-emu", vSwitchId: "vsw-emu", privateIp: `192.168.${Math.floor(n / 250) % 250}.${(n % 250) + 2}`, agentOnline: true,
             agentFailure: "ClientNotRunning", tags: {}, creationTime: isoTime(), userDataRuns: 0, pendingUserDataRun: false,
-            keyPairName: "", passwordSource: "instance", ...init,
+            keyPairName: "", passwordSource: "instance", startTime: isoMinute(), ...init,
         };
         this.state.instances.set(id, inst);
         return inst;
