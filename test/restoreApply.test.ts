@@ -14,16 +14,14 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import { useEmulator } from "../testing/emulator/fixture";
-import { TEST_CREDENTIALS } from "../testing/emulator";
 import { fakeCluster, type FakeCluster } from "../testing/fakeCluster";
-import { sealedBackup } from "../testing/backup";
+import { backupKeyPair, runRestore, sealedBackup } from "../testing/backup";
 import { callsOf, makeSandbox, type Sandbox } from "../testing/sandbox";
 import { createCommand, operation } from "../testing/savedCommands";
 import { sealReply } from "./nodeChannel";
 import { headerValue } from "./tools";
-import { backupKeyId, backupPrefixes, OPERATIONS } from "../src/rules";
+import { backupPrefixes, OPERATIONS } from "../src/rules";
 import { renderControlPlaneJoinCommand } from "../src/shell/render";
-import { main } from "../scripts/restore";
 
 const REGION = "cn-hangzhou";
 const BUCKET = "dev-etcd-0123abcd";
@@ -33,9 +31,7 @@ const CERT_KEY = "f".repeat(64);
 describe("npm run restore: the backup onto a master, the stale objects cleaned, the other masters re-joined", function () {
     this.timeout(120_000);
     const ctx = useEmulator();
-    const key = crypto.generateKeyPairSync("x25519");
-    const recipient = key.publicKey.export({ type: "spki", format: "der" }).toString("base64");
-    const keys = { [backupKeyId(recipient)]: key.privateKey.export({ type: "pkcs8", format: "pem" }).toString() };
+    const { privateKey, recipient, keys } = backupKeyPair();
     const boxes = new Map<string, Sandbox>();
     let dir: string;
     beforeEach(() => { dir = fs.mkdtempSync(path.join(os.tmpdir(), "ak-restore-apply-")); });
@@ -168,17 +164,8 @@ esac`,
         return { emu, c, target, worker, table, object, outputs, etcdSizes, order, faults };
     }
 
-    async function restore(outputs: object, args: string[] = []): Promise<{ code: number; out: string }> {
-        const file = path.join(dir, "outputs.json");
-        fs.writeFileSync(file, JSON.stringify(outputs), { mode: 0o600 });
-        let out = "";
-        const code = await main(["--outputs", file, ...args], {
-            out: (s) => { out += s; }, env: { ALIBABA_CLOUD_ACCESS_KEY_ID: TEST_CREDENTIALS.accessKeyId, ALIBABA_CLOUD_ACCESS_KEY_SECRET: TEST_CREDENTIALS.accessKeySecret },
-            ossEndpoint: "http://oss-cn-hangzhou.aliyuncs.com", connectTo: `127.0.0.1:${new URL(ctx.emu.endpoint).port}`,
-            masterOssEndpoint: "http://oss-cn-hangzhou-internal.aliyuncs.com", pollIntervalMs: 10,
-        });
-        return { code, out };
-    }
+    const restore = (outputs: object, args: string[] = []) => runRestore(dir, ctx.emu.endpoint, outputs, args,
+        { masterOssEndpoint: "http://oss-cn-hangzhou-internal.aliyuncs.com", pollIntervalMs: 10 });
 
     it("three masters whose etcd lost quorum: a crash after the restore step is continued by the next run; stale Nodes, routes and Leases go; masters 1 and 2 re-join one at a time, never a fourth member", async () => {
         const w = await world();
@@ -248,7 +235,7 @@ esac`,
         assert.ok(c.log.slice(log).every((l) => !/reset|drain|delete-node/.test(l)), c.log.slice(log).join("\n"));
 
         // No secret of the restore in clear in any request, command or invocation: the backup's password, the signed download.
-        const password = crypto.diffieHellman({ privateKey: key.privateKey, publicKey: crypto.createPublicKey({ key: Buffer.from(/ephemeral=(\S+)/.exec(emu.oss.list(BUCKET)[0].body.subarray(0, 200).toString())![1], "base64"), format: "der", type: "spki" }) }).toString("base64");
+        const password = crypto.diffieHellman({ privateKey, publicKey: crypto.createPublicKey({ key: Buffer.from(/ephemeral=(\S+)/.exec(emu.oss.list(BUCKET)[0].body.subarray(0, 200).toString())![1], "base64"), format: "der", type: "spki" }) }).toString("base64");
         for (const secret of [password, TOKEN, CERT_KEY, "OSS4-HMAC-SHA256 Credential"]) {
             assert.ok(emu.calls.filter((x) => x.product !== "oss").every((x) => !x.body.includes(secret) && !x.url.includes(secret)), secret);
             assert.ok([...emu.state.invocations.values()].every((inv) => !JSON.stringify(inv).includes(secret)), secret);

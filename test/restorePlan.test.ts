@@ -12,35 +12,22 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import { useEmulator } from "../testing/emulator/fixture";
-import { TEST_CREDENTIALS } from "../testing/emulator";
-import { sealedBackup } from "../testing/backup";
+import { backupKeyPair, runRestore, sealedBackup } from "../testing/backup";
 import { makeSandbox, type Sandbox } from "../testing/sandbox";
 import { operation, saveNodeCommands } from "../testing/savedCommands";
 import { backupKeyId, backupPrefixes, type NodeCommandIds } from "../src/rules";
-import { main } from "../scripts/restore";
 
 const BUCKET = "dev-etcd-0123abcd";
 
 describe("npm run restore -- --dry-run (plan from the bucket, the key and the instances)", function () {
     this.timeout(60_000);
     const ctx = useEmulator();
-    const key = crypto.generateKeyPairSync("x25519");
-    const recipient = key.publicKey.export({ type: "spki", format: "der" }).toString("base64");
-    const keys = { [backupKeyId(recipient)]: key.privateKey.export({ type: "pkcs8", format: "pem" }).toString() };
+    const { recipient, keys } = backupKeyPair();
     let dir: string;
     beforeEach(() => { dir = fs.mkdtempSync(path.join(os.tmpdir(), "ak-restore-out-")); });
     afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-    async function run(args: string[], outputs: Record<string, unknown>): Promise<{ code: number; out: string }> {
-        const file = path.join(dir, "outputs.json");
-        fs.writeFileSync(file, JSON.stringify(outputs), { mode: 0o600 });
-        let out = "";
-        const code = await main(["--outputs", file, ...args], {
-            out: (s) => { out += s; }, env: { ALIBABA_CLOUD_ACCESS_KEY_ID: TEST_CREDENTIALS.accessKeyId, ALIBABA_CLOUD_ACCESS_KEY_SECRET: TEST_CREDENTIALS.accessKeySecret },
-            ossEndpoint: "http://oss-cn-hangzhou.aliyuncs.com", connectTo: `127.0.0.1:${new URL(ctx.emu.endpoint).port}`,
-        });
-        return { code, out };
-    }
+    const run = (args: string[], outputs: object) => runRestore(dir, ctx.emu.endpoint, outputs, args);
 
     let commands: NodeCommandIds;
     let master: Sandbox | undefined;

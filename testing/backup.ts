@@ -9,6 +9,8 @@ import * as os from "os";
 import * as path from "path";
 import { backupKeyId } from "../src/rules";
 import { makeSandbox } from "./sandbox";
+import { TEST_CREDENTIALS } from "./emulator";
+import { main } from "../scripts/restore";
 
 /** Seals a bundle of cluster `cluster` at etcd `revision` to `recipient` (SPKI DER Base64); `extra` files join backup.txt and snapshot.db. */
 export function sealedBackup(cluster: string, recipient: string, revision: number, extra: Record<string, string> = {}): Buffer {
@@ -36,4 +38,26 @@ export function sealedBackup(cluster: string, recipient: string, revision: numbe
     } finally {
         fs.rmSync(dir, { recursive: true, force: true });
     }
+}
+
+/** A backup key pair as the stack makes one: the recipient the masters seal to, and the keys the restore opens with (key id → PEM). */
+export function backupKeyPair(): { privateKey: crypto.KeyObject; recipient: string; keys: Record<string, string> } {
+    const key = crypto.generateKeyPairSync("x25519");
+    const recipient = key.publicKey.export({ type: "spki", format: "der" }).toString("base64");
+    return { privateKey: key.privateKey, recipient, keys: { [backupKeyId(recipient)]: key.privateKey.export({ type: "pkcs8", format: "pem" }).toString() } };
+}
+
+/**
+ * Runs `npm run restore` (scripts/restore.ts `main`) on stack outputs written to `dir`, with the emulator's credentials, its
+ * OSS at `emulatorEndpoint`; `io` adds options (the master's OSS endpoint, the poll interval).
+ */
+export async function runRestore(dir: string, emulatorEndpoint: string, outputs: object, args: string[], io: Partial<Parameters<typeof main>[1]> = {}): Promise<{ code: number; out: string }> {
+    const file = path.join(dir, "outputs.json");
+    fs.writeFileSync(file, JSON.stringify(outputs), { mode: 0o600 });
+    let out = "";
+    const code = await main(["--outputs", file, ...args], {
+        out: (s) => { out += s; }, env: { ALIBABA_CLOUD_ACCESS_KEY_ID: TEST_CREDENTIALS.accessKeyId, ALIBABA_CLOUD_ACCESS_KEY_SECRET: TEST_CREDENTIALS.accessKeySecret },
+        ossEndpoint: "http://oss-cn-hangzhou.aliyuncs.com", connectTo: `127.0.0.1:${new URL(emulatorEndpoint).port}`, ...io,
+    });
+    return { code, out };
 }
