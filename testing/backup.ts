@@ -12,8 +12,11 @@ import { makeSandbox } from "./sandbox";
 import { TEST_CREDENTIALS } from "./emulator";
 import { main } from "../scripts/restore";
 
-/** Seals a bundle of cluster `cluster` at etcd `revision` to `recipient` (SPKI DER Base64); `extra` files join backup.txt and snapshot.db. */
-export function sealedBackup(cluster: string, recipient: string, revision: number, extra: Record<string, string> = {}): Buffer {
+/**
+ * Seals a bundle of cluster `cluster` at etcd `revision` to `recipient` (SPKI DER Base64); `extra` files join backup.txt and
+ * snapshot.db (random bytes unless `extra` gives a real one).
+ */
+export function sealedBackup(cluster: string, recipient: string, revision: number, extra: Record<string, string | Buffer> = {}): Buffer {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ak-restore-"));
     try {
         fs.mkdirSync(path.join(dir, "bundle"));
