@@ -190,7 +190,7 @@ describe("etcd backup and restore with the real etcd, etcdctl, etcdutl and kube-
         for (const gone of ["master-1", "master-2"]) {
             await c.apply({ apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: { name: `apiserver-${gone}`, namespace: "kube-system",
                 labels: { "apiserver.kubernetes.io/identity": "kube-apiserver", "kubernetes.io/hostname": `dev-${gone}` } },
-            spec: { holderIdentity: `apiserver-${gone}_0`, leaseDurationSeconds: 3600 } });
+            spec: { holderIdentity: `apiserver-${gone}_0`, leaseDurationSeconds: 3600, renewTime: new Date().toISOString().replace(/\.(\d{3})Z$/, ".$1000Z") } });
         }
         const out = await step("leases");
         assert.deepStrictEqual([...out.matchAll(/^ak-restore lease-deleted=(\S+)$/gm)].map((m) => m[1]).sort(), ["apiserver-master-1:dev-master-1", "apiserver-master-2:dev-master-2"]);

@@ -122,6 +122,8 @@ resources:
         kubelet = playKubelet(c, sb);
         await c.waitFor("the API server over the empty etcd", async () => (await superAdmin(c, ["get", "--raw", "/readyz"])).stdout.trim() === "ok", 120_000);
         assert.match((await superAdmin(c, ["get", "namespace", "dr"])).stderr, /NotFound/, "the data is lost");
+        assert.match((await c.run("kubectl", ["--kubeconfig", c.kubeconfig, "get", "namespaces"], { allowFail: true })).stderr, /Forbidden/i,
+            "the admin kubeconfig is refused: its group's binding went with the data");
         // (etcd derives a cluster id from its members' peer URLs and its token: the empty one has the old id again)
         const emptyId = await clusterId(c);
 
