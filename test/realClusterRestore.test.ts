@@ -8,8 +8,12 @@
  * pod manifest is in the master's /etc/kubernetes/manifests, and etcd's data directory is the master's /var/lib/etcd.
  * The backup is a real `etcdctl snapshot save` of the cluster, bundled with its CA material and EncryptionConfiguration
  * and sealed as the backup script seals it (testing/backup.ts; the backup script itself runs in realClusterBackup.test.ts).
- * Asserted from state: the objects the API server serves, etcd's member list and cluster id, the Nodes and Leases, the
- * emulator's routes.
+ * With three masters, masters 1 and 2 join the restored etcd through the restore's control-plane join (the real quorum
+ * checks through a `kubectl exec etcd-<node> -- etcdctl` shim running the real etcdctl), the join itself played as kubeadm's
+ * etcd phase does it: `member add --learner` through the restored member, a real etcd started with the member list and
+ * `existing`, `member promote` (as in realClusterMemberReplacement.test.ts).
+ * Asserted from state: the objects the API server serves, etcd's member list, health and cluster id, the Nodes and
+ * Leases, the emulator's routes.
  *
  * Needs `npm run kube:build` (skipped with one line without it; CI=true fails instead).
  */
@@ -19,57 +23,46 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import { useRealCluster } from "./kube/fixture";
-import type { Cluster } from "./kube/cluster";
+import { freePorts, type Cluster } from "./kube/cluster";
 import { answerWithRealCluster, type RealOperations } from "./kube/operations";
+import { clusterId, ENC_PATH, encryptionConfig, etcdctl, playKubelet, putBackup, readObjects, restoreMaster, STATIC_PODS, writeObjects } from "./kube/restore";
 import { useEmulator } from "../testing/emulator/fixture";
-import { backupKeyPair, runRestore, sealedBackup } from "../testing/backup";
-import { makeSandbox, type Sandbox } from "../testing/sandbox";
-import { saveNodeCommands } from "../testing/savedCommands";
-import { backupPrefixes } from "../src/rules";
+import { backupKeyPair, runRestore } from "../testing/backup";
+import type { Sandbox } from "../testing/sandbox";
+import { createCommand, operation, saveNodeCommands } from "../testing/savedCommands";
+import { sealReply } from "./nodeChannel";
+import { headerValue } from "./tools";
+import { OPERATIONS } from "../src/rules";
+import { renderControlPlaneJoinCommand } from "../src/shell/render";
 
 const REGION = "cn-hangzhou";
 const BUCKET = "dev-etcd-0123abcd";
 const MASTER = "i-master0";
 const NODE = `${REGION}.${MASTER}`;
-const ENC_PATH = "/etc/kubernetes/pki/alicloud-kubeadm-encryption.yaml";
-/** The control plane's static pods, in the order the kubelet starts them. */
-const STATIC_PODS = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"] as const;
+const TOKEN = "k8sabc.0123456789abcdef";
+const CERT_KEY = "f".repeat(64);
+const identityLeases = ["-n", "kube-system", "get", "lease", "-l", "apiserver.kubernetes.io/identity=kube-apiserver",
+    "-o", "jsonpath={range .items[*]}{.metadata.name} {.metadata.labels.kubernetes\\.io/hostname}{\"\\n\"}{end}"];
+const superAdmin = (c: Cluster, args: string[]) => c.run("kubectl", ["--kubeconfig", c.superAdminKubeconfig, ...args], { allowFail: true });
 
 describe("npm run restore against the real etcd and API server: a single master whose etcd lost its data", function () {
     this.timeout(300_000);
-    const ENC_KEY = crypto.randomBytes(32).toString("base64");
-    const encryption = `apiVersion: apiserver.config.k8s.io/v1
-kind: EncryptionConfiguration
-resources:
-  - resources: ["secrets"]
-    providers:
-      - secretbox:
-          keys:
-            - name: alicloud-kubeadm-1
-              secret: ${ENC_KEY}
-      - identity: {}
-`;
+    const encryption = encryptionConfig(crypto.randomBytes(32).toString("base64"));
     const rc = useRealCluster({ netns: false, files: { "enc.yaml": encryption }, apiserverArgs: { "encryption-provider-config": "{dir}/enc.yaml" } });
     const ctx = useEmulator();
     const { keys, recipient } = backupKeyPair();
     let dir: string;
-    let sb: Sandbox | undefined;
+    const boxes = new Map<string, Sandbox>();
     let ops: RealOperations | undefined;
     let kubelet: { stop(): Promise<void>; errors: string[] } | undefined;
     beforeEach(() => { dir = fs.mkdtempSync(path.join(os.tmpdir(), "ak-real-restore-")); });
     afterEach(async () => {
         await kubelet?.stop();
         ops?.cleanup();
-        sb?.cleanup();
+        for (const b of boxes.values()) b.cleanup();
+        boxes.clear();
         fs.rmSync(dir, { recursive: true, force: true });
     });
-
-    const etcdctl = (c: Cluster, args: string[]) => c.run("etcdctl", [`--endpoints=https://127.0.0.1:${c.ports.etcdClient}`, `--cacert=${c.path("pki/etcd/ca.crt")}`,
-        `--cert=${c.path("pki/etcd/healthcheck-client.crt")}`, `--key=${c.path("pki/etcd/healthcheck-client.key")}`, ...args]);
-    const clusterId = async (c: Cluster) => /^"ClusterID" : (.*)$/m.exec((await etcdctl(c, ["endpoint", "status", "-w", "fields"])).stdout)?.[1] ?? "";
-    const superAdmin = (c: Cluster, args: string[]) => c.run("kubectl", ["--kubeconfig", c.superAdminKubeconfig, ...args], { allowFail: true });
-    const identityLeases = ["-n", "kube-system", "get", "lease", "-l", "apiserver.kubernetes.io/identity=kube-apiserver",
-        "-o", "jsonpath={range .items[*]}{.metadata.name} {.metadata.labels.kubernetes\\.io/hostname}{\"\\n\"}{end}"];
 
     it("refuses to roll back the API server it finds answering, restores with --force: the objects back (the Secret decrypted), one member under a new cluster id, the stale Node, route and Lease gone; a re-run changes nothing", async () => {
         const c = rc.c;
@@ -92,32 +85,20 @@ resources:
         // (renewed now: the API server's own garbage collection of identity Leases takes expired ones, and one never renewed)
         spec: { holderIdentity: "apiserver-gone_0", leaseDurationSeconds: 3600, renewTime: new Date().toISOString().replace(/\.(\d{3})Z$/, ".$1000Z") } });
         const secretValue = `s3cr3t-${crypto.randomBytes(12).toString("hex")}`;
-        await c.kubectl(["create", "namespace", "dr"]);
-        await c.kubectl(["-n", "dr", "create", "secret", "generic", "db", `--from-literal=password=${secretValue}`]);
-        await c.kubectl(["-n", "dr", "create", "configmap", "app", "--from-literal=mode=prod"]);
-        const before = await objects(c);
+        await writeObjects(c, secretValue);
+        const before = await readObjects(c);
         const originalId = await clusterId(c);
 
         // The backup: a real snapshot with the CA material and the encryption config, sealed to the backup key, in OSS.
-        await etcdctl(c, ["snapshot", "save", c.path("snapshot.db")]);
-        const status = JSON.parse((await c.run(path.join(c.bin, "etcdutl"), ["snapshot", "status", c.path("snapshot.db"), "-w", "json"])).stdout) as { revision: number };
-        const pki: Record<string, Buffer> = {};
-        for (const f of ["ca.crt", "ca.key", "sa.key", "sa.pub", "front-proxy-ca.crt", "front-proxy-ca.key", "etcd/ca.crt", "etcd/ca.key"]) pki[`pki/${f}`] = fs.readFileSync(c.path(`pki/${f}`));
-        emu.oss.addBucket(BUCKET, "Enabled");
-        const object = `${backupPrefixes("dev").hourly}2026-01-01T010000Z-a.etcd.enc`;
-        emu.oss.buckets.get(BUCKET)!.objects.set(object, [{
-            body: sealedBackup("dev", recipient, status.revision, { "snapshot.db": fs.readFileSync(c.path("snapshot.db")), "encryption-config.yaml": encryption, ...pki }),
-            versionId: "v1", lastModified: new Date().toISOString(), etag: "\"B\"",
-        }]);
-        fs.rmSync(c.path("snapshot.db"));
+        await putBackup(c, emu, BUCKET, "dev", recipient, encryption);
 
         // The master as kubeadm made it: its static pod manifests (etcd's member named after its Node), its PKI, admin.conf.
-        sb = master(c);
+        const sb = restoreMaster(c, emu, MASTER, NODE, encryption, boxes);
         // Disaster: the master restarts with its etcd data lost. The kubelet starts etcd again, which bootstraps an empty
         // cluster, and the API server answers over it; the admin kubeconfig's binding is gone with the rest.
         for (const component of ["kwok", ...[...STATIC_PODS].reverse()]) await c.stopComponent(component);
         fs.rmSync(c.path("etcd"), { recursive: true, force: true });
-        c.commands.etcd = c.commands.etcd.map((a) => a.startsWith("--name=") ? `--name=${NODE}` : a.startsWith("--data-dir=") ? `--data-dir=${sb!.at("/var/lib/etcd")}`
+        c.commands.etcd = c.commands.etcd.map((a) => a.startsWith("--name=") ? `--name=${NODE}` : a.startsWith("--data-dir=") ? `--data-dir=${sb.at("/var/lib/etcd")}`
             : a.startsWith("--initial-cluster=") ? `--initial-cluster=${NODE}=${a.slice(a.indexOf("=", "--initial-cluster=".length) + 1)}` : a);
         kubelet = playKubelet(c, sb);
         await c.waitFor("the API server over the empty etcd", async () => (await superAdmin(c, ["get", "--raw", "/readyz"])).stdout.trim() === "ok", 120_000);
@@ -146,7 +127,7 @@ resources:
         const forced = await restore(["--force"]);
         assert.strictEqual(forced.code, 0, forced.out);
         assert.deepStrictEqual(kubelet.errors, []);
-        assert.deepStrictEqual(await objects(c), before, "every object reads back identical through the admin kubeconfig, the Secret decrypted");
+        assert.deepStrictEqual(await readObjects(c), before, "every object reads back identical through the admin kubeconfig, the Secret decrypted");
         const restoredId = await clusterId(c);
         assert.notStrictEqual(restoredId, originalId, "a new cluster id (etcdutl snapshot restore)");
         const members = JSON.parse((await etcdctl(c, ["member", "list", "-w", "json"])).stdout) as { members: Array<{ name: string; peerURLs: string[] }> };
@@ -161,7 +142,7 @@ resources:
         assert.deepStrictEqual([...emu.state.routeTables.get(table)!.entries].map((e) => e.nextHopId), [worker], "its pod route too; the live worker's stays");
         const leases = (await c.kubectl(identityLeases)).trim().split("\n").map((l) => l.split(" ")[1]);
         assert.deepStrictEqual(leases, [os.hostname()], "only this API server's identity Lease is left");
-        assert.ok(!fs.readdirSync(sb.at("/var/lib/alicloud-kubeadm/restore")).some((id) => fs.existsSync(sb!.at(`/var/lib/alicloud-kubeadm/restore/${id}/bundle`))),
+        assert.ok(!fs.readdirSync(sb.at("/var/lib/alicloud-kubeadm/restore")).some((id) => fs.existsSync(sb.at(`/var/lib/alicloud-kubeadm/restore/${id}/bundle`))),
             "the opened bundle (it holds the CA keys) is gone");
 
         // The same command again: every step is recorded done on the master; etcd is not restored a second time.
@@ -172,98 +153,156 @@ resources:
         assert.strictEqual(await clusterId(c), restoredId, "the same etcd");
         assert.match(await c.kubectl(["-n", "dr", "get", "configmap", "after-restore", "-o", "name"]), /after-restore/, "what was written after the restore stays");
     });
-
-    /** The master's sandbox: kubeadm's files, the real kubectl, etcdutl through `ctr run`, curl to the emulator's OSS. */
-    function master(c: Cluster): Sandbox {
-        const port = new URL(ctx.emu.endpoint).port;
-        const box = makeSandbox({
-            os: "ubuntu", prebaked: true, instanceId: MASTER,
-            stubs: {
-                // crictl ps: the static pods the kubelet (this test) runs now
-                crictl: `. "$AK_STUB_SRC/_lib.sh"
-[ "$1" = ps ] || exit 1
-grep -E '^(etcd|kube-apiserver)$' "$AK_ROOT/run/test-kubelet-running" || true`,
-                // ctr run ... IMAGE NAME etcdutl|etcdctl ARGS → the real binary, /var/lib mapped into the sandbox
-                ctr: `. "$AK_STUB_SRC/_lib.sh"
-[ "$3" = run ] || exit 0
-while [ $# -gt 0 ] && [ "$1" != etcdutl ] && [ "$1" != etcdctl ]; do shift; done
-tool=$1
-shift
-args=()
-for a in "$@"; do args+=("\${a//\\/var\\/lib/$AK_ROOT/var/lib}"); done
-exec "${c.bin}/$tool" "\${args[@]}"`,
-                curl: `exec /usr/bin/curl --connect-to "::127.0.0.1:${port}" "$@"`,
-                kubectl: `exec "${c.bin}/kubectl" "$@"`,
-                hostname: 'exec /usr/bin/hostname "$@"',
-                tar: 'exec /usr/bin/tar "$@"',
-                install: 'exec /usr/bin/install "$@"',
-            },
-        });
-        box.write("/etc/kubernetes/admin.conf", fs.readFileSync(c.kubeconfig, "utf8"));
-        box.write("/etc/kubernetes/manifests/etcd.yaml", `spec:\n  containers:\n  - command:\n    - etcd\n    - --name=${NODE}\n    image: registry.k8s.io/etcd:3.6.8-0\n`);
-        for (const p of STATIC_PODS.slice(1)) box.write(`/etc/kubernetes/manifests/${p}.yaml`, `image: registry.k8s.io/${p}\n`);
-        box.write(ENC_PATH, encryption);
-        copyTree(c.path("pki"), box.at("/etc/kubernetes/pki"));
-        box.write("/var/lib/alicloud-kubeadm/init.done", "status=ok\n");
-        fs.mkdirSync(box.at("/run"), { recursive: true });
-        fs.mkdirSync(box.at("/var/lib/etcd"), { recursive: true, mode: 0o700 });
-        // Cloud Assistant on the master: the restore's steps and the secret channel run in its sandbox.
-        ctx.emu.onCommand(/^# alicloud-kubeadm operation: (etcd-restore|channel-open|channel-receive) \(/m, async (x) => {
-            box.write("/command.sh", x.script);
-            const r = await box.run('bash "$AK_ROOT/command.sh" 2>&1');
-            return { exitCode: r.code, output: r.stdout };
-        });
-        return box;
-    }
 });
 
-/**
- * The kubelet of the master, for its static pods: a component runs while its manifest is in the sandbox's manifest
- * folder (started when it appears, stopped when it goes), checked every 200 ms; what runs is written for `crictl ps`.
- */
-function playKubelet(c: Cluster, sb: Sandbox): { stop(): Promise<void>; errors: string[] } {
-    const running = new Set<string>();
-    const errors: string[] = [];
-    let stopping = false;
-    const loop = (async () => {
-        while (!stopping) {
-            for (const p of STATIC_PODS) {
-                const wanted = fs.existsSync(sb.at(`/etc/kubernetes/manifests/${p}.yaml`));
-                try {
-                    if (wanted && !running.has(p)) {
-                        c.startComponent(p);
-                        running.add(p);
-                    } else if (!wanted && running.has(p)) {
-                        await c.stopComponent(p);
-                        running.delete(p);
-                    }
-                } catch (e) {
-                    errors.push(`${p}: ${(e as Error).message}`);
-                }
-            }
-            fs.writeFileSync(sb.at("/run/test-kubelet-running"), [...running].map((p) => `${p}\n`).join(""));
-            await new Promise((r) => setTimeout(r, 200));
-        }
-    })();
-    return { errors, stop: async () => { stopping = true; await loop; } };
-}
+describe("npm run restore against the real etcd and API server: three masters whose etcd lost quorum", function () {
+    this.timeout(300_000);
+    const encryption = encryptionConfig(crypto.randomBytes(32).toString("base64"));
+    const rc = useRealCluster({ netns: false, files: { "enc.yaml": encryption }, apiserverArgs: { "encryption-provider-config": "{dir}/enc.yaml" } });
+    const ctx = useEmulator();
+    const { keys, recipient } = backupKeyPair();
+    let dir: string;
+    const boxes = new Map<string, Sandbox>();
+    const members: Array<{ stop(): Promise<void> }> = [];
+    let ops: RealOperations | undefined;
+    let kubelet: { stop(): Promise<void>; errors: string[] } | undefined;
+    beforeEach(() => { dir = fs.mkdtempSync(path.join(os.tmpdir(), "ak-real-restore-")); });
+    afterEach(async () => {
+        await kubelet?.stop();
+        for (const m of members) await m.stop();
+        ops?.cleanup();
+        for (const b of boxes.values()) b.cleanup();
+        boxes.clear();
+        fs.rmSync(dir, { recursive: true, force: true });
+    });
 
-/** The test's objects as the API server serves them (the parts a restore must keep). */
-async function objects(c: Cluster): Promise<unknown> {
-    const secret = JSON.parse(await c.kubectl(["-n", "dr", "get", "secret", "db", "-o", "json"]));
-    const cm = JSON.parse(await c.kubectl(["-n", "dr", "get", "configmap", "app", "-o", "json"]));
-    const ns = JSON.parse(await c.kubectl(["get", "namespace", "dr", "-o", "json"]));
-    return {
-        secret: { uid: secret.metadata.uid, data: secret.data, password: Buffer.from(secret.data.password, "base64").toString() },
-        configMap: { uid: cm.metadata.uid, data: cm.data },
-        namespace: { uid: ns.metadata.uid },
-    };
-}
+    it("restores onto master 0 (its etcd damaged, the others' members down); masters 1 and 2 are reset and join the restored etcd one at a time: three healthy voting members, never four; a re-run joins nobody again", async () => {
+        const c = rc.c;
+        const emu = ctx.emu;
+        // Master 0's etcd peer URL is https://<its private IP>:2380, as kubeadm makes it: a loopback address of its own
+        // (this run's, so no other run's etcd holds it), with a peer certificate for it signed by the fixture's etcd CA.
+        const ip0 = `127.${crypto.randomInt(1, 255)}.${crypto.randomInt(0, 256)}.${crypto.randomInt(1, 255)}`;
+        const peerCert = c.path("pki/etcd/peer-master0.crt");
+        const peerKey = c.path("pki/etcd/peer-master0.key");
+        fs.writeFileSync(c.path("peer-master0.ext"), `subjectAltName=IP:127.0.0.1,IP:${ip0}\nextendedKeyUsage=serverAuth,clientAuth\n`);
+        await c.run("openssl", ["req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", peerKey, "-subj", "/CN=master0", "-out", c.path("peer-master0.csr")]);
+        await c.run("openssl", ["x509", "-req", "-in", c.path("peer-master0.csr"), "-CA", c.path("pki/etcd/ca.crt"), "-CAkey", c.path("pki/etcd/ca.key"),
+            "-CAcreateserial", "-days", "1", "-out", peerCert, "-extfile", c.path("peer-master0.ext")]);
 
-function copyTree(from: string, to: string): void {
-    fs.mkdirSync(to, { recursive: true });
-    for (const e of fs.readdirSync(from, { withFileTypes: true })) {
-        if (e.isDirectory()) copyTree(path.join(from, e.name), path.join(to, e.name));
-        else fs.copyFileSync(path.join(from, e.name), path.join(to, e.name));
-    }
-}
+        const ids = ["i-master0", "i-master1", "i-master2"];
+        const node = (id: string) => `${REGION}.${id}`;
+        emu.addInstance({ instanceId: ids[0], regionId: REGION, privateIp: ip0 });
+        emu.addInstance({ instanceId: ids[1], regionId: REGION, privateIp: "192.168.0.11" });
+        emu.addInstance({ instanceId: ids[2], regionId: REGION, privateIp: "192.168.0.12" });
+        for (const id of ids) await c.addNode({ name: node(id), providerID: node(id), labels: { "alicloud-kubeadm/pool": "control-plane" } });
+        await writeObjects(c, `s3cr3t-${crypto.randomBytes(12).toString("hex")}`);
+        const before = await readObjects(c);
+        await putBackup(c, emu, BUCKET, "dev", recipient, encryption);
+
+        // etcd members by Node name → client port: master 0's is the fixture's etcd; masters 1 and 2 get theirs when they join.
+        const clientPorts = new Map<string, number>([[node(ids[0]), c.ports.etcdClient]]);
+        const portsFile = path.join(c.dir, "etcd-client-ports");
+        const writePorts = () => fs.writeFileSync(portsFile, [...clientPorts].map(([n, p]) => `${n} ${p}\n`).join(""));
+        writePorts();
+        // `kubectl exec etcd-<node> -- etcdctl ...` on master 0 runs the real etcdctl against that master's member.
+        const kubectlShim = `for a in "$@"; do [ "$a" = exec ] && is_exec=1; done
+if [ -z "\${is_exec:-}" ]; then exec ${JSON.stringify(`${c.bin}/kubectl`)} "$@"; fi
+pod="" args=()
+while [ $# -gt 0 ]; do case "$1" in etcd-*) pod=$1 ;; --) shift; break ;; esac; shift; done
+[ "$1" = etcdctl ] || { echo "kubectl shim: only etcdctl runs in etcd pods" >&2; exit 1; }
+shift
+port=$(awk -v n="\${pod#etcd-}" '$1 == n { print $2 }' ${JSON.stringify(portsFile)})
+[ -n "$port" ] || { echo "Error from server (NotFound): pods \\"$pod\\" not found" >&2; exit 1; }
+for a in "$@"; do
+  a=\${a//https:\\/\\/127.0.0.1:2379/https://127.0.0.1:$port}
+  a=\${a//\\/etc\\/kubernetes\\/pki/${c.path("pki").replace(/\//g, "\\/")}}
+  args+=("$a")
+done
+exec ${JSON.stringify(`${c.bin}/etcdctl`)} "\${args[@]}"`;
+        ops = answerWithRealCluster(emu, c, { master: ids[0], stubs: { kubectl: kubectlShim } });
+        const commands = await saveNodeCommands(REGION, "dev");
+        const joinCommandId = await createCommand(REGION, {
+            commandName: "dev-control-plane-join", parameters: true, timeoutSeconds: OPERATIONS["control-plane-join"].timeoutSeconds,
+            description: OPERATIONS["control-plane-join"].description,
+            script: renderControlPlaneJoinCommand({ region: REGION, kubernetesVersion: "1.36.3", apiEndpoint: `${ip0}:6443`, caCertHash: c.caCertHash }),
+        });
+        emu.onCommand(operation("join-secrets"), (x) => ({ output: sealReply(x.script, `${TOKEN} ${CERT_KEY} -`) }));
+        // These masters have no backup timer (the maintenance command is not installed here).
+        emu.onCommand(operation("etcd-backup-now"), () => ({ output: "status=not-installed\n" }));
+        // kubeadm join --control-plane's etcd phase on the joining master, as kubeadm does it (docs/upstream.md#kubeadm-etcd-learner):
+        // added as a learner through the restored member, started with the member list and `existing`, promoted once caught up.
+        const sizesBeforeAdd: number[] = [];
+        emu.onCommand(/kubeadm join --config/, async (x) => {
+            const channel = headerValue(x.script, "AK_CHANNEL")!;
+            const received = boxes.get(x.instanceId)?.read(`/run/alicloud-kubeadm/${channel}`);
+            assert.strictEqual(received?.trim(), `${TOKEN} ${CERT_KEY} -`, "the member opened its join secrets with the key it made");
+            const name = node(x.instanceId);
+            const [client, peer] = await freePorts(2);
+            sizesBeforeAdd.push(JSON.parse((await etcdctl(c, ["member", "list", "-w", "json"])).stdout).members.length);
+            const added = await etcdctl(c, ["member", "add", name, `--peer-urls=https://127.0.0.1:${peer}`, "--learner"]);
+            const list = /ETCD_INITIAL_CLUSTER="([^"]+)"/.exec(added.stdout)![1];
+            const pki = c.path("pki/etcd");
+            members.push(c.start(`etcd-${name}`, "etcd", [
+                `--name=${name}`, `--data-dir=${c.path(`etcd-${name}`)}`,
+                `--listen-client-urls=https://127.0.0.1:${client}`, `--advertise-client-urls=https://127.0.0.1:${client}`,
+                `--listen-peer-urls=https://127.0.0.1:${peer}`, `--initial-advertise-peer-urls=https://127.0.0.1:${peer}`,
+                `--initial-cluster=${list}`, "--initial-cluster-state=existing",
+                `--cert-file=${pki}/server.crt`, `--key-file=${pki}/server.key`, `--trusted-ca-file=${pki}/ca.crt`, "--client-cert-auth=true",
+                `--peer-cert-file=${pki}/peer.crt`, `--peer-key-file=${pki}/peer.key`, `--peer-trusted-ca-file=${pki}/ca.crt`, "--peer-client-cert-auth=true",
+                "--listen-metrics-urls=http://127.0.0.1:0", "--unsafe-no-fsync=true",
+            ]));
+            clientPorts.set(name, client);
+            writePorts();
+            const id = /Member ([0-9a-f]+) added/.exec(added.stdout)![1];
+            await c.waitFor(`learner ${name} promoted`, async () => (await etcdctl(c, ["member", "promote", id], true)).code === 0, 60_000);
+            await c.addNode({ name, providerID: name, labels: { "alicloud-kubeadm/pool": "control-plane" } });
+            return { output: "" };
+        });
+
+        // The master as kubeadm made it; etcd's peer URL at its address.
+        const sb = restoreMaster(c, emu, ids[0], node(ids[0]), encryption, boxes);
+        const peerUrl = `https://${ip0}:2380`;
+        c.commands.etcd = c.commands.etcd.map((a) => {
+            const flag = a.slice(0, a.indexOf("=") + 1);
+            const value: Record<string, string> = {
+                "--name=": node(ids[0]), "--data-dir=": sb.at("/var/lib/etcd"), "--listen-peer-urls=": peerUrl, "--initial-advertise-peer-urls=": peerUrl,
+                "--initial-cluster=": `${node(ids[0])}=${peerUrl}`, "--peer-cert-file=": peerCert, "--peer-key-file=": peerKey,
+            };
+            return flag in value ? `${flag}${value[flag]}` : a;
+        });
+        // Disaster: masters 1 and 2's members are down, and master 0's etcd data is damaged: it cannot start, the API
+        // server does not answer.
+        for (const component of ["kwok", ...[...STATIC_PODS].reverse()]) await c.stopComponent(component);
+        fs.rmSync(c.path("etcd"), { recursive: true, force: true });
+        sb.write("/var/lib/etcd/member/snap/db", "damaged");
+        kubelet = playKubelet(c, sb, ["kwok"]);
+
+        const outputs = {
+            clusterInfo: {
+                name: "dev", region: REGION, kubernetesVersion: "1.36.3", masterInstanceIds: ids, apiEndpoint: `${ip0}:6443`, routeTableId: emu.addRouteTable().routeTableId,
+                podCidr: "172.16.0.0/16", pools: [], existingNodes: [], commands, controlPlaneJoinCommandId: joinCommandId,
+            },
+            backupBucket: BUCKET, backupKeys: keys,
+        };
+        const restore = () => runRestore(dir, emu.endpoint, outputs, [], { masterOssEndpoint: "http://oss-cn-hangzhou-internal.aliyuncs.com", pollIntervalMs: 100 });
+
+        const first = await restore();
+        assert.strictEqual(first.code, 0, first.out);
+        assert.deepStrictEqual(kubelet.errors, []);
+        assert.deepStrictEqual(await readObjects(c), before, "every object reads back identical, the Secret decrypted");
+        const list = JSON.parse((await etcdctl(c, ["member", "list", "-w", "json"])).stdout) as { members: Array<{ name: string; isLearner?: boolean; clientURLs: string[] }> };
+        assert.deepStrictEqual(list.members.map((m) => m.name).sort(), ids.map(node).sort(), "three members: master 0 restored, masters 1 and 2 joined");
+        assert.ok(list.members.every((m) => !m.isLearner), "all voting");
+        const health = JSON.parse((await etcdctl(c, ["endpoint", "health", "--cluster", "-w", "json"])).stdout) as Array<{ health: boolean }>;
+        assert.deepStrictEqual(health.map((h) => h.health), [true, true, true], "all healthy");
+        assert.deepStrictEqual(sizesBeforeAdd, [1, 2], "one join at a time, each into a cluster with fewer members than masters");
+        for (const id of ids.slice(1)) assert.ok(ops.log.includes(`${id}: reset`), `master ${id} was reset before it joined`);
+
+        // The same command again: the restore is recorded done, masters 1 and 2 are members: nobody joins again.
+        const again = await restore();
+        assert.strictEqual(again.code, 0, again.out);
+        assert.match(again.out, /masters re-joined: none/);
+        assert.deepStrictEqual(sizesBeforeAdd, [1, 2]);
+        assert.strictEqual(JSON.parse((await etcdctl(c, ["member", "list", "-w", "json"])).stdout).members.length, 3);
+    });
+});
