@@ -16,8 +16,8 @@ import * as assert from "assert";
 import * as crypto from "crypto";
 import * as fs from "fs";
 import * as os from "os";
-import * as path from "path";
 import { useRealCluster } from "./kube/fixture";
+import { clusterId, copyTree, ENC_PATH, encryptionConfig, etcdctl as sharedEtcdctl, etcdImageShim, readObjects, writeObjects } from "./kube/restore";
 import { useEmulator } from "../testing/emulator/fixture";
 import { makeSandbox, type Sandbox } from "../testing/sandbox";
 import { backupKeyId, backupPrefixes, backupRamPolicy } from "../src/rules";
@@ -34,19 +34,6 @@ import { ossRequest, OssError, listObjects } from "../src/cloud/oss";
 const CLUSTER = "dev";
 const BUCKET = "dev-etcd-0123abcd";
 const ROLE = "dev-control-plane";
-const ENC_PATH = "/etc/kubernetes/pki/alicloud-kubeadm-encryption.yaml";
-const encryptionConfig = (key: string) => `apiVersion: apiserver.config.k8s.io/v1
-kind: EncryptionConfiguration
-resources:
-  - resources: ["secrets"]
-    providers:
-      - secretbox:
-          keys:
-            - name: alicloud-kubeadm-1
-              secret: ${key}
-      - identity: {}
-`;
-
 describe("etcd backup and restore with the real etcd, etcdctl, etcdutl and kube-apiserver", function () {
     this.timeout(240_000);
     const ENC_KEY = crypto.randomBytes(32).toString("base64");
@@ -73,15 +60,12 @@ describe("etcd backup and restore with the real etcd, etcdctl, etcdutl and kube-
 
         // Objects through the real API server: a Secret (encrypted at rest), a ConfigMap, a Namespace.
         const secretValue = `s3cr3t-${crypto.randomBytes(12).toString("hex")}`;
-        await c.kubectl(["create", "namespace", "dr"]);
-        await c.kubectl(["-n", "dr", "create", "secret", "generic", "db", `--from-literal=password=${secretValue}`]);
-        await c.kubectl(["-n", "dr", "create", "configmap", "app", "--from-literal=mode=prod"]);
-        const etcdctl = (args: string[]) => c.run("etcdctl", [`--endpoints=https://127.0.0.1:${c.ports.etcdClient}`, `--cacert=${c.path("pki/etcd/ca.crt")}`,
-            `--cert=${c.path("pki/etcd/healthcheck-client.crt")}`, `--key=${c.path("pki/etcd/healthcheck-client.key")}`, ...args]);
+        await writeObjects(c, secretValue);
+        const etcdctl = (args: string[]) => sharedEtcdctl(c, args);
         const stored = (await etcdctl(["get", "/registry/secrets/dr/db", "--print-value-only"])).stdout;
         assert.ok(stored.startsWith("k8s:enc:secretbox:v1:alicloud-kubeadm-1:") && !stored.includes(secretValue), "the Secret is encrypted in etcd");
-        const before = await objects(c);
-        const clusterIdBefore = field((await etcdctl(["endpoint", "status", "-w", "fields"])).stdout, "ClusterID");
+        const before = await readObjects(c);
+        const clusterIdBefore = await clusterId(c);
 
         // The master as the backup script sees it: kubeadm's PKI, the API server's manifest naming the encryption config.
         const sb = master(c, port, sts);
@@ -175,9 +159,9 @@ describe("etcd backup and restore with the real etcd, etcdctl, etcdutl and kube-
         assert.ok(!fs.existsSync(restoreBox.at(`/var/lib/alicloud-kubeadm/restore/${restoreId}/bundle`)), "the opened bundle (CA keys) is gone");
         for (const component of ["kube-controller-manager", "kube-scheduler", "kwok"]) c.startComponent(component);
 
-        const after = await objects(c);
+        const after = await readObjects(c);
         assert.deepStrictEqual(after, before, "every object reads back identical, the Secret decrypted");
-        const clusterIdAfter = field((await etcdctl(["endpoint", "status", "-w", "fields"])).stdout, "ClusterID");
+        const clusterIdAfter = await clusterId(c);
         assert.notStrictEqual(clusterIdAfter, clusterIdBefore, "the restored etcd is a new cluster (etcdutl snapshot restore)");
         const members = (await etcdctl(["member", "list", "-w", "fields"])).stdout;
         assert.strictEqual((members.match(/"ID" :/g) ?? []).length, 1, "one member: the restored master");
@@ -220,15 +204,7 @@ case "$1" in
     exec "${bin}/$tool" "\${args[@]}" ;;
   *) exit 1 ;;
 esac`,
-                // ctr run ... IMAGE NAME etcdutl|etcdctl ARGS → the real binary, /var/lib mapped into the sandbox
-                ctr: `. "$AK_STUB_SRC/_lib.sh"
-[ "$3" = run ] || exit 0
-while [ $# -gt 0 ] && [ "$1" != etcdutl ] && [ "$1" != etcdctl ]; do shift; done
-tool=$1
-shift
-args=()
-for a in "$@"; do args+=("\${a//\\/var\\/lib/$AK_ROOT/var/lib}"); done
-exec "${bin}/$tool" "\${args[@]}"`,
+                ctr: etcdImageShim(c),
                 curl: `. "$AK_STUB_SRC/_lib.sh"
 for a in "$@"; do
   case "$a" in
@@ -249,27 +225,3 @@ exec /usr/bin/curl --connect-to "::127.0.0.1:${emulatorPort}" "$@"`,
         return sb;
     }
 });
-
-/** The test's objects as the API server serves them (the parts a restore must keep). */
-async function objects(c: { kubectl(args: string[]): Promise<string> }): Promise<unknown> {
-    const secret = JSON.parse(await c.kubectl(["-n", "dr", "get", "secret", "db", "-o", "json"]));
-    const cm = JSON.parse(await c.kubectl(["-n", "dr", "get", "configmap", "app", "-o", "json"]));
-    const ns = JSON.parse(await c.kubectl(["get", "namespace", "dr", "-o", "json"]));
-    return {
-        secret: { uid: secret.metadata.uid, data: secret.data, password: Buffer.from(secret.data.password, "base64").toString() },
-        configMap: { uid: cm.metadata.uid, data: cm.data },
-        namespace: { uid: ns.metadata.uid },
-    };
-}
-
-function field(fields: string, name: string): string {
-    return new RegExp(`^"${name}" : (.*)$`, "m").exec(fields)?.[1] ?? "";
-}
-
-function copyTree(from: string, to: string): void {
-    fs.mkdirSync(to, { recursive: true });
-    for (const e of fs.readdirSync(from, { withFileTypes: true })) {
-        if (e.isDirectory()) copyTree(path.join(from, e.name), path.join(to, e.name));
-        else fs.copyFileSync(path.join(from, e.name), path.join(to, e.name));
-    }
-}

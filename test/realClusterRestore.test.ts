@@ -25,7 +25,7 @@ import * as path from "path";
 import { useRealCluster } from "./kube/fixture";
 import { freePorts, type Cluster } from "./kube/cluster";
 import { answerWithRealCluster, type RealOperations } from "./kube/operations";
-import { clusterId, ENC_PATH, encryptionConfig, etcdctl, playKubelet, putBackup, readObjects, restoreMaster, STATIC_PODS, writeObjects } from "./kube/restore";
+import { clusterId, ENC_PATH, encryptionConfig, etcdctl, etcdExecShim, playKubelet, putBackup, readObjects, restoreMaster, STATIC_PODS, writeObjects } from "./kube/restore";
 import { useEmulator } from "../testing/emulator/fixture";
 import { backupKeyPair, runRestore } from "../testing/backup";
 import type { Sandbox } from "../testing/sandbox";
@@ -45,32 +45,42 @@ const identityLeases = ["-n", "kube-system", "get", "lease", "-l", "apiserver.ku
     "-o", "jsonpath={range .items[*]}{.metadata.name} {.metadata.labels.kubernetes\\.io/hostname}{\"\\n\"}{end}"];
 const superAdmin = (c: Cluster, args: string[]) => c.run("kubectl", ["--kubeconfig", c.superAdminKubeconfig, ...args], { allowFail: true });
 
-describe("npm run restore against the real etcd and API server: a single master whose etcd lost its data", function () {
-    this.timeout(300_000);
+/**
+ * One file's world: a real control plane with Secrets encrypted at rest, the emulator, a backup key, a folder for the
+ * outputs, and what a test starts (the played kubelet, sandboxes, etcd members, the real-cluster operations) stopped after it.
+ */
+function useRestoreWorld() {
     const encryption = encryptionConfig(crypto.randomBytes(32).toString("base64"));
     const rc = useRealCluster({ netns: false, files: { "enc.yaml": encryption }, apiserverArgs: { "encryption-provider-config": "{dir}/enc.yaml" } });
     const ctx = useEmulator();
-    const { keys, recipient } = backupKeyPair();
-    let dir: string;
-    const boxes = new Map<string, Sandbox>();
-    let ops: RealOperations | undefined;
-    let kubelet: { stop(): Promise<void>; errors: string[] } | undefined;
-    beforeEach(() => { dir = fs.mkdtempSync(path.join(os.tmpdir(), "ak-real-restore-")); });
+    const w = {
+        encryption, ...backupKeyPair(), dir: "", boxes: new Map<string, Sandbox>(), members: [] as Array<{ stop(): Promise<void> }>,
+        ops: undefined as RealOperations | undefined, kubelet: undefined as { stop(): Promise<void>; errors: string[] } | undefined,
+        get c(): Cluster { return rc.c; },
+        get emu() { return ctx.emu; },
+    };
+    beforeEach(() => { w.dir = fs.mkdtempSync(path.join(os.tmpdir(), "ak-real-restore-")); });
     afterEach(async () => {
-        await kubelet?.stop();
-        ops?.cleanup();
-        for (const b of boxes.values()) b.cleanup();
-        boxes.clear();
-        fs.rmSync(dir, { recursive: true, force: true });
+        await w.kubelet?.stop();
+        for (const m of w.members.splice(0)) await m.stop();
+        w.ops?.cleanup();
+        for (const b of w.boxes.values()) b.cleanup();
+        w.boxes.clear();
+        fs.rmSync(w.dir, { recursive: true, force: true });
     });
+    return w;
+}
+
+describe("npm run restore against the real etcd and API server: a single master whose etcd lost its data", function () {
+    this.timeout(300_000);
+    const w = useRestoreWorld();
 
     it("refuses to roll back the API server it finds answering, restores with --force: the objects back (the Secret decrypted), one member under a new cluster id, the stale Node, route and Lease gone; a re-run changes nothing", async () => {
-        const c = rc.c;
-        const emu = ctx.emu;
+        const { c, emu, encryption, keys, recipient, boxes } = w;
         emu.addInstance({ instanceId: MASTER, regionId: REGION, privateIp: "127.0.0.1" });
         const worker = emu.addInstance({ regionId: REGION }).instanceId;
         const commands = await saveNodeCommands(REGION, "dev");
-        ops = answerWithRealCluster(emu, c, { master: MASTER });
+        w.ops = answerWithRealCluster(emu, c, { master: MASTER });
         const table = emu.addRouteTable().routeTableId;
 
         // The cluster as the backup sees it: the master's Node, a worker, a worker whose instance is released since
@@ -100,7 +110,7 @@ describe("npm run restore against the real etcd and API server: a single master 
         fs.rmSync(c.path("etcd"), { recursive: true, force: true });
         c.commands.etcd = c.commands.etcd.map((a) => a.startsWith("--name=") ? `--name=${NODE}` : a.startsWith("--data-dir=") ? `--data-dir=${sb.at("/var/lib/etcd")}`
             : a.startsWith("--initial-cluster=") ? `--initial-cluster=${NODE}=${a.slice(a.indexOf("=", "--initial-cluster=".length) + 1)}` : a);
-        kubelet = playKubelet(c, sb);
+        const kubelet = w.kubelet = playKubelet(c, sb);
         await c.waitFor("the API server over the empty etcd", async () => (await superAdmin(c, ["get", "--raw", "/readyz"])).stdout.trim() === "ok", 120_000);
         assert.match((await superAdmin(c, ["get", "namespace", "dr"])).stderr, /NotFound/, "the data is lost");
         assert.match((await c.run("kubectl", ["--kubeconfig", c.kubeconfig, "get", "namespaces"], { allowFail: true })).stderr, /Forbidden/i,
@@ -115,7 +125,7 @@ describe("npm run restore against the real etcd and API server: a single master 
             },
             backupBucket: BUCKET, backupKeys: keys,
         };
-        const restore = (args: string[] = []) => runRestore(dir, emu.endpoint, outputs, args, { masterOssEndpoint: "http://oss-cn-hangzhou-internal.aliyuncs.com", pollIntervalMs: 100 });
+        const restore = (args: string[] = []) => runRestore(w.dir, emu.endpoint, outputs, args, { masterOssEndpoint: "http://oss-cn-hangzhou-internal.aliyuncs.com", pollIntervalMs: 100 });
 
         // An API server that answers is a running cluster: refused, nothing touched.
         const refused = await restore();
@@ -157,28 +167,10 @@ describe("npm run restore against the real etcd and API server: a single master 
 
 describe("npm run restore against the real etcd and API server: three masters whose etcd lost quorum", function () {
     this.timeout(300_000);
-    const encryption = encryptionConfig(crypto.randomBytes(32).toString("base64"));
-    const rc = useRealCluster({ netns: false, files: { "enc.yaml": encryption }, apiserverArgs: { "encryption-provider-config": "{dir}/enc.yaml" } });
-    const ctx = useEmulator();
-    const { keys, recipient } = backupKeyPair();
-    let dir: string;
-    const boxes = new Map<string, Sandbox>();
-    const members: Array<{ stop(): Promise<void> }> = [];
-    let ops: RealOperations | undefined;
-    let kubelet: { stop(): Promise<void>; errors: string[] } | undefined;
-    beforeEach(() => { dir = fs.mkdtempSync(path.join(os.tmpdir(), "ak-real-restore-")); });
-    afterEach(async () => {
-        await kubelet?.stop();
-        for (const m of members) await m.stop();
-        ops?.cleanup();
-        for (const b of boxes.values()) b.cleanup();
-        boxes.clear();
-        fs.rmSync(dir, { recursive: true, force: true });
-    });
+    const w = useRestoreWorld();
 
     it("restores onto master 0 (its etcd damaged, the others' members down); masters 1 and 2 are reset and join the restored etcd one at a time: three healthy voting members, never four; a re-run joins nobody again", async () => {
-        const c = rc.c;
-        const emu = ctx.emu;
+        const { c, emu, encryption, keys, recipient, boxes } = w;
         // Master 0's etcd peer URL is https://<its private IP>:2380, as kubeadm makes it: a loopback address of its own
         // (this run's, so no other run's etcd holds it), with a peer certificate for it signed by the fixture's etcd CA.
         const ip0 = `127.${crypto.randomInt(1, 255)}.${crypto.randomInt(0, 256)}.${crypto.randomInt(1, 255)}`;
@@ -205,21 +197,7 @@ describe("npm run restore against the real etcd and API server: three masters wh
         const writePorts = () => fs.writeFileSync(portsFile, [...clientPorts].map(([n, p]) => `${n} ${p}\n`).join(""));
         writePorts();
         // `kubectl exec etcd-<node> -- etcdctl ...` on master 0 runs the real etcdctl against that master's member.
-        const kubectlShim = `for a in "$@"; do [ "$a" = exec ] && is_exec=1; done
-if [ -z "\${is_exec:-}" ]; then exec ${JSON.stringify(`${c.bin}/kubectl`)} "$@"; fi
-pod="" args=()
-while [ $# -gt 0 ]; do case "$1" in etcd-*) pod=$1 ;; --) shift; break ;; esac; shift; done
-[ "$1" = etcdctl ] || { echo "kubectl shim: only etcdctl runs in etcd pods" >&2; exit 1; }
-shift
-port=$(awk -v n="\${pod#etcd-}" '$1 == n { print $2 }' ${JSON.stringify(portsFile)})
-[ -n "$port" ] || { echo "Error from server (NotFound): pods \\"$pod\\" not found" >&2; exit 1; }
-for a in "$@"; do
-  a=\${a//https:\\/\\/127.0.0.1:2379/https://127.0.0.1:$port}
-  a=\${a//\\/etc\\/kubernetes\\/pki/${c.path("pki").replace(/\//g, "\\/")}}
-  args+=("$a")
-done
-exec ${JSON.stringify(`${c.bin}/etcdctl`)} "\${args[@]}"`;
-        ops = answerWithRealCluster(emu, c, { master: ids[0], stubs: { kubectl: kubectlShim } });
+        const ops = w.ops = answerWithRealCluster(emu, c, { master: ids[0], stubs: { kubectl: etcdExecShim(c, portsFile) } });
         const commands = await saveNodeCommands(REGION, "dev");
         const joinCommandId = await createCommand(REGION, {
             commandName: "dev-control-plane-join", parameters: true, timeoutSeconds: OPERATIONS["control-plane-join"].timeoutSeconds,
@@ -242,7 +220,7 @@ exec ${JSON.stringify(`${c.bin}/etcdctl`)} "\${args[@]}"`;
             const added = await etcdctl(c, ["member", "add", name, `--peer-urls=https://127.0.0.1:${peer}`, "--learner"]);
             const list = /ETCD_INITIAL_CLUSTER="([^"]+)"/.exec(added.stdout)![1];
             const pki = c.path("pki/etcd");
-            members.push(c.start(`etcd-${name}`, "etcd", [
+            w.members.push(c.start(`etcd-${name}`, "etcd", [
                 `--name=${name}`, `--data-dir=${c.path(`etcd-${name}`)}`,
                 `--listen-client-urls=https://127.0.0.1:${client}`, `--advertise-client-urls=https://127.0.0.1:${client}`,
                 `--listen-peer-urls=https://127.0.0.1:${peer}`, `--initial-advertise-peer-urls=https://127.0.0.1:${peer}`,
@@ -275,7 +253,7 @@ exec ${JSON.stringify(`${c.bin}/etcdctl`)} "\${args[@]}"`;
         for (const component of ["kwok", ...[...STATIC_PODS].reverse()]) await c.stopComponent(component);
         fs.rmSync(c.path("etcd"), { recursive: true, force: true });
         sb.write("/var/lib/etcd/member/snap/db", "damaged");
-        kubelet = playKubelet(c, sb, ["kwok"]);
+        const kubelet = w.kubelet = playKubelet(c, sb, ["kwok"]);
 
         const outputs = {
             clusterInfo: {
@@ -284,7 +262,7 @@ exec ${JSON.stringify(`${c.bin}/etcdctl`)} "\${args[@]}"`;
             },
             backupBucket: BUCKET, backupKeys: keys,
         };
-        const restore = () => runRestore(dir, emu.endpoint, outputs, [], { masterOssEndpoint: "http://oss-cn-hangzhou-internal.aliyuncs.com", pollIntervalMs: 100 });
+        const restore = () => runRestore(w.dir, emu.endpoint, outputs, [], { masterOssEndpoint: "http://oss-cn-hangzhou-internal.aliyuncs.com", pollIntervalMs: 100 });
 
         const first = await restore();
         assert.strictEqual(first.code, 0, first.out);

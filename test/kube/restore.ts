@@ -17,6 +17,40 @@ export const ENC_PATH = "/etc/kubernetes/pki/alicloud-kubeadm-encryption.yaml";
 /** The control plane's static pods, in the order the kubelet starts them. */
 export const STATIC_PODS = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"] as const;
 
+/** A `ctr` stub for a master's sandbox: `ctr run ... IMAGE NAME etcdutl|etcdctl ARGS` (the etcd image's tool) runs the real binary, /var/lib mapped into the sandbox. */
+export function etcdImageShim(c: Cluster): string {
+    return `. "$AK_STUB_SRC/_lib.sh"
+[ "$3" = run ] || exit 0
+while [ $# -gt 0 ] && [ "$1" != etcdutl ] && [ "$1" != etcdctl ]; do shift; done
+tool=$1
+shift
+args=()
+for a in "$@"; do args+=("\${a//\\/var\\/lib/$AK_ROOT/var/lib}"); done
+exec "${c.bin}/$tool" "\${args[@]}"`;
+}
+
+/**
+ * A `kubectl` stub for a master's sandbox: `kubectl exec etcd-<node> -- etcdctl ARGS` runs the real etcdctl against that
+ * master's member, whose client port is on the line `<node> <port>` of `portsFile` (read at each call, so members that
+ * start later are found); the etcd PKI paths and the default client URL are mapped; any other kubectl is the real one.
+ */
+export function etcdExecShim(c: Cluster, portsFile: string): string {
+    return `for a in "$@"; do [ "$a" = exec ] && is_exec=1; done
+if [ -z "\${is_exec:-}" ]; then exec ${JSON.stringify(`${c.bin}/kubectl`)} "$@"; fi
+pod="" args=()
+while [ $# -gt 0 ]; do case "$1" in etcd-*) pod=$1 ;; --) shift; break ;; esac; shift; done
+[ "$1" = etcdctl ] || { echo "kubectl shim: only etcdctl runs in etcd pods" >&2; exit 1; }
+shift
+port=$(awk -v n="\${pod#etcd-}" '$1 == n { print $2 }' ${JSON.stringify(portsFile)})
+[ -n "$port" ] || { echo "Error from server (NotFound): pods \\"$pod\\" not found" >&2; exit 1; }
+for a in "$@"; do
+  a=\${a//https:\\/\\/127.0.0.1:2379/https://127.0.0.1:$port}
+  a=\${a//\\/etc\\/kubernetes\\/pki/${c.path("pki").replace(/\//g, "\\/")}}
+  args+=("$a")
+done
+exec ${JSON.stringify(`${c.bin}/etcdctl`)} "\${args[@]}"`;
+}
+
 /** An EncryptionConfiguration sealing Secrets with secretbox under `key` (Base64 of 32 bytes). */
 export function encryptionConfig(key: string): string {
     return `apiVersion: apiserver.config.k8s.io/v1
@@ -74,15 +108,7 @@ export function restoreMaster(c: Cluster, emu: Emulator, instanceId: string, nod
             crictl: `. "$AK_STUB_SRC/_lib.sh"
 [ "$1" = ps ] || exit 1
 grep -E '^(etcd|kube-apiserver)$' "$AK_ROOT/run/test-kubelet-running" || true`,
-            // ctr run ... IMAGE NAME etcdutl|etcdctl ARGS → the real binary, /var/lib mapped into the sandbox
-            ctr: `. "$AK_STUB_SRC/_lib.sh"
-[ "$3" = run ] || exit 0
-while [ $# -gt 0 ] && [ "$1" != etcdutl ] && [ "$1" != etcdctl ]; do shift; done
-tool=$1
-shift
-args=()
-for a in "$@"; do args+=("\${a//\\/var\\/lib/$AK_ROOT/var/lib}"); done
-exec "${c.bin}/$tool" "\${args[@]}"`,
+            ctr: etcdImageShim(c),
             curl: `exec /usr/bin/curl --connect-to "::127.0.0.1:${port}" "$@"`,
             kubectl: `exec "${c.bin}/kubectl" "$@"`,
             hostname: 'exec /usr/bin/hostname "$@"',
@@ -164,7 +190,8 @@ export async function writeObjects(c: Cluster, secretValue: string): Promise<voi
     await c.kubectl(["-n", "dr", "create", "configmap", "app", "--from-literal=mode=prod"]);
 }
 
-function copyTree(from: string, to: string): void {
+/** Copies a folder tree (kubeadm's PKI into a sandbox). */
+export function copyTree(from: string, to: string): void {
     fs.mkdirSync(to, { recursive: true });
     for (const e of fs.readdirSync(from, { withFileTypes: true })) {
         if (e.isDirectory()) copyTree(path.join(from, e.name), path.join(to, e.name));
