@@ -17,7 +17,7 @@ import { ossUrl, signOssV4, type OssCredentials, type OssTarget } from "../cloud
 import { fillOperation, OPERATIONS, type NodeCommandIds, type ParameterName } from "../rules";
 import { compactShell, renderOperation } from "../shell/render";
 import { removeNodes } from "../removal";
-import { joinControlPlaneMember } from "../providers/controlPlaneMember";
+import { joinControlPlaneMember } from "./member";
 import { readEtcdMembers } from "./quorum";
 import type { RestorePlan } from "./restore";
 
