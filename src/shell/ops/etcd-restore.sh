@@ -108,7 +108,7 @@ case "$AK_STEP" in
       if [ -f "${AK_ROOT}/etc/kubernetes/pki/ca.crt" ] && [ -f "${restore_dir}/bundle/pki/ca.crt" ] &&
         ! cmp -s "${AK_ROOT}/etc/kubernetes/pki/ca.crt" "${restore_dir}/bundle/pki/ca.crt"; then
         step_fail "this master runs a cluster with another CA than the backup's: on it run 'kubeadm reset -f' and" \
-          "mv /var/lib/alicloud-kubeadm/init.done /var/lib/alicloud-kubeadm/init.refused, then run the restore again (docs/disaster-recovery.md#restore-to-a-new-stack)"
+          "mv ${AK_STATE_DIR#"$AK_ROOT"}/init.done ${AK_STATE_DIR#"$AK_ROOT"}/init.refused, then run the restore again (docs/disaster-recovery.md#restore-to-a-new-stack)"
       fi
       AK_ETCD_IMAGE=$(sed -n 's/^ *image: *//p' "${aside}/etcd.yaml" | head -n 1)
     else
