@@ -20,6 +20,7 @@ import { removeNode } from "../removal";
 import { backupBeforeChange } from "../recovery/backup";
 import { checkQuorum, joinControlPlaneMember } from "../recovery/member";
 import { pulumiLog } from "./log";
+import { withPacingLog } from "./pacing";
 
 /** Secrets from a master for one join. */
 export type { JoinSecrets } from "../cloud/operations";
@@ -53,10 +54,12 @@ export { checkQuorum, joinControlPlaneMember } from "../recovery/member";
  * 3: join-secrets runs once with RunCommand (`joinSecretsScript`), no longer as a saved command.
  * 4: the etcd quorum is checked, and an etcd backup taken (src/recovery/backup.ts), before a join and before a removal;
  * a new master 0 (`masterInstanceId`) updates, never replaces.
- * 5: the join's quorum check counts the member among the masters: master 0's own member (whose `masterInstanceIds` are
+ * 5: the removal stops a control-plane join still running on the member before its reset, and checks it is not back
+ * as a Node afterwards; pacing of every cloud call.
+ * 6: the join's quorum check counts the member among the masters: master 0's own member (whose `masterInstanceIds` are
  * masters 1..n) was refused as "a member too many" when master 0 was re-created.
  */
-export const CONTROL_PLANE_MEMBER_PROVIDER_VERSION = "5";
+export const CONTROL_PLANE_MEMBER_PROVIDER_VERSION = "6";
 
 /**
  * The outputs of a ControlPlaneMember that are secrets: none. Its join secrets are made on a master and
@@ -76,7 +79,7 @@ const CONTROL_PLANE_MEMBER_DIFF = inputDiff<ControlPlaneMemberInputs>()({
     ignore: ["region", "pollIntervalMs", "joinTimeoutSeconds", "readyTimeoutSeconds", "pollSeconds"],
 });
 
-export const controlPlaneMemberProvider: pulumi.dynamic.ResourceProvider = {
+export const controlPlaneMemberProvider: pulumi.dynamic.ResourceProvider = withPacingLog({
     async create(inputs: ControlPlaneMemberInputs) {
         const nodeName = await joinControlPlaneMember(inputs, (m) => pulumiLog().info(m));
         return { id: inputs.memberInstanceId, outs: { ...inputs, nodeName } };
@@ -92,12 +95,13 @@ export const controlPlaneMemberProvider: pulumi.dynamic.ResourceProvider = {
         const access: ClusterAccess = { ...clusterAccess(props), pollIntervalMs: Math.min(1000, (props.pollSeconds ?? 10) * 1000) };
         await checkQuorum(access, await listNodes(access), props.memberInstanceId, "remove", (m) => log.info(m), props.nodeName);
         await backupBeforeChange(access, `removing control-plane member ${props.memberInstanceId}`, (m) => log.info(m), (m) => log.warn(m));
-        await removeNode({ instanceId: props.memberInstanceId, kind: "control-plane" }, {
+        // A control-plane join still running there is stopped before the reset (it would join the member again).
+        await removeNode({ instanceId: props.memberInstanceId, kind: "control-plane", joinCommandId: props.joinCommandId }, {
             region: props.region, masterInstanceIds: clusterAccess(props).masterInstanceIds, commands: props.commands, routeTableId: props.routeTableId, podCidr: props.podCidr,
             pollIntervalMs: Math.min(1000, (props.pollSeconds ?? 10) * 1000), log: (m) => log.info(m), warn: (m) => log.warn(m),
         });
     },
-};
+});
 
 /** A master 1..n-1 joined with `kubeadm join --control-plane` (see the module comment). */
 export class ControlPlaneMember extends pulumi.dynamic.Resource {

@@ -7,7 +7,8 @@
  */
 import { CommandError } from "../cloud/cloudAssistant";
 import { describeInstance } from "../cloud/ecs";
-import { bootstrapLog, joinSecrets, listNodes, providerIdOf, runJoin, sendSecret, type ClusterAccess, type JoinSecrets } from "../cloud/operations";
+import { bootstrapLog, joinSecrets, listNodes, nodeOfInstance, providerIdOf, runJoin, sendSecret, type ClusterAccess, type JoinSecrets } from "../cloud/operations";
+import { waitFor } from "../cloud/wait";
 import type { NodeCommandIds } from "../rules";
 import { backupBeforeChange } from "./backup";
 import { joinProblem, readEtcdMembers, removalProblem } from "./quorum";
@@ -44,7 +45,8 @@ export async function joinControlPlaneMember(inputs: JoinMemberInputs, log: (m: 
     const providerId = providerIdOf(region, memberInstanceId);
 
     const nodes = await listNodes(master);
-    const existing = nodes.find((n) => n.providerId === providerId);
+    const member = { instanceId: memberInstanceId };
+    const existing = nodeOfInstance(nodes, region, member);
     if (!existing) {
         await checkQuorum(master, nodes, memberInstanceId, "join", log);
         await backupBeforeChange(master, `joining control-plane member ${memberInstanceId}`, log, log);
@@ -66,19 +68,14 @@ export async function joinControlPlaneMember(inputs: JoinMemberInputs, log: (m: 
         log(`${memberInstanceId} is already a node (${existing.name}); waiting for Ready`);
     }
 
-    const deadline = Date.now() + (inputs.readyTimeoutSeconds ?? 600) * 1000;
-    for (;;) {
-        const node = (await listNodes(master)).find((n) => n.providerId === providerId);
-        if (node?.ready) {
-            log(`control-plane member ${memberInstanceId} is Ready as ${node.name}`);
-            return node.name;
-        }
-        if (Date.now() + pollMs > deadline) {
-            throw new Error(`control-plane member ${memberInstanceId} joined but is not Ready after ${inputs.readyTimeoutSeconds ?? 600} s ` +
-                `(${node ? `node ${node.name} NotReady` : `no Node with provider id ${providerId}`}); check the pod network and \`npm run doctor\``);
-        }
-        await new Promise((r) => setTimeout(r, pollMs));
-    }
+    const name = await waitFor(async () => {
+        const node = nodeOfInstance(await listNodes(master), region, member);
+        return node?.ready ? { done: true, value: node.name } : { done: false, state: node ? `node ${node.name} NotReady` : `no Node with provider id ${providerId}` };
+    }, { timeoutMs: (inputs.readyTimeoutSeconds ?? 600) * 1000, firstDelayMs: pollMs, maxDelayMs: pollMs, factor: 1 },
+    (state) => new Error(`control-plane member ${memberInstanceId} joined but is not Ready after ${inputs.readyTimeoutSeconds ?? 600} s ` +
+        `(${state}); check the pod network and \`npm run doctor\``));
+    log(`control-plane member ${memberInstanceId} is Ready as ${name}`);
+    return name;
 }
 
 /**
@@ -90,7 +87,7 @@ export async function joinControlPlaneMember(inputs: JoinMemberInputs, log: (m: 
 export async function checkQuorum(access: ClusterAccess, nodes: Awaited<ReturnType<typeof listNodes>>, memberInstanceId: string, step: "join" | "remove",
     log: (m: string) => void, memberNodeName?: string): Promise<void> {
     const via = access.masterInstanceIds.filter((m) => m !== memberInstanceId)
-        .map((m) => nodes.find((n) => n.providerId === providerIdOf(access.region, m))).find((n) => n?.ready);
+        .map((m) => nodeOfInstance(nodes, access.region, { instanceId: m })).find((n) => n?.ready);
     if (!via) return;
     const peerIp = (await describeInstance(access.region, memberInstanceId))?.privateIp ?? "";
     const members = await readEtcdMembers(access, via.name);

@@ -12,7 +12,7 @@
  */
 import { CommandError, runOnInstance } from "../cloud/cloudAssistant";
 import { describeInstances } from "../cloud/ecs";
-import { deleteNode, listNodes, providerIdOf, resetNode, sendSecret, type ClusterAccess } from "../cloud/operations";
+import { deleteNodes, listNodes, providerIdOf, resetNode, sendSecret, type ClusterAccess } from "../cloud/operations";
 import { ossUrl, signOssV4, type OssCredentials, type OssTarget } from "../cloud/oss";
 import { fillOperation, OPERATIONS, type NodeCommandIds, type ParameterName } from "../rules";
 import { compactShell, renderOperation } from "../shell/render";
@@ -215,7 +215,7 @@ export async function applyRestore(i: ApplyRestoreInputs, plan: RestorePlan, rea
             log(`re-joining master ${m}: kubeadm reset, its Node deleted, then the control-plane join`);
             await resetNode(access, m).catch((err: Error) => { throw new Error(`restore: resetting master ${m} before it re-joins failed: ${err.message}. Bring it online and run the restore again`); });
             const old = (await listNodes(access)).find((n) => n.providerId === providerIdOf(i.region, m));
-            if (old) await deleteNode(access, old.name);
+            if (old) await deleteNodes(access, [old.name]);
             await joinControlPlaneMember({
                 region: i.region, masterInstanceId: plan.target, masterInstanceIds: [plan.target, ...others], memberInstanceId: m, commands: i.commands,
                 joinCommandId: i.controlPlaneJoinCommandId, joinSecretsScript: renderOperation("join-secrets"),
