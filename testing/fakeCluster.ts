@@ -344,9 +344,9 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
         c.log.push(`${ctx.instanceId}: backup`);
         return { output: `status=ok\nkey=etcd/test/${c.backups.length}.snap\nbytes=1024\nrevision=7\n` };
     });
-    emu.onCommand(/^# AK_STEP=/m, (ctx) => {
+    emu.onCommand(/^# AK_UPGRADE_STEP=/m, (ctx) => {
         const target = /^readonly AK_KUBERNETES_VERSION='([^']+)'$/m.exec(ctx.script)?.[1] ?? "";
-        const step = ctx.parameters.step;
+        const step = ctx.parameters.upgradestep;
         const id = ctx.instanceId;
         const v = versionsOf(id);
         const node = nodeOfInstance(id);

@@ -32,6 +32,8 @@ export interface RecordedResource {
     /** Inputs whose changes the engine ignores after creation (`ignoreChanges`), and those that replace it (`replaceOnChanges`). */
     ignoreChanges: string[];
     replaceOnChanges: string[];
+    /** URNs the resource depends on as the engine records it (`dependsOn` and the resources its inputs come from). */
+    dependencies: string[];
     id?: string;
     /** Inputs with secrets revealed: for assertions in tests only, never written out. */
     rawInputs: Record<string, unknown>;
@@ -184,6 +186,7 @@ export function installMocks(options: MockOptions = {}): Recorder {
     const urns = new Map<string, { urn: string; aliases: string[] }>();
     const secretOutputs = new Map<string, string[]>();
     const changeOptions = new Map<string, { ignoreChanges: string[]; replaceOnChanges: string[] }>();
+    const dependencies = new Map<string, string[]>();
 
     const mocks: pulumi.runtime.Mocks = {
         newResource(args) {
@@ -198,7 +201,7 @@ export function installMocks(options: MockOptions = {}): Recorder {
             const identity = urns.get(key) ?? { urn: "", aliases: [] };
             resources.push({
                 type: args.type, name: args.name, urn: identity.urn, aliases: identity.aliases, parent: parents.get(key), provider: args.provider || undefined,
-                custom: args.custom ?? true, inputs, secretInputs, secretOutputs: secretOutputs.get(key) ?? [], id, rawInputs,
+                custom: args.custom ?? true, inputs, secretInputs, secretOutputs: secretOutputs.get(key) ?? [], dependencies: dependencies.get(key) ?? [], id, rawInputs,
                 ...(changeOptions.get(key) ?? { ignoreChanges: [], replaceOnChanges: [] }),
             });
             const placeholders = args.type === "pulumi-nodejs:dynamic:Resource" ? DYNAMIC_PLACEHOLDERS : {};
@@ -221,6 +224,7 @@ export function installMocks(options: MockOptions = {}): Recorder {
     interface RegisterRequest {
         getType(): string; getName(): string; getParent(): string; getAliasesList?(): AliasSpec[]; getAliasurnsList?(): string[]; getAdditionalsecretoutputsList?(): string[];
         getIgnorechangesList?(): string[]; getReplaceonchangesList?(): string[];
+        getDependenciesList?(): string[];
     }
     interface Monitor { registerResource(req: RegisterRequest, cb: unknown): Promise<void>; newUrn(parent: string, type: string, name: string): string }
     // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -232,6 +236,7 @@ export function installMocks(options: MockOptions = {}): Recorder {
         parents.set(key, nameFromUrn(req.getParent()));
         secretOutputs.set(key, req.getAdditionalsecretoutputsList?.() ?? []);
         changeOptions.set(key, { ignoreChanges: req.getIgnorechangesList?.() ?? [], replaceOnChanges: req.getReplaceonchangesList?.() ?? [] });
+        dependencies.set(key, req.getDependenciesList?.() ?? []);
         const aliases = [
             ...(req.getAliasurnsList?.() ?? []),
             ...(req.getAliasesList?.() ?? []).map((a) => a.getUrn() || aliasSpecUrn(monitor, req, a)),

@@ -1,6 +1,6 @@
 #!/bin/bash
 # alicloud-kubeadm upgrade step: one step of moving this master or node to AK_KUBERNETES_VERSION, chosen by the
-# parameter AK_STEP. The program (src/upgrade/) runs the steps in order, one master at a time, and decides each from
+# parameter AK_UPGRADE_STEP. The program (src/upgrade/) runs the steps in order, one master at a time, and decides each from
 # what it reads; every step can run again and then does what is left (a package already at the version stays,
 # `kubeadm upgrade apply/node` of the version it runs re-applies it). A person can run the same steps by hand:
 #   status         kubeadm=, kubelet=, apiserver= (this master's static pod manifest; none on a worker) versions
@@ -15,7 +15,7 @@
 # The last line is `upgrade-step=<step> result=ok`; on failure, the tail of the step's log and `result=failed`.
 set -euo pipefail
 
-ak_require AK_KUBERNETES_VERSION AK_K8S_REPO_URL AK_STEP
+ak_require AK_KUBERNETES_VERSION AK_K8S_REPO_URL AK_UPGRADE_STEP
 mkdir -p "$AK_LOG_DIR"
 AK_UPGRADE_LOG="${AK_LOG_DIR}/upgrade-${AK_KUBERNETES_VERSION}.log"
 target="v${AK_KUBERNETES_VERSION}"
@@ -38,16 +38,16 @@ ak_upgrade_packages() {
 # ak_step_run COMMAND...: run it with its output in the upgrade log; on failure print the log's tail and stop.
 ak_step_run() {
   local rc=0
-  ak_log "${AK_STEP}: $*"
+  ak_log "${AK_UPGRADE_STEP}: $*"
   "$@" >>"$AK_UPGRADE_LOG" 2>&1 || rc=$?
   if [ "$rc" -ne 0 ]; then
     tail -c 6144 "$AK_UPGRADE_LOG"
-    echo "upgrade-step=${AK_STEP} result=failed exit=${rc}"
+    echo "upgrade-step=${AK_UPGRADE_STEP} result=failed exit=${rc}"
     exit "$rc"
   fi
 }
 
-case "$AK_STEP" in
+case "$AK_UPGRADE_STEP" in
   status)
     printf 'kubeadm=%s\nkubelet=%s\napiserver=%s\n' "$(kubeadm version -o short 2>/dev/null | sed 's/^v//' || echo none)" \
       "$(kubelet --version 2>/dev/null | sed 's/^Kubernetes v//' || echo none)" "$(ak_manifest_version)"
@@ -75,4 +75,4 @@ case "$AK_STEP" in
     [ "$(kubelet --version)" = "Kubernetes ${target}" ] || ak_die "kubelet is $(kubelet --version) after the install, not ${target}"
     ;;
 esac
-echo "upgrade-step=${AK_STEP} result=ok"
+echo "upgrade-step=${AK_UPGRADE_STEP} result=ok"

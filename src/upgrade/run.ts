@@ -12,7 +12,7 @@ export type UpgradeStep = "status" | "kubeadm" | "plan" | "apply" | "node" | "co
 /** Runs `step` of the saved upgrade command on `instanceId`; returns its output. @throws CommandError when it did not succeed */
 export async function runUpgradeStep(access: Pick<ClusterAccess, "region" | "pollIntervalMs">, commandId: string, instanceId: string, step: UpgradeStep): Promise<string> {
     return runOnInstance({
-        region: access.region, instanceId, commandId, parameters: operationParameters("upgrade", { step }), name: `alicloud-kubeadm upgrade ${step}`,
+        region: access.region, instanceId, commandId, parameters: operationParameters("upgrade", { upgradeStep: step }), name: `alicloud-kubeadm upgrade ${step}`,
         timeoutSeconds: OPERATIONS.upgrade.timeoutSeconds, pollIntervalMs: access.pollIntervalMs, pollMaxIntervalMs: 10_000,
     });
 }
