@@ -15,7 +15,7 @@ import { callApi } from "../src/cloud/openapi";
 import { newChannelId, newRecipient, seal, type Recipient } from "../src/cloud/channel";
 import { nodeCommandSpecs } from "../src/components/nodeCommands";
 import { fillOperation, OPERATIONS, type ParameterName } from "../src/rules";
-import { renderAttachCommand, renderControlPlaneJoinCommand, renderOperation } from "../src/shell/render";
+import { renderAttachCommand, renderControlPlaneJoinCommand, renderOperation, renderUpgradeCommand } from "../src/shell/render";
 import { useEmulator } from "../testing/emulator/fixture";
 import { createCommand } from "../testing/savedCommands";
 import { answerWithRealCluster, type RealOperations } from "./kube/operations";
@@ -100,7 +100,8 @@ describe("an invoker of the saved commands, with their own key, gets no credenti
     const saved = [
         ...nodeCommandSpecs("t").map(({ op, args }) => ({ name: op as string, on: OPERATIONS[op].on, parameters: OPERATIONS[op].parameters as readonly ParameterName[], script: args.script })),
         ...([["attach", renderAttachCommand({ region: REGION, kubernetesVersion: "1.36.3", apiEndpoint: "192.168.0.10:6443", caCertHash: `sha256:${"ab".repeat(32)}`, poolName: "existing" })],
-            ["control-plane-join", renderControlPlaneJoinCommand({ region: REGION, kubernetesVersion: "1.36.3", apiEndpoint: "192.168.0.10:6443", caCertHash: `sha256:${"ab".repeat(32)}` })]] as const)
+            ["control-plane-join", renderControlPlaneJoinCommand({ region: REGION, kubernetesVersion: "1.36.3", apiEndpoint: "192.168.0.10:6443", caCertHash: `sha256:${"ab".repeat(32)}` })],
+            ["upgrade", renderUpgradeCommand({ region: REGION, kubernetesVersion: "1.36.3" })]] as const)
             .map(([name, script]) => ({ name, on: "node" as const, parameters: OPERATIONS[name].parameters as readonly ParameterName[], script })),
     ];
 
