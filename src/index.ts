@@ -31,14 +31,23 @@ export { carveVSwitchCidrs, parseCidr, overlaps, contains } from "./rules/cidr";
 
 // Components
 export { Cluster, resolveClusterConfig, type ClusterArgs, type ClusterConfigArgs } from "./components/cluster";
+// Attaching a pool, an existing node or an image built outside a Cluster: the handle it exports.
+export {
+    clusterHandleOf, CLUSTER_HANDLE_FORMAT, POOL_REGISTRATION_LABEL, NODE_REGISTRATION_LABEL,
+    type ClusterHandle, type ClusterPlacement, type AdmissionMembership, type ClusterRam,
+} from "./components/clusterHandle";
+export { type JoinArgs } from "./components/joinArgs";
 export { Network, createNetwork, type NetworkArgs, type NetworkResources } from "./components/network";
 export { ControlPlane, createControlPlane, CCM_ACTIONS, AUTOSCALER_ACTIONS, type ControlPlaneArgs, type ControlPlaneResources } from "./components/controlPlane";
-export { NodePool, createNodePool, type NodePoolArgs, type NodePoolResources } from "./components/nodePool";
-export { ExistingNode, createExistingNode, createAttachCommand, type ExistingNodeArgs, type ExistingNodeResources, type AttachCommandArgs } from "./components/existingNode";
+export { NodePool, createNodePool, type NodePoolArgs, type AttachedNodePoolArgs, type NodePoolResources, type PoolTimeouts } from "./components/nodePool";
+export {
+    ExistingNode, createExistingNode, createAttachCommand, type ExistingNodeArgs, type AttachedExistingNodeArgs, type ExistingNodeResources, type AttachCommandArgs,
+    type MembershipTimeouts, type SshConnectionArgs,
+} from "./components/existingNode";
 export { NodeCommands, nodeCommandSpecs, saveCommand, type NodeCommandsArgs, type SavedCommandArgs } from "./components/nodeCommands";
 export { PodNetwork, type PodNetworkArgs } from "./components/podNetwork";
 export { PodSecurity, podSecurityObjects, type PodSecurityArgs } from "./components/podSecurity";
-export { NodeImage, bakeBuildContent, type NodeImageArgs } from "./components/nodeImage";
+export { NodeImage, bakeBuildContent, type NodeImageArgs, type AttachedNodeImageArgs } from "./components/nodeImage";
 export { BakedImage } from "./providers/bakedImage";
 export { ClusterAutoscaler, autoscalerVersionFor, refusedAutoscalerVersion, type ClusterAutoscalerArgs } from "./components/clusterAutoscaler";
 

@@ -16,6 +16,7 @@ import { fillOperation, STACK_CREDENTIAL_PATTERN } from "../rules";
 import { logInfo, pulumiLog } from "./log";
 import { yamlLibrary } from "./libraries";
 import { dynamicResourceProps, type ResourceArgs } from "./access";
+import { alwaysAnswered } from "./answered";
 import { diffInputs, inputDiff } from "./diff";
 
 /** Where src/shell/master_init.sh leaves its markers and log, and kubeadm its files (init-status.sh reads them). */
@@ -244,5 +245,6 @@ export class JoinInfo extends pulumi.dynamic.Resource {
 
     constructor(name: string, args: JoinInfoArgs, opts?: pulumi.CustomResourceOptions) {
         super(joinInfoProvider, name, ...dynamicResourceProps(["caCertHash", "kubeconfig", "credential"], JOIN_INFO_PROVIDER_VERSION, args, JOIN_INFO_SECRET_OUTPUTS, opts));
+        alwaysAnswered(this, ["caCertHash", "kubeconfig", "credential"]);
     }
 }
