@@ -200,9 +200,11 @@ describe("doctor", () => {
         const { emu } = ctx;
         const { info, model, ids } = await stage(emu);
         const second = emu.addInstance().instanceId;
-        const iso = (days: number) => new Date(Date.now() + days * 86400_000).toISOString().slice(0, 19) + "Z";
+        // One clock for every date, days apart: which certificate expires first never hangs on when the line ran.
+        const now = Date.now();
+        const iso = (days: number) => new Date(now + days * 86400_000).toISOString().slice(0, 19) + "Z";
         model.certs[ids.master].expiry["pki/front-proxy-client.crt"] = iso(12);
-        model.certs[second] = { expiry: { "pki/apiserver.crt": iso(-1), "pki/etcd/server.crt": iso(200) }, timer: false };
+        model.certs[second] = { expiry: { "pki/apiserver.crt": iso(-1), "pki/etcd/server.crt": iso(300) }, timer: false };
         const two = { ...info, masterInstanceIds: [ids.master, second] };
         let findings = await runDoctor(two, { ...fast, checks: ["certs"] });
         const w = find(findings, "certs", "warning", new RegExp(`master ${ids.master} .*less than 30 days left: pki/front-proxy-client\\.crt`));

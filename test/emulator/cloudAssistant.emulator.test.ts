@@ -178,7 +178,7 @@ describe("emulator: ECS power and system disk", () => {
         await call("ecs", "StopInstance", { InstanceId: inst.instanceId });
         assert.strictEqual(inst.status, "Stopped");
         assert.strictEqual(await code(call("ecs", "StopInstance", { InstanceId: inst.instanceId })), "IncorrectInstanceStatus");
-        fx.emu.state.transitionMs = 100;
+        fx.emu.state.transitionMs = 60_000; // still Stopping however long the next call takes
         const other = fx.emu.addInstance();
         await call("ecs", "StopInstance", { InstanceId: other.instanceId });
         assert.strictEqual(other.status, "Stopping");

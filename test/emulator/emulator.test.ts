@@ -35,19 +35,26 @@ describe("emulator: ECS", () => {
         assert.strictEqual(await code(call("ecs", "StartInstance", { InstanceId: inst.instanceId })), "IncorrectInstanceStatus");
     });
 
-    it("with transitionMs, Stop and Start pass through Stopping and Starting", async () => {
-        fx.emu.state.transitionMs = 100;
+    it("with transitionReads, Stop and Start pass through Stopping and Starting for that many DescribeInstances answers", async () => {
+        fx.emu.state.transitionReads = 2;
+        const inst = fx.emu.addInstance();
+        await call("ecs", "StopInstance", { InstanceId: inst.instanceId });
+        const status = async () => ((await call("ecs", "DescribeInstances", { InstanceIds: JSON.stringify([inst.instanceId]) })).Instances as { Instance: { Status: string }[] }).Instance[0].Status;
+        assert.deepStrictEqual([await status(), await status()], ["Stopping", "Stopping"]);
+        assert.strictEqual(await code(call("ecs", "StartInstance", { InstanceId: inst.instanceId })), "IncorrectInstanceStatus");
+        assert.strictEqual(await status(), "Stopped");
+        await call("ecs", "StartInstance", { InstanceId: inst.instanceId });
+        assert.deepStrictEqual([await status(), await status(), await status()], ["Starting", "Starting", "Running"]);
+    });
+
+    it("with transitionMs, Stop passes through Stopping until the time is up", async () => {
+        // Far longer than any gap between two calls, so the first read sees Stopping however loaded the machine is.
+        fx.emu.state.transitionMs = 60_000;
         const inst = fx.emu.addInstance();
         await call("ecs", "StopInstance", { InstanceId: inst.instanceId });
         const status = async () => ((await call("ecs", "DescribeInstanceStatus", { InstanceId: [inst.instanceId] })).InstanceStatuses as { InstanceStatus: { Status: string }[] }).InstanceStatus[0].Status;
         assert.strictEqual(await status(), "Stopping");
         assert.strictEqual(await code(call("ecs", "StartInstance", { InstanceId: inst.instanceId })), "IncorrectInstanceStatus");
-        await new Promise((r) => setTimeout(r, 150));
-        assert.strictEqual(await status(), "Stopped");
-        await call("ecs", "StartInstance", { InstanceId: inst.instanceId });
-        assert.strictEqual(await status(), "Starting");
-        await new Promise((r) => setTimeout(r, 150));
-        assert.strictEqual(await status(), "Running");
     });
 
     it("DescribeInstances filters by the InstanceIds JSON array and pages", async () => {

@@ -507,6 +507,7 @@ const describeInstances: Handler = (st, p) => {
         list = list.filter((i) => (ids as string[]).includes(i.instanceId));
     }
     if (p.VpcId) list = list.filter((i) => i.vpcId === p.VpcId);
+    for (const i of list) readTransition(i);
     if (p.Status) list = list.filter((i) => i.status === p.Status);
     if (p.InstanceName) list = list.filter((i) => i.instanceName === p.InstanceName);
     const pg = page(list, p, 100, 10);
@@ -590,11 +591,22 @@ const stopInstance: Handler = (st, p) => {
     return {};
 };
 
-/** Move through an intermediate status when `st.transitionMs` > 0, then run `done`. */
+/** Move through an intermediate status when `st.transitionReads` or `st.transitionMs` > 0, then run `done`. */
 function transition(st: EmulatorState, i: EmuInstance, via: InstanceStatus, to: InstanceStatus, done: () => void): void {
+    if (st.transitionReads > 0) { i.status = via; i.pendingTransition = { to, reads: st.transitionReads, done }; return; }
     if (st.transitionMs <= 0) { i.status = to; done(); return; }
     i.status = via;
     setTimeout(() => { if (i.status === via) { i.status = to; done(); } }, st.transitionMs).unref();
+}
+
+/** A read of an instance in a counted transition: the intermediate status while reads are left, then the final one. */
+function readTransition(i: EmuInstance): void {
+    const t = i.pendingTransition;
+    if (!t) return;
+    if (t.reads > 0) { t.reads -= 1; return; }
+    i.pendingTransition = undefined;
+    i.status = t.to;
+    t.done();
 }
 
 const startInstance: Handler = (st, p) => {

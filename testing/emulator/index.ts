@@ -11,7 +11,7 @@
  * implemented (ecs.ts, ess.ts, vpc.ts), and where the sources are silent the harsher behaviour is
  * modelled and the comment says so. Knobs on `emu.state` (defaults): `activityDurationMs` (0),
  * `routeTaskMs` (0), `routeConflictCodes` (TaskConflict, OperationConflict, IncorrectRouteEntryStatus,
- * SystemBusy), `transitionMs` (0), `deliveryTimeoutMs` (60000), `protectedMembersRemovable` (false),
+ * SystemBusy), `transitionMs` (0), `transitionReads` (0), `deliveryTimeoutMs` (60000), `protectedMembersRemovable` (false),
  * `presetPasswordImages` (empty), `syncNotMatchForStoppedInstances` (false), `invocationResultsPageCap` (50).
  * Hooks: `onCommand`, `setAgentOffline(id, "ClientNotRunning" | "ClientNotResponse" | "DeliveryTimeout")`,
  * `failNextActivity`, `runHealthCheck`, `activitiesOf`, `inject`, `throttle`, `fail5xx`.

@@ -53,6 +53,11 @@ export interface EmuInstance {
     userDataRuns: number;
     /** Set by ReplaceSystemDisk: the next StartInstance runs the user data. */
     pendingUserDataRun: boolean;
+    /**
+     * A Stop/Start in progress with `transitionReads`: the status it ends in, how many more DescribeInstances answers
+     * show the intermediate one, and what happens when it ends.
+     */
+    pendingTransition?: { to: InstanceStatus; reads: number; done: () => void };
     /** SSH key pair bound to the instance, "" when none (DescribeInstances `KeyPairName`). Default "". */
     keyPairName: string;
     /** Where the current system disk's login password comes from. Default `instance`. */
@@ -303,6 +308,12 @@ export class EmulatorState {
     invocationResultsPageCap = 50;
     /** How long StopInstance/StartInstance stay in `Stopping`/`Starting` (ms). Default 0: the final state at once. */
     transitionMs = 0;
+    /**
+     * How many DescribeInstances answers show an instance in `Stopping`/`Starting` after StopInstance/StartInstance
+     * before the final status (takes precedence over `transitionMs`). The same asynchrony counted in reads rather than
+     * time, for tests that watch the intermediate status on a loaded machine. Default 0.
+     */
+    transitionReads = 0;
     /** How long ESS scaling activities stay `InProgress` (ms). Default 0: they finish at once. */
     activityDurationMs = 0;
     /**
