@@ -27,7 +27,9 @@ export {
     type ValidationResult,
     type StackConfig,
 } from "./config";
-export { carveVSwitchCidrs, parseCidr, overlaps, contains } from "./rules/cidr";
+export type { AdmissionConfig, ClusterConfigFields, NodeJoinConfig } from "./configTypes";
+export type { AutoscalerSettings, Problem, SavedOperation } from "./rules";
+export { carveVSwitchCidrs, parseCidr, overlaps, contains, type Cidr } from "./rules/cidr";
 
 // Components
 export { Cluster, resolveClusterConfig, type ClusterArgs, type ClusterConfigArgs } from "./components/cluster";
@@ -45,21 +47,26 @@ export {
     type MembershipTimeouts, type SshConnectionArgs,
 } from "./components/existingNode";
 export { NodeCommands, nodeCommandSpecs, saveCommand, type NodeCommandsArgs, type SavedCommandArgs } from "./components/nodeCommands";
-export { PodNetwork, type PodNetworkArgs } from "./components/podNetwork";
+export { PodNetwork, type PodNetworkArgs, type PodNetworkImages } from "./components/podNetwork";
+export { Admission, type AdmissionArgs } from "./components/admission";
+export type { KubeObject, KubeMetadata } from "./components/kube";
 export { PodSecurity, podSecurityObjects, type PodSecurityArgs } from "./components/podSecurity";
 export { NodeImage, bakeBuildContent, type NodeImageArgs, type AttachedNodeImageArgs } from "./components/nodeImage";
-export { BakedImage } from "./providers/bakedImage";
-export { ClusterAutoscaler, autoscalerVersionFor, refusedAutoscalerVersion, type ClusterAutoscalerArgs } from "./components/clusterAutoscaler";
+export { BakedImage, type BakedImageArgs } from "./providers/bakedImage";
+export { ClusterAutoscaler, autoscalerVersionFor, refusedAutoscalerVersion, type ClusterAutoscalerArgs, type AutoscaledPool } from "./components/clusterAutoscaler";
 
 // Dynamic resources (run over Cloud Assistant and the ECS/ESS/VPC OpenAPI)
-export { JoinInfo, type JoinInfoArgs } from "./providers/joinInfo";
-export { BootstrapToken } from "./providers/bootstrapToken";
+export { JoinInfo, type JoinInfoArgs, type JoinInfoScripts } from "./providers/joinInfo";
+export { BootstrapToken, type BootstrapTokenArgs } from "./providers/bootstrapToken";
 export { ControlPlaneMember, type ControlPlaneMemberArgs } from "./providers/controlPlaneMember";
-export { NodeMembership } from "./providers/nodeMembership";
-export { PoolCapacity } from "./providers/poolCapacity";
+export { NodeMembership, type NodeMembershipArgs, type MembershipMode } from "./providers/nodeMembership";
+export { PoolCapacity, type PoolCapacityArgs } from "./providers/poolCapacity";
 export { ApiServerReady, type ApiServerReadyArgs } from "./providers/apiServerReady";
 export { removeNode, removeNodes, scaleInPool, type RemovalTarget, type RemovalOptions, type RemovalReport } from "./removal";
+export type { NodeKind } from "./removal/types";
+export type { ScaleInPool } from "./removal/scaleIn";
 export { OPERATIONS, type NodeCommandIds, type OperationName } from "./rules";
 
 // Operations
 export { runDoctor, type ClusterInfo, type Finding } from "./doctor";
+export type { CheckName, DoctorOptions, ExistingNodeInfo, FindingStatus, PoolInfo } from "./doctor/types";

@@ -30,11 +30,15 @@ import { CLUSTER_HANDLE_FORMAT, type ClusterHandle } from "./clusterHandle";
 
 /** The cluster config as a program gives it: plain values, except the SSH secrets (see {@link SshConnectionArgs}). */
 export type ClusterConfigArgs = Omit<ClusterConfigInput, "existingNodes"> & {
-    existingNodes?: Array<Omit<ExistingNodeInput, "connection"> & { connection?: SshConnectionArgs }>;
+    /** Existing ECS instances joined as nodes; an SSH connection's secrets may be Pulumi secrets. Default `[]`. */
+    existingNodes?: Array<Omit<ExistingNodeInput, "connection"> & {
+        /** Run the attach script over SSH (mode `manual` only). Default: Cloud Assistant. */
+        connection?: SshConnectionArgs;
+    }>;
 };
 
 export interface ClusterArgs {
-    /** The `alicloud-kubeadm:cluster` object (README "Configuration"); validated before anything is created. */
+    /** The `alicloud-kubeadm:cluster` object (README "Configuration"); validated before anything is created. Required. */
     config: ClusterConfigArgs;
     /** The Alibaba Cloud region, usually `alicloud:region`. Required. */
     region: string;

@@ -109,8 +109,11 @@ export interface ExistingNodeResources {
 
 /** An existing node's SSH connection as a program gives it: the secrets may be Pulumi secrets (`config.requireSecret`). */
 export type SshConnectionArgs = Omit<SshConnectionInput, "privateKey" | "privateKeyPassword" | "password"> & {
+    /** PEM private key; a Pulumi secret (`config.requireSecret`) or a plain string. Default none. */
     privateKey?: pulumi.Input<string>;
+    /** Passphrase of the private key; a Pulumi secret or a plain string. Default none. */
     privateKeyPassword?: pulumi.Input<string>;
+    /** Password; a Pulumi secret or a plain string. Default none. */
     password?: pulumi.Input<string>;
 };
 
@@ -234,10 +237,11 @@ export function poolLabelProblem(poolName: string | undefined): string | undefin
 
 /** What the cluster's attach command bakes in: the join material every existing node shares. */
 export interface AttachCommandArgs {
-    /** The cluster's name, region, Kubernetes version and image sources (the join context's `config`). */
+    /** The cluster's name, region, Kubernetes version and image sources (the join context's `config`). Required. */
     config: Pick<NodeJoinConfig, "name" | "region" | "kubernetesVersion" | "images">;
+    /** API endpoint `host:6443` the nodes join through. Required. */
     apiEndpoint: pulumi.Input<string>;
-    /** `sha256:<hex>` CA pin (secret). */
+    /** `sha256:<hex>` CA pin (secret). Required. */
     caCertHash: pulumi.Input<string>;
     /** Join through the admission service at these endpoints (no token anywhere). Default: none. */
     admissionEndpoints?: pulumi.Input<string[]>;

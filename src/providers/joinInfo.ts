@@ -27,16 +27,16 @@ export const MASTER_PATHS = {
 } as const;
 
 export interface JoinInfoInputs {
-    /** Region id, e.g. `cn-hangzhou`. */
+    /** Region id, e.g. `cn-hangzhou`. Required. */
     region: string;
-    /** Master 0, which ran `kubeadm init`. */
+    /** Master 0, which ran `kubeadm init`. Required. */
     masterInstanceId: string;
-    /** `https://host:6443` written into the returned kubeconfig. */
+    /** `https://host:6443` written into the returned kubeconfig. Required. */
     kubeconfigServer: string;
     /**
      * The init-status, stack-credential and stack-credential-revoke operations, rendered at program time
      * (src/shell/ops; the last two with `{{credential}}` and `{{recipient}}` filled in here): run once per
-     * cluster with RunCommand while master 0 comes up, so not saved as commands.
+     * cluster with RunCommand while master 0 comes up, so not saved as commands. Required.
      */
     scripts: JoinInfoScripts;
     /** Bound on the wait for `kubeadm init`, seconds. Default 1800 (package installs on a fresh image take minutes). */

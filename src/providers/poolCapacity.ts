@@ -34,9 +34,9 @@ export const POOL_CAPACITY_PROVIDER_VERSION = "1";
 export const POOL_CAPACITY_SECRET_OUTPUTS = [] as const;
 
 export interface PoolCapacityInputs extends ClusterAccessInputs {
-    /** ESS scaling group (`asg-…`). */
+    /** ESS scaling group (`asg-…`). Required. */
     scalingGroupId: string;
-    /** Pool name: nodes carry `alicloud-kubeadm/pool=<poolName>`. */
+    /** Pool name: nodes carry `alicloud-kubeadm/pool=<poolName>`. Required. */
     poolName: string;
     /** `fixed`: this resource sets the capacity. `observe`: only delete acts (autoscaled pools). Default `fixed`. */
     mode?: "fixed" | "observe";
