@@ -15,7 +15,7 @@ import { parseSections } from "../src/doctor/context";
 import { renderOperation } from "../src/shell/render";
 import { operation, saveNodeCommands } from "../testing/savedCommands";
 import { parseClusterInfo } from "../src/doctor/clusterInfo";
-import { helpText } from "../scripts/doctor";
+import { helpText, parseArgs } from "../scripts/doctor";
 
 const ROOT = path.join(__dirname, "..");
 
@@ -563,6 +563,21 @@ describe("doctor CLI", () => {
         const h = helpText();
         for (const name of ["ess", "autoscaler", "nodes", "routes", "join", "certs"]) assert.match(h, new RegExp(`^  ${name}\\s+\\S`, "m"));
         assert.match(h, /0 no problem, 1 at least one problem, 2 could not look/);
+        // Pools and existing nodes join by cloud identity: the join check names tokens as left-overs, not as how nodes join.
+        assert.match(h.replace(/\s+/g, " "), /pools and existing nodes join by cloud identity through the admission service \(no token\)/);
+    });
+
+    it("parses its arguments (node:util parseArgs) and names a bad one", () => {
+        assert.deepEqual(parseArgs(["--outputs", "o.json", "--json", "--check", "ess,nodes", "--poll-interval-ms", "10"]),
+            { json: true, help: false, stack: undefined, outputs: "o.json", checks: ["ess", "nodes"], pollIntervalMs: 10 });
+        assert.equal(parseArgs(["-h"]).help, true);
+        assert.throws(() => parseArgs(["--outputs"]), /--outputs.*argument missing.*see --help/);
+        assert.throws(() => parseArgs(["--stack", "--json"]), /'--stack' argument is ambiguous[\s\S]*see --help/);
+        assert.throws(() => parseArgs(["--stack="]), /--stack needs a value/);
+        assert.throws(() => parseArgs(["--outputs", "o.json", "--colour"]), /Unknown option '--colour'.*see --help/);
+        assert.throws(() => parseArgs(["--outputs", "o.json", "extra"]), /extra.*see --help/);
+        assert.throws(() => parseArgs(["--stack", "dev", "--outputs", "o.json"]), /give exactly one of --stack <name> or --outputs <file>/);
+        assert.throws(() => parseArgs(["--outputs", "o.json", "--check", "ess,disk"]), /unknown check\(s\) disk; known: ess, autoscaler/);
     });
 
     it("exits 0 healthy, 1 on a problem (with --json), 2 when the endpoint is unreachable or credentials are missing", async function () {
