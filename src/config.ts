@@ -12,12 +12,12 @@
 // parseNodeJoinConfig, parseControlPlaneConfig).
 import { z } from "zod";
 import {
-    apiAccessProblems, autoscalerMinorWarning, autoscalerVersionFor, checkExemptNamespaces, checkImageDigests, DEFAULT_AUTOSCALER_IMAGE_REPOSITORY, autoscalerSettingsProblems, checkBake, checkNetworkLayout, checkTaints, cloudTagProblems, CLUSTER_TAG, DEFAULT_AUTOSCALER_SETTINGS,
+    apiAccessProblems, autoscalerMinorWarning, BACKUP_DEFAULTS, checkBackup, autoscalerVersionFor, checkExemptNamespaces, checkImageDigests, DEFAULT_AUTOSCALER_IMAGE_REPOSITORY, autoscalerSettingsProblems, checkBake, checkNetworkLayout, checkTaints, cloudTagProblems, CLUSTER_TAG, DEFAULT_AUTOSCALER_SETTINGS,
     DEFAULT_ROUTE_ENTRY_QUOTA, defaultMirrors, dnsLabelProblem, durationProblem, essNameProblem, GO_DURATION_ERE, goRegexProblem, hostNamePartProblem, imageReferenceProblem, imageRepositoryProblem,
     masterInstanceTypeWarning, nodeFlagsSizeProblems, nodeImages, reservedPoolNameProblem,
     INSTANCE_ID_PATTERN, instanceTypeProblem, joinPath, kubernetesSupportWarning, kubernetesVersionProblem, MAX_SCALING_GROUP_INSTANCES,
     nodeCidrCount, nodeCidrMaskProblem, nodeLabelProblems, packageMirrorProblem, parseCidr, regionOfZone, regionProblem, regionWarning,
-    replaceSystemDiskProblem, resolveAutoscalerVersion, resourceNamePrefixProblem, scaleFromZeroProblem, scalingConfigurationTags, zoneProblem,
+    readmitAfterProblem, replaceSystemDiskProblem, resolveAutoscalerVersion, resourceNamePrefixProblem, scaleFromZeroProblem, scalingConfigurationTags, zoneProblem,
     collect, formatProblem, identityCertificateProblem, joinTagProblem, imageIdProblem, type Problem, type Report, type Taint,
 } from "./rules";
 import { markValidated, validatedByParser, type Validated } from "./validated";
@@ -193,6 +193,11 @@ function buildSchema(obj: typeof z.strictObject) {
             identityCertificate: z.string().optional(),
             /** `key=value`: instances carrying this ECS tag may join through the one-line manual path. Default: off. */
             joinTag: z.string().optional(),
+            /**
+             * Seconds: while a Node of an instance exists, the instance joins again only once that Node's heartbeat is
+             * this old and the instance was started after it (or an operator allowed it). Default 300.
+             */
+            readmitAfterSeconds: z.number().optional(),
             /** Accept instance identity signatures with a SHA-1 digest (docs/security.md#sha-1). Default true. */
             allowSha1: z.boolean().default(true),
         }).prefault({}),
@@ -203,6 +208,13 @@ function buildSchema(obj: typeof z.strictObject) {
              * access on the masters. Default none.
              */
             exemptNamespaces: z.array(z.string()).default([]),
+        }).prefault({}),
+        /** etcd backups to the stack's OSS bucket (docs/disaster-recovery.md#backups); the rules are src/rules/backup.ts. */
+        backup: obj({
+            intervalMinutes: z.number().default(BACKUP_DEFAULTS.intervalMinutes),
+            hourlyRetentionDays: z.number().default(BACKUP_DEFAULTS.hourlyRetentionDays),
+            dailyRetentionDays: z.number().default(BACKUP_DEFAULTS.dailyRetentionDays),
+            keyGeneration: z.number().default(BACKUP_DEFAULTS.keyGeneration),
         }).prefault({}),
         /** Free-form tags put on every cloud resource, besides `alicloud-kubeadm/cluster=<name>`. */
         tags: z.record(z.string(), z.string()).default({}),
@@ -429,6 +441,7 @@ function checkRules(c: Parsed, region: string | undefined, problem: Report, warn
     });
     checkNodeCapacity(c, pools, existing.length, problem, warn);
     apiAccessProblems(c.controlPlane.publicEndpoint, c.network.apiAllowedCidrs, problem, warn);
+    checkBackup(c.backup, problem);
     autoscalerSettingsProblems(c.autoscaler, (path, reason) => problem(`autoscaler.${path}`, reason));
     if (pools.some((p) => p.autoscale) && (c.autoscaler.version !== undefined || !versionProblem)) {
         const { problem: versionRefused } = resolveAutoscalerVersion(c.autoscaler.version, c.kubernetesVersion);
@@ -856,6 +869,8 @@ function checkAdmission(admission: Parsed["admission"], problem: Report): void {
         const reason = identityCertificateProblem(admission.identityCertificate);
         if (reason) problem("admission.identityCertificate", reason);
     }
+    const readmit = admission.readmitAfterSeconds === undefined ? undefined : readmitAfterProblem(admission.readmitAfterSeconds);
+    if (readmit) problem("admission.readmitAfterSeconds", readmit);
     const joinTag = admission.joinTag === undefined ? undefined : joinTagProblem(admission.joinTag);
     if (joinTag) {
         problem("admission.joinTag", joinTag);

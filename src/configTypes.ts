@@ -163,10 +163,24 @@ export interface ClusterConfigInput {
     images?: ImageSources;
     /** Node admission by cloud identity (docs/admission.md). Default: every field's default. */
     admission?: AdmissionConfig;
+    /** etcd backups to the stack's OSS bucket (docs/disaster-recovery.md#backups). Default: every field's default. */
+    backup?: Partial<BackupConfig>;
     /** Pod security (docs/security.md#pod-security). Default: every field's default. */
     podSecurity?: PodSecurityConfig;
     /** Cloud tags on every resource, besides `alicloud-kubeadm/cluster=<name>`. Default `{}`. */
     tags?: Record<string, string>;
+}
+
+/** etcd backups (src/rules/backup.ts BACKUP_DEFAULTS). */
+export interface BackupConfig {
+    /** Minutes between backups. Default 60. */
+    intervalMinutes: number;
+    /** Days OSS keeps hourly backups. Default 7. */
+    hourlyRetentionDays: number;
+    /** Days OSS keeps the daily copies. Default 365. */
+    dailyRetentionDays: number;
+    /** Generation of the backup key: raise it by one to rotate the key. Default 1. */
+    keyGeneration: number;
 }
 
 /** Pod security (docs/security.md#pod-security). */
@@ -181,6 +195,8 @@ export interface AdmissionConfig {
     identityCertificate?: string;
     /** `key=value`: instances with this ECS tag may join through the one-line manual path. Default: off. */
     joinTag?: string;
+    /** Seconds a Node's heartbeat must be stale (and its instance restarted since) before the instance joins again. Default 300. */
+    readmitAfterSeconds?: number;
     /** Accept instance identity signatures with a SHA-1 digest (docs/security.md#sha-1). Default true. */
     allowSha1?: boolean;
 }
@@ -255,6 +271,7 @@ export interface ParsedClusterConfig {
     images: ImageSources;
     admission: AdmissionConfig & { allowSha1: boolean };
     podSecurity: { exemptNamespaces: string[] };
+    backup: BackupConfig;
     tags: Record<string, string>;
 }
 

@@ -62,6 +62,7 @@ export { ControlPlaneMember, type ControlPlaneMemberArgs } from "./providers/con
 export { NodeMembership, type NodeMembershipArgs, type MembershipMode } from "./providers/nodeMembership";
 export { PoolCapacity, type PoolCapacityArgs } from "./providers/poolCapacity";
 export { ApiServerReady, type ApiServerReadyArgs } from "./providers/apiServerReady";
+export { AdmissionCertificate, type AdmissionCertificateArgs } from "./providers/admissionCertificate";
 export { removeNode, removeNodes, scaleInPool, type RemovalTarget, type RemovalOptions, type RemovalReport } from "./removal";
 export type { NodeKind } from "./removal/types";
 export type { ScaleInPool } from "./removal/scaleIn";

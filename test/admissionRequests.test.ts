@@ -55,7 +55,7 @@ describe("admission requests the service cannot trust", function () {
     it("requests to /admit without any credential write (almost) nothing to the API server: no Event each", async () => {
         const ca = makeClusterCa(fs.mkdtempSync(path.join(dir, "srv-")));
         const cluster = new ModelCluster();
-        const running = await startServer({ settings, cloud: new ModelCloud(), cluster, tls: () => ({ cert: ca.certPem, key: ca.keyPem }), caPem: ca.caPem, host: "127.0.0.1", port: 0 });
+        const running = await startServer({ settings, cloud: new ModelCloud(), cluster, tls: () => ({ cert: ca.certPem, key: ca.keyPem }), host: "127.0.0.1", port: 0 });
         try {
             const post = (body: string) => new Promise<void>((resolve) => {
                 const req = https.request({ host: "127.0.0.1", port: running.port, path: "/admit", method: "POST", rejectUnauthorized: false, headers: { "content-type": "application/json" } },

@@ -184,7 +184,7 @@ describe("baked node image: budgets", () => {
 
     it("a baked pool joining through admission, as NodePool delivers it (packed), fits the budget with room to spare", () => {
         const { token: _token, ...rest } = attachParams;
-        const plain = renderAttachNode({ ...rest, admission: { endpoints: ["192.168.0.10:10443", "192.168.1.10:10443", "192.168.2.10:10443"] },
+        const plain = renderAttachNode({ ...rest, admission: { endpoints: ["192.168.0.10:10443", "192.168.1.10:10443", "192.168.2.10:10443"], pin: `sha256:${"a".repeat(64)}` },
             labels: { workload_type: "cpu", "node.kubernetes.io/instance-family": "c7" }, taints: ["spot:PreferNoSchedule"] });
         assert.ok(plain.includes("# ---- src/shell/node_images.sh ----") && plain.includes("# ---- src/shell/admission_client.sh ----"));
         assert.ok(Buffer.byteLength(plain) > USERDATA_BUDGET_BYTES, "the plain script alone would not fit (why it is packed)");

@@ -11,6 +11,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as YAML from "yaml";
 import { installMocks, type RecordedResource, type Recorder } from "../testing/mockRuntime";
 import type { ClusterHandle } from "../src/components/clusterHandle";
+import { attachedPoolUnderMocks } from "../testing/attachedPool";
 import { headerValue } from "./tools";
 
 const DEV = YAML.parse(fs.readFileSync(path.join(__dirname, "..", "stacks", "Pulumi.dev.yaml"), "utf8")).config;
@@ -90,23 +91,23 @@ describe("attaching a pool, an existing node and a node image to a cluster throu
         const vswitches = recorder.ofType("alicloud:vpc/switch:Switch");
         assert.deepEqual([pipeline.rawInputs.vswitchId, pipeline.rawInputs.baseImage, pipeline.rawInputs.instanceType], [vswitches[0].id, handle.placement.baseImageId, "ecs.g7.xlarge"]);
         assert.match(pipeline.rawInputs.description as string, new RegExp(`Kubernetes v${DEV["alicloud-kubeadm:cluster"].kubernetesVersion}`));
-        // The Cluster's own pools are registered by the Cluster, not twice.
+        // The Cluster registers the pools of its config, the attached pool itself: each once.
         assert.deepEqual(recorder.ofType("kubernetes:core/v1:ConfigMap").map((c) => (c.rawInputs.metadata as { name: string }).name)
-            .filter((n) => n.startsWith("alicloud-kubeadm-admission-pool-")), ["alicloud-kubeadm-admission-pool-gpu"]);
+            .filter((n) => n.startsWith("alicloud-kubeadm-admission-pool-")).sort(), ["elastic", "general", "gpu"].map((p) => `alicloud-kubeadm-admission-pool-${p}`));
     });
 
     it("a pool of a second program reads the handle from the cluster's stack (StackReference) and registers the same way; the CA pin and kubeconfig stay secret", async () => {
         assert.ok(handle, "the first program ran");
-        const recorder = installMocks({ stack: "handle-second-program", stackOutputs: { "acme/infra/dev": { cluster: handle } } });
-        const { NodePool, clusterHandleOf } = await components();
-        const attached = await clusterHandleOf(new pulumi.StackReference("acme/infra/dev"));
-        assert.equal(await pulumi.isSecret(attached.join.caCertHash as pulumi.Output<string>), true);
-        assert.equal(await pulumi.isSecret(attached.admission.kubeconfig as pulumi.Output<string>), true);
-        new NodePool("gpu", { cluster: attached, pool: GPU });
-        await recorder.settle();
+        const recorder = await attachedPoolUnderMocks(handle as unknown as Record<string, unknown>, "gpu");
         assertPoolAttached(recorder, "gpu", handle.ram.roleName, handle.join.admissionEndpoints as string[]);
         const configuration = recorder.ofType("alicloud:ess/scalingConfiguration:ScalingConfiguration")[0];
         assert.ok(configuration.secretInputs.includes("userData"));
+        // The CA pin and the kubeconfig read from the stack stay secrets.
+        installMocks({ stack: "handle-second-program", stackOutputs: { "acme/infra/dev": { cluster: handle } } });
+        const { clusterHandleOf } = await components();
+        const attached = await clusterHandleOf(new pulumi.StackReference("acme/infra/dev"));
+        assert.equal(await pulumi.isSecret(attached.join.caCertHash as pulumi.Output<string>), true);
+        assert.equal(await pulumi.isSecret(attached.admission.kubeconfig as pulumi.Output<string>), true);
         await assert.rejects(clusterHandleOf(new pulumi.StackReference("acme/infra/dev"), "other"),
             /the stack has no output "other": export the Cluster's handle there \(`export const other = myCluster.handle`\)/);
     });

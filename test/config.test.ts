@@ -97,8 +97,8 @@ const badCases: Array<[string, Mutate, string, RegExp]> = [
     // ESS names `<name>-<pool>` are at most 64 characters.
     ["ESS name too long", (c) => { c.name = "a".repeat(40); pool(c).name = "b".repeat(24); }, "nodePools.0.name", /"a{40}-b{24}" \(65 characters\); ESS allows at most 64.*at most 23 characters/],
     // Scaling-configuration tags: at most 20, no reserved keys.
-    ["autoscaled pool: 19 labels + 2 = 21 tags", (c) => { pool(c, 1).labels = manyLabels(19); }, "nodePools.1.labels", /would carry 21 tags \(19 labels \+ alicloud-kubeadm\/pool \+ alicloud-kubeadm\/autoscaled\); ESS allows at most 20/],
-    ["fixed pool: labels + cloud tags > 20", (c) => { c.tags = manyLabels(10, "team"); pool(c).labels = manyLabels(9); }, "nodePools.0.labels", /would carry 21 tags \(9 labels \+ alicloud-kubeadm\/pool \+ 11 cloud tags/],
+    ["autoscaled pool: 19 labels + 2 = 21 tags", (c) => { pool(c, 1).labels = manyLabels(19); }, "nodePools.1.labels", /would carry 21 tags \(19 labels \+ node-restriction\.kubernetes\.io\/alicloud-kubeadm-pool \+ alicloud-kubeadm\/autoscaled\); ESS allows at most 20/],
+    ["fixed pool: labels + cloud tags > 20", (c) => { c.tags = manyLabels(10, "team"); pool(c).labels = manyLabels(9); }, "nodePools.0.labels", /would carry 21 tags \(9 labels \+ node-restriction\.kubernetes\.io\/alicloud-kubeadm-pool \+ 11 cloud tags/],
     ["label key reserved for tags (aliyun)", (c) => { pool(c).labels = { "aliyun.com/gpu": "true" }; }, "nodePools.0.labels.aliyun.com/gpu", /ESS refuses tag keys starting with aliyun or acs:/],
     ["label key reserved for tags (case-insensitive)", (c) => { pool(c, 1).labels = { "ALIYUN-team": "a" }; }, "nodePools.1.labels.ALIYUN-team", /aliyun or acs:/],
     ["tag key reserved (acs:)", (c) => { c.tags = { "acs:owner": "me" }; }, "tags.acs:owner", /reserves keys starting with aliyun or acs:/],

@@ -71,12 +71,16 @@ describe("ControlPlane (mock graph via the stack program)", () => {
             assert.strictEqual(m.rawInputs.userData, undefined, `${m.name} must not run kubeadm init`);
         }
         const joins = ofType(prod, "pulumi-nodejs:dynamic:Resource").filter((r) => /-join$/.test(r.name));
-        assert.deepStrictEqual(joins.map((j) => j.name).sort(), ["prod-master-1-join", "prod-master-2-join"]);
+        // master 0's member joins a re-created master 0 through the others (docs/disaster-recovery.md#lost-disk-on-master-0)
+        assert.deepStrictEqual(joins.map((j) => j.name).sort(), ["prod-master-0-join", "prod-master-1-join", "prod-master-2-join"]);
         const byName = Object.fromEntries(masters.map((m) => [m.name, m.id]));
         assert.strictEqual(joins.find((j) => j.name === "prod-master-1-join")!.inputs.memberInstanceId, byName["prod-control-plane-master-1"]);
         const [command] = ofType(prod, "alicloud:ecs/command:Command").filter((c) => c.inputs.name === "prod-control-plane-join");
+        const master0 = joins.find((j) => j.name === "prod-master-0-join")!;
+        assert.strictEqual(master0.inputs.memberInstanceId, byName["prod-control-plane-master-0"]);
+        assert.deepStrictEqual(master0.inputs.masterInstanceIds, [byName["prod-control-plane-master-1"], byName["prod-control-plane-master-2"]], "master 0 re-joins through the others");
         for (const j of joins) {
-            assert.strictEqual(j.inputs.masterInstanceId, byName["prod-control-plane-master-0"]);
+            assert.strictEqual(j.inputs.masterInstanceId, byName[j === master0 ? "prod-control-plane-master-1" : "prod-control-plane-master-0"]);
             assert.strictEqual(j.inputs.joinCommandId, command.id, "each member invokes the one saved join command");
             assert.strictEqual(j.rawInputs.joinScript, undefined, "no script travels with the member");
         }
@@ -98,6 +102,8 @@ describe("ControlPlane (mock graph via the stack program)", () => {
                 "ess:ModifyScalingGroup", "ess:RemoveInstances", "ecs:DescribeInstanceTypes", "ess:ScaleWithAdjustment"],
             // The admission service: is the instance a member of a pool (or an existing node) now?
             "dev-admission": ["ess:DescribeScalingInstances", "ecs:DescribeInstances"],
+            // etcd backups: PutObject under the cluster's two prefixes of its bucket (test/backupStack.test.ts)
+            "dev-backup": ["oss:PutObject"],
         };
         const policies = ofType(dev, "alicloud:ram/policy:Policy");
         assert.deepStrictEqual(policies.map((p) => p.inputs.policyName).sort(), Object.keys(expected).sort());
@@ -132,6 +138,11 @@ describe("ControlPlane (mock graph via the stack program)", () => {
                 `acs:vpc:${region}:*:routetable/${routeTable}`,
                 ...groups.map((g) => `acs:ess:${region}:*:scalinggroup/${g}`),
                 `acs:ecs:${region}:*:networkinterface/*`, // ENI ids are not known in advance (docs/security.md#ram)
+                // the cluster's etcd backup prefixes in its own bucket
+                ...(() => {
+                    const bucket = String(inputs(r.resources.find((x) => x.type === "alicloud:oss/bucket:Bucket")!).bucket);
+                    return [`acs:oss:*:*:${bucket}/${stack}/hourly/*`, `acs:oss:*:*:${bucket}/${stack}/daily/*`];
+                })(),
             ]);
             const mutating: string[] = [];
             for (const row of rows.filter((x) => x.type === "alicloud:ram/policy:Policy")) {
@@ -143,7 +154,7 @@ describe("ControlPlane (mock graph via the stack program)", () => {
                 }
             }
             assert.deepStrictEqual(mutating.sort(), ["ecs:ModifyNetworkInterfaceAttribute", "ess:ModifyScalingGroup", "ess:RemoveInstances", "ess:ScaleWithAdjustment",
-                "vpc:CreateRouteEntries", "vpc:CreateRouteEntry", "vpc:DeleteRouteEntries", "vpc:DeleteRouteEntry"]);
+                "oss:PutObject", "vpc:CreateRouteEntries", "vpc:CreateRouteEntry", "vpc:DeleteRouteEntries", "vpc:DeleteRouteEntry"]);
         });
     }
 

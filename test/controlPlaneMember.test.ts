@@ -146,17 +146,54 @@ describe("ControlPlaneMember", () => {
         assert.ok(!c.nodes.has("master-1"));
     });
 
-    it("delete with master 0 stopped (3 masters): runs through master 1, leaves etcd through master 1's etcd", async () => {
+    it("delete with master 0 unreachable (agent offline, NotReady; its etcd member runs) (3 masters): runs through master 1, leaves etcd through master 1's etcd", async () => {
         const s = await setup();
         const { c } = s;
         c.addNode(c.master, { name: "master-0", controlPlane: true });
         const m1 = c.addMaster(), m2 = c.addMaster();
-        ctx.emu.stopInstance(c.master);
+        ctx.emu.setAgentOffline(c.master);
         c.nodes.get("master-0")!.ready = false;
         await controlPlaneMemberProvider.delete!(m2, { ...inputs(s), memberInstanceId: m2, masterInstanceIds: c.masters });
         assert.deepStrictEqual([...c.etcd.keys()], ["master-0", "master-1"]);
         assert.ok(!c.nodes.has("master-2"));
         assert.ok(c.log.filter((x) => !x.startsWith(`${m2}:`)).every((x) => x.startsWith(`${m1}:`)), c.log.join("\n"));
+    });
+
+    it("delete with master 0 stopped (3 masters): removing master 2 would leave one healthy member of two, so it is refused before any step", async () => {
+        const s = await setup();
+        const { c } = s;
+        c.addNode(c.master, { name: "master-0", controlPlane: true });
+        c.addMaster();
+        const m2 = c.addMaster();
+        ctx.emu.stopInstance(c.master);
+        c.nodes.get("master-0")!.ready = false;
+        const before = c.log.length;
+        await assert.rejects(controlPlaneMemberProvider.delete!(m2, { ...inputs(s), memberInstanceId: m2, masterInstanceIds: c.masters }),
+            /removing master-2 would leave 1 healthy of 2 members, under quorum/);
+        assert.deepStrictEqual([...c.etcd.keys()], ["master-0", "master-1", "master-2"], "etcd untouched");
+        assert.ok(c.nodes.has("master-2"), "its Node untouched");
+        assert.deepStrictEqual(c.log.slice(before).filter((x) => !x.endsWith("get-nodes")), [], "nothing but listings ran");
+    });
+
+    it("a join into an etcd that already has a member per master, or has an unhealthy member, is refused before any secret is asked for", async () => {
+        const s = await setup();
+        const { c } = s;
+        c.addNode(c.master, { name: "master-0", controlPlane: true });
+        c.addMaster();
+        const m2 = c.addMaster();
+        const extra = ctx.emu.addInstance({ regionId: "cn-shanghai" }).instanceId;
+        await assert.rejects(joinControlPlaneMember({ ...inputs(s), memberInstanceId: extra, masterInstanceIds: c.masters }), /3 members for 3 masters .*: a join would make 4/);
+        ctx.emu.stopInstance(m2);
+        await assert.rejects(joinControlPlaneMember({ ...inputs(s), memberInstanceId: extra, masterInstanceIds: [...c.masters, extra] }), /not every etcd member is healthy/);
+        assert.ok(!c.log.some((x) => x.includes("join-secrets")));
+    });
+
+    it("a new master 0 is an in-place update of every member (never a replacement, which would remove it from etcd); only a new member instance replaces, delete first", async () => {
+        const olds = { region: "r", masterInstanceId: "i-0", memberInstanceId: "i-1", joinCommandId: "c-1", joinSecretsScript: "a", commands: { drain: "c-d" }, providerVersion: "3" };
+        const d = await controlPlaneMemberProvider.diff!("i-1", olds, { ...olds, masterInstanceId: "i-0b", masterInstanceIds: ["i-0b", "i-1"], providerVersion: "4" });
+        assert.deepStrictEqual([d.changes, d.replaces], [true, []]);
+        const r = await controlPlaneMemberProvider.diff!("i-1", olds, { ...olds, memberInstanceId: "i-1b" });
+        assert.deepStrictEqual([r.replaces, r.deleteBeforeReplace], [["memberInstanceId"], true]);
     });
 
     it("state written by provider version 2 (join-secrets a saved command) runs the new code after one pulumi up: updated in place, then removed with the new code", async () => {

@@ -39,6 +39,7 @@ const FULL: DeepRequired<ClusterConfigInput> = {
     },
     controlPlane: { count: 1, instanceType: "ecs.g7.large", publicEndpoint: true, systemDisk: { category: "cloud_essd", size: 40 }, deletionProtection: false },
     image: { id: "m-docs", nameRegex: "^ubuntu_24_04_x64", bake: true, bakeInstanceType: "ecs.g7.large" },
+    backup: { intervalMinutes: 60, hourlyRetentionDays: 7, dailyRetentionDays: 365, keyGeneration: 1 },
     nodePools: [{
         name: "pool", instanceType: "ecs.g7.large", instanceTypes: ["ecs.g7.large"], size: 1, autoscale: { min: 0, max: 1 }, systemDisk: { category: "cloud_essd", size: 40 },
         imageId: "m-docs", tokenTtl: "0", labels: { team: "a" }, taints: ["a:PreferNoSchedule"],
@@ -57,7 +58,7 @@ const FULL: DeepRequired<ClusterConfigInput> = {
         clusterAutoscalerRepository: "registry.k8s.io/autoscaling/cluster-autoscaler", kubernetesRepository: "registry.k8s.io", packageMirror: "https://pkgs.k8s.io",
         admission: "docker.io/library/node:22.12.0-alpine3.20",
     },
-    admission: { identityCertificate: DOCS_TEST_CERTIFICATE, joinTag: "alicloud-kubeadm/join=dev", allowSha1: true },
+    admission: { identityCertificate: DOCS_TEST_CERTIFICATE, joinTag: "alicloud-kubeadm/join=dev", readmitAfterSeconds: 300, allowSha1: true },
     podSecurity: { exemptNamespaces: ["monitoring"] },
     tags: { team: "a" },
 };

@@ -87,7 +87,8 @@ describe("instance identity signature digest: SHA-1 behind admission.allowSha1, 
                 fs.writeFileSync(file, YAML.stringify(doc));
                 const result = await synthesize(file, out);
                 assert.deepEqual(result.problems, []);
-                const cm = result.resources.find((r) => r.type === "kubernetes:core/v1:ConfigMap" && r.name.includes("alicloud-kubeadm-admission"))!;
+                // The service's ConfigMap (the pools' registrations are ConfigMaps too).
+                const cm = result.resources.find((r) => r.type === "kubernetes:core/v1:ConfigMap" && /-configmap-kube-system-alicloud-kubeadm-admission$/.test(r.name))!;
                 const config = JSON.parse((cm.rawInputs.data as Record<string, string>)["config.json"]);
                 assert.equal(config.allowSha1, allow ?? true);
             }

@@ -13,7 +13,7 @@ const ROOT = path.join(__dirname, "..");
 const LAYERS: string[][] = [
     ["rules", "validated.ts"],
     ["cloud", "config.ts", "configTypes.ts", "configSlices.ts", "admission"],
-    ["shell", "removal", "doctor"],
+    ["shell", "removal", "doctor", "recovery"],
     ["providers"],
     ["components"],
     ["index.ts"],

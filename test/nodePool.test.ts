@@ -6,9 +6,9 @@ import * as YAML from "yaml";
 import { useEmulator } from "../testing/emulator/fixture";
 import { installMocks, type Recorder } from "../testing/mockRuntime";
 import { redactUserdata, USERDATA_BUDGET_BYTES } from "../src/shell/render";
-import { scalingConfigurationTags } from "../src/rules";
+import { kubeletMaySetLabel, POOL_LABEL, scalingConfigurationTags } from "../src/rules";
 import { parseClusterConfig } from "../src/config";
-import { drainPool, setPoolCapacity, poolCapacityProvider, type PoolCapacityInputs } from "../src/providers/poolCapacity";
+import { drainPool, setPoolCapacity, poolCapacityProvider, POOL_CAPACITY_PROVIDER_VERSION, type PoolCapacityInputs } from "../src/providers/poolCapacity";
 import type { NodeCommandIds } from "../src/rules";
 import { fakeCluster, type FakeCluster } from "../testing/fakeCluster";
 import { call } from "../testing/emulator/fixture";
@@ -254,6 +254,51 @@ describe("PoolCapacity (emulator)", () => {
         return [...c.nodes.values()].find((n) => n.instanceId === id);
     }
 
+    describe("the pool label set by the admission service", () => {
+        it("counts a Ready member only once its Node carries the pool's label: a Ready Node without it is waited for", async () => {
+            const group = ctx.emu.addScalingGroup({ maxSize: 2, desiredCapacity: 2 }).scalingGroupId;
+            const [a, b] = members(group);
+            c.addNode(a, { pool: "general" });
+            c.addNode(b, { pool: "" }); // registered and Ready, not labelled yet
+            await assert.rejects(setPoolCapacity(inputs(group, 2, { readyTimeoutSeconds: 0.2 })), (err: Error) => {
+                assert.match(err.message, /only 1\/2 nodes Ready/);
+                assert.ok(err.message.includes(b) && !err.message.includes(`${a},`), err.message);
+                return true;
+            });
+            c.nodes.get(`node-${b}`)!.pool = "general";
+            assert.deepStrictEqual((await setPoolCapacity(inputs(group, 2))).readyInstanceIds, [a, b].sort());
+        });
+
+        it("a cluster of old and new nodes: the label a node set itself counts where the service's is absent, never against it", async () => {
+            const group = ctx.emu.addScalingGroup({ maxSize: 3, desiredCapacity: 3 }).scalingGroupId;
+            const [old, fresh, liar] = members(group);
+            c.addNode(old, { pool: "", legacyPool: "general" }); // joined before this version: its own label only
+            c.addNode(fresh, { pool: "general" }); // joined through admission: the service's label only
+            c.addNode(liar, { pool: "other", legacyPool: "general" }); // claims general itself; the service says other
+            await assert.rejects(setPoolCapacity(inputs(group, 3, { readyTimeoutSeconds: 0.2 })), (err: Error) => {
+                assert.match(err.message, /only 2\/3 nodes Ready/);
+                assert.ok(err.message.includes(liar), err.message);
+                return true;
+            });
+            c.nodes.get(`node-${liar}`)!.pool = "general";
+            assert.deepStrictEqual((await setPoolCapacity(inputs(group, 3))).readyInstanceIds, [old, fresh, liar].sort());
+        });
+
+        it("state written by the previous provider version runs the new code after one pulumi up (an update, never a replacement)", async () => {
+            const group = ctx.emu.addScalingGroup({ maxSize: 2, desiredCapacity: 2 }).scalingGroupId;
+            const [old, fresh] = members(group);
+            c.addNode(old, { pool: "", legacyPool: "general" });
+            c.addNode(fresh, { pool: "general" });
+            const olds = { ...inputs(group, 2), providerVersion: "1", readyInstanceIds: [old] };
+            const news = { ...inputs(group, 2), providerVersion: POOL_CAPACITY_PROVIDER_VERSION };
+            assert.strictEqual(POOL_CAPACITY_PROVIDER_VERSION, "2");
+            const diff = await poolCapacityProvider.diff!("x", olds, news);
+            assert.deepStrictEqual([diff.changes, diff.replaces ?? []], [true, []]);
+            const res = await poolCapacityProvider.update!("x", olds, news);
+            assert.deepStrictEqual((res.outs as { readyInstanceIds: string[] }).readyInstanceIds, [old, fresh].sort(), "the node labelled by the service counts");
+        });
+    });
+
     it("diff: a size change updates in place; a new scaling group replaces (draining the old one first)", async () => {
         const olds = { ...inputs("asg-1", 2), readyInstanceIds: [] };
         const grow = await poolCapacityProvider.diff!("x", olds, inputs("asg-1", 3));
@@ -341,16 +386,17 @@ describe("NodePool (mock graph, dev pools)", () => {
         }
     });
 
-    it("autoscaled pool: configuration tags equal the kubelet labels exactly (the autoscaler's template reads them)", () => {
+    it("autoscaled pool: configuration tags equal the node's labels exactly: the kubelet's and the pool label the service sets (the autoscaler's template reads them)", () => {
         const elastic = configs()[1];
         const script = elastic.rawInputs.userData as string;
-        const kubelet = Object.fromEntries([`alicloud-kubeadm/pool=${headerValue(script, "AK_POOL_NAME")}`, ...headerValue(script, "AK_NODE_LABELS")!.split(",")]
-            .map((kv) => kv.split("=") as [string, string]));
-        assert.deepStrictEqual(elastic.inputs.tags, { workload_type: "cpu", "alicloud-kubeadm/pool": "elastic", "alicloud-kubeadm/autoscaled": "true" });
-        assert.deepStrictEqual(kubelet, elastic.inputs.tags);
-        assert.ok(!JSON.stringify(elastic.inputs.tags).includes("k8s.io"), "no label the kubelet may not set");
+        const kubelet = Object.fromEntries(headerValue(script, "AK_NODE_LABELS")!.split(",").map((kv) => kv.split("=") as [string, string]));
+        const labelled = { ...kubelet, [POOL_LABEL]: headerValue(script, "AK_POOL_NAME") };
+        assert.deepStrictEqual(elastic.inputs.tags, { workload_type: "cpu", [POOL_LABEL]: "elastic", "alicloud-kubeadm/autoscaled": "true" });
+        assert.deepStrictEqual(labelled, elastic.inputs.tags);
+        assert.ok(Object.keys(kubelet).every((k) => kubeletMaySetLabel(k)), "the kubelet registers only labels it may set");
+        assert.ok(!kubeletMaySetLabel(POOL_LABEL), "and not the pool label");
         const general = configs()[0];
-        assert.deepStrictEqual(general.inputs.tags, { "alicloud-kubeadm/cluster": "dev", "alicloud-kubeadm/pool": "general" });
+        assert.deepStrictEqual(general.inputs.tags, { "alicloud-kubeadm/cluster": "dev", [POOL_LABEL]: "general" });
         assert.strictEqual(headerValue(general.rawInputs.userData as string, "AK_NODE_LABELS"), "");
     });
 
@@ -409,9 +455,9 @@ describe("NodePool tags and labels (pure)", () => {
 
     it("fixed pools tag instances with the cloud tags and the labels; autoscaled pools with the labels only", () => {
         const cloud = { "alicloud-kubeadm/cluster": "c", team: "infra" };
-        assert.deepStrictEqual(scalingConfigurationTags(pool({ size: 1, labels: { a: "1" } }), cloud, none), { ...cloud, a: "1", "alicloud-kubeadm/pool": "p" });
+        assert.deepStrictEqual(scalingConfigurationTags(pool({ size: 1, labels: { a: "1" } }), cloud, none), { ...cloud, a: "1", [POOL_LABEL]: "p" });
         assert.deepStrictEqual(scalingConfigurationTags(pool({ autoscale: { min: 0, max: 3 }, labels: { a: "1" } }), cloud, none),
-            { a: "1", "alicloud-kubeadm/pool": "p", "alicloud-kubeadm/autoscaled": "true" });
+            { a: "1", [POOL_LABEL]: "p", "alicloud-kubeadm/autoscaled": "true" });
     });
 
     it("reports tags ESS would refuse: more than 20, or keys starting with aliyun", () => {

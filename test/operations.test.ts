@@ -21,6 +21,12 @@ describe("node operations: saved commands invoked on a master", () => {
         ]);
     });
 
+    it("a node's pool is the label the admission service set, else (a node joined before) the one it set itself", () => {
+        const line = (legacy: string, pool: string) => `n	cn-hangzhou.i-a	True			${legacy}	2026-12-01T10:00:00Z		${pool}`;
+        assert.deepStrictEqual(parseNodeLines([line("", "general"), line("general", ""), line("general", "elastic"), line("", "")].join("\n")).map((n) => n.pool),
+            ["general", "general", "elastic", ""]);
+    });
+
     it("listNodes invokes the saved list-nodes command with the selector as its parameter and decodes gzip+Base64 output", async () => {
         const lines = Array.from({ length: 300 }, (_, i) => `node-${i}\tcn-hangzhou.i-${i}\tTrue\t\t172.16.${i}.0/24\tgeneral\t2026-12-01T10:00:00Z`).join("\n");
         let script = "";

@@ -30,6 +30,7 @@ import { headerOf, synthesizeAt, withHeader, type RenderedStack } from "./kube/s
 import { callsOf, makeSandbox } from "../testing/sandbox";
 import { fill, saveNodeCommands } from "../testing/savedCommands";
 import { createToken, POOL_LABEL } from "../src/cloud/operations";
+import { POOL_PENDING_TAINT } from "../src/rules";
 import { flannelNetConf } from "../src/components/podNetwork";
 import { DoctorContext } from "../src/doctor/context";
 import { checkRoutes } from "../src/doctor/routes";
@@ -228,7 +229,10 @@ describe("what the stacks render, on a real API server (Kubernetes v1.36.3 + KWO
                         const cfg = await kubeadmConfigOf(withHeader(admitted, "AK_CA_CERT_HASHES", c.caCertHash), "join", s.region);
                         const join = parseYaml(cfg);
                         assert.strictEqual(join.discovery.bootstrapToken.token, token);
-                        assert.match(JSON.stringify(join.nodeRegistration.kubeletExtraArgs), new RegExp(`alicloud-kubeadm/pool=${h.AK_POOL_NAME}`));
+                        // The pool label is the admission service's to set; the node registers with the taint that waits for it.
+                        const kubeletArgs = JSON.stringify(join.nodeRegistration.kubeletExtraArgs);
+                        assert.doesNotMatch(kubeletArgs, /alicloud-kubeadm\/pool=|alicloud-kubeadm-pool=/);
+                        assert.ok(kubeletArgs.includes(`${POOL_PENDING_TAINT}:NoSchedule`), kubeletArgs);
                         await validate(`${s.stack} ${file}`, cfg);
                     }
                     validated++;

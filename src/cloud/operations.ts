@@ -8,7 +8,7 @@
 import { CommandError, runOnInstance } from "./cloudAssistant";
 import { newChannelId, newRecipient, seal } from "./channel";
 import { cannotRunCommands, classify } from "./errors";
-import { CERTIFICATE_KEY_PATTERN, fillOperation, MAX_ENCRYPTION_CONFIG_GZ_B64, OPERATIONS, operationParameters, TOKEN_PATTERN, POOL_LABEL, providerIdOf, type JoinOperation, type NodeCommandIds, type OperationName, type ParameterName, type SavedOperation } from "../rules";
+import { CERTIFICATE_KEY_PATTERN, fillOperation, MAX_ENCRYPTION_CONFIG_GZ_B64, nodePool, OPERATIONS, operationParameters, TOKEN_PATTERN, POOL_LABEL, providerIdOf, type JoinOperation, type NodeCommandIds, type OperationName, type ParameterName, type SavedOperation } from "../rules";
 
 export { POOL_LABEL, providerIdOf, type NodeCommandIds };
 
@@ -129,7 +129,10 @@ export interface NodeInfo {
     /** `spec.unschedulable` (cordoned). */
     unschedulable: boolean;
     podCidr: string;
-    /** Value of the `alicloud-kubeadm/pool` label ("" for none). */
+    /**
+     * The node's pool: its `node-restriction.kubernetes.io/alicloud-kubeadm-pool` label (set by the admission
+     * service), or for a Node without it the `alicloud-kubeadm/pool` label it set itself ("" for neither).
+     */
     pool: string;
     /** Node creation time (ISO 8601). */
     createdAt: string;
@@ -137,20 +140,32 @@ export interface NodeInfo {
     removing: string;
 }
 
-/** Parses the lines list-nodes prints (src/shell/ops/list-nodes.sh): name, provider id, Ready, unschedulable, podCIDR, pool, created, removal mark. */
+/**
+ * Parses the lines list-nodes prints (src/shell/ops/list-nodes.sh): name, provider id, Ready, unschedulable,
+ * podCIDR, old pool label, created, removal mark, pool label (a saved command of an earlier version prints no
+ * last column: the old label then decides).
+ */
 export function parseNodeLines(text: string): NodeInfo[] {
     return text.split("\n").filter((l) => l.trim() !== "").map((line) => {
-        const [name, providerId, ready, unschedulable, podCidr, pool, createdAt, removing] = line.split("\t");
+        const [name, providerId, ready, unschedulable, podCidr, legacyPool, createdAt, removing, pool] = line.split("\t");
         return {
-            name, providerId: providerId ?? "", ready: ready === "True", unschedulable: unschedulable === "true", podCidr: podCidr ?? "", pool: pool ?? "",
-            createdAt: createdAt ?? "", removing: removing ?? "",
+            name, providerId: providerId ?? "", ready: ready === "True", unschedulable: unschedulable === "true", podCidr: podCidr ?? "",
+            pool: nodePool({ pool, legacyPool }), createdAt: createdAt ?? "", removing: removing ?? "",
         };
     });
 }
 
-/** Every Node, optionally filtered by a label selector (e.g. `alicloud-kubeadm/pool=general`). */
+/** Every Node, optionally filtered by a label selector (e.g. `kubernetes.io/os=linux`). */
 export async function listNodes(access: ClusterAccess, selector = ""): Promise<NodeInfo[]> {
     return parseNodeLines(decompress(await invokeOnMaster(access, "list-nodes", { selector })));
+}
+
+/**
+ * The Nodes of one pool, by {@link NodeInfo.pool}: the label the admission service set, or on a Node joined before
+ * it did, the node's own (one listing; a label selector cannot say "this label, else that one").
+ */
+export async function poolNodes(access: ClusterAccess, pool: string): Promise<NodeInfo[]> {
+    return (await listNodes(access)).filter((n) => n.pool === pool);
 }
 
 /** The number of pods that are not DaemonSet pods, per node name. */

@@ -8,7 +8,7 @@ import { clusterTags, nodeScriptParams, validateClusterConfig, type ClusterConfi
 import { autoscalerArgsOf, networkArgsOf, nodeImageArgsOf, podNetworkArgsOf } from "../configSlices";
 import { throwIfProblems } from "./args";
 import { joinContext } from "./joinArgs";
-import { attachAdmissionPolicy, attachAutoscalerPolicy, ControlPlane } from "./controlPlane";
+import { attachAdmissionPolicy, attachAutoscalerPolicy, ControlPlane, masterPrivateIp, masterZoneIndex } from "./controlPlane";
 import { ClusterAutoscaler } from "./clusterAutoscaler";
 import type { ClusterInfo, PoolInfo } from "../doctor/types";
 import { ApiServerReady } from "../providers/apiServerReady";
@@ -22,11 +22,15 @@ import { NodePool } from "./nodePool";
 import { ALIBABA_IDENTITY_CERTIFICATE } from "../admission/alibabaCertificate";
 import { NAMESPACE } from "../admission/kube";
 import { Admission, ADMISSION_PORT } from "./admission";
+import { AdmissionCertificate } from "../providers/admissionCertificate";
 import { PodNetwork } from "./podNetwork";
 import { PodSecurity } from "./podSecurity";
 import { Network } from "./network";
 import { NodeImage } from "./nodeImage";
 import { CLUSTER_HANDLE_FORMAT, type ClusterHandle } from "./clusterHandle";
+import { EtcdBackup } from "./backup";
+import { MasterMaintenance } from "../providers/masterMaintenance";
+import { renderMasterMaintenance } from "../shell/renderBackup";
 
 /** The cluster config as a program gives it: plain values, except the SSH secrets (see {@link SshConnectionArgs}). */
 export type ClusterConfigArgs = Omit<ClusterConfigInput, "existingNodes"> & {
@@ -47,6 +51,12 @@ export interface ClusterArgs {
      * namespace, a cluster value that is not JSON), reported together with the config's own. Default none.
      */
     stackConfig?: Pick<StackConfig, "problems" | "warningProblems">;
+    /**
+     * The CA hash this stack recorded in an earlier `pulumi up` (the stack output `caCertHash`; the stack program reads
+     * it from its own stack). With it a re-created master 0 never runs `kubeadm init`: it joins the masters that answer
+     * with that CA, or stops naming the restore command (docs/disaster-recovery.md). Default none (a new cluster).
+     */
+    recordedCaCertHash?: pulumi.Input<string | undefined>;
 }
 
 /**
@@ -142,7 +152,9 @@ export class Cluster extends pulumi.ComponentResource {
     public readonly existingNodes: ExistingNode[];
     /** The admission service on the masters: pools and existing nodes join by cloud identity (docs/admission.md). */
     public readonly admission: Admission;
-    /** The one-line manual attach command (no secret: the admission endpoints and the CA pin). */
+    /** The admission service's key and certificate; `pin` is what joining nodes trust it by. */
+    public readonly admissionCertificate: AdmissionCertificate;
+    /** The one-line manual attach command (no secret: the admission endpoints and the pin of the service's key). */
     public readonly attachCommand: pulumi.Output<string>;
     /** The Cluster Autoscaler, when at least one pool autoscales. */
     public readonly autoscaler?: ClusterAutoscaler;
@@ -154,6 +166,8 @@ export class Cluster extends pulumi.ComponentResource {
      * kubeconfig are secrets.
      */
     public readonly handle: ClusterHandle;
+    /** etcd backups: the bucket, the backup key (docs/disaster-recovery.md#backups). */
+    public readonly backup: EtcdBackup;
 
     constructor(name: string, args: ClusterArgs, opts?: pulumi.ComponentResourceOptions) {
         // Validate before registering anything, so bad input creates nothing at all.
@@ -198,7 +212,8 @@ export class Cluster extends pulumi.ComponentResource {
             natGateway: config.network.natGateway,
             imageId: nodeImageId,
             tags,
-            userdata: (index, endpoint, certSANs) => masterUserdata(config, index, endpoint, certSANs),
+            userdata: (index, endpoint, certSANs, recorded) => masterUserdata(config, index, endpoint, certSANs, recorded),
+            recordedCaCertHash: args.recordedCaCertHash,
         }, { parent: this });
 
         // Join material: the CA pin and the stack's own kubeconfig (a revocable service-account token) from master 0, and the node operations saved as commands.
@@ -222,31 +237,55 @@ export class Cluster extends pulumi.ComponentResource {
                 renderControlPlaneJoinCommand({ ...nodeScriptParams(config), apiEndpoint, caCertHash }))),
         }, { parent: this });
         let previous: pulumi.Resource = this.joinInfo;
+        // What every member shares: the join command, the saved operations, the route clean-up on removal.
+        const memberCommon = {
+            region: config.region, joinCommandId: joinCommand?.id ?? "", joinSecretsScript: renderOperation("join-secrets"), commands,
+            routeTableId: net.routeTableId, podCidr: config.network.podCidr,
+        };
         this.controlPlaneMembers = masters.slice(1).map((member, k) => {
             previous = new ControlPlaneMember(`${name}-master-${k + 1}-join`, {
-                region: config.region,
-                masterInstanceId: masters[0].id,
-                masterInstanceIds: this.controlPlane.masterInstanceIds,
-                memberInstanceId: member.id,
-                joinCommandId: joinCommand!.id,
-                joinSecretsScript: renderOperation("join-secrets"),
-                commands,
-                routeTableId: net.routeTableId,
-                podCidr: config.network.podCidr,
+                ...memberCommon, masterInstanceId: masters[0].id, masterInstanceIds: this.controlPlane.masterInstanceIds, memberInstanceId: member.id,
             }, { parent: this, dependsOn: [previous] });
             return previous as ControlPlaneMember;
         });
+
+        // Master 0 too, with 3 or 5 masters, after the others: a no-op while master 0 runs (its Node is there); a re-created
+        // master 0 (src/shell/master_guard.sh) is joined through the other masters like any member, its old etcd member
+        // removed first (docs/disaster-recovery.md#lost-disk-on-master-0).
+        const master0Member = masters.length < 2 ? undefined : new ControlPlaneMember(`${name}-master-0-join`, {
+            ...memberCommon, masterInstanceId: masters[1].id, masterInstanceIds: pulumi.all(masters.slice(1).map((m) => m.id)), memberInstanceId: masters[0].id,
+        }, { parent: this, dependsOn: [previous] });
+        if (master0Member) this.controlPlaneMembers.push(master0Member);
+
+        // etcd backups (docs/disaster-recovery.md#backups): the bucket, the masters' put permission, the backup key; every
+        // master gets the backup timer (and the certificate renewal timer) from the saved maintenance command.
+        const accountId = alicloud.getCallerIdentityOutput({ parent: this }).accountId;
+        this.backup = new EtcdBackup(`${name}-backup`, {
+            clusterName: config.name, region: config.region, accountId, roleName: this.controlPlane.roleName, settings: config.backup, tags,
+        }, { parent: this });
+        const maintenanceCommand = saveCommand(`${name}-master-maintenance`, {
+            commandName: `${config.name}-master-maintenance`, parameters: false, timeoutSeconds: 300,
+            description: "install the etcd backup timer and the certificate renewal timer on a master",
+            script: this.backup.backupScript.apply((script) => renderMasterMaintenance(script, config.backup.intervalMinutes)),
+        }, { parent: this });
+        new MasterMaintenance(`${name}-master-maintenance`, {
+            region: config.region, masterInstanceIds: this.controlPlane.masterInstanceIds, commandId: maintenanceCommand.id,
+        }, { parent: this, dependsOn: [this.joinInfo, ...this.controlPlaneMembers] });
 
         // Nodes: ESS pools and existing instances join by cloud identity (docs/admission.md): they ask every
         // master's admission replica for a single-use token, so no userdata or command holds a join secret.
         const master0 = masters[0].id;
         const masterInstanceIds = this.controlPlane.masterInstanceIds;
         const identityCertificate = config.admission.identityCertificate ?? ALIBABA_IDENTITY_CERTIFICATE;
-        const admissionEndpoints = pulumi.all(masters.map((m) => m.privateIp)).apply((ips) => ips.map((ip) => `${ip}:${ADMISSION_PORT}`));
+        const masterIps = pulumi.all(masters.map((m) => m.privateIp));
+        const admissionEndpoints = masterIps.apply((ips) => ips.map((ip) => `${ip}:${ADMISSION_PORT}`));
+        // The admission service's own key and certificate for the masters' addresses; nodes pin its key.
+        this.admissionCertificate = new AdmissionCertificate(`${name}-admission-tls`, { addresses: masterIps }, { parent: this });
+        const admissionPin = this.admissionCertificate.pin;
         // The join context: everything a node needs to join, built once.
         const join = joinContext(config, {
             apiEndpoint: this.controlPlane.endpoint, caCertHash: this.joinInfo.caCertHash,
-            masterInstanceId: master0, masterInstanceIds, commands, routeTableId: net.routeTableId, admissionEndpoints,
+            masterInstanceId: master0, masterInstanceIds, commands, routeTableId: net.routeTableId, admissionEndpoints, admissionPin,
         });
         // The Cluster registers the pools and existing nodes of its config with the admission service itself (its config and policy below).
         this.nodePools = config.nodePools.map((pool) => new NodePool(`${name}-pool-${pool.name}`, {
@@ -273,16 +312,18 @@ export class Cluster extends pulumi.ComponentResource {
         {
             attachAdmissionPolicy(this.controlPlane, config, this.nodePools.map((p) => p.scalingGroupId));
             // The attach script the service serves to existing nodes and the manual path (no secret in it).
-            const served = pulumi.all([join.apiEndpoint, join.caCertHash, admissionEndpoints]).apply(([apiEndpoint, caCertHash, endpoints]) =>
-                renderServedAttachScript({ ...nodeScriptParams(join.config), apiEndpoint, caCertHash, poolName: EXISTING_POOL_NAME, admission: { endpoints } }));
-            this.attachCommand = pulumi.unsecret(pulumi.all([this.joinInfo.caCertHash, admissionEndpoints])).apply(([hash, endpoints]) => admissionAttachOneLiner(endpoints, hash));
+            const served = pulumi.all([join.apiEndpoint, join.caCertHash, admissionEndpoints, admissionPin]).apply(([apiEndpoint, caCertHash, endpoints, pin]) =>
+                renderServedAttachScript({ ...nodeScriptParams(join.config), apiEndpoint, caCertHash, poolName: EXISTING_POOL_NAME, admission: { endpoints, pin } }));
+            this.attachCommand = pulumi.all([admissionPin, admissionEndpoints]).apply(([pin, endpoints]) => admissionAttachOneLiner(endpoints, pin));
             this.admission = new Admission(`${name}-admission`, {
                 attachScript: served,
                 clusterName: config.name, region: config.region, identityCertificate, joinTag: config.admission.joinTag, image: config.images.admission,
                 allowSha1: config.admission.allowSha1,
-                accountId: alicloud.getCallerIdentityOutput({ parent: this }).accountId,
-                scalingGroups: pulumi.all(this.nodePools.map((p) => p.scalingGroupId)).apply((ids) => Object.fromEntries(ids.map((id, i) => [id, config.nodePools[i].name]))),
+                accountId,
+                pools: this.nodePools.map((p, i) => ({ name: config.nodePools[i].name, scalingGroupId: p.scalingGroupId })),
                 existingNodes: Object.fromEntries(config.existingNodes.map((n) => [n.instanceId, EXISTING_POOL_NAME])),
+                tls: { certPem: this.admissionCertificate.certPem, keyPem: this.admissionCertificate.keyPem },
+                readmitAfterSeconds: config.admission.readmitAfterSeconds,
             }, { parent: this, provider: this.kubernetesProvider });
         }
         const autoscaled = this.nodePools.filter((p) => p.autoscale);
@@ -308,6 +349,7 @@ export class Cluster extends pulumi.ComponentResource {
                 pools: poolInfos,
                 existingNodes: config.existingNodes.map((n) => ({ instanceId: n.instanceId, mode: n.mode })),
                 commands: commandIds,
+                backupIntervalMinutes: config.backup.intervalMinutes,
             }));
 
         this.handle = {
@@ -333,7 +375,7 @@ export class Cluster extends pulumi.ComponentResource {
  * Master 0 runs kubeadm init from its userdata. Masters 1..n-1 get none: ControlPlaneMember prepares
  * and joins them over Cloud Assistant once master 0 is up (they need its certificate key).
  */
-export function masterUserdata(config: ClusterConfig, index: number, apiEndpoint: string, certSANs: string[]): string | undefined {
+export function masterUserdata(config: ClusterConfig, index: number, apiEndpoint: string, certSANs: string[], recordedCaCertHash?: string): string | undefined {
     if (index > 0) {
         return undefined;
     }
@@ -349,6 +391,10 @@ export function masterUserdata(config: ClusterConfig, index: number, apiEndpoint
         // Every other control-plane member gets master 0's key over the sealed join-secrets channel
         // (docs/security.md#encryption-at-rest).
         encryptSecrets: true,
+        // A re-created master 0 of a cluster the stack recorded joins the others or stops (src/shell/master_guard.sh).
+        recordedCaCertHash,
+        peerMasterIps: Array.from({ length: config.controlPlane.count - 1 }, (_, k) =>
+            masterPrivateIp(config.network.vswitchCidrs[masterZoneIndex(k + 1, config.zones.length)], k + 1, config.zones.length)),
         // No AK_NODE_IMAGES (node_images.sh) on master 0, baked or not: NodeImage builds its image in the same
         // `pulumi up`, just before it, so the image always matches (masters ignore image drift afterwards), and
         // kubeadm init finds its images baked; node_images.sh would only check that.

@@ -13,21 +13,20 @@
 import * as alicloud from "@pulumi/alicloud";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { ADMISSION_NAME, NAMESPACE } from "../admission/kube";
+import { ADMISSION_NAME, NAMESPACE, POOL_REGISTRATION_LABEL } from "../admission/kube";
 import { ramPolicy, type Report } from "../rules";
 import type { JoinArgs } from "./joinArgs";
+import { admissionPoolRegistration } from "./admission";
 import { applyObjects, kubeObject, type KubeObject } from "./kube";
 import type { NodeImageArgs } from "./nodeImage";
+
+export { POOL_REGISTRATION_LABEL };
 
 /** The format of {@link ClusterHandle} this library writes and reads. */
 export const CLUSTER_HANDLE_FORMAT = 1;
 
-/** Label of a pool's admission registration (a ConfigMap in kube-system naming the scaling group whose members may join). */
-export const POOL_REGISTRATION_LABEL = "alicloud-kubeadm/admission-pool";
 /** Label of an existing node's admission registration (a ConfigMap in kube-system naming the instance that may join). */
 export const NODE_REGISTRATION_LABEL = "alicloud-kubeadm/admission-node";
-/** Name of a pool's registration ConfigMap. */
-export const poolRegistrationName = (pool: string): string => `${ADMISSION_NAME}-pool-${pool}`;
 /** Name of an existing node's registration ConfigMap. */
 export const nodeRegistrationName = (instanceId: string): string => `${ADMISSION_NAME}-node-${instanceId}`;
 
@@ -137,15 +136,6 @@ export async function clusterHandleOf(reference: pulumi.StackReference, outputNa
     };
 }
 
-/** A pool's admission registration: the scaling group whose members may join, and the pool their Nodes belong to. */
-export function poolRegistration(clusterName: string, pool: string, scalingGroupId: pulumi.Input<string>): KubeObject {
-    return kubeObject<k8s.types.input.core.v1.ConfigMap>({
-        apiVersion: "v1", kind: "ConfigMap",
-        metadata: { name: poolRegistrationName(pool), namespace: NAMESPACE, labels: { [POOL_REGISTRATION_LABEL]: "true", "alicloud-kubeadm/cluster": clusterName } },
-        data: { pool, scalingGroupId },
-    });
-}
-
 /** An existing node's admission registration: the instance that may join, and the pool its Node belongs to. */
 export function nodeRegistration(clusterName: string, instanceId: string, pool: string): KubeObject {
     return kubeObject<k8s.types.input.core.v1.ConfigMap>({
@@ -177,7 +167,7 @@ export function registerPool(name: string, handle: ClusterHandle, pool: string, 
         policyName: policy.policyName,
         policyType: "Custom",
     }, { parent });
-    const registration = applyObjects(`${name}-admission`, [poolRegistration(clusterName, pool, scalingGroupId)],
+    const registration = applyObjects(`${name}-admission`, [admissionPoolRegistration(pool, scalingGroupId, clusterName)],
         { parent, provider: registrationProvider(name, handle, parent), dependsOn: [attachment] });
     return [attachment, ...registration];
 }

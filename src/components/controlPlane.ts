@@ -10,6 +10,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { API_PORT, masterPrivateIp, masterZoneIndex, RAM_ACTIONS, ramPolicy, resolveAutoscalerVersion, ROLE_TAG, type Report } from "../rules";
 import { parseControlPlaneConfig, type ClusterConfig } from "../config";
 import { checkTags, isKnown, parseArgs } from "./args";
+import { MasterReplacementGuard } from "../providers/masterGuard";
 
 /** RAM actions the Alibaba Cloud Controller Manager's node and route controllers call (src/rules/ram.ts, docs/security.md#ram). */
 export const CCM_ACTIONS: readonly string[] = RAM_ACTIONS.filter((a) => a.consumer === "ccm").map((a) => a.action);
@@ -48,7 +49,13 @@ export interface ControlPlaneArgs {
      * Renders the userdata of master `index` given the endpoint (`host:6443`) and the certificate SANs.
      * Master 0's runs `kubeadm init`; the others get none (ControlPlaneMember prepares and joins them). Required.
      */
-    userdata: (index: number, endpoint: string, certSANs: string[]) => string | undefined;
+    userdata: (index: number, endpoint: string, certSANs: string[], recordedCaCertHash?: string) => string | undefined;
+    /**
+     * The CA hash the stack recorded in an earlier `pulumi up` (none on the first): passed to master 0's userdata, so a
+     * re-created master 0 joins that cluster or stops, never `kubeadm init` (docs/disaster-recovery.md). Masters ignore
+     * userdata drift: it only matters to a master created later. Default none.
+     */
+    recordedCaCertHash?: pulumi.Input<string | undefined>;
     /** Tags for every resource. Required. */
     tags: Record<string, string>;
 }
@@ -195,6 +202,13 @@ export function createControlPlane(name: string, args: ControlPlaneArgs, parent:
     }
     const endpoint = endpointHost.apply((h) => `${h}:${API_PORT}`);
 
+    // Refuses at preview a change that would re-create more than one master at once (docs/disaster-recovery.md#one-master-at-a-time).
+    const guard = new MasterReplacementGuard(`${name}-replacement-guard`, {
+        region: config.region,
+        masters: masterPrivateIps.map((_, i) => ({
+            name: `${config.name}-master-${i}`, zone: config.zones[masterZoneIndex(i, zoneCount)], systemDiskCategory: cp.systemDisk.category,
+        })),
+    }, opts);
     const masters = masterPrivateIps.map((privateIp, i) => {
         const zone = masterZoneIndex(i, zoneCount);
         return new alicloud.ecs.Instance(`${name}-master-${i}`, {
@@ -213,7 +227,7 @@ export function createControlPlane(name: string, args: ControlPlaneArgs, parent:
             deletionProtection: cp.deletionProtection,
             // IMDSv1 stays allowed: the Cluster Autoscaler's metadata client sends plain GETs (docs/upstream.md#autoscaler-credentials).
             httpTokens: "optional",
-            userData: pulumi.all([endpoint, sans]).apply(([e, s]) => args.userdata(i, e, s)),
+            userData: pulumi.all([endpoint, sans, args.recordedCaCertHash]).apply(([e, s, recorded]) => args.userdata(i, e, s, recorded || undefined)),
             tags: { ...tags, [ROLE_TAG]: "control-plane" },
         }, {
             ...opts,
@@ -221,6 +235,11 @@ export function createControlPlane(name: string, args: ControlPlaneArgs, parent:
             // disk in place and wipe etcd and the PKI; new userdata would only reboot the master (kubeadm init
             // ran once). Neither is an upgrade: keep the masters as they were created.
             ignoreChanges: ["imageId", "userData"],
+            // Its fixed private IP cannot be held twice: a replaced master (`pulumi up --replace`, a lost disk) is deleted
+            // first, its ControlPlaneMember removing it from etcd before that; the new one takes the same address and
+            // joins (docs/disaster-recovery.md#lost-member).
+            deleteBeforeReplace: true,
+            dependsOn: [guard],
         });
     });
 

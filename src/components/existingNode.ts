@@ -245,6 +245,8 @@ export interface AttachCommandArgs {
     caCertHash: pulumi.Input<string>;
     /** Join through the admission service at these endpoints (no token anywhere). Default: none. */
     admissionEndpoints?: pulumi.Input<string[]>;
+    /** `sha256:<hex>` of the admission service's key. Required with `admissionEndpoints`. */
+    admissionPin?: pulumi.Input<string>;
     /** Pool label value. Default {@link EXISTING_POOL_NAME}. */
     poolName?: string;
 }
@@ -259,8 +261,8 @@ export function createAttachCommand(name: string, args: AttachCommandArgs, opts:
     // No secret in the command: through admission, a short bootstrap that fetches the attach script from the
     // service (no token anywhere); otherwise the token arrives sealed per invocation (NodeMembership). The CA pin
     // is kept secret like everywhere.
-    const script = pulumi.secret(pulumi.all([args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? []]).apply(([caCertHash, apiEndpoint, endpoints]) => args.admissionEndpoints
-        ? renderAdmissionBootstrap(endpoints, caCertHash)
+    const script = pulumi.secret(pulumi.all([args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? [], args.admissionPin ?? ""]).apply(([caCertHash, apiEndpoint, endpoints, pin]) => args.admissionEndpoints
+        ? renderAdmissionBootstrap(endpoints, pin)
         : renderAttachCommand({
             ...nodeScriptParams(config), apiEndpoint,
             poolName: args.poolName ?? EXISTING_POOL_NAME, caCertHash,
@@ -270,9 +272,9 @@ export function createAttachCommand(name: string, args: AttachCommandArgs, opts:
     }, opts);
 }
 
-/** The join credential of the attach script: admission endpoints when given (no token), else the token. */
-function joinCredential(admission: unknown, token: string, endpoints: string[]): { token: string } | { admission: { endpoints: string[] } } {
-    return admission !== undefined ? { admission: { endpoints } } : { token };
+/** The join credential of the attach script: admission endpoints and pin when given (no token), else the token. */
+function joinCredential(admission: unknown, token: string, endpoints: string[], pin: string): { token: string } | { admission: { endpoints: string[]; pin: string } } {
+    return admission !== undefined ? { admission: { endpoints, pin } } : { token };
 }
 
 /** Creates the node's membership (and SSH command) under `parent`. */
@@ -285,13 +287,13 @@ export function createExistingNode(name: string, args: ExistingNodeArgs & { conf
     const attachCommandId = args.attachCommandId === undefined && args.cluster && node.mode === "manual" && !args.connection
         ? createAttachCommand(`${name}-attach`, { ...args.cluster.join, poolName: args.poolName }, { parent }).id : args.attachCommandId;
     // The whole attach script: userdata in `auto` mode, stdin over SSH. `manual` runs the saved attach command.
-    const script = pulumi.secret(pulumi.all([args.token ?? "", args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? []]).apply(([token, hash, endpoint, endpoints]) => renderAttachNode({
+    const script = pulumi.secret(pulumi.all([args.token ?? "", args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? [], args.admissionPin ?? ""]).apply(([token, hash, endpoint, endpoints, pin]) => renderAttachNode({
         ...nodeScriptParams(config),
         apiEndpoint: endpoint,
         poolName: args.poolName ?? EXISTING_POOL_NAME,
         labels: node.labels,
         taints: node.taints,
-        ...joinCredential(args.admissionEndpoints, token, endpoints),
+        ...joinCredential(args.admissionEndpoints, token, endpoints, pin),
         caCertHash: hash,
     })));
 

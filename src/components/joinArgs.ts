@@ -31,6 +31,8 @@ export interface JoinArgs {
      * every master (src/components/admission.ts). Default: none (the nodes join with bootstrap tokens).
      */
     admissionEndpoints?: pulumi.Input<string[]>;
+    /** `sha256:<hex>` of the admission service's key (AdmissionCertificate `pin`). Required with `admissionEndpoints`. */
+    admissionPin?: pulumi.Input<string>;
     /** Route table of the pod routes (a route left behind is deleted when a node is removed). Default none. */
     routeTableId?: pulumi.Input<string>;
 }

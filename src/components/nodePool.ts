@@ -10,9 +10,11 @@
 // the masters with the masters' role, flannel `alloc` needs no cloud access, and the kubelet runs with
 // `--cloud-provider=external`. A role without policies would only hand pods an STS credential to probe with.
 //
-// Labels and tags: the kubelet gets the pool's labels plus `alicloud-kubeadm/pool=<name>`; the scaling
-// configuration's tags carry exactly the same labels, because the autoscaler's alicloud provider copies the
-// tags verbatim into its scale-from-zero node template. The seed's `k8s.io/cluster-autoscaler=true` label
+// Labels and tags: the kubelet gets the pool's labels, and the admission service adds
+// `node-restriction.kubernetes.io/alicloud-kubeadm-pool=<name>` (kubelets may not set it); the scaling
+// configuration's tags carry exactly the node's labels, because the autoscaler's alicloud provider copies the
+// tags verbatim into its scale-from-zero node template (and ESS puts them on the instances, where the
+// admission service reads which group to ask). The seed's `k8s.io/cluster-autoscaler=true` label
 // is NOT used: the kubelet may not self-apply labels under k8s.io (NodeRestriction; it refuses to start),
 // and putting it only in the tags would give the template a label real nodes lack, so pods selecting it
 // would trigger scale-ups onto nodes that never match. Autoscaled nodes carry
@@ -24,7 +26,7 @@ import { bakedNodeImages, isValidated, nodeScriptParams, parseNodeJoinConfig, pa
 import { BootstrapToken } from "../providers/bootstrapToken";
 import { PoolCapacity } from "../providers/poolCapacity";
 import type { JoinArgs } from "./joinArgs";
-import { AUTOSCALED_LABEL, MAX_SCALING_CONFIGURATION_TAGS, POOL_LABEL, poolNodeLabels, scalingConfigurationTags, type Report } from "../rules";
+import { AUTOSCALED_LABEL, LEGACY_POOL_LABEL, MAX_SCALING_CONFIGURATION_TAGS, POOL_LABEL, poolNodeLabels, scalingConfigurationTags, type Report } from "../rules";
 import { checkTags, isKnown, parseArgs } from "./args";
 import { clusterHandleProblems, registerPool, type ClusterHandle } from "./clusterHandle";
 
@@ -206,7 +208,8 @@ export function createNodePool(name: string, args: NodePoolArgs & { config: Node
         vswitchIds: args.vswitchIds,
         multiAzPolicy: "BALANCE",
         removalPolicies: ["NewestInstance", "OldestScalingConfiguration"],
-        tags: { ...cloudTags, [POOL_LABEL]: pool.name },
+        // A cloud tag naming the pool (not a node label: the key of before, so existing groups keep their tags).
+        tags: { ...cloudTags, [LEGACY_POOL_LABEL]: pool.name },
     }, {
         ...opts,
         // PoolCapacity (fixed) / the autoscaler own the capacity, and PoolCapacity owns MaxSize, so a smaller size
@@ -233,14 +236,14 @@ export function createNodePool(name: string, args: NodePoolArgs & { config: Node
     }, { ...opts, dependsOn: args.dependsOn });
 
     const { [POOL_LABEL]: _pool, ...extraLabels } = nodeLabels;
-    const userData = pulumi.secret(pulumi.all([token?.token ?? "", args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? []]).apply(([t, hash, endpoint, endpoints]) => packUserdata(renderAttachNode({
+    const userData = pulumi.secret(pulumi.all([token?.token ?? "", args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? [], args.admissionPin ?? ""]).apply(([t, hash, endpoint, endpoints, pin]) => packUserdata(renderAttachNode({
         ...nodeScriptParams(config),
         ...bakedNodeImages(config),
         apiEndpoint: endpoint,
         poolName: pool.name,
         labels: extraLabels,
         taints: pool.taints,
-        ...(token ? { token: t } : { admission: { endpoints } }),
+        ...(token ? { token: t } : { admission: { endpoints, pin } }),
         caCertHash: hash,
     }), `nodePools[${pool.name}]`)));
 

@@ -8,7 +8,9 @@
  * command with the sealed text (src/cloud/channel.ts: no Cloud Assistant record holds them in clear), then
  * waits for its Node to be Ready. On delete it runs the removal core for a control-plane node: drain,
  * `kubeadm reset` (which removes its etcd member), delete Node. Joins are serialised by the caller (each
- * member depends on the previous one): etcd grows one member at a time.
+ * member depends on the previous one): etcd grows one member at a time. Before a join and before a removal it checks
+ * the etcd quorum (src/recovery/quorum.ts) and takes an etcd backup (src/recovery/backup.ts); `pulumi up --replace` of
+ * a master 1..n runs delete (the member leaves) then create (a fresh member joins): docs/disaster-recovery.md#lost-member.
  */
 import * as pulumi from "@pulumi/pulumi";
 import { CommandError } from "../cloud/cloudAssistant";
@@ -16,6 +18,9 @@ import { bootstrapLog, joinSecrets, listNodes, providerIdOf, runJoin, sendSecret
 import { clusterAccess, dynamicResourceProps, type ClusterAccessInputs, type ResourceArgs } from "./access";
 import { diffInputs, inputDiff } from "./diff";
 import { removeNode } from "../removal";
+import { describeInstance } from "../cloud/ecs";
+import { joinProblem, readEtcdMembers, removalProblem } from "../recovery/quorum";
+import { backupBeforeChange } from "../recovery/backup";
 import { pulumiLog } from "./log";
 
 /** Secrets from a master for one join. */
@@ -52,8 +57,11 @@ export async function joinControlPlaneMember(inputs: ControlPlaneMemberInputs, l
     const master: ClusterAccess = { ...clusterAccess(inputs), pollIntervalMs };
     const providerId = providerIdOf(region, memberInstanceId);
 
-    const existing = (await listNodes(master)).find((n) => n.providerId === providerId);
+    const nodes = await listNodes(master);
+    const existing = nodes.find((n) => n.providerId === providerId);
     if (!existing) {
+        await checkQuorum(master, nodes, memberInstanceId, "join", log);
+        await backupBeforeChange(master, `joining control-plane member ${memberInstanceId}`, log, log);
         log(`asking a master (${master.masterInstanceIds.join(" or ")}) for a certificate key and a join token`);
         const secrets: JoinSecrets = await joinSecrets(master, inputs.joinSecretsScript);
         log(`joining ${memberInstanceId} to the control plane (installs packages, then kubeadm join --control-plane)`);
@@ -87,8 +95,33 @@ export async function joinControlPlaneMember(inputs: ControlPlaneMemberInputs, l
     }
 }
 
-/** 3: join-secrets runs once with RunCommand (`joinSecretsScript`), no longer as a saved command. */
-export const CONTROL_PLANE_MEMBER_PROVIDER_VERSION = "3";
+/**
+ * The etcd quorum check before a step on `memberInstanceId` (docs/disaster-recovery.md#lost-member): read the members and
+ * their health through the first other master whose Node is Ready, then refuse a removal that would leave no healthy
+ * quorum, or a join into a cluster that is not wholly healthy or already has a member per master. With no other Ready
+ * master there is nothing to read through: the join's own preflight and the removal core decide.
+ */
+export async function checkQuorum(access: ClusterAccess, nodes: Awaited<ReturnType<typeof listNodes>>, memberInstanceId: string, step: "join" | "remove",
+    log: (m: string) => void, memberNodeName?: string): Promise<void> {
+    const via = access.masterInstanceIds.filter((m) => m !== memberInstanceId)
+        .map((m) => nodes.find((n) => n.providerId === providerIdOf(access.region, m))).find((n) => n?.ready);
+    if (!via) return;
+    const peerIp = (await describeInstance(access.region, memberInstanceId))?.privateIp ?? "";
+    const members = await readEtcdMembers(access, via.name);
+    const problem = step === "join"
+        ? joinProblem(members, access.masterInstanceIds.length, { peerIp })
+        : removalProblem(members, { name: memberNodeName, peerIp });
+    if (problem) throw new Error(`control-plane member ${memberInstanceId}: ${step === "join" ? "joining" : "removing"} it now is refused: ${problem}`);
+    log(`etcd quorum checked through ${via.name} before ${step === "join" ? "joining" : "removing"} ${memberInstanceId}: ` +
+        `${members.filter((m) => m.healthy).length} of ${members.length} members healthy`);
+}
+
+/**
+ * 3: join-secrets runs once with RunCommand (`joinSecretsScript`), no longer as a saved command.
+ * 4: the etcd quorum is checked, and an etcd backup taken (src/recovery/backup.ts), before a join and before a removal;
+ * a new master 0 (`masterInstanceId`) updates, never replaces.
+ */
+export const CONTROL_PLANE_MEMBER_PROVIDER_VERSION = "4";
 
 /**
  * The outputs of a ControlPlaneMember that are secrets: none. Its join secrets are made on a master and
@@ -97,13 +130,14 @@ export const CONTROL_PLANE_MEMBER_PROVIDER_VERSION = "3";
 export const CONTROL_PLANE_MEMBER_SECRET_OUTPUTS = [] as const;
 
 /**
- * Another member or master 0 is a new join (the old member leaves first). New command ids (a changed script),
- * masters or clean-up settings are an update, never a replacement, which would reset the member. The waits are
- * read by the join alone and the region never changes under a member: neither is a change.
+ * Another member is a new join (deleteBeforeReplace: the old member leaves etcd first). A new master 0 (a re-created
+ * master 0 re-joining, docs/disaster-recovery.md), new command ids (a changed script), masters or clean-up settings are
+ * an update, never a replacement, which would remove the member from etcd. The waits are read by the join alone and the
+ * region never changes under a member: neither is a change.
  */
 const CONTROL_PLANE_MEMBER_DIFF = inputDiff<ControlPlaneMemberInputs>()({
-    replace: ["memberInstanceId", "masterInstanceId"],
-    update: ["joinCommandId", "joinSecretsScript", "commands", "masterInstanceIds", "routeTableId", "podCidr", "providerVersion"],
+    replace: ["memberInstanceId"],
+    update: ["masterInstanceId", "joinCommandId", "joinSecretsScript", "commands", "masterInstanceIds", "routeTableId", "podCidr", "providerVersion"],
     ignore: ["region", "pollIntervalMs", "joinTimeoutSeconds", "readyTimeoutSeconds", "pollSeconds"],
 });
 
@@ -118,8 +152,11 @@ export const controlPlaneMemberProvider: pulumi.dynamic.ResourceProvider = {
     async update(_id: string, olds: ControlPlaneMemberInputs & { nodeName: string }, news: ControlPlaneMemberInputs) {
         return { outs: { ...news, nodeName: olds.nodeName } };
     },
-    async delete(_id: string, props: ControlPlaneMemberInputs) {
+    async delete(_id: string, props: ControlPlaneMemberInputs & { nodeName?: string }) {
         const log = pulumiLog();
+        const access: ClusterAccess = { ...clusterAccess(props), pollIntervalMs: Math.min(1000, (props.pollSeconds ?? 10) * 1000) };
+        await checkQuorum(access, await listNodes(access), props.memberInstanceId, "remove", (m) => log.info(m), props.nodeName);
+        await backupBeforeChange(access, `removing control-plane member ${props.memberInstanceId}`, (m) => log.info(m), (m) => log.warn(m));
         await removeNode({ instanceId: props.memberInstanceId, kind: "control-plane" }, {
             region: props.region, masterInstanceIds: clusterAccess(props).masterInstanceIds, commands: props.commands, routeTableId: props.routeTableId, podCidr: props.podCidr,
             pollIntervalMs: Math.min(1000, (props.pollSeconds ?? 10) * 1000), log: (m) => log.info(m), warn: (m) => log.warn(m),

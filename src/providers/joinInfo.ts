@@ -203,16 +203,19 @@ export async function revokeStackCredential(inputs: JoinInfoInputs, credential: 
 }
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
-export const JOIN_INFO_PROVIDER_VERSION = "2";
+/** 3: a new master 0 (`masterInstanceId`) is an update that keeps the join material (docs/disaster-recovery.md). */
+export const JOIN_INFO_PROVIDER_VERSION = "3";
 
 /**
- * Another master 0 is another cluster's join material. A new kubeconfig server or new scripts are read again in
- * place. The waits are read only while master 0 comes up, and the region never changes under master 0: neither is
- * a change.
+ * A new master 0 is not a new cluster: it re-joins the members (or is restored from a backup) with the same CA, and the
+ * stack's credential lives in etcd. So it updates, keeping the join material (docs/disaster-recovery.md); a replacement
+ * would wait for a `kubeadm init` that the new master 0 never runs (src/shell/master_guard.sh) and revoke the credential.
+ * A new kubeconfig server or new scripts are read again in place. The waits are read only while master 0 comes up, and
+ * the region never changes under master 0: neither is a change.
  */
 const JOIN_INFO_DIFF = inputDiff<JoinInfoInputs>()({
-    replace: ["masterInstanceId"],
-    update: ["kubeconfigServer", "providerVersion", "scripts"],
+    replace: [],
+    update: ["masterInstanceId", "kubeconfigServer", "providerVersion", "scripts"],
     ignore: ["region", "waitTimeoutSeconds", "pollSeconds"],
 });
 
@@ -225,6 +228,11 @@ export const joinInfoProvider: pulumi.dynamic.ResourceProvider = {
         return { ...diffInputs(JOIN_INFO_DIFF, olds, news), deleteBeforeReplace: false };
     },
     async update(_id: string, olds: JoinInfoInputs & Partial<JoinInfoOutputs>, news: JoinInfoInputs) {
+        if (olds.masterInstanceId !== news.masterInstanceId && olds.caCertHash && olds.kubeconfig && olds.credential) {
+            pulumiLog().info(`master 0 is now ${news.masterInstanceId}: the cluster's CA pin and the stack's credential are kept`);
+            const kubeconfig = olds.kubeconfigServer === news.kubeconfigServer ? olds.kubeconfig : olds.kubeconfig.split(olds.kubeconfigServer).join(news.kubeconfigServer);
+            return { outs: { ...news, caCertHash: olds.caCertHash, kubeconfig, credential: olds.credential } };
+        }
         // The same credential is read back (a state from before version 2 gets its first one; its admin.conf copy is dropped).
         return { outs: { ...news, ...(await readJoinInfo({ ...news, credential: olds.credential }, logInfo)) } };
     },

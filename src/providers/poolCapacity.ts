@@ -6,7 +6,8 @@
  *   by exactly the members it takes), so ESS never releases an undrained node; then
  *   `ModifyScalingGroup(MaxSize, DesiredCapacity)` (ESS 2014-08-28), never below the members left; then a
  *   bounded wait until that many of the group's instances are Ready nodes carrying
- *   `alicloud-kubeadm/pool=<name>` (checked with kubectl on a master over Cloud Assistant), with progress
+ *   the pool's label (`node-restriction.kubernetes.io/alicloud-kubeadm-pool=<name>`, set by the admission service, or
+ *   on a node joined before it `alicloud-kubeadm/pool=<name>`; checked with kubectl on a master over Cloud Assistant), with progress
  *   `waiting for 3/5 nodes Ready` in the Pulumi log. A failed ESS scaling activity (e.g. no stock) fails
  *   the wait at once with ESS's message. Every member is then protected from scale-in, so ESS has no victim
  *   to choose even if the capacity dropped behind our back.
@@ -20,7 +21,7 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { describeScalingGroups, modifyScalingGroup, scalingActivities, scalingGroupMembers, setInstancesProtection, waitForIdleGroup, type ScalingGroupMember } from "../cloud/ess";
-import { listNodes, POOL_LABEL, providerIdOf, uncordonNode } from "../cloud/operations";
+import { poolNodes, providerIdOf, uncordonNode } from "../cloud/operations";
 import { clusterAccess, dynamicResourceProps, type ClusterAccessInputs, type ResourceArgs } from "./access";
 import { diffInputs, inputDiff } from "./diff";
 import { scaleInPool, type RemovalOptions, type RemovalReport } from "../removal";
@@ -28,7 +29,7 @@ import { ATTACH_LOG, MAX_SCALING_GROUP_INSTANCES } from "../rules";
 import { logInfo, pulumiLog } from "./log";
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
-export const POOL_CAPACITY_PROVIDER_VERSION = "1";
+export const POOL_CAPACITY_PROVIDER_VERSION = "2";
 
 /** The outputs of a PoolCapacity that are secrets: none (ids, sizes and names only). */
 export const POOL_CAPACITY_SECRET_OUTPUTS = [] as const;
@@ -36,7 +37,7 @@ export const POOL_CAPACITY_SECRET_OUTPUTS = [] as const;
 export interface PoolCapacityInputs extends ClusterAccessInputs {
     /** ESS scaling group (`asg-…`). Required. */
     scalingGroupId: string;
-    /** Pool name: nodes carry `alicloud-kubeadm/pool=<poolName>`. Required. */
+    /** Pool name: the pool label of its nodes (`operations.ts` poolNodes). Required. */
     poolName: string;
     /** `fixed`: this resource sets the capacity. `observe`: only delete acts (autoscaled pools). Default `fixed`. */
     mode?: "fixed" | "observe";
@@ -181,7 +182,7 @@ async function protectMembers(inputs: PoolCapacityInputs, protect: boolean, log:
 async function uncordonSurvivors(inputs: PoolCapacityInputs, log: (m: string) => void): Promise<void> {
     const access = clusterAccess(inputs);
     const members = await stayingMembers(inputs.region, inputs.scalingGroupId);
-    const marked = (await listNodes(access, `${POOL_LABEL}=${inputs.poolName}`))
+    const marked = (await poolNodes(access, inputs.poolName))
         .filter((n) => n.removing && members.some((m) => n.providerId === providerIdOf(inputs.region, m.instanceId)));
     for (const node of marked) {
         if ((await uncordonNode(access, node.name)) === "uncordoned") log(`pool ${inputs.poolName}: uncordoned ${node.name}: it stays in the pool (an earlier removal of it did not finish)`);
@@ -196,7 +197,7 @@ async function waitForReadyNodes(inputs: PoolCapacityInputs, size: number, start
     let last = "";
     for (;;) {
         const members = (await stayingMembers(region, scalingGroupId)).map((m) => m.instanceId);
-        const nodes = await listNodes(access, `${POOL_LABEL}=${poolName}`);
+        const nodes = await poolNodes(access, poolName);
         const readyIds = new Set(nodes.filter((n) => n.ready).map((n) => n.providerId));
         const ready = members.filter((id) => readyIds.has(providerIdOf(region, id)));
         const progress = `pool ${poolName}: waiting for ${ready.length}/${size} nodes Ready (${members.length} instance(s) in ${scalingGroupId})`;

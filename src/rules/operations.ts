@@ -108,6 +108,8 @@ export const OPERATIONS = {
     "uncordon": { on: "master", parameters: ["node"], timeoutSeconds: 60, saved: true, description: "uncordon a Node an unfinished removal marked and cordoned" },
     "delete-node": { on: "master", parameters: ["node"], timeoutSeconds: 120, saved: true, description: "delete a Node object" },
     "etcd-member-remove": { on: "master", parameters: ["member", "peerIp", "etcdNode"], timeoutSeconds: 120, saved: true, description: "remove a master's etcd member (by name or peer address) through a healthy master's etcd" },
+    "etcd-health": { on: "master", parameters: ["etcdNode"], timeoutSeconds: 60, saved: true, description: "list the etcd members and each one's health through a master's etcd (quorum checks)" },
+    "etcd-backup-now": { on: "master", parameters: [], timeoutSeconds: 900, saved: true, description: "take this master's etcd backup now (only the etcd leader's master does); print the outcome" },
     "reset": { on: "node", parameters: [], timeoutSeconds: 300, saved: true, description: "kubeadm reset and the CNI state it leaves behind" },
     // token-create and join-secrets hand out credentials sealed to a key their caller chooses: one-off (RunCommand),
     // never saved, so only a caller who may run anything on the masters can run them (docs/security.md#cloud-assistant-rights).

@@ -1,6 +1,7 @@
 #!/bin/bash
 # alicloud-kubeadm master 0: prepare the node, then `kubeadm init` with a generated v1beta4 config.
 # Runs once: the marker ${AK_STATE_DIR}/init.done (or init.failed with the exit code) ends every later run.
+# With AK_RECORDED_CA_HASH (the stack recorded a cluster already) it never runs `kubeadm init`: see below.
 # The admin kubeconfig stays at /etc/kubernetes/admin.conf, the CA at /etc/kubernetes/pki/ca.crt.
 set -euo pipefail
 
@@ -17,6 +18,10 @@ if [ -f "${AK_STATE_DIR}/init.failed" ]; then
     "Read ${AK_LOG#"$AK_ROOT"}, run 'kubeadm reset -f', delete ${AK_STATE_DIR#"$AK_ROOT"}/init.failed and run this script again"
 fi
 ak_failure_marker init.failed
+
+# Master 0 re-created while its cluster lives on: never `kubeadm init` (src/shell/master_guard.sh, only rendered when
+# the stack recorded the cluster's CA hash).
+[ -z "${AK_RECORDED_CA_HASH:-}" ] || ak_master_guard
 
 # ak_init_config: the InitConfiguration + ClusterConfiguration for this master.
 ak_init_config() {

@@ -19,7 +19,7 @@ import * as zlib from "zlib";
 import {
     CA_HASH_PATTERN, CERT_SAN_PATTERN, CERTIFICATE_KEY_PATTERN, checkTaints, defaultMirrors, DNS1123_LABEL_63, ENCRYPTION_KEY_PATTERN, formatProblem,
     formatTaint, HOST_PORT_PATTERN, HTTP_URL_PATTERN, IMAGE_SOURCE_PATTERN, isCidr, kubernetesVersionProblem, nodeLabelKeyProblem, imageReferenceProblem,
-    isLabelValue, OPERATION_PARAMETERS, OPERATIONS, operationParameters, pauseImage, POOL_LABEL, REGION_ID_PATTERN, SYSTEM_NAMESPACES, TOKEN_PATTERN, USERDATA_HARD_LIMIT_BYTES,
+    isLabelValue, OPERATION_PARAMETERS, OPERATIONS, operationParameters, pauseImage, LEGACY_POOL_LABEL, POOL_LABEL, REGION_ID_PATTERN, SYSTEM_NAMESPACES, TOKEN_PATTERN, USERDATA_HARD_LIMIT_BYTES,
     type JoinOperation, type Mirrors, type OperationName, type ParameterName, type Problem, type Taint,
 } from "../rules";
 
@@ -105,6 +105,14 @@ export interface MasterInitParams extends NodeParams {
      * ({@link ControlPlaneJoinParams.encryptionKey}). Default false.
      */
     encryptSecrets?: boolean;
+    /**
+     * The CA hash the stack recorded for this cluster (`sha256:<hex>`), none when the cluster is new. With it the script
+     * never runs `kubeadm init`: it joins the masters of {@link peerMasterIps} that answer with this CA, or stops and
+     * names the restore command (docs/disaster-recovery.md). Default none.
+     */
+    recordedCaCertHash?: string;
+    /** The private IPs of masters 1..n-1, which a re-created master 0 looks for its cluster at. Default none. */
+    peerMasterIps?: string[];
 }
 
 /** A node taint (kubelet `--register-with-taints`). */
@@ -133,7 +141,10 @@ function placeholder(ref: ParameterRef): string {
 
 /** Parameters of a worker's `kubeadm join` (pools and existing nodes). */
 export interface AttachNodeParams extends NodeParams {
-    /** Pool name; the node always gets the label `alicloud-kubeadm/pool=<poolName>`. */
+    /**
+     * Pool name: joining through admission, the service labels the Node `node-restriction.kubernetes.io/alicloud-kubeadm-pool=<poolName>`
+     * (from its own record of the instance's group); with a token, the node labels itself `alicloud-kubeadm/pool=<poolName>`.
+     */
     poolName: string;
     /** Extra node labels (kubelet `--node-labels` rules: no `node-role.kubernetes.io/*`), or a parameter (`key=value,...`). Default: none. */
     labels?: Param<Record<string, string>>;
@@ -154,6 +165,8 @@ export interface AttachNodeParams extends NodeParams {
 export interface AdmissionJoin {
     /** `host:port` of each admission replica (every master's private IP and port 10443). */
     endpoints: string[];
+    /** `sha256:<hex>` of the admission service's public key (AdmissionCertificate `pin`): the only TLS identity the node trusts there. */
+    pin: string;
 }
 
 /** Parameters of a control-plane member's `kubeadm join --control-plane` (masters 1..n-1). */
@@ -188,7 +201,7 @@ export function renderBakeNode(params: BakeNodeParams): string {
 }
 
 /** Header variables that carry secrets; {@link redactUserdata} blanks them. */
-export const SECRET_PARAMETERS: readonly string[] = ["AK_BOOTSTRAP_TOKEN", "AK_CA_CERT_HASHES", "AK_CERTIFICATE_KEY", "AK_ENCRYPTION_KEY"];
+export const SECRET_PARAMETERS: readonly string[] = ["AK_BOOTSTRAP_TOKEN", "AK_CA_CERT_HASHES", "AK_RECORDED_CA_HASH", "AK_CERTIFICATE_KEY", "AK_ENCRYPTION_KEY"];
 
 /**
  * Renders master 0's userdata (node preparation + `kubeadm init`).
@@ -204,6 +217,8 @@ export function renderMasterInit(params: MasterInitParams): string {
         `must be an integer in ${podPrefix + 1}..30 (longer than the podCidr prefix)`);
     const endpointHost = (params.apiEndpoint ?? "").replace(/:\d+$/, "");
     (params.certSANs ?? []).forEach((san, i) => check(problems, `certSANs[${i}]`, CERT_SAN_PATTERN.test(san), "must be a DNS name or an IP address"));
+    check(problems, "recordedCaCertHash", params.recordedCaCertHash === undefined || CA_HASH_PATTERN.test(params.recordedCaCertHash), "must be sha256:<64 hex digits>");
+    (params.peerMasterIps ?? []).forEach((ip, i) => check(problems, `peerMasterIps[${i}]`, /^(\d{1,3}\.){3}\d{1,3}$/.test(ip), "must be an IPv4 address"));
     throwIfAny("renderMasterInit", problems);
     return assemble("master_init.sh", [
         ...nodeHeader(params),
@@ -214,7 +229,9 @@ export function renderMasterInit(params: MasterInitParams): string {
         ["AK_NODE_CIDR_MASK_SIZE", String(params.nodeCidrMaskSize)],
         ["AK_CERT_SANS", unique((params.certSANs ?? []).filter((s) => s !== endpointHost)).join(",")],
         ["AK_PSA_EXEMPT_NAMESPACES", SYSTEM_NAMESPACES.join(",")],
-    ], MASTER_SHARED);
+        ...(params.recordedCaCertHash ? [["AK_RECORDED_CA_HASH", params.recordedCaCertHash] as [string, string]] : []),
+        ...(params.peerMasterIps?.length ? [["AK_PEER_MASTER_IPS", params.peerMasterIps.join(",")] as [string, string]] : []),
+    ], params.recordedCaCertHash ? [...MASTER_SHARED, "master_guard.sh"] : MASTER_SHARED);
 }
 
 /** What a master's script carries besides prepare_node.sh: the control-plane hardening and policy (docs/security.md). */
@@ -259,7 +276,7 @@ function attachHeader(fn: string, params: AttachNodeParams, problems: Problem[])
     for (const [key, value] of isRef(labels) ? [] : Object.entries(labels)) {
         const keyProblem = nodeLabelKeyProblem(key);
         check(problems, `labels.${key}`, !keyProblem, keyProblem ?? "");
-        check(problems, `labels.${key}`, key !== POOL_LABEL, "is set from poolName; remove it");
+        check(problems, `labels.${key}`, key !== POOL_LABEL && key !== LEGACY_POOL_LABEL, "is set from poolName; remove it");
         check(problems, `labels.${key}`, isLabelValue(value), "value must be empty or up to 63 of [A-Za-z0-9._-], starting and ending alphanumeric");
     }
     const taints = params.taints ?? [];
@@ -279,8 +296,8 @@ function attachHeader(fn: string, params: AttachNodeParams, problems: Problem[])
         // Joining by cloud identity: endpoints instead of a token (no token variable at all). A saved join command
         // (token given as a parameter) never carries the token: the channel-receive operation left it on the
         // instance, received sealed to its one-use key; AK_CHANNEL names it (docs/security.md).
-        admission ? ["AK_ADMISSION_ENDPOINTS", admission.endpoints.join(",")]
-            : isRef(token) ? ["AK_CHANNEL", placeholder({ parameter: "channel" })] : ["AK_BOOTSTRAP_TOKEN", token!],
+        ...(admission ? [["AK_ADMISSION_ENDPOINTS", admission.endpoints.join(",")], ["AK_ADMISSION_PIN", admission.pin]] as Array<[string, string]>
+            : isRef(token) ? [["AK_CHANNEL", placeholder({ parameter: "channel" })] as [string, string]] : [["AK_BOOTSTRAP_TOKEN", token!] as [string, string]]),
         ["AK_CA_CERT_HASHES", hashes.join(",")],
     ];
 }
@@ -293,6 +310,7 @@ function admissionProblems(params: AttachNodeParams, problems: Problem[]): Admis
     const endpoints = Array.isArray(a?.endpoints) ? a.endpoints : [];
     check(problems, "admission.endpoints", endpoints.length > 0 && endpoints.every((e) => HOST_PORT_PATTERN.test(e)),
         "must be one or more host:port (each master's private IP and the admission port 10443)");
+    check(problems, "admission.pin", CA_HASH_PATTERN.test(a?.pin ?? ""), "must be sha256:<64 lower-case hex digits> (the admission service's key, AdmissionCertificate pin)");
     return a;
 }
 
@@ -378,6 +396,11 @@ function scriptDir(): string {
  * A static script as it goes into userdata: without its shebang and full-line comments (the repository copy
  * is the documented one; ECS userdata is size-limited). shellcheck directives stay.
  */
+/** A static script of src/shell as it is rendered into what runs (comments and blank lines outside heredocs dropped). */
+export function shellBody(file: string): string {
+    return body(file);
+}
+
 function body(file: string): string {
     let heredocEnd: string | undefined;
     return fs.readFileSync(path.join(scriptDir(), ...file.split("/")), "utf8")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the upstream binaries the real-cluster tests run (etcd, kube-apiserver,
+# Builds the upstream binaries the real-cluster tests run (etcd, etcdctl, etcdutl, kube-apiserver,
 # kube-controller-manager, kube-scheduler, kubeadm, kubectl, kwok) from source, at the versions
 # pinned by test/kube/go/*/go.mod + go.sum, through the Go module proxy with the ordinary `go` client.
 #
@@ -68,7 +68,7 @@ etcd_ldflags="-s -w"
 # family | module folder | ldflags | binary=package ...
 families=(
   "kubernetes|$k8s_ldflags|kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler kubeadm=k8s.io/kubernetes/cmd/kubeadm kubectl=k8s.io/kubernetes/cmd/kubectl"
-  "etcd|$etcd_ldflags|etcd=go.etcd.io/etcd/server/v3"
+  "etcd|$etcd_ldflags|etcd=go.etcd.io/etcd/server/v3 etcdctl=go.etcd.io/etcd/etcdctl/v3 etcdutl=go.etcd.io/etcd/etcdutl/v3"
   "kwok|$kwok_ldflags|kwok=sigs.k8s.io/kwok/cmd/kwok"
 )
 
@@ -99,9 +99,10 @@ for family in "${families[@]}"; do
   (cd "$gomods/$mod" && go build -trimpath -ldflags "$ldflags" -o "$out/" "${pkgs[@]}")
   for t in "${missing[@]}"; do
     name="${t%%=*}"; pkg="${t#*=}"
-    # go build -o dir/ names each binary after the last element of its package path
+    # go build -o dir/ names each binary after the last element of its package path, or the one before a
+    # major-version suffix (go.etcd.io/etcd/server/v3 -> server)
     src="$out/$(basename "$pkg")"
-    [[ "$pkg" == go.etcd.io/etcd/server/v3 ]] && src="$out/server"
+    [[ "$pkg" =~ /([^/]+)/v[0-9]+$ ]] && src="$out/${BASH_REMATCH[1]}"
     mv -f "$src" "$bin/$name"
     echo "$stamp" >"$bin/.$name.stamp"
   done
@@ -165,6 +166,8 @@ fi
 echo "kube:build: binaries in $bin ($( ((built)) && echo "built in $((SECONDS - start))s" || echo "all up to date"))"
 v() { printf '%-24s %s\n' "$1" "$("$bin/$1" "${@:2}" 2>&1 | tr '\n' ' ' | sed 's/ *$//')"; }
 v etcd --version
+v etcdctl version
+v etcdutl version
 v kube-apiserver --version
 v kube-controller-manager --version
 v kube-scheduler --version

@@ -1,6 +1,7 @@
-// The CA pin on the node (src/shell/renderAdmission.ts, src/shell/admission_client.sh): the saved attach bootstrap,
-// the one-line attach command and the pool's admission client trust the one CA whose public key matches the pin,
-// and nothing else: not another CA's certificate appended to /ca.crt, not a CA of the system's trust store. World:
+// The pin of the admission service's key on the node (src/shell/renderAdmission.ts, src/shell/admission_client.sh):
+// the saved attach bootstrap, the one-line attach command and the pool's admission client trust the one certificate
+// whose public key matches the pin, and nothing else: not another CA's certificate appended to /admission.crt, not a
+// CA of the system's trust store. World:
 // the real scripts under bash with the real curl and openssl, an on-path HTTPS server on loopback (and, for the
 // trust store, a private mount namespace); asserted from the files a script left and what the server received.
 import * as assert from "assert";
@@ -12,9 +13,9 @@ import type * as net from "net";
 import * as os from "os";
 import * as path from "path";
 import { admissionAttachOneLiner, renderAdmissionBootstrap } from "../src/shell/renderAdmission";
-import { makeClusterCa } from "../testing/admission/harness";
+import { makeClusterCa, makeServiceTls, type ServiceTls } from "../testing/admission/harness";
 
-describe("the CA pin on the node: another CA's certificate in /ca.crt is not trusted", function () {
+describe("the pin of the admission service's key on the node: another CA's certificate in /admission.crt is not trusted", function () {
     this.timeout(120_000);
     let dir: string;
 
@@ -25,22 +26,22 @@ describe("the CA pin on the node: another CA's certificate in /ca.crt is not tru
         if (dir) fs.rmSync(dir, { recursive: true, force: true });
     });
 
-    it("a CA bundle does not defeat the pin: the saved bootstrap and the one-liner run no script served under a certificate of another CA appended to /ca.crt", async () => {
-        const real = makeClusterCa(fs.mkdtempSync(path.join(dir, "real-")));
+    it("a bundle does not defeat the pin: the saved bootstrap and the one-liner run no script served under a certificate of another CA appended to /admission.crt", async () => {
+        const real = makeServiceTls();
         const evilDir = fs.mkdtempSync(path.join(dir, "evil-"));
         const evil = makeClusterCa(evilDir);
         const marker = path.join(dir, "pwned");
         // An on-path attacker (what the pin exists to stop) answers at the master's address with its own CA's
-        // certificate, and serves the real CA first in /ca.crt followed by its own.
+        // certificate, and serves the service's real (public) certificate first in /admission.crt, followed by its CA.
         const server = https.createServer({ cert: evil.certPem, key: evil.keyPem }, (req, res) => {
-            if (req.url === "/ca.crt") res.end(real.caPem + evil.caPem);
+            if (req.url === "/admission.crt") res.end(real.certPem + evil.caPem);
             else if (req.url === "/attach.sh") res.end(`#!/bin/bash\necho attacker > ${marker}\n`);
             else { res.writeHead(404); res.end(); }
         });
         await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
         const endpoint = `127.0.0.1:${(server.address() as net.AddressInfo).port}`;
         try {
-            const bootstrap = renderAdmissionBootstrap([endpoint], real.caHash).replace(/'\{\{(labels|taints|channel)\}\}'/g, "''");
+            const bootstrap = renderAdmissionBootstrap([endpoint], real.pin).replace(/'\{\{(labels|taints|channel)\}\}'/g, "''");
             fs.writeFileSync(path.join(dir, "bootstrap.sh"), bootstrap);
             await new Promise<void>((resolve) => {
                 const p = spawn("bash", [path.join(dir, "bootstrap.sh")], { stdio: "ignore" });
@@ -49,7 +50,7 @@ describe("the CA pin on the node: another CA's certificate in /ca.crt is not tru
             const viaBootstrap = fs.existsSync(marker);
             fs.rmSync(marker, { force: true });
             await new Promise<void>((resolve) => {
-                const p = spawn("bash", ["-c", admissionAttachOneLiner([endpoint], real.caHash)], { stdio: "ignore" });
+                const p = spawn("bash", ["-c", admissionAttachOneLiner([endpoint], real.pin)], { stdio: "ignore" });
                 p.on("exit", () => resolve());
             });
             const viaOneLiner = fs.existsSync(marker);
@@ -59,13 +60,13 @@ describe("the CA pin on the node: another CA's certificate in /ca.crt is not tru
         }
     });
 
-    it("the pool's admission client sends its signed identity to, and takes a token from, no server of a CA appended to /ca.crt", async () => {
-        const real = makeClusterCa(fs.mkdtempSync(path.join(dir, "real-")));
+    it("the pool's admission client sends its signed identity to, and takes a token from, no server of a CA appended to /admission.crt", async () => {
+        const real = makeServiceTls();
         const evil = makeClusterCa(fs.mkdtempSync(path.join(dir, "evil-")));
         const received: string[] = [];
         const server = https.createServer({ cert: evil.certPem, key: evil.keyPem }, (req, res) => {
             received.push(`${req.method} ${req.url}`);
-            if (req.url === "/ca.crt") res.end(real.caPem + evil.caPem);
+            if (req.url === "/admission.crt") res.end(real.certPem + evil.caPem);
             else if (req.url === "/challenge") res.end(`ak1.${Math.floor(Date.now() / 1000) + 120}.${"A".repeat(22)}.${"B".repeat(43)}\n`);
             else if (req.url === "/admit") { req.resume(); req.on("end", () => res.end('{"token":"evilid.0123456789abcdef"}')); }
             else { res.writeHead(404); res.end(); }
@@ -80,14 +81,14 @@ describe("the CA pin on the node: another CA's certificate in /ca.crt is not tru
                 "set -euo pipefail",
                 `source ${JSON.stringify(path.join(__dirname, "..", "src", "shell", "admission_client.sh"))}`,
                 "ak_log() { :; }; ak_die() { exit 1; }; ak_mark() { :; }",
-                `AK_ADMISSION_ENDPOINTS=127.0.0.1:${(server.address() as net.AddressInfo).port} AK_CA_CERT_HASHES=${real.caHash} AK_STATE_DIR=${state} AK_ROOT=""`,
+                `AK_ADMISSION_ENDPOINTS=127.0.0.1:${(server.address() as net.AddressInfo).port} AK_ADMISSION_PIN=${real.pin} AK_STATE_DIR=${state} AK_ROOT=""`,
                 `AK_METADATA=http://127.0.0.1:${(metadata.address() as net.AddressInfo).port}/latest AK_ADMISSION_ATTEMPTS=1 AK_RETRY_DELAY=0`,
                 `ak_admission_token && printf %s "$AK_BOOTSTRAP_TOKEN" > ${state}/token || true`,
             ].join("\n");
             await new Promise<void>((resolve) => spawn("bash", ["-c", script], { stdio: "ignore" }).on("exit", () => resolve()));
             const token = fs.existsSync(path.join(state, "token")) ? fs.readFileSync(path.join(state, "token"), "utf8") : "";
             assert.deepStrictEqual({ admitPosted: received.includes("POST /admit"), token }, { admitPosted: false, token: "" },
-                "the signed identity went to, and a token came from, a server whose certificate the pinned CA did not sign");
+                "the signed identity went to, and a token came from, a server whose key is not the pinned one");
         } finally {
             await new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); });
             await new Promise<void>((r) => { metadata.closeAllConnections(); metadata.close(() => r()); });
@@ -95,10 +96,10 @@ describe("the CA pin on the node: another CA's certificate in /ca.crt is not tru
     });
 });
 
-describe("the CA pin on the node: the system CA path is not trusted too", function () {
+describe("the pin of the admission service's key on the node: the system CA path is not trusted too", function () {
     this.timeout(120_000);
     let dir: string;
-    let real: ReturnType<typeof makeClusterCa>;
+    let real: ServiceTls;
     let evil: { caPem: string; certPem: string; keyPem: string };
     let store: string;
 
@@ -108,7 +109,7 @@ describe("the CA pin on the node: the system CA path is not trusted too", functi
     before(function () {
         if (spawnSync("unshare", ["-m", "--propagation", "private", "true"]).status !== 0) this.skip();
         dir = fs.mkdtempSync(path.join(os.tmpdir(), "ak-ca-pin-path-"));
-        real = makeClusterCa(fs.mkdtempSync(path.join(dir, "real-")));
+        real = makeServiceTls();
         // The attacker's CA is named differently from the cluster's ("kubernetes"), as any third-party CA is.
         const evilDir = fs.mkdtempSync(path.join(dir, "evil-"));
         const ossl = (args: string[]) => execFileSync("openssl", args, { cwd: evilDir, stdio: "pipe" });
@@ -124,10 +125,10 @@ describe("the CA pin on the node: the system CA path is not trusted too", functi
     });
     after(() => { if (dir) fs.rmSync(dir, { recursive: true, force: true }); });
 
-    /** An on-path server at the master's address: the real (public) CA at /ca.crt, so the pin matches; its own serving certificate. */
+    /** An on-path server at the master's address: the service's real (public) certificate at /admission.crt, so the pin matches; its own serving certificate. */
     async function onPath(handle: (req: http.IncomingMessage, res: http.ServerResponse) => void): Promise<{ endpoint: string; close(): Promise<void> }> {
         const server = https.createServer({ cert: evil.certPem, key: evil.keyPem }, (req, res) => {
-            if (req.url === "/ca.crt") res.end(real.caPem);
+            if (req.url === "/admission.crt") res.end(real.certPem);
             else handle(req, res);
         });
         await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
@@ -139,18 +140,18 @@ describe("the CA pin on the node: the system CA path is not trusted too", functi
     const inNamespace = (script: string) => new Promise<void>((resolve) => spawn("unshare", ["-m", "--propagation", "private", "bash", "-c",
         `mount --bind ${store} /etc/ssl/certs && ${script}`], { stdio: "ignore" }).on("exit", () => resolve()));
 
-    it("the saved bootstrap and the one-liner trust only the pinned CA, not also the system CA path", async () => {
+    it("the saved bootstrap and the one-liner trust only the pinned certificate, not also the system CA path", async () => {
         const marker = path.join(dir, "pwned");
         const server = await onPath((req, res) => {
             if (req.url === "/attach.sh") res.end(`#!/bin/bash\necho attacker > ${marker}\n`);
             else { res.writeHead(404); res.end(); }
         });
         try {
-            fs.writeFileSync(path.join(dir, "bootstrap.sh"), renderAdmissionBootstrap([server.endpoint], real.caHash).replace(/'\{\{(labels|taints|channel)\}\}'/g, "''"));
+            fs.writeFileSync(path.join(dir, "bootstrap.sh"), renderAdmissionBootstrap([server.endpoint], real.pin).replace(/'\{\{(labels|taints|channel)\}\}'/g, "''"));
             await inNamespace(`bash ${path.join(dir, "bootstrap.sh")}`);
             const viaBootstrap = fs.existsSync(marker);
             fs.rmSync(marker, { force: true });
-            fs.writeFileSync(path.join(dir, "oneliner.sh"), admissionAttachOneLiner([server.endpoint], real.caHash));
+            fs.writeFileSync(path.join(dir, "oneliner.sh"), admissionAttachOneLiner([server.endpoint], real.pin));
             await inNamespace(`bash ${path.join(dir, "oneliner.sh")}`);
             const viaOneLiner = fs.existsSync(marker);
             assert.deepStrictEqual({ viaBootstrap, viaOneLiner }, { viaBootstrap: false, viaOneLiner: false },
@@ -160,7 +161,7 @@ describe("the CA pin on the node: the system CA path is not trusted too", functi
         }
     });
 
-    it("the pool's admission client sends its signed identity only to a server of the pinned CA, not to one of the system CA path", async () => {
+    it("the pool's admission client sends its signed identity only to the server with the pinned key, not to one of the system CA path", async () => {
         const received: string[] = [];
         const server = await onPath((req, res) => {
             received.push(`${req.method} ${req.url}`);
@@ -176,7 +177,7 @@ describe("the CA pin on the node: the system CA path is not trusted too", functi
                 "set -euo pipefail",
                 `source ${JSON.stringify(path.join(__dirname, "..", "src", "shell", "admission_client.sh"))}`,
                 "ak_log() { :; }; ak_die() { exit 1; }; ak_mark() { :; }",
-                `AK_ADMISSION_ENDPOINTS=${server.endpoint} AK_CA_CERT_HASHES=${real.caHash} AK_STATE_DIR=${state} AK_ROOT=""`,
+                `AK_ADMISSION_ENDPOINTS=${server.endpoint} AK_ADMISSION_PIN=${real.pin} AK_STATE_DIR=${state} AK_ROOT=""`,
                 `AK_METADATA=http://127.0.0.1:${(metadata.address() as net.AddressInfo).port}/latest AK_ADMISSION_ATTEMPTS=1 AK_RETRY_DELAY=0`,
                 `ak_admission_token && printf %s "$AK_BOOTSTRAP_TOKEN" > ${state}/token || true`,
             ].join("\n"));
