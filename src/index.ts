@@ -27,8 +27,9 @@ export {
     type ValidationResult,
     type StackConfig,
 } from "./config";
-export type { AdmissionConfig, ClusterConfigFields, NodeJoinConfig } from "./configTypes";
+export type { AdmissionConfig, BackupConfig, ClusterConfigFields, NodeJoinConfig } from "./configTypes";
 export type { AutoscalerSettings, Problem, SavedOperation } from "./rules";
+export type { BackupSettings } from "./rules/backup";
 export { carveVSwitchCidrs, parseCidr, overlaps, contains, type Cidr } from "./rules/cidr";
 
 // Components
@@ -49,6 +50,8 @@ export {
 export { NodeCommands, nodeCommandSpecs, saveCommand, type NodeCommandsArgs, type SavedCommandArgs } from "./components/nodeCommands";
 export { PodNetwork, type PodNetworkArgs, type PodNetworkImages } from "./components/podNetwork";
 export { Admission, type AdmissionArgs } from "./components/admission";
+export { EtcdBackup, type EtcdBackupArgs } from "./components/backup";
+export type { BackupKeyPair } from "./providers/backupKey";
 export type { KubeObject, KubeMetadata } from "./components/kube";
 export { PodSecurity, podSecurityObjects, type PodSecurityArgs } from "./components/podSecurity";
 export { NodeImage, bakeBuildContent, type NodeImageArgs, type AttachedNodeImageArgs } from "./components/nodeImage";
