@@ -36,7 +36,7 @@ export { carveVSwitchCidrs, parseCidr, overlaps, contains, type Cidr } from "./r
 export { Cluster, resolveClusterConfig, type ClusterArgs, type ClusterConfigArgs } from "./components/cluster";
 // Attaching a pool, an existing node or an image built outside a Cluster: the handle it exports.
 export {
-    clusterHandleOf, CLUSTER_HANDLE_FORMAT, POOL_REGISTRATION_LABEL, NODE_REGISTRATION_LABEL,
+    clusterHandleOf, CLUSTER_HANDLE_FORMAT, POOL_REGISTRATION_LABEL,
     type ClusterHandle, type ClusterPlacement, type AdmissionMembership, type ClusterRam,
 } from "./components/clusterHandle";
 export { type JoinArgs } from "./components/joinArgs";

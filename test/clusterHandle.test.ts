@@ -83,7 +83,7 @@ describe("attaching a pool, an existing node and a node image to a cluster throu
         assertPoolAttached(recorder, "gpu", role.rawInputs.roleName, endpoints);
         const node = registration(recorder, "alicloud-kubeadm-admission-node-i-bp1batch00000001");
         assert.deepEqual(node.rawInputs.data, { instanceId: "i-bp1batch00000001", pool: "existing" });
-        assert.equal((node.rawInputs.metadata as { labels: Record<string, string> }).labels["alicloud-kubeadm/admission-node"], "true");
+        assert.equal((node.rawInputs.metadata as { labels: Record<string, string> }).labels["alicloud-kubeadm/admission-pool"], "true", "read with the pools' registrations");
         // The cluster has no manual existing node, so the attached manual node saves its own attach command.
         assert.ok(recorder.ofType("alicloud:ecs/command:Command").some((c) => c.name === "batch-attach"));
         // The image is built for the cluster: its Kubernetes version, from its base image, in its first vSwitch.

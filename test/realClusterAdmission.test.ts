@@ -209,7 +209,7 @@ describe("admission on the real control plane", function () {
         assert.strictEqual((await asService(["label", "node", name, `${POOL_LABEL}=general`, "--overwrite"])).code, 0, "its own label it may write");
     });
 
-    it("pool registrations: the service reads the allowed groups from ConfigMaps, a pool registered later included, without a restart", async () => {
+    it("pool registrations: the service reads the allowed groups from ConfigMaps, a pool (and an existing node) registered later included, without a restart", async () => {
         const pools = new KubePoolSource(ac.kube, 0);
         const toObject = (o: ReturnType<typeof admissionPoolRegistration>) => o as object;
         await rc.c.apply(toObject(admissionPoolRegistration("general", "asg-general0001", "test")));
@@ -217,6 +217,11 @@ describe("admission on the real control plane", function () {
         await rc.c.apply(toObject(admissionPoolRegistration("gpu", "asg-gpu00000001", "test")));
         assert.deepStrictEqual([...(await pools.groups())], [["asg-general0001", "general"]], "read once, kept");
         assert.deepStrictEqual(new Map(await pools.refresh()), new Map([["asg-general0001", "general"], ["asg-gpu00000001", "gpu"]]), "read again: the new pool");
+        // An existing node attached later (ExistingNode with a cluster handle) registers its instance the same way.
+        const { nodeRegistration } = await import("../src/components/clusterHandle");
+        await rc.c.apply(toObject(nodeRegistration("test", "i-batch0001", "batch")));
+        assert.deepStrictEqual([...(await pools.refreshNodes())], [["i-batch0001", "batch"]]);
+        assert.deepStrictEqual(new Map(await pools.groups()), new Map([["asg-general0001", "general"], ["asg-gpu00000001", "gpu"]]), "no group from a node's registration");
         // Other ConfigMaps in kube-system are no registrations, and the service may not write any.
         assert.notStrictEqual((await ac.asToken(ac.saToken, ["create", "configmap", "x", "-n", "kube-system", "--from-literal=scalingGroupId=asg-x"], { allowFail: true })).code, 0);
     });

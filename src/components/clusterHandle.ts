@@ -25,8 +25,6 @@ export { POOL_REGISTRATION_LABEL };
 /** The format of {@link ClusterHandle} this library writes and reads. */
 export const CLUSTER_HANDLE_FORMAT = 1;
 
-/** Label of an existing node's admission registration (a ConfigMap in kube-system naming the instance that may join). */
-export const NODE_REGISTRATION_LABEL = "alicloud-kubeadm/admission-node";
 /** Name of an existing node's registration ConfigMap. */
 export const nodeRegistrationName = (instanceId: string): string => `${ADMISSION_NAME}-node-${instanceId}`;
 
@@ -136,11 +134,14 @@ export async function clusterHandleOf(reference: pulumi.StackReference, outputNa
     };
 }
 
-/** An existing node's admission registration: the instance that may join, and the pool its Node belongs to. */
+/**
+ * An existing node's admission registration: the instance that may join, and the pool its Node belongs to (labelled
+ * like a pool's, so the service reads both in one list).
+ */
 export function nodeRegistration(clusterName: string, instanceId: string, pool: string): KubeObject {
     return kubeObject<k8s.types.input.core.v1.ConfigMap>({
         apiVersion: "v1", kind: "ConfigMap",
-        metadata: { name: nodeRegistrationName(instanceId), namespace: NAMESPACE, labels: { [NODE_REGISTRATION_LABEL]: "true", "alicloud-kubeadm/cluster": clusterName } },
+        metadata: { name: nodeRegistrationName(instanceId), namespace: NAMESPACE, labels: { [POOL_REGISTRATION_LABEL]: "true", "alicloud-kubeadm/cluster": clusterName } },
         data: { instanceId, pool },
     });
 }
