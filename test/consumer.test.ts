@@ -216,7 +216,7 @@ describe("the package as a consumer installs it: npm pack → fresh project (off
         timed("install", () => npm(dir, ["install", "--offline", "--ignore-scripts", "--no-audit", "--no-fund"]));
     });
 
-    it("the tarball holds the compiled entry points, declarations and node scripts, and no TypeScript source or test", () => {
+    it("the tarball holds the compiled entry points, declarations, node scripts, LICENSE and CHANGELOG, and no TypeScript source or test", () => {
         const pkg = JSON.parse(fs.readFileSync(path.join(dir, "node_modules", "alicloud-kubeadm", "package.json"), "utf8"));
         for (const entry of [pkg.main, pkg.types, pkg.exports["."].default, pkg.exports["."].types]) {
             assert.ok(files.includes(path.normalize(entry)), `${entry} is in the tarball`);
@@ -227,6 +227,9 @@ describe("the package as a consumer installs it: npm pack → fresh project (off
         assert.deepStrictEqual(scripts.filter((s) => !files.includes(s)), [], "every node script the renderer reads");
         assert.deepStrictEqual(files.filter((f) => /\.ts$/.test(f) && !/\.d\.ts$/.test(f)), [], "no TypeScript source");
         assert.deepStrictEqual(files.filter((f) => /^(test|scripts|bench|stacks|examples)\//.test(f) || f === "index.ts"), [], "no test, script or stack");
+        for (const f of ["LICENSE", "CHANGELOG.md", "README.md"]) assert.ok(files.includes(f), `${f} is in the tarball`);
+        assert.match(fs.readFileSync(path.join(dir, "node_modules", "alicloud-kubeadm", "LICENSE"), "utf8"), /Apache License\s+Version 2\.0, January 2004/);
+        assert.deepStrictEqual(files.filter((f) => /(^|\/)(test|testing)\//.test(f) || /\.test\.(ts|js)$/.test(f)), [], "no test or test tooling anywhere");
     });
 
     it("README's programs and the examples compile with the `pulumi new typescript` tsconfig, without skipLibCheck", () => {
