@@ -33,25 +33,21 @@ export const PULUMI_NEW_TSCONFIG = {
     files: ["index.ts"],
 };
 
-/** The first ```ts block under README's "Using the components in your own program". */
-export function readmeProgram(): string {
+/** The first ```ts block under README's section `heading`. */
+function readmeBlock(heading: string): string {
     const readme = fs.readFileSync(path.join(ROOT, "README.md"), "utf8");
-    const at = readme.indexOf("### Using the components in your own program");
-    assert.ok(at >= 0, "README has the section");
+    const at = readme.indexOf(heading);
+    assert.ok(at >= 0, `README has the section ${heading}`);
     const block = /```ts\n([\s\S]*?)```/.exec(readme.slice(at));
     assert.ok(block, "the section has a ts block");
     return block[1];
 }
 
-/** README's program under "### Testing your program with Pulumi's mocks" (Pulumi's generic mocks, nothing of this project). */
-export function readmeTestingProgram(): string {
-    const readme = fs.readFileSync(path.join(ROOT, "README.md"), "utf8");
-    const at = readme.indexOf("### Testing your program with Pulumi's mocks");
-    assert.ok(at >= 0, "README has the section");
-    const block = /```ts\n([\s\S]*?)```/.exec(readme.slice(at));
-    assert.ok(block, "the section has a ts block");
-    return block[1];
-}
+/** README's program under "Using the components in your own program". */
+export const readmeProgram = (): string => readmeBlock("### Using the components in your own program");
+
+/** README's program under "Testing your program with Pulumi's mocks" (Pulumi's generic mocks, nothing of this project). */
+export const readmeTestingProgram = (): string => readmeBlock("### Testing your program with Pulumi's mocks");
 
 /** The example programs (examples/<name>/index.ts), compiled and run like README's program. */
 const EXAMPLES = ["two-pools", "attached-pool", "components"];
