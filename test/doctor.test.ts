@@ -200,13 +200,14 @@ describe("doctor", () => {
         const { emu } = ctx;
         const { info, model, ids } = await stage(emu);
         const second = emu.addInstance().instanceId;
-        // One clock for every date, days apart: which certificate expires first never hangs on when the line ran.
+        // One clock for every date and for doctor itself (its `now`), days apart: which certificate expires first
+        // never hangs on when a line ran.
         const now = Date.now();
         const iso = (days: number) => new Date(now + days * 86400_000).toISOString().slice(0, 19) + "Z";
         model.certs[ids.master].expiry["pki/front-proxy-client.crt"] = iso(12);
         model.certs[second] = { expiry: { "pki/apiserver.crt": iso(-1), "pki/etcd/server.crt": iso(300) }, timer: false };
         const two = { ...info, masterInstanceIds: [ids.master, second] };
-        let findings = await runDoctor(two, { ...fast, checks: ["certs"] });
+        let findings = await runDoctor(two, { ...fast, checks: ["certs"], now });
         const w = find(findings, "certs", "warning", new RegExp(`master ${ids.master} .*less than 30 days left: pki/front-proxy-client\\.crt`));
         assert.ok(w, renderTable("dev", findings));
         assert.match(w.evidence, /the renewal timer is enabled/);
@@ -216,7 +217,7 @@ describe("doctor", () => {
         assert.match(p.next, /kubeadm certs renew all/);
         assert.strictEqual(exitCodeOf(findings), 1);
         model.certs[second].expiry["pki/apiserver.crt"] = iso(200);
-        findings = await runDoctor(two, { ...fast, checks: ["certs"] });
+        findings = await runDoctor(two, { ...fast, checks: ["certs"], now });
         assert.ok(find(findings, "certs", "warning", new RegExp(`master ${second} .*first to expire is pki/apiserver\\.crt.*not installed`)), renderTable("dev", findings));
         assertReadOnly(emu);
     });
