@@ -246,8 +246,9 @@ export class AlibabaCloudView implements CloudView {
         const registered = instance.tags[SCALING_GROUP_TAG] === undefined ? await this.registeredNode(instanceId) : undefined;
         if (registered !== undefined) return { ...facts, source: "existing", pool: registered };
         if (this.s.joinTag) {
-            const [k, v] = this.s.joinTag.split("=");
-            if (instance.tags[k] === (v ?? "")) return { ...facts, source: "tag", pool: "existing" };
+            const eq = this.s.joinTag.indexOf("=");
+            const [k, v] = eq < 0 ? [this.s.joinTag, ""] : [this.s.joinTag.slice(0, eq), this.s.joinTag.slice(eq + 1)];
+            if (instance.tags[k] === v) return { ...facts, source: "tag", pool: "existing" };
         }
         return undefined;
     }
