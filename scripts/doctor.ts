@@ -65,7 +65,11 @@ export function parseArgs(argv: string[]): DoctorArgs {
     for (const [name, value] of [["--stack", values.stack], ["--outputs", values.outputs], ["--check", values.check]] as const) {
         if (value !== undefined && (value === "" || value.startsWith("--"))) throw new Error(`${name} needs a value`);
     }
-    if (values["poll-interval-ms"] !== undefined) a.pollIntervalMs = Number(values["poll-interval-ms"]);
+    const poll = values["poll-interval-ms"];
+    if (poll !== undefined) {
+        if (!/^[1-9][0-9]*$/.test(poll)) throw new Error(`--poll-interval-ms must be a whole number of milliseconds above 0, not "${poll}"`);
+        a.pollIntervalMs = Number(poll);
+    }
     if (values.check !== undefined) {
         const names = values.check.split(",").map((s) => s.trim()).filter(Boolean);
         const bad = names.filter((n) => !CHECKS.some((c) => c.name === n));

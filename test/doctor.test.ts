@@ -578,6 +578,9 @@ describe("doctor CLI", () => {
         assert.throws(() => parseArgs(["--outputs", "o.json", "--colour"]), /Unknown option '--colour'.*see --help/);
         assert.throws(() => parseArgs(["--outputs", "o.json", "extra"]), /extra.*see --help/);
         assert.throws(() => parseArgs(["--stack", "dev", "--outputs", "o.json"]), /give exactly one of --stack <name> or --outputs <file>/);
+        for (const bad of ["abc", "0", "-5", "1.5", ""]) {
+            assert.throws(() => parseArgs(["--outputs", "o.json", `--poll-interval-ms=${bad}`]), /--poll-interval-ms must be a whole number of milliseconds above 0/, bad);
+        }
         assert.throws(() => parseArgs(["--outputs", "o.json", "--check", "ess,disk"]), /unknown check\(s\) disk; known: ess, autoscaler/);
     });
 
