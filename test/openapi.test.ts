@@ -106,12 +106,16 @@ describe("openapi wrapper against the emulator", () => {
 
     it("bounds retries by total time, not only attempts", async () => {
         fx.emu.throttle("DescribeInstances", 1000, 100);
-        const t0 = Date.now();
-        const err = await rejects(callApi("ecs", "DescribeInstances", {}, { region, retry: { maxAttempts: 1000, totalTimeoutMs: 350 } }));
-        const elapsed = Date.now() - t0;
+        // A clock that moves only by the waits the wrapper sleeps: each answer says retry after 100 ms, so after
+        // three waits (300 ms) the fourth would end past 350 ms, and the wrapper gives up instead of sleeping.
+        let now = 0;
+        const waits: number[] = [];
+        const clock = { now: () => now, sleep: async (ms: number) => { waits.push(ms); now += ms; } };
+        const err = await rejects(callApi("ecs", "DescribeInstances", {}, { region, retry: { maxAttempts: 1000, totalTimeoutMs: 350, clock } }));
         assert.strictEqual(err.code, "Throttling.User");
-        assert.ok(elapsed < 1000, `took ${elapsed} ms`);
-        assert.ok(err.attempts >= 3 && err.attempts <= 5, `attempts ${err.attempts}`);
+        assert.deepStrictEqual(waits, [100, 100, 100]);
+        assert.strictEqual(err.attempts, 4);
+        assert.strictEqual(fx.emu.callsOf("DescribeInstances").length, 4);
     });
 
     it("does not retry client errors", async () => {

@@ -12,7 +12,7 @@
  */
 import { describeInstances } from "./ecs";
 import { classify } from "./errors";
-import { callApi, OpenApiError as OpenApiErrorType, RetryOptions } from "./openapi";
+import { callApi, Clock, OpenApiError as OpenApiErrorType, RetryOptions, SYSTEM_CLOCK } from "./openapi";
 
 /** RunCommand's limit on the command content, after Base64 (bytes). */
 export const MAX_CONTENT_BASE64_BYTES = 24 * 1024;
@@ -61,6 +61,8 @@ export interface RunCommandOptions {
     retry?: RetryOptions;
     /** Progress messages (e.g. for `pulumi.log.info`). Never contain the script, parameters or output. Default none. */
     progress?: (message: string) => void;
+    /** The clock the polls wait on and the wait ends by (tests). Default the real one (`SYSTEM_CLOCK` in ./openapi). */
+    clock?: Clock;
 }
 
 /** Result for one instance. */
@@ -140,7 +142,6 @@ export function commandError(r: Omit<InstanceResult, "ok" | "error">, ctx: { reg
     return new CommandError(msg, id, code || (r.status === "Failed" ? "ExitCodeNonzero" : r.status), r.exitCode, tail);
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 type Partial_ = Omit<InstanceResult, "ok" | "error">;
 
@@ -211,12 +212,13 @@ interface RawResult { InstanceId?: string; InvocationStatus?: string; ExitCode?:
 /** Polls one invocation until every sent instance reached a final status or the wait ends. */
 async function pollInvocation(run: Run, invokeId: string, sent: string[], report: () => void): Promise<void> {
     const { opts, call, results } = run;
-    const deadline = Date.now() + (opts.waitTimeoutMs ?? (opts.timeoutSeconds ?? 60) * 1000 + 90_000);
+    const clock = opts.clock ?? SYSTEM_CLOCK;
+    const deadline = clock.now() + (opts.waitTimeoutMs ?? (opts.timeoutSeconds ?? 60) * 1000 + 90_000);
     const maxDelay = Math.min(10_000, opts.pollMaxIntervalMs ?? 10_000);
     let delay = Math.min(1000, opts.pollIntervalMs ?? 1000);
     const waiting = new Set(sent);
     while (waiting.size > 0) {
-        await sleep(Math.max(0, Math.min(delay, deadline - Date.now())));
+        await clock.sleep(Math.max(0, Math.min(delay, deadline - clock.now())));
         let nextToken = "";
         do {
             const res = await callApi("ecs", "DescribeInvocationResults", { InvokeId: invokeId, MaxResults: 50, NextToken: nextToken || undefined }, call);
@@ -236,7 +238,7 @@ async function pollInvocation(run: Run, invokeId: string, sent: string[], report
             nextToken = inv.NextToken ?? "";
         } while (nextToken);
         report();
-        if (waiting.size > 0 && Date.now() >= deadline) {
+        if (waiting.size > 0 && clock.now() >= deadline) {
             for (const id of waiting) results.set(id, { instanceId: id, status: "Timeout", exitCode: null, output: "", dropped: 0, errorCode: "ClientWaitTimeout", errorInfo: "no final result before the wait ended", invokeId });
             return;
         }

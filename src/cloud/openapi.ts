@@ -47,6 +47,20 @@ export const ENDPOINT_ENV = "ALICLOUD_KUBEADM_ENDPOINT";
 /** A request parameter value. Arrays expand to `Name.1`, `Name.2`, …; `undefined` is dropped. */
 export type ParamValue = string | number | boolean | undefined | string[];
 
+/** What a wait reads and waits on: the real clock, or a test's own. */
+export interface Clock {
+    /** Milliseconds since the epoch. */
+    now(): number;
+    /** Resolves after `ms` milliseconds. */
+    sleep(ms: number): Promise<void>;
+}
+
+/** The real clock. */
+export const SYSTEM_CLOCK: Clock = {
+    now: () => Date.now(),
+    sleep: (ms) => new Promise<void>((resolve) => setTimeout(resolve, ms)),
+};
+
 /** Retry policy of {@link callApi}. */
 export interface RetryOptions {
     /** Total attempts including the first one. Default 6. */
@@ -61,6 +75,8 @@ export interface RetryOptions {
     retryableCodes?: string[];
     /** Called before each wait; for logging. Default none. */
     onRetry?: (info: { action: string; attempt: number; code: string; delayMs: number }) => void;
+    /** The clock the time bound is measured and the waits are slept on (tests). Default {@link SYSTEM_CLOCK}. */
+    clock?: Clock;
 }
 
 /** Options of {@link callApi}. */
@@ -77,7 +93,7 @@ export interface CallOptions {
     readTimeoutMs?: number;
 }
 
-const DEFAULT_RETRY: Required<Omit<RetryOptions, "onRetry" | "retryableCodes">> = {
+const DEFAULT_RETRY: Required<Omit<RetryOptions, "onRetry" | "retryableCodes" | "clock">> = {
     maxAttempts: 6,
     totalTimeoutMs: 60_000,
     baseDelayMs: 500,
@@ -214,7 +230,8 @@ export async function callApi(product: Product, action: string, params: Record<s
     const query = flattenParams({ RegionId: opts.region, ...params });
     if ((opts.clientToken ?? CLIENT_TOKEN_ACTIONS.includes(`${product}:${action}`)) && query.ClientToken === undefined) query.ClientToken = crypto.randomUUID();
     const { host, protocol } = resolveEndpoint(product, opts.region, opts.vpcEndpoint);
-    const started = Date.now();
+    const clock = retry.clock ?? SYSTEM_CLOCK;
+    const started = clock.now();
 
     for (let attempt = 1; ; attempt++) {
         let err: SdkError;
@@ -235,14 +252,14 @@ export async function callApi(product: Product, action: string, params: Record<s
             err = (e ?? {}) as SdkError;
         }
         const failure = toFailure(err, retry.retryableCodes ?? []);
-        const elapsed = Date.now() - started;
+        const elapsed = clock.now() - started;
         const backoffCap = Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** (attempt - 1));
         const delayMs = err.retryAfter !== undefined && err.retryAfter >= 0 ? err.retryAfter : Math.floor(Math.random() * backoffCap);
         if (!failure.retryable || attempt >= retry.maxAttempts || elapsed + delayMs > retry.totalTimeoutMs) {
             throw new OpenApiError({ ...failure, action, product, attempts: attempt });
         }
         retry.onRetry?.({ action, attempt, code: failure.code, delayMs });
-        await new Promise((r) => setTimeout(r, delayMs));
+        await clock.sleep(delayMs);
     }
 }
 
