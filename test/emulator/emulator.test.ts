@@ -165,12 +165,12 @@ describe("emulator: ESS", () => {
     });
 
     it("a scaling activity in progress blocks RemoveInstances (ScalingActivityInProgress)", async () => {
-        fx.emu.state.activityDurationMs = 200;
+        fx.emu.state.activityDurationMs = 60_000;
         const g = fx.emu.addScalingGroup({ maxSize: 3 });
         await call("ess", "ScaleWithAdjustment", { ScalingGroupId: g.scalingGroupId, AdjustmentType: "TotalCapacity", AdjustmentValue: 2 });
         const [a] = fx.emu.scalingGroupInstances(g.scalingGroupId);
         assert.strictEqual(await code(call("ess", "RemoveInstances", { ScalingGroupId: g.scalingGroupId, InstanceId: [a] })), "ScalingActivityInProgress");
-        await new Promise((r) => setTimeout(r, 220));
+        fx.emu.advance(60_000);
         await call("ess", "RemoveInstances", { ScalingGroupId: g.scalingGroupId, InstanceId: [a] });
     });
 });

@@ -14,7 +14,8 @@
  * SystemBusy), `transitionMs` (0), `transitionReads` (0), `deliveryTimeoutMs` (60000), `protectedMembersRemovable` (false),
  * `presetPasswordImages` (empty), `syncNotMatchForStoppedInstances` (false), `invocationResultsPageCap` (50).
  * Hooks: `onCommand`, `setAgentOffline(id, "ClientNotRunning" | "ClientNotResponse" | "DeliveryTimeout")`,
- * `failNextActivity`, `runHealthCheck`, `activitiesOf`, `inject`, `throttle`, `fail5xx`.
+ * `failNextActivity`, `runHealthCheck`, `activitiesOf`, `inject`, `throttle`, `fail5xx`; `advance(ms)` steps the
+ * emulator's clock (`state.now()`, the wall clock plus `clockOffsetMs`) past an activity, route task or delivery window.
  */
 import * as http from "http";
 import { AddressInfo } from "net";
@@ -23,7 +24,7 @@ import { ECS_ACTIONS } from "./ecs";
 import { ESS_ACTIONS, launchInstance, runHealthCheck, settleActivities } from "./ess";
 import { ActivityFault, AgentFailure, ApiError, CommandHandler, EmuActivity, EmuCommand, EmuInstance, EmuRouteEntry, EmuRouteTable, EmuScalingGroup, EmulatorState, isoMinute, isoTime, requestId } from "./state";
 import { verifyRequest, verifyRpcV1 } from "./signature";
-import { VPC_ACTIONS } from "./vpc";
+import { settleRoutes, VPC_ACTIONS } from "./vpc";
 import { OssError, ossErrorXml, OssState } from "./oss";
 
 export * from "./state";
@@ -246,6 +247,17 @@ export class Emulator {
         const list = this.state.activityFaults.get(scalingGroupId) ?? [];
         list.push({ ...fault });
         this.state.activityFaults.set(scalingGroupId, list);
+    }
+
+    /**
+     * Move the emulator's clock `ms` ahead of the wall clock and end what is then due (scaling activities, route
+     * tasks; a command's delivery window and run are judged by the same clock when next read). A test steps an
+     * operation past its end this way instead of sleeping, and one given a long duration cannot end early.
+     */
+    advance(ms: number): void {
+        this.state.clockOffsetMs += ms;
+        settleActivities(this.state);
+        settleRoutes(this.state);
     }
 
     /** Scaling activities of a group, oldest first (due ones ended first). */

@@ -316,6 +316,16 @@ export class EmulatorState {
     syncNotMatchForStoppedInstances = false;
     /** Largest page DescribeInvocationResults returns whatever MaxResults asks (forces NextToken paging). Default 50. */
     invocationResultsPageCap = 50;
+    /**
+     * How far the emulator's clock runs ahead of the wall clock (ms). `Emulator.advance` moves it, so a test steps an
+     * asynchronous operation (a scaling activity, a route task, a command's delivery or run) past its end without
+     * sleeping and without a window a loaded machine could miss. Default 0.
+     */
+    clockOffsetMs = 0;
+    /** The emulator's time (ms since the epoch): the wall clock plus `clockOffsetMs`. */
+    now(): number {
+        return Date.now() + this.clockOffsetMs;
+    }
     /** How long StopInstance/StartInstance stay in `Stopping`/`Starting` (ms). Default 0: the final state at once. */
     transitionMs = 0;
     /**
