@@ -86,6 +86,17 @@ export interface ClusterHandle {
     ram: ClusterRam;
 }
 
+/** True when a component's arguments attach it through a cluster handle (`cluster` is set). */
+export function attachesThroughHandle<A extends { cluster: unknown }>(args: object | A): args is A {
+    return typeof args === "object" && args !== null && "cluster" in args && args.cluster !== undefined;
+}
+
+/** An attached component's handle and the values its arguments set: keys given as undefined do not hide the handle's. */
+export function handleAndGiven<A extends { cluster: ClusterHandle }>(args: A): { cluster: ClusterHandle; given: Partial<Omit<A, "cluster">> } {
+    const { cluster, ...own } = args;
+    return { cluster, given: Object.fromEntries(Object.entries(own).filter(([, v]) => v !== undefined)) as Partial<Omit<A, "cluster">> };
+}
+
 /** Checks a handle's shape (at `cluster`): the format, and the parts an attached component reads. */
 export function clusterHandleProblems(handle: unknown, report: Report): handle is ClusterHandle {
     if (typeof handle !== "object" || handle === null) {

@@ -21,7 +21,7 @@ import {
 import { NodeMembership } from "../providers/nodeMembership";
 import { CONTROL_PLANE_POOL, dnsLabelProblem, EXISTING_POOL, sshConnectionContentProblems, type Report } from "../rules";
 import { parseArgs } from "./args";
-import { clusterHandleProblems, registerNode, type ClusterHandle } from "./clusterHandle";
+import { attachesThroughHandle, clusterHandleProblems, handleAndGiven, registerNode, type ClusterHandle } from "./clusterHandle";
 
 /** Pool label value of existing nodes (`alicloud-kubeadm/pool=existing`). */
 export const EXISTING_POOL_NAME = EXISTING_POOL;
@@ -87,15 +87,9 @@ export interface AttachedExistingNodeArgs {
     timeouts?: MembershipTimeouts;
 }
 
-/** True when the arguments attach the node through a cluster handle. */
-function isAttached(args: ExistingNodeArgs | AttachedExistingNodeArgs): args is AttachedExistingNodeArgs {
-    return typeof args === "object" && args !== null && "cluster" in args && args.cluster !== undefined;
-}
-
 /** The node's arguments from a handle: the handle's join context, base image and attach command, the args' own values over them. */
 export function attachedExistingNodeArgs(args: AttachedExistingNodeArgs): ExistingNodeArgs {
-    const { cluster, ...own } = args;
-    const given = Object.fromEntries(Object.entries(own).filter(([, v]) => v !== undefined)) as Partial<ExistingNodeArgs>;
+    const { cluster, given } = handleAndGiven(args);
     return { ...cluster.join, imageId: cluster.placement.baseImageId, attachCommandId: cluster.attachCommandId, node: args.node, ...given, registeredWithAdmission: true };
 }
 
@@ -145,7 +139,7 @@ export const SSH_ATTACH_COMMAND = 'if [ "$(id -u)" -eq 0 ]; then bash -s; else s
  */
 export function parseExistingNodeArgs(args: ExistingNodeArgs | AttachedExistingNodeArgs, report: Report):
     { config: NodeJoinConfig; node: ExistingNodeConfig; args: ExistingNodeArgs; cluster?: ClusterHandle } | undefined {
-    if (isAttached(args)) {
+    if (attachesThroughHandle<AttachedExistingNodeArgs>(args)) {
         if (!clusterHandleProblems(args.cluster, report)) return undefined;
         // A manual node without SSH runs a saved attach command: the cluster's, or one of its own (made at create).
         const direct = attachedExistingNodeArgs(args);

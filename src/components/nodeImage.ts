@@ -28,7 +28,7 @@ import { BakedImage } from "../providers/bakedImage";
 import { DEFAULT_BAKE_INSTANCE_TYPE, instanceTypeProblem, collect } from "../rules";
 import { validatedByParser } from "../validated";
 import { checkArgs, throwIfProblems } from "./args";
-import { clusterHandleProblems, type ClusterHandle } from "./clusterHandle";
+import { attachesThroughHandle, clusterHandleProblems, handleAndGiven, type ClusterHandle } from "./clusterHandle";
 
 /** Characters of one `RUN printf` line of the encoded script (the build content may hold 127 commands). */
 const CHUNK = 2000;
@@ -75,8 +75,8 @@ export interface AttachedNodeImageArgs {
 
 /** The image's arguments from a handle (after {@link clusterHandleProblems}): the handle's, the args' own values over them. */
 function attachedNodeImageArgs(args: AttachedNodeImageArgs): NodeImageArgs {
-    const { cluster, ...own } = args;
-    return { ...cluster.nodeImage, ...Object.fromEntries(Object.entries(own).filter(([, v]) => v !== undefined)) };
+    const { cluster, given } = handleAndGiven(args);
+    return { ...cluster.nodeImage, ...given };
 }
 
 /** The Image Builder commands that write the bake script to the build instance and run it. */
@@ -112,8 +112,8 @@ export class NodeImage extends pulumi.ComponentResource {
     readonly resources: { pipeline: alicloud.ecs.EcsImagePipeline; execution: alicloud.ecs.ImagePipelineExecution; image: BakedImage };
 
     constructor(name: string, given: NodeImageArgs | AttachedNodeImageArgs, opts?: pulumi.ComponentResourceOptions) {
-        if ("cluster" in given && given.cluster !== undefined) checkArgs("NodeImage", (report) => clusterHandleProblems(given.cluster, report));
-        const args = "cluster" in given && given.cluster !== undefined ? attachedNodeImageArgs(given) : given as NodeImageArgs;
+        if (attachesThroughHandle<AttachedNodeImageArgs>(given)) checkArgs("NodeImage", (report) => clusterHandleProblems(given.cluster, report));
+        const args = attachesThroughHandle<AttachedNodeImageArgs>(given) ? attachedNodeImageArgs(given) : given;
         super("alicloud-kubeadm:index:NodeImage", name, {}, opts);
         if (!validatedByParser(args)) nodeImageProblems(args);
 

@@ -28,7 +28,7 @@ import { PoolCapacity } from "../providers/poolCapacity";
 import type { JoinArgs } from "./joinArgs";
 import { AUTOSCALED_LABEL, LEGACY_POOL_LABEL, MAX_SCALING_CONFIGURATION_TAGS, POOL_LABEL, poolNodeLabels, scalingConfigurationTags, type Report } from "../rules";
 import { checkTags, isKnown, parseArgs } from "./args";
-import { clusterHandleProblems, registerPool, type ClusterHandle } from "./clusterHandle";
+import { attachesThroughHandle, clusterHandleProblems, handleAndGiven, registerPool, type ClusterHandle } from "./clusterHandle";
 
 export { AUTOSCALED_LABEL, MAX_SCALING_CONFIGURATION_TAGS, POOL_LABEL, poolNodeLabels };
 
@@ -97,15 +97,9 @@ export interface AttachedNodePoolArgs {
     timeouts?: PoolTimeouts;
 }
 
-/** True when the arguments attach the pool through a cluster handle. */
-function isAttached(args: NodePoolArgs | AttachedNodePoolArgs): args is AttachedNodePoolArgs {
-    return typeof args === "object" && args !== null && "cluster" in args && args.cluster !== undefined;
-}
-
 /** The pool's arguments from a handle: the handle's join context and placement, the args' own values over them. */
 export function attachedNodePoolArgs(args: AttachedNodePoolArgs): NodePoolArgs {
-    const { cluster, ...own } = args;
-    const given = Object.fromEntries(Object.entries(own).filter(([, v]) => v !== undefined)) as Partial<NodePoolArgs>;
+    const { cluster, given } = handleAndGiven(args);
     return {
         ...cluster.join, vswitchIds: cluster.placement.vswitchIds, securityGroupIds: cluster.placement.securityGroupIds,
         imageId: cluster.placement.imageId, tags: cluster.placement.tags, pool: args.pool, ...given, registeredWithAdmission: true,
@@ -133,7 +127,7 @@ export interface NodePoolResources {
  */
 export function parseNodePoolArgs(args: NodePoolArgs | AttachedNodePoolArgs, report: Report):
     { config: NodeJoinConfig; pool: NodePoolConfig; args: NodePoolArgs; cluster?: ClusterHandle } | undefined {
-    if (isAttached(args)) {
+    if (attachesThroughHandle<AttachedNodePoolArgs>(args)) {
         if (!clusterHandleProblems(args.cluster, report)) return undefined;
         const parsed = parseDirectArgs(attachedNodePoolArgs(args), report);
         if (!parsed) return undefined;
