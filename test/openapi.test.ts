@@ -90,32 +90,44 @@ describe("openapi wrapper against the emulator", () => {
         assert.ok(Date.now() - t0 >= 480, `waited ${Date.now() - t0} ms, expected ≥ 2 × 250`);
     });
 
-    it("gives up after maxAttempts with a typed, actionable error", async () => {
-        fx.emu.throttle("DescribeInstances", 100);
+    it("gives up on a 5xx after maxAttempts with a typed, actionable error", async () => {
+        fx.emu.fail5xx("DescribeInstances", 100);
         const err = await rejects(callApi("ecs", "DescribeInstances", {}, { region, retry: { ...fast, maxAttempts: 4 } }));
-        assert.strictEqual(err.code, "Throttling.User");
+        assert.strictEqual(err.code, "ServiceUnavailable");
         assert.strictEqual(err.action, "DescribeInstances");
         assert.strictEqual(err.product, "ecs");
-        assert.strictEqual(err.httpStatus, 400);
+        assert.strictEqual(err.httpStatus, 503);
         assert.strictEqual(err.retryable, true);
         assert.strictEqual(err.attempts, 4);
         assert.match(err.requestId, /^[0-9A-F-]{36}$/);
-        assert.match(err.message, /ECS DescribeInstances failed: Throttling\.User .*gave up after 4 attempt/);
+        assert.match(err.message, /ECS DescribeInstances failed: ServiceUnavailable .*gave up after 4 attempt/);
         assert.strictEqual(fx.emu.callsOf("DescribeInstances").length, 4);
     });
 
-    it("bounds retries by total time, not only attempts", async () => {
-        fx.emu.throttle("DescribeInstances", 1000, 100);
-        // A clock that moves only by the waits the wrapper sleeps: each answer says retry after 100 ms, so after
-        // three waits (300 ms) the fourth would end past 350 ms, and the wrapper gives up instead of sleeping.
+    it("bounds 5xx retries by total time, not only attempts", async () => {
+        fx.emu.fail5xx("DescribeInstances", 1000);
+        // A clock that moves only by the waits the wrapper sleeps, so the bound is checked against the waits it asked
+        // for, not the machine's speed: each is a jittered backoff under its cap, and none would end past 350 ms.
         let now = 0;
         const waits: number[] = [];
         const clock = { now: () => now, sleep: async (ms: number) => { waits.push(ms); now += ms; } };
-        const err = await rejects(callApi("ecs", "DescribeInstances", {}, { region, retry: { maxAttempts: 1000, totalTimeoutMs: 350, clock } }));
+        const err = await rejects(callApi("ecs", "DescribeInstances", {}, { region, retry: { maxAttempts: 1000, totalTimeoutMs: 350, baseDelayMs: 50, maxDelayMs: 100, clock } }));
+        assert.strictEqual(err.code, "ServiceUnavailable");
+        assert.ok(err.attempts >= 2 && err.attempts < 1000, `attempts ${err.attempts}`);
+        assert.strictEqual(waits.length, err.attempts - 1, "a wait before each retry, none after the last attempt");
+        assert.ok(waits.every((ms, i) => ms >= 0 && ms < Math.min(100, 50 * 2 ** i)), `waits ${waits}`);
+        assert.ok(now <= 350, `slept ${now} ms in all`);
+        assert.strictEqual(fx.emu.callsOf("DescribeInstances").length, err.attempts);
+    });
+
+    it("retries throttling within a time budget whatever maxAttempts says, then gives up with a typed error", async () => {
+        fx.emu.throttle("DescribeInstances", 1000);
+        const err = await rejects(callApi("ecs", "DescribeInstances", {}, { region, retry: { ...fast, maxAttempts: 2, throttleBudgetMs: 1500 } }));
         assert.strictEqual(err.code, "Throttling.User");
-        assert.deepStrictEqual(waits, [100, 100, 100]);
-        assert.strictEqual(err.attempts, 4);
-        assert.strictEqual(fx.emu.callsOf("DescribeInstances").length, 4);
+        assert.strictEqual(err.httpStatus, 400);
+        assert.ok(err.attempts > 2, `more attempts than maxAttempts: ${err.attempts}`);
+        assert.match(err.message, /ECS DescribeInstances failed: Throttling\.User .*over the throttling budget/);
+        assert.strictEqual(fx.emu.callsOf("DescribeInstances").length, err.attempts);
     });
 
     it("does not retry client errors", async () => {

@@ -185,7 +185,7 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
         const real = JSON.parse(await c.kubectl(["get", "nodes", "-o", "json"])).items as Array<{
             metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string>; creationTimestamp: string };
             spec: { providerID?: string; podCIDR?: string; unschedulable?: boolean };
-            status: { conditions?: Array<{ type: string; status: string }> };
+            status: { conditions?: Array<{ type: string; status: string }>; addresses?: Array<{ type: string; address: string }> };
         }>;
         assert.deepStrictEqual(listed.map((n) => n.name).sort(), real.map((n) => n.metadata.name).sort(), "every Node, once");
         for (const n of real) {
@@ -199,6 +199,7 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
                 pool: n.metadata.labels?.[POOL_LABEL] ?? n.metadata.labels?.[LEGACY_POOL_LABEL] ?? "",
                 createdAt: n.metadata.creationTimestamp,
                 removing: n.metadata.annotations?.["alicloud-kubeadm/removing"] ?? "",
+                internalIp: (n.status.addresses ?? []).find((x) => x.type === "InternalIP")?.address ?? "",
             }, `list-nodes line of ${n.metadata.name}`);
         }
         const byName = new Map(listed.map((n) => [n.name, n]));
@@ -212,11 +213,11 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
 
         // the selector parameter reaches kubectl: only the pool's Nodes
         assert.deepStrictEqual((await listNodes(access, `${POOL_LABEL}=general`)).map((n) => n.name).sort(), [nodeName(a), nodeName(b)].sort());
-        // and the columns never shift: nine per line, whatever is empty
+        // and the columns never shift: ten per line, whatever is empty
         const raw = await ops.runOnMaster(fill(renderOperation("list-nodes"), { selector: "" }));
         assert.strictEqual(raw.exitCode, 0, raw.output);
         const text = zlib.gunzipSync(Buffer.from(raw.output.trim(), "base64")).toString("utf8");
-        for (const line of text.split("\n").filter(Boolean)) assert.strictEqual(line.split("\t").length, 9, JSON.stringify(line));
+        for (const line of text.split("\n").filter(Boolean)) assert.strictEqual(line.split("\t").length, 10, JSON.stringify(line));
         assert.deepStrictEqual(parseNodeLines(text).map((n) => n.name).sort(), listed.map((n) => n.name).sort());
     });
 
@@ -352,7 +353,7 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
         const invoked = emu.calls.slice(before).filter((x) => x.action === "InvokeCommand").map((x) => x.params.CommandId);
         assert.deepStrictEqual(invoked, [commands["list-nodes"]]);
         // deleting a Node that is not there is fine (delete-node's --ignore-not-found), run for real
-        const del = await ops.runOnMaster(fill(renderOperation("delete-node"), { node: name }));
+        const del = await ops.runOnMaster(fill(renderOperation("delete-node"), { nodes: name }));
         assert.strictEqual(del.exitCode, 0, del.output);
     });
 
@@ -395,6 +396,7 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
             `ModifyInstanceAttribute ${id}`,
             `InvokeCommand ${id} reset`,
             "InvokeCommand master delete-node",
+            "InvokeCommand master list-nodes", // the machine keeps running: its Node must not be back
             `DeleteRouteEntries ${cidr}`,
         ]);
         assert.deepStrictEqual(report.done, ["drain", "clear-userdata", "reset", "delete-node", "delete-route"]);
@@ -432,6 +434,7 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
             "InvokeCommand master list-nodes",
             "InvokeCommand master etcd-member-remove",
             "InvokeCommand master delete-node",
+            "InvokeCommand master list-nodes", // the machine keeps running: its Node must not be back
         ]);
         assert.deepStrictEqual(via, [`${REGION}.i-master0`], "through the Ready master's etcd, never the leaving one's");
         assert.deepStrictEqual(report.done, ["drain", "reset", "delete-node"]);

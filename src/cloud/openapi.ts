@@ -16,8 +16,11 @@
  * - Endpoint override: set **`ALICLOUD_KUBEADM_ENDPOINT`** (e.g. `http://127.0.0.1:8080`) to send
  *   every product's calls to that one URL instead (used by the local emulator in `testing/emulator`).
  *   Without a scheme, `https://` is assumed.
- * - Retries: bounded by attempts and total time, exponential backoff with full jitter, on
- *   `Throttling*`, `ServiceUnavailable`, any 5xx and transient network errors; a server
+ * - Pacing: every attempt first takes its slot from the process's pacer (./pacer.ts: a token bucket per action
+ *   that throttling answers slow down), so the calls of a whole `pulumi up` share one rate per action.
+ * - Retries: exponential backoff with full jitter on `ServiceUnavailable`, any 5xx and transient network errors,
+ *   bounded by attempts and total time; `Throttling*` answers are retried for as long as a time budget allows
+ *   (`throttleBudgetMs`, 10 minutes), however many attempts that takes, the pacer spacing them. A server
  *   `x-acs-retry-after` (milliseconds) is honoured.
  * - Idempotency: only some actions define a `ClientToken` ({@link CLIENT_TOKEN_ACTIONS}); those carry one
  *   token, identical across retries, so a retry after a lost response does not act twice. Every other
@@ -28,6 +31,9 @@
  *
  * SDK modules are `require()`d inside functions so Pulumi function serialization never captures them.
  */
+
+import { pace, throttled } from "./pacer";
+import { type Clock, SYSTEM_CLOCK } from "./wait";
 
 /** Products this wrapper talks to. */
 export type Product = "ecs" | "ess" | "vpc";
@@ -47,20 +53,6 @@ export const ENDPOINT_ENV = "ALICLOUD_KUBEADM_ENDPOINT";
 /** A request parameter value. Arrays expand to `Name.1`, `Name.2`, …; `undefined` is dropped. */
 export type ParamValue = string | number | boolean | undefined | string[];
 
-/** What a wait reads and waits on: the real clock, or a test's own. */
-export interface Clock {
-    /** Milliseconds since the epoch. */
-    now(): number;
-    /** Resolves after `ms` milliseconds. */
-    sleep(ms: number): Promise<void>;
-}
-
-/** The real clock. */
-export const SYSTEM_CLOCK: Clock = {
-    now: () => Date.now(),
-    sleep: (ms) => new Promise<void>((resolve) => setTimeout(resolve, ms)),
-};
-
 /** Retry policy of {@link callApi}. */
 export interface RetryOptions {
     /** Total attempts including the first one. Default 6. */
@@ -73,9 +65,17 @@ export interface RetryOptions {
     maxDelayMs?: number;
     /** Extra error codes to retry, e.g. ESS `ScalingActivityInProgress`. Default none. */
     retryableCodes?: string[];
+    /**
+     * Throttling answers are retried until this many ms have passed since the first attempt, whatever
+     * `maxAttempts` and `totalTimeoutMs` say: a step under throttling finishes late rather than not at all. Default 600000.
+     */
+    throttleBudgetMs?: number;
     /** Called before each wait; for logging. Default none. */
     onRetry?: (info: { action: string; attempt: number; code: string; delayMs: number }) => void;
-    /** The clock the time bound is measured and the waits are slept on (tests). Default {@link SYSTEM_CLOCK}. */
+    /**
+     * The clock the time bounds (`totalTimeoutMs`, `throttleBudgetMs`) are measured on and the backoff waits slept on
+     * (tests); the pacer's spacing of throttled calls stays on the real clock. Default {@link SYSTEM_CLOCK} (./wait).
+     */
     clock?: Clock;
 }
 
@@ -95,6 +95,7 @@ export interface CallOptions {
 
 const DEFAULT_RETRY: Required<Omit<RetryOptions, "onRetry" | "retryableCodes" | "clock">> = {
     maxAttempts: 6,
+    throttleBudgetMs: 600_000,
     totalTimeoutMs: 60_000,
     baseDelayMs: 500,
     maxDelayMs: 10_000,
@@ -154,7 +155,8 @@ function hintFor(e: { code: string; action: string; product: Product; httpStatus
         return `Grant the caller the RAM permission ${e.product}:${e.action}`;
     }
     if (/Throttling/.test(c)) {
-        return `Alibaba Cloud rate-limited the call; gave up after ${e.attempts} attempt(s). Retry later or lower concurrency`;
+        return `Alibaba Cloud rate-limited the call; gave up after ${e.attempts} attempt(s) over the throttling budget. Retry later, ` +
+            "lower the rate other clients of the account use, or raise the action's quota (Quota Center, API rate limits)";
     }
     if (c === "ServiceUnavailable" || e.httpStatus >= 500) {
         return `The service failed transiently; gave up after ${e.attempts} attempt(s). Retry later`;
@@ -232,9 +234,11 @@ export async function callApi(product: Product, action: string, params: Record<s
     const { host, protocol } = resolveEndpoint(product, opts.region, opts.vpcEndpoint);
     const clock = retry.clock ?? SYSTEM_CLOCK;
     const started = clock.now();
+    const key = `${product}:${action}`;
 
     for (let attempt = 1; ; attempt++) {
         let err: SdkError;
+        const { slotTakenAt } = await pace(key);
         try {
             const client = new core.default(new core.$OpenApiUtil.Config({
                 credential: defaultCredential(), endpoint: host, protocol, regionId: opts.region,
@@ -252,14 +256,19 @@ export async function callApi(product: Product, action: string, params: Record<s
             err = (e ?? {}) as SdkError;
         }
         const failure = toFailure(err, retry.retryableCodes ?? []);
+        const retryAfter = err.retryAfter !== undefined && err.retryAfter >= 0 ? err.retryAfter : undefined;
+        const throttling = /Throttling/.test(failure.code);
+        // The pacer spaces a throttled action's calls from now on: the retry waits for its slot, not for a backoff of its own.
+        if (throttling) throttled(key, retryAfter, slotTakenAt);
         const elapsed = clock.now() - started;
         const backoffCap = Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** (attempt - 1));
-        const delayMs = err.retryAfter !== undefined && err.retryAfter >= 0 ? err.retryAfter : Math.floor(Math.random() * backoffCap);
-        if (!failure.retryable || attempt >= retry.maxAttempts || elapsed + delayMs > retry.totalTimeoutMs) {
+        const delayMs = throttling ? 0 : retryAfter ?? Math.floor(Math.random() * backoffCap);
+        const spent = throttling ? elapsed + delayMs > retry.throttleBudgetMs : attempt >= retry.maxAttempts || elapsed + delayMs > retry.totalTimeoutMs;
+        if (!failure.retryable || spent) {
             throw new OpenApiError({ ...failure, action, product, attempts: attempt });
         }
         retry.onRetry?.({ action, attempt, code: failure.code, delayMs });
-        await clock.sleep(delayMs);
+        if (delayMs > 0) await clock.sleep(delayMs);
     }
 }
 

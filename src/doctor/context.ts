@@ -9,7 +9,7 @@ import { describeInstances, type Instance } from "../cloud/ecs";
 import { classify } from "../cloud/errors";
 import { describeScalingGroups, scalingActivities, scalingGroupMembers, type ScalingActivity, type ScalingGroup } from "../cloud/ess";
 import { OpenApiError, type RetryOptions } from "../cloud/openapi";
-import { decompress, NodeInfo, parseNodeLines } from "../cloud/operations";
+import { decompress, NodeInfo, parseNodeLines, instanceOfProviderId } from "../cloud/operations";
 import { customRouteEntries, type RouteEntry } from "../cloud/vpc";
 import { operationParameters, type SavedOperation } from "../rules";
 import { ClusterInfo, DoctorOptions } from "./types";
@@ -236,8 +236,7 @@ export class DoctorContext {
 
     /** Instance id in a provider id `<region>.<instance-id>` (also tolerates an `alicloud://` prefix); "" when none. */
     static instanceIdOf(providerId: string): string {
-        const m = /^(?:alicloud:\/\/)?[a-z0-9-]+\.(i-[A-Za-z0-9]+)$/.exec(providerId);
-        return m ? m[1] : "";
+        return instanceOfProviderId(providerId);
     }
 
     /** Age in minutes of an ISO time relative to `opts.now` (Infinity when unparseable). */

@@ -19,6 +19,7 @@ import { clusterAccess, dynamicResourceProps, type ClusterAccessInputs, type Res
 import { alwaysAnswered } from "./answered";
 import { diffInputs, inputDiff } from "./diff";
 import { pulumiLog } from "./log";
+import { withPacingLog } from "./pacing";
 import { TOKEN_ID_PATTERN, TOKEN_PATTERN } from "../rules";
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
@@ -116,7 +117,7 @@ export async function deleteBootstrapToken(inputs: BootstrapTokenInputs, tokenId
     }
 }
 
-export const bootstrapTokenProvider: pulumi.dynamic.ResourceProvider = {
+export const bootstrapTokenProvider: pulumi.dynamic.ResourceProvider = withPacingLog({
     async create(inputs: BootstrapTokenInputs) {
         const outs = await createBootstrapToken(inputs);
         return { id: `${inputs.masterInstanceId}/token/${outs.tokenId}`, outs: { ...inputs, ...outs } };
@@ -131,7 +132,7 @@ export const bootstrapTokenProvider: pulumi.dynamic.ResourceProvider = {
     async delete(_id: string, props: BootstrapTokenInputs & BootstrapTokenOutputs) {
         await deleteBootstrapToken(props, props.tokenId, (m) => pulumiLog().warn(m));
     },
-};
+});
 
 /** A kubeadm bootstrap token on master 0; `token` is a secret. */
 export class BootstrapToken extends pulumi.dynamic.Resource {

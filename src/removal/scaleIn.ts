@@ -2,8 +2,9 @@
  * Pool scale-in: bring an ESS pool down to a target size through the removal core, choosing the victims
  * (victims.ts) from the group's members and the cluster's Nodes and pods.
  */
-import { scalingGroupMembers, waitForIdleGroup } from "../cloud/ess";
-import { poolNodes, providerIdOf, workloadPods } from "../cloud/operations";
+import { describeInstances } from "../cloud/ecs";
+import { stayingMembers, waitForIdleGroup } from "../cloud/ess";
+import { listNodes, nodeOfInstance, workloadPods } from "../cloud/operations";
 import { removeNodes } from "./batch";
 import { beginRun, type RemovalOptions, type RemovalReport } from "./types";
 import { chooseVictims, type PoolMember } from "./victims";
@@ -21,9 +22,6 @@ export interface ScaleInPool {
     essAction?: "release" | "keep";
 }
 
-/** Members ESS is taking out (an earlier removal, a health check): leaving anyway, neither counted nor chosen. */
-const LEAVING = ["Removing", "Removing:Wait"];
-
 /**
  * Scales an ESS pool in to `targetSize` (never below `minSize`) through the removal core: waits until no
  * scaling activity of the group runs (a launch still in progress would make its members unremovable),
@@ -32,7 +30,8 @@ const LEAVING = ["Removing", "Removing:Wait"];
 export async function scaleInPool(pool: ScaleInPool, opts: RemovalOptions): Promise<RemovalReport[]> {
     const log = opts.log ?? (() => undefined);
     await waitForIdleGroup(opts.region, pool.scalingGroupId, { pollMs: opts.pollIntervalMs, timeoutMs: (opts.activityTimeoutSeconds ?? 1200) * 1000, log });
-    const instances = (await scalingGroupMembers(opts.region, pool.scalingGroupId)).filter((m) => !LEAVING.includes(m.lifecycleState));
+    // Members ESS is taking out (an earlier removal, a health check) are leaving anyway: neither counted nor chosen.
+    const instances = await stayingMembers(opts.region, pool.scalingGroupId);
     const keep = Math.max(pool.targetSize, pool.minSize, 0);
     const count = instances.length - keep;
     if (count <= 0) {
@@ -40,19 +39,21 @@ export async function scaleInPool(pool: ScaleInPool, opts: RemovalOptions): Prom
         return [];
     }
     const access = beginRun(opts).access;
-    const nodes = await poolNodes(access, pool.poolName);
-    const workload = await workloadPods(access);
+    // Every Node, not only those labelled with the pool: a member's Node is found by its provider id or its IP, and
+    // one without the label (a kubelet set up by hand) is still its Node, never a reason to treat it as Node-less.
+    const [nodes, ips, workload] = await Promise.all([listNodes(access), describeInstances(opts.region, instances.map((i) => i.instanceId)), workloadPods(access)]);
     const members: PoolMember[] = instances.map((i) => {
-        const node = nodes.find((n) => n.providerId === providerIdOf(opts.region, i.instanceId));
+        const node = nodeOfInstance(nodes, opts.region, { instanceId: i.instanceId, privateIp: ips.get(i.instanceId)?.privateIp });
+        const inst = ips.get(i.instanceId);
         return { instanceId: i.instanceId, nodeName: node?.name ?? null, ready: node?.ready ?? false, workloadPods: node ? workload.get(node.name) ?? 0 : 0, createdAt: i.creationTime,
-            marked: !!node?.removing, podCidr: node?.podCidr };
+            marked: !!node?.removing, podCidr: node?.podCidr, instance: { privateIp: inst?.privateIp ?? "", status: inst?.status ?? "gone" } };
     });
     const victims = chooseVictims(members, count);
     log(`pool ${pool.poolName}: removing ${victims.length} of ${instances.length} node(s): ${victims.map((v) => v.instanceId).join(", ")}`);
     // The Node's readiness goes along with its name: given a name, the removal core does not look the Node up
     // again, and a NotReady node must be drained without waiting for pods its kubelet never confirms.
     return removeNodes(victims.map((v) => ({
-        instanceId: v.instanceId, kind: "scale-out", scalingGroupId: pool.scalingGroupId, essAction: pool.essAction, nodeName: v.nodeName,
+        instanceId: v.instanceId, kind: "scale-out", scalingGroupId: pool.scalingGroupId, essAction: pool.essAction, nodeName: v.nodeName, instance: v.instance,
         ...(v.nodeName === null ? {} : { nodeReady: v.ready, nodePodCidr: v.podCidr }),
     })), opts);
 }

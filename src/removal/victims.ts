@@ -14,6 +14,8 @@ export interface PoolMember {
     createdAt: string;
     /** The Node's podCIDR, when known. */
     podCidr?: string;
+    /** The instance's private IP and status, as read for the choice (handed to the removal). */
+    instance?: { privateIp: string; status: string };
 }
 
 /**
