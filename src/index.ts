@@ -69,7 +69,7 @@ export { AdmissionCertificate, type AdmissionCertificateArgs } from "./providers
 export { removeNode, removeNodes, scaleInPool, type RemovalTarget, type RemovalOptions, type RemovalReport } from "./removal";
 export type { NodeKind } from "./removal/types";
 export type { ScaleInPool } from "./removal/scaleIn";
-export { OPERATIONS, type NodeCommandIds, type OperationName } from "./rules";
+export { OPERATIONS, DEFAULT_ROLLOUT, SPEC_TAG, type NodeCommandIds, type OperationName, type Rollout, type RolloutInput } from "./rules";
 
 // Operations
 export { runDoctor, type ClusterInfo, type Finding } from "./doctor";

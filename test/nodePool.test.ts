@@ -6,7 +6,7 @@ import * as YAML from "yaml";
 import { useEmulator } from "../testing/emulator/fixture";
 import { installMocks, type Recorder } from "../testing/mockRuntime";
 import { redactUserdata, USERDATA_BUDGET_BYTES } from "../src/shell/render";
-import { kubeletMaySetLabel, POOL_LABEL, scalingConfigurationTags } from "../src/rules";
+import { kubeletMaySetLabel, POOL_LABEL, scalingConfigurationTags, SPEC_TAG } from "../src/rules";
 import { parseClusterConfig } from "../src/config";
 import { drainPool, setPoolCapacity, poolCapacityProvider, POOL_CAPACITY_PROVIDER_VERSION, type PoolCapacityInputs } from "../src/providers/poolCapacity";
 import type { NodeCommandIds } from "../src/rules";
@@ -295,7 +295,7 @@ describe("PoolCapacity (emulator)", () => {
             c.addNode(fresh, { pool: "general" });
             const olds = { ...inputs(group, 2), providerVersion: "1", readyInstanceIds: [old] };
             const news = { ...inputs(group, 2), providerVersion: POOL_CAPACITY_PROVIDER_VERSION };
-            assert.strictEqual(POOL_CAPACITY_PROVIDER_VERSION, "3");
+            assert.strictEqual(POOL_CAPACITY_PROVIDER_VERSION, "4");
             const diff = await poolCapacityProvider.diff!("x", olds, news);
             assert.deepStrictEqual([diff.changes, diff.replaces ?? []], [true, []]);
             const res = await poolCapacityProvider.update!("x", olds, news);
@@ -351,7 +351,7 @@ describe("NodePool (mock graph, dev pools)", () => {
     const configs = () => recorder.ofType("alicloud:ess/scalingConfiguration:ScalingConfiguration").sort(byNameDesc);
     const dynamic = () => recorder.ofType("pulumi-nodejs:dynamic:Resource");
 
-    it("two ESS groups over both vSwitches, BALANCE, newest removed first, desired capacity ignored", () => {
+    it("two ESS groups over both vSwitches, BALANCE, oldest configuration then newest removed first, desired capacity ignored", () => {
         assert.deepStrictEqual(groups().map((g) => g.name), ["dev-pool-general-group", "dev-pool-elastic-group"]);
         const [general, elastic] = groups();
         assert.deepStrictEqual([general.inputs.minSize, general.inputs.maxSize, general.inputs.desiredCapacity], [0, 2, 0]);
@@ -359,7 +359,7 @@ describe("NodePool (mock graph, dev pools)", () => {
         for (const g of groups()) {
             assert.deepStrictEqual(g.inputs.vswitchIds, ["vsw-h", "vsw-i"]);
             assert.strictEqual(g.inputs.multiAzPolicy, "BALANCE");
-            assert.strictEqual((g.inputs.removalPolicies as string[])[0], "NewestInstance");
+            assert.deepStrictEqual(g.inputs.removalPolicies, ["OldestScalingConfiguration", "NewestInstance"], "outdated configuration first, as the removal core's order");
         }
         // protectedInstances too: PoolCapacity protects a fixed pool's members, and a later `pulumi up` must not lift it.
         assert.deepStrictEqual(childOpts.get("dev-pool-general-group")?.ignoreChanges, ["desiredCapacity", "maxSize", "protectedInstances"]);
@@ -400,7 +400,11 @@ describe("NodePool (mock graph, dev pools)", () => {
         assert.ok(Object.keys(kubelet).every((k) => kubeletMaySetLabel(k)), "the kubelet registers only labels it may set");
         assert.ok(!kubeletMaySetLabel(POOL_LABEL), "and not the pool label");
         const general = configs()[0];
-        assert.deepStrictEqual(general.inputs.tags, { "alicloud-kubeadm/cluster": "dev", [POOL_LABEL]: "general" });
+        const { [SPEC_TAG]: spec, ...rest } = general.inputs.tags as Record<string, string>;
+        assert.deepStrictEqual(rest, { "alicloud-kubeadm/cluster": "dev", [POOL_LABEL]: "general" });
+        assert.match(spec, /^[0-9a-f]{16}$/, "a fixed pool's configuration carries its spec hash, for ESS to put on the instances");
+        assert.strictEqual(dynamic().find((r) => r.name === "dev-pool-general-capacity")!.inputs.specHash, spec, "PoolCapacity compares the instances' tags with it");
+        assert.strictEqual(dynamic().find((r) => r.name === "dev-pool-elastic-capacity")!.inputs.specHash, undefined);
         assert.strictEqual(headerValue(general.rawInputs.userData as string, "AK_NODE_LABELS"), "");
     });
 
@@ -470,7 +474,7 @@ describe("NodePool tags and labels (pure)", () => {
         scalingConfigurationTags(pool({ size: 1, labels }), {}, (path, reason) => seen.push(`${path}: ${reason}`));
         scalingConfigurationTags(pool({ size: 1, labels: { "aliyun.accelerator/nvidia_name": "V100" } }), {}, (path, reason) => seen.push(`${path}: ${reason}`));
         assert.equal(seen.length, 2);
-        assert.match(seen[0], /^labels: the scaling configuration would carry 21 tags .* ESS allows at most 20/);
+        assert.match(seen[0], /^labels: the scaling configuration would carry 22 tags .*alicloud-kubeadm-spec.* ESS allows at most 20/);
         assert.match(seen[1], /^labels\.aliyun\.accelerator\/nvidia_name: .*refuses tag keys starting with aliyun/);
     });
 });

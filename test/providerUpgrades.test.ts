@@ -12,7 +12,7 @@ import { createCommand } from "../testing/savedCommands";
 import { CONTROL_PLANE_MEMBER_PROVIDER_VERSION, controlPlaneMemberProvider } from "../src/providers/controlPlaneMember";
 import { NODE_MEMBERSHIP_PROVIDER_VERSION, nodeMembershipProvider } from "../src/providers/nodeMembership";
 import { POOL_CAPACITY_PROVIDER_VERSION, poolCapacityProvider } from "../src/providers/poolCapacity";
-import type { NodeCommandIds } from "../src/rules";
+import { DEFAULT_ROLLOUT, SPEC_TAG, type NodeCommandIds } from "../src/rules";
 
 const REGION = "cn-hangzhou";
 
@@ -35,9 +35,10 @@ describe("providers whose behaviour changed: state from the previous version run
     const nodeOf = (id: string) => [...c.nodes.values()].find((n) => n.instanceId === id);
 
     // Every version a stack may still hold: 1 (nodes label their pool themselves), 2 (the admission service sets the
-    // pool label), each going straight to the current one in one `pulumi up`.
+    // pool label), 3 (capacity changes that never let ESS choose), each going straight to the current one in one
+    // `pulumi up` (3 with the spec hash and a rollout too, below).
     const previousPoolCapacityVersions = Array.from({ length: Number(POOL_CAPACITY_PROVIDER_VERSION) - 1 }, (_, i) => String(i + 1));
-    it("PoolCapacity: every previous version is covered below", () => assert.deepStrictEqual(previousPoolCapacityVersions, ["1", "2"]));
+    it("PoolCapacity: every previous version is covered below", () => assert.deepStrictEqual(previousPoolCapacityVersions, ["1", "2", "3"]));
     for (const version of previousPoolCapacityVersions) {
         it(`PoolCapacity ${version} → ${POOL_CAPACITY_PROVIDER_VERSION}: an update (not a replacement) stores the new code; its delete then drains the pool with scale-out suspended`, async () => {
             const group = ctx.emu.addScalingGroup({ desiredCapacity: 2, maxSize: 2 }).scalingGroupId;
@@ -65,6 +66,27 @@ describe("providers whose behaviour changed: state from the previous version run
             assert.strictEqual(ctx.emu.callsOf("InvokeCommand").filter((x) => x.params.CommandId === previousCommands["delete-node"]).length, 0);
         });
     }
+
+    it(`PoolCapacity ${Number(POOL_CAPACITY_PROVIDER_VERSION) - 1} → ${POOL_CAPACITY_PROVIDER_VERSION} with the pool's spec hash and a rollout: one pulumi up replaces the members made before (no spec tag), drained, ending at size`, async () => {
+        const group = ctx.emu.addScalingGroup({ desiredCapacity: 2, maxSize: 2 });
+        const members = ctx.emu.scalingGroupInstances(group.scalingGroupId);
+        members.forEach((id) => { c.addNode(id, { pool: "general", pods: ["ReplicaSet"] }); ctx.emu.state.scalingInstances.get(id)!.lifecycleState = "Protected"; });
+        // This version's NodePool tags the configuration (Pulumi's in-place update): ESS tags what it creates from now on.
+        const config = ctx.emu.state.scalingConfigurations.get(group.activeScalingConfigurationId)!;
+        config.tags = { ...config.tags, [SPEC_TAG]: "00000000000spec2" };
+        c.autoJoin("general");
+        const base = { region: REGION, scalingGroupId: group.scalingGroupId, poolName: "general", masterInstanceId: c.master, size: 2, pollSeconds: 0.02, readyTimeoutSeconds: 5, pollIntervalMs: 10 };
+        const previous = { ...base, commands: previousCommands, providerVersion: String(Number(POOL_CAPACITY_PROVIDER_VERSION) - 1), readyInstanceIds: [...members].sort() };
+        const news = { ...base, commands: c.commands, providerVersion: POOL_CAPACITY_PROVIDER_VERSION, specHash: "00000000000spec2", rollout: DEFAULT_ROLLOUT };
+        const diff = await poolCapacityProvider.diff!("x", previous, news);
+        assert.deepStrictEqual([diff.changes, diff.replaces], [true, []], "an update: the pool is not drained by a replacement");
+        const state = (await poolCapacityProvider.update!("x", previous, news)).outs as typeof news & { readyInstanceIds: string[] };
+        const now = ctx.emu.scalingGroupInstances(group.scalingGroupId);
+        assert.strictEqual(now.length, 2);
+        assert.ok(now.every((id) => !members.includes(id) && ctx.emu.instances.get(id)!.tags[SPEC_TAG] === "00000000000spec2"), "every member made from the new spec");
+        assert.ok(members.every((id) => !nodeOf(id)), "I2: the old members' Nodes gone");
+        assert.deepStrictEqual(state.readyInstanceIds, [...now].sort());
+    });
 
     it(`NodeMembership ${Number(NODE_MEMBERSHIP_PROVIDER_VERSION) - 1} → ${NODE_MEMBERSHIP_PROVIDER_VERSION}: an update stores the new code; its delete stops a running attach and leaves no Node behind`, async () => {
         const id = ctx.emu.addInstance({ userData: Buffer.from("#!/bin/bash\nattach").toString("base64") }).instanceId;

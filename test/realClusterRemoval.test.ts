@@ -312,6 +312,25 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
         }, 60_000);
     });
 
+    it("disableEviction (a rollout's onDrainTimeout: force): the real kubectl deletes the pod a PodDisruptionBudget holds instead of evicting it, and the removal completes", async function () {
+        const group = emu.addScalingGroup({ desiredCapacity: 2, regionId: REGION }).scalingGroupId;
+        const ids = emu.scalingGroupInstances(group);
+        await join(ids, "general");
+        await deployment("held", 2, "general");
+        await c.apply({ apiVersion: "policy/v1", kind: "PodDisruptionBudget", metadata: { name: "held", namespace: ns }, spec: { maxUnavailable: 0, selector: { matchLabels: { app: "held" } } } });
+        const victim = ids[1];
+        const name = nodeName(victim);
+        const held = (await livePodsOn(name)).map((p) => p.metadata.name);
+        assert.strictEqual(held.length, 1);
+        const report = await removeNode({ instanceId: victim, kind: "scale-out", scalingGroupId: group }, { ...opts, drainTimeoutSeconds: 20, disableEviction: true });
+        assert.deepStrictEqual(report.done, ["drain", "leave-scaling-group", "delete-node", "delete-route"]);
+        assert.strictEqual(await getNode(name), undefined);
+        assert.ok((await pods()).every((p) => p.metadata.name !== held[0] || p.metadata.deletionTimestamp), "the held pod was deleted");
+        const evictions = auditEvents(c).filter((e) => e.objectRef?.subresource === "eviction" && e.objectRef?.name === held[0]);
+        assert.deepStrictEqual(evictions, [], "not evicted: the budget was never asked");
+        assert.ok(!emu.scalingGroupInstances(group).includes(victim));
+    });
+
     it("a bare pod (no controller) stops the drain until force: true, which evicts it for good; an existing node keeps its instance and loses its userdata", async function () {
         const id = emu.addInstance({ regionId: REGION, userData: Buffer.from("#!/bin/bash\nkubeadm join ...").toString("base64") }).instanceId;
         const name = nodeName(id);

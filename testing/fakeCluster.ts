@@ -185,7 +185,8 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
         }
         node.removing = new Date().toISOString();
         node.unschedulable = true;
-        if (c.failDrains > 0) {
+        // `force=delete` (kubectl drain --disable-eviction) deletes the pods: no PodDisruptionBudget holds them.
+        if (c.failDrains > 0 && ctx.parameters.force !== "delete") {
             c.failDrains--;
             return { exitCode: 1, output: `evicting pod default/web-1\nerror when evicting pods/"web-1" -n "default" (will retry after 5s): Cannot evict pod as it would violate the pod's disruption budget.\nerror: unable to drain node "${name}" due to error: global timeout reached: 10s\ndrain-status=1\n` };
         }

@@ -113,6 +113,20 @@ export async function describeScalingGroups(region: string, ids: readonly string
     return out;
 }
 
+/**
+ * The tags of the group's active scaling configuration (the ones ESS puts on the instances it creates now), or
+ * undefined when the group has no active configuration. DescribeScalingConfigurations answers `Tags.Tag[]` with
+ * `Key`/`Value` (docs/upstream.md#ess-config-tags).
+ */
+export async function activeConfigurationTags(region: string, scalingGroupId: string, retry?: RetryOptions): Promise<Record<string, string> | undefined> {
+    const res = await callApi("ess", "DescribeScalingConfigurations", { ScalingGroupId: scalingGroupId, PageSize: 50 }, { region, retry });
+    const rows = (res.ScalingConfigurations as { ScalingConfiguration?: Array<Record<string, unknown>> } | undefined)?.ScalingConfiguration ?? [];
+    const active = rows.find((c) => c.LifecycleState === "Active");
+    if (!active) return undefined;
+    const tags = (active.Tags as { Tag?: Array<{ Key?: string; Value?: string }> } | undefined)?.Tag ?? [];
+    return Object.fromEntries(tags.map((t) => [String(t.Key ?? ""), String(t.Value ?? "")]));
+}
+
 /** The group's most recent activities, newest first (`activityIds` narrows to those). */
 export async function scalingActivities(region: string, scalingGroupId: string,
     opts: { pageSize?: number; activityIds?: readonly string[]; statusCode?: string; retry?: RetryOptions } = {}): Promise<ScalingActivity[]> {

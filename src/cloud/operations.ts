@@ -203,10 +203,11 @@ export async function workloadPods(access: ClusterAccess): Promise<Map<string, n
 }
 
 /**
- * Cordons and drains a Node through the eviction API. Its exit status decides: a drain that succeeded but printed
+ * Cordons and drains a Node through the eviction API (`force: "delete"`: deletes the pods instead, PodDisruptionBudgets
+ * bypassed). Its exit status decides: a drain that succeeded but printed
  * more than Cloud Assistant keeps is a success (the output is only quoted when it fails).
  */
-export async function drainNode(access: ClusterAccess, node: string, opts: { timeoutSeconds: number; force: boolean; skipWaitSeconds: number }): Promise<void> {
+export async function drainNode(access: ClusterAccess, node: string, opts: { timeoutSeconds: number; force: boolean | "delete"; skipWaitSeconds: number }): Promise<void> {
     await invokeOnMaster(access, "drain", { node, timeout: String(opts.timeoutSeconds), force: String(opts.force), skipWait: String(opts.skipWaitSeconds) },
         { timeoutSeconds: opts.timeoutSeconds + 60, truncatedOutputIsFine: true });
 }

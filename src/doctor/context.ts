@@ -7,7 +7,7 @@
 import { CommandError, runCommand, runOnInstance, InstanceResult } from "../cloud/cloudAssistant";
 import { describeInstances, type Instance } from "../cloud/ecs";
 import { classify } from "../cloud/errors";
-import { describeScalingGroups, scalingActivities, scalingGroupMembers, type ScalingActivity, type ScalingGroup } from "../cloud/ess";
+import { activeConfigurationTags, describeScalingGroups, scalingActivities, scalingGroupMembers, type ScalingActivity, type ScalingGroup } from "../cloud/ess";
 import { OpenApiError, type RetryOptions } from "../cloud/openapi";
 import { decompress, NodeInfo, parseNodeLines, instanceOfProviderId } from "../cloud/operations";
 import { customRouteEntries, type RouteEntry } from "../cloud/vpc";
@@ -15,7 +15,7 @@ import { operationParameters, type SavedOperation } from "../rules";
 import { ClusterInfo, DoctorOptions } from "./types";
 
 /** What doctor needs to know about an ECS instance. */
-export type InstanceView = Pick<Instance, "instanceId" | "status" | "privateIp" | "creationTime">;
+export type InstanceView = Pick<Instance, "instanceId" | "status" | "privateIp" | "creationTime" | "tags">;
 
 /** What doctor needs to know about an ESS scaling group (DescribeScalingGroups). */
 export type GroupView = ScalingGroup;
@@ -119,6 +119,11 @@ export class DoctorContext {
             for (const id of missing) this.instanceCache.set(id, fetched.then((found) => found.get(id) ?? null));
         }
         return new Map(await Promise.all(ids.map(async (id) => [id, await this.instanceCache.get(id)!] as const)));
+    }
+
+    /** The tags of a group's active scaling configuration (undefined: none is active). */
+    configurationTags(scalingGroupId: string): Promise<Record<string, string> | undefined> {
+        return activeConfigurationTags(this.info.region, scalingGroupId, DOCTOR_RETRY);
     }
 
     /** Scaling groups of every pool, by id (absent: the group does not exist). */

@@ -27,8 +27,8 @@ import { describeScalingGroups, modifyScalingGroup, scaleOutProcess, scalingActi
 import { instanceOfProviderId, nodeOfInstance, poolNodes, uncordonNode } from "../cloud/operations";
 import { clusterAccess, dynamicResourceProps, type ClusterAccessInputs, type ResourceArgs } from "./access";
 import { diffInputs, inputDiff } from "./diff";
-import { scaleInPool, type RemovalOptions, type RemovalReport } from "../removal";
-import { ATTACH_LOG, MAX_SCALING_GROUP_INSTANCES } from "../rules";
+import { planRotationRound, readPoolMembers, removeMembers, scaleInPool, type PoolMember, type RemovalOptions, type RemovalReport } from "../removal";
+import { ATTACH_LOG, MAX_SCALING_GROUP_INSTANCES, parseRollout, type Rollout } from "../rules";
 import { logInfo, pulumiLog } from "./log";
 import { withPacingLog } from "./pacing";
 import { waitFor } from "../cloud/wait";
@@ -37,9 +37,9 @@ import { waitFor } from "../cloud/wait";
  * Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider.
  * 2: the pool label the admission service sets. 3: capacity changes that never let ESS choose (a lower maximum and
  * a pool's deletion with scale-out suspended, a fixed pool's capacity only raised), Nodes matched by provider id or
- * IP, pacing of every cloud call.
+ * IP, pacing of every cloud call. 4: outdated members (spec hash) removed first by a shrink, and replaced by a rollout.
  */
-export const POOL_CAPACITY_PROVIDER_VERSION = "3";
+export const POOL_CAPACITY_PROVIDER_VERSION = "4";
 
 /** The outputs of a PoolCapacity that are secrets: none (ids, sizes and names only). */
 export const POOL_CAPACITY_SECRET_OUTPUTS = [] as const;
@@ -70,6 +70,17 @@ export interface PoolCapacityInputs extends ClusterAccessInputs {
     pollSeconds?: number;
     /** `kubectl drain --timeout` when shrinking, seconds. Default 600. */
     drainTimeoutSeconds?: number;
+    /**
+     * Fixed pools: the spec hash on the scaling configuration's tags (SPEC_TAG), which ESS puts on the instances it
+     * creates; members whose instance carries another are outdated: removed first by a shrink, and replaced when
+     * `rollout` is set. Default none (nothing is outdated: state written before it existed).
+     */
+    specHash?: string;
+    /**
+     * Fixed pools: replace outdated members on create and update (surge, wait Ready, drain and remove outdated
+     * ones; docs/rotation.md). Default none: outdated members are only reported in the Pulumi log.
+     */
+    rollout?: Rollout;
     /** Changes when the provider's code changes. */
     providerVersion?: string;
 }
@@ -149,7 +160,7 @@ async function removeSurplus(inputs: PoolCapacityInputs, size: number, minSize: 
                 `after ${SHRINK_ROUNDS} rounds of removal, ${keep} wanted: something keeps adding members (${likelyCause}).\n  fix: stop it, then run ${rerun} again.`);
         }
         log(`pool ${poolName}: ${members.length} instance(s) in ${scalingGroupId}, ${keep} wanted: draining and removing the surplus`);
-        reports.push(...await scaleInPool({ scalingGroupId, poolName, targetSize: size, minSize, essAction: "release" }, opts));
+        reports.push(...await scaleInPool({ scalingGroupId, poolName, targetSize: size, minSize, essAction: "release", specHash: inputs.specHash }, opts));
     }
 }
 
@@ -174,6 +185,7 @@ export async function setPoolCapacity(inputs: PoolCapacityInputs, log: (m: strin
     const opts = removalOptions(inputs);
     await removeSurplus(inputs, size, inputs.minSize ?? 0, opts, log, "an out-of-band scale-out?", "`pulumi up`");
     await uncordonSurvivors(inputs, log);
+    await rollOut(inputs, opts, log);
     const before = await activityIds(region, scalingGroupId);
     await setFixedCapacity(inputs, keep, log);
     let outs: PoolCapacityOutputs;
@@ -186,6 +198,78 @@ export async function setPoolCapacity(inputs: PoolCapacityInputs, log: (m: strin
     }
     await protectMembers(inputs, true, log);
     return outs;
+}
+
+/**
+ * A fixed pool's rollout (docs/rotation.md): while members are outdated (their instance's spec tag is not
+ * `specHash`), round after round: raise the pool to its size plus the surge and wait until the new members are Ready
+ * nodes (a new node that never gets Ready stops the rollout there, naming it); then drain and remove, through the
+ * removal core, as many outdated members as keep the Ready nodes at `size − maxUnavailable` or more (NotReady ones
+ * first). Everything is read again each round, so a run that stops anywhere is resumed by the next. Without
+ * `rollout`, outdated members are only reported.
+ */
+async function rollOut(inputs: PoolCapacityInputs, opts: RemovalOptions, log: (m: string) => void): Promise<void> {
+    const { region, scalingGroupId, poolName, specHash, rollout } = inputs;
+    if (!specHash) return;
+    const size = inputs.size ?? 0;
+    let surged = false;
+    for (let round = 0; ; round++) {
+        await waitForIdleGroup(region, scalingGroupId, { pollMs: opts.pollIntervalMs, log });
+        const members = await readPoolMembers({ scalingGroupId, specHash }, opts);
+        const outdated = members.filter((m) => m.outdated);
+        if (outdated.length === 0) {
+            if (round > 0) log(`pool ${poolName}: rollout done: every node made from spec ${specHash}`);
+            return;
+        }
+        if (!rollout) {
+            log(`pool ${poolName}: ${outdated.length} of ${members.length} node(s) outdated (not made from spec ${specHash}): ` +
+                `${outdated.map((m) => m.instanceId).join(", ")}; give the pool a \`rollout\` to replace them (docs/rotation.md)`);
+            return;
+        }
+        if (round === 0) {
+            log(`pool ${poolName}: rolling out spec ${specHash}: ${outdated.length} of ${members.length} node(s) outdated (maxSurge ${rollout.maxSurge}, maxUnavailable ${rollout.maxUnavailable})`);
+        }
+        const plan = planRotationRound(members, size, rollout, surged);
+        if (plan.kind === "done") return;
+        if (plan.kind === "blocked") {
+            throw new Error(`pool ${poolName}: the rollout cannot go on: ${plan.reason}.\n  fix: bring the pool's NotReady nodes back (\`npm run doctor\`), ` +
+                "or allow more (`rollout.maxSurge` / `rollout.maxUnavailable`), then run `pulumi up` again: it resumes");
+        }
+        if (plan.kind === "surge") {
+            const before = await activityIds(region, scalingGroupId);
+            await setFixedCapacity(inputs, plan.members, log);
+            const notReadyOutdated = outdated.filter((m) => !(m.ready && m.nodeName !== null)).length;
+            await waitForReadyNodes(inputs, plan.members - notReadyOutdated, Date.now(), before, log);
+            await protectMembers(inputs, true, log);
+            surged = true;
+            continue;
+        }
+        log(`pool ${poolName}: replacing outdated node(s) ${plan.victims.map((v) => v.instanceId).join(", ")}`);
+        await removeOutdated(inputs, plan.victims, { ...opts, drainTimeoutSeconds: rollout.drainTimeoutSeconds }, rollout.onDrainTimeout, log);
+        surged = false;
+    }
+}
+
+/**
+ * Removes outdated victims through the removal core. A drain that fails pauses the rollout with the removal's error
+ * (the node, the step and kubectl's words: the pod that blocked eviction); with `force`, the victims whose drain
+ * failed are drained once more deleting their pods instead of evicting them (PodDisruptionBudgets bypassed).
+ */
+async function removeOutdated(inputs: PoolCapacityInputs, victims: PoolMember[], opts: RemovalOptions, onDrainTimeout: "pause" | "force", log: (m: string) => void): Promise<void> {
+    const pool = { scalingGroupId: inputs.scalingGroupId, essAction: "release" as const };
+    try {
+        await removeMembers(pool, victims, opts);
+    } catch (err) {
+        const message = (err as Error).message;
+        if (onDrainTimeout !== "force" || !/step "drain" failed/.test(message)) {
+            throw new Error(`pool ${inputs.poolName}: rollout paused: ${message}\n  The next \`pulumi up\` resumes the rollout where it stopped` +
+                (onDrainTimeout === "pause" ? " (or set rollout.onDrainTimeout: force to delete the pods that block a drain)." : "."));
+        }
+        const left = new Set((await stayingMembers(inputs.region, inputs.scalingGroupId)).map((m) => m.instanceId));
+        const again = victims.filter((v) => left.has(v.instanceId));
+        log(`pool ${inputs.poolName}: the drain of ${again.map((v) => v.instanceId).join(", ")} failed; onDrainTimeout force: draining again deleting the pods that block it`);
+        await removeMembers(pool, again, { ...opts, disableEviction: true });
+    }
 }
 
 /**
@@ -343,7 +427,7 @@ type State = PoolCapacityInputs & PoolCapacityOutputs;
 const POOL_CAPACITY_DIFF = inputDiff<PoolCapacityInputs>()({
     replace: ["scalingGroupId", "region"],
     update: ["mode", "size", "minSize", "maxSize", "poolName", "masterInstanceId", "masterInstanceIds", "commands", "routeTableId", "podCidr",
-        "readyTimeoutSeconds", "pollSeconds", "pollIntervalMs", "drainTimeoutSeconds", "providerVersion"],
+        "readyTimeoutSeconds", "pollSeconds", "pollIntervalMs", "drainTimeoutSeconds", "specHash", "rollout", "providerVersion"],
     ignore: [],
 });
 
@@ -352,6 +436,12 @@ export const poolCapacityProvider: pulumi.dynamic.ResourceProvider = withPacingL
         const failures = [];
         if ((news.mode ?? "fixed") === "fixed" && !(Number.isInteger(news.size ?? 0) && (news.size ?? 0) >= 0 && (news.size ?? 0) <= MAX_SCALING_GROUP_INSTANCES)) {
             failures.push({ property: "size", reason: `must be an integer in 0..${MAX_SCALING_GROUP_INSTANCES}, got ${news.size}` });
+        }
+        if (news.rollout !== undefined) {
+            const { drainTimeoutSeconds, onDrainTimeout, ...counts } = news.rollout;
+            // The parser's rules, on the parsed form (drainTimeout in seconds).
+            parseRollout({ ...counts, onDrainTimeout, drainTimeout: `${drainTimeoutSeconds}s` },
+                (path, reason) => failures.push({ property: path ? `rollout.${path}` : "rollout", reason }));
         }
         return { inputs: news, failures };
     },

@@ -121,7 +121,7 @@ async function drain(r: NodeRemoval, run: RemovalRun): Promise<void> {
             : `draining ${id} (node ${name})`);
         try {
             await drainNode(run.access, name, {
-                timeoutSeconds: run.opts.drainTimeoutSeconds ?? 600, force: run.opts.force ?? false,
+                timeoutSeconds: run.opts.drainTimeoutSeconds ?? 600, force: run.opts.disableEviction ? "delete" : run.opts.force ?? false,
                 skipWaitSeconds: noConfirm ? NOT_READY_SKIP_WAIT_SECONDS : 0,
             });
             r.report.done.push("drain");

@@ -53,6 +53,11 @@ export interface RemovalOptions {
     drainTimeoutSeconds?: number;
     /** Drain with `--force` (deletes pods without a controller). Default false. */
     force?: boolean;
+    /**
+     * Drain with `--force --disable-eviction`: pods are deleted, not evicted, so PodDisruptionBudgets do not hold
+     * (a rollout's `onDrainTimeout: force`, after a drain that ran out of time). Default false.
+     */
+    disableEviction?: boolean;
     /** Nodes removed at once by removeNodes. Default 5. */
     concurrency?: number;
     /** First Cloud Assistant poll delay, ms; also the first pause of the ESS activity and route waits. Default 1000 (tests lower it). */

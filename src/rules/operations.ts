@@ -69,7 +69,7 @@ export const OPERATION_PARAMETERS = {
     nodes: { variable: "AK_NODES", pattern: /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?( [a-z0-9]([-a-z0-9.]*[a-z0-9])?)*$/, what: "Node names separated by single spaces", maxBytes: MAX_NODES_PARAMETER_BYTES },
     selector: { variable: "AK_SELECTOR", pattern: /^[A-Za-z0-9./_=,!-]{0,512}$/, what: "a label selector (key=value,...) or empty" },
     timeout: { variable: "AK_TIMEOUT", pattern: /^[1-9][0-9]{0,5}$/, what: "a number of seconds" },
-    force: { variable: "AK_FORCE", pattern: /^(true|false)$/, what: "true or false" },
+    force: { variable: "AK_FORCE", pattern: /^(true|false|delete)$/, what: "true, false or delete (pods deleted, not evicted: PodDisruptionBudgets bypassed)" },
     skipWait: { variable: "AK_SKIP_WAIT", pattern: /^[0-9]{1,6}$/, what: "a number of seconds (0: wait for every pod)" },
     member: { variable: "AK_MEMBER", pattern: /^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?)?$/, what: "an etcd member name (the master's Node name), or empty" },
     peerIp: { variable: "AK_PEER_IP", pattern: /^((25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])(\.(25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])){3})?$/, what: "an IPv4 address (the master's etcd peer address), or empty" },

@@ -180,7 +180,10 @@ export const SCALING_GROUP_TAG = "acs:autoscaling:scalingGroupId";
 /**
  * Launch one auto-created instance from the group's active configuration (a member in `lifecycle`). It carries
  * the configuration's tags ("It will be applied for ECS instances finally", @pulumi/alicloud 3.108.0
- * ess/scalingConfiguration.d.ts `tags`) and {@link SCALING_GROUP_TAG}.
+ * ess/scalingConfiguration.d.ts `tags`) and {@link SCALING_GROUP_TAG}, copied at creation: a configuration changed
+ * later reaches only instances created afterwards ("ECS instances that are created based on the original settings of
+ * the scaling configuration are not affected", https://www.alibabacloud.com/help/en/auto-scaling/latest/modify-a-scaling-configuration;
+ * no source says a change re-tags running instances, and leaving them as they were is the harsher reading for a spec tag).
  */
 export function launchInstance(st: EmulatorState, g: EmuScalingGroup, lifecycle: ScalingLifecycleState = "InService"): EmuInstance {
     const cfg = st.scalingConfigurations.get(g.activeScalingConfigurationId);
