@@ -16,7 +16,7 @@ import { decompress } from "../src/cloud/operations";
 import { renderOperation } from "../src/shell/render";
 import { operation, saveNodeCommands } from "../testing/savedCommands";
 import { parseClusterInfo } from "../src/doctor/clusterInfo";
-import { helpText } from "../scripts/doctor";
+import { helpText, parseArgs } from "../scripts/doctor";
 import { launchInstance } from "../testing/emulator/ess";
 import { SPEC_TAG } from "../src/rules";
 
@@ -213,11 +213,14 @@ describe("doctor", () => {
         const { emu } = ctx;
         const { info, model, ids } = await stage(emu);
         const second = emu.addInstance().instanceId;
-        const iso = (days: number) => new Date(Date.now() + days * 86400_000).toISOString().slice(0, 19) + "Z";
+        // One clock for every date and for doctor itself (its `now`), days apart: which certificate expires first
+        // never hangs on when a line ran.
+        const now = Date.now();
+        const iso = (days: number) => new Date(now + days * 86400_000).toISOString().slice(0, 19) + "Z";
         model.certs[ids.master].expiry["pki/front-proxy-client.crt"] = iso(12);
-        model.certs[second] = { expiry: { "pki/apiserver.crt": iso(-1), "pki/etcd/server.crt": iso(200) }, timer: false };
+        model.certs[second] = { expiry: { "pki/apiserver.crt": iso(-1), "pki/etcd/server.crt": iso(300) }, timer: false };
         const two = { ...info, masterInstanceIds: [ids.master, second] };
-        let findings = await runDoctor(two, { ...fast, checks: ["certs"] });
+        let findings = await runDoctor(two, { ...fast, checks: ["certs"], now });
         const w = find(findings, "certs", "warning", new RegExp(`master ${ids.master} .*less than 30 days left: pki/front-proxy-client\\.crt`));
         assert.ok(w, renderTable("dev", findings));
         assert.match(w.evidence, /the renewal timer is enabled/);
@@ -227,7 +230,7 @@ describe("doctor", () => {
         assert.match(p.next, /kubeadm certs renew all/);
         assert.strictEqual(exitCodeOf(findings), 1);
         model.certs[second].expiry["pki/apiserver.crt"] = iso(200);
-        findings = await runDoctor(two, { ...fast, checks: ["certs"] });
+        findings = await runDoctor(two, { ...fast, checks: ["certs"], now });
         assert.ok(find(findings, "certs", "warning", new RegExp(`master ${second} .*first to expire is pki/apiserver\\.crt.*not installed`)), renderTable("dev", findings));
         assertReadOnly(emu);
     });
@@ -619,6 +622,24 @@ describe("doctor CLI", () => {
         const h = helpText();
         for (const name of ["ess", "autoscaler", "nodes", "routes", "join", "certs"]) assert.match(h, new RegExp(`^  ${name}\\s+\\S`, "m"));
         assert.match(h, /0 no problem, 1 at least one problem, 2 could not look/);
+        // Pools and existing nodes join by cloud identity: the join check names tokens as left-overs, not as how nodes join.
+        assert.match(h.replace(/\s+/g, " "), /pools and existing nodes join by cloud identity through the admission service \(no token\)/);
+    });
+
+    it("parses its arguments (node:util parseArgs) and names a bad one", () => {
+        assert.deepEqual(parseArgs(["--outputs", "o.json", "--json", "--check", "ess,nodes", "--poll-interval-ms", "10"]),
+            { json: true, help: false, stack: undefined, outputs: "o.json", checks: ["ess", "nodes"], pollIntervalMs: 10 });
+        assert.equal(parseArgs(["-h"]).help, true);
+        assert.throws(() => parseArgs(["--outputs"]), /--outputs.*argument missing.*see --help/);
+        assert.throws(() => parseArgs(["--stack", "--json"]), /'--stack' argument is ambiguous[\s\S]*see --help/);
+        assert.throws(() => parseArgs(["--stack="]), /--stack needs a value/);
+        assert.throws(() => parseArgs(["--outputs", "o.json", "--colour"]), /Unknown option '--colour'.*see --help/);
+        assert.throws(() => parseArgs(["--outputs", "o.json", "extra"]), /extra.*see --help/);
+        assert.throws(() => parseArgs(["--stack", "dev", "--outputs", "o.json"]), /give exactly one of --stack <name> or --outputs <file>/);
+        for (const bad of ["abc", "0", "-5", "1.5", ""]) {
+            assert.throws(() => parseArgs(["--outputs", "o.json", `--poll-interval-ms=${bad}`]), /--poll-interval-ms must be a whole number of milliseconds above 0/, bad);
+        }
+        assert.throws(() => parseArgs(["--outputs", "o.json", "--check", "ess,disk"]), /unknown check\(s\) disk; known: ess, autoscaler/);
     });
 
     it("exits 0 healthy, 1 on a problem (with --json), 2 when the endpoint is unreachable or credentials are missing", async function () {

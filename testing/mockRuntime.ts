@@ -51,6 +51,10 @@ export interface MockOptions {
      * configured one (`targetVersion`: a new cluster runs what it was built with). A test of an upgrade sets the old one.
      */
     runningVersion?: string;
+    /** The outputs of the stacks a StackReference reads, by stack name (every output secret, as a handle's stack has it); others have none. */
+    stackOutputs?: Record<string, Record<string, unknown>>;
+    /** Ids to give resources instead of the generated ones, by `<type>::<name>` (e.g. a scaling group an emulator also has). */
+    ids?: Record<string, string>;
 }
 
 export interface Recorder {
@@ -197,7 +201,7 @@ export function installMocks(options: MockOptions = {}): Recorder {
                 inputs.__provider = `[serialized dynamic provider, ${inputs.__provider.length} bytes]`;
             }
             const key = `${args.type}::${args.name}`;
-            const id = args.custom ? `${ID_PREFIX[args.type] ?? ""}${shortHash(key)}` : undefined;
+            const id = args.custom ? options.ids?.[key] ?? `${ID_PREFIX[args.type] ?? ""}${shortHash(key)}` : undefined;
             const identity = urns.get(key) ?? { urn: "", aliases: [] };
             resources.push({
                 type: args.type, name: args.name, urn: identity.urn, aliases: identity.aliases, parent: parents.get(key), provider: args.provider || undefined,
@@ -205,6 +209,11 @@ export function installMocks(options: MockOptions = {}): Recorder {
                 ...(changeOptions.get(key) ?? { ignoreChanges: [], replaceOnChanges: [] }),
             });
             const placeholders = args.type === "pulumi-nodejs:dynamic:Resource" ? DYNAMIC_PLACEHOLDERS : {};
+            const stack = args.type === "pulumi:pulumi:StackReference" ? options.stackOutputs?.[String(args.inputs.name)] : undefined;
+            if (stack) {
+                // Another stack's outputs (a Cluster's handle); a stack not given has recorded nothing (computedState).
+                return { id: String(args.inputs.name), state: { name: args.inputs.name, outputs: stack, secretOutputNames: Object.keys(stack) } };
+            }
             // ControlPlaneVersion: what the cluster runs is read from it, never echoed from the config.
             const running = args.type === "pulumi-nodejs:dynamic:Resource" && typeof args.inputs.targetVersion === "string" && !("version" in args.inputs)
                 ? { runningVersion: options.runningVersion ?? args.inputs.targetVersion, apiServerVersions: {}, kubeletVersions: {} } : {};

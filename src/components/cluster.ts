@@ -22,23 +22,29 @@ import { NodeCommands, saveCommand } from "./nodeCommands";
 import { formatProblem, OPERATIONS, providerIdOf, SECRET_STAND_IN, SSH_SECRET_FIELDS, type Problem } from "../rules";
 import { NodePool } from "./nodePool";
 import { ALIBABA_IDENTITY_CERTIFICATE } from "../admission/alibabaCertificate";
+import { NAMESPACE } from "../admission/kube";
 import { Admission, ADMISSION_PORT } from "./admission";
 import { AdmissionCertificate } from "../providers/admissionCertificate";
 import { PodNetwork } from "./podNetwork";
 import { PodSecurity } from "./podSecurity";
 import { Network } from "./network";
 import { NodeImage } from "./nodeImage";
+import { CLUSTER_HANDLE_FORMAT, type ClusterHandle } from "./clusterHandle";
 import { EtcdBackup } from "./backup";
 import { MasterMaintenance } from "../providers/masterMaintenance";
 import { renderMasterMaintenance } from "../shell/renderBackup";
 
 /** The cluster config as a program gives it: plain values, except the SSH secrets (see {@link SshConnectionArgs}). */
 export type ClusterConfigArgs = Omit<ClusterConfigInput, "existingNodes"> & {
-    existingNodes?: Array<Omit<ExistingNodeInput, "connection"> & { connection?: SshConnectionArgs }>;
+    /** Existing ECS instances joined as nodes; an SSH connection's secrets may be Pulumi secrets. Default `[]`. */
+    existingNodes?: Array<Omit<ExistingNodeInput, "connection"> & {
+        /** Run the attach script over SSH (mode `manual` only). Default: Cloud Assistant. */
+        connection?: SshConnectionArgs;
+    }>;
 };
 
 export interface ClusterArgs {
-    /** The `alicloud-kubeadm:cluster` object (README "Configuration"); validated before anything is created. */
+    /** The `alicloud-kubeadm:cluster` object (README "Configuration"); validated before anything is created. Required. */
     config: ClusterConfigArgs;
     /** The Alibaba Cloud region, usually `alicloud:region`. Required. */
     region: string;
@@ -154,6 +160,12 @@ export class Cluster extends pulumi.ComponentResource {
     public readonly autoscaler?: ClusterAutoscaler;
     /** Where everything is, for `npm run doctor` (not secret). */
     public readonly clusterInfo: pulumi.Output<ClusterInfo>;
+    /**
+     * What a NodePool, an ExistingNode or a NodeImage built outside this Cluster attaches through (`cluster: <Cluster>.handle`);
+     * export it (`export const cluster = myCluster.handle`) for another program's {@link clusterHandleOf}. Its CA pin and
+     * kubeconfig are secrets.
+     */
+    public readonly handle: ClusterHandle;
     /** etcd backups: the bucket, the backup key (docs/disaster-recovery.md#backups). */
     public readonly backup: EtcdBackup;
     /**
@@ -178,6 +190,11 @@ export class Cluster extends pulumi.ComponentResource {
             ? pulumi.output(config.image.id)
             : alicloud.ecs.getImagesOutput({ nameRegex: config.image.nameRegex, owners: "system", mostRecent: true }, { parent: this })
                 .apply((r) => {
+                    // The provider always answers with a list; an answer without one is a test double's (Pulumi's generic
+                    // mocks echo the inputs): no image id then, rather than an error nothing deployed would raise.
+                    if (!Array.isArray(r.images)) {
+                        return "";
+                    }
                     if (r.images.length === 0) {
                         throw new Error(`image.nameRegex: no system image in ${config.region} matches ${config.image.nameRegex}; set image.id`);
                     }
@@ -294,16 +311,17 @@ export class Cluster extends pulumi.ComponentResource {
             masterInstanceId: master0, masterInstanceIds, commands, routeTableId: net.routeTableId, admissionEndpoints, admissionPin,
             kubernetesVersion: runningVersion,
         });
+        // The Cluster registers the pools and existing nodes of its config with the admission service itself (its config and policy below).
         this.nodePools = config.nodePools.map((pool) => new NodePool(`${name}-pool-${pool.name}`, {
             ...join, imageId: nodeImageId, pool, tags,
             vswitchIds: net.resources.vswitches.map((v) => v.id),
             securityGroupIds: [net.clusterSecurityGroupId],
-            dependsOn: [this.joinInfo],
+            dependsOn: [this.joinInfo], registeredWithAdmission: true,
         }, { parent: this }));
         const attachCommand = !config.existingNodes.some((n) => n.mode === "manual") ? undefined
             : createAttachCommand(`${name}-attach`, join, { parent: this });
         this.existingNodes = config.existingNodes.map((node) => new ExistingNode(`${name}-node-${node.instanceId}`, {
-            ...join, imageId, node, attachCommandId: attachCommand?.id, connection: sshConnection(node.connection),
+            ...join, imageId, node, attachCommandId: attachCommand?.id, connection: sshConnection(node.connection), registeredWithAdmission: true,
         }, { parent: this }));
 
         // Add-ons: only once the API server is ready, through a provider built from the secret kubeconfig.
@@ -365,6 +383,21 @@ export class Cluster extends pulumi.ComponentResource {
                 backupIntervalMinutes: config.backup.intervalMinutes,
                 ...(controlPlaneJoinCommandId ? { controlPlaneJoinCommandId } : {}),
             }));
+
+        this.handle = {
+            format: CLUSTER_HANDLE_FORMAT,
+            join,
+            placement: {
+                vswitchIds: net.resources.vswitches.map((v) => v.id), securityGroupIds: [net.clusterSecurityGroupId], imageId: nodeImageId, baseImageId: imageId, tags,
+            },
+            nodeImage: nodeImageArgsOf(config, { baseImageId: imageId, vswitchId: net.resources.vswitches[0].id }),
+            attachCommandId: attachCommand?.id,
+            admission: {
+                clusterName: config.name, namespace: NAMESPACE, kubeconfig: this.kubeconfig,
+                pools: config.nodePools.map((p) => p.name), existingNodes: config.existingNodes.map((n) => n.instanceId),
+            },
+            ram: { roleName: this.controlPlane.roleName, region: config.region },
+        };
 
         this.registerOutputs({ network: this.network, controlPlane: this.controlPlane, kubeconfig: this.kubeconfig });
     }

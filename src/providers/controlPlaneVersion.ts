@@ -22,13 +22,13 @@ import { formatProblem, type Problem } from "../rules";
 import { apiServerVersionsOf, kubeletVersionsOf, preflight, readClusterStatus, resizeMasters, runningVersionOf, upgradeControlPlane, type ClusterStatus } from "../upgrade";
 
 export interface ControlPlaneVersionInputs extends ClusterAccessInputs {
-    /** The version the config asks for (`kubernetesVersion`): the control plane is moved there. */
+    /** The version the config asks for (`kubernetesVersion`): the control plane is moved there. Required. */
     targetVersion: string;
-    /** The saved upgrade command, rendered for `targetVersion` (src/shell/upgrade.sh). */
+    /** The saved upgrade command, rendered for `targetVersion` (src/shell/upgrade.sh). Required. */
     upgradeCommandId: string;
-    /** Some pool autoscales: the target needs a Cluster Autoscaler release of its minor. */
+    /** Some pool autoscales: the target needs a Cluster Autoscaler release of its minor. Required. */
     autoscaled: boolean;
-    /** `autoscaler.version` when pinned, "" when not. */
+    /** `autoscaler.version` when pinned, "" when not. Required. */
     autoscalerVersion: string;
     /**
      * `controlPlane.instanceType`: every master is resized to it one at a time (src/upgrade/instanceType.ts); the masters'

@@ -12,11 +12,11 @@ import { pulumiLog } from "./log";
 import { kubeletVersionsOf, upgradeNodes } from "../upgrade";
 
 export interface NodeVersionsInputs extends ClusterAccessInputs {
-    /** The version the control plane runs (ControlPlaneVersion `runningVersion`): the nodes' target. */
+    /** The version the control plane runs (ControlPlaneVersion `runningVersion`): the nodes' target. Required. */
     version: string;
-    /** The version the config asks for; the saved upgrade command is rendered for it. Nodes move only when `version` equals it. */
+    /** The version the config asks for; the saved upgrade command is rendered for it. Nodes move only when `version` equals it. Required. */
     targetVersion: string;
-    /** The saved upgrade command (src/shell/upgrade.sh). */
+    /** The saved upgrade command (src/shell/upgrade.sh). Required. */
     upgradeCommandId: string;
     /** Nodes upgraded at once. Default 1. */
     batchSize?: number;

@@ -59,9 +59,9 @@ function isUpstream(mirror: string): boolean {
 
 /** Parameters every node script needs. */
 export interface NodeParams {
-    /** Alibaba Cloud region id, e.g. `cn-hangzhou`; selects the default mirrors (the node reads its own region from metadata). */
+    /** Alibaba Cloud region id, e.g. `cn-hangzhou`; selects the default mirrors (the node reads its own region from metadata). Required. */
     region: string;
-    /** Kubernetes version `x.y.z` (>= 1.31, kubeadm config API v1beta4), e.g. `1.36.3`. */
+    /** Kubernetes version `x.y.z` (>= 1.31, kubeadm config API v1beta4), e.g. `1.36.3`. Required. */
     kubernetesVersion: string;
     /** Package mirror base URL. Default: {@link defaultMirrors}(region).packageMirror. */
     packageMirror?: string;
@@ -83,7 +83,10 @@ export interface NodeParams {
 }
 
 /** Parameters of the bake mode (`bake_node.sh`): the node's sources and images, no endpoint and no secret. */
-export type BakeNodeParams = Omit<NodeParams, "apiEndpoint" | "nodeImages"> & { nodeImages: string[] };
+export type BakeNodeParams = Omit<NodeParams, "apiEndpoint" | "nodeImages"> & {
+    /** Images the kubelet pulls on every node (pause, kube-proxy, flannel and its CNI plugin), baked in. Required. */
+    nodeImages: string[];
+};
 
 /** Parameters of master 0's `kubeadm init`. */
 export interface MasterInitParams extends NodeParams {
