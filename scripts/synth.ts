@@ -14,7 +14,7 @@ import { manifestFiles } from "../src/components/kube";
 import { redactUserdata } from "../src/shell/render";
 import { validateClusterConfig, type ClusterConfig } from "../src/config";
 import * as pulumi from "@pulumi/pulumi";
-import { installMocks, REDACTED, valueOf, type RecordedResource } from "../testing/mockRuntime";
+import { installMocks, REDACTED, valueOf, type MockOptions, type RecordedResource } from "../testing/mockRuntime";
 
 const ROOT = path.resolve(__dirname, "..");
 
@@ -96,7 +96,7 @@ function problemsOf(err: unknown): string[] {
  * Synthesises one stack in this process. Config comes from the stack file only; the program is
  * re-evaluated on every call, so several stacks can be synthesised one after another.
  */
-export async function synthesize(stackArg: string, outRoot = path.join(ROOT, "out")): Promise<SynthResult> {
+export async function synthesize(stackArg: string, outRoot = path.join(ROOT, "out"), mocks: Pick<MockOptions, "dynamicOutputs"> = {}): Promise<SynthResult> {
     const { stack, file } = resolveStackFile(stackArg);
     const outDir = path.join(outRoot, stack);
     const read = readStackFile(file);
@@ -105,7 +105,7 @@ export async function synthesize(stackArg: string, outRoot = path.join(ROOT, "ou
     if ("problem" in read) {
         return { ...base, resources: [], problems: [read.problem] };
     }
-    const recorder = installMocks({ stack, config: read.config });
+    const recorder = installMocks({ stack, config: read.config, ...mocks });
     const failures: unknown[] = [];
     let outputs: Record<string, unknown> = {};
     const onRejection = (err: unknown) => failures.push(err);

@@ -41,6 +41,11 @@ export interface MockOptions {
     config?: Record<string, unknown>;
     /** Answers for data-source calls by token; defaults cover the ones the stack uses. */
     calls?: Record<string, (inputs: Record<string, unknown>) => Record<string, unknown>>;
+    /**
+     * Outputs of this library's dynamic resources instead of {@link DYNAMIC_PLACEHOLDERS}, by output name (e.g. the
+     * `caCertHash` of a real control plane, so the userdata synth renders joins it). Default: the placeholders.
+     */
+    dynamicOutputs?: Record<string, unknown>;
 }
 
 export interface Recorder {
@@ -178,7 +183,7 @@ export function installMocks(options: MockOptions = {}): Recorder {
                 type: args.type, name: args.name, urn: identity.urn, aliases: identity.aliases, parent: parents.get(key), provider: args.provider || undefined,
                 custom: args.custom ?? true, inputs, secretInputs, secretOutputs: secretOutputs.get(key) ?? [], id, rawInputs,
             });
-            const placeholders = args.type === "pulumi-nodejs:dynamic:Resource" ? DYNAMIC_PLACEHOLDERS : {};
+            const placeholders = args.type === "pulumi-nodejs:dynamic:Resource" ? { ...DYNAMIC_PLACEHOLDERS, ...options.dynamicOutputs } : {};
             return { id: id ?? "", state: { ...placeholders, ...args.inputs, ...computedState(args.type, args.name) } };
         },
         call(args) {

@@ -84,6 +84,7 @@ EOF
   if [ -n "${AK_CERTIFICATE_KEY:-}" ]; then
     printf 'controlPlane:\n  certificateKey: %s\n' "$(ak_yaml "$AK_CERTIFICATE_KEY")"
   fi
+  ak_overlay_patches
 }
 
 # ak_has_leftovers: files or links that an earlier (failed or reset-less) join left behind.
@@ -107,6 +108,7 @@ ak_preclean() {
 
 ak_prepare_node
 ak_read_identity
+ak_overlay_note
 ak_wait_for_api
 config="${AK_STATE_DIR}/kubeadm-join.yaml"
 (umask 077 && ak_join_config >"$config")

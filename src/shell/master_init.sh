@@ -28,6 +28,7 @@ apiVersion: kubeadm.k8s.io/v1beta4
 kind: InitConfiguration
 EOF
   ak_node_registration
+  ak_overlay_patches
   cat <<EOF
 ---
 apiVersion: kubeadm.k8s.io/v1beta4
@@ -97,6 +98,7 @@ EOF
 
 ak_prepare_node
 ak_read_identity
+ak_overlay_note
 ak_write_audit_policy
 # Secrets encryption at rest: the key is made here, once (a re-run keeps it); members get the whole file through
 # join-secrets, see docs/security.md#encryption-at-rest.
