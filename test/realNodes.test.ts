@@ -8,11 +8,17 @@
  */
 import * as assert from "assert";
 import * as crypto from "crypto";
+import * as fs from "fs";
 import { callApi } from "../src/cloud/openapi";
 import { redactUserdata } from "../src/shell/render";
 import { cidrRange, cidrWithin } from "./kube/fixture";
 import { WORKLOAD_IMAGE } from "./kube/nodes";
 import { useSeedCluster, type Boot } from "./kube/seed";
+import { answerWithRealCluster, type RealOperations } from "./kube/operations";
+import type { RealNode } from "./kube/nodes";
+import type { EmuInstance } from "../testing/emulator";
+import { saveNodeCommands } from "../testing/savedCommands";
+import { CLEARED_USERDATA, removeNode, type RemovalOptions } from "../src/removal";
 
 const STACK = "examples/Pulumi.existing-nodes.yaml";
 const sha256 = (s: string | Buffer) => crypto.createHash("sha256").update(s).digest("hex");
@@ -110,5 +116,141 @@ describe("real nodes: the pool's userdata as synth renders it joins through admi
         await s.c.waitFor("no route to b's pods", async () => (await fetch(true)).code !== 0 || undefined, 30_000);
         await callApi("vpc", "CreateRouteEntry", { RouteTableId: s.routeTableId, DestinationCidrBlock: b.cidr, NextHopId: b.instance, NextHopType: "Instance" }, { region: s.region });
         await s.c.waitFor("traffic back", async () => (await fetch(true)).stdout.trim() === `${b.name} ${b.ip}` || undefined, 30_000);
+    });
+
+    describe("an existing instance: attached by the one-line command, removed (drain with a PDB, userdata cleared, kubeadm reset, Node deleted), attached again", function () {
+        let ops: RealOperations;
+        let opts: RemovalOptions;
+        let existing: { instance: EmuInstance; node: RealNode };
+        const EXISTING = "i-bp1exampleexample01"; // examples/Pulumi.existing-nodes.yaml, mode manual
+
+        before(async function () {
+            this.timeout(120_000);
+            const s = seed.s;
+            existing = await s.existingInstance({ instanceId: EXISTING, privateIp: "192.168.16.21", userData: Buffer.from("#!/bin/sh\n").toString("base64") });
+            ops = answerWithRealCluster(s.emu, s.c, { master: s.masterInstanceId, realNodes: s.nodes });
+            opts = {
+                region: s.region, masterInstanceIds: [s.masterInstanceId], commands: await saveNodeCommands(s.region), routeTableId: s.routeTableId,
+                podCidr: "172.16.0.0/16", pollIntervalMs: 200, drainTimeoutSeconds: 20, warn: () => undefined, log: () => undefined,
+            };
+        });
+        after(() => ops?.cleanup());
+
+        /** The stack's one-line manual attach (its `attachCommand` output), run as root on the instance. */
+        const attach = async () => {
+            const r = await existing.node.sh(String(seed.s.stack.outputs.attachCommand), { allowFail: true, timeoutMs: 300_000 });
+            assert.strictEqual(r.code, 0, `the one-line attach failed:\n${r.stdout.slice(-2000)}${r.stderr.slice(-2000)}\n${existing.node.read("/var/log/alicloud-kubeadm/attach-node.log")?.slice(-3000)}`);
+        };
+        /** A workload pod on the existing node; resolves with its IP once Running. */
+        const podOn = async (name: string) => {
+            await seed.s.c.apply({ apiVersion: "v1", kind: "Pod", metadata: { name, namespace: "default" },
+                spec: { nodeName: nodeName(EXISTING), containers: [{ name: "web", image: WORKLOAD_IMAGE, imagePullPolicy: "Never" }] } });
+            return (await seed.s.c.waitFor(`pod ${name} Running`, async () => {
+                const p = JSON.parse(await seed.s.c.kubectl(["get", "pod", name, "-o", "json"]));
+                return p.status?.phase === "Running" && p.status.podIP ? p : undefined;
+            }, 120_000)).status.podIP as string;
+        };
+
+        it("the one-line command fetches the attach script from the admission service (its CA checked against the pin) and joins the instance as pool `existing`", async function () {
+            const s = seed.s;
+            await attach();
+            const node = await s.ready(nodeName(EXISTING));
+            assert.strictEqual(node.metadata.labels["alicloud-kubeadm/pool"], "existing");
+            assert.strictEqual(node.spec.providerID, nodeName(EXISTING));
+        });
+
+        it("removal drains it with real evictions (a PDB holds it first), clears its userdata, runs kubeadm reset on it through the saved command, deletes its Node and route; attached again, its pods get addresses of the new podCIDR", async function () {
+            const s = seed.s;
+            const name = nodeName(EXISTING);
+            // schedulable: Ready, initialized by the CCM, routed (no NoSchedule taint left)
+            const before = await s.c.waitFor(`${name} schedulable`, async () => {
+                const n = await s.ready(name);
+                return !(n.spec.taints ?? []).some((t: { effect: string }) => t.effect === "NoSchedule") && n.spec.podCIDR ? n : undefined;
+            }, 120_000);
+            const oldCidr: string = before.spec.podCIDR;
+            // a Deployment's one pod on the node, held by a PDB that allows no disruption
+            await s.c.apply([
+                { apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "held", namespace: "default" }, spec: { replicas: 1, selector: { matchLabels: { app: "held" } },
+                    template: { metadata: { labels: { app: "held" } }, spec: { nodeSelector: { "alicloud-kubeadm/pool": "existing" }, containers: [{ name: "web", image: WORKLOAD_IMAGE, imagePullPolicy: "Never" }] } } } },
+                { apiVersion: "policy/v1", kind: "PodDisruptionBudget", metadata: { name: "held", namespace: "default" }, spec: { minAvailable: 1, selector: { matchLabels: { app: "held" } } } },
+            ]);
+            const heldPod = async () => JSON.parse(await s.c.kubectl(["get", "pods", "-l", "app=held", "-o", "json"])).items as Array<{ metadata: { name: string; deletionTimestamp?: string }; spec: { nodeName: string }; status: { phase: string } }>;
+            await s.c.waitFor("the held pod Running on the existing node", async () => (await heldPod()).some((p) => p.status.phase === "Running" && p.spec.nodeName === name), 120_000)
+                .catch(async (e) => { throw new Error(`${e.message}\n${JSON.stringify(await heldPod(), null, 1).slice(0, 3000)}`); });
+            await assert.rejects(removeNode({ instanceId: EXISTING, kind: "existing" }, opts), /disruption budget|PodDisruptionBudget/i);
+            assert.ok((await s.node(name))?.spec.unschedulable, "cordoned, still there");
+            assert.ok((await heldPod()).some((p) => p.spec.nodeName === name && !p.metadata.deletionTimestamp), "the PDB kept the pod");
+            assert.ok(existing.node.read("/etc/kubernetes/kubelet.conf"), "not reset while the drain is refused");
+            await s.c.kubectl(["delete", "pdb", "held"]);
+            // the replacement needs a node: the existing one is cordoned, the general pool's are not labelled `existing`
+            await s.c.kubectl(["patch", "deployment", "held", "--type=json", "-p", JSON.stringify([{ op: "remove", path: "/spec/template/spec/nodeSelector" }])]);
+            const report = await removeNode({ instanceId: EXISTING, kind: "existing" }, opts);
+            void report;
+            assert.strictEqual(await s.node(name), undefined, "the Node is deleted");
+            assert.ok(!(await heldPod()).some((p) => p.spec.nodeName === name && !p.metadata.deletionTimestamp), "evicted from the node");
+            assert.strictEqual(Buffer.from(s.emu.instances.get(EXISTING)!.userData, "base64").toString("utf8"), CLEARED_USERDATA, "its userdata is cleared");
+            assert.strictEqual(existing.node.read("/etc/kubernetes/kubelet.conf"), undefined, "kubeadm reset ran on the node");
+            assert.strictEqual(existing.node.read("/var/lib/alicloud-kubeadm/join.done"), undefined);
+            await s.c.waitFor("its route gone", async () => !s.emu.routeTables.get(s.routeTableId)!.entries.some((e) => e.nextHopId === EXISTING), 60_000);
+            assert.ok(ops.log.includes(`${EXISTING}: reset`), "reset through the saved command, on the instance");
+
+            // attached again: a new podCIDR, and the node's pods get addresses from it
+            await attach();
+            const again = await s.ready(name);
+            const newCidr = await s.c.waitFor("a podCIDR", async () => (await s.node(name))?.spec.podCIDR, 60_000);
+            assert.notStrictEqual(newCidr, oldCidr, "the controller-manager allocated another podCIDR");
+            void again;
+            const ip = await podOn("after-reattach");
+            assert.ok(cidrWithin(`${ip}/32`, newCidr), `${ip} in the new ${newCidr}`);
+            await s.c.kubectl(["delete", "pod", "after-reattach", "--wait=false"]);
+        });
+
+        it("a re-join over a plain `kubeadm reset` (which leaves cni0 and the CNI state): without ak_preclean the node's pods get no network; the attach script's ak_preclean cleans it and they get the new podCIDR", async function () {
+            const s = seed.s;
+            const name = nodeName(EXISTING);
+            const cidrOf = () => s.c.waitFor("a podCIDR", async () => (await s.node(name))?.spec.podCIDR as string | undefined, 60_000);
+            /** What an operator does by hand: the Node deleted, `kubeadm reset -f` on the machine, nothing else. */
+            const plainReset = async () => {
+                await s.c.kubectl(["delete", "node", name, "--wait=true"]);
+                await existing.node.sh("kubeadm reset -f");
+                assert.ok((await existing.node.sh("ip link show cni0", { allowFail: true })).code === 0, "kubeadm reset leaves cni0");
+            };
+            await podOn("before-reset");
+            await plainReset();
+            // the served attach script with ak_preclean made a no-op: what a re-join without it would do
+            const served = s.objects(Object.keys(s.stack.manifests).find((f) => f.endsWith("-admission.yaml"))!).find((o) => o.kind === "ConfigMap")!.data["attach.sh"] as string;
+            const without = served.replace(/^ak_preclean\(\) \{\n[\s\S]*?^\}\n/m, "ak_preclean() { ak_log 'test: ak_preclean disabled'; }\n")
+                .replace("{{labels}}", "").replace("{{taints}}", "");
+            assert.notStrictEqual(without, served, "ak_preclean replaced");
+            const file = `${existing.node.dir}/attach-without-preclean.sh`;
+            fs.writeFileSync(file, without);
+            const r = await existing.node.run("bash", [file], { allowFail: true, timeoutMs: 300_000 });
+            assert.strictEqual(r.code, 0, "it joins all the same");
+            await s.ready(name);
+            const stale = await cidrOf();
+            // flannel's lease is the new podCIDR (its subnet.env rewritten): the pod's bridge config asks for the new gateway
+            await s.c.waitFor("flannel's lease of the new podCIDR", async () =>
+                (existing.node.read("/run/flannel/subnet.env") ?? "").includes(`FLANNEL_SUBNET=${firstHost(stale)}/`), 120_000);
+            await s.c.apply({ apiVersion: "v1", kind: "Pod", metadata: { name: "stale", namespace: "default" },
+                spec: { nodeName: name, containers: [{ name: "web", image: WORKLOAD_IMAGE, imagePullPolicy: "Never" }] } });
+            // the bridge plugin refuses the leftover cni0 (still on the old podCIDR's gateway): no sandbox, no address
+            const refused = await s.c.waitFor("the stale pod's sandbox refused", async () => {
+                const events = JSON.parse(await s.c.kubectl(["get", "events", "--field-selector", "involvedObject.name=stale", "-o", "json"])).items as Array<{ reason: string; message: string }>;
+                return events.find((e) => e.reason === "FailedCreatePodSandBox" && /cni0/.test(e.message));
+            }, 120_000);
+            assert.match(refused.message, /already has an IP address different from/);
+            const pod = JSON.parse(await s.c.kubectl(["get", "pod", "stale", "-o", "json"]));
+            assert.ok(!pod.status.podIP, `no address (podCIDR ${stale})`);
+            await s.c.kubectl(["delete", "pod", "stale", "--force", "--grace-period=0"]);
+
+            // the same again with the attach script as it is: ak_preclean removes cni0 and the CNI state first
+            await plainReset();
+            await attach();
+            assert.match(existing.node.read("/var/log/alicloud-kubeadm/attach-node.log") ?? "", /cleaning leftovers of an earlier join/);
+            await s.ready(name);
+            const fresh = await cidrOf();
+            const ip = await podOn("fresh");
+            assert.ok(cidrWithin(`${ip}/32`, fresh), `${ip} in ${fresh}`);
+        });
     });
 });

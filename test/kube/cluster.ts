@@ -411,6 +411,8 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
                     reject(new Error(`${cmd} ${args.join(" ")} exited ${code ?? signal}:\n${stderr}${stdout}`));
                 } else resolve(r);
             });
+            // a program that exits without reading its input closes the pipe first: not an error of the run
+            child.stdin.on("error", () => undefined);
             child.stdin.end(o.input ?? "");
         });
     };

@@ -274,7 +274,9 @@ export function realNodes(c: Cluster, opts: RealNodesOptions = {}): RealNodes {
                     if (r.code !== 0 && !o.allowFail) reject(new Error(`node ${spec.instanceId}: ${cmd} ${args.join(" ").slice(0, 200)} exited ${code ?? signal}:\n${stderr.slice(-3000)}${stdout.slice(-2000)}`));
                     else resolve(r);
                 });
-                child.stdin.end(o.input ?? "");
+                // a program that exits without reading its input closes the pipe first: not an error of the run
+            child.stdin.on("error", () => undefined);
+            child.stdin.end(o.input ?? "");
             });
         };
 

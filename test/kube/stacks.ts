@@ -29,6 +29,8 @@ export interface RenderedStack {
     rawUserdata: Record<string, string>;
     /** Every resource synth recorded (type, name, inputs; mock ids). */
     resources: RecordedResource[];
+    /** The stack's outputs as `out/<stack>/outputs.json` has them (e.g. `attachCommand`, the one-line manual attach). */
+    outputs: Record<string, unknown>;
 }
 
 function readDir(dir: string): Record<string, string> {
@@ -62,6 +64,7 @@ export async function synthesizeAt(stack: string, kubernetesVersion: string, moc
             commands: readDir(path.join(r.outDir, "commands")),
             rawUserdata: Object.fromEntries(r.resources.filter((x) => typeof x.rawInputs.userData === "string").map((x) => [x.name, x.rawInputs.userData as string])),
             resources: r.resources,
+            outputs: r.outputs,
         };
     } finally {
         fs.rmSync(tmp, { recursive: true, force: true });
