@@ -162,11 +162,13 @@ describe("real nodes: the pool's userdata as synth renders it joins through admi
         it("removal drains it with real evictions (a PDB holds it first), clears its userdata, runs kubeadm reset on it through the saved command, deletes its Node and route; attached again, its pods get addresses of the new podCIDR", async function () {
             const s = seed.s;
             const name = nodeName(EXISTING);
-            // schedulable: Ready, initialized by the CCM, routed (no NoSchedule taint left)
+            // schedulable: Ready, initialized by the CCM, routed (no NoSchedule taint left). The CCM's node controller may set
+            // NetworkUnavailable back to True after its route controller cleared it (docs/upstream.md#ccm-network-unavailable-race):
+            // then the stack's 3-minute route reconcile clears it
             const before = await s.c.waitFor(`${name} schedulable`, async () => {
                 const n = await s.ready(name);
                 return !(n.spec.taints ?? []).some((t: { effect: string }) => t.effect === "NoSchedule") && n.spec.podCIDR ? n : undefined;
-            }, 120_000);
+            }, 240_000).catch(async (e) => { throw new Error(`${e.message}: ${JSON.stringify({ taints: (await s.node(name))?.spec.taints, conditions: (await s.node(name))?.status.conditions })}`); });
             const oldCidr: string = before.spec.podCIDR;
             // a Deployment's one pod on the node, held by a PDB that allows no disruption
             await s.c.apply([

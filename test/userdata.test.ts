@@ -11,7 +11,7 @@ import fc from "fast-check";
 import { parseAllDocuments } from "yaml";
 import {
     AttachNodeParams, MasterInitParams, compactShell, containerdRpmRepoUrl, defaultMirrors, kubernetesRepoUrl, redactUserdata,
-    renderAttachCommand, renderAttachNode, renderControlPlaneJoin, renderControlPlaneJoinCommand, renderMasterInit, renderOperation, shellQuote, USERDATA_BUDGET_BYTES,
+    renderAttachCommand, renderAttachNode, renderControlPlaneJoin, renderControlPlaneJoinCommand, renderMasterInit, renderOperation, shellQuote, USERDATA_BUDGET_BYTES, USERDATA_HARD_LIMIT_BYTES, packUserdata,
 } from "../src/shell/render";
 import { OPERATIONS } from "../src/rules";
 import { fill } from "../testing/savedCommands";
@@ -154,13 +154,16 @@ describe("userdata rendering", () => {
         assert.throws(() => renderMasterInit({ ...masterParams, apiEndpoint: "10.0.0.1" }), /apiEndpoint: must be host:port/);
     });
 
-    it("stays within the 20 KiB budget even with many labels, taints and SANs", () => {
+    it("stays within the 20 KiB budget as delivered (packed) even with many labels, taints and SANs", () => {
         const labels = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`example.com/label-${i}`, `value-${i}`]));
         const taints = Array.from({ length: 10 }, (_, i) => `example.com/taint-${i}=v:NoSchedule`);
         const attach = renderAttachNode({ ...attachParams, labels, taints });
         const master = renderMasterInit({ ...masterParams, certSANs: Array.from({ length: 20 }, (_, i) => `api-${i}.k8s.example.com`) });
-        assert.ok(Buffer.byteLength(attach) <= BUDGET, `attach userdata is ${Buffer.byteLength(attach)} bytes`);
-        assert.ok(Buffer.byteLength(master) <= BUDGET, `master userdata is ${Buffer.byteLength(master)} bytes`);
+        // pools and master 0 get their userdata packed (packUserdata throws above the budget); unpacked, ECS's limit holds
+        for (const [what, script] of [["attach", attach], ["master", master]]) {
+            assert.ok(Buffer.byteLength(script) <= USERDATA_HARD_LIMIT_BYTES, `${what} userdata is ${Buffer.byteLength(script)} bytes unpacked`);
+            assert.ok(Buffer.byteLength(packUserdata(script, what)) <= BUDGET);
+        }
     });
 
     it("fits Cloud Assistant's RunCommand limit (24 KiB after Base64) for manual joins", () => {
@@ -269,6 +272,7 @@ describe("userdata scripts: static checks", () => {
             "/dev/urandom", // read only (the encryption key)
             "/etc/kubernetes/pki/alicloud-kubeadm-encryption.yaml", "/etc/kubernetes/audit", "/var/log/kubernetes/audit", // AK_* constants, written under ${AK_ROOT}
             "/usr/local/sbin/alicloud-kubeadm-cert-renew", // AK_RENEW_BIN, as AK_IMDS_BLOCK
+            "/etc/alicloud-kubeadm", // AK_OVERLAY_DIR: read as ${AK_ROOT}${AK_OVERLAY_DIR}; the node's own path in its kubeadm config
         ];
         const ops = fs.readdirSync(path.join(USERDATA_DIR, "ops")).map((f) => path.join("ops", f));
         assert.ok(ops.includes(path.join("ops", "reset.sh")));

@@ -57,44 +57,30 @@ AK_OVERLAY_DIR="/etc/alicloud-kubeadm"
 
 # ak_overlay_patches: the `patches:` block when the image has kubeadm patches, else nothing.
 ak_overlay_patches() {
-  local d="${AK_OVERLAY_DIR}/kubeadm-patches"
-  if [ -d "${AK_ROOT}${d}" ] && [ -n "$(ls -A "${AK_ROOT}${d}")" ]; then
-    printf 'patches:\n  directory: %s\n' "$(ak_yaml "$d")"
-  fi
+  [ -z "$(ls -A "${AK_ROOT}${AK_OVERLAY_DIR}/kubeadm-patches" 2>/dev/null)" ] || printf 'patches:\n  directory: %s/kubeadm-patches\n' "$AK_OVERLAY_DIR"
 }
 
 # ak_overlay_preflight: the image's preflight checks to ignore, one name a line (names only: checked, never YAML).
 ak_overlay_preflight() {
-  local f="${AK_ROOT}${AK_OVERLAY_DIR}/ignore-preflight-errors" list
+  local f="${AK_ROOT}${AK_OVERLAY_DIR}/ignore-preflight-errors"
   [ -s "$f" ] || return 0
-  list=$(tr -d ' \t\n' <"$f")
-  [[ $list =~ ^[A-Za-z0-9._-]+(,[A-Za-z0-9._-]+)*$ ]] ||
-    ak_die "${f#"$AK_ROOT"}: expected comma-separated kubeadm preflight check names, e.g. SystemVerification"
-  tr ',' '\n' <<<"$list"
+  ! tr -d ' \t\n' <"$f" | tr , '\n' | grep -qvxE '[A-Za-z0-9._-]+' || ak_die "${f#"$AK_ROOT"}: expected comma-separated kubeadm check names"
+  tr -d ' \t\n' <"$f" | tr , '\n'
 }
 
-# ak_overlay_note: a log line for each overlay the image carries.
+# ak_overlay_note: a log line naming the overlays the image carries.
 ak_overlay_note() {
-  local checks
-  checks=$(ak_overlay_preflight)
-  if [ -n "$(ak_overlay_patches)" ]; then ak_log "node image overlay: kubeadm patches from ${AK_OVERLAY_DIR}/kubeadm-patches"; fi
-  if [ -n "$checks" ]; then ak_log "node image overlay: kubeadm preflight checks ignored: ${checks//$'\n'/,}"; fi
+  [ ! -d "${AK_ROOT}${AK_OVERLAY_DIR}" ] || ak_log "node image overlays in ${AK_OVERLAY_DIR}: $(cd "${AK_ROOT}${AK_OVERLAY_DIR}" && echo *)"
 }
 
 # ak_node_registration: the nodeRegistration block every kubeadm config here shares: the node is named
 # by its provider id, and the kubelet runs with --cloud-provider=external and --provider-id.
 ak_node_registration() {
-  local checks check
+  local checks c
   checks=$(ak_overlay_preflight)
-  cat <<EOF
-nodeRegistration:
-  name: $(ak_yaml "$AK_PROVIDER_ID")
-  criSocket: $(ak_yaml "$AK_CRI_SOCKET")
-EOF
-  if [ -n "$checks" ]; then
-    printf '  ignorePreflightErrors:\n'
-    for check in $checks; do printf '    - %s\n' "$(ak_yaml "$check")"; done
-  fi
+  printf 'nodeRegistration:\n  name: %s\n  criSocket: %s\n' "$(ak_yaml "$AK_PROVIDER_ID")" "$(ak_yaml "$AK_CRI_SOCKET")"
+  [ -z "$checks" ] || printf '  ignorePreflightErrors:\n'
+  for c in $checks; do printf '    - %s\n' "$(ak_yaml "$c")"; done
   cat <<EOF
   kubeletExtraArgs:
     - name: cloud-provider

@@ -55,11 +55,30 @@ ak_yaml() {
   printf "'%s'" "${1//\'/\'\'}"
 }
 
+AK_OVERLAY_DIR="/etc/alicloud-kubeadm"
+
+ak_overlay_patches() {
+  [ -z "$(ls -A "${AK_ROOT}${AK_OVERLAY_DIR}/kubeadm-patches" 2>/dev/null)" ] || printf 'patches:\n  directory: %s/kubeadm-patches\n' "$AK_OVERLAY_DIR"
+}
+
+ak_overlay_preflight() {
+  local f="${AK_ROOT}${AK_OVERLAY_DIR}/ignore-preflight-errors"
+  [ -s "$f" ] || return 0
+  ! tr -d ' \t\n' <"$f" | tr , '\n' | grep -qvxE '[A-Za-z0-9._-]+' || ak_die "${f#"$AK_ROOT"}: expected comma-separated kubeadm check names"
+  tr -d ' \t\n' <"$f" | tr , '\n'
+}
+
+ak_overlay_note() {
+  [ ! -d "${AK_ROOT}${AK_OVERLAY_DIR}" ] || ak_log "node image overlays in ${AK_OVERLAY_DIR}: $(cd "${AK_ROOT}${AK_OVERLAY_DIR}" && echo *)"
+}
+
 ak_node_registration() {
+  local checks c
+  checks=$(ak_overlay_preflight)
+  printf 'nodeRegistration:\n  name: %s\n  criSocket: %s\n' "$(ak_yaml "$AK_PROVIDER_ID")" "$(ak_yaml "$AK_CRI_SOCKET")"
+  [ -z "$checks" ] || printf '  ignorePreflightErrors:\n'
+  for c in $checks; do printf '    - %s\n' "$(ak_yaml "$c")"; done
   cat <<EOF
-nodeRegistration:
-  name: $(ak_yaml "$AK_PROVIDER_ID")
-  criSocket: $(ak_yaml "$AK_CRI_SOCKET")
   kubeletExtraArgs:
     - name: cloud-provider
       value: external
@@ -379,6 +398,7 @@ EOF
   if [ -n "${AK_CERTIFICATE_KEY:-}" ]; then
     printf 'controlPlane:\n  certificateKey: %s\n' "$(ak_yaml "$AK_CERTIFICATE_KEY")"
   fi
+  ak_overlay_patches
 }
 
 ak_has_leftovers() {
@@ -391,16 +411,18 @@ ak_has_leftovers() {
 }
 
 ak_preclean() {
-  ak_log "cleaning leftovers of an earlier join: kubeadm reset, cni0, /etc/cni/net.d"
+  ak_log "cleaning leftovers of an earlier join: kubeadm reset, cni0, /etc/cni/net.d, flannel's lease"
   kubeadm reset -f --cri-socket "$AK_CRI_SOCKET" 2>&1 | ak_redact
   if ip link show cni0 >/dev/null 2>&1; then ip link delete cni0; fi
-  rm -rf "${AK_ROOT}/etc/cni/net.d" "${AK_ROOT}/var/lib/cni"
+  (shopt -s dotglob nullglob && rm -rf "${AK_ROOT}/etc/cni/net.d/"*)
+  rm -rf "${AK_ROOT}/var/lib/cni" "${AK_ROOT}/run/flannel"
   mkdir -p "${AK_ROOT}/etc/cni/net.d"
   rm -f "${AK_STATE_DIR}/join.failed" "${AK_STATE_DIR}/join.done"
 }
 
 ak_prepare_node
 ak_read_identity
+ak_overlay_note
 ak_wait_for_api
 config="${AK_STATE_DIR}/kubeadm-join.yaml"
 (umask 077 && ak_join_config >"$config")

@@ -193,7 +193,9 @@ export function useSeedCluster(stackFile: string): { readonly s: Seed } {
             region, masterInstanceId: master.id, podCidr: config.network.podCidr, serviceCidr: config.network.serviceCidr,
             nodeCidrMaskSize: config.network.nodeCidrMaskSize, files: { "pki/ca.crt": ca.crt, "pki/ca.key": ca.key },
             // the VPC: the stack's, plus where the emulator's ESS puts the instances it launches (10.0.0.0/16)
-            vpc: { masterIp, apiEndpoint, addresses: ["100.100.100.200"], cidrs: [config.network.vpcCidr, "10.0.0.0/16"] },
+            vpc: { masterIp, apiEndpoint, addresses: ["100.100.100.200"], cidrs: [config.network.vpcCidr, "10.0.0.0/16"] }, 
+            // KUBE_SEED_VERBOSITY=4: the scheduler and the controller-manager say why (for a look into a slow run)
+            ...(process.env.KUBE_SEED_VERBOSITY ? { schedulerArgs: { v: process.env.KUBE_SEED_VERBOSITY }, controllerManagerArgs: { v: process.env.KUBE_SEED_VERBOSITY } } : {}),
         });
         stops.push(() => c.stop());
         assert.strictEqual(c.caCertHash, caCertHash, "the control plane runs on the CA synth pinned");
