@@ -106,6 +106,7 @@ export async function synthesize(stackArg: string, outRoot = path.join(ROOT, "ou
         return { ...base, resources: [], problems: [read.problem] };
     }
     const recorder = installMocks({ stack, config: read.config, ...mocks });
+    const seen = watchValidation();
     const failures: unknown[] = [];
     let outputs: Record<string, unknown> = {};
     const onRejection = (err: unknown) => failures.push(err);
@@ -134,13 +135,29 @@ export async function synthesize(stackArg: string, outRoot = path.join(ROOT, "ou
         process.off("unhandledRejection", onRejection);
         errorClass.prepareStackTrace = prepareStackTrace;
         log.warn = warn;
+        seen.stop();
     }
     if (failures.length > 0) {
         return { ...base, resources: recorder.resources, problems: failures.flatMap(problemsOf) };
     }
     const files = writeOutputs(outDir, recorder.resources, outputs);
-    const config = validateClusterConfig(read.config["alicloud-kubeadm:cluster"], read.config["alicloud:region"] as string | undefined).config;
-    return { ...base, resources: recorder.resources, problems: [], files, outputs, config };
+    return { ...base, resources: recorder.resources, problems: [], files, outputs, config: seen.config };
+}
+
+/**
+ * The config the program validated, for the overview: seen as the program's Cluster validates it (through the
+ * config module's export), so that synth validates it once, as `pulumi up` does, and shows what was deployed.
+ */
+function watchValidation(): { readonly config: ClusterConfig | undefined; stop(): void } {
+    const configModule = require("../src/config") as { validateClusterConfig: typeof validateClusterConfig };
+    const validate = configModule.validateClusterConfig;
+    let config: ClusterConfig | undefined;
+    configModule.validateClusterConfig = (raw, region) => {
+        const result = validate(raw, region);
+        config ??= result.config;
+        return result;
+    };
+    return { get config() { return config; }, stop: () => { configModule.validateClusterConfig = validate; } };
 }
 
 /** The stack's exports as `pulumi stack output --json` shows them: secrets as "[secret]". */
@@ -185,8 +202,14 @@ function writeOutputs(outDir: string, resources: RecordedResource[], outputs: Re
         }
     }
 
-    // Kubernetes objects, one multi-document YAML per owning component, in apply order.
-    for (const [file, yaml] of Object.entries(manifestFiles(resources.filter((r) => r.custom)))) {
+    // Kubernetes objects, one multi-document YAML per owning component, in apply order. A Secret's data is secret as
+    // a whole: each of its keys is shown, its value redacted, so the manifest still applies.
+    const shown = resources.filter((r) => r.custom).map((r) => {
+        const raw = r.rawInputs as { stringData?: Record<string, unknown> };
+        return r.type === "kubernetes:core/v1:Secret" && r.inputs.stringData === REDACTED && raw.stringData
+            ? { ...r, inputs: { ...r.inputs, stringData: Object.fromEntries(Object.keys(raw.stringData).map((k) => [k, REDACTED])) } } : r;
+    });
+    for (const [file, yaml] of Object.entries(manifestFiles(shown))) {
         fs.writeFileSync(path.join(outDir, "manifests", file), yaml);
     }
     return ["resources.json", "outputs.json", ...["userdata", "commands", "manifests"].flatMap((d) => fs.readdirSync(path.join(outDir, d)).map((f) => `${d}/${f}`))].sort();
@@ -195,11 +218,15 @@ function writeOutputs(outDir: string, resources: RecordedResource[], outputs: Re
 /** The dynamic resources' roles, by the names the components give them. */
 const DYNAMIC_ROLES: Array<[RegExp, string]> = [
     [/-join-info$/, "JoinInfo: waits for kubeadm init on master 0, reads the CA pin and the admin kubeconfig"],
-    [/-master-\d+-join$/, "ControlPlaneMember: joins a master with kubeadm join --control-plane, one at a time"],
+    [/-master-\d+-join$/, "ControlPlaneMember: joins a master with kubeadm join --control-plane, one at a time (etcd quorum checked, a backup taken first); a replaced master leaves etcd first"],
     [/-token$/, "BootstrapToken: a kubeadm bootstrap token (one per pool, one for the existing nodes)"],
     [/-capacity$/, "PoolCapacity: sets a pool's ESS capacity and waits for its Ready nodes; scale-in drains first"],
     [/-membership$/, "NodeMembership: joins an existing node and waits for Ready; removal drains and resets it"],
     [/-api-ready$/, "ApiServerReady: waits until the API server answers /readyz, before the add-ons"],
+    [/-admission-tls$/, "AdmissionCertificate: the admission service's own key and certificate for the masters' addresses (nodes pin the key)"],
+    [/-backup-key$/, "BackupKey: the X25519 key etcd backups are sealed to; its private half only in this stack's state (secret)"],
+    [/-master-maintenance$/, "MasterMaintenance: installs the etcd backup and certificate renewal timers on every master"],
+    [/-replacement-guard$/, "MasterReplacementGuard: at preview, refuses a change that would re-create more than one master at once"],
 ];
 
 /** The overview printed after the counts: what `pulumi up` would run, for a person to read. */

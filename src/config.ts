@@ -3,30 +3,37 @@
 //
 // Shape and defaults live in one zod schema (each default written once); every rule is a function of
 // src/rules, shared with the components (which check their own arguments with the same rules when used
-// without this config). validateClusterConfig reports every problem at once, each as
-// `<property.path>: <reason>`, so a user fixes a config in one pass.
-import * as crypto from "crypto";
+// without this config). validateClusterConfig reports every problem at once, each at its property path with
+// its reason, so a user fixes a config in one pass.
+//
+// This module is the parser of the stack config and of the slices of it the components take: what it returns
+// is marked validated (src/validated.ts), and a component given such a value checks nothing again. A component
+// used directly with a value of its own runs the parser of its slice once (parseNodePool, parseExistingNode,
+// parseNodeJoinConfig, parseControlPlaneConfig).
 import { z } from "zod";
 import {
-    apiAccessProblems, autoscalerMinorWarning, autoscalerSettingsProblems, checkBake, checkNetworkLayout, checkTaints, cloudTagProblems, CLUSTER_TAG, DEFAULT_AUTOSCALER_SETTINGS,
+    apiAccessProblems, autoscalerMinorWarning, BACKUP_DEFAULTS, checkBackup, autoscalerVersionFor, checkExemptNamespaces, checkImageDigests, DEFAULT_AUTOSCALER_IMAGE_REPOSITORY, autoscalerSettingsProblems, checkBake, checkNetworkLayout, checkTaints, cloudTagProblems, CLUSTER_TAG, DEFAULT_AUTOSCALER_SETTINGS,
     DEFAULT_ROUTE_ENTRY_QUOTA, defaultMirrors, dnsLabelProblem, durationProblem, essNameProblem, GO_DURATION_ERE, goRegexProblem, hostNamePartProblem, imageReferenceProblem, imageRepositoryProblem,
     masterInstanceTypeWarning, nodeFlagsSizeProblems, nodeImages, reservedPoolNameProblem,
     INSTANCE_ID_PATTERN, instanceTypeProblem, joinPath, kubernetesSupportWarning, kubernetesVersionProblem, MAX_SCALING_GROUP_INSTANCES,
     nodeCidrCount, nodeCidrMaskProblem, nodeLabelProblems, packageMirrorProblem, parseCidr, regionOfZone, regionProblem, regionWarning,
-    replaceSystemDiskProblem, resolveAutoscalerVersion, resourceNamePrefixProblem, scaleFromZeroProblem, scalingConfigurationTags, zoneProblem,
-    type Report, type Taint,
+    readmitAfterProblem, replaceSystemDiskProblem, resolveAutoscalerVersion, resourceNamePrefixProblem, scaleFromZeroProblem, scalingConfigurationTags, zoneProblem,
+    collect, formatProblem, identityCertificateProblem, joinTagProblem, imageIdProblem, type Problem, type Report, type Taint,
 } from "./rules";
+import { markValidated, validatedByParser, type Validated } from "./validated";
 
 import type {
-    ClusterConfig, ClusterConfigInput, ExistingNodeConfig, NodePoolConfig, ParsedClusterConfig, ParsedExistingNode, ParsedNodePool,
+    ClusterConfig, ClusterConfigFields, ClusterConfigInput, ExistingNodeConfig, ExistingNodeFields, NodeJoinConfig, NodeJoinFields, NodePoolConfig, NodePoolFields,
+    ParsedClusterConfig, ParsedExistingNode, ParsedNodePool,
 } from "./configTypes";
 
 export type { Taint } from "./rules";
 export type {
-    ClusterConfig, ClusterConfigInput, Disk, DiskCategory, DiskInput, ExistingNodeConfig, ExistingNodeInput, ImageSources, NodePoolConfig,
-    NodePoolInput, SshConnection, SshConnectionInput, TaintInput,
+    ClusterConfig, ClusterConfigFields, ClusterConfigInput, Disk, DiskCategory, DiskInput, ExistingNodeConfig, ExistingNodeInput, ImageSources,
+    ExistingNodeFields, NodeJoinConfig, NodeJoinFields, NodePoolConfig, NodePoolFields, NodePoolInput, PodSecurityConfig, SshConnection, SshConnectionInput, TaintInput,
 } from "./configTypes";
-export { isChinaRegion, parseTaint } from "./rules";
+export { isChinaRegion, parseTaint, identityCertificateProblem } from "./rules";
+export { isValidated, type Validated } from "./validated";
 
 /** Longest cluster and pool name: they prefix every resource name (and ESS names are at most 64 characters). */
 export const MAX_NAME_LENGTH = 40;
@@ -186,6 +193,28 @@ function buildSchema(obj: typeof z.strictObject) {
             identityCertificate: z.string().optional(),
             /** `key=value`: instances carrying this ECS tag may join through the one-line manual path. Default: off. */
             joinTag: z.string().optional(),
+            /**
+             * Seconds: while a Node of an instance exists, the instance joins again only once that Node's heartbeat is
+             * this old and the instance was started after it (or an operator allowed it). Default 300.
+             */
+            readmitAfterSeconds: z.number().optional(),
+            /** Accept instance identity signatures with a SHA-1 digest (docs/security.md#sha-1). Default true. */
+            allowSha1: z.boolean().default(true),
+        }).prefault({}),
+        /** Pod security (docs/security.md#pod-security). */
+        podSecurity: obj({
+            /**
+             * Namespaces besides the system ones (src/rules/podSecurity.ts SYSTEM_NAMESPACES) whose pods may run with host
+             * access on the masters. Default none.
+             */
+            exemptNamespaces: z.array(z.string()).default([]),
+        }).prefault({}),
+        /** etcd backups to the stack's OSS bucket (docs/disaster-recovery.md#backups); the rules are src/rules/backup.ts. */
+        backup: obj({
+            intervalMinutes: z.number().default(BACKUP_DEFAULTS.intervalMinutes),
+            hourlyRetentionDays: z.number().default(BACKUP_DEFAULTS.hourlyRetentionDays),
+            dailyRetentionDays: z.number().default(BACKUP_DEFAULTS.dailyRetentionDays),
+            keyGeneration: z.number().default(BACKUP_DEFAULTS.keyGeneration),
         }).prefault({}),
         /** Free-form tags put on every cloud resource, besides `alicloud-kubeadm/cluster=<name>`. */
         tags: z.record(z.string(), z.string()).default({}),
@@ -209,10 +238,19 @@ type ParsedPool = ParsedNodePool;
 export interface ValidationResult {
     /** Present only when there are no errors. */
     config?: ClusterConfig;
-    /** Every problem, each `<property.path>: <reason>`. */
+    /** Every problem: its property path and its reason. */
+    problems: Problem[];
+    /** Things that work but deserve attention, the same way. */
+    warningProblems: Problem[];
+    /** `problems` as printed, each `<property.path>: <reason>` ({@link formatProblem}). */
     errors: string[];
-    /** Things that work but deserve attention, same format. */
+    /** `warningProblems` as printed. */
     warnings: string[];
+}
+
+/** A ValidationResult from structured problems: the printed forms made by the one formatter. */
+function validationResult(problems: Problem[], warningProblems: Problem[], config?: ClusterConfig): ValidationResult {
+    return { ...(config ? { config } : {}), problems, warningProblems, errors: problems.map(formatProblem), warnings: warningProblems.map(formatProblem) };
 }
 
 /** Thrown by parseClusterConfig; `problems` lists every `<property.path>: <reason>`. */
@@ -235,10 +273,8 @@ export function clusterTags(config: Pick<ClusterConfig, "name" | "tags">): Recor
  * @param region the `alicloud:region` config value
  */
 export function validateClusterConfig(raw: unknown, region: string | undefined): ValidationResult {
-    const errors: string[] = [];
-    const warnings: string[] = [];
-    const problem: Report = (path, reason) => errors.push(`${path}: ${reason}`);
-    const warn: Report = (path, reason) => warnings.push(`${path}: ${reason}`);
+    const { problems: errors, report: problem } = collect();
+    const { problems: warnings, report: warn } = collect();
     if (!region) {
         problem("alicloud:region", "is not set (run `pulumi config set alicloud:region cn-hangzhou`)");
     } else {
@@ -253,7 +289,7 @@ export function validateClusterConfig(raw: unknown, region: string | undefined):
     }
     if (raw === undefined || raw === null) {
         problem("alicloud-kubeadm:cluster", "is not set (copy stacks/Pulumi.dev.yaml for a starting point)");
-        return { errors, warnings };
+        return validationResult(errors, warnings);
     }
     const strict = clusterSchema.safeParse(raw, { reportInput: true });
     const shapePaths: string[] = [];
@@ -267,7 +303,7 @@ export function validateClusterConfig(raw: unknown, region: string | undefined):
     }
     const c = strict.success ? strict.data as Parsed : checkableCopy(raw);
     if (!c) {
-        return { errors, warnings };
+        return validationResult(errors, warnings);
     }
     // The rules below see a copy with every badly typed value replaced; they do not report again where the
     // schema already did.
@@ -334,7 +370,7 @@ function replaceAt(obj: Record<string, unknown>, path: PropertyKey[], expected: 
     return obj;
 }
 
-function checkRules(c: Parsed, region: string | undefined, problem: Report, warn: Report, errors: string[], warnings: string[],
+function checkRules(c: Parsed, region: string | undefined, problem: Report, warn: Report, errors: Problem[], warnings: Problem[],
     shapePaths: readonly string[] = []): ValidationResult {
 
     const nameProblem = dnsLabelProblem(c.name, MAX_NAME_LENGTH) ?? resourceNamePrefixProblem(c.name) ?? hostNamePartProblem(c.name);
@@ -384,7 +420,12 @@ function checkRules(c: Parsed, region: string | undefined, problem: Report, warn
         return checkPool(pool, c.name, cloudTags, at, { size: given("size"), autoscale: given("autoscale") });
     });
     checkImages(c.images, problem);
+    const autoscalerVersion = c.autoscaler.version ?? autoscalerVersionFor(c.kubernetesVersion);
+    checkImageDigests(c.images, c.nodePools.some((p) => p.autoscale) && autoscalerVersion
+        ? `${c.images.clusterAutoscalerRepository ?? DEFAULT_AUTOSCALER_IMAGE_REPOSITORY}:v${autoscalerVersion.replace(/^v/, "")}` : undefined, warn);
     checkAdmission(c.admission, problem);
+    checkExemptNamespaces(c.podSecurity.exemptNamespaces, (p, r) => problem(joinPath("podSecurity.exemptNamespaces", p), r),
+        (p, r) => warn(joinPath("podSecurity.exemptNamespaces", p), r));
     const ids = new Set<string>();
     const existing = c.existingNodes.map((node, i) => {
         const at = (path: string, reason: string) => problem(joinPath(`existingNodes.${i}`, path), reason);
@@ -400,6 +441,7 @@ function checkRules(c: Parsed, region: string | undefined, problem: Report, warn
     });
     checkNodeCapacity(c, pools, existing.length, problem, warn);
     apiAccessProblems(c.controlPlane.publicEndpoint, c.network.apiAllowedCidrs, problem, warn);
+    checkBackup(c.backup, problem);
     autoscalerSettingsProblems(c.autoscaler, (path, reason) => problem(`autoscaler.${path}`, reason));
     if (pools.some((p) => p.autoscale) && (c.autoscaler.version !== undefined || !versionProblem)) {
         const { problem: versionRefused } = resolveAutoscalerVersion(c.autoscaler.version, c.kubernetesVersion);
@@ -413,13 +455,14 @@ function checkRules(c: Parsed, region: string | undefined, problem: Report, warn
     }
 
     if (errors.length > 0 || !region) {
-        return { errors, warnings };
+        return validationResult(errors, warnings);
     }
-    return {
-        config: { ...c, region, network: { ...c.network, vswitchCidrs }, nodePools: pools, existingNodes: existing },
-        errors,
-        warnings,
+    // Nothing was reported: the config and every pool and node in it are valid.
+    const fields: ClusterConfigFields = {
+        ...c, region, network: { ...c.network, vswitchCidrs },
+        nodePools: pools.map((p) => markValidated(p)), existingNodes: existing.map((n) => markValidated(n)),
     };
+    return validationResult(errors, warnings, markValidated(fields));
 }
 
 /** The Pulumi config namespace of this project: the stack program reads `alicloud-kubeadm:cluster` and nothing else of it. */
@@ -433,8 +476,13 @@ export interface StackConfig {
     cluster: unknown;
     /** `alicloud:region`. */
     region: string | undefined;
-    /** `<key>: <reason>` for keys of the namespace that would be ignored, and a cluster value that does not parse. */
+    /** Keys of the namespace that would be ignored, and a cluster value that does not parse: the key and the reason. */
+    problems: Problem[];
+    /** Things that work but deserve attention, the same way (none today). */
+    warningProblems: Problem[];
+    /** `problems` as printed, each `<key>: <reason>` ({@link formatProblem}). */
     errors: string[];
+    /** `warningProblems` as printed. */
     warnings: string[];
 }
 
@@ -448,8 +496,7 @@ export interface StackConfig {
  *   gives the program (when it is not readable, no value is echoed at all)
  */
 export function readStackConfig(all: Readonly<Record<string, string>>, secretKeys: readonly string[] | undefined = secretKeysFromEnv()): StackConfig {
-    const errors: string[] = [];
-    const problem: Report = (path, reason) => errors.push(`${path}: ${reason}`);
+    const { problems, report: problem } = collect();
     const text = all[CLUSTER_CONFIG_KEY];
     let cluster: unknown;
     if (text !== undefined) {
@@ -479,7 +526,7 @@ export function readStackConfig(all: Readonly<Record<string, string>>, secretKey
             problem(key, `is ignored: the ${CONFIG_NAMESPACE} namespace has only the key cluster (remove it with \`pulumi config rm '${key}'\`)`);
         }
     }
-    return { cluster, region: all["alicloud:region"], errors, warnings: [] };
+    return { cluster, region: all["alicloud:region"], problems, warningProblems: [], errors: problems.map(formatProblem), warnings: [] };
 }
 
 /** The secret config keys Pulumi lists for the program (`PULUMI_CONFIG_SECRET_KEYS`, a JSON array), or undefined when unreadable. */
@@ -541,51 +588,78 @@ function clusterTextProblem(text: string, _err: Error): string {
 }
 
 /**
- * Checks a ClusterConfig a program hands to a component (the output of parseClusterConfig, or one built by
- * hand) with the stack config's rules; reports relative to the config (`controlPlane.count`, `zones.1`, …).
- * Used by the components that take the whole config (ControlPlane), before they register anything.
+ * Parses the whole config a program hands to a component that takes one (ControlPlane): a validated config
+ * (parseClusterConfig's, or the Cluster's) is returned as it is, anything else (one built by hand, an edited copy)
+ * is checked once with the stack config's rules, reported relative to the config (`controlPlane.count`, `zones.1`,
+ * `region`, …). Returns the config when it is valid, else undefined.
  */
-export function checkClusterConfig(config: ClusterConfig, report: Report): void {
-    if (typeof config !== "object" || config === null) {
-        report("", "is required: the validated cluster config (parseClusterConfig)");
-        return;
+export function parseControlPlaneConfig(config: ClusterConfig | ClusterConfigFields, report: Report): ClusterConfig | undefined {
+    return unlessValidated(config, report, (fields) => controlPlaneConfigOf(fields, report));
+}
+
+/**
+ * `value` when a parser made it; otherwise what `parse` makes of it, or undefined (a missing value is reported at
+ * the argument itself).
+ */
+function unlessValidated<V extends object, F extends object>(value: V | F, report: Report, parse: (fields: F) => V | undefined): V | undefined {
+    if (validatedByParser(value)) {
+        return value as V;
     }
-    const { region, ...raw } = config as ClusterConfig & Record<string, unknown>;
+    if (typeof value !== "object" || value === null) {
+        report("", "is required: the validated cluster config (parseClusterConfig)");
+        return undefined;
+    }
+    return parse(value as F);
+}
+
+function controlPlaneConfigOf(config: ClusterConfigFields, report: Report): ClusterConfig | undefined {
+    const { region, ...raw } = config as ClusterConfigFields & Record<string, unknown>;
     // An SSH secret the Cluster took as a Pulumi secret (an Output, an object here) was checked there: it stands in as present.
     const existingNodes = Array.isArray(raw.existingNodes) ? raw.existingNodes.map((n) => !n?.connection ? n : {
         ...n, connection: Object.fromEntries(Object.entries(n.connection).map(([k, v]) => [k, SECRET_FIELDS.includes(k) && typeof v === "object" && v !== null ? "<secret>" : v])),
     }) : raw.existingNodes;
     const result = validateClusterConfig({ ...raw, existingNodes }, typeof region === "string" ? region : undefined);
-    for (const e of result.errors) {
-        const at = e.indexOf(": ");
-        const path = e.slice(0, at);
-        report(path === "alicloud:region" ? "region" : path === CLUSTER_CONFIG_KEY ? "" : path, e.slice(at + 2));
+    for (const p of result.problems) {
+        report(p.path === "alicloud:region" ? "region" : p.path === CLUSTER_CONFIG_KEY ? "" : p.path, p.reason);
     }
+    // The config as given (its Outputs in place), now known to be valid.
+    return result.config ? markValidated(config) : undefined;
+}
+
+/** The slice of a validated config that the node-joining components read (the Cluster hands them this, built once). */
+export function nodeJoinConfig(config: ClusterConfig): NodeJoinConfig {
+    const { name, region, kubernetesVersion, images, image, network } = config;
+    return markValidated({ name, region, kubernetesVersion, images, image: { bake: image.bake }, network: { podCidr: network.podCidr } });
 }
 
 /**
- * Checks the parts of a ClusterConfig that the node-joining components read (name, region, Kubernetes version,
- * image sources); reports relative to the config. NodePool and ExistingNode run it on their `config`.
+ * Parses what a node-joining component used directly (NodePool, ExistingNode) reads of the cluster's config: a
+ * validated one is returned as it is; anything else is checked once (name, region, Kubernetes version, image
+ * sources, pod CIDR present), reported relative to the config, and returned as a validated slice, or undefined.
  */
-export function checkNodeJoinConfig(config: Pick<ClusterConfig, "name" | "region" | "kubernetesVersion" | "images">, report: Report): void {
-    if (typeof config !== "object" || config === null) {
-        report("", "is required: the validated cluster config (parseClusterConfig)");
-        return;
-    }
-    const name = typeof config.name === "string" ? dnsLabelProblem(config.name, MAX_NAME_LENGTH) ?? resourceNamePrefixProblem(config.name) ?? hostNamePartProblem(config.name)
-        : "must be a string";
-    if (name) {
-        report("name", name);
-    }
-    const region = typeof config.region === "string" ? regionProblem(config.region) : "must be a region id, e.g. cn-hangzhou";
-    if (region) {
-        report("region", region);
-    }
-    const version = typeof config.kubernetesVersion === "string" ? kubernetesVersionProblem(config.kubernetesVersion) : "must be a full version like \"1.36.3\"";
-    if (version) {
-        report("kubernetesVersion", version);
-    }
-    checkImages(config.images ?? {}, report);
+export function parseNodeJoinConfig(config: NodeJoinConfig | NodeJoinFields, report: Report): NodeJoinConfig | undefined {
+    return unlessValidated(config, report, (fields) => nodeJoinConfigOf(fields, report));
+}
+
+function nodeJoinConfigOf(config: NodeJoinFields, report: Report): NodeJoinConfig | undefined {
+    return parsed((r) => {
+        const name = typeof config.name === "string" ? dnsLabelProblem(config.name, MAX_NAME_LENGTH) ?? resourceNamePrefixProblem(config.name) ?? hostNamePartProblem(config.name)
+            : "must be a string";
+        if (name) {
+            r("name", name);
+        }
+        const region = typeof config.region === "string" ? regionProblem(config.region) : "must be a region id, e.g. cn-hangzhou";
+        if (region) {
+            r("region", region);
+        }
+        const version = typeof config.kubernetesVersion === "string" ? kubernetesVersionProblem(config.kubernetesVersion) : "must be a full version like \"1.36.3\"";
+        if (version) {
+            r("kubernetesVersion", version);
+        }
+        checkImages(config.images ?? {}, r);
+        const { name: n, region: g, kubernetesVersion: v, images, image, network } = config;
+        return { name: n, region: g, kubernetesVersion: v, images: images ?? {}, image: { bake: image?.bake === true }, network: { podCidr: network?.podCidr } };
+    }, report);
 }
 
 /** Like validateClusterConfig, but throws ClusterConfigError listing every problem. */
@@ -652,8 +726,9 @@ function checkZones(zones: string[], region: string | undefined, problem: Report
 
 /** `image.id` (an image id or name, no spaces) and `image.nameRegex` (a pattern Go's regexp compiles). */
 function checkImageSelection(image: Parsed["image"], problem: Report): void {
-    if (image.id !== undefined && /\s/.test(image.id)) {
-        problem("image.id", `"${image.id}" is not an image id (no spaces; e.g. m-bp1example or ubuntu_24_04_x64_20G_alibase_20260101.vhd)`);
+    const id = image.id === undefined ? undefined : imageIdProblem(image.id);
+    if (id) {
+        problem("image.id", id);
     }
     const regex = goRegexProblem(image.nameRegex);
     if (regex) {
@@ -666,12 +741,27 @@ type PoolInput = Omit<ParsedPool, "taints" | "systemDisk" | "tokenTtl"> & Partia
     taints: Array<string | Taint>;
 };
 
+/** Runs `check` with a report that notes whether anything was reported, and marks its result validated when nothing was. */
+function parsed<T extends object>(check: (report: Report) => T, report: Report): Validated<T> | undefined {
+    let clean = true;
+    const value = check((path, reason) => {
+        clean = false;
+        report(path, reason);
+    });
+    return clean ? markValidated(value) : undefined;
+}
+
 /**
- * Checks one pool (reports relative to the pool: `name`, `size`, `labels.<key>`, `taints.0`, …) and returns
- * it normalised. The NodePool component runs the same check on its `pool` argument.
+ * Parses one pool given directly (the NodePool component's `pool`): every problem is reported relative to the
+ * pool (`name`, `size`, `labels.<key>`, `taints.0`, …); returns it normalised and validated, or undefined.
  */
-export function checkPool(pool: PoolInput, clusterName: string, cloudTags: Record<string, string>, report: Report,
-    invalid: { size?: boolean; autoscale?: boolean } = {}): NodePoolConfig {
+export function parseNodePool(pool: PoolInput, clusterName: string, cloudTags: Record<string, string>, report: Report): NodePoolConfig | undefined {
+    return parsed((r) => checkPool(pool, clusterName, cloudTags, r), report);
+}
+
+/** Checks one pool (reports relative to the pool) and returns it normalised. */
+function checkPool(pool: PoolInput, clusterName: string, cloudTags: Record<string, string>, report: Report,
+    invalid: { size?: boolean; autoscale?: boolean } = {}): NodePoolFields {
     const nameProblem = dnsLabelProblem(pool.name, MAX_NAME_LENGTH) ?? reservedPoolNameProblem(pool.name) ?? hostNamePartProblem(pool.name) ??
         essNameProblem(clusterName, pool.name);
     if (nameProblem) {
@@ -703,16 +793,14 @@ export function checkPool(pool: PoolInput, clusterName: string, cloudTags: Recor
         }
     }
     const types = pool.instanceTypes ?? (pool.instanceType ? [pool.instanceType] : []);
-    // A normalised pool (what this function returns) carries both, the list being the one type.
-    const normalised = pool.instanceTypes?.length === 1 && pool.instanceTypes[0] === pool.instanceType;
-    if (pool.instanceType && pool.instanceTypes && !normalised) {
+    if (pool.instanceType && pool.instanceTypes) {
         report("", "set `instanceType` or `instanceTypes`, not both");
     } else if (types.length === 0) {
         report("instanceType", "is required (e.g. ecs.g7.xlarge)");
     } else if (pool.autoscale && types.length > 1) {
         report("instanceTypes", "an autoscaled pool takes exactly one instance type: the Cluster Autoscaler builds its scale-from-zero template from one (use `instanceType`)");
     }
-    if (!pool.instanceTypes || normalised) {
+    if (!pool.instanceTypes) {
         const reason = pool.instanceType ? instanceTypeProblem(pool.instanceType) : undefined;
         if (reason) {
             report("instanceType", reason);
@@ -742,14 +830,23 @@ export function checkPool(pool: PoolInput, clusterName: string, cloudTags: Recor
     if (fromZero) {
         report("autoscale.min", fromZero);
     }
-    return { ...pool, systemDisk: pool.systemDisk ?? { category: "cloud_essd", size: 40 }, tokenTtl, instanceTypes: types, taints };
+    const { instanceType: _one, ...rest } = pool;
+    return { ...rest, systemDisk: pool.systemDisk ?? { category: "cloud_essd", size: 40 }, tokenTtl, instanceTypes: types, taints };
 }
 
 /** What an existing node is checked from: the parsed config, or an ExistingNodeConfig built by hand. */
 type ExistingNodeToCheck = Omit<ParsedExistingNode, "taints"> & { taints: Array<string | Taint> };
 
-/** Checks one existing node (reports relative to it) and returns it normalised. ExistingNode runs the same check. */
-export function checkExistingNode(node: ExistingNodeToCheck, report: Report, viaSsh = false): ExistingNodeConfig {
+/**
+ * Parses one existing node given directly (the ExistingNode component's `node`): every problem is reported
+ * relative to the node; returns it normalised and validated, or undefined.
+ */
+export function parseExistingNode(node: ExistingNodeToCheck, report: Report, viaSsh = false): ExistingNodeConfig | undefined {
+    return parsed((r) => checkExistingNode(node, r, viaSsh), report);
+}
+
+/** Checks one existing node (reports relative to it) and returns it normalised. */
+function checkExistingNode(node: ExistingNodeToCheck, report: Report, viaSsh = false): ExistingNodeFields {
     if (!INSTANCE_ID_PATTERN.test(node.instanceId)) {
         report("instanceId", `"${node.instanceId}" is not an ECS instance id (expected i-…, e.g. i-bp1exampleexample01)`);
     }
@@ -772,23 +869,12 @@ function checkAdmission(admission: Parsed["admission"], problem: Report): void {
         const reason = identityCertificateProblem(admission.identityCertificate);
         if (reason) problem("admission.identityCertificate", reason);
     }
-    if (admission.joinTag !== undefined && !/^[^=\s]{1,128}=[^\s]{0,128}$/.test(admission.joinTag)) {
-        problem("admission.joinTag", `"${admission.joinTag}" must be key=value (an ECS tag; e.g. alicloud-kubeadm/join=dev)`);
+    const readmit = admission.readmitAfterSeconds === undefined ? undefined : readmitAfterProblem(admission.readmitAfterSeconds);
+    if (readmit) problem("admission.readmitAfterSeconds", readmit);
+    const joinTag = admission.joinTag === undefined ? undefined : joinTagProblem(admission.joinTag);
+    if (joinTag) {
+        problem("admission.joinTag", joinTag);
     }
-}
-
-/** Why `pem` is not one or more PEM certificates, or undefined. */
-export function identityCertificateProblem(pem: string): string | undefined {
-    const blocks = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
-    if (blocks.length === 0) return "must be PEM (-----BEGIN CERTIFICATE-----): Alibaba's instance identity certificate, see docs/admission.md";
-    for (const b of blocks) {
-        try {
-            new crypto.X509Certificate(b);
-        } catch (e) {
-            return `a certificate does not parse: ${(e as Error).message}`;
-        }
-    }
-    return undefined;
 }
 
 function checkImages(images: Parsed["images"], problem: Report): void {
@@ -816,7 +902,7 @@ function checkImages(images: Parsed["images"], problem: Report): void {
  * are an error: their routes cannot be written and their pods get no network. Autoscale maximums beyond it
  * are a warning: the autoscaler can be kept below it, or the quota raised first.
  */
-function checkNodeCapacity(c: Parsed, pools: NodePoolConfig[], existingCount: number, problem: Report, warn: Report): void {
+function checkNodeCapacity(c: Parsed, pools: NodePoolFields[], existingCount: number, problem: Report, warn: Report): void {
     const pod = parseCidr(c.network.podCidr);
     if (typeof pod === "string") {
         return;
@@ -849,7 +935,7 @@ function checkNodeCapacity(c: Parsed, pools: NodePoolConfig[], existingCount: nu
  * The images every node runs (pause, kube-proxy, flannel and its CNI plugin), from the one source
  * (src/rules/images.ts `nodeImages`): what NodeImage bakes, and what baked nodes check and pre-pull.
  */
-export function nodeImageList(config: Pick<ClusterConfig, "region" | "kubernetesVersion" | "images">): string[] {
+export function nodeImageList(config: Pick<ClusterConfigFields, "region" | "kubernetesVersion" | "images">): string[] {
     return Object.values(nodeImages({
         kubernetesVersion: config.kubernetesVersion,
         imageRepository: config.images.kubernetesRepository ?? defaultMirrors(config.region).imageRepository,
@@ -858,19 +944,30 @@ export function nodeImageList(config: Pick<ClusterConfig, "region" | "kubernetes
     }));
 }
 
-/** `{ nodeImages }` for the userdata of nodes that boot the baked image (pools, master 0); `{}` without baking. */
-export function bakedNodeImages(config: Pick<ClusterConfig, "region" | "kubernetesVersion" | "images" | "image">): { nodeImages?: string[] } {
-    return config.image.bake ? { nodeImages: nodeImageList(config) } : {};
-}
-
 /**
- * `images.kubernetesRepository` / `images.packageMirror` as render parameters; unset keys are left out so
+ * The parameters every node script of the cluster is rendered with (src/shell/render.ts `NodeParams` without
+ * the endpoint): region, Kubernetes version and the package and image sources. Unset sources are left out so
  * the renderer's region defaults apply (and the scripts of existing stacks render unchanged).
  */
-export function nodeMirrors(config: Pick<ClusterConfig, "images">): { imageRepository?: string; packageMirror?: string } {
+export function nodeScriptParams(config: Pick<ClusterConfigFields, "region" | "kubernetesVersion" | "images">): NodeScriptParams {
     const { kubernetesRepository, packageMirror } = config.images;
     return {
+        region: config.region,
+        kubernetesVersion: config.kubernetesVersion,
         ...(kubernetesRepository !== undefined ? { imageRepository: kubernetesRepository } : {}),
         ...(packageMirror !== undefined ? { packageMirror } : {}),
     };
+}
+
+/** What {@link nodeScriptParams} returns. */
+export interface NodeScriptParams {
+    region: string;
+    kubernetesVersion: string;
+    imageRepository?: string;
+    packageMirror?: string;
+}
+
+/** `{ nodeImages }` for the userdata of nodes that boot the baked image (pools); `{}` without baking. */
+export function bakedNodeImages(config: Pick<ClusterConfigFields, "region" | "kubernetesVersion" | "images"> & { image?: { bake: boolean } }): { nodeImages?: string[] } {
+    return config.image?.bake ? { nodeImages: nodeImageList(config) } : {};
 }

@@ -2,7 +2,8 @@
 // components read after defaults. src/config.ts checks at compile time that its schema parses exactly these
 // shapes; they are written here rather than inferred from the schema so that the package's public
 // declarations name no type of the schema library (a consumer compiles them without skipLibCheck).
-import type { Taint } from "./rules";
+import type { AutoscalerSettings, Taint } from "./rules";
+import type { Validated } from "./validated";
 
 /** Disk category as the ECS API spells it. */
 export type DiskCategory = "cloud_essd" | "cloud_auto" | "cloud_efficiency" | "cloud_ssd" | "cloud_essd_entry";
@@ -118,19 +119,33 @@ export interface ClusterConfigInput {
     };
     nodePools?: NodePoolInput[];
     existingNodes?: ExistingNodeInput[];
-    autoscaler?: {
-        scaleDownUtilizationThreshold?: number;
-        scaleDownUnneededTime?: string;
-        scaleDownDelayAfterAdd?: string;
-        expander?: string;
-        balanceSimilarNodeGroups?: boolean;
-        skipNodesWithLocalStorage?: boolean;
-        version?: string;
-    };
+    autoscaler?: Partial<AutoscalerSettings> & { version?: string };
     images?: ImageSources;
     /** Node admission by cloud identity (docs/admission.md). */
     admission?: AdmissionConfig;
+    /** etcd backups to the stack's OSS bucket (docs/disaster-recovery.md#backups). */
+    backup?: Partial<BackupConfig>;
+    /** Pod security (docs/security.md#pod-security). */
+    podSecurity?: PodSecurityConfig;
     tags?: Record<string, string>;
+}
+
+/** etcd backups (src/rules/backup.ts BACKUP_DEFAULTS). */
+export interface BackupConfig {
+    /** Minutes between backups. Default 60. */
+    intervalMinutes: number;
+    /** Days OSS keeps hourly backups. Default 7. */
+    hourlyRetentionDays: number;
+    /** Days OSS keeps the daily copies. Default 365. */
+    dailyRetentionDays: number;
+    /** Generation of the backup key: raise it by one to rotate the key. Default 1. */
+    keyGeneration: number;
+}
+
+/** Pod security (docs/security.md#pod-security). */
+export interface PodSecurityConfig {
+    /** Namespaces besides kube-system and kube-flannel whose pods may run with host access on the masters. Default none. */
+    exemptNamespaces?: string[];
 }
 
 /** Node admission by cloud identity (docs/admission.md). */
@@ -139,6 +154,10 @@ export interface AdmissionConfig {
     identityCertificate?: string;
     /** `key=value`: instances with this ECS tag may join through the one-line manual path. Default: off. */
     joinTag?: string;
+    /** Seconds a Node's heartbeat must be stale (and its instance restarted since) before the instance joins again. Default 300. */
+    readmitAfterSeconds?: number;
+    /** Accept instance identity signatures with a SHA-1 digest (docs/security.md#sha-1). Default true. */
+    allowSha1?: boolean;
 }
 
 /** Image and package sources; each unset one takes the region's default (src/rules/images.ts). */
@@ -201,29 +220,45 @@ export interface ParsedClusterConfig {
     image: { id?: string; nameRegex: string; bake: boolean; bakeInstanceType?: string };
     nodePools: ParsedNodePool[];
     existingNodes: ParsedExistingNode[];
-    autoscaler: {
-        scaleDownUtilizationThreshold: number;
-        scaleDownUnneededTime: string;
-        scaleDownDelayAfterAdd: string;
-        expander: string;
-        balanceSimilarNodeGroups: boolean;
-        skipNodesWithLocalStorage: boolean;
-        version?: string;
-    };
+    autoscaler: AutoscalerSettings & { version?: string };
     images: ImageSources;
-    admission: AdmissionConfig;
+    admission: AdmissionConfig & { allowSha1: boolean };
+    podSecurity: { exemptNamespaces: string[] };
+    backup: BackupConfig;
     tags: Record<string, string>;
 }
 
-/** A node pool after defaults: taints normalised, instance types as a list, exactly one of `size` / `autoscale`. */
-export type NodePoolConfig = Omit<ParsedNodePool, "taints"> & { taints: Taint[]; instanceTypes: string[] };
-/** An existing node after defaults, taints normalised. */
-export type ExistingNodeConfig = Omit<ParsedExistingNode, "taints"> & { taints: Taint[] };
+/**
+ * A node pool as its parser returns it (`parseClusterConfig(...).nodePools[i]`, or NodePool's own check of a pool
+ * given directly): taints normalised, instance types as one list, exactly one of `size` / `autoscale`.
+ */
+export type NodePoolConfig = Validated<NodePoolFields>;
+/** The fields of a validated node pool. */
+export type NodePoolFields = Omit<ParsedNodePool, "taints" | "instanceType"> & { taints: Taint[]; instanceTypes: string[] };
+/** An existing node as its parser returns it, taints normalised. */
+export type ExistingNodeConfig = Validated<ExistingNodeFields>;
+/** The fields of a validated existing node. */
+export type ExistingNodeFields = Omit<ParsedExistingNode, "taints"> & { taints: Taint[] };
 
-/** The typed, defaulted, validated cluster configuration every component reads. */
-export interface ClusterConfig extends Omit<ParsedClusterConfig, "nodePools" | "existingNodes" | "network"> {
+/** The fields of the validated cluster configuration. */
+export interface ClusterConfigFields extends Omit<ParsedClusterConfig, "nodePools" | "existingNodes" | "network"> {
     region: string;
     network: ParsedClusterConfig["network"] & { vswitchCidrs: string[] };
     nodePools: NodePoolConfig[];
     existingNodes: ExistingNodeConfig[];
 }
+
+/** The typed, defaulted, validated cluster configuration: only parseClusterConfig / validateClusterConfig make one. */
+export type ClusterConfig = Validated<ClusterConfigFields>;
+
+/**
+ * What a node-joining component (NodePool, ExistingNode, the attach command) reads of the cluster's config: its
+ * name, region, Kubernetes version, image sources, whether nodes boot a baked image, and the pod CIDR. A validated
+ * ClusterConfig is one; the Cluster hands each the slice `nodeJoinConfig(config)`.
+ */
+export type NodeJoinConfig = Validated<NodeJoinFields>;
+/** The fields of {@link NodeJoinConfig}. */
+export type NodeJoinFields = Pick<ClusterConfigFields, "name" | "region" | "kubernetesVersion" | "images"> & {
+    image?: Pick<ClusterConfigFields["image"], "bake">;
+    network: Pick<ClusterConfigFields["network"], "podCidr">;
+};

@@ -21,6 +21,7 @@ export {
     type DiskCategory,
     type DiskInput,
     type ImageSources,
+    type PodSecurityConfig,
     type TaintInput,
     type Taint,
     type ValidationResult,
@@ -36,6 +37,7 @@ export { NodePool, createNodePool, type NodePoolArgs, type NodePoolResources } f
 export { ExistingNode, createExistingNode, createAttachCommand, type ExistingNodeArgs, type ExistingNodeResources, type AttachCommandArgs } from "./components/existingNode";
 export { NodeCommands, nodeCommandSpecs, saveCommand, type NodeCommandsArgs, type SavedCommandArgs } from "./components/nodeCommands";
 export { PodNetwork, type PodNetworkArgs } from "./components/podNetwork";
+export { PodSecurity, podSecurityObjects, type PodSecurityArgs } from "./components/podSecurity";
 export { NodeImage, bakeBuildContent, type NodeImageArgs } from "./components/nodeImage";
 export { BakedImage } from "./providers/bakedImage";
 export { ClusterAutoscaler, autoscalerVersionFor, refusedAutoscalerVersion, type ClusterAutoscalerArgs } from "./components/clusterAutoscaler";
@@ -47,6 +49,7 @@ export { ControlPlaneMember, type ControlPlaneMemberArgs } from "./providers/con
 export { NodeMembership } from "./providers/nodeMembership";
 export { PoolCapacity } from "./providers/poolCapacity";
 export { ApiServerReady, type ApiServerReadyArgs } from "./providers/apiServerReady";
+export { AdmissionCertificate, type AdmissionCertificateArgs } from "./providers/admissionCertificate";
 export { removeNode, removeNodes, scaleInPool, type RemovalTarget, type RemovalOptions, type RemovalReport } from "./removal";
 export { OPERATIONS, type NodeCommandIds, type OperationName } from "./rules";
 

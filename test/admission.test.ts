@@ -157,12 +157,11 @@ describe("admission by cloud identity", function () {
         assert.deepStrictEqual(cluster.decisions.map((d) => d.reason), ["not-a-member", "source-ip-mismatch"]);
     });
 
-    it("refuses a second claim of a Ready node's identity, and admits a re-join of a NotReady one", async () => {
-        cluster.nodes.set(`${REGION}.i-pool1`, { ready: true });
+    it("refuses a second claim of a Ready node's identity (every other window: test/admissionReadmission.test.ts)", async () => {
+        cluster.nodes.set(`${REGION}.i-pool1`, { ready: true, lastHeartbeat: Date.now() - 5000 });
         const a = await admit(request("i-pool1", "192.168.1.10"), "192.168.1.10", settings, cloud, cluster);
         assert.deepStrictEqual([a.admitted, a.reason], [false, "already-registered"]);
-        cluster.nodes.set(`${REGION}.i-pool1`, { ready: false });
-        assert.strictEqual((await admit(request("i-pool1", "192.168.1.10"), "192.168.1.10", settings, cloud, cluster)).admitted, true);
+        assert.strictEqual(cluster.tokens.size, 0);
     });
 
     it("the approver approves only its node's kubelet client CSR from an admission token, and denies other names (a master's too)", async () => {
@@ -201,5 +200,18 @@ describe("doctor lists admission refusals", () => {
         const rows = parseAdmissionRefusals("2026-12-03T07:02:00Z\tnot-a-member\tnot-a-member: i-x from 10.0.0.9: instance i-x is not a member\n2026-12-03T07:01:00Z\tchallenge-replayed\tchallenge-replayed: i-y\n\n");
         assert.deepStrictEqual(rows.map((r) => r.reason), ["challenge-replayed", "not-a-member"]);
         assert.match(rows[1].message, /is not a member/);
+    });
+});
+
+describe("the service (shipped on its own) and the library agree on the pool label, its taint and the re-admission default", () => {
+    it("same literals in src/admission/nodes.ts, src/rules and the node's admission client; the kubelet may not set the label", async () => {
+        const service = await import("../src/admission/nodes");
+        const rules = await import("../src/rules");
+        assert.deepStrictEqual([service.POOL_LABEL, service.LEGACY_POOL_LABEL, service.POOL_PENDING_TAINT, service.DEFAULT_READMIT_AFTER_SECONDS],
+            [rules.POOL_LABEL, rules.LEGACY_POOL_LABEL, rules.POOL_PENDING_TAINT, rules.DEFAULT_READMIT_AFTER_SECONDS]);
+        const client = (await import("fs")).readFileSync(require.resolve("../src/shell/admission_client.sh"), "utf8");
+        assert.match(client, new RegExp(`^AK_POOL_PENDING_TAINT="${rules.POOL_PENDING_TAINT.replace(/\./g, "\\.")}:NoSchedule"$`, "m"));
+        assert.strictEqual(rules.kubeletMaySetLabel(rules.POOL_LABEL), false, "NodeRestriction keeps node-restriction.kubernetes.io/ from kubelets");
+        assert.ok(rules.POOL_PENDING_TAINT.startsWith("startup-taint.cluster-autoscaler.kubernetes.io/"), "the autoscaler's startup-taint prefix");
     });
 });

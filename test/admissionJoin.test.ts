@@ -15,6 +15,7 @@ const TOKEN_VALUE = /[a-z0-9]{6}\.[a-z0-9]{16}/;
 
 describe("joining through admission: no token in userdata (mock graph)", () => {
     const CA_HASH = `sha256:${"ab".repeat(32)}`;
+    const PIN = `sha256:${"ef".repeat(32)}`;
     const ENDPOINTS = ["192.168.0.10:10443", "192.168.16.10:10443"];
     let recorder: Recorder;
 
@@ -27,6 +28,7 @@ describe("joining through admission: no token in userdata (mock graph)", () => {
         const common = {
             config, apiEndpoint: "192.168.0.10:6443", caCertHash: pulumi.secret(CA_HASH), masterInstanceId: "i-master0",
             commands: { "list-nodes": "c-list" } as unknown as NodeCommandIds, routeTableId: "vtb-dev", admissionEndpoints: pulumi.output(ENDPOINTS),
+            admissionPin: PIN,
         };
         for (const pool of config.nodePools) {
             new NodePool(`adm-pool-${pool.name}`, {
@@ -36,7 +38,7 @@ describe("joining through admission: no token in userdata (mock graph)", () => {
         }
         const node = { instanceId: "i-bp1autoauto", mode: "auto" as const, replaceSystemDisk: true, removeWithoutReset: false, labels: {}, taints: [] };
         new ExistingNode("adm-node-auto", { ...common, node, imageId: "ubuntu_24_04_x64_20G_alibase_20260101.vhd" });
-        createAttachCommand("adm-attach", { config, apiEndpoint: common.apiEndpoint, caCertHash: common.caCertHash, admissionEndpoints: common.admissionEndpoints }, {});
+        createAttachCommand("adm-attach", { config, apiEndpoint: common.apiEndpoint, caCertHash: common.caCertHash, admissionEndpoints: common.admissionEndpoints, admissionPin: PIN }, {});
         await recorder.settle();
     });
 
@@ -59,16 +61,18 @@ describe("joining through admission: no token in userdata (mock graph)", () => {
             assert.ok(!/^readonly AK_BOOTSTRAP_TOKEN/m.test(script));
             assert.ok(!TOKEN_VALUE.test(script.replace(/\[a-z0-9\]\{6\}\\\.\[a-z0-9\]\{16\}/g, "")), "no token value");
             assert.match(script, new RegExp(`^readonly AK_ADMISSION_ENDPOINTS='${ENDPOINTS.join(",")}'$`, "m"));
+            assert.match(script, new RegExp(`^readonly AK_ADMISSION_PIN='${PIN}'$`, "m"));
             assert.match(script, /^ak_admission_token\(\) \{$/m, "the admission client is in the script");
         }
     });
 
-    it("the saved attach command of manual nodes is a bootstrap with endpoints and the CA pin only", () => {
+    it("the saved attach command of manual nodes is a bootstrap with endpoints and the pin of the service's key only", () => {
         const cmd = recorder.ofType("alicloud:ecs/command:Command").find((r) => r.name === "adm-attach")!;
         const script = Buffer.from(cmd.rawInputs.commandContent as string, "base64").toString("utf8");
         assert.ok(!TOKEN_VALUE.test(script) && !script.includes("AK_BOOTSTRAP_TOKEN"));
-        assert.ok(script.includes(CA_HASH) && ENDPOINTS.every((e) => script.includes(e)));
-        assert.match(script, /labels='\{\{labels\}\}'/);
+        assert.ok(script.includes(PIN) && ENDPOINTS.every((e) => script.includes(e)));
+        assert.ok(script.endsWith("# AK_NODE_LABELS={{labels}}\n# AK_NODE_TAINTS={{taints}}\n# AK_CHANNEL={{channel}}\n"), "its parameters are its last lines, after the final exit");
+        assert.strictEqual(script.match(/\{\{/g)?.length, 3, "and nowhere else (its own code does not spell a placeholder)");
     });
 });
 
@@ -97,14 +101,28 @@ describe("Cluster with admission on (whole stack under mocks)", function () {
         assert.deepStrictEqual(Object.keys(spec.template.spec.nodeSelector), ["node-role.kubernetes.io/control-plane"]);
         assert.strictEqual(spec.template.spec.containers[0].ports[0].hostPort, 10443);
         assert.match(spec.template.spec.containers[0].image, /^docker\.io\/library\/node:\d+\.\d+\.\d+-alpine/);
-        const cm = result.resources.find((r) => r.type === "kubernetes:core/v1:ConfigMap" && r.name.includes("alicloud-kubeadm-admission"))!;
+        const cm = result.resources.find((r) => r.type === "kubernetes:core/v1:ConfigMap" && /configmap-kube-system-alicloud-kubeadm-admission$/.test(r.name))!;
         const data = cm.rawInputs.data as Record<string, string>;
-        for (const m of ["der", "pkcs7", "challenge", "admit", "approver", "cloud", "kube", "server"]) assert.ok(data[`${m}.js`]?.includes("use strict"), `${m}.js bundled`);
-        const cfg = JSON.parse(data["config.json"]) as { accountId: string; scalingGroups: Record<string, string>; existingNodes: Record<string, string> };
+        for (const m of ["der", "pkcs7", "challenge", "nodes", "admit", "approver", "cloud", "kube", "server"]) assert.ok(data[`${m}.js`]?.includes("use strict"), `${m}.js bundled`);
+        const cfg = JSON.parse(data["config.json"]) as { accountId: string; existingNodes: Record<string, string>; tlsKeyFile: string };
         assert.strictEqual(cfg.accountId, "1234567890123456");
-        assert.strictEqual(Object.keys(cfg.scalingGroups).length, doc.config["alicloud-kubeadm:cluster"].nodePools.length);
         assert.ok(Object.keys(cfg.existingNodes).length > 0);
+        // Every pool is registered (a ConfigMap the service reads while it runs), with its group.
+        const registrations = result.resources.filter((r) => r.type === "kubernetes:core/v1:ConfigMap" && /alicloud-kubeadm-admission-pool-/.test(r.name));
+        assert.deepStrictEqual(registrations.map((r) => (r.rawInputs.data as Record<string, string>).pool).sort(),
+            doc.config["alicloud-kubeadm:cluster"].nodePools.map((p: { name: string }) => p.name).sort());
+        assert.ok(registrations.every((r) => /^asg-/.test((r.rawInputs.data as Record<string, string>).scalingGroupId)));
         assert.ok(data["identity-signer.pem"].includes("BEGIN CERTIFICATE") && data["attach.sh"].includes("AK_ADMISSION_ENDPOINTS"));
+        // Its own key and certificate, from a Secret; nothing of the masters' PKI (no apiserver.key) and no host path at all.
+        const pod = spec.template.spec as unknown as { volumes: Array<Record<string, unknown>>; securityContext: { runAsUser: number; runAsNonRoot: boolean } };
+        assert.deepStrictEqual(pod.volumes.map((v) => Object.keys(v).filter((k) => k !== "name")[0]).sort(), ["configMap", "secret"]);
+        assert.ok(!JSON.stringify(ds.rawInputs).includes("apiserver") && !JSON.stringify(ds.rawInputs).includes("/etc/kubernetes"), "no apiserver.key, nothing of /etc/kubernetes");
+        assert.deepStrictEqual([pod.securityContext.runAsUser, pod.securityContext.runAsNonRoot], [65534, true]);
+        assert.match(cfg.tlsKeyFile, /^\/etc\/alicloud-kubeadm-admission\/tls\//);
+        const tls = result.resources.find((r) => r.type === "kubernetes:core/v1:Secret" && /alicloud-kubeadm-admission-tls$/.test(r.name))!;
+        assert.ok(tls.secretInputs.some((p) => p.startsWith("stringData")), "the service's key is a secret input");
+        const cert = result.resources.find((r) => r.type === "pulumi-nodejs:dynamic:Resource" && /-admission-tls$/.test(r.name))!;
+        assert.ok(cert && cert.secretOutputs.includes("keyPem"), "AdmissionCertificate keeps its key secret");
         const masters = result.resources.filter((r) => r.type === "alicloud:ecs/instance:Instance").length;
         for (const sc of result.resources.filter((r) => r.type === "alicloud:ess/scalingConfiguration:ScalingConfiguration")) {
             const script = sc.rawInputs.userData as string;
@@ -112,6 +130,7 @@ describe("Cluster with admission on (whole stack under mocks)", function () {
             assert.strictEqual(endpoints.length, masters, "one endpoint per master");
             assert.ok(endpoints.every((e) => /^192\.168\.\d+\.\d+:10443$/.test(e)));
             assert.ok(!/abcdef\.0123456789abcdef/.test(script) && !/^readonly AK_BOOTSTRAP_TOKEN/m.test(script));
+            assert.match(script, /^readonly AK_ADMISSION_PIN='sha256:1{64}'$/m, "the pin of the AdmissionCertificate (the mocks' placeholder)");
         }
         // The masters' role may read every pool's membership (fixed pools too) and instances' private IPs.
         const policy = result.resources.find((r) => r.type === "alicloud:ram/policy:Policy" && /-admission-policy$/.test(r.name))!;

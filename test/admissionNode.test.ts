@@ -1,6 +1,7 @@
 // The node side of admission, end to end on loopback: the real shell client (src/shell/admission_client.sh with
-// prepare_node.sh's helpers) against the real admission server (TLS certificate from a cluster CA the node
-// checks against its pin), the metadata service stand-in signing with the openssl test chain. The token it
+// prepare_node.sh's helpers) against the real admission server (its own key and certificate, made by the
+// production AdmissionCertificate code; the node trusts it only by the pin of that key), the metadata service
+// stand-in signing with the openssl test chain. The token it
 // gets is the one the modelled cluster issued; refusals come back with their reason and land in the node's log.
 import * as assert from "assert";
 import { spawn } from "child_process";
@@ -8,9 +9,10 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import type { RunningServer } from "../src/admission/server";
-import { packUserdata, renderAttachNode } from "../src/shell/render";
+import { packUserdata, PARAMETER_MARKER, renderAttachNode } from "../src/shell/render";
 import { admissionAttachOneLiner, renderAdmissionBootstrap } from "../src/shell/renderAdmission";
-import { startLoopbackService, startMetadata, type ClusterCa, type LoopbackService } from "../testing/admission/harness";
+import { POOL_PENDING_TAINT } from "../src/rules";
+import { startLoopbackService, startMetadata, type ClusterCa, type LoopbackService, type ServiceTls } from "../testing/admission/harness";
 import type { ModelCloud, ModelCluster } from "../testing/admission/model";
 import type { TestPki } from "../testing/admission/pki";
 import { makeSandbox, type Sandbox } from "../testing/sandbox";
@@ -19,14 +21,14 @@ const SHELL = path.join(__dirname, "..", "src", "shell");
 
 describe("admission client on the node (shell, loopback)", function () {
     this.timeout(60_000);
-    let pki: TestPki, ca: ClusterCa, server: RunningServer, metadata: Awaited<ReturnType<typeof startMetadata>>;
+    let pki: TestPki, tls: ServiceTls, server: RunningServer, metadata: Awaited<ReturnType<typeof startMetadata>>;
     let cloud: ModelCloud, cluster: ModelCluster, root: string;
 
     let service: LoopbackService;
     before(async () => {
         process.env.AK_ADMISSION_LOG = "off";
         service = await startLoopbackService({ accountId: "1234567890123456", regionId: "cn-hangzhou" });
-        ({ pki, ca, cloud, cluster, server } = service);
+        ({ pki, tls, cloud, cluster, server } = service);
         metadata = await startMetadata(pki, new Map([["127.0.0.1", { instanceId: "i-node1", ip: "127.0.0.1", accountId: "1234567890123456", regionId: "cn-hangzhou" }]]));
     });
     after(async () => {
@@ -41,13 +43,13 @@ describe("admission client on the node (shell, loopback)", function () {
     afterEach(() => fs.rmSync(root, { recursive: true, force: true }));
 
     /** Runs the client in bash; asynchronously, since the server answers from this process's event loop. */
-    async function node(pin = ca.caHash): Promise<{ code: number; stderr: string; token?: string }> {
+    async function node(pin = tls.pin): Promise<{ code: number; stderr: string; token?: string }> {
         const script = [
             `source ${JSON.stringify(path.join(SHELL, "prepare_node.sh"))}`,
             `source ${JSON.stringify(path.join(SHELL, "admission_client.sh"))}`,
             `AK_METADATA=${JSON.stringify(metadata.url)}`,
             `AK_ADMISSION_ENDPOINTS=127.0.0.1:${server.port}`,
-            `AK_CA_CERT_HASHES=${pin}`,
+            `AK_ADMISSION_PIN=${pin}`,
             "mkdir -p \"$AK_STATE_DIR\"",
             "ak_imds_token",
             "ak_admission_token",
@@ -62,7 +64,7 @@ describe("admission client on the node (shell, loopback)", function () {
         return { code: r.status ?? -1, stderr: r.stderr, token: fs.existsSync(tokenFile) ? fs.readFileSync(tokenFile, "utf8") : undefined };
     }
 
-    it("a member gets a single-use token issued for it, through TLS verified from the CA pin", async () => {
+    it("a member gets a single-use token issued for it, through TLS trusted by the pin of the service's key", async () => {
         const before = cluster.tokens.size;
         const r = await node();
         assert.strictEqual(r.code, 0, r.stderr);
@@ -83,7 +85,7 @@ describe("admission client on the node (shell, loopback)", function () {
         assert.strictEqual(cluster.decisions.at(-1)?.reason, "not-a-member");
     });
 
-    it("a service whose CA does not match the pin is not trusted: nothing is sent to it", async () => {
+    it("a service whose key does not match the pin is not trusted: nothing is sent to it", async () => {
         const decisions = cluster.decisions.length;
         const r = await node(`sha256:${"0".repeat(64)}`);
         assert.strictEqual(r.code, 1);
@@ -92,9 +94,31 @@ describe("admission client on the node (shell, loopback)", function () {
     });
 });
 
+describe("the admission client's backoff between rounds", () => {
+    it("doubles from AK_RETRY_DELAY up to AK_ADMISSION_BACKOFF_MAX, each sleep a random part of it (half to all): a burst does not retry in step", () => {
+        const { spawnSync } = require("child_process") as typeof import("child_process");
+        // The sleeps ak_backoff asks for, recorded instead of slept (bash's own RANDOM gives the jitter).
+        const sleeps = (seed: number) => spawnSync("bash", ["-c", [
+            `source ${JSON.stringify(path.join(SHELL, "admission_client.sh"))}`,
+            "sleep() { printf '%s\\n' \"$1\"; }",
+            `RANDOM=${seed}; AK_RETRY_DELAY=2; AK_ADMISSION_BACKOFF_MAX=30`,
+            "for r in 1 2 3 4 5 6 7; do ak_backoff \"$r\"; done",
+        ].join("\n")], { encoding: "utf8" }).stdout.trim().split("\n").map(Number);
+        const full = [2, 4, 8, 16, 30, 30, 30];
+        const a = sleeps(1), b = sleeps(2);
+        for (const s of [a, b]) {
+            assert.strictEqual(s.length, full.length);
+            s.forEach((secs, i) => assert.ok(secs >= full[i] / 2 && secs <= full[i], `round ${i + 1}: ${secs} s not within ${full[i] / 2}–${full[i]} s`));
+        }
+        assert.notDeepStrictEqual(a, b, "two nodes draw different delays");
+        const none = spawnSync("bash", ["-c", `source ${JSON.stringify(path.join(SHELL, "admission_client.sh"))}; sleep() { echo slept; }; AK_RETRY_DELAY=0; ak_backoff 3`], { encoding: "utf8" });
+        assert.strictEqual(none.stdout, "", "no delay asked, none slept");
+    });
+});
+
 describe("the whole attach script through admission, packed as a pool's userdata (sandbox, loopback service)", function () {
     this.timeout(120_000);
-    let pki: TestPki, ca: ClusterCa, server: RunningServer, metadata: Awaited<ReturnType<typeof startMetadata>>;
+    let pki: TestPki, ca: ClusterCa, tls: ServiceTls, server: RunningServer, metadata: Awaited<ReturnType<typeof startMetadata>>;
     let cloud: ModelCloud, cluster: ModelCluster;
     const sandboxes: Sandbox[] = [];
     const ACCOUNT = "1234567890123456";
@@ -103,7 +127,7 @@ describe("the whole attach script through admission, packed as a pool's userdata
     before(async () => {
         process.env.AK_ADMISSION_LOG = "off";
         service = await startLoopbackService({ accountId: ACCOUNT, regionId: "cn-hangzhou" });
-        ({ pki, ca, cloud, cluster, server } = service);
+        ({ pki, ca, tls, cloud, cluster, server } = service);
         // The sandbox's node is 127.0.0.1 to the service: the metadata stand-in signs i-bp1pool0002's document for it.
         metadata = await startMetadata(pki, new Map([["127.0.0.1", { instanceId: "i-bp1pool0002", ip: "127.0.0.1", accountId: ACCOUNT, regionId: "cn-hangzhou" }]]));
     });
@@ -118,7 +142,7 @@ describe("the whole attach script through admission, packed as a pool's userdata
     function userdata(): string {
         return packUserdata(renderAttachNode({
             region: "cn-hangzhou", kubernetesVersion: "1.36.3", apiEndpoint: "192.0.2.1:6443", poolName: "general",
-            labels: { workload_type: "cpu" }, taints: [], caCertHash: ca.caHash, admission: { endpoints: [`127.0.0.1:${server.port}`] },
+            labels: { workload_type: "cpu" }, taints: [], caCertHash: ca.caHash, admission: { endpoints: [`127.0.0.1:${server.port}`], pin: tls.pin },
         }), "nodePools[general]");
     }
 
@@ -160,6 +184,11 @@ describe("the whole attach script through admission, packed as a pool's userdata
         assert.match(joins[0].config ?? "", new RegExp(`^ {4}token: '${id}\\.${t.secret}'$`, "m"), "kubeadm join used the admitted token");
         assert.match(joins[0].config ?? "", new RegExp(`caCertHashes:\\n {6}- '${ca.caHash}'$`, "m"));
         assert.match(joins[0].config ?? "", /^ {2}name: 'cn-hangzhou\.i-bp1pool0002'$/m);
+        // The pool label is the service's to set: the node registers with its own labels and the taint that keeps
+        // pods off it until the service labelled it.
+        assert.match(joins[0].config ?? "", /- name: node-labels\n {6}value: 'workload_type=cpu'$/m);
+        assert.match(joins[0].config ?? "", new RegExp(`- name: register-with-taints\n {6}value: '${POOL_PENDING_TAINT.replace(/\./g, "\\.")}:NoSchedule'$`, "m"));
+        assert.doesNotMatch(joins[0].config ?? "", /pool=/);
         assert.ok(sb.read("/var/lib/alicloud-kubeadm/join.done"), "joined");
         assert.strictEqual(sb.read("/var/lib/alicloud-kubeadm/kubeadm-join.yaml"), undefined, "the JoinConfiguration with the token is removed");
         for (const text of [r.stdout, r.stderr, sb.read("/var/log/alicloud-kubeadm/attach-node.log") ?? ""]) {
@@ -183,15 +212,24 @@ describe("the whole attach script through admission, packed as a pool's userdata
 
 describe("the manual path: the one-line attachCommand and the saved attach command's bootstrap (loopback service)", function () {
     this.timeout(60_000);
-    let ca: ClusterCa, server: RunningServer, dir: string, service: LoopbackService;
+    let tls: ServiceTls, server: RunningServer, dir: string, service: LoopbackService;
 
     before(async () => {
         process.env.AK_ADMISSION_LOG = "off";
         dir = fs.mkdtempSync(path.join(os.tmpdir(), "ak-admission-manual-"));
         // A served "attach script" that only records what it was given: the bootstrap's substitutions and that it ran whole.
-        const attachScript = `#!/bin/bash\nprintf '%s|%s|done\\n' '{{labels}}' '{{taints}}' > ${JSON.stringify(path.join(dir, "ran"))}\n`;
+        // Its parameters are data lines after its last command, as the project's saved scripts carry them (src/shell/parameters.sh).
+        const attachScript = [
+            "#!/bin/bash",
+            `printf '%s|%s|done\\n' "$(sed -n 's/^# AK_NODE_LABELS=//p' "$0")" "$(sed -n 's/^# AK_NODE_TAINTS=//p' "$0")" > ${JSON.stringify(path.join(dir, "ran"))}`,
+            "exit",
+            PARAMETER_MARKER,
+            "# AK_NODE_LABELS={{labels}}",
+            "# AK_NODE_TAINTS={{taints}}",
+            "",
+        ].join("\n");
         service = await startLoopbackService({ accountId: "1234567890123456", regionId: "cn-hangzhou", attachScript });
-        ({ ca, server } = service);
+        ({ tls, server } = service);
     });
     after(async () => {
         await service?.close();
@@ -202,16 +240,18 @@ describe("the manual path: the one-line attachCommand and the saved attach comma
     const run = (args: string[]): Promise<number | null> => new Promise((resolve) => spawn("bash", args, { stdio: "ignore" }).on("close", resolve));
     // 127.0.0.1:9 is closed: "master 0" is down, the next endpoint answers.
     const endpoints = () => ["127.0.0.1:9", `127.0.0.1:${server.port}`];
+    // The saved attach command's parameters, substituted as Cloud Assistant does (raw text into the content).
+    const filled = (script: string) => script.replace("{{labels}}", "workload=cpu").replace("{{taints}}", "spot:NoSchedule").replace("{{channel}}", "0".repeat(32));
 
     it("the one-liner, with the first master down, fetches the script from the next one and runs it (labels and taints emptied)", async () => {
         fs.rmSync(path.join(dir, "ran"), { force: true });
-        assert.strictEqual(await run(["-c", admissionAttachOneLiner(endpoints(), ca.caHash)]), 0);
+        assert.strictEqual(await run(["-c", admissionAttachOneLiner(endpoints(), tls.pin)]), 0);
         assert.strictEqual(fs.readFileSync(path.join(dir, "ran"), "utf8"), "||done\n");
     });
 
     it("the saved bootstrap fills in its labels and taints parameters and runs the served script", async () => {
         fs.rmSync(path.join(dir, "ran"), { force: true });
-        const script = renderAdmissionBootstrap(endpoints(), ca.caHash).replace("'{{labels}}'", "'workload=cpu'").replace("'{{taints}}'", "'spot:NoSchedule'");
+        const script = filled(renderAdmissionBootstrap(endpoints(), tls.pin));
         fs.writeFileSync(path.join(dir, "bootstrap.sh"), script);
         assert.strictEqual(await run([path.join(dir, "bootstrap.sh")]), 0);
         assert.strictEqual(fs.readFileSync(path.join(dir, "ran"), "utf8"), "workload=cpu|spot:NoSchedule|done\n");
@@ -221,7 +261,7 @@ describe("the manual path: the one-line attachCommand and the saved attach comma
         fs.rmSync(path.join(dir, "ran"), { force: true });
         const wrong = `sha256:${"0".repeat(64)}`;
         assert.notStrictEqual(await run(["-c", admissionAttachOneLiner(endpoints(), wrong)]), 0);
-        fs.writeFileSync(path.join(dir, "bootstrap.sh"), renderAdmissionBootstrap(endpoints(), wrong));
+        fs.writeFileSync(path.join(dir, "bootstrap.sh"), filled(renderAdmissionBootstrap(endpoints(), wrong)));
         assert.notStrictEqual(await run([path.join(dir, "bootstrap.sh")]), 0);
         assert.ok(!fs.existsSync(path.join(dir, "ran")));
     });

@@ -1,5 +1,5 @@
 /**
- * Baked node images (issue 18): the bake mode runs the one list of preparation steps a stock boot runs; a
+ * Baked node images: the bake mode runs the one list of preparation steps a stock boot runs; a
  * boot on a matching baked image downloads, installs and pulls nothing; a stale one falls back to installing;
  * the images baked are the ones the kubeadm configuration and the manifests use. All in the script sandbox:
  * an image is baked in a sandbox, cleaned for cloning, and the same sandbox then boots as a node.
@@ -15,7 +15,7 @@ import * as YAML from "yaml";
 import { parseAllDocuments } from "yaml";
 import { synthesize } from "../scripts/synth";
 import { validateClusterConfig } from "../src/config";
-import { requireTool, SHELLCHECK_INSTALL } from "./tools";
+import { assertOk, headerValue, requireTool, SHELLCHECK_INSTALL } from "./tools";
 import { flannelObjects, resolvePodNetworkArgs } from "../src/components/podNetwork";
 import { nodeImages, defaultMirrors } from "../src/rules";
 import { packUserdata, renderAttachNode, renderBakeNode, renderMasterInit, SECRET_PARAMETERS, USERDATA_BUDGET_BYTES, type AttachNodeParams, type MasterInitParams } from "../src/shell/render";
@@ -43,11 +43,6 @@ const masterParams: MasterInitParams = {
     region: REGION, kubernetesVersion: VERSION, apiEndpoint: "192.168.0.10:6443", podCidr: "172.16.0.0/16",
     serviceCidr: "10.96.0.0/12", nodeCidrMaskSize: 24, // no nodeImages: master 0's userdata as Cluster renders it
 };
-
-function assertOk(r: RunResult, sb: Sandbox, log: string): void {
-    if (r.code === 0) return;
-    assert.fail(`script exited ${r.code}\nstderr:\n${r.stderr}\nlog:\n${sb.read(`/var/log/alicloud-kubeadm/${log}.log`) ?? ""}`);
-}
 
 function tracked(): (...args: Parameters<typeof makeSandbox>) => Sandbox {
     const all: Sandbox[] = [];
@@ -77,7 +72,7 @@ async function bake(make: ReturnType<typeof tracked>, os: "ubuntu" | "alinux", p
     const sb = make({ os });
     seedBuildMachine(sb);
     const r = await sb.run(renderBakeNode(params));
-    assertOk(r, sb, "bake-node");
+    assertOk(r, sb, ["bake-node"]);
     return { sb, r };
 }
 
@@ -126,7 +121,7 @@ describe("baked node image: the one list of preparation steps", () => {
             const { sb: baked, r: bakeRun } = await bake(make, os);
             const stock = make({ os });
             const boot = await stock.run(renderAttachNode(attachParams));
-            assertOk(boot, stock, "attach-node");
+            assertOk(boot, stock, ["attach-node"]);
             const [a, b] = [preparation(bakeRun.calls, baked.root), preparation(boot.calls, stock.root)];
             // `curl | gpg` run concurrently: compare the order without gpg, and the whole as a multiset.
             assert.deepEqual(a.filter((c) => !c.startsWith("gpg ")), b.filter((c) => !c.startsWith("gpg ")));
@@ -172,7 +167,7 @@ describe("baked node image: cleaned for cloning, no cluster secret", () => {
         assert.equal(sb.read("/var/lib/alicloud-kubeadm/baked"), undefined, "no baked marker");
         const node = make({ os: "ubuntu" });
         const boot = await node.run(renderAttachNode(attachParams), { AK_STUB_FAIL_PULL: "1" });
-        assertOk(boot, node, "attach-node");
+        assertOk(boot, node, ["attach-node"]);
         assert.ok(node.read("/var/lib/alicloud-kubeadm/join.done"));
         assert.match(node.read("/var/log/alicloud-kubeadm/attach-node.log") ?? "", /WARNING: 4 image pull\(s\) failed/);
     });
@@ -189,7 +184,7 @@ describe("baked node image: budgets", () => {
 
     it("a baked pool joining through admission, as NodePool delivers it (packed), fits the budget with room to spare", () => {
         const { token: _token, ...rest } = attachParams;
-        const plain = renderAttachNode({ ...rest, admission: { endpoints: ["192.168.0.10:10443", "192.168.1.10:10443", "192.168.2.10:10443"] },
+        const plain = renderAttachNode({ ...rest, admission: { endpoints: ["192.168.0.10:10443", "192.168.1.10:10443", "192.168.2.10:10443"], pin: `sha256:${"a".repeat(64)}` },
             labels: { workload_type: "cpu", "node.kubernetes.io/instance-family": "c7" }, taints: ["spot:PreferNoSchedule"] });
         assert.ok(plain.includes("# ---- src/shell/node_images.sh ----") && plain.includes("# ---- src/shell/admission_client.sh ----"));
         assert.ok(Buffer.byteLength(plain) > USERDATA_BUDGET_BYTES, "the plain script alone would not fit (why it is packed)");
@@ -207,7 +202,7 @@ describe("booting a baked image", () => {
         it(`${os}: a pool node makes no download, no package install and no image pull, and the kubelet finds every image it needs`, async () => {
             const { sb } = await bake(make, os);
             const r = await sb.run(renderAttachNode(attachParams));
-            assertOk(r, sb, "attach-node");
+            assertOk(r, sb, ["attach-node"]);
             assert.deepEqual([downloadCalls(r.calls).length, installCalls(r.calls).length, pullCalls(r.calls).length], [0, 0, 0]);
             assert.equal(callsOf(r.calls, "kubeadm", "join").length, 1);
             assert.ok(sb.read("/var/lib/alicloud-kubeadm/join.done"));
@@ -225,7 +220,7 @@ describe("booting a baked image", () => {
         fs.rmSync(path.join(sb.env.AK_STUB_STATE, "iptables"), { recursive: true, force: true });
         assert.equal(verdict(readRuleSet(sb.env.AK_STUB_STATE), POD_TO_METADATA).verdict, "passed");
         const r = await sb.run(renderAttachNode(attachParams));
-        assertOk(r, sb, "attach-node");
+        assertOk(r, sb, ["attach-node"]);
         assert.deepEqual(verdict(readRuleSet(sb.env.AK_STUB_STATE), POD_TO_METADATA), { verdict: "dropped", table: "raw", chain: "AK-METADATA-BLOCK",
             rule: "! -i lo -d 100.100.100.200/32 -j DROP" });
         assert.equal(verdict(readRuleSet(sb.env.AK_STUB_STATE), HOST_TO_METADATA).verdict, "passed", "the node itself keeps the metadata service");
@@ -237,7 +232,7 @@ describe("booting a baked image", () => {
     it("master 0 on the baked image: kubeadm init's own image list is already there", async () => {
         const { sb } = await bake(make, "ubuntu");
         const r = await sb.run(renderMasterInit(masterParams));
-        assertOk(r, sb, "master-init");
+        assertOk(r, sb, ["master-init"]);
         assert.deepEqual([downloadCalls(r.calls).length, installCalls(r.calls).length, pullCalls(r.calls).length], [0, 0, 0]);
         const init = parseAllDocuments(callsOf(r.calls, "kubeadm", "init")[0].config ?? "").map((d) => d.toJS());
         const cluster = init.find((d) => d.kind === "ClusterConfiguration");
@@ -250,7 +245,7 @@ describe("booting a baked image", () => {
         const newer = "1.35.1";
         const images = Object.values(nodeImages({ kubernetesVersion: newer, imageRepository: REPOSITORY, flannel: FLANNEL }));
         const r = await sb.run(renderAttachNode({ ...attachParams, kubernetesVersion: newer, nodeImages: images }));
-        assertOk(r, sb, "attach-node");
+        assertOk(r, sb, ["attach-node"]);
         assert.equal(installCalls(r.calls).length, 1, "the packages of the cluster's version are installed");
         assert.ok(installCalls(r.calls)[0].args.includes(`kubeadm=${newer}-*`));
         assert.deepEqual(pullCalls(r.calls).map((c) => c.args[c.args.length - 1]), [`${REPOSITORY}/kube-proxy:v${newer}`], "only the image that differs is pulled");
@@ -266,7 +261,7 @@ describe("baked image references: one source", () => {
         // containerd's sandbox image and kubeadm's imageRepository + kubernetesVersion, from a real (sandbox) master init.
         const sb = make({ os: "ubuntu" });
         const r = await sb.run(renderMasterInit({ ...masterParams, nodeImages: undefined }));
-        assertOk(r, sb, "master-init");
+        assertOk(r, sb, ["master-init"]);
         const conf = sb.read("/etc/containerd/config.toml") ?? "";
         assert.match(conf, new RegExp(`sandbox_image = "${IMAGES.pause.replace(/[.]/g, "\\.")}"`), "containerd's sandbox image is the baked pause image");
         const cluster = parseAllDocuments(callsOf(r.calls, "kubeadm", "init")[0].config ?? "").map((d) => d.toJS()).find((d) => d.kind === "ClusterConfiguration");
@@ -301,7 +296,6 @@ describe("baked node image: synth of a stack with image.bake", function () {
         const b64 = [...buildContent.matchAll(/^RUN printf '%s' '([A-Za-z0-9+/=]+)' >> /gm)].map((m) => m[1]).join("");
         return zlib.gunzipSync(Buffer.from(b64, "base64")).toString("utf8");
     };
-    const header = (script: string, name: string) => new RegExp(`^readonly ${name}='([^']*)'$`, "m").exec(script)?.[1];
 
     it("lists the image-building resources under NodeImage, and masters and pools boot the baked image; existing nodes and the dev stack are unchanged", async () => {
         const { rows, dir } = await synthDev("devbake", bakeOn);
@@ -322,14 +316,14 @@ describe("baked node image: synth of a stack with image.bake", function () {
         // The bake script: the same images the pools' userdata checks, and they are the ones the manifests run.
         const script = decode(pipeline[0].inputs.buildContent);
         assert.match(script, /^# ---- src\/shell\/bake_node\.sh ----$/m);
-        for (const secret of [...SECRET_PARAMETERS, "AK_API_ENDPOINT"]) assert.equal(header(script, secret), undefined);
-        const images = header(script, "AK_NODE_IMAGES")!.split(",");
+        for (const secret of [...SECRET_PARAMETERS, "AK_API_ENDPOINT"]) assert.equal(headerValue(script, secret), undefined);
+        const images = headerValue(script, "AK_NODE_IMAGES")!.split(",");
         const poolUserdata = fs.readFileSync(path.join(dir, "userdata", "dev-pool-general-config.sh"), "utf8");
         const master0 = fs.readFileSync(path.join(dir, "userdata", "dev-control-plane-master-0.sh"), "utf8");
-        assert.equal(header(master0, "AK_NODE_IMAGES"), undefined, "master 0 boots the image built just before it: no node_images.sh");
+        assert.equal(headerValue(master0, "AK_NODE_IMAGES"), undefined, "master 0 boots the image built just before it: no node_images.sh");
         assert.ok(Buffer.byteLength(master0) <= USERDATA_BUDGET_BYTES, `master 0's userdata is ${Buffer.byteLength(master0)} bytes`);
-        assert.deepEqual(header(poolUserdata, "AK_NODE_IMAGES")!.split(","), images);
-        assert.equal(header(poolUserdata, "AK_SANDBOX_IMAGE"), images[0]);
+        assert.deepEqual(headerValue(poolUserdata, "AK_NODE_IMAGES")!.split(","), images);
+        assert.equal(headerValue(poolUserdata, "AK_SANDBOX_IMAGE"), images[0]);
         const manifests = fs.readdirSync(path.join(dir, "manifests")).map((f) => fs.readFileSync(path.join(dir, "manifests", f), "utf8")).join("\n");
         const used = [...manifests.matchAll(/^\s*image: (\S*flannel\S*)$/gm)].map((m) => m[1].replace(/^["']|["']$/g, ""));
         assert.deepEqual([...new Set(used)].sort(), images.filter((i) => i.includes("flannel")).sort(), "flannel and its CNI plugin as the manifests run them");
@@ -355,7 +349,7 @@ describe("baked node image: synth of a stack with image.bake", function () {
         assert.ok(on.warnings.some((w) => /^image\.bake: .*Image Builder instance \(ecs\.g7\.large.*10–20 minutes.*billed per GB-month/.test(w)), on.warnings.join("\n"));
         assert.ok(on.warnings.some((w) => /^nodePools\.0\.imageId: pool own sets its own image/.test(w)));
         assert.deepEqual(validateClusterConfig(raw, "cn-hangzhou").warnings.filter((w) => /bake|imageId/.test(w)), [], "no word about baking without it");
-        assert.deepEqual(validateClusterConfig({ ...raw, image: { bakeInstanceType: "g7" } }, "cn-hangzhou").errors.map((e) => e.split(":")[0]).sort(),
+        assert.deepEqual(validateClusterConfig({ ...raw, image: { bakeInstanceType: "g7" } }, "cn-hangzhou").problems.map((p) => p.path).sort(),
             ["image.bakeInstanceType", "image.bakeInstanceType"]);
     });
 });

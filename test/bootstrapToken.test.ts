@@ -4,13 +4,15 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import { useEmulator } from "../testing/emulator/fixture";
-import { bootstrapTokenProvider, createBootstrapToken, deleteBootstrapToken, generateToken, TOKEN_PATTERN } from "../src/providers/bootstrapToken";
+import { BOOTSTRAP_TOKEN_PROVIDER_VERSION, bootstrapTokenProvider, createBootstrapToken, deleteBootstrapToken, generateToken, TOKEN_PATTERN } from "../src/providers/bootstrapToken";
 import { renderOperation } from "../src/shell/render";
-import type { NodeCommandIds } from "../src/rules";
+import { fillOperation, type NodeCommandIds } from "../src/rules";
 import { fill, operation, saveNodeCommands } from "../testing/savedCommands";
+import { headerValue } from "./tools";
 import { newRecipient, type Recipient } from "../src/cloud/channel";
 
-const createTokenScript = (tokenId: string, ttl: string, description: string, recipient: string) => fill(renderOperation("token-create"), { tokenId, ttl, description, recipient });
+const createTokenScript = (tokenId: string, ttl: string, description: string, recipient: string) =>
+    fillOperation(renderOperation("token-create"), "token-create", { tokenId, ttl, description, recipient });
 /** Runs token-create for `tokenId` with a fresh recipient key; returns the status line and the opened token. */
 function createWith(master: { run(script: string): { code: number; out: string } }, tokenId: string, ttl = "0", description = "d", key: Recipient = newRecipient()) {
     const r = master.run(createTokenScript(tokenId, ttl, description, key.publicKey));
@@ -53,7 +55,10 @@ if [ -n "$line" ]; then printf '%s %s' "$(printf '%s' "\${line#*.}" | base64 -w0
     return {
         dir,
         run(script: string) {
-            const r = spawnSync("bash", ["-c", script], { encoding: "utf8", env: { ...process.env, PATH: `${dir}/bin:${process.env.PATH}` } });
+            // From a file, as Cloud Assistant runs a command (a saved one reads its parameters from it).
+            const file = path.join(dir, `script-${Math.random().toString(36).slice(2)}.sh`);
+            fs.writeFileSync(file, script, { mode: 0o700 });
+            const r = spawnSync("bash", [file], { encoding: "utf8", env: { ...process.env, PATH: `${dir}/bin:${process.env.PATH}` } });
             return { code: r.status ?? -1, out: r.stdout + r.stderr };
         },
         tokens: () => fs.readFileSync(path.join(dir, "tokens"), "utf8").split("\n").filter(Boolean),
@@ -80,7 +85,8 @@ describe("BootstrapToken", () => {
         });
         return id;
     }
-    const inputs = (masterInstanceId: string) => ({ region: "cn-hangzhou", masterInstanceId, commands, ttl: "0", description: "alicloud-kubeadm dev pool general", pollIntervalMs: 20 });
+    const inputs = (masterInstanceId: string) => ({ region: "cn-hangzhou", masterInstanceId, commands, tokenCreateScript: renderOperation("token-create"),
+        ttl: "0", description: "alicloud-kubeadm dev pool general", pollIntervalMs: 20 });
 
     it("generates tokens of the form [a-z0-9]{6}.[a-z0-9]{16}, all different", () => {
         const tokens = Array.from({ length: 500 }, generateToken);
@@ -129,7 +135,7 @@ describe("BootstrapToken", () => {
             "the script itself refuses a value that is not a token id");
     });
 
-    it("provider create runs one token create on master 0 and returns the token as output, which no record holds in clear; delete removes it", async () => {
+    it("provider create runs one token create on master 0 (RunCommand, no saved command) and returns the token as output, which no record holds in clear; delete removes it", async () => {
         const id = emulatedMaster();
         const res = await bootstrapTokenProvider.create!(inputs(id));
         const outs = res.outs as { token: string; tokenId: string; ttl: string };
@@ -137,13 +143,15 @@ describe("BootstrapToken", () => {
         assert.strictEqual(outs.tokenId, outs.token.slice(0, 6));
         assert.strictEqual(res.id, `${id}/token/${outs.tokenId}`);
         assert.deepStrictEqual(master.tokens(), [outs.token]);
-        const runs = ctx.emu.callsOf("InvokeCommand");
+        assert.strictEqual(ctx.emu.callsOf("InvokeCommand").length, 0, "no saved command makes a token");
+        assert.ok(!("token-create" in commands), "token-create is not among the saved commands");
+        const runs = ctx.emu.callsOf("RunCommand");
         assert.strictEqual(runs.length, 1);
         assert.strictEqual(runs[0].params["InstanceId.1"], id);
-        assert.strictEqual(runs[0].params.CommandId, commands["token-create"], "the saved token-create command");
-        const sent = JSON.parse(runs[0].params.Parameters);
-        assert.deepStrictEqual({ ...sent, recipient: "…" }, { tokenId: outs.tokenId, ttl: "0", description: "alicloud-kubeadm dev pool general", recipient: "…" });
-        assert.match(sent.recipient, /^MCowBQYDK2VuAyEA/, "an X25519 key made for this call");
+        const content = Buffer.from(runs[0].params.CommandContent, "base64").toString("utf8");
+        const sent = Object.fromEntries(["AK_TOKEN_ID", "AK_TTL", "AK_DESCRIPTION", "AK_RECIPIENT"].map((n) => [n, headerValue(content, n) ?? ""]));
+        assert.deepStrictEqual({ ...sent, AK_RECIPIENT: "…" }, { AK_TOKEN_ID: outs.tokenId, AK_TTL: "0", AK_DESCRIPTION: "alicloud-kubeadm dev pool general", AK_RECIPIENT: "…" });
+        assert.match(sent.AK_RECIPIENT, /^MCowBQYDK2VuAyEA/, "an X25519 key made for this call");
         const secretHalf = outs.token.slice(7);
         assert.ok(ctx.emu.calls.every((c) => !c.body.includes(secretHalf) && !c.url.includes(secretHalf)), "no request holds the token");
         assert.ok([...ctx.emu.state.invocations.values()].every((inv) => !JSON.stringify(inv).includes(secretHalf)), "no recorded content, parameter or output holds it");
@@ -151,7 +159,7 @@ describe("BootstrapToken", () => {
 
         await bootstrapTokenProvider.delete!(res.id, { ...inputs(id), ...outs });
         assert.deepStrictEqual(master.tokens(), []);
-        const del = ctx.emu.callsOf("InvokeCommand")[1];
+        const del = ctx.emu.callsOf("InvokeCommand")[0];
         assert.strictEqual(del.params.CommandId, commands["token-delete"]);
         assert.deepStrictEqual(JSON.parse(del.params.Parameters), { tokenId: outs.tokenId }, "delete sends only the public token id");
     });
@@ -175,7 +183,7 @@ describe("BootstrapToken", () => {
             return { output: "deleted\n" };
         });
         ctx.emu.onCommand(operation("token-create"), (c) => {
-            sent = c.parameters.tokenid;
+            sent = headerValue(c.script, "AK_TOKEN_ID") ?? "";
             return { exitCode: 1, output: `failed to create token ${sent}.s3cr3tpartabcdef: connection refused\n` };
         });
         await assert.rejects(createBootstrapToken(inputs(id)), (err: Error) => {
@@ -187,13 +195,34 @@ describe("BootstrapToken", () => {
         assert.deepStrictEqual(deleted, [sent], "a token whose create result was lost is not left unowned");
     });
 
+    it("state written by provider version 2 (token-create a saved command) runs the new code after one pulumi up: updated in place, the same token, deleted through token-delete", async () => {
+        const id = emulatedMaster();
+        const token = `abcdef.${"0123456789abcdef"}`;
+        fs.writeFileSync(path.join(master.dir, "tokens"), `${token}\n`);
+        // What version 2 wrote: the saved commands included token-create and join-secrets; no token-create script.
+        const v2 = { region: "cn-hangzhou", masterInstanceId: id, commands: { ...commands, "token-create": "c-old-create", "join-secrets": "c-old-join" },
+            ttl: "0", description: "alicloud-kubeadm dev pool general", pollIntervalMs: 20, providerVersion: "2", token, tokenId: "abcdef" };
+        const news = { ...inputs(id), providerVersion: BOOTSTRAP_TOKEN_PROVIDER_VERSION };
+        const diff = await bootstrapTokenProvider.diff!(`${id}/token/abcdef`, v2, news);
+        assert.deepStrictEqual([diff.changes, diff.replaces], [true, []], "an update: the pools keep their token");
+        const upd = await bootstrapTokenProvider.update!(`${id}/token/abcdef`, v2, news);
+        const outs = upd.outs as typeof v2 & { tokenCreateScript: string };
+        assert.deepStrictEqual([outs.token, outs.tokenId, outs.providerVersion], [token, "abcdef", BOOTSTRAP_TOKEN_PROVIDER_VERSION]);
+        assert.match(outs.tokenCreateScript, operation("token-create"));
+        assert.deepStrictEqual(master.tokens(), [token], "nothing ran on the master");
+        await bootstrapTokenProvider.delete!(`${id}/token/abcdef`, outs);
+        assert.deepStrictEqual(master.tokens(), [], "the new code deletes it through the saved token-delete");
+        assert.deepStrictEqual(ctx.emu.callsOf("InvokeCommand").map((c) => c.params.CommandId), [commands["token-delete"]]);
+    });
+
     it("ttl, description or master changes replace the token; a provider version bump only updates", async () => {
-        const olds = { region: "r", masterInstanceId: "i-1", commands, ttl: "0", description: "d", token: "abcdef.0123456789abcdef", tokenId: "abcdef", providerVersion: "1" };
+        const olds = { region: "r", masterInstanceId: "i-1", commands, tokenCreateScript: renderOperation("token-create"), ttl: "0", description: "d",
+            token: "abcdef.0123456789abcdef", tokenId: "abcdef", providerVersion: "1" };
         assert.deepStrictEqual((await bootstrapTokenProvider.diff!("x", olds, { ...olds, ttl: "24h" })).replaces, ["ttl"]);
         assert.deepStrictEqual((await bootstrapTokenProvider.diff!("x", olds, { ...olds, masterInstanceId: "i-2" })).replaces, ["masterInstanceId"]);
         const bump = await bootstrapTokenProvider.diff!("x", olds, { ...olds, providerVersion: "2" });
         assert.deepStrictEqual([bump.changes, bump.replaces], [true, []]);
-        const moved = await bootstrapTokenProvider.diff!("x", olds, { ...olds, commands: { ...commands, "token-create": "c-new" } });
+        const moved = await bootstrapTokenProvider.diff!("x", olds, { ...olds, commands: { ...commands, "token-delete": "c-new" } });
         assert.deepStrictEqual([moved.changes, moved.replaces], [true, []], "a new command id is an update, never a new token");
         const upd = await bootstrapTokenProvider.update!("x", olds, { ...olds, providerVersion: "2" });
         assert.strictEqual((upd.outs as { token: string }).token, olds.token, "an update keeps the token");

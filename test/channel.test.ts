@@ -10,7 +10,7 @@ import * as path from "path";
 import { newChannelId, newRecipient, seal } from "../src/cloud/channel";
 import { renderOperation } from "../src/shell/render";
 import { CHANNEL_KEY_PATTERN, SEALED_PATTERN } from "../src/rules";
-import { fill } from "../testing/savedCommands";
+import { bashFromFile, fill } from "../testing/savedCommands";
 
 const FUNCTIONS = fs.readFileSync(path.join(__dirname, "..", "src", "shell", "channel.sh"), "utf8");
 
@@ -82,15 +82,15 @@ describe("secret channel (TypeScript ⇄ openssl on the node)", () => {
     it("the channel-receive operation keeps the secret root-only for the join script; channel-open prints only a public key", () => {
         const id = newChannelId();
         const env = { ...process.env, AK_ROOT: root };
-        const open = spawnSync("bash", ["-c", fill(renderOperation("channel-open"), { channel: id })], { encoding: "utf8", env });
+        const open = bashFromFile(fill(renderOperation("channel-open"), { channel: id }), { env });
         assert.strictEqual(open.status, 0, open.stderr);
         assert.match(open.stdout.trim(), CHANNEL_KEY_PATTERN);
-        const recv = spawnSync("bash", ["-c", fill(renderOperation("channel-receive"), { channel: id, sealed: seal(open.stdout.trim(), "k9x2ab.0123456789abcdef") })], { encoding: "utf8", env });
+        const recv = bashFromFile(fill(renderOperation("channel-receive"), { channel: id, sealed: seal(open.stdout.trim(), "k9x2ab.0123456789abcdef") }), { env });
         assert.deepStrictEqual([recv.status, recv.stdout], [0, "received\n"], recv.stderr);
         const file = path.join(root, "run", "alicloud-kubeadm", id);
         assert.strictEqual(fs.readFileSync(file, "utf8"), "k9x2ab.0123456789abcdef\n");
         assert.strictEqual(fs.statSync(file).mode & 0o077, 0);
-        const bad = spawnSync("bash", ["-c", fill(renderOperation("channel-receive"), { channel: id, sealed: "x; rm -rf /" })], { encoding: "utf8", env });
+        const bad = bashFromFile(fill(renderOperation("channel-receive"), { channel: id, sealed: "x; rm -rf /" }), { env });
         assert.strictEqual(bad.status, 1);
         assert.match(bad.stderr, /parameter SEALED must be a sealed secret/);
     });

@@ -18,7 +18,8 @@ import * as zlib from "zlib";
 import { parseSections } from "../src/doctor/context";
 import { parseCertExpiry } from "../src/doctor/certs";
 import { fill } from "../testing/savedCommands";
-import { callsOf, makeSandbox, type RunResult, type Sandbox } from "../testing/sandbox";
+import { callsOf, makeSandbox, type Sandbox } from "../testing/sandbox";
+import { assertOk } from "./tools";
 
 const TOKEN = "k9x2ab.0123456789abcdef";
 const HASH = `sha256:${"0a".repeat(32)}`;
@@ -36,12 +37,6 @@ const ENCRYPTION = "/etc/kubernetes/pki/alicloud-kubeadm-encryption.yaml";
 const AUDIT_POLICY = "/etc/kubernetes/audit/policy.yaml";
 const TIMER = "/etc/systemd/system/alicloud-kubeadm-cert-renew.timer";
 const RENEW = "/usr/local/sbin/alicloud-kubeadm-cert-renew";
-
-function assertOk(r: RunResult, sb: Sandbox): void {
-    if (r.code === 0) return;
-    const logs = ["master-init", "attach-node"].map((n) => sb.read(`/var/log/alicloud-kubeadm/${n}.log`)).filter(Boolean).join("\n");
-    assert.fail(`script exited ${r.code}\nstderr:\n${r.stderr}\nlog:\n${logs}`);
-}
 
 const arg = (args: Array<{ name: string; value: string }> | undefined, name: string) => args?.find((a) => a.name === name)?.value;
 
@@ -68,7 +63,7 @@ describe("CIS basics on the control plane", () => {
             assert.equal(arg(api, "audit-log-path"), "/var/log/kubernetes/audit/audit.log");
             assert.deepEqual([arg(api, "audit-log-maxage"), arg(api, "audit-log-maxbackup"), arg(api, "audit-log-maxsize")], ["30", "10", "100"]);
             assert.deepEqual(cluster.apiServer.extraVolumes.map((v: { hostPath: string; mountPath: string }) => [v.hostPath, v.mountPath]),
-                [["/etc/kubernetes/audit", "/etc/kubernetes/audit"], ["/var/log/kubernetes/audit", "/var/log/kubernetes/audit"]]);
+                [["/etc/kubernetes/audit", "/etc/kubernetes/audit"], ["/var/log/kubernetes/audit", "/var/log/kubernetes/audit"], ["/etc/kubernetes/admission", "/etc/kubernetes/admission"]]);
             const kubelet = docs.find((d) => d.kind === "KubeletConfiguration");
             assert.equal(kubelet.protectKernelDefaults, true);
             const sysctl = sb.read("/etc/sysctl.d/99-alicloud-kubeadm.conf") ?? "";

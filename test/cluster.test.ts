@@ -54,13 +54,18 @@ describe("Cluster (whole stack under mocks)", () => {
                 assert.ok(!text.includes(secret), `${f} contains ${secret}`);
             }
         }
-        // The CA pin is public through admission (docs/admission.md): the one-line attach command, its saved twin and
-        // the script the service serves carry it; nothing else in the clear does.
+        // The CA pin is public through admission (docs/admission.md): the script the service serves carries it in the
+        // clear, and the stack's own caCertHash output (read back when master 0 is rebuilt). The one-line attach command
+        // and its saved twin carry the pin of the service's key instead.
         const withPin = files.filter((f) => fs.readFileSync(path.join(dir, f), "utf8").includes(caPin)).sort();
-        assert.deepStrictEqual(withPin, [path.join("commands", "example-attach.sh"), path.join("manifests", "example-admission.yaml"), "outputs.json", "resources.json"]);
+        assert.deepStrictEqual(withPin, [path.join("manifests", "example-admission.yaml"), "outputs.json", "resources.json"]);
+        assert.deepStrictEqual(Object.entries(JSON.parse(fs.readFileSync(path.join(dir, "outputs.json"), "utf8"))).filter(([, v]) => JSON.stringify(v).includes(caPin)).map(([k]) => k),
+            ["caCertHash"]);
         const plainWithPin = result.resources.filter((r) => JSON.stringify(r.inputs).includes(caPin)).map((r) => r.type);
         assert.deepStrictEqual(plainWithPin, ["kubernetes:core/v1:ConfigMap"], "only the admission service's ConfigMap (the served attach script)");
-        assert.match(JSON.parse(fs.readFileSync(path.join(dir, "outputs.json"), "utf8")).attachCommand, new RegExp(`sha256:${caPin}`));
+        const servicePin = `sha256:${"1".repeat(64)}`; // the mocks' AdmissionCertificate placeholder
+        assert.match(JSON.parse(fs.readFileSync(path.join(dir, "outputs.json"), "utf8")).attachCommand, new RegExp(servicePin));
+        assert.ok(fs.readFileSync(path.join(dir, "commands", "example-attach.sh"), "utf8").includes(servicePin));
         const userdata = result.resources.filter((r) => r.rawInputs.userData !== undefined && r.type !== "alicloud:ecs/instance:Instance");
         assert.deepStrictEqual(userdata.map((r) => r.type).sort(), ["alicloud:ess/scalingConfiguration:ScalingConfiguration", "alicloud:ess/scalingConfiguration:ScalingConfiguration"],
             "the manual existing nodes run the saved attach command or SSH: no userdata of their own");

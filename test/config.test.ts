@@ -1,12 +1,23 @@
 import * as assert from "assert";
+import * as strict from "node:assert/strict";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import * as YAML from "yaml";
-import { isChinaRegion, parseClusterConfig, readStackConfig, validateClusterConfig, ClusterConfigError, type ClusterConfigInput } from "../src/config";
-import { defaultMirrors, KUBERNETES_MINORS, KUBERNETES_SUPPORT_AS_OF } from "../src/rules";
+import { isChinaRegion, parseClusterConfig, readStackConfig, validateClusterConfig as validate, ClusterConfigError, type ClusterConfigInput } from "../src/config";
+import { defaultMirrors, KUBERNETES_MINORS, KUBERNETES_SUPPORT_AS_OF, zoneProblem } from "../src/rules";
 import { synthesize } from "../scripts/synth";
 import { unpackScript } from "./tools";
+
+const ROOT = path.join(__dirname, "..");
+
+/** A default config pulls flannel, the CCM and the autoscaler by tag: those warnings are test/imageDigests.test.ts's; here, every other rule's. */
+const DIGEST_WARNING = / is pulled by tag /;
+function validateClusterConfig(...args: Parameters<typeof validate>): ReturnType<typeof validate> {
+    const r = validate(...args);
+    const warningProblems = r.warningProblems.filter((p) => !DIGEST_WARNING.test(p.reason));
+    return { ...r, warningProblems, warnings: r.warnings.filter((w) => !DIGEST_WARNING.test(w)) };
+}
 
 /** A valid config (the dev stack's shape); each case below breaks one thing. */
 function base(): ClusterConfigInput & Record<string, unknown> {
@@ -86,8 +97,8 @@ const badCases: Array<[string, Mutate, string, RegExp]> = [
     // ESS names `<name>-<pool>` are at most 64 characters.
     ["ESS name too long", (c) => { c.name = "a".repeat(40); pool(c).name = "b".repeat(24); }, "nodePools.0.name", /"a{40}-b{24}" \(65 characters\); ESS allows at most 64.*at most 23 characters/],
     // Scaling-configuration tags: at most 20, no reserved keys.
-    ["autoscaled pool: 19 labels + 2 = 21 tags", (c) => { pool(c, 1).labels = manyLabels(19); }, "nodePools.1.labels", /would carry 21 tags \(19 labels \+ alicloud-kubeadm\/pool \+ alicloud-kubeadm\/autoscaled\); ESS allows at most 20/],
-    ["fixed pool: labels + cloud tags > 20", (c) => { c.tags = manyLabels(10, "team"); pool(c).labels = manyLabels(9); }, "nodePools.0.labels", /would carry 21 tags \(9 labels \+ alicloud-kubeadm\/pool \+ 11 cloud tags/],
+    ["autoscaled pool: 19 labels + 2 = 21 tags", (c) => { pool(c, 1).labels = manyLabels(19); }, "nodePools.1.labels", /would carry 21 tags \(19 labels \+ node-restriction\.kubernetes\.io\/alicloud-kubeadm-pool \+ alicloud-kubeadm\/autoscaled\); ESS allows at most 20/],
+    ["fixed pool: labels + cloud tags > 20", (c) => { c.tags = manyLabels(10, "team"); pool(c).labels = manyLabels(9); }, "nodePools.0.labels", /would carry 21 tags \(9 labels \+ node-restriction\.kubernetes\.io\/alicloud-kubeadm-pool \+ 11 cloud tags/],
     ["label key reserved for tags (aliyun)", (c) => { pool(c).labels = { "aliyun.com/gpu": "true" }; }, "nodePools.0.labels.aliyun.com/gpu", /ESS refuses tag keys starting with aliyun or acs:/],
     ["label key reserved for tags (case-insensitive)", (c) => { pool(c, 1).labels = { "ALIYUN-team": "a" }; }, "nodePools.1.labels.ALIYUN-team", /aliyun or acs:/],
     ["tag key reserved (acs:)", (c) => { c.tags = { "acs:owner": "me" }; }, "tags.acs:owner", /reserves keys starting with aliyun or acs:/],
@@ -308,7 +319,7 @@ describe("cluster config validation", () => {
     it("checks zones against the region only when the region is set", () => {
         const cfg = base();
         cfg.zones = ["cn-shanghai-e", "cn-shanghai-f"];
-        assert.deepStrictEqual(validateClusterConfig(cfg, undefined).errors.map((e) => e.split(": ")[0]), ["alicloud:region"]);
+        assert.deepStrictEqual(validateClusterConfig(cfg, undefined).problems.map((p) => p.path), ["alicloud:region"]);
         assert.deepStrictEqual(validateClusterConfig(cfg, "cn-shanghai").errors, []);
     });
 
@@ -338,7 +349,7 @@ describe("cluster config validation", () => {
         cfg.tags = { "aliyun-x": "1" };
         cfg.images = { packageMirror: "ftp://x" };
         pool(cfg).size = -1;
-        const paths = validateClusterConfig(cfg, "cn-hangzhou").errors.map((e) => e.split(": ")[0]).sort();
+        const paths = validateClusterConfig(cfg, "cn-hangzhou").problems.map((p) => p.path).sort();
         assert.deepStrictEqual(paths, [
             "images.packageMirror", "network.vswitchCidrs.0", "nodePools.0.name", "nodePools.0.size",
             "nodePools.1.labels", "nodePools.1.labels.aliyun.com/x", "tags.aliyun-x", "zones.1",
@@ -356,8 +367,8 @@ describe("cluster config validation", () => {
         cp(cfg).instancetype = "x";
         net(cfg).podCidr = "192.168.0.0/20";
         pool(cfg).size = -3;
-        const { errors } = validateClusterConfig(cfg, "cn-hangzhou");
-        const paths = errors.map((e) => e.split(": ")[0]).sort();
+        const { problems } = validateClusterConfig(cfg, "cn-hangzhou");
+        const paths = problems.map((p) => p.path).sort();
         assert.deepStrictEqual(paths, ["controlPlane", "controlPlane.count", "network.podCidr", "nodePools.0.size"]);
     });
 
@@ -398,7 +409,7 @@ describe("cluster config validation", () => {
         net(mixed).apiAllowedCidrs = ["47.96.0.0/16", "203.0.113.0/24"];
         const m = validateClusterConfig(mixed, "cn-hangzhou");
         assert.deepStrictEqual(m.errors, []);
-        assert.deepStrictEqual(m.warnings.map((w) => w.split(":")[0]), ["network.apiAllowedCidrs.1"]);
+        assert.deepStrictEqual(m.warningProblems.map((p) => p.path), ["network.apiAllowedCidrs.1"]);
         const open = base();
         net(open).apiAllowedCidrs = ["0.0.0.0/0"];
         assert.match(validateClusterConfig(open, "cn-hangzhou").warnings.join("\n"), /^network\.apiAllowedCidrs\.0: 0\.0\.0\.0\/0 lets every address/m);
@@ -500,7 +511,7 @@ describe("cluster config validation", () => {
             assert.deepStrictEqual(result.errors, []);
             // dev opens the API port to every address (its comment says why and how to narrow it); prod's internal endpoint
             // needs a runner that reaches the new VPC (said by the warning); nothing else.
-            assert.deepStrictEqual(result.warnings.map((w) => w.split(":")[0]), stack === "dev" ? ["network.apiAllowedCidrs.0"] : ["controlPlane.publicEndpoint"]);
+            assert.deepStrictEqual(result.warningProblems.map((p) => p.path), stack === "dev" ? ["network.apiAllowedCidrs.0"] : ["controlPlane.publicEndpoint"]);
             const harness = /export const KUBERNETES_VERSION = "v([0-9.]+)"/.exec(fs.readFileSync(path.join(__dirname, "kube", "cluster.ts"), "utf8"))![1];
             assert.strictEqual(doc["alicloud-kubeadm:cluster"].kubernetesVersion, harness);
         });
@@ -594,7 +605,7 @@ describe("cluster config: what is accepted (no over-rejection)", () => {
         }
         const both = base();
         pool(both).autoscale = { min: 0, max: "x" };
-        assert.deepStrictEqual(validateClusterConfig(both, "cn-hangzhou").errors.filter((e) => e.startsWith("nodePools.0")).map((e) => e.split(":")[0]),
+        assert.deepStrictEqual(validateClusterConfig(both, "cn-hangzhou").problems.filter((p) => p.path.startsWith("nodePools.0")).map((p) => p.path),
             ["nodePools.0.autoscale.max", "nodePools.0"], "size and autoscale both given is still a problem");
     });
 
@@ -773,5 +784,43 @@ describe("stack config reader (readStackConfig): keys Pulumi would ignore, a clu
         assert.match(r.errors[0], /^alicloud-kubeadm:cluster: is stored as a JSON string that does not parse at line 1, column 27 \(73 characters\)/);
         assert.doesNotMatch(r.errors[0], /do-not-echo-me|cn-hangzhou-h/);
         assert.match(readStackConfig({ "alicloud-kubeadm:cluster": "dev" }).errors[0], /is a plain string, not an object/);
+    });
+});
+
+describe("config validation: secrets never echoed, zones of international regions, an endpoint the run cannot reach", () => {
+    const base = () => ({
+        name: "sg", kubernetesVersion: "1.36.3", zones: ["ap-southeast-1a", "ap-southeast-1b"],
+        nodePools: [{ name: "general", instanceType: "ecs.g7.xlarge", size: 2 }],
+    });
+
+    it("a secret of an SSH connection given as a number (an unquoted numeric password in YAML) is not echoed in the error", () => {
+        for (const key of ["password", "privateKeyPassword", "privateKey"]) {
+            const r = validateClusterConfig({
+                ...base(), existingNodes: [{ instanceId: "i-t4nexampleexample01", connection: { host: "10.0.0.5", [key]: 987654321987 } }],
+            } as never, "ap-southeast-1");
+            strict.ok(r.errors.some((e) => e.startsWith(`existingNodes.0.connection.${key}: `)), `${key} is refused: ${r.errors.join("; ")}`);
+            for (const text of [...r.errors, ...r.warnings]) {
+                strict.ok(!text.includes("987654321987"), `the value of connection.${key} is echoed: ${text}`);
+            }
+        }
+    });
+
+    it("no zones in an international region: one problem at `zones`, and its example is a zone of the region", () => {
+        const r = validateClusterConfig({ ...base(), zones: [] }, "ap-southeast-1");
+        const zones = r.errors.filter((e) => e.startsWith("zones: "));
+        strict.equal(zones.length, 1, `reported once: ${zones.join(" | ")}`);
+        for (const example of zones[0].match(/\b[a-z]+-[a-z]+-\d[-a-z]*\b/g) ?? []) {
+            strict.equal(zoneProblem(example, "ap-southeast-1"), undefined, `the example "${example}" in "${zones[0]}" is not a zone of ap-southeast-1`);
+        }
+    });
+
+    it("prod (internal endpoint in the VPC this very `pulumi up` creates): validation warns that the run must reach the new VPC", () => {
+        // pulumi up of prod from anywhere outside the new VPC creates masters, NLB, NAT and 9 pool nodes, then
+        // ApiServerReady times out (900 s) on the internal endpoint: a failure half-way through.
+        const stack = YAML.parse(fs.readFileSync(path.join(ROOT, "stacks", "Pulumi.prod.yaml"), "utf8")).config;
+        const r = validateClusterConfig(stack["alicloud-kubeadm:cluster"], stack["alicloud:region"]);
+        strict.deepEqual(r.errors, []);
+        strict.ok(r.warnings.some((w) => /^controlPlane\.publicEndpoint: .*(internal|inside the VPC)/i.test(w)),
+            `a warning at controlPlane.publicEndpoint about the internal endpoint; got: ${JSON.stringify(r.warnings)}`);
     });
 });

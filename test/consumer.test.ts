@@ -159,6 +159,10 @@ const PROVIDER_KINDS: Array<[string, RegExp]> = [
     ["NodeMembership", /-membership$/],
     ["PoolCapacity", /-capacity$/],
     ["BakedImage", /-node-image-image$/],
+    ["AdmissionCertificate", /-admission-tls$/],
+    ["BackupKey", /-backup-key$/],
+    ["MasterMaintenance", /-master-maintenance$/],
+    ["MasterReplacementGuard", /-replacement-guard$/],
 ];
 
 describe("the package as a consumer installs it: npm pack → fresh project (offline) → tsc without skipLibCheck → mocks → provider host", function () {

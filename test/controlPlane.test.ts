@@ -5,13 +5,7 @@ import * as path from "path";
 import { synthesize, type SynthResult } from "../scripts/synth";
 import { USERDATA_BUDGET_BYTES } from "../src/shell/render";
 import { isMutatingAction } from "../src/rules";
-import { unpackScript } from "./tools";
-
-/** Header parameter of a rendered script (`readonly NAME='value'`). */
-function header(script: string, name: string): string | undefined {
-    const m = new RegExp(`^readonly ${name}='((?:[^']|'\\\\'')*)'$`, "m").exec(script);
-    return m ? m[1].replace(/'\\''/g, "'") : undefined;
-}
+import { headerValue, unpackScript } from "./tools";
 
 describe("ControlPlane (mock graph via the stack program)", () => {
     const out = fs.mkdtempSync(path.join(os.tmpdir(), "cp-"));
@@ -40,10 +34,10 @@ describe("ControlPlane (mock graph via the stack program)", () => {
         assert.strictEqual(assoc[0].inputs.instanceId, m.id);
 
         const script = m.rawInputs.userData as string;
-        assert.strictEqual(header(script, "AK_API_ENDPOINT"), "192.168.0.10:6443");
+        assert.strictEqual(headerValue(script, "AK_API_ENDPOINT"), "192.168.0.10:6443");
         const eip = ofType(dev, "alicloud:ecs/eipAddress:EipAddress").find((e) => e.name === "dev-control-plane-api-eip")!;
         assert.ok(eip);
-        assert.match(header(script, "AK_CERT_SANS") ?? "", /^198\.51\.100\.\d+$/, "the public EIP is a certificate SAN");
+        assert.match(headerValue(script, "AK_CERT_SANS") ?? "", /^198\.51\.100\.\d+$/, "the public EIP is a certificate SAN");
         assert.match(script, /^ak_packed=/m, "delivered packed");
         assert.match(unpackScript(script), /kubeadm init --config/);
     });
@@ -68,7 +62,7 @@ describe("ControlPlane (mock graph via the stack program)", () => {
         assert.strictEqual(ofType(prod, "alicloud:ecs/eipAddress:EipAddress").filter((e) => e.parent === "prod-control-plane").length, 0, "no public address");
 
         const m0 = masters.find((m) => m.name === "prod-control-plane-master-0")!;
-        assert.match(header(m0.rawInputs.userData as string, "AK_API_ENDPOINT") ?? "", /^nlb-[0-9a-f]+\..*:6443$/);
+        assert.match(headerValue(m0.rawInputs.userData as string, "AK_API_ENDPOINT") ?? "", /^nlb-[0-9a-f]+\..*:6443$/);
     });
 
     it("prod: masters 1 and 2 have no init userdata and join through ControlPlaneMember with the saved, secret join command", () => {
@@ -77,18 +71,22 @@ describe("ControlPlane (mock graph via the stack program)", () => {
             assert.strictEqual(m.rawInputs.userData, undefined, `${m.name} must not run kubeadm init`);
         }
         const joins = ofType(prod, "pulumi-nodejs:dynamic:Resource").filter((r) => /-join$/.test(r.name));
-        assert.deepStrictEqual(joins.map((j) => j.name).sort(), ["prod-master-1-join", "prod-master-2-join"]);
+        // master 0's member joins a re-created master 0 through the others (docs/disaster-recovery.md#lost-disk-on-master-0)
+        assert.deepStrictEqual(joins.map((j) => j.name).sort(), ["prod-master-0-join", "prod-master-1-join", "prod-master-2-join"]);
         const byName = Object.fromEntries(masters.map((m) => [m.name, m.id]));
         assert.strictEqual(joins.find((j) => j.name === "prod-master-1-join")!.inputs.memberInstanceId, byName["prod-control-plane-master-1"]);
         const [command] = ofType(prod, "alicloud:ecs/command:Command").filter((c) => c.inputs.name === "prod-control-plane-join");
+        const master0 = joins.find((j) => j.name === "prod-master-0-join")!;
+        assert.strictEqual(master0.inputs.memberInstanceId, byName["prod-control-plane-master-0"]);
+        assert.deepStrictEqual(master0.inputs.masterInstanceIds, [byName["prod-control-plane-master-1"], byName["prod-control-plane-master-2"]], "master 0 re-joins through the others");
         for (const j of joins) {
-            assert.strictEqual(j.inputs.masterInstanceId, byName["prod-control-plane-master-0"]);
+            assert.strictEqual(j.inputs.masterInstanceId, byName[j === master0 ? "prod-control-plane-master-1" : "prod-control-plane-master-0"]);
             assert.strictEqual(j.inputs.joinCommandId, command.id, "each member invokes the one saved join command");
             assert.strictEqual(j.rawInputs.joinScript, undefined, "no script travels with the member");
         }
         assert.ok(command.secretInputs.includes("commandContent"), "the join command's content (CA pin) is secret");
         const script = Buffer.from(command.rawInputs.commandContent as string, "base64").toString();
-        assert.match(script, /^readonly AK_CHANNEL='\{\{channel\}\}'$/m, "the token and certificate key arrive sealed on a channel of each invocation");
+        assert.ok(script.endsWith("\n# AK_CHANNEL={{channel}}\n"), "the token and certificate key arrive sealed on a channel of each invocation");
         assert.ok(!/^readonly AK_(BOOTSTRAP_TOKEN|CERTIFICATE_KEY)=/m.test(script), "neither is a parameter");
         assert.strictEqual(ofType(dev, "pulumi-nodejs:dynamic:Resource").filter((r) => /-join$/.test(r.name)).length, 0);
         assert.strictEqual(ofType(dev, "alicloud:ecs/command:Command").filter((c) => c.inputs.name === "dev-control-plane-join").length, 0, "one master: no join command");
@@ -104,6 +102,8 @@ describe("ControlPlane (mock graph via the stack program)", () => {
                 "ess:ModifyScalingGroup", "ess:RemoveInstances", "ecs:DescribeInstanceTypes", "ess:ScaleWithAdjustment"],
             // The admission service: is the instance a member of a pool (or an existing node) now?
             "dev-admission": ["ess:DescribeScalingInstances", "ecs:DescribeInstances"],
+            // etcd backups: PutObject under the cluster's two prefixes of its bucket (test/backupStack.test.ts)
+            "dev-backup": ["oss:PutObject"],
         };
         const policies = ofType(dev, "alicloud:ram/policy:Policy");
         assert.deepStrictEqual(policies.map((p) => p.inputs.policyName).sort(), Object.keys(expected).sort());
@@ -138,6 +138,11 @@ describe("ControlPlane (mock graph via the stack program)", () => {
                 `acs:vpc:${region}:*:routetable/${routeTable}`,
                 ...groups.map((g) => `acs:ess:${region}:*:scalinggroup/${g}`),
                 `acs:ecs:${region}:*:networkinterface/*`, // ENI ids are not known in advance (docs/security.md#ram)
+                // the cluster's etcd backup prefixes in its own bucket
+                ...(() => {
+                    const bucket = String(inputs(r.resources.find((x) => x.type === "alicloud:oss/bucket:Bucket")!).bucket);
+                    return [`acs:oss:*:*:${bucket}/${stack}/hourly/*`, `acs:oss:*:*:${bucket}/${stack}/daily/*`];
+                })(),
             ]);
             const mutating: string[] = [];
             for (const row of rows.filter((x) => x.type === "alicloud:ram/policy:Policy")) {
@@ -149,7 +154,7 @@ describe("ControlPlane (mock graph via the stack program)", () => {
                 }
             }
             assert.deepStrictEqual(mutating.sort(), ["ecs:ModifyNetworkInterfaceAttribute", "ess:ModifyScalingGroup", "ess:RemoveInstances", "ess:ScaleWithAdjustment",
-                "vpc:CreateRouteEntries", "vpc:CreateRouteEntry", "vpc:DeleteRouteEntries", "vpc:DeleteRouteEntry"]);
+                "oss:PutObject", "vpc:CreateRouteEntries", "vpc:CreateRouteEntry", "vpc:DeleteRouteEntries", "vpc:DeleteRouteEntry"]);
         });
     }
 

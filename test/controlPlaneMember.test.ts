@@ -1,10 +1,10 @@
 import * as assert from "assert";
 import { useEmulator } from "../testing/emulator/fixture";
 import { fakeCluster, type FakeCluster } from "../testing/fakeCluster";
-import { controlPlaneMemberProvider, joinControlPlaneMember } from "../src/providers/controlPlaneMember";
+import { CONTROL_PLANE_MEMBER_PROVIDER_VERSION, controlPlaneMemberProvider, joinControlPlaneMember } from "../src/providers/controlPlaneMember";
 import { installNodeChannels, sealReply } from "./nodeChannel";
 import { renderControlPlaneJoinCommand } from "../src/shell/render";
-import { OPERATIONS } from "../src/rules";
+import { fillOperation, OPERATIONS } from "../src/rules";
 import { createCommand, fill, operation } from "../testing/savedCommands";
 import { spawnSync } from "child_process";
 import * as fs from "fs";
@@ -57,6 +57,7 @@ describe("ControlPlaneMember", () => {
     }
     const inputs = (s: { c: FakeCluster; joinCommandId: string; member: string }) => ({
         region: "cn-shanghai", masterInstanceId: s.c.master, memberInstanceId: s.member, joinCommandId: s.joinCommandId, commands: s.c.commands, pollSeconds: 0.02,
+        joinSecretsScript: renderOperation("join-secrets"),
     });
 
     it("gets a fresh certificate key and token from master 0 sealed, sends them sealed to the member's one-use key, waits for Ready", async () => {
@@ -85,6 +86,9 @@ describe("ControlPlaneMember", () => {
         const join = emu.callsOf("InvokeCommand").find((x) => x.params.CommandId === s.joinCommandId)!;
         assert.strictEqual(join.params["InstanceId.1"], member);
         assert.deepStrictEqual(Object.keys(JSON.parse(join.params.Parameters)), ["channel"]);
+        const asked = emu.callsOf("RunCommand").filter((x) => operation("join-secrets").test(Buffer.from(x.params.CommandContent, "base64").toString()));
+        assert.deepStrictEqual(asked.map((x) => x.params["InstanceId.1"]), [c.master], "join-secrets ran once with RunCommand on master 0");
+        assert.ok(!("join-secrets" in c.commands), "join-secrets is not among the saved commands");
         assert.ok(logs.every((l) => !l.includes(TOKEN) && !l.includes(KEY)), "secrets never logged");
         // No request, command content, parameter or output holds a secret in clear.
         for (const secret of [TOKEN, KEY, ENC, KEY1, KEY2]) {
@@ -142,12 +146,12 @@ describe("ControlPlaneMember", () => {
         assert.ok(!c.nodes.has("master-1"));
     });
 
-    it("delete with master 0 stopped (3 masters): runs through master 1, leaves etcd through master 1's etcd", async () => {
+    it("delete with master 0 unreachable (agent offline, NotReady; its etcd member runs) (3 masters): runs through master 1, leaves etcd through master 1's etcd", async () => {
         const s = await setup();
         const { c } = s;
         c.addNode(c.master, { name: "master-0", controlPlane: true });
         const m1 = c.addMaster(), m2 = c.addMaster();
-        ctx.emu.stopInstance(c.master);
+        ctx.emu.setAgentOffline(c.master);
         c.nodes.get("master-0")!.ready = false;
         await controlPlaneMemberProvider.delete!(m2, { ...inputs(s), memberInstanceId: m2, masterInstanceIds: c.masters });
         assert.deepStrictEqual([...c.etcd.keys()], ["master-0", "master-1"]);
@@ -155,9 +159,66 @@ describe("ControlPlaneMember", () => {
         assert.ok(c.log.filter((x) => !x.startsWith(`${m2}:`)).every((x) => x.startsWith(`${m1}:`)), c.log.join("\n"));
     });
 
-    it("a new join command or new command ids are an in-place update, never a replacement (which would reset the member)", async () => {
-        const olds = { region: "r", masterInstanceId: "i-0", memberInstanceId: "i-1", joinCommandId: "c-1", commands: { drain: "c-d" }, providerVersion: "1" };
-        for (const news of [{ ...olds, joinCommandId: "c-2" }, { ...olds, commands: { drain: "c-e" } }]) {
+    it("delete with master 0 stopped (3 masters): removing master 2 would leave one healthy member of two, so it is refused before any step", async () => {
+        const s = await setup();
+        const { c } = s;
+        c.addNode(c.master, { name: "master-0", controlPlane: true });
+        c.addMaster();
+        const m2 = c.addMaster();
+        ctx.emu.stopInstance(c.master);
+        c.nodes.get("master-0")!.ready = false;
+        const before = c.log.length;
+        await assert.rejects(controlPlaneMemberProvider.delete!(m2, { ...inputs(s), memberInstanceId: m2, masterInstanceIds: c.masters }),
+            /removing master-2 would leave 1 healthy of 2 members, under quorum/);
+        assert.deepStrictEqual([...c.etcd.keys()], ["master-0", "master-1", "master-2"], "etcd untouched");
+        assert.ok(c.nodes.has("master-2"), "its Node untouched");
+        assert.deepStrictEqual(c.log.slice(before).filter((x) => !x.endsWith("get-nodes")), [], "nothing but listings ran");
+    });
+
+    it("a join into an etcd that already has a member per master, or has an unhealthy member, is refused before any secret is asked for", async () => {
+        const s = await setup();
+        const { c } = s;
+        c.addNode(c.master, { name: "master-0", controlPlane: true });
+        c.addMaster();
+        const m2 = c.addMaster();
+        const extra = ctx.emu.addInstance({ regionId: "cn-shanghai" }).instanceId;
+        await assert.rejects(joinControlPlaneMember({ ...inputs(s), memberInstanceId: extra, masterInstanceIds: c.masters }), /3 members for 3 masters .*: a join would make 4/);
+        ctx.emu.stopInstance(m2);
+        await assert.rejects(joinControlPlaneMember({ ...inputs(s), memberInstanceId: extra, masterInstanceIds: [...c.masters, extra] }), /not every etcd member is healthy/);
+        assert.ok(!c.log.some((x) => x.includes("join-secrets")));
+    });
+
+    it("a new master 0 is an in-place update of every member (never a replacement, which would remove it from etcd); only a new member instance replaces, delete first", async () => {
+        const olds = { region: "r", masterInstanceId: "i-0", memberInstanceId: "i-1", joinCommandId: "c-1", joinSecretsScript: "a", commands: { drain: "c-d" }, providerVersion: "3" };
+        const d = await controlPlaneMemberProvider.diff!("i-1", olds, { ...olds, masterInstanceId: "i-0b", masterInstanceIds: ["i-0b", "i-1"], providerVersion: "4" });
+        assert.deepStrictEqual([d.changes, d.replaces], [true, []]);
+        const r = await controlPlaneMemberProvider.diff!("i-1", olds, { ...olds, memberInstanceId: "i-1b" });
+        assert.deepStrictEqual([r.replaces, r.deleteBeforeReplace], [["memberInstanceId"], true]);
+    });
+
+    it("state written by provider version 2 (join-secrets a saved command) runs the new code after one pulumi up: updated in place, then removed with the new code", async () => {
+        const s = await setup();
+        const { c, member } = s;
+        c.addNode(c.master, { name: "master-0", controlPlane: true });
+        c.addNode(member, { name: "master-1", controlPlane: true });
+        c.etcd.set("master-1", ctx.emu.instances.get(member)!.privateIp);
+        const { joinSecretsScript: _none, ...v2Inputs } = inputs(s);
+        const v2 = { ...v2Inputs, commands: { ...c.commands, "join-secrets": "c-old-join-secrets", "token-create": "c-old-token-create" }, providerVersion: "2", nodeName: "master-1" };
+        const news = { ...inputs(s), providerVersion: CONTROL_PLANE_MEMBER_PROVIDER_VERSION };
+        const d = await controlPlaneMemberProvider.diff!(member, v2, news);
+        assert.deepStrictEqual([d.changes, d.replaces], [true, []], "an update: the member is not reset");
+        const upd = await controlPlaneMemberProvider.update!(member, v2, news);
+        const outs = upd.outs as typeof news & { nodeName: string };
+        assert.deepStrictEqual([outs.nodeName, outs.providerVersion, outs.joinSecretsScript], ["master-1", CONTROL_PLANE_MEMBER_PROVIDER_VERSION, renderOperation("join-secrets")]);
+        assert.deepStrictEqual(c.log.filter((x) => !x.endsWith("get-nodes")), [], "the update ran nothing");
+        await controlPlaneMemberProvider.delete!(member, { ...outs, masterInstanceIds: [c.master, member] });
+        assert.deepStrictEqual([...c.etcd.keys()], ["master-0"], "removed by the new code");
+        assert.ok(!c.nodes.has("master-1"));
+    });
+
+    it("a new join command, join-secrets script or new command ids are an in-place update, never a replacement (which would reset the member)", async () => {
+        const olds = { region: "r", masterInstanceId: "i-0", memberInstanceId: "i-1", joinCommandId: "c-1", joinSecretsScript: "a", commands: { drain: "c-d" }, providerVersion: "1" };
+        for (const news of [{ ...olds, joinCommandId: "c-2" }, { ...olds, commands: { drain: "c-e" } }, { ...olds, joinSecretsScript: "b" }]) {
             const d = await controlPlaneMemberProvider.diff!("i-1", olds, news);
             assert.deepStrictEqual([d.changes, d.replaces], [true, []]);
         }
@@ -194,7 +255,7 @@ esac
             fs.writeFileSync(path.join(dir, "root", p), content, { mode: 0o600 });
         }
         const key = newRecipient();
-        const r = spawnSync("bash", ["-c", fill(renderOperation("join-secrets"), { recipient: key.publicKey })],
+        const r = spawnSync("bash", ["-c", fillOperation(renderOperation("join-secrets"), "join-secrets", { recipient: key.publicKey })],
             { encoding: "utf8", env: { ...process.env, PATH: `${dir}/bin:${process.env.PATH}`, AK_ROOT: path.join(dir, "root") } });
         const calls = fs.existsSync(path.join(dir, "kubeadm-calls")) ? fs.readFileSync(path.join(dir, "kubeadm-calls"), "utf8").trim().split("\n") : [];
         return { status: r.status, stdout: r.stdout, stderr: r.stderr, opened: r.status === 0 ? key.open(r.stdout.trim()) : undefined, kubeadm: calls };

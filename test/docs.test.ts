@@ -39,6 +39,7 @@ const FULL: DeepRequired<ClusterConfigInput> = {
     },
     controlPlane: { count: 1, instanceType: "ecs.g7.large", publicEndpoint: true, systemDisk: { category: "cloud_essd", size: 40 }, deletionProtection: false },
     image: { id: "m-docs", nameRegex: "^ubuntu_24_04_x64", bake: true, bakeInstanceType: "ecs.g7.large" },
+    backup: { intervalMinutes: 60, hourlyRetentionDays: 7, dailyRetentionDays: 365, keyGeneration: 1 },
     nodePools: [{
         name: "pool", instanceType: "ecs.g7.large", instanceTypes: ["ecs.g7.large"], size: 1, autoscale: { min: 0, max: 1 }, systemDisk: { category: "cloud_essd", size: 40 },
         imageId: "m-docs", tokenTtl: "0", labels: { team: "a" }, taints: ["a:PreferNoSchedule"],
@@ -57,7 +58,8 @@ const FULL: DeepRequired<ClusterConfigInput> = {
         clusterAutoscalerRepository: "registry.k8s.io/autoscaling/cluster-autoscaler", kubernetesRepository: "registry.k8s.io", packageMirror: "https://pkgs.k8s.io",
         admission: "docker.io/library/node:22.12.0-alpine3.20",
     },
-    admission: { identityCertificate: DOCS_TEST_CERTIFICATE, joinTag: "alicloud-kubeadm/join=dev" },
+    admission: { identityCertificate: DOCS_TEST_CERTIFICATE, joinTag: "alicloud-kubeadm/join=dev", readmitAfterSeconds: 300, allowSha1: true },
+    podSecurity: { exemptNamespaces: ["monitoring"] },
     tags: { team: "a" },
 };
 
@@ -101,7 +103,7 @@ describe("README documents the config", () => {
         const known = new Set(keyPaths(FULL));
         // A row's first name is a full path; a later one without a dot is its sibling (`image.id` / `nameRegex`).
         const named = rows.flatMap((cell) => {
-            const names = [...cell.matchAll(/`([A-Za-z[\].]+)/g)].map((m) => m[1]);
+            const names = [...cell.matchAll(/`([A-Za-z0-9[\].]+)/g)].map((m) => m[1]);
             const parent = names[0].slice(0, names[0].lastIndexOf(".") + 1);
             return names.map((n, i) => (i === 0 || n.includes(".") ? n : `${parent}${n}`));
         });

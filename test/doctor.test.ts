@@ -1,4 +1,5 @@
 import * as assert from "assert";
+import * as strict from "node:assert/strict";
 import { execFile, spawnSync } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
@@ -16,6 +17,8 @@ import { operation, saveNodeCommands } from "../testing/savedCommands";
 import { parseClusterInfo } from "../src/doctor/clusterInfo";
 import { helpText } from "../scripts/doctor";
 
+const ROOT = path.join(__dirname, "..");
+
 const REGION = "cn-hangzhou";
 const SECRET = "0123456789abcdef";
 
@@ -31,6 +34,10 @@ interface Model {
     bootstrapLogs: Record<string, string>;
     /** Per master: certificate name → notAfter (ISO), and whether the renewal timer is enabled. */
     certs: Record<string, { expiry: Record<string, string>; timer: boolean }>;
+    /** The CSR auto-approval bindings (doctor-join.sh `auto_approved`); none by default. */
+    autoApproved?: string;
+    /** The admission service's NodeAdmitted Events (doctor-join.sh `admitted`); none by default. */
+    admitted?: string;
 }
 
 /** A healthy cluster in the emulator: master 0, a fixed pool of 2, an autoscaled pool of 1, one existing node, routes, tokens. */
@@ -109,6 +116,8 @@ function registerFakeMaster(emu: Emulator, m: Model): void {
             tokens: { out: m.tokens.map((t) => JSON.stringify({ kind: "BootstrapToken", apiVersion: "output.kubeadm.k8s.io/v1alpha3", creationTimestamp: null, token: `${t.id}.${SECRET}`,
                 description: "alicloud-kubeadm", ...(t.expires ? { ttl: "720h0m0s", expires: t.expires } : {}), usages: t.usages ?? ["authentication", "signing"],
                 groups: ["system:bootstrappers:kubeadm:default-node-token"] }, null, 4)).join("\n") },
+            autoapprove: { out: m.autoApproved ?? "" },
+            admitted: { out: m.admitted ?? "" },
             readyz: { out: m.readyz, rc: /check passed/.test(m.readyz) ? 0 : 1 },
             etcd: { out: m.etcdIps.map((ip, i) => `8e9e05c52164694${i}, started, master-${i}, https://${ip}:2380, https://${ip}:2379, false`).join("\n") },
         }),
@@ -328,6 +337,42 @@ describe("doctor", () => {
         const expiring = model.tokens.filter((t) => t.expires).map((t) => t.id);
         for (const id of expiring) assert.ok(!findings.some((f) => f.subject === `token ${id}`), "a token with an expiry is not flagged");
         assert.ok(!renderJson("dev", findings).includes(SECRET));
+    });
+
+    it("names every token in a group kubeadm auto-approves (a kubelet certificate for any node name), with who uses it", async () => {
+        const { emu } = ctx;
+        const { info, model } = await stage(emu);
+        model.autoApproved = "kubeadm:node-autoapprove-bootstrap\tsystem:bootstrappers:kubeadm:default-node-token,\n";
+        model.tokens.push({ id: "initok", expires: new Date(Date.now() + 86400_000).toISOString().slice(0, 19) + "Z" });
+        const findings = await runDoctor(info, { ...fast, checks: ["join"] });
+        for (const id of model.tokens.map((t) => t.id)) {
+            const f = findings.find((x) => x.status === "warning" && x.subject === `token ${id}` && /which kubeadm auto-approves/.test(x.evidence));
+            assert.ok(f, `${id}: ${renderTable("dev", findings)}`);
+            assert.match(f.evidence, /in group system:bootstrappers:kubeadm:default-node-token, which kubeadm auto-approves \(ClusterRoleBinding kubeadm:node-autoapprove-bootstrap\)/);
+        }
+        const init = findings.find((x) => x.subject === "token initok" && /auto-approves/.test(x.evidence))!;
+        assert.strictEqual(init.next, "delete it on a master unless something joins with it: `kubeadm token delete initok`");
+        assert.match(findings.find((x) => x.subject === "token ghijkl" && /auto-approves/.test(x.evidence))!.evidence, /used by pool elastic/);
+        // No auto-approval binding (or only admission's tokens in other groups): nothing to say.
+        model.autoApproved = "";
+        assert.ok(!(await runDoctor(info, { ...fast, checks: ["join"] })).some((x) => /auto-approves/.test(x.evidence)));
+        assert.ok(!renderJson("dev", findings).includes(SECRET));
+    });
+
+    it("reports the digest the recent joins' identity signatures used: SHA-1 a warning (accepted by admission.allowSha1), SHA-256 alone ok", async () => {
+        const { emu } = ctx;
+        const { info, model } = await stage(emu);
+        const event = (id: string, md: string) => `2026-12-03T10:00:00Z\tadmitted ${id} (pool general, Pending) as ${REGION}.${id}; identity signed with ${md}`;
+        model.admitted = [event("i-1", "sha256"), event("i-2", "sha1")].join("\n");
+        let f = (await runDoctor(info, { ...fast, checks: ["join"] })).find((x) => x.subject === "identity signature digest");
+        assert.equal(f?.status, "warning");
+        assert.match(f!.evidence, /used sha256 ×1, sha1 ×1: SHA-1 is accepted \(admission\.allowSha1\)/);
+        model.admitted = event("i-1", "sha256");
+        f = (await runDoctor(info, { ...fast, checks: ["join"] })).find((x) => x.subject === "identity signature digest");
+        assert.equal(f?.status, "ok");
+        assert.match(f!.evidence, /used sha256 ×1 \(no SHA-1/);
+        model.admitted = "";
+        assert.ok(!(await runDoctor(info, { ...fast, checks: ["join"] })).some((x) => x.subject === "identity signature digest"), "no recent join, nothing to say");
     });
 
     it("names a failing /readyz and an etcd member that is not a master", async () => {
@@ -560,5 +605,44 @@ describe("doctor CLI", () => {
         const none = await cli(["--stack", "dev"], { PATH: "/nonexistent" });
         assert.strictEqual(none.code, 2);
         assert.match(none.stderr, /Pulumi CLI is not installed here: run `pulumi stack output --json --stack dev > outputs\.json`/);
+    });
+});
+
+describe("doctor with an unusable credential file", () => {
+    it("a credential file that holds no credentials: one message, exit 2, no DNS lookup (no host \"undefined\")", async function () {
+        this.timeout(120_000);
+        const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "doctor-credentials-"));
+        try {
+            fs.mkdirSync(path.join(tmp, ".alibabacloud"));
+            fs.writeFileSync(path.join(tmp, ".alibabacloud", "credentials"), ""); // e.g. left empty, or another profile's
+            const lookups = path.join(tmp, "lookups.txt");
+            const spy = path.join(tmp, "spy.js");
+            fs.writeFileSync(spy, `const dns = require("dns"); const fs = require("fs"); const lookup = dns.lookup;
+dns.lookup = function (host, ...rest) { fs.appendFileSync(${JSON.stringify(lookups)}, host + "\\n"); return lookup.call(this, host, ...rest); };`);
+            fs.writeFileSync(path.join(tmp, "outputs.json"), JSON.stringify({
+                clusterInfo: {
+                    name: "dev", region: "cn-hangzhou", kubernetesVersion: "1.36.3", masterInstanceIds: ["i-master0"], apiEndpoint: "192.168.0.10:6443",
+                    routeTableId: "vtb-1", podCidr: "172.16.0.0/16",
+                    pools: [{ name: "general", mode: "fixed", size: 2, min: 0, max: 2, scalingGroupId: "asg-1", tokenId: "abcdef" }],
+                    existingNodes: [],
+                    commands: Object.fromEntries(["list-nodes", "pod-owners", "drain", "uncordon", "delete-node", "etcd-member-remove", "reset", "token-create",
+                        "token-delete", "join-secrets", "doctor-nodes", "doctor-autoscaler", "doctor-join", "doctor-bootstrap-log"].map((k) => [k, `c-${k}`])),
+                },
+            }));
+            const env: NodeJS.ProcessEnv = {
+                PATH: process.env.PATH, HOME: tmp, NO_COLOR: "1", NODE_OPTIONS: `-r ${spy}`,
+                ALICLOUD_KUBEADM_ENDPOINT: "http://127.0.0.1:9", // the configured endpoint: an address, so nothing to look up
+            };
+            const r = await new Promise<{ code: number; out: string }>((resolve) => {
+                execFile(process.execPath, [require.resolve("ts-node/dist/bin"), "--transpile-only", path.join(ROOT, "scripts", "doctor.ts"), "--outputs", path.join(tmp, "outputs.json")],
+                    { env, encoding: "utf8", timeout: 100_000 }, (err, stdout, stderr) => resolve({ code: err ? (typeof err.code === "number" ? err.code : -1) : 0, out: stdout + stderr }));
+            });
+            strict.equal(r.code, 2, r.out);
+            const looked = fs.existsSync(lookups) ? fs.readFileSync(lookups, "utf8").trim().split("\n") : [];
+            strict.deepEqual(looked, [], `DNS lookups beyond the configured endpoint:\n${r.out}`);
+            strict.ok((r.out.match(/credential/gi) ?? []).length <= 3, `the credential problem is said once, not per check:\n${r.out}`);
+        } finally {
+            fs.rmSync(tmp, { recursive: true, force: true });
+        }
     });
 });

@@ -9,9 +9,9 @@ import type { Emulator } from "../testing/emulator";
 import { installMocks, type Recorder } from "../testing/mockRuntime";
 import { parseClusterConfig } from "../src/config";
 import { joinExistingNode, membershipProblems, nodeMembershipProvider, type NodeMembershipInputs } from "../src/providers/nodeMembership";
-import { renderAttachCommand, renderAttachNode } from "../src/shell/render";
+import { PARAMETER_MARKER, renderAttachCommand, renderAttachNode } from "../src/shell/render";
 import type { NodeCommandIds } from "../src/rules";
-import { OPERATIONS } from "../src/rules";
+import { formatProblem, OPERATIONS } from "../src/rules";
 import { createCommand, saveNodeCommands } from "../testing/savedCommands";
 import { installNodeChannels } from "./nodeChannel";
 
@@ -74,7 +74,7 @@ describe("NodeMembership (emulator)", () => {
         assert.deepStrictEqual(onNode.map((r) => r.params.CommandId), [commands["channel-open"], commands["channel-receive"], attachCommandId]);
         const params = JSON.parse(onNode[2].params.Parameters);
         assert.deepStrictEqual(params, { labels: "role=legacy", taints: "legacy=true:NoSchedule", channel: JSON.parse(onNode[0].params.Parameters).channel });
-        assert.match(ran, /^readonly AK_NODE_LABELS='role=legacy'$/m, "Cloud Assistant filled the labels into the saved script");
+        assert.match(ran, /^# AK_NODE_LABELS=role=legacy$/m, "Cloud Assistant filled the labels into the saved script's parameter lines");
         assert.ok(emu.calls.every((c) => !c.body.includes(TOKEN.slice(7)) && !c.url.includes(TOKEN.slice(7))), "no request holds the token");
         assert.ok([...emu.state.invocations.values()].every((inv) => !JSON.stringify(inv).includes(TOKEN.slice(7))), "no record holds the token");
         assert.strictEqual(invokes.indexOf(onNode[0]), 0, "the channel is opened first");
@@ -135,13 +135,13 @@ describe("NodeMembership (emulator)", () => {
         assert.deepStrictEqual([inst.status, inst.imageId, inst.userDataRuns], ["Running", "ubuntu_24_04_x64_20G_alibase_20260101.vhd", 1]);
         assert.ok(progress.some((m) => m.includes("waiting for Stopped (now Stopping)")), progress.join("\n"));
         assert.ok(progress.some((m) => m.includes("waiting for Running (now Starting)")), progress.join("\n"));
-        // issue 13 point 15: the new system disk keeps the instance's key pair, not the image's preset password.
+        // The new system disk keeps the instance's key pair, not the image's preset password.
         assert.strictEqual(ecs[2].params.KeyPairName, "ops-key");
         assert.strictEqual(ecs[2].params.PasswordInherit, undefined);
         assert.deepStrictEqual([inst.keyPairName, inst.passwordSource], ["ops-key", "instance"]);
     });
 
-    it("issue 13 point 15: auto on an instance that logs in by password only is refused before anything changes", async () => {
+    it("auto on an instance that logs in by password only is refused before anything changes", async () => {
         const { emu } = ctx;
         const master = emu.addInstance().instanceId;
         const node = emu.addInstance({ imageId: "old-image", keyPairName: "" }).instanceId;
@@ -153,7 +153,7 @@ describe("NodeMembership (emulator)", () => {
     });
 
     for (const start of ["Stopped", "Stopping"] as const) {
-        it(`issue 13 point 16: auto on a ${start} instance sends no StopInstance${start === "Stopping" ? " (it waits the stop out)" : ""}`, async () => {
+        it(`auto on a ${start} instance sends no StopInstance${start === "Stopping" ? " (it waits the stop out)" : ""}`, async () => {
             const { emu } = ctx;
             emu.state.transitionMs = 60;
             const master = emu.addInstance().instanceId;
@@ -212,9 +212,9 @@ describe("NodeMembership (emulator)", () => {
 
     it("membershipProblems lists every problem; a new instance or mode replaces (leave first), a new script does not re-join", async () => {
         const p = membershipProblems({ region: REGION, instanceId: "i-x", mode: "auto", userData: SCRIPT, masterInstanceId: "i-m", commands });
-        assert.strictEqual(p.length, 2, p.join("\n"));
-        assert.deepStrictEqual(membershipProblems({ ...inputs("i-x", "i-m"), attachCommandId: undefined }).map((x) => x.split(":")[0]), ["attachCommandId"]);
-        assert.deepStrictEqual(membershipProblems({ ...inputs("i-x", "i-m"), token: undefined }).map((x) => x.split(":")[0]), ["token"]);
+        assert.strictEqual(p.length, 2, p.map(formatProblem).join("\n"));
+        assert.deepStrictEqual(membershipProblems({ ...inputs("i-x", "i-m"), attachCommandId: undefined }).map((x) => x.path), ["attachCommandId"]);
+        assert.deepStrictEqual(membershipProblems({ ...inputs("i-x", "i-m"), token: undefined }).map((x) => x.path), ["token"]);
         const olds = { ...inputs("i-x", "i-m"), nodeName: "n", providerId: `${REGION}.i-x` };
         const d = await nodeMembershipProvider.diff!("x", olds, { ...inputs("i-x", "i-m"), mode: "auto", replaceSystemDisk: true, imageId: "img" });
         assert.deepStrictEqual([d.replaces, d.deleteBeforeReplace], [["mode"], true]);
@@ -266,9 +266,9 @@ describe("ExistingNode (mock graph)", () => {
         assert.deepStrictEqual([cmd.inputs.name, cmd.inputs.type, cmd.inputs.enableParameter], ["example-attach", "RunShellScript", true]);
         assert.ok(cmd.secretInputs.includes("commandContent"));
         const script = Buffer.from(cmd.rawInputs.commandContent as string, "base64").toString("utf8");
-        assert.match(script, /^readonly AK_NODE_LABELS='\{\{labels\}\}'$/m);
-        assert.match(script, /^readonly AK_NODE_TAINTS='\{\{taints\}\}'$/m);
-        assert.match(script, /^readonly AK_CHANNEL='\{\{channel\}\}'$/m);
+        assert.ok(script.endsWith(`\nexit\n${PARAMETER_MARKER}\n# AK_NODE_LABELS={{labels}}\n# AK_NODE_TAINTS={{taints}}\n# AK_CHANNEL={{channel}}\n`),
+            "labels, taints and the channel are the last lines, after the final exit");
+        assert.strictEqual(script.match(/\{\{/g)?.length, 3, "no other placeholder anywhere");
         assert.ok(!script.includes("AK_BOOTSTRAP_TOKEN=") && script.includes(CA_HASH), "no token in the command");
         assert.ok((cmd.rawInputs.commandContent as string).length <= 18 * 1024);
     });

@@ -1,5 +1,5 @@
 /**
- * The removal fault matrix (issue 13): for a pool node released and one kept, a pool member released with no
+ * The removal fault matrix: for a pool node released and one kept, a pool member released with no
  * Node yet (fenced: protected and stopped before its release), an existing node and a
  * control-plane member, every API call of a clean removal fails once in turn (refused, or applied with its
  * answer lost), every command exits 1 once in turn, and the caller "crashes" after every mutating call (from

@@ -6,7 +6,8 @@ import * as path from "path";
 import * as YAML from "yaml";
 import { useEmulator } from "../testing/emulator/fixture";
 import { caCertHash, joinInfoProvider, readJoinInfo, revokeStackCredential, rewriteKubeconfigServer } from "../src/providers/joinInfo";
-import { headerValue, sealReply } from "./nodeChannel";
+import { sealReply } from "./nodeChannel";
+import { headerValue } from "./tools";
 import { renderOperation } from "../src/shell/render";
 import { operation } from "../testing/savedCommands";
 
@@ -47,7 +48,7 @@ const SA_TOKEN = "eyJhbGciOiJSUzI1NiIsImtpZCI6InRlc3QifQ.eyJzdWIiOiJzeXN0ZW06c2V
 /** master 0's answer to stack-credential: the token sealed to the provider's one-use key; records the credential names. */
 function stackCredential(made: string[]) {
     return (c: { script: string }) => {
-        made.push(headerValue(c.script, "AK_CREDENTIAL"));
+        made.push(headerValue(c.script, "AK_CREDENTIAL") ?? "");
         return { output: sealReply(c.script, SA_TOKEN) };
     };
 }
@@ -102,7 +103,7 @@ describe("JoinInfo", () => {
         const made: string[] = [];
         emu.onCommand(operation("stack-credential"), stackCredential(made));
         const revoked: string[] = [];
-        emu.onCommand(operation("stack-credential-revoke"), (c) => { revoked.push(headerValue(c.script, "AK_CREDENTIAL")); return { output: "revoked\n" }; });
+        emu.onCommand(operation("stack-credential-revoke"), (c) => { revoked.push(headerValue(c.script, "AK_CREDENTIAL") ?? ""); return { output: "revoked\n" }; });
         const first = await joinInfoProvider.create!(inputs(master));
         const updated = await joinInfoProvider.update!(first.id, first.outs, inputs(master));
         assert.strictEqual(updated.outs.credential, first.outs.credential, "an update keeps the credential");

@@ -11,9 +11,9 @@ const ROOT = path.join(__dirname, "..");
 
 /** src/ folders (and files) by layer, bottom first: a module may import its own layer and those below. */
 const LAYERS: string[][] = [
-    ["rules"],
-    ["cloud", "config.ts", "configTypes.ts", "admission"],
-    ["shell", "removal", "doctor"],
+    ["rules", "validated.ts"],
+    ["cloud", "config.ts", "configTypes.ts", "configSlices.ts", "admission"],
+    ["shell", "removal", "doctor", "recovery"],
     ["providers"],
     ["components"],
     ["index.ts"],

@@ -7,11 +7,12 @@
  */
 import * as assert from "node:assert/strict";
 import {
-    renderAttachCommand, renderAttachNode, renderControlPlaneJoinCommand, renderMasterInit, type AttachNodeParams, type MasterInitParams,
+    renderAttachCommand, renderAttachNode, renderControlPlaneJoinCommand, renderMasterInit, renderOperation, type AttachNodeParams, type MasterInitParams,
 } from "../src/shell/render";
 import { fill } from "../testing/savedCommands";
 import { callsOf, makeSandbox, type RunResult, type Sandbox } from "../testing/sandbox";
 import { readRuleSet, verdict, type Packet } from "../testing/sandbox/iptables";
+import { assertOk } from "./tools";
 
 const UNIT = "/etc/systemd/system/alicloud-kubeadm-metadata-block.service";
 const BLOCK = "/usr/local/sbin/alicloud-kubeadm-metadata-block";
@@ -41,14 +42,12 @@ const SCRIPTS: Array<[string, () => string, string, string?]> = [
 ];
 
 const POD_TO_METADATA: Packet = { in: "cni0", out: "eth0", src: "172.16.3.7", dst: "100.100.100.200" };
+/** A pod to a Service whose endpoint is the metadata address (kube-proxy DNATs it in nat PREROUTING, after raw). */
+const POD_VIA_SERVICE: Packet = { in: "cni0", out: "eth0", src: "172.16.3.7", dst: "10.96.0.50" };
+const POD_TO_SERVICE: Packet = { in: "cni0", out: "eth0", src: "172.16.3.7", dst: "10.96.0.60" };
+const MANGLE_DROP = { verdict: "dropped", table: "mangle", chain: "AK-METADATA-BLOCK", rule: "-d 100.100.100.200/32 -j DROP", dnat: "100.100.100.200" };
 const POD_TO_INTERNET: Packet = { in: "cni0", out: "eth0", src: "172.16.3.7", dst: "203.0.113.9" };
 const HOST_TO_METADATA: Packet = { out: "eth0", src: "192.168.0.20", dst: "100.100.100.200" };
-
-function assertOk(r: RunResult, sb: Sandbox): void {
-    if (r.code === 0) return;
-    const logs = ["master-init", "attach-node"].map((n) => sb.read(`/var/log/alicloud-kubeadm/${n}.log`)).filter(Boolean).join("\n");
-    assert.fail(`script exited ${r.code}\nstderr:\n${r.stderr}\nlog:\n${logs}`);
-}
 
 /** What flannel (--ip-masq, v0.28) and kube-proxy (iptables mode) put in place once they run, plus a rule that accepts everything in raw PREROUTING. */
 const OTHERS_RULES = [
@@ -66,6 +65,19 @@ const OTHERS_RULES = [
     "iptables -t filter -I FORWARD 1 -j KUBE-FORWARD",
     "iptables -t mangle -I PREROUTING 1 -j ACCEPT",
     "iptables -t raw -I PREROUTING 1 -j ACCEPT",
+    // kube-proxy (iptables mode) for two Services: one whose endpoint someone set to the metadata address, one ordinary.
+    "iptables -t nat -N KUBE-SVC-METADATA",
+    "iptables -t nat -N KUBE-SEP-METADATA",
+    "iptables -t nat -A KUBE-SERVICES -d 10.96.0.50/32 -p tcp -m tcp --dport 80 -j KUBE-SVC-METADATA",
+    "iptables -t nat -A KUBE-SVC-METADATA -j KUBE-SEP-METADATA",
+    "iptables -t nat -A KUBE-SEP-METADATA -p tcp -m tcp -j DNAT --to-destination 100.100.100.200:80",
+    "iptables -t nat -N KUBE-SVC-WEB",
+    "iptables -t nat -N KUBE-SEP-WEB",
+    "iptables -t nat -A KUBE-SERVICES -d 10.96.0.60/32 -p tcp -m tcp --dport 80 -j KUBE-SVC-WEB",
+    "iptables -t nat -A KUBE-SVC-WEB -j KUBE-SEP-WEB",
+    "iptables -t nat -A KUBE-SEP-WEB -p tcp -m tcp -j DNAT --to-destination 172.16.9.4:8080",
+    // and a mangle rule that accepts everything in FORWARD
+    "iptables -t mangle -I FORWARD 1 -j ACCEPT",
 ];
 
 describe("metadata block: pods cannot reach 100.100.100.200", () => {
@@ -96,15 +108,18 @@ describe("metadata block: pods cannot reach 100.100.100.200", () => {
             };
             const enabled = seq((c) => c.cmd === "systemctl" && c.args.join(" ") === "enable alicloud-kubeadm-metadata-block.service");
             const applied = seq((c) => c.cmd === "iptables" && c.args.includes("PREROUTING") && c.args.includes("-I"));
+            const appliedAfterDnat = seq((c) => c.cmd === "iptables" && c.args.includes("mangle") && c.args.includes("FORWARD") && c.args.includes("-I"));
             const kubeletEnabled = seq((c) => c.cmd === "systemctl" && c.args.join(" ") === "enable kubelet");
             const kubeadm = callsOf(r.calls, "kubeadm", sub)[0]?.seq;
             assert.ok(kubeadm, `kubeadm ${sub} ran`);
-            assert.ok(enabled < kubeletEnabled && applied < kubeletEnabled && kubeletEnabled < kubeadm,
-                "unit enabled and block applied before the kubelet is enabled and before kubeadm starts it");
+            assert.ok(enabled < kubeletEnabled && applied < kubeletEnabled && appliedAfterDnat < kubeletEnabled && kubeletEnabled < kubeadm,
+                "unit enabled and both rules applied before the kubelet is enabled and before kubeadm starts it");
             const rules = readRuleSet(sb.env.AK_STUB_STATE);
             assert.deepEqual(verdict(rules, POD_TO_METADATA), { verdict: "dropped", table: "raw", chain: "AK-METADATA-BLOCK",
                 rule: "! -i lo -d 100.100.100.200/32 -j DROP" });
             assert.deepEqual(verdict(rules, HOST_TO_METADATA), { verdict: "passed" }, "the node itself keeps the metadata service");
+            assert.deepEqual(rules.mangle.FORWARD, [["-j", "AK-METADATA-BLOCK"]]);
+            assert.deepEqual(rules.mangle["AK-METADATA-BLOCK"], [["-d", "100.100.100.200/32", "-j", "DROP"]]);
         });
     }
 
@@ -114,9 +129,10 @@ describe("metadata block: pods cannot reach 100.100.100.200", () => {
         // Flannel, kube-proxy and some other raw rule arrive after the first run (as on a running node).
         const others = await sb.run(OTHERS_RULES.join("\n"));
         assert.equal(others.code, 0, others.stderr);
-        // Without the block's jump (as after an iptables flush or a boot before the unit runs), pods would pass:
+        // Without the block's jumps (as after an iptables flush or a boot before the unit runs), pods would pass:
         const withoutBlock = readRuleSet(sb.env.AK_STUB_STATE);
         withoutBlock.raw.PREROUTING = withoutBlock.raw.PREROUTING.filter((r) => !r.includes("AK-METADATA-BLOCK"));
+        withoutBlock.mangle.FORWARD = withoutBlock.mangle.FORWARD.filter((r) => !r.includes("AK-METADATA-BLOCK"));
         assert.equal(verdict(withoutBlock, POD_TO_METADATA).verdict, "passed", "the model lets a pod through when the block is missing");
 
         const unit = sb.read(UNIT) ?? "";
@@ -133,7 +149,41 @@ describe("metadata block: pods cannot reach 100.100.100.200", () => {
             assert.equal(verdict(rules, { ...POD_TO_METADATA, in: "veth1234" }).verdict, "dropped", "whatever interface a pod's packet enters on");
             assert.deepEqual(verdict(rules, POD_TO_INTERNET), { verdict: "passed" }, "other pod traffic is untouched");
             assert.deepEqual(verdict(rules, HOST_TO_METADATA), { verdict: "passed" }, "host-network processes keep the metadata service");
+            assert.deepEqual(rules.mangle.FORWARD[0], ["-j", "AK-METADATA-BLOCK"], `boot ${boot}: the block is the first rule of mangle FORWARD`);
+            assert.equal(rules.mangle.FORWARD.filter((x) => x.includes("AK-METADATA-BLOCK")).length, 1, `boot ${boot}: exactly one jump`);
+            assert.deepEqual(verdict(rules, POD_VIA_SERVICE), MANGLE_DROP, "a Service whose endpoint is the metadata address: dropped after DNAT");
+            // With the raw rule alone (this project before the mangle rule), that Service reached the metadata service:
+            const rawOnly = { ...rules, mangle: { ...rules.mangle, FORWARD: rules.mangle.FORWARD.filter((r) => !r.includes("AK-METADATA-BLOCK")) } };
+            assert.equal(verdict(rawOnly, POD_TO_METADATA).verdict, "dropped");
+            assert.deepEqual(verdict(rawOnly, POD_VIA_SERVICE), { verdict: "passed", dnat: "100.100.100.200" }, "the raw rule alone misses the Service path");
+            assert.deepEqual(verdict(rules, POD_TO_SERVICE), { verdict: "passed", dnat: "172.16.9.4" }, "other Services are untouched");
         }
+    });
+
+    it("the reset operation flushes mangle and puts the block back at once; a re-join applies it again before the kubelet", async () => {
+        const sb = sandbox();
+        assertOk(await sb.run(renderAttachNode(attach)), sb);
+        const others = await sb.run(OTHERS_RULES.join("\n"));
+        assert.equal(others.code, 0, others.stderr);
+        const reset = await sb.run(renderOperation("reset"));
+        assert.equal(reset.code, 0, reset.stderr);
+        const flushed = reset.calls.findIndex((c) => c.cmd === "iptables" && c.args.join(" ") === "-t mangle -F");
+        const reapplied = reset.calls.findIndex((c) => c.cmd === "iptables" && c.args.join(" ").includes("-t mangle -I FORWARD 1 -j AK-METADATA-BLOCK"));
+        assert.ok(flushed >= 0 && reapplied > flushed, "flushed, then applied again");
+        let rules = readRuleSet(sb.env.AK_STUB_STATE);
+        assert.deepEqual(rules.mangle.FORWARD, [["-j", "AK-METADATA-BLOCK"]]);
+        assert.deepEqual(rules.raw.PREROUTING[0], ["-j", "AK-METADATA-BLOCK"]);
+        // kube-proxy's rules come back with the next join; the block is ahead of them again.
+        assert.equal((await sb.run(OTHERS_RULES.filter((r) => /-t nat/.test(r)).join("\n"))).code, 0);
+        rules = readRuleSet(sb.env.AK_STUB_STATE);
+        assert.deepEqual(verdict(rules, POD_VIA_SERVICE).verdict, "dropped");
+        const rejoin = await sb.run(renderAttachNode(attach));
+        assertOk(rejoin, sb);
+        const kubeletEnabled = rejoin.calls.find((c) => c.cmd === "systemctl" && c.args.join(" ") === "enable kubelet")!.seq;
+        assert.ok(rejoin.calls.some((c) => c.cmd === "iptables" && c.args.join(" ").includes("-t mangle -I FORWARD 1 -j AK-METADATA-BLOCK") && c.seq < kubeletEnabled));
+        rules = readRuleSet(sb.env.AK_STUB_STATE);
+        assert.deepEqual(rules.mangle.FORWARD[0], ["-j", "AK-METADATA-BLOCK"]);
+        assert.deepEqual(verdict(rules, POD_VIA_SERVICE), MANGLE_DROP);
     });
 
     it("a node where the block cannot be installed stops before the kubelet starts", async () => {

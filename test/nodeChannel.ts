@@ -6,16 +6,16 @@
 import type { Emulator } from "../testing/emulator";
 import { newRecipient, seal, type Recipient } from "../src/cloud/channel";
 import { operation } from "../testing/savedCommands";
+import { headerValue } from "./tools";
 
-/** The value of a `readonly NAME='value'` header line of a rendered script ("" when absent). */
-export function headerValue(script: string, name: string): string {
-    const m = new RegExp(`^readonly ${name}='((?:[^']|'\\\\'')*)'$`, "m").exec(script);
-    return m ? m[1].replace(/'\\''/g, "'") : "";
+/** A header parameter of the script Cloud Assistant ran ("" when absent). */
+function parameter(script: string, name: string): string {
+    return headerValue(script, name) ?? "";
 }
 
 /** Seals `plaintext` to the AK_RECIPIENT of the script, as `ak_seal` does on the node. */
 export function sealReply(script: string, plaintext: string): string {
-    return `${seal(headerValue(script, "AK_RECIPIENT"), plaintext)}\n`;
+    return `${seal(parameter(script, "AK_RECIPIENT"), plaintext)}\n`;
 }
 
 /** Channel keys the fake nodes made and secrets they received (instance id → channel id → …). */
@@ -43,21 +43,21 @@ export function installNodeChannels(emu: Emulator): NodeChannels {
     const received = new Map<string, Map<string, string>>();
     emu.onCommand(operation("channel-open"), (c) => {
         const key = newRecipient();
-        slot(keys, c.instanceId).set(headerValue(c.script, "AK_CHANNEL"), key);
+        slot(keys, c.instanceId).set(parameter(c.script, "AK_CHANNEL"), key);
         return { output: `${key.publicKey}\n` };
     });
     emu.onCommand(operation("channel-receive"), (c) => {
-        const channel = headerValue(c.script, "AK_CHANNEL");
+        const channel = parameter(c.script, "AK_CHANNEL");
         const key = slot(keys, c.instanceId).get(channel);
         if (!key) return { exitCode: 1, output: `error: channel ${channel} is not open on this instance\n` };
         slot(keys, c.instanceId).delete(channel);
-        slot(received, c.instanceId).set(channel, key.open(headerValue(c.script, "AK_SEALED")));
+        slot(received, c.instanceId).set(channel, key.open(parameter(c.script, "AK_SEALED")));
         return { output: "received\n" };
     });
     return {
         keys, received,
         take(instanceId: string, script: string): string {
-            const channel = headerValue(script, "AK_CHANNEL");
+            const channel = parameter(script, "AK_CHANNEL");
             const secret = slot(received, instanceId).get(channel);
             if (secret === undefined) throw new Error(`nothing received on channel ${channel} on ${instanceId}`);
             slot(received, instanceId).delete(channel);

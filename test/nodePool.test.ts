@@ -6,15 +6,15 @@ import * as YAML from "yaml";
 import { useEmulator } from "../testing/emulator/fixture";
 import { installMocks, type Recorder } from "../testing/mockRuntime";
 import { redactUserdata, USERDATA_BUDGET_BYTES } from "../src/shell/render";
-import { scalingConfigurationTags } from "../src/rules";
+import { kubeletMaySetLabel, POOL_LABEL, scalingConfigurationTags } from "../src/rules";
 import { parseClusterConfig } from "../src/config";
-import { drainPool, setPoolCapacity, poolCapacityProvider, type PoolCapacityInputs } from "../src/providers/poolCapacity";
+import { drainPool, setPoolCapacity, poolCapacityProvider, POOL_CAPACITY_PROVIDER_VERSION, type PoolCapacityInputs } from "../src/providers/poolCapacity";
 import type { NodeCommandIds } from "../src/rules";
 import { fakeCluster, type FakeCluster } from "../testing/fakeCluster";
 import { call } from "../testing/emulator/fixture";
 import { launchInstance } from "../testing/emulator/ess";
 import type { EmuScalingGroup } from "../testing/emulator";
-import { unpackScript } from "./tools";
+import { headerValue, unpackScript } from "./tools";
 
 const REGION = "cn-hangzhou";
 
@@ -128,7 +128,7 @@ describe("PoolCapacity (emulator)", () => {
         assert.match(warnings[0], /asg-gone is already gone/);
     });
 
-    describe("issue 13: ESS never chooses a victim of a fixed pool", () => {
+    describe("ESS never chooses a victim of a fixed pool", () => {
         it("a lowered desired capacity behind our back (console, another tool) makes ESS release no protected member", async () => {
             const group = ctx.emu.addScalingGroup({ maxSize: 1, desiredCapacity: 0 }).scalingGroupId;
             c.autoJoin("general", { pods: ["ReplicaSet"] });
@@ -138,7 +138,7 @@ describe("PoolCapacity (emulator)", () => {
             assert.deepStrictEqual(members(group), before, "every member stays");
         });
 
-        it("4: a member that appears between the victims' removal and the capacity change is drained through the flow, not released by ESS", async () => {
+        it("a member that appears between the victims' removal and the capacity change is drained through the flow, not released by ESS", async () => {
             const group = joinedGroup(3, { maxSize: 4 });
             let added = "";
             c.autoJoin("general", { pods: ["ReplicaSet", "ReplicaSet"] });
@@ -158,7 +158,7 @@ describe("PoolCapacity (emulator)", () => {
             assert.strictEqual(ctx.emu.scalingGroups.get(group)!.desiredCapacity, 1);
         });
 
-        it("5: the final capacity never goes below the minimum: a pool at size 0 with minimum 1 keeps one member, drained of nothing", async () => {
+        it("the final capacity never goes below the minimum: a pool at size 0 with minimum 1 keeps one member, drained of nothing", async () => {
             const group = joinedGroup(2);
             await setPoolCapacity(inputs(group, 0, { minSize: 1 }));
             assert.strictEqual(members(group).length, 1);
@@ -167,7 +167,7 @@ describe("PoolCapacity (emulator)", () => {
             assert.ok(c.nodes.size === 1 && !nodeOfInstance(members(group)[0])!.unschedulable, "the member that stays is a schedulable node");
         });
 
-        it("3: a victim ESS refuses to remove (IncorrectInstanceStatus) fails the shrink; no other node is released and the capacity is not lowered", async () => {
+        it("a victim ESS refuses to remove (IncorrectInstanceStatus) fails the shrink; no other node is released and the capacity is not lowered", async () => {
             const group = joinedGroup(3);
             ctx.emu.state.activityDurationMs = 20;
             // Every other member is more expensive to remove, so the victim is this one; ESS has not finished adding it (Pending).
@@ -180,7 +180,7 @@ describe("PoolCapacity (emulator)", () => {
             assert.ok(others.every((id) => nodeOfInstance(id) && !nodeOfInstance(id)!.unschedulable));
         });
 
-        it("11: a drain that fails leaves the node cordoned; reverting the size uncordons it (only a node a removal marked)", async () => {
+        it("a drain that fails leaves the node cordoned; reverting the size uncordons it (only a node a removal marked)", async () => {
             const group = joinedGroup(3);
             const someoneElses = members(group)[0];
             nodeOfInstance(someoneElses)!.unschedulable = true; // cordoned by an operator: left alone
@@ -208,15 +208,15 @@ describe("PoolCapacity (emulator)", () => {
         });
     });
 
-    describe("review of issue 13", () => {
-        it("R4: an update of an autoscaled pool (observe before and after) leaves the protections the user set", async () => {
+    describe("autoscaled pools, a pool's deletion and a failure of an earlier run", () => {
+        it("an update of an autoscaled pool (observe before and after) leaves the protections the user set", async () => {
             const group = joinedGroup(2);
             await call("ess", "SetInstancesProtection", { ScalingGroupId: group, InstanceId: [members(group)[0]], ProtectedFromScaleIn: true });
             await poolCapacityProvider.update!("x", { ...inputs(group, 0), mode: "observe", size: undefined, readyInstanceIds: [] }, { ...inputs(group, 0), mode: "observe", size: undefined, drainTimeoutSeconds: 30 });
             assert.deepStrictEqual(states(group), ["Protected", "InService"]);
         });
 
-        it("R5: deleting a pool: a member that appears while the others drain (an ESS health replacement) is drained and removed too", async () => {
+        it("deleting a pool: a member that appears while the others drain (an ESS health replacement) is drained and removed too", async () => {
             const group = joinedGroup(2);
             let launched: string | undefined;
             c.onDrain = () => {
@@ -230,7 +230,7 @@ describe("PoolCapacity (emulator)", () => {
             assert.strictEqual(nodeOfInstance(launched!), undefined);
         });
 
-        it("R9: lowering an autoscaled pool's maximum drains and removes the members above it before ESS sees the lower MaxSize", async () => {
+        it("lowering an autoscaled pool's maximum drains and removes the members above it before ESS sees the lower MaxSize", async () => {
             const group = joinedGroup(3, { minSize: 0, maxSize: 3 });
             c.addNode(ctx.emu.addInstance().instanceId, { pool: "other" }); // where the evicted pods go
             const auto = { ...inputs(group, 0), mode: "observe" as const, size: undefined, minSize: 0 };
@@ -240,7 +240,7 @@ describe("PoolCapacity (emulator)", () => {
             // afterEach asserts I1: the two that left were drained first.
         });
 
-        it("R6b: a scale-out that failed before (no stock, since fixed) does not fail the next run's wait", async () => {
+        it("a scale-out that failed before (no stock, since fixed) does not fail the next run's wait", async () => {
             const group = ctx.emu.addScalingGroup({ maxSize: 5 }).scalingGroupId;
             ctx.emu.failNextActivity(group, { status: "Failed", errorCode: "OperationDenied.NoStock", message: "sold out" });
             await assert.rejects(setPoolCapacity(inputs(group, 2)), /NoStock/);
@@ -253,6 +253,51 @@ describe("PoolCapacity (emulator)", () => {
     function nodeOfInstance(id: string) {
         return [...c.nodes.values()].find((n) => n.instanceId === id);
     }
+
+    describe("the pool label set by the admission service", () => {
+        it("counts a Ready member only once its Node carries the pool's label: a Ready Node without it is waited for", async () => {
+            const group = ctx.emu.addScalingGroup({ maxSize: 2, desiredCapacity: 2 }).scalingGroupId;
+            const [a, b] = members(group);
+            c.addNode(a, { pool: "general" });
+            c.addNode(b, { pool: "" }); // registered and Ready, not labelled yet
+            await assert.rejects(setPoolCapacity(inputs(group, 2, { readyTimeoutSeconds: 0.2 })), (err: Error) => {
+                assert.match(err.message, /only 1\/2 nodes Ready/);
+                assert.ok(err.message.includes(b) && !err.message.includes(`${a},`), err.message);
+                return true;
+            });
+            c.nodes.get(`node-${b}`)!.pool = "general";
+            assert.deepStrictEqual((await setPoolCapacity(inputs(group, 2))).readyInstanceIds, [a, b].sort());
+        });
+
+        it("a cluster of old and new nodes: the label a node set itself counts where the service's is absent, never against it", async () => {
+            const group = ctx.emu.addScalingGroup({ maxSize: 3, desiredCapacity: 3 }).scalingGroupId;
+            const [old, fresh, liar] = members(group);
+            c.addNode(old, { pool: "", legacyPool: "general" }); // joined before this version: its own label only
+            c.addNode(fresh, { pool: "general" }); // joined through admission: the service's label only
+            c.addNode(liar, { pool: "other", legacyPool: "general" }); // claims general itself; the service says other
+            await assert.rejects(setPoolCapacity(inputs(group, 3, { readyTimeoutSeconds: 0.2 })), (err: Error) => {
+                assert.match(err.message, /only 2\/3 nodes Ready/);
+                assert.ok(err.message.includes(liar), err.message);
+                return true;
+            });
+            c.nodes.get(`node-${liar}`)!.pool = "general";
+            assert.deepStrictEqual((await setPoolCapacity(inputs(group, 3))).readyInstanceIds, [old, fresh, liar].sort());
+        });
+
+        it("state written by the previous provider version runs the new code after one pulumi up (an update, never a replacement)", async () => {
+            const group = ctx.emu.addScalingGroup({ maxSize: 2, desiredCapacity: 2 }).scalingGroupId;
+            const [old, fresh] = members(group);
+            c.addNode(old, { pool: "", legacyPool: "general" });
+            c.addNode(fresh, { pool: "general" });
+            const olds = { ...inputs(group, 2), providerVersion: "1", readyInstanceIds: [old] };
+            const news = { ...inputs(group, 2), providerVersion: POOL_CAPACITY_PROVIDER_VERSION };
+            assert.strictEqual(POOL_CAPACITY_PROVIDER_VERSION, "2");
+            const diff = await poolCapacityProvider.diff!("x", olds, news);
+            assert.deepStrictEqual([diff.changes, diff.replaces ?? []], [true, []]);
+            const res = await poolCapacityProvider.update!("x", olds, news);
+            assert.deepStrictEqual((res.outs as { readyInstanceIds: string[] }).readyInstanceIds, [old, fresh].sort(), "the node labelled by the service counts");
+        });
+    });
 
     it("diff: a size change updates in place; a new scaling group replaces (draining the old one first)", async () => {
         const olds = { ...inputs("asg-1", 2), readyInstanceIds: [] };
@@ -268,12 +313,6 @@ describe("PoolCapacity (emulator)", () => {
         assert.match(check.failures![0].reason, /0\.\.2000/);
     });
 });
-
-/** Header parameter of a rendered script (`readonly NAME='value'`). */
-function header(script: string, name: string): string | undefined {
-    const m = new RegExp(`^readonly ${name}='((?:[^']|'\\\\'')*)'$`, "m").exec(script);
-    return m ? m[1].replace(/'\\''/g, "'") : undefined;
-}
 
 describe("NodePool (mock graph, dev pools)", () => {
     const CA_HASH = `sha256:${"ab".repeat(32)}`;
@@ -340,24 +379,25 @@ describe("NodePool (mock graph, dev pools)", () => {
             assert.ok(Buffer.byteLength(c.rawInputs.userData as string) <= USERDATA_BUDGET_BYTES, `${Buffer.byteLength(c.rawInputs.userData as string)} bytes`);
             assert.match(c.rawInputs.userData as string, /^ak_packed=/m, "delivered packed (packUserdata)");
             const script = unpackScript(c.rawInputs.userData as string);
-            assert.strictEqual(header(script, "AK_BOOTSTRAP_TOKEN"), TOKEN);
-            assert.strictEqual(header(script, "AK_CA_CERT_HASHES"), CA_HASH);
-            assert.strictEqual(header(script, "AK_API_ENDPOINT"), "192.168.0.10:6443");
+            assert.strictEqual(headerValue(script, "AK_BOOTSTRAP_TOKEN"), TOKEN);
+            assert.strictEqual(headerValue(script, "AK_CA_CERT_HASHES"), CA_HASH);
+            assert.strictEqual(headerValue(script, "AK_API_ENDPOINT"), "192.168.0.10:6443");
             assert.match(script, /kubeadm join --config/);
         }
     });
 
-    it("autoscaled pool: configuration tags equal the kubelet labels exactly (the autoscaler's template reads them)", () => {
+    it("autoscaled pool: configuration tags equal the node's labels exactly: the kubelet's and the pool label the service sets (the autoscaler's template reads them)", () => {
         const elastic = configs()[1];
         const script = elastic.rawInputs.userData as string;
-        const kubelet = Object.fromEntries([`alicloud-kubeadm/pool=${header(script, "AK_POOL_NAME")}`, ...header(script, "AK_NODE_LABELS")!.split(",")]
-            .map((kv) => kv.split("=") as [string, string]));
-        assert.deepStrictEqual(elastic.inputs.tags, { workload_type: "cpu", "alicloud-kubeadm/pool": "elastic", "alicloud-kubeadm/autoscaled": "true" });
-        assert.deepStrictEqual(kubelet, elastic.inputs.tags);
-        assert.ok(!JSON.stringify(elastic.inputs.tags).includes("k8s.io"), "no label the kubelet may not set");
+        const kubelet = Object.fromEntries(headerValue(script, "AK_NODE_LABELS")!.split(",").map((kv) => kv.split("=") as [string, string]));
+        const labelled = { ...kubelet, [POOL_LABEL]: headerValue(script, "AK_POOL_NAME") };
+        assert.deepStrictEqual(elastic.inputs.tags, { workload_type: "cpu", [POOL_LABEL]: "elastic", "alicloud-kubeadm/autoscaled": "true" });
+        assert.deepStrictEqual(labelled, elastic.inputs.tags);
+        assert.ok(Object.keys(kubelet).every((k) => kubeletMaySetLabel(k)), "the kubelet registers only labels it may set");
+        assert.ok(!kubeletMaySetLabel(POOL_LABEL), "and not the pool label");
         const general = configs()[0];
-        assert.deepStrictEqual(general.inputs.tags, { "alicloud-kubeadm/cluster": "dev", "alicloud-kubeadm/pool": "general" });
-        assert.strictEqual(header(general.rawInputs.userData as string, "AK_NODE_LABELS"), "");
+        assert.deepStrictEqual(general.inputs.tags, { "alicloud-kubeadm/cluster": "dev", [POOL_LABEL]: "general" });
+        assert.strictEqual(headerValue(general.rawInputs.userData as string, "AK_NODE_LABELS"), "");
     });
 
     it("a bootstrap token per pool (ttl 0) and a PoolCapacity: fixed size for general, observe for elastic, after the configuration", () => {
@@ -415,9 +455,9 @@ describe("NodePool tags and labels (pure)", () => {
 
     it("fixed pools tag instances with the cloud tags and the labels; autoscaled pools with the labels only", () => {
         const cloud = { "alicloud-kubeadm/cluster": "c", team: "infra" };
-        assert.deepStrictEqual(scalingConfigurationTags(pool({ size: 1, labels: { a: "1" } }), cloud, none), { ...cloud, a: "1", "alicloud-kubeadm/pool": "p" });
+        assert.deepStrictEqual(scalingConfigurationTags(pool({ size: 1, labels: { a: "1" } }), cloud, none), { ...cloud, a: "1", [POOL_LABEL]: "p" });
         assert.deepStrictEqual(scalingConfigurationTags(pool({ autoscale: { min: 0, max: 3 }, labels: { a: "1" } }), cloud, none),
-            { a: "1", "alicloud-kubeadm/pool": "p", "alicloud-kubeadm/autoscaled": "true" });
+            { a: "1", [POOL_LABEL]: "p", "alicloud-kubeadm/autoscaled": "true" });
     });
 
     it("reports tags ESS would refuse: more than 20, or keys starting with aliyun", () => {

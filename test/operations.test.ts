@@ -2,8 +2,8 @@ import * as assert from "assert";
 import * as zlib from "zlib";
 import { useEmulator } from "../testing/emulator/fixture";
 import { deleteNode, drainNode, listNodes, parseNodeLines, type ClusterAccess } from "../src/cloud/operations";
-import { operationParameters, OPERATIONS, OPERATION_PARAMETERS, SAVED_OPERATIONS } from "../src/rules";
-import { renderOperation } from "../src/shell/render";
+import { operationParameters, OPERATIONS, OPERATION_PARAMETERS, SAVED_OPERATIONS, type ParameterName } from "../src/rules";
+import { PARAMETER_MARKER, renderOperation } from "../src/shell/render";
 import { operation, saveNodeCommands } from "../testing/savedCommands";
 
 describe("node operations: saved commands invoked on a master", () => {
@@ -21,6 +21,12 @@ describe("node operations: saved commands invoked on a master", () => {
         ]);
     });
 
+    it("a node's pool is the label the admission service set, else (a node joined before) the one it set itself", () => {
+        const line = (legacy: string, pool: string) => `n	cn-hangzhou.i-a	True			${legacy}	2026-12-01T10:00:00Z		${pool}`;
+        assert.deepStrictEqual(parseNodeLines([line("", "general"), line("general", ""), line("general", "elastic"), line("", "")].join("\n")).map((n) => n.pool),
+            ["general", "general", "elastic", ""]);
+    });
+
     it("listNodes invokes the saved list-nodes command with the selector as its parameter and decodes gzip+Base64 output", async () => {
         const lines = Array.from({ length: 300 }, (_, i) => `node-${i}\tcn-hangzhou.i-${i}\tTrue\t\t172.16.${i}.0/24\tgeneral\t2026-12-01T10:00:00Z`).join("\n");
         let script = "";
@@ -34,7 +40,7 @@ describe("node operations: saved commands invoked on a master", () => {
         const [call] = ctx.emu.callsOf("InvokeCommand");
         assert.deepStrictEqual([call.params.CommandId, call.params["InstanceId.1"], JSON.parse(call.params.Parameters)],
             [access.commands["list-nodes"], access.masterInstanceIds[0], { selector: "alicloud-kubeadm/pool=general" }]);
-        assert.match(script, /^readonly AK_SELECTOR='alicloud-kubeadm\/pool=general'$/m, "Cloud Assistant filled in the parameter");
+        assert.match(script, /^# AK_SELECTOR=alicloud-kubeadm\/pool=general$/m, "Cloud Assistant filled in the parameter (a line after the final exit)");
         assert.match(script, /^#!\/bin\/bash\n/, "bash, whatever shell the agent would pick: pipefail is not POSIX sh");
         assert.strictEqual(ctx.emu.callsOf("RunCommand").length, 0);
     });
@@ -54,13 +60,21 @@ describe("node operations: saved commands invoked on a master", () => {
         await assert.rejects(deleteNode(access, "x"), /nodes "x" is forbidden/);
     });
 
-    it("every saved operation renders with exactly its parameters as {{name}} placeholders, checked again in the script", () => {
+    it("every saved operation renders exactly its parameters as {{name}} placeholders, only after its final exit, read and checked by the script first", () => {
         for (const op of SAVED_OPERATIONS) {
             const script = renderOperation(op);
             const placeholders = [...script.matchAll(/\{\{([A-Za-z0-9_-]+)\}\}/g)].map((m) => m[1]);
             assert.deepStrictEqual(placeholders, [...OPERATIONS[op].parameters], op);
-            for (const name of OPERATIONS[op].parameters) {
-                assert.match(script, new RegExp(`^ak_param ${OPERATION_PARAMETERS[name].variable} `, "m"), `${op}: ${name} checked on the machine`);
+            const names = OPERATIONS[op].parameters as readonly ParameterName[];
+            if (names.length === 0) continue;
+            const tail = script.slice(script.indexOf(`\nexit\n${PARAMETER_MARKER}\n`) + 1).split("\n");
+            assert.deepStrictEqual(tail, ["exit", PARAMETER_MARKER, ...names.map((n) => `# ${OPERATION_PARAMETERS[n].variable}={{${n}}}`), ""], `${op}: the placeholders are the last lines`);
+            const call = script.split("\n").findIndex((l) => l.startsWith("ak_parameters "));
+            const firstUse = script.split("\n").findIndex((l, i) => i > call && names.some((n) => l.includes(OPERATION_PARAMETERS[n].variable)));
+            assert.ok(call > 0 && call < firstUse, `${op}: read and checked before first use`);
+            for (const name of names) {
+                const p = OPERATION_PARAMETERS[name];
+                assert.ok(script.split("\n")[call].includes(`${p.variable} '${p.pattern.source.replace(/'/g, "'\\''")}'`), `${op}: ${name} checked against its pattern on the machine`);
             }
         }
     });

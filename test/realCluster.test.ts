@@ -35,9 +35,10 @@ function scriptDefining(fn: string): string {
 function renderProjectConfig(fn: string, env: Record<string, string>): string {
     const shared = scriptDefining("ak_node_registration");
     const controlPlane = scriptDefining("ak_write_audit_policy"); // its paths (audit, encryption config) are in the master's config
+    const policy = scriptDefining("ak_write_admission_config"); // its path (the Pod Security admission config) too
     const role = scriptDefining(fn);
-    const script = `set -euo pipefail; source "$1"; source "$4"; eval "$(sed -n "/^$3() {/,/^}/p" "$2")"; "$3"`;
-    return execFileSync("bash", ["-c", script, "render", shared, role, fn, controlPlane], {
+    const script = `set -euo pipefail; source "$1"; source "$4"; source "$5"; eval "$(sed -n "/^$3() {/,/^}/p" "$2")"; "$3"`;
+    return execFileSync("bash", ["-c", script, "render", shared, role, fn, controlPlane, policy], {
         encoding: "utf8",
         env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env },
     });

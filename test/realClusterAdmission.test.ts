@@ -2,20 +2,24 @@
 // API-side phases): the service's own RBAC and the admitted nodes' RBAC from src/components/admission.ts, the
 // service's REST client with its service-account token, a real PKCS#7 from openssl. A valid member's CSR is
 // approved by the service's approver and signed by the controller-manager; kubeadm's auto-approval leaves
-// admission tokens alone; a CSR for any other name is denied; the token goes with its first CSR.
+// admission tokens alone; a CSR for any other name is denied; the token goes with its first CSR. Re-admission reads
+// the real Node and its heartbeat Lease; NodeRestriction keeps the pool label from kubelets while the service sets
+// it (and the node policy keeps the service to that label); pool registrations are ConfigMaps the service reads.
 import * as assert from "assert";
 import * as crypto from "crypto";
 import { admit, documentWithAudience } from "../src/admission/admit";
 import { ADMITTED_GROUP, TOKEN_LABEL } from "../src/admission/approver";
 import { issueChallenge } from "../src/admission/challenge";
-import { approvePending, challengeKeys, KubeClusterView, KEY_SECRET, REFUSED_REASON, tokenLeaseName, TOKEN_USED_ANNOTATION } from "../src/admission/kube";
+import { approvePending, challengeKeys, KubeClusterView, KubePoolSource, KEY_SECRET, labelAdmittedNodes, REFUSED_REASON, tokenLeaseName, TOKEN_USED_ANNOTATION } from "../src/admission/kube";
+import { POOL_LABEL, POOL_PENDING_TAINT, READMIT_UNTIL_ANNOTATION } from "../src/admission/nodes";
+import { admissionPoolRegistration } from "../src/components/admission";
 import { makePki } from "../testing/admission/pki";
 import { ACCOUNT, REGION, useAdmissionCluster } from "./admission/realCluster";
 import { useRealCluster } from "./kube/fixture";
 
 describe("admission on the real control plane", function () {
     this.timeout(180_000);
-    const ac = useAdmissionCluster([["i-pool1", "10.0.0.1"], ["i-pool2", "10.0.0.2"], ["i-ready", "10.0.0.3"]]);
+    const ac = useAdmissionCluster([["i-pool1", "10.0.0.1"], ["i-pool2", "10.0.0.2"], ["i-ready", "10.0.0.3"], ["i-rejoin", "10.0.0.4"], ["i-label", "10.0.0.5"]]);
     const { rc, asToken, admitted, csrWithToken, csrOf } = ac;
     const view = () => new KubeClusterView(ac.kube, "replica-a");
     const tokenSecretExists = async (token: string) => (await rc.c.kubectl(["get", "secret", "-n", "kube-system", `bootstrap-token-${token.split(".")[0]}`, "--ignore-not-found", "-o", "name"])).trim() !== "";
@@ -139,6 +143,84 @@ describe("admission on the real control plane", function () {
         assert.strictEqual(csr.status?.certificate, undefined, "nothing signed");
     });
 
+    it("re-admission reads the real Node and its heartbeat Lease: refused while fresh, or when the instance was not restarted since; admitted after a restart or an operator's leave", async () => {
+        const name = `${REGION}.i-rejoin`, ip = "10.0.0.4", now = Date.now();
+        const micro = (ms: number) => new Date(ms).toISOString().replace("Z", "000Z");
+        await rc.c.apply({ apiVersion: "v1", kind: "Node", metadata: { name }, spec: { providerID: name } });
+        const heartbeat = (ms: number) => rc.c.apply({ apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: { name, namespace: "kube-node-lease" },
+            spec: { holderIdentity: name, leaseDurationSeconds: 40, renewTime: micro(ms) } });
+        const attempt = async (startedAt: number) => {
+            ac.cloud.members.set("i-rejoin", { ...ac.cloud.members.get("i-rejoin")!, startedAt });
+            const audience = issueChallenge(ac.settings.challengeKeys[0], ip, 120);
+            const doc = JSON.stringify({ "owner-account-id": ACCOUNT, "instance-id": "i-rejoin", "region-id": REGION });
+            return admit({ document: doc, signature: ac.pki.sign(documentWithAudience(doc, audience)), audience }, ip, { ...ac.settings, readmitAfterSeconds: 300 }, ac.cloud, view());
+        };
+        await heartbeat(now - 5000);
+        assert.strictEqual((await view().node(name))?.lastHeartbeat, now - 5000, "the service's credential reads the node's Lease");
+        const fresh = await attempt(now - 60_000);
+        assert.deepStrictEqual([fresh.admitted, fresh.reason], [false, "already-registered"]);
+        assert.match(fresh.message, /heartbeat is fresh/);
+        await heartbeat(now - 30 * 60_000);
+        const notRestarted = await attempt(now - 60 * 60_000);
+        assert.deepStrictEqual([notRestarted.admitted, notRestarted.reason], [false, "already-registered"]);
+        assert.match(notRestarted.message, /not started after it/);
+        assert.strictEqual((await attempt(now - 10 * 60_000)).admitted, true, "restarted after its stale heartbeat: a new machine");
+        await heartbeat(now - 1000);
+        assert.strictEqual((await attempt(now - 60 * 60_000)).admitted, false);
+        await rc.c.kubectl(["annotate", "node", name, `${READMIT_UNTIL_ANNOTATION}=${new Date(now + 10 * 60_000).toISOString().replace(/\.\d+Z$/, "Z")}`]);
+        assert.strictEqual((await attempt(now - 60 * 60_000)).admitted, true, "an operator let it in");
+    });
+
+    it("the pool label: a kubelet may not set it; the service sets it on the Node it admitted (lifting the registration taint), and changes nothing else", async () => {
+        const name = `${REGION}.i-label`;
+        const token = await admitted("i-label", "10.0.0.5"); // a member of pool general (the fixture's cloud)
+        const credentials = rc.c.nodeCredentials(name, token);
+        await rc.c.waitFor("the service to approve the kubelet's CSR", async () => Object.values(await approvePending(ac.kube, () => undefined)).includes("approve") || undefined);
+        const kubelet = (await credentials).kubeconfig;
+        const asKubelet = (args: string[], input?: string) => rc.c.run("kubectl", ["--kubeconfig", kubelet, ...args], { allowFail: true, input });
+        const node = (labels: Record<string, string>) => JSON.stringify({ apiVersion: "v1", kind: "Node", metadata: { name, labels },
+            spec: { providerID: name, taints: [{ key: POOL_PENDING_TAINT, effect: "NoSchedule" }] } });
+        // As the joining node registers: with the pool label NodeRestriction refuses it; with its own labels and the taint, fine.
+        const forged = await asKubelet(["create", "-f", "-"], node({ [POOL_LABEL]: "gpu" }));
+        assert.notStrictEqual(forged.code, 0, "a kubelet registered a node-restriction.kubernetes.io/ label");
+        assert.match(forged.stderr, /node-restriction/);
+        assert.strictEqual((await asKubelet(["create", "-f", "-"], node({ team: "x" }))).code, 0);
+        // The service's pass labels it from its record of the instance's group, and takes the taint off.
+        assert.deepStrictEqual(await labelAdmittedNodes(ac.kube, () => undefined), [name]);
+        type NodeJson = { metadata: { labels: Record<string, string>; annotations?: Record<string, string> }; spec: { taints?: Array<{ key: string }>; unschedulable?: boolean } };
+        const read = async () => JSON.parse(await rc.c.kubectl(["get", "node", name, "-o", "json"])) as NodeJson;
+        const labelled = await read();
+        assert.deepStrictEqual([labelled.metadata.labels[POOL_LABEL], labelled.metadata.labels.team], ["general", "x"]);
+        assert.ok(!(labelled.spec.taints ?? []).some((t) => t.key === POOL_PENDING_TAINT), "the registration taint is lifted");
+        assert.deepStrictEqual(await labelAdmittedNodes(ac.kube, () => undefined), [], "once");
+        // The kubelet cannot change it afterwards either.
+        assert.notStrictEqual((await asKubelet(["label", "node", name, `${POOL_LABEL}=gpu`, "--overwrite"])).code, 0);
+        // The service's credential may patch Nodes, and writes nothing but that label and that taint.
+        const asService = (args: string[]) => ac.asToken(ac.saToken, args, { allowFail: true });
+        await ac.policyInForce("alicloud-kubeadm-admission-nodes", () => asService(["label", "node", name, "team=y", "--overwrite"]));
+        const before = await read();
+        for (const write of [["label", "node", name, "team=y", "--overwrite"], ["label", "node", name, "team-"], ["cordon", name], ["annotate", "node", name, "a=b"],
+            ["taint", "node", name, "x=y:NoSchedule"], ["label", "node", `${REGION}.i-rejoin`, "extra=1"], ["delete", "node", name]]) await asService(write);
+        // (kubectl cordon exits 0 even when refused: the Nodes' state says what happened)
+        const after = await read();
+        assert.deepStrictEqual([after.metadata.labels, after.metadata.annotations, after.spec.taints, after.spec.unschedulable],
+            [before.metadata.labels, before.metadata.annotations, before.spec.taints, before.spec.unschedulable], "the service changed nothing but its label");
+        assert.strictEqual(JSON.parse(await rc.c.kubectl(["get", "node", `${REGION}.i-rejoin`, "-o", "json"])).metadata.labels?.extra, undefined);
+        assert.strictEqual((await asService(["label", "node", name, `${POOL_LABEL}=general`, "--overwrite"])).code, 0, "its own label it may write");
+    });
+
+    it("pool registrations: the service reads the allowed groups from ConfigMaps, a pool registered later included, without a restart", async () => {
+        const pools = new KubePoolSource(ac.kube, 0);
+        const toObject = (o: ReturnType<typeof admissionPoolRegistration>) => o as object;
+        await rc.c.apply(toObject(admissionPoolRegistration("general", "asg-general0001", "test")));
+        assert.deepStrictEqual([...(await pools.groups())], [["asg-general0001", "general"]]);
+        await rc.c.apply(toObject(admissionPoolRegistration("gpu", "asg-gpu00000001", "test")));
+        assert.deepStrictEqual([...(await pools.groups())], [["asg-general0001", "general"]], "read once, kept");
+        assert.deepStrictEqual(new Map(await pools.refresh()), new Map([["asg-general0001", "general"], ["asg-gpu00000001", "gpu"]]), "read again: the new pool");
+        // Other ConfigMaps in kube-system are no registrations, and the service may not write any.
+        assert.notStrictEqual((await ac.asToken(ac.saToken, ["create", "configmap", "x", "-n", "kube-system", "--from-literal=scalingGroupId=asg-x"], { allowFail: true })).code, 0);
+    });
+
     it("claims are single use across replicas; a Ready node's identity is refused and the refusal recorded for doctor", async () => {
         const a = new KubeClusterView(ac.kube, "replica-a"), b = new KubeClusterView(ac.kube, "replica-b");
         const id = crypto.randomBytes(20).toString("hex");
@@ -159,9 +241,9 @@ describe("the bundled admission service as it runs on a master (real control pla
     this.timeout(180_000);
     const rc = useRealCluster({ netns: false, region: REGION });
 
-    it("node: challenge → signed document → token → CSR approved by the service's own loop; a second claim refused", async () => {
-        const { admissionBundle, admissionRbacObjects: rbac, serviceConfig } = await import("../src/components/admission");
-        const { makeClusterCa, identityDocument } = await import("../testing/admission/harness");
+    it("node: challenge → signed document → token → CSR approved and Node labelled by the service's own loop; a pool registered while it runs; a second claim refused", async () => {
+        const { admissionBundle, admissionRbacObjects: rbac, serviceConfig, admissionPoolRegistration: registration } = await import("../src/components/admission");
+        const { makeServiceTls, identityDocument } = await import("../testing/admission/harness");
         const { startEmulator, TEST_CREDENTIALS } = await import("../testing/emulator");
         const fs = await import("fs");
         const path = await import("path");
@@ -173,23 +255,24 @@ describe("the bundled admission service as it runs on a master (real control pla
         const emu = await startEmulator();
         let child: import("child_process").ChildProcess | undefined;
         try {
-            const ca = makeClusterCa(pki.dir);
+            // Its own key and a certificate for its address, as AdmissionCertificate makes them: nothing of the cluster's PKI.
+            const tls = makeServiceTls(["127.0.0.1"]);
             await c.apply(rbac());
             const group = emu.addScalingGroup({ desiredCapacity: 1 });
             const [instanceId] = emu.scalingGroupInstances(group.scalingGroupId);
             emu.state.instances.get(instanceId)!.privateIp = "127.0.0.1";
+            await c.apply(registration("general", group.scalingGroupId, "test") as object);
             // The ConfigMap's files, as the DaemonSet mounts them, plus the service account's token and CA.
             const dir = path.join(pki.dir, "service");
             fs.mkdirSync(path.join(dir, "sa"), { recursive: true });
             for (const [name, text] of Object.entries(admissionBundle())) fs.writeFileSync(path.join(dir, name), text);
             fs.writeFileSync(path.join(dir, "sa", "token"), (await c.kubectl(["create", "token", "alicloud-kubeadm-admission", "-n", "kube-system", "--duration", "1h"])).trim());
             fs.writeFileSync(path.join(dir, "sa", "ca.crt"), c.caPem);
-            for (const [name, text] of [["serving.crt", ca.certPem], ["serving.key", ca.keyPem], ["ca.crt", ca.caPem], ["signer.pem", pki.signerPem]]) fs.writeFileSync(path.join(dir, name), text);
+            for (const [name, text] of [["tls.crt", tls.certPem], ["tls.key", tls.keyPem], ["signer.pem", pki.signerPem]]) fs.writeFileSync(path.join(dir, name), text);
             const port = await new Promise<number>((resolve) => { const s = net.createServer().listen(0, "127.0.0.1", () => { const p = (s.address() as import("net").AddressInfo).port; s.close(() => resolve(p)); }); });
             const config = {
-                ...serviceConfig({ accountId: ACCOUNT, region: REGION, scalingGroups: { [group.scalingGroupId]: "general" } }),
-                port, tlsCertFile: path.join(dir, "serving.crt"), tlsKeyFile: path.join(dir, "serving.key"), caFile: path.join(dir, "ca.crt"),
-                signerFile: path.join(dir, "signer.pem"), cloudEndpoint: emu.endpoint,
+                ...serviceConfig({ accountId: ACCOUNT, region: REGION }),
+                port, tlsCertFile: path.join(dir, "tls.crt"), tlsKeyFile: path.join(dir, "tls.key"), signerFile: path.join(dir, "signer.pem"), cloudEndpoint: emu.endpoint,
             };
             fs.writeFileSync(path.join(dir, "config.json"), JSON.stringify(config));
             const apiPort = new URL(c.server).port;
@@ -202,8 +285,9 @@ describe("the bundled admission service as it runs on a master (real control pla
             child.stdout!.on("data", (d: Buffer) => { log += d.toString(); });
             child.stderr!.on("data", (d: Buffer) => { log += d.toString(); });
             await c.waitFor("the service to start", async () => log.includes('"event":"started"') || (child!.exitCode !== null ? Promise.reject(new Error(log)) : false), 30_000);
-            const call = (p: string, body?: string) => new Promise<{ status: number; text: string }>((resolve, reject) => {
-                const req = https.request(`https://127.0.0.1:${port}${p}`, { method: body ? "POST" : "GET", ca: ca.caPem, agent: false,
+            // A node trusts the service only as the holder of the pinned key: its certificate is the only trust anchor.
+            const call = (p: string, from: string, body?: string) => new Promise<{ status: number; text: string }>((resolve, reject) => {
+                const req = https.request(`https://127.0.0.1:${port}${p}`, { method: body ? "POST" : "GET", ca: tls.certPem, agent: false, localAddress: from,
                     headers: body ? { "content-type": "application/x-www-form-urlencoded" } : {} }, (res) => {
                     let text = "";
                     res.on("data", (d: Buffer) => { text += d.toString(); });
@@ -212,23 +296,43 @@ describe("the bundled admission service as it runs on a master (real control pla
                 req.on("error", reject);
                 req.end(body);
             });
-            const inst = { instanceId, ip: "127.0.0.1", accountId: ACCOUNT, regionId: REGION };
-            const claim = async () => {
-                const audience = (await call("/challenge")).text.trim();
-                const document = identityDocument(inst);
-                return call("/admit", new URLSearchParams({ document, signature: pki.sign(documentWithAudience(document, audience)), audience }).toString());
+            assert.strictEqual((await call("/admission.crt", "127.0.0.1")).text, tls.certPem);
+            const claim = async (id: string, ip: string) => {
+                const audience = (await call("/challenge", ip)).text.trim();
+                const document = identityDocument({ instanceId: id, ip, accountId: ACCOUNT, regionId: REGION });
+                return call("/admit", ip, new URLSearchParams({ document, signature: pki.sign(documentWithAudience(document, audience)), audience }).toString());
             };
-            const r = await claim();
+            const r = await claim(instanceId, "127.0.0.1");
             assert.strictEqual(r.status, 200, r.text);
             const token = (JSON.parse(r.text) as { token: string }).token;
             // The kubelet's TLS bootstrap with that token: the service's loop approves, the controller-manager signs.
-            const creds = await c.nodeCredentials(`${REGION}.${instanceId}`, token);
+            const name = `${REGION}.${instanceId}`;
+            const creds = await c.nodeCredentials(name, token);
             assert.match(new crypto.X509Certificate(creds.certPem).subject, new RegExp(`CN=system:node:${REGION}\\.${instanceId}`));
             const csr = JSON.parse(await c.kubectl(["get", "csr", creds.csrName, "-o", "json"])) as { status: { conditions: Array<{ type: string; reason: string }> } };
             assert.ok(csr.status.conditions.some((x) => x.type === "Approved" && x.reason === "AlicloudKubeadmAdmission"));
-            // Its Node registered and Ready: a second claim of the identity is refused.
-            await c.addNode({ name: `${REGION}.${instanceId}`, providerID: `${REGION}.${instanceId}` });
-            const again = await claim();
+            // The kubelet registers its Node with the registration taint; the service's loop sets the pool label from its record and lifts it.
+            await c.run("kubectl", ["--kubeconfig", creds.kubeconfig, "create", "-f", "-"], { input: JSON.stringify({ apiVersion: "v1", kind: "Node", metadata: { name },
+                spec: { providerID: name, taints: [{ key: POOL_PENDING_TAINT, effect: "NoSchedule" }] } }) });
+            const labelled = await c.waitFor("the service to label the Node", async () => {
+                const n = JSON.parse(await c.kubectl(["get", "node", name, "-o", "json"])) as { metadata: { labels?: Record<string, string> }; spec: { taints?: Array<{ key: string }> } };
+                return n.metadata.labels?.[POOL_LABEL] ? n : undefined;
+            }, 30_000);
+            assert.strictEqual(labelled.metadata.labels![POOL_LABEL], "general");
+            assert.ok(!(labelled.spec.taints ?? []).some((t) => t.key === POOL_PENDING_TAINT));
+            // A pool attached while the service runs (another program's NodePool): its registration is read when its member asks.
+            const later = emu.addScalingGroup({ desiredCapacity: 1 });
+            const [lateId] = emu.scalingGroupInstances(later.scalingGroupId);
+            emu.state.instances.get(lateId)!.privateIp = "127.0.0.2";
+            const before = (await claim(lateId, "127.0.0.2"));
+            assert.strictEqual((JSON.parse(before.text) as { reason: string }).reason, "not-a-member", "not registered yet");
+            await c.apply(registration("elastic", later.scalingGroupId, "test") as object);
+            // (the service re-reads registrations at most once a second: the node's retry gets in)
+            const late = await c.waitFor("the new pool's member admitted", async () => { const x = await claim(lateId, "127.0.0.2"); return x.status === 200 ? x : undefined; }, 20_000);
+            assert.ok((JSON.parse(late.text) as { token?: string }).token);
+            assert.strictEqual(child.exitCode, null, "the same process: no restart");
+            // Its Node exists and its heartbeat is fresh (just registered): a second claim of the identity is refused.
+            const again = await claim(instanceId, "127.0.0.1");
             assert.strictEqual(again.status, 403);
             assert.strictEqual((JSON.parse(again.text) as { reason: string }).reason, "already-registered");
             assert.match(log, /"event":"admission","admitted":true/);

@@ -18,6 +18,7 @@ import type { Cluster } from "./kube/cluster";
 import { fill, operation, saveNodeCommands } from "../testing/savedCommands";
 import { callsOf } from "../testing/sandbox";
 import { listNodes, parseNodeLines, POOL_LABEL, workloadPods } from "../src/cloud/operations";
+import { LEGACY_POOL_LABEL } from "../src/rules";
 import { removeNode, removeNodes, RemovalError, scaleInPool, CLEARED_USERDATA, type RemovalOptions } from "../src/removal";
 import type { NodeCommandIds } from "../src/rules";
 import { renderOperation } from "../src/shell/render";
@@ -176,6 +177,8 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
         await c.kubectl(["annotate", "node", nodeName(b), "alicloud-kubeadm/removing=2026-12-02T10:00:00Z"]);
         // a Node without provider id and pool label (a hand-made one) parses with empty fields
         await c.apply({ apiVersion: "v1", kind: "Node", metadata: { name: `bare-${testNo}`, labels: { [MARK]: "" } } });
+        // a node joined before the admission service set the pool label: only its own, old one
+        await c.kubectl(["label", "node", nodeName(lone), `${POOL_LABEL}-`, `${LEGACY_POOL_LABEL}=batch`]);
 
         const access = { region: REGION, masterInstanceIds: [master], commands, pollIntervalMs: 10 };
         const listed = await listNodes(access);
@@ -193,13 +196,14 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
                 ready: (n.status.conditions ?? []).some((x) => x.type === "Ready" && x.status === "True"),
                 unschedulable: n.spec.unschedulable === true,
                 podCidr: n.spec.podCIDR ?? "",
-                pool: n.metadata.labels?.[POOL_LABEL] ?? "",
+                pool: n.metadata.labels?.[POOL_LABEL] ?? n.metadata.labels?.[LEGACY_POOL_LABEL] ?? "",
                 createdAt: n.metadata.creationTimestamp,
                 removing: n.metadata.annotations?.["alicloud-kubeadm/removing"] ?? "",
             }, `list-nodes line of ${n.metadata.name}`);
         }
         const byName = new Map(listed.map((n) => [n.name, n]));
-        assert.strictEqual(byName.get(nodeName(a))?.pool, "general", "the pool label key with '/' and '-' is read by the jsonpath");
+        assert.strictEqual(byName.get(nodeName(a))?.pool, "general", "the pool label key with '.', '/' and '-' is read by the jsonpath");
+        assert.strictEqual(byName.get(nodeName(lone))?.pool, "batch", "the old label where the new one is absent");
         assert.strictEqual(byName.get(nodeName(a))?.providerId, nodeName(a));
         assert.strictEqual(byName.get(nodeName(b))?.unschedulable, true);
         assert.strictEqual(byName.get(nodeName(b))?.removing, "2026-12-02T10:00:00Z");
@@ -208,11 +212,11 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
 
         // the selector parameter reaches kubectl: only the pool's Nodes
         assert.deepStrictEqual((await listNodes(access, `${POOL_LABEL}=general`)).map((n) => n.name).sort(), [nodeName(a), nodeName(b)].sort());
-        // and the columns never shift: eight per line, whatever is empty
+        // and the columns never shift: nine per line, whatever is empty
         const raw = await ops.runOnMaster(fill(renderOperation("list-nodes"), { selector: "" }));
         assert.strictEqual(raw.exitCode, 0, raw.output);
         const text = zlib.gunzipSync(Buffer.from(raw.output.trim(), "base64")).toString("utf8");
-        for (const line of text.split("\n").filter(Boolean)) assert.strictEqual(line.split("\t").length, 8, JSON.stringify(line));
+        for (const line of text.split("\n").filter(Boolean)) assert.strictEqual(line.split("\t").length, 9, JSON.stringify(line));
         assert.deepStrictEqual(parseNodeLines(text).map((n) => n.name).sort(), listed.map((n) => n.name).sort());
     });
 

@@ -14,6 +14,7 @@ import { useRealCluster } from "./kube/fixture";
 
 const ENC = "/etc/kubernetes/pki/alicloud-kubeadm-encryption.yaml";
 const POLICY = "/etc/kubernetes/audit/policy.yaml";
+const ADMISSION = "/etc/kubernetes/admission/admission.yaml";
 let rendered: { files: Record<string, string>; apiserverArgs: Record<string, string>; cm: Record<string, string>; sched: Record<string, string> };
 
 async function renderFromSandbox(): Promise<typeof rendered> {
@@ -31,12 +32,14 @@ async function renderFromSandbox(): Promise<typeof rendered> {
             "encryption-provider-config": "{dir}/encryption.yaml",
             "audit-policy-file": "{dir}/audit-policy.yaml",
             "audit-log-path": "{dir}/logs/hardened-audit.log",
+            "admission-control-config-file": "{dir}/admission.yaml",
         };
         assert.equal(api["encryption-provider-config"], ENC);
         assert.equal(api["audit-policy-file"], POLICY);
+        assert.equal(api["admission-control-config-file"], ADMISSION);
         const cm = flags(cluster.controllerManager.extraArgs);
         return {
-            files: { "encryption.yaml": sb.read(ENC) ?? "", "audit-policy.yaml": sb.read(POLICY) ?? "" },
+            files: { "encryption.yaml": sb.read(ENC) ?? "", "audit-policy.yaml": sb.read(POLICY) ?? "", "admission.yaml": sb.read(ADMISSION) ?? "" },
             apiserverArgs: moved,
             cm: { profiling: cm.profiling },
             sched: flags(cluster.scheduler.extraArgs),

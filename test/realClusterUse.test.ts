@@ -30,6 +30,7 @@ import { headerOf, synthesizeAt, withHeader, type RenderedStack } from "./kube/s
 import { callsOf, makeSandbox } from "../testing/sandbox";
 import { fill, saveNodeCommands } from "../testing/savedCommands";
 import { createToken, POOL_LABEL } from "../src/cloud/operations";
+import { POOL_PENDING_TAINT } from "../src/rules";
 import { flannelNetConf } from "../src/components/podNetwork";
 import { DoctorContext } from "../src/doctor/context";
 import { checkRoutes } from "../src/doctor/routes";
@@ -182,9 +183,10 @@ describe("what the stacks render, on a real API server (Kubernetes v1.36.3 + KWO
 
     describe("kubeadm documents", () => {
         /** Runs a rendered node script in a sandbox and returns the config it gave kubeadm (`init` or `join`). */
-        async function kubeadmConfigOf(script: string, sub: "init" | "join", region: string): Promise<string> {
+        async function kubeadmConfigOf(script: string, sub: "init" | "join", region: string, files: Record<string, string> = {}): Promise<string> {
             const sb = makeSandbox({ os: "ubuntu", prebaked: true, prebakedVersion: VERSION, region });
             try {
+                for (const [p, text] of Object.entries(files)) sb.write(p, text);
                 const r = await sb.run(script);
                 assert.strictEqual(r.code, 0, `${r.stderr.slice(-2000)}\n${script.split("\n").filter((l) => l.startsWith("readonly ")).join("\n")}`);
                 const calls = callsOf(r.calls, "kubeadm", sub);
@@ -206,11 +208,9 @@ describe("what the stacks render, on a real API server (Kubernetes v1.36.3 + KWO
             const key = crypto.randomBytes(32).toString("hex");
             let validated = 0;
             for (const s of Object.values(stacks)) {
-                // A saved join command reads its secrets from what channel-receive left (test/userdata.test.ts runs that
-                // path): here they are put in its header instead of its channel id, to validate the document it writes.
-                const received = (script: string, ...secrets: Array<[string, string]>) =>
-                    withHeader(script, "AK_CHANNEL", "").replace(/^readonly AK_CHANNEL=''$/m,
-                        secrets.map(([name, value]) => `readonly ${name}='${value}'`).join("\n"));
+                // A saved join command reads its secrets from what channel-receive left on the instance, as on a node.
+                const channel = "0123456789abcdef0123456789abcdef";
+                const received = (...secrets: string[]) => ({ [`/run/alicloud-kubeadm/${channel}`]: `${secrets.join(" ")}\n` });
                 for (const [file, script] of Object.entries(s.userdata)) {
                     const h = headerOf(script);
                     if (h.AK_POD_CIDR !== undefined) { // master 0 (kubeadm init)
@@ -229,20 +229,23 @@ describe("what the stacks render, on a real API server (Kubernetes v1.36.3 + KWO
                         const cfg = await kubeadmConfigOf(withHeader(admitted, "AK_CA_CERT_HASHES", c.caCertHash), "join", s.region);
                         const join = parseYaml(cfg);
                         assert.strictEqual(join.discovery.bootstrapToken.token, token);
-                        assert.match(JSON.stringify(join.nodeRegistration.kubeletExtraArgs), new RegExp(`alicloud-kubeadm/pool=${h.AK_POOL_NAME}`));
+                        // The pool label is the admission service's to set; the node registers with the taint that waits for it.
+                        const kubeletArgs = JSON.stringify(join.nodeRegistration.kubeletExtraArgs);
+                        assert.doesNotMatch(kubeletArgs, /alicloud-kubeadm\/pool=|alicloud-kubeadm-pool=/);
+                        assert.ok(kubeletArgs.includes(`${POOL_PENDING_TAINT}:NoSchedule`), kubeletArgs);
                         await validate(`${s.stack} ${file}`, cfg);
                     }
                     validated++;
                 }
                 for (const [file, script] of Object.entries(s.commands)) {
                     if (/-control-plane-join\.sh$/.test(file)) {
-                        const cfg = await kubeadmConfigOf(withHeader(received(script, ["AK_BOOTSTRAP_TOKEN", token], ["AK_CERTIFICATE_KEY", key]), "AK_CA_CERT_HASHES", c.caCertHash), "join", s.region);
+                        const cfg = await kubeadmConfigOf(withHeader(fill(script, { channel }), "AK_CA_CERT_HASHES", c.caCertHash), "join", s.region, received(token, key, "-"));
                         assert.strictEqual(parseYaml(cfg).controlPlane.certificateKey, key, "a control-plane join carries the certificate key");
                         await validate(`${s.stack} ${file}`, cfg);
                         validated++;
                     } else if (/-attach\.sh$/.test(file)) {
-                        const filled = fill(script, { labels: "tier=web", taints: "dedicated=web:NoSchedule" });
-                        const cfg = await kubeadmConfigOf(withHeader(received(filled, ["AK_BOOTSTRAP_TOKEN", token]), "AK_CA_CERT_HASHES", c.caCertHash), "join", s.region);
+                        const filled = fill(script, { labels: "tier=web", taints: "dedicated=web:NoSchedule", channel });
+                        const cfg = await kubeadmConfigOf(withHeader(filled, "AK_CA_CERT_HASHES", c.caCertHash), "join", s.region, received(token));
                         assert.match(cfg, /dedicated=web:NoSchedule/);
                         await validate(`${s.stack} ${file}`, cfg);
                         validated++;
@@ -301,7 +304,8 @@ describe("what the stacks render, on a real API server (Kubernetes v1.36.3 + KWO
             }
 
             // BootstrapToken → token-create on the master, run by the real kubeadm
-            const access = { region: region(), masterInstanceId: master, masterInstanceIds: [master], commands, pollIntervalMs: 10 };
+            const tokenCreateScript = renderOperation("token-create");
+            const access = { region: region(), masterInstanceId: master, masterInstanceIds: [master], commands, tokenCreateScript, pollIntervalMs: 10 };
             const { token, tokenId } = await createBootstrapToken({ ...access, ttl: "15m", description: "alicloud-kubeadm pool general" });
             const listed = (await c.run("kubeadm", ["token", "list", "-o", "json", "--kubeconfig", c.kubeconfig])).stdout;
             const mine = listed.split(/\n(?=\{)/).map((j) => JSON.parse(j)).find((t) => t.token === token);
@@ -311,7 +315,7 @@ describe("what the stacks render, on a real API server (Kubernetes v1.36.3 + KWO
             assert.deepStrictEqual(mine.groups, ["system:bootstrappers:kubeadm:default-node-token"]);
             const ttlMs = Date.parse(mine.expires) - Date.now();
             assert.ok(ttlMs > 13 * 60_000 && ttlMs <= 15 * 60_000, `expires in ~15m: ${mine.expires}`);
-            assert.deepStrictEqual(await createToken(access, tokenId, "15m", "alicloud-kubeadm pool general"), { token, status: "exists" }, "a retried create reads it back");
+            assert.deepStrictEqual(await createToken(access, tokenCreateScript, tokenId, "15m", "alicloud-kubeadm pool general"), { token, status: "exists" }, "a retried create reads it back");
 
             // discovery as kubeadm join does it: cluster-info fetched without trusting the server, its JWS verified with the
             // token, then the CA it carries checked against the pin (JoinInfo's caCertHash)

@@ -125,8 +125,8 @@ describe("removal core", () => {
         assert.deepStrictEqual(chooseVictims(members, 0), []);
     });
 
-    describe("the races and semantics of issue 13, one test each", () => {
-        it("1: a victim with no Node that registers while the others drain is drained before it leaves ESS", async () => {
+    describe("races while nodes leave, one test each", () => {
+        it("a victim with no Node that registers while the others drain is drained before it leaves ESS", async () => {
             const group = ctx.emu.addScalingGroup({ desiredCapacity: 3, maxSize: 3 }).scalingGroupId;
             const [a, b, survivor] = ctx.emu.scalingGroupInstances(group);
             c.addNode(a, { pool: "general", pods: ["ReplicaSet", "ReplicaSet"] });
@@ -140,7 +140,7 @@ describe("removal core", () => {
             assert.match(warnings.join("\n"), new RegExp(`${b}: Node node-${b} appeared after the drain`));
         });
 
-        it("2: a drain failing with '(NotFound)' in its output while the Node exists stops the removal", async () => {
+        it("a drain failing with '(NotFound)' in its output while the Node exists stops the removal", async () => {
             const group = ctx.emu.addScalingGroup({ desiredCapacity: 1 }).scalingGroupId;
             const id = poolNode(group);
             const undo = ctx.emu.onCommand(operation("drain"), () => ({ exitCode: 1, output: 'error: unable to drain node: Error from server (NotFound): pods "web-1" not found\ndrain-status=1\n' }));
@@ -149,7 +149,7 @@ describe("removal core", () => {
             assert.ok(ctx.emu.scalingGroupInstances(group).includes(id) && nodeOf(id) && c.credentials.has(id), "nothing was reset, deleted or released");
         });
 
-        it("3: RemoveInstances refused with IncorrectInstanceStatus fails the step; no capacity change lets ESS release another node", async () => {
+        it("RemoveInstances refused with IncorrectInstanceStatus fails the step; no capacity change lets ESS release another node", async () => {
             const group = ctx.emu.addScalingGroup({ desiredCapacity: 2, maxSize: 2 }).scalingGroupId;
             const [victim, other] = ctx.emu.scalingGroupInstances(group);
             c.addNode(victim, { pool: "general" });
@@ -164,7 +164,7 @@ describe("removal core", () => {
             assert.ok(nodeOf(other) && !nodeOf(other)!.unschedulable);
         });
 
-        it("9: after a failed ESS batch, the group's later members are reported failed (not removed) and stay members", async () => {
+        it("after a failed ESS batch, the group's later members are reported failed (not removed) and stay members", async () => {
             const group = ctx.emu.addScalingGroup({ desiredCapacity: 6, maxSize: 6 }).scalingGroupId;
             const ids = ctx.emu.scalingGroupInstances(group);
             ids.forEach((id) => c.addNode(id, { pool: "general" }));
@@ -178,7 +178,7 @@ describe("removal core", () => {
             assert.strictEqual(ctx.emu.callsOf("DeleteRouteEntries").length, 0);
         });
 
-        it("10: a drain printing more than Cloud Assistant keeps (24 KB) succeeds", async () => {
+        it("a drain printing more than Cloud Assistant keeps (24 KB) succeeds", async () => {
             const id = existingNode();
             c.drainOutputBytes = 30 * 1024; // what kubectl printed, were it passed through whole
             // drain.sh prints only the tail of kubectl's output: the handler passes on what the script would print.
@@ -194,7 +194,7 @@ describe("removal core", () => {
             assert.strictEqual(nodeOf(id), undefined);
         });
 
-        it("12: route deletions of two removals at once on one table (150 ms route tasks) are serialized, batched and retried until gone", async () => {
+        it("route deletions of two removals at once on one table (150 ms route tasks) are serialized, batched and retried until gone", async () => {
             ctx.emu.state.routeTaskMs = 150;
             const ids = Array.from({ length: 6 }, () => existingNode());
             await Promise.all([
@@ -209,7 +209,7 @@ describe("removal core", () => {
         });
 
         for (const status of ["Warning", "Failed", "Rejected"] as const) {
-            it(`13: a RemoveInstances activity that ends ${status} fails the members still present; nothing after it runs; a re-run completes`, async () => {
+            it(`a RemoveInstances activity that ends ${status} fails the members still present; nothing after it runs; a re-run completes`, async () => {
                 const group = ctx.emu.addScalingGroup({ desiredCapacity: 2, maxSize: 2 }).scalingGroupId;
                 // Two members that never joined leave in one batch (they wait for every drain of the run).
                 const [a, b] = ctx.emu.scalingGroupInstances(group);
@@ -229,7 +229,7 @@ describe("removal core", () => {
             });
         }
 
-        it("14: a lost response of an action without ClientToken (DetachInstances) is safe: the retry re-reads and counts the member as gone", async () => {
+        it("a lost response of an action without ClientToken (DetachInstances) is safe: the retry re-reads and counts the member as gone", async () => {
             const group = ctx.emu.addScalingGroup({ desiredCapacity: 1 }).scalingGroupId;
             const id = poolNode(group);
             ctx.emu.inject("DetachInstances", { status: 503, code: "ServiceUnavailable", message: "lost", times: 1, afterApply: true });
@@ -241,7 +241,7 @@ describe("removal core", () => {
         });
     });
 
-    describe("issue 13 point 7/8: nodes whose machine keeps running are reset, or the removal fails with the fix", () => {
+    describe("nodes whose machine keeps running are reset, or the removal fails with the fix", () => {
         for (const [what, arrange] of [
             // A stopped machine's Node turns NotReady (node-monitor-grace-period): its drain does not wait for the pods.
             ["stopped", (id: string) => { ctx.emu.stopInstance(id); nodeOf(id)!.ready = false; }],
@@ -312,8 +312,8 @@ describe("removal core", () => {
         });
     });
 
-    describe("review of issue 13: what an adversarial reading found, one test each", () => {
-        it("R1: a released node that could not be reset, whose run died after RemoveInstances: the re-run finds it gone and deletes its held Node", async () => {
+    describe("resumed runs, refusals, masters and routes: one test each", () => {
+        it("a released node that could not be reset, whose run died after RemoveInstances: the re-run finds it gone and deletes its held Node", async () => {
             const group = ctx.emu.addScalingGroup({ desiredCapacity: 1 }).scalingGroupId;
             const id = poolNode(group);
             ctx.emu.setAgentOffline(id);
@@ -328,7 +328,7 @@ describe("removal core", () => {
             assert.strictEqual(nodeOf(id), undefined, "the re-run deletes the held Node of the released instance");
         });
 
-        it("R6a: a released victim ESS refuses to take out stays a whole node: not reset, its drained Node kept (a later run uncordons it)", async () => {
+        it("a released victim ESS refuses to take out stays a whole node: not reset, its drained Node kept (a later run uncordons it)", async () => {
             const group = ctx.emu.addScalingGroup({ desiredCapacity: 1, minSize: 1 }).scalingGroupId;
             const id = poolNode(group);
             await assert.rejects(removeNode({ instanceId: id, kind: "scale-out", scalingGroupId: group }, opts), /leave-scaling-group/);
@@ -337,7 +337,7 @@ describe("removal core", () => {
             assert.ok(nodeOf(id)?.unschedulable && nodeOf(id)?.removing, "its Node is kept, drained, cordoned and marked");
         });
 
-        it("R2: a released victim with no Node is stopped before ESS takes it: still joining, it cannot register during the activity", async () => {
+        it("a released victim with no Node is stopped before ESS takes it: still joining, it cannot register during the activity", async () => {
             const group = ctx.emu.addScalingGroup({ desiredCapacity: 2 }).scalingGroupId;
             const [joining] = ctx.emu.scalingGroupInstances(group);
             ctx.emu.state.activityDurationMs = 200;
@@ -363,7 +363,7 @@ describe("removal core", () => {
             assert.strictEqual(nodeOf(id), undefined, "its Node is gone and did not come back");
         });
 
-        it("R3: removing master 1 with master 0 stopped runs the Kubernetes side on master 2, never on the member leaving", async () => {
+        it("removing master 1 with master 0 stopped runs the Kubernetes side on master 2, never on the member leaving", async () => {
             c = await fakeCluster(ctx.emu, REGION, { masters: 3 });
             const id = c.masters[1];
             ctx.emu.stopInstance(c.master);
@@ -373,7 +373,7 @@ describe("removal core", () => {
             assert.strictEqual(nodeOf(id), undefined);
         });
 
-        it("R7: only pod routes go with the node: a user's route through it (0.0.0.0/0 to a NAT instance) stays; without a pod CIDR only its Node's podCIDR goes", async () => {
+        it("only pod routes go with the node: a user's route through it (0.0.0.0/0 to a NAT instance) stays; without a pod CIDR only its Node's podCIDR goes", async () => {
             const id = existingNode();
             ctx.emu.addRouteEntry(table, { destinationCidrBlock: "0.0.0.0/0", nextHopId: id });
             ctx.emu.addRouteEntry(table, { destinationCidrBlock: "10.99.0.0/16", nextHopId: id });
@@ -388,7 +388,7 @@ describe("removal core", () => {
             assert.deepStrictEqual(routesTo(other).map((e) => e.destinationCidrBlock), ["172.16.200.0/25"], `only ${otherPod} (its Node's) was deleted`);
         });
 
-        it("R7: a scale-in without a pod CIDR (state from before) still deletes each victim's route to its Node's podCIDR", async () => {
+        it("a scale-in without a pod CIDR (state from before) still deletes each victim's route to its Node's podCIDR", async () => {
             const group = ctx.emu.addScalingGroup({ desiredCapacity: 2 }).scalingGroupId;
             const ids = ctx.emu.scalingGroupInstances(group);
             ids.forEach(() => poolNode(group));
@@ -398,7 +398,7 @@ describe("removal core", () => {
             assert.strictEqual(ctx.emu.routeTables.get(table)!.entries.length, 1, "the survivor's route stays");
         });
 
-        it("R10: a member whose Node an earlier, failed drain left cordoned and marked, pods still on it, is drained before it leaves ESS", async () => {
+        it("a member whose Node an earlier, failed drain left cordoned and marked, pods still on it, is drained before it leaves ESS", async () => {
             const group = ctx.emu.addScalingGroup({ desiredCapacity: 1 }).scalingGroupId;
             const id = poolNode(group, ["ReplicaSet", "ReplicaSet"]);
             Object.assign(nodeOf(id)!, { unschedulable: true, removing: "2026-12-01T00:00:00Z" });
@@ -410,7 +410,7 @@ describe("removal core", () => {
         });
     });
 
-    describe("issue 13 point 6: etcd membership after kubeadm reset", () => {
+    describe("etcd membership after kubeadm reset", () => {
         it("a reset that only warns about etcd (exit 0) leaves the member; it is removed through another master", async () => {
             c = await fakeCluster(ctx.emu, REGION, { masters: 3 });
             c.resetLeavesEtcd = true;

@@ -1,5 +1,5 @@
 /**
- * Issue 14, point 8: every dynamic resource declares its own secret outputs (`additionalSecretOutputs`), whatever
+ * Every dynamic resource declares its own secret outputs (`additionalSecretOutputs`), whatever
  * its caller passes in: a secret input given as a plain value still comes back secret. The list per resource is
  * here, and every dynamic resource class in src/providers must be in it.
  */
@@ -17,6 +17,10 @@ const EXPECTED: Record<string, string[]> = {
     ControlPlaneMember: [],
     PoolCapacity: [],
     BakedImage: [],
+    BackupKey: ["privateKey", "retired"],
+    MasterMaintenance: [],
+    MasterReplacementGuard: [],
+    AdmissionCertificate: ["keyPem"],
 };
 
 describe("secret outputs declared by each dynamic resource", () => {
@@ -37,16 +41,25 @@ describe("secret outputs declared by each dynamic resource", () => {
         const { ControlPlaneMember } = await import("../src/providers/controlPlaneMember");
         const { PoolCapacity } = await import("../src/providers/poolCapacity");
         const { BakedImage } = await import("../src/providers/bakedImage");
+        const { BackupKey } = await import("../src/providers/backupKey");
+        const { MasterMaintenance } = await import("../src/providers/masterMaintenance");
+        const { MasterReplacementGuard } = await import("../src/providers/masterGuard");
+        const { AdmissionCertificate } = await import("../src/providers/admissionCertificate");
         const access = { region: "cn-hangzhou", masterInstanceId: "i-master0", commands: { "list-nodes": "c-1" } as never };
         new JoinInfo("join-info", { region: "cn-hangzhou", masterInstanceId: "i-master0", kubeconfigServer: "https://x:6443", scripts: { initStatus: "", stackCredential: "", stackCredentialRevoke: "" } });
-        new BootstrapToken("token", { ...access });
+        new BootstrapToken("token", { ...access, tokenCreateScript: "" });
         new ApiServerReady("ready", { kubeconfig: "apiVersion: v1" });
         new NodeMembership("membership", { ...access, instanceId: "i-node", mode: "manual", attachCommandId: "c-attach", token: "abcdef.0123456789abcdef" });
-        new ControlPlaneMember("member", { ...access, memberInstanceId: "i-member", joinCommandId: "c-join" });
+        new ControlPlaneMember("member", { ...access, memberInstanceId: "i-member", joinCommandId: "c-join", joinSecretsScript: "" });
         new PoolCapacity("capacity", { ...access, scalingGroupId: "asg-1", poolName: "general" });
         new BakedImage("baked", { region: "cn-hangzhou", executionId: "exec-1", imageNamePrefix: "dev-node-1-36-3-abc" });
+        new BackupKey("backup-key", { generation: 1 });
+        new MasterMaintenance("maintenance", { region: "cn-hangzhou", masterInstanceIds: ["i-master0"], commandId: "c-m" });
+        new AdmissionCertificate("admission-tls", { addresses: ["192.168.0.10"] });
+        new MasterReplacementGuard("guard", { region: "cn-hangzhou", masters: [{ name: "c-master-0", zone: "cn-hangzhou-h", systemDiskCategory: "cloud_essd" }] });
         await recorder.settle();
-        const byName: Record<string, string> = { JoinInfo: "join-info", BootstrapToken: "token", ApiServerReady: "ready", NodeMembership: "membership", ControlPlaneMember: "member", PoolCapacity: "capacity", BakedImage: "baked" };
+        const byName: Record<string, string> = { JoinInfo: "join-info", BootstrapToken: "token", ApiServerReady: "ready", NodeMembership: "membership", ControlPlaneMember: "member", PoolCapacity: "capacity", BakedImage: "baked", BackupKey: "backup-key", MasterMaintenance: "maintenance", MasterReplacementGuard: "guard",
+            AdmissionCertificate: "admission-tls" };
         for (const [cls, name] of Object.entries(byName)) {
             const [r] = recorder.resources.filter((x) => x.name === name);
             assert.ok(r, `${cls} registered`);

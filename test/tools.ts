@@ -3,8 +3,11 @@
  * fresh machine with Node.js only, assertions that need a missing tool skip, with one line saying which tool
  * and how to install it; in CI (`CI=true`, where .ci/run installs them) a missing tool is a failure.
  */
+import * as assert from "node:assert/strict";
 import { spawnSync } from "child_process";
 import * as zlib from "zlib";
+import type { RunResult, Sandbox } from "../testing/sandbox";
+import { PARAMETER_MARKER } from "../src/shell/render";
 
 const announced = new Set<string>();
 const present = new Map<string, boolean>();
@@ -48,10 +51,35 @@ export function unpackScript(text: string): string {
     return `${text}\n${zlib.gunzipSync(Buffer.from(packed.replace(/\s+/g, ""), "base64")).toString("utf8")}`;
 }
 
+/** The `readonly AK_X='value'` parameters at the top of a rendered script (src/shell/render.ts), unquoted. */
+export function headerOf(script: string): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (const m of script.matchAll(/^readonly (AK_[A-Z0-9_]+)='((?:[^']|'\\'')*)'$/gm)) out[m[1]] = m[2].replace(/'\\''/g, "'");
+    // A saved command's parameters: `# AK_X=value` lines after its final exit (src/shell/render.ts savedParameters).
+    const at = script.indexOf(`\n${PARAMETER_MARKER}\n`);
+    if (at >= 0) for (const m of script.slice(at).matchAll(/^# (AK_[A-Z0-9_]+)=(.*)$/gm)) out[m[1]] = m[2];
+    return out;
+}
+
+/** One header parameter of a rendered script, or undefined when its header has none. */
+export function headerValue(script: string, name: string): string | undefined {
+    return headerOf(script)[name];
+}
+
+/** Asserts a sandbox run of a node script succeeded; on failure shows its stderr and the script's logs (`/var/log/alicloud-kubeadm/<log>.log`). */
+export function assertOk(r: RunResult, sb: Sandbox, logs: readonly string[] = ["master-init", "attach-node"]): void {
+    if (r.code === 0) return;
+    const text = logs.map((n) => sb.read(`/var/log/alicloud-kubeadm/${n}.log`)).filter(Boolean).join("\n");
+    assert.fail(`script exited ${r.code}\nstderr:\n${r.stderr}\nlog:\n${text}`);
+}
+
 /** A packed script made runnable without its packing: the readable header followed by the unpacked body. */
 export function unpackRunnable(text: string): string {
     const at = text.indexOf("\nak_packed=");
     if (at < 0) return text;
     const packed = /<<'AK_PACKED'[^\n]*\n([\s\S]*?)\nAK_PACKED\n/.exec(text)?.[1] ?? "";
-    return `${text.slice(0, at + 1)}${zlib.gunzipSync(Buffer.from(packed.replace(/\s+/g, ""), "base64")).toString("utf8")}`;
+    // A saved command's parameter lines (`exit`, the marker, `AK_X=...`) follow the packed part: kept after it.
+    const evalAt = text.indexOf('\neval "$ak_packed"\n');
+    const trailer = evalAt < 0 ? "" : text.slice(evalAt + '\neval "$ak_packed"\n'.length);
+    return `${text.slice(0, at + 1)}${zlib.gunzipSync(Buffer.from(packed.replace(/\s+/g, ""), "base64")).toString("utf8")}${trailer}`;
 }

@@ -1,5 +1,5 @@
 // A fake Kubernetes cluster behind the emulator's Cloud Assistant: any master answers the saved node
-// operations (list-nodes, pod-owners, drain, uncordon, delete-node, etcd-member-remove) from an in-memory
+// operations (list-nodes, pod-owners, drain, uncordon, delete-node, etcd-member-remove, etcd-health) from an in-memory
 // node table, and nodes answer `reset`. The operations are saved in the emulator from the program's own
 // NodeCommands specs, and handlers read their parameters, as the real scripts would. Every command is
 // recorded as "<instance>: <verb>" for ordered assertions. Used where a test must inject a failure or a
@@ -26,7 +26,10 @@ export interface FakeNode {
     name: string;
     instanceId: string;
     ready: boolean;
+    /** The pool label the admission service sets (`node-restriction.kubernetes.io/alicloud-kubeadm-pool`), "" when none. */
     pool: string;
+    /** The pool label a node set itself before (`alicloud-kubeadm/pool`), "" or absent when none. */
+    legacyPool?: string;
     podCidr: string;
     /** Owner kinds of the pods on the node (e.g. ["ReplicaSet", "DaemonSet"]). */
     pods: string[];
@@ -157,9 +160,11 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
         c.log.push(`${ctx.instanceId}: get-nodes`);
         listings++;
         for (const n of c.nodes.values()) if ((readyAt.get(n.instanceId) ?? Infinity) <= listings) n.ready = true;
-        const selector = /^alicloud-kubeadm\/pool=(\S+)$/.exec(ctx.parameters.selector ?? "")?.[1];
-        const lines = [...c.nodes.values()].filter((n) => !selector || n.pool === selector)
-            .map((n) => [n.name, `${region}.${n.instanceId}`, n.ready ? "True" : "False", n.unschedulable ? "true" : "", n.podCidr, n.pool, n.createdAt, n.removing].join("\t"));
+        // list-nodes.sh's columns; a label selector on either pool label.
+        const selector = /^(alicloud-kubeadm\/pool|node-restriction\.kubernetes\.io\/alicloud-kubeadm-pool)=(\S+)$/.exec(ctx.parameters.selector ?? "");
+        const lines = [...c.nodes.values()].filter((n) => !selector || (selector[1] === "alicloud-kubeadm/pool" ? n.legacyPool : n.pool) === selector[2])
+            .map((n) => [n.name, `${region}.${n.instanceId}`, n.ready ? "True" : "False", n.unschedulable ? "true" : "", n.podCidr, n.legacyPool ?? "", n.createdAt, n.removing,
+                n.pool].join("\t"));
         return { output: gz(lines.join("\n")) };
     });
     emu.onCommand(operation("pod-owners"), (ctx) => {
@@ -219,6 +224,18 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
         if (!name) return { output: "member-absent\n" };
         c.etcd.delete(name);
         return { output: "member-removed\n" };
+    });
+    // etcd-health: the members (etcdctl's JSON), each healthy while its machine runs; none without a quorum of them.
+    emu.onCommand(operation("etcd-health"), (ctx) => {
+        const via = c.nodes.get(ctx.parameters.etcdnode);
+        if (!via?.ready || !running(via.instanceId)) return { exitCode: 1, output: `error: unable to upgrade connection: container not found ("etcd")\n` };
+        const members = [...c.etcd.entries()].map(([name, ip], i) => ({
+            ID: 1000 + i, name, peerURLs: [`https://${ip}:2380`], clientURLs: [`https://${ip}:2379`],
+            up: [...emu.instances.values()].some((inst) => inst.privateIp === ip && running(inst.instanceId)),
+        }));
+        const quorum = members.filter((m) => m.up).length >= Math.floor(members.length / 2) + 1;
+        const health = members.map((m) => ({ endpoint: m.clientURLs[0], health: quorum && m.up }));
+        return { output: `@@members\n${JSON.stringify({ members: members.map(({ up: _up, ...m }) => m) })}\n@@health\n${JSON.stringify(health)}\n` };
     });
     emu.onCommand(operation("reset"), (ctx) => {
         c.log.push(`${ctx.instanceId}: reset`);

@@ -79,6 +79,9 @@ function computedState(type: string, name: string): Record<string, unknown> {
     const h = shortHash(`${type}/${name}`);
     const octet = (parseInt(h.slice(0, 2), 16) % 250) + 2;
     switch (type) {
+        case "pulumi:pulumi:StackReference":
+            // A stack that recorded nothing yet (the first `pulumi up`): no outputs.
+            return { outputs: {}, secretOutputNames: [] };
         case "alicloud:vpc/network:Network":
             return { routeTableId: `vtb-${h}`, routerId: `vrt-${h}` };
         case "alicloud:vpc/natGateway:NatGateway":
@@ -108,6 +111,16 @@ export const DYNAMIC_PLACEHOLDERS: Record<string, unknown> = {
     certificateKey: "0".repeat(64),
     /** BakedImage: the image a build produced. */
     imageId: "m-bakedimageplaceholder",
+    /** AdmissionCertificate: the pin of the service's key, its certificate and key (placeholders, not PEM that parses). */
+    pin: `sha256:${"1".repeat(64)}`,
+    certPem: "-----BEGIN CERTIFICATE-----\n# placeholder: the admission service's certificate is made at deploy time\n-----END CERTIFICATE-----\n",
+    keyPem: "-----BEGIN PRIVATE KEY-----\n# placeholder\n-----END PRIVATE KEY-----\n",
+    notAfter: "2031-01-01T00:00:00.000Z",
+    /** BackupKey: a key pair made at `pulumi up` (an X25519 public key of zeros, its id, no private key). */
+    publicKey: `MCowBQYDK2VuAyEA${"A".repeat(43)}=`,
+    keyId: "0".repeat(16),
+    privateKey: "(the backup key's private half, made at pulumi up)",
+    retired: [],
 };
 
 const DEFAULT_CALLS: Record<string, (inputs: Record<string, unknown>) => Record<string, unknown>> = {

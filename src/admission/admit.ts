@@ -1,10 +1,11 @@
 // The admission decision: a node proves its identity with its PKCS#7-signed instance identity document whose
 // audience is a challenge of this service; the service checks signature, challenge (freshness, single use,
 // source address), account, region, membership of this cluster (a pool's scaling group in a joining state, or
-// an existing node), that the cloud's private IP is the connection's source, and that no Ready Node holds the
-// identity; then issues a bootstrap token good for minutes, for that node only (approver.ts signs only its
+// an existing node), that the cloud's private IP is the connection's source, and that no Node holds the identity
+// unless the machine is really new (nodes.ts: a stale heartbeat and a restart since, or an operator's leave); then issues a bootstrap token good for minutes, for that node only (approver.ts signs only its
 // CSR). Every decision is logged and recorded. Node built-ins only (shipped in the service's ConfigMap).
 import { checkChallenge } from "./challenge";
+import { DEFAULT_READMIT_AFTER_SECONDS, readmissionRefusal, type NodeRecord } from "./nodes";
 import { SignatureError, verifySignedData, type TrustedSigner } from "./pkcs7";
 
 /** Why a node was refused (stable codes: the node's log, `doctor` and the tests use them). */
@@ -24,7 +25,8 @@ export const REFUSAL_ADVICE: Record<RefusalReason, string> = {
     "region-mismatch": "the instance is in another region than the cluster",
     "not-a-member": "the instance is in no scaling group of this cluster (Pending/InService/Protected) and not in existingNodes: add it to the config and run pulumi up",
     "source-ip-mismatch": "the request did not come from the instance's primary private IP: call the admission service directly, not through a proxy or NAT",
-    "already-registered": "a Ready Node already holds this identity: reset it first (kubeadm reset on that node, or delete the Node) if this is a re-join",
+    "already-registered": "a Node already holds this identity and the machine is not new (its heartbeat is fresh, or the instance was not restarted since): " +
+        "if this is a re-join, delete the Node, or let it in with kubectl annotate node <name> alicloud-kubeadm/readmit-until=<RFC 3339 time ≤ 24 h ahead> (docs/admission.md)",
     "internal": "the admission service could not decide (cloud or API server error): the attach script retries",
 };
 
@@ -39,6 +41,10 @@ export interface Member {
     pool: string;
     /** ESS lifecycle state, for pool members. */
     state?: string;
+    /** The scaling group it is a member of, for pool members. */
+    scalingGroupId?: string;
+    /** When the instance was last started (ECS `StartTime`), ms; undefined when the cloud did not say. */
+    startedAt?: number;
 }
 
 /** The cloud view of membership (cloud.ts reads it from ESS/ECS; tests give the emulator's). */
@@ -51,10 +57,10 @@ export interface CloudView {
 export interface ClusterView {
     /** Records that challenge `id` was used; false when it already was (by any replica). */
     claimOnce(id: string, expiresAt: number): Promise<boolean>;
-    /** Whether a Node with this provider id is registered and Ready. */
-    readyNodeExists(providerId: string): Promise<boolean>;
-    /** Creates a bootstrap token for this one node; returns `<id>.<secret>` and its expiry. */
-    createNodeToken(providerId: string, instanceId: string, ttlSeconds: number): Promise<{ token: string; expiresAt: number }>;
+    /** The Node named after this provider id, or undefined when there is none. */
+    node(providerId: string): Promise<NodeRecord | undefined>;
+    /** Creates a bootstrap token for this one node, recording its pool (the label the service sets on its Node); returns `<id>.<secret>` and its expiry. */
+    createNodeToken(providerId: string, instanceId: string, ttlSeconds: number, pool: string): Promise<{ token: string; expiresAt: number }>;
     /** Keeps a decision for `doctor` (refusals) and audit. */
     record(decision: Decision): Promise<void>;
 }
@@ -72,6 +78,10 @@ export interface AdmissionSettings {
     challengeTtlSeconds: number;
     /** Bootstrap token lifetime, seconds. */
     tokenTtlSeconds: number;
+    /** How stale an existing Node's heartbeat must be before its instance may be admitted again (and restarted since), seconds. Default {@link DEFAULT_READMIT_AFTER_SECONDS}. */
+    readmitAfterSeconds?: number;
+    /** Accept identity signatures with a SHA-1 digest (docs/security.md#sha-1). Default true. */
+    allowSha1?: boolean;
 }
 
 export interface AdmitRequest {
@@ -204,8 +214,9 @@ async function decide(req: AdmitRequest, sourceIp: string, s: AdmissionSettings,
     if (!ch.ok) return refuse(ch.reason, ch.message);
     // 2. The signature, by the configured certificate, over the document bound to that challenge.
     let signed: Buffer;
+    let digest = "";
     try {
-        signed = verifySignedData(req.signature, documentWithAudience(req.document, req.audience), s.signers);
+        signed = verifySignedData(req.signature, documentWithAudience(req.document, req.audience), s.signers, { allowSha1: s.allowSha1, onDigest: (d) => { digest = d; } });
     } catch (e) {
         return refuse("signature-invalid", e instanceof SignatureError ? e.message : `unreadable: ${(e as Error).message}`);
     }
@@ -234,12 +245,16 @@ async function decide(req: AdmitRequest, sourceIp: string, s: AdmissionSettings,
     if (!member) return refuse("not-a-member", `instance ${instanceId} is not a member of this cluster`, who);
     const withPool = { ...who, pool: member.pool };
     if (member.privateIp !== sourceIp) return refuse("source-ip-mismatch", `instance ${instanceId} has private IP ${member.privateIp}, the request came from ${sourceIp}`, withPool);
-    // 5. A second claim of an identity whose Node is Ready.
-    if (await cluster.readyNodeExists(providerId)) return refuse("already-registered", `Node ${providerId} is registered and Ready`, withPool);
+    // 5. A second claim of an identity whose Node exists: only for a machine that is really new.
+    const node = await cluster.node(providerId);
+    const held = node && readmissionRefusal(providerId, node, member.startedAt, (s.readmitAfterSeconds ?? DEFAULT_READMIT_AFTER_SECONDS) * 1000, now);
+    if (held) return refuse("already-registered", held, withPool);
     // 6. A credential for this node only, for minutes.
-    const { token, expiresAt } = await cluster.createNodeToken(providerId, instanceId, s.tokenTtlSeconds);
+    const { token, expiresAt } = await cluster.createNodeToken(providerId, instanceId, s.tokenTtlSeconds, member.pool);
     return {
-        admitted: true, message: `admitted ${instanceId} (${member.source} ${member.pool}${member.state ? `, ${member.state}` : ""}) as ${providerId}`,
+        // The digest is recorded for doctor (docs/security.md#sha-1).
+        admitted: true, message: `admitted ${instanceId} (${member.source} ${member.pool}${member.state ? `, ${member.state}` : ""}) as ${providerId}` +
+            (node ? " over its existing Node (a restarted machine after a stale heartbeat, or allowed by readmit-until)" : "") + `; identity signed with ${digest}`,
         sourceIp, at, ...withPool, token, expiresAt: new Date(expiresAt).toISOString(),
     };
 }

@@ -7,6 +7,8 @@ import * as fs from "fs";
 import * as https from "https";
 import type { ClusterView, Decision } from "./admit";
 import { ADMITTED_GROUP, csrVerdict, KUBELET_CLIENT_SIGNER, PROVIDER_ID_ANNOTATION, TOKEN_LABEL, type Csr } from "./approver";
+import type { PoolSource } from "./cloud";
+import { POOL_LABEL, POOL_PENDING_TAINT, READMIT_UNTIL_ANNOTATION, type NodeRecord } from "./nodes";
 
 export const NAMESPACE = "kube-system";
 /** Name of the DaemonSet, the Events' involved object, and prefix of the objects the service creates. */
@@ -48,12 +50,12 @@ export class Kube {
         this.agent = new https.Agent({ keepAlive: true, maxSockets: 32, ca: access.ca, cert: access.cert, key: access.key });
     }
 
-    request<T = Record<string, unknown>>(method: string, path: string, body?: unknown): Promise<T> {
+    request<T = Record<string, unknown>>(method: string, path: string, body?: unknown, contentType = "application/json"): Promise<T> {
         return new Promise((resolve, reject) => {
             const headers: Record<string, string> = { accept: "application/json" };
             if (this.access.token) headers.authorization = `Bearer ${this.access.token()}`;
             const data = body === undefined ? undefined : JSON.stringify(body);
-            if (data) headers["content-type"] = "application/json";
+            if (data) headers["content-type"] = contentType;
             const req = https.request(`${this.access.server}${path}`, { method, headers, agent: this.agent, timeout: 15_000 }, (res) => {
                 const chunks: Buffer[] = [];
                 res.on("data", (c: Buffer) => chunks.push(c));
@@ -89,6 +91,12 @@ const leases = (name = ""): string => `/apis/coordination.k8s.io/v1/namespaces/$
 export const tokenLeaseName = (tokenId: string): string => `${ADMISSION_NAME}-token-${tokenId}`;
 /** Annotation marking a token's Lease used (its first CSR was decided). */
 export const TOKEN_USED_ANNOTATION = "alicloud-kubeadm/admission-token-used";
+/** Annotation of a token's Lease: the pool the admitted instance belongs to (what the service labels its Node with). */
+export const POOL_ANNOTATION = "alicloud-kubeadm/pool";
+/** Annotation marking a token's Lease whose Node got its pool label (set by {@link labelAdmittedNodes}). */
+export const LABELLED_ANNOTATION = "alicloud-kubeadm/admission-node-labelled";
+/** Namespace of the nodes' heartbeat Leases. */
+export const NODE_LEASE_NAMESPACE = "kube-node-lease";
 const TOKEN_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789";
 function randomToken(n: number): string {
     return [...crypto.randomBytes(n)].map((b) => TOKEN_CHARS[b % 36]).join("");
@@ -111,18 +119,34 @@ export class KubeClusterView implements ClusterView {
         }
     }
 
-    async readyNodeExists(providerId: string): Promise<boolean> {
+    async node(providerId: string): Promise<NodeRecord | undefined> {
         // Node names are provider ids (nodeRegistration.name); the approver only signs that name.
+        type Node = { metadata: { creationTimestamp?: string; annotations?: Record<string, string> };
+            status?: { conditions?: Array<{ type: string; status: string; lastHeartbeatTime?: string }> } };
+        let node: Node;
         try {
-            const node = await this.kube.request<{ spec?: { providerID?: string }; status?: { conditions?: Array<{ type: string; status: string }> } }>("GET", `/api/v1/nodes/${encodeURIComponent(providerId)}`);
-            return (node.status?.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
+            node = await this.kube.request<Node>("GET", `/api/v1/nodes/${encodeURIComponent(providerId)}`);
         } catch (e) {
-            if (e instanceof KubeError && e.status === 404) return false;
+            if (e instanceof KubeError && e.status === 404) return undefined;
             throw e;
         }
+        let renewed: number | undefined;
+        try {
+            const lease = await this.kube.request<{ spec?: { renewTime?: string } }>("GET",
+                `/apis/coordination.k8s.io/v1/namespaces/${NODE_LEASE_NAMESPACE}/leases/${encodeURIComponent(providerId)}`);
+            renewed = time(lease.spec?.renewTime);
+        } catch (e) {
+            if (!(e instanceof KubeError && e.status === 404)) throw e;
+        }
+        const ready = (node.status?.conditions ?? []).find((c) => c.type === "Ready");
+        const beats = [renewed, time(ready?.lastHeartbeatTime)].filter((t): t is number => t !== undefined);
+        return {
+            ready: ready?.status === "True", lastHeartbeat: beats.length ? Math.max(...beats) : undefined, createdAt: time(node.metadata.creationTimestamp),
+            readmitUntil: time(node.metadata.annotations?.[READMIT_UNTIL_ANNOTATION]),
+        };
     }
 
-    async createNodeToken(providerId: string, instanceId: string, ttlSeconds: number): Promise<{ token: string; expiresAt: number }> {
+    async createNodeToken(providerId: string, instanceId: string, ttlSeconds: number, pool: string): Promise<{ token: string; expiresAt: number }> {
         for (let attempt = 0; ; attempt++) {
             const id = randomToken(6), secret = randomToken(16);
             const expiresAt = Date.now() + ttlSeconds * 1000;
@@ -131,7 +155,7 @@ export class KubeClusterView implements ClusterView {
             try {
                 await this.kube.request("POST", leases(), {
                     metadata: { name: tokenLeaseName(id), labels: { [TOKEN_LABEL]: "true" },
-                        annotations: { [PROVIDER_ID_ANNOTATION]: providerId, [`${TOKEN_LABEL}-expires`]: new Date(expiresAt).toISOString() } },
+                        annotations: { [PROVIDER_ID_ANNOTATION]: providerId, [POOL_ANNOTATION]: pool, [`${TOKEN_LABEL}-expires`]: new Date(expiresAt).toISOString() } },
                     spec: { holderIdentity: this.identity, leaseDurationSeconds: ttlSeconds, acquireTime: new Date().toISOString().replace("Z", "000Z") },
                 });
             } catch (e) {
@@ -178,7 +202,9 @@ export class KubeClusterView implements ClusterView {
                 "GET", `${leases()}?labelSelector=${encodeURIComponent(`${label}=true`)}`);
             for (const l of list.items) {
                 const exp = Date.parse(l.metadata.annotations?.[`${label}-expires`] ?? "");
-                if (Number.isFinite(exp) && exp < now - 60_000) {
+                // A used token whose Node has not been labelled yet keeps its Lease (the record of its pool) an hour longer.
+                const waiting = l.metadata.annotations?.[TOKEN_USED_ANNOTATION] !== undefined && l.metadata.annotations?.[LABELLED_ANNOTATION] === undefined;
+                if (Number.isFinite(exp) && exp < now - (label === TOKEN_LABEL && waiting ? 3600_000 : 60_000)) {
                     await this.kube.request("DELETE", leases(l.metadata.name)).catch(() => undefined);
                     n++;
                 }
@@ -186,6 +212,11 @@ export class KubeClusterView implements ClusterView {
         }
         return n;
     }
+}
+
+function time(text: string | undefined): number | undefined {
+    const ms = text ? Date.parse(text) : NaN;
+    return Number.isFinite(ms) ? ms : undefined;
 }
 
 /** The challenge HMAC key shared by every replica: read from {@link KEY_SECRET}, created with a random key when absent. */
@@ -265,6 +296,94 @@ export async function approvePending(kube: Kube, log: Log = defaultLog): Promise
         await kube.request("DELETE", ns("secrets", `bootstrap-token-${v.tokenId}`)).catch((e) => {
             if (!(e instanceof KubeError && e.status === 404)) log({ event: "csr", error: `could not delete token ${v.tokenId}: ${(e as Error).message}` });
         });
+    }
+    return done;
+}
+
+/** Label of the pool registrations: ConfigMaps in kube-system naming a scaling group whose members may join. */
+export const POOL_REGISTRATION_LABEL = "alicloud-kubeadm/admission-pool";
+/** Name of a pool's registration ConfigMap. */
+export const poolRegistrationName = (pool: string): string => `${ADMISSION_NAME}-pool-${pool}`;
+
+/**
+ * The allowed scaling groups, read from the pool registrations (ConfigMaps labelled {@link POOL_REGISTRATION_LABEL},
+ * data `scalingGroupId` and `pool`): a pool attached to the cluster later, even from another Pulumi program, adds
+ * one and the service reads it without a restart. Read at start, when a join names a group it does not know (at
+ * most once per `minIntervalMs`, concurrent askers share the read) and by {@link KubePoolSource.refresh} on a timer.
+ */
+export class KubePoolSource implements PoolSource {
+    private current?: ReadonlyMap<string, string>;
+    private reading?: Promise<ReadonlyMap<string, string>>;
+    private lastRead = 0;
+    constructor(private readonly kube: Kube, private readonly minIntervalMs = 1000) {}
+
+    async groups(): Promise<ReadonlyMap<string, string>> {
+        return this.current ?? this.refresh();
+    }
+
+    refresh(): Promise<ReadonlyMap<string, string>> {
+        if (this.reading) return this.reading;
+        if (this.current && Date.now() - this.lastRead < this.minIntervalMs) return Promise.resolve(this.current);
+        this.reading = (async () => {
+            const list = await this.kube.request<{ items: Array<{ data?: Record<string, string> }> }>("GET",
+                `${ns("configmaps")}?labelSelector=${encodeURIComponent(`${POOL_REGISTRATION_LABEL}=true`)}`);
+            const groups = new Map<string, string>();
+            for (const cm of list.items) {
+                const id = cm.data?.scalingGroupId, pool = cm.data?.pool;
+                if (id && /^asg-[A-Za-z0-9]+$/.test(id) && pool) groups.set(id, pool);
+            }
+            this.current = groups;
+            this.lastRead = Date.now();
+            return groups;
+        })().finally(() => { this.reading = undefined; });
+        return this.reading;
+    }
+}
+
+type NodeObject = {
+    metadata: { name: string; resourceVersion?: string; labels?: Record<string, string> };
+    spec?: { taints?: Array<{ key: string; value?: string; effect: string }> };
+};
+
+/**
+ * One pass of the pool labeller: each Node admitted by a token that was used (its CSR approved) gets
+ * `node-restriction.kubernetes.io/alicloud-kubeadm-pool=<pool>` from the service's record of the instance's scaling
+ * group (the token's Lease), and loses the registration taint that kept pods off it until then. A Node not there
+ * yet is tried on the next pass. Returns the Nodes labelled.
+ */
+export async function labelAdmittedNodes(kube: Kube, log: Log = defaultLog): Promise<string[]> {
+    type TokenLease = { metadata: { name: string; resourceVersion?: string; annotations?: Record<string, string>; labels?: Record<string, string> }; spec?: unknown };
+    const list = await kube.request<{ items: TokenLease[] }>("GET", `${leases()}?labelSelector=${encodeURIComponent(`${TOKEN_LABEL}=true`)}`);
+    const done: string[] = [];
+    for (const lease of list.items) {
+        const a = lease.metadata.annotations ?? {};
+        const providerId = a[PROVIDER_ID_ANNOTATION], pool = a[POOL_ANNOTATION];
+        if (!providerId || !pool || a[TOKEN_USED_ANNOTATION] === undefined || a[LABELLED_ANNOTATION] !== undefined) continue;
+        let node: NodeObject;
+        try {
+            node = await kube.request<NodeObject>("GET", `/api/v1/nodes/${encodeURIComponent(providerId)}`);
+        } catch (e) {
+            if (e instanceof KubeError && e.status === 404) continue; // not registered yet
+            throw e;
+        }
+        const taints = node.spec?.taints ?? [];
+        const kept = taints.filter((t) => t.key !== POOL_PENDING_TAINT);
+        if (node.metadata.labels?.[POOL_LABEL] !== pool || kept.length !== taints.length) {
+            try {
+                // A merge patch with the resourceVersion read: a concurrent change of the Node (taints) is a 409, tried next pass.
+                await kube.request("PATCH", `/api/v1/nodes/${encodeURIComponent(providerId)}`, {
+                    metadata: { resourceVersion: node.metadata.resourceVersion, labels: { [POOL_LABEL]: pool } },
+                    ...(kept.length !== taints.length ? { spec: { taints: kept } } : {}),
+                }, "application/merge-patch+json");
+            } catch (e) {
+                if (e instanceof KubeError && (e.status === 409 || e.status === 404)) continue;
+                throw e;
+            }
+            log({ event: "node-labelled", node: providerId, pool });
+            done.push(providerId);
+        }
+        await kube.request("PUT", leases(lease.metadata.name), { ...lease, metadata: { ...lease.metadata, annotations: { ...a, [LABELLED_ANNOTATION]: new Date().toISOString() } } })
+            .catch((e) => { if (!(e instanceof KubeError && e.status === 409)) throw e; });
     }
     return done;
 }

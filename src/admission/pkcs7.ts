@@ -10,7 +10,10 @@ const OID_SIGNED_DATA = "1.2.840.113549.1.7.2";
 const OID_DATA = "1.2.840.113549.1.7.1";
 const OID_CONTENT_TYPE = "1.2.840.113549.1.9.3";
 const OID_MESSAGE_DIGEST = "1.2.840.113549.1.9.4";
-/** Digest algorithms accepted. SHA-1 stays accepted because the algorithm Alibaba signs with is not documented (docs/admission.md). */
+/**
+ * Digest algorithms accepted. SHA-1 is accepted unless switched off (`admission.allowSha1: false`): the algorithm
+ * Alibaba signs with is documented nowhere and no public signature shows it (docs/security.md#sha-1).
+ */
 const DIGESTS: Record<string, string> = {
     "2.16.840.1.101.3.4.2.1": "sha256", "2.16.840.1.101.3.4.2.2": "sha384", "2.16.840.1.101.3.4.2.3": "sha512", "1.3.14.3.2.26": "sha1",
 };
@@ -80,8 +83,10 @@ export function pkcs7Der(text: string): Buffer {
  * @param signature PKCS#7 as PEM or Base64 (what `/latest/dynamic/instance-identity/pkcs7` returns).
  * @param detached The content when the signature is detached.
  * @param signers The trusted signing certificates.
+ * @param opts `allowSha1` (default true): accept a SHA-1 digest; `onDigest`: told the digest algorithm of a verified signature.
  */
-export function verifySignedData(signature: string, detached: Buffer | undefined, signers: readonly TrustedSigner[]): Buffer {
+export function verifySignedData(signature: string, detached: Buffer | undefined, signers: readonly TrustedSigner[],
+    opts: { allowSha1?: boolean; onDigest?: (name: string) => void } = {}): Buffer {
     let der: Buffer;
     try {
         der = pkcs7Der(signature);
@@ -89,14 +94,14 @@ export function verifySignedData(signature: string, detached: Buffer | undefined
         throw e instanceof SignatureError ? e : new SignatureError(String(e));
     }
     try {
-        return verifyDer(der, detached, signers);
+        return verifyDer(der, detached, signers, opts.allowSha1 !== false, opts.onDigest ?? (() => undefined));
     } catch (e) {
         if (e instanceof SignatureError) throw e;
         throw new SignatureError(`malformed PKCS#7: ${(e as Error).message}`);
     }
 }
 
-function verifyDer(der: Buffer, detached: Buffer | undefined, signers: readonly TrustedSigner[]): Buffer {
+function verifyDer(der: Buffer, detached: Buffer | undefined, signers: readonly TrustedSigner[], allowSha1: boolean, onDigest: (name: string) => void): Buffer {
     const root = expectTag(parseRoot(der), 0x30, "ContentInfo");
     const [typeTlv, explicit] = childrenOf(der, root);
     if (oidOf(der, typeTlv) !== OID_SIGNED_DATA) throw new SignatureError("not a PKCS#7 SignedData");
@@ -132,6 +137,7 @@ function verifyDer(der: Buffer, detached: Buffer | undefined, signers: readonly 
     if (!signer) throw new SignatureError("the signer is not the configured instance identity certificate (forged, or the certificate was rotated: see docs/admission.md)");
     const digestName = DIGESTS[oidOf(der, childrenOf(der, expectTag(si[2], 0x30, "digestAlgorithm"))[0])];
     if (!digestName) throw new SignatureError("unsupported digest algorithm");
+    if (digestName === "sha1" && !allowSha1) throw new SignatureError("the signature's digest is SHA-1, refused (admission.allowSha1 is false)");
     let i = 3;
     let signedBytes: Buffer = content;
     if (si[i].tag === 0xa0) {
@@ -174,5 +180,6 @@ function verifyDer(der: Buffer, detached: Buffer | undefined, signers: readonly 
         ok = false;
     }
     if (!ok) throw new SignatureError("the signature does not verify with the configured instance identity certificate (forged or altered)");
+    onDigest(digestName);
     return content;
 }

@@ -1,10 +1,11 @@
-// The admission service: HTTPS on the masters' private IPs (host network, port 10443), one replica per master.
-//   GET  /ca.crt     the cluster CA (public; the node checks it against the CA pin of its userdata, then uses it)
+// The admission service: HTTPS on the masters' private IPs (host network, port 10443), one replica per master, with
+// its own key and a certificate for the masters' addresses (src/providers/admissionCertificate.ts).
+//   GET  /admission.crt  that certificate (public; the node checks its key against the pin of its userdata, then trusts only it)
 //   GET  /challenge  a fresh challenge bound to the caller's address
 //   POST /admit      {document, signature, audience} (JSON or form) → 200 {token, expiresAt} | 403 {reason, message, advice}
 //   GET  /attach.sh  the attach script of the manual one-line path (no secret in it), when enabled
 //   GET  /healthz
-// Runs the CSR approver loop and sweeps used challenges. Node built-ins only: this folder is shipped compiled
+// Runs the CSR approver and the pool labeller (a pass a second), re-reads the allowed pools, sweeps used challenges. Node built-ins only: this folder is shipped compiled
 // in a ConfigMap and run by a pinned public Node.js image (src/components/admission.ts).
 import * as fs from "fs";
 import * as https from "https";
@@ -13,7 +14,7 @@ import * as tls from "tls";
 import { admit, REFUSAL_ADVICE, type AdmissionSettings, type ClusterView, type CloudView } from "./admit";
 import { issueChallenge } from "./challenge";
 import { AlibabaCloudView, type CloudSettings } from "./cloud";
-import { approvePending, challengeKeys, inClusterAccess, Kube, KubeClusterView } from "./kube";
+import { approvePending, challengeKeys, inClusterAccess, Kube, KubeClusterView, KubePoolSource, labelAdmittedNodes } from "./kube";
 import { trustedSigners } from "./pkcs7";
 
 /** Port of the admission service on every master (issue 14's security groups open it from the node vSwitches). */
@@ -23,10 +24,8 @@ export interface ServerOptions {
     settings: AdmissionSettings;
     cloud: CloudView;
     cluster: ClusterView;
-    /** Serving certificate and key (PEM), or a function read again on change (rotation). */
+    /** The service's certificate and key (PEM), read again on change (rotation); the certificate is served at /admission.crt. */
     tls: () => { cert: string | Buffer; key: string | Buffer };
-    /** Cluster CA certificate (PEM), served at /ca.crt. */
-    caPem: string;
     /** Manual attach script, served at /attach.sh when set. */
     attachScript?: string;
     host?: string;
@@ -46,7 +45,8 @@ function clientIp(socket: net.Socket): string {
 }
 
 export function startServer(o: ServerOptions): Promise<RunningServer> {
-    const server = https.createServer({ ...o.tls(), minVersion: "TLSv1.2" }, (req, res) => {
+    let current = o.tls();
+    const server = https.createServer({ ...current, minVersion: "TLSv1.2" }, (req, res) => {
         const send = (status: number, body: string | object, type = "application/json"): void => {
             const text = typeof body === "string" ? body : JSON.stringify(body);
             res.writeHead(status, { "content-type": type, "cache-control": "no-store" });
@@ -55,7 +55,7 @@ export function startServer(o: ServerOptions): Promise<RunningServer> {
         const ip = clientIp(req.socket);
         const url = (req.url ?? "/").split("?")[0];
         if (req.method === "GET" && url === "/healthz") return send(200, "ok\n", "text/plain");
-        if (req.method === "GET" && url === "/ca.crt") return send(200, o.caPem, "application/x-pem-file");
+        if (req.method === "GET" && url === "/admission.crt") return send(200, current.cert.toString(), "application/x-pem-file");
         if (req.method === "GET" && url === "/challenge") {
             return send(200, issueChallenge(o.settings.challengeKeys[0], ip, o.settings.challengeTtlSeconds) + "\n", "text/plain");
         }
@@ -92,7 +92,11 @@ export function startServer(o: ServerOptions): Promise<RunningServer> {
             const port = (server.address() as net.AddressInfo).port;
             resolve({
                 port, server,
-                reloadTls: () => server.setSecureContext(o.tls() as tls.SecureContextOptions),
+                reloadTls: () => {
+                    const next = o.tls();
+                    server.setSecureContext({ ...next, minVersion: "TLSv1.2" } as tls.SecureContextOptions);
+                    current = next;
+                },
                 close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
             });
         });
@@ -103,23 +107,24 @@ export function startServer(o: ServerOptions): Promise<RunningServer> {
 export interface ServiceConfig {
     accountId: string;
     regionId: string;
-    /** ESS scaling group id → pool name. */
-    scalingGroups: Record<string, string>;
-    /** Existing node instance id → pool label value. */
+    /** Existing node instance id → pool label value. (The pools' scaling groups are read from their registrations: kube.ts KubePoolSource.) */
     existingNodes: Record<string, string>;
     /** `key=value`: instances with this tag may join by the manual path. Default: off. */
     joinTag?: string;
     challengeTtlSeconds: number;
     tokenTtlSeconds: number;
+    /** How stale an existing Node's heartbeat must be before its instance may be admitted again, seconds. */
+    readmitAfterSeconds?: number;
     port: number;
-    /** Files on the master (hostPath): the serving certificate/key, the cluster CA. */
+    /** The service's certificate and key (mounted from its Secret). */
     tlsCertFile: string;
     tlsKeyFile: string;
-    caFile: string;
     /** PEM of the trusted instance identity signing certificate(s) (the ConfigMap's `identity-signer.pem`). */
     signerFile: string;
     /** Manual attach script file, when the one-line path is enabled. */
     attachScriptFile?: string;
+    /** Accept identity signatures with a SHA-1 digest. Default true. */
+    allowSha1?: boolean;
     /** OpenAPI base URL override (tests). */
     cloudEndpoint?: string;
 }
@@ -129,17 +134,22 @@ async function main(): Promise<void> {
     const c = JSON.parse(fs.readFileSync(configFile, "utf8")) as ServiceConfig;
     const kube = new Kube(inClusterAccess());
     const cluster = new KubeClusterView(kube);
-    const cloudSettings: CloudSettings = { regionId: c.regionId, scalingGroups: c.scalingGroups, existingNodes: c.existingNodes, joinTag: c.joinTag, endpoint: c.cloudEndpoint };
+    const pools = new KubePoolSource(kube);
+    const cloudSettings: CloudSettings = { regionId: c.regionId, pools, existingNodes: c.existingNodes, joinTag: c.joinTag, endpoint: c.cloudEndpoint };
     const settings: AdmissionSettings = {
         accountId: c.accountId, regionId: c.regionId, signers: trustedSigners(fs.readFileSync(c.signerFile, "utf8")),
         challengeKeys: await challengeKeys(kube), challengeTtlSeconds: c.challengeTtlSeconds, tokenTtlSeconds: c.tokenTtlSeconds,
+        readmitAfterSeconds: c.readmitAfterSeconds, allowSha1: c.allowSha1 !== false,
     };
     const readTls = () => ({ cert: fs.readFileSync(c.tlsCertFile), key: fs.readFileSync(c.tlsKeyFile) });
     const running = await startServer({
-        settings, cloud: new AlibabaCloudView(cloudSettings), cluster, tls: readTls, caPem: fs.readFileSync(c.caFile, "utf8"),
+        settings, cloud: new AlibabaCloudView(cloudSettings), cluster, tls: readTls,
         attachScript: c.attachScriptFile ? fs.readFileSync(c.attachScriptFile, "utf8") : undefined, port: c.port,
     });
-    process.stdout.write(JSON.stringify({ event: "started", port: running.port, signers: settings.signers.map((s) => s.certificate.subject), pools: Object.values(c.scalingGroups) }) + "\n");
+    const say = (event: Record<string, unknown>) => process.stdout.write(JSON.stringify(event) + "\n");
+    say({ event: "started", port: running.port, signers: settings.signers.map((s) => s.certificate.subject), pools: [...(await pools.groups().catch(() => new Map())).values()] });
+    // Pools attached later (another program's NodePool) are read when a node names their group, and every 30 s.
+    setInterval(() => void pools.refresh().catch((e) => say({ event: "pools", error: (e as Error).message })), 30_000).unref();
     let lastMtime = fs.statSync(c.tlsCertFile).mtimeMs;
     setInterval(() => {
         // A renewal rewrites the files: one missing or half-written for a moment is tried again next minute.
@@ -158,7 +168,12 @@ async function main(): Promise<void> {
         try {
             await approvePending(kube);
         } catch (e) {
-            process.stdout.write(JSON.stringify({ event: "csr", error: (e as Error).message }) + "\n");
+            say({ event: "csr", error: (e as Error).message });
+        }
+        try {
+            await labelAdmittedNodes(kube);
+        } catch (e) {
+            say({ event: "node-labelled", error: (e as Error).message });
         }
         setTimeout(approve, 1000);
     };

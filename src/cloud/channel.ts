@@ -91,26 +91,34 @@ export function seal(recipientPublicKey: string, plaintext: string): string {
 }
 
 function openWith(privateKey: import("crypto").KeyObject, sealed: string): string {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const crypto = require("crypto") as typeof import("crypto");
     const text = sealed.trim();
     if (!SEALED_PATTERN.test(text)) throw new Error("the instance did not answer with a sealed text (the channel's script failed; see its log on the instance)");
     const [ephB64, bodyB64] = text.split(".");
-    const shared = crypto.diffieHellman({ privateKey, publicKey: publicKeyOf(ephB64) });
-    const body = Buffer.from(bodyB64, "base64");
-    if (body.length < 32 || body.subarray(0, 8).toString("ascii") !== "Salted__") throw new Error("the sealed text has no openssl salt header");
+    return openSealedBytes(privateKey, ephB64, Buffer.from(bodyB64, "base64"), "the sealed text").toString("utf8");
+}
+
+/**
+ * Opens what `ak_seal` (or an etcd backup, src/shell/etcd_backup.sh) sealed: the sender's ephemeral X25519 public key
+ * (SPKI DER, Base64) and the openssl body (`Salted__`, salt, ciphertext of the payload's hex SHA-256 and the payload).
+ * @throws Error when the key does not open it or the SHA-256 does not match (`what` names it in the message)
+ */
+export function openSealedBytes(privateKey: import("crypto").KeyObject, ephemeralPublicKey: string, body: Buffer, what = "the sealed data"): Buffer {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const crypto = require("crypto") as typeof import("crypto");
+    const shared = crypto.diffieHellman({ privateKey, publicKey: publicKeyOf(ephemeralPublicKey) });
+    if (body.length < 32 || body.subarray(0, 8).toString("ascii") !== "Salted__") throw new Error(`${what} has no openssl salt header`);
     const { key, iv } = cipherKey(shared, body.subarray(8, 16));
     let framed: Buffer;
     try {
         const decipher = crypto.createDecipheriv("aes-256-cbc", key, iv);
         framed = Buffer.concat([decipher.update(body.subarray(16)), decipher.final()]);
     } catch {
-        throw new Error("the sealed text does not open with this channel's key (sealed to another key, or altered)");
+        throw new Error(`${what} does not open with this key (sealed to another key, or altered)`);
     }
     const digest = framed.subarray(0, 64).toString("ascii");
     const payload = framed.subarray(64);
     if (digest !== crypto.createHash("sha256").update(payload).digest("hex")) {
-        throw new Error("the sealed text was altered: its SHA-256 does not match");
+        throw new Error(`${what} was altered: its SHA-256 does not match`);
     }
-    return payload.toString("utf8");
+    return payload;
 }

@@ -175,3 +175,21 @@ export async function deleteImage(region: string, imageId: string, force: boolea
         throw err;
     }
 }
+
+/** Where a master is and what its system disk is: the attributes whose change replaces an instance. */
+export interface MasterPlacement { instanceId: string; zone: string; systemDiskCategory: string }
+
+/**
+ * The instance named `name` (ECS names are not unique: the newest one), its zone and its system disk's category;
+ * undefined when there is none.
+ */
+export async function placementByName(region: string, name: string): Promise<MasterPlacement | undefined> {
+    const res = await callApi("ecs", "DescribeInstances", { InstanceName: name, PageSize: 100 }, { region });
+    const rows = ((res.Instances as { Instance?: Array<RawInstance & { ZoneId?: string; InstanceName?: string }> } | undefined)?.Instance ?? [])
+        .filter((i) => i.InstanceName === name).sort((a, b) => (b.CreationTime ?? "").localeCompare(a.CreationTime ?? ""));
+    const inst = rows[0];
+    if (!inst) return undefined;
+    const disks = await callApi("ecs", "DescribeDisks", { InstanceId: inst.InstanceId, DiskType: "system" }, { region });
+    const disk = ((disks.Disks as { Disk?: Array<{ Category?: string }> } | undefined)?.Disk ?? [])[0];
+    return { instanceId: inst.InstanceId, zone: inst.ZoneId ?? "", systemDiskCategory: disk?.Category ?? "" };
+}

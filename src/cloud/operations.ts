@@ -8,7 +8,7 @@
 import { CommandError, runOnInstance } from "./cloudAssistant";
 import { newChannelId, newRecipient, seal } from "./channel";
 import { cannotRunCommands, classify } from "./errors";
-import { CERTIFICATE_KEY_PATTERN, MAX_ENCRYPTION_CONFIG_GZ_B64, OPERATIONS, operationParameters, TOKEN_PATTERN, POOL_LABEL, providerIdOf, type JoinOperation, type NodeCommandIds, type OperationName, type ParameterName, type SavedOperation } from "../rules";
+import { CERTIFICATE_KEY_PATTERN, fillOperation, MAX_ENCRYPTION_CONFIG_GZ_B64, nodePool, OPERATIONS, operationParameters, TOKEN_PATTERN, POOL_LABEL, providerIdOf, type JoinOperation, type NodeCommandIds, type OperationName, type ParameterName, type SavedOperation } from "../rules";
 
 export { POOL_LABEL, providerIdOf, type NodeCommandIds };
 
@@ -54,11 +54,34 @@ function masterUnusable(err: unknown): boolean {
  * @throws the last master's CommandError, listing why each master could not run it, when none could
  */
 export async function invokeOnMaster(access: ClusterAccess, op: SavedOperation, values: Partial<Record<ParameterName, string>> = {}, opts: InvokeOptions = {}): Promise<string> {
+    return onMaster(access, op, (master) => invokeOperation(access, op, master, values, opts));
+}
+
+/**
+ * Runs one-off operation `op` (src/rules/operations.ts `saved: false`) on a master that can run it, as RunCommand:
+ * `script` is the operation rendered with its parameters left as templates (renderOperation), which are checked and
+ * filled in here (fillOperation). For the operations that hand out a credential sealed to a key of the caller's
+ * choosing (token-create, join-secrets): only a caller who may run anything on the masters can run them.
+ * @throws as {@link invokeOnMaster}
+ */
+export async function runOnMaster(access: ClusterAccess, op: Exclude<OperationName, SavedOperation | JoinOperation>, script: string,
+    values: Partial<Record<ParameterName, string>> = {}, opts: InvokeOptions = {}): Promise<string> {
+    if (!script.includes(`# alicloud-kubeadm operation: ${op} (`)) throw new Error(`operation ${op}: the script given is not that operation's`);
+    const content = fillOperation(script, op, values);
+    const spec: { timeoutSeconds: number } = OPERATIONS[op];
+    return onMaster(access, op, (master) => runOnInstance({
+        region: access.region, instanceId: master, script: content, name: `alicloud-kubeadm ${op}`,
+        timeoutSeconds: opts.timeoutSeconds ?? spec.timeoutSeconds, sensitiveOutput: opts.sensitive, pollIntervalMs: access.pollIntervalMs,
+    }));
+}
+
+/** Runs `run` on the first master that can run commands (see {@link ClusterAccess.masterInstanceIds}); `op` names it in errors. */
+async function onMaster(access: ClusterAccess, op: string, run: (master: string) => Promise<string>): Promise<string> {
     if (access.masterInstanceIds.length === 0) throw new Error(`operation ${op}: no master instance id given`);
     const refused: string[] = [];
     for (const master of masterOrder(access)) {
         try {
-            const out = await invokeOperation(access, op, master, values, opts);
+            const out = await run(master);
             access.workingMaster = master;
             return out;
         } catch (err) {
@@ -106,7 +129,10 @@ export interface NodeInfo {
     /** `spec.unschedulable` (cordoned). */
     unschedulable: boolean;
     podCidr: string;
-    /** Value of the `alicloud-kubeadm/pool` label ("" for none). */
+    /**
+     * The node's pool: its `node-restriction.kubernetes.io/alicloud-kubeadm-pool` label (set by the admission
+     * service), or for a Node without it the `alicloud-kubeadm/pool` label it set itself ("" for neither).
+     */
     pool: string;
     /** Node creation time (ISO 8601). */
     createdAt: string;
@@ -114,20 +140,32 @@ export interface NodeInfo {
     removing: string;
 }
 
-/** Parses the lines list-nodes prints (src/shell/ops/list-nodes.sh): name, provider id, Ready, unschedulable, podCIDR, pool, created, removal mark. */
+/**
+ * Parses the lines list-nodes prints (src/shell/ops/list-nodes.sh): name, provider id, Ready, unschedulable,
+ * podCIDR, old pool label, created, removal mark, pool label (a saved command of an earlier version prints no
+ * last column: the old label then decides).
+ */
 export function parseNodeLines(text: string): NodeInfo[] {
     return text.split("\n").filter((l) => l.trim() !== "").map((line) => {
-        const [name, providerId, ready, unschedulable, podCidr, pool, createdAt, removing] = line.split("\t");
+        const [name, providerId, ready, unschedulable, podCidr, legacyPool, createdAt, removing, pool] = line.split("\t");
         return {
-            name, providerId: providerId ?? "", ready: ready === "True", unschedulable: unschedulable === "true", podCidr: podCidr ?? "", pool: pool ?? "",
-            createdAt: createdAt ?? "", removing: removing ?? "",
+            name, providerId: providerId ?? "", ready: ready === "True", unschedulable: unschedulable === "true", podCidr: podCidr ?? "",
+            pool: nodePool({ pool, legacyPool }), createdAt: createdAt ?? "", removing: removing ?? "",
         };
     });
 }
 
-/** Every Node, optionally filtered by a label selector (e.g. `alicloud-kubeadm/pool=general`). */
+/** Every Node, optionally filtered by a label selector (e.g. `kubernetes.io/os=linux`). */
 export async function listNodes(access: ClusterAccess, selector = ""): Promise<NodeInfo[]> {
     return parseNodeLines(decompress(await invokeOnMaster(access, "list-nodes", { selector })));
+}
+
+/**
+ * The Nodes of one pool, by {@link NodeInfo.pool}: the label the admission service set, or on a Node joined before
+ * it did, the node's own (one listing; a label selector cannot say "this label, else that one").
+ */
+export async function poolNodes(access: ClusterAccess, pool: string): Promise<NodeInfo[]> {
+    return (await listNodes(access)).filter((n) => n.pool === pool);
 }
 
 /** The number of pods that are not DaemonSet pods, per node name. */
@@ -172,12 +210,13 @@ export async function resetNode(access: Pick<ClusterAccess, "region" | "commands
 
 /**
  * Creates the bootstrap token with id `tokenId` on a master, which makes its secret half and answers it sealed
- * to a key made for this one call (idempotent: a token with this id already there is read back).
+ * to a key made for this one call (idempotent: a token with this id already there is read back). `script` is
+ * `renderOperation("token-create")`, run once (RunCommand), never a saved command.
  * @returns the whole token `id.secret` and whether it was made now
  */
-export async function createToken(access: ClusterAccess, tokenId: string, ttl: string, description: string): Promise<{ token: string; status: "created" | "exists" }> {
+export async function createToken(access: ClusterAccess, script: string, tokenId: string, ttl: string, description: string): Promise<{ token: string; status: "created" | "exists" }> {
     const recipient = newRecipient();
-    const out = await invokeOnMaster(access, "token-create", { tokenId, ttl, description, recipient: recipient.publicKey }, { sensitive: true });
+    const out = await runOnMaster(access, "token-create", script, { tokenId, ttl, description, recipient: recipient.publicKey }, { sensitive: true });
     const [status, sealed] = out.trim().split("\n").map((l) => l.trim());
     const token = recipient.open(sealed ?? "");
     if (!TOKEN_PATTERN.test(token) || !token.startsWith(`${tokenId}.`)) throw new Error(`the master answered token-create with something that is not bootstrap token ${tokenId}`);
@@ -203,11 +242,12 @@ export interface JoinSecrets {
 
 /**
  * A fresh certificate key and a 30-minute token from a master, with the masters' whole encryption config when
- * Secrets are encrypted at rest, answered sealed to a key made for this one call.
+ * Secrets are encrypted at rest, answered sealed to a key made for this one call. `script` is
+ * `renderOperation("join-secrets")`, run once (RunCommand), never a saved command.
  */
-export async function joinSecrets(access: ClusterAccess): Promise<JoinSecrets> {
+export async function joinSecrets(access: ClusterAccess, script: string): Promise<JoinSecrets> {
     const recipient = newRecipient();
-    return parseJoinSecrets(recipient.open(await invokeOnMaster(access, "join-secrets", { recipient: recipient.publicKey }, { sensitive: true })));
+    return parseJoinSecrets(recipient.open(await runOnMaster(access, "join-secrets", script, { recipient: recipient.publicKey }, { sensitive: true })));
 }
 
 /**

@@ -2,29 +2,36 @@
 // (src/admission/, docs/admission.md). On every master (a DaemonSet on the control-plane nodes, host network,
 // port 10443, so it survives the loss of a minority of masters and sees the nodes' real source addresses),
 // running a pinned public Node.js image with the service's compiled code from a ConfigMap. It serves TLS with
-// the master's kube-apiserver certificate (signed by the cluster CA, SANs include the master's private IP),
-// which a node verifies from the CA pin of its userdata. RBAC: what the service needs (claims, tokens, CSR
-// approval for the kubelet client signer, events), and what an admitted token needs for `kubeadm join`.
+// its own key and a certificate for the masters' addresses (AdmissionCertificate, a Secret here), which a node
+// verifies from the pin of its userdata; nothing of the masters' PKI is mounted. RBAC: what the service needs
+// (claims, tokens, CSR approval for the kubelet client signer, the pool label on the Nodes it admitted, events),
+// and what an admitted token needs for `kubeadm join`. The pools whose members may join are registrations (a
+// ConfigMap each) the service re-reads while it runs: a pool attached later adds its own.
 import * as crypto from "crypto";
 import * as fs from "fs";
 import * as path from "path";
 import * as pulumi from "@pulumi/pulumi";
 import type * as k8s from "@pulumi/kubernetes";
 import { ADMITTED_GROUP, KUBELET_CLIENT_SIGNER, TOKEN_LABEL } from "../admission/approver";
-import { ADMISSION_NAME, KEY_SECRET, NAMESPACE } from "../admission/kube";
+import { ADMISSION_NAME, KEY_SECRET, NAMESPACE, NODE_LEASE_NAMESPACE, POOL_REGISTRATION_LABEL, poolRegistrationName } from "../admission/kube";
+import { DEFAULT_READMIT_AFTER_SECONDS, POOL_LABEL, POOL_PENDING_TAINT } from "../admission/nodes";
 import { ADMISSION_PORT, type ServiceConfig } from "../admission/server";
 import { applyObjects, CONTROL_PLANE_LABEL, kubeObject, type KubeObject } from "./kube";
+import { DEFAULT_ADMISSION_IMAGE } from "../rules";
 
 export { ADMISSION_PORT, ADMITTED_GROUP };
 
-/** Public Node.js image the service runs in (official image, Alpine variant). Mirror it and set `images.admission` in China regions. */
-export const DEFAULT_ADMISSION_IMAGE = "docker.io/library/node:22.12.0-alpine3.20";
+/** Public Node.js image the service runs in, pinned by digest (src/rules/images.ts). Mirror it and set `images.admission` in China regions. */
+export { DEFAULT_ADMISSION_IMAGE };
 /** The service's modules, in dependency order (each is plain CommonJS using Node built-ins only). */
-export const ADMISSION_MODULES = ["der", "pkcs7", "challenge", "admit", "approver", "cloud", "kube", "server"] as const;
+export const ADMISSION_MODULES = ["der", "pkcs7", "challenge", "nodes", "admit", "approver", "cloud", "kube", "server"] as const;
 const MOUNT = "/opt/alicloud-kubeadm-admission";
-/** Files of the master's /etc/kubernetes/pki the service reads: its serving certificate and key, and the CA it serves. */
-const PKI_FILES = ["apiserver.crt", "apiserver.key", "ca.crt"] as const;
-const pkiVolume = (file: string): string => `pki-${file.replace(/\./g, "-")}`;
+/** Where the service's own certificate and key are mounted (Secret {@link TLS_SECRET}). */
+const TLS_MOUNT = "/etc/alicloud-kubeadm-admission/tls";
+/** The Secret holding the service's certificate and key (type kubernetes.io/tls). */
+export const TLS_SECRET = `${ADMISSION_NAME}-tls`;
+/** The user the service runs as (nobody): it reads its own key from a Secret, nothing of the host. */
+const SERVICE_UID = 65534;
 
 /** Default lifetimes: a challenge lives 2 minutes, an admission token 15 minutes (kubeadm join takes about one). */
 export const DEFAULT_CHALLENGE_TTL_SECONDS = 120;
@@ -59,8 +66,15 @@ export interface AdmissionArgs {
     region: string;
     /** The account id instances must belong to (`alicloud.getCallerIdentity().accountId`). Required. */
     accountId: pulumi.Input<string>;
-    /** ESS scaling group id → pool name, of every pool. Required (may be empty). */
-    scalingGroups: pulumi.Input<Record<string, string>>;
+    /**
+     * The cluster's pools: each gets a registration the service reads (a pool attached later registers itself with
+     * {@link admissionPoolRegistration}). Required (may be empty).
+     */
+    pools: Array<{ name: string; scalingGroupId: pulumi.Input<string> }>;
+    /** The service's own certificate and key (an AdmissionCertificate's outputs; the key a secret). Required. */
+    tls: { certPem: pulumi.Input<string>; keyPem: pulumi.Input<string> };
+    /** How stale an existing Node's heartbeat must be before its instance may be admitted again, seconds. Default {@link DEFAULT_READMIT_AFTER_SECONDS}. */
+    readmitAfterSeconds?: number;
     /** Existing nodes: instance id → pool label value. Default none. */
     existingNodes?: Record<string, string>;
     /** PEM of the instance identity signing certificate(s) (Alibaba's; docs/admission.md). Required. */
@@ -75,6 +89,8 @@ export interface AdmissionArgs {
     challengeTtlSeconds?: number;
     /** Admission token lifetime, seconds. Default {@link DEFAULT_TOKEN_TTL_SECONDS}. */
     tokenTtlSeconds?: number;
+    /** Accept identity signatures with a SHA-1 digest (docs/security.md#sha-1). Default true. */
+    allowSha1?: boolean;
 }
 
 /** The service's RBAC: its own role and the admitted nodes' (what `kubeadm join` and the kubelet's TLS bootstrap need). */
@@ -151,6 +167,49 @@ export function leasePolicyObjects(labels: Record<string, string>): KubeObject[]
     ];
 }
 
+/**
+ * The service may patch Nodes (RBAC cannot say which fields), and writes nothing to a Node but the pool label
+ * {@link POOL_LABEL} and the removal of the registration taint {@link POOL_PENDING_TAINT}: every other label, the
+ * annotations, the other taints, cordoning and the rest of the spec stay as they were. It creates and deletes none.
+ */
+export function nodePolicyObjects(labels: Record<string, string>): KubeObject[] {
+    const name = `${ADMISSION_NAME}-nodes`;
+    const labelsOf = (o: string) => `${o}.metadata.?labels.orValue({})`;
+    const taintsOf = (o: string) => `${o}.spec.?taints.orValue([])`;
+    const same = (field: string) => `object.${field} == oldObject.${field}`;
+    return [
+        {
+            apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicy", metadata: { name, labels },
+            spec: {
+                failurePolicy: "Fail",
+                matchConstraints: { resourceRules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE", "UPDATE", "DELETE"], resources: ["nodes"] }] },
+                matchConditions: [{ name: "the-admission-service", expression: `request.userInfo.username == '${SERVICE_ACCOUNT_USER}'` }],
+                validations: [
+                    { expression: "request.operation == 'UPDATE'", message: "the admission service creates and deletes no Node" },
+                    {
+                        expression: `${labelsOf("object")}.all(k, k == '${POOL_LABEL}' || (k in ${labelsOf("oldObject")} && ${labelsOf("oldObject")}[k] == ${labelsOf("object")}[k])) && ` +
+                            `${labelsOf("oldObject")}.all(k, k == '${POOL_LABEL}' || k in ${labelsOf("object")})`,
+                        message: `the admission service changes no Node label but ${POOL_LABEL}`,
+                    },
+                    {
+                        expression: `${taintsOf("object")}.all(t, t in ${taintsOf("oldObject")}) && ${taintsOf("oldObject")}.all(t, t.key == '${POOL_PENDING_TAINT}' || t in ${taintsOf("object")})`,
+                        message: `the admission service only removes the taint ${POOL_PENDING_TAINT}`,
+                    },
+                    {
+                        expression: [same("metadata.?annotations"), same("metadata.?ownerReferences"), same("metadata.?finalizers"), same("spec.?unschedulable"),
+                            same("spec.?podCIDR"), same("spec.?podCIDRs"), same("spec.?providerID")].join(" && "),
+                        message: "the admission service changes no Node annotation, owner, finalizer, cordon, pod CIDR or provider id",
+                    },
+                ],
+            },
+        },
+        {
+            apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyBinding", metadata: { name, labels },
+            spec: { policyName: name, validationActions: ["Deny"] },
+        },
+    ];
+}
+
 export function admissionRbacObjects(): KubeObject[] {
     const labels = { "app.kubernetes.io/name": ADMISSION_NAME };
     const sa = { kind: "ServiceAccount", name: ADMISSION_NAME, namespace: NAMESPACE };
@@ -166,7 +225,9 @@ export function admissionRbacObjects(): KubeObject[] {
         kubeObject<k8s.types.input.rbac.v1.ClusterRole>({
             apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: "alicloud-kubeadm:admission", labels },
             rules: [
-                { apiGroups: [""], resources: ["nodes"], verbs: ["get"] },
+                // Nodes: whether one holds a joining instance's identity, and the pool label on those it admitted
+                // (what it may write: nodePolicyObjects).
+                { apiGroups: [""], resources: ["nodes"], verbs: ["get", "patch"] },
                 { apiGroups: ["certificates.k8s.io"], resources: ["certificatesigningrequests"], verbs: ["get", "list", "watch"] },
                 { apiGroups: ["certificates.k8s.io"], resources: ["certificatesigningrequests/approval"], verbs: ["update"] },
                 { apiGroups: ["certificates.k8s.io"], resources: ["signers"], resourceNames: [KUBELET_CLIENT_SIGNER], verbs: ["approve"] },
@@ -183,10 +244,22 @@ export function admissionRbacObjects(): KubeObject[] {
                 // Leases: single-use challenge claims, and each token's node (what the approver reads; marked used on its first CSR).
                 { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["create", "get", "list", "update", "delete"] },
                 { apiGroups: [""], resources: ["events"], verbs: ["create"] },
+                // The pool registrations (ConfigMaps labelled alicloud-kubeadm/admission-pool): the allowed scaling groups.
+                { apiGroups: [""], resources: ["configmaps"], verbs: ["list"] },
             ],
         }),
+        // The nodes' heartbeats (a Lease per node, renewed by its kubelet): is a Node's kubelet still alive?
+        kubeObject<k8s.types.input.rbac.v1.Role>({
+            apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: { name: "alicloud-kubeadm:admission-heartbeats", namespace: NODE_LEASE_NAMESPACE, labels },
+            rules: [{ apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["get"] }],
+        }),
         ...secretPolicyObjects(labels),
+        ...nodePolicyObjects(labels),
         binding("RoleBinding", "alicloud-kubeadm:admission", "Role", "alicloud-kubeadm:admission", sa),
+        kubeObject<k8s.types.input.rbac.v1.RoleBinding>({
+            apiVersion: "rbac.authorization.k8s.io/v1", kind: "RoleBinding", metadata: { name: "alicloud-kubeadm:admission-heartbeats", namespace: NODE_LEASE_NAMESPACE, labels },
+            roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "alicloud-kubeadm:admission-heartbeats" }, subjects: [sa as never],
+        }),
         // What kubeadm grants its default-node-token group, minus the blanket CSR auto-approval.
         binding("ClusterRoleBinding", "alicloud-kubeadm:admitted-node-bootstrapper", "ClusterRole", "system:node-bootstrapper", group),
         binding("ClusterRoleBinding", "alicloud-kubeadm:admitted-get-nodes", "ClusterRole", "kubeadm:get-nodes", group),
@@ -195,9 +268,24 @@ export function admissionRbacObjects(): KubeObject[] {
     ];
 }
 
-/** The ConfigMap (code, config, certificate, manual attach script) and the DaemonSet. */
+/**
+ * A pool's registration: the scaling group whose members may join, and the pool their Nodes are labelled with.
+ * The service reads every registration while it runs, so a pool attached to the cluster later (another program's
+ * `NodePool`) is admitted without a restart once its registration exists (and the masters' RAM role may read its
+ * group: `ess:DescribeScalingInstances` on it).
+ */
+export function admissionPoolRegistration(pool: string, scalingGroupId: pulumi.Input<string>, clusterName: string): KubeObject {
+    return kubeObject<k8s.types.input.core.v1.ConfigMap>({
+        apiVersion: "v1", kind: "ConfigMap",
+        metadata: { name: poolRegistrationName(pool), namespace: NAMESPACE, labels: { [POOL_REGISTRATION_LABEL]: "true", "alicloud-kubeadm/cluster": clusterName } },
+        data: { pool, scalingGroupId },
+    });
+}
+
+/** The ConfigMap (code, config, certificate, manual attach script), the TLS Secret and the DaemonSet. */
 export function admissionWorkloadObjects(args: {
     config: ServiceConfig; identityCertificate: string; attachScript?: string; image?: string; clusterName: string;
+    tls?: { certPem: pulumi.Input<string>; keyPem: pulumi.Input<string> };
 }): KubeObject[] {
     const labels = { "app.kubernetes.io/name": ADMISSION_NAME, "alicloud-kubeadm/cluster": args.clusterName };
     const data: Record<string, string> = {
@@ -207,9 +295,14 @@ export function admissionWorkloadObjects(args: {
         ...(args.attachScript ? { "attach.sh": args.attachScript } : {}),
     };
     const checksum = crypto.createHash("sha256").update(JSON.stringify(data)).digest("hex").slice(0, 16);
-    const pki = "/etc/kubernetes/pki";
     return [
         kubeObject<k8s.types.input.core.v1.ConfigMap>({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: ADMISSION_NAME, namespace: NAMESPACE, labels }, data }),
+        // Its own key and certificate; the certificate is re-signed in place (same key) when the masters change,
+        // and the service reloads it (kubelet refreshes Secret volumes within about a minute).
+        kubeObject<k8s.types.input.core.v1.Secret>({
+            apiVersion: "v1", kind: "Secret", metadata: { name: TLS_SECRET, namespace: NAMESPACE, labels }, type: "kubernetes.io/tls",
+            stringData: { "tls.crt": args.tls?.certPem ?? "", "tls.key": args.tls ? pulumi.secret(args.tls.keyPem) : "" },
+        }),
         kubeObject<k8s.types.input.apps.v1.DaemonSet>({
             apiVersion: "apps/v1", kind: "DaemonSet", metadata: { name: ADMISSION_NAME, namespace: NAMESPACE, labels },
             spec: {
@@ -225,6 +318,8 @@ export function admissionWorkloadObjects(args: {
                         nodeSelector: { [CONTROL_PLANE_LABEL]: "" },
                         // Masters carry the control-plane taint and, until the CCM initializes them, the uninitialized one.
                         tolerations: [{ operator: "Exists", effect: "NoSchedule" }, { key: "CriticalAddonsOnly", operator: "Exists" }],
+                        // Nobody: its own key comes from its Secret (group-readable), nothing of the host is mounted.
+                        securityContext: { runAsUser: SERVICE_UID, runAsGroup: SERVICE_UID, runAsNonRoot: true, fsGroup: SERVICE_UID },
                         containers: [{
                             name: "admission",
                             image: args.image ?? DEFAULT_ADMISSION_IMAGE,
@@ -234,17 +329,15 @@ export function admissionWorkloadObjects(args: {
                             readinessProbe: { httpGet: { scheme: "HTTPS", path: "/healthz", port: args.config.port }, periodSeconds: 10 },
                             livenessProbe: { httpGet: { scheme: "HTTPS", path: "/healthz", port: args.config.port }, periodSeconds: 30, failureThreshold: 4 },
                             resources: { requests: { cpu: "20m", memory: "48Mi" }, limits: { memory: "192Mi" } },
-                            // root reads the apiserver key (0600 root) from the host; nothing else.
-                            securityContext: { runAsUser: 0, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } },
-                            // Only the three files it needs, not the PKI directory (which holds the CA and etcd keys).
+                            securityContext: { readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } },
                             volumeMounts: [
                                 { name: "code", mountPath: MOUNT, readOnly: true },
-                                ...PKI_FILES.map((f) => ({ name: pkiVolume(f), mountPath: `/host-pki/${f}`, readOnly: true })),
+                                { name: "tls", mountPath: TLS_MOUNT, readOnly: true },
                             ],
                         }],
                         volumes: [
                             { name: "code", configMap: { name: ADMISSION_NAME } },
-                            ...PKI_FILES.map((f) => ({ name: pkiVolume(f), hostPath: { path: `${pki}/${f}`, type: "File" } })),
+                            { name: "tls", secret: { secretName: TLS_SECRET, defaultMode: 0o440 } },
                         ],
                     },
                 },
@@ -254,13 +347,14 @@ export function admissionWorkloadObjects(args: {
 }
 
 /** The service's config as the component writes it (paths inside the pod). */
-export function serviceConfig(a: { accountId: string; region: string; scalingGroups: Record<string, string>; existingNodes?: Record<string, string>; joinTag?: string;
-    challengeTtlSeconds?: number; tokenTtlSeconds?: number; attachScript?: boolean }): ServiceConfig {
+export function serviceConfig(a: { accountId: string; region: string; existingNodes?: Record<string, string>; joinTag?: string;
+    challengeTtlSeconds?: number; tokenTtlSeconds?: number; readmitAfterSeconds?: number; attachScript?: boolean; allowSha1?: boolean }): ServiceConfig {
     return {
-        accountId: a.accountId, regionId: a.region, scalingGroups: a.scalingGroups, existingNodes: a.existingNodes ?? {}, joinTag: a.joinTag,
+        accountId: a.accountId, regionId: a.region, existingNodes: a.existingNodes ?? {}, joinTag: a.joinTag,
         challengeTtlSeconds: a.challengeTtlSeconds ?? DEFAULT_CHALLENGE_TTL_SECONDS, tokenTtlSeconds: a.tokenTtlSeconds ?? DEFAULT_TOKEN_TTL_SECONDS,
-        port: ADMISSION_PORT, tlsCertFile: "/host-pki/apiserver.crt", tlsKeyFile: "/host-pki/apiserver.key", caFile: "/host-pki/ca.crt",
-        signerFile: `${MOUNT}/identity-signer.pem`, attachScriptFile: a.attachScript ? `${MOUNT}/attach.sh` : undefined,
+        readmitAfterSeconds: a.readmitAfterSeconds ?? DEFAULT_READMIT_AFTER_SECONDS,
+        port: ADMISSION_PORT, tlsCertFile: `${TLS_MOUNT}/tls.crt`, tlsKeyFile: `${TLS_MOUNT}/tls.key`,
+        signerFile: `${MOUNT}/identity-signer.pem`, attachScriptFile: a.attachScript ? `${MOUNT}/attach.sh` : undefined, allowSha1: a.allowSha1 !== false,
     };
 }
 
@@ -273,20 +367,22 @@ export class Admission extends pulumi.ComponentResource {
         super("alicloud-kubeadm:index:Admission", name, {}, opts);
         const childOpts = { parent: this };
         const rbac = applyObjects(`${name}-rbac`, admissionRbacObjects(), childOpts);
-        // The account id and group ids are known at deployment: the objects' kinds and names are fixed now,
-        // their contents follow (so preview shows the resources).
-        const rendered = pulumi.all([args.accountId, args.scalingGroups, args.attachScript ?? ""]).apply(([accountId, scalingGroups, attachScript]) =>
+        // The account id is known at deployment: the objects' kinds and names are fixed now, their contents follow
+        // (so preview shows the resources).
+        const rendered = pulumi.all([args.accountId, args.attachScript ?? ""]).apply(([accountId, attachScript]) =>
             admissionWorkloadObjects({
-                config: serviceConfig({ ...args, accountId, scalingGroups, attachScript: attachScript !== "" }),
+                config: serviceConfig({ ...args, accountId, attachScript: attachScript !== "" }),
                 identityCertificate: args.identityCertificate, attachScript: attachScript || undefined, image: args.image, clusterName: args.clusterName,
             }));
-        const shape = admissionWorkloadObjects({
-            config: serviceConfig({ ...args, accountId: "", scalingGroups: {}, attachScript: false }), identityCertificate: "", image: args.image, clusterName: args.clusterName,
+        const [configMap, secret, daemonSet] = admissionWorkloadObjects({
+            config: serviceConfig({ ...args, accountId: "", attachScript: false }), identityCertificate: "", image: args.image, clusterName: args.clusterName, tls: args.tls,
         });
-        const [configMap, daemonSet] = shape;
+        // The cluster's pools are registered before the service starts (registrations added later are read too).
         applyObjects(`${name}-service`, [
             { ...configMap, data: rendered.apply((o) => o[0].data) },
-            { ...daemonSet, spec: rendered.apply((o) => o[1].spec) },
+            secret,
+            ...args.pools.map((p) => admissionPoolRegistration(p.name, p.scalingGroupId, args.clusterName)),
+            { ...daemonSet, spec: rendered.apply((o) => o[2].spec) },
         ], { ...childOpts, dependsOn: rbac });
         this.registerOutputs({});
     }

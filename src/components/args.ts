@@ -23,6 +23,17 @@ export function checkArgs(what: string, check: (report: Report) => void): void {
     throwIfProblems(what, problems);
 }
 
+/** Runs a parser with a collecting Report; throws every problem it reported, else returns what it parsed. */
+export function parseArgs<T>(what: string, parse: (report: Report) => T | undefined): T {
+    const { problems, report } = collect();
+    const parsed = parse(report);
+    throwIfProblems(what, problems);
+    if (parsed === undefined) {
+        throw new Error(`${what}: its arguments were refused without a reason (a bug: please report it)`);
+    }
+    return parsed;
+}
+
 /**
  * True when `value` is known now: not an Output or a Promise. Component arguments may be Pulumi Inputs;
  * the checks look at what is known and leave the rest to the resources that receive it.

@@ -4,9 +4,11 @@ import * as pulumi from "@pulumi/pulumi";
 import * as alicloud from "@pulumi/alicloud";
 import * as k8s from "@pulumi/kubernetes";
 import { packUserdata, renderControlPlaneJoinCommand, renderMasterInit, renderOperation } from "../shell/render";
-import { clusterTags, nodeImageList, nodeMirrors, validateClusterConfig, type ClusterConfig, type ClusterConfigInput, type ExistingNodeInput } from "../config";
+import { clusterTags, nodeScriptParams, validateClusterConfig, type ClusterConfig, type ClusterConfigInput, type ExistingNodeInput, type StackConfig } from "../config";
+import { autoscalerArgsOf, networkArgsOf, nodeImageArgsOf, podNetworkArgsOf } from "../configSlices";
 import { throwIfProblems } from "./args";
-import { attachAdmissionPolicy, attachAutoscalerPolicy, ControlPlane } from "./controlPlane";
+import { joinContext } from "./joinArgs";
+import { attachAdmissionPolicy, attachAutoscalerPolicy, ControlPlane, masterPrivateIp, masterZoneIndex } from "./controlPlane";
 import { ClusterAutoscaler } from "./clusterAutoscaler";
 import type { ClusterInfo, PoolInfo } from "../doctor/types";
 import { ApiServerReady } from "../providers/apiServerReady";
@@ -15,13 +17,18 @@ import { JoinInfo } from "../providers/joinInfo";
 import { createAttachCommand, EXISTING_POOL_NAME, ExistingNode, sshConnection, type SshConnectionArgs } from "./existingNode";
 import { admissionAttachOneLiner, renderServedAttachScript } from "../shell/renderAdmission";
 import { NodeCommands, saveCommand } from "./nodeCommands";
-import { OPERATIONS } from "../rules";
+import { formatProblem, OPERATIONS, providerIdOf, type Problem } from "../rules";
 import { NodePool } from "./nodePool";
 import { ALIBABA_IDENTITY_CERTIFICATE } from "../admission/alibabaCertificate";
 import { Admission, ADMISSION_PORT } from "./admission";
+import { AdmissionCertificate } from "../providers/admissionCertificate";
 import { PodNetwork } from "./podNetwork";
+import { PodSecurity } from "./podSecurity";
 import { Network } from "./network";
 import { NodeImage } from "./nodeImage";
+import { EtcdBackup } from "./backup";
+import { MasterMaintenance } from "../providers/masterMaintenance";
+import { renderMasterMaintenance } from "../shell/renderBackup";
 
 /** The cluster config as a program gives it: plain values, except the SSH secrets (see {@link SshConnectionArgs}). */
 export type ClusterConfigArgs = Omit<ClusterConfigInput, "existingNodes"> & {
@@ -37,7 +44,13 @@ export interface ClusterArgs {
      * Problems the stack program found reading the stack's config (`readStackConfig`: ignored keys of the
      * namespace, a cluster value that is not JSON), reported together with the config's own. Default none.
      */
-    stackConfig?: { errors: readonly string[]; warnings: readonly string[] };
+    stackConfig?: Pick<StackConfig, "problems" | "warningProblems">;
+    /**
+     * The CA hash this stack recorded in an earlier `pulumi up` (the stack output `caCertHash`; the stack program reads
+     * it from its own stack). With it a re-created master 0 never runs `kubeadm init`: it joins the masters that answer
+     * with that CA, or stops naming the restore command (docs/disaster-recovery.md). Default none (a new cluster).
+     */
+    recordedCaCertHash?: pulumi.Input<string | undefined>;
 }
 
 /**
@@ -47,17 +60,17 @@ export interface ClusterArgs {
 export function resolveClusterConfig(args: ClusterArgs, resource?: pulumi.Resource): ClusterConfig {
     const { plain, secrets, unknowns } = separateOutputs(args.config);
     const result = validateClusterConfig(plain, args.region);
-    const stack = args.stackConfig ?? { errors: [], warnings: [] };
-    for (const warning of [...stack.warnings, ...result.warnings]) {
-        pulumi.log.warn(warning, resource);
+    const stack = args.stackConfig ?? { problems: [], warningProblems: [] };
+    for (const warning of [...stack.warningProblems, ...result.warningProblems]) {
+        pulumi.log.warn(formatProblem(warning), resource);
     }
-    // A cluster value the stack program could not read is reported once, by the reader.
-    const readPaths = new Set(stack.errors.map((e) => splitProblem(e).path));
-    const errors = [...stack.errors, ...unknowns, ...result.errors.filter((e) => !readPaths.has(splitProblem(e).path) && !unknowns.some((u) => u.startsWith(`${splitProblem(e).path}: `)))];
-    if (!result.config || errors.length > 0) {
-        throwIfProblems("Cluster (its config)", errors.map(splitProblem));
+    // A cluster value the stack program could not read is reported once, by the reader; a value that is an Output, once.
+    const reported = new Set([...stack.problems, ...unknowns].map((p) => p.path));
+    const problems = [...stack.problems, ...unknowns, ...result.problems.filter((p) => !reported.has(p.path))];
+    if (!result.config || problems.length > 0) {
+        throwIfProblems("Cluster (its config)", problems);
     }
-    const config = result.config as ClusterConfig;
+    const config = result.config!;
     for (const { node, key, value } of secrets) {
         (config.existingNodes[node].connection as unknown as Record<string, unknown>)[key] = value;
     }
@@ -85,9 +98,9 @@ const SSH_SECRETS = ["privateKey", "privateKeyPassword", "password"];
  * in as a placeholder and is put back after; any other Output cannot be checked before anything is created,
  * so it is a problem at its path.
  */
-function separateOutputs(config: unknown): { plain: unknown; secrets: Array<{ node: number; key: string; value: unknown }>; unknowns: string[] } {
+function separateOutputs(config: unknown): { plain: unknown; secrets: Array<{ node: number; key: string; value: unknown }>; unknowns: Problem[] } {
     const secrets: Array<{ node: number; key: string; value: unknown }> = [];
-    const unknowns: string[] = [];
+    const unknowns: Problem[] = [];
     const walk = (value: unknown, path: string[]): unknown => {
         if (pulumi.Output.isInstance(value) || (typeof value === "object" && value !== null && typeof (value as { then?: unknown }).then === "function")) {
             const m = /^existingNodes\.(\d+)\.connection\.(\w+)$/.exec(path.join("."));
@@ -95,7 +108,7 @@ function separateOutputs(config: unknown): { plain: unknown; secrets: Array<{ no
                 secrets.push({ node: Number(m[1]), key: m[2], value });
                 return "<secret>";
             }
-            unknowns.push(`${path.join(".")}: must be a plain value known before anything is created (an Output or a promise cannot be checked): resolve it in the program, e.g. read it from the stack config`);
+            unknowns.push({ path: path.join("."), reason: "must be a plain value known before anything is created (an Output or a promise cannot be checked): resolve it in the program, e.g. read it from the stack config" });
             return undefined;
         }
         if (Array.isArray(value)) return value.map((v, i) => walk(v, [...path, String(i)]));
@@ -103,11 +116,6 @@ function separateOutputs(config: unknown): { plain: unknown; secrets: Array<{ no
         return value;
     };
     return { plain: walk(config, []), secrets, unknowns };
-}
-
-function splitProblem(problem: string): { path: string; reason: string } {
-    const at = problem.indexOf(": ");
-    return { path: problem.slice(0, at), reason: problem.slice(at + 2) };
 }
 
 /** A self-managed kubeadm cluster on Alibaba Cloud, built from one config object. */
@@ -130,18 +138,24 @@ export class Cluster extends pulumi.ComponentResource {
     public readonly kubernetesProvider: k8s.Provider;
     /** flannel (alloc) + Alibaba Cloud Controller Manager (pod routes). */
     public readonly podNetwork: PodNetwork;
+    /** The policy that keeps pods with host access off the masters (docs/security.md#pod-security). */
+    public readonly podSecurity: PodSecurity;
     /** ESS node pools, in config order. */
     public readonly nodePools: NodePool[];
     /** Existing ECS instances joined to the cluster, in config order. */
     public readonly existingNodes: ExistingNode[];
     /** The admission service on the masters: pools and existing nodes join by cloud identity (docs/admission.md). */
     public readonly admission: Admission;
-    /** The one-line manual attach command (no secret: the admission endpoints and the CA pin). */
+    /** The admission service's key and certificate; `pin` is what joining nodes trust it by. */
+    public readonly admissionCertificate: AdmissionCertificate;
+    /** The one-line manual attach command (no secret: the admission endpoints and the pin of the service's key). */
     public readonly attachCommand: pulumi.Output<string>;
     /** The Cluster Autoscaler, when at least one pool autoscales. */
     public readonly autoscaler?: ClusterAutoscaler;
     /** Where everything is, for `npm run doctor` (not secret). */
     public readonly clusterInfo: pulumi.Output<ClusterInfo>;
+    /** etcd backups: the bucket, the backup key (docs/disaster-recovery.md#backups). */
+    public readonly backup: EtcdBackup;
 
     constructor(name: string, args: ClusterArgs, opts?: pulumi.ComponentResourceOptions) {
         // Validate before registering anything, so bad input creates nothing at all.
@@ -151,17 +165,7 @@ export class Cluster extends pulumi.ComponentResource {
         this.config = config;
         const tags = clusterTags(config);
 
-        this.network = new Network(`${name}-network`, {
-            clusterName: config.name,
-            region: config.region,
-            zones: config.zones,
-            vpcCidr: config.network.vpcCidr,
-            podCidr: config.network.podCidr,
-            vswitchCidrs: config.network.vswitchCidrs,
-            natGateway: config.network.natGateway,
-            apiAllowedCidrs: config.network.apiAllowedCidrs,
-            tags,
-        }, { parent: this });
+        this.network = new Network(`${name}-network`, networkArgsOf(config), { parent: this });
 
         const imageId = config.image.id
             ? pulumi.output(config.image.id)
@@ -176,11 +180,8 @@ export class Cluster extends pulumi.ComponentResource {
         const net = this.network;
         // image.bake: masters and pools boot the baked image; existing nodes (mode auto) keep the base image.
         if (config.image.bake) {
-            this.nodeImage = new NodeImage(`${name}-node-image`, {
-                clusterName: config.name, region: config.region, kubernetesVersion: config.kubernetesVersion, ...nodeMirrors(config),
-                nodeImages: nodeImageList(config), baseImageId: imageId, vswitchId: net.resources.vswitches[0].id,
-                instanceType: config.image.bakeInstanceType, tags,
-            }, { parent: this, dependsOn: [net] });
+            this.nodeImage = new NodeImage(`${name}-node-image`, nodeImageArgsOf(config, { baseImageId: imageId, vswitchId: net.resources.vswitches[0].id }),
+                { parent: this, dependsOn: [net] });
         }
         const nodeImageId = this.nodeImage?.imageId ?? imageId;
         this.controlPlane = new ControlPlane(`${name}-control-plane`, {
@@ -194,7 +195,8 @@ export class Cluster extends pulumi.ComponentResource {
             natGateway: config.network.natGateway,
             imageId: nodeImageId,
             tags,
-            userdata: (index, endpoint, certSANs) => masterUserdata(config, index, endpoint, certSANs),
+            userdata: (index, endpoint, certSANs, recorded) => masterUserdata(config, index, endpoint, certSANs, recorded),
+            recordedCaCertHash: args.recordedCaCertHash,
         }, { parent: this });
 
         // Join material: the CA pin and the stack's own kubeconfig (a revocable service-account token) from master 0, and the node operations saved as commands.
@@ -215,85 +217,102 @@ export class Cluster extends pulumi.ComponentResource {
             commandName: `${config.name}-control-plane-join`, parameters: true,
             timeoutSeconds: OPERATIONS["control-plane-join"].timeoutSeconds, description: OPERATIONS["control-plane-join"].description,
             script: pulumi.secret(pulumi.all([this.controlPlane.endpoint, this.joinInfo.caCertHash]).apply(([apiEndpoint, caCertHash]) =>
-                renderControlPlaneJoinCommand({ region: config.region, kubernetesVersion: config.kubernetesVersion, apiEndpoint, caCertHash, ...nodeMirrors(config) }))),
+                renderControlPlaneJoinCommand({ ...nodeScriptParams(config), apiEndpoint, caCertHash }))),
         }, { parent: this });
         let previous: pulumi.Resource = this.joinInfo;
+        // What every member shares: the join command, the saved operations, the route clean-up on removal.
+        const memberCommon = {
+            region: config.region, joinCommandId: joinCommand?.id ?? "", joinSecretsScript: renderOperation("join-secrets"), commands,
+            routeTableId: net.routeTableId, podCidr: config.network.podCidr,
+        };
         this.controlPlaneMembers = masters.slice(1).map((member, k) => {
             previous = new ControlPlaneMember(`${name}-master-${k + 1}-join`, {
-                region: config.region,
-                masterInstanceId: masters[0].id,
-                masterInstanceIds: this.controlPlane.masterInstanceIds,
-                memberInstanceId: member.id,
-                joinCommandId: joinCommand!.id,
-                commands,
-                routeTableId: net.routeTableId,
-                podCidr: config.network.podCidr,
+                ...memberCommon, masterInstanceId: masters[0].id, masterInstanceIds: this.controlPlane.masterInstanceIds, memberInstanceId: member.id,
             }, { parent: this, dependsOn: [previous] });
             return previous as ControlPlaneMember;
         });
+
+        // Master 0 too, with 3 or 5 masters, after the others: a no-op while master 0 runs (its Node is there); a re-created
+        // master 0 (src/shell/master_guard.sh) is joined through the other masters like any member, its old etcd member
+        // removed first (docs/disaster-recovery.md#lost-disk-on-master-0).
+        const master0Member = masters.length < 2 ? undefined : new ControlPlaneMember(`${name}-master-0-join`, {
+            ...memberCommon, masterInstanceId: masters[1].id, masterInstanceIds: pulumi.all(masters.slice(1).map((m) => m.id)), memberInstanceId: masters[0].id,
+        }, { parent: this, dependsOn: [previous] });
+        if (master0Member) this.controlPlaneMembers.push(master0Member);
+
+        // etcd backups (docs/disaster-recovery.md#backups): the bucket, the masters' put permission, the backup key; every
+        // master gets the backup timer (and the certificate renewal timer) from the saved maintenance command.
+        const accountId = alicloud.getCallerIdentityOutput({ parent: this }).accountId;
+        this.backup = new EtcdBackup(`${name}-backup`, {
+            clusterName: config.name, region: config.region, accountId, roleName: this.controlPlane.roleName, settings: config.backup, tags,
+        }, { parent: this });
+        const maintenanceCommand = saveCommand(`${name}-master-maintenance`, {
+            commandName: `${config.name}-master-maintenance`, parameters: false, timeoutSeconds: 300,
+            description: "install the etcd backup timer and the certificate renewal timer on a master",
+            script: this.backup.backupScript.apply((script) => renderMasterMaintenance(script, config.backup.intervalMinutes)),
+        }, { parent: this });
+        new MasterMaintenance(`${name}-master-maintenance`, {
+            region: config.region, masterInstanceIds: this.controlPlane.masterInstanceIds, commandId: maintenanceCommand.id,
+        }, { parent: this, dependsOn: [this.joinInfo, ...this.controlPlaneMembers] });
 
         // Nodes: ESS pools and existing instances join by cloud identity (docs/admission.md): they ask every
         // master's admission replica for a single-use token, so no userdata or command holds a join secret.
         const master0 = masters[0].id;
         const masterInstanceIds = this.controlPlane.masterInstanceIds;
         const identityCertificate = config.admission.identityCertificate ?? ALIBABA_IDENTITY_CERTIFICATE;
-        const admissionEndpoints = pulumi.all(masters.map((m) => m.privateIp)).apply((ips) => ips.map((ip) => `${ip}:${ADMISSION_PORT}`));
-        const joinCommon = {
-            config, imageId, apiEndpoint: this.controlPlane.endpoint, caCertHash: this.joinInfo.caCertHash,
-            masterInstanceId: master0, masterInstanceIds, commands, routeTableId: net.routeTableId, admissionEndpoints,
-        };
+        const masterIps = pulumi.all(masters.map((m) => m.privateIp));
+        const admissionEndpoints = masterIps.apply((ips) => ips.map((ip) => `${ip}:${ADMISSION_PORT}`));
+        // The admission service's own key and certificate for the masters' addresses; nodes pin its key.
+        this.admissionCertificate = new AdmissionCertificate(`${name}-admission-tls`, { addresses: masterIps }, { parent: this });
+        const admissionPin = this.admissionCertificate.pin;
+        // The join context: everything a node needs to join, built once.
+        const join = joinContext(config, {
+            apiEndpoint: this.controlPlane.endpoint, caCertHash: this.joinInfo.caCertHash,
+            masterInstanceId: master0, masterInstanceIds, commands, routeTableId: net.routeTableId, admissionEndpoints, admissionPin,
+        });
         this.nodePools = config.nodePools.map((pool) => new NodePool(`${name}-pool-${pool.name}`, {
-            ...joinCommon, imageId: nodeImageId, pool, tags,
+            ...join, imageId: nodeImageId, pool, tags,
             vswitchIds: net.resources.vswitches.map((v) => v.id),
             securityGroupIds: [net.clusterSecurityGroupId],
             dependsOn: [this.joinInfo],
         }, { parent: this }));
         const attachCommand = !config.existingNodes.some((n) => n.mode === "manual") ? undefined
-            : createAttachCommand(`${name}-attach`, { config, apiEndpoint: this.controlPlane.endpoint, caCertHash: this.joinInfo.caCertHash, admissionEndpoints }, { parent: this });
+            : createAttachCommand(`${name}-attach`, join, { parent: this });
         this.existingNodes = config.existingNodes.map((node) => new ExistingNode(`${name}-node-${node.instanceId}`, {
-            ...joinCommon, node, attachCommandId: attachCommand?.id, connection: sshConnection(node.connection),
+            ...join, imageId, node, attachCommandId: attachCommand?.id, connection: sshConnection(node.connection),
         }, { parent: this }));
 
         // Add-ons: only once the API server is ready, through a provider built from the secret kubeconfig.
         const ready = new ApiServerReady(`${name}-api-ready`, { kubeconfig: this.joinInfo.kubeconfig }, { parent: this });
         this.kubernetesProvider = new k8s.Provider(`${name}-k8s`, { kubeconfig: ready.kubeconfig }, { parent: this });
-        this.podNetwork = new PodNetwork(`${name}-pod-network`, {
-            podCidr: config.network.podCidr,
-            routeTableId: net.routeTableId,
-            region: config.region,
-            kubernetesVersion: config.kubernetesVersion,
-            images: {
-                flannel: config.images.flannel,
-                flannelCniPlugin: config.images.flannelCniPlugin,
-                ccm: config.images.cloudControllerManager,
-            },
+        this.podSecurity = new PodSecurity(`${name}-pod-security`, {
+            clusterName: config.name,
+            masterNodeNames: this.controlPlane.masterInstanceIds.apply((ids) => ids.map((id) => providerIdOf(config.region, id))),
+            exemptNamespaces: config.podSecurity.exemptNamespaces,
         }, { parent: this, provider: this.kubernetesProvider });
+        this.podNetwork = new PodNetwork(`${name}-pod-network`, podNetworkArgsOf(config, net.routeTableId), { parent: this, provider: this.kubernetesProvider });
         {
             attachAdmissionPolicy(this.controlPlane, config, this.nodePools.map((p) => p.scalingGroupId));
             // The attach script the service serves to existing nodes and the manual path (no secret in it).
-            const served = pulumi.all([this.controlPlane.endpoint, this.joinInfo.caCertHash, admissionEndpoints]).apply(([apiEndpoint, caCertHash, endpoints]) =>
-                renderServedAttachScript({ region: config.region, kubernetesVersion: config.kubernetesVersion, ...nodeMirrors(config), apiEndpoint, caCertHash,
-                    poolName: EXISTING_POOL_NAME, admission: { endpoints } }));
-            this.attachCommand = pulumi.unsecret(pulumi.all([this.joinInfo.caCertHash, admissionEndpoints])).apply(([hash, endpoints]) => admissionAttachOneLiner(endpoints, hash));
+            const served = pulumi.all([join.apiEndpoint, join.caCertHash, admissionEndpoints, admissionPin]).apply(([apiEndpoint, caCertHash, endpoints, pin]) =>
+                renderServedAttachScript({ ...nodeScriptParams(join.config), apiEndpoint, caCertHash, poolName: EXISTING_POOL_NAME, admission: { endpoints, pin } }));
+            this.attachCommand = pulumi.all([admissionPin, admissionEndpoints]).apply(([pin, endpoints]) => admissionAttachOneLiner(endpoints, pin));
             this.admission = new Admission(`${name}-admission`, {
                 attachScript: served,
                 clusterName: config.name, region: config.region, identityCertificate, joinTag: config.admission.joinTag, image: config.images.admission,
-                accountId: alicloud.getCallerIdentityOutput({ parent: this }).accountId,
-                scalingGroups: pulumi.all(this.nodePools.map((p) => p.scalingGroupId)).apply((ids) => Object.fromEntries(ids.map((id, i) => [id, config.nodePools[i].name]))),
-                existingNodes: Object.fromEntries(config.existingNodes.map((n) => [n.instanceId, "existing"])),
+                allowSha1: config.admission.allowSha1,
+                accountId,
+                pools: this.nodePools.map((p, i) => ({ name: config.nodePools[i].name, scalingGroupId: p.scalingGroupId })),
+                existingNodes: Object.fromEntries(config.existingNodes.map((n) => [n.instanceId, EXISTING_POOL_NAME])),
+                tls: { certPem: this.admissionCertificate.certPem, keyPem: this.admissionCertificate.keyPem },
+                readmitAfterSeconds: config.admission.readmitAfterSeconds,
             }, { parent: this, provider: this.kubernetesProvider });
         }
         const autoscaled = this.nodePools.filter((p) => p.autoscale);
         if (autoscaled.length > 0) {
             attachAutoscalerPolicy(this.controlPlane, config, autoscaled.map((p) => p.scalingGroupId));
-            this.autoscaler = new ClusterAutoscaler(`${name}-autoscaler`, {
-                region: config.region,
-                kubernetesVersion: config.kubernetesVersion,
-                version: config.autoscaler.version,
-                pools: autoscaled.map((p) => ({ name: p.poolName, min: p.autoscale!.min, max: p.autoscale!.max, scalingGroupId: p.scalingGroupId })),
-                settings: config.autoscaler,
-                imageRepository: config.images.clusterAutoscalerRepository,
-            }, { parent: this, provider: this.kubernetesProvider });
+            this.autoscaler = new ClusterAutoscaler(`${name}-autoscaler`, autoscalerArgsOf(config, new Map(autoscaled.map((p) => [p.poolName, p.scalingGroupId]))),
+                { parent: this, provider: this.kubernetesProvider });
         }
 
         const pools = pulumi.all(this.nodePools.map((p, i) => p.scalingGroupId.apply((scalingGroupId): PoolInfo => {
@@ -312,6 +331,7 @@ export class Cluster extends pulumi.ComponentResource {
                 pools: poolInfos,
                 existingNodes: config.existingNodes.map((n) => ({ instanceId: n.instanceId, mode: n.mode })),
                 commands: commandIds,
+                backupIntervalMinutes: config.backup.intervalMinutes,
             }));
 
         this.registerOutputs({ network: this.network, controlPlane: this.controlPlane, kubeconfig: this.kubeconfig });
@@ -322,15 +342,14 @@ export class Cluster extends pulumi.ComponentResource {
  * Master 0 runs kubeadm init from its userdata. Masters 1..n-1 get none: ControlPlaneMember prepares
  * and joins them over Cloud Assistant once master 0 is up (they need its certificate key).
  */
-export function masterUserdata(config: ClusterConfig, index: number, apiEndpoint: string, certSANs: string[]): string | undefined {
+export function masterUserdata(config: ClusterConfig, index: number, apiEndpoint: string, certSANs: string[], recordedCaCertHash?: string): string | undefined {
     if (index > 0) {
         return undefined;
     }
     // Packed like the pools' (packUserdata): the `readonly AK_*` header readable, the body compressed. Existing
     // masters ignore userdata drift, so only masters created from now on boot the packed form.
     return packUserdata(renderMasterInit({
-        region: config.region,
-        kubernetesVersion: config.kubernetesVersion,
+        ...nodeScriptParams(config),
         apiEndpoint,
         podCidr: config.network.podCidr,
         serviceCidr: config.network.serviceCidr,
@@ -339,7 +358,10 @@ export function masterUserdata(config: ClusterConfig, index: number, apiEndpoint
         // Every other control-plane member gets master 0's key over the sealed join-secrets channel
         // (docs/security.md#encryption-at-rest).
         encryptSecrets: true,
-        ...nodeMirrors(config),
+        // A re-created master 0 of a cluster the stack recorded joins the others or stops (src/shell/master_guard.sh).
+        recordedCaCertHash,
+        peerMasterIps: Array.from({ length: config.controlPlane.count - 1 }, (_, k) =>
+            masterPrivateIp(config.network.vswitchCidrs[masterZoneIndex(k + 1, config.zones.length)], k + 1, config.zones.length)),
         // No AK_NODE_IMAGES (node_images.sh) on master 0, baked or not: NodeImage builds its image in the same
         // `pulumi up`, just before it, so the image always matches (masters ignore image drift afterwards), and
         // kubeadm init finds its images baked; node_images.sh would only check that.

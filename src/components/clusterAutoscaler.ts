@@ -8,6 +8,7 @@ import {
     autoscalerVersionFor, collect, dnsLabelProblem, imageRepositoryProblem, kubernetesVersionProblem, MAX_SCALING_GROUP_INSTANCES, parseVersion,
     refusedAutoscalerVersion, regionProblem, resolveAutoscalerVersion, type AutoscalerSettings, type Problem,
 } from "../rules";
+import { validatedByParser } from "../validated";
 import { throwIfProblems } from "./args";
 import { applyObjects, CONTROL_PLANE_LABEL, kubeObject, mapInput, resolveObjects, type KubeObject } from "./kube";
 
@@ -154,7 +155,7 @@ export function autoscalerProblems(args: ClusterAutoscalerArgs): Problem[] {
 
 /** Applies defaults; throws `pulumi.InputPropertiesError` listing every problem. */
 export function resolveClusterAutoscalerArgs(args: ClusterAutoscalerArgs): ResolvedClusterAutoscalerArgs {
-    throwIfProblems("ClusterAutoscaler", autoscalerProblems(args));
+    if (!validatedByParser(args)) throwIfProblems("ClusterAutoscaler", autoscalerProblems(args)); // from a validated config: not checked again
     const version = resolveAutoscalerVersion(args.version, args.kubernetesVersion).version as string;
     return {
         region: args.region,

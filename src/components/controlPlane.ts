@@ -7,9 +7,10 @@
 // the masters exist (fixed private IP, EIP address or NLB DNS name), so it goes into master 0's userdata.
 import * as alicloud from "@pulumi/alicloud";
 import * as pulumi from "@pulumi/pulumi";
-import { masterPrivateIp, masterZoneIndex, RAM_ACTIONS, ramPolicy, resolveAutoscalerVersion, ROLE_TAG, type Report } from "../rules";
-import { checkClusterConfig, type ClusterConfig } from "../config";
-import { checkArgs, checkTags, isKnown } from "./args";
+import { API_PORT, masterPrivateIp, masterZoneIndex, RAM_ACTIONS, ramPolicy, resolveAutoscalerVersion, ROLE_TAG, type Report } from "../rules";
+import { parseControlPlaneConfig, type ClusterConfig } from "../config";
+import { checkTags, isKnown, parseArgs } from "./args";
+import { MasterReplacementGuard } from "../providers/masterGuard";
 
 /** RAM actions the Alibaba Cloud Controller Manager's node and route controllers call (src/rules/ram.ts, docs/security.md#ram). */
 export const CCM_ACTIONS: readonly string[] = RAM_ACTIONS.filter((a) => a.consumer === "ccm").map((a) => a.action);
@@ -47,7 +48,13 @@ export interface ControlPlaneArgs {
      * Renders the userdata of master `index` given the endpoint (`host:6443`) and the certificate SANs.
      * Master 0's runs `kubeadm init`; the others get none (ControlPlaneMember prepares and joins them).
      */
-    userdata: (index: number, endpoint: string, certSANs: string[]) => string | undefined;
+    userdata: (index: number, endpoint: string, certSANs: string[], recordedCaCertHash?: string) => string | undefined;
+    /**
+     * The CA hash the stack recorded in an earlier `pulumi up` (none on the first): passed to master 0's userdata, so a
+     * re-created master 0 joins that cluster or stops, never `kubeadm init` (docs/disaster-recovery.md). Masters ignore
+     * userdata drift: it only matters to a master created later. Default none.
+     */
+    recordedCaCertHash?: pulumi.Input<string | undefined>;
     /** Tags for every resource. */
     tags: Record<string, string>;
 }
@@ -65,11 +72,27 @@ export interface ControlPlaneResources {
 }
 
 /**
- * Checks the arguments with the stack config's rules (paths relative to the args: `config.controlPlane.count`,
- * `vswitchIds`, `tags.<key>`): the config as a whole, and the vSwitch ids (one per zone, when the list is known).
+ * Parses the arguments: a validated config (the Cluster's, `parseClusterConfig`'s) is taken as it is, any other is
+ * checked once with the stack config's rules (paths relative to the args: `config.controlPlane.count`); the
+ * vSwitch ids (one per zone, when the list is known), the userdata function, the route table and the tags are
+ * the component's own. Returns the config, validated, or undefined when anything was reported.
  */
+export function parseControlPlaneArgs(args: ControlPlaneArgs, report: Report): ClusterConfig | undefined {
+    const config = parseControlPlaneConfig(args.config, (path, reason) => report(path ? `config.${path}` : "config", reason));
+    let valid = config !== undefined;
+    controlPlaneOwnProblems(args, (path, reason) => {
+        valid = false;
+        report(path, reason);
+    });
+    return valid ? config : undefined;
+}
+
+/** Checks the arguments (see {@link parseControlPlaneArgs}). */
 export function controlPlaneProblems(args: ControlPlaneArgs, report: Report): void {
-    checkClusterConfig(args.config, (path, reason) => report(path ? `config.${path}` : "config", reason));
+    parseControlPlaneArgs(args, report);
+}
+
+function controlPlaneOwnProblems(args: ControlPlaneArgs, report: Report): void {
     const zones = Array.isArray(args.config?.zones) ? args.config.zones.length : 0;
     if (isKnown(args.vswitchIds) && Array.isArray(args.vswitchIds) && zones > 0 && args.vswitchIds.length !== zones) {
         report("vswitchIds", `needs one vSwitch id per zone of config.zones (${zones}), in zone order; got ${args.vswitchIds.length}`);
@@ -136,7 +159,7 @@ export function createControlPlane(name: string, args: ControlPlaneArgs, parent:
             healthCheck: {
                 healthCheckEnabled: true,
                 healthCheckType: "TCP",
-                healthCheckConnectPort: 6443,
+                healthCheckConnectPort: API_PORT,
                 healthCheckInterval: 5,
                 healthCheckConnectTimeout: 5,
                 healthyThreshold: 2,
@@ -144,17 +167,17 @@ export function createControlPlane(name: string, args: ControlPlaneArgs, parent:
             },
             tags,
         }, opts);
-        new alicloud.nlb.Listener(`${name}-api-6443`, {
+        new alicloud.nlb.Listener(`${name}-api-${API_PORT}`, {
             loadBalancerId: loadBalancer.id,
             serverGroupId: serverGroup.id,
             listenerProtocol: "TCP",
-            listenerPort: 6443,
+            listenerPort: API_PORT,
             listenerDescription: `${config.name} Kubernetes API`,
         }, opts);
         if (cp.publicEndpoint && args.natGateway && args.natEipAddress !== undefined) {
             new alicloud.ecs.SecurityGroupRule(`${name}-api-from-nat`, {
                 securityGroupId: args.apiSecurityGroupId,
-                type: "ingress", ipProtocol: "tcp", portRange: "6443/6443", nicType: "intranet", policy: "accept", priority: 1,
+                type: "ingress", ipProtocol: "tcp", portRange: `${API_PORT}/${API_PORT}`, nicType: "intranet", policy: "accept", priority: 1,
                 cidrIp: pulumi.output(args.natEipAddress).apply((ip) => `${ip}/32`),
                 description: "API through the public NLB from the cluster's own NAT EIP",
             }, opts);
@@ -176,8 +199,15 @@ export function createControlPlane(name: string, args: ControlPlaneArgs, parent:
         serverHost = eip ? eip.ipAddress : endpointHost;
         sans = eip ? pulumi.all([masterPrivateIps[0], eip.ipAddress]) : pulumi.output([masterPrivateIps[0]]);
     }
-    const endpoint = endpointHost.apply((h) => `${h}:6443`);
+    const endpoint = endpointHost.apply((h) => `${h}:${API_PORT}`);
 
+    // Refuses at preview a change that would re-create more than one master at once (docs/disaster-recovery.md#one-master-at-a-time).
+    const guard = new MasterReplacementGuard(`${name}-replacement-guard`, {
+        region: config.region,
+        masters: masterPrivateIps.map((_, i) => ({
+            name: `${config.name}-master-${i}`, zone: config.zones[masterZoneIndex(i, zoneCount)], systemDiskCategory: cp.systemDisk.category,
+        })),
+    }, opts);
     const masters = masterPrivateIps.map((privateIp, i) => {
         const zone = masterZoneIndex(i, zoneCount);
         return new alicloud.ecs.Instance(`${name}-master-${i}`, {
@@ -196,7 +226,7 @@ export function createControlPlane(name: string, args: ControlPlaneArgs, parent:
             deletionProtection: cp.deletionProtection,
             // IMDSv1 stays allowed: the Cluster Autoscaler's metadata client sends plain GETs (docs/upstream.md#autoscaler-credentials).
             httpTokens: "optional",
-            userData: pulumi.all([endpoint, sans]).apply(([e, s]) => args.userdata(i, e, s)),
+            userData: pulumi.all([endpoint, sans, args.recordedCaCertHash]).apply(([e, s, recorded]) => args.userdata(i, e, s, recorded || undefined)),
             tags: { ...tags, [ROLE_TAG]: "control-plane" },
         }, {
             ...opts,
@@ -204,14 +234,19 @@ export function createControlPlane(name: string, args: ControlPlaneArgs, parent:
             // disk in place and wipe etcd and the PKI; new userdata would only reboot the master (kubeadm init
             // ran once). Neither is an upgrade: keep the masters as they were created.
             ignoreChanges: ["imageId", "userData"],
+            // Its fixed private IP cannot be held twice: a replaced master (`pulumi up --replace`, a lost disk) is deleted
+            // first, its ControlPlaneMember removing it from etcd before that; the new one takes the same address and
+            // joins (docs/disaster-recovery.md#lost-member).
+            deleteBeforeReplace: true,
+            dependsOn: [guard],
         });
     });
 
     for (const [i, master] of masters.entries()) {
         new alicloud.ecs.RamRoleAttachment(`${name}-master-${i}-role`, { instanceId: master.id, ramRoleName: role.roleName.apply((r) => r ?? "") }, opts);
         if (serverGroup) {
-            new alicloud.nlb.ServerGroupServerAttachment(`${name}-master-${i}-6443`, {
-                serverGroupId: serverGroup.id, serverId: master.id, serverType: "Ecs", port: 6443, weight: 100,
+            new alicloud.nlb.ServerGroupServerAttachment(`${name}-master-${i}-${API_PORT}`, {
+                serverGroupId: serverGroup.id, serverId: master.id, serverType: "Ecs", port: API_PORT, weight: 100,
             }, opts);
         }
     }
@@ -221,7 +256,7 @@ export function createControlPlane(name: string, args: ControlPlaneArgs, parent:
 
     return {
         masters, role, endpoint, masterPrivateIps, loadBalancer, eip,
-        kubeconfigServer: serverHost.apply((h) => `https://${h}:6443`),
+        kubeconfigServer: serverHost.apply((h) => `https://${h}:${API_PORT}`),
     };
 }
 
@@ -273,8 +308,8 @@ export class ControlPlane extends pulumi.ComponentResource {
     public readonly resourceName: string;
 
     constructor(name: string, args: ControlPlaneArgs, opts?: pulumi.ComponentResourceOptions) {
-        // The same rules as the stack config, before anything is registered: a bad config creates nothing.
-        checkArgs(`ControlPlane "${name}"`, (report) => controlPlaneProblems(args, report));
+        // Before anything is registered: a bad config creates nothing. A validated config is not checked again.
+        parseArgs(`ControlPlane "${name}"`, (report) => parseControlPlaneArgs(args, report));
         super("alicloud-kubeadm:index:ControlPlane", name, {}, opts);
         this.resourceName = name;
         const r = createControlPlane(name, args, this);

@@ -15,10 +15,12 @@ import { renderAdmissionBootstrap } from "../shell/renderAdmission";
 import type { JoinArgs } from "./joinArgs";
 import { formatTaint, OPERATIONS } from "../rules";
 import { saveCommand } from "./nodeCommands";
-import { checkExistingNode, checkNodeJoinConfig, nodeMirrors, type ClusterConfig, type ExistingNodeConfig, type ExistingNodeInput, type SshConnectionInput } from "../config";
+import {
+    isValidated, nodeScriptParams, parseExistingNode, parseNodeJoinConfig, type ExistingNodeConfig, type ExistingNodeInput, type NodeJoinConfig, type SshConnectionInput,
+} from "../config";
 import { NodeMembership } from "../providers/nodeMembership";
 import { CONTROL_PLANE_POOL, dnsLabelProblem, EXISTING_POOL, type Report } from "../rules";
-import { checkArgs } from "./args";
+import { parseArgs } from "./args";
 
 /** Pool label value of existing nodes (`alicloud-kubeadm/pool=existing`). */
 export const EXISTING_POOL_NAME = EXISTING_POOL;
@@ -90,34 +92,51 @@ export function sshConnection(connection: SshConnectionArgs | undefined): comman
 /** Runs the attach script from stdin as root (directly, or through passwordless sudo). */
 export const SSH_ATTACH_COMMAND = 'if [ "$(id -u)" -eq 0 ]; then bash -s; else sudo -n bash -s; fi';
 
-/** Checks the arguments with the stack config's rules for existing nodes (paths relative to the args: `node.labels.<key>`). */
-export function existingNodeProblems(args: ExistingNodeArgs, report: Report): void {
-    checkNodeJoinConfig(args.config, (path, reason) => report(path ? `config.${path}` : "config", reason));
+/**
+ * Parses the arguments: the config's join slice and the node are taken as they are when validated (the Cluster's,
+ * `parseClusterConfig`'s), and checked once with the stack config's rules otherwise (paths relative to the args:
+ * `config.name`, `node.labels.<key>`); the connection, the pool name, the attach command and the image are the
+ * component's own. Returns the slice and the node, validated, or undefined when anything was reported.
+ */
+export function parseExistingNodeArgs(args: ExistingNodeArgs, report: Report): { config: NodeJoinConfig; node: ExistingNodeConfig } | undefined {
+    const config = parseNodeJoinConfig(args.config, (path, reason) => report(path ? `config.${path}` : "config", reason));
     if (typeof args.node !== "object" || args.node === null) {
         report("node", "is required: the node's config (an ExistingNodeConfig, e.g. parseClusterConfig(...).existingNodes[i])");
-        return;
+        return undefined;
     }
-    const node = withDefaults(args.node);
-    const connection = args.connection ?? sshConnection(node.connection);
-    checkExistingNode(node, (path, reason) => report(path ? `node.${path}` : "node", reason), connection !== undefined);
-    if (args.connection) sshConnectionProblems(args.connection, report);
+    const given = isValidated(args.node) ? args.node : withDefaults(args.node);
+    const connection = args.connection ?? sshConnection(given.connection);
+    const node = isValidated(args.node) ? args.node
+        : parseExistingNode(given, (path, reason) => report(path ? `node.${path}` : "node", reason), connection !== undefined);
+    let valid = config !== undefined && node !== undefined;
+    const own: Report = (path, reason) => {
+        valid = false;
+        report(path, reason);
+    };
+    if (args.connection) sshConnectionProblems(args.connection, own);
     const poolNameReason = poolLabelProblem(args.poolName);
     if (poolNameReason) {
-        report("poolName", poolNameReason);
+        own("poolName", poolNameReason);
     }
-    if (args.connection && node.mode !== "manual") {
-        report("connection", `a connection runs the attach script over SSH, which only mode manual does (${node.instanceId} is mode ${node.mode})`);
+    if (args.connection && given.mode !== "manual") {
+        own("connection", `a connection runs the attach script over SSH, which only mode manual does (${given.instanceId} is mode ${given.mode})`);
     }
-    if (node.mode === "manual" && !connection && args.attachCommandId === undefined) {
-        report("attachCommandId", "mode manual runs the cluster's saved attach command: create it with createAttachCommand");
+    if (given.mode === "manual" && !connection && args.attachCommandId === undefined) {
+        own("attachCommandId", "mode manual runs the cluster's saved attach command: create it with createAttachCommand");
     }
-    if (node.mode === "auto" && args.imageId === undefined) {
-        report("imageId", "mode auto needs the image of the new system disk");
+    if (given.mode === "auto" && args.imageId === undefined) {
+        own("imageId", "mode auto needs the image of the new system disk");
     }
+    return valid ? { config: config!, node: node! } : undefined;
 }
 
-/** An ExistingNodeInput with the config's defaults filled in (an ExistingNodeConfig stays as it is). */
-function withDefaults(node: ExistingNodeConfig | ExistingNodeInput): Parameters<typeof checkExistingNode>[0] {
+/** Checks the arguments (see {@link parseExistingNodeArgs}). */
+export function existingNodeProblems(args: ExistingNodeArgs, report: Report): void {
+    parseExistingNodeArgs(args, report);
+}
+
+/** An ExistingNodeInput with the config's defaults filled in. */
+function withDefaults(node: ExistingNodeInput): Parameters<typeof parseExistingNode>[0] {
     return {
         ...node, mode: node.mode ?? "manual", labels: node.labels ?? {}, taints: node.taints ?? [],
         replaceSystemDisk: node.replaceSystemDisk ?? false, removeWithoutReset: node.removeWithoutReset ?? false,
@@ -150,12 +169,15 @@ export function poolLabelProblem(poolName: string | undefined): string | undefin
 
 /** What the cluster's attach command bakes in: the join material every existing node shares. */
 export interface AttachCommandArgs {
-    config: Pick<ClusterConfig, "name" | "region" | "kubernetesVersion" | "images">;
+    /** The cluster's name, region, Kubernetes version and image sources (the join context's `config`). */
+    config: Pick<NodeJoinConfig, "name" | "region" | "kubernetesVersion" | "images">;
     apiEndpoint: pulumi.Input<string>;
     /** `sha256:<hex>` CA pin (secret). */
     caCertHash: pulumi.Input<string>;
     /** Join through the admission service at these endpoints (no token anywhere). Default: none. */
     admissionEndpoints?: pulumi.Input<string[]>;
+    /** `sha256:<hex>` of the admission service's key. Required with `admissionEndpoints`. */
+    admissionPin?: pulumi.Input<string>;
     /** Pool label value. Default {@link EXISTING_POOL_NAME}. */
     poolName?: string;
 }
@@ -170,10 +192,10 @@ export function createAttachCommand(name: string, args: AttachCommandArgs, opts:
     // No secret in the command: through admission, a short bootstrap that fetches the attach script from the
     // service (no token anywhere); otherwise the token arrives sealed per invocation (NodeMembership). The CA pin
     // is kept secret like everywhere.
-    const script = pulumi.secret(pulumi.all([args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? []]).apply(([caCertHash, apiEndpoint, endpoints]) => args.admissionEndpoints
-        ? renderAdmissionBootstrap(endpoints, caCertHash)
+    const script = pulumi.secret(pulumi.all([args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? [], args.admissionPin ?? ""]).apply(([caCertHash, apiEndpoint, endpoints, pin]) => args.admissionEndpoints
+        ? renderAdmissionBootstrap(endpoints, pin)
         : renderAttachCommand({
-            region: config.region, kubernetesVersion: config.kubernetesVersion, ...nodeMirrors(config), apiEndpoint,
+            ...nodeScriptParams(config), apiEndpoint,
             poolName: args.poolName ?? EXISTING_POOL_NAME, caCertHash,
         })));
     return saveCommand(name, {
@@ -181,24 +203,22 @@ export function createAttachCommand(name: string, args: AttachCommandArgs, opts:
     }, opts);
 }
 
-/** The join credential of the attach script: admission endpoints when given (no token), else the token. */
-function joinCredential(admission: unknown, token: string, endpoints: string[]): { token: string } | { admission: { endpoints: string[] } } {
-    return admission !== undefined ? { admission: { endpoints } } : { token };
+/** The join credential of the attach script: admission endpoints and pin when given (no token), else the token. */
+function joinCredential(admission: unknown, token: string, endpoints: string[], pin: string): { token: string } | { admission: { endpoints: string[]; pin: string } } {
+    return admission !== undefined ? { admission: { endpoints, pin } } : { token };
 }
 
 /** Creates the node's membership (and SSH command) under `parent`. */
-export function createExistingNode(name: string, args: ExistingNodeArgs & { node: ExistingNodeConfig }, parent: pulumi.Resource): ExistingNodeResources {
+export function createExistingNode(name: string, args: ExistingNodeArgs & { config: NodeJoinConfig; node: ExistingNodeConfig }, parent: pulumi.Resource): ExistingNodeResources {
     const { config, node } = args;
     // The whole attach script: userdata in `auto` mode, stdin over SSH. `manual` runs the saved attach command.
-    const script = pulumi.secret(pulumi.all([args.token ?? "", args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? []]).apply(([token, hash, endpoint, endpoints]) => renderAttachNode({
-        region: config.region,
-        kubernetesVersion: config.kubernetesVersion,
-        ...nodeMirrors(config),
+    const script = pulumi.secret(pulumi.all([args.token ?? "", args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? [], args.admissionPin ?? ""]).apply(([token, hash, endpoint, endpoints, pin]) => renderAttachNode({
+        ...nodeScriptParams(config),
         apiEndpoint: endpoint,
         poolName: args.poolName ?? EXISTING_POOL_NAME,
         labels: node.labels,
         taints: node.taints,
-        ...joinCredential(args.admissionEndpoints, token, endpoints),
+        ...joinCredential(args.admissionEndpoints, token, endpoints, pin),
         caCertHash: hash,
     })));
 
@@ -229,7 +249,7 @@ export function createExistingNode(name: string, args: ExistingNodeArgs & { node
         masterInstanceId: args.masterInstanceId,
         masterInstanceIds: args.masterInstanceIds,
         routeTableId: args.routeTableId,
-        podCidr: args.config.network.podCidr,
+        podCidr: config.network.podCidr,
         ...args.timeouts,
     }, { parent, dependsOn: sshAttach ? [sshAttach] : [] });
     return { membership, sshAttach };
@@ -244,10 +264,10 @@ export class ExistingNode extends pulumi.ComponentResource {
     public readonly resources: ExistingNodeResources;
 
     constructor(name: string, args: ExistingNodeArgs, opts?: pulumi.ComponentResourceOptions) {
-        checkArgs(`ExistingNode "${name}"`, (report) => existingNodeProblems(args, report));
+        // Before anything is registered; a validated config and node are not checked again.
+        const { config, node } = parseArgs(`ExistingNode "${name}"`, (report) => parseExistingNodeArgs(args, report));
         super("alicloud-kubeadm:index:ExistingNode", name, {}, opts);
-        const node = checkExistingNode(withDefaults(args.node), () => undefined);
-        this.resources = createExistingNode(name, { ...args, node, connection: args.connection ?? sshConnection(node.connection) }, this);
+        this.resources = createExistingNode(name, { ...args, config, node, connection: args.connection ?? sshConnection(node.connection) }, this);
         this.nodeName = this.resources.membership.nodeName;
         this.providerId = this.resources.membership.providerId;
         this.registerOutputs({ nodeName: this.nodeName, providerId: this.providerId });

@@ -1,12 +1,18 @@
-// What every component that joins nodes (NodePool, ExistingNode) is given: the cluster's config and join
-// material, and where the node operations run. Written once, extended by each.
+// What every component that joins nodes (NodePool, ExistingNode, the attach command) is given: the join context.
+// Everything a node needs to join — region, Kubernetes version and image sources (`config`), the endpoint, the CA
+// pin, the admission endpoints, and where the node operations run — built once by the Cluster (joinContext) and
+// passed down; the node scripts are rendered from it (nodeScriptParams). Written once, extended by each.
 import type * as pulumi from "@pulumi/pulumi";
-import type { ClusterConfig } from "../config";
+import { nodeJoinConfig, type ClusterConfig, type NodeJoinConfig } from "../config";
 import type { NodeCommandIds } from "../rules";
 
 export interface JoinArgs {
-    /** The validated cluster config (region, Kubernetes version, cluster name, image sources). Required. */
-    config: ClusterConfig;
+    /**
+     * What the node scripts are rendered from: the cluster's name, region, Kubernetes version, image sources, baking
+     * and pod CIDR. A validated config (`parseClusterConfig(...)`, or the Cluster's slice of it) is taken as it is;
+     * anything else is checked first. Required.
+     */
+    config: NodeJoinConfig;
     /** API endpoint `host:6443` the nodes join through. Required. */
     apiEndpoint: pulumi.Input<string>;
     /** `sha256:<hex>` CA pin from JoinInfo (secret). Required. */
@@ -25,6 +31,13 @@ export interface JoinArgs {
      * every master (src/components/admission.ts). Default: none (the nodes join with bootstrap tokens).
      */
     admissionEndpoints?: pulumi.Input<string[]>;
+    /** `sha256:<hex>` of the admission service's key (AdmissionCertificate `pin`). Required with `admissionEndpoints`. */
+    admissionPin?: pulumi.Input<string>;
     /** Route table of the pod routes (a route left behind is deleted when a node is removed). Default none. */
     routeTableId?: pulumi.Input<string>;
+}
+
+/** The join context of a cluster: its validated config's slice and the join material, built once. */
+export function joinContext(config: ClusterConfig, material: Omit<JoinArgs, "config">): JoinArgs {
+    return { config: nodeJoinConfig(config), ...material };
 }

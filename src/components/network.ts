@@ -7,6 +7,7 @@ import {
     checkNetworkLayout, CLUSTER_TAG, collect, dnsLabelProblem, hostNamePartProblem, regionOfZone, regionProblem, resourceNamePrefixProblem,
     securityGroupMatrix, zoneProblem, type Problem, type SecurityGroupName,
 } from "../rules";
+import { validatedByParser } from "../validated";
 import { checkTags, isKnown, throwIfProblems } from "./args";
 
 export interface NetworkArgs {
@@ -101,7 +102,14 @@ export function networkArgProblems(args: NetworkArgs): Problem[] {
     return checkNetworkArgs(args).problems;
 }
 
-function throwOnProblems(name: string, args: NetworkArgs): string[] {
+/**
+ * The vSwitch CIDRs of valid arguments: those of validated ones (the Cluster's, from its config) as they are,
+ * any others once checked. Throws InputPropertiesError listing every problem.
+ */
+function parseNetworkArgs(name: string, args: NetworkArgs): string[] {
+    if (validatedByParser(args) && args.vswitchCidrs !== undefined) {
+        return args.vswitchCidrs;
+    }
     const { problems, vswitchCidrs } = checkNetworkArgs(args);
     throwIfProblems(`Network "${name}"`, problems);
     return vswitchCidrs;
@@ -111,7 +119,10 @@ function throwOnProblems(name: string, args: NetworkArgs): string[] {
  * Creates the network resources under `parent`. Throws InputPropertiesError (nothing created) on bad args.
  */
 export function createNetwork(name: string, args: NetworkArgs, parent: pulumi.Resource): NetworkResources {
-    const vswitchCidrs = throwOnProblems(name, args);
+    return createNetworkResources(name, args, parseNetworkArgs(name, args), parent);
+}
+
+function createNetworkResources(name: string, args: NetworkArgs, vswitchCidrs: string[], parent: pulumi.Resource): NetworkResources {
     const opts = { parent };
     const tags = args.tags ?? { [CLUSTER_TAG]: args.clusterName };
 
@@ -219,9 +230,9 @@ export class Network extends pulumi.ComponentResource {
     public readonly resources: NetworkResources;
 
     constructor(name: string, args: NetworkArgs, opts?: pulumi.ComponentResourceOptions) {
-        throwOnProblems(name, args); // before super(): bad input registers nothing, not even this component
+        const vswitchCidrs = parseNetworkArgs(name, args); // before super(): bad input registers nothing, not even this component
         super("alicloud-kubeadm:index:Network", name, {}, opts);
-        const r = createNetwork(name, args, this);
+        const r = createNetworkResources(name, args, vswitchCidrs, this);
         this.resources = r;
         this.vpcId = r.vpc.id;
         this.vswitchIds = pulumi.all(r.vswitches.map((v) => v.id)).apply((ids) =>

@@ -26,6 +26,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { renderBakeNode, type BakeNodeParams } from "../shell/render";
 import { BakedImage } from "../providers/bakedImage";
 import { DEFAULT_BAKE_INSTANCE_TYPE, instanceTypeProblem, collect } from "../rules";
+import { validatedByParser } from "../validated";
 import { throwIfProblems } from "./args";
 
 /** Characters of one `RUN printf` line of the encoded script (the build content may hold 127 commands). */
@@ -59,6 +60,19 @@ export function bakeBuildContent(script: string): string {
     return lines.join("\n");
 }
 
+/** Throws InputPropertiesError listing every problem of arguments given directly (the build's own; the bake script's are the renderer's). */
+function nodeImageProblems(args: NodeImageArgs): void {
+    const { problems, report } = collect();
+    if (args.instanceType !== undefined) {
+        const type = instanceTypeProblem(args.instanceType);
+        if (type) report("instanceType", type);
+    }
+    if (!/^[a-z][a-z0-9-]{0,39}$/.test(args.clusterName ?? "")) report("clusterName", "must be the cluster name: a DNS label starting with a letter, at most 40 characters");
+    const size = args.systemDiskSize ?? 40;
+    if (!Number.isInteger(size) || size < 20 || size > 500) report("systemDiskSize", "must be 20..500 GiB (Image Builder)");
+    throwIfProblems("NodeImage", problems);
+}
+
 /** A custom image with the node runtime baked in; `imageId` is what masters and pools boot. */
 export class NodeImage extends pulumi.ComponentResource {
     /** The baked image (`m-…`), owned by {@link resources}.image. */
@@ -71,16 +85,10 @@ export class NodeImage extends pulumi.ComponentResource {
 
     constructor(name: string, args: NodeImageArgs, opts?: pulumi.ComponentResourceOptions) {
         super("alicloud-kubeadm:index:NodeImage", name, {}, opts);
-        const { problems, report } = collect();
-        if (args.instanceType !== undefined) {
-            const type = instanceTypeProblem(args.instanceType);
-            if (type) report("instanceType", type);
-        }
-        if (!/^[a-z][a-z0-9-]{0,39}$/.test(args.clusterName ?? "")) report("clusterName", "must be the cluster name: a DNS label starting with a letter, at most 40 characters");
-        const size = args.systemDiskSize ?? 40;
-        if (!Number.isInteger(size) || size < 20 || size > 500) report("systemDiskSize", "must be 20..500 GiB (Image Builder)");
-        throwIfProblems("NodeImage", problems);
+        if (!validatedByParser(args)) nodeImageProblems(args);
 
+
+        const size = args.systemDiskSize ?? 40;
         const { clusterName, baseImageId, vswitchId, instanceType, systemDiskSize: _s, tags, timeoutSeconds, ...bake } = args;
         this.script = renderBakeNode(bake);
         this.images = [...args.nodeImages];

@@ -10,22 +10,24 @@
 // the masters with the masters' role, flannel `alloc` needs no cloud access, and the kubelet runs with
 // `--cloud-provider=external`. A role without policies would only hand pods an STS credential to probe with.
 //
-// Labels and tags: the kubelet gets the pool's labels plus `alicloud-kubeadm/pool=<name>`; the scaling
-// configuration's tags carry exactly the same labels, because the autoscaler's alicloud provider copies the
-// tags verbatim into its scale-from-zero node template. The seed's `k8s.io/cluster-autoscaler=true` label
+// Labels and tags: the kubelet gets the pool's labels, and the admission service adds
+// `node-restriction.kubernetes.io/alicloud-kubeadm-pool=<name>` (kubelets may not set it); the scaling
+// configuration's tags carry exactly the node's labels, because the autoscaler's alicloud provider copies the
+// tags verbatim into its scale-from-zero node template (and ESS puts them on the instances, where the
+// admission service reads which group to ask). The seed's `k8s.io/cluster-autoscaler=true` label
 // is NOT used: the kubelet may not self-apply labels under k8s.io (NodeRestriction; it refuses to start),
 // and putting it only in the tags would give the template a label real nodes lack, so pods selecting it
 // would trigger scale-ups onto nodes that never match. Autoscaled nodes carry
 // `alicloud-kubeadm/autoscaled=true` instead, on the kubelet and in the tags alike.
 import * as alicloud from "@pulumi/alicloud";
 import * as pulumi from "@pulumi/pulumi";
-import { packUserdata, renderAttachNode } from "../shell/render";
-import { bakedNodeImages, checkNodeJoinConfig, checkPool, nodeMirrors, type NodePoolConfig, type NodePoolInput } from "../config";
+import { packUserdata, renderAttachNode, renderOperation } from "../shell/render";
+import { bakedNodeImages, isValidated, nodeScriptParams, parseNodeJoinConfig, parseNodePool, type NodeJoinConfig, type NodePoolConfig, type NodePoolInput } from "../config";
 import { BootstrapToken } from "../providers/bootstrapToken";
 import { PoolCapacity } from "../providers/poolCapacity";
 import type { JoinArgs } from "./joinArgs";
-import { AUTOSCALED_LABEL, MAX_SCALING_CONFIGURATION_TAGS, POOL_LABEL, poolNodeLabels, scalingConfigurationTags, type Report } from "../rules";
-import { checkArgs, checkTags, isKnown } from "./args";
+import { AUTOSCALED_LABEL, LEGACY_POOL_LABEL, MAX_SCALING_CONFIGURATION_TAGS, POOL_LABEL, poolNodeLabels, scalingConfigurationTags, type Report } from "../rules";
+import { checkTags, isKnown, parseArgs } from "./args";
 
 export { AUTOSCALED_LABEL, MAX_SCALING_CONFIGURATION_TAGS, POOL_LABEL, poolNodeLabels };
 
@@ -72,27 +74,44 @@ export interface NodePoolResources {
     nodeLabels: Record<string, string>;
 }
 
-/** Checks the arguments with the stack config's pool rules (paths relative to the args: `pool.labels.<key>`, `vswitchIds`). */
-export function nodePoolProblems(args: NodePoolArgs, report: Report): void {
-    checkNodeJoinConfig(args.config, (path, reason) => report(path ? `config.${path}` : "config", reason));
+/**
+ * Parses the arguments: the config's join slice and the pool are taken as they are when validated (the Cluster's,
+ * `parseClusterConfig`'s), and checked once with the stack config's rules otherwise (paths relative to the args:
+ * `config.name`, `pool.labels.<key>`); the vSwitch ids and the tags are the component's own. Returns both,
+ * validated, or undefined when anything was reported.
+ */
+export function parseNodePoolArgs(args: NodePoolArgs, report: Report): { config: NodeJoinConfig; pool: NodePoolConfig } | undefined {
+    const config = parseNodeJoinConfig(args.config, (path, reason) => report(path ? `config.${path}` : "config", reason));
     if (typeof args.pool !== "object" || args.pool === null) {
         report("pool", "is required: the pool's config (a NodePoolConfig, e.g. parseClusterConfig(...).nodePools[i])");
-        return;
+        return undefined;
     }
-    checkPool(withDefaults(args.pool), args.config?.name ?? "", args.tags ?? {}, (path, reason) => report(path ? `pool.${path}` : "pool", reason));
+    const pool = isValidated(args.pool) ? args.pool
+        : parseNodePool(withDefaults(args.pool), args.config?.name ?? "", args.tags ?? {}, (path, reason) => report(path ? `pool.${path}` : "pool", reason));
+    let valid = config !== undefined && pool !== undefined;
+    const own: Report = (path, reason) => {
+        valid = false;
+        report(path, reason);
+    };
     if (isKnown(args.vswitchIds) && Array.isArray(args.vswitchIds) && args.vswitchIds.length === 0) {
-        report("vswitchIds", `pool ${args.pool.name} needs at least one vSwitch`);
+        own("vswitchIds", `pool ${args.pool.name} needs at least one vSwitch`);
     }
-    checkTags(args.tags, report);
+    checkTags(args.tags, own);
+    return valid ? { config: config!, pool: pool! } : undefined;
 }
 
-/** A NodePoolInput with the config's defaults filled in (a NodePoolConfig stays as it is). */
-function withDefaults(pool: NodePoolConfig | NodePoolInput): Parameters<typeof checkPool>[0] {
-    return { ...pool, labels: pool.labels ?? {}, taints: pool.taints ?? [] } as Parameters<typeof checkPool>[0];
+/** Checks the arguments (see {@link parseNodePoolArgs}). */
+export function nodePoolProblems(args: NodePoolArgs, report: Report): void {
+    parseNodePoolArgs(args, report);
+}
+
+/** A NodePoolInput with the config's defaults filled in. */
+function withDefaults(pool: NodePoolInput): Parameters<typeof parseNodePool>[0] {
+    return { ...pool, labels: pool.labels ?? {}, taints: pool.taints ?? [] } as Parameters<typeof parseNodePool>[0];
 }
 
 /** Creates the pool's group, scaling configuration, bootstrap token and capacity under `parent`. */
-export function createNodePool(name: string, args: NodePoolArgs & { pool: NodePoolConfig }, parent: pulumi.Resource): NodePoolResources {
+export function createNodePool(name: string, args: NodePoolArgs & { config: NodeJoinConfig; pool: NodePoolConfig }, parent: pulumi.Resource): NodePoolResources {
     const { config, pool } = args;
     const opts = { parent };
     const cloudTags = args.tags ?? {};
@@ -110,7 +129,8 @@ export function createNodePool(name: string, args: NodePoolArgs & { pool: NodePo
         vswitchIds: args.vswitchIds,
         multiAzPolicy: "BALANCE",
         removalPolicies: ["NewestInstance", "OldestScalingConfiguration"],
-        tags: { ...cloudTags, [POOL_LABEL]: pool.name },
+        // A cloud tag naming the pool (not a node label: the key of before, so existing groups keep their tags).
+        tags: { ...cloudTags, [LEGACY_POOL_LABEL]: pool.name },
     }, {
         ...opts,
         // PoolCapacity (fixed) / the autoscaler own the capacity, and PoolCapacity owns MaxSize, so a smaller size
@@ -127,22 +147,21 @@ export function createNodePool(name: string, args: NodePoolArgs & { pool: NodePo
         masterInstanceId: args.masterInstanceId,
         masterInstanceIds: args.masterInstanceIds,
         commands: args.commands,
+        tokenCreateScript: renderOperation("token-create"),
         ttl: pool.tokenTtl,
         description: `alicloud-kubeadm ${config.name} pool ${pool.name}`,
         pollIntervalMs: args.timeouts?.pollIntervalMs,
     }, { ...opts, dependsOn: args.dependsOn });
 
     const { [POOL_LABEL]: _pool, ...extraLabels } = nodeLabels;
-    const userData = pulumi.secret(pulumi.all([token?.token ?? "", args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? []]).apply(([t, hash, endpoint, endpoints]) => packUserdata(renderAttachNode({
-        region: config.region,
-        kubernetesVersion: config.kubernetesVersion,
-        ...nodeMirrors(config),
+    const userData = pulumi.secret(pulumi.all([token?.token ?? "", args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? [], args.admissionPin ?? ""]).apply(([t, hash, endpoint, endpoints, pin]) => packUserdata(renderAttachNode({
+        ...nodeScriptParams(config),
         ...bakedNodeImages(config),
         apiEndpoint: endpoint,
         poolName: pool.name,
         labels: extraLabels,
         taints: pool.taints,
-        ...(token ? { token: t } : { admission: { endpoints } }),
+        ...(token ? { token: t } : { admission: { endpoints, pin } }),
         caCertHash: hash,
     }), `nodePools[${pool.name}]`)));
 
@@ -197,11 +216,10 @@ export class NodePool extends pulumi.ComponentResource {
     public readonly resources: NodePoolResources;
 
     constructor(name: string, args: NodePoolArgs, opts?: pulumi.ComponentResourceOptions) {
-        // The same rules as the stack config, before anything is registered: a bad pool creates nothing.
-        checkArgs(`NodePool "${name}"`, (report) => nodePoolProblems(args, report));
+        // Before anything is registered: a bad pool creates nothing. A validated config and pool are not checked again.
+        const { config, pool } = parseArgs(`NodePool "${name}"`, (report) => parseNodePoolArgs(args, report));
         super("alicloud-kubeadm:index:NodePool", name, {}, opts);
-        const pool = checkPool(withDefaults(args.pool), args.config.name, args.tags ?? {}, () => undefined);
-        const r = createNodePool(name, { ...args, pool }, this);
+        const r = createNodePool(name, { ...args, config, pool }, this);
         this.resources = r;
         this.poolName = pool.name;
         this.autoscale = pool.autoscale;

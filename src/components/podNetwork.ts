@@ -8,6 +8,7 @@ import {
     DEFAULT_CCM_IMAGE, DEFAULT_FLANNEL_CNI_PLUGIN_IMAGE, DEFAULT_FLANNEL_IMAGE, imageReferenceProblem, kubernetesVersionProblem, parseCidr, parseDuration,
     parseVersion, podCidrReservedProblem, regionProblem, collect, type Problem,
 } from "../rules";
+import { validatedByParser } from "../validated";
 import { throwIfProblems } from "./args";
 import { applyObjects, CONTROL_PLANE_LABEL, kubeObject, mapInput, resolveObjects, type KubeObject } from "./kube";
 
@@ -103,9 +104,9 @@ export function podNetworkProblems(args: PodNetworkArgs): Problem[] {
     return problems;
 }
 
-/** Applies defaults; throws `pulumi.InputPropertiesError` listing every problem. */
+/** Applies defaults; throws `pulumi.InputPropertiesError` listing every problem (arguments from a validated config are not checked again). */
 export function resolvePodNetworkArgs(args: PodNetworkArgs): ResolvedPodNetworkArgs {
-    throwIfProblems("PodNetwork", podNetworkProblems(args));
+    if (!validatedByParser(args)) throwIfProblems("PodNetwork", podNetworkProblems(args));
     return {
         podCidr: args.podCidr,
         region: args.region,

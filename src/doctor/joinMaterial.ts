@@ -40,6 +40,26 @@ export function parseTokenList(text: string): TokenView[] {
     }));
 }
 
+/**
+ * The groups whose bootstrap tokens kubeadm's CSR auto-approval covers: lines `<ClusterRoleBinding>\t<group>,...` of the
+ * bindings to `system:certificates.k8s.io:certificatesigningrequests:nodeclient` (doctor-join.sh `auto_approved`).
+ * @returns group → binding
+ */
+export function parseAutoApproved(text: string): Map<string, string> {
+    const out = new Map<string, string>();
+    for (const [binding, groups] of text.split("\n").map((l) => l.split("\t")).filter((f) => f.length === 2 && f[0] !== "")) {
+        for (const g of groups.split(",").filter(Boolean)) out.set(g, binding);
+    }
+    return out;
+}
+
+/** How many of the recent joins' identity signatures used each digest (NodeAdmitted Events: `<time>\t<message ... identity signed with sha256>`). */
+export function parseAdmittedDigests(text: string): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const m of text.matchAll(/identity signed with ([a-z0-9]+)/g)) out.set(m[1], (out.get(m[1]) ?? 0) + 1);
+    return out;
+}
+
 /** Lines `<time>\t<reason code>\t<message>` of the admission service's AdmissionRefused Events, oldest first. */
 export function parseAdmissionRefusals(text: string): { at: string; reason: string; message: string }[] {
     return text.split("\n").map((l) => l.split("\t")).filter((f) => f.length >= 3 && f[1] !== "")
@@ -84,6 +104,20 @@ export async function checkJoinMaterial(ctx: DoctorContext): Promise<Finding[]> 
             else if (!["authentication", "signing"].every((x) => t.usages.includes(x))) add("problem", subject, `used by ${who}; usages are [${t.usages.join(", ")}], a join needs authentication and signing`, recreate);
             else add("ok", subject, `used by ${who}; ${t.expires ? `expires ${t.expires}` : "never expires (ttl 0: whoever reads the user data can join a node)"}`, "");
         }
+        // A token in a group kubeadm auto-approves gets its holder a kubelet client certificate for any node name (the
+        // init token master 0 deletes, a control-plane join's while it lives, a pool's without admission): each one named.
+        const autoApproved = s.autoapprove && s.autoapprove.rc === 0 ? parseAutoApproved(s.autoapprove.output) : new Map<string, string>();
+        for (const t of tokens) {
+            const group = t.groups.find((g) => autoApproved.has(g));
+            if (group === undefined) continue;
+            const who = users.get(t.id)?.names.join(", ");
+            add("warning", `token ${t.id}`, `in group ${group}, which kubeadm auto-approves (ClusterRoleBinding ${autoApproved.get(group)}): whoever holds it gets a kubelet ` +
+                `client certificate for any node name; ${t.expires ? `expires ${t.expires}` : "never expires"}${who ? `; used by ${who}` : ` ("${t.description}")`}`,
+                who ? "join that pool through admission (no token); then this token is deleted" : `delete it on a master unless something joins with it: \`kubeadm token delete ${t.id}\``);
+        }
+        if (s.autoapprove && s.autoapprove.rc !== 0) {
+            add("warning", "auto-approved tokens", `could not read the CSR auto-approval bindings: ${redact(s.autoapprove.output).trim().slice(-300)}`, "check kubectl on master 0");
+        }
         // Nodes join through admission (docs/admission.md): a never-expiring token of this project that nothing uses
         // is left over (a migration whose token deletion failed, or one made by hand), and lets its holder join nodes.
         for (const t of tokens.filter((x) => !x.expires && !users.has(x.id) && x.description.startsWith("alicloud-kubeadm"))) {
@@ -101,6 +135,18 @@ export async function checkJoinMaterial(ctx: DoctorContext): Promise<Finding[]> 
             "each refusal names its fix; all of them: `kubectl -n kube-system get events --field-selector reason=AdmissionRefused`");
     } else if (s.admission && s.admission.rc !== 0 && (info.pools.some((p) => !p.tokenId) || info.existingNodes.some((e) => !e.tokenId))) {
         add("warning", "admission refusals", `could not list the admission service's events: ${redact(s.admission.output).trim().slice(-300)}`, "check kubectl on master 0");
+    }
+
+    // The digest Alibaba's identity signatures used in the recent joins (SHA-1 is accepted unless admission.allowSha1 is false).
+    const digests = s.admitted && s.admitted.rc === 0 ? parseAdmittedDigests(s.admitted.output) : new Map<string, number>();
+    if (digests.size > 0) {
+        const counts = [...digests].map(([d, n]) => `${d} ×${n}`).join(", ");
+        if (digests.has("sha1")) {
+            add("warning", "identity signature digest", `the recent joins' instance identity signatures used ${counts}: SHA-1 is accepted (admission.allowSha1), ` +
+                "so a SHA-1 collision against Alibaba's signature would be accepted as an identity", "report it (docs/security.md#sha-1); set admission.allowSha1: false once Alibaba signs with SHA-256");
+        } else {
+            add("ok", "identity signature digest", `the recent joins' instance identity signatures used ${counts} (no SHA-1: admission.allowSha1: false would refuse it, docs/security.md#sha-1)`, "");
+        }
     }
 
     // Control plane.

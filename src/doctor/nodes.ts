@@ -88,7 +88,11 @@ export async function checkNodes(ctx: DoctorContext): Promise<Finding[]> {
                     : n.readyStatus === "Unknown" ? "the kubelet stopped reporting: check the instance is running, then `systemctl status kubelet` and `journalctl -u kubelet` on it"
                     : "check `journalctl -u kubelet` and the CNI (flannel pod on that node) — the message above names the failing part");
         }
-        if (e.pool && n.pool !== e.pool) add("warning", `node ${n.name}`, `label alicloud-kubeadm/pool is "${n.pool}", but the instance is in pool ${e.pool}`, "re-join the node with the pool's user data, or fix the label");
+        if (e.pool && n.pool !== e.pool) {
+            add("warning", `node ${n.name}`, n.pool ? `its pool label says "${n.pool}", but the instance is in pool ${e.pool}` : `it has no pool label, but the instance is in pool ${e.pool}`,
+                "a node joined through admission gets node-restriction.kubernetes.io/alicloud-kubeadm-pool from the service within seconds: check its log " +
+                "(kubectl -n kube-system logs ds/alicloud-kubeadm-admission); an older node's alicloud-kubeadm/pool label can be fixed, or the node re-joined");
+        }
     }
 
     for (const n of nodes) {

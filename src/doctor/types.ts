@@ -7,7 +7,7 @@ import type { NodeCommandIds } from "../rules";
 
 /** One node pool as exported in `clusterInfo.pools`. */
 export interface PoolInfo {
-    /** Pool name; its nodes carry label `alicloud-kubeadm/pool=<name>`. */
+    /** Pool name; its nodes carry the pool label (`node-restriction.kubernetes.io/alicloud-kubeadm-pool=<name>`, or on older nodes `alicloud-kubeadm/pool=<name>`). */
     name: string;
     /** `fixed` (ESS group held at `size`) or `autoscale` (the Cluster Autoscaler moves it between min and max). */
     mode: "fixed" | "autoscale";
@@ -54,6 +54,8 @@ export interface ClusterInfo {
     existingNodes: ExistingNodeInfo[];
     /** The cluster's saved commands (operation → Cloud Assistant command id); doctor runs its `doctor-*` ones. */
     commands?: Partial<NodeCommandIds>;
+    /** Minutes between etcd backups (config `backup.intervalMinutes`); doctor warns past twice it. Absent: no backup check. */
+    backupIntervalMinutes?: number;
 }
 
 /** Outcome of one finding. */

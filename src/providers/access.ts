@@ -21,8 +21,23 @@ export interface ClusterAccessInputs {
     pollIntervalMs?: number;
 }
 
+/**
+ * The arguments of a dynamic resource's class, derived from its provider's `Inputs` (one doc per field, written
+ * there): each may be a Pulumi Input; `providerVersion` is the class's own.
+ */
+export type ResourceArgs<T> = { [K in keyof Omit<T, "providerVersion">]: pulumi.Input<T[K]> };
+
+/**
+ * What a dynamic resource's class registers: its outputs (unknown until its provider answers), its provider's
+ * version and its arguments, with the outputs it declares secret itself (whatever its caller passes in).
+ */
+export function dynamicResourceProps(outputs: readonly string[], providerVersion: string, args: object, secretOutputs: readonly string[],
+    opts: pulumi.CustomResourceOptions | undefined): [Record<string, unknown>, pulumi.CustomResourceOptions] {
+    return [{ ...Object.fromEntries(outputs.map((o) => [o, undefined])), providerVersion, ...args }, { ...opts, additionalSecretOutputs: [...secretOutputs] }];
+}
+
 /** The same, as the arguments of the resource's class. */
-export type ClusterAccessArgs = { [K in keyof ClusterAccessInputs]: pulumi.Input<ClusterAccessInputs[K]> };
+export type ClusterAccessArgs = ResourceArgs<ClusterAccessInputs>;
 
 /** Where a provider's operations run: every master known, master 0 first. */
 export function clusterAccess(inputs: ClusterAccessInputs): ClusterAccess {

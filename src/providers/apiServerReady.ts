@@ -6,6 +6,8 @@
  * endpoint with apiAllowedCidrs, or a runner inside the VPC for an internal endpoint).
  */
 import * as pulumi from "@pulumi/pulumi";
+import type { ResourceArgs } from "./access";
+import { diffInputs, inputDiff } from "./diff";
 import { logInfo } from "./log";
 import { yamlLibrary } from "./libraries";
 
@@ -18,6 +20,9 @@ export interface ApiServerReadyInputs {
     pollSeconds?: number;
     providerVersion?: string;
 }
+
+/** The arguments of an ApiServerReady (documented in {@link ApiServerReadyInputs}). */
+export type ApiServerReadyArgs = ResourceArgs<ApiServerReadyInputs>;
 
 interface KubeconfigCluster { server: string; ca?: string }
 
@@ -90,28 +95,26 @@ export const API_SERVER_READY_PROVIDER_VERSION = "1";
 /** The outputs of an ApiServerReady that are secrets: the kubeconfig it passes on. */
 export const API_SERVER_READY_SECRET_OUTPUTS = ["kubeconfig"] as const;
 
+/** A new kubeconfig is waited for again; the wait's bounds alone are no change (they are read only while waiting). */
+const API_SERVER_READY_DIFF = inputDiff<ApiServerReadyInputs>()({
+    replace: [],
+    update: ["kubeconfig", "providerVersion"],
+    ignore: ["timeoutSeconds", "pollSeconds"],
+});
+
 export const apiServerReadyProvider: pulumi.dynamic.ResourceProvider = {
     async create(inputs: ApiServerReadyInputs) {
         await waitForApiServer(inputs, logInfo);
         return { id: "api-server-ready", outs: inputs };
     },
     async diff(_id: string, olds: ApiServerReadyInputs, news: ApiServerReadyInputs) {
-        const changed = olds.kubeconfig !== news.kubeconfig || olds.providerVersion !== news.providerVersion;
-        return { changes: changed };
+        return { changes: diffInputs(API_SERVER_READY_DIFF, olds, news).changes };
     },
     async update(_id: string, _olds: ApiServerReadyInputs, news: ApiServerReadyInputs) {
         await waitForApiServer(news, logInfo);
         return { outs: news };
     },
 };
-
-export interface ApiServerReadyArgs {
-    kubeconfig: pulumi.Input<string>;
-    /** Default 900 s. */
-    timeoutSeconds?: pulumi.Input<number>;
-    /** Default 10 s. */
-    pollSeconds?: pulumi.Input<number>;
-}
 
 /** Completes once the API server answers /readyz; its `kubeconfig` output feeds the Kubernetes provider. */
 export class ApiServerReady extends pulumi.dynamic.Resource {

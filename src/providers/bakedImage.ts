@@ -12,6 +12,8 @@
 import * as pulumi from "@pulumi/pulumi";
 import { deleteImage, describeImageBuild, describeOwnImages } from "../cloud/ecs";
 import { pulumiLog } from "./log";
+import type { ResourceArgs } from "./access";
+import { diffInputs, inputDiff } from "./diff";
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
 export const BAKED_IMAGE_PROVIDER_VERSION = "1";
@@ -29,6 +31,9 @@ export interface BakedImageInputs {
     pollIntervalMs?: number;
     providerVersion?: string;
 }
+
+/** The arguments of a BakedImage (documented in {@link BakedImageInputs}). */
+export type BakedImageArgs = ResourceArgs<BakedImageInputs>;
 
 export interface BakedImageOutputs {
     /** The custom image id (`m-…`). */
@@ -83,17 +88,21 @@ export async function deleteBakedImage(region: string, imageId: string, warn: (m
     if ((await deleteImage(region, imageId, true)) === "already gone") warn(`baked image ${imageId} was already gone`);
 }
 
+/** Another build (execution, image name, region) is another image; the wait's settings are an update. */
+const BAKED_IMAGE_DIFF = inputDiff<BakedImageInputs>()({
+    replace: ["region", "executionId", "imageNamePrefix"],
+    update: ["providerVersion", "timeoutSeconds", "pollIntervalMs"],
+    ignore: [],
+});
+
 export const bakedImageProvider: pulumi.dynamic.ResourceProvider = {
     async create(inputs: BakedImageInputs) {
         const outs = await awaitBakedImage(inputs, (m) => pulumiLog().info(m));
         return { id: outs.imageId, outs: { ...inputs, ...outs } };
     },
     async diff(_id: string, olds: BakedImageInputs & BakedImageOutputs, news: BakedImageInputs) {
-        const replaces = (["region", "executionId", "imageNamePrefix"] as const).filter((k) => olds[k] !== news[k]);
-        const changed = replaces.length > 0 || olds.providerVersion !== news.providerVersion || olds.timeoutSeconds !== news.timeoutSeconds
-            || olds.pollIntervalMs !== news.pollIntervalMs;
         // The new image first: the scaling configurations move to it before the old one goes.
-        return { changes: changed, replaces, deleteBeforeReplace: false };
+        return { ...diffInputs(BAKED_IMAGE_DIFF, olds, news), deleteBeforeReplace: false };
     },
     async update(_id: string, olds: BakedImageInputs & BakedImageOutputs, news: BakedImageInputs) {
         return { outs: { ...news, imageId: olds.imageId } };
@@ -102,8 +111,6 @@ export const bakedImageProvider: pulumi.dynamic.ResourceProvider = {
         await deleteBakedImage(props.region, props.imageId, (m) => pulumiLog().warn(m));
     },
 };
-
-export type BakedImageArgs = { [K in keyof BakedImageInputs]: pulumi.Input<BakedImageInputs[K]> };
 
 /** The image an Image Builder execution produced; deleted with this resource. */
 export class BakedImage extends pulumi.dynamic.Resource {

@@ -1,9 +1,10 @@
 /**
  * BootstrapToken: a kubeadm bootstrap token that nodes join with. Its id (`[a-z0-9]{6}`, public) is chosen
- * here with `crypto`; its secret half is made on the master by the saved token-create operation (`kubeadm
- * token create`) and answered sealed to a key made for that one call (src/cloud/channel.ts), so it appears
- * in no Cloud Assistant record; the token is deleted with its owner (token-delete). The token is a secret
- * output (declared by the resource itself); it never appears in an error message or in the Pulumi log.
+ * here with `crypto`; its secret half is made on the master by the token-create operation (`kubeadm token
+ * create`), run once with RunCommand — never a saved command, which anyone allowed to invoke it could point at a
+ * key of their own — and answered sealed to a key made for that one call (src/cloud/channel.ts), so it appears
+ * in no Cloud Assistant record; the token is deleted with its owner (the saved token-delete). The token is a
+ * secret output (declared by the resource itself); it never appears in an error message or in the Pulumi log.
  *
  * One per node pool and one for the existing nodes. ESS userdata is static, so a pool token must live
  * as long as the pool's scaling configuration: the default ttl is `0` (never expires). Rotate a token by
@@ -14,12 +15,14 @@ import * as pulumi from "@pulumi/pulumi";
 import { CommandError } from "../cloud/cloudAssistant";
 import { classify } from "../cloud/errors";
 import { createToken, deleteToken, type ClusterAccess } from "../cloud/operations";
-import { clusterAccess, type ClusterAccessArgs, type ClusterAccessInputs } from "./access";
+import { clusterAccess, dynamicResourceProps, type ClusterAccessInputs, type ResourceArgs } from "./access";
+import { diffInputs, inputDiff } from "./diff";
 import { pulumiLog } from "./log";
 import { TOKEN_ID_PATTERN, TOKEN_PATTERN } from "../rules";
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
-export const BOOTSTRAP_TOKEN_PROVIDER_VERSION = "2";
+/** 3: token-create runs once with RunCommand (`tokenCreateScript`), no longer as a saved command. */
+export const BOOTSTRAP_TOKEN_PROVIDER_VERSION = "3";
 
 /** The outputs of a BootstrapToken that are secrets: the token (its id is public). */
 export const BOOTSTRAP_TOKEN_SECRET_OUTPUTS = ["token"] as const;
@@ -28,15 +31,28 @@ export { TOKEN_PATTERN };
 
 
 export interface BootstrapTokenInputs extends ClusterAccessInputs {
-    /** Token lifetime as `kubeadm token create --ttl` takes it (`0` = never expires, `24h`). Default `0`. */
+    /** The token-create operation, `renderOperation("token-create")` (its parameters filled in at run time). Required. */
+    tokenCreateScript: string;
+    /**
+     * Token lifetime as `kubeadm token create --ttl` takes it (`0` = never expires, `24h`). Default `0` (ESS
+     * userdata is static). Changing it replaces the token.
+     */
     ttl?: string;
-    /** `--description` of the token, e.g. `alicloud-kubeadm pool general`. Default `alicloud-kubeadm`. */
+    /** `--description` of the token, e.g. `alicloud-kubeadm pool general`. Default `alicloud-kubeadm`. Changing it replaces the token. */
     description?: string;
-    /** First Cloud Assistant poll delay, ms (≤ 1000). Default 1000; tests lower it. */
-    pollIntervalMs?: number;
     /** Changes when the provider's code changes. */
     providerVersion?: string;
 }
+
+/** The arguments of a BootstrapToken (documented in {@link BootstrapTokenInputs}). */
+export type BootstrapTokenArgs = ResourceArgs<BootstrapTokenInputs>;
+
+/** A new master, lifetime or description is a new token; new command ids, masters or token-create script are an update: the token itself stays. */
+const BOOTSTRAP_TOKEN_DIFF = inputDiff<BootstrapTokenInputs>()({
+    replace: ["masterInstanceId", "ttl", "description", "region"],
+    update: ["providerVersion", "pollIntervalMs", "commands", "masterInstanceIds", "tokenCreateScript"],
+    ignore: [],
+});
 
 export interface BootstrapTokenOutputs {
     /** The full token `id.secret` (secret). */
@@ -67,7 +83,7 @@ export async function createBootstrapToken(inputs: BootstrapTokenInputs): Promis
     const tokenId = generateToken().slice(0, 6);
     const ttl = inputs.ttl ?? "0";
     try {
-        const { token } = await createToken(accessOf(inputs), tokenId, ttl, inputs.description ?? "alicloud-kubeadm");
+        const { token } = await createToken(accessOf(inputs), inputs.tokenCreateScript, tokenId, ttl, inputs.description ?? "alicloud-kubeadm");
         return { token, tokenId };
     } catch (err) {
         // The command may have run even though its result was lost: nothing would own that token, so
@@ -105,12 +121,8 @@ export const bootstrapTokenProvider: pulumi.dynamic.ResourceProvider = {
         return { id: `${inputs.masterInstanceId}/token/${outs.tokenId}`, outs: { ...inputs, ...outs } };
     },
     async diff(_id: string, olds: BootstrapTokenInputs & BootstrapTokenOutputs, news: BootstrapTokenInputs) {
-        const replaces = (["masterInstanceId", "ttl", "description", "region"] as const).filter((k) => (olds[k] ?? "") !== (news[k] ?? ""));
-        // New command ids are an update: the token itself stays.
-        const changed = replaces.length > 0 || olds.providerVersion !== news.providerVersion || olds.pollIntervalMs !== news.pollIntervalMs ||
-            JSON.stringify(olds.commands) !== JSON.stringify(news.commands) || JSON.stringify(olds.masterInstanceIds) !== JSON.stringify(news.masterInstanceIds);
         // Create the new token before deleting the old one: nodes joining meanwhile keep working.
-        return { changes: changed, replaces, deleteBeforeReplace: false };
+        return { ...diffInputs(BOOTSTRAP_TOKEN_DIFF, olds, news), deleteBeforeReplace: false };
     },
     async update(_id: string, olds: BootstrapTokenInputs & BootstrapTokenOutputs, news: BootstrapTokenInputs) {
         return { outs: { ...news, token: olds.token, tokenId: olds.tokenId } };
@@ -120,15 +132,6 @@ export const bootstrapTokenProvider: pulumi.dynamic.ResourceProvider = {
     },
 };
 
-export interface BootstrapTokenArgs extends ClusterAccessArgs {
-    /** Token lifetime, `kubeadm token create --ttl` syntax. Default `0` (never expires; ESS userdata is static). Changing it replaces the token. */
-    ttl?: pulumi.Input<string>;
-    /** Token description. Default `alicloud-kubeadm`. */
-    description?: pulumi.Input<string>;
-    /** First Cloud Assistant poll delay, ms. Default 1000. */
-    pollIntervalMs?: pulumi.Input<number>;
-}
-
 /** A kubeadm bootstrap token on master 0; `token` is a secret. */
 export class BootstrapToken extends pulumi.dynamic.Resource {
     /** `id.secret` (secret). */
@@ -137,7 +140,6 @@ export class BootstrapToken extends pulumi.dynamic.Resource {
     declare readonly tokenId: pulumi.Output<string>;
 
     constructor(name: string, args: BootstrapTokenArgs, opts?: pulumi.CustomResourceOptions) {
-        super(bootstrapTokenProvider, name, { token: undefined, tokenId: undefined, providerVersion: BOOTSTRAP_TOKEN_PROVIDER_VERSION, ...args },
-            { ...opts, additionalSecretOutputs: [...BOOTSTRAP_TOKEN_SECRET_OUTPUTS] });
+        super(bootstrapTokenProvider, name, ...dynamicResourceProps(["token", "tokenId"], BOOTSTRAP_TOKEN_PROVIDER_VERSION, args, BOOTSTRAP_TOKEN_SECRET_OUTPUTS, opts));
     }
 }

@@ -15,6 +15,8 @@ import { cannotRunCommands, classify } from "../cloud/errors";
 import { fillOperation, STACK_CREDENTIAL_PATTERN } from "../rules";
 import { logInfo, pulumiLog } from "./log";
 import { yamlLibrary } from "./libraries";
+import { dynamicResourceProps, type ResourceArgs } from "./access";
+import { diffInputs, inputDiff } from "./diff";
 
 /** Where src/shell/master_init.sh leaves its markers and log, and kubeadm its files (init-status.sh reads them). */
 export const MASTER_PATHS = {
@@ -43,6 +45,9 @@ export interface JoinInfoInputs {
     /** Changes when the provider's code changes, so Pulumi re-runs it. */
     providerVersion?: string;
 }
+
+/** The arguments of a JoinInfo (documented in {@link JoinInfoInputs}). */
+export type JoinInfoArgs = ResourceArgs<JoinInfoInputs>;
 
 /** The one-off operations JoinInfo runs on master 0. */
 export interface JoinInfoScripts {
@@ -197,7 +202,21 @@ export async function revokeStackCredential(inputs: JoinInfoInputs, credential: 
 }
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
-export const JOIN_INFO_PROVIDER_VERSION = "2";
+/** 3: a new master 0 (`masterInstanceId`) is an update that keeps the join material (docs/disaster-recovery.md). */
+export const JOIN_INFO_PROVIDER_VERSION = "3";
+
+/**
+ * A new master 0 is not a new cluster: it re-joins the members (or is restored from a backup) with the same CA, and the
+ * stack's credential lives in etcd. So it updates, keeping the join material (docs/disaster-recovery.md); a replacement
+ * would wait for a `kubeadm init` that the new master 0 never runs (src/shell/master_guard.sh) and revoke the credential.
+ * A new kubeconfig server or new scripts are read again in place. The waits are read only while master 0 comes up, and
+ * the region never changes under master 0: neither is a change.
+ */
+const JOIN_INFO_DIFF = inputDiff<JoinInfoInputs>()({
+    replace: [],
+    update: ["masterInstanceId", "kubeconfigServer", "providerVersion", "scripts"],
+    ignore: ["region", "waitTimeoutSeconds", "pollSeconds"],
+});
 
 export const joinInfoProvider: pulumi.dynamic.ResourceProvider = {
     async create(inputs: JoinInfoInputs) {
@@ -205,12 +224,14 @@ export const joinInfoProvider: pulumi.dynamic.ResourceProvider = {
         return { id: `${inputs.masterInstanceId}/join-info`, outs: { ...inputs, ...outs } };
     },
     async diff(_id: string, olds: JoinInfoInputs & JoinInfoOutputs, news: JoinInfoInputs) {
-        const replaces = olds.masterInstanceId !== news.masterInstanceId ? ["masterInstanceId"] : [];
-        const changed = olds.kubeconfigServer !== news.kubeconfigServer || olds.providerVersion !== news.providerVersion ||
-            JSON.stringify(olds.scripts) !== JSON.stringify(news.scripts);
-        return { changes: replaces.length > 0 || changed, replaces, deleteBeforeReplace: false };
+        return { ...diffInputs(JOIN_INFO_DIFF, olds, news), deleteBeforeReplace: false };
     },
     async update(_id: string, olds: JoinInfoInputs & Partial<JoinInfoOutputs>, news: JoinInfoInputs) {
+        if (olds.masterInstanceId !== news.masterInstanceId && olds.caCertHash && olds.kubeconfig && olds.credential) {
+            pulumiLog().info(`master 0 is now ${news.masterInstanceId}: the cluster's CA pin and the stack's credential are kept`);
+            const kubeconfig = olds.kubeconfigServer === news.kubeconfigServer ? olds.kubeconfig : olds.kubeconfig.split(olds.kubeconfigServer).join(news.kubeconfigServer);
+            return { outs: { ...news, caCertHash: olds.caCertHash, kubeconfig, credential: olds.credential } };
+        }
         // The same credential is read back (a state from before version 2 gets its first one; its admin.conf copy is dropped).
         return { outs: { ...news, ...(await readJoinInfo({ ...news, credential: olds.credential }, logInfo)) } };
     },
@@ -219,18 +240,6 @@ export const joinInfoProvider: pulumi.dynamic.ResourceProvider = {
         if (props.credential && props.scripts?.stackCredentialRevoke) await revokeStackCredential(props, props.credential, (m) => pulumiLog().warn(m));
     },
 };
-
-export interface JoinInfoArgs {
-    region: pulumi.Input<string>;
-    masterInstanceId: pulumi.Input<string>;
-    kubeconfigServer: pulumi.Input<string>;
-    /** The init-status, stack-credential and stack-credential-revoke scripts (`renderOperation`). */
-    scripts: pulumi.Input<JoinInfoScripts>;
-    /** Default 1800 s. */
-    waitTimeoutSeconds?: pulumi.Input<number>;
-    /** Default 15 s. */
-    pollSeconds?: pulumi.Input<number>;
-}
 
 /** Reads the CA hash and the stack's credential from master 0 once kubeadm init has finished. */
 export class JoinInfo extends pulumi.dynamic.Resource {
@@ -242,7 +251,6 @@ export class JoinInfo extends pulumi.dynamic.Resource {
     declare readonly credential: pulumi.Output<string>;
 
     constructor(name: string, args: JoinInfoArgs, opts?: pulumi.CustomResourceOptions) {
-        super(joinInfoProvider, name, { caCertHash: undefined, kubeconfig: undefined, credential: undefined, providerVersion: JOIN_INFO_PROVIDER_VERSION, ...args },
-            { ...opts, additionalSecretOutputs: [...JOIN_INFO_SECRET_OUTPUTS] });
+        super(joinInfoProvider, name, ...dynamicResourceProps(["caCertHash", "kubeconfig", "credential"], JOIN_INFO_PROVIDER_VERSION, args, JOIN_INFO_SECRET_OUTPUTS, opts));
     }
 }

@@ -21,28 +21,29 @@ import { CommandError } from "../cloud/cloudAssistant";
 import { describeInstance, replaceSystemDisk, setUserData, startInstance, stopInstanceAndWait } from "../cloud/ecs";
 import { cannotRunCommands } from "../cloud/errors";
 import { bootstrapLog, listNodes, providerIdOf, runJoin, sendSecret, type ClusterAccess } from "../cloud/operations";
-import { clusterAccess, type ClusterAccessArgs, type ClusterAccessInputs } from "./access";
+import { clusterAccess, dynamicResourceProps, type ClusterAccessInputs, type ResourceArgs } from "./access";
+import { diffInputs, inputDiff } from "./diff";
 import { removeNode, type RemovalOptions } from "../removal";
-import { parameterProblem, TOKEN_PATTERN } from "../rules";
+import { ATTACH_LOG, formatProblem, parameterProblem, TOKEN_PATTERN, USERDATA_HARD_LIMIT_BYTES, type Problem } from "../rules";
 import { pulumiLog } from "./log";
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
-export const NODE_MEMBERSHIP_PROVIDER_VERSION = "2";
+export const NODE_MEMBERSHIP_PROVIDER_VERSION = "3";
 
 /** The outputs of a NodeMembership that are secrets (its state echoes its inputs: the attach script and the token). */
 export const NODE_MEMBERSHIP_SECRET_OUTPUTS = ["userData", "token"] as const;
 
 /** Where the attach script logs on the node. */
-export const ATTACH_LOG = "/var/log/alicloud-kubeadm/attach-node.log";
+export { ATTACH_LOG };
 
 export type MembershipMode = "manual" | "auto" | "ssh";
 
 export interface NodeMembershipInputs extends ClusterAccessInputs {
     /** The existing ECS instance. */
     instanceId: string;
-    /** How the instance joins. */
+    /** How the instance joins: `manual` (Cloud Assistant), `auto` (userdata + system disk replacement) or `ssh` (script run by a remote.Command). */
     mode: MembershipMode;
-    /** The rendered attach script (secret), set as userdata in `auto` mode. */
+    /** The rendered attach script (secret: pass it as one), set as userdata in `auto` mode. */
     userData?: string;
     /** The cluster's saved attach command, invoked in `manual` mode. */
     attachCommandId?: string;
@@ -82,6 +83,9 @@ export interface NodeMembershipInputs extends ClusterAccessInputs {
     providerVersion?: string;
 }
 
+/** The arguments of a NodeMembership (documented in {@link NodeMembershipInputs}). */
+export type NodeMembershipArgs = ResourceArgs<NodeMembershipInputs>;
+
 export interface NodeMembershipOutputs {
     /** The Node's name. */
     nodeName: string;
@@ -92,22 +96,23 @@ export interface NodeMembershipOutputs {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Problems that stop a membership before any call (every one listed). */
-export function membershipProblems(inputs: NodeMembershipInputs): string[] {
-    const problems: string[] = [];
-    if (!["manual", "auto", "ssh"].includes(inputs.mode)) problems.push(`mode: must be manual, auto or ssh, got "${inputs.mode}"`);
+export function membershipProblems(inputs: NodeMembershipInputs): Problem[] {
+    const problems: Problem[] = [];
+    const problem = (path: string, reason: string) => problems.push({ path, reason });
+    if (!["manual", "auto", "ssh"].includes(inputs.mode)) problem("mode", `must be manual, auto or ssh, got "${inputs.mode}"`);
     if (inputs.mode === "auto" && inputs.replaceSystemDisk !== true) {
-        problems.push(`replaceSystemDisk: mode auto replaces the system disk of ${inputs.instanceId} (all data on it is lost); ` +
+        problem("replaceSystemDisk", `mode auto replaces the system disk of ${inputs.instanceId} (all data on it is lost); ` +
             "set replaceSystemDisk: true to confirm, or use mode: manual");
     }
-    if (inputs.mode === "auto" && !inputs.imageId) problems.push("imageId: mode auto needs the image for the new system disk");
-    if (inputs.mode === "auto" && !inputs.userData) problems.push("userData: mode auto needs the attach script as userdata");
-    if (inputs.mode === "manual" && !inputs.attachCommandId) problems.push("attachCommandId: mode manual needs the cluster's saved attach command");
-    if (inputs.mode === "manual" && !inputs.admission && !TOKEN_PATTERN.test(inputs.token ?? "")) problems.push("token: mode manual needs the existing nodes' bootstrap token (BootstrapToken.token)");
+    if (inputs.mode === "auto" && !inputs.imageId) problem("imageId", "mode auto needs the image for the new system disk");
+    if (inputs.mode === "auto" && !inputs.userData) problem("userData", "mode auto needs the attach script as userdata");
+    if (inputs.mode === "manual" && !inputs.attachCommandId) problem("attachCommandId", "mode manual needs the cluster's saved attach command");
+    if (inputs.mode === "manual" && !inputs.admission && !TOKEN_PATTERN.test(inputs.token ?? "")) problem("token", "mode manual needs the existing nodes' bootstrap token (BootstrapToken.token)");
     for (const name of ["labels", "taints"] as const) {
         const reason = inputs.mode === "manual" ? parameterProblem(name, inputs[name] ?? "") : undefined;
-        if (reason) problems.push(`${name}: ${reason}`);
+        if (reason) problem(name, reason);
     }
-    if (Buffer.byteLength(inputs.userData ?? "", "utf8") > 32 * 1024) problems.push("userData: the attach script is above ECS's 32 KB userdata limit");
+    if (Buffer.byteLength(inputs.userData ?? "", "utf8") > USERDATA_HARD_LIMIT_BYTES) problem("userData", `the attach script is above ECS's ${USERDATA_HARD_LIMIT_BYTES / 1024} KB userdata limit`);
     return problems;
 }
 
@@ -231,7 +236,7 @@ async function stopAndWait(inputs: NodeMembershipInputs, w: Waits, log: (m: stri
  */
 export async function joinExistingNode(inputs: NodeMembershipInputs, log: (m: string) => void = () => undefined): Promise<NodeMembershipOutputs> {
     const problems = membershipProblems(inputs);
-    if (problems.length > 0) throw new Error(`existing node ${inputs.instanceId}:\n  ${problems.join("\n  ")}`);
+    if (problems.length > 0) throw new Error(`existing node ${inputs.instanceId}:\n  ${problems.map(formatProblem).join("\n  ")}`);
     if (inputs.mode === "auto") {
         const providerId = providerIdOf(inputs.region, inputs.instanceId);
         const node = (await listNodes(accessOf(inputs))).find((n) => n.providerId === providerId);
@@ -253,9 +258,23 @@ export async function joinExistingNode(inputs: NodeMembershipInputs, log: (m: st
 
 type State = NodeMembershipInputs & NodeMembershipOutputs;
 
+/**
+ * Another instance or another way of joining means leaving cleanly, then joining again. A new script (a rotated
+ * token, more labels), image, attach command or command ids does not: the node is already in, and re-joining
+ * would drain it; those are updates and take effect at the next join (`pulumi up --replace <urn>`). Whether it
+ * joins through admission is an update too (it was once in neither list: version 3 fixed that).
+ */
+const NODE_MEMBERSHIP_DIFF = inputDiff<NodeMembershipInputs>()({
+    replace: ["instanceId", "region", "mode"],
+    update: ["userData", "token", "admission", "attachCommandId", "labels", "taints", "commands", "imageId", "masterInstanceId", "masterInstanceIds",
+        "replaceSystemDisk", "routeTableId", "podCidr", "removeWithoutReset", "attachTimeoutSeconds", "readyTimeoutSeconds", "pollSeconds",
+        "pollIntervalMs", "drainTimeoutSeconds", "providerVersion"],
+    ignore: [],
+});
+
 export const nodeMembershipProvider: pulumi.dynamic.ResourceProvider = {
     async check(_olds: NodeMembershipInputs, news: NodeMembershipInputs) {
-        const failures = membershipProblems(news).map((p) => ({ property: p.slice(0, p.indexOf(":")), reason: p.slice(p.indexOf(":") + 2) }));
+        const failures = membershipProblems(news).map((p) => ({ property: p.path, reason: p.reason }));
         return { inputs: news, failures };
     },
     async create(inputs: NodeMembershipInputs) {
@@ -263,14 +282,7 @@ export const nodeMembershipProvider: pulumi.dynamic.ResourceProvider = {
         return { id: `${inputs.instanceId}/membership`, outs: { ...inputs, ...outs } };
     },
     async diff(_id: string, olds: State, news: NodeMembershipInputs) {
-        // Another instance or another way of joining means leaving cleanly, then joining again. A new script
-        // (a rotated token, more labels) or image does not: the node is already in, and re-joining would drain
-        // it. Those take effect at the next join (`pulumi up --replace <urn>`).
-        const replaces = (["instanceId", "region", "mode"] as const).filter((k) => (olds[k] ?? "") !== (news[k] ?? ""));
-        // A new attach command or new command ids (a changed script) are updates too: never a replacement.
-        const keys = ["userData", "token", "attachCommandId", "labels", "taints", "commands", "imageId", "masterInstanceId", "masterInstanceIds", "replaceSystemDisk", "routeTableId", "podCidr", "removeWithoutReset",
-            "attachTimeoutSeconds", "readyTimeoutSeconds", "pollSeconds", "pollIntervalMs", "drainTimeoutSeconds", "providerVersion"] as const;
-        return { changes: replaces.length > 0 || keys.some((k) => JSON.stringify(olds[k]) !== JSON.stringify(news[k])), replaces, deleteBeforeReplace: true };
+        return { ...diffInputs(NODE_MEMBERSHIP_DIFF, olds, news), deleteBeforeReplace: true };
     },
     async update(_id: string, olds: State, news: NodeMembershipInputs) {
         return { outs: { ...news, nodeName: olds.nodeName, providerId: olds.providerId } };
@@ -288,45 +300,6 @@ export const nodeMembershipProvider: pulumi.dynamic.ResourceProvider = {
     },
 };
 
-export interface NodeMembershipArgs extends ClusterAccessArgs {
-    /** The existing ECS instance. */
-    instanceId: pulumi.Input<string>;
-    /** `manual` (Cloud Assistant), `auto` (userdata + system disk replacement) or `ssh` (script run by a remote.Command). */
-    mode: pulumi.Input<MembershipMode>;
-    /** The rendered attach script (`auto`); pass it as a secret. */
-    userData?: pulumi.Input<string>;
-    /** The cluster's saved attach command (`manual`). */
-    attachCommandId?: pulumi.Input<string>;
-    /** The bootstrap token (`manual`; secret, sent sealed to the instance). */
-    token?: pulumi.Input<string>;
-    /** `manual` through admission: no token. Default false. */
-    admission?: pulumi.Input<boolean>;
-    /** The node's labels, `key=value,...` (`manual`). Default none. */
-    labels?: pulumi.Input<string>;
-    /** The node's taints, `key[=value]:Effect,...` (`manual`). Default none. */
-    taints?: pulumi.Input<string>;
-    /** Image of the new system disk (`auto`). */
-    imageId?: pulumi.Input<string>;
-    /** Confirms the destructive `auto` mode. Default false. */
-    replaceSystemDisk?: pulumi.Input<boolean>;
-    /** Route table of the pod routes. Default none. */
-    routeTableId?: pulumi.Input<string | undefined>;
-    /** Pod CIDR of the cluster (only routes inside it are removed with the node). Default none. */
-    podCidr?: pulumi.Input<string | undefined>;
-    /** Cloud Assistant timeout of the attach script. Default 1800 s. */
-    attachTimeoutSeconds?: pulumi.Input<number>;
-    /** Bound on each wait. Default 900 s. */
-    readyTimeoutSeconds?: pulumi.Input<number>;
-    /** Pause between checks. Default 10 s. */
-    pollSeconds?: pulumi.Input<number>;
-    /** First Cloud Assistant poll delay. Default 1000 ms. */
-    pollIntervalMs?: pulumi.Input<number>;
-    /** Drain timeout on removal. Default 600 s. */
-    drainTimeoutSeconds?: pulumi.Input<number>;
-    /** Remove without `kubeadm reset` when the instance cannot run commands (its kubelet credentials stay). Default false. */
-    removeWithoutReset?: pulumi.Input<boolean>;
-}
-
 /** An existing ECS instance as a node of the cluster. */
 export class NodeMembership extends pulumi.dynamic.Resource {
     /** The Node's name. */
@@ -335,7 +308,6 @@ export class NodeMembership extends pulumi.dynamic.Resource {
     declare readonly providerId: pulumi.Output<string>;
 
     constructor(name: string, args: NodeMembershipArgs, opts?: pulumi.CustomResourceOptions) {
-        super(nodeMembershipProvider, name, { nodeName: undefined, providerId: undefined, providerVersion: NODE_MEMBERSHIP_PROVIDER_VERSION, ...args },
-            { ...opts, additionalSecretOutputs: [...NODE_MEMBERSHIP_SECRET_OUTPUTS] });
+        super(nodeMembershipProvider, name, ...dynamicResourceProps(["nodeName", "providerId"], NODE_MEMBERSHIP_PROVIDER_VERSION, args, NODE_MEMBERSHIP_SECRET_OUTPUTS, opts));
     }
 }

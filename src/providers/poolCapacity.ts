@@ -6,7 +6,8 @@
  *   by exactly the members it takes), so ESS never releases an undrained node; then
  *   `ModifyScalingGroup(MaxSize, DesiredCapacity)` (ESS 2014-08-28), never below the members left; then a
  *   bounded wait until that many of the group's instances are Ready nodes carrying
- *   `alicloud-kubeadm/pool=<name>` (checked with kubectl on a master over Cloud Assistant), with progress
+ *   the pool's label (`node-restriction.kubernetes.io/alicloud-kubeadm-pool=<name>`, set by the admission service, or
+ *   on a node joined before it `alicloud-kubeadm/pool=<name>`; checked with kubectl on a master over Cloud Assistant), with progress
  *   `waiting for 3/5 nodes Ready` in the Pulumi log. A failed ESS scaling activity (e.g. no stock) fails
  *   the wait at once with ESS's message. Every member is then protected from scale-in, so ESS has no victim
  *   to choose even if the capacity dropped behind our back.
@@ -20,13 +21,15 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { describeScalingGroups, modifyScalingGroup, scalingActivities, scalingGroupMembers, setInstancesProtection, waitForIdleGroup, type ScalingGroupMember } from "../cloud/ess";
-import { listNodes, POOL_LABEL, providerIdOf, uncordonNode } from "../cloud/operations";
-import { clusterAccess, type ClusterAccessArgs, type ClusterAccessInputs } from "./access";
+import { poolNodes, providerIdOf, uncordonNode } from "../cloud/operations";
+import { clusterAccess, dynamicResourceProps, type ClusterAccessInputs, type ResourceArgs } from "./access";
+import { diffInputs, inputDiff } from "./diff";
 import { scaleInPool, type RemovalOptions, type RemovalReport } from "../removal";
+import { ATTACH_LOG, MAX_SCALING_GROUP_INSTANCES } from "../rules";
 import { logInfo, pulumiLog } from "./log";
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
-export const POOL_CAPACITY_PROVIDER_VERSION = "1";
+export const POOL_CAPACITY_PROVIDER_VERSION = "2";
 
 /** The outputs of a PoolCapacity that are secrets: none (ids, sizes and names only). */
 export const POOL_CAPACITY_SECRET_OUTPUTS = [] as const;
@@ -34,7 +37,7 @@ export const POOL_CAPACITY_SECRET_OUTPUTS = [] as const;
 export interface PoolCapacityInputs extends ClusterAccessInputs {
     /** ESS scaling group (`asg-…`). */
     scalingGroupId: string;
-    /** Pool name: nodes carry `alicloud-kubeadm/pool=<poolName>`. */
+    /** Pool name: the pool label of its nodes (`operations.ts` poolNodes). */
     poolName: string;
     /** `fixed`: this resource sets the capacity. `observe`: only delete acts (autoscaled pools). Default `fixed`. */
     mode?: "fixed" | "observe";
@@ -55,13 +58,14 @@ export interface PoolCapacityInputs extends ClusterAccessInputs {
     readyTimeoutSeconds?: number;
     /** Pause between checks, seconds. Default 15. */
     pollSeconds?: number;
-    /** First Cloud Assistant poll delay, ms (≤ 1000). Default 1000; tests lower it. */
-    pollIntervalMs?: number;
     /** `kubectl drain --timeout` when shrinking, seconds. Default 600. */
     drainTimeoutSeconds?: number;
     /** Changes when the provider's code changes. */
     providerVersion?: string;
 }
+
+/** The arguments of a PoolCapacity (documented in {@link PoolCapacityInputs}). */
+export type PoolCapacityArgs = ResourceArgs<PoolCapacityInputs>;
 
 export interface PoolCapacityOutputs {
     /** Instances of the group that were Ready nodes when the wait ended. */
@@ -178,7 +182,7 @@ async function protectMembers(inputs: PoolCapacityInputs, protect: boolean, log:
 async function uncordonSurvivors(inputs: PoolCapacityInputs, log: (m: string) => void): Promise<void> {
     const access = clusterAccess(inputs);
     const members = await stayingMembers(inputs.region, inputs.scalingGroupId);
-    const marked = (await listNodes(access, `${POOL_LABEL}=${inputs.poolName}`))
+    const marked = (await poolNodes(access, inputs.poolName))
         .filter((n) => n.removing && members.some((m) => n.providerId === providerIdOf(inputs.region, m.instanceId)));
     for (const node of marked) {
         if ((await uncordonNode(access, node.name)) === "uncordoned") log(`pool ${inputs.poolName}: uncordoned ${node.name}: it stays in the pool (an earlier removal of it did not finish)`);
@@ -193,7 +197,7 @@ async function waitForReadyNodes(inputs: PoolCapacityInputs, size: number, start
     let last = "";
     for (;;) {
         const members = (await stayingMembers(region, scalingGroupId)).map((m) => m.instanceId);
-        const nodes = await listNodes(access, `${POOL_LABEL}=${poolName}`);
+        const nodes = await poolNodes(access, poolName);
         const readyIds = new Set(nodes.filter((n) => n.ready).map((n) => n.providerId));
         const ready = members.filter((id) => readyIds.has(providerIdOf(region, id)));
         const progress = `pool ${poolName}: waiting for ${ready.length}/${size} nodes Ready (${members.length} instance(s) in ${scalingGroupId})`;
@@ -210,7 +214,7 @@ async function waitForReadyNodes(inputs: PoolCapacityInputs, size: number, start
             const missing = members.filter((id) => !readyIds.has(providerIdOf(region, id)));
             throw new Error(`pool ${poolName}: only ${ready.length}/${size} nodes Ready after ${Math.round(timeoutMs / 1000)} s. ` +
                 `Not Ready: ${missing.length ? missing.join(", ") : `(ESS has only ${members.length} instance(s))`}.\n` +
-                "  fix: look at /var/log/alicloud-kubeadm/attach-node.log on those instances (or run `npm run doctor`); " +
+                `  fix: look at ${ATTACH_LOG} on those instances (or run \`npm run doctor\`); ` +
                 "`pulumi up` again resumes the wait.");
         }
         if (progress !== last) log(progress);
@@ -270,11 +274,23 @@ export async function drainPool(inputs: PoolCapacityInputs, opts: RemovalOptions
 
 type State = PoolCapacityInputs & PoolCapacityOutputs;
 
+/**
+ * Only a different group is a replacement (which must drain the old group before its nodes go): switching a pool
+ * between fixed and autoscaled (mode) is an update, never a delete that would drain every node of the pool, and so
+ * is a new command id (a changed script).
+ */
+const POOL_CAPACITY_DIFF = inputDiff<PoolCapacityInputs>()({
+    replace: ["scalingGroupId", "region"],
+    update: ["mode", "size", "minSize", "maxSize", "poolName", "masterInstanceId", "masterInstanceIds", "commands", "routeTableId", "podCidr",
+        "readyTimeoutSeconds", "pollSeconds", "pollIntervalMs", "drainTimeoutSeconds", "providerVersion"],
+    ignore: [],
+});
+
 export const poolCapacityProvider: pulumi.dynamic.ResourceProvider = {
     async check(_olds: PoolCapacityInputs, news: PoolCapacityInputs) {
         const failures = [];
-        if ((news.mode ?? "fixed") === "fixed" && !(Number.isInteger(news.size ?? 0) && (news.size ?? 0) >= 0 && (news.size ?? 0) <= 2000)) {
-            failures.push({ property: "size", reason: `must be an integer in 0..2000, got ${news.size}` });
+        if ((news.mode ?? "fixed") === "fixed" && !(Number.isInteger(news.size ?? 0) && (news.size ?? 0) >= 0 && (news.size ?? 0) <= MAX_SCALING_GROUP_INSTANCES)) {
+            failures.push({ property: "size", reason: `must be an integer in 0..${MAX_SCALING_GROUP_INSTANCES}, got ${news.size}` });
         }
         return { inputs: news, failures };
     },
@@ -283,14 +299,7 @@ export const poolCapacityProvider: pulumi.dynamic.ResourceProvider = {
         return { id: `${inputs.scalingGroupId}/capacity`, outs: { ...inputs, ...outs } };
     },
     async diff(_id: string, olds: State, news: PoolCapacityInputs) {
-        // Only a different group is a replacement: switching a pool between fixed and autoscaled (mode) is an
-        // update, never a delete that would drain every node of the pool.
-        const replaces = (["scalingGroupId", "region"] as const).filter((k) => (olds[k] ?? "") !== (news[k] ?? ""));
-        const keys = ["mode", "size", "minSize", "maxSize", "poolName", "masterInstanceId", "masterInstanceIds", "commands", "routeTableId", "podCidr", "readyTimeoutSeconds", "pollSeconds", "pollIntervalMs", "drainTimeoutSeconds", "providerVersion"] as const;
-        // A new command id (a changed script) is an update: never a replacement, which would drain the pool.
-        const changed = replaces.length > 0 || keys.some((k) => JSON.stringify(olds[k]) !== JSON.stringify(news[k]));
-        // Replacing (a new group) must drain the old group before its nodes go.
-        return { changes: changed, replaces, deleteBeforeReplace: true };
+        return { ...diffInputs(POOL_CAPACITY_DIFF, olds, news), deleteBeforeReplace: true };
     },
     async update(_id: string, olds: State, news: PoolCapacityInputs) {
         if ((news.mode ?? "fixed") === "observe") {
@@ -308,40 +317,12 @@ export const poolCapacityProvider: pulumi.dynamic.ResourceProvider = {
     },
 };
 
-export interface PoolCapacityArgs extends ClusterAccessArgs {
-    /** ESS scaling group id. */
-    scalingGroupId: pulumi.Input<string>;
-    /** Pool name (node label `alicloud-kubeadm/pool`). */
-    poolName: pulumi.Input<string>;
-    /** `fixed` (default): owns the capacity. `observe`: only drains the pool on delete (autoscaled pools). */
-    mode?: pulumi.Input<"fixed" | "observe">;
-    /** Nodes wanted in fixed mode. Default 0. */
-    size?: pulumi.Input<number>;
-    /** The group's MinSize. Default 0. */
-    minSize?: pulumi.Input<number>;
-    /** `observe` mode: the group's MaxSize, lowered only after a drain of the members above it. Default: unchanged. */
-    maxSize?: pulumi.Input<number>;
-    /** Route table of the pod routes (removal cleans a route left behind). Default none. */
-    routeTableId?: pulumi.Input<string | undefined>;
-    /** Pod CIDR of the cluster (only routes inside it are removed with a node). Default none. */
-    podCidr?: pulumi.Input<string | undefined>;
-    /** Bound on the wait for Ready nodes. Default 1200 s. */
-    readyTimeoutSeconds?: pulumi.Input<number>;
-    /** Pause between checks. Default 15 s. */
-    pollSeconds?: pulumi.Input<number>;
-    /** First Cloud Assistant poll delay. Default 1000 ms. */
-    pollIntervalMs?: pulumi.Input<number>;
-    /** Drain timeout when shrinking. Default 600 s. */
-    drainTimeoutSeconds?: pulumi.Input<number>;
-}
-
 /** The desired capacity of an ESS node pool, with Ready-node waits and drained scale-in. */
 export class PoolCapacity extends pulumi.dynamic.Resource {
     /** Group instances that were Ready nodes when the last create/update finished. */
     declare readonly readyInstanceIds: pulumi.Output<string[]>;
 
     constructor(name: string, args: PoolCapacityArgs, opts?: pulumi.CustomResourceOptions) {
-        super(poolCapacityProvider, name, { readyInstanceIds: undefined, providerVersion: POOL_CAPACITY_PROVIDER_VERSION, ...args },
-            { ...opts, additionalSecretOutputs: [...POOL_CAPACITY_SECRET_OUTPUTS] });
+        super(poolCapacityProvider, name, ...dynamicResourceProps(["readyInstanceIds"], POOL_CAPACITY_PROVIDER_VERSION, args, POOL_CAPACITY_SECRET_OUTPUTS, opts));
     }
 }

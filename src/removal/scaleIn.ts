@@ -3,7 +3,7 @@
  * (victims.ts) from the group's members and the cluster's Nodes and pods.
  */
 import { scalingGroupMembers, waitForIdleGroup } from "../cloud/ess";
-import { listNodes, POOL_LABEL, providerIdOf, workloadPods } from "../cloud/operations";
+import { poolNodes, providerIdOf, workloadPods } from "../cloud/operations";
 import { removeNodes } from "./batch";
 import { beginRun, type RemovalOptions, type RemovalReport } from "./types";
 import { chooseVictims, type PoolMember } from "./victims";
@@ -11,7 +11,7 @@ import { chooseVictims, type PoolMember } from "./victims";
 /** The pool to scale in. */
 export interface ScaleInPool {
     scalingGroupId: string;
-    /** Pool name (its nodes carry `alicloud-kubeadm/pool=<name>`). */
+    /** Pool name (the pool label of its nodes: `operations.ts` poolNodes). */
     poolName: string;
     /** Members to keep. */
     targetSize: number;
@@ -40,7 +40,7 @@ export async function scaleInPool(pool: ScaleInPool, opts: RemovalOptions): Prom
         return [];
     }
     const access = beginRun(opts).access;
-    const nodes = await listNodes(access, `${POOL_LABEL}=${pool.poolName}`);
+    const nodes = await poolNodes(access, pool.poolName);
     const workload = await workloadPods(access);
     const members: PoolMember[] = instances.map((i) => {
         const node = nodes.find((n) => n.providerId === providerIdOf(opts.region, i.instanceId));

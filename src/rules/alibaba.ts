@@ -15,6 +15,8 @@ export const MAX_SCALING_GROUP_INSTANCES = 2000;
 export const DEFAULT_ROUTE_ENTRY_QUOTA = 200;
 /** Addresses Alibaba reserves in every vSwitch (the first 3 and the last 1): a host offset must be below size − 4. */
 export const VSWITCH_RESERVED_ADDRESSES = 4;
+/** ECS accepts 32 KiB of userdata before Base64 (docs/upstream.md#ecs-userdata-limit). */
+export const USERDATA_HARD_LIMIT_BYTES = 32 * 1024;
 /** Host offset of the first master in its vSwitch: masters get base + 10, + 11, … (fixed, so the endpoint is known early). */
 export const MASTER_IP_OFFSET = 10;
 

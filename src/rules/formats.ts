@@ -31,6 +31,20 @@ export const CA_HASH_PATTERN = /^sha256:[0-9a-f]{64}$/;
 export const INSTANCE_ID_PATTERN = /^i-[a-z0-9]{8,30}$/;
 /** A DNS-1123 label (Kubernetes object names, cluster and pool names). */
 export const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+/** A DNS-1123 label of at most 63 characters: a Kubernetes label value such as a node's pool name. */
+export const DNS1123_LABEL_63 = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+/** The shape of a region id (`cn-hangzhou`, `ap-southeast-1`); src/rules/regions.ts knows which exist. */
+export const REGION_ID_PATTERN = /^[a-z]{2,}-[a-z0-9-]+$/;
+/** `host:port` (an API or admission endpoint): a DNS name or an IPv4 address, and up to 5 digits. */
+export const HOST_PORT_PATTERN = /^([A-Za-z0-9.-]+):(\d{1,5})$/;
+/** An http(s) URL a node script may put in a shell variable (no white space, quotes or backslashes). */
+export const HTTP_URL_PATTERN = /^https?:\/\/[^\s'"\\]+$/;
+/** An image registry or reference a node script may put in a shell variable (loose: the config checks it fully). */
+export const IMAGE_SOURCE_PATTERN = /^[a-z0-9][a-z0-9._\-/:@]*$/i;
+/** An API server certificate SAN: a DNS name (a `*` label allowed) or an IP address. */
+export const CERT_SAN_PATTERN = /^[A-Za-z0-9*][A-Za-z0-9.*:-]*$/;
+/** A secrets-encryption key of kube-apiserver's `aescbc` provider: 32 bytes in Base64. */
+export const ENCRYPTION_KEY_PATTERN = /^[A-Za-z0-9+/]{43}=$/;
 
 /** The units of Go's time.ParseDuration, in seconds. */
 const DURATION_UNITS: Readonly<Record<string, number>> = { ns: 1e-9, us: 1e-6, "µs": 1e-6, "μs": 1e-6, ms: 1e-3, s: 1, m: 60, h: 3600 };

@@ -1,5 +1,7 @@
-// Image sources: the default add-on images, the pause image of each Kubernetes minor, and the grammar of
-// image references (each region's default mirrors are in regions.ts). Sources: docs/upstream.md#flannel, #cloud-controller-manager-alibaba, #cluster-autoscaler-alicloud-provider.
+// Image sources: the default add-on images (pinned by digest where a digest can be cited), the pause image of each
+// Kubernetes minor, and the grammar of image references (each region's default mirrors are in regions.ts).
+// Sources: docs/upstream.md#flannel, #cloud-controller-manager-alibaba, #cluster-autoscaler-alicloud-provider, #image-digests.
+import type { Report } from "./problems";
 
 /** Upstream flannel image of release v0.28.9 (kube-flannel.yml). No Alibaba mirror is documented. */
 export const DEFAULT_FLANNEL_IMAGE = "ghcr.io/flannel-io/flannel:v0.28.9";
@@ -9,6 +11,49 @@ export const DEFAULT_FLANNEL_CNI_PLUGIN_IMAGE = "ghcr.io/flannel-io/flannel-cni-
 export const DEFAULT_CCM_IMAGE = "registry.cn-hangzhou.aliyuncs.com/acs/cloud-controller-manager-amd64:v2.14.0";
 /** Upstream Cluster Autoscaler repository; its builds include the alicloud provider. No Alibaba mirror is documented. */
 export const DEFAULT_AUTOSCALER_IMAGE_REPOSITORY = "registry.k8s.io/autoscaling/cluster-autoscaler";
+
+/**
+ * An image digest this project pins, with the upstream file it was read from. A digest is never typed in from
+ * anywhere else: test/imageDigests.test.ts fails on a digest in the defaults or the synthesized manifests that is not
+ * here, and docs/upstream.md#image-digests links each source at its commit.
+ */
+export interface CitedDigest {
+    /** `registry/path:tag` as the project names it. */
+    reference: string;
+    /** `sha256:<64 hex>`: the tag's manifest list (image index) as the source records it. */
+    digest: string;
+    /** Where it is written: a GitHub repository, a path in it, the commit read. */
+    source: { repository: string; path: string; commit: string };
+}
+
+/** The digests cited so far (docs/security.md#image-digests lists the default images still pulled by tag). */
+export const CITED_DIGESTS: readonly CitedDigest[] = [
+    {
+        // The official Node.js image's record of what the tag pointed to, kept by Docker's official-images maintainers.
+        reference: "docker.io/library/node:22.23.3-alpine3.23",
+        digest: "sha256:baf676f7d0e552f3231945c2f979055ca121bce128c152f7a34e6bd1728b1c5a",
+        source: { repository: "docker-library/repo-info", path: "repos/node/remote/22.23.3-alpine3.23.md", commit: "4211a1635d906d705a873434b7336b27c7678802" },
+    },
+];
+
+/** `reference@digest` for a reference in {@link CITED_DIGESTS}; throws for any other (a digest needs its source). */
+export function pinnedImage(reference: string): string {
+    const cited = CITED_DIGESTS.find((d) => d.reference === reference);
+    if (!cited) throw new Error(`no cited digest for ${reference}: add it to CITED_DIGESTS with its source, or keep the tag`);
+    return `${reference}@${cited.digest}`;
+}
+
+/** Node.js image of the admission service (official image, Alpine variant), pinned by digest. Mirror it and set `images.admission` in China regions. */
+export const DEFAULT_ADMISSION_IMAGE = pinnedImage("docker.io/library/node:22.23.3-alpine3.23");
+
+/**
+ * The warning for an image pulled by tag alone (no `@sha256:` digest), or undefined: whoever controls the tag
+ * controls what runs, and the admission service and the CCM hold keys (docs/security.md#image-digests).
+ */
+export function unpinnedImageWarning(reference: string): string | undefined {
+    if (/@sha(256|512):/.test(reference)) return undefined;
+    return `${reference} is pulled by tag (its registry can point the tag at other content); pin it: ${reference}@sha256:<digest> (docs/security.md#image-digests)`;
+}
 
 // The distribution reference grammar, which containerd and the kubelet parse image names with
 // (docs/upstream.md#image-references):
@@ -42,6 +87,24 @@ function nameOf(value: string): string {
 }
 const HTTPS_URL = /^https:\/\/[A-Za-z0-9.-]+(:\d+)?(\/[^\s'"\\]*)?$/;
 
+/**
+ * Warns, at `images.<key>`, about every add-on image the cluster would pull by tag: the configured one or the default
+ * (flannel, its CNI plugin, the CCM, the admission service; the Cluster Autoscaler's `<repository>:v<version>` when
+ * `autoscalerImage` is given). An image that is no valid reference is left to its error.
+ */
+export function checkImageDigests(images: Partial<Record<"flannel" | "flannelCniPlugin" | "cloudControllerManager" | "admission", string>>,
+    autoscalerImage: string | undefined, warn: Report): void {
+    const defaults = { flannel: DEFAULT_FLANNEL_IMAGE, flannelCniPlugin: DEFAULT_FLANNEL_CNI_PLUGIN_IMAGE, cloudControllerManager: DEFAULT_CCM_IMAGE, admission: DEFAULT_ADMISSION_IMAGE };
+    for (const key of Object.keys(defaults) as Array<keyof typeof defaults>) {
+        const reference = images[key] ?? defaults[key];
+        const warning = imageReferenceProblem(reference) ? undefined : unpinnedImageWarning(reference);
+        if (warning) warn(`images.${key}`, warning);
+    }
+    const autoscaler = autoscalerImage === undefined || imageReferenceProblem(autoscalerImage) ? undefined : unpinnedImageWarning(autoscalerImage);
+    if (autoscaler) warn("images.clusterAutoscalerRepository", `${autoscalerImage} is pulled by tag (its registry can point the tag at other content) and a repository ` +
+        "takes no digest: copy it into a registry whose tags cannot be overwritten and set images.clusterAutoscalerRepository to it (docs/security.md#image-digests)");
+}
+
 /** Why `value` is not a full image reference, or undefined. */
 export function imageReferenceProblem(value: string): string | undefined {
     if (IMAGE_REFERENCE.test(value)) {
@@ -60,6 +123,11 @@ export function imageRepositoryProblem(value: string): string | undefined {
     }
     return IMAGE_REPOSITORY.test(value) ? undefined
         : `"${value}" is not an image repository (expected registry/path without tag or digest, e.g. registry.cn-hangzhou.aliyuncs.com/my-ns)`;
+}
+
+/** Why `id` cannot be an image id or name (`image.id`: no white space), or undefined. */
+export function imageIdProblem(id: string): string | undefined {
+    return /\s/.test(id) ? `"${id}" is not an image id (no spaces; e.g. m-bp1example or ubuntu_24_04_x64_20G_alibase_20260101.vhd)` : undefined;
 }
 
 /** Why `value` is not an https base URL of a package mirror, or undefined. */

@@ -15,3 +15,7 @@ export * from "./securityGroups";
 export * from "./ram";
 export * from "./apiAccess";
 export * from "./bake";
+export * from "./backup";
+export * from "./identity";
+export * from "./admission";
+export * from "./podSecurity";

@@ -1,7 +1,27 @@
 // Kubernetes labels and taints: the keys this project sets, what a kubelet may register, and the grammar.
 
-/** Label (and scaling-configuration tag) naming a node's pool; the attach script sets it on every node. */
-export const POOL_LABEL = "alicloud-kubeadm/pool";
+/**
+ * Label (and scaling-configuration tag) naming a node's pool, set by the admission service on the Nodes it
+ * admitted, from its own record of the instance's scaling group: under `node-restriction.kubernetes.io/`, which
+ * NodeRestriction lets no kubelet set (docs/upstream.md#kubelet-node-labels), so a node cannot claim another
+ * pool. The same literal as src/admission/nodes.ts (the service is shipped on its own).
+ */
+export const POOL_LABEL = "node-restriction.kubernetes.io/alicloud-kubeadm-pool";
+/**
+ * The pool label before {@link POOL_LABEL}: nodes set it themselves (a node joined before, a control-plane
+ * member, a pool joining with a token). Read where a Node has no {@link POOL_LABEL} (see {@link nodePool}).
+ */
+export const LEGACY_POOL_LABEL = "alicloud-kubeadm/pool";
+/** The taint a node joining through admission registers with until the service sets its pool label. */
+export const POOL_PENDING_TAINT = "startup-taint.cluster-autoscaler.kubernetes.io/alicloud-kubeadm-pool";
+
+/**
+ * A Node's pool: {@link POOL_LABEL}, or for a Node without it (joined before the service set it, or not through
+ * admission) {@link LEGACY_POOL_LABEL}. A Node carrying both is in the pool the service said.
+ */
+export function nodePool(labels: { pool?: string; legacyPool?: string }): string {
+    return labels.pool || labels.legacyPool || "";
+}
 /** Label (and scaling-configuration tag) on the nodes of autoscaled pools. */
 export const AUTOSCALED_LABEL = "alicloud-kubeadm/autoscaled";
 /** Cloud tag on every resource of a cluster: `alicloud-kubeadm/cluster=<name>`. */
@@ -12,7 +32,7 @@ export const ROLE_TAG = "alicloud-kubeadm/role";
 export const RESERVED_LABEL_PREFIX = "alicloud-kubeadm/";
 /** Pool label value of the control-plane members' nodes. */
 export const CONTROL_PLANE_POOL = "control-plane";
-/** Pool label value of existing nodes (`alicloud-kubeadm/pool=existing`). */
+/** Pool label value of existing nodes (`…alicloud-kubeadm-pool=existing`). */
 export const EXISTING_POOL = "existing";
 
 /**
@@ -22,7 +42,7 @@ export const EXISTING_POOL = "existing";
  */
 export function reservedPoolNameProblem(name: string): string | undefined {
     return name === CONTROL_PLANE_POOL || name === EXISTING_POOL
-        ? `"${name}" is the pool label value alicloud-kubeadm gives ${name === EXISTING_POOL ? "existing nodes" : "the masters"} (${POOL_LABEL}=${name}); choose another pool name`
+        ? `"${name}" is the pool label value alicloud-kubeadm gives ${name === EXISTING_POOL ? "existing nodes" : "the masters"} (${LEGACY_POOL_LABEL}=${name}); choose another pool name`
         : undefined;
 }
 

@@ -7,6 +7,9 @@
 import { CHANNEL_ID_PATTERN, CHANNEL_KEY_PATTERN, GO_DURATION_ERE, SEALED_PATTERN, STACK_CREDENTIAL_PATTERN, TOKEN_ID_PATTERN } from "./formats";
 import { formatTaint, type Taint } from "./labels";
 
+/** Where the attach script logs on a node (src/shell/attach_node.sh): the first place to look when a join fails. */
+export const ATTACH_LOG = "/var/log/alicloud-kubeadm/attach-node.log";
+
 /**
  * The most bytes of labels and taints together (`key=value,...` plus `key[=value]:Effect,...`) an existing node
  * joined over Cloud Assistant may carry. They are the attach command's parameters, and an invocation's content
@@ -105,10 +108,14 @@ export const OPERATIONS = {
     "uncordon": { on: "master", parameters: ["node"], timeoutSeconds: 60, saved: true, description: "uncordon a Node an unfinished removal marked and cordoned" },
     "delete-node": { on: "master", parameters: ["node"], timeoutSeconds: 120, saved: true, description: "delete a Node object" },
     "etcd-member-remove": { on: "master", parameters: ["member", "peerIp", "etcdNode"], timeoutSeconds: 120, saved: true, description: "remove a master's etcd member (by name or peer address) through a healthy master's etcd" },
+    "etcd-health": { on: "master", parameters: ["etcdNode"], timeoutSeconds: 60, saved: true, description: "list the etcd members and each one's health through a master's etcd (quorum checks)" },
+    "etcd-backup-now": { on: "master", parameters: [], timeoutSeconds: 900, saved: true, description: "take this master's etcd backup now (only the etcd leader's master does); print the outcome" },
     "reset": { on: "node", parameters: [], timeoutSeconds: 300, saved: true, description: "kubeadm reset and the CNI state it leaves behind" },
-    "token-create": { on: "master", parameters: ["tokenId", "ttl", "description", "recipient"], timeoutSeconds: 60, saved: true, description: "create a bootstrap token (secret made on the master, answered sealed; idempotent)" },
+    // token-create and join-secrets hand out credentials sealed to a key their caller chooses: one-off (RunCommand),
+    // never saved, so only a caller who may run anything on the masters can run them (docs/security.md#cloud-assistant-rights).
+    "token-create": { on: "master", parameters: ["tokenId", "ttl", "description", "recipient"], timeoutSeconds: 60, saved: false, description: "create a bootstrap token (secret made on the master, answered sealed; idempotent)" },
     "token-delete": { on: "master", parameters: ["tokenId"], timeoutSeconds: 60, saved: true, description: "delete a bootstrap token (gone is fine)" },
-    "join-secrets": { on: "master", parameters: ["recipient"], timeoutSeconds: 120, saved: true, description: "a fresh certificate key and a 30-minute token for a control-plane join, sealed" },
+    "join-secrets": { on: "master", parameters: ["recipient"], timeoutSeconds: 120, saved: false, description: "a fresh certificate key and a 30-minute token for a control-plane join, sealed" },
     "channel-open": { on: "node", parameters: ["channel"], timeoutSeconds: 60, saved: true, description: "make a one-use key pair for a secret sent to this instance; print its public key" },
     "channel-receive": { on: "node", parameters: ["channel", "sealed"], timeoutSeconds: 60, saved: true, description: "open a secret sealed to the channel's key; keep it root-only on tmpfs for the join" },
     "init-status": { on: "master", parameters: [], timeoutSeconds: 30, saved: false, description: "kubeadm init status of master 0, and the CA certificate once done" },

@@ -61,7 +61,14 @@ ak_wait_for_api() {
 
 # ak_join_config: the JoinConfiguration (contains the bootstrap token; written with mode 600).
 ak_join_config() {
-  local labels="alicloud-kubeadm/pool=${AK_POOL_NAME}${AK_NODE_LABELS:+,${AK_NODE_LABELS}}" hash
+  local labels="${AK_NODE_LABELS:-}" taints="${AK_NODE_TAINTS:-}" hash
+  # Joining through admission, the service sets the pool label (kubelets may not set it) and removes the taint the
+  # node registers with until then; otherwise (token joins, control-plane members) the node labels itself.
+  if [ -n "${AK_ADMISSION_ENDPOINTS:-}" ]; then
+    taints="${AK_POOL_PENDING_TAINT}${taints:+,${taints}}"
+  else
+    labels="alicloud-kubeadm/pool=${AK_POOL_NAME}${labels:+,${labels}}"
+  fi
   local -a hashes=()
   IFS=, read -r -a hashes <<<"$AK_CA_CERT_HASHES"
   cat <<EOF
@@ -77,9 +84,11 @@ EOF
     printf '      - %s\n' "$(ak_yaml "$hash")"
   done
   ak_node_registration
-  printf '    - name: node-labels\n      value: %s\n' "$(ak_yaml "$labels")"
-  if [ -n "${AK_NODE_TAINTS:-}" ]; then
-    printf '    - name: register-with-taints\n      value: %s\n' "$(ak_yaml "$AK_NODE_TAINTS")"
+  if [ -n "$labels" ]; then
+    printf '    - name: node-labels\n      value: %s\n' "$(ak_yaml "$labels")"
+  fi
+  if [ -n "$taints" ]; then
+    printf '    - name: register-with-taints\n      value: %s\n' "$(ak_yaml "$taints")"
   fi
   if [ -n "${AK_CERTIFICATE_KEY:-}" ]; then
     printf 'controlPlane:\n  certificateKey: %s\n' "$(ak_yaml "$AK_CERTIFICATE_KEY")"
@@ -125,6 +134,7 @@ for ((attempt = 1; attempt <= AK_JOIN_ATTEMPTS; attempt++)); do
     # A control-plane member: the files its API server reads (the cluster's ClusterConfiguration names them),
     # written on every attempt because kubeadm reset empties the PKI directory.
     ak_write_audit_policy
+    ak_write_admission_config
     # Either fails the join when the file cannot be written as given.
     if [ -n "${AK_ENCRYPTION_CONFIG_GZ:-}" ]; then ak_install_encryption_config "$AK_ENCRYPTION_CONFIG_GZ"
     elif [ -n "${AK_ENCRYPTION_KEY:-}" ]; then ak_write_encryption_config "$AK_ENCRYPTION_KEY"; fi

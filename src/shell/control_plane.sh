@@ -68,16 +68,29 @@ ak_install_encryption_config() {
 }
 
 # ak_install_cert_renewal: a timer on this master that renews kubeadm's certificates once fewer than 90 days are
-# left, then restarts the static pods one at a time. Master N starts N hours after master 0 (its hostname ends in
+# left, then restarts the static pods one at a time; one that does not come back (its health endpoint) stops the
+# renewal before the next restart, the error in the journal and in the state file cert-renew.last (doctor). Master N starts N hours after master 0 (its hostname ends in
 # -master-N), so the masters never restart their control plane together.
 ak_install_cert_renewal() {
   ak_write_file "${AK_ROOT}${AK_RENEW_BIN}" 755 <<'EOF' || true
 #!/bin/bash
-# alicloud-kubeadm: renew kubeadm's certificates before they expire; restart the static pods one at a time.
+# alicloud-kubeadm certificate renewal
 set -euo pipefail
 pki=/etc/kubernetes/pki
 manifests=/etc/kubernetes/manifests
 log() { printf '%s %s\n' "$(date -u +%FT%TZ)" "$*"; }
+state=/var/lib/alicloud-kubeadm/cert-renew.last
+mark() { printf 'status=%s\ntime=%s\nerror=%s\n' "$1" "$(date -u +%FT%TZ)" "${2:-}" >"$state"; }
+fail() {
+  echo "ERROR: $*" >&2
+  mark failed "$*"
+  exit 1
+}
+healthy() {
+  local p=6443/readyz
+  case "$1" in kube-c*) p=10257/healthz ;; kube-s*) p=10259/healthz ;; esac
+  curl -ksf --max-time 5 "https://127.0.0.1:$p" >/dev/null
+}
 index=$(hostname | sed -nE 's/.*-master-([0-9]+)$/\1/p')
 sleep $((${index:-0} * 3600))
 due=0
@@ -86,21 +99,24 @@ for crt in apiserver.crt apiserver-kubelet-client.crt apiserver-etcd-client.crt 
 done
 if [ "$due" = 0 ]; then
   log "certificates valid for more than 90 days: nothing to renew"
+  mark ok
   exit 0
 fi
 log "renewing kubeadm certificates"
-kubeadm certs renew all
+kubeadm certs renew all || fail "kubeadm certs renew all failed"
 for component in etcd kube-apiserver kube-controller-manager kube-scheduler; do
   [ -f "$manifests/$component.yaml" ] || continue
   log "restarting $component"
   mv "$manifests/$component.yaml" "/etc/kubernetes/$component.yaml.ak-renew"
   sleep 20
   mv "/etc/kubernetes/$component.yaml.ak-renew" "$manifests/$component.yaml"
-  for _ in $(seq 1 60); do
-    curl -ksf --max-time 5 https://127.0.0.1:6443/readyz >/dev/null && break
+  for i in $(seq 60); do
+    healthy "$component" && break
+    [ "$i" -lt 60 ] || fail "$component did not come back; later ones not restarted"
     sleep 5
   done
 done
+mark ok
 log "certificates renewed; expiry now: $(openssl x509 -enddate -noout -in "$pki/apiserver.crt")"
 EOF
   ak_write_file "${AK_ROOT}/etc/systemd/system/${AK_RENEW_UNIT}.service" 644 <<EOF || true

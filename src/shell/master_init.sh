@@ -1,6 +1,7 @@
 #!/bin/bash
 # alicloud-kubeadm master 0: prepare the node, then `kubeadm init` with a generated v1beta4 config.
 # Runs once: the marker ${AK_STATE_DIR}/init.done (or init.failed with the exit code) ends every later run.
+# With AK_RECORDED_CA_HASH (the stack recorded a cluster already) it never runs `kubeadm init`: see below.
 # The admin kubeconfig stays at /etc/kubernetes/admin.conf, the CA at /etc/kubernetes/pki/ca.crt.
 set -euo pipefail
 
@@ -17,6 +18,10 @@ if [ -f "${AK_STATE_DIR}/init.failed" ]; then
     "Read ${AK_LOG#"$AK_ROOT"}, run 'kubeadm reset -f', delete ${AK_STATE_DIR#"$AK_ROOT"}/init.failed and run this script again"
 fi
 ak_failure_marker init.failed
+
+# Master 0 re-created while its cluster lives on: never `kubeadm init` (src/shell/master_guard.sh, only rendered when
+# the stack recorded the cluster's CA hash).
+[ -z "${AK_RECORDED_CA_HASH:-}" ] || ak_master_guard
 
 # ak_init_config: the InitConfiguration + ClusterConfiguration for this master.
 ak_init_config() {
@@ -60,6 +65,8 @@ EOF
       value: '10'
     - name: audit-log-maxsize
       value: '100'
+    - name: admission-control-config-file
+      value: '${AK_ADMISSION_DIR}/admission.yaml'
 EOF
   if [ "${AK_ENCRYPT_SECRETS:-0}" = 1 ]; then
     printf '    - name: encryption-provider-config\n      value: %s\n' "$(ak_yaml "$AK_ENCRYPTION_CONFIG")"
@@ -74,6 +81,11 @@ EOF
     - name: audit-log
       hostPath: '${AK_AUDIT_LOG_DIR}'
       mountPath: '${AK_AUDIT_LOG_DIR}'
+      pathType: DirectoryOrCreate
+    - name: admission-config
+      hostPath: '${AK_ADMISSION_DIR}'
+      mountPath: '${AK_ADMISSION_DIR}'
+      readOnly: true
       pathType: DirectoryOrCreate
 controllerManager:
   extraArgs:
@@ -100,6 +112,7 @@ ak_prepare_node
 ak_read_identity
 ak_overlay_note
 ak_write_audit_policy
+ak_write_admission_config
 # Secrets encryption at rest: the key is made here, once (a re-run keeps it); members get the whole file through
 # join-secrets, see docs/security.md#encryption-at-rest.
 if [ "${AK_ENCRYPT_SECRETS:-0}" = 1 ] && [ ! -f "${AK_ROOT}${AK_ENCRYPTION_CONFIG}" ]; then
@@ -115,5 +128,6 @@ if [ "$rc" -ne 0 ]; then
   ak_die "kubeadm init failed with exit code ${rc}; see the output above in ${AK_LOG#"$AK_ROOT"}"
 fi
 ak_install_cert_renewal
+ak_delete_init_tokens
 ak_mark init.done status=ok "node=${AK_PROVIDER_ID}"
 ak_log "kubeadm init succeeded: node ${AK_PROVIDER_ID}"

@@ -324,20 +324,30 @@ AK_IMDS_BLOCK="/usr/local/sbin/alicloud-kubeadm-metadata-block"
 # ak_block_pod_metadata: pods must not reach 100.100.100.200 (pool userdata carries a join token, the masters'
 # RAM role hands out STS credentials). Every packet to it that enters the node (from cni0, i.e. a pod, or from
 # anywhere else) is dropped in the raw table's PREROUTING, which runs before any chain of flannel (nat, filter)
-# or kube-proxy; the node's own processes (host network: kubelet, CCM, autoscaler, these scripts) send through
-# OUTPUT and keep access. An enabled unit ordered before (and required by) the kubelet re-applies it at every
-# boot; it is applied now too, before the kubelet first starts. See docs/security.md#metadata-block.
+# or kube-proxy; and every forwarded packet to it at the top of mangle FORWARD, after kube-proxy's DNAT (nat
+# PREROUTING) and before filter: a pod connecting to a Service whose endpoint is 100.100.100.200 passes raw with
+# the Service's address. The node's own processes (host network: kubelet, CCM, autoscaler, these scripts) send
+# through OUTPUT and keep access. An enabled unit ordered before (and required by) the kubelet re-applies it at
+# every boot; it is applied now too, before the kubelet first starts, and again by the reset operation (which
+# flushes mangle). See docs/security.md#metadata-block.
 ak_block_pod_metadata() {
   ak_write_file "${AK_ROOT}${AK_IMDS_BLOCK}" 755 <<'EOF' || true
 #!/bin/bash
-# alicloud-kubeadm: drop every packet to the instance metadata service that enters this node (pods).
+# alicloud-kubeadm: drop every packet to the instance metadata service that enters this node (pods), before any
+# other rule (raw PREROUTING) and after DNAT (mangle FORWARD: a Service whose endpoint is the metadata address).
 set -eu
-ipt() { iptables -w 5 -t raw "$@"; }
-ipt -N AK-METADATA-BLOCK 2>/dev/null || true
-ipt -F AK-METADATA-BLOCK
-ipt -A AK-METADATA-BLOCK ! -i lo -d 100.100.100.200/32 -j DROP
-while ipt -D PREROUTING -j AK-METADATA-BLOCK 2>/dev/null; do :; done
-ipt -I PREROUTING 1 -j AK-METADATA-BLOCK
+# block TABLE HOOK MATCH...: chain AK-METADATA-BLOCK of TABLE drops MATCH; its jump is the first rule of HOOK, once.
+block() {
+  local table=$1 hook=$2
+  shift 2
+  iptables -w 5 -t "$table" -N AK-METADATA-BLOCK 2>/dev/null || true
+  iptables -w 5 -t "$table" -F AK-METADATA-BLOCK
+  iptables -w 5 -t "$table" -A AK-METADATA-BLOCK "$@" -j DROP
+  while iptables -w 5 -t "$table" -D "$hook" -j AK-METADATA-BLOCK 2>/dev/null; do :; done
+  iptables -w 5 -t "$table" -I "$hook" 1 -j AK-METADATA-BLOCK
+}
+block raw PREROUTING ! -i lo -d 100.100.100.200/32
+block mangle FORWARD -d 100.100.100.200/32
 EOF
   ak_write_file "${AK_ROOT}/etc/systemd/system/${AK_IMDS_UNIT}" 644 <<EOF || true
 [Unit]

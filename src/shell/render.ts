@@ -6,25 +6,27 @@
  * - node operations (`ops/<name>.sh`, the table in src/rules/operations.ts): a header, `ops/lib.sh`, the
  *   parameter checks, the operation.
  *
- * A value that is only known per node or per run is a Cloud Assistant parameter: the header then holds
- * `readonly AK_X='{{name}}'`, which the saved command's invocation fills in (values are validated before
- * they are sent, and again by the script). The static scripts are what shellcheck reads and what the
- * sandbox runs; only headers differ. Dynamic providers never read these files: they get rendered content
- * as inputs, or the ids of saved commands.
+ * A value that is only known per node or per run is a Cloud Assistant parameter. Cloud Assistant substitutes
+ * `{{name}}` as text, whatever the invoker sends, so a saved command holds no `{{name}}` in code: its parameters
+ * are its last lines, `# AK_X={{name}}` after a final `exit` that bash never reads past, which the command reads
+ * from its own file as data and checks before it does anything ({@link savedParameters}, `parameters.sh`). The
+ * static scripts are what shellcheck reads and what the sandbox runs; only headers differ. Dynamic providers
+ * never read these files: they get rendered content as inputs, or the ids of saved commands.
  */
 import * as fs from "fs";
 import * as path from "path";
 import * as zlib from "zlib";
 import {
-    CA_HASH_PATTERN, CERTIFICATE_KEY_PATTERN, checkTaints, defaultMirrors, formatTaint, isCidr, kubernetesVersionProblem, nodeLabelKeyProblem,
-    imageReferenceProblem, isLabelValue, OPERATION_PARAMETERS, OPERATIONS, operationParameters, pauseImage, POOL_LABEL, TOKEN_PATTERN,
-    type JoinOperation, type Mirrors, type OperationName, type ParameterName, type Taint,
+    CA_HASH_PATTERN, CERT_SAN_PATTERN, CERTIFICATE_KEY_PATTERN, checkTaints, defaultMirrors, DNS1123_LABEL_63, ENCRYPTION_KEY_PATTERN, formatProblem,
+    formatTaint, HOST_PORT_PATTERN, HTTP_URL_PATTERN, IMAGE_SOURCE_PATTERN, isCidr, kubernetesVersionProblem, nodeLabelKeyProblem, imageReferenceProblem,
+    isLabelValue, OPERATION_PARAMETERS, OPERATIONS, operationParameters, pauseImage, LEGACY_POOL_LABEL, POOL_LABEL, REGION_ID_PATTERN, SYSTEM_NAMESPACES, TOKEN_PATTERN, USERDATA_HARD_LIMIT_BYTES,
+    type JoinOperation, type Mirrors, type OperationName, type ParameterName, type Problem, type Taint,
 } from "../rules";
 
 export { defaultMirrors, type Mirrors };
 
-/** ECS accepts 32 KiB of userdata before Base64; rendering fails above it. */
-export const USERDATA_HARD_LIMIT_BYTES = 32 * 1024;
+/** ECS accepts {@link USERDATA_HARD_LIMIT_BYTES} of userdata before Base64; rendering fails above it. */
+export { USERDATA_HARD_LIMIT_BYTES };
 
 /** Our own budget for userdata as delivered (packed: {@link packUserdata}): 20 KiB, well under ECS's 32 KiB. */
 export const USERDATA_BUDGET_BYTES = 20 * 1024;
@@ -100,14 +102,23 @@ export interface MasterInitParams extends NodeParams {
      * ({@link ControlPlaneJoinParams.encryptionKey}). Default false.
      */
     encryptSecrets?: boolean;
+    /**
+     * The CA hash the stack recorded for this cluster (`sha256:<hex>`), none when the cluster is new. With it the script
+     * never runs `kubeadm init`: it joins the masters of {@link peerMasterIps} that answer with this CA, or stops and
+     * names the restore command (docs/disaster-recovery.md). Default none.
+     */
+    recordedCaCertHash?: string;
+    /** The private IPs of masters 1..n-1, which a re-created master 0 looks for its cluster at. Default none. */
+    peerMasterIps?: string[];
 }
 
 /** A node taint (kubelet `--register-with-taints`). */
 export type NodeTaint = Taint;
 
 /**
- * A value the script gets at run time from a Cloud Assistant parameter: rendered as `{{name}}`, filled in
- * by the saved command's invocation (src/cloud/operations.ts validates it first; the script checks it again).
+ * A value the script gets at run time from a Cloud Assistant parameter: a line `# AK_X={{name}}` after the saved
+ * command's final `exit`, filled in by its invocation and read as data by the script, which checks it before use
+ * ({@link savedParameters}; src/cloud/operations.ts checks it before sending too).
  */
 export interface ParameterRef {
     parameter: ParameterName;
@@ -127,7 +138,10 @@ function placeholder(ref: ParameterRef): string {
 
 /** Parameters of a worker's `kubeadm join` (pools and existing nodes). */
 export interface AttachNodeParams extends NodeParams {
-    /** Pool name; the node always gets the label `alicloud-kubeadm/pool=<poolName>`. */
+    /**
+     * Pool name: joining through admission, the service labels the Node `node-restriction.kubernetes.io/alicloud-kubeadm-pool=<poolName>`
+     * (from its own record of the instance's group); with a token, the node labels itself `alicloud-kubeadm/pool=<poolName>`.
+     */
     poolName: string;
     /** Extra node labels (kubelet `--node-labels` rules: no `node-role.kubernetes.io/*`), or a parameter (`key=value,...`). Default: none. */
     labels?: Param<Record<string, string>>;
@@ -148,6 +162,8 @@ export interface AttachNodeParams extends NodeParams {
 export interface AdmissionJoin {
     /** `host:port` of each admission replica (every master's private IP and port 10443). */
     endpoints: string[];
+    /** `sha256:<hex>` of the admission service's public key (AdmissionCertificate `pin`): the only TLS identity the node trusts there. */
+    pin: string;
 }
 
 /** Parameters of a control-plane member's `kubeadm join --control-plane` (masters 1..n-1). */
@@ -182,7 +198,7 @@ export function renderBakeNode(params: BakeNodeParams): string {
 }
 
 /** Header variables that carry secrets; {@link redactUserdata} blanks them. */
-export const SECRET_PARAMETERS: readonly string[] = ["AK_BOOTSTRAP_TOKEN", "AK_CA_CERT_HASHES", "AK_CERTIFICATE_KEY", "AK_ENCRYPTION_KEY"];
+export const SECRET_PARAMETERS: readonly string[] = ["AK_BOOTSTRAP_TOKEN", "AK_CA_CERT_HASHES", "AK_RECORDED_CA_HASH", "AK_CERTIFICATE_KEY", "AK_ENCRYPTION_KEY"];
 
 /**
  * Renders master 0's userdata (node preparation + `kubeadm init`).
@@ -197,7 +213,9 @@ export function renderMasterInit(params: MasterInitParams): string {
     check(problems, "nodeCidrMaskSize", Number.isInteger(params.nodeCidrMaskSize) && params.nodeCidrMaskSize > podPrefix && params.nodeCidrMaskSize <= 30,
         `must be an integer in ${podPrefix + 1}..30 (longer than the podCidr prefix)`);
     const endpointHost = (params.apiEndpoint ?? "").replace(/:\d+$/, "");
-    (params.certSANs ?? []).forEach((san, i) => check(problems, `certSANs[${i}]`, /^[A-Za-z0-9*][A-Za-z0-9.*:-]*$/.test(san), "must be a DNS name or an IP address"));
+    (params.certSANs ?? []).forEach((san, i) => check(problems, `certSANs[${i}]`, CERT_SAN_PATTERN.test(san), "must be a DNS name or an IP address"));
+    check(problems, "recordedCaCertHash", params.recordedCaCertHash === undefined || CA_HASH_PATTERN.test(params.recordedCaCertHash), "must be sha256:<64 hex digits>");
+    (params.peerMasterIps ?? []).forEach((ip, i) => check(problems, `peerMasterIps[${i}]`, /^(\d{1,3}\.){3}\d{1,3}$/.test(ip), "must be an IPv4 address"));
     throwIfAny("renderMasterInit", problems);
     return assemble("master_init.sh", [
         ...nodeHeader(params),
@@ -207,8 +225,14 @@ export function renderMasterInit(params: MasterInitParams): string {
         ["AK_SERVICE_CIDR", params.serviceCidr],
         ["AK_NODE_CIDR_MASK_SIZE", String(params.nodeCidrMaskSize)],
         ["AK_CERT_SANS", unique((params.certSANs ?? []).filter((s) => s !== endpointHost)).join(",")],
-    ], "control_plane.sh");
+        ["AK_PSA_EXEMPT_NAMESPACES", SYSTEM_NAMESPACES.join(",")],
+        ...(params.recordedCaCertHash ? [["AK_RECORDED_CA_HASH", params.recordedCaCertHash] as [string, string]] : []),
+        ...(params.peerMasterIps?.length ? [["AK_PEER_MASTER_IPS", params.peerMasterIps.join(",")] as [string, string]] : []),
+    ], params.recordedCaCertHash ? [...MASTER_SHARED, "master_guard.sh"] : MASTER_SHARED);
 }
+
+/** What a master's script carries besides prepare_node.sh: the control-plane hardening and policy (docs/security.md). */
+const MASTER_SHARED = ["control_plane.sh", "control_plane_policy.sh"];
 
 /**
  * Renders a worker's userdata (node preparation + `kubeadm join`). The result carries the bootstrap token:
@@ -217,7 +241,7 @@ export function renderMasterInit(params: MasterInitParams): string {
  * @returns The script text (`#!/bin/bash` ...), at most {@link USERDATA_HARD_LIMIT_BYTES}.
  */
 export function renderAttachNode(params: AttachNodeParams): string {
-    return assemble("attach_node.sh", attachHeader("renderAttachNode", params, []), params.admission ? "admission_client.sh" : undefined);
+    return assemble("attach_node.sh", attachHeader("renderAttachNode", params, []), params.admission ? ["admission_client.sh"] : []);
 }
 
 /**
@@ -227,34 +251,34 @@ export function renderAttachNode(params: AttachNodeParams): string {
  * @param params Join parameters plus the certificate key; throws an Error listing every invalid parameter.
  */
 export function renderControlPlaneJoin(params: ControlPlaneJoinParams): string {
-    const problems: string[] = [];
+    const problems: Problem[] = [];
     const key = params.certificateKey;
     check(problems, "certificateKey", isRef(key) || CERTIFICATE_KEY_PATTERN.test(key ?? ""), "must be 64 lower-case hex digits");
     check(problems, "certificateKey", isRef(key) === isRef(params.token), "must be a parameter exactly when the token is one (both travel sealed)");
     const encryptionKey = params.encryptionKey;
-    check(problems, "encryptionKey", encryptionKey === undefined || isRef(encryptionKey) || /^[A-Za-z0-9+/]{43}=$/.test(encryptionKey),
+    check(problems, "encryptionKey", encryptionKey === undefined || isRef(encryptionKey) || ENCRYPTION_KEY_PATTERN.test(encryptionKey),
         "must be 32 bytes in Base64 (master 0's encryption key)");
     const header = attachHeader("renderControlPlaneJoin", { ...params, poolName: params.poolName ?? "control-plane" }, problems);
     const encryption: Array<[string, string]> = encryptionKey === undefined ? [] : [["AK_ENCRYPTION_KEY", isRef(encryptionKey) ? placeholder(encryptionKey) : encryptionKey]];
     // A saved join command gets the certificate key with the token over the channel (AK_CHANNEL), never as a parameter.
     const certificate: Array<[string, string]> = isRef(key) ? [] : [["AK_CERTIFICATE_KEY", key]];
-    return assemble("attach_node.sh", [...header, ...certificate, ...encryption], "control_plane.sh");
+    return assemble("attach_node.sh", [...header, ...certificate, ...encryption, ["AK_PSA_EXEMPT_NAMESPACES", SYSTEM_NAMESPACES.join(",")]], MASTER_SHARED);
 }
 
 /** Validated header of attach_node.sh; `problems` carries the caller's own findings. */
-function attachHeader(fn: string, params: AttachNodeParams, problems: string[]): Array<[string, string]> {
+function attachHeader(fn: string, params: AttachNodeParams, problems: Problem[]): Array<[string, string]> {
     problems.push(...nodeProblems(params));
-    check(problems, "poolName", /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(params.poolName ?? ""), "must be a DNS label (lower-case letters, digits, '-')");
+    check(problems, "poolName", DNS1123_LABEL_63.test(params.poolName ?? ""), "must be a DNS label (lower-case letters, digits, '-')");
     const labels = params.labels ?? {};
     for (const [key, value] of isRef(labels) ? [] : Object.entries(labels)) {
         const keyProblem = nodeLabelKeyProblem(key);
         check(problems, `labels.${key}`, !keyProblem, keyProblem ?? "");
-        check(problems, `labels.${key}`, key !== POOL_LABEL, "is set from poolName; remove it");
+        check(problems, `labels.${key}`, key !== POOL_LABEL && key !== LEGACY_POOL_LABEL, "is set from poolName; remove it");
         check(problems, `labels.${key}`, isLabelValue(value), "value must be empty or up to 63 of [A-Za-z0-9._-], starting and ending alphanumeric");
     }
     const taints = params.taints ?? [];
     const taintText = isRef(taints) ? placeholder(taints)
-        : checkTaints(taints, (path, reason) => problems.push(`taints.${path}: ${reason}`)).map(formatTaint).join(",");
+        : checkTaints(taints, (path, reason) => problems.push({ path: `taints.${path}`, reason })).map(formatTaint).join(",");
     const token = params.token;
     const admission = admissionProblems(params, problems);
     if (!admission) check(problems, "token", isRef(token) || TOKEN_PATTERN.test(token ?? ""), "must be a bootstrap token [a-z0-9]{6}.[a-z0-9]{16}");
@@ -269,20 +293,21 @@ function attachHeader(fn: string, params: AttachNodeParams, problems: string[]):
         // Joining by cloud identity: endpoints instead of a token (no token variable at all). A saved join command
         // (token given as a parameter) never carries the token: the channel-receive operation left it on the
         // instance, received sealed to its one-use key; AK_CHANNEL names it (docs/security.md).
-        admission ? ["AK_ADMISSION_ENDPOINTS", admission.endpoints.join(",")]
-            : isRef(token) ? ["AK_CHANNEL", placeholder({ parameter: "channel" })] : ["AK_BOOTSTRAP_TOKEN", token!],
+        ...(admission ? [["AK_ADMISSION_ENDPOINTS", admission.endpoints.join(",")], ["AK_ADMISSION_PIN", admission.pin]] as Array<[string, string]>
+            : isRef(token) ? [["AK_CHANNEL", placeholder({ parameter: "channel" })] as [string, string]] : [["AK_BOOTSTRAP_TOKEN", token!] as [string, string]]),
         ["AK_CA_CERT_HASHES", hashes.join(",")],
     ];
 }
 
 /** Checks `admission` (exclusive with `token`); returns it when set. */
-function admissionProblems(params: AttachNodeParams, problems: string[]): AdmissionJoin | undefined {
+function admissionProblems(params: AttachNodeParams, problems: Problem[]): AdmissionJoin | undefined {
     const a = params.admission;
     if (a === undefined) return undefined;
-    if (params.token !== undefined) problems.push("token: must not be set with admission (the node gets its token from the admission service)");
+    if (params.token !== undefined) problems.push({ path: "token", reason: "must not be set with admission (the node gets its token from the admission service)" });
     const endpoints = Array.isArray(a?.endpoints) ? a.endpoints : [];
-    check(problems, "admission.endpoints", endpoints.length > 0 && endpoints.every((e) => /^[A-Za-z0-9.-]+:\d{1,5}$/.test(e)),
+    check(problems, "admission.endpoints", endpoints.length > 0 && endpoints.every((e) => HOST_PORT_PATTERN.test(e)),
         "must be one or more host:port (each master's private IP and the admission port 10443)");
+    check(problems, "admission.pin", CA_HASH_PATTERN.test(a?.pin ?? ""), "must be sha256:<64 lower-case hex digits> (the admission service's key, AdmissionCertificate pin)");
     return a;
 }
 
@@ -321,23 +346,23 @@ function nodeHeader(p: NodeParams): Array<[string, string]> {
     ];
 }
 
-function nodeProblems(p: NodeParams): string[] {
-    const problems: string[] = [];
+function nodeProblems(p: NodeParams): Problem[] {
+    const problems: Problem[] = [];
     for (const [key, value] of Object.entries(p)) {
-        if (typeof value === "string" && value.includes("\0")) problems.push(`${key}: must not contain NUL characters`);
+        if (typeof value === "string" && value.includes("\0")) problems.push({ path: key, reason: "must not contain NUL characters" });
     }
-    check(problems, "region", /^[a-z]{2,}-[a-z0-9-]+$/.test(p.region ?? ""), "must be a region id like cn-hangzhou");
+    check(problems, "region", REGION_ID_PATTERN.test(p.region ?? ""), "must be a region id like cn-hangzhou");
     const version = kubernetesVersionProblem(p.kubernetesVersion ?? "");
     check(problems, "kubernetesVersion", !version, version ?? "");
-    const endpoint = /^([A-Za-z0-9.-]+):(\d{1,5})$/.exec(p.apiEndpoint ?? "");
+    const endpoint = HOST_PORT_PATTERN.exec(p.apiEndpoint ?? "");
     check(problems, "apiEndpoint", !!endpoint && Number(endpoint[2]) >= 1 && Number(endpoint[2]) <= 65535, "must be host:port, e.g. 192.168.0.10:6443");
     for (const key of ["packageMirror", "kubernetesRepoUrl", "containerdRpmRepoUrl"] as const) {
         const value = p[key];
-        if (value !== undefined) check(problems, key, /^https?:\/\/[^\s'"\\]+$/.test(value), "must be an http(s) URL");
+        if (value !== undefined) check(problems, key, HTTP_URL_PATTERN.test(value), "must be an http(s) URL");
     }
     for (const key of ["imageRepository", "sandboxImage"] as const) {
         const value = p[key];
-        if (value !== undefined) check(problems, key, /^[a-z0-9][a-z0-9._\-/:@]*$/i.test(value), "must be an image reference like registry.k8s.io");
+        if (value !== undefined) check(problems, key, IMAGE_SOURCE_PATTERN.test(value), "must be an image reference like registry.k8s.io");
     }
     (p.nodeImages ?? []).forEach((image, i) => {
         const reason = imageReferenceProblem(image);
@@ -346,12 +371,12 @@ function nodeProblems(p: NodeParams): string[] {
     return problems;
 }
 
-function check(problems: string[], name: string, ok: boolean, reason: string): void {
-    if (!ok) problems.push(`${name}: ${reason}`);
+function check(problems: Problem[], name: string, ok: boolean, reason: string): void {
+    if (!ok) problems.push({ path: name, reason });
 }
 
-function throwIfAny(fn: string, problems: string[]): void {
-    if (problems.length > 0) throw new Error(`${fn}: invalid parameters:\n  ${problems.join("\n  ")}`);
+function throwIfAny(fn: string, problems: readonly Problem[]): void {
+    if (problems.length > 0) throw new Error(`${fn}: invalid parameters:\n  ${problems.map(formatProblem).join("\n  ")}`);
 }
 
 function unique(values: string[]): string[] {
@@ -368,6 +393,11 @@ function scriptDir(): string {
  * A static script as it goes into userdata: without its shebang and full-line comments (the repository copy
  * is the documented one; ECS userdata is size-limited). shellcheck directives stay.
  */
+/** A static script of src/shell as it is rendered into what runs (comments and blank lines outside heredocs dropped). */
+export function shellBody(file: string): string {
+    return body(file);
+}
+
 function body(file: string): string {
     let heredocEnd: string | undefined;
     return fs.readFileSync(path.join(scriptDir(), ...file.split("/")), "utf8")
@@ -405,25 +435,64 @@ function prepareWithoutPullStub(): string {
     return text.replace(stub, "");
 }
 
-function assemble(roleScript: string, header: Array<[string, string]>, shared?: string): string {
+function assemble(roleScript: string, header: Array<[string, string]>, shared: readonly string[] = []): string {
     const withImages = header.some(([name]) => name === "AK_NODE_IMAGES");
-    const lines = header.map(([name, value]) => `readonly ${name}=${shellQuote(value)}`);
+    // `{{name}}` values are Cloud Assistant parameters: read from the lines after the final `exit`, never in the header.
+    const refs = header.flatMap(([variable, value]) => {
+        const name = /^\{\{([A-Za-z]+)\}\}$/.exec(value)?.[1] as ParameterName | undefined;
+        if (name === undefined) return [];
+        if (OPERATION_PARAMETERS[name]?.variable !== variable) throw new Error(`render: ${variable} cannot be parameter ${name}`);
+        return [name];
+    });
+    const parameters = savedParameters(refs);
+    const lines = header.filter(([, value]) => !/^\{\{[A-Za-z]+\}\}$/.test(value)).map(([name, value]) => `readonly ${name}=${shellQuote(value)}`);
     const script = [
         "#!/bin/bash",
         `# alicloud-kubeadm userdata (${roleScript}), rendered by src/shell/render.ts. Parameters:`,
         ...lines,
         "",
+        ...parameters.reader,
         "# ---- src/shell/prepare_node.sh ----",
         ...(withImages ? [prepareWithoutPullStub(), "# ---- src/shell/node_images.sh ----", body("node_images.sh")] : [body("prepare_node.sh")]),
-        ...(shared ? [`# ---- src/shell/${shared} ----`, body(shared)] : []),
+        ...shared.flatMap((file) => [`# ---- src/shell/${file} ----`, body(file)]),
         `# ---- src/shell/${roleScript} ----`,
-        admissionBlocks(body(roleScript), shared === "admission_client.sh"),
+        admissionBlocks(body(roleScript), shared.includes("admission_client.sh")),
+        ...parameters.trailer,
     ].join("\n");
     const bytes = Buffer.byteLength(script, "utf8");
     if (bytes > USERDATA_HARD_LIMIT_BYTES) {
         throw new Error(`rendered ${roleScript} is ${bytes} bytes; ECS accepts at most ${USERDATA_HARD_LIMIT_BYTES} before Base64`);
     }
     return script;
+}
+
+/** The line after a saved command's final `exit` that its parameter lines follow (src/shell/parameters.sh). */
+export const PARAMETER_MARKER = "# alicloud-kubeadm parameters: data, never run";
+
+/**
+ * How a saved command gets its Cloud Assistant parameters without ever parsing them as code: `reader` (the lines
+ * to put before anything else runs: `parameters.sh` and its call, which checks each value against its pattern and
+ * sets the variable readonly) and `trailer` (the command's last lines: `exit`, {@link PARAMETER_MARKER}, then
+ * `# AK_X={{name}}` per parameter (comments to shellcheck), where Cloud Assistant puts the values). Both empty without parameters.
+ */
+export function savedParameters(names: readonly ParameterName[]): { reader: string[]; trailer: string[] } {
+    if (names.length === 0) return { reader: [], trailer: [] };
+    const specs = names.map((n) => OPERATION_PARAMETERS[n]);
+    return {
+        reader: [
+            "# ---- src/shell/parameters.sh ----",
+            body("parameters.sh"),
+            `ak_parameters ${specs.map((p) => `${p.variable} ${shellQuote(p.pattern.source)} ${shellQuote(p.what)}`).join(" ")}`,
+        ],
+        trailer: ["# shellcheck disable=SC2317 # reached when the script before it falls through", "exit", PARAMETER_MARKER,
+            ...names.map((n) => `# ${OPERATION_PARAMETERS[n].variable}={{${n}}}`), ""],
+    };
+}
+
+/** A script split before its parameter lines (`exit`, the marker and what follows, kept as they are), if it has them. */
+function splitTrailer(script: string): { code: string; trailer: string } {
+    const at = script.indexOf(`\nexit\n${PARAMETER_MARKER}\n`);
+    return at < 0 ? { code: script, trailer: "" } : { code: script.slice(0, at + 1), trailer: script.slice(at + 1) };
 }
 
 /** What a saved command's content may be after Base64 (docs/upstream.md#cas-content-limit: the sources say 18 or 24 KB; the smaller holds). */
@@ -435,9 +504,10 @@ export const SAVED_COMMAND_LIMIT_BASE64 = 18 * 1024;
  * 18 KB a saved command may hold. Bash reads it the same: the scripts have no multi-line quoted strings.
  */
 export function compactShell(script: string): string {
+    const { code, trailer } = splitTrailer(script);
     const out: string[] = [];
     let heredocEnd: string | undefined;
-    for (const line of script.split("\n")) {
+    for (const line of code.split("\n")) {
         if (heredocEnd !== undefined) {
             out.push(line);
             if (line === heredocEnd) heredocEnd = undefined;
@@ -453,7 +523,7 @@ export function compactShell(script: string): string {
             : trimmed.replace(/^([^'"`#$\\]*?)\s+#\s.*$/, "$1"));
         heredocEnd = /<<-?\s*['"]?([A-Za-z_]+)['"]?/.exec(trimmed)?.[1];
     }
-    return out.join("\n") + "\n";
+    return out.join("\n") + "\n" + trailer;
 }
 
 /**
@@ -463,7 +533,8 @@ export function compactShell(script: string): string {
  * nothing. The scripts' own text, shellcheck and sandbox runs are unchanged; only what Cloud Assistant stores shrinks.
  */
 export function packShell(script: string): string {
-    const lines = script.replace(/\n$/, "").split("\n");
+    const { code, trailer } = splitTrailer(script);
+    const lines = code.replace(/\n$/, "").split("\n");
     let head = 0;
     while (head < lines.length && (head === 0 ? lines[0].startsWith("#!") : /^readonly AK_[A-Z0-9_]+=/.test(lines[head]))) head++;
     const packed = zlib.gzipSync(Buffer.from(lines.slice(head).join("\n") + "\n", "utf8"), { level: 9 }).toString("base64").match(/.{1,76}/g) ?? [];
@@ -477,7 +548,7 @@ export function packShell(script: string): string {
         ") || { echo 'alicloud-kubeadm: cannot unpack this script (base64, gzip)' >&2; exit 1; }",
         "eval \"$ak_packed\"",
         "",
-    ].join("\n");
+    ].join("\n") + trailer;
 }
 
 /**
@@ -542,26 +613,31 @@ export function renderOperation(op: Exclude<OperationName, JoinOperation>, value
     // A one-off operation may leave parameters as `{{name}}` for the provider to fill at run time (fillOperation),
     // e.g. the channel key it makes for that one call.
     const given = spec.saved ? {} : operationParameters(op, { ...Object.fromEntries(names.map((n) => [n, TEMPLATE])), ...values }, true);
-    const header = names.map((name) => {
+    // A saved operation reads its parameters as data from its last lines (savedParameters); a one-off one gets them
+    // quoted into its header now or by fillOperation, checked on both sides.
+    const header = spec.saved ? [] : names.map((name) => {
         const p = OPERATION_PARAMETERS[name];
-        return `readonly ${p.variable}=${spec.saved || given[name] === TEMPLATE ? `'{{${name}}}'` : shellQuote(given[name])}`;
+        return `readonly ${p.variable}=${given[name] === TEMPLATE ? `'{{${name}}}'` : shellQuote(given[name])}`;
     });
-    const checks = names.map((name) => {
+    const checks = spec.saved ? [] : names.map((name) => {
         const p = OPERATION_PARAMETERS[name];
         return `ak_param ${p.variable} ${shellQuote(p.pattern.source)} ${shellQuote(p.what)}`;
     });
+    const parameters = savedParameters(spec.saved ? names : []);
     const opBody = body(`ops/${op}.sh`);
     const script = [
         "#!/bin/bash",
-        `# alicloud-kubeadm operation: ${op} (${spec.description}), rendered by src/shell/render.ts.${names.length ? " Parameters:" : ""}`,
+        `# alicloud-kubeadm operation: ${op} (${spec.description}), rendered by src/shell/render.ts.${names.length ? (spec.saved ? " Parameters: its last lines." : " Parameters:") : ""}`,
         ...header,
         "# ---- src/shell/ops/lib.sh ----",
         body("ops/lib.sh"),
+        ...parameters.reader,
         // The secret channel's functions only in the operations that seal or open a secret.
         ...(/\bak_(seal|unseal|channel_)/.test(opBody) ? ["# ---- src/shell/channel.sh ----", body("channel.sh")] : []),
         ...checks,
         `# ---- src/shell/ops/${op}.sh ----`,
         opBody,
+        ...parameters.trailer,
     ].join("\n");
     return spec.saved ? fitSavedCommand(`operation ${op}`, script) : script;
 }

@@ -4,6 +4,7 @@ import * as crypto from "crypto";
 import { callApi, OpenApiError, ParamValue, Product } from "../../src/cloud/openapi";
 import { acs3Signature, EmuInstance, rpcV1Signature, TEST_CREDENTIALS, verifyRequest, verifyRpcV1 } from "../../testing/emulator/index";
 import { useEmulator } from "../../testing/emulator/fixture";
+import { limitRate } from "../../testing/emulator/rateLimit";
 
 const region = "cn-hangzhou";
 const call = (product: Product, action: string, params: Record<string, ParamValue>) => callApi(product, action, params, { region, retry: { maxAttempts: 1 } });
@@ -50,6 +51,16 @@ describe("emulator: ECS", () => {
         assert.strictEqual(await status(), "Running");
     });
 
+    it("DescribeInstances says when an instance last started, to the minute; a start moves it", async () => {
+        const inst = fx.emu.addInstance({ startTime: "2026-01-02T03:04Z" });
+        const started = async () => ((await call("ecs", "DescribeInstances", { InstanceIds: JSON.stringify([inst.instanceId]) })).Instances as { Instance: Array<{ StartTime: string }> }).Instance[0].StartTime;
+        assert.strictEqual(await started(), "2026-01-02T03:04Z");
+        await call("ecs", "StopInstance", { InstanceId: inst.instanceId });
+        await call("ecs", "StartInstance", { InstanceId: inst.instanceId });
+        assert.match(await started(), /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}Z$/);
+        assert.ok(Date.parse((await started()).replace("Z", ":00Z")) > Date.parse("2026-01-02T03:04:00Z"));
+    });
+
     it("DescribeInstances filters by the InstanceIds JSON array and pages", async () => {
         const ids = fx.emu.addInstances(5);
         const res = await call("ecs", "DescribeInstances", { InstanceIds: JSON.stringify(ids.slice(1)), PageSize: 3, PageNumber: 2 });
@@ -90,6 +101,14 @@ describe("emulator: ECS", () => {
 
 describe("emulator: ESS", () => {
     const fx = useEmulator();
+
+    it("instances ESS creates carry the scaling configuration's tags and ESS's own group tag", async () => {
+        const g = fx.emu.addScalingGroup({ desiredCapacity: 1, configurationTags: { team: "a" } });
+        const [id] = fx.emu.scalingGroupInstances(g.scalingGroupId);
+        const res = await call("ecs", "DescribeInstances", { InstanceIds: JSON.stringify([id]) });
+        const tags = (res.Instances as { Instance: Array<{ Tags: { Tag: Array<{ TagKey: string; TagValue: string }> } }> }).Instance[0].Tags.Tag;
+        assert.deepStrictEqual(Object.fromEntries(tags.map((t) => [t.TagKey, t.TagValue])), { team: "a", "acs:autoscaling:scalingGroupId": g.scalingGroupId });
+    });
 
     it("RemoveInstances releases auto-created instances; DetachInstances keeps them running", async () => {
         const g = fx.emu.addScalingGroup({ minSize: 1, maxSize: 5, desiredCapacity: 3 });
@@ -146,6 +165,27 @@ describe("emulator: ESS", () => {
         assert.strictEqual(await code(call("ess", "RemoveInstances", { ScalingGroupId: g.scalingGroupId, InstanceId: [a] })), "ScalingActivityInProgress");
         await new Promise((r) => setTimeout(r, 220));
         await call("ess", "RemoveInstances", { ScalingGroupId: g.scalingGroupId, InstanceId: [a] });
+    });
+});
+
+describe("emulator: a per-action rate limit (testing/emulator/rateLimit.ts)", () => {
+    const fx = useEmulator();
+
+    it("answers Throttling.User beyond N calls a second per action, applies nothing for them, refills with time, and comes off", async () => {
+        let now = 1_000_000;
+        const limit = limitRate(fx.emu, 2, () => now);
+        const inst = fx.emu.addInstance();
+        const describe = () => code(call("ecs", "DescribeInstances", { InstanceIds: JSON.stringify([inst.instanceId]) }));
+        assert.deepStrictEqual([await describe(), await describe(), await describe()], ["", "", "Throttling.User"]);
+        assert.strictEqual(await code(call("ecs", "DescribeInstanceStatus", {})), "", "another action has its own bucket");
+        const rename = (name: string) => code(call("ecs", "ModifyInstanceAttribute", { InstanceId: inst.instanceId, InstanceName: name }));
+        assert.deepStrictEqual([await rename("a"), await rename("b"), await rename("c")], ["", "", "Throttling.User"]);
+        assert.strictEqual(inst.instanceName, "b", "a refused call applies nothing");
+        now += 500; // half a second: one call's worth
+        assert.deepStrictEqual([await describe(), await describe()], ["", "Throttling.User"]);
+        assert.strictEqual(limit.throttled.get("DescribeInstances"), 2);
+        limit.remove();
+        assert.deepStrictEqual([await describe(), await describe(), await describe()], ["", "", ""]);
     });
 });
 

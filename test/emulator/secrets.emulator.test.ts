@@ -1,5 +1,5 @@
 /**
- * Issue 14, point 2: across a full create — JoinInfo (CA pin and the stack's credential), the pool and
+ * Across a full create — JoinInfo (CA pin and the stack's credential), the pool and
  * existing-node bootstrap tokens, a control-plane join with its certificate key, an existing node attached
  * by hand — no secret appears in clear where anyone with ECS read rights finds it for weeks: in any
  * command's content (DescribeCommands, DescribeInvocations), any invocation's parameters or output
@@ -10,12 +10,12 @@ import { execFileSync } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
-import * as zlib from "zlib";
 import * as YAML from "yaml";
 import { useEmulator } from "../../testing/emulator/fixture";
 import { callApi } from "../../src/cloud/openapi";
 import { fakeCluster } from "../../testing/fakeCluster";
-import { installNodeChannels, headerValue, sealReply } from "../nodeChannel";
+import { installNodeChannels, sealReply } from "../nodeChannel";
+import { headerValue, unpackScript } from "../tools";
 import { createCommand, operation } from "../../testing/savedCommands";
 import { readJoinInfo } from "../../src/providers/joinInfo";
 import { createBootstrapToken } from "../../src/providers/bootstrapToken";
@@ -39,12 +39,6 @@ function makeCaPem(): string {
     } finally {
         fs.rmSync(dir, { recursive: true, force: true });
     }
-}
-
-/** A script with its packed part (src/shell/render.ts packShell: gzip + Base64) appended unpacked. */
-function unpacked(script: string): string {
-    const packed = /<<'AK_PACKED'[^\n]*\n([\s\S]*?)\nAK_PACKED\n/.exec(script)?.[1];
-    return packed === undefined ? script : `${script}\n${zlib.gunzipSync(Buffer.from(packed.replace(/\s+/g, ""), "base64")).toString("utf8")}`;
 }
 
 /** Every page of a Describe* list through the API, as a reader with ECS read rights sees it. */
@@ -103,9 +97,10 @@ describe("no secret in any Cloud Assistant record or request (full create)", () 
             scripts: { initStatus: renderOperation("init-status"), stackCredential: renderOperation("stack-credential"), stackCredentialRevoke: renderOperation("stack-credential-revoke") },
         });
         const access = { region: REGION, masterInstanceId: c.master, commands: c.commands, pollIntervalMs: 10 };
-        const poolToken = await createBootstrapToken({ ...access, ttl: "0", description: "alicloud-kubeadm t pool general" });
-        const existingToken = await createBootstrapToken({ ...access, ttl: "0", description: "alicloud-kubeadm t existing nodes" });
-        await joinControlPlaneMember({ ...access, memberInstanceId: member, joinCommandId: cpJoinCommandId, pollSeconds: 0.02 });
+        const tokenCreateScript = renderOperation("token-create");
+        const poolToken = await createBootstrapToken({ ...access, tokenCreateScript, ttl: "0", description: "alicloud-kubeadm t pool general" });
+        const existingToken = await createBootstrapToken({ ...access, tokenCreateScript, ttl: "0", description: "alicloud-kubeadm t existing nodes" });
+        await joinControlPlaneMember({ ...access, memberInstanceId: member, joinCommandId: cpJoinCommandId, joinSecretsScript: renderOperation("join-secrets"), pollSeconds: 0.02 });
         await joinExistingNode({
             ...access, instanceId: existing, mode: "manual", attachCommandId, token: existingToken.token, labels: "", taints: "", pollSeconds: 0.02, readyTimeoutSeconds: 5,
         });
@@ -124,13 +119,13 @@ describe("no secret in any Cloud Assistant record or request (full create)", () 
         const records: Array<[string, string]> = [];
         for (const call of emu.calls) {
             records.push([`${call.action} URL`, decodeURIComponent(call.url)], [`${call.action} body`, decodeURIComponent(call.body.replace(/\+/g, " "))]);
-            if (call.params.CommandContent) records.push([`${call.action} CommandContent`, unpacked(Buffer.from(call.params.CommandContent, "base64").toString("utf8"))]);
+            if (call.params.CommandContent) records.push([`${call.action} CommandContent`, unpackScript(Buffer.from(call.params.CommandContent, "base64").toString("utf8"))]);
         }
         const invocations = await everyPage("DescribeInvocations", { IncludeOutput: true, ContentEncoding: "PlainText" },
             (r) => ((r.Invocations as { Invocation?: unknown[] } | undefined)?.Invocation ?? []));
         assert.ok(invocations.length >= 12, `every invocation is listed (${invocations.length})`);
         records.push(["DescribeInvocations", JSON.stringify(invocations)]);
-        for (const inv of invocations as Array<{ InvokeId: string; CommandContent: string }>) records.push([`DescribeInvocations ${inv.InvokeId} content`, unpacked(inv.CommandContent)]);
+        for (const inv of invocations as Array<{ InvokeId: string; CommandContent: string }>) records.push([`DescribeInvocations ${inv.InvokeId} content`, unpackScript(inv.CommandContent)]);
         for (const inv of invocations as Array<{ InvokeId: string }>) {
             const results = await everyPage("DescribeInvocationResults", { InvokeId: inv.InvokeId, ContentEncoding: "PlainText" },
                 (r) => ((r.Invocation as { InvocationResults?: { InvocationResult?: unknown[] } }).InvocationResults?.InvocationResult ?? []));
@@ -138,7 +133,7 @@ describe("no secret in any Cloud Assistant record or request (full create)", () 
         }
         const commands = await everyPage("DescribeCommands", { ContentEncoding: "PlainText" }, (r) => ((r.Commands as { Command?: unknown[] } | undefined)?.Command ?? []));
         records.push(["DescribeCommands", JSON.stringify(commands)]);
-        for (const cmd of commands as Array<{ Name: string; CommandContent: string }>) records.push([`DescribeCommands ${cmd.Name} content`, unpacked(cmd.CommandContent)]);
+        for (const cmd of commands as Array<{ Name: string; CommandContent: string }>) records.push([`DescribeCommands ${cmd.Name} content`, unpackScript(cmd.CommandContent)]);
         assert.ok(records.some(([, text]) => text.includes("ak_join_config")), "the packed join scripts were read unpacked");
         for (const [what, value] of Object.entries(secrets)) {
             for (const [where, text] of records) assert.ok(!text.includes(value), `${what} found in ${where}`);

@@ -281,14 +281,21 @@ AK_IMDS_BLOCK="/usr/local/sbin/alicloud-kubeadm-metadata-block"
 ak_block_pod_metadata() {
   ak_write_file "${AK_ROOT}${AK_IMDS_BLOCK}" 755 <<'EOF' || true
 #!/bin/bash
-# alicloud-kubeadm: drop every packet to the instance metadata service that enters this node (pods).
+# alicloud-kubeadm: drop every packet to the instance metadata service that enters this node (pods), before any
+# other rule (raw PREROUTING) and after DNAT (mangle FORWARD: a Service whose endpoint is the metadata address).
 set -eu
-ipt() { iptables -w 5 -t raw "$@"; }
-ipt -N AK-METADATA-BLOCK 2>/dev/null || true
-ipt -F AK-METADATA-BLOCK
-ipt -A AK-METADATA-BLOCK ! -i lo -d 100.100.100.200/32 -j DROP
-while ipt -D PREROUTING -j AK-METADATA-BLOCK 2>/dev/null; do :; done
-ipt -I PREROUTING 1 -j AK-METADATA-BLOCK
+# block TABLE HOOK MATCH...: chain AK-METADATA-BLOCK of TABLE drops MATCH; its jump is the first rule of HOOK, once.
+block() {
+  local table=$1 hook=$2
+  shift 2
+  iptables -w 5 -t "$table" -N AK-METADATA-BLOCK 2>/dev/null || true
+  iptables -w 5 -t "$table" -F AK-METADATA-BLOCK
+  iptables -w 5 -t "$table" -A AK-METADATA-BLOCK "$@" -j DROP
+  while iptables -w 5 -t "$table" -D "$hook" -j AK-METADATA-BLOCK 2>/dev/null; do :; done
+  iptables -w 5 -t "$table" -I "$hook" 1 -j AK-METADATA-BLOCK
+}
+block raw PREROUTING ! -i lo -d 100.100.100.200/32
+block mangle FORWARD -d 100.100.100.200/32
 EOF
   ak_write_file "${AK_ROOT}/etc/systemd/system/${AK_IMDS_UNIT}" 644 <<EOF || true
 [Unit]
@@ -375,7 +382,12 @@ ak_wait_for_api() {
 }
 
 ak_join_config() {
-  local labels="alicloud-kubeadm/pool=${AK_POOL_NAME}${AK_NODE_LABELS:+,${AK_NODE_LABELS}}" hash
+  local labels="${AK_NODE_LABELS:-}" taints="${AK_NODE_TAINTS:-}" hash
+  if [ -n "${AK_ADMISSION_ENDPOINTS:-}" ]; then
+    taints="${AK_POOL_PENDING_TAINT}${taints:+,${taints}}"
+  else
+    labels="alicloud-kubeadm/pool=${AK_POOL_NAME}${labels:+,${labels}}"
+  fi
   local -a hashes=()
   IFS=, read -r -a hashes <<<"$AK_CA_CERT_HASHES"
   cat <<EOF
@@ -391,9 +403,11 @@ EOF
     printf '      - %s\n' "$(ak_yaml "$hash")"
   done
   ak_node_registration
-  printf '    - name: node-labels\n      value: %s\n' "$(ak_yaml "$labels")"
-  if [ -n "${AK_NODE_TAINTS:-}" ]; then
-    printf '    - name: register-with-taints\n      value: %s\n' "$(ak_yaml "$AK_NODE_TAINTS")"
+  if [ -n "$labels" ]; then
+    printf '    - name: node-labels\n      value: %s\n' "$(ak_yaml "$labels")"
+  fi
+  if [ -n "$taints" ]; then
+    printf '    - name: register-with-taints\n      value: %s\n' "$(ak_yaml "$taints")"
   fi
   if [ -n "${AK_CERTIFICATE_KEY:-}" ]; then
     printf 'controlPlane:\n  certificateKey: %s\n' "$(ak_yaml "$AK_CERTIFICATE_KEY")"
@@ -431,6 +445,7 @@ for ((attempt = 1; attempt <= AK_JOIN_ATTEMPTS; attempt++)); do
   if ak_has_leftovers; then ak_preclean; fi
   if [ -n "${AK_CERTIFICATE_KEY:-}" ]; then
     ak_write_audit_policy
+    ak_write_admission_config
     if [ -n "${AK_ENCRYPTION_CONFIG_GZ:-}" ]; then ak_install_encryption_config "$AK_ENCRYPTION_CONFIG_GZ"
     elif [ -n "${AK_ENCRYPTION_KEY:-}" ]; then ak_write_encryption_config "$AK_ENCRYPTION_KEY"; fi
   fi

@@ -2,7 +2,7 @@
 # Builds the upstream binaries the real-cluster tests run, from source, at pinned versions, with the ordinary `go`
 # client and the Go module proxy:
 #
-#   control plane  etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubeadm, kubectl, kwok
+#   control plane  etcd (+ etcdctl, etcdutl), kube-apiserver, kube-controller-manager, kube-scheduler, kubeadm, kubectl, kwok
 #   node runtime   kubelet, kube-proxy, containerd (+ ctr, shim), runc (cgo, seccomp), CNI plugins, flannel,
 #                  and the node images (pause, a workload, kube-proxy, flannel) as OCI archives
 #   ccm            the Alibaba Cloud Controller Manager, from ../shared/vendor (vendored: -mod vendor)
@@ -79,7 +79,7 @@ cni_pkg=github.com/containernetworking/plugins
 # (a binary name with a / lands in that sub-folder of bin/; the group names the family in the time table)
 families=(
   "kubernetes|control plane|kubernetes|0||$k8s_ldflags|kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler kubeadm=k8s.io/kubernetes/cmd/kubeadm kubectl=k8s.io/kubernetes/cmd/kubectl kubelet=k8s.io/kubernetes/cmd/kubelet kube-proxy=k8s.io/kubernetes/cmd/kube-proxy"
-  "etcd|control plane|etcd|0||-s -w|etcd=go.etcd.io/etcd/server/v3"
+  "etcd|control plane|etcd|0||-s -w|etcd=go.etcd.io/etcd/server/v3 etcdctl=go.etcd.io/etcd/etcdctl/v3 etcdutl=go.etcd.io/etcd/etcdutl/v3"
   "kwok|control plane|kwok|0||-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=$kwok_version|kwok=sigs.k8s.io/kwok/cmd/kwok"
   # containerd's Makefile: urfave_cli_no_docs always; no snapshotters the nodes do not use (they use overlayfs)
   "containerd|node runtime|containerd|0|urfave_cli_no_docs no_btrfs no_devmapper no_zfs|-s -w -X $containerd_pkg/version.Version=$containerd_version -X $containerd_pkg/version.Package=$containerd_pkg|containerd=$containerd_pkg/cmd/containerd ctr=$containerd_pkg/cmd/ctr containerd-shim-runc-v2=$containerd_pkg/cmd/containerd-shim-runc-v2"
@@ -130,9 +130,10 @@ build() {
   (cd "$dir" && CGO_ENABLED=$cgo go build "${extra[@]}" -trimpath ${tags:+-tags "$tags"} -ldflags "$ldflags" -o "$out/" "${pkgs[@]}")
   for t in "${missing[@]}"; do
     local bname="${t%%=*}" pkg="${t#*=}" src
-    # go build -o dir/ names each binary after the last element of its package path
+    # go build -o dir/ names each binary after the last element of its package path, or the one before a
+    # major-version suffix (go.etcd.io/etcd/server/v3 -> server)
     src="$out/$(basename "$pkg")"
-    [[ "$pkg" == go.etcd.io/etcd/server/v3 ]] && src="$out/server"
+    [[ "$pkg" =~ /([^/]+)/v[0-9]+$ ]] && src="$out/${BASH_REMATCH[1]}"
     [[ "$pkg" == . || "$pkg" == ./* ]] && src="$out/$(basename "$(cd "$dir/$pkg" && pwd)")"
     mkdir -p "$(dirname "$bin/$bname")"
     mv -f "$src" "$bin/$bname"
@@ -288,6 +289,8 @@ if ((built)); then
 fi
 v() { [[ -x "$bin/$1" ]] && printf '%-24s %s\n' "$1" "$("$bin/$1" "${@:2}" 2>&1 | head -3 | tr '\n' ' ' | sed 's/ *$//')"; return 0; }
 v etcd --version
+v etcdctl version
+v etcdutl version
 v kube-apiserver --version
 v kube-controller-manager --version
 v kube-scheduler --version

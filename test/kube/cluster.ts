@@ -201,12 +201,16 @@ export interface Cluster {
     waitFor<T>(what: string, fn: () => Promise<T | undefined | false | null>, timeoutMs?: number): Promise<T>;
     /** The last lines of a component's log (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok). */
     logTail(component: string, lines?: number): string;
+    /** Stop one control-plane component (etcd, kube-apiserver, ...) without failing waits: it is expected to be down. */
+    stopComponent(component: string): Promise<void>;
+    /** Start a stopped control-plane component again with the command it was started with. */
+    startComponent(component: string): void;
     /** Kill every process, remove the run folder. Idempotent. */
     stop(): Promise<void>;
 }
 
 const COMPONENTS = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"] as const;
-const BINARIES = [...COMPONENTS, "kubeadm", "kubectl"] as const;
+const BINARIES = [...COMPONENTS, "kubeadm", "kubectl", "etcdctl", "etcdutl"] as const;
 const BUILD_SCRIPT = path.join(__dirname, "build.sh");
 
 /** The folder test/kube/build.sh puts the binaries in (it need not exist). */
@@ -241,7 +245,8 @@ export function netnsAvailable(): boolean {
     }
 }
 
-async function freePorts(n: number): Promise<number[]> {
+/** `n` distinct ports free on 127.0.0.1 right now (the kernel picks them). */
+export async function freePorts(n: number): Promise<number[]> {
     const servers: net.Server[] = [];
     try {
         for (let i = 0; i < n; i++) {
@@ -432,21 +437,29 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
         procs.set(name, p);
         return p;
     };
+    /** Stops the process registered as `name` (SIGTERM, then SIGKILL after 10 s); waits no longer count it as exited. */
+    const stopProcess = async (name: string, p: ChildProcess): Promise<void> => {
+        procs.delete(name);
+        exited.delete(name);
+        if (p.exitCode !== null || p.signalCode !== null) return;
+        const gone = new Promise<void>((r) => p.once("exit", () => r()));
+        p.kill("SIGTERM");
+        const timer = setTimeout(() => p.kill("SIGKILL"), 10_000);
+        await gone;
+        clearTimeout(timer);
+    };
     const start = (name: string, cmd: string, args: string[], o: { env?: Record<string, string> } = {}) => {
         const p = startProcess(name, resolveCmd(cmd), args, o.env);
-        return {
-            pid: p.pid ?? -1,
-            stop: async (): Promise<void> => {
-                procs.delete(name);
-                exited.delete(name);
-                if (p.exitCode !== null || p.signalCode !== null) return;
-                const gone = new Promise<void>((r) => p.once("exit", () => r()));
-                p.kill("SIGTERM");
-                const timer = setTimeout(() => p.kill("SIGKILL"), 10_000);
-                await gone;
-                clearTimeout(timer);
-            },
-        };
+        return { pid: p.pid ?? -1, stop: () => stopProcess(name, p) };
+    };
+    const stopComponent = async (component: string): Promise<void> => {
+        const p = procs.get(component);
+        if (!p) throw new Error(`no component ${component} runs`);
+        await stopProcess(component, p);
+    };
+    const startComponent = (component: string): void => {
+        if (!commands[component]) throw new Error(`component ${component} never ran`);
+        startProcess(component, path.join(bin, component), commands[component]);
     };
     const logTail = (component: string, lines = 30): string => tail(path.join(logs, `${component}.log`), lines);
     const failure = (what: string, component: string): Error =>
@@ -797,6 +810,8 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
             start,
             waitFor,
             logTail,
+            stopComponent,
+            startComponent,
             stop,
         };
     } catch (e) {

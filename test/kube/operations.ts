@@ -27,7 +27,8 @@ import type { RealNodes } from "./nodes";
 
 /** Operations a master runs (src/rules/operations.ts `on: "master"`) that the real cluster can answer (init-status
  *  reads files: put `etc/kubernetes/pki/ca.crt` and the init marker into {@link RealOperations.master}). */
-export const MASTER_OPERATIONS = ["list-nodes", "pod-owners", "drain", "delete-node", "token-create", "token-delete", "doctor-nodes", "init-status", "stack-credential", "stack-credential-revoke"] as const;
+export const MASTER_OPERATIONS = ["list-nodes", "pod-owners", "drain", "delete-node", "token-create", "token-delete", "doctor-nodes", "init-status", "stack-credential", "stack-credential-revoke",
+    "etcd-member-remove", "etcd-health"] as const;
 /** Operations a node runs on itself. */
 export const NODE_OPERATIONS = ["reset"] as const;
 
@@ -54,11 +55,12 @@ function operationOf(script: string): string {
  * on any other instance they fail as they would on a machine without an admin kubeconfig. Node operations
  * run in the instance's own sandbox.
  */
-export function answerWithRealCluster(emu: Emulator, c: Cluster, opts: { master: string; realNodes?: RealNodes }): RealOperations {
+export function answerWithRealCluster(emu: Emulator, c: Cluster, opts: { master: string; stubs?: Record<string, string>; realNodes?: RealNodes }): RealOperations {
     const real = (name: string) => `exec ${JSON.stringify(path.join(c.bin, name))} "$@"`;
     const host = (name: string) => `exec ${JSON.stringify(hostTool(name))} "$@"`;
     // gzip and base64 (ak_compact) are the machine's own, like the coreutils the sandbox links.
-    const master = makeSandbox({ os: "ubuntu", stubs: { kubectl: real("kubectl"), kubeadm: real("kubeadm"), gzip: host("gzip"), base64: host("base64") } });
+    // opts.stubs: e.g. a kubectl whose `exec etcd-<node> -- etcdctl` runs the real etcdctl against a test's etcd members
+    const master = makeSandbox({ os: "ubuntu", stubs: { kubectl: real("kubectl"), kubeadm: real("kubeadm"), gzip: host("gzip"), base64: host("base64"), ...opts.stubs } });
     master.write("/etc/kubernetes/admin.conf", fs.readFileSync(c.kubeconfig, "utf8"));
     const nodes = new Map<string, Sandbox>();
     const log: string[] = [];

@@ -9,6 +9,7 @@ import * as path from "path";
 import { parse as parseYaml, stringify } from "yaml";
 import { synthesize } from "../../scripts/synth";
 import type { MockOptions, RecordedResource } from "../../testing/mockRuntime";
+import { headerOf } from "../tools";
 
 const ROOT = path.resolve(__dirname, "..", "..");
 
@@ -71,12 +72,8 @@ export async function synthesizeAt(stack: string, kubernetesVersion: string, moc
     }
 }
 
-/** The `readonly AK_X='value'` parameters at the top of a rendered script (src/shell/render.ts). */
-export function headerOf(script: string): Record<string, string> {
-    const out: Record<string, string> = {};
-    for (const m of script.matchAll(/^readonly (AK_[A-Z0-9_]+)='((?:[^']|'\\'')*)'$/gm)) out[m[1]] = m[2].replace(/'\\''/g, "'");
-    return out;
-}
+/** The `readonly AK_X='value'` parameters at the top of a rendered script (test/tools.ts). */
+export { headerOf };
 
 /** A rendered script with one header parameter's value replaced (e.g. a redacted token by a real one). */
 export function withHeader(script: string, name: string, value: string): string {

@@ -1,7 +1,8 @@
-// Shared by the node-side admission test and `npm run bench -- admission`: a cluster CA with a serving
-// certificate for 127.0.0.1 (as kubeadm's apiserver certificate has the master's IP), the admission server on
-// it, and a stand-in of the instance metadata service that serves each instance (told apart by its loopback
-// source address, 127.0.0.N) its identity document and an openssl-made PKCS#7 signature for any audience.
+// Shared by the node-side admission tests and `npm run bench -- admission`: the admission service's own key and
+// certificate for 127.0.0.1 (made by the production AdmissionCertificate code), the admission server on it, a
+// cluster CA (its pin is what kubeadm join checks), and a stand-in of the instance metadata service that serves
+// each instance (told apart by its loopback source address, 127.0.0.N) its identity document and an openssl-made
+// PKCS#7 signature for any audience.
 import { execFileSync } from "child_process";
 import * as crypto from "crypto";
 import * as fs from "fs";
@@ -11,6 +12,7 @@ import * as path from "path";
 import { documentWithAudience, type AdmissionSettings } from "../../src/admission/admit";
 import { trustedSigners } from "../../src/admission/pkcs7";
 import { startServer, type RunningServer } from "../../src/admission/server";
+import { newAdmissionKey, publicKeyPin, signAdmissionCertificate } from "../../src/providers/admissionCertificate";
 import { ModelCloud, ModelCluster } from "./model";
 import { makePki, type TestPki } from "./pki";
 
@@ -29,6 +31,15 @@ export function makeClusterCa(dir: string): ClusterCa {
         caPem, certPem: fs.readFileSync(path.join(dir, "serving.pem"), "utf8"), keyPem: fs.readFileSync(path.join(dir, "serving.key"), "utf8"),
         caHash: `sha256:${crypto.createHash("sha256").update(spki).digest("hex")}`,
     };
+}
+
+/** The admission service's TLS identity: its key, a certificate for its addresses, and the pin nodes carry. */
+export interface ServiceTls { certPem: string; keyPem: string; pin: string }
+
+/** A TLS identity for the admission service, as AdmissionCertificate makes it (default: for 127.0.0.1). */
+export function makeServiceTls(addresses = ["127.0.0.1"]): ServiceTls {
+    const keyPem = newAdmissionKey();
+    return { keyPem, certPem: signAdmissionCertificate(keyPem, addresses).certPem, pin: publicKeyPin(keyPem) };
 }
 
 export interface Instance { instanceId: string; ip: string; accountId: string; regionId: string }
@@ -69,7 +80,10 @@ export async function startMetadata(pki: TestPki, instances: Map<string, Instanc
 /** A test PKI, a cluster CA and the real admission server on 127.0.0.1 with modelled cloud and cluster. */
 export interface LoopbackService {
     pki: TestPki;
+    /** The cluster CA (its pin goes into the JoinConfiguration). */
     ca: ClusterCa;
+    /** The service's own TLS identity (its pin is what the node trusts the service by). */
+    tls: ServiceTls;
     cloud: ModelCloud;
     cluster: ModelCluster;
     server: RunningServer;
@@ -85,7 +99,8 @@ export async function startLoopbackService(opts: { accountId: string; regionId: 
         accountId: opts.accountId, regionId: opts.regionId, signers: trustedSigners(pki.signerPem), challengeKeys: [crypto.randomBytes(32)],
         challengeTtlSeconds: 120, tokenTtlSeconds: 600,
     };
-    const server = await startServer({ settings, cloud, cluster, tls: () => ({ cert: ca.certPem, key: ca.keyPem }), caPem: ca.caPem, host: "127.0.0.1", port: 0,
+    const tls = makeServiceTls();
+    const server = await startServer({ settings, cloud, cluster, tls: () => ({ cert: tls.certPem, key: tls.keyPem }), host: "127.0.0.1", port: 0,
         attachScript: opts.attachScript });
-    return { pki, ca, cloud, cluster, server, close: async () => { await server.close(); pki.cleanup(); } };
+    return { pki, ca, tls, cloud, cluster, server, close: async () => { await server.close(); pki.cleanup(); } };
 }

@@ -11,7 +11,7 @@ export interface TestPki {
     /** PEM of the trusted signing certificate (what the service is configured with). */
     signerPem: string;
     /** Signs `content` as the instance identity service does: PKCS#7, detached, PEM body. */
-    sign(content: string | Buffer, opts?: { impostor?: boolean; attached?: boolean; format?: "cms" | "smime"; keyid?: boolean }): string;
+    sign(content: string | Buffer, opts?: { impostor?: boolean; attached?: boolean; format?: "cms" | "smime"; keyid?: boolean; md?: "sha1" | "sha256" | "sha512" }): string;
     /** {@link TestPki.sign} without blocking the event loop (detached, cms). */
     signAsync(content: string | Buffer): Promise<string>;
     /** `openssl cms -verify` of the same inputs with Alibaba's documented flags (the reference the tests compare with). */
@@ -46,7 +46,7 @@ export function makePki(): TestPki {
             fs.writeFileSync(path.join(dir, file), content);
             const p = opts.impostor ? "impostor-" : "";
             const out = openssl([opts.format ?? "cms", "-sign", "-binary", "-in", file, "-signer", `${p}signer.pem`, "-inkey", `${p}signer.key`,
-                ...(opts.attached ? ["-nodetach"] : []), ...(opts.keyid ? ["-keyid"] : []), "-outform", "PEM", ...(opts.format === "smime" ? ["-nocerts"] : [])], dir).toString();
+                ...(opts.attached ? ["-nodetach"] : []), ...(opts.keyid ? ["-keyid"] : []), ...(opts.md ? ["-md", opts.md] : []), "-outform", "PEM", ...(opts.format === "smime" ? ["-nocerts"] : [])], dir).toString();
             return out.replace(/-----(BEGIN|END) [A-Z0-9 ]+-----/g, "").replace(/\s+/g, "\n").trim();
         },
         signAsync(content) {

@@ -1,6 +1,6 @@
 /** ECS 2014-05-26 actions of the emulator: instances, user data, power, system disk, Cloud Assistant. */
 import * as zlib from "zlib";
-import { ApiError, CommandHandler, EmuCommand, EmuInstance, InstanceStatus, EmuInvocation, EmuInvocationRecord, EmulatorState, intParam, isoTime, listParam, page, required, tokenPage } from "./state";
+import { ApiError, CommandHandler, EmuCommand, EmuInstance, InstanceStatus, EmuInvocation, EmuInvocationRecord, EmulatorState, intParam, isoMinute, isoTime, listParam, page, required, tokenPage } from "./state";
 
 type Handler = (st: EmulatorState, p: Record<string, string>) => Record<string, unknown> | Promise<Record<string, unknown>>;
 
@@ -30,7 +30,7 @@ function instanceView(i: EmuInstance): Record<string, unknown> {
         ZoneId: i.zoneId, InstanceType: i.instanceType, ImageId: i.imageId, CreationTime: i.creationTime, OSType: "linux",
         InstanceChargeType: "PostPaid", InstanceNetworkType: "vpc",
         VpcAttributes: { VpcId: i.vpcId, VSwitchId: i.vSwitchId, PrivateIpAddress: { IpAddress: [i.privateIp] }, NatIpAddress: "" },
-        OperationLocks: { LockReason: [] }, KeyPairName: i.keyPairName,
+        OperationLocks: { LockReason: [] }, KeyPairName: i.keyPairName, StartTime: i.startTime,
         Tags: { Tag: Object.entries(i.tags).map(([TagKey, TagValue]) => ({ TagKey, TagValue })) },
     };
 }
@@ -514,6 +514,19 @@ const describeInstances: Handler = (st, p) => {
 };
 
 /**
+ * DescribeDisks by `InstanceId` and `DiskType` (`system`, `data`, `all`): the instance's system disk with its `Category`
+ * (https://www.alibabacloud.com/help/en/ecs/developer-reference/api-ecs-2014-05-26-describedisks); the emulator keeps no
+ * data disks.
+ */
+const describeDisks: Handler = (st, p) => {
+    const list = [...st.instances.values()].filter((i) => !p.InstanceId || i.instanceId === p.InstanceId)
+        .filter(() => !p.DiskType || p.DiskType === "system" || p.DiskType === "all")
+        .map((i) => ({ DiskId: i.systemDiskId, InstanceId: i.instanceId, Type: "system", Category: i.systemDiskCategory ?? "cloud_essd", ZoneId: i.zoneId, Status: "In_use" }));
+    const pg = page(list, p, 100, 10);
+    return { TotalCount: pg.TotalCount, PageNumber: pg.PageNumber, PageSize: pg.PageSize, Disks: { Disk: pg.items } };
+};
+
+/**
  * Instance types the stacks use, with their public sizes (vCPU, GiB): g7/g6 are 1:4, c7 1:2
  * (https://www.alibabacloud.com/help/en/ecs/user-guide/overview-of-instance-families). The Cluster Autoscaler
  * reads them for its scale-from-zero template.
@@ -601,6 +614,7 @@ const startInstance: Handler = (st, p) => {
     const i = instanceOr404(st, required(p, "InstanceId"));
     if (i.status !== "Stopped") throw incorrectStatus(i, "Stopped");
     transition(st, i, "Starting", "Running", () => {
+        i.startTime = isoMinute();
         if (!i.pendingUserDataRun) return;
         i.pendingUserDataRun = false;
         i.userDataRuns += 1;
@@ -697,6 +711,7 @@ export const ECS_ACTIONS: Record<string, Handler> = {
     DescribeInvocations: describeInvocations,
     DescribeInvocationResults: describeInvocationResults,
     DescribeInstances: describeInstances,
+    DescribeDisks: describeDisks,
     DescribeInstanceStatus: describeInstanceStatus,
     DescribeInstanceTypes: describeInstanceTypes,
     DescribeCloudAssistantStatus: describeCloudAssistantStatus,

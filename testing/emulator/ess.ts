@@ -27,7 +27,7 @@
  *         resource_alicloud_ess_attachment.go:115-308 (ScalingActivityInProgress, IncorrectCapacity.*,
  *         IncorrectInstanceStatus).
  */
-import { ActivityFault, ActivityPlan, ApiError, EmuActivity, EmuInstance, EmuScalingGroup, EmuScalingInstance, EmulatorState, ScalingLifecycleState, intParam, isoTime, listParam, page, required } from "./state";
+import { ActivityFault, ActivityPlan, ApiError, EmuActivity, EmuInstance, EmuScalingGroup, EmuScalingInstance, EmulatorState, ScalingLifecycleState, intParam, isoMinute, isoTime, listParam, page, required } from "./state";
 
 type Handler = (st: EmulatorState, p: Record<string, string>) => Record<string, unknown>;
 
@@ -150,7 +150,19 @@ function finish(st: EmulatorState, a: EmuActivity): void {
     }
 }
 
-/** Launch one auto-created instance from the group's active configuration (a member in `lifecycle`). */
+/**
+ * The ECS tag ESS puts on the instances it creates: `acs:autoscaling:scalingGroupId=<group id>` ("ESS occupies one
+ * ECS tag by default: acs:autoscaling:scalingGroupId:<scaling group ID>",
+ * https://help.aliyun.com/zh/ack/ack-managed-and-ack-dedicated/user-guide/create-an-ack-dedicated-cluster, node pool
+ * tags; the DescribeInstances sample response carries it too). Tags with the `acs:` prefix are the cloud's own.
+ */
+export const SCALING_GROUP_TAG = "acs:autoscaling:scalingGroupId";
+
+/**
+ * Launch one auto-created instance from the group's active configuration (a member in `lifecycle`). It carries
+ * the configuration's tags ("It will be applied for ECS instances finally", @pulumi/alicloud 3.108.0
+ * ess/scalingConfiguration.d.ts `tags`) and {@link SCALING_GROUP_TAG}.
+ */
 export function launchInstance(st: EmulatorState, g: EmuScalingGroup, lifecycle: ScalingLifecycleState = "InService"): EmuInstance {
     const cfg = st.scalingConfigurations.get(g.activeScalingConfigurationId);
     const id = st.nextId("i-emu");
@@ -159,8 +171,8 @@ export function launchInstance(st: EmulatorState, g: EmuScalingGroup, lifecycle:
         instanceType: cfg?.instanceType ?? "ecs.g7.large", imageId: cfg?.imageId ?? "emu-image", status: "Running",
         userData: cfg?.userData ?? "", systemDiskId: st.nextId("d-emu"), vpcId: g.vpcId, vSwitchId: g.vSwitchIds[0] ?? "vsw-emu",
         privateIp: `10.0.${Math.floor(st.nextSeq() / 250) % 250}.${(st.nextSeq() % 250) + 2}`, agentOnline: true,
-        agentFailure: "ClientNotRunning", tags: {}, creationTime: isoTime(), userDataRuns: 1, pendingUserDataRun: false,
-        keyPairName: "", passwordSource: "instance",
+        agentFailure: "ClientNotRunning", tags: { ...(cfg?.tags ?? {}), [SCALING_GROUP_TAG]: g.scalingGroupId }, creationTime: isoTime(), userDataRuns: 1,
+        pendingUserDataRun: false, keyPairName: "", passwordSource: "instance", startTime: isoMinute(),
     };
     st.instances.set(id, inst);
     st.scalingInstances.set(id, {

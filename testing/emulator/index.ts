@@ -21,11 +21,13 @@ import { AddressInfo } from "net";
 import * as querystring from "querystring";
 import { ECS_ACTIONS } from "./ecs";
 import { ESS_ACTIONS, launchInstance, runHealthCheck, settleActivities } from "./ess";
-import { ActivityFault, AgentFailure, ApiError, CommandHandler, EmuActivity, EmuCommand, EmuInstance, EmuRouteEntry, EmuRouteTable, EmuScalingGroup, EmulatorState, isoTime, requestId } from "./state";
+import { ActivityFault, AgentFailure, ApiError, CommandHandler, EmuActivity, EmuCommand, EmuInstance, EmuRouteEntry, EmuRouteTable, EmuScalingGroup, EmulatorState, isoMinute, isoTime, requestId } from "./state";
 import { verifyRequest, verifyRpcV1 } from "./signature";
 import { VPC_ACTIONS } from "./vpc";
+import { OssError, ossErrorXml, OssState } from "./oss";
 
 export * from "./state";
+export { OssState, policyAllows, type OssBucket, type OssPolicy } from "./oss";
 export { acs3Signature, verifyRequest, percentEncode, rpcV1Signature, verifyRpcV1 } from "./signature";
 
 /** Credentials the emulator accepts by default. Test-only values. */
@@ -40,7 +42,7 @@ const PRODUCTS: Record<string, { product: "ecs" | "ess" | "vpc"; actions: Record
 
 /** One recorded call (every request, including rejected ones). */
 export interface RecordedCall {
-    product: "ecs" | "ess" | "vpc" | "unknown";
+    product: "ecs" | "ess" | "vpc" | "oss" | "unknown";
     action: string;
     params: Record<string, string>;
     /** The request URL as received (path and query): what URL logs of proxies and gateways keep. */
@@ -112,6 +114,9 @@ export class Emulator {
     readonly state = new EmulatorState();
     /** Every call received, in order. */
     readonly calls: RecordedCall[] = [];
+    /** OSS (testing/emulator/oss.ts): buckets, objects, the STS credentials and policies it accepts. Requests whose Host
+     *  is `<bucket>.oss-<region>[-internal].aliyuncs.com` go there (point the client at this emulator's port). */
+    readonly oss = new OssState();
     /** Delay added to every response, ms. */
     latencyMs: number;
     /**
@@ -133,6 +138,8 @@ export class Emulator {
         this.endpoint = `http://127.0.0.1:${port}`;
         this.latencyMs = opts.latencyMs ?? 0;
         this.secrets = new Map((opts.credentials ?? [TEST_CREDENTIALS]).map((c) => [c.accessKeyId, c.accessKeySecret]));
+        // The same AccessKeys sign OSS requests (an account's key: no RAM policy limits it here).
+        for (const [id, secret] of this.secrets) this.oss.credentials.set(id, { secret });
         server.on("request", (req, res) => void this.handle(req, res));
     }
 
@@ -170,7 +177,7 @@ export class Emulator {
             imageId: "aliyun_3_x64_20G_alibase_20250101.vhd", status: "Running", userData: "", systemDiskId: this.state.nextId("d-emu"),
             vpcId: "vpc-emu", vSwitchId: "vsw-emu", privateIp: `192.168.${Math.floor(n / 250) % 250}.${(n % 250) + 2}`, agentOnline: true,
             agentFailure: "ClientNotRunning", tags: {}, creationTime: isoTime(), userDataRuns: 0, pendingUserDataRun: false,
-            keyPairName: "", passwordSource: "instance", ...init,
+            keyPairName: "", passwordSource: "instance", startTime: isoMinute(), ...init,
         };
         this.state.instances.set(id, inst);
         return inst;
@@ -297,6 +304,24 @@ export class Emulator {
             : { status, code: "InternalError", message: "The request processing has failed due to some unknown error, exception or failure.", times });
     }
 
+    private handleOss(req: http.IncomingMessage, path: string, rawQuery: string, body: Buffer, res: http.ServerResponse): void {
+        const headers: Record<string, string> = {};
+        for (const [k, v] of Object.entries(req.headers)) headers[k] = Array.isArray(v) ? v.join(",") : (v ?? "");
+        let out: { status: number; headers: Record<string, string>; body: Buffer };
+        try {
+            out = this.oss.handle({ method: req.method ?? "GET", host: headers.host, path, rawQuery, headers, body });
+        } catch (e) {
+            const err = e instanceof OssError ? e : new OssError(500, "InternalError", `emulator bug: ${String(e)}`);
+            out = { status: err.status, headers: { "content-type": "application/xml" }, body: Buffer.from(ossErrorXml(err, requestId())) };
+        }
+        const accessKeyId = /Credential=([^/]+)\//.exec(headers.authorization ?? "")?.[1] ?? "";
+        const action = req.method === "PUT" ? "PutObject" : path === "/" ? "ListObjectsV2" : "GetObject";
+        this.calls.push({ product: "oss", action, params: { host: headers.host, key: path }, url: req.url ?? "/", body: "", status: out.status,
+            code: out.status < 300 ? "" : (/<Code>([^<]+)</.exec(out.body.toString())?.[1] ?? ""), accessKeyId, securityToken: !!headers["x-oss-security-token"], at: Date.now() });
+        res.writeHead(out.status, { "content-length": out.body.length, "x-oss-request-id": requestId(), ...out.headers });
+        res.end(out.body);
+    }
+
     /** Stop listening. */
     close(): Promise<void> {
         return new Promise((resolve) => { this.server.closeAllConnections(); this.server.close(() => resolve()); });
@@ -322,6 +347,10 @@ export class Emulator {
         for await (const c of req) chunks.push(c as Buffer);
         const body = Buffer.concat(chunks);
         const [path, rawQuery = ""] = (req.url ?? "/").split("?", 2);
+        if (/\.oss-[a-z0-9-]+\.aliyuncs\.com(:\d+)?$/.test(req.headers.host ?? "")) {
+            this.handleOss(req, path, rawQuery, body, res);
+            return;
+        }
         const query: Record<string, string> = {};
         for (const [k, v] of Object.entries(querystring.parse(rawQuery))) query[k] = Array.isArray(v) ? v[0] : (v ?? "");
         const headers: Record<string, string> = {};

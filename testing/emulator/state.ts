@@ -36,6 +36,8 @@ export interface EmuInstance {
     /** Base64 user data, "" when none. */
     userData: string;
     systemDiskId: string;
+    /** The system disk's category (DescribeDisks `Category`). Default `cloud_essd`. */
+    systemDiskCategory?: string;
     vpcId: string;
     vSwitchId: string;
     privateIp: string;
@@ -57,6 +59,14 @@ export interface EmuInstance {
     keyPairName: string;
     /** Where the current system disk's login password comes from. Default `instance`. */
     passwordSource: PasswordSource;
+    /**
+     * When the instance was last started (DescribeInstances `StartTime`): set at creation and by each
+     * StartInstance. The SDK models disagree on its precision (ecs20140526 DescribeInstancesResponseBody
+     * `startTime`, TypeScript/Python/.NET: "yyyy-MM-ddTHH:mmZ", example `2017-12-10T04:04Z`; Java/PHP:
+     * "yyyy-MM-ddTHH:mm:ssZ"): the coarser one, minutes, is modelled. Whether a reboot changes it is not
+     * documented; only a start does here.
+     */
+    startTime: string;
 }
 
 /** What a command handler returns: exit code (default 0), output (default ""), run time (default 0 ms). */
@@ -355,6 +365,11 @@ export class EmulatorState {
 /** A request id like the gateway's (upper-case UUID). */
 export function requestId(): string {
     return crypto.randomUUID().toUpperCase();
+}
+
+/** ISO time to the minute (`2017-12-10T04:04Z`), as DescribeInstances prints `StartTime` (see EmuInstance.startTime). */
+export function isoMinute(ms: number = Date.now()): string {
+    return new Date(ms).toISOString().replace(/:\d{2}\.\d{3}Z$/, "Z");
 }
 
 /** ISO time without milliseconds, as ECS prints it. */

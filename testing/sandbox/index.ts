@@ -103,7 +103,7 @@ export interface Sandbox {
     /** Reads a file inside the sandbox root (undefined when absent). */
     read(p: string): string | undefined;
     /** Writes a file inside the sandbox root (creating directories). */
-    write(p: string, content: string): void;
+    write(p: string, content: string | Buffer): void;
     /** Creates (or deletes) a network link the `ip` stub reports, e.g. `cni0`. */
     setLink(name: string, present: boolean): void;
     /** Runs a script with bash; `env` is added to (and overrides) the sandbox environment. */

@@ -2,6 +2,9 @@
  * Reads the rule set the sandbox's iptables stub keeps (testing/sandbox/stubs/iptables) and walks a packet through
  * it in netfilter's order, to say which rule decides it. A model, kept harsh: a match this walker does not
  * understand (`-m ...` other than comment) counts as matching, so a rule that might accept a packet first does.
+ * DNAT rewrites the destination (`--to-destination ADDR[:PORT]`) and the walk goes on with it through the later
+ * tables, as netfilter does after nat PREROUTING (kube-proxy's Service rules); the other NAT targets end their table.
+ * Routing is not modelled: a forwarded packet stays forwarded after DNAT (its new destination is not local).
  */
 import * as fs from "fs";
 import * as path from "path";
@@ -26,8 +29,8 @@ export function readRuleSet(stubState: string): RuleSet {
 /** A packet: `in` set = it enters the node on that interface (forwarded); unset = the node itself sends it. */
 export interface Packet { in?: string; out: string; src: string; dst: string }
 
-/** Where a packet's fate was decided: the first DROP/REJECT, or `passed` (with the first ACCEPT per table). */
-export interface Verdict { verdict: "dropped" | "passed"; table?: string; chain?: string; rule?: string }
+/** Where a packet's fate was decided: the first DROP/REJECT, or `passed`; `dnat`: the destination it was rewritten to. */
+export interface Verdict { verdict: "dropped" | "passed"; table?: string; chain?: string; rule?: string; dnat?: string }
 
 const FORWARD_PATH: Array<[string, string]> = [["raw", "PREROUTING"], ["mangle", "PREROUTING"], ["nat", "PREROUTING"],
     ["mangle", "FORWARD"], ["filter", "FORWARD"], ["mangle", "POSTROUTING"], ["nat", "POSTROUTING"]];
@@ -74,15 +77,20 @@ function match(rule: string[], p: Packet): string | undefined {
     return target ?? "";
 }
 
-/** Walks `chain` of `table`; returns DROP/ACCEPT/undefined (fell through or RETURN). */
-function walk(set: RuleSet, table: string, chain: string, p: Packet, depth = 0): { target?: string; chain?: string; rule?: string } {
+/** Walks `chain` of `table`; returns DROP/ACCEPT/DNAT (with the new destination)/undefined (fell through or RETURN). */
+function walk(set: RuleSet, table: string, chain: string, p: Packet, depth = 0): { target?: string; chain?: string; rule?: string; to?: string } {
     if (depth > 32) throw new Error("iptables model: jump loop");
     for (const rule of set[table]?.[chain] ?? []) {
         const target = match(rule, p);
         if (target === undefined || target === "") continue;
         if (target === "RETURN") return {};
         if (["DROP", "REJECT", "ACCEPT"].includes(target)) return { target, chain, rule: rule.join(" ") };
-        if (["MASQUERADE", "SNAT", "DNAT", "REDIRECT"].includes(target)) return { target: "ACCEPT", chain, rule: rule.join(" ") };
+        if (target === "DNAT") {
+            const to = rule[rule.indexOf("--to-destination") + 1];
+            if (!rule.includes("--to-destination") || !to) throw new Error(`iptables model: DNAT without --to-destination: ${rule.join(" ")}`);
+            return { target, chain, rule: rule.join(" "), to: to.split(":")[0] };
+        }
+        if (["MASQUERADE", "SNAT", "REDIRECT"].includes(target)) return { target: "ACCEPT", chain, rule: rule.join(" ") };
         if (set[table]?.[target]) {
             const inner = walk(set, table, target, p, depth + 1);
             if (inner.target) return inner;
@@ -92,11 +100,14 @@ function walk(set: RuleSet, table: string, chain: string, p: Packet, depth = 0):
     return {};
 }
 
-/** The verdict for packet `p` through the rule set, in netfilter's hook and table order. */
+/** The verdict for packet `p` through the rule set, in netfilter's hook and table order (DNAT applied as it happens). */
 export function verdict(set: RuleSet, p: Packet): Verdict {
+    let packet = p;
+    let dnat: string | undefined;
     for (const [table, chain] of p.in === undefined ? LOCAL_PATH : FORWARD_PATH) {
-        const r = walk(set, table, chain, p);
-        if (r.target === "DROP" || r.target === "REJECT") return { verdict: "dropped", table, chain: r.chain, rule: r.rule };
+        const r = walk(set, table, chain, packet);
+        if (r.target === "DROP" || r.target === "REJECT") return { verdict: "dropped", table, chain: r.chain, rule: r.rule, ...(dnat ? { dnat } : {}) };
+        if (r.target === "DNAT" && r.to) packet = { ...packet, dst: dnat = r.to };
     }
-    return { verdict: "passed" };
+    return { verdict: "passed", ...(dnat ? { dnat } : {}) };
 }

@@ -1,7 +1,7 @@
 #!/bin/bash
 # doctor-certs (on a master, read-only): when each certificate kubeadm manages expires (the PKI files and the
 # client certificates inside the control plane's kubeconfigs), one `<name> <notAfter, ISO 8601>` line each, and
-# whether the renewal timer is enabled; gzip+Base64.
+# whether the renewal timer is enabled, the last renewal's and the last etcd backup's outcome; gzip+Base64.
 certs() {
   local f name pem dir="${AK_ROOT}/etc/kubernetes"
   for f in "$dir"/pki/*.crt "$dir"/pki/etcd/*.crt "$dir"/*.conf; do
@@ -18,4 +18,6 @@ certs() {
 {
   ak_section certs certs
   ak_section timer systemctl is-enabled alicloud-kubeadm-cert-renew.timer
+  ak_section renewal cat "${AK_STATE_DIR}/cert-renew.last"
+  ak_section backup cat "${AK_STATE_DIR}/backup.last"
 } | ak_compact

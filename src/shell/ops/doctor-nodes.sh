@@ -2,7 +2,8 @@
 # doctor-nodes (on a master, read-only): section `nodes` as list-nodes prints them (uncompressed), section
 # `conditions` with each Node's Ready and NetworkUnavailable status, reason and message; gzip+Base64.
 nodes='{range .items[*]}{.metadata.name}{"\t"}{.spec.providerID}{"\t"}{.status.conditions[?(@.type=="Ready")].status}{"\t"}'
-nodes+='{.spec.unschedulable}{"\t"}{.spec.podCIDR}{"\t"}{.metadata.labels.alicloud-kubeadm/pool}{"\t"}{.metadata.creationTimestamp}{"\n"}{end}'
+nodes+='{.spec.unschedulable}{"\t"}{.spec.podCIDR}{"\t"}{.metadata.labels.alicloud-kubeadm/pool}{"\t"}{.metadata.creationTimestamp}{"\t"}'
+nodes+='{.metadata.annotations.alicloud-kubeadm/removing}{"\t"}{.metadata.labels.node-restriction\.kubernetes\.io/alicloud-kubeadm-pool}{"\n"}{end}'
 conditions='{range .items[*]}{.metadata.name}{"\t"}{.status.conditions[?(@.type=="Ready")].status}{"\t"}'
 conditions+='{.status.conditions[?(@.type=="Ready")].reason}{"\t"}{.status.conditions[?(@.type=="Ready")].message}{"\t"}'
 conditions+='{.status.conditions[?(@.type=="NetworkUnavailable")].status}{"\t"}{.status.conditions[?(@.type=="NetworkUnavailable")].reason}{"\n"}{end}'

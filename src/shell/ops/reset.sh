@@ -1,6 +1,7 @@
 #!/bin/bash
 # reset (on the node): `kubeadm reset` plus what it leaves behind — CNI configuration and state, the cni0 and
-# flannel links, iptables and IPVS rules — and the join markers, so the node neither runs nor rejoins.
+# flannel links, iptables and IPVS rules (the metadata block is applied again) — and the join markers, so the node
+# neither runs nor rejoins.
 if command -v kubeadm >/dev/null 2>&1; then
   kubeadm reset -f
 else
@@ -15,6 +16,9 @@ for link in cni0 flannel.1; do
 done
 if command -v iptables >/dev/null 2>&1; then
   iptables -F && iptables -t nat -F && iptables -t mangle -F && iptables -X
+  # The metadata block's mangle FORWARD rule went with the flush: back first, before anything else runs here.
+  block="${AK_ROOT}/usr/local/sbin/alicloud-kubeadm-metadata-block"
+  if [ -f "$block" ]; then bash "$block" || { echo "error: could not re-apply ${block#"$AK_ROOT"}" >&2; exit 1; }; fi
 fi
 if command -v ipvsadm >/dev/null 2>&1; then ipvsadm --clear; fi
 rm -f "${AK_STATE_DIR}/join.done" "${AK_STATE_DIR}/init.done"
