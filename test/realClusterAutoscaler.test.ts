@@ -17,6 +17,7 @@ import * as fs from "fs";
 import * as path from "path";
 import { parse as parseYaml } from "yaml";
 import { WORKLOAD_IMAGE } from "./kube/nodes";
+import { POOL_LABEL, POOL_PENDING_TAINT } from "../src/rules";
 import { REAL_RUNS, useSeedCluster } from "./kube/seed";
 
 /** Test timing only: the stack's own 10m would make the loop take 20 minutes. Everything else is the stack's. */
@@ -99,7 +100,7 @@ describe("the seed's loop with real nodes: pending pods → the real Cluster Aut
         // watch the phases as they happen
         const routes = () => s.emu.routeTables.get(s.routeTableId)!.entries;
         const pods = async () => JSON.parse(await c.kubectl(["get", "pods", "-n", "burst", "-o", "json"])).items as any[];
-        const poolNodes = async () => (JSON.parse(await c.kubectl(["get", "nodes", "-l", "alicloud-kubeadm/pool=elastic", "-o", "json"])).items as any[]);
+        const poolNodes = async () => (JSON.parse(await c.kubectl(["get", "nodes", "-l", `${POOL_LABEL}=elastic`, "-o", "json"])).items as any[]);
         await c.waitFor("both pods Running on new nodes", async () => {
             const ps = await pods();
             if (ps.some((p) => (p.status.conditions ?? []).some((x: any) => x.type === "PodScheduled" && x.reason === "Unschedulable"))) mark("1 pods unschedulable");
@@ -111,7 +112,8 @@ describe("the seed's loop with real nodes: pending pods → the real Cluster Aut
             if (boots.length === 2 && boots.every((b) => /admitted by the admission service/.test(b!.node.read("/var/log/alicloud-kubeadm/attach-node.log") ?? ""))) mark("5 admitted (preparation + admission)");
             if (boots.length === 2 && boots.every((b) => b!.doneAt)) mark("6 kubeadm join done");
             const ns = await poolNodes();
-            if (ns.length === 2) mark("7a Nodes registered");
+            if (ns.length === 2) mark("7a Nodes registered (and labelled by the admission service)");
+            if (ns.length === 2 && ns.every((n) => !(n.spec.taints ?? []).some((t: any) => t.key === POOL_PENDING_TAINT))) mark("7d admission lifted the pending taint");
             if (ns.length === 2 && ns.every((n) => !(n.spec.taints ?? []).some((t: any) => t.key === "node.cloudprovider.kubernetes.io/uninitialized"))) mark("7b CCM initialized them");
             if (ns.length === 2 && ns.every((n) => routes().some((e) => e.destinationCidrBlock === n.spec.podCIDR && e.status === "Available"))) mark("7c CCM routed their podCIDRs");
             if (ns.length === 2 && ns.every((n) => (n.status.conditions ?? []).some((x: any) => x.type === "Ready" && x.status === "True"))) mark("9 Nodes Ready (flannel, CNI)");

@@ -13,6 +13,7 @@ import { callApi } from "../src/cloud/openapi";
 import { redactUserdata } from "../src/shell/render";
 import { cidrRange, cidrWithin } from "./kube/fixture";
 import { WORKLOAD_IMAGE } from "./kube/nodes";
+import { POOL_LABEL, POOL_PENDING_TAINT } from "../src/rules";
 import { useSeedCluster, type Boot } from "./kube/seed";
 import { answerWithRealCluster, type RealOperations } from "./kube/operations";
 import type { RealNode } from "./kube/nodes";
@@ -64,13 +65,19 @@ describe("real nodes: the pool's userdata as synth renders it joins through admi
             const flags = b.node.read("/var/lib/kubelet/kubeadm-flags.env") ?? "";
             assert.match(flags, new RegExp(`--provider-id=${nodeName(b.instance.instanceId).replace(/\./g, "\\.")}`));
             assert.match(flags, /--cloud-provider=external/);
-            assert.match(flags, /--node-labels=alicloud-kubeadm\/pool=general/);
+            // through admission the kubelet sets no pool label: it registers with the pending taint, the service labels the Node
+            assert.match(flags, /--register-with-taints=startup-taint\.cluster-autoscaler\.kubernetes\.io\/alicloud-kubeadm-pool:NoSchedule/);
+            assert.doesNotMatch(flags, /--node-labels=.*alicloud-kubeadm-pool/);
         }
         for (const b of general) {
             const name = nodeName(b.instance.instanceId);
             const node = await s.ready(name);
             assert.strictEqual(node.spec.providerID, name);
-            assert.strictEqual(node.metadata.labels["alicloud-kubeadm/pool"], "general");
+            const labelled = await s.c.waitFor(`the admission service labelled ${name} and lifted its pending taint`, async () => {
+                const n = await s.node(name);
+                return n.metadata.labels[POOL_LABEL] === "general" && !(n.spec.taints ?? []).some((t: { key: string }) => t.key === POOL_PENDING_TAINT) ? n : undefined;
+            }, 60_000);
+            assert.ok(labelled);
             // the CCM: addresses and labels from ECS, the uninitialized taint gone, a route for the podCIDR
             const init = await s.c.waitFor(`the CCM initialized ${name}`, async () => {
                 const n = await s.node(name);
@@ -151,12 +158,12 @@ describe("real nodes: the pool's userdata as synth renders it joins through admi
             }, 120_000)).status.podIP as string;
         };
 
-        it("the one-line command fetches the attach script from the admission service (its CA checked against the pin) and joins the instance as pool `existing`", async function () {
+        it("the one-line command fetches the attach script from the admission service (its key checked against the pin) and joins the instance as pool `existing`", async function () {
             const s = seed.s;
             await attach();
             const node = await s.ready(nodeName(EXISTING));
-            assert.strictEqual(node.metadata.labels["alicloud-kubeadm/pool"], "existing");
             assert.strictEqual(node.spec.providerID, nodeName(EXISTING));
+            await s.c.waitFor("the pool label `existing` from the admission service", async () => (await s.node(nodeName(EXISTING))).metadata.labels[POOL_LABEL] === "existing", 60_000);
         });
 
         it("removal drains it with real evictions (a PDB holds it first), clears its userdata, runs kubeadm reset on it through the saved command, deletes its Node and route; attached again, its pods get addresses of the new podCIDR", async function () {
@@ -173,7 +180,7 @@ describe("real nodes: the pool's userdata as synth renders it joins through admi
             // a Deployment's one pod on the node, held by a PDB that allows no disruption
             await s.c.apply([
                 { apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "held", namespace: "default" }, spec: { replicas: 1, selector: { matchLabels: { app: "held" } },
-                    template: { metadata: { labels: { app: "held" } }, spec: { nodeSelector: { "alicloud-kubeadm/pool": "existing" }, containers: [{ name: "web", image: WORKLOAD_IMAGE, imagePullPolicy: "Never" }] } } } },
+                    template: { metadata: { labels: { app: "held" } }, spec: { nodeSelector: { [POOL_LABEL]: "existing" }, containers: [{ name: "web", image: WORKLOAD_IMAGE, imagePullPolicy: "Never" }] } } } },
                 { apiVersion: "policy/v1", kind: "PodDisruptionBudget", metadata: { name: "held", namespace: "default" }, spec: { minAvailable: 1, selector: { matchLabels: { app: "held" } } } },
             ]);
             const heldPod = async () => JSON.parse(await s.c.kubectl(["get", "pods", "-l", "app=held", "-o", "json"])).items as Array<{ metadata: { name: string; deletionTimestamp?: string }; spec: { nodeName: string }; status: { phase: string } }>;

@@ -33,6 +33,7 @@ import { startCloudProxy, type CloudProxy } from "./cloudProxy";
 import { metadataService, type Metadata } from "./metadata";
 import { machineOverlays, missingNodeBinaries, realNodes, realNodesUnavailable, cgroupLayout, type RealNode, type RealNodes } from "./nodes";
 import { headerOf, synthesizeAt, type RenderedStack } from "./stacks";
+import { newAdmissionKey, publicKeyPin, signAdmissionCertificate } from "../../src/providers/admissionCertificate";
 import { forwardFromVpc, serveInVpc } from "./vpcService";
 
 /** What ran for real over the whole test run (printed once at the end). */
@@ -143,10 +144,12 @@ export function useSeedCluster(stackFile: string): { readonly s: Seed } {
             this.skip();
         }
         const t0 = Date.now();
+        // the cluster CA and the admission service's key first: synth renders their pins into what the nodes boot
         const ca = clusterCa();
         const caCertHash = caCertHashOf(ca.crt);
+        const admissionKey = newAdmissionKey();
         const version = KUBERNETES_VERSION.replace(/^v/, "");
-        const stack = await synthesizeAt(stackFile, version, { dynamicOutputs: { caCertHash } });
+        const stack = await synthesizeAt(stackFile, version, { dynamicOutputs: { caCertHash, pin: publicKeyPin(admissionKey), keyPem: admissionKey } });
         const config = parseYaml(fs.readFileSync(stackFile.includes("/") ? path.resolve(__dirname, "..", "..", stackFile) : path.join(__dirname, "..", "..", "stacks", `Pulumi.${stackFile}.yaml`), "utf8"))
             .config["alicloud-kubeadm:cluster"];
         const byType = (t: string) => stack.resources.filter((r) => r.type === t);
@@ -221,11 +224,14 @@ export function useSeedCluster(stackFile: string): { readonly s: Seed } {
             }));
         };
 
-        // The admission service as its manifest renders it: the compiled code and config of its ConfigMap, run on master 0.
+        // The admission service as its manifest renders it: the compiled code and config of its ConfigMap, run on master 0
+        // with its own key (the one synth pinned) and a certificate for master 0's address, as AdmissionCertificate makes it.
+        // Everything else of the manifest is applied (its RBAC, policies, the pools' registrations).
         const admissionFile = Object.keys(stack.manifests).find((f) => f.endsWith("-admission.yaml"))!;
         const admissionObjects = objects(admissionFile);
-        await c.apply(admissionObjects.filter((o) => o.kind !== "DaemonSet" && o.kind !== "ConfigMap"));
-        const cm = admissionObjects.find((o) => o.kind === "ConfigMap")!;
+        const isCode = (o: Record<string, any>) => o.kind === "ConfigMap" && o.metadata.name === "alicloud-kubeadm-admission";
+        await c.apply(admissionObjects.filter((o) => o.kind !== "DaemonSet" && o.kind !== "Secret" && !isCode(o)));
+        const cm = admissionObjects.find(isCode)!;
         const dir = c.path("admission");
         fs.mkdirSync(dir, { recursive: true });
         for (const [f, text] of Object.entries(cm.data as Record<string, string>)) fs.writeFileSync(path.join(dir, f), text);
@@ -233,8 +239,10 @@ export function useSeedCluster(stackFile: string): { readonly s: Seed } {
         stops.push(() => emuForward.stop());
         const serviceConfig = JSON.parse(cm.data["config.json"]);
         fs.writeFileSync(path.join(dir, "identity-signer.pem"), pki.signerPem); // the test key the admission tests sign with
+        fs.writeFileSync(path.join(dir, "tls.key"), admissionKey, { mode: 0o600 });
+        fs.writeFileSync(path.join(dir, "tls.crt"), signAdmissionCertificate(admissionKey, [masterIp]).certPem);
         fs.writeFileSync(path.join(dir, "config.json"), JSON.stringify({
-            ...serviceConfig, tlsCertFile: c.path("pki/apiserver.crt"), tlsKeyFile: c.path("pki/apiserver.key"), caFile: c.caFile,
+            ...serviceConfig, tlsCertFile: path.join(dir, "tls.crt"), tlsKeyFile: path.join(dir, "tls.key"),
             signerFile: path.join(dir, "identity-signer.pem"), attachScriptFile: serviceConfig.attachScriptFile ? path.join(dir, "attach.sh") : undefined,
             cloudEndpoint: "http://127.0.0.1:18081",
         }));
