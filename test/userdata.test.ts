@@ -1,3 +1,4 @@
+// World: node scripts in the sandbox (testing/sandbox: stub kubeadm, systemctl, curl, package managers).
 /**
  * Node userdata: rendering (quoting, validation, size, mirrors), shellcheck, and the scripts' behaviour in the
  * sandbox (testing/sandbox) on Ubuntu and Alibaba Cloud Linux images, bare and pre-baked.

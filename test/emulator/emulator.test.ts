@@ -1,3 +1,4 @@
+// World: the OpenAPI emulator (testing/emulator).
 /** The emulator's own semantics, exercised through the real SDK path (callApi), so later providers can trust it. */
 import * as assert from "assert";
 import * as crypto from "crypto";
