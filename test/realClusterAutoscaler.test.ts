@@ -63,7 +63,9 @@ describe("the seed's loop with real nodes: pending pods → the real Cluster Aut
         const kubeconfig = await s.serviceAccountKubeconfig("kube-system", deployment.spec.template.spec.serviceAccountName);
         REAL_RUNS.autoscaler++;
         autoscaler = c.start("cluster-autoscaler", path.join(c.bin, "cluster-autoscaler"),
-            [...args, `--kubeconfig=${kubeconfig}`, "--scan-interval=2s"], // scan interval: test timing (default 10s)
+            // test timing: scan every 2 s (default 10 s); a node found unremovable (its pods still there) is looked at again after
+            // 15 s (default 5 min), so the scale-down starts soon after the pods go
+            [...args, `--kubeconfig=${kubeconfig}`, "--scan-interval=2s", "--unremovable-node-recheck-timeout=15s"],
             { env: { ...Object.fromEntries((container.env as Array<{ name: string; value: string }>).map((e) => [e.name, e.value])), ...s.proxy.env } });
 
         // the node group as configured: in the status ConfigMap (YAML since 1.30)

@@ -18,6 +18,7 @@ import { useSeedCluster, type Boot } from "./kube/seed";
 import { answerWithRealCluster, type RealOperations } from "./kube/operations";
 import type { RealNode } from "./kube/nodes";
 import type { EmuInstance } from "../testing/emulator";
+import { primaryEni } from "../testing/emulator/ecs";
 import { saveNodeCommands } from "../testing/savedCommands";
 import { CLEARED_USERDATA, removeNode, type RemovalOptions } from "../src/removal";
 
@@ -86,6 +87,8 @@ describe("real nodes: the pool's userdata as synth renders it joins through admi
             assert.deepStrictEqual(init.status.addresses.filter((a: { type: string }) => a.type === "InternalIP").map((a: { address: string }) => a.address), [b.instance.privateIp]);
             assert.strictEqual(init.metadata.labels["node.kubernetes.io/instance-type"], pool.instanceType);
             assert.ok(cidrWithin(init.spec.podCIDR, "172.16.0.0/16"));
+            // and turns off its ENI's source/destination check, without which the VPC would drop what the node forwards
+            await s.c.waitFor(`${name}'s ENI forwards for its pods`, async () => s.emu.state.sourceDestCheckOff.has(primaryEni(b.instance)), 60_000);
             await s.c.waitFor(`a route for ${name}'s podCIDR`, async () =>
                 s.emu.routeTables.get(s.routeTableId)!.entries.some((e) => e.destinationCidrBlock === init.spec.podCIDR && e.nextHopId === b.instance.instanceId && e.status === "Available"), 120_000);
         }

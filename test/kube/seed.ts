@@ -15,7 +15,8 @@
  * 6. the stack's pod network manifest applied (flannel's DaemonSet runs on the real nodes) and the real CCM run with its
  *    DaemonSet's command line and cloud config, against the emulator's VPC and ECS, with its ServiceAccount's token;
  * 7. real nodes (test/kube/nodes.ts): an instance ESS (or a test) launches boots a node that runs the instance's userdata;
- *    a released or stopped instance's node stops; the emulator's route table is applied to the VPC bridge.
+ *    a released or stopped instance's node stops; the emulator's route table is applied to the VPC bridge (a route to an
+ *    instance whose ENI still checks source and destination forwards nothing, as in a VPC).
  *
  * Skipped with one line when the binaries are missing or this machine cannot run real nodes; under CI=true that fails.
  * Counts of real nodes, CCM and autoscaler runs are printed at the end of the whole run.
@@ -28,6 +29,7 @@ import * as path from "path";
 import { parse as parseYaml, parseAllDocuments } from "yaml";
 import { makePki, type TestPki } from "../../testing/admission/pki";
 import { startEmulator, TEST_CREDENTIALS, type Emulator, type EmuInstance } from "../../testing/emulator";
+import { primaryEni } from "../../testing/emulator/ecs";
 import { binDir, caCertHashOf, isExecutable, KUBERNETES_VERSION, missingBinaries, startCluster, type Cluster, type RunResult } from "./cluster";
 import { startCloudProxy, type CloudProxy } from "./cloudProxy";
 import { metadataService, type Metadata } from "./metadata";
@@ -312,8 +314,11 @@ export function useSeedCluster(stackFile: string): { readonly s: Seed } {
                     const inst = emu.instances.get(n.instanceId);
                     if (!inst || inst.status === "Stopped") await n.stop();
                 }
+                // a route works when its next hop forwards for others: the instance's ENI has source/destination checking off
+                // (testing/emulator/ecs.ts; the CCM turns it off for every new node)
                 const table = emu.routeTables.get(routeTableId)!;
-                await nodes.setRoutes(table.entries.filter((e) => e.nextHopType === "Instance" && emu.instances.get(e.nextHopId))
+                await nodes.setRoutes(table.entries.filter((e) => e.nextHopType === "Instance" && emu.instances.get(e.nextHopId)
+                    && emu.state.sourceDestCheckOff.has(primaryEni(emu.instances.get(e.nextHopId)!)))
                     .map((e) => ({ cidr: e.destinationCidrBlock, via: emu.instances.get(e.nextHopId)!.privateIp })));
             } catch (e) {
                 console.log(`    VPC sync: ${(e as Error).message}`);
