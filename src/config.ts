@@ -19,6 +19,10 @@ import {
     nodeCidrCount, nodeCidrMaskProblem, nodeLabelProblems, packageMirrorProblem, parseCidr, regionOfZone, regionProblem, regionWarning,
     readmitAfterProblem, replaceSystemDiskProblem, resolveAutoscalerVersion, resourceNamePrefixProblem, scaleFromZeroProblem, scalingConfigurationTags, zoneProblem,
     collect, formatProblem, identityCertificateProblem, joinTagProblem, imageIdProblem, type Problem, type Report, type Taint,
+    apiAllowedCidrProblems, architectureProblems, autoscalerPatchProblem, autoscalerPatchWarning, DEFAULT_BAKE_INSTANCE_TYPE, instanceTypeListProblems,
+    joinTagCarriedProblem, kubernetesPatchProblem, kubernetesPatchWarning, mixedArchitectureProblem, nameAsTagValueProblem, natOffProblems, POOL_LABEL,
+    SECRET_STAND_IN, SSH_SECRET_FIELDS, sshConnectionContentProblems, sshTarget, zoneWarning, imageOsProblem, imageSizeGiB,
+    managedTaintWarning, observedLabelWarning, parseTaint,
 } from "./rules";
 import { markValidated, validatedByParser, type Validated } from "./validated";
 
@@ -373,20 +377,21 @@ function replaceAt(obj: Record<string, unknown>, path: PropertyKey[], expected: 
 function checkRules(c: Parsed, region: string | undefined, problem: Report, warn: Report, errors: Problem[], warnings: Problem[],
     shapePaths: readonly string[] = []): ValidationResult {
 
-    const nameProblem = dnsLabelProblem(c.name, MAX_NAME_LENGTH) ?? resourceNamePrefixProblem(c.name) ?? hostNamePartProblem(c.name);
+    const nameProblem = dnsLabelProblem(c.name, MAX_NAME_LENGTH) ?? resourceNamePrefixProblem(c.name) ?? hostNamePartProblem(c.name) ??
+        nameAsTagValueProblem(c.name, CLUSTER_TAG);
     if (nameProblem) {
         problem("name", nameProblem);
     }
-    const versionProblem = kubernetesVersionProblem(c.kubernetesVersion);
+    const versionProblem = kubernetesVersionProblem(c.kubernetesVersion) ?? kubernetesPatchProblem(c.kubernetesVersion);
     if (versionProblem) {
         problem("kubernetesVersion", versionProblem);
     }
-    const support = kubernetesSupportWarning(c.kubernetesVersion);
+    const support = kubernetesSupportWarning(c.kubernetesVersion) ?? kubernetesPatchWarning(c.kubernetesVersion);
     if (support) {
         warn("kubernetesVersion", support);
     }
     // A zone id given as the region was reported above; the zones are checked against the region it names.
-    checkZones(c.zones, region && regionProblem(region) ? regionOfZone(region) : region, problem);
+    checkZones(c.zones, region && regionProblem(region) ? regionOfZone(region) : region, problem, warn);
     const masterCountOk = [1, 3, 5].includes(c.controlPlane.count);
     if (!masterCountOk) {
         problem("controlPlane.count", `must be 1, 3 or 5 (an odd etcd quorum), got ${c.controlPlane.count}`);
@@ -402,7 +407,7 @@ function checkRules(c: Parsed, region: string | undefined, problem: Report, warn
         warn("controlPlane.instanceType", masterCpus);
     }
     cloudTagProblems(c.tags, c.nodePools.some((p) => p.autoscale === undefined), (path, reason) => problem(joinPath("tags", path), reason));
-    checkImageSelection(c.image, problem);
+    checkImageSelection(c, problem);
     checkBake(c.image, c.nodePools, problem, warn);
     const cloudTags = clusterTags(c);
     const names = new Set<string>();
@@ -423,7 +428,7 @@ function checkRules(c: Parsed, region: string | undefined, problem: Report, warn
     const autoscalerVersion = c.autoscaler.version ?? autoscalerVersionFor(c.kubernetesVersion);
     checkImageDigests(c.images, c.nodePools.some((p) => p.autoscale) && autoscalerVersion
         ? `${c.images.clusterAutoscalerRepository ?? DEFAULT_AUTOSCALER_IMAGE_REPOSITORY}:v${autoscalerVersion.replace(/^v/, "")}` : undefined, warn);
-    checkAdmission(c.admission, problem);
+    checkAdmission(c, problem);
     checkExemptNamespaces(c.podSecurity.exemptNamespaces, (p, r) => problem(joinPath("podSecurity.exemptNamespaces", p), r),
         (p, r) => warn(joinPath("podSecurity.exemptNamespaces", p), r));
     const ids = new Set<string>();
@@ -435,20 +440,49 @@ function checkRules(c: Parsed, region: string | undefined, problem: Report, warn
         ids.add(node.instanceId);
         return checkExistingNode(node, at);
     });
+    checkSshTargets(c.existingNodes, problem);
     const vswitchCidrs = checkNetworkLayout({ ...c.network, zones: c.zones, controlPlaneCount: masterCountOk ? c.controlPlane.count : 0, region }, problem, {
         zones: "zones", vpcCidr: "network.vpcCidr", podCidr: "network.podCidr", serviceCidr: "network.serviceCidr",
         vswitchCidrs: "network.vswitchCidrs", apiAllowedCidrs: "network.apiAllowedCidrs",
     });
     checkNodeCapacity(c, pools, existing.length, problem, warn);
     apiAccessProblems(c.controlPlane.publicEndpoint, c.network.apiAllowedCidrs, problem, warn);
+    apiAllowedCidrProblems(c.network.apiAllowedCidrs, c.network.vpcCidr,
+        c.controlPlane.publicEndpoint && c.network.natGateway && c.controlPlane.count > 1, problem, warn);
+    if (region) {
+        natOffProblems({
+            region, vpcCidr: c.network.vpcCidr, natGateway: c.network.natGateway, publicEndpoint: c.controlPlane.publicEndpoint,
+            controlPlaneCount: c.controlPlane.count, autoscaled: c.nodePools.some((p) => p.autoscale !== undefined), images: c.images,
+        }, problem, warn);
+    }
+    architectureProblems({
+        image: c.image.id ?? c.image.nameRegex, imagePath: c.image.id !== undefined ? "image.id" : "image.nameRegex",
+        controlPlaneInstanceType: c.controlPlane.instanceType, bake: c.image.bake,
+        bakeInstanceType: c.image.bakeInstanceType ?? DEFAULT_BAKE_INSTANCE_TYPE, bakeInstanceTypeGiven: c.image.bakeInstanceType !== undefined,
+        ccmImage: c.images.cloudControllerManager,
+        pools: c.nodePools.map((p) => ({
+            instanceTypes: p.instanceTypes ?? (p.instanceType ? [p.instanceType] : []), imageId: p.imageId, instanceTypeGiven: p.instanceTypes === undefined,
+        })),
+    }, problem);
+    if (!c.image.bake) {
+        c.nodePools.forEach((p, i) => {
+            const disk = p.imageId === undefined ? systemDiskSizeProblem(c.image.id ?? c.image.nameRegex, c.image.id !== undefined ? "image.id" : "image.nameRegex", p.systemDisk.size) : undefined;
+            if (disk) {
+                problem(`nodePools.${i}.systemDisk.size`, disk);
+            }
+        });
+    }
+    nodeSettingWarnings([...c.nodePools.map((p, i) => ({ at: `nodePools.${i}`, node: p })), ...c.existingNodes.map((n, i) => ({ at: `existingNodes.${i}`, node: n }))], warn);
     checkBackup(c.backup, problem);
     autoscalerSettingsProblems(c.autoscaler, (path, reason) => problem(`autoscaler.${path}`, reason));
     if (pools.some((p) => p.autoscale) && (c.autoscaler.version !== undefined || !versionProblem)) {
-        const { problem: versionRefused } = resolveAutoscalerVersion(c.autoscaler.version, c.kubernetesVersion);
+        const { problem: refused } = resolveAutoscalerVersion(c.autoscaler.version, c.kubernetesVersion);
+        const versionRefused = refused ?? (c.autoscaler.version === undefined ? undefined : autoscalerPatchProblem(c.autoscaler.version));
         if (versionRefused) {
             problem("autoscaler.version", versionRefused);
         }
-        const mismatch = c.autoscaler.version === undefined || versionRefused ? undefined : autoscalerMinorWarning(c.autoscaler.version, c.kubernetesVersion);
+        const mismatch = c.autoscaler.version === undefined || versionRefused ? undefined
+            : autoscalerMinorWarning(c.autoscaler.version, c.kubernetesVersion) ?? autoscalerPatchWarning(c.autoscaler.version);
         if (mismatch) {
             warn("autoscaler.version", mismatch);
         }
@@ -616,7 +650,7 @@ function controlPlaneConfigOf(config: ClusterConfigFields, report: Report): Clus
     const { region, ...raw } = config as ClusterConfigFields & Record<string, unknown>;
     // An SSH secret the Cluster took as a Pulumi secret (an Output, an object here) was checked there: it stands in as present.
     const existingNodes = Array.isArray(raw.existingNodes) ? raw.existingNodes.map((n) => !n?.connection ? n : {
-        ...n, connection: Object.fromEntries(Object.entries(n.connection).map(([k, v]) => [k, SECRET_FIELDS.includes(k) && typeof v === "object" && v !== null ? "<secret>" : v])),
+        ...n, connection: Object.fromEntries(Object.entries(n.connection).map(([k, v]) => [k, SSH_SECRET_FIELDS.includes(k) && typeof v === "object" && v !== null ? SECRET_STAND_IN : v])),
     }) : raw.existingNodes;
     const result = validateClusterConfig({ ...raw, existingNodes }, typeof region === "string" ? region : undefined);
     for (const p of result.problems) {
@@ -652,7 +686,8 @@ function nodeJoinConfigOf(config: NodeJoinFields, report: Report): NodeJoinConfi
         if (region) {
             r("region", region);
         }
-        const version = typeof config.kubernetesVersion === "string" ? kubernetesVersionProblem(config.kubernetesVersion) : "must be a full version like \"1.36.3\"";
+        const version = typeof config.kubernetesVersion === "string" ? kubernetesVersionProblem(config.kubernetesVersion) ?? kubernetesPatchProblem(config.kubernetesVersion)
+            : "must be a full version like \"1.36.3\"";
         if (version) {
             r("kubernetesVersion", version);
         }
@@ -683,8 +718,6 @@ function unwrapUnion(issue: z.core.$ZodIssue): z.core.$ZodIssue[] {
     return branch.flatMap((i) => unwrapUnion({ ...i, path: [...issue.path, ...i.path] } as z.core.$ZodIssue));
 }
 
-/** Keys whose values are secrets: never repeated in a message. */
-const SECRET_FIELDS = ["privateKey", "privateKeyPassword", "password"];
 
 function describeIssue(issue: z.core.$ZodIssue): string {
     switch (issue.code) {
@@ -692,7 +725,7 @@ function describeIssue(issue: z.core.$ZodIssue): string {
             if (issue.input === undefined) {
                 return `is required (${issue.expected})`;
             }
-            if (SECRET_FIELDS.includes(String(issue.path[issue.path.length - 1] ?? ""))) {
+            if (SSH_SECRET_FIELDS.includes(String(issue.path[issue.path.length - 1] ?? ""))) {
                 return `must be ${issue.expected} (the value given is not repeated: it is a secret)`;
             }
             if (issue.expected === "string" && typeof issue.input === "number") {
@@ -713,19 +746,26 @@ function describeIssue(issue: z.core.$ZodIssue): string {
     }
 }
 
-function checkZones(zones: string[], region: string | undefined, problem: Report): void {
+function checkZones(zones: string[], region: string | undefined, problem: Report, warn: Report): void {
     // No zone at all, and a zone listed twice, are reported by checkNetworkLayout (the Network component's rule too).
-    // A zone listed twice is reported by checkNetworkLayout (the Network component's rule too).
     zones.forEach((zone, i) => {
         const reason = region ? zoneProblem(zone, region) : undefined;
         if (reason) {
             problem(`zones.${i}`, reason);
         }
+        const unknown = region && !reason ? zoneWarning(zone, region) : undefined;
+        if (unknown) {
+            warn(`zones.${i}`, unknown);
+        }
     });
 }
 
-/** `image.id` (an image id or name, no spaces) and `image.nameRegex` (a pattern Go's regexp compiles). */
-function checkImageSelection(image: Parsed["image"], problem: Report): void {
+/**
+ * `image.id` (an image id or name, no spaces) and `image.nameRegex` (a pattern Go's regexp compiles), the one in
+ * use naming an OS the node scripts set up, and the masters' system disk at least the image's size.
+ */
+function checkImageSelection(c: Pick<Parsed, "image" | "controlPlane">, problem: Report): void {
+    const image = c.image;
     const id = image.id === undefined ? undefined : imageIdProblem(image.id);
     if (id) {
         problem("image.id", id);
@@ -734,6 +774,23 @@ function checkImageSelection(image: Parsed["image"], problem: Report): void {
     if (regex) {
         problem("image.nameRegex", regex);
     }
+    const used = image.id !== undefined ? "image.id" : "image.nameRegex";
+    const os = imageOsProblem(image.id ?? image.nameRegex);
+    if (os) {
+        problem(used, os);
+    }
+    const disk = image.bake ? undefined : systemDiskSizeProblem(image.id ?? image.nameRegex, used, c.controlPlane.systemDisk.size);
+    if (disk) {
+        problem("controlPlane.systemDisk.size", disk);
+    }
+}
+
+/** Why a system disk of `size` GiB cannot hold `image` (named at `imagePath`), or undefined: ECS takes a system disk only as large as its image or larger. */
+function systemDiskSizeProblem(image: string, imagePath: string, size: number): string | undefined {
+    const needed = imageSizeGiB(image);
+    return needed !== undefined && size < needed
+        ? `${size} GiB is smaller than the image ${image} (${imagePath}), which is ${needed} GiB; ECS refuses a system disk smaller than its image: use ${needed} or more`
+        : undefined;
 }
 
 /** What a pool is checked from: the parsed config, or a NodePoolConfig a program built by hand. */
@@ -763,7 +820,7 @@ export function parseNodePool(pool: PoolInput, clusterName: string, cloudTags: R
 function checkPool(pool: PoolInput, clusterName: string, cloudTags: Record<string, string>, report: Report,
     invalid: { size?: boolean; autoscale?: boolean } = {}): NodePoolFields {
     const nameProblem = dnsLabelProblem(pool.name, MAX_NAME_LENGTH) ?? reservedPoolNameProblem(pool.name) ?? hostNamePartProblem(pool.name) ??
-        essNameProblem(clusterName, pool.name);
+        essNameProblem(clusterName, pool.name) ?? nameAsTagValueProblem(pool.name, POOL_LABEL);
     if (nameProblem) {
         report("name", nameProblem);
     }
@@ -812,6 +869,19 @@ function checkPool(pool: PoolInput, clusterName: string, cloudTags: Record<strin
                 report(`instanceTypes.${i}`, reason);
             }
         });
+        instanceTypeListProblems(pool.instanceTypes, (path, reason) => report(joinPath("instanceTypes", path), reason));
+        const mixed = mixedArchitectureProblem(pool.instanceTypes);
+        if (mixed) {
+            report(`instanceTypes.${mixed.index}`, mixed.reason);
+        }
+    }
+    const imageId = pool.imageId === undefined ? undefined : imageIdProblem(pool.imageId) ?? imageOsProblem(pool.imageId);
+    if (imageId) {
+        report("imageId", imageId);
+    }
+    const disk = pool.imageId === undefined || !pool.systemDisk ? undefined : systemDiskSizeProblem(pool.imageId, "imageId", pool.systemDisk.size);
+    if (disk) {
+        report("systemDisk.size", disk);
     }
     nodeLabelProblems(pool.labels, (key, reason) => report(`labels.${key}`, reason));
     scalingConfigurationTags(pool, cloudTags, report);
@@ -857,6 +927,9 @@ function checkExistingNode(node: ExistingNodeToCheck, report: Report, viaSsh = f
     if (node.connection && node.mode !== "manual") {
         report("connection", `a connection runs the attach script over SSH, which only mode manual does (this node is mode ${node.mode}): remove connection or use mode manual`);
     }
+    if (node.connection) {
+        sshConnectionContentProblems(node.connection, (path, reason) => report(joinPath("connection", path), reason));
+    }
     nodeLabelProblems(node.labels, (key, reason) => report(`labels.${key}`, reason));
     const taints = checkTaints(node.taints, (path, reason) => report(`taints.${path}`, reason));
     // Manual mode passes them as the attach command's parameters; auto mode (and an SSH connection) in the script itself.
@@ -864,14 +937,61 @@ function checkExistingNode(node: ExistingNodeToCheck, report: Report, viaSsh = f
     return { ...node, taints };
 }
 
-function checkAdmission(admission: Parsed["admission"], problem: Report): void {
+/** Labels and taints that Kubernetes keeps itself on every node: warned at the label or taint. */
+function nodeSettingWarnings(nodes: Array<{ at: string; node: { labels: Record<string, string>; taints: Array<string | Taint> } }>, warn: Report): void {
+    for (const { at, node } of nodes) {
+        for (const key of Object.keys(node.labels)) {
+            const reason = observedLabelWarning(key);
+            if (reason) warn(`${at}.labels.${key}`, reason);
+        }
+        node.taints.forEach((t, j) => {
+            const taint = typeof t === "string" ? parseTaint(t) : t;
+            const reason = typeof taint === "string" ? undefined : managedTaintWarning(taint.key);
+            if (reason) warn(`${at}.taints.${j}`, reason);
+        });
+    }
+}
+
+/**
+ * Two existing nodes whose SSH connections dial the same address and port would run the attach script twice on one
+ * machine, which then joins as whichever instance ran it last: reported at the second node's `connection.host`.
+ * One address with different ports (a port-forward per node) is fine.
+ */
+function checkSshTargets(nodes: Parsed["existingNodes"], problem: Report): void {
+    const seen = new Map<string, number>();
+    nodes.forEach((node, i) => {
+        const c = node.connection;
+        if (!c || typeof c.host !== "string" || c.host.length === 0) return;
+        const target = sshTarget(c.host, c.port);
+        const first = seen.get(target);
+        if (first !== undefined) {
+            problem(`existingNodes.${i}.connection.host`, `${c.host} port ${c.port} is also existingNodes.${first}'s connection: two instances cannot be one machine; ` +
+                "give each node its own address, or its own port when they sit behind one address (connection.port)");
+        } else {
+            seen.set(target, i);
+        }
+    });
+}
+
+/**
+ * `admission.*`: the certificate, and the join tag, which must be a tag the cloud takes and not one the cluster puts
+ * on its own instances: the cloud tags (masters, fixed pools) and every pool's labels (its scaling configuration's tags).
+ */
+function checkAdmission(c: Pick<Parsed, "admission" | "tags" | "nodePools">, problem: Report): void {
+    const admission = c.admission;
     if (admission.identityCertificate !== undefined) {
         const reason = identityCertificateProblem(admission.identityCertificate);
         if (reason) problem("admission.identityCertificate", reason);
     }
     const readmit = admission.readmitAfterSeconds === undefined ? undefined : readmitAfterProblem(admission.readmitAfterSeconds);
     if (readmit) problem("admission.readmitAfterSeconds", readmit);
-    const joinTag = admission.joinTag === undefined ? undefined : joinTagProblem(admission.joinTag);
+    if (admission.joinTag === undefined) {
+        return;
+    }
+    const carried = new Map<string, string>();
+    c.nodePools.forEach((p, i) => Object.entries(p.labels).forEach(([k, v]) => carried.set(`${k}=${v}`, `nodePools.${i}.labels.${k}`)));
+    Object.entries(c.tags).forEach(([k, v]) => carried.set(`${k}=${v}`, `tags.${k}`));
+    const joinTag = joinTagProblem(admission.joinTag) ?? joinTagCarriedProblem(admission.joinTag, carried);
     if (joinTag) {
         problem("admission.joinTag", joinTag);
     }

@@ -8,7 +8,7 @@ import * as YAML from "yaml";
 import { isChinaRegion, parseClusterConfig, readStackConfig, validateClusterConfig as validate, ClusterConfigError, type ClusterConfigInput } from "../src/config";
 import { defaultMirrors, KUBERNETES_MINORS, KUBERNETES_SUPPORT_AS_OF, zoneProblem } from "../src/rules";
 import { synthesize } from "../scripts/synth";
-import { unpackScript } from "./tools";
+import { testSshPrivateKey, unpackScript } from "./tools";
 
 const ROOT = path.join(__dirname, "..");
 
@@ -422,9 +422,10 @@ describe("cluster config validation", () => {
 
     it("existingNodes[].connection: SSH access with defaults (port 22, user root), only for mode manual, unknown keys refused", () => {
         const cfg = base();
-        existing(cfg).connection = { host: "192.168.16.20", privateKey: "-----BEGIN OPENSSH PRIVATE KEY-----" };
+        const key = testSshPrivateKey();
+        existing(cfg).connection = { host: "192.168.16.20", privateKey: key };
         const ok = parseClusterConfig(cfg, "cn-hangzhou");
-        assert.deepStrictEqual(ok.existingNodes[0].connection, { host: "192.168.16.20", port: 22, user: "root", privateKey: "-----BEGIN OPENSSH PRIVATE KEY-----" });
+        assert.deepStrictEqual(ok.existingNodes[0].connection, { host: "192.168.16.20", port: 22, user: "root", privateKey: key });
 
         const auto = base();
         Object.assign(existing(auto), { mode: "auto", replaceSystemDisk: true, connection: { host: "10.0.0.1" } });

@@ -9,6 +9,7 @@ import * as assert from "node:assert/strict";
 import * as fs from "fs";
 import * as path from "path";
 import { validateClusterConfig, type ClusterConfigInput } from "../src/config";
+import { opensshKeyText } from "./tools";
 
 type DeepRequired<T> = T extends string | number | boolean ? T
     : T extends Array<infer U> ? Array<DeepRequired<U>>
@@ -47,7 +48,7 @@ const FULL: DeepRequired<ClusterConfigInput> = {
     }],
     existingNodes: [{
         instanceId: "i-bp1exampleexample01", mode: "manual", replaceSystemDisk: false, removeWithoutReset: false, labels: { team: "a" }, taints: ["a:PreferNoSchedule"],
-        connection: { host: "192.168.0.20", port: 22, user: "root", privateKey: "k", privateKeyPassword: "p", password: "p", agentSocketPath: "/tmp/agent" },
+        connection: { host: "192.168.0.20", port: 22, user: "root", privateKey: opensshKeyText("aes256-ctr"), privateKeyPassword: "p", password: "p", agentSocketPath: "/tmp/agent" },
     }],
     autoscaler: {
         scaleDownUtilizationThreshold: 0.5, scaleDownUnneededTime: "10m", scaleDownDelayAfterAdd: "10m", expander: "least-waste",

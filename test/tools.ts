@@ -4,6 +4,7 @@
  * and how to install it; in CI (`CI=true`, where .ci/run installs them) a missing tool is a failure.
  */
 import * as assert from "node:assert/strict";
+import * as crypto from "crypto";
 import { spawnSync } from "child_process";
 import * as zlib from "zlib";
 import type { RunResult, Sandbox } from "../testing/sandbox";
@@ -82,4 +83,26 @@ export function unpackRunnable(text: string): string {
     const evalAt = text.indexOf('\neval "$ak_packed"\n');
     const trailer = evalAt < 0 ? "" : text.slice(evalAt + '\neval "$ak_packed"\n'.length);
     return `${text.slice(0, at + 1)}${zlib.gunzipSync(Buffer.from(packed.replace(/\s+/g, ""), "base64")).toString("utf8")}${trailer}`;
+}
+
+/** An unencrypted SSH private key (ed25519, PKCS#8 PEM, which the SSH client reads), made fresh: a connection's privateKey. */
+export function testSshPrivateKey(): string {
+    return crypto.generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" }).toString();
+}
+
+/**
+ * The text of an OpenSSH-format private key whose header names `cipher` (`none` when unencrypted), as
+ * `ssh-keygen` writes it: the magic `openssh-key-v1\0`, the cipher, the KDF and its options; the key blob after them
+ * is random bytes (nothing here decrypts it). For the checks that read whether a key is encrypted.
+ */
+export function opensshKeyText(cipher: string): string {
+    const str = (b: Buffer) => {
+        const length = Buffer.alloc(4);
+        length.writeUInt32BE(b.length);
+        return Buffer.concat([length, b]);
+    };
+    const kdf = cipher === "none" ? "none" : "bcrypt";
+    const body = Buffer.concat([Buffer.from("openssh-key-v1\0", "latin1"), str(Buffer.from(cipher)), str(Buffer.from(kdf)), str(Buffer.alloc(0)), crypto.randomBytes(96)]);
+    const lines = body.toString("base64").match(/.{1,70}/g)!.join("\n");
+    return `-----BEGIN OPENSSH PRIVATE KEY-----\n${lines}\n-----END OPENSSH PRIVATE KEY-----\n`;
 }

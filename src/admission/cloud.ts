@@ -239,8 +239,9 @@ export class AlibabaCloudView implements CloudView {
             if (state !== undefined && JOINING_STATES.includes(state)) return { ...facts, source: "pool", pool: group.pool, state, scalingGroupId: group.id };
         }
         if (this.s.joinTag) {
-            const [k, v] = this.s.joinTag.split("=");
-            if (instance.tags[k] === (v ?? "")) return { ...facts, source: "tag", pool: "existing" };
+            const eq = this.s.joinTag.indexOf("=");
+            const [k, v] = eq < 0 ? [this.s.joinTag, ""] : [this.s.joinTag.slice(0, eq), this.s.joinTag.slice(eq + 1)];
+            if (instance.tags[k] === v) return { ...facts, source: "tag", pool: "existing" };
         }
         return undefined;
     }

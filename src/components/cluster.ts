@@ -17,7 +17,7 @@ import { JoinInfo } from "../providers/joinInfo";
 import { createAttachCommand, EXISTING_POOL_NAME, ExistingNode, sshConnection, type SshConnectionArgs } from "./existingNode";
 import { admissionAttachOneLiner, renderServedAttachScript } from "../shell/renderAdmission";
 import { NodeCommands, saveCommand } from "./nodeCommands";
-import { formatProblem, OPERATIONS, providerIdOf, type Problem } from "../rules";
+import { formatProblem, OPERATIONS, providerIdOf, SECRET_STAND_IN, SSH_SECRET_FIELDS, type Problem } from "../rules";
 import { NodePool } from "./nodePool";
 import { ALIBABA_IDENTITY_CERTIFICATE } from "../admission/alibabaCertificate";
 import { Admission, ADMISSION_PORT } from "./admission";
@@ -90,9 +90,6 @@ function checkProviderRegion(region: string, opts: pulumi.ComponentResourceOptio
     }
 }
 
-/** The SSH secrets a program may hold as Pulumi secrets (Outputs): checked as present, passed on as they are. */
-const SSH_SECRETS = ["privateKey", "privateKeyPassword", "password"];
-
 /**
  * The config as plain values for the rules. An SSH secret given as an Output (`config.requireSecret`) stands
  * in as a placeholder and is put back after; any other Output cannot be checked before anything is created,
@@ -104,9 +101,10 @@ function separateOutputs(config: unknown): { plain: unknown; secrets: Array<{ no
     const walk = (value: unknown, path: string[]): unknown => {
         if (pulumi.Output.isInstance(value) || (typeof value === "object" && value !== null && typeof (value as { then?: unknown }).then === "function")) {
             const m = /^existingNodes\.(\d+)\.connection\.(\w+)$/.exec(path.join("."));
-            if (m && SSH_SECRETS.includes(m[2])) {
+            // An SSH secret given as a Pulumi secret (an Output): checked as present, passed on as it is.
+            if (m && SSH_SECRET_FIELDS.includes(m[2])) {
                 secrets.push({ node: Number(m[1]), key: m[2], value });
-                return "<secret>";
+                return SECRET_STAND_IN;
             }
             unknowns.push({ path: path.join("."), reason: "must be a plain value known before anything is created (an Output or a promise cannot be checked): resolve it in the program, e.g. read it from the stack config" });
             return undefined;

@@ -19,7 +19,7 @@ import {
     isValidated, nodeScriptParams, parseExistingNode, parseNodeJoinConfig, type ExistingNodeConfig, type ExistingNodeInput, type NodeJoinConfig, type SshConnectionInput,
 } from "../config";
 import { NodeMembership } from "../providers/nodeMembership";
-import { CONTROL_PLANE_POOL, dnsLabelProblem, EXISTING_POOL, type Report } from "../rules";
+import { CONTROL_PLANE_POOL, dnsLabelProblem, EXISTING_POOL, sshConnectionContentProblems, type Report } from "../rules";
 import { parseArgs } from "./args";
 
 /** Pool label value of existing nodes (`alicloud-kubeadm/pool=existing`). */
@@ -149,6 +149,7 @@ function sshConnectionProblems(c: command.types.input.remote.ConnectionArgs, rep
     if (typeof c.host === "string" && c.host.trim() === "") report("connection.host", "must not be empty: the address the machine running Pulumi reaches the instance at");
     if (typeof c.port === "number" && !(Number.isInteger(c.port) && c.port >= 1 && c.port <= 65535)) report("connection.port", "must be an integer in 1..65535");
     if (typeof c.user === "string" && c.user.trim() === "") report("connection.user", "must not be empty (default root)");
+    sshConnectionContentProblems(c, (path, reason) => report(`connection.${path}`, reason));
 }
 
 /**

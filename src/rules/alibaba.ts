@@ -159,6 +159,37 @@ export function scalingConfigurationTags(pool: PoolTagInput, cloudTags: Record<s
     return tags;
 }
 
+/** ESS takes at most 10 instance types in one scaling configuration (docs/upstream.md#ess-limits). */
+export const MAX_SCALING_CONFIGURATION_INSTANCE_TYPES = 10;
+
+/**
+ * Checks a pool's list of instance types as ESS takes it (reported at the index): at most
+ * {@link MAX_SCALING_CONFIGURATION_INSTANCE_TYPES}, each listed once (a repeat is an order of preference that says
+ * nothing, and the harsher reading is that ESS refuses it).
+ */
+export function instanceTypeListProblems(types: readonly string[], report: Report): void {
+    if (types.length > MAX_SCALING_CONFIGURATION_INSTANCE_TYPES) {
+        report("", `${types.length} instance types; a scaling configuration takes at most ${MAX_SCALING_CONFIGURATION_INSTANCE_TYPES}: keep the ${MAX_SCALING_CONFIGURATION_INSTANCE_TYPES} you prefer`);
+    }
+    types.forEach((t, j) => {
+        const first = types.indexOf(t);
+        if (first < j) {
+            report(String(j), `${t} is listed twice (also instanceTypes.${first}): list each instance type once`);
+        }
+    });
+}
+
+/**
+ * Why a name cannot be the value of the tag alicloud-kubeadm puts it in (`tagKey`: the cluster tag on every
+ * resource, the pool tag on a pool's scaling configuration and instances), or undefined: Alibaba Cloud refuses tag
+ * values starting with `aliyun` or `acs:` (docs/upstream.md#alibaba-tags). Reported at the name, which is what the user wrote.
+ */
+export function nameAsTagValueProblem(name: string, tagKey: string): string | undefined {
+    return RESERVED_TAG_PREFIX.test(name)
+        ? `"${name}" becomes the value of the tag ${tagKey}=${name}, and Alibaba Cloud refuses tag values starting with aliyun or acs:; choose a name that does not start with "aliyun"`
+        : undefined;
+}
+
 /** Why `<cluster>-<pool>` is too long for ESS names, or undefined. */
 export function essNameProblem(clusterName: string, poolName: string): string | undefined {
     const essName = `${clusterName}-${poolName}`;

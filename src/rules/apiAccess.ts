@@ -47,3 +47,51 @@ export function apiAccessProblems(publicEndpoint: boolean, apiAllowedCidrs: read
         }
     });
 }
+
+/**
+ * Rules a security group holds. The only per-group figure Alibaba published is 100 inbound and outbound rules
+ * together, not adjustable (its security group limits FAQ); the current rules page gives 1,000 across all groups of a
+ * network interface and no per-group figure. The harsher one is modelled (docs/upstream.md#security-group-rules).
+ */
+export const MAX_SECURITY_GROUP_RULES = 100;
+
+/**
+ * Checks the allowed CIDRs as security-group rules (paths `network.apiAllowedCidrs.<i>`): each becomes a rule of the
+ * API group (TCP 6443, accept, priority 1), beside `api-from-vpc` (the VPC CIDR, the same port) and, with a public
+ * load balancer and the NAT gateway, the NAT EIP's rule. Two rules with the same CIDR are one rule to the cloud (the
+ * provider names a rule by group, direction, protocol, ports, NIC type, CIDR, policy and priority), so the second
+ * resource would adopt, and on removal delete, the first one's rule: a repeat (or the VPC CIDR itself) is refused.
+ * A CIDR inside another, or inside the VPC, is a warning: its rule admits nobody new. More rules than a group holds
+ * is refused. Unparsable CIDRs are left to the layout check, which reports them.
+ */
+export function apiAllowedCidrProblems(apiAllowedCidrs: readonly string[], vpcCidr: string, natEipRule: boolean, problem: Report, warn: Report): void {
+    const path = "network.apiAllowedCidrs";
+    const rules = 1 + apiAllowedCidrs.length + (natEipRule ? 1 : 0);
+    if (rules > MAX_SECURITY_GROUP_RULES) {
+        problem(path, `${apiAllowedCidrs.length} CIDRs make ${rules} rules in the API security group (with the VPC's${natEipRule ? " and the NAT EIP's" : ""}), ` +
+            `above the ${MAX_SECURITY_GROUP_RULES} a security group holds: merge them into wider CIDRs`);
+    }
+    const vpc = parseCidr(vpcCidr);
+    const parsed = apiAllowedCidrs.map((text) => parseCidr(text.trim()));
+    parsed.forEach((c, i) => {
+        if (typeof c === "string") return;
+        const same = parsed.findIndex((d) => typeof d !== "string" && d.base === c.base && d.prefix === c.prefix);
+        if (same < i) {
+            problem(`${path}.${i}`, `${apiAllowedCidrs[i]} repeats ${path}.${same}: the cloud keeps one rule per CIDR, so the two would be one rule that ` +
+                "removing either deletes; list it once");
+            return;
+        }
+        if (typeof vpc !== "string" && vpc.base === c.base && vpc.prefix === c.prefix) {
+            problem(`${path}.${i}`, `${apiAllowedCidrs[i]} is network.vpcCidr, which the API security group already admits (its api-from-vpc rule); ` +
+                "the two would be one rule: remove it");
+            return;
+        }
+        const wider = parsed.findIndex((d, j) => j !== i && typeof d !== "string" && d.prefix < c.prefix && contains(d, c));
+        if (wider >= 0) {
+            warn(`${path}.${i}`, `${apiAllowedCidrs[i]} is inside ${path}.${wider} (${apiAllowedCidrs[wider]}), which already admits it: remove it`);
+        } else if (typeof vpc !== "string" && contains(vpc, c)) {
+            warn(`${path}.${i}`, `${apiAllowedCidrs[i]} is inside network.vpcCidr (${vpcCidr}), which the API security group already admits: remove it ` +
+                "(apiAllowedCidrs are for addresses outside the VPC)");
+        }
+    });
+}

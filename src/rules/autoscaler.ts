@@ -9,6 +9,44 @@ export const AUTOSCALER_LATEST_PATCH: Readonly<Record<number, string>> = {
     28: "1.28.7", 29: "1.29.5", 30: "1.30.7", 31: "1.31.5", 32: "1.32.7", 33: "1.33.6", 34: "1.34.5", 35: "1.35.2", 36: "1.36.1",
 };
 
+/** The day the autoscaler's release tags above were read (kubernetes/autoscaler `cluster-autoscaler-<version>` tags). */
+export const AUTOSCALER_RELEASES_AS_OF = "2026-08-22";
+
+/**
+ * The newest minor whose latest patch above is its last: its Kubernetes minor had ended (1.32: 2026-02-28) and no
+ * release followed in the months before {@link AUTOSCALER_RELEASES_AS_OF}. Later minors were still being patched.
+ */
+export const AUTOSCALER_NEWEST_FINAL_MINOR = 32;
+
+/**
+ * Why an explicit autoscaler version names a release that does not exist, or undefined: a patch above the last
+ * release of a minor the autoscaler no longer patches. The image `…/cluster-autoscaler:v<version>` then does not
+ * exist, the autoscaler never starts, and `pulumi up` fails waiting for its Deployment, after everything else
+ * (docs/upstream.md#autoscaler-versions).
+ */
+export function autoscalerPatchProblem(version: string): string | undefined {
+    const v = parseVersion(version);
+    const latest = v && v[0] === 1 && v[1] <= AUTOSCALER_NEWEST_FINAL_MINOR ? AUTOSCALER_LATEST_PATCH[v[1]] : undefined;
+    if (!v || latest === undefined || v[2] <= parseVersion(latest)![2]) {
+        return undefined;
+    }
+    return `cluster-autoscaler ${version.replace(/^v/, "")} does not exist: the last 1.${v[1]} release is ${latest}; use ${latest}, or the release of the control plane's minor`;
+}
+
+/**
+ * The warning for an explicit autoscaler version above the newest known patch of a minor still patched, or
+ * undefined: it may have been released after {@link AUTOSCALER_RELEASES_AS_OF}, or not at all.
+ */
+export function autoscalerPatchWarning(version: string): string | undefined {
+    const v = parseVersion(version);
+    const latest = v && v[0] === 1 && v[1] > AUTOSCALER_NEWEST_FINAL_MINOR ? AUTOSCALER_LATEST_PATCH[v[1]] : undefined;
+    if (!v || latest === undefined || v[2] <= parseVersion(latest)![2]) {
+        return undefined;
+    }
+    return `cluster-autoscaler ${version.replace(/^v/, "")} is newer than the newest 1.${v[1]} release this project knows (${latest}, as of ${AUTOSCALER_RELEASES_AS_OF}): ` +
+        "check that the image tag exists before `pulumi up`; without it the autoscaler never starts and `pulumi up` fails waiting for it";
+}
+
 /** Expanders usable with alicloud (`price` is GCE/Equinix only, `grpc` needs an external server). */
 export const AUTOSCALER_EXPANDERS: readonly string[] = ["random", "most-pods", "least-waste", "least-nodes", "priority"];
 

@@ -130,9 +130,46 @@ export function imageIdProblem(id: string): string | undefined {
     return /\s/.test(id) ? `"${id}" is not an image id (no spaces; e.g. m-bp1example or ubuntu_24_04_x64_20G_alibase_20260101.vhd)` : undefined;
 }
 
-/** Why `value` is not an https base URL of a package mirror, or undefined. */
+/**
+ * Why `value` is not an https base URL of a package mirror, or undefined. It is the mirror's root: the node scripts
+ * append the repository path themselves (`kubernetes-new/core/stable/v1.36/deb/`, `docker-ce/linux/centos/`, or on
+ * pkgs.k8s.io `core:/stable:/v1.36/deb/`; src/shell/render.ts), so a URL that already names a repository would
+ * name one that does not exist.
+ */
 export function packageMirrorProblem(value: string): string | undefined {
-    return HTTPS_URL.test(value) ? undefined : `"${value}" must be an https URL (e.g. https://mirrors.cloud.aliyuncs.com)`;
+    if (!HTTPS_URL.test(value)) {
+        return `"${value}" must be an https URL (e.g. https://mirrors.cloud.aliyuncs.com)`;
+    }
+    const repo = /\/(kubernetes-new|kubernetes|core:|docker-ce|deb|rpm)(\/|$)/.exec(new URL(value).pathname);
+    return repo ? `"${value}" names a repository (…/${repo[1]}…): give the mirror's root (e.g. https://mirrors.aliyun.com or https://pkgs.k8s.io); ` +
+        "the node scripts add the Kubernetes and containerd repository paths for the version" : undefined;
+}
+
+/**
+ * Why an image (an id, a public image name, or `image.nameRegex`) names an operating system the node scripts cannot
+ * set up, or undefined. Alibaba's public image names start with the OS (`ubuntu_24_04_…`, `aliyun_3_…`,
+ * `win2022_…`, `centos_7_9_…`); the scripts install with apt (Ubuntu, Debian) or dnf (Alibaba Cloud Linux 3 and
+ * other EL8-likes) and stop on anything else, after the instance was created. A custom image id (`m-…`) says nothing
+ * (docs/upstream.md#public-image-names).
+ */
+export function imageOsProblem(image: string): string | undefined {
+    const name = image.replace(/^\^/, "");
+    const os = /^(win|freebsd|opensuse|suse|sles|fedora|coreos|centos_[5-7]_)/i.exec(name)?.[1];
+    if (!os) {
+        return undefined;
+    }
+    const what = /^win/i.test(os) ? "Windows" : /^centos/i.test(os) ? `CentOS ${os.slice(7, 8)} (yum, no dnf)` : os;
+    return `"${image}" is a ${what} image, which the node scripts cannot set up (they need Ubuntu, Debian, or Alibaba Cloud Linux 3 or another ` +
+        "EL8-like with dnf): use e.g. ^ubuntu_24_04_x64 or ^aliyun_3_x64";
+}
+
+/**
+ * The size in GiB an Alibaba public image name states (`…_20G_alibase_…`, `win2022_…_40G_…`), or undefined. A
+ * system disk must be at least as large as its image (CreateScalingConfiguration / RunInstances `SystemDisk.Size`).
+ */
+export function imageSizeGiB(image: string): number | undefined {
+    const m = /_(\d+)G_/.exec(image);
+    return m ? Number(m[1]) : undefined;
 }
 
 /**

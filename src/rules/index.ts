@@ -17,5 +17,8 @@ export * from "./apiAccess";
 export * from "./bake";
 export * from "./backup";
 export * from "./identity";
+export * from "./ssh";
+export * from "./architecture";
+export * from "./egress";
 export * from "./admission";
 export * from "./podSecurity";

@@ -182,3 +182,34 @@ export function checkTaints(taints: ReadonlyArray<string | Taint>, report: (path
     });
     return out;
 }
+
+/**
+ * The warning for a node label that describes the instance itself, or undefined: the kubernetes.io keys a kubelet
+ * may set are the ones it sets from the machine (host name, OS, architecture) and the cloud controller manager sets
+ * from the cloud (instance type, region, zone). A `--node-labels` value replaces the kubelet's own at registration,
+ * so the Node would carry a false value (docs/upstream.md#kubelet-node-labels).
+ */
+export function observedLabelWarning(key: string): string | undefined {
+    return KUBELET_ALLOWED_KEYS.includes(key)
+        ? `${key} describes the instance itself (the kubelet and the cloud controller manager set it); a value given here replaces the real one on the Node, ` +
+            "so selectors on it would match the wrong nodes: remove it and select on the real value"
+        : undefined;
+}
+
+/**
+ * Taint keys the node lifecycle controller and the cloud controller manager set and remove from conditions (not
+ * ready, unreachable, pressure, not yet initialised, shut down): a node registered with one loses it when the
+ * condition clears (docs/upstream.md#node-managed-taints).
+ */
+const MANAGED_TAINT_KEYS: readonly string[] = [
+    "node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable", "node.kubernetes.io/unschedulable", "node.kubernetes.io/memory-pressure",
+    "node.kubernetes.io/disk-pressure", "node.kubernetes.io/pid-pressure", "node.kubernetes.io/network-unavailable",
+    "node.cloudprovider.kubernetes.io/uninitialized", "node.cloudprovider.kubernetes.io/shutdown",
+];
+
+/** The warning for a taint whose key Kubernetes manages itself, or undefined. */
+export function managedTaintWarning(key: string): string | undefined {
+    return MANAGED_TAINT_KEYS.includes(key)
+        ? `${key} is set and removed by Kubernetes from the node's conditions, so this taint disappears once the condition clears; use a key of your own`
+        : undefined;
+}

@@ -147,3 +147,33 @@ export function zoneProblem(zone: string, region: string): string | undefined {
 export function exampleZone(region: string): string {
     return region === "cn-hangzhou" ? "cn-hangzhou-h" : /[0-9]$/.test(region) ? `${region}a` : `${region}-a`;
 }
+
+/** The day the zone letters below were gathered (docs/upstream.md#alibaba-zone-list says from where). */
+export const ZONES_AS_OF = "2026-12-02";
+
+/**
+ * Zone letters of the regions whose list this project keeps (the others are checked by the zone id grammar only).
+ * The lists may be incomplete, and zones open and retire without notice: a zone missing here is a warning, never
+ * an error.
+ */
+export const KNOWN_ZONES: Readonly<Record<string, string>> = {
+    "cn-hangzhou": "befghijk",
+    "cn-shanghai": "befglmn",
+    "cn-beijing": "acdefghijkl",
+    "ap-southeast-1": "abc",
+};
+
+/**
+ * The warning for a zone of a region with a kept list that is not on it, or undefined: it may have opened after
+ * {@link ZONES_AS_OF}, or it does not exist (retired, or a typo), and then creating its vSwitch fails right after the
+ * VPC is created. A zone that is not a zone of the region at all is {@link zoneProblem}'s.
+ */
+export function zoneWarning(zone: string, region: string): string | undefined {
+    const letters = Object.prototype.hasOwnProperty.call(KNOWN_ZONES, region) ? KNOWN_ZONES[region] : undefined;
+    if (letters === undefined || !isZoneOf(zone, region) || letters.includes(zone.slice(-1))) {
+        return undefined;
+    }
+    const known = [...letters].map((l) => (/[0-9]$/.test(region) ? `${region}${l}` : `${region}-${l}`));
+    return `"${zone}" is not among the zones of ${region} this project knows (${known.join(", ")}; as of ${ZONES_AS_OF}): if it opened since, ` +
+        "ignore this; otherwise its vSwitch cannot be created and `pulumi up` stops right after creating the VPC";
+}

@@ -1,24 +1,62 @@
 // Kubernetes minors: when upstream released each and when it reaches its end of life, and the warning for a
-// minor past or near it. Sources: docs/upstream.md#kubernetes-support-window.
+// minor past or near it, and the patch releases known to exist. Sources: docs/upstream.md#kubernetes-support-window
+// and #kubernetes-patch-releases.
 import { AUTOSCALER_LATEST_PATCH } from "./autoscaler";
 import { MIN_KUBERNETES_MINOR, parseVersion } from "./formats";
 
-/** One Kubernetes minor's upstream support window (ISO dates, from kubernetes.io/releases). */
+/** One Kubernetes minor's upstream support window (ISO dates, from kubernetes.io/releases) and its releases. */
 export interface KubernetesMinor {
     released: string;
     endOfLife: string;
+    /** The newest patch release of the minor known to exist (kubernetes/kubernetes tags, as of {@link KUBERNETES_SUPPORT_AS_OF}). */
+    newestPatch: number;
+    /** True when {@link newestPatch} is the minor's last release: it came out at or after the end of life, and none follows. */
+    final: boolean;
 }
 
-/** Every minor this project supports (≥ 1.{@link MIN_KUBERNETES_MINOR}), by minor number. */
+/**
+ * Every minor this project supports (≥ 1.{@link MIN_KUBERNETES_MINOR}), by minor number. Patch releases are
+ * numbered without gaps, so 1.x.0 … 1.x.newestPatch exist; a patch above a final minor's last one never will.
+ */
 export const KUBERNETES_MINORS: Readonly<Record<number, KubernetesMinor>> = {
-    31: { released: "2024-08-13", endOfLife: "2025-10-28" },
-    32: { released: "2024-12-11", endOfLife: "2026-02-28" },
-    33: { released: "2025-04-23", endOfLife: "2026-06-28" },
-    34: { released: "2025-08-27", endOfLife: "2026-10-27" },
-    35: { released: "2025-12-17", endOfLife: "2027-02-28" },
-    36: { released: "2026-04-22", endOfLife: "2027-06-28" },
-    37: { released: "2026-08-26", endOfLife: "2027-10-28" },
+    31: { released: "2024-08-13", endOfLife: "2025-10-28", newestPatch: 14, final: true },
+    32: { released: "2024-12-11", endOfLife: "2026-02-28", newestPatch: 13, final: true },
+    33: { released: "2025-04-23", endOfLife: "2026-06-28", newestPatch: 13, final: true },
+    34: { released: "2025-08-27", endOfLife: "2026-10-27", newestPatch: 4, final: false },
+    35: { released: "2025-12-17", endOfLife: "2027-02-28", newestPatch: 4, final: false },
+    36: { released: "2026-04-22", endOfLife: "2027-06-28", newestPatch: 3, final: false },
+    37: { released: "2026-08-26", endOfLife: "2027-10-28", newestPatch: 2, final: false },
 };
+
+/**
+ * Why a Kubernetes version names a patch release that does not exist, or undefined: a patch above the last
+ * release of a minor that has ended. (A patch above the newest known one of a minor still patched is a warning:
+ * {@link kubernetesPatchWarning}.) Nodes install the packages and images of exactly this version, so a release that
+ * does not exist fails every master's and node's install, after the VPC and the masters were created.
+ */
+export function kubernetesPatchProblem(version: string): string | undefined {
+    const v = parseVersion(version);
+    const entry = v && v[0] === 1 ? KUBERNETES_MINORS[v[1]] : undefined;
+    if (!v || !entry || !entry.final || v[2] <= entry.newestPatch) {
+        return undefined;
+    }
+    return `Kubernetes ${version} does not exist: 1.${v[1]} reached its end of life on ${entry.endOfLife} and its last release is 1.${v[1]}.${entry.newestPatch}; ` +
+        `nodes would fail to install it. Use 1.${v[1]}.${entry.newestPatch}, or a supported minor`;
+}
+
+/**
+ * The warning for a patch above the newest this project knows of a minor still patched, or undefined: it may have
+ * been released after {@link KUBERNETES_SUPPORT_AS_OF}, or not at all (then the nodes' install fails at `pulumi up`).
+ */
+export function kubernetesPatchWarning(version: string): string | undefined {
+    const v = parseVersion(version);
+    const entry = v && v[0] === 1 ? KUBERNETES_MINORS[v[1]] : undefined;
+    if (!v || !entry || entry.final || v[2] <= entry.newestPatch) {
+        return undefined;
+    }
+    return `Kubernetes ${version} is newer than the newest 1.${v[1]} release this project knows (1.${v[1]}.${entry.newestPatch}, as of ${KUBERNETES_SUPPORT_AS_OF}): ` +
+        "check that it is released (kubernetes.io/releases) before `pulumi up`; a version that does not exist fails the masters' install after they are created";
+}
 
 /**
  * The day the table above was last checked, which is the "today" of the end-of-life warning. Validation
