@@ -14,6 +14,8 @@ import { redactUserdata } from "../src/shell/render";
 import { cidrRange, cidrWithin } from "./kube/fixture";
 import { WORKLOAD_IMAGE } from "./kube/nodes";
 import { POOL_LABEL, POOL_PENDING_TAINT } from "../src/rules";
+import { ADMITTED_GROUP, PROVIDER_ID_ANNOTATION } from "../src/admission/approver";
+import type { Cluster } from "./kube/cluster";
 import { useSeedCluster, type Boot } from "./kube/seed";
 import { answerWithRealCluster, type RealOperations } from "./kube/operations";
 import type { RealNode } from "./kube/nodes";
@@ -30,6 +32,20 @@ const firstHost = (cidr: string) => {
     return [24, 16, 8, 0].map((sh) => Math.floor(n / 2 ** sh) % 256).join(".");
 };
 
+type Csr = { spec: { username: string; groups?: string[]; signerName: string }; status?: { certificate?: string; conditions?: Array<{ type: string; reason?: string }> } };
+
+/**
+ * Of `items` (API objects), the kubelet client CSRs that gave Node `name` its credentials through an admission token:
+ * made with a bootstrap token of the admitted group, approved, the certificate issued for `system:node:<name>`.
+ */
+function admittedCsrsOf(items: Array<{ kind?: string }>, name: string): Array<{ token: string; approved: string }> {
+    return (items as Array<Csr & { kind?: string }>).filter((x) => (x.kind ?? "CertificateSigningRequest") === "CertificateSigningRequest" &&
+        x.spec.signerName === "kubernetes.io/kube-apiserver-client-kubelet" && (x.spec.groups ?? []).includes(ADMITTED_GROUP) &&
+        x.status?.certificate && new crypto.X509Certificate(Buffer.from(x.status.certificate, "base64")).subject.split("\n").includes(`CN=system:node:${name}`))
+        .map((x) => ({ token: /^system:bootstrap:([a-z0-9]{6})$/.exec(x.spec.username)?.[1] ?? "", approved: x.status!.conditions!.find((k) => k.type === "Approved")?.reason ?? "" }));
+}
+const admittedCsrs = async (c: Cluster, name: string) => admittedCsrsOf(JSON.parse(await c.kubectl(["get", "csr", "-o", "json"])).items, name);
+
 describe("real nodes: the pool's userdata as synth renders it joins through admission; the real CCM routes the pods", function () {
     this.timeout(600_000);
     const seed = useSeedCluster(STACK);
@@ -44,13 +60,49 @@ describe("real nodes: the pool's userdata as synth renders it joins through admi
     after(async () => { await ccm?.stop(); });
 
     const nodeName = (id: string) => `${seed.s.region}.${id}`;
+    /** Waits until an admission token's Secret is gone: the approver deletes it with its first CSR (single use). */
+    const tokenGone = (token: string) => seed.s.c.waitFor(`admission token ${token} deleted after its use`, async () =>
+        /NotFound/.test((await seed.s.c.run("kubectl", ["get", "secret", `bootstrap-token-${token}`, "-n", "kube-system"], { allowFail: true })).stderr) || undefined, 30_000);
 
     it("ESS launches the general pool: each instance boots the userdata synth rendered, byte for byte, is admitted and joins; its Node is Ready, named and identified by provider id, initialized by the CCM, and routed", async function () {
         const s = seed.s;
         const pool = s.pools.general;
+        const started = Date.now();
         await callApi("ess", "ModifyScalingGroup", { ScalingGroupId: pool.scalingGroupId, DesiredCapacity: 2 }, { region: s.region });
-        await s.c.waitFor("ESS launched two instances and their nodes booted", async () => s.emu.scalingGroupInstances(pool.scalingGroupId).length === 2 &&
-            s.emu.scalingGroupInstances(pool.scalingGroupId).every((id) => s.boots.has(id)), 120_000);
+        // the phases of a join, each marked when both nodes are past it, seen from the cloud's and the cluster's state
+        const at = new Map<string, number>();
+        const mark = (phase: string, reached: boolean) => { if (reached && !at.has(phase)) at.set(phase, Date.now()); };
+        const hasTaint = (n: any, key: string) => (n?.spec.taints ?? []).some((t: { key: string }) => t.key === key);
+        const condition = (n: any, type: string) => (n?.status.conditions ?? []).find((x: { type: string }) => x.type === type)?.status;
+        const onNode = (b: Boot, file: string) => fs.existsSync(`/proc/${b.node.pid}/root${file}`);
+        await s.c.waitFor("the pool's two nodes Ready, initialized and routed", async () => {
+            const ids = s.emu.scalingGroupInstances(pool.scalingGroupId);
+            const boots = ids.map((id) => s.boots.get(id)).filter((b): b is Boot => b !== undefined);
+            const all = (p: (b: Boot) => boolean) => boots.length === 2 && boots.every(p);
+            mark("ESS launched both instances (the emulator: at once)", ids.length === 2);
+            mark("machines booted, userdata started (cloud-init)", boots.length === 2);
+            if (boots.length < 2) return false;
+            const items = JSON.parse(await s.c.kubectl(["get", "nodes,csr,leases.coordination.k8s.io", "-A", "-o", "json"])).items as any[];
+            const node = (b: Boot) => items.find((o) => o.kind === "Node" && o.metadata.name === nodeName(b.instance.instanceId));
+            mark("node prepared: containerd up, images imported (baked image)", all((b) => onNode(b, "/run/containerd/containerd.sock")));
+            mark("admitted: a single-use bootstrap token issued for the node", all((b) => items.some((o) => o.kind === "Lease" && o.metadata.annotations?.[PROVIDER_ID_ANNOTATION] === nodeName(b.instance.instanceId))));
+            mark("kubeadm join: kubelet configured and started", all((b) => onNode(b, "/var/lib/kubelet/config.yaml")));
+            mark("TLS bootstrap: client CSR approved by the admission service, signed", all((b) => admittedCsrsOf(items, nodeName(b.instance.instanceId)).length > 0));
+            mark("Node registered", all((b) => node(b) !== undefined));
+            mark("kubeadm join done, userdata ended", all((b) => b.doneAt !== undefined));
+            mark("pool label set and pending taint lifted by the admission service", all((b) => node(b)?.metadata.labels[POOL_LABEL] === "general" && !hasTaint(node(b), POOL_PENDING_TAINT)));
+            mark("CCM: initialized (uninitialized taint gone)", all((b) => node(b) && !hasTaint(node(b), "node.cloudprovider.kubernetes.io/uninitialized")));
+            const routed = all((b) => s.emu.routeTables.get(s.routeTableId)!.entries.some((e) => e.destinationCidrBlock === node(b)?.spec.podCIDR && e.nextHopId === b.instance.instanceId && e.status === "Available"));
+            mark("CCM: podCIDR routed in the VPC route table", routed);
+            const leased = all((b) => onNode(b, "/run/flannel/subnet.env") && onNode(b, "/etc/cni/net.d/10-flannel.conflist"));
+            mark("flannel: lease written (subnet.env), CNI config installed", leased);
+            const ready = all((b) => condition(node(b), "Ready") === "True");
+            mark("Node Ready", ready);
+            mark("NetworkUnavailable False", all((b) => condition(node(b), "NetworkUnavailable") === "False"));
+            return ready && routed && leased;
+        }, 240_000);
+        console.log("    phase of a pool node's join (both nodes past it)                      s after ModifyScalingGroup");
+        for (const [phase, t] of [...at].sort((a, b) => a[1] - b[1])) console.log(`    ${phase.padEnd(72)} ${((t - started) / 1000).toFixed(1).padStart(5)}`);
         general = s.emu.scalingGroupInstances(pool.scalingGroupId).map((id) => s.boots.get(id)!);
         for (const b of general) {
             const r = await b.done;
@@ -59,8 +111,12 @@ describe("real nodes: the pool's userdata as synth renders it joins through admi
             const booted = Buffer.from(b.instance.userData, "base64");
             assert.strictEqual(sha256(booted), sha256(pool.userdata));
             assert.strictEqual(redactUserdata(booted.toString("utf8")), s.stack.userdata[`${pool.configName}.sh`]);
-            const log = b.node.read("/var/log/alicloud-kubeadm/attach-node.log") ?? "";
-            assert.match(log, /admitted by the admission service at /);
+            // admitted: its kubelet's client certificate came from a bootstrap token the admission service issued for this
+            // node alone, the CSR approved by the service's approver; the token is gone (single use)
+            const csrs = await admittedCsrs(s.c, nodeName(b.instance.instanceId));
+            assert.strictEqual(csrs.length, 1, `one admitted CSR for ${b.instance.instanceId}: ${JSON.stringify(csrs)}`);
+            assert.strictEqual(csrs[0].approved, "AlicloudKubeadmAdmission");
+            await tokenGone(csrs[0].token);
             assert.ok(b.node.read("/var/lib/alicloud-kubeadm/join.done")?.includes(`node=${nodeName(b.instance.instanceId)}`));
             // the project's JoinConfiguration, as kubeadm gave it to the kubelet
             const flags = b.node.read("/var/lib/kubelet/kubeadm-flags.env") ?? "";
@@ -166,6 +222,10 @@ describe("real nodes: the pool's userdata as synth renders it joins through admi
             await attach();
             const node = await s.ready(nodeName(EXISTING));
             assert.strictEqual(node.spec.providerID, nodeName(EXISTING));
+            const csrs = await admittedCsrs(s.c, nodeName(EXISTING));
+            assert.strictEqual(csrs.length, 1, `one admitted CSR: ${JSON.stringify(csrs)}`);
+            assert.strictEqual(csrs[0].approved, "AlicloudKubeadmAdmission");
+            await tokenGone(csrs[0].token);
             await s.c.waitFor("the pool label `existing` from the admission service", async () => (await s.node(nodeName(EXISTING))).metadata.labels[POOL_LABEL] === "existing", 60_000);
         });
 
@@ -204,7 +264,11 @@ describe("real nodes: the pool's userdata as synth renders it joins through admi
             assert.strictEqual(existing.node.read("/etc/kubernetes/kubelet.conf"), undefined, "kubeadm reset ran on the node");
             assert.strictEqual(existing.node.read("/var/lib/alicloud-kubeadm/join.done"), undefined);
             await s.c.waitFor("its route gone", async () => !s.emu.routeTables.get(s.routeTableId)!.entries.some((e) => e.nextHopId === EXISTING), 60_000);
-            assert.ok(ops.log.includes(`${EXISTING}: reset`), "reset through the saved command, on the instance");
+            // the saved `reset` command, invoked through Cloud Assistant on the instance itself, and finished with success
+            const resets = [...s.emu.state.invocations.values()].filter((inv) => inv.commandId === opts.commands.reset)
+                .flatMap((inv) => inv.records).filter((r) => r.instanceId === EXISTING);
+            assert.strictEqual(resets.length, 1, "one reset invocation on the instance");
+            assert.strictEqual(resets[0].reply?.exitCode, 0);
 
             // attached again: a new podCIDR, and the node's pods get addresses from it
             await attach();
@@ -258,7 +322,8 @@ describe("real nodes: the pool's userdata as synth renders it joins through admi
             // the same again with the attach script as it is: ak_preclean removes cni0 and the CNI state first
             await plainReset();
             await attach();
-            assert.match(existing.node.read("/var/log/alicloud-kubeadm/attach-node.log") ?? "", /cleaning leftovers of an earlier join/);
+            // ak_preclean took the leftover bridge away (no pod of the pod network has run on the node since)
+            assert.notStrictEqual((await existing.node.sh("ip link show cni0", { allowFail: true })).code, 0, "cni0 removed before the join");
             await s.ready(name);
             const fresh = await cidrOf();
             const ip = await podOn("fresh");

@@ -125,7 +125,7 @@ function clusterCa(): { crt: string; key: string } {
 /** Why the seed's world cannot run here (missing binaries, a machine without namespaces…), or undefined. */
 export function seedUnavailable(): string | undefined {
     const bin = binDir();
-    const missing = [...missingBinaries(bin), ...missingNodeBinaries(bin), ...["cloud-controller-manager", "cluster-autoscaler"].filter((b) => !isExecutable(path.join(bin, b)))];
+    const missing = [...new Set([...missingBinaries(bin), ...missingNodeBinaries(bin), ...["cloud-controller-manager", "cluster-autoscaler"].filter((b) => !isExecutable(path.join(bin, b)))])];
     if (missing.length) return `real nodes need ${missing.join(", ")} in ${bin}: run \`npm run kube:build\``;
     return realNodesUnavailable();
 }
