@@ -303,6 +303,12 @@ v containerd --version
 v runc --version
 v cni/bridge --version
 v flanneld --version
-[[ -x "$bin/cloud-controller-manager" ]] && printf '%-24s %s\n' cloud-controller-manager "v2.14.0 (../shared/vendor, test/kube/go/vendored.txt)"
-v cluster-autoscaler --version
+# the vendored builds: the version their ldflags stamp in (the CCM prints none; the autoscaler has no --version)
+for v in "${vendored[@]}"; do
+  IFS='|' read -r name group tarball sum folder modflag tags ldflags targets <<<"$v"
+  ver="$(grep -oE 'Version=[^ ]+' <<<"$ldflags" | head -n 1)"
+  for t in $targets; do
+    [[ ! -x "$bin/${t%%=*}" ]] || printf '%-24s %s\n' "${t%%=*}" "${ver#Version=} (${tarball}, test/kube/go/vendored.txt)"
+  done
+done
 find "$bin/images" -maxdepth 1 -name '*.tar' -printf 'image archive            images/%f\n' 2>/dev/null | sort || true
