@@ -14,7 +14,7 @@
  *    the stand-in's signing (Alibaba signs on its side). Target ≤ 1 s each, and calls per join the same at every
  *    pool count.
  * 2. A burst: 100 nodes, each in its own pool (100 pools: nothing to share per group), asking at once, every
- *    action limited to 20 calls/s (`Throttling.User` beyond, testing/emulator/rateLimit.ts) and 50 ms per call;
+ *    action limited to 20 calls/s (`Throttling.User` beyond, `Emulator.rateLimit`) and 50 ms per call;
  *    each node retries a refusal as the shell client does (exponential backoff with jitter from 5 s). Target:
  *    all admitted within the admission share of the scale-up budget (docs/scale-up.md#admission), 100 distinct
  *    tokens, every challenge claimed once, and every replay refused.
@@ -34,7 +34,6 @@ import { makePki, type TestPki } from "../testing/admission/pki";
 import { makeServiceTls, startMetadata, type Instance, type ServiceTls } from "../testing/admission/harness";
 import { ModelCluster } from "../testing/admission/model";
 import { startEmulator, TEST_CREDENTIALS, type Emulator } from "../testing/emulator";
-import { limitRate } from "../testing/emulator/rateLimit";
 
 const ACCOUNT = "1234567890123456";
 const REGION = "cn-hangzhou";
@@ -60,6 +59,13 @@ function request(url: string, ca: string, localAddress: string, body?: string): 
         req.on("error", reject);
         req.end(body);
     });
+}
+
+/** Calls answered Throttling.User since call `since`, per action. */
+function throttledCalls(emu: Emulator, since: number): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const c of emu.calls.slice(since)) if (c.code === "Throttling.User") out[c.action] = (out[c.action] ?? 0) + 1;
+    return out;
 }
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -139,7 +145,7 @@ export async function main(): Promise<void> {
         console.log(`2. ${BURST} nodes at once, ${BURST_POOLS} pools, ${RATE_PER_ACTION} calls/s per action, ${CALL_LATENCY_MS} ms per call; nodes retry with backoff and jitter`);
         instances.clear();
         const w = await world(pki, tls, BURST_POOLS, instances);
-        const limit = limitRate(w.emu, RATE_PER_ACTION);
+        w.emu.rateLimit(RATE_PER_ACTION);
         try {
             const nodes = [...instances.values()].slice(0, BURST);
             const since = w.emu.calls.length;
@@ -186,7 +192,7 @@ export async function main(): Promise<void> {
             console.log(`   per node, from its first request to its token, without its own signing: median ${median(results.map((r) => r.added))} ms, max ${slowest} ms; ` +
                 `rounds: ${results.filter((r) => r.rounds > 1).length} node(s) needed more than one`);
             console.log(`   cloud calls for the burst: ${Object.entries(calls).map(([a, n]) => `${a} ${n}`).join(", ")} (${total}; ${(total / BURST).toFixed(2)} per join), ` +
-                `of which answered Throttling.User: ${[...limit.throttled].map(([a, n]) => `${a} ${n}`).join(", ") || "none"}`);
+                `of which answered Throttling.User: ${Object.entries(throttledCalls(w.emu, since)).map(([a, n]) => `${a} ${n}`).join(", ") || "none"}`);
             const replays = await Promise.all(nodes.map((n) => request(`https://${w.endpoint}/admit`, tls.certPem, n.ip, requests.get(n.ip))));
             const replayRefused = replays.filter((r) => r.status === 403 && /challenge-replayed/.test(r.text)).length;
             console.log(`   replaying all ${BURST} requests: ${replayRefused} refused as challenge-replayed, ${replays.filter((r) => r.status === 200).length} admitted`);
@@ -195,7 +201,7 @@ export async function main(): Promise<void> {
             checks.push({ ok: tokens.size === BURST && w.cluster.leases.size >= BURST, text: "burst: one distinct token per node, each challenge claimed once" });
             checks.push({ ok: replayRefused === BURST, text: "burst: every replay refused" });
         } finally {
-            limit.remove();
+            w.emu.rateLimit({});
             await w.close();
         }
     } finally {

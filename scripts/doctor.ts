@@ -8,6 +8,7 @@ import { parseClusterInfo } from "../src/doctor/clusterInfo";
 import { credentialProblem, localCredentialSource, NO_CREDENTIALS_FIX, offlineChainEnv } from "../src/doctor/credentials";
 import * as os from "os";
 import { wrapText } from "../src/doctor/report";
+import { reportPacingTo } from "../src/cloud/pacer";
 
 /** Parsed command line. */
 export interface DoctorArgs { stack?: string; outputs?: string; json: boolean; help: boolean; checks?: CheckName[]; pollIntervalMs?: number }
@@ -105,6 +106,8 @@ async function main(): Promise<number> {
         return EXIT.couldNotLook;
     }
     const tty = !!process.stderr.isTTY && !args.json;
+    // Cloud calls that wait long for their turn (the account's API limits, src/cloud/pacer.ts) say so on stderr.
+    reportPacingTo((m) => process.stderr.write(`… ${m}\n`));
     const findings = await runDoctor(info, { checks: args.checks, pollIntervalMs: args.pollIntervalMs, progress: tty ? (m) => process.stderr.write(`… ${m}\n`) : undefined });
     process.stdout.write(args.json ? renderJson(info.name, findings) : renderTable(info.name, findings, { colour: useColour(), width: process.stdout.columns ?? 110 }));
     return exitCodeOf(findings);

@@ -22,7 +22,7 @@ import {
     apiAllowedCidrProblems, architectureProblems, autoscalerPatchProblem, autoscalerPatchWarning, DEFAULT_BAKE_INSTANCE_TYPE, instanceTypeListProblems,
     joinTagCarriedProblem, kubernetesPatchProblem, kubernetesPatchWarning, mixedArchitectureProblem, nameAsTagValueProblem, natOffProblems, POOL_LABEL,
     SECRET_STAND_IN, SSH_SECRET_FIELDS, sshConnectionContentProblems, sshTarget, zoneWarning, imageOsProblem, imageSizeGiB,
-    managedTaintWarning, observedLabelWarning, parseTaint,
+    managedTaintWarning, observedLabelWarning, parseTaint, parseRollout, type Rollout,
 } from "./rules";
 import { markValidated, validatedByParser, type Validated } from "./validated";
 
@@ -86,6 +86,13 @@ function buildSchema(obj: typeof z.strictObject) {
         imageId: text().optional(),
         /** Bootstrap token lifetime, a Go duration, for `NodePool` used directly without admission. Default `0` = never expires. No effect in a Cluster (a warning). */
         tokenTtl: z.string().optional(),
+        /** How `pulumi up` replaces outdated nodes (fixed pools): src/rules/rollout.ts, docs/rotation.md. */
+        rollout: obj({
+            maxSurge: z.number().int().optional(),
+            maxUnavailable: z.number().int().optional(),
+            drainTimeout: z.string().optional(),
+            onDrainTimeout: z.enum(["pause", "force"]).optional(),
+        }).optional(),
         ...nodeShape,
     });
 
@@ -900,8 +907,14 @@ function checkPool(pool: PoolInput, clusterName: string, cloudTags: Record<strin
     if (fromZero) {
         report("autoscale.min", fromZero);
     }
-    const { instanceType: _one, ...rest } = pool;
-    return { ...rest, systemDisk: pool.systemDisk ?? { category: "cloud_essd", size: 40 }, tokenTtl, instanceTypes: types, taints };
+    let rollout: Rollout | undefined;
+    if (pool.autoscale && pool.rollout !== undefined) {
+        report("rollout", "rotation of autoscaled pools is not supported yet (only fixed pools, with `size`, roll out outdated nodes): remove rollout");
+    } else if (!pool.autoscale && pool.rollout !== undefined) {
+        rollout = parseRollout(pool.rollout, (path, reason) => report(joinPath("rollout", path), reason));
+    }
+    const { instanceType: _one, rollout: _given, ...rest } = pool;
+    return { ...rest, systemDisk: pool.systemDisk ?? { category: "cloud_essd", size: 40 }, tokenTtl, instanceTypes: types, taints, ...(rollout ? { rollout } : {}) };
 }
 
 /** What an existing node is checked from: the parsed config, or an ExistingNodeConfig built by hand. */

@@ -2,7 +2,7 @@
 // components read after defaults. src/config.ts checks at compile time that its schema parses exactly these
 // shapes; they are written here rather than inferred from the schema so that the package's public
 // declarations name no type of the schema library (a consumer compiles them without skipLibCheck).
-import type { AutoscalerSettings, Taint } from "./rules";
+import type { AutoscalerSettings, Rollout, RolloutInput, Taint } from "./rules";
 import type { Validated } from "./validated";
 
 /** Disk category as the ECS API spells it. */
@@ -70,6 +70,12 @@ export interface NodePoolInput {
     /** Kubelet labels. */
     labels?: Record<string, string>;
     taints?: TaintInput[];
+    /**
+     * How `pulumi up` replaces the pool's outdated nodes (a changed image, instance types, userdata, version, labels
+     * or taints): fixed pools only. Default none: outdated nodes are reported, never replaced. Given, each field
+     * defaults to `maxSurge: 1`, `maxUnavailable: 0`, `drainTimeout: "10m"`, `onDrainTimeout: "pause"` (docs/rotation.md).
+     */
+    rollout?: RolloutInput;
 }
 
 /** An existing ECS instance as written. */
@@ -182,6 +188,7 @@ export interface ParsedNodePool extends Required<Pick<NodePoolInput, "name" | "l
     systemDisk: Disk;
     imageId?: string;
     taints: TaintInput[];
+    rollout?: RolloutInput;
 }
 
 /** An existing node after the schema's defaults (before normalisation). */
@@ -234,7 +241,7 @@ export interface ParsedClusterConfig {
  */
 export type NodePoolConfig = Validated<NodePoolFields>;
 /** The fields of a validated node pool. */
-export type NodePoolFields = Omit<ParsedNodePool, "taints" | "instanceType"> & { taints: Taint[]; instanceTypes: string[] };
+export type NodePoolFields = Omit<ParsedNodePool, "taints" | "instanceType" | "rollout"> & { taints: Taint[]; instanceTypes: string[]; /** Fixed pools: the rollout, defaults applied. */ rollout?: Rollout };
 /** An existing node as its parser returns it, taints normalised. */
 export type ExistingNodeConfig = Validated<ExistingNodeFields>;
 /** The fields of a validated existing node. */

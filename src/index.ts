@@ -51,7 +51,7 @@ export { PoolCapacity } from "./providers/poolCapacity";
 export { ApiServerReady, type ApiServerReadyArgs } from "./providers/apiServerReady";
 export { AdmissionCertificate, type AdmissionCertificateArgs } from "./providers/admissionCertificate";
 export { removeNode, removeNodes, scaleInPool, type RemovalTarget, type RemovalOptions, type RemovalReport } from "./removal";
-export { OPERATIONS, type NodeCommandIds, type OperationName } from "./rules";
+export { OPERATIONS, DEFAULT_ROLLOUT, SPEC_TAG, type NodeCommandIds, type OperationName, type Rollout, type RolloutInput } from "./rules";
 
 // Operations
 export { runDoctor, type ClusterInfo, type Finding } from "./doctor";

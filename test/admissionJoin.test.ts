@@ -104,7 +104,7 @@ describe("Cluster with admission on (whole stack under mocks)", function () {
         assert.match(spec.template.spec.containers[0].image, /^docker\.io\/library\/node:\d+\.\d+\.\d+-alpine/);
         const cm = result.resources.find((r) => r.type === "kubernetes:core/v1:ConfigMap" && /configmap-kube-system-alicloud-kubeadm-admission$/.test(r.name))!;
         const data = cm.rawInputs.data as Record<string, string>;
-        for (const m of ["der", "pkcs7", "challenge", "nodes", "admit", "approver", "cloud", "kube", "server"]) assert.ok(data[`${m}.js`]?.includes("use strict"), `${m}.js bundled`);
+        for (const m of ["pacer", "der", "pkcs7", "challenge", "nodes", "admit", "approver", "cloud", "kube", "server"]) assert.ok(data[`${m}.js`]?.includes("use strict"), `${m}.js bundled`);
         const cfg = JSON.parse(data["config.json"]) as { accountId: string; existingNodes: Record<string, string>; tlsKeyFile: string };
         assert.strictEqual(cfg.accountId, "1234567890123456");
         assert.ok(Object.keys(cfg.existingNodes).length > 0);

@@ -3,6 +3,7 @@ import * as assert from "assert";
 import * as pulumi from "@pulumi/pulumi";
 import { CommandError, runCommand, RunCommandOptions, runOnInstance } from "../src/cloud/cloudAssistant";
 import { OpenApiError } from "../src/cloud/openapi";
+import { configurePacer } from "../src/cloud/pacer";
 import { TEST_CREDENTIALS } from "../testing/emulator";
 import { useEmulator } from "../testing/emulator/fixture";
 
@@ -12,6 +13,17 @@ const fast: Partial<RunCommandOptions> = { pollIntervalMs: 20, pollMaxIntervalMs
 
 function decodeScript(b64: string): string {
     return Buffer.from(b64, "base64").toString("utf8");
+}
+
+/** The InstanceId.N counts of calls, largest first. */
+function batchSizes(calls: Array<{ params: Record<string, string> }>): number[] {
+    return calls.map((c) => Object.keys(c.params).filter((k) => k.startsWith("InstanceId.")).length).sort((x, y) => y - x);
+}
+
+/** A handler that counts how often the command ran on each instance. */
+function countingRuns(): { runs: Map<string, number>; handler: (ctx: { instanceId: string }) => { output: string } } {
+    const runs = new Map<string, number>();
+    return { runs, handler: (ctx) => { runs.set(ctx.instanceId, (runs.get(ctx.instanceId) ?? 0) + 1); return { output: "ran\n" }; } };
 }
 
 async function caught(p: Promise<unknown>): Promise<unknown> {
@@ -57,14 +69,14 @@ describe("Cloud Assistant runner", () => {
         assert.strictEqual(fx.emu.state.invocations.size, 1);
     });
 
-    it("fails with the typed OpenApiError when retries run out", async () => {
+    it("a single instance whose command could not be sent: runOnInstance throws the API's typed error", async () => {
         const [id] = fx.emu.addInstances(1);
-        fx.emu.throttle("RunCommand", 50);
-        const err = await caught(runCommand({ region, instanceIds: [id], script: "true", ...fast, retry: { baseDelayMs: 1, maxDelayMs: 2, maxAttempts: 3 } }));
+        fx.emu.fail5xx("RunCommand", 50);
+        const err = await caught(runOnInstance({ region, instanceId: id, script: "true", ...fast, retry: { baseDelayMs: 1, maxDelayMs: 2, maxAttempts: 3 } }));
         assert.ok(err instanceof OpenApiError);
-        assert.strictEqual(err.code, "Throttling.User");
+        assert.strictEqual(err.code, "ServiceUnavailable");
         assert.strictEqual(err.attempts, 3);
-        assert.strictEqual(fx.emu.callsOf("RunCommand").length, 3);
+        assert.strictEqual(fx.emu.state.invocations.size, 0);
     });
 
     it("agent offline: says how to start or install the Cloud Assistant agent", async () => {
@@ -161,16 +173,15 @@ describe("Cloud Assistant runner", () => {
         assert.match(r.error?.message ?? "", /no final result arrived in time/);
     });
 
-    it("120 instances go out in 3 RunCommand calls of at most 50", async () => {
+    it("120 instances go out in 2 RunCommand calls of at most 100", async () => {
         const ids = fx.emu.addInstances(120);
         fx.emu.onCommand(/true/, { delayMs: 20 });
         const progress: string[] = [];
         const results = await runCommand({ region, instanceIds: ids, script: "true", ...fast, progress: (m) => progress.push(m) });
         assert.strictEqual(results.length, 120);
-        assert.ok(results.every((r) => r.ok));
-        const sizes = fx.emu.callsOf("RunCommand").map((c) => Object.keys(c.params).filter((k) => k.startsWith("InstanceId.")).length).sort((x, y) => y - x);
-        assert.deepStrictEqual(sizes, [50, 50, 20]);
-        assert.match(progress[0], /120 instance\(s\) in 3 batch\(es\)/);
+        assert.ok(results.every((r) => r.ok && r.outcome === "done"));
+        assert.deepStrictEqual(batchSizes(fx.emu.callsOf("RunCommand")), [100, 20]);
+        assert.match(progress[0], /120 instance\(s\) in 2 batch\(es\)/);
         assert.match(progress[progress.length - 1], /finished on 120\/120/);
     });
 
@@ -207,15 +218,71 @@ describe("Cloud Assistant runner", () => {
         assert.match(err.message, /6144 bytes were dropped/);
     });
 
-    it("first poll comes within 1 s by default", async () => {
+    it("a quick command is seen done at the first poll, which comes before a second has passed", async () => {
         const [id] = fx.emu.addInstances(1);
         fx.emu.onCommand(/true/, {});
-        const t0 = Date.now();
         const [r] = await runCommand({ region, instanceIds: [id], script: "true" });
         assert.ok(r.ok);
-        const elapsed = Date.now() - t0;
-        assert.ok(elapsed >= 900 && elapsed < 1500, `finished after ${elapsed} ms`);
-        assert.strictEqual(fx.emu.callsOf("DescribeInvocationResults").length, 1);
+        const [sent] = fx.emu.callsOf("RunCommand");
+        const polls = fx.emu.callsOf("DescribeInvocationResults");
+        assert.strictEqual(polls.length, 1, "one poll: the first found it done");
+        assert.ok(polls[0].at - sent.at < 1000, `first poll ${polls[0].at - sent.at} ms after the call`);
+    });
+});
+
+describe("Cloud Assistant fan-out: no accepted work is lost", () => {
+    const fx = useEmulator();
+
+    it("a batch whose call fails comes back not sent while the others' results are kept; a retry sends only that batch, with its ClientToken", async () => {
+        const ids = fx.emu.addInstances(4);
+        const count = countingRuns();
+        fx.emu.onCommand(/true/, count.handler);
+        // The call for the batch holding ids[2] is applied, but every answer to it is lost (the harsher failure: it ran).
+        fx.emu.inject("RunCommand", { status: 503, code: "ServiceUnavailable", message: "answer lost", times: 3, afterApply: true, when: (p) => p["InstanceId.1"] === ids[2] });
+        const first = await runCommand({ region, instanceIds: ids, script: "true", batchSize: 2, ...fast, retry: { baseDelayMs: 1, maxDelayMs: 2, maxAttempts: 3 } });
+        assert.deepStrictEqual(first.map((r) => r.outcome), ["done", "done", "not-sent", "not-sent"]);
+        assert.strictEqual(first[2].errorCode, "ServiceUnavailable");
+        assert.match(first[2].error?.message ?? "", /was not sent to .*run again to send it/);
+        const retry = await runCommand({ region, instanceIds: ids, script: "true", batchSize: 2, ...fast, previous: first });
+        assert.deepStrictEqual(retry.map((r) => r.outcome), ["done", "done", "done", "done"]);
+        assert.deepStrictEqual(ids.map((id) => count.runs.get(id)), [1, 1, 1, 1], "nothing ran twice");
+        const retryCalls = fx.emu.callsOf("RunCommand").slice(4);
+        assert.deepStrictEqual(retryCalls.map((c) => [c.params["InstanceId.1"], c.params.ClientToken]), [[ids[2], first[2].batch!.clientToken]], "only the unsent batch, with its ClientToken");
+    });
+
+    it(`a batch over the API's count (InstanceIds.ExceedLimit) halves the batch for the rest of the run and sends nothing twice`, async () => {
+        fx.emu.state.maxInstancesPerInvocation = 50;
+        const ids = fx.emu.addInstances(230);
+        const count = countingRuns();
+        fx.emu.onCommand(/true/, count.handler);
+        const results = await runCommand({ region, instanceIds: ids, script: "true", ...fast });
+        assert.ok(results.every((r) => r.outcome === "done"), JSON.stringify(results.filter((r) => r.outcome !== "done").slice(0, 2)));
+        assert.ok(ids.every((id) => count.runs.get(id) === 1), "every instance ran once");
+        const calls = fx.emu.callsOf("RunCommand");
+        assert.ok(calls.filter((c) => c.code === "InstanceIds.ExceedLimit").length >= 1);
+        assert.ok(batchSizes(calls.filter((c) => c.code === "")).every((n) => n <= 50));
+        assert.strictEqual(fx.emu.state.invocations.size, calls.filter((c) => c.code === "").length);
+    });
+
+    it("under an API rate limit every instance is accounted for (done, failed or not sent); the retry finishes the rest and runs nothing twice", async () => {
+        // Two RunCommand calls a minute: three of the five batches cannot go within the throttling budget.
+        fx.emu.rateLimit({ RunCommand: 2 }, 60_000);
+        configurePacer({ rates: { "*": 10 }, burst: 5 });
+        const ids = fx.emu.addInstances(5);
+        const [broken] = ids;
+        const count = countingRuns();
+        fx.emu.onCommand(/true/, (ctx) => (ctx.instanceId === broken ? { exitCode: 2, output: "no\n" } : count.handler(ctx)));
+        const opts = { region, instanceIds: ids, script: "true", batchSize: 1, ...fast, retry: { baseDelayMs: 1, maxDelayMs: 2, throttleBudgetMs: 300 } };
+        const first = await runCommand(opts);
+        assert.strictEqual(first.length, ids.length);
+        assert.strictEqual(first.filter((r) => r.outcome === "not-sent").length, 3, JSON.stringify(first.map((r) => r.outcome)));
+        assert.ok(first.filter((r) => r.outcome === "not-sent").every((r) => /^Throttling/.test(r.errorCode)));
+        assert.ok(first.filter((r) => r.outcome !== "not-sent").every((r) => r.outcome === (r.instanceId === broken ? "failed" : "done")));
+        fx.emu.rateLimit({}); // the next minute
+        const retry = await runCommand({ ...opts, retry: { baseDelayMs: 1, maxDelayMs: 2 }, previous: first });
+        assert.deepStrictEqual(retry.map((r) => r.outcome), ids.map((id) => (id === broken ? "failed" : "done")));
+        assert.ok(ids.filter((id) => id !== broken).every((id) => count.runs.get(id) === 1), "nothing ran twice");
+        assert.strictEqual(fx.emu.state.invocations.size, ids.length, "one invocation per instance");
     });
 });
 

@@ -99,7 +99,12 @@ const badCases: Array<[string, Mutate, string, RegExp]> = [
     ["ESS name too long", (c) => { c.name = "a".repeat(40); pool(c).name = "b".repeat(24); }, "nodePools.0.name", /"a{40}-b{24}" \(65 characters\); ESS allows at most 64.*at most 23 characters/],
     // Scaling-configuration tags: at most 20, no reserved keys.
     ["autoscaled pool: 19 labels + 2 = 21 tags", (c) => { pool(c, 1).labels = manyLabels(19); }, "nodePools.1.labels", /would carry 21 tags \(19 labels \+ node-restriction\.kubernetes\.io\/alicloud-kubeadm-pool \+ alicloud-kubeadm\/autoscaled\); ESS allows at most 20/],
-    ["fixed pool: labels + cloud tags > 20", (c) => { c.tags = manyLabels(10, "team"); pool(c).labels = manyLabels(9); }, "nodePools.0.labels", /would carry 21 tags \(9 labels \+ node-restriction\.kubernetes\.io\/alicloud-kubeadm-pool \+ 11 cloud tags/],
+    ["fixed pool: labels + cloud tags > 20", (c) => { c.tags = manyLabels(10, "team"); pool(c).labels = manyLabels(9); }, "nodePools.0.labels", /would carry 22 tags \(9 labels \+ node-restriction\.kubernetes\.io\/alicloud-kubeadm-pool \+ node-restriction\.kubernetes\.io\/alicloud-kubeadm-spec \+ 11 cloud tags/],
+    // A fixed pool's rollout.
+    ["rollout that can never replace a node", (c) => { (pool(c) as { rollout?: unknown }).rollout = { maxSurge: 0, maxUnavailable: 0 }; }, "nodePools.0.rollout", /both 0: no outdated node could ever be replaced; set maxSurge: 1/],
+    ["rollout surge out of range", (c) => { (pool(c) as { rollout?: unknown }).rollout = { maxSurge: 21 }; }, "nodePools.0.rollout.maxSurge", /integer in 0\.\.20, got 21/],
+    ["rollout drain timeout not a duration", (c) => { (pool(c) as { rollout?: unknown }).rollout = { drainTimeout: "forever" }; }, "nodePools.0.rollout.drainTimeout", /"forever" must be a duration from 1s to 24h/],
+    ["rollout of an autoscaled pool", (c) => { (pool(c, 1) as { rollout?: unknown }).rollout = {}; }, "nodePools.1.rollout", /autoscaled pools is not supported yet/],
     ["label key reserved for tags (aliyun)", (c) => { pool(c).labels = { "aliyun.com/gpu": "true" }; }, "nodePools.0.labels.aliyun.com/gpu", /ESS refuses tag keys starting with aliyun or acs:/],
     ["label key reserved for tags (case-insensitive)", (c) => { pool(c, 1).labels = { "ALIYUN-team": "a" }; }, "nodePools.1.labels.ALIYUN-team", /aliyun or acs:/],
     ["tag key reserved (acs:)", (c) => { c.tags = { "acs:owner": "me" }; }, "tags.acs:owner", /reserves keys starting with aliyun or acs:/],
@@ -298,8 +303,8 @@ describe("cluster config validation", () => {
 
         const fixed = base();
         fixed.tags = manyLabels(9, "team");
-        pool(fixed).labels = manyLabels(9);
-        assert.deepStrictEqual(validateClusterConfig(fixed, "cn-hangzhou").errors, [], "9 labels + pool label + 9 tags + cluster tag = 20");
+        pool(fixed).labels = manyLabels(8);
+        assert.deepStrictEqual(validateClusterConfig(fixed, "cn-hangzhou").errors, [], "8 labels + pool label + spec hash + 9 tags + cluster tag = 20");
     });
 
     it("accepts carved vSwitches of a /24 VPC for 3 masters in 3 zones (/28 each, one master per zone)", () => {
@@ -669,9 +674,9 @@ describe("cluster config: what is accepted (no over-rejection)", () => {
         assert.deepStrictEqual(validateClusterConfig(cfg, "cn-hangzhou").errors, []);
     });
 
-    it("18 tags of the user's, 64-character tag keys with fixed pools, 128 without, empty tag values", () => {
+    it("17 tags of the user's (with a fixed pool: + cluster tag + pool label + spec hash = 20), 64-character tag keys with fixed pools, 128 without, empty tag values", () => {
         const cfg = base();
-        cfg.tags = { ...manyLabels(17, "team"), ["k".repeat(64)]: "" };
+        cfg.tags = { ...manyLabels(16, "team"), ["k".repeat(64)]: "" };
         assert.deepStrictEqual(validateClusterConfig(cfg, "cn-hangzhou").errors, []);
         const autoscaledOnly = base();
         autoscaledOnly.nodePools = [(autoscaledOnly.nodePools as unknown[])[1]] as typeof autoscaledOnly.nodePools;

@@ -89,6 +89,7 @@ const refused: Array<[string, string, Mutate, string, RegExp, string?]> = [
     ["joinTag", "the cluster's own tag", (c) => { admission(c).joinTag = "alicloud-kubeadm/cluster=example"; }, "admission.joinTag", /alicloud-kubeadm\/cluster is a tag alicloud-kubeadm puts on its own instances/],
     ["joinTag", "the masters' role tag", (c) => { admission(c).joinTag = "alicloud-kubeadm/role=control-plane"; }, "admission.joinTag", /puts on its own instances/],
     ["joinTag", "a pool's tag", (c) => { admission(c).joinTag = "alicloud-kubeadm/pool=general"; }, "admission.joinTag", /puts on its own instances/],
+    ["joinTag", "a fixed pool's spec hash tag", (c) => { admission(c).joinTag = "node-restriction.kubernetes.io/alicloud-kubeadm-spec=a07d2234ea86c5fa"; }, "admission.joinTag", /alicloud-kubeadm-spec is a tag alicloud-kubeadm puts on its own instances/],
     ["joinTag", "a pool's scaling-configuration tag", (c) => { admission(c).joinTag = "node-restriction.kubernetes.io/alicloud-kubeadm-pool=general"; }, "admission.joinTag",
         /puts on its own instances/],
     ["joinTag", "one of the cloud tags", (c) => { c.tags = { env: "dev" }; admission(c).joinTag = "env=dev"; }, "admission.joinTag", /cluster puts on its own instances \(from tags\.env\)/],

@@ -17,6 +17,8 @@ import { renderOperation } from "../src/shell/render";
 import { operation, saveNodeCommands } from "../testing/savedCommands";
 import { parseClusterInfo } from "../src/doctor/clusterInfo";
 import { helpText } from "../scripts/doctor";
+import { launchInstance } from "../testing/emulator/ess";
+import { SPEC_TAG } from "../src/rules";
 
 const ROOT = path.join(__dirname, "..");
 
@@ -218,6 +220,27 @@ describe("doctor", () => {
         findings = await runDoctor(two, { ...fast, checks: ["certs"] });
         assert.ok(find(findings, "certs", "warning", new RegExp(`master ${second} .*first to expire is pki/apiserver\\.crt.*not installed`)), renderTable("dev", findings));
         assertReadOnly(emu);
+    });
+
+    it("lists a fixed pool's outdated nodes: the instances whose spec tag (put on by ESS at creation) is not the active configuration's", async () => {
+        const { emu } = ctx;
+        const { info, ids } = await stage(emu);
+        const group = emu.state.scalingGroups.get(info.pools[0].scalingGroupId)!;
+        const config = emu.state.scalingConfigurations.get(group.activeScalingConfigurationId)!;
+        // The spec the two members were made from, then a new one (Pulumi's in-place update of the configuration's tags).
+        config.tags = { ...config.tags, [SPEC_TAG]: "1111111111111111" };
+        emu.instances.get(ids.general[0])!.tags[SPEC_TAG] = "1111111111111111";
+        emu.instances.get(ids.general[1])!.tags[SPEC_TAG] = "1111111111111111";
+        assert.ok(find(await runDoctor(info, { ...fast, checks: ["ess"] }), "ess", "ok", /pool general .*all 2 node\(s\) from the current spec 1111111111111111/));
+        config.tags[SPEC_TAG] = "2222222222222222";
+        const newer = launchInstance(emu.state, group).instanceId;
+        const findings = await runDoctor(info, { ...fast, checks: ["ess"] });
+        const f = find(findings, "ess", "warning", /pool general .*2 of 3 node\(s\) outdated/);
+        assert.ok(f, renderTable("dev", findings));
+        assert.match(f.evidence, new RegExp(`${ids.general[0]} \\(spec 1111111111111111\\), ${ids.general[1]} \\(spec 1111111111111111\\)`));
+        assert.doesNotMatch(f.evidence, new RegExp(newer), "the instance ESS made from the new configuration carries its tag");
+        assert.match(f.next, /rollout/);
+        assert.ok(!find(findings, "ess", "warning", /pool elastic .*outdated/), "an autoscaled pool carries no spec tag yet");
     });
 
     it("names a failed scaling activity with its error code explained", async () => {

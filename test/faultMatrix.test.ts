@@ -13,21 +13,23 @@
  *   I3  nothing else changed: the other instances, members, routes, Nodes and etcd members are as they were,
  *       and every group's desired capacity equals its members (ESS has no victim of its own to choose).
  * The emulator's clocks are not zero here: scaling activities and route tasks take time.
+ * One more dimension, throttling: the same removals with every action limited to a few calls per second (the
+ * emulator answers Throttling.User above it, as Alibaba's per-action limits do) finish in one run, I1–I3 holding,
+ * the process's pacer starting from its defaults and slowing down on the throttling answers.
  */
 import * as assert from "assert";
-import { guardLoopbackOnly } from "../testing/emulator/fixture";
-import { startEmulator, TEST_CREDENTIALS, type Emulator } from "../testing/emulator";
+import { startEmulatorHere, useEmulatorEnvironment } from "../testing/emulator/fixture";
+import type { Emulator } from "../testing/emulator";
 import { fakeCluster, type FakeCluster } from "../testing/fakeCluster";
 import { CLEARED_USERDATA, removeNode, type RemovalOptions, type RemovalTarget } from "../src/removal";
+import { resetPacer } from "../src/cloud/pacer";
 
 const REGION = "cn-hangzhou";
-const ENV = {
-    ALICLOUD_KUBEADM_ENDPOINT: "", ALIBABA_CLOUD_ACCESS_KEY_ID: TEST_CREDENTIALS.accessKeyId, ALIBABA_CLOUD_ACCESS_KEY_SECRET: TEST_CREDENTIALS.accessKeySecret,
-    ALIBABA_CLOUD_ECS_METADATA_DISABLED: "true", ALIBABA_CLOUD_CLI_PROFILE_DISABLED: "true",
-};
 /** Polling reads: their number depends on timing, so they are not counted as steps to fail. */
 const POLLS = ["DescribeInvocationResults", "DescribeScalingActivities"];
 const isMutating = (action: string) => !/^(Describe|List|Get|Query)/.test(action);
+/** The throttling dimension: every action limited to this many calls per second. */
+const THROTTLED_PER_SECOND = 2;
 
 type Kind = "pool release" | "pool release, no Node" | "pool keep" | "existing" | "control-plane";
 
@@ -63,8 +65,7 @@ function snapshot(w: Pick<World, "emu" | "c" | "table" | "target">): Snapshot {
 }
 
 async function world(kind: Kind): Promise<World> {
-    const emu = await startEmulator();
-    process.env.ALICLOUD_KUBEADM_ENDPOINT = emu.endpoint;
+    const emu = await startEmulatorHere();
     emu.state.activityDurationMs = 20;
     emu.state.routeTaskMs = 20;
     const c = await fakeCluster(emu, REGION, { masters: kind === "control-plane" ? 3 : 1 });
@@ -213,18 +214,7 @@ async function settle(w: World): Promise<void> {
 
 describe("removal fault matrix: one fault at every step, then a re-run (I1–I3 from state)", function () {
     this.timeout(120_000);
-    let saved: Record<string, string | undefined> = {};
-    let unguard: () => void = () => undefined;
-    before(() => {
-        saved = Object.fromEntries(Object.keys(ENV).map((k) => [k, process.env[k]]));
-        Object.assign(process.env, ENV);
-        delete process.env.ALIBABA_CLOUD_SECURITY_TOKEN;
-        unguard = guardLoopbackOnly();
-    });
-    after(() => {
-        unguard();
-        for (const [k, v] of Object.entries(saved)) { if (v === undefined) delete process.env[k]; else process.env[k] = v; }
-    });
+    useEmulatorEnvironment();
 
     for (const kind of ["pool release", "pool release, no Node", "pool keep", "existing", "control-plane"] as Kind[]) {
         it(`${kind}: every refused call, lost answer, failing command and crash is followed by a re-run that finishes, with I1–I3`, async () => {
@@ -264,6 +254,22 @@ describe("removal fault matrix: one fault at every step, then a re-run (I1–I3 
             if (process.env.FAULT_MATRIX_VERBOSE) console.log(`${kind}: ${faults.length} injections in ${Date.now() - started} ms (clean run ${clean.ms} ms: ${clean.calls} calls, ${clean.mutating} mutating, ${clean.commands} commands); struck: ${JSON.stringify(struck)}`);
             // Nearly every fault found its step (the number of route listings while a route task ends varies a little).
             assert.ok(Object.values(struck).reduce((a, b) => a + b, 0) >= faults.length - 3, `struck ${JSON.stringify(struck)} of ${faults.length}`);
+        });
+    }
+
+    for (const kind of ["pool release", "pool release, no Node", "pool keep", "existing", "control-plane"] as Kind[]) {
+        it(`${kind}: throttled at ${THROTTLED_PER_SECOND} calls/s per action, the removal finishes in one run with I1–I3`, async () => {
+            const w = await world(kind);
+            try {
+                resetPacer(); // the defaults, above the limit: the pacer must slow down on its own
+                w.emu.rateLimit(THROTTLED_PER_SECOND);
+                await removeNode(w.target, w.opts); // polling every few ms: the limit is met at once
+                await settle(w);
+                assertInvariants(w, `${kind}, throttled at ${THROTTLED_PER_SECOND}/s`);
+                assert.ok(w.emu.calls.some((c) => c.code === "Throttling.User"), "the limit was met");
+            } finally {
+                await w.emu.close();
+            }
         });
     }
 });

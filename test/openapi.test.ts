@@ -91,28 +91,35 @@ describe("openapi wrapper against the emulator", () => {
         assert.ok(Date.now() - t0 >= 480, `waited ${Date.now() - t0} ms, expected ≥ 2 × 250`);
     });
 
-    it("gives up after maxAttempts with a typed, actionable error", async () => {
-        fx.emu.throttle("DescribeInstances", 100);
+    it("gives up on a 5xx after maxAttempts with a typed, actionable error", async () => {
+        fx.emu.fail5xx("DescribeInstances", 100);
         const err = await rejects(callApi("ecs", "DescribeInstances", {}, { region, retry: { ...fast, maxAttempts: 4 } }));
-        assert.strictEqual(err.code, "Throttling.User");
+        assert.strictEqual(err.code, "ServiceUnavailable");
         assert.strictEqual(err.action, "DescribeInstances");
         assert.strictEqual(err.product, "ecs");
-        assert.strictEqual(err.httpStatus, 400);
+        assert.strictEqual(err.httpStatus, 503);
         assert.strictEqual(err.retryable, true);
         assert.strictEqual(err.attempts, 4);
         assert.match(err.requestId, /^[0-9A-F-]{36}$/);
-        assert.match(err.message, /ECS DescribeInstances failed: Throttling\.User .*gave up after 4 attempt/);
+        assert.match(err.message, /ECS DescribeInstances failed: ServiceUnavailable .*gave up after 4 attempt/);
         assert.strictEqual(fx.emu.callsOf("DescribeInstances").length, 4);
     });
 
-    it("bounds retries by total time, not only attempts", async () => {
-        fx.emu.throttle("DescribeInstances", 1000, 100);
-        const t0 = Date.now();
-        const err = await rejects(callApi("ecs", "DescribeInstances", {}, { region, retry: { maxAttempts: 1000, totalTimeoutMs: 350 } }));
-        const elapsed = Date.now() - t0;
+    it("bounds 5xx retries by total time, not only attempts", async () => {
+        fx.emu.fail5xx("DescribeInstances", 1000);
+        const err = await rejects(callApi("ecs", "DescribeInstances", {}, { region, retry: { maxAttempts: 1000, totalTimeoutMs: 350, baseDelayMs: 50, maxDelayMs: 100 } }));
+        assert.strictEqual(err.code, "ServiceUnavailable");
+        assert.ok(err.attempts >= 2 && err.attempts < 1000, `attempts ${err.attempts}`);
+    });
+
+    it("retries throttling within a time budget whatever maxAttempts says, then gives up with a typed error", async () => {
+        fx.emu.throttle("DescribeInstances", 1000);
+        const err = await rejects(callApi("ecs", "DescribeInstances", {}, { region, retry: { ...fast, maxAttempts: 2, throttleBudgetMs: 1500 } }));
         assert.strictEqual(err.code, "Throttling.User");
-        assert.ok(elapsed < 1000, `took ${elapsed} ms`);
-        assert.ok(err.attempts >= 3 && err.attempts <= 5, `attempts ${err.attempts}`);
+        assert.strictEqual(err.httpStatus, 400);
+        assert.ok(err.attempts > 2, `more attempts than maxAttempts: ${err.attempts}`);
+        assert.match(err.message, /ECS DescribeInstances failed: Throttling\.User .*over the throttling budget/);
+        assert.strictEqual(fx.emu.callsOf("DescribeInstances").length, err.attempts);
     });
 
     it("does not retry client errors", async () => {

@@ -2,7 +2,7 @@
 import * as assert from "assert";
 import * as zlib from "zlib";
 import { useEmulator } from "../testing/emulator/fixture";
-import { deleteNode, drainNode, listNodes, parseNodeLines, type ClusterAccess } from "../src/cloud/operations";
+import { deleteNodes, drainNode, listNodes, nodeOfInstance, parseNodeLines, type ClusterAccess, type NodeInfo } from "../src/cloud/operations";
 import { operationParameters, OPERATIONS, OPERATION_PARAMETERS, SAVED_OPERATIONS, type ParameterName } from "../src/rules";
 import { PARAMETER_MARKER, renderOperation } from "../src/shell/render";
 import { operation, saveNodeCommands } from "../testing/savedCommands";
@@ -15,10 +15,10 @@ describe("node operations: saved commands invoked on a master", () => {
     });
 
     it("parses the compact node listing", () => {
-        const nodes = parseNodeLines("n1\tcn-hangzhou.i-a\tTrue\t\t172.16.0.0/25\tgeneral\t2026-12-01T10:00:00Z\t\nn2\t\tFalse\ttrue\t\t\t2026-12-01T11:00:00Z\t2026-12-01T12:00:00Z\n");
+        const nodes = parseNodeLines("n1\tcn-hangzhou.i-a\tTrue\t\t172.16.0.0/25\tgeneral\t2026-12-01T10:00:00Z\t\t\t192.168.0.7 fd00::7\nn2\t\tFalse\ttrue\t\t\t2026-12-01T11:00:00Z\t2026-12-01T12:00:00Z\n");
         assert.deepStrictEqual(nodes, [
-            { name: "n1", providerId: "cn-hangzhou.i-a", ready: true, unschedulable: false, podCidr: "172.16.0.0/25", pool: "general", createdAt: "2026-12-01T10:00:00Z", removing: "" },
-            { name: "n2", providerId: "", ready: false, unschedulable: true, podCidr: "", pool: "", createdAt: "2026-12-01T11:00:00Z", removing: "2026-12-01T12:00:00Z" },
+            { name: "n1", providerId: "cn-hangzhou.i-a", ready: true, unschedulable: false, podCidr: "172.16.0.0/25", pool: "general", createdAt: "2026-12-01T10:00:00Z", removing: "", internalIp: "192.168.0.7" },
+            { name: "n2", providerId: "", ready: false, unschedulable: true, podCidr: "", pool: "", createdAt: "2026-12-01T11:00:00Z", removing: "2026-12-01T12:00:00Z", internalIp: "" },
         ]);
     });
 
@@ -26,6 +26,16 @@ describe("node operations: saved commands invoked on a master", () => {
         const line = (legacy: string, pool: string) => `n	cn-hangzhou.i-a	True			${legacy}	2026-12-01T10:00:00Z		${pool}`;
         assert.deepStrictEqual(parseNodeLines([line("", "general"), line("general", ""), line("general", "elastic"), line("", "")].join("\n")).map((n) => n.pool),
             ["general", "general", "elastic", ""]);
+    });
+
+    it("an instance's Node is found by provider id, by a provider id in another form, or by its private IP when no other instance is named", () => {
+        const node = (name: string, providerId: string, internalIp: string): NodeInfo => ({ name, providerId, internalIp, ready: true, unschedulable: false, podCidr: "", pool: "", createdAt: "", removing: "" });
+        const region = "cn-hangzhou";
+        const nodes = [node("exact", "cn-hangzhou.i-exact", "10.0.0.1"), node("prefixed", "alicloud://cn-hangzhou.i-prefixed", "10.0.0.2"),
+            node("elsewhere", "cn-beijing.i-elsewhere", "10.0.0.3"), node("bare", "", "10.0.0.4"), node("other", "cn-hangzhou.i-other", "10.0.0.5")];
+        const of = (instanceId: string, privateIp?: string) => nodeOfInstance(nodes, region, { instanceId, privateIp })?.name;
+        assert.deepStrictEqual([of("i-exact"), of("i-prefixed"), of("i-elsewhere"), of("i-bare", "10.0.0.4"), of("i-bare")], ["exact", "prefixed", "elsewhere", "bare", undefined]);
+        assert.strictEqual(of("i-new", "10.0.0.5"), undefined, "a Node naming another instance is that instance's, whatever its IP");
     });
 
     it("listNodes invokes the saved list-nodes command with the selector as its parameter and decodes gzip+Base64 output", async () => {
@@ -48,17 +58,28 @@ describe("node operations: saved commands invoked on a master", () => {
 
     it("a value that could break out of the script's quoting never reaches a shell", async () => {
         const before = ctx.emu.calls.length;
-        await assert.rejects(deleteNode(access, "x'; reboot; '"), /operation delete-node: parameter node must be a Node name/);
+        await assert.rejects(deleteNodes(access, ["x'; reboot; '"]), /operation delete-node: parameter nodes must be Node names separated by single spaces/);
+        await assert.rejects(deleteNodes(access, ["n1", "--all"]), /parameter nodes must be Node names/, "no name that kubectl would read as a flag");
         await assert.rejects(listNodes(access, "a=$(reboot)"), /parameter selector must be a label selector/);
         await assert.rejects(drainNode(access, "n1", { timeoutSeconds: -1, force: false, skipWaitSeconds: 0 }), /parameter timeout must be a number of seconds/);
         assert.strictEqual(ctx.emu.calls.length, before, "refused before any call");
         assert.throws(() => operationParameters("drain", { node: "n1" }), /parameter timeout is missing/);
-        assert.throws(() => operationParameters("delete-node", { node: "n1", force: "true" }), /takes no parameter force/);
+        assert.throws(() => operationParameters("delete-node", { nodes: "n1", force: "true" }), /takes no parameter force/);
     });
 
     it("a failing operation surfaces its output", async () => {
         ctx.emu.onCommand(operation("delete-node"), { exitCode: 1, output: 'Error from server (Forbidden): nodes "x" is forbidden' });
-        await assert.rejects(deleteNode(access, "x"), /nodes "x" is forbidden/);
+        await assert.rejects(deleteNodes(access, ["x"]), /nodes "x" is forbidden/);
+    });
+
+    it("Node deletions go in one command per 4 KB of names", async () => {
+        const deleted: string[][] = [];
+        ctx.emu.onCommand(operation("delete-node"), (c) => { deleted.push(c.parameters.nodes.split(" ")); return { output: "" }; });
+        const names = Array.from({ length: 150 }, (_, k) => `cn-hangzhou.i-bp1${String(k).padStart(17, "0")}`);
+        await deleteNodes(access, names);
+        assert.deepStrictEqual(deleted.flat(), names, "every name once, in order");
+        assert.strictEqual(deleted.length, 2);
+        assert.ok(deleted.every((chunk) => chunk.join(" ").length <= 4096));
     });
 
     it("every saved operation renders exactly its parameters as {{name}} placeholders, only after its final exit, read and checked by the script first", () => {

@@ -2,7 +2,7 @@
 /**
  * State written by the previous version of each provider this change touched runs the new code after one `pulumi up`:
  * the engine calls diff(old state, new inputs) and then update (never a replacement, which would re-join or reset a
- * master, or lose the backup key). ControlPlaneMember 2 → 3, JoinInfo 2 → 3, against the emulator and the fake cluster
+ * master, or lose the backup key). ControlPlaneMember 3 → 5, JoinInfo 2 → 3, against the emulator and the fake cluster
  * (testing/fakeCluster.ts) where they reach a master.
  */
 import * as assert from "assert";
@@ -17,14 +17,15 @@ import { createCommand } from "../testing/savedCommands";
 describe("provider state written by the previous version, after one pulumi up", () => {
     const ctx = useEmulator();
 
-    it("ControlPlaneMember 3 → 4: an update that keeps its node name and touches nothing; then the new code removes it with the quorum check", async () => {
-        assert.strictEqual(CONTROL_PLANE_MEMBER_PROVIDER_VERSION, "4");
+    // Version 3 state goes straight to the current version (5) in one `pulumi up`; 4 → 5 is test/providerUpgrades.test.ts.
+    it("ControlPlaneMember 3 → 5: an update that keeps its node name and touches nothing; then the new code removes it with the quorum check", async () => {
+        assert.strictEqual(CONTROL_PLANE_MEMBER_PROVIDER_VERSION, "5");
         const c = await fakeCluster(ctx.emu, "cn-hangzhou");
         c.addNode(c.master, { name: "master-0", controlPlane: true });
         const m1 = c.addMaster();
         const v2 = { region: "cn-hangzhou", masterInstanceId: c.master, masterInstanceIds: c.masters, memberInstanceId: m1, joinCommandId: "c-join", joinSecretsScript: "#!/bin/bash\n",
             commands: c.commands, routeTableId: ctx.emu.addRouteTable().routeTableId, podCidr: "172.16.0.0/16", providerVersion: "3", nodeName: "master-1", pollSeconds: 0.02 };
-        const news = { ...v2, providerVersion: "4" };
+        const news = { ...v2, providerVersion: CONTROL_PLANE_MEMBER_PROVIDER_VERSION };
         delete (news as Partial<typeof v2>).nodeName;
         const d = await controlPlaneMemberProvider.diff!(m1, v2, news);
         assert.deepStrictEqual([d.changes, d.replaces], [true, []]);

@@ -188,7 +188,7 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
         const real = JSON.parse(await c.kubectl(["get", "nodes", "-o", "json"])).items as Array<{
             metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string>; creationTimestamp: string };
             spec: { providerID?: string; podCIDR?: string; unschedulable?: boolean };
-            status: { conditions?: Array<{ type: string; status: string }> };
+            status: { conditions?: Array<{ type: string; status: string }>; addresses?: Array<{ type: string; address: string }> };
         }>;
         assert.deepStrictEqual(listed.map((n) => n.name).sort(), real.map((n) => n.metadata.name).sort(), "every Node, once");
         for (const n of real) {
@@ -202,6 +202,7 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
                 pool: n.metadata.labels?.[POOL_LABEL] ?? n.metadata.labels?.[LEGACY_POOL_LABEL] ?? "",
                 createdAt: n.metadata.creationTimestamp,
                 removing: n.metadata.annotations?.["alicloud-kubeadm/removing"] ?? "",
+                internalIp: (n.status.addresses ?? []).find((x) => x.type === "InternalIP")?.address ?? "",
             }, `list-nodes line of ${n.metadata.name}`);
         }
         const byName = new Map(listed.map((n) => [n.name, n]));
@@ -215,11 +216,11 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
 
         // the selector parameter reaches kubectl: only the pool's Nodes
         assert.deepStrictEqual((await listNodes(access, `${POOL_LABEL}=general`)).map((n) => n.name).sort(), [nodeName(a), nodeName(b)].sort());
-        // and the columns never shift: nine per line, whatever is empty
+        // and the columns never shift: ten per line, whatever is empty
         const raw = await ops.runOnMaster(fill(renderOperation("list-nodes"), { selector: "" }));
         assert.strictEqual(raw.exitCode, 0, raw.output);
         const text = zlib.gunzipSync(Buffer.from(raw.output.trim(), "base64")).toString("utf8");
-        for (const line of text.split("\n").filter(Boolean)) assert.strictEqual(line.split("\t").length, 9, JSON.stringify(line));
+        for (const line of text.split("\n").filter(Boolean)) assert.strictEqual(line.split("\t").length, 10, JSON.stringify(line));
         assert.deepStrictEqual(parseNodeLines(text).map((n) => n.name).sort(), listed.map((n) => n.name).sort());
     });
 
@@ -314,6 +315,25 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
         }, 60_000);
     });
 
+    it("disableEviction (a rollout's onDrainTimeout: force): the real kubectl deletes the pod a PodDisruptionBudget holds instead of evicting it, and the removal completes", async function () {
+        const group = emu.addScalingGroup({ desiredCapacity: 2, regionId: REGION }).scalingGroupId;
+        const ids = emu.scalingGroupInstances(group);
+        await join(ids, "general");
+        await deployment("held", 2, "general");
+        await c.apply({ apiVersion: "policy/v1", kind: "PodDisruptionBudget", metadata: { name: "held", namespace: ns }, spec: { maxUnavailable: 0, selector: { matchLabels: { app: "held" } } } });
+        const victim = ids[1];
+        const name = nodeName(victim);
+        const held = (await livePodsOn(name)).map((p) => p.metadata.name);
+        assert.strictEqual(held.length, 1);
+        const report = await removeNode({ instanceId: victim, kind: "scale-out", scalingGroupId: group }, { ...opts, drainTimeoutSeconds: 20, disableEviction: true });
+        assert.deepStrictEqual(report.done, ["drain", "leave-scaling-group", "delete-node", "delete-route"]);
+        assert.strictEqual(await getNode(name), undefined);
+        assert.ok((await pods()).every((p) => p.metadata.name !== held[0] || p.metadata.deletionTimestamp), "the held pod was deleted");
+        const evictions = auditEvents(c).filter((e) => e.objectRef?.subresource === "eviction" && e.objectRef?.name === held[0]);
+        assert.deepStrictEqual(evictions, [], "not evicted: the budget was never asked");
+        assert.ok(!emu.scalingGroupInstances(group).includes(victim));
+    });
+
     it("a bare pod (no controller) stops the drain until force: true, which evicts it for good; an existing node keeps its instance and loses its userdata", async function () {
         const id = emu.addInstance({ regionId: REGION, userData: Buffer.from("#!/bin/bash\nkubeadm join ...").toString("base64") }).instanceId;
         const name = nodeName(id);
@@ -355,7 +375,7 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
         const invoked = emu.calls.slice(before).filter((x) => x.action === "InvokeCommand").map((x) => x.params.CommandId);
         assert.deepStrictEqual(invoked, [commands["list-nodes"]]);
         // deleting a Node that is not there is fine (delete-node's --ignore-not-found), run for real
-        const del = await ops.runOnMaster(fill(renderOperation("delete-node"), { node: name }));
+        const del = await ops.runOnMaster(fill(renderOperation("delete-node"), { nodes: name }));
         assert.strictEqual(del.exitCode, 0, del.output);
     });
 
@@ -398,6 +418,7 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
             `ModifyInstanceAttribute ${id}`,
             `InvokeCommand ${id} reset`,
             "InvokeCommand master delete-node",
+            "InvokeCommand master list-nodes", // the machine keeps running: its Node must not be back
             `DeleteRouteEntries ${cidr}`,
         ]);
         assert.deepStrictEqual(report.done, ["drain", "clear-userdata", "reset", "delete-node", "delete-route"]);
@@ -435,6 +456,7 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
             "InvokeCommand master list-nodes",
             "InvokeCommand master etcd-member-remove",
             "InvokeCommand master delete-node",
+            "InvokeCommand master list-nodes", // the machine keeps running: its Node must not be back
         ]);
         assert.deepStrictEqual(via, [`${REGION}.i-master0`], "through the Ready master's etcd, never the leaving one's");
         assert.deepStrictEqual(report.done, ["drain", "reset", "delete-node"]);

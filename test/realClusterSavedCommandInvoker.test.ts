@@ -123,7 +123,7 @@ describe("an invoker of the saved commands, with their own key, gets no credenti
                 sealed = seal(open.Output.trim(), `${"a".repeat(6)}.${"b".repeat(16)}`);
             }
             const values: Record<ParameterName, string> = {
-                node: `${REGION}.i-invokertest`, selector: "", timeout: "20", force: "true", skipWait: "1", member: "nobody", peerIp: "", etcdNode: `${REGION}.i-master0`,
+                node: `${REGION}.i-invokertest`, nodes: `${REGION}.i-invokertest`, selector: "", timeout: "20", force: "true", skipWait: "1", member: "nobody", peerIp: "", etcdNode: `${REGION}.i-master0`,
                 tokenId: "abcdef", ttl: "0", description: "mine", recipient: key.publicKey, channel: command.parameters.includes("sealed") ? channel : PENDING.channel, sealed,
                 credential: "alicloud-kubeadm-stack-abcd1234", labels: "", taints: "", lines: "200",
             };

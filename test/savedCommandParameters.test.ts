@@ -35,7 +35,7 @@ const COMMANDS: Array<{ name: string; parameters: readonly ParameterName[]; scri
 
 /** A value each parameter may take (the other parameters of an invocation get these). */
 const VALID: Record<ParameterName, string> = {
-    node: "n1", selector: "", timeout: "30", force: "false", skipWait: "0", member: "", peerIp: "", etcdNode: "m0", tokenId: "abcdef", ttl: "15m",
+    node: "n1", nodes: "n1 n2", selector: "", timeout: "30", force: "false", skipWait: "0", member: "", peerIp: "", etcdNode: "m0", tokenId: "abcdef", ttl: "15m",
     description: "d", recipient: newRecipient().publicKey, channel: "0123456789abcdef0123456789abcdef",
     sealed: seal(newRecipient().publicKey, "x"), credential: "alicloud-kubeadm-stack-abcd1234", labels: "", taints: "", lines: "10",
 };
@@ -114,7 +114,7 @@ describe("saved command parameters are data: the injection corpus, substituted a
     }
 
     it("a command run without its file (as `bash -c`, which Cloud Assistant does only when it cannot save the script) refuses to read parameters", () => {
-        const script = COMMANDS.find((c) => c.name === "delete-node")!.script.replace("{{node}}", "n1");
+        const script = COMMANDS.find((c) => c.name === "delete-node")!.script.replace("{{nodes}}", "n1");
         const sb = makeSandbox({ os: "ubuntu", prebaked: true });
         sandboxes.push(sb);
         const r = spawnSync("bash", ["-c", script], { encoding: "utf8", env: { ...sb.env, AK_ROOT: sb.at("/") } });

@@ -590,9 +590,9 @@ describe("node operations in the sandbox", () => {
 
     it("a parameter value that breaks the pattern stops the operation before it does anything", async () => {
         const sb = sandbox({ os: "ubuntu", prebaked: true });
-        const r = await sb.run(fill(renderOperation("delete-node"), { node: "Node With Spaces" }));
+        const r = await sb.run(fill(renderOperation("delete-node"), { nodes: "Node With Spaces" }));
         assert.equal(r.code, 1);
-        assert.match(r.stderr, /parameter NODE must be a Node name/);
+        assert.match(r.stderr, /parameter NODES must be Node names separated by single spaces/);
         assert.equal(r.calls.length, 0, "kubectl never ran");
     });
 });

@@ -40,6 +40,10 @@ export interface FakeNode {
     removing: string;
     /** A master's Node (never receives evicted pods). */
     controlPlane: boolean;
+    /** `spec.providerID` when it is not `<region>.<instance-id>` (a kubelet set up by hand: "", `alicloud://…`, another region). */
+    providerId?: string;
+    /** Its InternalIP when not its instance's private IP (default: the instance's, read at each listing). */
+    internalIp?: string;
 }
 
 export interface FakeCluster {
@@ -163,8 +167,8 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
         // list-nodes.sh's columns; a label selector on either pool label.
         const selector = /^(alicloud-kubeadm\/pool|node-restriction\.kubernetes\.io\/alicloud-kubeadm-pool)=(\S+)$/.exec(ctx.parameters.selector ?? "");
         const lines = [...c.nodes.values()].filter((n) => !selector || (selector[1] === "alicloud-kubeadm/pool" ? n.legacyPool : n.pool) === selector[2])
-            .map((n) => [n.name, `${region}.${n.instanceId}`, n.ready ? "True" : "False", n.unschedulable ? "true" : "", n.podCidr, n.legacyPool ?? "", n.createdAt, n.removing,
-                n.pool].join("\t"));
+            .map((n) => [n.name, n.providerId ?? `${region}.${n.instanceId}`, n.ready ? "True" : "False", n.unschedulable ? "true" : "", n.podCidr, n.legacyPool ?? "", n.createdAt, n.removing,
+                n.pool, n.internalIp ?? emu.instances.get(n.instanceId)?.privateIp ?? ""].join("\t"));
         return { output: gz(lines.join("\n")) };
     });
     emu.onCommand(operation("pod-owners"), (ctx) => {
@@ -181,7 +185,8 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
         }
         node.removing = new Date().toISOString();
         node.unschedulable = true;
-        if (c.failDrains > 0) {
+        // `force=delete` (kubectl drain --disable-eviction) deletes the pods: no PodDisruptionBudget holds them.
+        if (c.failDrains > 0 && ctx.parameters.force !== "delete") {
             c.failDrains--;
             return { exitCode: 1, output: `evicting pod default/web-1\nerror when evicting pods/"web-1" -n "default" (will retry after 5s): Cannot evict pod as it would violate the pod's disruption budget.\nerror: unable to drain node "${name}" due to error: global timeout reached: 10s\ndrain-status=1\n` };
         }
@@ -204,14 +209,16 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
         return { output: "uncordoned\n" };
     });
     emu.onCommand(operation("delete-node"), (ctx) => {
-        const name = ctx.parameters.node;
-        c.log.push(`${ctx.instanceId}: delete-node ${name}`);
-        const node = c.nodes.get(name);
-        c.nodes.delete(name);
-        if (node && c.kubeletReregisters && c.credentials.has(node.instanceId) && running(node.instanceId)) {
-            c.nodes.set(name, { ...node, unschedulable: false, removing: "", pods: [], createdAt: new Date().toISOString() });
+        const names = (ctx.parameters.nodes ?? ctx.parameters.node).split(" ");
+        for (const name of names) {
+            c.log.push(`${ctx.instanceId}: delete-node ${name}`);
+            const node = c.nodes.get(name);
+            c.nodes.delete(name);
+            if (node && c.kubeletReregisters && c.credentials.has(node.instanceId) && running(node.instanceId)) {
+                c.nodes.set(name, { ...node, unschedulable: false, removing: "", pods: [], createdAt: new Date().toISOString() });
+            }
         }
-        return { output: `node "${name}" deleted\n` };
+        return { output: names.map((name) => `node "${name}" deleted\n`).join("") };
     });
     emu.onCommand(operation("etcd-member-remove"), (ctx) => {
         const { member, peerip: peerIp, etcdnode: via } = ctx.parameters;

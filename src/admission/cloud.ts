@@ -13,6 +13,7 @@ import * as http from "http";
 import * as https from "https";
 import type { CloudView, Member } from "./admit";
 import { LEGACY_POOL_LABEL, POOL_LABEL } from "./nodes";
+import { pace, throttled } from "../cloud/pacer";
 
 /** ESS lifecycle states a joining or re-joining node can be in (Protected: fixed pools protect their members). */
 export const JOINING_STATES: readonly string[] = ["Pending", "Pending:Wait", "InService", "Protected"];
@@ -126,6 +127,8 @@ export class RpcClient {
         const started = Date.now();
         for (let attempt = 1; ; attempt++) {
             const c = await this.creds();
+            // The process's pacer (src/cloud/pacer.ts): every replica paces its calls per action and slows down when throttled.
+            const { slotTakenAt } = await pace(`${product}:${action}`);
             const all: Record<string, string> = {
                 ...params, Action: action, Version: VERSIONS[product], Format: "JSON", RegionId: this.s.regionId, AccessKeyId: c.accessKeyId,
                 SignatureMethod: "HMAC-SHA1", SignatureVersion: "1.0", SignatureNonce: crypto.randomUUID(), Timestamp: new Date().toISOString().replace(/\.\d+Z$/, "Z"),
@@ -145,6 +148,7 @@ export class RpcClient {
             }
             if (res.status === 200) return out;
             const code = String(out.Code ?? res.status);
+            if (/^Throttling/.test(code)) throttled(`${product}:${action}`, undefined, slotTakenAt);
             const delay = Math.random() * Math.min(2000, 200 * 2 ** (attempt - 1));
             if ((res.status >= 500 || /^Throttling|ServiceUnavailable/.test(code)) && Date.now() + delay - started < RETRY_BUDGET_MS) {
                 await new Promise((r) => setTimeout(r, delay));

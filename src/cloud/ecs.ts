@@ -3,6 +3,7 @@
  * plain typed values. Sources: docs/upstream.md#alibaba-cloud-ecs.
  */
 import { callApi, type RetryOptions } from "./openapi";
+import { waitFor } from "./wait";
 
 /** What callers need to know about an instance. */
 export interface Instance {
@@ -84,30 +85,37 @@ export async function setUserData(region: string, instanceId: string, userData: 
 export async function stopInstanceAndWait(region: string, instanceId: string,
     opts: { pollMs?: number; timeoutMs?: number; log?: (message: string) => void } = {}): Promise<"stopped" | "gone"> {
     const timeoutMs = opts.timeoutMs ?? 300_000;
-    const deadline = Date.now() + timeoutMs;
-    let pause = opts.pollMs ?? 1000;
-    for (;;) {
+    return waitFor<"stopped" | "gone">(async () => {
         const inst = await describeInstance(region, instanceId);
-        if (!inst) return "gone";
-        if (inst.status === "Stopped" && !inst.locked) return "stopped";
+        if (!inst) return { done: true, value: "gone" };
+        if (inst.status === "Stopped" && !inst.locked) return { done: true, value: "stopped" };
         if (inst.status === "Running" && !inst.locked) {
             try {
                 await callApi("ecs", "StopInstance", { InstanceId: instanceId, StoppedMode: "KeepCharging" }, { region });
             } catch (err) {
                 const code = (err as { code?: string }).code ?? "";
-                if (/NotFound/.test(code)) return "gone";
+                if (/NotFound/.test(code)) return { done: true, value: "gone" };
                 if (code !== "IncorrectInstanceStatus") throw err;
             }
-        } else {
-            opts.log?.(`${instanceId}: waiting for Stopped (now ${inst.status}${inst.locked ? ", operation in progress" : ""})`);
         }
-        if (Date.now() + pause > deadline) {
-            throw new Error(`${instanceId} did not become Stopped within ${Math.round(timeoutMs / 1000)} s (status ${inst.status}${inst.locked ? ", operation locked" : ""}); ` +
-                "look at the instance in the ECS console, then run again");
-        }
-        await new Promise((resolve) => setTimeout(resolve, pause));
-        pause = Math.min(10_000, pause * 1.5);
-    }
+        return { done: false, state: `now ${inst.status}${inst.locked ? ", operation in progress" : ""}` };
+    }, { timeoutMs, firstDelayMs: opts.pollMs ?? 1000, maxDelayMs: 10_000, log: opts.log && ((state) => opts.log!(`${instanceId}: waiting for Stopped (${state})`)) },
+    (state) => new Error(`${instanceId} did not become Stopped within ${Math.round(timeoutMs / 1000)} s (${state}); look at the instance in the ECS console, then run again`));
+}
+
+/**
+ * Waits (bounded) until the instance is `status` with no operation locking it.
+ * @throws when it does not exist, or is not there after `timeoutMs`
+ */
+export async function waitForInstanceStatus(region: string, instanceId: string, status: string,
+    opts: { pollMs?: number; timeoutMs: number; log?: (message: string) => void; fix: string }): Promise<void> {
+    await waitFor(async () => {
+        const inst = await describeInstance(region, instanceId);
+        if (!inst) throw new Error(`ECS instance ${instanceId} does not exist in ${region}; ${opts.fix}`);
+        return inst.status === status && !inst.locked ? { done: true, value: undefined }
+            : { done: false, state: `now ${inst.status}${inst.locked ? ", operation in progress" : ""}` };
+    }, { timeoutMs: opts.timeoutMs, firstDelayMs: opts.pollMs ?? 1000, maxDelayMs: opts.pollMs ?? 10_000, factor: 1, log: opts.log && ((state) => opts.log!(`${instanceId}: waiting for ${status} (${state})`)) },
+    (state) => new Error(`${instanceId} did not become ${status} within ${Math.round(opts.timeoutMs / 1000)} s (${state}); look at the instance in the ECS console, then run \`pulumi up\` again`));
 }
 
 export async function startInstance(region: string, instanceId: string): Promise<void> {

@@ -4,6 +4,7 @@
  */
 import { codesOf } from "./errors";
 import { callApi, type RetryOptions } from "./openapi";
+import { waitFor } from "./wait";
 
 /** A member of a scaling group. */
 export interface ScalingGroupMember {
@@ -28,6 +29,8 @@ export interface ScalingGroup {
     activeCapacity: number;
     pendingCapacity: number;
     removingCapacity: number;
+    /** Processes suspended (SuspendProcesses): `ScaleIn`, `ScaleOut`, `HealthCheck`, … ([] when none, or not reported). */
+    suspendedProcesses: string[];
 }
 
 /** A scaling activity. */
@@ -41,6 +44,17 @@ export interface ScalingActivity {
     /** `ErrorMessage`, else `StatusMessage` (unquoted). */
     message: string;
     description: string;
+}
+
+/**
+ * Member states ESS is taking the instance out in (by a removal activity, its health check, or a lifecycle hook
+ * holding the removal): leaving anyway, so neither counted nor chosen. docs/upstream.md#ess-lifecycle-states.
+ */
+export const LEAVING_STATES: readonly string[] = ["Removing", "Removing:Wait"];
+
+/** Whether ESS is taking the member out. */
+export function isLeaving(m: Pick<ScalingGroupMember, "lifecycleState">): boolean {
+    return LEAVING_STATES.includes(m.lifecycleState);
 }
 
 /** ESS answers "busy" while another activity runs (one at a time per group): wait and retry. */
@@ -75,6 +89,11 @@ export async function scalingGroupMembers(region: string, scalingGroupId: string
     return out;
 }
 
+/** The members of the group that stay: every member ESS is not taking out ({@link LEAVING_STATES}). */
+export async function stayingMembers(region: string, scalingGroupId: string, opts: { instanceIds?: readonly string[]; retry?: RetryOptions } = {}): Promise<ScalingGroupMember[]> {
+    return (await scalingGroupMembers(region, scalingGroupId, opts)).filter((m) => !isLeaving(m));
+}
+
 /** The scaling groups among `ids` that exist, keyed by id. */
 export async function describeScalingGroups(region: string, ids: readonly string[], retry?: RetryOptions): Promise<Map<string, ScalingGroup>> {
     const out = new Map<string, ScalingGroup>();
@@ -87,10 +106,25 @@ export async function describeScalingGroups(region: string, ids: readonly string
                 scalingGroupId: String(g.ScalingGroupId), lifecycleState: String(g.LifecycleState ?? ""), minSize: n("MinSize"), maxSize: n("MaxSize"),
                 desiredCapacity: n("DesiredCapacity"), totalCapacity: n("TotalCapacity"), activeCapacity: n("ActiveCapacity"),
                 pendingCapacity: n("PendingCapacity"), removingCapacity: n("RemovingCapacity"),
+                suspendedProcesses: ((g.SuspendedProcesses as { SuspendedProcess?: string[] } | undefined)?.SuspendedProcess ?? []).map(String),
             });
         }
     }
     return out;
+}
+
+/**
+ * The tags of the group's active scaling configuration (the ones ESS puts on the instances it creates now), or
+ * undefined when the group has no active configuration. DescribeScalingConfigurations answers `Tags.Tag[]` with
+ * `Key`/`Value` (docs/upstream.md#ess-config-tags).
+ */
+export async function activeConfigurationTags(region: string, scalingGroupId: string, retry?: RetryOptions): Promise<Record<string, string> | undefined> {
+    const res = await callApi("ess", "DescribeScalingConfigurations", { ScalingGroupId: scalingGroupId, PageSize: 50 }, { region, retry });
+    const rows = (res.ScalingConfigurations as { ScalingConfiguration?: Array<Record<string, unknown>> } | undefined)?.ScalingConfiguration ?? [];
+    const active = rows.find((c) => c.LifecycleState === "Active");
+    if (!active) return undefined;
+    const tags = (active.Tags as { Tag?: Array<{ Key?: string; Value?: string }> } | undefined)?.Tag ?? [];
+    return Object.fromEntries(tags.map((t) => [String(t.Key ?? ""), String(t.Value ?? "")]));
 }
 
 /** The group's most recent activities, newest first (`activityIds` narrows to those). */
@@ -125,6 +159,15 @@ export async function leaveScalingGroup(region: string, scalingGroupId: string, 
 }
 
 /**
+ * Suspends (`suspend`) or resumes the group's scale-out process: while it is suspended ESS rejects scale-outs (the
+ * Cluster Autoscaler's, a rule's) and defers its own launches, so the members counted stay the members there.
+ * Idempotent (a ClientToken; suspending twice, or resuming a running process, is fine). docs/upstream.md#ess-suspend-processes.
+ */
+export async function scaleOutProcess(region: string, scalingGroupId: string, suspend: boolean): Promise<void> {
+    await callApi("ess", suspend ? "SuspendProcesses" : "ResumeProcesses", { ScalingGroupId: scalingGroupId, Process: ["ScaleOut"] }, { region, retry: ESS_BUSY_RETRY });
+}
+
+/**
  * Protects members from scale-in (`protect`) or lifts it: protected members are never ESS's own victims
  * when the capacity drops; an explicit RemoveInstances still needs the protection lifted first.
  * 20 ids per call; takes effect at once (no activity). docs/upstream.md#ess-protection.
@@ -139,15 +182,13 @@ export async function setInstancesProtection(region: string, scalingGroupId: str
 
 /** How an activity wait polls and how long it lasts. */
 export interface ActivityWait {
-    /** First pause between polls, ms; grows ×1.5 up to 10 s. Default 1000. */
+    /** First pause between polls, ms; grows ×1.5 up to 1 s, so the end is seen within a second. Default 500. */
     pollMs?: number;
     /** Give up after this long, ms. Default 1 200 000 (20 min). */
     timeoutMs?: number;
-    /** Progress for the Pulumi log (every 30 s or so). */
+    /** Progress for the Pulumi log (after 30 s, then every 30 s). */
     log?: (message: string) => void;
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Waits until the scaling activity ends and returns it: `Successful`, `Warning` (partly done: re-read the
@@ -155,24 +196,13 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * @throws when it is still in progress after `timeoutMs`, or no longer listed
  */
 export async function waitForActivity(region: string, scalingGroupId: string, activityId: string, wait: ActivityWait = {}): Promise<ScalingActivity> {
-    const started = Date.now();
     const timeoutMs = wait.timeoutMs ?? 1_200_000;
-    let delay = Math.max(1, wait.pollMs ?? 1000);
-    let lastLog = started;
-    for (;;) {
+    return waitFor(async () => {
         const [a] = await scalingActivities(region, scalingGroupId, { activityIds: [activityId], pageSize: 1 });
         if (!a) throw new Error(`scaling activity ${activityId} of ${scalingGroupId} is not listed (DescribeScalingActivities)`);
-        if (a.statusCode !== "InProgress") return a;
-        if (Date.now() - started + delay > timeoutMs) {
-            throw new Error(`scaling activity ${activityId} of ${scalingGroupId} is still in progress after ${Math.round(timeoutMs / 1000)} s`);
-        }
-        if (wait.log && Date.now() - lastLog >= 30_000) {
-            wait.log(`waiting for scaling activity ${activityId} of ${scalingGroupId} (${Math.round((Date.now() - started) / 1000)} s)`);
-            lastLog = Date.now();
-        }
-        await sleep(delay);
-        delay = Math.min(10_000, delay * 1.5);
-    }
+        return a.statusCode !== "InProgress" ? { done: true, value: a } : { done: false, state: `waiting for scaling activity ${activityId} of ${scalingGroupId}` };
+    }, { timeoutMs, firstDelayMs: wait.pollMs ?? 500, maxDelayMs: Math.max(1000, wait.pollMs ?? 0), pauseFirst: true, log: wait.log, quietMs: 30_000 },
+    () => new Error(`scaling activity ${activityId} of ${scalingGroupId} is still in progress after ${Math.round(timeoutMs / 1000)} s`));
 }
 
 /**

@@ -16,8 +16,11 @@
  * - Endpoint override: set **`ALICLOUD_KUBEADM_ENDPOINT`** (e.g. `http://127.0.0.1:8080`) to send
  *   every product's calls to that one URL instead (used by the local emulator in `testing/emulator`).
  *   Without a scheme, `https://` is assumed.
- * - Retries: bounded by attempts and total time, exponential backoff with full jitter, on
- *   `Throttling*`, `ServiceUnavailable`, any 5xx and transient network errors; a server
+ * - Pacing: every attempt first takes its slot from the process's pacer (./pacer.ts: a token bucket per action
+ *   that throttling answers slow down), so the calls of a whole `pulumi up` share one rate per action.
+ * - Retries: exponential backoff with full jitter on `ServiceUnavailable`, any 5xx and transient network errors,
+ *   bounded by attempts and total time; `Throttling*` answers are retried for as long as a time budget allows
+ *   (`throttleBudgetMs`, 10 minutes), however many attempts that takes, the pacer spacing them. A server
  *   `x-acs-retry-after` (milliseconds) is honoured.
  * - Idempotency: only some actions define a `ClientToken` ({@link CLIENT_TOKEN_ACTIONS}); those carry one
  *   token, identical across retries, so a retry after a lost response does not act twice. Every other
@@ -28,6 +31,8 @@
  *
  * SDK modules are `require()`d inside functions so Pulumi function serialization never captures them.
  */
+
+import { pace, throttled } from "./pacer";
 
 /** Products this wrapper talks to. */
 export type Product = "ecs" | "ess" | "vpc";
@@ -59,6 +64,11 @@ export interface RetryOptions {
     maxDelayMs?: number;
     /** Extra error codes to retry, e.g. ESS `ScalingActivityInProgress`. Default none. */
     retryableCodes?: string[];
+    /**
+     * Throttling answers are retried until this many ms have passed since the first attempt, whatever
+     * `maxAttempts` and `totalTimeoutMs` say: a step under throttling finishes late rather than not at all. Default 600000.
+     */
+    throttleBudgetMs?: number;
     /** Called before each wait; for logging. Default none. */
     onRetry?: (info: { action: string; attempt: number; code: string; delayMs: number }) => void;
 }
@@ -79,6 +89,7 @@ export interface CallOptions {
 
 const DEFAULT_RETRY: Required<Omit<RetryOptions, "onRetry" | "retryableCodes">> = {
     maxAttempts: 6,
+    throttleBudgetMs: 600_000,
     totalTimeoutMs: 60_000,
     baseDelayMs: 500,
     maxDelayMs: 10_000,
@@ -138,7 +149,8 @@ function hintFor(e: { code: string; action: string; product: Product; httpStatus
         return `Grant the caller the RAM permission ${e.product}:${e.action}`;
     }
     if (/Throttling/.test(c)) {
-        return `Alibaba Cloud rate-limited the call; gave up after ${e.attempts} attempt(s). Retry later or lower concurrency`;
+        return `Alibaba Cloud rate-limited the call; gave up after ${e.attempts} attempt(s) over the throttling budget. Retry later, ` +
+            "lower the rate other clients of the account use, or raise the action's quota (Quota Center, API rate limits)";
     }
     if (c === "ServiceUnavailable" || e.httpStatus >= 500) {
         return `The service failed transiently; gave up after ${e.attempts} attempt(s). Retry later`;
@@ -215,9 +227,11 @@ export async function callApi(product: Product, action: string, params: Record<s
     if ((opts.clientToken ?? CLIENT_TOKEN_ACTIONS.includes(`${product}:${action}`)) && query.ClientToken === undefined) query.ClientToken = crypto.randomUUID();
     const { host, protocol } = resolveEndpoint(product, opts.region, opts.vpcEndpoint);
     const started = Date.now();
+    const key = `${product}:${action}`;
 
     for (let attempt = 1; ; attempt++) {
         let err: SdkError;
+        const { slotTakenAt } = await pace(key);
         try {
             const client = new core.default(new core.$OpenApiUtil.Config({
                 credential: defaultCredential(), endpoint: host, protocol, regionId: opts.region,
@@ -235,14 +249,19 @@ export async function callApi(product: Product, action: string, params: Record<s
             err = (e ?? {}) as SdkError;
         }
         const failure = toFailure(err, retry.retryableCodes ?? []);
+        const retryAfter = err.retryAfter !== undefined && err.retryAfter >= 0 ? err.retryAfter : undefined;
+        const throttling = /Throttling/.test(failure.code);
+        // The pacer spaces a throttled action's calls from now on: the retry waits for its slot, not for a backoff of its own.
+        if (throttling) throttled(key, retryAfter, slotTakenAt);
         const elapsed = Date.now() - started;
         const backoffCap = Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** (attempt - 1));
-        const delayMs = err.retryAfter !== undefined && err.retryAfter >= 0 ? err.retryAfter : Math.floor(Math.random() * backoffCap);
-        if (!failure.retryable || attempt >= retry.maxAttempts || elapsed + delayMs > retry.totalTimeoutMs) {
+        const delayMs = throttling ? 0 : retryAfter ?? Math.floor(Math.random() * backoffCap);
+        const spent = throttling ? elapsed + delayMs > retry.throttleBudgetMs : attempt >= retry.maxAttempts || elapsed + delayMs > retry.totalTimeoutMs;
+        if (!failure.retryable || spent) {
             throw new OpenApiError({ ...failure, action, product, attempts: attempt });
         }
         retry.onRetry?.({ action, attempt, code: failure.code, delayMs });
-        await new Promise((r) => setTimeout(r, delayMs));
+        if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
     }
 }
 

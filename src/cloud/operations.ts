@@ -8,7 +8,7 @@
 import { CommandError, runOnInstance } from "./cloudAssistant";
 import { newChannelId, newRecipient, seal } from "./channel";
 import { cannotRunCommands, classify } from "./errors";
-import { CERTIFICATE_KEY_PATTERN, fillOperation, MAX_ENCRYPTION_CONFIG_GZ_B64, nodePool, OPERATIONS, operationParameters, TOKEN_PATTERN, POOL_LABEL, providerIdOf, type JoinOperation, type NodeCommandIds, type OperationName, type ParameterName, type SavedOperation } from "../rules";
+import { CERTIFICATE_KEY_PATTERN, fillOperation, MAX_ENCRYPTION_CONFIG_GZ_B64, MAX_NODES_PARAMETER_BYTES, nodePool, OPERATIONS, operationParameters, TOKEN_PATTERN, POOL_LABEL, providerIdOf, type JoinOperation, type NodeCommandIds, type OperationName, type ParameterName, type SavedOperation } from "../rules";
 
 export { POOL_LABEL, providerIdOf, type NodeCommandIds };
 
@@ -36,6 +36,8 @@ export interface InvokeOptions {
     timeoutSeconds?: number;
     /** The output may carry secrets: keep it out of errors. Default false. */
     sensitive?: boolean;
+    /** Only the exit status matters: output Cloud Assistant cut (it keeps 24 KB) is not an error. Default false. */
+    truncatedOutputIsFine?: boolean;
 }
 
 /** The masters in the order to try them: the one that last worked for this access first, then master 0 onwards. */
@@ -108,7 +110,7 @@ export async function invokeOperation(access: Pick<ClusterAccess, "region" | "co
     return runOnInstance({
         region: access.region, instanceId, commandId: access.commands[op], parameters: operationParameters(op, values),
         name: `alicloud-kubeadm ${op}`, timeoutSeconds: opts.timeoutSeconds ?? spec.timeoutSeconds, sensitiveOutput: opts.sensitive,
-        pollIntervalMs: access.pollIntervalMs,
+        pollIntervalMs: access.pollIntervalMs, truncatedOutputIsFine: opts.truncatedOutputIsFine,
     });
 }
 
@@ -138,21 +140,41 @@ export interface NodeInfo {
     createdAt: string;
     /** When a removal marked it (annotation `alicloud-kubeadm/removing`, set by the drain); "" when not marked. */
     removing: string;
+    /** Its first `InternalIP` address ("" when none, or listed by a list-nodes from before the column). */
+    internalIp: string;
 }
 
 /**
  * Parses the lines list-nodes prints (src/shell/ops/list-nodes.sh): name, provider id, Ready, unschedulable,
- * podCIDR, old pool label, created, removal mark, pool label (a saved command of an earlier version prints no
- * last column: the old label then decides).
+ * podCIDR, old pool label, created, removal mark, pool label, InternalIP(s) (a saved command of an earlier version
+ * prints fewer columns: the old label then decides the pool, and no IP is known).
  */
 export function parseNodeLines(text: string): NodeInfo[] {
     return text.split("\n").filter((l) => l.trim() !== "").map((line) => {
-        const [name, providerId, ready, unschedulable, podCidr, legacyPool, createdAt, removing, pool] = line.split("\t");
+        const [name, providerId, ready, unschedulable, podCidr, legacyPool, createdAt, removing, pool, addresses] = line.split("\t");
         return {
             name, providerId: providerId ?? "", ready: ready === "True", unschedulable: unschedulable === "true", podCidr: podCidr ?? "",
-            pool: nodePool({ pool, legacyPool }), createdAt: createdAt ?? "", removing: removing ?? "",
+            pool: nodePool({ pool, legacyPool }), createdAt: createdAt ?? "", removing: removing ?? "", internalIp: (addresses ?? "").trim().split(/\s+/)[0] ?? "",
         };
     });
+}
+
+/** The instance id a provider id names: `<region>.<id>`, or any form ending in `.<id>` or `/<id>` (another region, an `alicloud://` prefix); "" for none. */
+export function instanceOfProviderId(providerId: string): string {
+    return /(?:^|[./])(i-[A-Za-z0-9]+)$/.exec(providerId)?.[1] ?? "";
+}
+
+/**
+ * The Node of an instance: the one whose provider id is `<region>.<instance-id>`; else one whose provider id names
+ * the instance in another form (another region, a prefix: kubelets set up by hand); else one with the instance's
+ * private IP whose provider id names no other instance (empty, or a form we cannot read). Matching the IP too is
+ * the safe side: an instance believed Node-less is stopped and released without a drain. docs/upstream.md#provider-id.
+ */
+export function nodeOfInstance(nodes: readonly NodeInfo[], region: string, instance: { instanceId: string; privateIp?: string }): NodeInfo | undefined {
+    const id = instance.instanceId;
+    return nodes.find((n) => n.providerId === providerIdOf(region, id))
+        ?? nodes.find((n) => instanceOfProviderId(n.providerId) === id)
+        ?? (instance.privateIp ? nodes.find((n) => n.internalIp === instance.privateIp && instanceOfProviderId(n.providerId) === "") : undefined);
 }
 
 /** Every Node, optionally filtered by a label selector (e.g. `kubernetes.io/os=linux`). */
@@ -180,10 +202,14 @@ export async function workloadPods(access: ClusterAccess): Promise<Map<string, n
     return counts;
 }
 
-/** Cordons and drains a Node through the eviction API. */
-export async function drainNode(access: ClusterAccess, node: string, opts: { timeoutSeconds: number; force: boolean; skipWaitSeconds: number }): Promise<void> {
+/**
+ * Cordons and drains a Node through the eviction API (`force: "delete"`: deletes the pods instead, PodDisruptionBudgets
+ * bypassed). Its exit status decides: a drain that succeeded but printed
+ * more than Cloud Assistant keeps is a success (the output is only quoted when it fails).
+ */
+export async function drainNode(access: ClusterAccess, node: string, opts: { timeoutSeconds: number; force: boolean | "delete"; skipWaitSeconds: number }): Promise<void> {
     await invokeOnMaster(access, "drain", { node, timeout: String(opts.timeoutSeconds), force: String(opts.force), skipWait: String(opts.skipWaitSeconds) },
-        { timeoutSeconds: opts.timeoutSeconds + 60 });
+        { timeoutSeconds: opts.timeoutSeconds + 60, truncatedOutputIsFine: true });
 }
 
 /** Uncordons a Node a removal marked and cordoned, and takes the mark off (a Node not marked is left alone). */
@@ -192,9 +218,15 @@ export async function uncordonNode(access: ClusterAccess, node: string): Promise
     return out.includes("not-marked") ? "not-marked" : "uncordoned";
 }
 
-/** Deletes a Node object (one already gone is fine). */
-export async function deleteNode(access: ClusterAccess, node: string): Promise<void> {
-    await invokeOnMaster(access, "delete-node", { node });
+/** Deletes Node objects (ones already gone are fine): one command for as many names as its parameter holds. */
+export async function deleteNodes(access: ClusterAccess, nodes: readonly string[]): Promise<void> {
+    const chunks: string[][] = [];
+    for (const name of nodes) {
+        const last = chunks[chunks.length - 1];
+        if (last && [...last, name].join(" ").length <= MAX_NODES_PARAMETER_BYTES) last.push(name);
+        else chunks.push([name]);
+    }
+    for (const chunk of chunks) await invokeOnMaster(access, "delete-node", { nodes: chunk.join(" ") });
 }
 
 /** Removes the etcd member named `member` or with peer address `peerIp` (either may be "") through the etcd of master `etcdNode`. */

@@ -1,11 +1,13 @@
 /**
  * A small OSS client for the backups (doctor's listing, the restore's signed download): OSS V4 signatures in the
  * Authorization header (docs/upstream.md#oss-v4-signature), virtual-hosted buckets, the caller's credentials from the
- * Alibaba chain (an STS token goes in `x-oss-security-token`, never in the URL). Node built-ins only.
+ * Alibaba chain (an STS token goes in `x-oss-security-token`, never in the URL); each request takes its turn from the
+ * process's pacer like every other cloud call. Node built-ins only.
  */
 import * as crypto from "crypto";
 import * as http from "http";
 import * as https from "https";
+import { pace } from "./pacer";
 
 /** Credentials that sign a request. */
 export interface OssCredentials { accessKeyId: string; accessKeySecret: string; securityToken?: string }
@@ -55,7 +57,9 @@ export function ossUrl(t: OssTarget, key: string): string {
 }
 
 /** One signed request; resolves with the body, throws OssError on an error answer. */
-export function ossRequest(method: "GET" | "PUT", t: OssTarget, key: string, cred: OssCredentials, opts: { query?: Record<string, string>; body?: Buffer; headers?: Record<string, string> } = {}): Promise<Buffer> {
+export async function ossRequest(method: "GET" | "PUT", t: OssTarget, key: string, cred: OssCredentials, opts: { query?: Record<string, string>; body?: Buffer; headers?: Record<string, string> } = {}): Promise<Buffer> {
+    // Its turn from the process's pacer first (./pacer.ts), then signed: the signature's date is the sending time.
+    await pace(`oss:${method}`);
     const query = opts.query ?? {};
     const headers = signOssV4(method, t, key, query, opts.headers ?? {}, cred);
     const url = new URL(ossUrl(t, key));

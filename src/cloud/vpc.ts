@@ -4,6 +4,7 @@
  */
 import { codesOf } from "./errors";
 import { callApi, type RetryOptions } from "./openapi";
+import { waitFor } from "./wait";
 
 /** One route entry. */
 export interface RouteEntry {
@@ -59,8 +60,6 @@ function onRouteTable<T>(routeTableId: string, work: () => Promise<T>): Promise<
     return run;
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 interface FailedEntry { RouteEntryId?: string; DstCidrBlock?: string; NextHop?: string; FailedCode?: string; FailedMessage?: string }
 
 /** One DeleteRouteEntries call; returns the entries it could not delete now (gone ones count as deleted). */
@@ -88,11 +87,9 @@ async function deleteBatch(region: string, routeTableId: string, batch: readonly
  * @throws when an entry cannot be deleted (the per-entry code) or is still listed after `timeoutMs`
  */
 export async function deleteRouteEntries(region: string, routeTableId: string, entries: readonly RouteEntry[], opts: { timeoutMs?: number; pollMs?: number } = {}): Promise<void> {
-    const deadline = Date.now() + (opts.timeoutMs ?? 300_000);
-    let delay = opts.pollMs ?? 1000;
     let pending = entries.filter((e) => e.status !== "Deleting");
     let waiting = [...entries];
-    for (;;) {
+    await waitFor(async () => {
         for (let k = 0; k < pending.length; k += ENTRIES_PER_CALL) {
             for (const f of await deleteBatch(region, routeTableId, pending.slice(k, k + ENTRIES_PER_CALL), Math.min(1000, opts.pollMs ?? 1000))) {
                 if (!codesOf("conflict").includes(f.code)) {
@@ -102,13 +99,9 @@ export async function deleteRouteEntries(region: string, routeTableId: string, e
         }
         const ids = new Set(waiting.map((e) => e.routeEntryId));
         const listed = (await customRouteEntries(region, routeTableId)).filter((e) => ids.has(e.routeEntryId));
-        if (listed.length === 0) return;
-        if (Date.now() + delay > deadline) {
-            throw new Error(`routes still in ${routeTableId}: ${listed.map((e) => `${e.destinationCidrBlock} → ${e.nextHopId} (${e.status})`).join(", ")}`);
-        }
-        await sleep(delay);
-        delay = Math.min(10_000, delay * 1.5);
         waiting = listed;
         pending = listed.filter((e) => e.status !== "Deleting");
-    }
+        return listed.length === 0 ? { done: true, value: undefined }
+            : { done: false, state: `routes still in ${routeTableId}: ${listed.map((e) => `${e.destinationCidrBlock} → ${e.nextHopId} (${e.status})`).join(", ")}` };
+    }, { timeoutMs: opts.timeoutMs ?? 300_000, firstDelayMs: opts.pollMs ?? 300 }, (state) => new Error(state));
 }

@@ -25,6 +25,11 @@ export { ADMISSION_PORT, ADMITTED_GROUP };
 export { DEFAULT_ADMISSION_IMAGE };
 /** The service's modules, in dependency order (each is plain CommonJS using Node built-ins only). */
 export const ADMISSION_MODULES = ["der", "pkcs7", "challenge", "nodes", "admit", "approver", "cloud", "kube", "server"] as const;
+/**
+ * Modules of src/cloud the service uses, shipped beside its own (Node built-ins only, no imports): the process's
+ * pacer of cloud calls. The service requires them as `../cloud/<name>`; in the bundle, as `./<name>`.
+ */
+export const ADMISSION_SHARED_MODULES = ["pacer"] as const;
 const MOUNT = "/opt/alicloud-kubeadm-admission";
 /** Where the service's own certificate and key are mounted (Secret {@link TLS_SECRET}). */
 const TLS_MOUNT = "/etc/alicloud-kubeadm-admission/tls";
@@ -42,19 +47,21 @@ export const DEFAULT_TOKEN_TTL_SECONDS = 900;
  * `.js` files beside src/admission are used; from TypeScript sources (ts-node) they are transpiled here.
  */
 export function admissionBundle(): Record<string, string> {
-    const dir = path.join(__dirname, "..", "admission");
     const out: Record<string, string> = {};
-    for (const m of ADMISSION_MODULES) {
+    const compiled = (dir: string, m: string): string => {
         const js = path.join(dir, `${m}.js`);
-        if (fs.existsSync(js)) {
-            out[`${m}.js`] = fs.readFileSync(js, "utf8").replace(/\n\/\/# sourceMappingURL=.*$/, "\n");
-            continue;
-        }
+        if (fs.existsSync(js)) return fs.readFileSync(js, "utf8").replace(/\n\/\/# sourceMappingURL=.*$/, "\n");
         // eslint-disable-next-line @typescript-eslint/no-require-imports
         const ts = require("typescript") as typeof import("typescript");
-        out[`${m}.js`] = ts.transpileModule(fs.readFileSync(path.join(dir, `${m}.ts`), "utf8"), {
+        return ts.transpileModule(fs.readFileSync(path.join(dir, `${m}.ts`), "utf8"), {
             compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, esModuleInterop: true, strict: true },
         }).outputText;
+    };
+    for (const m of ADMISSION_SHARED_MODULES) out[`${m}.js`] = compiled(path.join(__dirname, "..", "cloud"), m);
+    for (const m of ADMISSION_MODULES) {
+        let text = compiled(path.join(__dirname, "..", "admission"), m);
+        for (const shared of ADMISSION_SHARED_MODULES) text = text.split(`require("../cloud/${shared}")`).join(`require("./${shared}")`);
+        out[`${m}.js`] = text;
     }
     return out;
 }

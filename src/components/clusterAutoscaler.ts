@@ -10,7 +10,7 @@ import {
 } from "../rules";
 import { validatedByParser } from "../validated";
 import { throwIfProblems } from "./args";
-import { applyObjects, CONTROL_PLANE_LABEL, kubeObject, mapInput, resolveObjects, type KubeObject } from "./kube";
+import { applyObjects, CONTROL_PLANE_LABEL, kubeObject, onMasterHostNetwork, mapInput, resolveObjects, type KubeObject } from "./kube";
 
 export {
     AUTOSCALER_EXPANDERS, AUTOSCALER_LATEST_PATCH, DEFAULT_AUTOSCALER_IMAGE_REPOSITORY, DEFAULT_AUTOSCALER_SETTINGS, autoscalerVersionFor,
@@ -227,12 +227,7 @@ export function autoscalerObjects(args: ResolvedClusterAutoscalerArgs, groupIds:
                 template: {
                     metadata: { labels },
                     spec: {
-                        // Host network: pods are blocked from the metadata service (docs/security.md#metadata-block);
-                        // the autoscaler reads the masters' RAM role credentials there as a host process does.
-                        hostNetwork: true,
-                        priorityClassName: "system-cluster-critical",
-                        serviceAccountName: NAME,
-                        nodeSelector: { [CONTROL_PLANE_LABEL]: "" },
+                        ...onMasterHostNetwork(NAME),
                         tolerations: [{ key: CONTROL_PLANE_LABEL, operator: "Exists", effect: "NoSchedule" }],
                         containers: [{
                             name: NAME, image: args.image,

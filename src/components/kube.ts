@@ -40,6 +40,20 @@ export function mapInput<T, U>(value: pulumi.Input<T>, f: (t: T) => U): pulumi.I
 /** Label kubeadm (>= 1.24) puts on control-plane nodes; the CCM and the autoscaler run there. */
 export const CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane";
 
+/**
+ * The pod spec fields of a cluster-critical add-on that runs on the masters' host network (the CCM, the
+ * autoscaler): they read the masters' RAM role credentials from the metadata service as a host process does
+ * (pods are blocked from it: docs/security.md#metadata-block).
+ */
+export function onMasterHostNetwork(serviceAccountName: string) {
+    return {
+        hostNetwork: true,
+        priorityClassName: "system-cluster-critical",
+        serviceAccountName,
+        nodeSelector: { [CONTROL_PLANE_LABEL]: "" },
+    };
+}
+
 type Create = (name: string, obj: KubeObject, opts: pulumi.CustomResourceOptions) => pulumi.CustomResource;
 
 /** Casts a plain object to the args type of one resource class (the object already has that shape). */

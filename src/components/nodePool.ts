@@ -26,7 +26,7 @@ import { bakedNodeImages, isValidated, nodeScriptParams, parseNodeJoinConfig, pa
 import { BootstrapToken } from "../providers/bootstrapToken";
 import { PoolCapacity } from "../providers/poolCapacity";
 import type { JoinArgs } from "./joinArgs";
-import { AUTOSCALED_LABEL, LEGACY_POOL_LABEL, MAX_SCALING_CONFIGURATION_TAGS, POOL_LABEL, poolNodeLabels, scalingConfigurationTags, type Report } from "../rules";
+import { AUTOSCALED_LABEL, formatTaint, LEGACY_POOL_LABEL, MAX_SCALING_CONFIGURATION_TAGS, POOL_LABEL, poolNodeLabels, poolSpecHash, scalingConfigurationTags, SPEC_STAND_IN, SPEC_TAG, type Report } from "../rules";
 import { checkTags, isKnown, parseArgs } from "./args";
 
 export { AUTOSCALED_LABEL, MAX_SCALING_CONFIGURATION_TAGS, POOL_LABEL, poolNodeLabels };
@@ -72,6 +72,8 @@ export interface NodePoolResources {
     capacity: PoolCapacity;
     /** Labels the kubelet registers (and, for autoscaled pools, the configuration's tags). */
     nodeLabels: Record<string, string>;
+    /** Fixed pools: the spec hash on the configuration's tags ({@link SPEC_TAG}); autoscaled pools: none yet. */
+    specHash?: pulumi.Output<string>;
 }
 
 /**
@@ -128,7 +130,10 @@ export function createNodePool(name: string, args: NodePoolArgs & { config: Node
         desiredCapacity: fixed ? 0 : pool.autoscale!.min,
         vswitchIds: args.vswitchIds,
         multiAzPolicy: "BALANCE",
-        removalPolicies: ["NewestInstance", "OldestScalingConfiguration"],
+        // Should ESS ever choose (it never may: PoolCapacity protects fixed pools' members and removes drained ones
+        // itself), the oldest configuration first, as the removal core orders outdated before current; then newest.
+        // An in-place update of an existing group (ModifyScalingGroup RemovalPolicy.N; docs/upstream.md#ess-removal-policy).
+        removalPolicies: ["OldestScalingConfiguration", "NewestInstance"],
         // A cloud tag naming the pool (not a node label: the key of before, so existing groups keep their tags).
         tags: { ...cloudTags, [LEGACY_POOL_LABEL]: pool.name },
     }, {
@@ -166,6 +171,19 @@ export function createNodePool(name: string, args: NodePoolArgs & { config: Node
     }), `nodePools[${pool.name}]`)));
 
     const types = pool.instanceTypes;
+    // Fixed pools: the spec hash rides on the configuration's tags, so ESS puts it on every instance it creates from
+    // now on and an instance made from an earlier spec can be told apart (docs/rotation.md). Autoscaled pools' tags
+    // are exactly their node labels (the autoscaler's template), so they carry none yet.
+    const specHash = fixed ? pulumi.output(pool.imageId ?? args.imageId).apply((imageId) => poolSpecHash({
+        imageId, instanceTypes: types, systemDisk: pool.systemDisk, kubernetesVersion: config.kubernetesVersion, labels: nodeLabels,
+        taints: pool.taints.map(formatTaint),
+        userdata: renderAttachNode({
+            ...nodeScriptParams(config), ...bakedNodeImages(config), poolName: pool.name, labels: extraLabels, taints: pool.taints,
+            // Stand-ins for the token, the endpoints and the pins: a rotated token is not a new spec, and no secret is hashed into a tag.
+            apiEndpoint: SPEC_STAND_IN.endpoint, caCertHash: SPEC_STAND_IN.pin,
+            ...(token ? { token: SPEC_STAND_IN.token } : { admission: { endpoints: [SPEC_STAND_IN.endpoint], pin: SPEC_STAND_IN.pin } }),
+        }),
+    })) : undefined;
     const configuration = new alicloud.ess.ScalingConfiguration(`${name}-config`, {
         scalingGroupId: group.id,
         scalingConfigurationName: `${config.name}-${pool.name}`,
@@ -177,7 +195,7 @@ export function createNodePool(name: string, args: NodePoolArgs & { config: Node
         securityGroupIds: args.securityGroupIds,
         instanceName: `${config.name}-${pool.name}`,
         internetMaxBandwidthOut: 0,
-        tags: configurationTags,
+        tags: specHash ? specHash.apply((hash) => ({ ...configurationTags, [SPEC_TAG]: hash })) : configurationTags,
         userData,
         active: true,
         enable: true,
@@ -198,9 +216,12 @@ export function createNodePool(name: string, args: NodePoolArgs & { config: Node
         routeTableId: args.routeTableId,
         podCidr: config.network.podCidr,
         ...args.timeouts,
+        // What the configuration's tag says, read back from it: the hash the instances ESS creates now carry.
+        ...(specHash ? { specHash: configuration.tags.apply((tags) => tags?.[SPEC_TAG] ?? "") } : {}),
+        ...(pool.rollout ? { rollout: pool.rollout } : {}),
     }, { ...opts, dependsOn: token ? [configuration, token] : [configuration] });
 
-    return { group, configuration, token, capacity, nodeLabels };
+    return { group, configuration, token, capacity, nodeLabels, specHash };
 }
 
 /** A node pool: ESS scaling group + scaling configuration whose userdata joins the cluster. */

@@ -10,7 +10,7 @@ import {
 } from "../rules";
 import { validatedByParser } from "../validated";
 import { throwIfProblems } from "./args";
-import { applyObjects, CONTROL_PLANE_LABEL, kubeObject, mapInput, resolveObjects, type KubeObject } from "./kube";
+import { applyObjects, kubeObject, onMasterHostNetwork, mapInput, resolveObjects, type KubeObject } from "./kube";
 
 export { DEFAULT_CCM_IMAGE, DEFAULT_FLANNEL_CNI_PLUGIN_IMAGE, DEFAULT_FLANNEL_IMAGE };
 
@@ -312,10 +312,7 @@ export function ccmObjects(args: ResolvedPodNetworkArgs, routeTableId: pulumi.In
                 template: {
                     metadata: { labels },
                     spec: {
-                        hostNetwork: true,
-                        priorityClassName: "system-cluster-critical",
-                        serviceAccountName: name,
-                        nodeSelector: { [CONTROL_PLANE_LABEL]: "" },
+                        ...onMasterHostNetwork(name),
                         // As deploy/v2: tolerate every taint, notably node.cloudprovider.kubernetes.io/uninitialized
                         // (which this CCM removes) and the control-plane NoSchedule taint.
                         tolerations: [{ operator: "Exists" }],

@@ -7,15 +7,15 @@
 import { CommandError, runCommand, runOnInstance, InstanceResult } from "../cloud/cloudAssistant";
 import { describeInstances, type Instance } from "../cloud/ecs";
 import { classify } from "../cloud/errors";
-import { describeScalingGroups, scalingActivities, scalingGroupMembers, type ScalingActivity, type ScalingGroup } from "../cloud/ess";
+import { activeConfigurationTags, describeScalingGroups, scalingActivities, scalingGroupMembers, type ScalingActivity, type ScalingGroup } from "../cloud/ess";
 import { OpenApiError, type RetryOptions } from "../cloud/openapi";
-import { decompress, NodeInfo, parseNodeLines } from "../cloud/operations";
+import { decompress, NodeInfo, parseNodeLines, instanceOfProviderId } from "../cloud/operations";
 import { customRouteEntries, type RouteEntry } from "../cloud/vpc";
 import { operationParameters, type SavedOperation } from "../rules";
 import { ClusterInfo, DoctorOptions } from "./types";
 
 /** What doctor needs to know about an ECS instance. */
-export type InstanceView = Pick<Instance, "instanceId" | "status" | "privateIp" | "creationTime">;
+export type InstanceView = Pick<Instance, "instanceId" | "status" | "privateIp" | "creationTime" | "tags">;
 
 /** What doctor needs to know about an ESS scaling group (DescribeScalingGroups). */
 export type GroupView = ScalingGroup;
@@ -119,6 +119,11 @@ export class DoctorContext {
             for (const id of missing) this.instanceCache.set(id, fetched.then((found) => found.get(id) ?? null));
         }
         return new Map(await Promise.all(ids.map(async (id) => [id, await this.instanceCache.get(id)!] as const)));
+    }
+
+    /** The tags of a group's active scaling configuration (undefined: none is active). */
+    configurationTags(scalingGroupId: string): Promise<Record<string, string> | undefined> {
+        return activeConfigurationTags(this.info.region, scalingGroupId, DOCTOR_RETRY);
     }
 
     /** Scaling groups of every pool, by id (absent: the group does not exist). */
@@ -236,8 +241,7 @@ export class DoctorContext {
 
     /** Instance id in a provider id `<region>.<instance-id>` (also tolerates an `alicloud://` prefix); "" when none. */
     static instanceIdOf(providerId: string): string {
-        const m = /^(?:alicloud:\/\/)?[a-z0-9-]+\.(i-[A-Za-z0-9]+)$/.exec(providerId);
-        return m ? m[1] : "";
+        return instanceOfProviderId(providerId);
     }
 
     /** Age in minutes of an ISO time relative to `opts.now` (Infinity when unparseable). */

@@ -4,6 +4,7 @@
  */
 import { DoctorContext, GroupView } from "./context";
 import { Finding, PoolInfo } from "./types";
+import { isOutdated, SPEC_TAG } from "../rules";
 
 /** Plain words and the fix for an ESS/ECS error code of a failed scaling activity. */
 export interface ErrorExplanation { meaning: string; fix: string }
@@ -85,6 +86,27 @@ function capacityFindings(pool: PoolInfo, g: GroupView, inProgress: boolean): Fi
 }
 
 /**
+ * A fixed pool's outdated nodes: members whose spec tag (put on by ESS at creation, read from the instance) is not
+ * the active configuration's. None reported for a configuration without the tag (written before it existed) or an
+ * autoscaled pool (whose configuration carries none yet).
+ */
+async function outdatedFindings(ctx: DoctorContext, pool: PoolInfo): Promise<Finding[]> {
+    if (pool.mode !== "fixed") return [];
+    const current = (await ctx.configurationTags(pool.scalingGroupId))?.[SPEC_TAG];
+    if (!current) return [];
+    const ids = await ctx.members(pool.scalingGroupId);
+    const instances = await ctx.instances(ids);
+    const outdated = ids.filter((id) => isOutdated(instances.get(id)?.tags, current));
+    const subject = `pool ${pool.name} (${pool.scalingGroupId})`;
+    if (outdated.length === 0) return [{ check: "ess", status: "ok", subject, evidence: `all ${ids.length} node(s) from the current spec ${current}`, next: "" }];
+    const list = outdated.map((id) => `${id} (spec ${instances.get(id)?.tags[SPEC_TAG] || "none"})`).join(", ");
+    return [{
+        check: "ess", status: "warning", subject, evidence: `${outdated.length} of ${ids.length} node(s) outdated (current spec ${current}): ${list}`,
+        next: `replace them: give pool ${pool.name} a \`rollout\` (docs/rotation.md) and run \`pulumi up\``,
+    }];
+}
+
+/**
  * Runs the ESS check for every pool.
  * @param ctx Shared reads of this doctor run.
  * @returns Findings; throws only when ESS cannot be read at all.
@@ -106,7 +128,7 @@ export async function checkEss(ctx: DoctorContext): Promise<Finding[]> {
             id: a.scalingActivityId, status: a.statusCode, start: a.startTime, code: a.errorCode, message: a.message, description: a.description,
         }));
         const inProgress = acts.some((a) => a.status === "InProgress");
-        out.push(...capacityFindings(pool, g, inProgress));
+        out.push(...capacityFindings(pool, g, inProgress), ...await outdatedFindings(ctx, pool));
         const lastSuccess = acts.find((a) => a.status === "Successful");
         const failures = acts.filter((a) => ["Failed", "Rejected", "Warning"].includes(a.status) && ctx.ageMinutes(a.start) <= lookbackMin);
         for (const a of failures.slice(0, 3)) {

@@ -8,6 +8,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { ResourceArgs } from "./access";
 import { diffInputs, inputDiff } from "./diff";
+import { waitFor } from "../cloud/wait";
 import { logInfo } from "./log";
 import { yamlLibrary } from "./libraries";
 
@@ -65,29 +66,18 @@ export async function waitForApiServer(inputs: ApiServerReadyInputs, log: (m: st
     const cluster = clusterOf(inputs.kubeconfig);
     const timeoutMs = (inputs.timeoutSeconds ?? 900) * 1000;
     const pollMs = (inputs.pollSeconds ?? 10) * 1000;
-    const start = Date.now();
-    for (let attempt = 0; ; attempt++) {
-        let last: string;
+    await waitFor(async () => {
         try {
             const { status, body } = await probeReadyz(cluster);
-            if (status === 200 && body.trim() === "ok") {
-                log(`API server ${cluster.server} is ready`);
-                return;
-            }
-            last = `HTTP ${status}: ${body.trim().split("\n").slice(-3).join("; ")}`;
+            if (status === 200 && body.trim() === "ok") return { done: true, value: undefined };
+            return { done: false, state: `HTTP ${status}: ${body.trim().split("\n").slice(-3).join("; ")}` };
         } catch (err) {
-            last = (err as Error).message;
+            return { done: false, state: (err as Error).message };
         }
-        const elapsed = Date.now() - start;
-        if (elapsed + pollMs > timeoutMs) {
-            throw new Error(`the API server at ${cluster.server} was not ready within ${Math.round(timeoutMs / 1000)} s (last: ${last}). ` +
-                "Check that this machine can reach the endpoint (apiAllowedCidrs, or run Pulumi inside the VPC for an internal endpoint) and run `npm run doctor`.");
-        }
-        if (attempt % 3 === 0) {
-            log(`waiting for the API server at ${cluster.server} /readyz: ${last}, ${Math.round(elapsed / 1000)} s elapsed`);
-        }
-        await new Promise((r) => setTimeout(r, pollMs));
-    }
+    }, { timeoutMs, firstDelayMs: pollMs, maxDelayMs: pollMs, factor: 1, log: (last) => log(`waiting for the API server at ${cluster.server} /readyz: ${last}`), logEveryMs: 3 * pollMs - 1 },
+    (last) => new Error(`the API server at ${cluster.server} was not ready within ${Math.round(timeoutMs / 1000)} s (last: ${last}). ` +
+        "Check that this machine can reach the endpoint (apiAllowedCidrs, or run Pulumi inside the VPC for an internal endpoint) and run `npm run doctor`."));
+    log(`API server ${cluster.server} is ready`);
 }
 
 export const API_SERVER_READY_PROVIDER_VERSION = "1";

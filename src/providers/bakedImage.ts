@@ -12,8 +12,10 @@
 import * as pulumi from "@pulumi/pulumi";
 import { deleteImage, describeImageBuild, describeOwnImages } from "../cloud/ecs";
 import { pulumiLog } from "./log";
+import { withPacingLog } from "./pacing";
 import type { ResourceArgs } from "./access";
 import { diffInputs, inputDiff } from "./diff";
+import { waitFor } from "../cloud/wait";
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
 export const BAKED_IMAGE_PROVIDER_VERSION = "1";
@@ -48,30 +50,23 @@ const FAILED = ["FAILED", "CANCELLED", "CANCELLING"];
  * @throws when the build fails, is cancelled, or does not finish within the timeout (naming the execution and the fix)
  */
 export async function awaitBakedImage(inputs: BakedImageInputs, progress: (m: string) => void = () => undefined): Promise<BakedImageOutputs> {
-    const deadline = Date.now() + (inputs.timeoutSeconds ?? 3600) * 1000;
-    let pause = inputs.pollIntervalMs ?? 15_000;
-    let last = "";
-    for (;;) {
-        const build = await describeImageBuild(inputs.region, inputs.executionId);
-        const status = build?.status ?? "NOT FOUND";
-        if (status !== last) progress(`image build ${inputs.executionId}: ${status}`);
-        last = status;
-        if (status === "SUCCESS") {
-            const imageId = build!.imageId || await findImage(inputs);
-            return { imageId };
-        }
-        if (FAILED.includes(status) || !build) {
-            throw new Error(`image build ${inputs.executionId} ${status}${build?.message ? `: ${build.message}` : ""}\n` +
+    const build = await waitFor(async () => {
+        const b = await describeImageBuild(inputs.region, inputs.executionId);
+        const status = b?.status ?? "NOT FOUND";
+        if (status === "SUCCESS") return { done: true, value: b! };
+        if (FAILED.includes(status) || !b) {
+            throw new Error(`image build ${inputs.executionId} ${status}${b?.message ? `: ${b.message}` : ""}\n` +
                 "  fix: read the build log in the ECS console (Image Builder → execution), fix the cause (package mirror, " +
                 "egress of the build vSwitch, instance type stock), then `pulumi up --replace` the NodeImage's execution.");
         }
-        if (Date.now() + pause > deadline) {
-            throw new Error(`image build ${inputs.executionId} still ${status} after ${inputs.timeoutSeconds ?? 3600} s\n` +
-                "  fix: run `pulumi up` again to keep waiting (the build goes on), or cancel it in the ECS console.");
-        }
-        await new Promise((resolve) => setTimeout(resolve, pause));
-        pause = Math.min(60_000, pause * 1.5);
-    }
+        return { done: false, state: status };
+    }, {
+        timeoutMs: (inputs.timeoutSeconds ?? 3600) * 1000, firstDelayMs: inputs.pollIntervalMs ?? 15_000, maxDelayMs: 60_000,
+        log: (status) => progress(`image build ${inputs.executionId}: ${status}`), logEveryMs: Infinity,
+    }, (status) => new Error(`image build ${inputs.executionId} still ${status} after ${inputs.timeoutSeconds ?? 3600} s\n` +
+        "  fix: run `pulumi up` again to keep waiting (the build goes on), or cancel it in the ECS console."));
+    progress(`image build ${inputs.executionId}: SUCCESS`);
+    return { imageId: build.imageId || await findImage(inputs) };
 }
 
 async function findImage(inputs: BakedImageInputs): Promise<string> {
@@ -95,7 +90,7 @@ const BAKED_IMAGE_DIFF = inputDiff<BakedImageInputs>()({
     ignore: [],
 });
 
-export const bakedImageProvider: pulumi.dynamic.ResourceProvider = {
+export const bakedImageProvider: pulumi.dynamic.ResourceProvider = withPacingLog({
     async create(inputs: BakedImageInputs) {
         const outs = await awaitBakedImage(inputs, (m) => pulumiLog().info(m));
         return { id: outs.imageId, outs: { ...inputs, ...outs } };
@@ -110,7 +105,7 @@ export const bakedImageProvider: pulumi.dynamic.ResourceProvider = {
     async delete(_id: string, props: BakedImageInputs & BakedImageOutputs) {
         await deleteBakedImage(props.region, props.imageId, (m) => pulumiLog().warn(m));
     },
-};
+});
 
 /** The image an Image Builder execution produced; deleted with this resource. */
 export class BakedImage extends pulumi.dynamic.Resource {

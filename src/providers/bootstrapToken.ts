@@ -18,6 +18,7 @@ import { createToken, deleteToken, type ClusterAccess } from "../cloud/operation
 import { clusterAccess, dynamicResourceProps, type ClusterAccessInputs, type ResourceArgs } from "./access";
 import { diffInputs, inputDiff } from "./diff";
 import { pulumiLog } from "./log";
+import { withPacingLog } from "./pacing";
 import { TOKEN_ID_PATTERN, TOKEN_PATTERN } from "../rules";
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
@@ -115,7 +116,7 @@ export async function deleteBootstrapToken(inputs: BootstrapTokenInputs, tokenId
     }
 }
 
-export const bootstrapTokenProvider: pulumi.dynamic.ResourceProvider = {
+export const bootstrapTokenProvider: pulumi.dynamic.ResourceProvider = withPacingLog({
     async create(inputs: BootstrapTokenInputs) {
         const outs = await createBootstrapToken(inputs);
         return { id: `${inputs.masterInstanceId}/token/${outs.tokenId}`, outs: { ...inputs, ...outs } };
@@ -130,7 +131,7 @@ export const bootstrapTokenProvider: pulumi.dynamic.ResourceProvider = {
     async delete(_id: string, props: BootstrapTokenInputs & BootstrapTokenOutputs) {
         await deleteBootstrapToken(props, props.tokenId, (m) => pulumiLog().warn(m));
     },
-};
+});
 
 /** A kubeadm bootstrap token on master 0; `token` is a secret. */
 export class BootstrapToken extends pulumi.dynamic.Resource {

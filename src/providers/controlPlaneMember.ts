@@ -14,14 +14,16 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { CommandError } from "../cloud/cloudAssistant";
-import { bootstrapLog, joinSecrets, listNodes, providerIdOf, runJoin, sendSecret, type ClusterAccess, type JoinSecrets } from "../cloud/operations";
+import { bootstrapLog, joinSecrets, listNodes, providerIdOf, runJoin, sendSecret, type ClusterAccess, type JoinSecrets, nodeOfInstance } from "../cloud/operations";
 import { clusterAccess, dynamicResourceProps, type ClusterAccessInputs, type ResourceArgs } from "./access";
 import { diffInputs, inputDiff } from "./diff";
+import { waitFor } from "../cloud/wait";
 import { removeNode } from "../removal";
 import { describeInstance } from "../cloud/ecs";
 import { joinProblem, readEtcdMembers, removalProblem } from "../recovery/quorum";
 import { backupBeforeChange } from "../recovery/backup";
 import { pulumiLog } from "./log";
+import { withPacingLog } from "./pacing";
 
 /** Secrets from a master for one join. */
 export type { JoinSecrets } from "../cloud/operations";
@@ -58,7 +60,8 @@ export async function joinControlPlaneMember(inputs: ControlPlaneMemberInputs, l
     const providerId = providerIdOf(region, memberInstanceId);
 
     const nodes = await listNodes(master);
-    const existing = nodes.find((n) => n.providerId === providerId);
+    const member = { instanceId: memberInstanceId };
+    const existing = nodeOfInstance(nodes, region, member);
     if (!existing) {
         await checkQuorum(master, nodes, memberInstanceId, "join", log);
         await backupBeforeChange(master, `joining control-plane member ${memberInstanceId}`, log, log);
@@ -80,19 +83,14 @@ export async function joinControlPlaneMember(inputs: ControlPlaneMemberInputs, l
         log(`${memberInstanceId} is already a node (${existing.name}); waiting for Ready`);
     }
 
-    const deadline = Date.now() + (inputs.readyTimeoutSeconds ?? 600) * 1000;
-    for (;;) {
-        const node = (await listNodes(master)).find((n) => n.providerId === providerId);
-        if (node?.ready) {
-            log(`control-plane member ${memberInstanceId} is Ready as ${node.name}`);
-            return node.name;
-        }
-        if (Date.now() + pollMs > deadline) {
-            throw new Error(`control-plane member ${memberInstanceId} joined but is not Ready after ${inputs.readyTimeoutSeconds ?? 600} s ` +
-                `(${node ? `node ${node.name} NotReady` : `no Node with provider id ${providerId}`}); check the pod network and \`npm run doctor\``);
-        }
-        await new Promise((r) => setTimeout(r, pollMs));
-    }
+    const name = await waitFor(async () => {
+        const node = nodeOfInstance(await listNodes(master), region, member);
+        return node?.ready ? { done: true, value: node.name } : { done: false, state: node ? `node ${node.name} NotReady` : `no Node with provider id ${providerId}` };
+    }, { timeoutMs: (inputs.readyTimeoutSeconds ?? 600) * 1000, firstDelayMs: pollMs, maxDelayMs: pollMs, factor: 1 },
+    (state) => new Error(`control-plane member ${memberInstanceId} joined but is not Ready after ${inputs.readyTimeoutSeconds ?? 600} s ` +
+        `(${state}); check the pod network and \`npm run doctor\``));
+    log(`control-plane member ${memberInstanceId} is Ready as ${name}`);
+    return name;
 }
 
 /**
@@ -104,7 +102,7 @@ export async function joinControlPlaneMember(inputs: ControlPlaneMemberInputs, l
 export async function checkQuorum(access: ClusterAccess, nodes: Awaited<ReturnType<typeof listNodes>>, memberInstanceId: string, step: "join" | "remove",
     log: (m: string) => void, memberNodeName?: string): Promise<void> {
     const via = access.masterInstanceIds.filter((m) => m !== memberInstanceId)
-        .map((m) => nodes.find((n) => n.providerId === providerIdOf(access.region, m))).find((n) => n?.ready);
+        .map((m) => nodeOfInstance(nodes, access.region, { instanceId: m })).find((n) => n?.ready);
     if (!via) return;
     const peerIp = (await describeInstance(access.region, memberInstanceId))?.privateIp ?? "";
     const members = await readEtcdMembers(access, via.name);
@@ -120,8 +118,10 @@ export async function checkQuorum(access: ClusterAccess, nodes: Awaited<ReturnTy
  * 3: join-secrets runs once with RunCommand (`joinSecretsScript`), no longer as a saved command.
  * 4: the etcd quorum is checked, and an etcd backup taken (src/recovery/backup.ts), before a join and before a removal;
  * a new master 0 (`masterInstanceId`) updates, never replaces.
+ * 5: the removal stops a control-plane join still running on the member before its reset, and checks it is not back
+ * as a Node afterwards; pacing of every cloud call.
  */
-export const CONTROL_PLANE_MEMBER_PROVIDER_VERSION = "4";
+export const CONTROL_PLANE_MEMBER_PROVIDER_VERSION = "5";
 
 /**
  * The outputs of a ControlPlaneMember that are secrets: none. Its join secrets are made on a master and
@@ -141,7 +141,7 @@ const CONTROL_PLANE_MEMBER_DIFF = inputDiff<ControlPlaneMemberInputs>()({
     ignore: ["region", "pollIntervalMs", "joinTimeoutSeconds", "readyTimeoutSeconds", "pollSeconds"],
 });
 
-export const controlPlaneMemberProvider: pulumi.dynamic.ResourceProvider = {
+export const controlPlaneMemberProvider: pulumi.dynamic.ResourceProvider = withPacingLog({
     async create(inputs: ControlPlaneMemberInputs) {
         const nodeName = await joinControlPlaneMember(inputs, (m) => pulumiLog().info(m));
         return { id: inputs.memberInstanceId, outs: { ...inputs, nodeName } };
@@ -157,12 +157,13 @@ export const controlPlaneMemberProvider: pulumi.dynamic.ResourceProvider = {
         const access: ClusterAccess = { ...clusterAccess(props), pollIntervalMs: Math.min(1000, (props.pollSeconds ?? 10) * 1000) };
         await checkQuorum(access, await listNodes(access), props.memberInstanceId, "remove", (m) => log.info(m), props.nodeName);
         await backupBeforeChange(access, `removing control-plane member ${props.memberInstanceId}`, (m) => log.info(m), (m) => log.warn(m));
-        await removeNode({ instanceId: props.memberInstanceId, kind: "control-plane" }, {
+        // A control-plane join still running there is stopped before the reset (it would join the member again).
+        await removeNode({ instanceId: props.memberInstanceId, kind: "control-plane", joinCommandId: props.joinCommandId }, {
             region: props.region, masterInstanceIds: clusterAccess(props).masterInstanceIds, commands: props.commands, routeTableId: props.routeTableId, podCidr: props.podCidr,
             pollIntervalMs: Math.min(1000, (props.pollSeconds ?? 10) * 1000), log: (m) => log.info(m), warn: (m) => log.warn(m),
         });
     },
-};
+});
 
 /** A master 1..n-1 joined with `kubeadm join --control-plane` (see the module comment). */
 export class ControlPlaneMember extends pulumi.dynamic.Resource {

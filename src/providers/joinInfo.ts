@@ -12,8 +12,10 @@ import * as pulumi from "@pulumi/pulumi";
 import { CommandError, runOnInstance } from "../cloud/cloudAssistant";
 import { newRecipient } from "../cloud/channel";
 import { cannotRunCommands, classify } from "../cloud/errors";
+import { waitFor } from "../cloud/wait";
 import { fillOperation, STACK_CREDENTIAL_PATTERN } from "../rules";
 import { logInfo, pulumiLog } from "./log";
+import { withPacingLog } from "./pacing";
 import { yamlLibrary } from "./libraries";
 import { dynamicResourceProps, type ResourceArgs } from "./access";
 import { diffInputs, inputDiff } from "./diff";
@@ -112,8 +114,6 @@ export function rewriteKubeconfigServer(kubeconfig: string, server: string): str
     return YAML.stringify(doc);
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 /**
  * Waits (bounded) for kubeadm init on master 0, then reads the CA hash and makes (or reads back) the stack's
  * credential `inputs.credential` (a fresh name when unset).
@@ -125,9 +125,7 @@ export async function readJoinInfo(inputs: JoinInfoInputs & { credential?: strin
     const timeoutMs = (inputs.waitTimeoutSeconds ?? 1800) * 1000;
     const pollMs = (inputs.pollSeconds ?? 15) * 1000;
     const pollIntervalMs = Math.min(1000, pollMs);
-    const start = Date.now();
-    let caPem: string | undefined;
-    for (let attempt = 0; caPem === undefined; attempt++) {
+    const caPem = await waitFor<string>(async () => {
         let status = "waiting";
         let body = "";
         try {
@@ -142,25 +140,16 @@ export async function readJoinInfo(inputs: JoinInfoInputs & { credential?: strin
             }
             status = `waiting (Cloud Assistant: ${err.errorCode})`;
         }
-        if (status === "done") {
-            caPem = Buffer.from(body.trim(), "base64").toString("utf8");
-            break;
-        }
+        if (status === "done") return { done: true, value: Buffer.from(body.trim(), "base64").toString("utf8") };
         if (status === "failed") {
             throw new Error(`kubeadm init failed on master 0 (${instanceId}):\n${body.trim()}\n` +
                 `Fix the cause, then on ${instanceId} run 'kubeadm reset -f', delete ${MASTER_PATHS.failed} and re-run the userdata ` +
                 "(or replace the instance with `pulumi up --replace <master-0 urn>`), then `pulumi up` again.");
         }
-        const elapsed = Date.now() - start;
-        if (elapsed + pollMs > timeoutMs) {
-            throw new Error(`kubeadm init on master 0 (${instanceId}) did not finish within ${Math.round(timeoutMs / 1000)} s (last status: ${status}). ` +
-                `Look at ${MASTER_PATHS.log} on the instance (or run \`npm run doctor\`); \`pulumi up\` again resumes the wait.`);
-        }
-        if (attempt % 4 === 0) {
-            log(`waiting for kubeadm init on ${instanceId}: ${status}, ${Math.round(elapsed / 1000)} s elapsed`);
-        }
-        await sleep(pollMs);
-    }
+        return { done: false, state: status };
+    }, { timeoutMs, firstDelayMs: pollMs, maxDelayMs: pollMs, factor: 1, log: (status) => log(`waiting for kubeadm init on ${instanceId}: ${status}`), logEveryMs: 4 * pollMs - 1 },
+    (status) => new Error(`kubeadm init on master 0 (${instanceId}) did not finish within ${Math.round(timeoutMs / 1000)} s (last status: ${status}). ` +
+        `Look at ${MASTER_PATHS.log} on the instance (or run \`npm run doctor\`); \`pulumi up\` again resumes the wait.`));
     let hash: string;
     try {
         hash = caCertHash(caPem);
@@ -218,7 +207,7 @@ const JOIN_INFO_DIFF = inputDiff<JoinInfoInputs>()({
     ignore: ["region", "waitTimeoutSeconds", "pollSeconds"],
 });
 
-export const joinInfoProvider: pulumi.dynamic.ResourceProvider = {
+export const joinInfoProvider: pulumi.dynamic.ResourceProvider = withPacingLog({
     async create(inputs: JoinInfoInputs) {
         const outs = await readJoinInfo(inputs, logInfo);
         return { id: `${inputs.masterInstanceId}/join-info`, outs: { ...inputs, ...outs } };
@@ -239,7 +228,7 @@ export const joinInfoProvider: pulumi.dynamic.ResourceProvider = {
         // The join material lives on master 0 and goes with it; the stack credential is revoked (a replacement rotates it).
         if (props.credential && props.scripts?.stackCredentialRevoke) await revokeStackCredential(props, props.credential, (m) => pulumiLog().warn(m));
     },
-};
+});
 
 /** Reads the CA hash and the stack's credential from master 0 once kubeadm init has finished. */
 export class JoinInfo extends pulumi.dynamic.Resource {

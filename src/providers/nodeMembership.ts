@@ -18,17 +18,19 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { CommandError } from "../cloud/cloudAssistant";
-import { describeInstance, replaceSystemDisk, setUserData, startInstance, stopInstanceAndWait } from "../cloud/ecs";
+import { describeInstance, replaceSystemDisk, setUserData, startInstance, stopInstanceAndWait, waitForInstanceStatus } from "../cloud/ecs";
 import { cannotRunCommands } from "../cloud/errors";
-import { bootstrapLog, listNodes, providerIdOf, runJoin, sendSecret, type ClusterAccess } from "../cloud/operations";
+import { bootstrapLog, listNodes, providerIdOf, runJoin, sendSecret, type ClusterAccess, nodeOfInstance } from "../cloud/operations";
 import { clusterAccess, dynamicResourceProps, type ClusterAccessInputs, type ResourceArgs } from "./access";
 import { diffInputs, inputDiff } from "./diff";
 import { removeNode, type RemovalOptions } from "../removal";
 import { ATTACH_LOG, formatProblem, parameterProblem, TOKEN_PATTERN, USERDATA_HARD_LIMIT_BYTES, type Problem } from "../rules";
 import { pulumiLog } from "./log";
+import { withPacingLog } from "./pacing";
+import { waitFor } from "../cloud/wait";
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
-export const NODE_MEMBERSHIP_PROVIDER_VERSION = "3";
+export const NODE_MEMBERSHIP_PROVIDER_VERSION = "4";
 
 /** The outputs of a NodeMembership that are secrets (its state echoes its inputs: the attach script and the token). */
 export const NODE_MEMBERSHIP_SECRET_OUTPUTS = ["userData", "token"] as const;
@@ -93,8 +95,6 @@ export interface NodeMembershipOutputs {
     providerId: string;
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 /** Problems that stop a membership before any call (every one listed). */
 export function membershipProblems(inputs: NodeMembershipInputs): Problem[] {
     const problems: Problem[] = [];
@@ -122,50 +122,27 @@ function waitsOf(inputs: NodeMembershipInputs): Waits {
     return { timeoutMs: (inputs.readyTimeoutSeconds ?? 900) * 1000, pollMs: (inputs.pollSeconds ?? 10) * 1000 };
 }
 
-/** Instance status and whether an operation (e.g. a system disk replacement) still locks it. */
-async function instanceState(region: string, instanceId: string): Promise<{ status: string; locked: boolean }> {
-    const inst = await describeInstance(region, instanceId);
-    if (!inst) throw new Error(`ECS instance ${instanceId} does not exist in ${region}; check existingNodes[].instanceId`);
-    return { status: inst.status, locked: inst.locked };
-}
-
 function accessOf(inputs: NodeMembershipInputs): ClusterAccess {
     return clusterAccess(inputs);
 }
 
 async function waitForStatus(region: string, instanceId: string, want: string, w: Waits, log: (m: string) => void): Promise<void> {
-    const started = Date.now();
-    for (;;) {
-        const s = await instanceState(region, instanceId);
-        if (s.status === want && !s.locked) return;
-        if (Date.now() - started + w.pollMs > w.timeoutMs) {
-            throw new Error(`${instanceId} did not become ${want} within ${Math.round(w.timeoutMs / 1000)} s (status ${s.status}${s.locked ? ", operation locked" : ""}); ` +
-                "look at the instance in the ECS console, then run `pulumi up` again");
-        }
-        log(`${instanceId}: waiting for ${want} (now ${s.status}${s.locked ? ", operation in progress" : ""})`);
-        await sleep(w.pollMs);
-    }
+    await waitForInstanceStatus(region, instanceId, want, { pollMs: w.pollMs, timeoutMs: w.timeoutMs, log, fix: "check existingNodes[].instanceId" });
 }
 
 /** Waits (bounded) until the Node of the instance is Ready; returns its name. */
 export async function waitForNodeReady(inputs: NodeMembershipInputs, log: (m: string) => void = () => undefined): Promise<NodeMembershipOutputs> {
     const providerId = providerIdOf(inputs.region, inputs.instanceId);
     const w = waitsOf(inputs);
-    const started = Date.now();
-    for (let attempt = 0; ; attempt++) {
-        const node = (await listNodes(accessOf(inputs))).find((n) => n.providerId === providerId);
-        if (node?.ready) {
-            log(`${inputs.instanceId}: node ${node.name} is Ready`);
-            return { nodeName: node.name, providerId };
-        }
-        const state = node ? `node ${node.name} registered, not Ready yet` : "no node registered yet";
-        if (Date.now() - started + w.pollMs > w.timeoutMs) {
-            throw new Error(`${inputs.instanceId} did not become a Ready node (${providerId}) within ${Math.round(w.timeoutMs / 1000)} s: ${state}.\n` +
-                `  fix: look at ${ATTACH_LOG} on ${inputs.instanceId} (or run \`npm run doctor\`); \`pulumi up\` again resumes the wait.`);
-        }
-        if (attempt % 3 === 0) log(`${inputs.instanceId}: waiting for node Ready (${state}, ${Math.round((Date.now() - started) / 1000)} s)`);
-        await sleep(w.pollMs);
-    }
+    const name = await waitFor(async () => {
+        const node = nodeOfInstance(await listNodes(accessOf(inputs)), inputs.region, inputs);
+        if (node?.ready) return { done: true, value: node.name };
+        return { done: false, state: node ? `node ${node.name} registered, not Ready yet` : "no node registered yet" };
+    }, { timeoutMs: w.timeoutMs, firstDelayMs: w.pollMs, maxDelayMs: w.pollMs, factor: 1, log: (state) => log(`${inputs.instanceId}: waiting for node Ready (${state})`), logEveryMs: 3 * w.pollMs - 1 },
+    (state) => new Error(`${inputs.instanceId} did not become a Ready node (${providerId}) within ${Math.round(w.timeoutMs / 1000)} s: ${state}.\n` +
+        `  fix: look at ${ATTACH_LOG} on ${inputs.instanceId} (or run \`npm run doctor\`); \`pulumi up\` again resumes the wait.`));
+    log(`${inputs.instanceId}: node ${name} is Ready`);
+    return { nodeName: name, providerId };
 }
 
 /** Invokes the cluster's saved attach command on the running instance over Cloud Assistant. */
@@ -239,7 +216,7 @@ export async function joinExistingNode(inputs: NodeMembershipInputs, log: (m: st
     if (problems.length > 0) throw new Error(`existing node ${inputs.instanceId}:\n  ${problems.map(formatProblem).join("\n  ")}`);
     if (inputs.mode === "auto") {
         const providerId = providerIdOf(inputs.region, inputs.instanceId);
-        const node = (await listNodes(accessOf(inputs))).find((n) => n.providerId === providerId);
+        const node = nodeOfInstance(await listNodes(accessOf(inputs)), inputs.region, inputs);
         if (node?.ready) {
             log(`${inputs.instanceId}: already a Ready node (${node.name}); the system disk is left alone`);
             return { nodeName: node.name, providerId };
@@ -272,7 +249,7 @@ const NODE_MEMBERSHIP_DIFF = inputDiff<NodeMembershipInputs>()({
     ignore: [],
 });
 
-export const nodeMembershipProvider: pulumi.dynamic.ResourceProvider = {
+export const nodeMembershipProvider: pulumi.dynamic.ResourceProvider = withPacingLog({
     async check(_olds: NodeMembershipInputs, news: NodeMembershipInputs) {
         const failures = membershipProblems(news).map((p) => ({ property: p.path, reason: p.reason }));
         return { inputs: news, failures };
@@ -294,11 +271,11 @@ export const nodeMembershipProvider: pulumi.dynamic.ResourceProvider = {
             drainTimeoutSeconds: props.drainTimeoutSeconds, pollIntervalMs: props.pollIntervalMs, removeWithoutReset: props.removeWithoutReset,
             log: (m) => log.info(m), warn: (m) => log.warn(m),
         };
-        // Looked up by provider id, not taken from state: the Node may be gone already (a resumed delete,
-        // or the CCM removed it after the instance was released).
-        await removeNode({ instanceId: props.instanceId, kind: "existing" }, opts);
+        // Looked up by provider id or IP, not taken from state: the Node may be gone already (a resumed delete,
+        // or the CCM removed it after the instance was released). An attach still running is stopped before the reset.
+        await removeNode({ instanceId: props.instanceId, kind: "existing", joinCommandId: props.mode === "manual" ? props.attachCommandId : undefined }, opts);
     },
-};
+});
 
 /** An existing ECS instance as a node of the cluster. */
 export class NodeMembership extends pulumi.dynamic.Resource {

@@ -10,26 +10,36 @@
  *   on a node joined before it `alicloud-kubeadm/pool=<name>`; checked with kubectl on a master over Cloud Assistant), with progress
  *   `waiting for 3/5 nodes Ready` in the Pulumi log. A failed ESS scaling activity (e.g. no stock) fails
  *   the wait at once with ESS's message. Every member is then protected from scale-in, so ESS has no victim
- *   to choose even if the capacity dropped behind our back.
+ *   to choose even if the capacity dropped behind our back. For a fixed pool ModifyScalingGroup only ever raises
+ *   the capacity: what leaves, leaves through RemoveInstances of drained members, so no second run or program
+ *   sharing the group can leave a member above a capacity this resource lowered.
  * - `mode: "observe"` (autoscaled pools, where the Cluster Autoscaler owns the capacity): create does
- *   nothing; update lifts protections (a pool switched from fixed) and uncordons survivors; delete still
- *   drains and removes every node of the pool before the group goes.
+ *   nothing; update lifts protections (a pool switched from fixed), sets a changed maximum (a lower one with the
+ *   scale-out process suspended, resumed on every exit path, while the members above it are drained and removed)
+ *   and uncordons survivors; delete still drains and removes every node of the pool before the group goes.
  *
  * The ScalingGroup resource ignores `desiredCapacity`, `protectedInstances` (and, for fixed pools,
  * `maxSize`) drift, so Pulumi and this resource never fight: lowering MaxSize below the group's size
  * would make ESS release instances without a drain.
  */
 import * as pulumi from "@pulumi/pulumi";
-import { describeScalingGroups, modifyScalingGroup, scalingActivities, scalingGroupMembers, setInstancesProtection, waitForIdleGroup, type ScalingGroupMember } from "../cloud/ess";
-import { poolNodes, providerIdOf, uncordonNode } from "../cloud/operations";
+import { describeScalingGroups, modifyScalingGroup, scaleOutProcess, scalingActivities, scalingGroupMembers, setInstancesProtection, stayingMembers, waitForIdleGroup } from "../cloud/ess";
+import { instanceOfProviderId, nodeOfInstance, poolNodes, uncordonNode } from "../cloud/operations";
 import { clusterAccess, dynamicResourceProps, type ClusterAccessInputs, type ResourceArgs } from "./access";
 import { diffInputs, inputDiff } from "./diff";
-import { scaleInPool, type RemovalOptions, type RemovalReport } from "../removal";
-import { ATTACH_LOG, MAX_SCALING_GROUP_INSTANCES } from "../rules";
+import { planRotationRound, readPoolMembers, removeMembers, scaleInPool, type PoolMember, type RemovalOptions, type RemovalReport } from "../removal";
+import { ATTACH_LOG, MAX_SCALING_GROUP_INSTANCES, parseRollout, type Rollout } from "../rules";
 import { logInfo, pulumiLog } from "./log";
+import { withPacingLog } from "./pacing";
+import { waitFor } from "../cloud/wait";
 
-/** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
-export const POOL_CAPACITY_PROVIDER_VERSION = "2";
+/**
+ * Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider.
+ * 2: the pool label the admission service sets. 3: capacity changes that never let ESS choose (a lower maximum and
+ * a pool's deletion with scale-out suspended, a fixed pool's capacity only raised), Nodes matched by provider id or
+ * IP, pacing of every cloud call. 4: outdated members (spec hash) removed first by a shrink, and replaced by a rollout.
+ */
+export const POOL_CAPACITY_PROVIDER_VERSION = "4";
 
 /** The outputs of a PoolCapacity that are secrets: none (ids, sizes and names only). */
 export const POOL_CAPACITY_SECRET_OUTPUTS = [] as const;
@@ -60,6 +70,17 @@ export interface PoolCapacityInputs extends ClusterAccessInputs {
     pollSeconds?: number;
     /** `kubectl drain --timeout` when shrinking, seconds. Default 600. */
     drainTimeoutSeconds?: number;
+    /**
+     * Fixed pools: the spec hash on the scaling configuration's tags (SPEC_TAG), which ESS puts on the instances it
+     * creates; members whose instance carries another are outdated: removed first by a shrink, and replaced when
+     * `rollout` is set. Default none (nothing is outdated: state written before it existed).
+     */
+    specHash?: string;
+    /**
+     * Fixed pools: replace outdated members on create and update (surge, wait Ready, drain and remove outdated
+     * ones; docs/rotation.md). Default none: outdated members are only reported in the Pulumi log.
+     */
+    rollout?: Rollout;
     /** Changes when the provider's code changes. */
     providerVersion?: string;
 }
@@ -71,9 +92,6 @@ export interface PoolCapacityOutputs {
     /** Instances of the group that were Ready nodes when the wait ended. */
     readyInstanceIds: string[];
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 
 /** The ids of the group's scaling activities now: those that end later are the ones this run started. */
 async function activityIds(region: string, scalingGroupId: string): Promise<Set<string>> {
@@ -91,12 +109,33 @@ async function failedActivity(region: string, scalingGroupId: string, before: Re
     return `${failed.scalingActivityId} ${failed.statusCode}: ${code}${failed.message || failed.description}`;
 }
 
-/** Member states ESS is taking the instance out in: leaving anyway, not counted. */
-const LEAVING = ["Removing", "Removing:Wait"];
-
-/** The members that stay (not being taken out). */
-async function stayingMembers(region: string, scalingGroupId: string): Promise<ScalingGroupMember[]> {
-    return (await scalingGroupMembers(region, scalingGroupId)).filter((m) => !LEAVING.includes(m.lifecycleState));
+/**
+ * Runs `work` with the group's scale-out process suspended (no member can be added: not by the Cluster Autoscaler,
+ * another run, or ESS itself), and resumes it on every exit path; a failure to resume is reported with its fix.
+ * @param keepSuspended leave it suspended when `work` succeeds (the group is deleted next)
+ */
+async function withScaleOutSuspended<T>(inputs: PoolCapacityInputs, log: (m: string) => void, work: () => Promise<T>, keepSuspended = false): Promise<T> {
+    const { region, scalingGroupId, poolName } = inputs;
+    await scaleOutProcess(region, scalingGroupId, true);
+    let result: { value: T } | undefined;
+    let failure: unknown;
+    try {
+        result = { value: await work() };
+    } catch (err) {
+        failure = err;
+    }
+    if (!result || !keepSuspended) {
+        try {
+            await scaleOutProcess(region, scalingGroupId, false);
+        } catch (err) {
+            const fix = `pool ${poolName}: the scale-out process of ${scalingGroupId} could not be resumed (${(err as Error).message}); ` +
+                "resume it in the ESS console (scaling group → processes) or run `pulumi up` again";
+            if (failure === undefined) throw new Error(fix);
+            log(fix);
+        }
+    }
+    if (!result) throw failure;
+    return result.value;
 }
 
 /** Rounds of removal before a shrink gives up on a group that keeps gaining members. */
@@ -121,7 +160,7 @@ async function removeSurplus(inputs: PoolCapacityInputs, size: number, minSize: 
                 `after ${SHRINK_ROUNDS} rounds of removal, ${keep} wanted: something keeps adding members (${likelyCause}).\n  fix: stop it, then run ${rerun} again.`);
         }
         log(`pool ${poolName}: ${members.length} instance(s) in ${scalingGroupId}, ${keep} wanted: draining and removing the surplus`);
-        reports.push(...await scaleInPool({ scalingGroupId, poolName, targetSize: size, minSize, essAction: "release" }, opts));
+        reports.push(...await scaleInPool({ scalingGroupId, poolName, targetSize: size, minSize, essAction: "release", specHash: inputs.specHash }, opts));
     }
 }
 
@@ -131,26 +170,24 @@ async function removeSurplus(inputs: PoolCapacityInputs, size: number, minSize: 
  * out-of-band scale-out) are drained and removed through the removal flow, which lowers the desired
  * capacity by exactly the members it takes; the members are read again, and a member that appeared
  * meanwhile (an ESS health replacement) goes the same way. Only then is the capacity set — desired and
- * max never below the members actually there, nor the minimum — so ESS never picks a victim itself.
+ * max never below the members actually there, nor the minimum, and only ever raised ({@link setFixedCapacity}) —
+ * so ESS never picks a victim itself.
  * Survivors a failed earlier removal left cordoned are uncordoned; finally every member is protected
  * from scale-in (docs/upstream.md#ess-protection), the second guard against ESS choosing a victim.
  * @param log progress for the Pulumi log
  * @throws on a failed scaling activity or when the wait runs out, naming the instances not Ready yet
  */
 export async function setPoolCapacity(inputs: PoolCapacityInputs, log: (m: string) => void = () => undefined): Promise<PoolCapacityOutputs> {
-    const { region, scalingGroupId, poolName } = inputs;
+    const { region, scalingGroupId } = inputs;
     const size = inputs.size ?? 0;
     const keep = Math.max(size, inputs.minSize ?? 0);
     const started = Date.now();
     const opts = removalOptions(inputs);
     await removeSurplus(inputs, size, inputs.minSize ?? 0, opts, log, "an out-of-band scale-out?", "`pulumi up`");
     await uncordonSurvivors(inputs, log);
-    // Read right before the call: a member that appeared since stays (it is counted), never ESS's victim.
-    const present = (await stayingMembers(region, scalingGroupId)).length;
-    const desired = Math.max(keep, present);
+    await rollOut(inputs, opts, log);
     const before = await activityIds(region, scalingGroupId);
-    await modifyScalingGroup(region, scalingGroupId, { maxSize: Math.max(desired, 1), desiredCapacity: desired });
-    log(`pool ${poolName}: ESS group ${scalingGroupId} desired capacity set to ${desired}`);
+    await setFixedCapacity(inputs, keep, log);
     let outs: PoolCapacityOutputs;
     try {
         outs = await waitForReadyNodes(inputs, size, started, before, log);
@@ -161,6 +198,104 @@ export async function setPoolCapacity(inputs: PoolCapacityInputs, log: (m: strin
     }
     await protectMembers(inputs, true, log);
     return outs;
+}
+
+/**
+ * A fixed pool's rollout (docs/rotation.md): while members are outdated (their instance's spec tag is not
+ * `specHash`), round after round: raise the pool to its size plus the surge and wait until the new members are Ready
+ * nodes (a new node that never gets Ready stops the rollout there, naming it); then drain and remove, through the
+ * removal core, as many outdated members as keep the Ready nodes at `size − maxUnavailable` or more (NotReady ones
+ * first). Everything is read again each round, so a run that stops anywhere is resumed by the next. Without
+ * `rollout`, outdated members are only reported.
+ */
+async function rollOut(inputs: PoolCapacityInputs, opts: RemovalOptions, log: (m: string) => void): Promise<void> {
+    const { region, scalingGroupId, poolName, specHash, rollout } = inputs;
+    if (!specHash) return;
+    const size = inputs.size ?? 0;
+    let surged = false;
+    for (let round = 0; ; round++) {
+        await waitForIdleGroup(region, scalingGroupId, { pollMs: opts.pollIntervalMs, log });
+        const members = await readPoolMembers({ scalingGroupId, specHash }, opts);
+        const outdated = members.filter((m) => m.outdated);
+        if (outdated.length === 0) {
+            if (round > 0) log(`pool ${poolName}: rollout done: every node made from spec ${specHash}`);
+            return;
+        }
+        if (!rollout) {
+            log(`pool ${poolName}: ${outdated.length} of ${members.length} node(s) outdated (not made from spec ${specHash}): ` +
+                `${outdated.map((m) => m.instanceId).join(", ")}; give the pool a \`rollout\` to replace them (docs/rotation.md)`);
+            return;
+        }
+        if (round === 0) {
+            log(`pool ${poolName}: rolling out spec ${specHash}: ${outdated.length} of ${members.length} node(s) outdated (maxSurge ${rollout.maxSurge}, maxUnavailable ${rollout.maxUnavailable})`);
+        }
+        const plan = planRotationRound(members, size, rollout, surged);
+        if (plan.kind === "done") return;
+        if (plan.kind === "blocked") {
+            throw new Error(`pool ${poolName}: the rollout cannot go on: ${plan.reason}.\n  fix: bring the pool's NotReady nodes back (\`npm run doctor\`), ` +
+                "or allow more (`rollout.maxSurge` / `rollout.maxUnavailable`), then run `pulumi up` again: it resumes");
+        }
+        if (plan.kind === "surge") {
+            const before = await activityIds(region, scalingGroupId);
+            await setFixedCapacity(inputs, plan.members, log);
+            const notReadyOutdated = outdated.filter((m) => !(m.ready && m.nodeName !== null)).length;
+            await waitForReadyNodes(inputs, plan.members - notReadyOutdated, Date.now(), before, log);
+            await protectMembers(inputs, true, log);
+            surged = true;
+            continue;
+        }
+        log(`pool ${poolName}: replacing outdated node(s) ${plan.victims.map((v) => v.instanceId).join(", ")}`);
+        await removeOutdated(inputs, plan.victims, { ...opts, drainTimeoutSeconds: rollout.drainTimeoutSeconds }, rollout.onDrainTimeout, log);
+        surged = false;
+    }
+}
+
+/**
+ * Removes outdated victims through the removal core. A drain that fails pauses the rollout with the removal's error
+ * (the node, the step and kubectl's words: the pod that blocked eviction); with `force`, the victims whose drain
+ * failed are drained once more deleting their pods instead of evicting them (PodDisruptionBudgets bypassed).
+ */
+async function removeOutdated(inputs: PoolCapacityInputs, victims: PoolMember[], opts: RemovalOptions, onDrainTimeout: "pause" | "force", log: (m: string) => void): Promise<void> {
+    const pool = { scalingGroupId: inputs.scalingGroupId, essAction: "release" as const };
+    try {
+        await removeMembers(pool, victims, opts);
+    } catch (err) {
+        const message = (err as Error).message;
+        if (onDrainTimeout !== "force" || !/step "drain" failed/.test(message)) {
+            throw new Error(`pool ${inputs.poolName}: rollout paused: ${message}\n  The next \`pulumi up\` resumes the rollout where it stopped` +
+                (onDrainTimeout === "pause" ? " (or set rollout.onDrainTimeout: force to delete the pods that block a drain)." : "."));
+        }
+        const left = new Set((await stayingMembers(inputs.region, inputs.scalingGroupId)).map((m) => m.instanceId));
+        const again = victims.filter((v) => left.has(v.instanceId));
+        log(`pool ${inputs.poolName}: the drain of ${again.map((v) => v.instanceId).join(", ")} failed; onDrainTimeout force: draining again deleting the pods that block it`);
+        await removeMembers(pool, again, { ...opts, disableEviction: true });
+    }
+}
+
+/**
+ * Sets a fixed pool's desired capacity to max(`keep`, the members there), and MaxSize to fit it; both are only ever
+ * raised (ESS launches; it has nothing to choose). A surplus leaves only through RemoveInstances of drained members,
+ * which lowers the desired capacity by exactly those. A desired capacity above that (launches ESS could not make,
+ * or another run's raise) is left as it is: lowering it while another run or program adds a member would leave
+ * that member above the capacity, for ESS to choose, and no suspension of scale-out excludes a second run of this
+ * code (each would resume the other's). It comes down as the surplus is drained and removed.
+ */
+async function setFixedCapacity(inputs: PoolCapacityInputs, keep: number, log: (m: string) => void): Promise<void> {
+    const { region, scalingGroupId, poolName } = inputs;
+    const group = (await describeScalingGroups(region, [scalingGroupId])).get(scalingGroupId);
+    if (!group) throw new Error(`pool ${poolName}: ESS group ${scalingGroupId} does not exist\n  fix: check the pool's scaling group (it was deleted outside Pulumi?), then run \`pulumi up\` again.`);
+    const present = (await stayingMembers(region, scalingGroupId)).length;
+    const wanted = Math.max(keep, present);
+    if (wanted < group.desiredCapacity) {
+        log(`pool ${poolName}: ESS group ${scalingGroupId} asks for ${group.desiredCapacity} member(s), more than the ${wanted} wanted (launches it could not make, or ` +
+            "another run's): left as it is, since lowering it could let ESS remove a member itself; members beyond the pool's size are drained and removed by the next run");
+    }
+    // Written only to raise: writing back the value read could undo a raise made since (by another run), below
+    // the members it launched. A launch that failed is ESS's to try again (the expected number of instances).
+    if (wanted <= group.desiredCapacity && group.maxSize >= Math.max(wanted, 1)) return;
+    const desired = Math.max(wanted, group.desiredCapacity);
+    await modifyScalingGroup(region, scalingGroupId, { maxSize: Math.max(group.maxSize, desired, 1), desiredCapacity: desired });
+    log(`pool ${poolName}: ESS group ${scalingGroupId} desired capacity set to ${desired}`);
 }
 
 /**
@@ -183,7 +318,7 @@ async function uncordonSurvivors(inputs: PoolCapacityInputs, log: (m: string) =>
     const access = clusterAccess(inputs);
     const members = await stayingMembers(inputs.region, inputs.scalingGroupId);
     const marked = (await poolNodes(access, inputs.poolName))
-        .filter((n) => n.removing && members.some((m) => n.providerId === providerIdOf(inputs.region, m.instanceId)));
+        .filter((n) => n.removing && members.some((m) => instanceOfProviderId(n.providerId) === m.instanceId));
     for (const node of marked) {
         if ((await uncordonNode(access, node.name)) === "uncordoned") log(`pool ${inputs.poolName}: uncordoned ${node.name}: it stays in the pool (an earlier removal of it did not finish)`);
     }
@@ -191,36 +326,31 @@ async function uncordonSurvivors(inputs: PoolCapacityInputs, log: (m: string) =>
 
 async function waitForReadyNodes(inputs: PoolCapacityInputs, size: number, started: number, before: ReadonlySet<string>, log: (m: string) => void): Promise<PoolCapacityOutputs> {
     const { region, scalingGroupId, poolName } = inputs;
-    const timeoutMs = (inputs.readyTimeoutSeconds ?? 1200) * 1000;
+    const timeoutMs = (inputs.readyTimeoutSeconds ?? 1200) * 1000 - (Date.now() - started);
     const pollMs = (inputs.pollSeconds ?? 15) * 1000;
     const access = clusterAccess(inputs);
-    let last = "";
-    for (;;) {
+    let notReady: string[] = [];
+    let count = 0;
+    const ready = await waitFor(async () => {
         const members = (await stayingMembers(region, scalingGroupId)).map((m) => m.instanceId);
         const nodes = await poolNodes(access, poolName);
-        const readyIds = new Set(nodes.filter((n) => n.ready).map((n) => n.providerId));
-        const ready = members.filter((id) => readyIds.has(providerIdOf(region, id)));
-        const progress = `pool ${poolName}: waiting for ${ready.length}/${size} nodes Ready (${members.length} instance(s) in ${scalingGroupId})`;
-        if (ready.length >= size) {
-            log(`pool ${poolName}: ${ready.length}/${size} nodes Ready`);
-            return { readyInstanceIds: ready.slice().sort() };
-        }
+        const readyIds = members.filter((id) => nodeOfInstance(nodes, region, { instanceId: id })?.ready);
+        notReady = members.filter((id) => !readyIds.includes(id));
+        count = members.length;
+        if (readyIds.length >= size) return { done: true, value: readyIds };
         const failure = await failedActivity(region, scalingGroupId, before);
         if (failure) {
             throw new Error(`pool ${poolName}: ESS could not scale ${scalingGroupId} out: ${failure}\n  fix: for no stock, add instance types ` +
                 "(`instanceTypes`) or zones; for quota, raise it; then run `pulumi up` again (the desired capacity stays set).");
         }
-        if (Date.now() - started + pollMs > timeoutMs) {
-            const missing = members.filter((id) => !readyIds.has(providerIdOf(region, id)));
-            throw new Error(`pool ${poolName}: only ${ready.length}/${size} nodes Ready after ${Math.round(timeoutMs / 1000)} s. ` +
-                `Not Ready: ${missing.length ? missing.join(", ") : `(ESS has only ${members.length} instance(s))`}.\n` +
-                `  fix: look at ${ATTACH_LOG} on those instances (or run \`npm run doctor\`); ` +
-                "`pulumi up` again resumes the wait.");
-        }
-        if (progress !== last) log(progress);
-        last = progress;
-        await sleep(pollMs);
-    }
+        return { done: false, state: `pool ${poolName}: waiting for ${readyIds.length}/${size} nodes Ready (${members.length} instance(s) in ${scalingGroupId})` };
+    }, { timeoutMs, firstDelayMs: pollMs, maxDelayMs: pollMs, factor: 1, log, logEveryMs: Infinity },
+    () => new Error(`pool ${poolName}: only ${count - notReady.length}/${size} nodes Ready after ${Math.round(inputs.readyTimeoutSeconds ?? 1200)} s. ` +
+        `Not Ready: ${notReady.length ? notReady.join(", ") : `(ESS has only ${count} instance(s))`}.\n` +
+        `  fix: look at ${ATTACH_LOG} on those instances (or run \`npm run doctor\`); ` +
+        "`pulumi up` again resumes the wait."));
+    log(`pool ${poolName}: ${ready.length}/${size} nodes Ready`);
+    return { readyInstanceIds: ready.slice().sort() };
 }
 
 /** Removal options derived from the inputs. */
@@ -242,34 +372,49 @@ async function setMaxSize(inputs: PoolCapacityInputs, log: (m: string) => void):
     const { region, scalingGroupId, poolName, maxSize } = inputs;
     if (maxSize === undefined) return;
     const group = (await describeScalingGroups(region, [scalingGroupId])).get(scalingGroupId);
-    if (!group || group.maxSize === maxSize) return;
-    if (maxSize < group.maxSize) {
+    if (!group) return;
+    if (maxSize >= group.maxSize) {
+        if (maxSize > group.maxSize) await modifyScalingGroup(region, scalingGroupId, { maxSize });
+        // A run that died with the scale-out process suspended (a lower maximum half applied) left it so: resume it.
+        if (group.suspendedProcesses.includes("ScaleOut")) await scaleOutProcess(region, scalingGroupId, false);
+        if (maxSize > group.maxSize) log(`pool ${poolName}: ESS group ${scalingGroupId} maximum set to ${maxSize}`);
+        return;
+    }
+    // ESS removes members above a lowered MaxSize itself, undrained: no member may be added (the Cluster Autoscaler
+    // scaling out) between counting them and the change, so the count is made with scale-out suspended.
+    await withScaleOutSuspended(inputs, log, async () => {
         await waitForIdleGroup(region, scalingGroupId, { pollMs: inputs.pollIntervalMs, log });
         const present = (await stayingMembers(region, scalingGroupId)).length;
         if (present > maxSize) {
-            await modifyScalingGroup(region, scalingGroupId, { maxSize: present, desiredCapacity: Math.max(present, inputs.minSize ?? 0) });
             log(`pool ${poolName}: ${present} member(s), maximum now ${maxSize}: draining and removing the surplus before ESS sees the lower maximum`);
             // In rounds, as a shrink: a member that appears meanwhile (a health replacement) is removed the same way.
-            await removeSurplus(inputs, maxSize, Math.min(inputs.minSize ?? 0, maxSize), removalOptions(inputs), log, "the Cluster Autoscaler, a health replacement?", "`pulumi up`");
+            await removeSurplus(inputs, maxSize, Math.min(inputs.minSize ?? 0, maxSize), removalOptions(inputs), log, "a health replacement?", "`pulumi up`");
         }
-    }
-    await modifyScalingGroup(region, scalingGroupId, { maxSize });
-    log(`pool ${poolName}: ESS group ${scalingGroupId} maximum set to ${maxSize}`);
+        const left = (await stayingMembers(region, scalingGroupId)).length;
+        await modifyScalingGroup(region, scalingGroupId, { maxSize: Math.max(maxSize, left) });
+        log(`pool ${poolName}: ESS group ${scalingGroupId} maximum set to ${Math.max(maxSize, left)}`);
+    });
 }
 
 /**
- * Before the group is deleted: MinSize 0 (so ESS accepts removing every member) and MaxSize at the
- * current capacity (so the Cluster Autoscaler cannot add a node that would then be released undrained
- * with the group), then every node drained and removed through the removal flow. A group already gone is fine.
+ * Before the group is deleted: with scale-out suspended (nothing can join a group that is going, undrained),
+ * MinSize 0 (so ESS accepts removing every member) and MaxSize at the members counted then, then every node
+ * drained and removed through the removal flow. Scale-out stays suspended when the drain succeeds (the group is
+ * deleted next) and is resumed when it fails. A group already gone is fine.
  */
 export async function drainPool(inputs: PoolCapacityInputs, opts: RemovalOptions = removalOptions(inputs)): Promise<RemovalReport[]> {
     const group = (await describeScalingGroups(inputs.region, [inputs.scalingGroupId])).get(inputs.scalingGroupId);
+    const log = opts.log ?? (() => undefined);
     if (!group) {
         (opts.warn ?? (() => undefined))(`pool ${inputs.poolName}: ESS group ${inputs.scalingGroupId} is already gone; nothing to drain`);
         return [];
     }
-    await modifyScalingGroup(inputs.region, inputs.scalingGroupId, { minSize: 0, maxSize: Math.max(group.totalCapacity, group.desiredCapacity, 1) });
-    return removeSurplus(inputs, 0, 0, opts, opts.log ?? (() => undefined), "the Cluster Autoscaler, a scaling rule?", "`pulumi destroy` / `pulumi up`");
+    return withScaleOutSuspended(inputs, opts.warn ?? log, async () => {
+        await waitForIdleGroup(inputs.region, inputs.scalingGroupId, { pollMs: opts.pollIntervalMs, log });
+        const present = (await stayingMembers(inputs.region, inputs.scalingGroupId)).length;
+        await modifyScalingGroup(inputs.region, inputs.scalingGroupId, { minSize: 0, maxSize: Math.max(present, 1) });
+        return removeSurplus(inputs, 0, 0, opts, log, "a health replacement, a scaling rule?", "`pulumi destroy` / `pulumi up`");
+    }, true);
 }
 
 type State = PoolCapacityInputs & PoolCapacityOutputs;
@@ -282,15 +427,21 @@ type State = PoolCapacityInputs & PoolCapacityOutputs;
 const POOL_CAPACITY_DIFF = inputDiff<PoolCapacityInputs>()({
     replace: ["scalingGroupId", "region"],
     update: ["mode", "size", "minSize", "maxSize", "poolName", "masterInstanceId", "masterInstanceIds", "commands", "routeTableId", "podCidr",
-        "readyTimeoutSeconds", "pollSeconds", "pollIntervalMs", "drainTimeoutSeconds", "providerVersion"],
+        "readyTimeoutSeconds", "pollSeconds", "pollIntervalMs", "drainTimeoutSeconds", "specHash", "rollout", "providerVersion"],
     ignore: [],
 });
 
-export const poolCapacityProvider: pulumi.dynamic.ResourceProvider = {
+export const poolCapacityProvider: pulumi.dynamic.ResourceProvider = withPacingLog({
     async check(_olds: PoolCapacityInputs, news: PoolCapacityInputs) {
         const failures = [];
         if ((news.mode ?? "fixed") === "fixed" && !(Number.isInteger(news.size ?? 0) && (news.size ?? 0) >= 0 && (news.size ?? 0) <= MAX_SCALING_GROUP_INSTANCES)) {
             failures.push({ property: "size", reason: `must be an integer in 0..${MAX_SCALING_GROUP_INSTANCES}, got ${news.size}` });
+        }
+        if (news.rollout !== undefined) {
+            const { drainTimeoutSeconds, onDrainTimeout, ...counts } = news.rollout;
+            // The parser's rules, on the parsed form (drainTimeout in seconds).
+            parseRollout({ ...counts, onDrainTimeout, drainTimeout: `${drainTimeoutSeconds}s` },
+                (path, reason) => failures.push({ property: path ? `rollout.${path}` : "rollout", reason }));
         }
         return { inputs: news, failures };
     },
@@ -315,7 +466,7 @@ export const poolCapacityProvider: pulumi.dynamic.ResourceProvider = {
     async delete(_id: string, props: State) {
         await drainPool(props);
     },
-};
+});
 
 /** The desired capacity of an ESS node pool, with Ready-node waits and drained scale-in. */
 export class PoolCapacity extends pulumi.dynamic.Resource {

@@ -9,7 +9,7 @@
  */
 import { deletePodRoutes } from "./routes";
 import { ESS_BATCH, leaveGroupBatch } from "./scalingGroup";
-import { deleteNodeAfterLeaving, findNodes, kubernetesSide } from "./steps";
+import { deleteNodesAfterLeaving, describeTargets, findNodes, kubernetesSide } from "./steps";
 import { beginRemoval, beginRun, notApplicable, RemovalError, type NodeRemoval, type RemovalOptions, type RemovalReport, type RemovalRun, type RemovalTarget } from "./types";
 
 /** Runs `work` over `items`, `concurrency` at a time, to the end (failures are the work's to record). */
@@ -23,6 +23,8 @@ async function eachLimited<T>(items: readonly T[], concurrency: number, work: (i
 
 interface GroupQueue {
     waiting: NodeRemoval[];
+    /** Members of this group whose Kubernetes side has not ended yet. */
+    pending: number;
     /** The running worker, if any. */
     worker?: Promise<void>;
     /** Why later members fail without a call (an earlier batch failed). */
@@ -31,43 +33,63 @@ interface GroupQueue {
 
 /**
  * One queue per scaling group: members join as their Kubernetes side ends; a worker takes up to
- * {@link ESS_BATCH} of them (same action) per call while no other call of that group runs. After a
- * failed batch, the group's other members fail without a call.
+ * {@link ESS_BATCH} of them (same action) per call while no other call of that group runs, once a batch is
+ * full or no drain of that group is pending any more (a batch of one while nineteen still drain would cost a
+ * scaling activity of its own). After a failed batch, the group's other members fail without a call.
  */
 class GroupQueues {
-    private readonly queues = new Map<string, GroupQueue>();
-
+    private readonly queues: Map<string, GroupQueue>;
     /** Members that had no Node to drain: held until every drain of the run has ended (see {@link release}). */
-    private held: NodeRemoval[] = [];
-    private draining = true;
+    private readonly held: NodeRemoval[];
+    private draining: boolean;
 
-    constructor(private readonly run: RemovalRun, private readonly failed: Map<NodeRemoval, Error>) {}
+    // Fields set here, not as class fields: Pulumi serializes this class by value from the repository's sources,
+    // and a class field's initializer is not part of what it captures.
+    constructor(private readonly run: RemovalRun, private readonly failed: Map<NodeRemoval, Error>, members: readonly NodeRemoval[]) {
+        this.queues = new Map();
+        this.held = [];
+        this.draining = true;
+        for (const r of members) this.queueOf(r.target.scalingGroupId!).pending += 1;
+    }
+
+    private queueOf(group: string): GroupQueue {
+        const q = this.queues.get(group) ?? { waiting: [], pending: 0 };
+        this.queues.set(group, q);
+        return q;
+    }
 
     /**
-     * Queues a member whose Kubernetes side is done. One that had no Node (still joining, or never joined)
-     * waits until no drain of this run is running: a node that registers late would otherwise receive the
-     * evicted pods of the others after the last look at it.
+     * A member's Kubernetes side ended: queue it (`ok`) or only count it out. One that had no Node (still
+     * joining, or never joined) waits until no drain of this run is running: a node that registers late would
+     * otherwise receive the evicted pods of the others after the last look at it.
      */
-    add(r: NodeRemoval): void {
-        if (this.draining && !r.facts.drainedNode) {
+    done(r: NodeRemoval, ok: boolean): void {
+        const q = this.queueOf(r.target.scalingGroupId!);
+        q.pending -= 1;
+        if (ok && this.draining && !r.facts.drainedNode) {
             this.held.push(r);
-            return;
+        } else if (ok) {
+            q.waiting.push(r);
         }
-        this.enqueue(r);
+        this.kick(r.target.scalingGroupId!, q);
     }
 
     /** Every drain of the run has ended: the held members go. */
     release(): void {
         this.draining = false;
-        this.held.splice(0).forEach((r) => this.enqueue(r));
+        for (const r of this.held.splice(0)) this.queueOf(r.target.scalingGroupId!).waiting.push(r);
+        for (const [group, q] of this.queues) this.kick(group, q);
     }
 
-    private enqueue(r: NodeRemoval): void {
-        const group = r.target.scalingGroupId!;
-        const q = this.queues.get(group) ?? { waiting: [] };
-        this.queues.set(group, q);
-        q.waiting.push(r);
-        if (!q.worker) q.worker = this.work(group, q);
+    /** Starts the group's worker when there is a batch to send and none is being sent. */
+    private kick(group: string, q: GroupQueue): void {
+        if (!q.worker && this.ready(q)) q.worker = this.work(group, q);
+    }
+
+    /** A batch is worth a call: full, or nothing more of the group will come (no drain pending, no held member). */
+    private ready(q: GroupQueue): boolean {
+        if (q.waiting.length === 0) return false;
+        return q.waiting.length >= ESS_BATCH || (q.pending === 0 && !this.held.some((r) => q === this.queues.get(r.target.scalingGroupId!)));
     }
 
     private async work(group: string, q: GroupQueue): Promise<void> {
@@ -77,11 +99,12 @@ class GroupQueues {
             // Synchronously after the last look at `waiting`: a member added later starts a new worker.
             q.worker = undefined;
         }
+        this.kick(group, q);
     }
 
     private async drain(group: string, q: GroupQueue): Promise<void> {
         await Promise.resolve(); // members added in the same turn go in the same batch
-        while (q.waiting.length > 0) {
+        while (this.ready(q)) {
             if (q.broken) {
                 const rest = q.waiting.splice(0);
                 const err = new RemovalError(rest.map((r) => r.target.instanceId), "leave-scaling-group", new Error(`not attempted: ${q.broken}`),
@@ -118,22 +141,24 @@ export async function removeNodes(targets: RemovalTarget[], opts: RemovalOptions
     const removals = targets.map((t) => beginRemoval(t, opts));
     const failed = new Map<NodeRemoval, Error>();
     const record = (rs: readonly NodeRemoval[]) => (err: unknown) => rs.forEach((r) => failed.set(r, err as Error));
-    await findNodes(removals, run).catch(record(removals));
-    const groups = new GroupQueues(run, failed);
-    await eachLimited(removals.filter((r) => !failed.has(r)), opts.concurrency ?? 10, async (r) => {
+    await describeTargets(removals, run).then(() => findNodes(removals, run)).catch(record(removals));
+    const sides = removals.filter((r) => !failed.has(r));
+    const groups = new GroupQueues(run, failed, sides.filter((r) => r.target.scalingGroupId));
+    await eachLimited(sides, opts.concurrency ?? 10, async (r) => {
+        let ok = true;
         try {
             await kubernetesSide(r, run);
         } catch (err) {
             failed.set(r, err as Error);
-            return;
+            ok = false;
         }
-        if (r.target.scalingGroupId) groups.add(r);
-        else notApplicable(r, "leave-scaling-group", "not an ESS member");
+        if (r.target.scalingGroupId) groups.done(r, ok);
+        else if (ok) notApplicable(r, "leave-scaling-group", "not an ESS member");
     });
     groups.release();
     await groups.settled();
-    await eachLimited(removals.filter((r) => !failed.has(r) && r.facts.deleteAfterLeaving), opts.concurrency ?? 10,
-        (r) => deleteNodeAfterLeaving(r, run).catch(record([r])));
+    await deleteNodesAfterLeaving(removals.filter((r) => !failed.has(r)), run, failed);
+    // Routes after the Nodes: the CCM writes a route for every Node with a podCIDR, and forgets a deleted Node's only in memory.
     const left = removals.filter((r) => !failed.has(r));
     await deletePodRoutes(left, run).catch(record(left));
     for (const r of removals.filter((x) => !failed.has(x))) r.log(`${r.target.instanceId} removed (${r.report.done.join(", ") || "nothing left to do"})`);

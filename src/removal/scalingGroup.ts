@@ -15,8 +15,8 @@
  * #ess-activities, #ess-protection.
  */
 import { describeInstances, startInstance, stopInstanceAndWait } from "../cloud/ecs";
-import { scalingGroupMembers, setInstancesProtection, waitForActivity, waitForIdleGroup, leaveScalingGroup as essLeave, type ScalingGroupMember } from "../cloud/ess";
-import { listNodes, type NodeInfo } from "../cloud/operations";
+import { isLeaving, scalingGroupMembers, setInstancesProtection, waitForActivity, waitForIdleGroup, leaveScalingGroup as essLeave, type ScalingGroupMember } from "../cloud/ess";
+import { listNodes, providerIdOf, type NodeInfo } from "../cloud/operations";
 import { OpenApiError } from "../cloud/openapi";
 import { kubernetesSide, nodeOf } from "./steps";
 import { RemovalError, skipStep, type NodeRemoval, type RemovalRun } from "./types";
@@ -24,28 +24,35 @@ import { RemovalError, skipStep, type NodeRemoval, type RemovalRun } from "./typ
 /** ESS takes up to 20 instances in one RemoveInstances / DetachInstances call. */
 export const ESS_BATCH = 20;
 
-/** Member states ESS is taking the instance out in (by an earlier run's call, or its own health check). */
-const LEAVING = ["Removing", "Removing:Wait"];
-
 /** The group's fix line of every ESS failure. */
 function fixOf(group: string): string {
     return `look at scaling group ${group} in the ESS console (scaling activities, each member's state), then run again`;
 }
 
-/** The members of the batch that are still in the group (waiting out a removal ESS is already running). */
-async function presentMembers(batch: readonly NodeRemoval[], group: string, run: RemovalRun): Promise<ScalingGroupMember[]> {
+/**
+ * The members of the batch that are still in the group, a removal ESS is already running waited out. Members ESS
+ * still shows leaving with no activity in progress (a lifecycle hook holding them, `Removing:Wait`) are not ours to
+ * take out: they fail with what they are.
+ */
+async function presentMembers(batch: readonly NodeRemoval[], group: string, run: RemovalRun, failed: Map<NodeRemoval, Error>): Promise<ScalingGroupMember[]> {
     const ids = batch.map((r) => r.target.instanceId);
     let members = await scalingGroupMembers(run.opts.region, group, { instanceIds: ids });
-    if (members.some((m) => LEAVING.includes(m.lifecycleState))) {
-        batch[0].log(`${group}: ESS is already taking ${members.filter((m) => LEAVING.includes(m.lifecycleState)).map((m) => m.instanceId).join(", ")} out; waiting`);
-        await waitForIdleGroup(run.opts.region, group, activityWait(run, batch[0]));
-        members = await scalingGroupMembers(run.opts.region, group, { instanceIds: ids });
+    if (!members.some(isLeaving)) return members;
+    batch[0].log(`${group}: ESS is already taking ${members.filter(isLeaving).map((m) => m.instanceId).join(", ")} out; waiting`);
+    await waitForIdleGroup(run.opts.region, group, activityWait(run, batch[0]));
+    members = await scalingGroupMembers(run.opts.region, group, { instanceIds: ids });
+    const held = members.filter(isLeaving);
+    for (const m of held) {
+        const r = batch.find((x) => x.target.instanceId === m.instanceId)!;
+        failed.set(r, new RemovalError([m.instanceId], "leave-scaling-group",
+            new Error(`ESS shows it ${m.lifecycleState} in ${group}, with no scaling activity in progress: something holds its removal (a lifecycle hook waiting for its timeout or a callback)`),
+            `complete or abandon the lifecycle action of ${m.instanceId} in the ESS console (or wait for the hook's timeout), then run again`));
     }
-    return members;
+    return members.filter((m) => !isLeaving(m));
 }
 
 function activityWait(run: RemovalRun, r: NodeRemoval) {
-    return { pollMs: run.opts.pollIntervalMs ?? 1000, timeoutMs: (run.opts.activityTimeoutSeconds ?? 1200) * 1000, log: r.log };
+    return { pollMs: run.opts.pollIntervalMs, timeoutMs: (run.opts.activityTimeoutSeconds ?? 1200) * 1000, log: r.log };
 }
 
 /**
@@ -56,10 +63,11 @@ function drained(r: NodeRemoval, node: NodeInfo): boolean {
     return r.facts.drainedNode === node.name && node.unschedulable && node.removing !== "";
 }
 
-/** The fence of one batch: the victims stopped, those held back (their stop failed), and those this run protected. */
+/** The fence of one batch: the victims stopped, those held back (their stop failed), those refused (a Ready Node has their IP), and those this run protected. */
 interface Fence {
     stopped: NodeRemoval[];
     heldBack: NodeRemoval[];
+    refused: NodeRemoval[];
     protectedHere: string[];
 }
 
@@ -72,9 +80,19 @@ interface Fence {
  * still counts (docs/upstream.md#ess-protection). Each is stopped on its own: one already gone is done; one
  * whose stop fails is held back from this batch and fails alone. Fills in `fence` as it goes.
  */
-async function fenceNodeless(fence: Fence, todo: readonly NodeRemoval[], members: readonly ScalingGroupMember[], group: string, run: RemovalRun,
+async function fenceNodeless(fence: Fence, todo: readonly NodeRemoval[], members: readonly ScalingGroupMember[], nodes: readonly NodeInfo[], group: string, run: RemovalRun,
     failed: Map<NodeRemoval, Error>): Promise<void> {
-    const nodeless = todo.filter((r) => (r.target.essAction ?? "release") === "release" && !r.facts.drainedNode);
+    let nodeless = todo.filter((r) => (r.target.essAction ?? "release") === "release" && !r.facts.drainedNode);
+    // A Ready Node with the instance's IP that names another instance is nobody this run can drain: never stop it.
+    for (const r of nodeless) {
+        const other = r.facts.privateIp ? nodes.find((n) => n.ready && n.internalIp === r.facts.privateIp) : undefined;
+        if (!other) continue;
+        fence.refused.push(r);
+        failed.set(r, new RemovalError([r.target.instanceId], "leave-scaling-group",
+            new Error(`the Ready Node ${other.name} (provider id "${other.providerId}") has its IP ${r.facts.privateIp}: it may be this machine's, so it is not stopped or released`),
+            `set that Node's provider id to ${providerIdOf(run.opts.region, r.target.instanceId)} if it is this instance's (then run again), or delete it if it is stale`));
+    }
+    nodeless = nodeless.filter((r) => !fence.refused.includes(r));
     if (nodeless.length === 0) return;
     const ids = nodeless.map((r) => r.target.instanceId);
     fence.protectedHere = members.filter((m) => ids.includes(m.instanceId) && m.lifecycleState === "InService").map((m) => m.instanceId);
@@ -105,7 +123,7 @@ async function undoFence(fence: Fence, group: string, run: RemovalRun): Promise<
     if (rs.length === 0) return;
     const ids = rs.map((r) => r.target.instanceId);
     try {
-        const stayed = (await scalingGroupMembers(run.opts.region, group, { instanceIds: ids })).filter((m) => !LEAVING.includes(m.lifecycleState));
+        const stayed = (await scalingGroupMembers(run.opts.region, group, { instanceIds: ids })).filter((m) => !isLeaving(m));
         const lift = stayed.filter((m) => m.lifecycleState === "Protected" && fence.protectedHere.includes(m.instanceId)).map((m) => m.instanceId);
         if (lift.length > 0) await setInstancesProtection(run.opts.region, group, lift, false);
         for (const [id, inst] of await describeInstances(run.opts.region, stayed.map((m) => m.instanceId))) {
@@ -124,13 +142,13 @@ async function undoFence(fence: Fence, group: string, run: RemovalRun): Promise<
  * registered again) go through the Kubernetes side again, at most twice; those still with an undrained
  * Node afterwards fail. Returns the batch left to take out of the group.
  */
-async function drainLateNodes(batch: NodeRemoval[], run: RemovalRun, failed: Map<NodeRemoval, Error>): Promise<NodeRemoval[]> {
+async function drainLateNodes(batch: NodeRemoval[], run: RemovalRun, failed: Map<NodeRemoval, Error>): Promise<{ left: NodeRemoval[]; nodes: NodeInfo[] }> {
     let left = batch;
     for (let pass = 0; ; pass++) {
         const nodes = await listNodes(run.access);
-        const undrained = (r: NodeRemoval) => { const n = nodeOf(nodes, run.opts.region, r.target.instanceId); return n && !drained(r, n) ? n : undefined; };
+        const undrained = (r: NodeRemoval) => { const n = nodeOf(nodes, r, run); return n && !drained(r, n) ? n : undefined; };
         const late = left.filter(undrained);
-        if (late.length === 0) return left;
+        if (late.length === 0) return { left, nodes };
         for (const r of late) {
             const node = undrained(r)!;
             if (pass >= 2) {
@@ -160,13 +178,13 @@ async function drainLateNodes(batch: NodeRemoval[], run: RemovalRun, failed: Map
  */
 export async function leaveGroupBatch(batch: NodeRemoval[], run: RemovalRun, failed: Map<NodeRemoval, Error>): Promise<NodeRemoval[]> {
     const group = batch[0].target.scalingGroupId!;
-    const fence: Fence = { stopped: [], heldBack: [], protectedHere: [] };
+    const fence: Fence = { stopped: [], heldBack: [], refused: [], protectedHere: [] };
     try {
         await leaveGroup(batch, group, run, failed, fence);
     } finally {
         await undoFence(fence, group, run);
     }
-    return fence.heldBack;
+    return [...fence.heldBack, ...fence.refused];
 }
 
 /** {@link leaveGroupBatch} up to the fence's undoing: the fence is filled in as it is set up. */
@@ -179,23 +197,24 @@ async function leaveGroup(batch: NodeRemoval[], group: string, run: RemovalRun, 
     let members: ScalingGroupMember[];
     let todo: NodeRemoval[];
     try {
-        members = await presentMembers(batch, group, run);
+        members = await presentMembers(batch.filter((r) => !failed.has(r)), group, run, failed);
         const isMember = (r: NodeRemoval) => members.some((m) => m.instanceId === r.target.instanceId);
         for (const r of batch) {
             const m = members.find((x) => x.instanceId === r.target.instanceId);
             if (m && m.creationType !== "AutoCreated") r.facts.attachedMember = true;
         }
-        for (const r of batch.filter((x) => !isMember(x))) {
+        for (const r of batch.filter((x) => !isMember(x) && !failed.has(x))) {
             r.facts.leftGroup = true;
             skipStep(r, "leave-scaling-group", `${r.target.instanceId} is no longer in ${group}`);
         }
         // The Nodes are read after the members, right before the call: late Nodes are drained first, then the
         // victims still without one are stopped, then the Nodes are read once more (one registered between the
         // last listing and the stop is drained on its stopped machine, without waiting for its pods).
-        todo = batch.some(isMember) ? await drainLateNodes(batch.filter(isMember), run, failed) : [];
-        await fenceNodeless(fence, todo, members, group, run, failed);
-        if (fence.heldBack.length > 0) todo = todo.filter((r) => !fence.heldBack.includes(r));
-        if (fence.stopped.length > 0) todo = await drainLateNodes(todo, run, failed);
+        const late = batch.some(isMember) ? await drainLateNodes(batch.filter(isMember), run, failed) : { left: [], nodes: [] };
+        todo = late.left;
+        await fenceNodeless(fence, todo, members, late.nodes, group, run, failed);
+        todo = todo.filter((r) => !fence.heldBack.includes(r) && !fence.refused.includes(r));
+        if (fence.stopped.length > 0) todo = (await drainLateNodes(todo, run, failed)).left;
     } catch (err) {
         if (err instanceof OpenApiError && err.code === "InvalidScalingGroupId.NotFound") {
             for (const r of batch.filter((x) => !failed.has(x))) {
@@ -243,7 +262,7 @@ async function settle(present: NodeRemoval[], group: string, run: RemovalRun, fa
     }
     const ids = present.map((r) => r.target.instanceId);
     let still = await scalingGroupMembers(run.opts.region, group, { instanceIds: ids });
-    if (still.some((m) => LEAVING.includes(m.lifecycleState))) {
+    if (still.some(isLeaving)) {
         // An activity we did not see (a lost answer) is taking them out: wait for it.
         await waitForIdleGroup(run.opts.region, group, activityWait(run, present[0]));
         still = await scalingGroupMembers(run.opts.region, group, { instanceIds: ids });

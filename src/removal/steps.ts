@@ -1,15 +1,16 @@
 /**
  * The Kubernetes side of one node's removal: find its Node → drain → clear userdata (existing nodes) →
- * kubeadm reset on the node → leave etcd (control-plane members) → delete the Node. Each step is
+ * kubeadm reset on the node (a join still running there stopped first) → leave etcd (control-plane members) →
+ * delete the Node (and, for a machine that keeps running, check it did not register again). Each step is
  * idempotent: a target already gone counts as done, with a warning. Whether a Node exists is always read
- * from the cluster (its provider id), never guessed from a command's output.
+ * from the cluster (its provider id, or the instance's private IP), never guessed from a command's output.
  */
-import { CommandError } from "../cloud/cloudAssistant";
-import { describeInstance, getUserData, setUserData } from "../cloud/ecs";
+import { CommandError, stopRunningInvocations } from "../cloud/cloudAssistant";
+import { describeInstance, describeInstances, getUserData, setUserData } from "../cloud/ecs";
 import { cannotRunCommands, classify } from "../cloud/errors";
-import { deleteNode, drainNode, listNodes, providerIdOf, removeEtcdMember, resetNode, type NodeInfo } from "../cloud/operations";
+import { deleteNodes, drainNode, listNodes, nodeOfInstance, providerIdOf, removeEtcdMember, resetNode, type NodeInfo } from "../cloud/operations";
 import { OpenApiError } from "../cloud/openapi";
-import { keepsRunning, notApplicable, RemovalError, runStep, skipStep, type NodeRemoval, type RemovalRun } from "./types";
+import { keepsRunning, notApplicable, RemovalError, runStep, skipStep, type NodeRemoval, type RemovalRun, type RemovalStep } from "./types";
 
 /** The no-op userdata left on a removed existing node, so a reboot or re-image cannot rejoin it. */
 export const CLEARED_USERDATA = "#!/bin/sh\n# alicloud-kubeadm: this node was removed from its cluster; its join userdata was cleared.\n";
@@ -21,9 +22,33 @@ function isGone(err: unknown): boolean {
     return err instanceof OpenApiError && classify(err.code) === "not-found";
 }
 
-/** The Node of an instance in a listing, by provider id (the stable link), or undefined. */
-export function nodeOf(nodes: readonly NodeInfo[], region: string, instanceId: string): NodeInfo | undefined {
-    return nodes.find((n) => n.providerId === providerIdOf(region, instanceId));
+/** The Node of a removal's instance in a listing: by provider id, or by its private IP (src/cloud/operations.ts `nodeOfInstance`). */
+export function nodeOf(nodes: readonly NodeInfo[], r: NodeRemoval, run: RemovalRun): NodeInfo | undefined {
+    return nodeOfInstance(nodes, run.opts.region, { instanceId: r.target.instanceId, privateIp: r.facts.privateIp });
+}
+
+/**
+ * Reads the instances of the removals (one DescribeInstances per 100): each one's private IP (its Node is matched
+ * by it too) and status (a machine that is stopped or gone cannot confirm its pods' deletion).
+ */
+export async function describeTargets(all: readonly NodeRemoval[], run: RemovalRun): Promise<void> {
+    for (const r of all.filter((x) => x.target.instance)) {
+        r.facts.privateIp = r.target.instance!.privateIp;
+        r.facts.instanceStatus = r.target.instance!.status;
+    }
+    const removals = all.filter((r) => !r.target.instance);
+    if (removals.length === 0) return;
+    let found: Map<string, { privateIp: string; status: string }>;
+    try {
+        found = await describeInstances(run.opts.region, removals.map((r) => r.target.instanceId));
+    } catch (err) {
+        throw new RemovalError(removals.map((r) => r.target.instanceId), "find-node", err as Error, "allow ecs:DescribeInstances for the caller, then run again");
+    }
+    for (const r of removals) {
+        const inst = found.get(r.target.instanceId);
+        r.facts.privateIp = inst?.privateIp ?? "";
+        r.facts.instanceStatus = inst?.status ?? "gone";
+    }
 }
 
 /**
@@ -41,7 +66,7 @@ export async function findNodes(removals: readonly NodeRemoval[], run: RemovalRu
         throw new RemovalError(unknown.map((r) => r.target.instanceId), "find-node", err as Error, "check that a master is Running with its Cloud Assistant agent online");
     }
     for (const r of unknown) {
-        const node = nodeOf(nodes, run.opts.region, r.target.instanceId);
+        const node = nodeOf(nodes, r, run);
         r.facts.name = node?.name ?? null;
         r.facts.ready = node?.ready;
         r.facts.podCidr = node?.podCidr ?? "";
@@ -50,11 +75,25 @@ export async function findNodes(removals: readonly NodeRemoval[], run: RemovalRu
 
 /** Whether the instance's Node exists now (a fresh listing). */
 async function nodeExists(r: NodeRemoval, run: RemovalRun): Promise<NodeInfo | undefined> {
-    return nodeOf(await listNodes(run.access), run.opts.region, r.target.instanceId);
+    return nodeOf(await listNodes(run.access), r, run);
 }
 
-/** Advice for a failed drain, from what kubectl printed. */
-function drainFix(name: string, output: string): string {
+/** Why the machine cannot confirm its pods' deletion (stopped, released, or its Node NotReady); undefined when it can. */
+function cannotConfirmDeletion(r: NodeRemoval): string | undefined {
+    if (r.facts.machineStopped) return "this run stopped its machine";
+    const st = r.facts.instanceStatus;
+    if (st === "gone") return "its instance no longer exists";
+    if (st !== undefined && st !== "Running") return `its instance is ${st}`;
+    if (r.facts.ready === false) return "its Node is NotReady";
+    return undefined;
+}
+
+/** Advice for a failed drain, from what kubectl printed and why the machine cannot confirm deletions. */
+function drainFix(name: string, output: string, noConfirm?: string): string {
+    if (noConfirm && /global timeout reached/i.test(output)) {
+        return `${noConfirm}, so evicted pods are not confirmed deleted: the drain only waited ${NOT_READY_SKIP_WAIT_SECONDS} s for them; ` +
+            `look at the pods still on ${name} (\`kubectl get pods -A --field-selector spec.nodeName=${name}\`), delete them with --force if the machine is gone, then run again`;
+    }
     if (/disruption budget|global timeout reached|Too Many Requests/i.test(output)) {
         return `a PodDisruptionBudget or a slow pod blocks eviction from ${name}: free it, raise drainTimeoutSeconds, or set force: true to delete pods without a controller`;
     }
@@ -73,15 +112,17 @@ async function drain(r: NodeRemoval, run: RemovalRun): Promise<void> {
     const id = r.target.instanceId;
     const name = r.facts.name;
     if (!name) {
-        skipStep(r, "drain", `no Node has provider id ${providerIdOf(run.opts.region, id)} (already deleted, or never registered)`);
+        skipStep(r, "drain", `no Node has provider id ${providerIdOf(run.opts.region, id)}${r.facts.privateIp ? ` or IP ${r.facts.privateIp}` : ""} (already deleted, or never registered)`);
         return;
     }
-    await runStep(r, "drain", (err) => drainFix(name, err instanceof CommandError ? err.outputTail : ""), async () => {
-        r.log(`draining ${id} (node ${name})`);
+    const noConfirm = cannotConfirmDeletion(r);
+    await runStep(r, "drain", (err) => drainFix(name, err instanceof CommandError ? err.outputTail : "", noConfirm), async () => {
+        r.log(noConfirm ? `draining ${id} (node ${name}): ${noConfirm}, so its pods cannot confirm their deletion: evicting them without waiting more than ${NOT_READY_SKIP_WAIT_SECONDS} s`
+            : `draining ${id} (node ${name})`);
         try {
             await drainNode(run.access, name, {
-                timeoutSeconds: run.opts.drainTimeoutSeconds ?? 600, force: run.opts.force ?? false,
-                skipWaitSeconds: r.facts.ready === false || r.facts.machineStopped ? NOT_READY_SKIP_WAIT_SECONDS : 0,
+                timeoutSeconds: run.opts.drainTimeoutSeconds ?? 600, force: run.opts.disableEviction ? "delete" : run.opts.force ?? false,
+                skipWaitSeconds: noConfirm ? NOT_READY_SKIP_WAIT_SECONDS : 0,
             });
             r.report.done.push("drain");
             r.facts.drainedNode = name;
@@ -141,6 +182,7 @@ async function reset(r: NodeRemoval, run: RemovalRun): Promise<void> {
         "or set removeWithoutReset: true to remove it without a reset (its kubelet credentials stay on it: run `kubeadm reset -f` there before it runs again)";
     await runStep(r, "reset", fix, async () => {
         try {
+            await stopJoin(r, run);
             r.log(`resetting ${id}: kubeadm reset, CNI config, cni0, iptables`);
             await resetNode(run.access, id);
             r.report.done.push("reset");
@@ -164,6 +206,17 @@ async function reset(r: NodeRemoval, run: RemovalRun): Promise<void> {
 }
 
 /**
+ * A join (the saved attach or control-plane join command) still running on the machine is stopped and waited out
+ * before the reset: finishing afterwards, it would register the Node again with fresh credentials.
+ */
+async function stopJoin(r: NodeRemoval, run: RemovalRun): Promise<void> {
+    const joinCommand = r.target.joinCommandId;
+    if (!joinCommand || r.facts.instanceStatus === "gone") return;
+    const stopped = await stopRunningInvocations(run.opts.region, r.target.instanceId, joinCommand, { pollMs: run.opts.pollIntervalMs });
+    if (stopped.length > 0) r.warn(`${r.target.instanceId}: its join (${stopped.join(", ")}) was still running: stopped it before the reset`);
+}
+
+/**
  * Control-plane members: make sure the member left etcd. `kubeadm reset` only warns when it cannot leave
  * etcd (and a member that could not run it never tried), so the member — matched by its name (the Node's)
  * or its peer address — is removed through the etcd of another Ready master whatever the reset did.
@@ -182,7 +235,7 @@ async function leaveEtcd(r: NodeRemoval, run: RemovalRun, nodeName: string | nul
         }
         const masters = run.opts.masterInstanceIds.filter((m) => m !== id);
         const nodes = await listNodes(run.access);
-        const via = masters.map((m) => nodeOf(nodes, run.opts.region, m)).find((n) => n?.ready);
+        const via = masters.map((m) => nodeOfInstance(nodes, run.opts.region, { instanceId: m })).find((n) => n?.ready);
         if (!via) throw new Error(`no other master has a Ready Node to reach etcd through (masters: ${masters.join(", ") || "none"})`);
         const result = await removeEtcdMember(run.access, { member: nodeName ?? "", peerIp }, via.name);
         if (result === "absent") {
@@ -215,20 +268,64 @@ async function removeNodeObject(r: NodeRemoval, run: RemovalRun): Promise<void> 
 
 async function deleteNodeNamed(r: NodeRemoval, run: RemovalRun, name: string): Promise<void> {
     await runStep(r, "delete-node", `check the masters, then \`kubectl delete node ${name}\``, async () => {
-        await deleteNode(run.access, name);
+        await deleteNodes(run.access, [name]);
         r.facts.name = null;
         r.report.done.push("delete-node");
     });
 }
 
-/** The Node of a released pool node whose deletion waited for it to leave its group (the instance is gone: its kubelet too). */
-export async function deleteNodeAfterLeaving(r: NodeRemoval, run: RemovalRun): Promise<void> {
-    const name = r.facts.deleteAfterLeaving;
+/**
+ * A machine that keeps running must not be back as a Node after its removal: a join that ran to its end around
+ * the reset registers it again, with fresh credentials. One fresh listing; a Node found goes the whole way again
+ * once (drain, reset, delete); found a second time, the removal fails with the fix.
+ */
+async function checkNotBack(r: NodeRemoval, run: RemovalRun, again = true): Promise<void> {
+    const back = await runStepValue(r, "delete-node", () => nodeExists(r, run));
+    if (!back) return;
+    const id = r.target.instanceId;
+    if (!again) {
+        throw new RemovalError([id], "delete-node", new Error(`Node ${back.name} registered again after the reset`),
+            `something on ${id} keeps joining it (a join script still running, a kubelet with credentials): stop it, run \`kubeadm reset -f\` there, then run again`);
+    }
+    r.warn(`${id}: Node ${back.name} registered again after the reset (a join still finishing); removing it again`);
+    Object.assign(r.facts, { name: back.name, ready: back.ready, podCidr: back.podCidr || r.facts.podCidr });
+    await drain(r, run);
+    await reset(r, run);
+    if (r.facts.name) await deleteNodeNamed(r, run, r.facts.name);
+    await checkNotBack(r, run, false);
+}
+
+/**
+ * The Nodes of released pool nodes whose deletion waited for them to leave their group (the instances are gone:
+ * their kubelets too), in one delete-node command for the whole run. A member attached by hand is reset first.
+ * Failures are each node's own, recorded in `failed`.
+ */
+export async function deleteNodesAfterLeaving(removals: readonly NodeRemoval[], run: RemovalRun, failed: Map<NodeRemoval, Error>): Promise<void> {
     // Left in this run or found gone from the group (a re-run after the call).
-    if (!name || !r.facts.leftGroup) return;
-    if (r.facts.attachedMember) await resetAfterLeaving(r, run);
-    await deleteNodeNamed(r, run, name);
-    r.facts.deleteAfterLeaving = undefined;
+    const due = removals.filter((r) => r.facts.deleteAfterLeaving && r.facts.leftGroup);
+    const ready: NodeRemoval[] = [];
+    for (const r of due) {
+        try {
+            if (r.facts.attachedMember) await resetAfterLeaving(r, run);
+            ready.push(r);
+        } catch (err) {
+            failed.set(r, err as Error);
+        }
+    }
+    if (ready.length === 0) return;
+    const names = ready.map((r) => r.facts.deleteAfterLeaving!);
+    try {
+        await deleteNodes(run.access, names);
+    } catch (err) {
+        const e = new RemovalError(ready.map((r) => r.target.instanceId), "delete-node", err as Error, `check the masters, then \`kubectl delete node ${names.join(" ")}\``);
+        for (const r of ready) failed.set(r, e);
+        return;
+    }
+    for (const r of ready) {
+        r.facts.name = null;
+        r.facts.deleteAfterLeaving = undefined;
+        r.report.done.push("delete-node");
+    }
 }
 
 /** A pool member released by its removal (RemoveInstances): not reset, its Node deleted after it left. */
@@ -256,7 +353,14 @@ async function resetAfterLeaving(r: NodeRemoval, run: RemovalRun): Promise<void>
     });
 }
 
-/** The Kubernetes side of one node: drain, clear userdata, reset, leave etcd, delete the Node. */
+/** Reads for a step: a failure is that step's, with the masters' fix. */
+async function runStepValue<T>(r: NodeRemoval, step: RemovalStep, read: () => Promise<T>): Promise<T> {
+    let value: T | undefined;
+    await runStep(r, step, "check that a master is Running with its Cloud Assistant agent online, then run again", async () => { value = await read(); });
+    return value as T;
+}
+
+/** The Kubernetes side of one node: drain, clear userdata, reset, leave etcd, delete the Node, and see that it stays deleted. */
 export async function kubernetesSide(r: NodeRemoval, run: RemovalRun): Promise<void> {
     const name = r.facts.name;
     await drain(r, run);
@@ -264,4 +368,5 @@ export async function kubernetesSide(r: NodeRemoval, run: RemovalRun): Promise<v
     await reset(r, run);
     await leaveEtcd(r, run, r.facts.name ?? name);
     await removeNodeObject(r, run);
+    if (!releasedWithGroup(r) && r.facts.instanceStatus !== "gone") await checkNotBack(r, run);
 }

@@ -20,6 +20,14 @@ export interface RemovalTarget {
     nodeReady?: boolean;
     /** That Node's `spec.podCIDR`, given with its name (its pod route's destination). Default: looked up. */
     nodePodCidr?: string;
+    /** The instance's private IP and status, when the caller read them (DescribeInstances). Default: read at the start of the run. */
+    instance?: { privateIp: string; status: string };
+    /**
+     * The saved join command (attach, control-plane join) that may still run on the instance: a running invocation
+     * of it is stopped and waited out before the reset, or the join would register the Node again afterwards.
+     * Default none (nothing to stop).
+     */
+    joinCommandId?: string;
 }
 
 /** Where and how to remove. */
@@ -44,6 +52,11 @@ export interface RemovalOptions {
     drainTimeoutSeconds?: number;
     /** Drain with `--force` (deletes pods without a controller). Default false. */
     force?: boolean;
+    /**
+     * Drain with `--force --disable-eviction`: pods are deleted, not evicted, so PodDisruptionBudgets do not hold
+     * (a rollout's `onDrainTimeout: force`, after a drain that ran out of time). Default false.
+     */
+    disableEviction?: boolean;
     /** Nodes removed at once by removeNodes. Default 5. */
     concurrency?: number;
     /** First Cloud Assistant poll delay, ms; also the first pause of the ESS activity and route waits. Default 1000 (tests lower it). */
@@ -118,6 +131,10 @@ export interface NodeFacts {
     machineStopped?: boolean;
     /** The Node's `spec.podCIDR` when seen in this run ("" unknown): the CCM's route to the node has it as destination. */
     podCidr?: string;
+    /** The instance's private IP, read at the start of the run ("" when gone or unknown): its Node is matched by it too. */
+    privateIp?: string;
+    /** The instance's status at the start of the run (`Running`, `Stopped`, …; `gone` when it no longer exists; undefined when unknown). */
+    instanceStatus?: string;
 }
 
 /** One node's removal in progress: its target, what is known of its Node, its report, and how it logs. */

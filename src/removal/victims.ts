@@ -14,14 +14,20 @@ export interface PoolMember {
     createdAt: string;
     /** The Node's podCIDR, when known. */
     podCidr?: string;
+    /** The instance's private IP and status, as read for the choice (handed to the removal). */
+    instance?: { privateIp: string; status: string };
+    /** Made from an earlier spec of the pool (its instance's spec tag is not the configuration's). Default false. */
+    outdated?: boolean;
 }
 
 /**
- * Picks `count` members to remove: NotReady (or Node-less) first, then those an unfinished removal already
- * cordoned, then fewest workload pods, then newest. Deterministic for equal keys (instance id).
+ * Picks `count` members to remove: outdated before current (a shrink during a rollout never removes a current node
+ * while an outdated one stays), then NotReady (or Node-less), then those an unfinished removal already cordoned,
+ * then fewest workload pods, then newest. Deterministic for equal keys (instance id).
  */
-export function chooseVictims(members: PoolMember[], count: number): PoolMember[] {
+export function chooseVictims(members: readonly PoolMember[], count: number): PoolMember[] {
     const sorted = [...members].sort((a, b) =>
+        Number(!a.outdated) - Number(!b.outdated) ||
         Number(a.ready && a.nodeName !== null) - Number(b.ready && b.nodeName !== null) ||
         Number(!a.marked) - Number(!b.marked) ||
         a.workloadPods - b.workloadPods ||

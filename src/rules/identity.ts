@@ -3,9 +3,10 @@
 import * as crypto from "crypto";
 import { tagKeyProblem, tagValueProblem } from "./alibaba";
 import { AUTOSCALED_LABEL, CLUSTER_TAG, LEGACY_POOL_LABEL, POOL_LABEL, ROLE_TAG } from "./labels";
+import { SPEC_TAG } from "./spec";
 
 /** The tag keys alicloud-kubeadm sets on its own resources and instances (and the labels that become pool instances' tags). */
-const OWN_TAG_KEYS: readonly string[] = [CLUSTER_TAG, ROLE_TAG, POOL_LABEL, LEGACY_POOL_LABEL, AUTOSCALED_LABEL];
+const OWN_TAG_KEYS: readonly string[] = [CLUSTER_TAG, ROLE_TAG, POOL_LABEL, LEGACY_POOL_LABEL, AUTOSCALED_LABEL, SPEC_TAG];
 
 /**
  * Why `pem` is not one or more PEM certificates and nothing else, or undefined. The text goes verbatim into the
@@ -44,7 +45,7 @@ export const JOIN_TAG_PATTERN = /^[^=\s]{1,128}=[^\s]{0,128}$/;
 /**
  * Why `joinTag` cannot open the manual join path, or undefined: it must be an ECS tag `key=value` that the cloud
  * accepts (alibaba-tags: no key starting with `aliyun` or `acs:`, no `http://`/`https://`, nor a value starting with
- * `aliyun`/`acs:`), not one of the tags alicloud-kubeadm puts on its own resources (cluster, role, pool, autoscaled:
+ * `aliyun`/`acs:`), not one of the tags alicloud-kubeadm puts on its own resources (cluster, role, pool, autoscaled, spec hash:
  * any value of those keys is one it sets, or would set on a pool added later), and without a second `=` (the
  * admission service splits the text at each `=`).
  */

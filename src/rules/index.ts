@@ -22,3 +22,5 @@ export * from "./architecture";
 export * from "./egress";
 export * from "./admission";
 export * from "./podSecurity";
+export * from "./spec";
+export * from "./rollout";

@@ -49,6 +49,9 @@ export function nodeFlagsSizeProblems(labels: Readonly<Record<string, string>>, 
     }
 }
 
+/** The most bytes of Node names one delete-node takes (a batch of removals: 100 names of ~35 bytes fit; more are split). */
+export const MAX_NODES_PARAMETER_BYTES = 4096;
+
 /** A parameter of an operation: the shell variable it becomes and what a value must look like. */
 export interface OperationParameter {
     /** `AK_<NAME>` in the script. */
@@ -56,14 +59,17 @@ export interface OperationParameter {
     pattern: RegExp;
     /** What the pattern means, for the error. */
     what: string;
+    /** The most bytes a value may have, when the pattern does not say. */
+    maxBytes?: number;
 }
 
 /** Every parameter any operation takes (Cloud Assistant allows 10 per invocation and 20 per command). */
 export const OPERATION_PARAMETERS = {
     node: { variable: "AK_NODE", pattern: /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, what: "a Node name (DNS subdomain)" },
+    nodes: { variable: "AK_NODES", pattern: /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?( [a-z0-9]([-a-z0-9.]*[a-z0-9])?)*$/, what: "Node names separated by single spaces", maxBytes: MAX_NODES_PARAMETER_BYTES },
     selector: { variable: "AK_SELECTOR", pattern: /^[A-Za-z0-9./_=,!-]{0,512}$/, what: "a label selector (key=value,...) or empty" },
     timeout: { variable: "AK_TIMEOUT", pattern: /^[1-9][0-9]{0,5}$/, what: "a number of seconds" },
-    force: { variable: "AK_FORCE", pattern: /^(true|false)$/, what: "true or false" },
+    force: { variable: "AK_FORCE", pattern: /^(true|false|delete)$/, what: "true, false or delete (pods deleted, not evicted: PodDisruptionBudgets bypassed)" },
     skipWait: { variable: "AK_SKIP_WAIT", pattern: /^[0-9]{1,6}$/, what: "a number of seconds (0: wait for every pod)" },
     member: { variable: "AK_MEMBER", pattern: /^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?)?$/, what: "an etcd member name (the master's Node name), or empty" },
     peerIp: { variable: "AK_PEER_IP", pattern: /^((25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])(\.(25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])){3})?$/, what: "an IPv4 address (the master's etcd peer address), or empty" },
@@ -106,7 +112,7 @@ export const OPERATIONS = {
     "pod-owners": { on: "master", parameters: [], timeoutSeconds: 120, saved: true, description: "list running pods' node and owner kind, compact" },
     "drain": { on: "master", parameters: ["node", "timeout", "force", "skipWait"], timeoutSeconds: 660, saved: true, description: "mark, cordon and drain a Node through the eviction API" },
     "uncordon": { on: "master", parameters: ["node"], timeoutSeconds: 60, saved: true, description: "uncordon a Node an unfinished removal marked and cordoned" },
-    "delete-node": { on: "master", parameters: ["node"], timeoutSeconds: 120, saved: true, description: "delete a Node object" },
+    "delete-node": { on: "master", parameters: ["nodes"], timeoutSeconds: 120, saved: true, description: "delete Node objects (gone ones are fine)" },
     "etcd-member-remove": { on: "master", parameters: ["member", "peerIp", "etcdNode"], timeoutSeconds: 120, saved: true, description: "remove a master's etcd member (by name or peer address) through a healthy master's etcd" },
     "etcd-health": { on: "master", parameters: ["etcdNode"], timeoutSeconds: 60, saved: true, description: "list the etcd members and each one's health through a master's etcd (quorum checks)" },
     "etcd-backup-now": { on: "master", parameters: [], timeoutSeconds: 900, saved: true, description: "take this master's etcd backup now (only the etcd leader's master does); print the outcome" },
@@ -146,6 +152,7 @@ export const SAVED_OPERATIONS = (Object.keys(OPERATIONS) as OperationName[])
 /** Why `value` cannot be given as parameter `name`, or undefined when it can. */
 export function parameterProblem(name: ParameterName, value: string): string | undefined {
     const p: OperationParameter = OPERATION_PARAMETERS[name];
+    if (p.maxBytes !== undefined && new TextEncoder().encode(value).length > p.maxBytes) return `parameter ${name} must be at most ${p.maxBytes} bytes`;
     return p.pattern.test(value) ? undefined : `parameter ${name} must be ${p.what}`;
 }
 

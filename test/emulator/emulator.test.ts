@@ -5,10 +5,10 @@ import * as crypto from "crypto";
 import { callApi, OpenApiError, ParamValue, Product } from "../../src/cloud/openapi";
 import { acs3Signature, EmuInstance, rpcV1Signature, TEST_CREDENTIALS, verifyRequest, verifyRpcV1 } from "../../testing/emulator/index";
 import { useEmulator } from "../../testing/emulator/fixture";
-import { limitRate } from "../../testing/emulator/rateLimit";
 
 const region = "cn-hangzhou";
-const call = (product: Product, action: string, params: Record<string, ParamValue>) => callApi(product, action, params, { region, retry: { maxAttempts: 1 } });
+const call = (product: Product, action: string, params: Record<string, ParamValue>) => callApi(product, action, params, { region, retry: { maxAttempts: 1, throttleBudgetMs: 0 } });
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function code(p: Promise<unknown>): Promise<string> {
     try { await p; } catch (e) { if (e instanceof OpenApiError) return e.code; throw e; }
@@ -183,23 +183,24 @@ describe("emulator: ESS", () => {
     });
 });
 
-describe("emulator: a per-action rate limit (testing/emulator/rateLimit.ts)", () => {
+describe("emulator: a per-action rate limit (Emulator.rateLimit)", () => {
     const fx = useEmulator();
 
-    it("answers Throttling.User beyond N calls a second per action, applies nothing for them, refills with time, and comes off", async () => {
-        let now = 1_000_000;
-        const limit = limitRate(fx.emu, 2, () => now);
+    it("answers Throttling.User beyond N calls per window and action, applies nothing for them, admits again in the next window, and comes off", async () => {
+        fx.emu.rateLimit(2, 60_000);
         const inst = fx.emu.addInstance();
         const describe = () => code(call("ecs", "DescribeInstances", { InstanceIds: JSON.stringify([inst.instanceId]) }));
         assert.deepStrictEqual([await describe(), await describe(), await describe()], ["", "", "Throttling.User"]);
-        assert.strictEqual(await code(call("ecs", "DescribeInstanceStatus", {})), "", "another action has its own bucket");
+        assert.strictEqual(await code(call("ecs", "DescribeInstanceStatus", {})), "", "another action has its own count");
         const rename = (name: string) => code(call("ecs", "ModifyInstanceAttribute", { InstanceId: inst.instanceId, InstanceName: name }));
         assert.deepStrictEqual([await rename("a"), await rename("b"), await rename("c")], ["", "", "Throttling.User"]);
         assert.strictEqual(inst.instanceName, "b", "a refused call applies nothing");
-        now += 500; // half a second: one call's worth
-        assert.deepStrictEqual([await describe(), await describe()], ["", "Throttling.User"]);
-        assert.strictEqual(limit.throttled.get("DescribeInstances"), 2);
-        limit.remove();
+        assert.strictEqual(fx.emu.callsOf("DescribeInstances").filter((c) => c.code === "Throttling.User" && c.status === 400).length, 1, "recorded, HTTP 400");
+        fx.emu.rateLimit({ DescribeInstances: 1 }, 100);
+        assert.deepStrictEqual([await describe(), await describe()].sort(), ["", "Throttling.User"], "one per 100 ms window");
+        await sleep(250);
+        assert.strictEqual(await describe(), "", "a later window admits again");
+        fx.emu.rateLimit({});
         assert.deepStrictEqual([await describe(), await describe(), await describe()], ["", "", ""]);
     });
 });

@@ -89,7 +89,7 @@ describe("emulator: ClientToken only where the request model defines it", () => 
     it("lists the actions with a ClientToken (the rest are not idempotent)", () => {
         assert.deepStrictEqual(CLIENT_TOKEN_ACTIONS, {
             ecs: ["RunCommand", "CreateCommand", "InvokeCommand", "ReplaceSystemDisk"],
-            ess: ["RemoveInstances", "ScaleWithAdjustment", "EnterStandby", "ExitStandby"],
+            ess: ["RemoveInstances", "ScaleWithAdjustment", "EnterStandby", "ExitStandby", "SuspendProcesses", "ResumeProcesses"],
             vpc: ["CreateRouteEntry"],
         });
     });

@@ -182,7 +182,7 @@ interface InvocationSpec {
 function targetInstances(st: EmulatorState, p: Record<string, string>): string[] {
     const ids = listParam(p, "InstanceId");
     if (ids.length === 0) throw new ApiError(400, "MissingInstanceId", 'The input parameter "InstanceId" that is mandatory for processing this request is not supplied.');
-    if (ids.length > 100) throw new ApiError(403, "InstanceIds.ExceedLimit", "The number of instances exceeds the upper limit (100).");
+    if (ids.length > st.maxInstancesPerInvocation) throw new ApiError(403, "InstanceIds.ExceedLimit", "The number of instance IDs exceeds the upper limit.");
     for (const id of ids) {
         const i = st.instances.get(id);
         if (!i) throw new ApiError(404, "InvalidInstance.NotFound", `The specified instance does not exist: ${id}.`);
@@ -494,6 +494,25 @@ const describeInvocations: Handler = (st, p) => {
     return { TotalCount: rows.length, PageSize: pg.MaxResults, PageNumber: 1, NextToken: pg.NextToken, Invocations: { Invocation: pg.items.map((x) => x.row) } };
 };
 
+/**
+ * StopInvocation ([REQ] StopInvocationRequest: InvokeId, InstanceId.N optional — every instance when absent; no
+ * ClientToken): the instances whose part has not finished end `Stopped` ([RES] InvocationStatus "Stopped: The
+ * execution is stopped"); a handler already running has done what it did (the harsher case: a stop does not undo
+ * a script halfway). Unknown invocation → 404 `InvalidInvokeId.NotFound` ([ERR]).
+ */
+const stopInvocation: Handler = (st, p) => {
+    const inv = st.invocations.get(required(p, "InvokeId"));
+    if (!inv) throw new ApiError(404, "InvalidInvokeId.NotFound", "The specified invoke ID does not exist.");
+    const ids = listParam(p, "InstanceId");
+    const now = Date.now();
+    for (const r of inv.records) {
+        if ((ids.length > 0 && !ids.includes(r.instanceId)) || recordState(inv, r, now).finished !== undefined) continue;
+        r.fixed = { status: "Stopped", errorCode: "", errorInfo: "the execution was stopped" };
+        r.startedAt = Math.min(r.startedAt, now);
+    }
+    return {};
+};
+
 const describeInvocationResults: Handler = (st, p) => {
     const plain = (p.ContentEncoding ?? "Base64").toLowerCase() === "plaintext";
     const now = Date.now();
@@ -757,6 +776,7 @@ export const ECS_ACTIONS: Record<string, Handler> = {
     DeleteCommand: deleteCommand,
     DescribeCommands: describeCommands,
     DescribeInvocations: describeInvocations,
+    StopInvocation: stopInvocation,
     DescribeInvocationResults: describeInvocationResults,
     DescribeInstances: describeInstances,
     DescribeNetworkInterfaces: describeNetworkInterfaces,

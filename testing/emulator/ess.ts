@@ -22,6 +22,17 @@
  *         OldestScalingConfiguration (created from the earliest configuration); defaults
  *         OldestScalingConfiguration then OldestInstance (terraform-provider-alicloud
  *         website/docs/r/ess_scaling_group.html.markdown `removal_policies`; help doc-detail/254822).
+ *  [MAX]  ModifyScalingGroup (https://www.alibabacloud.com/help/en/auto-scaling/developer-reference/api-ess-2014-08-28-modifyscalinggroup):
+ *         "If the number of instances in the scaling group is greater than the value of MaxSize, Auto Scaling
+ *         automatically removes instances".
+ *  [SUSP] SuspendProcesses / ResumeProcesses (…/api-ess-2014-08-28-suspendprocesses, …-resumeprocesses: ScalingGroupId,
+ *         Process.N = ScaleIn | ScaleOut | HealthCheck | AlarmNotification | ScheduledAction, ClientToken) and
+ *         "Suspend and resume scaling group processes" (https://www.alibabacloud.com/help/en/auto-scaling/suspend-a-scaling-process):
+ *         a suspended scale-out makes Auto Scaling reject manual additions and scale-out rules run by hand or by tasks.
+ *  [EXP]  Expected number of instances (https://www.alibabacloud.com/help/en/auto-scaling/user-guide/expected-number-of-instances):
+ *         with it, "Auto Scaling executes scaling activities in the scaling group to ensure that the number of instances
+ *         matches the specified expected number of instances. No manual intervention is required" (without it, failed
+ *         scaling activities must be retried by hand). Every group the emulator makes has a desired capacity.
  *  [TF]   terraform-provider-alicloud alicloud/service_alicloud_ess.go:793-850 (waits for the
  *         RemoveInstances activity, fails on Failed/Rejected, retries the members still there) and
  *         resource_alicloud_ess_attachment.go:115-308 (ScalingActivityInProgress, IncorrectCapacity.*,
@@ -65,6 +76,13 @@ function assertIdle(st: EmulatorState, g: EmuScalingGroup): void {
 export function settleActivities(st: EmulatorState, now = Date.now()): void {
     for (const a of st.activities) {
         if (a.plan && a.statusCode === "InProgress" && now >= a.endsAt) finish(st, a);
+    }
+    // [EXP]: with an expected number of instances ESS keeps trying to reach it; a launch that failed is tried again
+    // `st.launchRetryMs` later, once no activity runs (when is not documented).
+    for (const g of st.scalingGroups.values()) {
+        if (g.retryLaunchAt === undefined || now < g.retryLaunchAt || inProgress(st, g, now)) continue;
+        g.retryLaunchAt = undefined;
+        reconcile(st, g);
     }
 }
 
@@ -144,6 +162,7 @@ function finish(st: EmulatorState, a: EmuActivity): void {
         a.errorMessage = o?.message ?? `The scaling activity ended ${status}.`;
         a.statusMessage = a.errorMessage;
     }
+    if (g && plan.kind === "scale" && plan.launched.some((id) => keep.includes(id))) g.retryLaunchAt = Math.max(a.endsAt, Date.now()) + st.launchRetryMs;
     if (g && (plan.reconcileAfter || g.pendingReconcile) && status !== "Failed" && status !== "Rejected") {
         g.pendingReconcile = false;
         reconcile(st, g);
@@ -161,7 +180,10 @@ export const SCALING_GROUP_TAG = "acs:autoscaling:scalingGroupId";
 /**
  * Launch one auto-created instance from the group's active configuration (a member in `lifecycle`). It carries
  * the configuration's tags ("It will be applied for ECS instances finally", @pulumi/alicloud 3.108.0
- * ess/scalingConfiguration.d.ts `tags`) and {@link SCALING_GROUP_TAG}.
+ * ess/scalingConfiguration.d.ts `tags`) and {@link SCALING_GROUP_TAG}, copied at creation: a configuration changed
+ * later reaches only instances created afterwards ("ECS instances that are created based on the original settings of
+ * the scaling configuration are not affected", https://www.alibabacloud.com/help/en/auto-scaling/latest/modify-a-scaling-configuration;
+ * no source says a change re-tags running instances, and leaving them as they were is the harsher reading for a spec tag).
  */
 export function launchInstance(st: EmulatorState, g: EmuScalingGroup, lifecycle: ScalingLifecycleState = "InService"): EmuInstance {
     const cfg = st.scalingConfigurations.get(g.activeScalingConfigurationId);
@@ -208,7 +230,7 @@ function removeMember(st: EmulatorState, id: string, release: boolean, recycle: 
  * Manually attached members (no scaling configuration) rank as the OLDEST configuration: no source says
  * where ESS puts them; ranking them first is the harsher choice (ESS picks a node the user brought).
  */
-export function scaleInVictims(st: EmulatorState, g: EmuScalingGroup, count: number): string[] {
+export function scaleInVictims(st: EmulatorState, g: EmuScalingGroup, count: number, state: ScalingLifecycleState = "InService"): string[] {
     const cfgOrder = [...st.scalingConfigurations.values()].filter((c) => c.scalingGroupId === g.scalingGroupId).map((c) => c.scalingConfigurationId);
     const cfgRank = (id: string) => (id ? cfgOrder.indexOf(id) : -1);
     const key = (s: EmuScalingInstance): number[] => [...g.removalPolicies.map((policy) => {
@@ -216,7 +238,7 @@ export function scaleInVictims(st: EmulatorState, g: EmuScalingGroup, count: num
         if (policy === "NewestInstance") return -s.seq;
         return s.seq; // OldestInstance; CustomPolicy (a function ESS calls) is not modelled
     }), s.seq];
-    const candidates = members(st, g.scalingGroupId).filter((s) => s.lifecycleState === "InService");
+    const candidates = members(st, g.scalingGroupId).filter((s) => s.lifecycleState === state);
     candidates.sort((a, b) => {
         const ka = key(a), kb = key(b);
         for (let k = 0; k < ka.length; k++) if (ka[k] !== kb[k]) return ka[k] - kb[k];
@@ -230,18 +252,34 @@ export function scaleInVictims(st: EmulatorState, g: EmuScalingGroup, count: num
  * or pick victims by the removal policies and release them. When protected/standby members leave too
  * few victims, the activity removes what it can and ends `Warning` (not sourced: the outcome ESS reports
  * for an unreachable capacity is not documented). Nothing to do, or nothing possible → no activity.
+ * A suspended `ScaleOut` (`ScaleIn`) process defers the launch (the removal) until it is resumed: the Expected
+ * Number of Instances feature keeps the desired capacity and acts on it later (the suspension page's table is
+ * explicit only for rules and manual additions; deferring, not dropping, is the harsher reading).
+ * Members above MaxSize: ESS removes them ([MAX]); protected members are not removed by a scale-in ([PROT]), but no
+ * source says what ESS does when only protected members are left above MaxSize, so it removes those too (harsher).
  */
 function reconcile(st: EmulatorState, g: EmuScalingGroup): EmuActivity | undefined {
     const total = members(st, g.scalingGroupId).length;
+    const suspended = (process: string) => (g.suspendedProcesses ?? []).includes(process);
     if (total < g.desiredCapacity) {
+        if (suspended("ScaleOut")) {
+            g.pendingReconcile = true;
+            return undefined;
+        }
         const launched: string[] = [];
         for (let k = total; k < g.desiredCapacity; k++) launched.push(launchInstance(st, g, "Pending").instanceId);
         return startActivity(st, g, `adds ${launched.length} ECS instance(s) to reach the desired capacity ${g.desiredCapacity}`,
             { kind: "scale", instanceIds: [], launched, release: false, recycle: false, decrease: false, before: {}, reconcileAfter: false });
     }
     if (total > g.desiredCapacity) {
+        const overMax = Math.max(0, total - g.maxSize);
+        if (suspended("ScaleIn") && overMax === 0) {
+            g.pendingReconcile = true;
+            return undefined;
+        }
         const want = total - g.desiredCapacity;
         const victims = scaleInVictims(st, g, want);
+        if (victims.length < overMax) victims.push(...scaleInVictims(st, g, overMax - victims.length, "Protected"));
         if (victims.length === 0) return undefined;
         const before = Object.fromEntries(victims.map((id) => [id, (st.scalingInstances.get(id) as EmuScalingInstance).lifecycleState]));
         const short: ActivityFault | undefined = victims.length < want
@@ -263,7 +301,7 @@ function groupView(st: EmulatorState, g: EmuScalingGroup): Record<string, unknow
         RemovingCapacity: count("Removing", "Removing:Wait"), StandbyCapacity: count("Standby"), ProtectedCapacity: count("Protected"), StoppedCapacity: count("Stopped"),
         TotalInstanceCount: m.length, VpcId: g.vpcId, VSwitchId: g.vSwitchIds[0] ?? "", VSwitchIds: { VSwitchId: g.vSwitchIds },
         RemovalPolicies: { RemovalPolicy: g.removalPolicies }, DefaultCooldown: 300, MultiAZPolicy: "PRIORITY", ScalingPolicy: "release",
-        CreationTime: g.creationTime,
+        CreationTime: g.creationTime, SuspendedProcesses: { SuspendedProcess: [...(g.suspendedProcesses ?? [])] },
     };
 }
 
@@ -396,12 +434,38 @@ const scaleWithAdjustment: Handler = (st, p) => {
     else if (type === "PercentChangeInCapacity") target = Math.round(current * (1 + value / 100));
     else throw new ApiError(400, "InvalidParameter.AdjustmentType", `The specified AdjustmentType ${type} is not valid.`);
     if (target > g.maxSize) throw new ApiError(403, "IncorrectCapacity.MaxSize", `The target capacity (${target}) exceeds MaxSize (${g.maxSize}).`);
+    // [SUSP]: a scale-out run by hand is rejected while the process is suspended; the code is not documented.
+    if (target > current && (g.suspendedProcesses ?? []).includes("ScaleOut")) {
+        throw new ApiError(403, "IncorrectScalingGroupStatus", "The scale-out process of the specified scaling group is suspended.");
+    }
     if (target < g.minSize) throw new ApiError(403, "IncorrectCapacity.MinSize", `The target capacity (${target}) is below MinSize (${g.minSize}).`);
     g.desiredCapacity = target;
     const a = reconcile(st, g) ?? startActivity(st, g, `adjusts the capacity to ${target}`,
         { kind: "scale", instanceIds: [], launched: [], release: false, recycle: false, decrease: false, before: {}, reconcileAfter: false });
     return { ScalingActivityId: a.scalingActivityId, ActivityType: "Normal" };
 };
+
+const PROCESSES = ["ScaleIn", "ScaleOut", "HealthCheck", "AlarmNotification", "ScheduledAction"];
+
+/** SuspendProcesses / ResumeProcesses ([SUSP]): no activity; resuming lets ESS act on what it deferred. */
+function processes(st: EmulatorState, p: Record<string, string>, suspend: boolean): Record<string, unknown> {
+    settleActivities(st);
+    const g = groupOr404(st, required(p, "ScalingGroupId"));
+    const list = listParam(p, "Process");
+    const bad = list.find((x) => !PROCESSES.includes(x));
+    if (bad !== undefined) throw new ApiError(400, "InvalidParameter.Process", `The specified process ${bad} is not valid.`);
+    const now = new Set(g.suspendedProcesses ?? []);
+    for (const x of list) {
+        if (suspend) now.add(x);
+        else now.delete(x);
+    }
+    g.suspendedProcesses = [...now];
+    if (!suspend && g.pendingReconcile && !inProgress(st, g)) {
+        g.pendingReconcile = false;
+        reconcile(st, g);
+    }
+    return {};
+}
 
 /** AttachInstances ([GO] attach_instances.go, no ClientToken): attached members are `Pending` until the activity ends. */
 const attachInstances: Handler = (st, p) => {
@@ -474,7 +538,7 @@ function standby(st: EmulatorState, p: Record<string, string>, enter: boolean): 
 export function runHealthCheck(st: EmulatorState, scalingGroupId: string): EmuActivity | undefined {
     settleActivities(st);
     const g = groupOr404(st, scalingGroupId);
-    if (inProgress(st, g)) return undefined;
+    if (inProgress(st, g) || (g.suspendedProcesses ?? []).includes("HealthCheck")) return undefined;
     const sick = members(st, g.scalingGroupId).filter((s) => s.lifecycleState === "InService" && st.instances.get(s.instanceId)?.status !== "Running");
     if (sick.length === 0) return undefined;
     for (const s of sick) s.healthStatus = "Unhealthy";
@@ -543,6 +607,8 @@ export const ESS_ACTIONS: Record<string, Handler> = {
     RemoveInstances: (st, p) => removeOrDetach(st, p, false),
     DetachInstances: (st, p) => removeOrDetach(st, p, true),
     SetInstancesProtection: setInstancesProtection,
+    SuspendProcesses: (st, p) => processes(st, p, true),
+    ResumeProcesses: (st, p) => processes(st, p, false),
     EnterStandby: (st, p) => standby(st, p, true),
     ExitStandby: (st, p) => standby(st, p, false),
 };

@@ -5,6 +5,13 @@
  */
 import * as net from "net";
 import { callApi, OpenApiError, type ParamValue, type Product } from "../../src/cloud/openapi";
+import { configurePacer, resetPacer } from "../../src/cloud/pacer";
+
+/**
+ * The pacer's rate in tests that are not about pacing: high enough never to hold a call (tests poll every few ms,
+ * far faster than a real run); a pacing test sets its own with `configurePacer` after the fixture's reset.
+ */
+export const UNPACED = { rates: { "*": 10_000 }, burst: 10_000 };
 import { Emulator, EmulatorOptions, startEmulator, TEST_CREDENTIALS } from "./index";
 
 const ENV_KEYS = ["ALICLOUD_KUBEADM_ENDPOINT", "ALIBABA_CLOUD_ACCESS_KEY_ID", "ALIBABA_CLOUD_ACCESS_KEY_SECRET", "ALIBABA_CLOUD_SECURITY_TOKEN", "ALIBABA_CLOUD_ECS_METADATA_DISABLED", "ALIBABA_CLOUD_CLI_PROFILE_DISABLED"];
@@ -23,6 +30,41 @@ export function guardLoopbackOnly(): () => void {
     return () => { net.Socket.prototype.connect = original; };
 }
 
+/**
+ * For tests that start emulators of their own (several per test: a fresh world per injected fault): before the
+ * suite, the test credentials in the environment (IMDS and profile lookups off) and the loopback guard; after
+ * it, both undone. Start each emulator with {@link startEmulatorHere}.
+ */
+export function useEmulatorEnvironment(): void {
+    let saved: Record<string, string | undefined> = {};
+    let unguard: () => void = () => undefined;
+    before(() => {
+        saved = Object.fromEntries(ENV_KEYS.map((k) => [k, process.env[k]]));
+        Object.assign(process.env, {
+            ALIBABA_CLOUD_ACCESS_KEY_ID: TEST_CREDENTIALS.accessKeyId, ALIBABA_CLOUD_ACCESS_KEY_SECRET: TEST_CREDENTIALS.accessKeySecret,
+            ALIBABA_CLOUD_ECS_METADATA_DISABLED: "true", ALIBABA_CLOUD_CLI_PROFILE_DISABLED: "true",
+        });
+        delete process.env.ALIBABA_CLOUD_SECURITY_TOKEN;
+        unguard = guardLoopbackOnly();
+    });
+    after(() => {
+        unguard();
+        for (const [k, v] of Object.entries(saved)) {
+            if (v === undefined) delete process.env[k];
+            else process.env[k] = v;
+        }
+    });
+}
+
+/** A fresh emulator the environment points at, with fresh rate buckets (unpaced); close it when done. */
+export async function startEmulatorHere(opts: EmulatorOptions = {}): Promise<Emulator> {
+    resetPacer();
+    configurePacer(UNPACED);
+    const emu = await startEmulator(opts);
+    process.env.ALICLOUD_KUBEADM_ENDPOINT = emu.endpoint;
+    return emu;
+}
+
 /** Register beforeEach/afterEach hooks; read `.emu` inside tests. */
 export function useEmulator(opts: EmulatorOptions = {}): { readonly emu: Emulator } {
     const box: { emu?: Emulator } = {};
@@ -31,6 +73,9 @@ export function useEmulator(opts: EmulatorOptions = {}): { readonly emu: Emulato
     beforeEach(async () => {
         saved = Object.fromEntries(ENV_KEYS.map((k) => [k, process.env[k]]));
         unguard = guardLoopbackOnly();
+        // Each test starts with fresh rate buckets: one test's throttling must not slow the next.
+        resetPacer();
+        configurePacer(UNPACED);
         box.emu = await startEmulator(opts);
         process.env.ALICLOUD_KUBEADM_ENDPOINT = box.emu.endpoint;
         process.env.ALIBABA_CLOUD_ACCESS_KEY_ID = TEST_CREDENTIALS.accessKeyId;
@@ -50,9 +95,9 @@ export function useEmulator(opts: EmulatorOptions = {}): { readonly emu: Emulato
     return { get emu(): Emulator { if (!box.emu) throw new Error("emulator not started"); return box.emu; } };
 }
 
-/** One OpenAPI call to the emulator through the real SDK path, without retries (the emulator's self-tests). */
+/** One OpenAPI call to the emulator through the real SDK path, without retries, throttling included (the emulator's self-tests). */
 export const call = (product: Product, action: string, params: Record<string, ParamValue>) =>
-    callApi(product, action, params, { region: "cn-hangzhou", retry: { maxAttempts: 1 } });
+    callApi(product, action, params, { region: "cn-hangzhou", retry: { maxAttempts: 1, throttleBudgetMs: 0 } });
 
 /** The error code a call fails with, "" when it succeeds. */
 export async function code(p: Promise<unknown>): Promise<string> {

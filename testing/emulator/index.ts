@@ -12,9 +12,10 @@
  * modelled and the comment says so. Knobs on `emu.state` (defaults): `activityDurationMs` (0),
  * `routeTaskMs` (0), `routeConflictCodes` (TaskConflict, OperationConflict, IncorrectRouteEntryStatus,
  * SystemBusy), `transitionMs` (0), `deliveryTimeoutMs` (60000), `protectedMembersRemovable` (false),
- * `presetPasswordImages` (empty), `syncNotMatchForStoppedInstances` (false), `invocationResultsPageCap` (50).
+ * `presetPasswordImages` (empty), `syncNotMatchForStoppedInstances` (false), `invocationResultsPageCap` (50),
+ * `maxInstancesPerInvocation` (100), `rateLimits` (none: off) with `rateWindowMs` (1000).
  * Hooks: `onCommand`, `setAgentOffline(id, "ClientNotRunning" | "ClientNotResponse" | "DeliveryTimeout")`,
- * `failNextActivity`, `runHealthCheck`, `activitiesOf`, `inject`, `throttle`, `fail5xx`.
+ * `failNextActivity`, `runHealthCheck`, `activitiesOf`, `inject`, `throttle`, `rateLimit`, `fail5xx`.
  */
 import * as http from "http";
 import { AddressInfo } from "net";
@@ -74,6 +75,8 @@ export interface Fault {
     afterApply?: boolean;
     /** Extra response headers, e.g. `x-acs-retry-after`. */
     headers?: Record<string, string>;
+    /** Only calls whose parameters this accepts (test hook: one batch of many). Default every call. */
+    when?: (params: Record<string, string>) => boolean;
 }
 
 /** Options of {@link startEmulator}. */
@@ -95,14 +98,15 @@ const isMutating = (action: string) => !/^(Describe|List|Get|Query)/.test(action
  *   DeleteInstance, DeleteCommand do not.
  * - ESS 2014-08-28 (aliyun/alibaba-cloud-sdk-go services/ess/*.go request structs): RemoveInstances
  *   (remove_instances.go@d5c3d8e), ScaleWithAdjustment (scale_with_adjustment.go@21c4618), EnterStandby
- *   and ExitStandby (@cd941e9) have it; ModifyScalingGroup (@1334f3e), DetachInstances, AttachInstances
+ *   and ExitStandby (@cd941e9) have it; SuspendProcesses and ResumeProcesses too (their API references,
+ *   https://www.alibabacloud.com/help/en/auto-scaling/developer-reference/api-ess-2014-08-28-suspendprocesses); ModifyScalingGroup (@1334f3e), DetachInstances, AttachInstances
  *   (@21c4618) and SetInstancesProtection (@dbe30d7) do not.
  * - VPC 2016-04-28 (aliyun/alibabacloud-typescript-sdk vpc-20160428/src/models/*Request.ts): CreateRouteEntry
  *   has it; DeleteRouteEntry, DeleteRouteEntries and CreateRouteEntries do not.
  */
 export const CLIENT_TOKEN_ACTIONS: Readonly<Record<"ecs" | "ess" | "vpc", readonly string[]>> = {
     ecs: ["RunCommand", "CreateCommand", "InvokeCommand", "ReplaceSystemDisk"],
-    ess: ["RemoveInstances", "ScaleWithAdjustment", "EnterStandby", "ExitStandby"],
+    ess: ["RemoveInstances", "ScaleWithAdjustment", "EnterStandby", "ExitStandby", "SuspendProcesses", "ResumeProcesses"],
     vpc: ["CreateRouteEntry"],
 };
 
@@ -289,7 +293,35 @@ export class Emulator {
         this.faults.set(action, list);
     }
 
-    /** The next `times` calls of `action` get `Throttling.User` (HTTP 400), optionally with `x-acs-retry-after` (ms). */
+    /**
+     * Limits every action (a number: each action on its own) or the actions named to `calls` per `windowMs`
+     * (default 1000 ms), as Alibaba limits each API operation per account and region (docs/upstream.md#api-rate-limits;
+     * the values are the test's, none are published); see `EmulatorState.rateLimits`. `{}` turns it off.
+     */
+    rateLimit(calls: number | Record<string, number>, windowMs = 1000): void {
+        this.state.rateLimits = typeof calls === "number" ? { "*": calls } : { ...calls };
+        this.state.rateWindowMs = windowMs;
+        this.state.rateCounts.clear();
+    }
+
+    /** Counts a call against its action's limit, or refuses it with `Throttling.User` (see `EmulatorState.rateLimits`). */
+    private admitRate(action: string): void {
+        const st = this.state;
+        const limit = st.rateLimits[action] ?? st.rateLimits["*"];
+        if (limit === undefined) return;
+        const window = Math.floor(Date.now() / st.rateWindowMs);
+        const c = st.rateCounts.get(action);
+        const counted = c && c.window === window ? c : { window, count: 0 };
+        if (counted.count >= limit) throw new ApiError(400, "Throttling.User", "Request was denied due to user flow control.");
+        counted.count += 1;
+        st.rateCounts.set(action, counted);
+    }
+
+    /**
+     * The next `times` calls of `action` get `Throttling.User` (HTTP 400), optionally with `x-acs-retry-after` (ms): the
+     * code and message of a per-action rate limit (see `rateLimit`); the status is not confirmed (400 is what the SDKs'
+     * local tests saw, and they classify by code: docs/upstream.md#api-retries).
+     */
     throttle(action: string, times: number, retryAfterMs?: number): void {
         this.inject(action, {
             status: 400, code: "Throttling.User", message: "Request was denied due to user flow control.", times,
@@ -333,10 +365,10 @@ export class Emulator {
         return i;
     }
 
-    private takeFault(action: string, afterApply: boolean): Fault | undefined {
+    private takeFault(action: string, afterApply: boolean, params: Record<string, string>): Fault | undefined {
         for (const key of [action, "*"]) {
             const list = this.faults.get(key);
-            const f = list?.find((x) => x.times > 0 && !!x.afterApply === afterApply);
+            const f = list?.find((x) => x.times > 0 && !!x.afterApply === afterApply && (!x.when || x.when(params)));
             if (f) { f.times -= 1; return f; }
         }
         return undefined;
@@ -376,9 +408,10 @@ export class Emulator {
             if (!v.ok) throw new ApiError(v.status, v.code, v.message);
             const handler = spec?.actions[action];
             if (!handler) throw new ApiError(404, "InvalidAction.NotFound", `Specified api is not found, please check your url and method: ${action}.`);
+            this.admitRate(action);
             const hooked = this.beforeRequest?.({ product: spec.product, action, params });
             if (hooked) { extraHeaders = hooked.headers ?? {}; throw new ApiError(hooked.status, hooked.code, hooked.message); }
-            const before = this.takeFault(action, false);
+            const before = this.takeFault(action, false, params);
             if (before) { extraHeaders = before.headers ?? {}; throw new ApiError(before.status, before.code, before.message); }
             // Idempotency only where the request model defines ClientToken (CLIENT_TOKEN_ACTIONS); the same token
             // with other parameters → IdempotentParameterMismatch (InvokeCommand/RunCommand error tables).
@@ -390,7 +423,7 @@ export class Emulator {
             if (cached && cached.params !== fingerprint) throw new ApiError(403, "IdempotentParameterMismatch", "The request uses the same client token as a previous, but non-identical request.");
             out = cached?.out ?? await handler(this.state, params);
             if (tokenKey && !cached) this.idempotent.set(tokenKey, { params: fingerprint, out });
-            const after = this.takeFault(action, true);
+            const after = this.takeFault(action, true, params);
             if (after) { extraHeaders = after.headers ?? {}; throw new ApiError(after.status, after.code, after.message); }
             out = { RequestId: requestId(), ...out };
             this.afterRequest?.({ product: spec.product, action, params });

@@ -151,6 +151,10 @@ export interface EmuScalingGroup {
     creationTime: string;
     /** A DesiredCapacity change arrived while an activity ran: ESS reconciles when it ends. */
     pendingReconcile?: boolean;
+    /** A launch failed: when ESS tries again to reach the desired capacity, once no activity runs (ess.ts [EXP]). */
+    retryLaunchAt?: number;
+    /** Processes suspended with SuspendProcesses (`ScaleIn`, `ScaleOut`, `HealthCheck`, `AlarmNotification`, `ScheduledAction`). */
+    suspendedProcesses?: string[];
 }
 
 /** Lifecycle states of a scaling-group member. */
@@ -309,10 +313,40 @@ export class EmulatorState {
     /** When true, RunCommand on a non-Running instance fails synchronously with `InvalidInstance.NotMatch`
      * instead of a per-instance `InstanceNotRunning` result (the real API's choice is unconfirmed). */
     syncNotMatchForStoppedInstances = false;
-    /** Largest page DescribeInvocationResults returns whatever MaxResults asks (forces NextToken paging). Default 50. */
+    /**
+     * Per-action rate limits: action (or `*`: each action on its own) → calls per `rateWindowMs`. Default none (off).
+     * ECS throttles each API operation per account and region, every client of the account counting (the console,
+     * RAM users, Terraform...), and an operation throttled in one time unit may be called again in the next
+     * (https://www.alibabacloud.com/help/en/elastic-compute-service/latest/api-throttling); Quota Center states the
+     * limits as calls per time unit ("5/1 s", "200/60 s", https://help.aliyun.com/en/openapi/throttling-and-quota-management).
+     * So: a fixed window per action; a call over the limit gets HTTP 400 `Throttling.User` "Request was denied due to
+     * user flow control." (the code and status the SDKs and Terraform handle: docs/upstream.md#api-retries) and is not
+     * applied; refused calls do not count. No retry hint is sent (none is documented: the harsher case). Set with
+     * `Emulator.rateLimit`.
+     */
+    rateLimits: Record<string, number> = {};
+    /** The window of `rateLimits`, ms. Default 1000. */
+    rateWindowMs = 1000;
+    /** Calls counted in the current window, per action. */
+    readonly rateCounts = new Map<string, { window: number; count: number }>();
+    /**
+     * Most InstanceId.N one RunCommand/InvokeCommand takes. Default 100 (the current InvokeCommandRequest model);
+     * older API references say 50 (https://www.alibabacloud.com/help/doc-detail/64841.htm) and older still 20. Over it:
+     * 403 `InstanceIds.ExceedLimit` "The number of instance IDs exceeds the upper limit." (the same pages' error tables).
+     */
+    maxInstancesPerInvocation = 100;
+    /**
+     * Largest page DescribeInvocationResults returns whatever MaxResults asks (forces NextToken paging). Default 50: the
+     * API reference's "Maximum value: 50" for MaxResults (docs/upstream.md#cas-results).
+     */
     invocationResultsPageCap = 50;
     /** How long StopInstance/StartInstance stay in `Stopping`/`Starting` (ms). Default 0: the final state at once. */
     transitionMs = 0;
+    /**
+     * How long after a failed launch ESS tries again to reach the desired capacity (the expected number of instances
+     * feature keeps trying; how soon is not documented), ms. Default 30000.
+     */
+    launchRetryMs = 30_000;
     /** How long ESS scaling activities stay `InProgress` (ms). Default 0: they finish at once. */
     activityDurationMs = 0;
     /**

@@ -1,0 +1,60 @@
+/**
+ * One round of a fixed pool's rollout, decided from what was read (pure): how many members the pool should have
+ * before anything leaves (the surge), and which outdated members may leave now without the pool's Ready nodes
+ * falling below `size − maxUnavailable`. Only outdated members are ever chosen; NotReady ones first (their leaving
+ * costs no Ready node), then the removal order of victims.ts.
+ */
+import { chooseVictims, type PoolMember } from "./victims";
+
+/** How far a rollout may go: see src/rules/rollout.ts. */
+export interface RolloutBounds {
+    maxSurge: number;
+    maxUnavailable: number;
+}
+
+/** What a round does. */
+export type RotationRound =
+    | { kind: "done" }
+    /**
+     * Raise the pool to `members` first (only ever raised; a no-op when it has them), then wait until its Ready nodes
+     * are `members` less the outdated NotReady ones (the new nodes are validated Ready before anything leaves), then
+     * plan again with `surged`.
+     */
+    | { kind: "surge"; members: number }
+    | { kind: "remove"; victims: PoolMember[] }
+    /** Nothing may leave now: why. */
+    | { kind: "blocked"; reason: string };
+
+/** Members the pool has during a round: its size plus the surge it still needs (no more than the outdated left). */
+export function surgeTarget(size: number, outdated: number, bounds: RolloutBounds): number {
+    return size + Math.min(bounds.maxSurge, outdated);
+}
+
+/**
+ * Plans one round. `members` are the group's staying members, each with `outdated` set from its instance's tag.
+ * @param surged the pool was already raised to {@link surgeTarget} in this round and its new members waited for
+ *   (every round starts with the surge, so a run that resumes after a fault waits for nodes an earlier run launched)
+ */
+export function planRotationRound(members: ReadonlyArray<PoolMember & { outdated: boolean }>, size: number, bounds: RolloutBounds, surged: boolean): RotationRound {
+    const outdated = members.filter((m) => m.outdated);
+    if (outdated.length === 0) return { kind: "done" };
+    if (!surged) return { kind: "surge", members: surgeTarget(size, outdated.length, bounds) };
+    const isReady = (m: PoolMember) => m.ready && m.nodeName !== null;
+    let ready = members.filter(isReady).length;
+    const floor = size - bounds.maxUnavailable;
+    const victims: PoolMember[] = [];
+    for (const m of chooseVictims(outdated, outdated.length)) {
+        if (!isReady(m)) {
+            victims.push(m);
+        } else if (ready - 1 >= floor) {
+            victims.push(m);
+            ready -= 1;
+        }
+    }
+    if (victims.length > 0) return { kind: "remove", victims };
+    return {
+        kind: "blocked",
+        reason: `${members.filter(isReady).length} Ready node(s) of ${members.length} member(s); removing an outdated Ready node would leave fewer than ` +
+            `size − maxUnavailable = ${floor}`,
+    };
+}

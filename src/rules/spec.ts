@@ -1,0 +1,71 @@
+// A pool's spec hash: what decides what a new node of the pool becomes, reduced to one short value that the scaling
+// configuration carries as a tag, so ESS puts it on every instance it creates from then on (docs/upstream.md#ess-config-tags,
+// #ess-config-changes). An instance whose tag differs from the configuration's is outdated: it was made from an earlier
+// spec. The tag is read from the instance (DescribeInstances), never from anything the node says about itself.
+import { createHash } from "crypto";
+
+/**
+ * The tag (on the scaling configuration, hence on the instances ESS creates) holding the pool's spec hash. Under
+ * `node-restriction.kubernetes.io/`, like the pool label: should it ever become a Node label, only a server-side writer
+ * (the admission service) could set it, never a kubelet (docs/upstream.md#kubelet-node-labels).
+ */
+export const SPEC_TAG = "node-restriction.kubernetes.io/alicloud-kubeadm-spec";
+
+/** Hex digits of the spec hash: 64 bits of SHA-256, plenty to tell a pool's specs apart. */
+export const SPEC_HASH_LENGTH = 16;
+
+/** Everything that decides what a new node of a pool becomes. */
+export interface PoolSpec {
+    /** The image the scaling configuration boots. */
+    imageId: string;
+    /** The instance types, in order of preference. */
+    instanceTypes: readonly string[];
+    /** System disk category and size. */
+    systemDisk: { category: string; size: number };
+    /** The cluster's Kubernetes version. */
+    kubernetesVersion: string;
+    /** The labels the node registers with (the pool's, the pool label, the autoscaled marker). */
+    labels: Readonly<Record<string, string>>;
+    /** The taints it registers with, `key=value:Effect`. */
+    taints: readonly string[];
+    /**
+     * The pool's userdata script as rendered with no secret in it (the token, the CA pin and the endpoints replaced by
+     * fixed stand-ins): a changed script, package source or kubelet setting is a changed spec; a rotated token is not.
+     */
+    userdata: string;
+}
+
+/** JSON with object keys sorted at every level: the same spec gives the same text whatever order it was built in. */
+function canonical(value: unknown): string {
+    if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+    if (value !== null && typeof value === "object") {
+        const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+        return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(",")}}`;
+    }
+    return JSON.stringify(value);
+}
+
+/** The pool's spec hash: {@link SPEC_HASH_LENGTH} hex digits of SHA-256 over the canonical spec. */
+export function poolSpecHash(spec: PoolSpec): string {
+    return createHash("sha256").update(canonical(spec)).digest("hex").slice(0, SPEC_HASH_LENGTH);
+}
+
+/**
+ * Whether an instance is outdated: its spec tag (as ESS put it at creation) differs from the pool's current hash. An
+ * instance without the tag was created before pools carried it, or attached by hand: outdated too (nothing says what
+ * it was made from). With no current hash (state written before it existed) nothing is outdated.
+ */
+export function isOutdated(instanceTags: Readonly<Record<string, string>> | undefined, currentHash: string | undefined): boolean {
+    if (!currentHash) return false;
+    return (instanceTags?.[SPEC_TAG] ?? "") !== currentHash;
+}
+
+/**
+ * What stands in for the per-cluster secrets and addresses when a pool's userdata is rendered for its spec hash: valid
+ * in form (the renderer checks them), the same for every cluster, and no secret.
+ */
+export const SPEC_STAND_IN = {
+    endpoint: "192.0.2.1:6443",
+    pin: `sha256:${"0".repeat(64)}`,
+    token: "abcdef.0123456789abcdef",
+} as const;

@@ -1,0 +1,215 @@
+// A fixed pool's rollout (PoolCapacity with `specHash` and `rollout`) in the emulator world: ESS, ECS and Cloud Assistant
+// are the emulator; the cluster behind the masters is testing/fakeCluster.ts (drains move pods, a PodDisruptionBudget
+// is a drain that fails). The configuration's tag changes as Pulumi's in-place update would make it; ESS puts the tag on
+// the instances it creates from then on (testing/emulator/ess.ts launchInstance). The invariants are read from state
+// as every member leaves ESS and every drain starts.
+import * as assert from "assert";
+import { startEmulatorHere, useEmulator, useEmulatorEnvironment } from "../testing/emulator/fixture";
+import { fakeCluster, type FakeCluster } from "../testing/fakeCluster";
+import { poolCapacityProvider, setPoolCapacity, type PoolCapacityInputs } from "../src/providers/poolCapacity";
+import { DEFAULT_ROLLOUT, SPEC_TAG, type Rollout } from "../src/rules";
+import type { Emulator } from "../testing/emulator";
+import { launchInstance } from "../testing/emulator/ess";
+
+const REGION = "cn-hangzhou";
+const OLD = "0000000000000old";
+const NEW = "0000000000000new";
+
+/** Watches a pool's rollout from state: the first broken invariant of each kind, as it happens. */
+function watchRollout(emu: Emulator, c: FakeCluster, group: string, size: number, maxUnavailable: number): string[] {
+    const broken: string[] = [];
+    const members = () => [...emu.state.scalingInstances.values()].filter((m) => m.scalingGroupId === group).map((m) => m.instanceId);
+    const nodeOf = (id: string) => [...c.nodes.values()].find((n) => n.instanceId === id);
+    const outdated = (id: string) => emu.instances.get(id)?.tags[SPEC_TAG] !== NEW;
+    /** Pool members whose Node is Ready and takes pods (a node being drained is cordoned: it counts as unavailable). */
+    const available = (except?: string) => members().filter((id) => { const n = nodeOf(id); return n && n.ready && !n.unschedulable && n.name !== except; }).length;
+    const checkAvailable = (when: string, except?: string) => {
+        const n = available(except);
+        if (n < size - maxUnavailable) broken.push(`${when}: ${n} available node(s), below size − maxUnavailable = ${size - maxUnavailable}`);
+    };
+    const left = emu.state.onMemberLeft;
+    emu.state.onMemberLeft = (id, g, released) => {
+        left?.(id, g, released);
+        if (g !== group) return;
+        if (!outdated(id) && members().some(outdated)) broken.push(`current ${id} left while outdated ${members().filter(outdated).join(", ")} remained`);
+        checkAvailable(`after ${id} left`);
+    };
+    c.onDrain = (node) => checkAvailable(`draining ${node}`, node);
+    return broken;
+}
+
+describe("fixed pool rollout (emulator)", () => {
+    const ctx = useEmulator();
+    let c: FakeCluster;
+    beforeEach(async () => {
+        c = await fakeCluster(ctx.emu, REGION);
+        c.autoJoin("general", { pods: ["ReplicaSet"] });
+    });
+    afterEach(() => assert.deepStrictEqual(c.violations, [], "I1: every member left ESS drained"));
+
+    const inputs = (group: string, size: number, rollout?: Partial<Rollout>, extra: Partial<PoolCapacityInputs> = {}): PoolCapacityInputs => ({
+        region: REGION, scalingGroupId: group, poolName: "general", masterInstanceId: c.master, commands: c.commands, size,
+        pollSeconds: 0.01, readyTimeoutSeconds: 5, pollIntervalMs: 5, specHash: NEW, ...(rollout ? { rollout: { ...DEFAULT_ROLLOUT, ...rollout } } : {}), ...extra,
+    });
+    /** A protected pool of `n` members made from the old spec, each a Ready Node with a workload pod; then the configuration's tag is the new spec. */
+    function outdatedPool(n: number): string {
+        const g = ctx.emu.addScalingGroup({ maxSize: Math.max(n, 1), desiredCapacity: n, configurationTags: { [SPEC_TAG]: OLD } });
+        for (const id of ctx.emu.scalingGroupInstances(g.scalingGroupId)) {
+            ctx.emu.state.scalingInstances.get(id)!.lifecycleState = "Protected";
+            if (!c.nodes.has(`node-${id}`)) c.addNode(id, { pool: "general", pods: ["ReplicaSet"] });
+        }
+        const config = ctx.emu.state.scalingConfigurations.get(g.activeScalingConfigurationId)!;
+        config.tags = { ...config.tags, [SPEC_TAG]: NEW };
+        return g.scalingGroupId;
+    }
+    const specs = (group: string) => ctx.emu.scalingGroupInstances(group).map((id) => ctx.emu.instances.get(id)!.tags[SPEC_TAG]);
+
+    it("replaces every outdated node: surge, then drain and remove, never below size Ready, ending at size with only current nodes (protected)", async () => {
+        const group = outdatedPool(3);
+        const broken = watchRollout(ctx.emu, c, group, 3, 0);
+        const progress: string[] = [];
+        await setPoolCapacity(inputs(group, 3, {}), (m) => progress.push(m));
+        assert.deepStrictEqual(broken, []);
+        assert.deepStrictEqual(specs(group), [NEW, NEW, NEW]);
+        for (const id of ctx.emu.scalingGroupInstances(group)) assert.strictEqual(ctx.emu.state.scalingInstances.get(id)!.lifecycleState, "Protected");
+        const workload = [...c.nodes.values()].filter((n) => !n.controlPlane).reduce((k, n) => k + n.pods.filter((p) => p === "ReplicaSet").length, 0);
+        assert.ok(workload >= 3, "the evicted pods were rescheduled onto the new nodes");
+        assert.ok(progress.some((m) => /rolling out spec 0000000000000new: 3 of 3 node\(s\) outdated/.test(m)), progress.join("\n"));
+    });
+
+    it("without rollout, outdated nodes stay and are named in the Pulumi log; a shrink removes outdated before current", async () => {
+        const group = outdatedPool(2);
+        const g = ctx.emu.state.scalingGroups.get(group)!;
+        g.maxSize = 3;
+        g.desiredCapacity = 3;
+        const fresh = launchInstance(ctx.emu.state, g).instanceId; // made from the new spec, the newest
+        const progress: string[] = [];
+        const before = ctx.emu.scalingGroupInstances(group);
+        await setPoolCapacity(inputs(group, 3), (m) => progress.push(m));
+        assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group), before, "nothing replaced without a rollout");
+        assert.ok(progress.some((m) => m.includes(`2 of 3 node(s) outdated (not made from spec ${NEW}): ${before[0]}, ${before[1]}`)), progress.join("\n"));
+        c.nodes.get(`node-${fresh}`)!.pods = []; // the cheapest to remove by every other rule
+        await setPoolCapacity(inputs(group, 1));
+        assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group), [fresh], "the shrink kept the current node");
+    });
+
+    it("a PodDisruptionBudget that blocks a drain pauses the rollout naming the pod; the next run resumes and finishes", async () => {
+        const group = outdatedPool(2);
+        const broken = watchRollout(ctx.emu, c, group, 2, 0);
+        c.failDrains = 1;
+        await assert.rejects(setPoolCapacity(inputs(group, 2, {})), (err: Error) => {
+            assert.match(err.message, /pool general: rollout paused/);
+            assert.match(err.message, /pods\/"web-1" -n "default"/, "the pod that blocked eviction");
+            assert.match(err.message, /disruption budget/);
+            assert.match(err.message, /next `pulumi up` resumes/);
+            return true;
+        });
+        assert.ok(specs(group).includes(OLD), "paused with an outdated node left");
+        await setPoolCapacity(inputs(group, 2, {}));
+        assert.deepStrictEqual(broken, []);
+        assert.deepStrictEqual(specs(group), [NEW, NEW]);
+    });
+
+    it("onDrainTimeout force: a drain blocked by a PodDisruptionBudget is done again deleting the pods, and the rollout finishes in one run", async () => {
+        const group = outdatedPool(2);
+        c.failDrains = 1;
+        await setPoolCapacity(inputs(group, 2, { onDrainTimeout: "force" }));
+        assert.deepStrictEqual(specs(group), [NEW, NEW]);
+        const drains = ctx.emu.callsOf("InvokeCommand").filter((call) => /"force":"delete"/.test(call.params.Parameters ?? ""));
+        assert.strictEqual(drains.length, 1, "only the blocked drain went without eviction");
+    });
+
+    it("a new node that never gets Ready stops the rollout before any outdated node leaves, naming it", async () => {
+        const group = outdatedPool(2);
+        c.autoJoin("general", { readyAfterListings: 1_000_000 });
+        await assert.rejects(setPoolCapacity(inputs(group, 2, {}, { readyTimeoutSeconds: 0.3 })), /Not Ready: i-emu/);
+        assert.deepStrictEqual(specs(group).filter((s) => s === OLD).length, 2, "no outdated node was removed");
+    });
+
+    it("PoolCapacity's check refuses a rollout given directly that could never replace a node, naming the property", async () => {
+        const bad = { ...inputs("asg-x", 2, { maxSurge: 0, maxUnavailable: 0 }) };
+        const res = await poolCapacityProvider.check!({}, bad);
+        assert.deepStrictEqual(res.failures!.map((f) => f.property), ["rollout"]);
+        assert.match(res.failures![0].reason, /both 0/);
+        assert.deepStrictEqual((await poolCapacityProvider.check!({}, inputs("asg-x", 2, {}))).failures, []);
+    });
+
+    it("property: sizes 1–4, surge 0–2, unavailable 0–1: invariants hold and the pool ends at its size, all current", async function () {
+        this.timeout(600_000);
+        const failures: string[] = [];
+        for (let size = 1; size <= 4; size++) {
+            for (let maxSurge = 0; maxSurge <= 2; maxSurge++) {
+                for (let maxUnavailable = 0; maxUnavailable <= 1; maxUnavailable++) {
+                    if (maxSurge === 0 && maxUnavailable === 0) continue;
+                    c = await fakeCluster(ctx.emu, REGION);
+                    c.autoJoin("general", { pods: ["ReplicaSet"] });
+                    const group = outdatedPool(size);
+                    const broken = watchRollout(ctx.emu, c, group, size, maxUnavailable);
+                    const at = `size ${size}, maxSurge ${maxSurge}, maxUnavailable ${maxUnavailable}`;
+                    await setPoolCapacity(inputs(group, size, { maxSurge, maxUnavailable }));
+                    const end = specs(group);
+                    if (broken.length > 0) failures.push(`${at}: ${broken.join("; ")}`);
+                    if (end.length !== size || end.some((s) => s !== NEW)) failures.push(`${at}: ended with ${end.join(", ")}`);
+                    if (c.violations.length > 0) failures.push(`${at}: ${c.violations.join("; ")}`);
+                }
+            }
+        }
+        assert.deepStrictEqual(failures, []);
+    });
+});
+
+describe("fixed pool rollout under faults (emulator): every mutating call refused once in turn, then a re-run", () => {
+    useEmulatorEnvironment();
+
+    /** A fresh world: a protected pool of 2 made from the old spec, the configuration on the new one. */
+    async function world(): Promise<{ emu: Emulator; c: FakeCluster; group: string; broken: string[]; run: () => Promise<void> }> {
+        const emu = await startEmulatorHere();
+        const c = await fakeCluster(emu, REGION);
+        c.autoJoin("general", { pods: ["ReplicaSet"] });
+        const g = emu.addScalingGroup({ maxSize: 2, desiredCapacity: 2, configurationTags: { [SPEC_TAG]: OLD } });
+        for (const id of emu.scalingGroupInstances(g.scalingGroupId)) {
+            emu.state.scalingInstances.get(id)!.lifecycleState = "Protected";
+            c.addNode(id, { pool: "general", pods: ["ReplicaSet"] });
+        }
+        const config = emu.state.scalingConfigurations.get(g.activeScalingConfigurationId)!;
+        config.tags = { ...config.tags, [SPEC_TAG]: NEW };
+        const broken = watchRollout(emu, c, g.scalingGroupId, 2, 0);
+        const run = () => setPoolCapacity({
+            region: REGION, scalingGroupId: g.scalingGroupId, poolName: "general", masterInstanceId: c.master, commands: c.commands, size: 2,
+            pollSeconds: 0.01, readyTimeoutSeconds: 5, pollIntervalMs: 5, specHash: NEW, rollout: DEFAULT_ROLLOUT,
+        }).then(() => undefined);
+        return { emu, c, group: g.scalingGroupId, broken, run };
+    }
+
+    it("the invariants hold under each fault, and the re-run ends at size with only current nodes", async function () {
+        this.timeout(600_000);
+        // The mutating calls of a clean rollout, each as (action, its occurrence).
+        const clean = await world();
+        const first = clean.emu.calls.length;
+        await clean.run();
+        const steps: Array<[string, number]> = [];
+        const seen = new Map<string, number>();
+        for (const call of clean.emu.calls.slice(first)) {
+            if (/^(Describe|List|Get|Query)/.test(call.action)) continue;
+            const n = seen.get(call.action) ?? 0;
+            seen.set(call.action, n + 1);
+            steps.push([call.action, n]);
+        }
+        await clean.emu.close();
+        assert.ok(steps.length >= 8, `a rollout makes mutating calls: ${steps.map(([a]) => a).join(", ")}`);
+        const failures: string[] = [];
+        for (const [action, occurrence] of steps) {
+            const w = await world();
+            let count = 0;
+            w.emu.inject(action, { status: 400, code: "Forbidden.Injected", message: "refused by the test", times: 1, when: () => count++ === occurrence });
+            const firstRun = await w.run().then(() => "ok", (e: Error) => e.message);
+            await w.run().catch((e: Error) => failures.push(`${action}#${occurrence}: the re-run failed: ${e.message.split("\n")[0]}`));
+            const end = w.emu.scalingGroupInstances(w.group).map((id) => w.emu.instances.get(id)!.tags[SPEC_TAG]);
+            if (w.broken.length > 0) failures.push(`${action}#${occurrence}: ${w.broken.join("; ")}`);
+            if (w.c.violations.length > 0) failures.push(`${action}#${occurrence}: I1 ${w.c.violations.join("; ")}`);
+            if (end.length !== 2 || end.some((s) => s !== NEW)) failures.push(`${action}#${occurrence}: ended with ${end.join(", ")} (first run: ${firstRun.split("\n")[0]})`);
+            await w.emu.close();
+        }
+        assert.deepStrictEqual(failures, []);
+    });
+});

@@ -1,0 +1,131 @@
+/**
+ * A stack deployed with the previous version of a dynamic provider whose create/update/delete changed: Pulumi keeps
+ * running the code stored in state until an update stores the new code, so the new version bumps its
+ * `providerVersion`. Here the state the previous version wrote goes through one `pulumi up` (diff → update with
+ * the new code and the new saved commands), and the resource's delete then runs the new code against that state.
+ * World: the emulator and testing/fakeCluster.ts; I1–I3 are read from their state.
+ */
+import * as assert from "assert";
+import { useEmulator, call } from "../testing/emulator/fixture";
+import { fakeCluster, type FakeCluster } from "../testing/fakeCluster";
+import { createCommand } from "../testing/savedCommands";
+import { CONTROL_PLANE_MEMBER_PROVIDER_VERSION, controlPlaneMemberProvider } from "../src/providers/controlPlaneMember";
+import { NODE_MEMBERSHIP_PROVIDER_VERSION, nodeMembershipProvider } from "../src/providers/nodeMembership";
+import { POOL_CAPACITY_PROVIDER_VERSION, poolCapacityProvider } from "../src/providers/poolCapacity";
+import { DEFAULT_ROLLOUT, SPEC_TAG, type NodeCommandIds } from "../src/rules";
+
+const REGION = "cn-hangzhou";
+
+/** The delete-node command as the previous version saved it: one Node per call, parameter `node`. */
+const PREVIOUS_DELETE_NODE = "#!/bin/bash\n# alicloud-kubeadm operation: delete-node (delete a Node object), rendered by src/shell/render.ts. Parameters:\n" +
+    "readonly AK_NODE='{{node}}'\nkubectl delete node \"$AK_NODE\" --ignore-not-found --wait=false\n";
+
+describe("providers whose behaviour changed: state from the previous version runs the new code after one pulumi up", () => {
+    const ctx = useEmulator();
+    let c: FakeCluster;
+    /** The saved commands the previous version's state names (delete-node as it was then). */
+    let previousCommands: NodeCommandIds;
+    beforeEach(async () => {
+        c = await fakeCluster(ctx.emu, REGION);
+        const deleteNode = await createCommand(REGION, { commandName: "test-delete-node-v1", script: PREVIOUS_DELETE_NODE, parameters: true, timeoutSeconds: 120, description: "delete a Node object" });
+        previousCommands = { ...c.commands, "delete-node": deleteNode };
+        c.addNode(ctx.emu.addInstance().instanceId, { pool: "other" }); // where evicted pods go
+    });
+    afterEach(() => assert.deepStrictEqual(c.violations, [], "I1"));
+    const nodeOf = (id: string) => [...c.nodes.values()].find((n) => n.instanceId === id);
+
+    // Every version a stack may still hold: 1 (nodes label their pool themselves), 2 (the admission service sets the
+    // pool label), 3 (capacity changes that never let ESS choose), each going straight to the current one in one
+    // `pulumi up` (3 with the spec hash and a rollout too, below).
+    const previousPoolCapacityVersions = Array.from({ length: Number(POOL_CAPACITY_PROVIDER_VERSION) - 1 }, (_, i) => String(i + 1));
+    it("PoolCapacity: every previous version is covered below", () => assert.deepStrictEqual(previousPoolCapacityVersions, ["1", "2", "3"]));
+    for (const version of previousPoolCapacityVersions) {
+        it(`PoolCapacity ${version} → ${POOL_CAPACITY_PROVIDER_VERSION}: an update (not a replacement) stores the new code; its delete then drains the pool with scale-out suspended`, async () => {
+            const group = ctx.emu.addScalingGroup({ desiredCapacity: 2, maxSize: 2 }).scalingGroupId;
+            const members = ctx.emu.scalingGroupInstances(group);
+            // Version 1's nodes carry only the label they set themselves; from version 2 the service's label.
+            const [early, late] = members;
+            c.addNode(early, version === "1" ? { pool: "", legacyPool: "general", pods: ["ReplicaSet"] } : { pool: "general", pods: ["ReplicaSet"] });
+            c.addNode(late, { pool: "general", pods: ["ReplicaSet"] });
+            members.forEach((id) => { ctx.emu.state.scalingInstances.get(id)!.lifecycleState = "Protected"; });
+            const base = { region: REGION, scalingGroupId: group, poolName: "general", masterInstanceId: c.master, size: 2, pollSeconds: 0.02, readyTimeoutSeconds: 5, pollIntervalMs: 10 };
+            const previous = { ...base, commands: previousCommands, providerVersion: version, readyInstanceIds: version === "1" ? [early] : [...members].sort() };
+            const news = { ...base, commands: c.commands, providerVersion: POOL_CAPACITY_PROVIDER_VERSION };
+            const diff = await poolCapacityProvider.diff!("x", previous, news);
+            assert.deepStrictEqual([diff.changes, diff.replaces], [true, []]);
+            const updated = await poolCapacityProvider.update!("x", previous, news);
+            const state = updated.outs as typeof previous;
+            assert.strictEqual(state.providerVersion, POOL_CAPACITY_PROVIDER_VERSION);
+            assert.deepStrictEqual(state.readyInstanceIds, [...members].sort(), "both nodes counted, whichever label they carry");
+            assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group), members, "I3: the update changed no member");
+            await poolCapacityProvider.delete!("x", state);
+            assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group), []);
+            assert.ok(members.every((id) => !nodeOf(id)), "I2: every Node gone");
+            assert.deepStrictEqual(ctx.emu.scalingGroups.get(group)!.suspendedProcesses, ["ScaleOut"], "the new code's delete: scale-out held for the group's deletion");
+            assert.ok(ctx.emu.callsOf("InvokeCommand").filter((x) => x.params.CommandId === c.commands["delete-node"]).length > 0, "the new delete-node command");
+            assert.strictEqual(ctx.emu.callsOf("InvokeCommand").filter((x) => x.params.CommandId === previousCommands["delete-node"]).length, 0);
+        });
+    }
+
+    it(`PoolCapacity ${Number(POOL_CAPACITY_PROVIDER_VERSION) - 1} → ${POOL_CAPACITY_PROVIDER_VERSION} with the pool's spec hash and a rollout: one pulumi up replaces the members made before (no spec tag), drained, ending at size`, async () => {
+        const group = ctx.emu.addScalingGroup({ desiredCapacity: 2, maxSize: 2 });
+        const members = ctx.emu.scalingGroupInstances(group.scalingGroupId);
+        members.forEach((id) => { c.addNode(id, { pool: "general", pods: ["ReplicaSet"] }); ctx.emu.state.scalingInstances.get(id)!.lifecycleState = "Protected"; });
+        // This version's NodePool tags the configuration (Pulumi's in-place update): ESS tags what it creates from now on.
+        const config = ctx.emu.state.scalingConfigurations.get(group.activeScalingConfigurationId)!;
+        config.tags = { ...config.tags, [SPEC_TAG]: "00000000000spec2" };
+        c.autoJoin("general");
+        const base = { region: REGION, scalingGroupId: group.scalingGroupId, poolName: "general", masterInstanceId: c.master, size: 2, pollSeconds: 0.02, readyTimeoutSeconds: 5, pollIntervalMs: 10 };
+        const previous = { ...base, commands: previousCommands, providerVersion: String(Number(POOL_CAPACITY_PROVIDER_VERSION) - 1), readyInstanceIds: [...members].sort() };
+        const news = { ...base, commands: c.commands, providerVersion: POOL_CAPACITY_PROVIDER_VERSION, specHash: "00000000000spec2", rollout: DEFAULT_ROLLOUT };
+        const diff = await poolCapacityProvider.diff!("x", previous, news);
+        assert.deepStrictEqual([diff.changes, diff.replaces], [true, []], "an update: the pool is not drained by a replacement");
+        const state = (await poolCapacityProvider.update!("x", previous, news)).outs as typeof news & { readyInstanceIds: string[] };
+        const now = ctx.emu.scalingGroupInstances(group.scalingGroupId);
+        assert.strictEqual(now.length, 2);
+        assert.ok(now.every((id) => !members.includes(id) && ctx.emu.instances.get(id)!.tags[SPEC_TAG] === "00000000000spec2"), "every member made from the new spec");
+        assert.ok(members.every((id) => !nodeOf(id)), "I2: the old members' Nodes gone");
+        assert.deepStrictEqual(state.readyInstanceIds, [...now].sort());
+    });
+
+    it(`NodeMembership ${Number(NODE_MEMBERSHIP_PROVIDER_VERSION) - 1} → ${NODE_MEMBERSHIP_PROVIDER_VERSION}: an update stores the new code; its delete stops a running attach and leaves no Node behind`, async () => {
+        const id = ctx.emu.addInstance({ userData: Buffer.from("#!/bin/bash\nattach").toString("base64") }).instanceId;
+        const other = ctx.emu.addInstance().instanceId;
+        c.addNode(other, { pods: ["ReplicaSet"] });
+        const attach = await createCommand(REGION, { commandName: "test-attach", script: "#!/bin/bash\n# test attach\n", parameters: false, timeoutSeconds: 600, description: "attach" });
+        let attachRuns = 0;
+        ctx.emu.onCommand(/# test attach/, async () => { attachRuns++; return { output: "joined\n", delayMs: 60_000 }; });
+        c.addNode(id, { pods: ["ReplicaSet"] });
+        const base = { region: REGION, masterInstanceId: c.master, instanceId: id, mode: "manual" as const, attachCommandId: attach, admission: true, pollSeconds: 0.02, pollIntervalMs: 10 };
+        const previous = { ...base, commands: previousCommands, providerVersion: String(Number(NODE_MEMBERSHIP_PROVIDER_VERSION) - 1), nodeName: `node-${id}`, providerId: `${REGION}.${id}` };
+        const news = { ...base, commands: c.commands, providerVersion: NODE_MEMBERSHIP_PROVIDER_VERSION };
+        const diff = await nodeMembershipProvider.diff!("x", previous, news);
+        assert.deepStrictEqual([diff.changes, diff.replaces], [true, []]);
+        const state = (await nodeMembershipProvider.update!("x", previous, news)).outs as typeof previous;
+        assert.strictEqual(state.providerVersion, NODE_MEMBERSHIP_PROVIDER_VERSION);
+        await call("ecs", "InvokeCommand", { CommandId: attach, InstanceId: [id] }); // an attach still running (a re-run of a slow join)
+        await nodeMembershipProvider.delete!("x", state);
+        assert.strictEqual(nodeOf(id), undefined, "I2: no Node");
+        assert.ok(!c.credentials.has(id), "I2: no kubelet credentials on the machine");
+        assert.strictEqual(ctx.emu.callsOf("StopInvocation").length, 1, "the new code stopped the attach");
+        assert.ok(nodeOf(other) && !nodeOf(other)!.unschedulable, "I3: the other node untouched");
+        assert.strictEqual(attachRuns, 1);
+    });
+
+    it(`ControlPlaneMember ${Number(CONTROL_PLANE_MEMBER_PROVIDER_VERSION) - 1} → ${CONTROL_PLANE_MEMBER_PROVIDER_VERSION}: an update stores the new code; its delete takes the member out of the cluster and etcd`, async () => {
+        c = await fakeCluster(ctx.emu, REGION, { masters: 3 });
+        previousCommands = { ...c.commands, "delete-node": previousCommands["delete-node"] };
+        const member = c.masters[2];
+        const base = { region: REGION, masterInstanceId: c.master, masterInstanceIds: c.masters, memberInstanceId: member, joinCommandId: "c-join", pollSeconds: 0.02 };
+        const previous = { ...base, commands: previousCommands, providerVersion: String(Number(CONTROL_PLANE_MEMBER_PROVIDER_VERSION) - 1), nodeName: "master-2" };
+        const news = { ...base, commands: c.commands, providerVersion: CONTROL_PLANE_MEMBER_PROVIDER_VERSION };
+        const diff = await controlPlaneMemberProvider.diff!("x", previous, news);
+        assert.deepStrictEqual([diff.changes, diff.replaces], [true, []]);
+        const state = (await controlPlaneMemberProvider.update!("x", previous, news)).outs as typeof previous;
+        assert.strictEqual(state.providerVersion, CONTROL_PLANE_MEMBER_PROVIDER_VERSION);
+        await controlPlaneMemberProvider.delete!("x", state);
+        assert.ok(!c.nodes.has("master-2") && !c.etcd.has("master-2"), "I2: no Node, no etcd member");
+        assert.deepStrictEqual([...c.etcd.keys()].sort(), ["master-0", "master-1"], "I3: the other members stay");
+        assert.ok(ctx.emu.callsOf("InvokeCommand").some((x) => x.params.CommandId === c.commands["delete-node"]), "the new delete-node command");
+    });
+});
