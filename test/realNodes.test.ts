@@ -84,7 +84,8 @@ describe("real nodes: the pool's userdata as synth renders it joins through admi
             if (boots.length < 2) return false;
             const items = JSON.parse(await s.c.kubectl(["get", "nodes,csr,leases.coordination.k8s.io", "-A", "-o", "json"])).items as any[];
             const node = (b: Boot) => items.find((o) => o.kind === "Node" && o.metadata.name === nodeName(b.instance.instanceId));
-            mark("node prepared: containerd up, images imported (baked image)", all((b) => onNode(b, "/run/containerd/containerd.sock")));
+            mark("node prepared: packages in place (baked image), containerd configured and up", all((b) => onNode(b, "/run/containerd/containerd.sock")));
+            mark("baked images imported into containerd (this machine: no registry)", all((b) => onNode(b, "/var/lib/containerd/.ak-baked-images")));
             mark("admitted: a single-use bootstrap token issued for the node", all((b) => items.some((o) => o.kind === "Lease" && o.metadata.annotations?.[PROVIDER_ID_ANNOTATION] === nodeName(b.instance.instanceId))));
             mark("kubeadm join: kubelet configured and started", all((b) => onNode(b, "/var/lib/kubelet/config.yaml")));
             mark("TLS bootstrap: client CSR approved by the admission service, signed", all((b) => admittedCsrsOf(items, nodeName(b.instance.instanceId)).length > 0));
