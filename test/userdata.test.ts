@@ -266,7 +266,8 @@ describe("userdata scripts: static checks", () => {
             "/dev/urandom", // read only (the encryption key)
             "/etc/kubernetes/pki/alicloud-kubeadm-encryption.yaml", "/etc/kubernetes/audit", "/var/log/kubernetes/audit", // AK_* constants, written under ${AK_ROOT}
             "/usr/local/sbin/alicloud-kubeadm-cert-renew", // AK_RENEW_BIN, as AK_IMDS_BLOCK
-            "/etc/alicloud-kubeadm", // AK_OVERLAY_DIR: read as ${AK_ROOT}${AK_OVERLAY_DIR}; the node's own path in its kubeadm config
+            "/etc/alicloud-kubeadm/kubeadm-patches", // the node image overlay: read under ${AK_ROOT}, the node's own path in its kubeadm config
+            "/etc/alicloud-kubeadm", // in a comment
         ];
         const ops = fs.readdirSync(path.join(USERDATA_DIR, "ops")).map((f) => path.join("ops", f));
         assert.ok(ops.includes(path.join("ops", "reset.sh")));
@@ -657,6 +658,33 @@ describe("attach_node.sh in the sandbox", () => {
         const kubelet = byKind(parseYaml(callsOf(r.calls, "kubeadm", "join")[0].config), "JoinConfiguration").nodeRegistration.kubeletExtraArgs;
         assert.equal(argValue(kubelet, "node-labels"), "alicloud-kubeadm/pool=elastic");
         assert.equal(argValue(kubelet, "register-with-taints"), undefined);
+    });
+
+    it("a node image's overlays reach the JoinConfiguration: its kubeadm patches and the preflight checks it names, checked", async () => {
+        const sb = sandbox({ os: "ubuntu", prebaked: true });
+        sb.write("/etc/alicloud-kubeadm/kubeadm-patches/kubeletconfiguration+merge.yaml", "failCgroupV1: false\n");
+        sb.write("/etc/alicloud-kubeadm/ignore-preflight-errors", "SystemVerification, Swap,\nNumCPU\n");
+        const r = await sb.run(script);
+        assertOk(r, sb);
+        const join = byKind(parseYaml(callsOf(r.calls, "kubeadm", "join")[0].config), "JoinConfiguration");
+        assert.deepEqual(join.patches, { directory: "/etc/alicloud-kubeadm/kubeadm-patches" });
+        assert.deepEqual(join.nodeRegistration.ignorePreflightErrors, ["SystemVerification", "Swap", "NumCPU"]);
+
+        const plain = sandbox({ os: "ubuntu", prebaked: true });
+        const p = await plain.run(script);
+        assertOk(p, plain);
+        const plainJoin = byKind(parseYaml(callsOf(p.calls, "kubeadm", "join")[0].config), "JoinConfiguration");
+        assert.equal(plainJoin.patches, undefined);
+        assert.equal(plainJoin.nodeRegistration.ignorePreflightErrors, undefined);
+
+        for (const bad of ["all; touch /tmp/x", "Swap\n$(id)", "*"]) {
+            const hostile = sandbox({ os: "ubuntu", prebaked: true });
+            hostile.write("/etc/alicloud-kubeadm/ignore-preflight-errors", bad);
+            const h = await hostile.run(script);
+            assert.notEqual(h.code, 0, `refused: ${JSON.stringify(bad)}`);
+            assert.match(h.stderr, /ignore-preflight-errors: expected comma-separated kubeadm check names/);
+            assert.equal(callsOf(h.calls, "kubeadm", "join").length, 0, "no join with a config the image's file could not be read into");
+        }
     });
 
     it("joins a control-plane member with controlPlane.certificateKey, keeping the key out of the log", async () => {

@@ -107,7 +107,7 @@ ak_has_leftovers() {
 }
 
 ak_preclean() {
-  ak_log "cleaning leftovers of an earlier join: kubeadm reset, cni0, /etc/cni/net.d, flannel's lease"
+  ak_log "cleaning leftovers of an earlier join"
   kubeadm reset -f --cri-socket "$AK_CRI_SOCKET" 2>&1 | ak_redact
   if ip link show cni0 >/dev/null 2>&1; then ip link delete cni0; fi
   # the folder's contents only: containerd exits when the folder it watches goes (docs/upstream.md#containerd-cni-dir)
@@ -120,7 +120,6 @@ ak_preclean() {
 
 ak_prepare_node
 ak_read_identity
-ak_overlay_note
 ak_wait_for_api
 config="${AK_STATE_DIR}/kubeadm-join.yaml"
 (umask 077 && ak_join_config >"$config")

@@ -110,7 +110,6 @@ EOF
 
 ak_prepare_node
 ak_read_identity
-ak_overlay_note
 ak_write_audit_policy
 ak_write_admission_config
 # Secrets encryption at rest: the key is made here, once (a re-run keeps it); members get the whole file through

@@ -55,29 +55,19 @@ ak_yaml() {
   printf "'%s'" "${1//\'/\'\'}"
 }
 
-AK_OVERLAY_DIR="/etc/alicloud-kubeadm"
-
 ak_overlay_patches() {
-  [ -z "$(ls -A "${AK_ROOT}${AK_OVERLAY_DIR}/kubeadm-patches" 2>/dev/null)" ] || printf 'patches:\n  directory: %s/kubeadm-patches\n' "$AK_OVERLAY_DIR"
-}
-
-ak_overlay_preflight() {
-  local f="${AK_ROOT}${AK_OVERLAY_DIR}/ignore-preflight-errors"
-  [ -s "$f" ] || return 0
-  ! tr -d ' \t\n' <"$f" | tr , '\n' | grep -qvxE '[A-Za-z0-9._-]+' || ak_die "${f#"$AK_ROOT"}: expected comma-separated kubeadm check names"
-  tr -d ' \t\n' <"$f" | tr , '\n'
-}
-
-ak_overlay_note() {
-  [ ! -d "${AK_ROOT}${AK_OVERLAY_DIR}" ] || ak_log "node image overlays in ${AK_OVERLAY_DIR}: $(cd "${AK_ROOT}${AK_OVERLAY_DIR}" && echo *)"
+  [ -z "$(ls -A "${AK_ROOT}/etc/alicloud-kubeadm/kubeadm-patches" 2>/dev/null)" ] || printf 'patches:\n  directory: /etc/alicloud-kubeadm/kubeadm-patches\n'
 }
 
 ak_node_registration() {
-  local checks c
-  checks=$(ak_overlay_preflight)
+  local f="${AK_ROOT}/etc/alicloud-kubeadm/ignore-preflight-errors" c checks=()
+  [ ! -s "$f" ] || IFS=$', \t\n' read -d '' -ra checks <"$f" || true
   printf 'nodeRegistration:\n  name: %s\n  criSocket: %s\n' "$(ak_yaml "$AK_PROVIDER_ID")" "$(ak_yaml "$AK_CRI_SOCKET")"
-  [ -z "$checks" ] || printf '  ignorePreflightErrors:\n'
-  for c in $checks; do printf '    - %s\n' "$(ak_yaml "$c")"; done
+  [ ${#checks[@]} -eq 0 ] || printf '  ignorePreflightErrors:\n'
+  for c in "${checks[@]}"; do
+    [[ $c =~ ^[A-Za-z0-9._-]+$ ]] || ak_die "${f#"$AK_ROOT"}: expected comma-separated kubeadm check names"
+    printf '    - %s\n' "$(ak_yaml "$c")"
+  done
   cat <<EOF
   kubeletExtraArgs:
     - name: cloud-provider
@@ -425,7 +415,7 @@ ak_has_leftovers() {
 }
 
 ak_preclean() {
-  ak_log "cleaning leftovers of an earlier join: kubeadm reset, cni0, /etc/cni/net.d, flannel's lease"
+  ak_log "cleaning leftovers of an earlier join"
   kubeadm reset -f --cri-socket "$AK_CRI_SOCKET" 2>&1 | ak_redact
   if ip link show cni0 >/dev/null 2>&1; then ip link delete cni0; fi
   (shopt -s dotglob nullglob && rm -rf "${AK_ROOT}/etc/cni/net.d/"*)
@@ -436,7 +426,6 @@ ak_preclean() {
 
 ak_prepare_node
 ak_read_identity
-ak_overlay_note
 ak_wait_for_api
 config="${AK_STATE_DIR}/kubeadm-join.yaml"
 (umask 077 && ak_join_config >"$config")
