@@ -14,7 +14,7 @@ import { manifestFiles } from "../src/components/kube";
 import { redactUserdata } from "../src/shell/render";
 import { validateClusterConfig, type ClusterConfig } from "../src/config";
 import * as pulumi from "@pulumi/pulumi";
-import { installMocks, REDACTED, valueOf, type RecordedResource } from "../testing/mockRuntime";
+import { installMocks, REDACTED, valueOf, type MockOptions, type RecordedResource } from "../testing/mockRuntime";
 
 const ROOT = path.resolve(__dirname, "..");
 
@@ -99,8 +99,9 @@ function problemsOf(err: unknown): string[] {
 /**
  * @param opts.runningVersion the version the cluster's API servers answer (ControlPlaneVersion's output under mocks), to
  *   see what a `pulumi up` renders while the control plane still runs it. Default: the configured version.
+ * @param opts.dynamicOutputs outputs of the library's dynamic resources instead of the placeholders (e.g. a real control plane's `caCertHash`).
  */
-export async function synthesize(stackArg: string, outRoot = path.join(ROOT, "out"), opts: { runningVersion?: string } = {}): Promise<SynthResult> {
+export async function synthesize(stackArg: string, outRoot = path.join(ROOT, "out"), opts: { runningVersion?: string } & Pick<MockOptions, "dynamicOutputs"> = {}): Promise<SynthResult> {
     const { stack, file } = resolveStackFile(stackArg);
     const outDir = path.join(outRoot, stack);
     const read = readStackFile(file);
@@ -109,7 +110,7 @@ export async function synthesize(stackArg: string, outRoot = path.join(ROOT, "ou
     if ("problem" in read) {
         return { ...base, resources: [], problems: [read.problem] };
     }
-    const recorder = installMocks({ stack, config: read.config, runningVersion: opts.runningVersion });
+    const recorder = installMocks({ stack, config: read.config, runningVersion: opts.runningVersion, dynamicOutputs: opts.dynamicOutputs });
     const seen = watchValidation();
     const failures: unknown[] = [];
     let outputs: Record<string, unknown> = {};

@@ -1,3 +1,4 @@
+// World: real PKCS#7 from openssl through the production decision, against modelled cloud and cluster state.
 // Admission by cloud identity: real PKCS#7 made by openssl (a test CA standing in for Alibaba's), through the
 // verification code production uses; the decision's effects asserted from the modelled cluster and cloud state.
 import * as assert from "assert";

@@ -1,3 +1,4 @@
+// World: the OpenAPI emulator (testing/emulator); Pulumi mocks (testing/mockRuntime.ts).
 // Joining through admission: the rendered userdata of every pool and auto-mode existing node, and the saved
 // attach command of manual ones, carry no bootstrap token variable or value at all (mock graph), and no
 // BootstrapToken is created for them. Their script asks the admission endpoints instead.

@@ -1,3 +1,4 @@
+// World: node scripts in the sandbox (testing/sandbox: stub kubeadm, systemctl, curl, package managers).
 // The node side of admission, end to end on loopback: the real shell client (src/shell/admission_client.sh with
 // prepare_node.sh's helpers) against the real admission server (its own key and certificate, made by the
 // production AdmissionCertificate code; the node trusts it only by the pin of that key), the metadata service

@@ -1,3 +1,4 @@
+// World: a local HTTPS server with an openssl-made CA standing in for the API server; no cluster, no cloud.
 import * as assert from "assert";
 import { execFileSync } from "child_process";
 import * as fs from "fs";

@@ -1,3 +1,4 @@
+// World: the OpenAPI emulator (testing/emulator); Pulumi mocks (testing/mockRuntime.ts).
 /**
  * The etcd backup resources of a stack, under Pulumi mocks (`npm run synth`): the bucket (versioned, private, lifecycle by
  * prefix and age), the masters' policy (PutObject under the cluster's two prefixes, nothing else: evaluated with the

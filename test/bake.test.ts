@@ -1,3 +1,5 @@
+// World: node scripts in the sandbox (testing/sandbox: stub kubeadm, systemctl, curl, package managers); Pulumi mocks
+// (testing/mockRuntime.ts).
 /**
  * Baked node images: the bake mode runs the one list of preparation steps a stock boot runs; a
  * boot on a matching baked image downloads, installs and pulls nothing; a stale one falls back to installing;

@@ -1,3 +1,4 @@
+// World: the OpenAPI emulator (testing/emulator).
 /**
  * BakedImage against the local OpenAPI emulator: it waits for the Image Builder execution, owns the image the
  * execution produced (by the execution's ImageId, or the one image under the pipeline's unique name prefix),

@@ -1,3 +1,4 @@
+// World: node scripts in the sandbox (testing/sandbox: stub kubeadm, systemctl, curl, package managers).
 /**
  * The certificate renewal a master's timer runs (installed by src/shell/control_plane.sh ak_install_cert_renewal, on new
  * masters and, through the saved maintenance command, on masters built before it): run in the script sandbox with the

@@ -1,3 +1,4 @@
+// World: both halves of the channel for real: the provider's code in-process, the node's in bash with openssl.
 /**
  * The secret channel: the provider's half (src/cloud/channel.ts) against the node's half (src/shell/channel.sh,
  * run by bash with this machine's real openssl), in both directions; tampering, a wrong key and a second use fail.

@@ -1,3 +1,4 @@
+// World: the functions and files themselves: no cluster, no cloud.
 import * as assert from "assert";
 import fc from "fast-check";
 import { carveVSwitchCidrs, carvedVSwitchPrefix, contains, formatCidr, nodeCidrCount, overlaps, parseCidr, type Cidr } from "../src/rules/cidr";

@@ -1,3 +1,4 @@
+// World: node scripts in the sandbox (testing/sandbox: stub kubeadm, systemctl, curl, package managers).
 /**
  * CIS basics on the control plane (docs/security.md#cis), from what the rendered scripts leave in the sandbox:
  * master 0's kubeadm config (profiling off, audit log with rotation, encryption at rest when enabled, the kubelet's

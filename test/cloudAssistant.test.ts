@@ -1,3 +1,4 @@
+// World: the OpenAPI emulator (testing/emulator).
 import * as assert from "assert";
 import * as pulumi from "@pulumi/pulumi";
 import { CommandError, runCommand, RunCommandOptions, runOnInstance } from "../src/cloud/cloudAssistant";

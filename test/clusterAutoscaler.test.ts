@@ -1,3 +1,4 @@
+// World: Pulumi mocks (testing/mockRuntime.ts).
 // ClusterAutoscaler: versions, refused releases, generic RBAC per minor, --nodes per pool, settings, credentials.
 import { strict as assert } from "assert";
 import { installMocks, valueOf, type Recorder } from "../testing/mockRuntime";

@@ -1,3 +1,4 @@
+// World: Pulumi mocks (testing/mockRuntime.ts).
 /**
  * The package as a consumer gets it: `npm pack` (which builds dist/ on prepack), the tarball installed into a
  * fresh project offline from the npm cache `npm ci` filled, README's "Using the components in your own

@@ -1,3 +1,4 @@
+// World: Pulumi mocks (testing/mockRuntime.ts).
 import * as assert from "assert";
 import * as fs from "fs";
 import * as os from "os";

@@ -1,3 +1,5 @@
+// World: the OpenAPI emulator (testing/emulator); node scripts in the sandbox (testing/sandbox: stub kubeadm,
+// systemctl, curl, package managers); the Kubernetes double (testing/fakeCluster.ts).
 import * as assert from "assert";
 import { useEmulator } from "../testing/emulator/fixture";
 import { fakeCluster, type FakeCluster } from "../testing/fakeCluster";

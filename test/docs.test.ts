@@ -1,3 +1,4 @@
+// World: the functions and files themselves: no cluster, no cloud.
 /**
  * README's "Configuration" table documents every key of the cluster config, and only keys that exist.
  * `FULL` must name every key of ClusterConfigInput (the compiler refuses a missing one), and config.ts checks

@@ -1,3 +1,4 @@
+// World: the OpenAPI emulator (testing/emulator).
 import * as assert from "assert";
 import * as strict from "node:assert/strict";
 import { execFile, spawnSync } from "child_process";

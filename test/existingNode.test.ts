@@ -1,3 +1,4 @@
+// World: the OpenAPI emulator (testing/emulator); Pulumi mocks (testing/mockRuntime.ts).
 import * as assert from "assert";
 import * as fs from "fs";
 import * as path from "path";

@@ -1,3 +1,4 @@
+// World: the OpenAPI emulator (testing/emulator); the Kubernetes double (testing/fakeCluster.ts).
 /**
  * The removal fault matrix: for a pool node released and one kept, a pool member released with no
  * Node yet (fenced: protected and stopped before its release), an existing node and a

@@ -1,3 +1,4 @@
+// World: the OpenAPI emulator (testing/emulator).
 import * as assert from "assert";
 import { execFileSync } from "child_process";
 import * as fs from "fs";

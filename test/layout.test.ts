@@ -1,3 +1,4 @@
+// World: the functions and files themselves: no cluster, no cloud.
 /**
  * The layout keeps its promises: each folder of src/ has one role, and a module imports only modules of
  * its own layer or below; the library never imports scripts/ or test/; comments point only into the repo,

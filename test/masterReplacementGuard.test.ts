@@ -1,3 +1,4 @@
+// World: the OpenAPI emulator (testing/emulator).
 /**
  * The preview-time refusal of a change that would re-create more than one master at once (src/providers/masterGuard.ts)
  * against the emulator's ECS: the masters as they are (instance names, zones, system disk categories: DescribeInstances,

@@ -1,3 +1,4 @@
+// World: node scripts in the sandbox (testing/sandbox: stub kubeadm, systemctl, curl, package managers).
 /**
  * Master 0 never re-inits a live cluster: src/shell/master_init.sh run in the script sandbox (testing/sandbox: stub
  * kubeadm, curl, package managers; the real openssl). The masters it asks are answered by a curl stub that serves a

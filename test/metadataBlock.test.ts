@@ -1,3 +1,4 @@
+// World: node scripts in the sandbox (testing/sandbox: stub kubeadm, systemctl, curl, package managers).
 /**
  * Pods off the instance metadata service (docs/security.md#metadata-block): every rendered node script installs
  * the block as an enabled unit ordered before (and required by) the kubelet, and applies it before the kubelet

@@ -1,3 +1,4 @@
+// World: this machine's real netfilter in network namespaces the test makes; the block script from a sandbox run.
 /**
  * The metadata block on a real kernel's netfilter (iptables, nf_tables backend), in network namespaces this test
  * creates: a node (its pod bridge `cni0` and uplink `eth0`, ip_forward on), a pod behind it, and a stand-in for the

@@ -1,3 +1,4 @@
+// World: Pulumi mocks (testing/mockRuntime.ts).
 import * as assert from "assert";
 import * as pulumi from "@pulumi/pulumi";
 import { installMocks, valueOf, type Recorder } from "../testing/mockRuntime";

@@ -1,3 +1,5 @@
+// World: the OpenAPI emulator (testing/emulator); the Kubernetes double (testing/fakeCluster.ts); Pulumi mocks
+// (testing/mockRuntime.ts).
 import * as assert from "assert";
 import * as fs from "fs";
 import * as path from "path";

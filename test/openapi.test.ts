@@ -1,3 +1,4 @@
+// World: the OpenAPI emulator (testing/emulator).
 import * as assert from "assert";
 import * as http from "http";
 import { AddressInfo } from "net";

@@ -1,3 +1,4 @@
+// World: the OpenAPI emulator (testing/emulator).
 import * as assert from "assert";
 import * as zlib from "zlib";
 import { useEmulator } from "../testing/emulator/fixture";

@@ -1,3 +1,4 @@
+// World: Pulumi mocks (testing/mockRuntime.ts).
 /**
  * The repository is two things: the stack program Pulumi runs (`index.ts`) and the package others install
  * (`dist/`, built from src/). Pulumi picks the program the way its Node.js language host does

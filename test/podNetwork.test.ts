@@ -1,3 +1,4 @@
+// World: Pulumi mocks (testing/mockRuntime.ts).
 // PodNetwork (flannel alloc + Alibaba CCM routes) and the kube.ts helpers it is built on.
 import { strict as assert } from "assert";
 import { installMocks, valueOf, type Recorder } from "../testing/mockRuntime";

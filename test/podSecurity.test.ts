@@ -1,3 +1,5 @@
+// World: node scripts in the sandbox (testing/sandbox: stub kubeadm, systemctl, curl, package managers); Pulumi mocks
+// (testing/mockRuntime.ts).
 /**
  * Pod security and no default token, in the script sandbox (testing/sandbox: stub kubeadm that makes kubeadm init's
  * default bootstrap token, stub systemctl, iptables…) and under Pulumi mocks (the whole stack synthesized): master 0

@@ -1,3 +1,4 @@
+// World: the functions and files themselves: no cluster, no cloud.
 /**
  * The dynamic resources' diff policies (src/providers/diff.ts): every input of a resource is a replacement, an
  * update or explicitly no change, checked when the code compiles; a change of an input that no list named used

@@ -1,3 +1,4 @@
+// World: the OpenAPI emulator (testing/emulator); the Kubernetes double (testing/fakeCluster.ts).
 /**
  * State written by the previous version of each provider this change touched runs the new code after one `pulumi up`:
  * the engine calls diff(old state, new inputs) and then update (never a replacement, which would re-join or reset a

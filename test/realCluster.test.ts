@@ -1,3 +1,5 @@
+// World: a real control plane built from source (test/kube: etcd, kube-apiserver, controller-manager, scheduler,
+// kubeadm, kubectl; KWOK for nodes).
 /**
  * Against a real control plane (test/kube/cluster.ts: etcd, kube-apiserver, kube-controller-manager,
  * kube-scheduler of Kubernetes v1.36.3, KWOK fake nodes), started once for this file on 127.0.0.1.

@@ -1,3 +1,5 @@
+// World: a real control plane built from source (test/kube: etcd, kube-apiserver, controller-manager, scheduler,
+// kubeadm, kubectl; KWOK for nodes); the OpenAPI emulator (testing/emulator).
 // Admission on the real control plane (test/kube: upstream kube-apiserver, kube-controller-manager, kubeadm's
 // API-side phases): the service's own RBAC and the admitted nodes' RBAC from src/components/admission.ts, the
 // service's REST client with its service-account token, a real PKCS#7 from openssl. A valid member's CSR is

@@ -1,3 +1,5 @@
+// World: a real control plane built from source (test/kube: etcd, kube-apiserver, controller-manager, scheduler,
+// kubeadm, kubectl; KWOK for nodes).
 // The admission service's powers on the real control plane (test/kube: upstream kube-apiserver and
 // kube-controller-manager; src/components/admission.ts's RBAC and ValidatingAdmissionPolicies; the service's
 // approver): a used token's CSR is denied at once, only the service writes its token Leases, a token is single

@@ -1,96 +1,72 @@
 /**
- * The whole loop with the real Cluster Autoscaler 1.36.1 (alicloud provider, built by the opt-in
- * `npm run kube:build -- --autoscaler`): the project's ClusterAutoscaler objects and flags for the dev stack's
- * autoscaled pool, the binary inside the cluster's network namespace with its ServiceAccount's token, ESS and ECS
- * answered by the emulator (reached through test/kube/cloudProxy.ts: the Location and metadata services the
- * provider's SDK asks first), KWOK nodes joining as the pool's userdata would make them join.
+ * World: real nodes (test/kube/seed.ts) for the dev stack. The real Cluster Autoscaler 1.36.1 (alicloud provider) and
+ * the real CCM v2.14.0, each with its rendered command line and its ServiceAccount's token, against a real control
+ * plane; ESS, ECS and VPC in the emulator (reached through test/kube/cloudProxy.ts: the Location and metadata services
+ * the providers' SDKs ask first); every instance ESS launches is a real node (kubelet, containerd, runc, flannel,
+ * kube-proxy) that boots the pool's userdata as synth renders it and joins through the stack's admission service.
  *
- * Pending pods → the autoscaler reads the group, builds its scale-from-zero template from the scaling
- * configuration's tags and instance type, calls ScaleWithAdjustment → ESS launches instances → they join → the pods
- * run; the pods go → the nodes are unneeded → the autoscaler taints them and calls RemoveInstances. Credentials are the
- * project's default: REGION_ID only, so the provider takes the instance RAM role's STS token from the metadata service.
- *
- * Skipped with one line without the binary (also under CI=true, unless KUBE_BUILD_AUTOSCALER=1 asked CI to build it).
+ * The seed's loop, timed: pending pods → the autoscaler reads the group and builds its scale-from-zero template from
+ * the scaling configuration's tags and instance type → ScaleWithAdjustment → ESS launches instances → their userdata
+ * runs (admission, kubeadm join) → Ready Nodes, initialized and routed by the CCM → the pods run. Then back: the pods
+ * go → the nodes are unneeded, tainted, drained → RemoveInstances → ESS releases the instances (their machines stop)
+ * → the CCM deletes the Nodes and their routes. The phase table of docs/scale-up.md is printed with the times seen here.
+ * Credentials are the project's default: REGION_ID only, the instance RAM role's STS token from the metadata service.
  */
 import * as assert from "assert";
 import * as fs from "fs";
 import * as path from "path";
 import { parse as parseYaml } from "yaml";
-import { useEmulator } from "../testing/emulator/fixture";
-import { INSTANCE_TYPES } from "../testing/emulator/ecs";
-import { KUBERNETES_VERSION, type Cluster } from "./kube/cluster";
-import { startCloudProxy, type CloudProxy } from "./kube/cloudProxy";
-import { useRealCluster } from "./kube/fixture";
-import { autoscalerObjects, resolveClusterAutoscalerArgs } from "../src/components/clusterAutoscaler";
-import type { KubeObject } from "../src/components/kube";
-import { poolNodeLabels, scalingConfigurationTags } from "../src/rules";
+import { WORKLOAD_IMAGE } from "./kube/nodes";
+import { POOL_LABEL, POOL_PENDING_TAINT } from "../src/rules";
+import { REAL_RUNS, useSeedCluster } from "./kube/seed";
 
-const REPO = path.resolve(__dirname, "..");
-const VERSION = KUBERNETES_VERSION.replace(/^v/, "");
-const dev = parseYaml(fs.readFileSync(path.join(REPO, "stacks", "Pulumi.dev.yaml"), "utf8")).config;
-const REGION: string = dev["alicloud:region"];
-const CLUSTER = dev["alicloud-kubeadm:cluster"];
-const POOL = (CLUSTER.nodePools as Array<{ name: string; instanceType: string; autoscale?: { min: number; max: number }; labels?: Record<string, string> }>)
-    .find((p) => p.autoscale)!;
-/** Test timing only: the dev stack's own 10m would make the loop take 20 minutes. Everything else is the stack's. */
-const FAST = { scaleDownUnneededTime: "15s", scaleDownDelayAfterAdd: "15s" };
+/** Test timing only: the stack's own 10m would make the loop take 20 minutes. Everything else is the stack's. */
+const FAST: Record<string, string> = { "--scale-down-unneeded-time": "15s", "--scale-down-delay-after-add": "15s" };
 
-describe(`Cluster Autoscaler (alicloud) against a real API server, ESS in the emulator: the whole loop for the dev stack's pool ${POOL.name}`, function () {
-    this.timeout(300_000);
-    const rc = useRealCluster({ region: REGION, podCidr: CLUSTER.network.podCidr, nodeCidrMaskSize: CLUSTER.network.nodeCidrMaskSize },
-        { binaries: [{ name: "cluster-autoscaler", build: "npm run kube:build -- --autoscaler", optIn: "KUBE_BUILD_AUTOSCALER" }] });
-    const ctx = useEmulator();
-    let c: Cluster;
-    let proxy: CloudProxy | undefined;
+describe("the seed's loop with real nodes: pending pods → the real Cluster Autoscaler → ESS → nodes that boot the pool's userdata → Running pods, and back", function () {
+    this.timeout(900_000);
+    const seed = useSeedCluster("dev");
     let autoscaler: { stop(): Promise<void> } | undefined;
+    let ccm: { stop(): Promise<void> } | undefined;
 
-    afterEach(async function () {
+    after(async function () {
         this.timeout(60_000);
         await autoscaler?.stop();
-        await proxy?.stop();
-        if (this.currentTest?.state === "failed" && c) console.log(`--- cluster-autoscaler log (tail) ---\n${c.logTail("cluster-autoscaler", 60)}`);
+        await ccm?.stop();
+    });
+    afterEach(function () {
+        if (this.currentTest?.state === "failed") console.log(`--- cluster-autoscaler log (tail) ---\n${seed.s.c.logTail("cluster-autoscaler", 60)}`);
     });
 
-    it("reads its node group as configured, scales the pool up from zero for pending pods (ESS ScaleWithAdjustment, nodes join), and back down (taint, RemoveInstances); never forbidden by its RBAC", async function () {
-        c = rc.c;
-        const emu = ctx.emu;
-        const labels = poolNodeLabels({ name: POOL.name, labels: POOL.labels ?? {}, autoscale: POOL.autoscale });
-        const tags = scalingConfigurationTags({ name: POOL.name, labels: POOL.labels ?? {}, autoscale: POOL.autoscale }, {}, () => undefined);
-        const group = emu.addScalingGroup({
-            regionId: REGION, minSize: POOL.autoscale!.min, maxSize: POOL.autoscale!.max, desiredCapacity: 0, instanceType: POOL.instanceType, configurationTags: tags,
-        }).scalingGroupId;
+    it("scales the elastic pool up for pending pods and back down, every step real but the cloud; never forbidden by its RBAC", async function () {
+        const s = seed.s;
+        const c = s.c;
+        const emu = s.emu;
+        const pool = s.pools.elastic;
+        const group = pool.scalingGroupId;
+        const t0 = Date.now();
+        const at: Record<string, number> = {};
+        const mark = (phase: string) => { at[phase] ??= Date.now(); };
 
-        // ESS launches an instance → its userdata joins it: a KWOK node named and identified by provider id, with the pool's labels
-        const size = INSTANCE_TYPES[POOL.instanceType];
-        const joins: Array<Promise<void>> = [];
-        emu.state.onUserDataRun = (inst) => {
-            const name = `${REGION}.${inst.instanceId}`;
-            joins.push(c.addNode({ name, providerID: name, labels: { ...labels, "node.kubernetes.io/instance-type": POOL.instanceType },
-                allocatable: { cpu: String(size.cpu), memory: `${size.memoryGiB}Gi`, pods: "110" } }));
-        };
-
-        // the project's objects for this pool; everything but the Deployment is applied, the Deployment's container runs here
-        const resolved = resolveClusterAutoscalerArgs({
-            region: REGION, kubernetesVersion: VERSION, pools: [{ name: POOL.name, min: POOL.autoscale!.min, max: POOL.autoscale!.max, scalingGroupId: group }],
-            settings: { ...CLUSTER.autoscaler, ...FAST },
-        });
-        const objects = autoscalerObjects(resolved, [group]);
+        ccm = await s.startCcm();
+        // the project's objects for the pool, as the stack renders them; the Deployment's container runs here
+        const objects = s.objects("dev-autoscaler.yaml");
         await c.apply(objects.filter((o) => o.kind !== "Deployment"));
-        const container = (objects.find((o) => o.kind === "Deployment") as KubeObject & { spec: { template: { spec: { containers: Array<{ args: string[]; env: Array<{ name: string; value: string }>; image: string }> } } } })
-            .spec.template.spec.containers[0];
-        assert.ok(container.image.endsWith(`:v${resolved.version}`), `${container.image} is the version built here`);
-        assert.deepStrictEqual(container.env.map((e) => e.name), ["REGION_ID"], "the project's default credentials: the instance RAM role");
-
-        // its ServiceAccount's own token, so every call is judged by the rendered RBAC
-        const token = (await c.kubectl(["create", "token", "cluster-autoscaler", "-n", "kube-system", "--duration=1h"])).trim();
-        const kubeconfig = c.writeFile("cluster-autoscaler.conf", JSON.stringify({
-            apiVersion: "v1", kind: "Config", clusters: [{ name: "c", cluster: { server: c.server, "certificate-authority": c.caFile } }],
-            users: [{ name: "sa", user: { token } }], contexts: [{ name: "c", context: { cluster: "c", user: "sa" } }], "current-context": "c",
-        }));
-        proxy = await startCloudProxy(c, emu, { region: REGION, roleName: "alicloud-kubeadm-dev-control-plane" });
+        const deployment = objects.find((o) => o.kind === "Deployment")!;
+        const container = deployment.spec.template.spec.containers[0];
+        assert.ok((container.args as string[]).includes(`--nodes=0:10:${group}`), "the rendered node group is the emulator's");
+        assert.deepStrictEqual((container.env as Array<{ name: string }>).map((e) => e.name), ["REGION_ID"], "the project's default credentials: the instance RAM role");
+        const args = (container.args as string[]).map((a) => {
+            const [flag] = a.split("=");
+            return FAST[flag] ? `${flag}=${FAST[flag]}` : a;
+        });
+        const kubeconfig = await s.serviceAccountKubeconfig("kube-system", deployment.spec.template.spec.serviceAccountName);
+        REAL_RUNS.autoscaler++;
         autoscaler = c.start("cluster-autoscaler", path.join(c.bin, "cluster-autoscaler"),
-            [...container.args, `--kubeconfig=${kubeconfig}`, "--scan-interval=2s"], // scan interval: test timing (default 10s)
-            { env: { ...Object.fromEntries(container.env.map((e) => [e.name, e.value])), ...proxy.env } });
+            // test timing: scan every 2 s (default 10 s); a node found unremovable (its pods still there) is looked at again after
+            // 15 s (default 5 min), so the scale-down starts soon after the pods go
+            [...args, `--kubeconfig=${kubeconfig}`, "--scan-interval=2s", "--unremovable-node-recheck-timeout=15s"],
+            { env: { ...Object.fromEntries((container.env as Array<{ name: string; value: string }>).map((e) => [e.name, e.value])), ...s.proxy.env } });
 
         // the node group as configured: in the status ConfigMap (YAML since 1.30)
         const status = async () => {
@@ -98,32 +74,58 @@ describe(`Cluster Autoscaler (alicloud) against a real API server, ESS in the em
             return r.code === 0 && r.stdout ? parseYaml(r.stdout) : undefined;
         };
         const first = await c.waitFor("the autoscaler's status ConfigMap with the node group", async () => {
-            const s = await status();
-            return s?.nodeGroups?.some((g: { name: string }) => g.name === group) ? s : undefined;
-        }, 90_000);
+            const st = await status();
+            return st?.nodeGroups?.some((g: { name: string }) => g.name === group) ? st : undefined;
+        }, 120_000);
         const ng = first.nodeGroups.find((g: { name: string }) => g.name === group);
-        assert.strictEqual(ng.health.minSize, POOL.autoscale!.min);
-        assert.strictEqual(ng.health.maxSize, POOL.autoscale!.max);
-        const lease = JSON.parse(await c.kubectl(["get", "lease", "cluster-autoscaler", "-n", "kube-system", "-o", "json"]));
-        assert.ok(lease.spec.holderIdentity, "it holds its leader-election lease");
+        assert.strictEqual(ng.health.minSize, 0);
+        assert.strictEqual(ng.health.maxSize, 10);
+        assert.ok(JSON.parse(await c.kubectl(["get", "lease", "cluster-autoscaler", "-n", "kube-system", "-o", "json"])).spec.holderIdentity, "it holds its lease");
 
-        // pending pods that only the pool's template fits: one per instance (3 of its vCPUs each)
+        // two pods that only the pool's template fits (its label), one per node (anti-affinity)
         await c.kubectl(["create", "namespace", "burst"]);
-        const cpu = Math.max(1, size.cpu - 1);
+        const started = Date.now();
         await c.apply({
             apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "burst", namespace: "burst" },
             spec: {
                 replicas: 2, selector: { matchLabels: { app: "burst" } },
                 template: {
                     metadata: { labels: { app: "burst" } },
-                    spec: { nodeSelector: POOL.labels ?? {}, containers: [{ name: "burst", image: "registry.invalid/burst:1", resources: { requests: { cpu: String(cpu), memory: "1Gi" } } }] },
+                    spec: {
+                        nodeSelector: { workload_type: "cpu" },
+                        affinity: { podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{ labelSelector: { matchLabels: { app: "burst" } }, topologyKey: "kubernetes.io/hostname" }] } },
+                        containers: [{ name: "burst", image: WORKLOAD_IMAGE, imagePullPolicy: "Never", resources: { requests: { cpu: "500m", memory: "256Mi" } } }],
+                    },
                 },
             },
         });
-        await c.waitFor("ESS scaled the group to 2 and both instances joined", async () => emu.scalingGroupInstances(group).length === 2 && joins.length === 2, 120_000);
-        await Promise.all(joins);
-        await c.waitFor("both pods Running on the new nodes", async () =>
-            JSON.parse(await c.kubectl(["get", "deployment", "burst", "-n", "burst", "-o", "json"])).status.readyReplicas === 2, 90_000);
+        // watch the phases as they happen
+        const routes = () => s.emu.routeTables.get(s.routeTableId)!.entries;
+        const pods = async () => JSON.parse(await c.kubectl(["get", "pods", "-n", "burst", "-o", "json"])).items as any[];
+        const poolNodes = async () => (JSON.parse(await c.kubectl(["get", "nodes", "-l", `${POOL_LABEL}=elastic`, "-o", "json"])).items as any[]);
+        await c.waitFor("both pods Running on new nodes", async () => {
+            const ps = await pods();
+            if (ps.some((p) => (p.status.conditions ?? []).some((x: any) => x.type === "PodScheduled" && x.reason === "Unschedulable"))) mark("1 pods unschedulable");
+            if (emu.callsOf("ScaleWithAdjustment").some((x) => x.code === "")) mark("2 ScaleWithAdjustment");
+            const members = emu.scalingGroupInstances(group);
+            if (members.length === 2) mark("3 ESS launched 2 instances");
+            const boots = members.map((id) => s.boots.get(id)).filter((b) => b);
+            if (boots.length === 2) mark("4 machines booted, userdata started");
+            if (boots.length === 2 && boots.every((b) => /admitted by the admission service/.test(b!.node.read("/var/log/alicloud-kubeadm/attach-node.log") ?? ""))) mark("5 admitted (preparation + admission)");
+            if (boots.length === 2 && boots.every((b) => b!.doneAt)) mark("6 kubeadm join done");
+            const ns = await poolNodes();
+            if (ns.length === 2) mark("7a Nodes registered (and labelled by the admission service)");
+            if (ns.length === 2 && ns.every((n) => !(n.spec.taints ?? []).some((t: any) => t.key === POOL_PENDING_TAINT))) mark("7d admission lifted the pending taint");
+            if (ns.length === 2 && ns.every((n) => !(n.spec.taints ?? []).some((t: any) => t.key === "node.cloudprovider.kubernetes.io/uninitialized"))) mark("7b CCM initialized them");
+            if (ns.length === 2 && ns.every((n) => routes().some((e) => e.destinationCidrBlock === n.spec.podCIDR && e.status === "Available"))) mark("7c CCM routed their podCIDRs");
+            if (ns.length === 2 && ns.every((n) => (n.status.conditions ?? []).some((x: any) => x.type === "Ready" && x.status === "True"))) mark("9 Nodes Ready (flannel, CNI)");
+            // the CCM's race (docs/upstream.md#ccm-network-unavailable-race) can hold a node here until its route reconcile
+            if (ns.length === 2 && ns.every((n) => (n.status.conditions ?? []).some((x: any) => x.type === "NetworkUnavailable" && x.status === "False"))) mark("9b NetworkUnavailable False on both");
+            if (ps.length === 2 && ps.every((p) => p.spec.nodeName)) mark("10a pods scheduled");
+            const running = ps.length === 2 && ps.every((p) => p.status.phase === "Running");
+            if (running) mark("10b pods Running");
+            return running;
+        }, 600_000);
         const ups = emu.callsOf("ScaleWithAdjustment").filter((x) => x.code === "");
         assert.ok(ups.length >= 1);
         for (const up of ups) {
@@ -132,31 +134,56 @@ describe(`Cluster Autoscaler (alicloud) against a real API server, ESS in the em
             assert.ok(up.securityToken, "signed with the STS token of the instance RAM role (from the metadata service)");
         }
         assert.strictEqual(ups[ups.length - 1].params.AdjustmentValue, "2");
-        // the template came from the scaling configuration and the instance type
         assert.ok(emu.calls.some((x) => x.action === "DescribeScalingConfigurations" && x.code === ""), "read the scaling configuration");
         assert.ok(emu.calls.some((x) => x.action === "DescribeInstanceTypes" && x.code === ""), "read the instance type's size");
-        const nodes = emu.scalingGroupInstances(group).map((id) => `${REGION}.${id}`);
-
-        // the pods go: the nodes become unneeded, are tainted, and leave through RemoveInstances
-        await c.kubectl(["scale", "deployment", "burst", "-n", "burst", "--replicas=0"]);
-        await c.waitFor("the autoscaler removed both instances from the group", async () => emu.scalingGroupInstances(group).length === 0, 150_000);
-        const removed = emu.callsOf("RemoveInstances").filter((x) => x.code === "");
-        assert.deepStrictEqual(removed.flatMap((x) => Object.entries(x.params).filter(([k]) => k.startsWith("InstanceId.")).map(([, v]) => `${REGION}.${v}`)).sort(), [...nodes].sort());
-        for (const n of nodes) {
-            const node = JSON.parse(await c.kubectl(["get", "node", n, "-o", "json"]));
-            assert.ok((node.spec.taints ?? []).some((t: { key: string }) => t.key === "ToBeDeletedByClusterAutoscaler"), `${n} tainted before removal`);
+        const instances = emu.scalingGroupInstances(group);
+        for (const id of instances) {
+            const b = s.boots.get(id)!;
+            assert.strictEqual((await b.done).code, 0, `${id}'s userdata`);
+            assert.strictEqual(Buffer.from(b.instance.userData, "base64").toString("utf8"), pool.userdata, "the pool's userdata as synth rendered it");
         }
-        // the CCM would now delete the Nodes of the released instances; no CCM here
-        await c.kubectl(["delete", "node", ...nodes]);
+        const names = instances.map((id) => `${s.region}.${id}`);
+        const cidrs = new Map<string, string>();
+        for (const n of await poolNodes()) {
+            assert.ok(names.includes(n.metadata.name));
+            assert.strictEqual(n.metadata.labels.workload_type, "cpu", "the pool's label, from its userdata");
+            cidrs.set(n.metadata.name, n.spec.podCIDR);
+        }
+        for (const p of await pods()) assert.ok(names.includes(p.spec.nodeName), `${p.metadata.name} on a new node`);
 
-        const log = fs.readFileSync(c.path("logs/cluster-autoscaler.log"), "utf8");
+        // back down: the pods go, the nodes are unneeded, tainted and drained, ESS removes them, the CCM deletes Node and route
+        const down = Date.now();
+        await c.kubectl(["scale", "deployment", "burst", "-n", "burst", "--replicas=0"]);
+        await c.waitFor("ESS removed both instances, their Nodes and routes are gone", async () => {
+            const ns = await poolNodes();
+            if (ns.some((n) => (n.spec.taints ?? []).some((t: any) => t.key === "ToBeDeletedByClusterAutoscaler"))) mark("11 a node tainted ToBeDeletedByClusterAutoscaler");
+            if (emu.callsOf("RemoveInstances").some((x) => x.code === "")) mark("12 RemoveInstances (the first)");
+            if (emu.scalingGroupInstances(group).length === 0) mark("13 ESS released both instances");
+            if (instances.every((id) => s.nodes.get(id)?.stopped)) mark("13b both machines stopped");
+            if (ns.length === 0) mark("14 CCM deleted both Nodes");
+            const routed = routes().some((e) => instances.includes(e.nextHopId));
+            if (!routed) mark("15 CCM deleted both routes");
+            return ns.length === 0 && !routed && emu.scalingGroupInstances(group).length === 0;
+        }, 600_000);
+        const removed = emu.callsOf("RemoveInstances").filter((x) => x.code === "");
+        assert.deepStrictEqual(removed.flatMap((x) => Object.entries(x.params).filter(([k]) => k.startsWith("InstanceId.")).map(([, v]) => v)).sort(), [...instances].sort());
+        assert.ok(emu.callsOf("DeleteRouteEntries").concat(emu.callsOf("DeleteRouteEntry")).some((x) => x.code === ""), "the CCM deleted the routes");
+
         // client-go's refusals read `<resource> is forbidden: User "system:serviceaccount:…" cannot <verb> …`; an informer
         // that cannot list or watch logs `failed to list` / `Failed to watch`
-        const refused = log.split("\n").filter((l) => / is forbidden: User |failed to list|Failed to watch/.test(l));
+        const refused = fs.readFileSync(c.path("logs/cluster-autoscaler.log"), "utf8").split("\n").filter((l) => / is forbidden: User |failed to list|Failed to watch/.test(l));
         assert.deepStrictEqual(refused.slice(0, 10), [], "no call refused by the rendered RBAC");
-        const asked = [...new Set(proxy.requests.map((r) => r.replace(/\?.*$/, "").replace(/(security-credentials\/).+/, "$1<role>")))];
-        console.log(`    the provider asked: ${asked.join(", ")}`);
-        assert.ok(proxy.requests.some((r) => r.startsWith("GET 100.100.100.200/latest/meta-data/ram/security-credentials/")), "the RAM role from the metadata service");
-        assert.ok(proxy.requests.some((r) => /CONNECT location\.aliyuncs\.com:443/.test(r)), "endpoints from the Location service");
+        assert.ok(s.proxy.requests.some((r) => r.startsWith("GET 100.100.100.200/latest/meta-data/ram/security-credentials/")), "the RAM role from the metadata service");
+        assert.ok(s.proxy.requests.some((r) => /CONNECT location\.aliyuncs\.com:443/.test(r)), "endpoints from the Location service");
+
+        // the phase table (docs/scale-up.md): seconds from the pods' creation (scale-up) and from their removal (scale-down)
+        const rows = Object.entries(at).sort((a, b) => a[1] - b[1]);
+        console.log(`    phase (docs/scale-up.md)                          s after pods created | scale-down: s after pods removed`);
+        for (const [phase, t] of rows) {
+            const up = t < down;
+            console.log(`    ${phase.padEnd(50)} ${up ? ((t - started) / 1000).toFixed(1).padStart(6) : "".padStart(6)} | ${up ? "" : ((t - down) / 1000).toFixed(1).padStart(6)}`);
+        }
+        console.log(`    (the whole test ${((Date.now() - t0) / 1000).toFixed(0)} s; ESS and the machines' boot are the emulator's and this machine's, not Alibaba's)`);
+        void cidrs;
     });
 });

@@ -1,3 +1,6 @@
+// World: a real control plane built from source (test/kube: etcd, kube-apiserver, controller-manager, scheduler,
+// kubeadm, kubectl; KWOK for nodes); the OpenAPI emulator (testing/emulator); node scripts in the sandbox
+// (testing/sandbox: stub kubeadm, systemctl, curl, package managers).
 /**
  * etcd backup and restore against the real binaries: the fixture's etcd and kube-apiserver (test/kube/cluster.ts, on the
  * host's loopback: the backup script reaches both etcd and the emulator's OSS), Secrets encrypted at rest (secretbox).

@@ -1,3 +1,5 @@
+// World: a real control plane built from source (test/kube: etcd, kube-apiserver, controller-manager, scheduler,
+// kubeadm, kubectl; KWOK for nodes).
 /**
  * No bootstrap token outlives master 0's init, on the real control plane (test/kube: kubeadm's own API-side init
  * phases, `bootstrap-token` included, which makes kubeadm's default 24 h token in the group its CSR auto-approval

@@ -1,3 +1,5 @@
+// World: a real control plane built from source (test/kube: etcd, kube-apiserver, controller-manager, scheduler,
+// kubeadm, kubectl; KWOK for nodes); the OpenAPI emulator (testing/emulator).
 /**
  * Replacing a dead master 1..n through the project's member replacement (the ControlPlaneMember provider: its delete,
  * then its create for the new instance, as `pulumi up --replace` runs them with deleteBeforeReplace) against a real

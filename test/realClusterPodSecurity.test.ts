@@ -1,3 +1,6 @@
+// World: a real control plane built from source (test/kube: etcd, kube-apiserver, controller-manager, scheduler,
+// kubeadm, kubectl; KWOK for nodes); node scripts in the sandbox (testing/sandbox: stub kubeadm, systemctl, curl,
+// package managers).
 /**
  * Pod security on a real kube-apiserver (test/kube; `npm run kube:build`): the API server runs with the admission
  * configuration master 0's rendered script writes and passes it (taken from a sandbox run of it: Pod Security

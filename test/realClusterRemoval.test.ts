@@ -1,3 +1,6 @@
+// World: a real control plane built from source (test/kube: etcd, kube-apiserver, controller-manager, scheduler,
+// kubeadm, kubectl; KWOK for nodes); the OpenAPI emulator (testing/emulator); node scripts in the sandbox
+// (testing/sandbox: stub kubeadm, systemctl, curl, package managers).
 /**
  * The removal core (src/removal) against a real API server: the emulator's Cloud Assistant runs the saved
  * operation scripts it is given (drain, delete-node, list-nodes, pod-owners) in the sandbox with the real

@@ -1,3 +1,6 @@
+// World: a real control plane built from source (test/kube: etcd, kube-apiserver, controller-manager, scheduler,
+// kubeadm, kubectl; KWOK for nodes); node scripts in the sandbox (testing/sandbox: stub kubeadm, systemctl, curl,
+// package managers).
 /**
  * The control-plane hardening on a real kube-apiserver + etcd (test/kube; `npm run kube:build`): the API server runs
  * with the encryption config, audit policy and flags that master 0's rendered script produces (taken from a sandbox

@@ -1,3 +1,6 @@
+// World: a real control plane built from source (test/kube: etcd, kube-apiserver, controller-manager, scheduler,
+// kubeadm, kubectl; KWOK for nodes); the OpenAPI emulator (testing/emulator); node scripts in the sandbox
+// (testing/sandbox: stub kubeadm, systemctl, curl, package managers); Pulumi mocks (testing/mockRuntime.ts).
 /**
  * What the stacks render, used on a real control plane (test/kube/cluster.ts, Kubernetes v1.36.3 + KWOK):
  *

@@ -1,3 +1,4 @@
+// World: the OpenAPI emulator (testing/emulator); the Kubernetes double (testing/fakeCluster.ts).
 // The removal core where a test must make the cluster do what a real API server will not on cue: a Node that
 // registers while another node drains, a kubelet that registers its Node again, a drain that prints 30 KB or
 // fails with a misleading "(NotFound)", a kubeadm reset that leaves its etcd member, an etcd to exec into,

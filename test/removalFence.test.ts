@@ -1,3 +1,4 @@
+// World: the OpenAPI emulator (testing/emulator); the Kubernetes double (testing/fakeCluster.ts).
 // The fence of a released victim that has no Node (scalingGroup.ts fenceNodeless): its late Node is drained
 // before its machine is stopped (B1), each victim is stopped on its own and one whose stop fails is held back
 // alone (B2), a stopped victim whose batch does not leave is started again (B2), and ESS's health check does

@@ -1,3 +1,5 @@
+// World: the OpenAPI emulator (testing/emulator); node scripts in the sandbox (testing/sandbox: stub kubeadm,
+// systemctl, curl, package managers).
 /**
  * `npm run restore -- --dry-run` (scripts/restore.ts, src/recovery/restore.ts) against the emulator: its OSS holds a
  * backup sealed by the masters' own sealing function (src/shell/etcd_backup.sh ak_seal_file, run in the script sandbox

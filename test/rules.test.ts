@@ -1,3 +1,4 @@
+// World: the functions and files themselves: no cluster, no cloud.
 /**
  * The rules module (src/rules) is the one source of the rules, limits and defaults that the stack config,
  * the components and the node scripts' renderer share. These tests pin the cases where copies used to

@@ -1,3 +1,4 @@
+// World: Pulumi mocks (testing/mockRuntime.ts).
 /**
  * Every dynamic resource declares its own secret outputs (`additionalSecretOutputs`), whatever
  * its caller passes in: a secret input given as a plain value still comes back secret. The list per resource is

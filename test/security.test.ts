@@ -1,3 +1,4 @@
+// World: Pulumi mocks (testing/mockRuntime.ts).
 /**
  * The security-group matrix documented in docs/security.md#security-groups is the one src/rules/securityGroups.ts
  * builds, and the one the offline synth registers for the dev and prod stacks, rule for rule.

@@ -1,3 +1,4 @@
+// World: Pulumi's own function serialization of each dynamic provider, no cloud.
 // Every dynamic provider must survive Pulumi's function serialization (it runs in another process)
 // without capturing a credential: credentials are read at call time from the Alibaba chain.
 import * as assert from "assert";

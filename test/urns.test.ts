@@ -1,3 +1,4 @@
+// World: Pulumi mocks (testing/mockRuntime.ts).
 /**
  * Existing stacks keep their resources across upgrades of this library: for the dev and prod stacks as
  * released before the layout change (test/fixtures/urns/Pulumi.<stack>.yaml, with the URNs that release

@@ -1,3 +1,4 @@
+// World: node scripts in the sandbox (testing/sandbox: stub kubeadm, systemctl, curl, package managers).
 /**
  * Node userdata: rendering (quoting, validation, size, mirrors), shellcheck, and the scripts' behaviour in the
  * sandbox (testing/sandbox) on Ubuntu and Alibaba Cloud Linux images, bare and pre-baked.
@@ -147,7 +148,7 @@ describe("userdata rendering", () => {
         assert.throws(() => renderMasterInit({ ...masterParams, apiEndpoint: "10.0.0.1" }), /apiEndpoint: must be host:port/);
     });
 
-    it("stays within the 20 KiB budget even with many labels, taints and SANs", () => {
+    it("stays within the 20 KiB budget as delivered (packed) even with many labels, taints and SANs", () => {
         const labels = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`example.com/label-${i}`, `value-${i}`]));
         const taints = Array.from({ length: 10 }, (_, i) => `example.com/taint-${i}=v:NoSchedule`);
         const attach = renderAttachNode({ ...attachParams, labels, taints });
@@ -159,9 +160,16 @@ describe("userdata rendering", () => {
         }
     });
 
-    it("fits Cloud Assistant's RunCommand limit (24 KiB after Base64) for manual joins", () => {
+    // What a join over Cloud Assistant runs: an existing node's saved attach command (`mode: manual`) and the saved
+    // control-plane join, both compacted and packed, with their parameters filled in. The whole attach script never
+    // travels by RunCommand: it is userdata (the 20 KiB budget above) or SSH's stdin.
+    it("fits Cloud Assistant's RunCommand limit (24 KiB after Base64) for joins over Cloud Assistant", () => {
         const { poolName: _p, ...joinParams } = attachParams;
-        for (const script of [renderAttachNode(attachParams), fill(renderControlPlaneJoinCommand(joinParams), { token: TOKEN, certificateKey: CERT_KEY })]) {
+        const { labels: _l, taints: _t, token: _k, ...attachCommandParams } = attachParams;
+        const attach = fill(renderAttachCommand(attachCommandParams), {
+            labels: "workload_type=cpu,node.kubernetes.io/instance-family=c7", taints: "dedicated=batch:NoSchedule,spot:PreferNoSchedule", channel: "0123456789abcdef0123456789abcdef",
+        });
+        for (const script of [attach, fill(renderControlPlaneJoinCommand(joinParams), { token: TOKEN, certificateKey: CERT_KEY })]) {
             const encoded = Buffer.from(script, "utf8").toString("base64").length;
             assert.ok(encoded <= 24 * 1024, `${encoded} Base64 bytes`);
         }
@@ -266,6 +274,8 @@ describe("userdata scripts: static checks", () => {
             "/dev/urandom", // read only (the encryption key)
             "/etc/kubernetes/pki/alicloud-kubeadm-encryption.yaml", "/etc/kubernetes/audit", "/var/log/kubernetes/audit", // AK_* constants, written under ${AK_ROOT}
             "/usr/local/sbin/alicloud-kubeadm-cert-renew", // AK_RENEW_BIN, as AK_IMDS_BLOCK
+            "/etc/alicloud-kubeadm/kubeadm-patches", // the node image overlay: read under ${AK_ROOT}, the node's own path in its kubeadm config
+            "/etc/alicloud-kubeadm", // in a comment
         ];
         const ops = fs.readdirSync(path.join(USERDATA_DIR, "ops")).map((f) => path.join("ops", f));
         assert.ok(ops.includes(path.join("ops", "reset.sh")));
@@ -664,6 +674,33 @@ describe("attach_node.sh in the sandbox", () => {
         const kubelet = byKind(parseYaml(callsOf(r.calls, "kubeadm", "join")[0].config), "JoinConfiguration").nodeRegistration.kubeletExtraArgs;
         assert.equal(argValue(kubelet, "node-labels"), "alicloud-kubeadm/pool=elastic");
         assert.equal(argValue(kubelet, "register-with-taints"), undefined);
+    });
+
+    it("a node image's overlays reach the JoinConfiguration: its kubeadm patches and the preflight checks it names, checked", async () => {
+        const sb = sandbox({ os: "ubuntu", prebaked: true });
+        sb.write("/etc/alicloud-kubeadm/kubeadm-patches/kubeletconfiguration+merge.yaml", "failCgroupV1: false\n");
+        sb.write("/etc/alicloud-kubeadm/ignore-preflight-errors", "SystemVerification, Swap,\nNumCPU\n");
+        const r = await sb.run(script);
+        assertOk(r, sb);
+        const join = byKind(parseYaml(callsOf(r.calls, "kubeadm", "join")[0].config), "JoinConfiguration");
+        assert.deepEqual(join.patches, { directory: "/etc/alicloud-kubeadm/kubeadm-patches" });
+        assert.deepEqual(join.nodeRegistration.ignorePreflightErrors, ["SystemVerification", "Swap", "NumCPU"]);
+
+        const plain = sandbox({ os: "ubuntu", prebaked: true });
+        const p = await plain.run(script);
+        assertOk(p, plain);
+        const plainJoin = byKind(parseYaml(callsOf(p.calls, "kubeadm", "join")[0].config), "JoinConfiguration");
+        assert.equal(plainJoin.patches, undefined);
+        assert.equal(plainJoin.nodeRegistration.ignorePreflightErrors, undefined);
+
+        for (const bad of ["all; touch /tmp/x", "Swap\n$(id)", "*"]) {
+            const hostile = sandbox({ os: "ubuntu", prebaked: true });
+            hostile.write("/etc/alicloud-kubeadm/ignore-preflight-errors", bad);
+            const h = await hostile.run(script);
+            assert.notEqual(h.code, 0, `refused: ${JSON.stringify(bad)}`);
+            assert.match(h.stderr, /ignore-preflight-errors: expected comma-separated kubeadm check names/);
+            assert.equal(callsOf(h.calls, "kubeadm", "join").length, 0, "no join with a config the image's file could not be read into");
+        }
     });
 
     it("joins a control-plane member with controlPlane.certificateKey, keeping the key out of the log", async () => {

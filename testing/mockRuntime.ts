@@ -55,6 +55,11 @@ export interface MockOptions {
     stackOutputs?: Record<string, Record<string, unknown>>;
     /** Ids to give resources instead of the generated ones, by `<type>::<name>` (e.g. a scaling group an emulator also has). */
     ids?: Record<string, string>;
+    /**
+     * Outputs of this library's dynamic resources instead of {@link DYNAMIC_PLACEHOLDERS}, by output name (e.g. the
+     * `caCertHash` of a real control plane, so the userdata synth renders joins it). Default: the placeholders.
+     */
+    dynamicOutputs?: Record<string, unknown>;
 }
 
 export interface Recorder {
@@ -208,7 +213,7 @@ export function installMocks(options: MockOptions = {}): Recorder {
                 custom: args.custom ?? true, inputs, secretInputs, secretOutputs: secretOutputs.get(key) ?? [], dependencies: dependencies.get(key) ?? [], id, rawInputs,
                 ...(changeOptions.get(key) ?? { ignoreChanges: [], replaceOnChanges: [] }),
             });
-            const placeholders = args.type === "pulumi-nodejs:dynamic:Resource" ? DYNAMIC_PLACEHOLDERS : {};
+            const placeholders = args.type === "pulumi-nodejs:dynamic:Resource" ? { ...DYNAMIC_PLACEHOLDERS, ...options.dynamicOutputs } : {};
             const stack = args.type === "pulumi:pulumi:StackReference" ? options.stackOutputs?.[String(args.inputs.name)] : undefined;
             if (stack) {
                 // Another stack's outputs (a Cluster's handle); a stack not given has recorded nothing (computedState).

@@ -93,6 +93,7 @@ EOF
   if [ -n "${AK_CERTIFICATE_KEY:-}" ]; then
     printf 'controlPlane:\n  certificateKey: %s\n' "$(ak_yaml "$AK_CERTIFICATE_KEY")"
   fi
+  ak_overlay_patches
 }
 
 # ak_has_leftovers: files or links that an earlier (failed or reset-less) join left behind.
@@ -106,10 +107,13 @@ ak_has_leftovers() {
 }
 
 ak_preclean() {
-  ak_log "cleaning leftovers of an earlier join: kubeadm reset, cni0, /etc/cni/net.d"
+  ak_log "cleaning leftovers of an earlier join"
   kubeadm reset -f --cri-socket "$AK_CRI_SOCKET" 2>&1 | ak_redact
   if ip link show cni0 >/dev/null 2>&1; then ip link delete cni0; fi
-  rm -rf "${AK_ROOT}/etc/cni/net.d" "${AK_ROOT}/var/lib/cni"
+  # the folder's contents only: containerd exits when the folder it watches goes (docs/upstream.md#containerd-cni-dir)
+  (shopt -s dotglob nullglob && rm -rf "${AK_ROOT}/etc/cni/net.d/"*)
+  # flannel's lease file too: until flannel writes the new one, its CNI plugin would give pods the old podCIDR
+  rm -rf "${AK_ROOT}/var/lib/cni" "${AK_ROOT}/run/flannel"
   mkdir -p "${AK_ROOT}/etc/cni/net.d"
   rm -f "${AK_STATE_DIR}/join.failed" "${AK_STATE_DIR}/join.done"
 }

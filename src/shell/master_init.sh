@@ -29,6 +29,7 @@ apiVersion: kubeadm.k8s.io/v1beta4
 kind: InitConfiguration
 EOF
   ak_node_registration
+  ak_overlay_patches
   cat <<EOF
 ---
 apiVersion: kubeadm.k8s.io/v1beta4

@@ -50,13 +50,27 @@ ak_yaml() {
   printf "'%s'" "${1//\'/\'\'}"
 }
 
+# Node image overlays (docs/architecture.md#node-image-overlays): what an operator bakes into a node image under
+# /etc/alicloud-kubeadm for the kubeadm configs here to use. kubeadm-patches/: a kubeadm patches directory (e.g.
+# kubeletconfiguration+merge.yaml); ignore-preflight-errors: comma-separated names of the kubeadm preflight checks
+# the image fails knowingly (names only: checked, never YAML).
+# ak_overlay_patches: the `patches:` block when the image has kubeadm patches, else nothing.
+ak_overlay_patches() {
+  [ -z "$(ls -A "${AK_ROOT}/etc/alicloud-kubeadm/kubeadm-patches" 2>/dev/null)" ] || printf 'patches:\n  directory: /etc/alicloud-kubeadm/kubeadm-patches\n'
+}
+
 # ak_node_registration: the nodeRegistration block every kubeadm config here shares: the node is named
 # by its provider id, and the kubelet runs with --cloud-provider=external and --provider-id.
 ak_node_registration() {
+  local f="${AK_ROOT}/etc/alicloud-kubeadm/ignore-preflight-errors" c checks=()
+  [ ! -s "$f" ] || IFS=$', \t\n' read -d '' -ra checks <"$f" || true
+  printf 'nodeRegistration:\n  name: %s\n  criSocket: %s\n' "$(ak_yaml "$AK_PROVIDER_ID")" "$(ak_yaml "$AK_CRI_SOCKET")"
+  [ ${#checks[@]} -eq 0 ] || printf '  ignorePreflightErrors:\n'
+  for c in "${checks[@]}"; do
+    [[ $c =~ ^[A-Za-z0-9._-]+$ ]] || ak_die "${f#"$AK_ROOT"}: expected comma-separated kubeadm check names"
+    printf '    - %s\n' "$(ak_yaml "$c")"
+  done
   cat <<EOF
-nodeRegistration:
-  name: $(ak_yaml "$AK_PROVIDER_ID")
-  criSocket: $(ak_yaml "$AK_CRI_SOCKET")
   kubeletExtraArgs:
     - name: cloud-provider
       value: external

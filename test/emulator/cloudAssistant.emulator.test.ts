@@ -1,3 +1,4 @@
+// World: the OpenAPI emulator (testing/emulator).
 /**
  * The emulator's Cloud Assistant model (saved commands, parameters, DescribeInvocations, delivery
  * timeouts) and the ECS power/system-disk semantics, exercised through the real SDK path (callApi).

@@ -1,3 +1,4 @@
+// World: the OpenAPI emulator (testing/emulator).
 /** The emulator's own semantics, exercised through the real SDK path (callApi), so later providers can trust it. */
 import * as assert from "assert";
 import * as crypto from "crypto";
@@ -111,6 +112,20 @@ describe("emulator: ECS", () => {
         assert.strictEqual(run.url, "/", "no query string");
         assert.match(run.body, /(^|&)CommandContent=/);
         assert.strictEqual(run.params.InstanceId_1 ?? run.params["InstanceId.1"], inst.instanceId);
+    });
+
+    it("each instance has a primary ENI with source/destination checking on, which ModifyNetworkInterfaceAttribute turns off", async () => {
+        const [a, b] = [fx.emu.addInstance(), fx.emu.addInstance()];
+        const inst = ((await call("ecs", "DescribeInstances", { InstanceIds: JSON.stringify([a.instanceId]) })).Instances as { Instance: Array<{ NetworkInterfaces: { NetworkInterface: Array<{ NetworkInterfaceId: string; Type: string; PrimaryIpAddress: string }> } }> }).Instance[0];
+        const [eni] = inst.NetworkInterfaces.NetworkInterface;
+        assert.strictEqual(eni.Type, "Primary");
+        assert.strictEqual(eni.PrimaryIpAddress, a.privateIp);
+        const check = async (id: string) => ((await call("ecs", "DescribeNetworkInterfaces", { NetworkInterfaceId: [id] })).NetworkInterfaceSets as { NetworkInterfaceSet: Array<{ InstanceId: string; SourceDestCheck: boolean }> }).NetworkInterfaceSet;
+        assert.deepStrictEqual((await check(eni.NetworkInterfaceId)).map((x) => [x.InstanceId, x.SourceDestCheck]), [[a.instanceId, true]]);
+        await call("ecs", "ModifyNetworkInterfaceAttribute", { NetworkInterfaceId: eni.NetworkInterfaceId, SourceDestCheck: false });
+        assert.deepStrictEqual((await check(eni.NetworkInterfaceId)).map((x) => x.SourceDestCheck), [false]);
+        assert.deepStrictEqual((await check(`eni-${b.instanceId.slice(2)}`)).map((x) => x.SourceDestCheck), [true], "only that ENI");
+        assert.strictEqual(await code(call("ecs", "ModifyNetworkInterfaceAttribute", { NetworkInterfaceId: "eni-nope", SourceDestCheck: false })), "InvalidEniId.NotFound");
     });
 
     it("unknown actions get InvalidAction.NotFound", async () => {

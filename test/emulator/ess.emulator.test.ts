@@ -1,3 +1,4 @@
+// World: the OpenAPI emulator (testing/emulator).
 /**
  * The emulator's ESS model: asynchronous scaling activities that can fail, members that refuse
  * removal, the removal policy ESS applies on its own, capacity limits; through the real SDK path.

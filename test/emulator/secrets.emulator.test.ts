@@ -1,3 +1,4 @@
+// World: the OpenAPI emulator (testing/emulator); the Kubernetes double (testing/fakeCluster.ts).
 /**
  * Across a full create — JoinInfo (CA pin and the stack's credential), the pool and
  * existing-node bootstrap tokens, a control-plane join with its certificate key, an existing node attached

@@ -1,3 +1,4 @@
+// World: the OpenAPI emulator (testing/emulator).
 /**
  * The emulator's VPC route tasks (one change at a time per VPC, Pending/Deleting, batch calls) and its
  * ClientToken semantics (idempotent only where the request model defines ClientToken), through callApi.

@@ -55,11 +55,20 @@ ak_yaml() {
   printf "'%s'" "${1//\'/\'\'}"
 }
 
+ak_overlay_patches() {
+  [ -z "$(ls -A "${AK_ROOT}/etc/alicloud-kubeadm/kubeadm-patches" 2>/dev/null)" ] || printf 'patches:\n  directory: /etc/alicloud-kubeadm/kubeadm-patches\n'
+}
+
 ak_node_registration() {
+  local f="${AK_ROOT}/etc/alicloud-kubeadm/ignore-preflight-errors" c checks=()
+  [ ! -s "$f" ] || IFS=$', \t\n' read -d '' -ra checks <"$f" || true
+  printf 'nodeRegistration:\n  name: %s\n  criSocket: %s\n' "$(ak_yaml "$AK_PROVIDER_ID")" "$(ak_yaml "$AK_CRI_SOCKET")"
+  [ ${#checks[@]} -eq 0 ] || printf '  ignorePreflightErrors:\n'
+  for c in "${checks[@]}"; do
+    [[ $c =~ ^[A-Za-z0-9._-]+$ ]] || ak_die "${f#"$AK_ROOT"}: expected comma-separated kubeadm check names"
+    printf '    - %s\n' "$(ak_yaml "$c")"
+  done
   cat <<EOF
-nodeRegistration:
-  name: $(ak_yaml "$AK_PROVIDER_ID")
-  criSocket: $(ak_yaml "$AK_CRI_SOCKET")
   kubeletExtraArgs:
     - name: cloud-provider
       value: external
@@ -402,6 +411,7 @@ EOF
   if [ -n "${AK_CERTIFICATE_KEY:-}" ]; then
     printf 'controlPlane:\n  certificateKey: %s\n' "$(ak_yaml "$AK_CERTIFICATE_KEY")"
   fi
+  ak_overlay_patches
 }
 
 ak_has_leftovers() {
@@ -414,10 +424,11 @@ ak_has_leftovers() {
 }
 
 ak_preclean() {
-  ak_log "cleaning leftovers of an earlier join: kubeadm reset, cni0, /etc/cni/net.d"
+  ak_log "cleaning leftovers of an earlier join"
   kubeadm reset -f --cri-socket "$AK_CRI_SOCKET" 2>&1 | ak_redact
   if ip link show cni0 >/dev/null 2>&1; then ip link delete cni0; fi
-  rm -rf "${AK_ROOT}/etc/cni/net.d" "${AK_ROOT}/var/lib/cni"
+  (shopt -s dotglob nullglob && rm -rf "${AK_ROOT}/etc/cni/net.d/"*)
+  rm -rf "${AK_ROOT}/var/lib/cni" "${AK_ROOT}/run/flannel"
   mkdir -p "${AK_ROOT}/etc/cni/net.d"
   rm -f "${AK_STATE_DIR}/join.failed" "${AK_STATE_DIR}/join.done"
 }

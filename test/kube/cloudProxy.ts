@@ -8,8 +8,10 @@
  * - answers the metadata service (`http://100.100.100.200/latest/meta-data/...`): region, instance RAM role name
  *   and its STS credentials (the emulator's test AccessKey plus a security token);
  * - answers the Location service (`https://location.aliyuncs.com`, DescribeEndpoints), which the autoscaler's SDK
- *   asks for every product's endpoint: a CONNECT tunnel is terminated with a certificate of a test CA (give the
- *   program `SSL_CERT_FILE` = {@link CloudProxy.caFile}), and every product resolves to `<code>.<region>.aliyuncs.com`;
+ *   asks for every product's endpoint: every product resolves to `<code>.<region>.aliyuncs.com`;
+ * - terminates HTTPS to any `*.aliyuncs.com` host (a CONNECT tunnel) with a certificate of a test CA for that host
+ *   (give the program `SSL_CERT_FILE` = {@link CloudProxy.caFile}) and answers it as above: the CCM calls OpenAPI over
+ *   HTTPS, as its SDK does by default;
  * - refuses everything else, and records every host asked for ({@link CloudProxy.requests}).
  *
  * How the autoscaler's SDK finds endpoints and credentials, and why these standard variables suffice:
@@ -55,28 +57,39 @@ net.createServer((c) => {
 
 const LOCATION_HOSTS = ["location.aliyuncs.com", "location-readonly.aliyuncs.com"];
 
-/** A CA and a certificate for the Location service's host names, made with openssl (as the fixture makes node keys). */
-function locationCertificate(dir: string): { caFile: string; key: string; cert: string } {
+/** A test CA, and a certificate it signs for each host asked for (made with openssl, as the fixture makes node keys). */
+function testCloudCa(dir: string): { caFile: string; certFor(host: string): { key: string; cert: string } } {
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
     const f = (n: string) => path.join(dir, n);
     const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
     execFileSync("openssl", ["req", "-x509", ...ec, "-keyout", f("ca.key"), "-out", f("ca.crt"), "-days", "2", "-subj", "/CN=alicloud-kubeadm test cloud CA",
         "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"], { stdio: "pipe" });
-    execFileSync("openssl", ["req", ...ec, "-keyout", f("leaf.key"), "-out", f("leaf.csr"), "-subj", `/CN=${LOCATION_HOSTS[0]}`], { stdio: "pipe" });
-    fs.writeFileSync(f("leaf.ext"), `subjectAltName=${LOCATION_HOSTS.map((h) => `DNS:${h}`).join(",")}\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n`);
-    execFileSync("openssl", ["x509", "-req", "-in", f("leaf.csr"), "-CA", f("ca.crt"), "-CAkey", f("ca.key"), "-CAcreateserial", "-out", f("leaf.crt"),
-        "-days", "2", "-extfile", f("leaf.ext")], { stdio: "pipe" });
-    return { caFile: f("ca.crt"), key: fs.readFileSync(f("leaf.key"), "utf8"), cert: fs.readFileSync(f("leaf.crt"), "utf8") };
+    const made = new Map<string, { key: string; cert: string }>();
+    return {
+        caFile: f("ca.crt"),
+        certFor(host) {
+            const known = made.get(host);
+            if (known) return known;
+            execFileSync("openssl", ["req", ...ec, "-keyout", f(`${host}.key`), "-out", f(`${host}.csr`), "-subj", `/CN=${host}`], { stdio: "pipe" });
+            fs.writeFileSync(f(`${host}.ext`), `subjectAltName=DNS:${host}\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n`);
+            execFileSync("openssl", ["x509", "-req", "-in", f(`${host}.csr`), "-CA", f("ca.crt"), "-CAkey", f("ca.key"), "-CAcreateserial", "-out", f(`${host}.crt`),
+                "-days", "2", "-extfile", f(`${host}.ext`)], { stdio: "pipe" });
+            const pair = { key: fs.readFileSync(f(`${host}.key`), "utf8"), cert: fs.readFileSync(f(`${host}.crt`), "utf8") };
+            made.set(host, pair);
+            return pair;
+        },
+    };
 }
 
 /**
  * Starts the proxy for `c`'s network, forwarding OpenAPI requests to `emu`.
  * @param opts.region the metadata service's region-id, and the region of every endpoint
  * @param opts.roleName the instance RAM role the metadata service names (its credentials are the emulator's test AccessKey)
+ * @param opts.metadata answers the metadata service instead (test/kube/metadata.ts, for the master's instance)
  */
-export async function startCloudProxy(c: Cluster, emu: Emulator, opts: { region: string; roleName: string }): Promise<CloudProxy> {
+export async function startCloudProxy(c: Cluster, emu: Emulator, opts: { region: string; roleName?: string; metadata?: (req: http.IncomingMessage, res: http.ServerResponse) => void }): Promise<CloudProxy> {
     const requests: string[] = [];
-    const { caFile, key, cert } = locationCertificate(c.path("cloud-proxy"));
+    const { caFile, certFor } = testCloudCa(c.path("cloud-proxy"));
     const emuPort = Number(new URL(emu.endpoint).port);
     const json = (res: http.ServerResponse, status: number, body: unknown) => {
         const text = typeof body === "string" ? body : JSON.stringify(body);
@@ -114,6 +127,14 @@ export async function startCloudProxy(c: Cluster, emu: Emulator, opts: { region:
         json(res, 404, "Not Found");
     };
 
+    const toEmulator = (req: http.IncomingMessage, res: http.ServerResponse, host: string, pathAndQuery: string): void => {
+        const fwd = http.request({ host: "127.0.0.1", port: emuPort, method: req.method, path: pathAndQuery, headers: { ...req.headers, host } }, (r) => {
+            res.writeHead(r.statusCode ?? 502, r.headers);
+            r.pipe(res);
+        });
+        fwd.on("error", (e) => json(res, 502, String(e)));
+        req.pipe(fwd);
+    };
     const front = http.createServer((req, res) => {
         let u: URL;
         try {
@@ -123,27 +144,29 @@ export async function startCloudProxy(c: Cluster, emu: Emulator, opts: { region:
             return json(res, 400, "proxy requests only");
         }
         requests.push(`${req.method} ${u.host}${u.pathname}`);
-        if (u.hostname === "100.100.100.200") return metadata(u.pathname, res);
+        if (u.hostname === "100.100.100.200") return opts.metadata ? opts.metadata(req, res) : metadata(u.pathname, res);
         if (!u.hostname.endsWith(".aliyuncs.com") || u.protocol !== "http:") return json(res, 502, `refused: ${u.host}`);
-        const fwd = http.request({ host: "127.0.0.1", port: emuPort, method: req.method, path: `${u.pathname}${u.search}`, headers: { ...req.headers, host: u.host } }, (r) => {
-            res.writeHead(r.statusCode ?? 502, r.headers);
-            r.pipe(res);
-        });
-        fwd.on("error", (e) => json(res, 502, String(e)));
-        req.pipe(fwd);
+        toEmulator(req, res, u.host, `${u.pathname}${u.search}`);
+    });
+    // HTTPS to an OpenAPI host, once the tunnel is terminated: the same answers as over HTTP.
+    const secureApi = http.createServer((req, res) => {
+        const host = (req.headers.host ?? "").replace(/:443$/, "");
+        requests.push(`${req.method} https://${host}${(req.url ?? "/").split("?")[0]}`);
+        if (LOCATION_HOSTS.includes(host)) location.emit("request", req, res);
+        else toEmulator(req, res, host, req.url ?? "/");
     });
     front.on("connect", (req: http.IncomingMessage, socket: net.Socket, head: Buffer) => {
         requests.push(`CONNECT ${req.url}`);
         const [host, port] = (req.url ?? "").split(":");
-        if (!LOCATION_HOSTS.includes(host) || port !== "443") {
+        if (!/^[a-z0-9.-]+\.aliyuncs\.com$/.test(host) || port !== "443") {
             socket.end("HTTP/1.1 403 Forbidden\r\n\r\n");
             return;
         }
         socket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
         if (head.length) socket.unshift(head);
-        const secure = new tls.TLSSocket(socket, { isServer: true, key, cert });
+        const secure = new tls.TLSSocket(socket, { isServer: true, ...certFor(host) });
         secure.on("error", () => socket.destroy());
-        location.emit("connection", secure);
+        secureApi.emit("connection", secure);
     });
 
     let bridge: { stop(): Promise<void> } | undefined;

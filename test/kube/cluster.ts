@@ -74,6 +74,37 @@ export interface ClusterOptions {
     netns?: boolean | "auto";
     /** Keep the run folder after stop() (for debugging). Default: KUBE_KEEP_RUN_DIR=1 in the environment. */
     keepDir?: boolean;
+    /**
+     * A VPC for real nodes (test/kube/nodes.ts): a bridge ({@link VPC_BRIDGE}) in the run's network namespace (needed)
+     * holds each vSwitch's gateway and the master's addresses, and routes between them (the VPC router). The API
+     * server listens on every address of the namespace at `apiPort` and advertises `masterIp` (the endpoint of the
+     * `kubernetes` Service, which pods reach through kube-proxy); controlPlaneEndpoint is `apiEndpoint`. kubeadm's
+     * kube-proxy add-on is installed. Default: none (everything on 127.0.0.1).
+     */
+    vpc?: VpcOptions;
+}
+
+/** The network the real nodes join: see {@link ClusterOptions.vpc}. */
+export interface VpcOptions {
+    /** The master's private IP: the API server's advertise address. */
+    masterIp: string;
+    /** `host:port` the nodes are given (the stack's API endpoint); its host is added to the bridge too. Default `<masterIp>:6443`. */
+    apiEndpoint?: string;
+    /** More addresses of the master on the bridge (e.g. another master's admission endpoint). */
+    addresses?: string[];
+    /** vSwitch CIDRs: each gets its gateway (its last usable address) on the bridge. */
+    cidrs: string[];
+}
+
+/** The bridge of {@link ClusterOptions.vpc} in the cluster's network namespace. */
+export const VPC_BRIDGE = "akvpc0";
+
+/** The gateway of a vSwitch CIDR on {@link VPC_BRIDGE}: its last usable address. */
+export function gatewayOf(cidr: string): string {
+    const [a, bits] = cidr.split("/");
+    const start = a.split(".").reduce((acc, o) => acc * 256 + Number(o), 0);
+    const last = start + 2 ** (32 - Number(bits)) - 2;
+    return [24, 16, 8, 0].map((sh) => Math.floor(last / 2 ** sh) % 256).join(".");
 }
 
 export interface NodeSpec {
@@ -131,6 +162,10 @@ export interface Cluster {
     ports: { apiserver: number; etcdClient: number; etcdPeer: number; controllerManager: number; scheduler: number };
     /** Whether the processes run in a network namespace of their own. */
     netns: boolean;
+    /** The network namespace's file (`/proc/<pid>/ns/net` of its holder), when {@link Cluster.netns}. */
+    netnsPath?: string;
+    /** The VPC of {@link ClusterOptions.vpc}, when asked for. */
+    vpc?: VpcOptions & { bridge: string; apiEndpoint: string };
     /** The argv (after the binary) each component was started with: kubeadm's manifest command for the
      *  control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler), and kwok's flags. */
     commands: Record<string, string[]>;
@@ -291,7 +326,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     const keepDir = opts.keepDir ?? process.env.KUBE_KEEP_RUN_DIR === "1";
     const readyTimeoutMs = opts.readyTimeoutMs ?? 90_000;
 
-    const netnsWanted = opts.netns ?? (process.env.KUBE_NETNS === "0" ? false : "auto");
+    const netnsWanted = opts.vpc ? true : opts.netns ?? (process.env.KUBE_NETNS === "0" ? false : "auto");
     let useNetns = false;
     if (netnsWanted !== false) {
         useNetns = netnsAvailable();
@@ -381,6 +416,8 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
                     reject(new Error(`${cmd} ${args.join(" ")} exited ${code ?? signal}:\n${stderr}${stdout}`));
                 } else resolve(r);
             });
+            // a program that exits without reading its input closes the pipe first: not an error of the run
+            child.stdin.on("error", () => undefined);
             child.stdin.end(o.input ?? "");
         });
     };
@@ -467,8 +504,21 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
             fs.writeFileSync(p, content, { mode: 0o600 });
         }
 
-        const [apiserver, etcdClient, etcdPeer, etcdMetrics, controllerManager, scheduler] = await freePorts(6);
-        const server = `https://127.0.0.1:${apiserver}`;
+        const vpc = opts.vpc ? { ...opts.vpc, bridge: VPC_BRIDGE, apiEndpoint: opts.vpc.apiEndpoint ?? `${opts.vpc.masterIp}:6443` } : undefined;
+        if (vpc) {
+            // The VPC router: a bridge with each vSwitch's gateway and the master's addresses, forwarding between them.
+            const endpointHost = vpc.apiEndpoint.replace(/:\d+$/, "");
+            const script = [
+                `ip link add ${VPC_BRIDGE} type bridge`, `ip link set ${VPC_BRIDGE} up`,
+                ...vpc.cidrs.map((cidr) => `ip addr add ${gatewayOf(cidr)}/${cidr.split("/")[1]} dev ${VPC_BRIDGE}`),
+                ...[...new Set([vpc.masterIp, endpointHost, ...(vpc.addresses ?? [])])].map((ip) => `ip addr add ${ip}/32 dev ${VPC_BRIDGE}`),
+                "echo 1 > /proc/sys/net/ipv4/ip_forward",
+            ].join(" && ");
+            await run("sh", ["-c", script]);
+        }
+        const [freeApiserver, etcdClient, etcdPeer, etcdMetrics, controllerManager, scheduler] = await freePorts(6);
+        const apiserver = vpc ? Number(vpc.apiEndpoint.replace(/^.*:/, "")) : freeApiserver;
+        const server = vpc ? `https://${vpc.apiEndpoint}` : `https://127.0.0.1:${apiserver}`;
         const etcdUrl = `https://127.0.0.1:${etcdClient}`;
         const peerUrl = `https://127.0.0.1:${etcdPeer}`;
         const pki = path.join(dir, "pki");
@@ -478,7 +528,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
         const init = {
             apiVersion: "kubeadm.k8s.io/v1beta4",
             kind: "InitConfiguration",
-            localAPIEndpoint: { advertiseAddress: PLACEHOLDER_IP, bindPort: apiserver },
+            localAPIEndpoint: { advertiseAddress: vpc?.masterIp ?? PLACEHOLDER_IP, bindPort: apiserver },
             nodeRegistration: {
                 name: masterName,
                 criSocket: "unix:///run/containerd/containerd.sock",
@@ -492,7 +542,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
             apiVersion: "kubeadm.k8s.io/v1beta4",
             kind: "ClusterConfiguration",
             kubernetesVersion: KUBERNETES_VERSION,
-            controlPlaneEndpoint: `127.0.0.1:${apiserver}`,
+            controlPlaneEndpoint: vpc?.apiEndpoint ?? `127.0.0.1:${apiserver}`,
             certificatesDir: pki,
             imageRepository: "registry.k8s.io",
             clusterName: "kubernetes",
@@ -514,10 +564,11 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
                 },
             },
             apiServer: {
-                certSANs: ["127.0.0.1", "localhost", ...(opts.certSans ?? [])],
+                certSANs: ["127.0.0.1", "localhost", ...(vpc ? [vpc.masterIp, ...(vpc.addresses ?? [])] : []), ...(opts.certSans ?? [])],
                 extraArgs: extraArgs({
-                    "advertise-address": "127.0.0.1",
-                    "bind-address": "127.0.0.1",
+                    "advertise-address": vpc?.masterIp ?? "127.0.0.1",
+                    // in a VPC: every address of the namespace (the nodes reach it on the bridge, the run's own tools on 127.0.0.1)
+                    "bind-address": vpc ? "0.0.0.0" : "127.0.0.1",
                     "etcd-servers": etcdUrl,
                     "kubelet-preferred-address-types": "InternalIP",
                     ...opts.apiserverArgs,
@@ -546,7 +597,11 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
             },
         };
         const kubeadmConfig = conf("kubeadm-init.yaml");
-        fs.writeFileSync(kubeadmConfig, `${stringify(init)}---\n${stringify(cluster)}`, { mode: 0o600 });
+        // kube-proxy (in a VPC): the real nodes share this machine's kernel, whose conntrack table is not a node's to size
+        // (its sysctls are writable only from the machine's own network namespace); kube-proxy leaves them alone, as in kind.
+        const kubeProxy = { apiVersion: "kubeproxy.config.k8s.io/v1alpha1", kind: "KubeProxyConfiguration",
+            conntrack: { maxPerCore: 0, tcpEstablishedTimeout: "0s", tcpCloseWaitTimeout: "0s" } };
+        fs.writeFileSync(kubeadmConfig, `${stringify(init)}---\n${stringify(cluster)}${vpc ? `---\n${stringify(kubeProxy)}` : ""}`, { mode: 0o600 });
 
         const manifests = path.join(dir, "manifests");
         fs.mkdirSync(manifests);
@@ -621,7 +676,8 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
 
         // The API-side phases of kubeadm init: kubeadm-config / kubelet-config ConfigMaps, bootstrap-token RBAC,
         // the cluster-info ConfigMap in kube-public. Retried: RBAC of a fresh apiserver can lag for a moment.
-        for (const phase of [["upload-config", "all"], ["bootstrap-token", "--skip-token-print"]]) {
+        // In a VPC, kubeadm's kube-proxy add-on too (its DaemonSet and ConfigMap): the real nodes run it.
+        for (const phase of [["upload-config", "all"], ["bootstrap-token", "--skip-token-print"], ...(vpc ? [["addon", "kube-proxy"]] : [])]) {
             await waitFor(`kubeadm init phase ${phase[0]}`, async () => {
                 await run("kubeadm", ["init", "phase", ...phase, "--config", kubeadmConfig, "--kubeconfig", kubeconfig]);
                 return true;
@@ -735,6 +791,8 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
             bin,
             ports: { apiserver, etcdClient, etcdPeer, controllerManager, scheduler },
             netns: useNetns,
+            netnsPath: holder ? `/proc/${holder.pid}/ns/net` : undefined,
+            vpc,
             commands,
             path: (rel) => path.join(dir, rel),
             writeFile: (rel, content) => {

@@ -8,24 +8,13 @@
  */
 import * as assert from "assert";
 import * as fs from "fs";
-import * as path from "path";
-import { binDir, Cluster, ClusterOptions, isExecutable, missingBinaries, startCluster } from "./cluster";
-
-/** A binary outside the default build (e.g. the Cluster Autoscaler): its absence skips the file, also under CI=true
- *  unless the environment variable `optIn` is 1 there (then CI was asked to build it, and its absence fails). */
-export interface OptInBinary {
-    name: string;
-    /** The command that builds it. */
-    build: string;
-    optIn: string;
-}
-
+import { binDir, Cluster, ClusterOptions, missingBinaries, startCluster } from "./cluster";
 
 /**
  * Registers before/after hooks; read `.c` inside tests. `options` may be a function, called in `before` once
  * the binaries are known to be there (e.g. to derive the network from a synthesized stack).
  */
-export function useRealCluster(options: ClusterOptions | (() => ClusterOptions | Promise<ClusterOptions>) = {}, extra: { binaries?: OptInBinary[] } = {}): { readonly c: Cluster } {
+export function useRealCluster(options: ClusterOptions | (() => ClusterOptions | Promise<ClusterOptions>) = {}): { readonly c: Cluster } {
     const box: { c?: Cluster } = {};
     let started = Date.now();
     before(async function () {
@@ -35,13 +24,6 @@ export function useRealCluster(options: ClusterOptions | (() => ClusterOptions |
         if (missing.length) {
             const msg = `real-cluster tests need ${missing.join(", ")} in ${binDir()}: run \`npm run kube:build\``;
             if (process.env.CI === "true") throw new Error(`CI=true: ${msg} (.ci/run builds them first)`);
-            console.log(`    skipped: ${msg}`);
-            this.skip();
-        }
-        for (const b of extra.binaries ?? []) {
-            if (isExecutable(path.join(binDir(), b.name))) continue;
-            const msg = `${b.name} is not in ${binDir()}: run \`${b.build}\` (opt-in)`;
-            if (process.env.CI === "true" && process.env[b.optIn] === "1") throw new Error(`CI=true and ${b.optIn}=1: ${msg}`);
             console.log(`    skipped: ${msg}`);
             this.skip();
         }

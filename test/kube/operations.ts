@@ -7,7 +7,8 @@
  * network namespace (through `c.run`), so the script's kubectl reaches the API server and nothing else.
  *
  * Operations that run on a node (`reset`) are answered by a sandbox of that node with the stub `kubeadm`
- * (there is no kubelet to reset): one sandbox per instance, made on first use.
+ * (there is no kubelet to reset): one sandbox per instance, made on first use — or, for an instance that is a real
+ * node (test/kube/nodes.ts, option `realNodes`), by that node itself: the script runs there as root.
  *
  * Usage:
  *   const ops = answerWithRealCluster(emu, c, { master: masterInstanceId });
@@ -22,6 +23,7 @@ import type { Emulator } from "../../testing/emulator";
 import { makeSandbox, type Sandbox } from "../../testing/sandbox";
 import { operation } from "../../testing/savedCommands";
 import type { Cluster } from "./cluster";
+import type { RealNodes } from "./nodes";
 
 /** Operations a master runs (src/rules/operations.ts `on: "master"`) that the real cluster can answer (init-status
  *  reads files: put `etc/kubernetes/pki/ca.crt` and the init marker into {@link RealOperations.master}). */
@@ -53,7 +55,7 @@ function operationOf(script: string): string {
  * on any other instance they fail as they would on a machine without an admin kubeconfig. Node operations
  * run in the instance's own sandbox.
  */
-export function answerWithRealCluster(emu: Emulator, c: Cluster, opts: { master: string; stubs?: Record<string, string> }): RealOperations {
+export function answerWithRealCluster(emu: Emulator, c: Cluster, opts: { master: string; stubs?: Record<string, string>; realNodes?: RealNodes }): RealOperations {
     const real = (name: string) => `exec ${JSON.stringify(path.join(c.bin, name))} "$@"`;
     const host = (name: string) => `exec ${JSON.stringify(hostTool(name))} "$@"`;
     // gzip and base64 (ak_compact) are the machine's own, like the coreutils the sandbox links.
@@ -93,6 +95,12 @@ export function answerWithRealCluster(emu: Emulator, c: Cluster, opts: { master:
     for (const op of NODE_OPERATIONS) {
         emu.onCommand(operation(op), async (ctx) => {
             log.push(`${ctx.instanceId}: ${operationOf(ctx.script)}`);
+            const real = opts.realNodes?.get(ctx.instanceId);
+            if (real && !real.stopped) {
+                // Cloud Assistant runs the script as root on the instance, stdout and stderr in one stream
+                const r = await real.run("/bin/bash", ["-c", 'exec /bin/bash -c "$0" 2>&1', ctx.script], { allowFail: true, timeoutMs: 180_000 });
+                return { exitCode: r.code, output: r.stdout + r.stderr };
+            }
             const r = await node(ctx.instanceId).run(ctx.script);
             return { exitCode: r.code, output: r.stdout + r.stderr };
         });

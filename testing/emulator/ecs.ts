@@ -24,8 +24,18 @@ function incorrectStatus(i: EmuInstance, need: string): ApiError {
     return new ApiError(403, "IncorrectInstanceStatus", `The current status of the resource does not support this operation (instance ${i.instanceId} is ${i.status}, needs ${need}).`);
 }
 
+/**
+ * An instance's primary network interface (ENI): its id, derived from the instance's, and its source/destination check.
+ * DescribeInstances lists it under `NetworkInterfaces.NetworkInterface[]` with `Type: "Primary"`
+ * (ecs-20140526 DescribeInstancesResponseBody.ts: NetworkInterfaceId, Type, PrimaryIpAddress, MacAddress).
+ */
+export function primaryEni(i: EmuInstance): string {
+    return `eni-${i.instanceId.replace(/^i-/, "")}`;
+}
+
 function instanceView(i: EmuInstance): Record<string, unknown> {
     return {
+        NetworkInterfaces: { NetworkInterface: [{ NetworkInterfaceId: primaryEni(i), Type: "Primary", PrimaryIpAddress: i.privateIp, MacAddress: "00:16:3e:00:00:01" }] },
         InstanceId: i.instanceId, InstanceName: i.instanceName, HostName: i.hostName, Status: i.status, RegionId: i.regionId,
         ZoneId: i.zoneId, InstanceType: i.instanceType, ImageId: i.imageId, CreationTime: i.creationTime, OSType: "linux",
         InstanceChargeType: "PostPaid", InstanceNetworkType: "vpc",
@@ -547,6 +557,44 @@ const describeDisks: Handler = (st, p) => {
 };
 
 /**
+ * DescribeNetworkInterfaces (ecs-20140526 DescribeNetworkInterfacesRequest.ts: `NetworkInterfaceId.N` 1–100,
+ * `InstanceId`, `MaxResults` 10–500, `NextToken`; ResponseBody.ts `NetworkInterfaceSets.NetworkInterfaceSet[]` with
+ * `SourceDestCheck`): the instances' primary ENIs. Source/destination checking: the sources do not say what a new ENI
+ * has; it is modelled on (the harsher: a VPC then drops what an instance forwards for others, until it is turned off,
+ * which Alibaba's CCM does for every new node, cloud-provider-alibaba-cloud v2.14.0
+ * pkg/controller/node/node_controller.go disableNetworkInterfaceSourceDestCheck).
+ */
+const describeNetworkInterfaces: Handler = (st, p) => {
+    const ids = listParam(p, "NetworkInterfaceId");
+    if (ids.length > 100) throw new ApiError(400, "InvalidParameter.NetworkInterfaceId", "The specified parameter NetworkInterfaceId can have at most 100 values.");
+    let list = [...st.instances.values()];
+    if (ids.length) list = list.filter((i) => ids.includes(primaryEni(i)));
+    if (p.InstanceId) list = list.filter((i) => i.instanceId === p.InstanceId);
+    const pg = tokenPage(list, p, "MaxResults", 500, 500);
+    return {
+        NextToken: pg.NextToken, TotalCount: list.length,
+        NetworkInterfaceSets: { NetworkInterfaceSet: pg.items.map((i) => ({
+            NetworkInterfaceId: primaryEni(i), InstanceId: i.instanceId, Type: "Primary", Status: "InUse", PrivateIpAddress: i.privateIp,
+            MacAddress: "00:16:3e:00:00:01", VpcId: i.vpcId, VSwitchId: i.vSwitchId, ZoneId: i.zoneId, SourceDestCheck: !st.sourceDestCheckOff.has(primaryEni(i)),
+        })) },
+    };
+};
+
+/**
+ * ModifyNetworkInterfaceAttribute, `SourceDestCheck` only (ecs-20140526 ModifyNetworkInterfaceAttributeRequest.ts:
+ * `NetworkInterfaceId` required, `SourceDestCheck` boolean); an unknown ENI is `InvalidEniId.NotFound`
+ * (its error table). Other attributes are not modelled.
+ */
+const modifyNetworkInterfaceAttribute: Handler = (st, p) => {
+    const id = required(p, "NetworkInterfaceId");
+    const inst = [...st.instances.values()].find((i) => primaryEni(i) === id);
+    if (!inst) throw new ApiError(404, "InvalidEniId.NotFound", `The specified network interface does not exist: ${id}.`);
+    if (p.SourceDestCheck === "false") st.sourceDestCheckOff.add(id);
+    else if (p.SourceDestCheck === "true") st.sourceDestCheckOff.delete(id);
+    return {};
+};
+
+/**
  * Instance types the stacks use, with their public sizes (vCPU, GiB): g7/g6 are 1:4, c7 1:2
  * (https://www.alibabacloud.com/help/en/ecs/user-guide/overview-of-instance-families). The Cluster Autoscaler
  * reads them for its scale-from-zero template.
@@ -766,6 +814,8 @@ export const ECS_ACTIONS: Record<string, Handler> = {
     StopInvocation: stopInvocation,
     DescribeInvocationResults: describeInvocationResults,
     DescribeInstances: describeInstances,
+    DescribeNetworkInterfaces: describeNetworkInterfaces,
+    ModifyNetworkInterfaceAttribute: modifyNetworkInterfaceAttribute,
     DescribeDisks: describeDisks,
     DescribeInstanceStatus: describeInstanceStatus,
     DescribeInstanceTypes: describeInstanceTypes,

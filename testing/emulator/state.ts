@@ -396,6 +396,8 @@ export class EmulatorState {
     routeConflictCodes: string[] = ["TaskConflict", "OperationConflict", "IncorrectRouteEntryStatus", "SystemBusy"];
     /** Rotation counter of `routeConflictCodes`. */
     routeConflictSeq = 0;
+    /** Primary ENIs whose source/destination check was turned off (ModifyNetworkInterfaceAttribute); on by default (ecs.ts). */
+    readonly sourceDestCheckOff = new Set<string>();
     /** Called when an instance "runs" its user data (first boot after ReplaceSystemDisk). */
     onUserDataRun?: (instance: EmuInstance) => void;
     /** Test hook (not a cloud behaviour): called when a member leaves its scaling group, before its instance is released. */

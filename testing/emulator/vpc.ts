@@ -32,7 +32,11 @@ const describeRouteEntryList: Handler = (st, p) => {
     if (p.RouteEntryId) list = list.filter((e) => e.routeEntryId === p.RouteEntryId);
     if (p.RouteEntryType) list = list.filter((e) => e.type === p.RouteEntryType);
     if (p.NextHopId) list = list.filter((e) => e.nextHopId === p.NextHopId);
-    const pg = tokenPage(list, p, "MaxResult", 100, 10);
+    // MaxResult: the request model says 1–100 (vpc-20160428 DescribeRouteEntryListRequest.ts), yet Alibaba's own CCM
+    // asks for 500 and follows NextToken (cloud-provider-alibaba-cloud v2.14.0 pkg/model/route.go RouteMaxQueryRouteEntry,
+    // pkg/provider/alibaba/vpc/vpc.go listRouteBatch), which works against the real API: a value up to 500 is taken and
+    // a page holds at most the documented 100 (the harsher reading that keeps Alibaba's controller working).
+    const pg = tokenPage(list, p, "MaxResult", 500, 10, 100);
     return {
         NextToken: pg.NextToken,
         RouteEntrys: { RouteEntry: pg.items.map((e) => ({

@@ -7,7 +7,10 @@ if command -v kubeadm >/dev/null 2>&1; then
 else
   echo 'kubeadm not installed: nothing to reset'
 fi
-rm -rf "${AK_ROOT}/etc/cni/net.d" "${AK_ROOT}/var/lib/cni/flannel" "${AK_ROOT}/run/flannel"
+# The CNI config folder's contents, not the folder: containerd's CRI watches it and exits when it is removed
+# (docs/upstream.md#containerd-cni-dir), which would fail a join that follows within its restart delay.
+(shopt -s dotglob nullglob && rm -rf "${AK_ROOT}/etc/cni/net.d/"*)
+rm -rf "${AK_ROOT}/var/lib/cni/flannel" "${AK_ROOT}/run/flannel"
 for link in cni0 flannel.1; do
   if ip link show "$link" >/dev/null 2>&1; then ip link delete "$link"; fi
 done

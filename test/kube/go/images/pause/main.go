@@ -1,0 +1,25 @@
+// Command pause is a pod's sandbox process, as registry.k8s.io/pause is: it waits for a signal to stop and reaps
+// the children it inherits as the pod's PID 1.
+package main
+
+import (
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	signals := make(chan os.Signal, 4)
+	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM, syscall.SIGCHLD)
+	for s := range signals {
+		if s != syscall.SIGCHLD {
+			os.Exit(0)
+		}
+		for {
+			var status syscall.WaitStatus
+			if pid, err := syscall.Wait4(-1, &status, syscall.WNOHANG, nil); pid <= 0 || err != nil {
+				break
+			}
+		}
+	}
+}
