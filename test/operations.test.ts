@@ -5,7 +5,8 @@ import { useEmulator } from "../testing/emulator/fixture";
 import { deleteNodes, drainNode, listNodes, nodeOfInstance, parseNodeLines, type ClusterAccess, type NodeInfo } from "../src/cloud/operations";
 import { operationParameters, OPERATIONS, OPERATION_PARAMETERS, SAVED_OPERATIONS, type ParameterName } from "../src/rules";
 import { PARAMETER_MARKER, renderOperation } from "../src/shell/render";
-import { operation, saveNodeCommands } from "../testing/savedCommands";
+import { createCommand, operation, saveNodeCommands } from "../testing/savedCommands";
+import { callApi } from "../src/cloud/openapi";
 
 describe("node operations: saved commands invoked on a master", () => {
     const ctx = useEmulator();
@@ -70,6 +71,25 @@ describe("node operations: saved commands invoked on a master", () => {
     it("a failing operation surfaces its output", async () => {
         ctx.emu.onCommand(operation("delete-node"), { exitCode: 1, output: 'Error from server (Forbidden): nodes "x" is forbidden' });
         await assert.rejects(deleteNodes(access, ["x"]), /nodes "x" is forbidden/);
+    });
+
+    it("a resource whose state still names an earlier version's saved command (other parameters) runs the command of that name saved now", async () => {
+        const current = access.commands.drain;
+        // The drain as an earlier version saved it: the same name, without the `mark` parameter.
+        const script = renderOperation("drain").split("\n").filter((l) => !l.includes("{{mark}}")).join("\n");
+        const earlier = await createCommand("cn-hangzhou", { commandName: "test-drain", script, parameters: true, timeoutSeconds: 660, description: "drain" });
+        const ran: Array<Record<string, string>> = [];
+        ctx.emu.onCommand(operation("drain"), (c) => { ran.push(c.parameters); return { output: "drain-status=0" }; });
+        await drainNode({ ...access, commands: { ...access.commands, drain: earlier } }, "n1", { timeoutSeconds: 60, force: false, skipWaitSeconds: 0 });
+        const invoked = ctx.emu.callsOf("InvokeCommand").map((c) => c.params.CommandId);
+        assert.deepStrictEqual(invoked, [earlier, current], "refused by the earlier command, then run with the current one");
+        assert.strictEqual(ran.length, 1);
+        assert.strictEqual(ran[0].mark, "removing");
+
+        await callApi("ecs", "DeleteCommand", { CommandId: current }, { region: "cn-hangzhou" });
+        await assert.rejects(drainNode({ ...access, commands: { ...access.commands, drain: earlier } }, "n1", { timeoutSeconds: 60, force: false, skipWaitSeconds: 0 }),
+            /operation drain: saved command .* takes the parameters \[force,node,skipwait,timeout\], this version passes \[force,mark,node,skipwait,timeout\].*run `pulumi up`/);
+        assert.strictEqual(ran.length, 1, "nothing ran");
     });
 
     it("Node deletions go in one command per 4 KB of names", async () => {

@@ -6,6 +6,7 @@
  * Pulumi. The admin kubeconfig never leaves the master; a secret crosses only sealed (./channel.ts).
  */
 import { CommandError, runOnInstance } from "./cloudAssistant";
+import { callApi, OpenApiError } from "./openapi";
 import { newChannelId, newRecipient, seal } from "./channel";
 import { cannotRunCommands, classify } from "./errors";
 import { CERTIFICATE_KEY_PATTERN, fillOperation, MAX_ENCRYPTION_CONFIG_GZ_B64, MAX_NODES_PARAMETER_BYTES, nodePool, OPERATIONS, operationParameters, TOKEN_PATTERN, POOL_LABEL, providerIdOf, type JoinOperation, type NodeCommandIds, type OperationName, type ParameterName, type SavedOperation } from "../rules";
@@ -107,11 +108,39 @@ async function onMaster(access: ClusterAccess, op: string, run: (master: string)
 export async function invokeOperation(access: Pick<ClusterAccess, "region" | "commands" | "pollIntervalMs">, op: SavedOperation, instanceId: string,
     values: Partial<Record<ParameterName, string>> = {}, opts: InvokeOptions = {}): Promise<string> {
     const spec: { timeoutSeconds: number } = OPERATIONS[op as OperationName];
-    return runOnInstance({
-        region: access.region, instanceId, commandId: access.commands[op], parameters: operationParameters(op, values),
+    const parameters = operationParameters(op, values);
+    const run = (commandId: string) => runOnInstance({
+        region: access.region, instanceId, commandId, parameters,
         name: `alicloud-kubeadm ${op}`, timeoutSeconds: opts.timeoutSeconds ?? spec.timeoutSeconds, sensitiveOutput: opts.sensitive,
         pollIntervalMs: access.pollIntervalMs, truncatedOutputIsFine: opts.truncatedOutputIsFine,
     });
+    try {
+        return await run(access.commands[op]);
+    } catch (err) {
+        if (!(err instanceof OpenApiError) || err.code !== "Parameter.NotMatched") throw err;
+        return run(await commandTakingParameters(access.region, op, access.commands[op], Object.keys(parameters)));
+    }
+}
+
+/**
+ * The saved command to invoke when the one a resource's state names takes other parameters than this version passes
+ * (`Parameter.NotMatched`): a library upgrade changed the operation, and a resource deleted in the `pulumi up` that
+ * saves the new command still holds the earlier one's id (Pulumi deletes with the state it has, and deletes the
+ * replaced command last). The cluster's command of the same name (NodeCommands names them `<cluster>-<operation>`)
+ * whose parameters are exactly these is the new one.
+ * @throws Error naming the operation, both parameter lists and the fix when there is none
+ */
+async function commandTakingParameters(region: string, op: SavedOperation, staleId: string, names: string[]): Promise<string> {
+    type Raw = { CommandId?: string; Name?: string; ParameterNames?: { ParameterName?: string[] } };
+    const list = async (filter: Record<string, string>) =>
+        ((await callApi("ecs", "DescribeCommands", { ...filter, Type: "RunShellScript", MaxResults: 50 }, { region })).Commands as { Command?: Raw[] } | undefined)?.Command ?? [];
+    const [stale] = await list({ CommandId: staleId });
+    const takes = (c: Raw) => (c.ParameterNames?.ParameterName ?? []).map((n) => n.toLowerCase()).sort().join(",");
+    const wanted = names.map((n) => n.toLowerCase()).sort().join(",");
+    const current = stale?.Name ? (await list({ Name: stale.Name })).find((c) => c.CommandId !== staleId && takes(c) === wanted) : undefined;
+    if (current?.CommandId) return current.CommandId;
+    throw new Error(`operation ${op}: saved command ${staleId} takes the parameters [${stale ? takes(stale) : "?"}], this version passes [${wanted}], ` +
+        "and no saved command of the same name takes them: run `pulumi up` so the cluster saves this version's commands, then retry");
 }
 
 /**
