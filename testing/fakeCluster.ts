@@ -80,9 +80,10 @@ export interface FakeCluster {
     addMaster(): string;
     /**
      * Every instance ESS launches from now on joins as a Node of `pool` (cloud-init runs its userdata), NotReady
-     * until `readyAfterListings` node listings later (default 0: Ready at once).
+     * until `readyAfterListings` node listings later, or `readyAfterMs` after ESS created its instance (benchmarks: a
+     * boot's duration) (default 0: Ready at once).
      */
-    autoJoin(pool: string, opts?: { readyAfterListings?: number; pods?: string[] }): void;
+    autoJoin(pool: string, opts?: { readyAfterListings?: number; readyAfterMs?: number; pods?: string[] }): void;
 }
 
 /**
@@ -127,10 +128,12 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
     };
     let listings = 0;
     const readyAt = new Map<string, number>();
+    const readyAtTime = new Map<string, number>();
     c.autoJoin = (pool, o = {}) => {
         emu.state.onUserDataRun = (inst) => {
-            c.addNode(inst.instanceId, { pool, ready: (o.readyAfterListings ?? 0) === 0, pods: [...(o.pods ?? [])] });
+            c.addNode(inst.instanceId, { pool, ready: (o.readyAfterListings ?? 0) === 0 && (o.readyAfterMs ?? 0) === 0, pods: [...(o.pods ?? [])] });
             readyAt.set(inst.instanceId, listings + (o.readyAfterListings ?? 0));
+            readyAtTime.set(inst.instanceId, Date.now() + (o.readyAfterMs ?? 0));
         };
     };
     for (let k = 1; k < (opts.masters ?? 1); k++) c.addMaster();
@@ -163,7 +166,9 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
     emu.onCommand(operation("list-nodes"), (ctx) => {
         c.log.push(`${ctx.instanceId}: get-nodes`);
         listings++;
-        for (const n of c.nodes.values()) if ((readyAt.get(n.instanceId) ?? Infinity) <= listings) n.ready = true;
+        for (const n of c.nodes.values()) {
+            if ((readyAt.get(n.instanceId) ?? Infinity) <= listings && (readyAtTime.get(n.instanceId) ?? Infinity) <= Date.now()) n.ready = true;
+        }
         // list-nodes.sh's columns; a label selector on either pool label.
         const selector = /^(alicloud-kubeadm\/pool|node-restriction\.kubernetes\.io\/alicloud-kubeadm-pool)=(\S+)$/.exec(ctx.parameters.selector ?? "");
         const lines = [...c.nodes.values()].filter((n) => !selector || (selector[1] === "alicloud-kubeadm/pool" ? n.legacyPool : n.pool) === selector[2])
