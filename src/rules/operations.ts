@@ -83,6 +83,9 @@ export const OPERATION_PARAMETERS = {
     credential: { variable: "AK_CREDENTIAL", pattern: STACK_CREDENTIAL_PATTERN, what: "a stack credential name alicloud-kubeadm-stack-<8 of [a-z0-9]>" },
     labels: { variable: "AK_NODE_LABELS", pattern: new RegExp(`^[A-Za-z0-9./_=,-]{0,${MAX_NODE_PARAMETER_BYTES}}$`), what: "node labels key=value,..." },
     taints: { variable: "AK_NODE_TAINTS", pattern: new RegExp(`^[A-Za-z0-9./_=,:-]{0,${MAX_NODE_PARAMETER_BYTES}}$`), what: "node taints key[=value]:Effect,..." },
+    pool: { variable: "AK_POOL", pattern: /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, what: "a pool name (DNS label)" },
+    taintMode: { variable: "AK_TAINT_MODE", pattern: /^(add|clear)$/, what: "add (taint the Nodes named) or clear (untaint every Node of the pool)" },
+    outdated: { variable: "AK_OUTDATED", pattern: /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?( [a-z0-9]([-a-z0-9.]*[a-z0-9])?)*)?$/, what: "Node names separated by single spaces, or empty", maxBytes: MAX_NODES_PARAMETER_BYTES },
     lines: { variable: "AK_LINES", pattern: /^[1-9][0-9]{0,3}$/, what: "a number of lines" },
 } as const satisfies Record<string, OperationParameter>;
 
@@ -112,6 +115,7 @@ export const OPERATIONS = {
     "pod-owners": { on: "master", parameters: [], timeoutSeconds: 120, saved: true, description: "list running pods' node and owner kind, compact" },
     "drain": { on: "master", parameters: ["node", "timeout", "force", "skipWait"], timeoutSeconds: 660, saved: true, description: "mark, cordon and drain a Node through the eviction API" },
     "uncordon": { on: "master", parameters: ["node"], timeoutSeconds: 60, saved: true, description: "uncordon a Node an unfinished removal marked and cordoned" },
+    "outdated-taint": { on: "master", parameters: ["pool", "taintMode", "outdated"], timeoutSeconds: 120, saved: true, description: "put the rollout's PreferNoSchedule taint on a pool's outdated Nodes, or clear it from the pool" },
     "delete-node": { on: "master", parameters: ["nodes"], timeoutSeconds: 120, saved: true, description: "delete Node objects (gone ones are fine)" },
     "etcd-member-remove": { on: "master", parameters: ["member", "peerIp", "etcdNode"], timeoutSeconds: 120, saved: true, description: "remove a master's etcd member (by name or peer address) through a healthy master's etcd" },
     "etcd-health": { on: "master", parameters: ["etcdNode"], timeoutSeconds: 60, saved: true, description: "list the etcd members and each one's health through a master's etcd (quorum checks)" },
