@@ -2,6 +2,7 @@
 //   pulumi stack select dev && pulumi up
 import * as pulumi from "@pulumi/pulumi";
 import { Cluster, readStackConfig, type ClusterConfigInput } from "./src";
+import { ownStackReferenceName } from "./src/recovery/selfReference";
 
 // The whole config, not just the cluster key: other keys of the alicloud-kubeadm namespace would otherwise
 // be ignored in silence, and a cluster value that is not JSON is reported without echoing it.
@@ -11,14 +12,15 @@ const name = typeof raw?.name === "string" && raw.name !== "" ? raw.name : "clus
 
 // The CA hash this stack recorded in its last `pulumi up` (its own output, read back): a re-created master 0 then joins
 // that cluster or stops, and never runs `kubeadm init` over it (docs/disaster-recovery.md). None on the first `pulumi up`.
+// How the CLI resolves a stack's reference to itself, and why DIY backends get the bare name: docs/upstream.md#pulumi-self-reference.
 const organization = (() => {
     try {
         return pulumi.getOrganization();
     } catch {
-        return "organization"; // the self-managed backends' organization (and offline synth, which has none)
+        return undefined; // offline synth has none
     }
 })();
-const recordedCaCertHash = new pulumi.StackReference(`${organization}/${pulumi.getProject()}/${pulumi.getStack()}`)
+const recordedCaCertHash = new pulumi.StackReference(ownStackReferenceName(organization, pulumi.getProject(), pulumi.getStack()))
     .getOutput("caCertHash").apply((h) => (typeof h === "string" ? h : undefined));
 const cluster = new Cluster(name, { config: raw as ClusterConfigInput, region: stack.region ?? "", stackConfig: stack, recordedCaCertHash });
 

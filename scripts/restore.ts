@@ -1,29 +1,35 @@
 // restore: an etcd backup back onto the control plane (docs/disaster-recovery.md#lost-whole-control-plane).
-// Usage: npm run restore -- (--stack <name> | --outputs <file>) [--snapshot <object key>] [--keys <file>] --dry-run
-// The dry run lists the backups, downloads the chosen one (the newest by default), opens it with the backup key and
-// reads what it holds, finds the master to restore onto and what a restore leaves stale, and prints the plan. It
-// changes nothing. The restore itself is not automated yet: without --dry-run the command prints the plan and the
-// runbook's steps, and exits 3. Exit codes: 0 plan printed, 1 the backup or key is not usable, 2 could not look.
+// Usage: npm run restore -- (--stack <name> | --outputs <file>) [--snapshot <object key>] [--keys <file>] [--dry-run] [--force]
+// Lists the backups, downloads the chosen one (the newest by default), opens it with the backup key, reads the master's
+// restore state and prints exactly what it will do; without --dry-run it does it (src/recovery/restoreApply.ts), each
+// step recorded on the master so that running it again continues. Exit codes: 0 done (or planned), 1 the backup or key is
+// not usable, 2 could not look, 4 the restore was refused or a step failed (the message names the master, the step and
+// the fix).
 import { spawnSync } from "child_process";
 import * as fs from "fs";
 import { parseClusterInfo } from "../src/doctor/clusterInfo";
 import { planRestore, type RestorePlan } from "../src/recovery/restore";
+import { applyRestore, describeRestore, readMasterState, restoreRefusal, type ApplyRestoreInputs, type MasterRestoreState } from "../src/recovery/restoreApply";
+import { SAVED_OPERATIONS, type NodeCommandIds } from "../src/rules";
 
-export interface RestoreArgs { stack?: string; outputs?: string; snapshot?: string; keys?: string; dryRun: boolean; help: boolean }
+export interface RestoreArgs { stack?: string; outputs?: string; snapshot?: string; keys?: string; dryRun: boolean; force: boolean; help: boolean }
 
 export function helpText(): string {
     return [
-        "Usage: npm run restore -- (--stack <name> | --outputs <file>) [--snapshot <object key>] [--keys <file>] --dry-run",
+        "Usage: npm run restore -- (--stack <name> | --outputs <file>) [--snapshot <object key>] [--keys <file>] [--dry-run] [--force]",
         "",
-        "Plans the restore of a cluster's etcd from its backups (docs/disaster-recovery.md): lists the backups in the",
-        "stack's bucket, downloads the chosen one, opens it with the backup key, reads its revision and key count, and",
-        "says which master it goes onto and which Nodes and Leases will be stale. Changes nothing.",
+        "Restores a cluster's etcd from its backups (docs/disaster-recovery.md): lists the backups in the stack's bucket,",
+        "downloads the chosen one, opens it with the backup key, reads its revision and key count and the state of the",
+        "master it goes onto, prints every step, then runs them over Cloud Assistant: the backup onto that master, the",
+        "stale Leases, Nodes and routes cleaned, the other masters re-joined as fresh members. A step that stopped is",
+        "continued by running the same command again.",
         "",
         "  --stack <name>     read the outputs with `pulumi stack output --json --show-secrets --stack <name>`",
         "  --outputs <file>   read them from a file written that way (it holds the backup keys: keep it private)",
         "  --snapshot <key>   the object to restore (default: the newest under <cluster>/hourly/ and <cluster>/daily/)",
         "  --keys <file>      backup keys as JSON {keyId: private key PEM} (default: the stack output backupKeys)",
-        "  --dry-run          plan only (the restore onto the master is not automated yet: see the runbook)",
+        "  --dry-run          print the steps, change nothing (reads the master's restore state with one command)",
+        "  --force            restore even though the master's API server answers (rolls a running cluster back)",
         "",
         "Credentials for OSS: ALIBABA_CLOUD_ACCESS_KEY_ID, ALIBABA_CLOUD_ACCESS_KEY_SECRET (and ALIBABA_CLOUD_SECURITY_TOKEN).",
         "",
@@ -31,7 +37,7 @@ export function helpText(): string {
 }
 
 export function parseArgs(argv: string[]): RestoreArgs {
-    const a: RestoreArgs = { dryRun: false, help: false };
+    const a: RestoreArgs = { dryRun: false, force: false, help: false };
     for (let i = 0; i < argv.length; i++) {
         const v = () => { const x = argv[++i]; if (x === undefined || x.startsWith("--")) throw new Error(`${argv[i - 1]} needs a value`); return x; };
         switch (argv[i]) {
@@ -40,6 +46,7 @@ export function parseArgs(argv: string[]): RestoreArgs {
             case "--snapshot": a.snapshot = v(); break;
             case "--keys": a.keys = v(); break;
             case "--dry-run": a.dryRun = true; break;
+            case "--force": a.force = true; break;
             case "--help": case "-h": a.help = true; break;
             default: throw new Error(`unknown argument ${argv[i]} (see --help)`);
         }
@@ -57,12 +64,13 @@ export function readOutputs(a: RestoreArgs): Record<string, unknown> {
     return JSON.parse(r.stdout);
 }
 
-/** Runs the command; returns the exit code. `endpoint`/`connectTo` let the tests point OSS at the emulator. */
-export async function main(argv: string[], io: { out: (s: string) => void; env: NodeJS.ProcessEnv; ossEndpoint?: string; connectTo?: string } = { out: (s) => process.stdout.write(s), env: process.env }): Promise<number> {
+/** Runs the command; returns the exit code. `ossEndpoint`/`connectTo`/`masterOssEndpoint` let the tests point OSS at the emulator. */
+export async function main(argv: string[], io: { out: (s: string) => void; env: NodeJS.ProcessEnv; ossEndpoint?: string; connectTo?: string; masterOssEndpoint?: string; pollIntervalMs?: number } = { out: (s) => process.stdout.write(s), env: process.env }): Promise<number> {
     let a: RestoreArgs;
     try { a = parseArgs(argv); } catch (e) { io.out(`${(e as Error).message}\n`); return 2; }
     if (a.help) { io.out(helpText()); return 0; }
     let plan: RestorePlan;
+    let inputs: ApplyRestoreInputs;
     try {
         const outputs = readOutputs(a);
         const info = parseClusterInfo(outputs.clusterInfo);
@@ -72,20 +80,52 @@ export async function main(argv: string[], io: { out: (s: string) => void; env: 
         if (!keys || typeof keys !== "object") throw new Error("no backup keys: the stack output backupKeys (read with --show-secrets), or --keys <file>");
         const { ALIBABA_CLOUD_ACCESS_KEY_ID: id, ALIBABA_CLOUD_ACCESS_KEY_SECRET: secret, ALIBABA_CLOUD_SECURITY_TOKEN: token } = io.env;
         if (!id || !secret) throw new Error("no OSS credentials: set ALIBABA_CLOUD_ACCESS_KEY_ID and ALIBABA_CLOUD_ACCESS_KEY_SECRET");
+        const target = { endpoint: io.ossEndpoint ?? `https://oss-${info.region}.aliyuncs.com`, region: info.region, bucket, connectTo: io.connectTo };
+        const credentials = { accessKeyId: id, accessKeySecret: secret, securityToken: token };
         plan = await planRestore({
             clusterName: info.name, region: info.region, masterInstanceIds: info.masterInstanceIds, keys: keys as Record<string, string>,
-            bucket: { endpoint: io.ossEndpoint ?? `https://oss-${info.region}.aliyuncs.com`, region: info.region, bucket, connectTo: io.connectTo },
-            credentials: { accessKeyId: id, accessKeySecret: secret, securityToken: token }, snapshot: a.snapshot,
+            bucket: target, credentials, snapshot: a.snapshot,
         });
+        const missing = SAVED_OPERATIONS.filter((op) => !info.commands?.[op]);
+        if (missing.length > 0) throw new Error(`the stack's clusterInfo lacks the saved commands ${missing.join(", ")}: run \`pulumi up\` with this version first`);
+        inputs = {
+            region: info.region, masterInstanceIds: info.masterInstanceIds, commands: info.commands as NodeCommandIds, bucket: target, credentials,
+            routeTableId: info.routeTableId, podCidr: info.podCidr, controlPlaneJoinCommandId: info.controlPlaneJoinCommandId, force: a.force,
+            masterOssEndpoint: io.masterOssEndpoint, pollIntervalMs: io.pollIntervalMs, log: (m) => io.out(`  ${m}\n`),
+        };
     } catch (e) {
         const msg = (e as Error).message;
         io.out(`restore: ${msg}\n`);
         return /does not open|not among the keys|not an alicloud-kubeadm backup|altered|is a backup of cluster|no backup/.test(msg) ? 1 : 2;
     }
-    io.out(`restore plan${a.dryRun ? " (dry run: nothing changed)" : ""}:\n${plan.steps.map((s, i) => `  ${i + 1}. ${s}`).join("\n")}\n`);
+    io.out(`restore ${a.dryRun ? "plan (dry run: nothing changed)" : "plan"}:\n  ${plan.summary}\n`);
+    let state: MasterRestoreState;
+    try {
+        state = await readMasterState(inputs, plan);
+    } catch (e) {
+        io.out(`restore: could not read the restore state of master ${plan.target}: ${(e as Error).message}\n`);
+        return 4;
+    }
+    io.out(`master ${plan.target}: ${state.mode === "fresh" ? "master 0 that refused kubeadm init" : state.mode === "existing" ? "a control plane (static pods)" : "no control plane"}` +
+        `${state.done.length ? `; done already: ${state.done.join(", ")}` : ""}; its API server ${state.apiReady ? "answers" : "does not answer"}\n`);
+    io.out(`${describeRestore(plan, state, inputs).map((s, k) => `  ${k + 1}. ${s}`).join("\n")}\n`);
+    const refusal = restoreRefusal(plan, state, a.force);
+    if (refusal) {
+        io.out(`restore: refused: ${refusal}\n`);
+        return 4;
+    }
     if (a.dryRun) return 0;
-    io.out("the restore onto the master is not automated yet: follow docs/disaster-recovery.md#lost-whole-control-plane with this backup.\n");
-    return 3;
+    try {
+        const outcome = await applyRestore(inputs, plan, state);
+        io.out(`restored ${plan.object.key} onto ${plan.target} (steps run now: ${outcome.ran.join(", ") || "none, all done before"}; ` +
+            `stale Nodes deleted: ${outcome.staleNodes.join(", ") || "none"}; masters re-joined: ${outcome.rejoined.join(", ") || "none"}).\n` +
+            `next: \`pulumi up${outcome.missingMasters.length ? " --refresh" : ""}\` (the backup and renewal timers on a new master 0` +
+            `${outcome.missingMasters.length ? `; re-creates ${outcome.missingMasters.join(", ")}` : ""}), then \`npm run doctor\`.\n`);
+        return 0;
+    } catch (e) {
+        io.out(`restore: ${(e as Error).message}\n`);
+        return 4;
+    }
 }
 
 if (require.main === module) {

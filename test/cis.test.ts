@@ -16,6 +16,7 @@ import * as path from "path";
 import { renderOperation } from "../src/shell/render";
 import * as zlib from "zlib";
 import { parseSections } from "../src/doctor/context";
+import { decompress } from "../src/cloud/operations";
 import { parseCertExpiry } from "../src/doctor/certs";
 import { fill } from "../testing/savedCommands";
 import { callsOf, makeSandbox, type Sandbox } from "../testing/sandbox";
@@ -185,7 +186,7 @@ describe("CIS basics on the control plane", () => {
         }
         const r = await sb.run(renderOperation("doctor-certs"));
         assert.equal(r.code, 0, r.stderr);
-        const sections = parseSections(zlib.gunzipSync(Buffer.from(r.stdout.trim(), "base64")).toString("utf8"));
+        const sections = parseSections(decompress(r.stdout));
         assert.equal(sections.certs.rc, 0, sections.certs.output);
         const days = Object.fromEntries(parseCertExpiry(sections.certs.output).map((c) => [c.name, Math.round((c.notAfter - Date.now()) / 86_400_000)]));
         assert.deepEqual(days, { "pki/apiserver.crt": 12, "pki/etcd/server.crt": 300, "admin.conf": 200 });

@@ -61,6 +61,10 @@ describe("ControlPlane (mock graph via the stack program)", () => {
         assert.ok(attachments.every((a) => a.inputs.port === 6443 && a.inputs.serverGroupId === group.id));
         assert.strictEqual(ofType(prod, "alicloud:ecs/eipAddress:EipAddress").filter((e) => e.parent === "prod-control-plane").length, 0, "no public address");
 
+        // One master after the other: a run that replaces several replaces them in turn (docs/disaster-recovery.md#one-master-at-a-time).
+        const byIndex = [0, 1, 2].map((i) => masters.find((m) => m.name === `prod-control-plane-master-${i}`)!);
+        for (const i of [1, 2]) assert.ok(byIndex[i].dependencies.includes(byIndex[i - 1].urn), `master ${i} depends on master ${i - 1}`);
+        assert.ok(!byIndex[0].dependencies.some((d) => byIndex.some((m) => m.urn === d)), "master 0 depends on no other master");
         const m0 = masters.find((m) => m.name === "prod-control-plane-master-0")!;
         assert.match(headerValue(m0.rawInputs.userData as string, "AK_API_ENDPOINT") ?? "", /^nlb-[0-9a-f]+\..*:6443$/);
     });

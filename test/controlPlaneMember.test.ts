@@ -181,8 +181,12 @@ describe("ControlPlaneMember", () => {
         c.addNode(c.master, { name: "master-0", controlPlane: true });
         c.addMaster();
         const m2 = c.addMaster();
+        // master 2 re-created as `extra` while its old member is still in etcd: three members for three masters already
         const extra = ctx.emu.addInstance({ regionId: "cn-shanghai" }).instanceId;
-        await assert.rejects(joinControlPlaneMember({ ...inputs(s), memberInstanceId: extra, masterInstanceIds: c.masters }), /3 members for 3 masters .*: a join would make 4/);
+        await assert.rejects(joinControlPlaneMember({ ...inputs(s), memberInstanceId: extra, masterInstanceIds: [c.masters[0], c.masters[1], extra] }), /3 members for 3 masters .*: a join would make 4/);
+        // master 0's own member reaches the cluster through masters 1 and 2 only: the member counts among the masters all the same
+        await assert.rejects(joinControlPlaneMember({ ...inputs(s), masterInstanceId: c.masters[1], memberInstanceId: extra, masterInstanceIds: [c.masters[1], c.masters[2]] }),
+            /3 members for 3 masters .*: a join would make 4/);
         ctx.emu.stopInstance(m2);
         await assert.rejects(joinControlPlaneMember({ ...inputs(s), memberInstanceId: extra, masterInstanceIds: [...c.masters, extra] }), /not every etcd member is healthy/);
         assert.ok(!c.log.some((x) => x.includes("join-secrets")));

@@ -12,6 +12,7 @@ import {
     ClusterInfo, exitCodeOf, explainActivityError, Finding, parseAutoscalerStatus, parseCaTime, parseEtcdMembers, parseTokenList, redact, renderJson, renderTable, runDoctor,
 } from "../src/doctor";
 import { parseSections } from "../src/doctor/context";
+import { decompress } from "../src/cloud/operations";
 import { renderOperation } from "../src/shell/render";
 import { operation, saveNodeCommands } from "../testing/savedCommands";
 import { parseClusterInfo } from "../src/doctor/clusterInfo";
@@ -527,7 +528,7 @@ describe("doctor pieces", () => {
             fs.writeFileSync(path.join(dir, "kubeadm"), `#!/bin/sh\necho '{"token": "abcdef.${SECRET}"}'\n`, { mode: 0o755 });
             const r = spawnSync("bash", ["-c", renderOperation("doctor-join")], { encoding: "utf8", env: { ...process.env, PATH: `${dir}:${process.env.PATH}`, AK_ROOT: dir } });
             assert.strictEqual(r.status, 0, r.stderr);
-            const s = parseSections(zlib.gunzipSync(Buffer.from(r.stdout.trim(), "base64")).toString("utf8"));
+            const s = parseSections(decompress(r.stdout));
             assert.deepStrictEqual(s.readyz, { output: "readyz check passed", rc: 0 });
             assert.deepStrictEqual(s.etcd, { output: "boom", rc: 3 });
             assert.strictEqual(s.tokens.output, '{"token": "abcdef.<redacted>"}', "the secret never leaves the machine");

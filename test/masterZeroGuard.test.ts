@@ -110,6 +110,9 @@ describe("master 0's script with and without a recorded CA hash (sandbox)", func
         assert.deepEqual(callsOf(r.calls, "kubeadm", "init"), [], "kubeadm init must not run");
         assert.match(r.stderr + r.stdout + (sb.read("/var/log/alicloud-kubeadm/master-init.log") ?? ""), /npm run restore -- --stack/);
         assert.match(sb.read("/var/lib/alicloud-kubeadm/init.refused") ?? "", /status=refused/);
+        // what the restore needs to bring it up (src/shell/ops/etcd-restore.sh): its kubeadm config rendered, the node prepared
+        assert.match(sb.read("/var/lib/alicloud-kubeadm/kubeadm-init.yaml") ?? "", /kind: InitConfiguration[\s\S]*kind: ClusterConfiguration/);
+        assert.ok(r.calls.some((x) => x.cmd === "apt-get" && x.args.includes("install")), "kubeadm, kubelet and containerd installed");
         // a second boot (cloud-init reruns nothing, but a manual rerun) still refuses
         const again = await sb.run(renderMasterInit({ ...params, recordedCaCertHash: cluster.hash, peerMasterIps: PEERS }));
         assert.notEqual(again.code, 0);

@@ -1,7 +1,7 @@
 /**
  * State written by the previous version of each provider this change touched runs the new code after one `pulumi up`:
  * the engine calls diff(old state, new inputs) and then update (never a replacement, which would re-join or reset a
- * master, or lose the backup key). ControlPlaneMember 3 → 5, JoinInfo 2 → 3, against the emulator and the fake cluster
+ * master, or lose the backup key). ControlPlaneMember 3 → 6, JoinInfo 2 → 3, against the emulator and the fake cluster
  * (testing/fakeCluster.ts) where they reach a master.
  */
 import * as assert from "assert";
@@ -16,9 +16,9 @@ import { createCommand } from "../testing/savedCommands";
 describe("provider state written by the previous version, after one pulumi up", () => {
     const ctx = useEmulator();
 
-    // Version 3 state goes straight to the current version (5) in one `pulumi up`; 4 → 5 is test/providerUpgrades.test.ts.
-    it("ControlPlaneMember 3 → 5: an update that keeps its node name and touches nothing; then the new code removes it with the quorum check", async () => {
-        assert.strictEqual(CONTROL_PLANE_MEMBER_PROVIDER_VERSION, "5");
+    // Version 3 state goes straight to the current version (6) in one `pulumi up`; 5 → 6 is test/providerUpgrades.test.ts.
+    it("ControlPlaneMember 3 → 6: an update that keeps its node name and touches nothing; then the new code removes it with the quorum check", async () => {
+        assert.strictEqual(CONTROL_PLANE_MEMBER_PROVIDER_VERSION, "6");
         const c = await fakeCluster(ctx.emu, "cn-hangzhou");
         c.addNode(c.master, { name: "master-0", controlPlane: true });
         const m1 = c.addMaster();
@@ -35,6 +35,22 @@ describe("provider state written by the previous version, after one pulumi up", 
         // The state the update wrote runs the new delete: quorum read first (2 members healthy), then the removal.
         await controlPlaneMemberProvider.delete!(m1, u.outs);
         assert.deepStrictEqual([...c.etcd.keys()], ["master-0"]);
+    });
+
+    it("ControlPlaneMember 5 → 6, master 0's own member (masters 1..n as its masters): an update; its delete then leaves through master 1", async () => {
+        const c = await fakeCluster(ctx.emu, "cn-hangzhou", { masters: 3 });
+        c.addNode(c.master, { name: "master-0", controlPlane: true });
+        const [m0, m1, m2] = c.masters;
+        const v5 = { region: "cn-hangzhou", masterInstanceId: m1, masterInstanceIds: [m1, m2], memberInstanceId: m0, joinCommandId: "c-join", joinSecretsScript: "#!/bin/bash\n",
+            commands: c.commands, providerVersion: "5", nodeName: "master-0", pollSeconds: 0.02 };
+        const news = { ...v5, providerVersion: CONTROL_PLANE_MEMBER_PROVIDER_VERSION };
+        delete (news as Partial<typeof v5>).nodeName;
+        const d = await controlPlaneMemberProvider.diff!(m0, v5, news);
+        assert.deepStrictEqual([d.changes, d.replaces], [true, []]);
+        const u = await controlPlaneMemberProvider.update!(m0, v5, news);
+        await controlPlaneMemberProvider.delete!(m0, u.outs);
+        assert.deepStrictEqual([...c.etcd.keys()].sort(), ["master-1", "master-2"]);
+        // (its re-created master then joins as the third member: test/masterZeroRecreate.test.ts, refused by version 5 and before)
     });
 
     it("JoinInfo 2 → 3: a new master 0 in a state of version 2 is an update that keeps the CA pin and the credential, without asking the new master", async () => {

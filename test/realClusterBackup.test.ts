@@ -4,39 +4,36 @@
  * The project's backup script (src/shell/etcd_backup.sh) runs in the script sandbox with a `crictl exec` shim that runs
  * the real etcdctl and etcdutl, a metadata-service shim that hands out the role's STS credentials, and the real curl,
  * pointed at the emulator's OSS (testing/emulator/oss.ts: V4 signatures, STS, the role's RAM policy, versioning).
- * The restore functions (src/shell/etcd_restore.sh) open the backup with the backup key and run the real
- * `etcdutl snapshot restore` (a `ctr run` shim). What is asserted comes from state: the objects in the bucket, the
- * keys in etcd, and what the restarted API server serves.
+ * The restore runs as `npm run restore` runs it on a master: the etcd-restore operation's steps (src/shell/ops/etcd-restore.sh),
+ * the signed download and the backup's password received on the secret channel (the real channel scripts and openssl),
+ * the object downloaded from the emulator's OSS with the real curl, the real `etcdutl snapshot restore` (a `ctr run`
+ * shim), and the stale API server Leases deleted with the real kubectl against the real API server. What is asserted
+ * comes from state: the objects in the bucket, the keys in etcd, what the restarted API server serves.
  *
  * Needs `npm run kube:build` (skipped with one line without it; CI=true fails instead).
  */
 import * as assert from "assert";
 import * as crypto from "crypto";
 import * as fs from "fs";
-import * as path from "path";
+import * as os from "os";
 import { useRealCluster } from "./kube/fixture";
+import { clusterId, copyTree, ENC_PATH, encryptionConfig, etcdctl as sharedEtcdctl, etcdImageShim, readObjects, writeObjects } from "./kube/restore";
 import { useEmulator } from "../testing/emulator/fixture";
 import { makeSandbox, type Sandbox } from "../testing/sandbox";
 import { backupKeyId, backupPrefixes, backupRamPolicy } from "../src/rules";
-import { renderEtcdBackup, renderEtcdRestore } from "../src/shell/renderBackup";
+import { renderEtcdBackup } from "../src/shell/renderBackup";
+import { compactShell, renderOperation } from "../src/shell/render";
+import { fillOperation } from "../src/rules";
+import { seal } from "../src/cloud/channel";
+import { openBackup, restoreIdOf } from "../src/recovery/restore";
+import { signedDownload } from "../src/recovery/restoreApply";
+import { fill } from "../testing/savedCommands";
+import { TEST_CREDENTIALS } from "../testing/emulator";
 import { ossRequest, OssError, listObjects } from "../src/cloud/oss";
 
 const CLUSTER = "dev";
 const BUCKET = "dev-etcd-0123abcd";
 const ROLE = "dev-control-plane";
-const ENC_PATH = "/etc/kubernetes/pki/alicloud-kubeadm-encryption.yaml";
-const encryptionConfig = (key: string) => `apiVersion: apiserver.config.k8s.io/v1
-kind: EncryptionConfiguration
-resources:
-  - resources: ["secrets"]
-    providers:
-      - secretbox:
-          keys:
-            - name: alicloud-kubeadm-1
-              secret: ${key}
-      - identity: {}
-`;
-
 describe("etcd backup and restore with the real etcd, etcdctl, etcdutl and kube-apiserver", function () {
     this.timeout(240_000);
     const ENC_KEY = crypto.randomBytes(32).toString("base64");
@@ -63,15 +60,12 @@ describe("etcd backup and restore with the real etcd, etcdctl, etcdutl and kube-
 
         // Objects through the real API server: a Secret (encrypted at rest), a ConfigMap, a Namespace.
         const secretValue = `s3cr3t-${crypto.randomBytes(12).toString("hex")}`;
-        await c.kubectl(["create", "namespace", "dr"]);
-        await c.kubectl(["-n", "dr", "create", "secret", "generic", "db", `--from-literal=password=${secretValue}`]);
-        await c.kubectl(["-n", "dr", "create", "configmap", "app", "--from-literal=mode=prod"]);
-        const etcdctl = (args: string[]) => c.run("etcdctl", [`--endpoints=https://127.0.0.1:${c.ports.etcdClient}`, `--cacert=${c.path("pki/etcd/ca.crt")}`,
-            `--cert=${c.path("pki/etcd/healthcheck-client.crt")}`, `--key=${c.path("pki/etcd/healthcheck-client.key")}`, ...args]);
+        await writeObjects(c, secretValue);
+        const etcdctl = (args: string[]) => sharedEtcdctl(c, args);
         const stored = (await etcdctl(["get", "/registry/secrets/dr/db", "--print-value-only"])).stdout;
         assert.ok(stored.startsWith("k8s:enc:secretbox:v1:alicloud-kubeadm-1:") && !stored.includes(secretValue), "the Secret is encrypted in etcd");
-        const before = await objects(c);
-        const clusterIdBefore = field((await etcdctl(["endpoint", "status", "-w", "fields"])).stdout, "ClusterID");
+        const before = await readObjects(c);
+        const clusterIdBefore = await clusterId(c);
 
         // The master as the backup script sees it: kubeadm's PKI, the API server's manifest naming the encryption config.
         const sb = master(c, port, sts);
@@ -121,35 +115,74 @@ describe("etcd backup and restore with the real etcd, etcdctl, etcdutl and kube-
         fs.rmSync(c.path("etcd"), { recursive: true, force: true });
         fs.writeFileSync(c.path("enc.yaml"), encryptionConfig(crypto.randomBytes(32).toString("base64")));
 
-        // Restore: the operator's key opens the backup; etcdutl restores it; the bundle's config and CA keys go in place.
-        const restoreBox = master(c, port, sts);
-        restoreBox.write("/backup.enc", object);
-        restoreBox.write("/backup.key", backupKey.privateKey.export({ type: "pkcs8", format: "pem" }).toString());
+        // Restore, as `npm run restore` runs it on the master (src/shell/ops/etcd-restore.sh, one step per command): the
+        // master receives the signed GET and this backup's password sealed on the secret channel, downloads the object
+        // from OSS with the real curl, opens it with the real openssl, stops its control plane (the static pod manifests
+        // aside), restores with the real etcdutl, puts the manifests back. This test plays the kubelet: it stops and starts
+        // the processes when the manifests move.
         const etcdCommand = c.commands.etcd;
         const peerUrl = /^--initial-advertise-peer-urls=(.*)$/m.exec(etcdCommand.join("\n"))![1];
         const nodeName = /^--name=(.*)$/m.exec(etcdCommand.join("\n"))![1];
-        const restore = await restoreBox.run(renderEtcdRestore({ nodeName, peerUrl, etcdImage: "registry.k8s.io/etcd:3.6.8-0" },
-            'ak_open_backup "${AK_ROOT}/backup.enc" "${AK_ROOT}/backup.key" "${AK_ROOT}/var/lib/alicloud-kubeadm/restore" && ak_restore_bundle "${AK_ROOT}/var/lib/alicloud-kubeadm/restore"'));
-        assert.strictEqual(restore.code, 0, restore.stderr + restore.stdout);
+        const restoreBox = master(c, port, sts, { etcdRunning: false });
+        restoreBox.write("/etc/kubernetes/admin.conf", fs.readFileSync(c.kubeconfig, "utf8"));
+        restoreBox.write("/etc/kubernetes/manifests/etcd.yaml", `spec:\n  containers:\n  - command:\n    - etcd\n    - --name=${nodeName}\n    image: registry.k8s.io/etcd:3.6.8-0\n`);
+        restoreBox.write("/etc/kubernetes/manifests/kube-apiserver.yaml", "image: registry.k8s.io/kube-apiserver\n");
+        const [{ key: objectKey, lastModified }] = emu.oss.list(BUCKET, backupPrefixes(CLUSTER).hourly);
+        const opened = openBackup(object, { [keyId]: backupKey.privateKey.export({ type: "pkcs8", format: "pem" }).toString() });
+        const restoreId = restoreIdOf({ key: objectKey, size: object.length, lastModified: new Date(lastModified) });
+        const step = async (name: string, channel = "0".repeat(32)) => {
+            const script = compactShell(fillOperation(renderOperation("etcd-restore"), "etcd-restore",
+                { step: name, restoreId, node: nodeName, peerIp: new URL(peerUrl).hostname, channel }));
+            const r = await restoreBox.run(script);
+            assert.strictEqual(r.code, 0, `${name}: ${r.stderr}${r.stdout}`);
+            return r.stdout;
+        };
+        const channel = "c".repeat(32);
+        const publicKey = (await restoreBox.run(fill(renderOperation("channel-open"), { channel }))).stdout.trim();
+        const download = signedDownload({ region: "cn-hangzhou", bucket: target, masterOssEndpoint: "http://oss-cn-hangzhou-internal.aliyuncs.com",
+            credentials: { accessKeyId: TEST_CREDENTIALS.accessKeyId, accessKeySecret: TEST_CREDENTIALS.accessKeySecret } },
+        { object: { key: objectKey, size: object.length, lastModified: new Date(lastModified) }, password: opened.password });
+        assert.strictEqual((await restoreBox.run(fill(renderOperation("channel-receive"), { channel, sealed: seal(publicKey, download) }))).code, 0);
+        assert.match(await step("fetch", channel), /^ak-restore fetch=done$/m);
+        assert.ok(!fs.existsSync(restoreBox.at(`/run/alicloud-kubeadm/${channel}`)), "the sealed download was read once and deleted");
+        assert.match(await step("stop"), /^ak-restore stop=done$/m);
+        assert.ok(!fs.existsSync(restoreBox.at("/etc/kubernetes/manifests/etcd.yaml")), "the manifests are aside");
+        assert.match(await step("restore"), /^ak-restore image=registry\.k8s\.io\/etcd:3\.6\.8-0$/m);
         assert.strictEqual(restoreBox.read(ENC_PATH), encryptionConfig(ENC_KEY), "the encryption config comes back");
         assert.strictEqual(restoreBox.read("/etc/kubernetes/pki/ca.key"), fs.readFileSync(c.path("pki/ca.key"), "utf8"), "the CA key comes back");
         fs.renameSync(restoreBox.at("/var/lib/etcd"), c.path("etcd"));
         fs.copyFileSync(restoreBox.at(ENC_PATH), c.path("enc.yaml"));
         c.startComponent("etcd");
         c.startComponent("kube-apiserver");
-        await c.waitFor("the restored API server", async () => (await c.run("kubectl", ["get", "--raw", "/readyz"], { allowFail: true })).stdout.trim() === "ok", 90_000);
+        assert.match(await step("start"), /^ak-restore start=done$/m);
+        assert.ok(fs.existsSync(restoreBox.at("/etc/kubernetes/manifests/etcd.yaml")), "the manifests are back");
+        assert.ok(!fs.existsSync(restoreBox.at(`/var/lib/alicloud-kubeadm/restore/${restoreId}/bundle`)), "the opened bundle (CA keys) is gone");
         for (const component of ["kube-controller-manager", "kube-scheduler", "kwok"]) c.startComponent(component);
 
-        const after = await objects(c);
+        const after = await readObjects(c);
         assert.deepStrictEqual(after, before, "every object reads back identical, the Secret decrypted");
-        const clusterIdAfter = field((await etcdctl(["endpoint", "status", "-w", "fields"])).stdout, "ClusterID");
+        const clusterIdAfter = await clusterId(c);
         assert.notStrictEqual(clusterIdAfter, clusterIdBefore, "the restored etcd is a new cluster (etcdutl snapshot restore)");
         const members = (await etcdctl(["member", "list", "-w", "fields"])).stdout;
         assert.strictEqual((members.match(/"ID" :/g) ?? []).length, 1, "one member: the restored master");
+
+        // The restored etcd still holds the identity Leases of API servers that do not run any more (the old masters'):
+        // the leases step deletes every one but this host's, whose API server renews it (its hostname label).
+        const identity = ["-n", "kube-system", "get", "lease", "-l", "apiserver.kubernetes.io/identity=kube-apiserver", "-o", "jsonpath={range .items[*]}{.metadata.name} {.metadata.labels.kubernetes\\.io/hostname}{\"\\n\"}{end}"];
+        const live = await c.waitFor("this API server's identity Lease", async () => (await c.kubectl(identity)).trim() || undefined, 60_000);
+        assert.deepStrictEqual(live.split("\n").map((l) => l.split(" ")[1]), [os.hostname()], "kube-apiserver labels its identity Lease with its host's name");
+        for (const gone of ["master-1", "master-2"]) {
+            await c.apply({ apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: { name: `apiserver-${gone}`, namespace: "kube-system",
+                labels: { "apiserver.kubernetes.io/identity": "kube-apiserver", "kubernetes.io/hostname": `dev-${gone}` } },
+            spec: { holderIdentity: `apiserver-${gone}_0`, leaseDurationSeconds: 3600, renewTime: new Date().toISOString().replace(/\.(\d{3})Z$/, ".$1000Z") } });
+        }
+        const out = await step("leases");
+        assert.deepStrictEqual([...out.matchAll(/^ak-restore lease-deleted=(\S+)$/gm)].map((m) => m[1]).sort(), ["apiserver-master-1:dev-master-1", "apiserver-master-2:dev-master-2"]);
+        assert.deepStrictEqual((await c.kubectl(identity)).trim(), live, "only this API server's Lease is left");
     });
 
     /** The sandbox of a master: crictl/ctr run the real etcdctl/etcdutl; the metadata service hands out the role's STS credentials; OSS is the emulator. */
-    function master(c: typeof rc.c, emulatorPort: string, sts: { accessKeyId: string; accessKeySecret: string; securityToken: string }): Sandbox {
+    function master(c: typeof rc.c, emulatorPort: string, sts: { accessKeyId: string; accessKeySecret: string; securityToken: string }, opts: { etcdRunning?: boolean } = {}): Sandbox {
         const bin = c.bin;
         const pki = c.path("pki");
         const creds = JSON.stringify({ AccessKeyId: sts.accessKeyId, AccessKeySecret: sts.accessKeySecret, SecurityToken: sts.securityToken, Expiration: "2099-01-01T00:00:00Z", Code: "Success" });
@@ -159,7 +192,7 @@ describe("etcd backup and restore with the real etcd, etcdctl, etcdutl and kube-
                 // crictl ps → the etcd container; crictl exec <id> etcdctl|etcdutl ARGS → the real binary, container paths mapped
                 crictl: `. "$AK_STUB_SRC/_lib.sh"
 case "$1" in
-  ps) echo etcd0000 ;;
+  ps) ${opts.etcdRunning === false ? ":" : "echo etcd0000"} ;;
   exec) tool=$3; shift 3
     args=()
     for a in "$@"; do
@@ -171,14 +204,7 @@ case "$1" in
     exec "${bin}/$tool" "\${args[@]}" ;;
   *) exit 1 ;;
 esac`,
-                // ctr run ... IMAGE NAME etcdutl ARGS → the real etcdutl, /var/lib mapped into the sandbox
-                ctr: `. "$AK_STUB_SRC/_lib.sh"
-[ "$3" = run ] || exit 0
-while [ $# -gt 0 ] && [ "$1" != etcdutl ]; do shift; done
-shift
-args=()
-for a in "$@"; do args+=("\${a//\\/var\\/lib/$AK_ROOT/var/lib}"); done
-exec "${bin}/etcdutl" "\${args[@]}"`,
+                ctr: etcdImageShim(c),
                 curl: `. "$AK_STUB_SRC/_lib.sh"
 for a in "$@"; do
   case "$a" in
@@ -189,6 +215,8 @@ for a in "$@"; do
 done
 exec /usr/bin/curl --connect-to "::127.0.0.1:${emulatorPort}" "$@"`,
                 flock: 'exec /usr/bin/flock "$@"',
+                kubectl: `exec "${bin}/kubectl" "$@"`,
+                hostname: 'exec /usr/bin/hostname "$@"',
                 tar: 'exec /usr/bin/tar "$@"',
                 install: 'exec /usr/bin/install "$@"',
             },
@@ -197,27 +225,3 @@ exec /usr/bin/curl --connect-to "::127.0.0.1:${emulatorPort}" "$@"`,
         return sb;
     }
 });
-
-/** The test's objects as the API server serves them (the parts a restore must keep). */
-async function objects(c: { kubectl(args: string[]): Promise<string> }): Promise<unknown> {
-    const secret = JSON.parse(await c.kubectl(["-n", "dr", "get", "secret", "db", "-o", "json"]));
-    const cm = JSON.parse(await c.kubectl(["-n", "dr", "get", "configmap", "app", "-o", "json"]));
-    const ns = JSON.parse(await c.kubectl(["get", "namespace", "dr", "-o", "json"]));
-    return {
-        secret: { uid: secret.metadata.uid, data: secret.data, password: Buffer.from(secret.data.password, "base64").toString() },
-        configMap: { uid: cm.metadata.uid, data: cm.data },
-        namespace: { uid: ns.metadata.uid },
-    };
-}
-
-function field(fields: string, name: string): string {
-    return new RegExp(`^"${name}" : (.*)$`, "m").exec(fields)?.[1] ?? "";
-}
-
-function copyTree(from: string, to: string): void {
-    fs.mkdirSync(to, { recursive: true });
-    for (const e of fs.readdirSync(from, { withFileTypes: true })) {
-        if (e.isDirectory()) copyTree(path.join(from, e.name), path.join(to, e.name));
-        else fs.copyFileSync(path.join(from, e.name), path.join(to, e.name));
-    }
-}

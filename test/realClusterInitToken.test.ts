@@ -9,9 +9,9 @@ import * as assert from "node:assert/strict";
 import * as crypto from "crypto";
 import * as fs from "fs";
 import * as path from "path";
-import * as zlib from "zlib";
 import { approvePending } from "../src/admission/kube";
 import { parseSections } from "../src/doctor/context";
+import { decompress } from "../src/cloud/operations";
 import { parseAutoApproved, parseTokenList } from "../src/doctor/joinMaterial";
 import { renderOperation } from "../src/shell/render";
 import { REGION, useAdmissionCluster } from "./admission/realCluster";
@@ -35,7 +35,7 @@ describe("no bootstrap token outlives master 0's init (real control plane)", fun
     const autoApprovedTokens = async () => {
         const r = await onMaster(renderOperation("doctor-join"));
         assert.equal(r.code, 0, r.stderr);
-        const s = parseSections(zlib.gunzipSync(Buffer.from(r.stdout.trim(), "base64")).toString("utf8"));
+        const s = parseSections(decompress(r.stdout));
         assert.equal(s.tokens.rc, 0, s.tokens.output);
         assert.equal(s.autoapprove.rc, 0, s.autoapprove.output);
         const groups = parseAutoApproved(s.autoapprove.output);

@@ -13,9 +13,11 @@
  * Needs `npm run kube:build` (skipped with one line without it; CI=true fails instead).
  */
 import * as assert from "assert";
+import * as fs from "fs";
 import { useRealCluster } from "./kube/fixture";
 import { freePorts, type Cluster } from "./kube/cluster";
 import { answerWithRealCluster, type RealOperations } from "./kube/operations";
+import { etcdExecShim } from "./kube/restore";
 import { useEmulator } from "../testing/emulator/fixture";
 import { createCommand, operation, saveNodeCommands } from "../testing/savedCommands";
 import { installNodeChannels, sealReply } from "./nodeChannel";
@@ -81,24 +83,10 @@ describe("control-plane member replacement against a real three-member etcd", fu
         }
 
         // `kubectl exec etcd-<node> -- etcdctl ...` on a master runs the real etcdctl against that master's member.
-        const portCases = () => live.map((m) => `    etcd-${m.node}) port=${m.client} ;;`).join("\n");
-        const kubectlShim = () => `for a in "$@"; do [ "$a" = exec ] && is_exec=1; done
-if [ -z "\${is_exec:-}" ]; then exec ${JSON.stringify(`${c.bin}/kubectl`)} "$@"; fi
-pod="" args=()
-while [ $# -gt 0 ]; do case "$1" in etcd-*) pod=$1 ;; --) shift; break ;; esac; shift; done
-[ "$1" = etcdctl ] || { echo "kubectl shim: only etcdctl runs in etcd pods" >&2; exit 1; }
-shift
-case "$pod" in
-${portCases()}
-  *) echo "Error from server (NotFound): pods \\"$pod\\" not found" >&2; exit 1 ;;
-esac
-for a in "$@"; do
-  a=\${a//https:\\/\\/127.0.0.1:2379/https://127.0.0.1:$port}
-  a=\${a//\\/etc\\/kubernetes\\/pki/${c.path("pki").replace(/\//g, "\\/")}}
-  args+=("$a")
-done
-exec ${JSON.stringify(`${c.bin}/etcdctl`)} "\${args[@]}"`;
-        ops = answerWithRealCluster(emu, c, { master: ids[0], stubs: { kubectl: kubectlShim() } });
+        const portsFile = c.path("etcd-client-ports");
+        const writePorts = () => fs.writeFileSync(portsFile, live.map((m) => `${m.node} ${m.client}\n`).join(""));
+        writePorts();
+        ops = answerWithRealCluster(emu, c, { master: ids[0], stubs: { kubectl: etcdExecShim(c, portsFile) } });
         const commands: NodeCommandIds = await saveNodeCommands(REGION);
         const joinCommandId = await createCommand(REGION, {
             commandName: "test-control-plane-join", parameters: true, timeoutSeconds: OPERATIONS["control-plane-join"].timeoutSeconds,
@@ -116,6 +104,7 @@ exec ${JSON.stringify(`${c.bin}/etcdctl`)} "\${args[@]}"`;
             const added = await etcdctl(c, c0, ["member", "add", name, `--peer-urls=https://127.0.0.1:${p3}`, "--learner"]);
             const list = /ETCD_INITIAL_CLUSTER="([^"]+)"/.exec(added.stdout)![1];
             live.push(startMember(c, name, c3, p3, list, "existing"));
+            writePorts();
             const id = /Member ([0-9a-f]+) added/.exec(added.stdout)![1];
             await c.waitFor(`learner ${name} promoted`, async () => (await etcdctl(c, c0, ["member", "promote", id], true)).code === 0, 60_000);
             await c.addNode({ name, providerID: name, labels: { "alicloud-kubeadm/pool": "control-plane" } });
@@ -150,9 +139,10 @@ exec ${JSON.stringify(`${c.bin}/etcdctl`)} "\${args[@]}"`;
         assert.deepStrictEqual(after.map((m) => m.name).sort(), [nodeName(ids[0]), nodeName(ids[1]), nodeName(replacement)]);
         assert.ok(after.every((m) => m.healthy && !m.learner), JSON.stringify(after));
 
-        // A join that would make a fourth member is refused before anything is asked of a master.
-        const extra = emu.addInstance({ instanceId: "i-master3", regionId: REGION, privateIp: "192.168.0.13" }).instanceId;
-        await assert.rejects(controlPlaneMemberProvider.create!({ ...base, masterInstanceIds: masters, memberInstanceId: extra } as never),
+        // A join that would make a fourth member is refused before anything is asked of a master: master 2 re-created once
+        // more (another instance) while the member of the one before is still in etcd.
+        const extra = emu.addInstance({ instanceId: "i-master2c", regionId: REGION, privateIp: "192.168.0.13" }).instanceId;
+        await assert.rejects(controlPlaneMemberProvider.create!({ ...base, masterInstanceIds: [ids[0], ids[1], extra], memberInstanceId: extra } as never),
             /3 members for 3 masters.*a join would make 4/);
         assert.strictEqual((await members(c, c0)).length, 3);
         assert.deepStrictEqual(countsBeforeAdd, [2], "no member add was attempted");

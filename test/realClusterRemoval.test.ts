@@ -9,7 +9,6 @@
  * Needs `npm run kube:build` (skipped with one line without it; CI=true fails instead).
  */
 import * as assert from "assert";
-import * as zlib from "zlib";
 import { useEmulator } from "../testing/emulator/fixture";
 import type { Emulator } from "../testing/emulator";
 import { AUDITED, auditEvents, cidrWithin, useRealCluster } from "./kube/fixture";
@@ -17,7 +16,7 @@ import { answerWithRealCluster, type RealOperations } from "./kube/operations";
 import type { Cluster } from "./kube/cluster";
 import { fill, operation, saveNodeCommands } from "../testing/savedCommands";
 import { callsOf } from "../testing/sandbox";
-import { listNodes, parseNodeLines, POOL_LABEL, workloadPods } from "../src/cloud/operations";
+import { decompress, listNodes, parseNodeLines, POOL_LABEL, workloadPods } from "../src/cloud/operations";
 import { LEGACY_POOL_LABEL } from "../src/rules";
 import { removeNode, removeNodes, RemovalError, scaleInPool, CLEARED_USERDATA, type RemovalOptions } from "../src/removal";
 import type { NodeCommandIds } from "../src/rules";
@@ -216,7 +215,7 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
         // and the columns never shift: ten per line, whatever is empty
         const raw = await ops.runOnMaster(fill(renderOperation("list-nodes"), { selector: "" }));
         assert.strictEqual(raw.exitCode, 0, raw.output);
-        const text = zlib.gunzipSync(Buffer.from(raw.output.trim(), "base64")).toString("utf8");
+        const text = decompress(raw.output);
         for (const line of text.split("\n").filter(Boolean)) assert.strictEqual(line.split("\t").length, 10, JSON.stringify(line));
         assert.deepStrictEqual(parseNodeLines(text).map((n) => n.name).sort(), listed.map((n) => n.name).sort());
     });

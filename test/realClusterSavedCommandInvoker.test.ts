@@ -11,7 +11,6 @@
  * control that the search finds what token-create would hand out.
  */
 import * as assert from "node:assert/strict";
-import * as zlib from "zlib";
 import { callApi } from "../src/cloud/openapi";
 import { newChannelId, newRecipient, seal, type Recipient } from "../src/cloud/channel";
 import { nodeCommandSpecs } from "../src/components/nodeCommands";
@@ -20,6 +19,7 @@ import { renderAttachCommand, renderControlPlaneJoinCommand, renderOperation } f
 import { useEmulator } from "../testing/emulator/fixture";
 import { createCommand } from "../testing/savedCommands";
 import { answerWithRealCluster, type RealOperations } from "./kube/operations";
+import { decompress } from "../src/cloud/operations";
 import { useRealCluster } from "./kube/fixture";
 
 const REGION = "cn-hangzhou";
@@ -28,7 +28,7 @@ const PENDING = { channel: "fedcba9876543210fedcba9876543210", secret: `k9x2ab.0
 
 /** A gzip + Base64 answer (the listing and doctor commands) decoded, "" for any other. */
 function unpack(text: string): string {
-    try { return zlib.gunzipSync(Buffer.from(text.trim(), "base64")).toString("utf8"); } catch { return ""; }
+    try { return decompress(text); } catch { return ""; }
 }
 
 /** What shows that a command ran where the secrets are: the token list read and blanked, the node's old log read and blanked. */
@@ -125,7 +125,7 @@ describe("an invoker of the saved commands, with their own key, gets no credenti
             const values: Record<ParameterName, string> = {
                 node: `${REGION}.i-invokertest`, nodes: `${REGION}.i-invokertest`, selector: "", timeout: "20", force: "true", skipWait: "1", member: "nobody", peerIp: "", etcdNode: `${REGION}.i-master0`,
                 tokenId: "abcdef", ttl: "0", description: "mine", recipient: key.publicKey, channel: command.parameters.includes("sealed") ? channel : PENDING.channel, sealed,
-                credential: "alicloud-kubeadm-stack-abcd1234", labels: "", taints: "", lines: "200", pool: "general", taintMode: "add", outdated: `${REGION}.i-invokertest`,
+                credential: "alicloud-kubeadm-stack-abcd1234", labels: "", taints: "", lines: "200", step: "status", restoreId: "0123456789abcdef", pool: "general", taintMode: "add", outdated: `${REGION}.i-invokertest`,
             };
             const before = await clusterSecrets();
             const r = await invoke(commandId, target, Object.fromEntries(command.parameters.map((n) => [n, values[n]])));

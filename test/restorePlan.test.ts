@@ -2,76 +2,57 @@
  * `npm run restore -- --dry-run` (scripts/restore.ts, src/recovery/restore.ts) against the emulator: its OSS holds a
  * backup sealed by the masters' own sealing function (src/shell/etcd_backup.sh ak_seal_file, run in the script sandbox
  * with the real openssl and tar) and its ECS the masters. The plan must name the newest backup, open it with the key
- * its header names, read its manifest, pick the first master that exists, and change nothing; a wrong key or another
- * cluster's backup stops it before any master is touched.
+ * its header names, read its manifest, pick the first master that exists, read that master's restore state (the real
+ * etcd-restore script's status step, in the script sandbox), and change nothing; a wrong key or another cluster's backup
+ * stops it before any master is touched. The restore itself: test/restoreApply.test.ts.
  */
 import * as assert from "assert";
-import { execFileSync } from "child_process";
 import * as crypto from "crypto";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import { useEmulator } from "../testing/emulator/fixture";
-import { TEST_CREDENTIALS } from "../testing/emulator";
-import { makeSandbox } from "../testing/sandbox";
-import { backupKeyId, backupPrefixes } from "../src/rules";
-import { main } from "../scripts/restore";
+import { backupKeyPair, runRestore, sealedBackup } from "../testing/backup";
+import { makeSandbox, type Sandbox } from "../testing/sandbox";
+import { operation, saveNodeCommands } from "../testing/savedCommands";
+import { backupKeyId, backupPrefixes, type NodeCommandIds } from "../src/rules";
 
 const BUCKET = "dev-etcd-0123abcd";
-
-/** A backup object as a master's script seals it: a tar.gz bundle with backup.txt and snapshot.db. */
-function sealedBackup(cluster: string, recipient: string, revision: number): Buffer {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ak-restore-"));
-    try {
-        fs.mkdirSync(path.join(dir, "bundle"));
-        fs.writeFileSync(path.join(dir, "bundle", "snapshot.db"), crypto.randomBytes(4096));
-        fs.writeFileSync(path.join(dir, "bundle", "backup.txt"), `cluster=${cluster}\nmember=abc123\nrevision=${revision}\nkeys=42\ncreated=2026-01-01T000000Z\nencryption_config=/etc/kubernetes/pki/alicloud-kubeadm-encryption.yaml\n`);
-        execFileSync("tar", ["-C", path.join(dir, "bundle"), "-czf", path.join(dir, "bundle.tgz"), "."]);
-        const script = fs.readFileSync(path.join(__dirname, "..", "src", "shell", "etcd_backup.sh"), "utf8");
-        const fn = /\nak_seal_file\(\) \{[\s\S]*?\n\}\n/.exec(script)![0];
-        const sb = makeSandbox({ os: "ubuntu" });
-        try {
-            fs.copyFileSync(path.join(dir, "bundle.tgz"), sb.at("/bundle.tgz"));
-            fs.mkdirSync(sb.at("/work"), { recursive: true });
-            execFileSync("bash", ["-c", `set -euo pipefail\nAK_ROOT=${JSON.stringify(sb.at(""))}\nak_snapshot_dir=/work\nAK_BACKUP_RECIPIENT='${recipient}'\nAK_BACKUP_KEY_ID='${backupKeyId(recipient)}'\n${fn}\nak_seal_file "$AK_ROOT/bundle.tgz" "$AK_ROOT/backup.enc"`]);
-            return fs.readFileSync(sb.at("/backup.enc"));
-        } finally {
-            sb.cleanup();
-        }
-    } finally {
-        fs.rmSync(dir, { recursive: true, force: true });
-    }
-}
 
 describe("npm run restore -- --dry-run (plan from the bucket, the key and the instances)", function () {
     this.timeout(60_000);
     const ctx = useEmulator();
-    const key = crypto.generateKeyPairSync("x25519");
-    const recipient = key.publicKey.export({ type: "spki", format: "der" }).toString("base64");
-    const keys = { [backupKeyId(recipient)]: key.privateKey.export({ type: "pkcs8", format: "pem" }).toString() };
+    const { recipient, keys } = backupKeyPair();
     let dir: string;
     beforeEach(() => { dir = fs.mkdtempSync(path.join(os.tmpdir(), "ak-restore-out-")); });
     afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-    async function run(args: string[], outputs: Record<string, unknown>): Promise<{ code: number; out: string }> {
-        const file = path.join(dir, "outputs.json");
-        fs.writeFileSync(file, JSON.stringify(outputs), { mode: 0o600 });
-        let out = "";
-        const code = await main(["--outputs", file, ...args], {
-            out: (s) => { out += s; }, env: { ALIBABA_CLOUD_ACCESS_KEY_ID: TEST_CREDENTIALS.accessKeyId, ALIBABA_CLOUD_ACCESS_KEY_SECRET: TEST_CREDENTIALS.accessKeySecret },
-            ossEndpoint: "http://oss-cn-hangzhou.aliyuncs.com", connectTo: `127.0.0.1:${new URL(ctx.emu.endpoint).port}`,
+    const run = (args: string[], outputs: object) => runRestore(dir, ctx.emu.endpoint, outputs, args);
+
+    let commands: NodeCommandIds;
+    let master: Sandbox | undefined;
+    beforeEach(async () => {
+        commands = await saveNodeCommands();
+        // The master's side of the status step: the real script, on a master 0 that refused kubeadm init.
+        master = makeSandbox({ os: "ubuntu" });
+        master.write("/var/lib/alicloud-kubeadm/init.refused", "status=refused\n");
+        master.write("/var/lib/alicloud-kubeadm/kubeadm-init.yaml", "kind: InitConfiguration\n");
+        ctx.emu.onCommand(operation("etcd-restore"), async (x) => {
+            master!.write("/command.sh", x.script);
+            const r = await master!.run('bash "$AK_ROOT/command.sh" 2>&1');
+            return { exitCode: r.code, output: r.stdout };
         });
-        return { code, out };
-    }
+    });
+    afterEach(() => master?.cleanup());
 
     function stack(masters: string[]) {
         return {
-            clusterInfo: { name: "dev", region: "cn-hangzhou", kubernetesVersion: "1.36.3", masterInstanceIds: masters, apiEndpoint: "192.168.0.10:6443", routeTableId: "vtb-1", podCidr: "172.16.0.0/16", pools: [], existingNodes: [] },
+            clusterInfo: { name: "dev", region: "cn-hangzhou", kubernetesVersion: "1.36.3", masterInstanceIds: masters, apiEndpoint: "192.168.0.10:6443", routeTableId: "vtb-1", podCidr: "172.16.0.0/16", pools: [], existingNodes: [], commands },
             backupBucket: BUCKET, backupKeys: keys,
         };
     }
 
-    it("names the newest backup, opens it with its key, reads its revision, and picks the first master that exists; nothing changes", async () => {
+    it("names the newest backup, opens it with its key, reads its revision, picks the first master that exists and reads its state; nothing changes", async () => {
         const emu = ctx.emu;
         emu.oss.addBucket(BUCKET);
         const bucket = emu.oss.buckets.get(BUCKET)!;
@@ -85,18 +66,19 @@ describe("npm run restore -- --dry-run (plan from the bucket, the key and the in
         const r = await run(["--dry-run"], stack(["i-gone1", master0]));
         assert.strictEqual(r.code, 0, r.out);
         assert.match(r.out, /restore dev\/hourly\/2026-01-01T010000Z-a\.etcd\.enc .*etcd revision 9, 42 keys.*sealed to key [0-9a-f]{16}: opened and checked/);
-        assert.match(r.out, new RegExp(`onto master ${master0}:`));
-        assert.match(r.out, /Leases of masters that no longer exist \(i-gone1\)/);
-        assert.strictEqual(emu.mutatingCalls().length, before, "a dry run changes nothing");
+        assert.match(r.out, new RegExp(`onto master ${master0}\n`));
+        assert.match(r.out, new RegExp(`master ${master0}: master 0 that refused kubeadm init; its API server does not answer`));
+        assert.match(r.out, /4\. start on master \S+: kubeadm init over the restored etcd and CA/);
+        assert.match(r.out, /no longer there: i-gone1, re-created by `pulumi up --refresh`/);
+        const made = emu.mutatingCalls().slice(before);
+        assert.ok(made.length === 1 && made[0].action === "RunCommand" && /readonly AK_STEP='status'/.test(Buffer.from(made[0].params.CommandContent, "base64").toString()),
+            "a dry run changes nothing: its one command is the read-only status step");
+        assert.ok(!fs.existsSync(master!.at("/var/lib/alicloud-kubeadm/restore")) || fs.readdirSync(master!.at("/var/lib/alicloud-kubeadm/restore")).length === 0, "nothing recorded on the master");
         assert.ok(emu.calls.filter((x) => x.product === "oss").every((x) => x.action !== "PutObject"));
 
         // an older one by name
         const chosen = await run(["--dry-run", "--snapshot", `${backupPrefixes("dev").hourly}2026-01-01T000000Z-a.etcd.enc`], stack([master0]));
         assert.match(chosen.out, /etcd revision 7/);
-        // without --dry-run: the plan, then the runbook (the restore onto the master is not automated yet)
-        const apply = await run([], stack([master0]));
-        assert.strictEqual(apply.code, 3);
-        assert.match(apply.out, /not automated yet: follow docs\/disaster-recovery\.md#lost-whole-control-plane/);
     });
 
     it("a key that is not the backup's, or another cluster's backup, stops it (exit 1) before anything else", async () => {

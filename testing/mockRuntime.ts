@@ -29,6 +29,8 @@ export interface RecordedResource {
     secretInputs: string[];
     /** Outputs the resource asks the engine to keep secret (`additionalSecretOutputs`). */
     secretOutputs: string[];
+    /** URNs the resource depends on as the engine records it (`dependsOn` and the resources its inputs come from). */
+    dependencies: string[];
     id?: string;
     /** Inputs with secrets revealed: for assertions in tests only, never written out. */
     rawInputs: Record<string, unknown>;
@@ -175,6 +177,7 @@ export function installMocks(options: MockOptions = {}): Recorder {
     const parents = new Map<string, string | undefined>();
     const urns = new Map<string, { urn: string; aliases: string[] }>();
     const secretOutputs = new Map<string, string[]>();
+    const dependencies = new Map<string, string[]>();
 
     const mocks: pulumi.runtime.Mocks = {
         newResource(args) {
@@ -189,7 +192,7 @@ export function installMocks(options: MockOptions = {}): Recorder {
             const identity = urns.get(key) ?? { urn: "", aliases: [] };
             resources.push({
                 type: args.type, name: args.name, urn: identity.urn, aliases: identity.aliases, parent: parents.get(key), provider: args.provider || undefined,
-                custom: args.custom ?? true, inputs, secretInputs, secretOutputs: secretOutputs.get(key) ?? [], id, rawInputs,
+                custom: args.custom ?? true, inputs, secretInputs, secretOutputs: secretOutputs.get(key) ?? [], dependencies: dependencies.get(key) ?? [], id, rawInputs,
             });
             const placeholders = args.type === "pulumi-nodejs:dynamic:Resource" ? DYNAMIC_PLACEHOLDERS : {};
             return { id: id ?? "", state: { ...placeholders, ...args.inputs, ...computedState(args.type, args.name) } };
@@ -207,6 +210,7 @@ export function installMocks(options: MockOptions = {}): Recorder {
     interface AliasSpec { getUrn(): string; hasSpec(): boolean; getSpec(): { getName(): string; getType(): string; getParenturn(): string; getNoparent(): boolean } | undefined }
     interface RegisterRequest {
         getType(): string; getName(): string; getParent(): string; getAliasesList?(): AliasSpec[]; getAliasurnsList?(): string[]; getAdditionalsecretoutputsList?(): string[];
+        getDependenciesList?(): string[];
     }
     interface Monitor { registerResource(req: RegisterRequest, cb: unknown): Promise<void>; newUrn(parent: string, type: string, name: string): string }
     // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -217,6 +221,7 @@ export function installMocks(options: MockOptions = {}): Recorder {
         const key = `${req.getType()}::${req.getName()}`;
         parents.set(key, nameFromUrn(req.getParent()));
         secretOutputs.set(key, req.getAdditionalsecretoutputsList?.() ?? []);
+        dependencies.set(key, req.getDependenciesList?.() ?? []);
         const aliases = [
             ...(req.getAliasurnsList?.() ?? []),
             ...(req.getAliasesList?.() ?? []).map((a) => a.getUrn() || aliasSpecUrn(monitor, req, a)),

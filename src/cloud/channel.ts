@@ -105,7 +105,7 @@ function openWith(privateKey: import("crypto").KeyObject, sealed: string): strin
 export function openSealedBytes(privateKey: import("crypto").KeyObject, ephemeralPublicKey: string, body: Buffer, what = "the sealed data"): Buffer {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const crypto = require("crypto") as typeof import("crypto");
-    const shared = crypto.diffieHellman({ privateKey, publicKey: publicKeyOf(ephemeralPublicKey) });
+    const shared = sharedSecret(privateKey, ephemeralPublicKey);
     if (body.length < 32 || body.subarray(0, 8).toString("ascii") !== "Salted__") throw new Error(`${what} has no openssl salt header`);
     const { key, iv } = cipherKey(shared, body.subarray(8, 16));
     let framed: Buffer;
@@ -121,4 +121,14 @@ export function openSealedBytes(privateKey: import("crypto").KeyObject, ephemera
         throw new Error(`${what} was altered: its SHA-256 does not match`);
     }
     return payload;
+}
+
+/**
+ * The X25519 secret a private key shares with a sender's ephemeral public key (SPKI DER, Base64). Its Base64 is the
+ * password of the one message (or backup) sealed with that ephemeral key, and of no other.
+ */
+export function sharedSecret(privateKey: import("crypto").KeyObject, ephemeralPublicKey: string): Buffer {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const crypto = require("crypto") as typeof import("crypto");
+    return crypto.diffieHellman({ privateKey, publicKey: publicKeyOf(ephemeralPublicKey) });
 }

@@ -114,11 +114,23 @@ export async function invokeOperation(access: Pick<ClusterAccess, "region" | "co
     });
 }
 
-/** Decodes the gzip+Base64 output the listing operations print. */
+/**
+ * Decodes the gzip+Base64 payload the listing operations print, framed as `@@@ <base64>` on a line of its own
+ * (src/shell/ops/lib.sh ak_compact): Cloud Assistant merges stderr into the output, so the frame is read and whatever else
+ * was printed is left aside. Output without a frame (a saved command from before it, until `pulumi up` saves the new
+ * one) is read whole, as before.
+ * @throws Error naming what the operation printed when there is no payload to decode
+ */
 export function decompress(output: string): string {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const zlib = require("zlib") as typeof import("zlib");
-    return zlib.gunzipSync(Buffer.from(output.trim(), "base64")).toString("utf8");
+    const framed = [...output.matchAll(/^@@@ ([A-Za-z0-9+/=]*)$/gm)].pop()?.[1];
+    try {
+        return zlib.gunzipSync(Buffer.from(framed ?? output.trim(), "base64")).toString("utf8");
+    } catch {
+        const said = output.split("\n").filter((l) => l.trim() !== "" && !l.startsWith("@@@ ")).slice(0, 3).join(" / ").slice(0, 300);
+        throw new Error(`the operation printed no compressed payload${said ? `; it printed: ${said}` : " (no output)"}`);
+    }
 }
 
 /** What the providers need to know about a Node. */

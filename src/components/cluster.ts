@@ -319,8 +319,8 @@ export class Cluster extends pulumi.ComponentResource {
                 ? { name: pool.name, mode: "autoscale", min: pool.autoscale.min, max: pool.autoscale.max, scalingGroupId }
                 : { name: pool.name, mode: "fixed", size: pool.size, min: 0, max: pool.size ?? 0, scalingGroupId };
         })));
-        this.clusterInfo = pulumi.all([this.controlPlane.masterInstanceIds, this.controlPlane.endpoint, net.routeTableId, pools, commands])
-            .apply(([masterInstanceIds, apiEndpoint, routeTableId, poolInfos, commandIds]): ClusterInfo => ({
+        this.clusterInfo = pulumi.all([this.controlPlane.masterInstanceIds, this.controlPlane.endpoint, net.routeTableId, pools, commands, joinCommand?.id])
+            .apply(([masterInstanceIds, apiEndpoint, routeTableId, poolInfos, commandIds, controlPlaneJoinCommandId]): ClusterInfo => ({
                 name: config.name,
                 region: config.region,
                 kubernetesVersion: config.kubernetesVersion,
@@ -330,6 +330,7 @@ export class Cluster extends pulumi.ComponentResource {
                 existingNodes: config.existingNodes.map((n) => ({ instanceId: n.instanceId, mode: n.mode })),
                 commands: commandIds,
                 backupIntervalMinutes: config.backup.intervalMinutes,
+                ...(controlPlaneJoinCommandId ? { controlPlaneJoinCommandId } : {}),
             }));
 
         this.registerOutputs({ network: this.network, controlPlane: this.controlPlane, kubeconfig: this.kubeconfig });

@@ -208,9 +208,10 @@ export function createControlPlane(name: string, args: ControlPlaneArgs, parent:
             name: `${config.name}-master-${i}`, zone: config.zones[masterZoneIndex(i, zoneCount)], systemDiskCategory: cp.systemDisk.category,
         })),
     }, opts);
-    const masters = masterPrivateIps.map((privateIp, i) => {
+    const masters: alicloud.ecs.Instance[] = [];
+    for (const [i, privateIp] of masterPrivateIps.entries()) {
         const zone = masterZoneIndex(i, zoneCount);
-        return new alicloud.ecs.Instance(`${name}-master-${i}`, {
+        masters.push(new alicloud.ecs.Instance(`${name}-master-${i}`, {
             instanceName: `${config.name}-master-${i}`,
             hostName: `${config.name}-master-${i}`,
             imageId: args.imageId,
@@ -238,9 +239,13 @@ export function createControlPlane(name: string, args: ControlPlaneArgs, parent:
             // first, its ControlPlaneMember removing it from etcd before that; the new one takes the same address and
             // joins (docs/disaster-recovery.md#lost-member).
             deleteBeforeReplace: true,
-            dependsOn: [guard],
-        });
-    });
+            // Each master after the one before: `pulumi up --replace` of several masters in one run replaces them one at a
+            // time (a replacement's delete of its ControlPlaneMember, its own delete and create run when it registers), so
+            // each member's removal re-checks etcd's quorum after the one before it left (docs/disaster-recovery.md#one-master-at-a-time).
+            // Creating a cluster waits for nothing more: each join waits for master 0's kubeadm init anyway.
+            dependsOn: i === 0 ? [guard] : [guard, masters[i - 1]],
+        }));
+    }
 
     for (const [i, master] of masters.entries()) {
         new alicloud.ecs.RamRoleAttachment(`${name}-master-${i}-role`, { instanceId: master.id, ramRoleName: role.roleName.apply((r) => r ?? "") }, opts);

@@ -21,6 +21,9 @@ const schema = z.object({
     existingNodes: z.array(z.object({ instanceId: z.string().min(1), mode: z.string(), tokenId: tokenId.optional() })).default([]),
     /** Saved command ids by operation (absent in outputs written before the saved commands). */
     commands: z.record(z.string(), z.string().min(1)).optional(),
+    backupIntervalMinutes: z.number().int().positive().optional(),
+    /** The saved control-plane join command (absent with one master, and in outputs written before the restore joined masters). */
+    controlPlaneJoinCommandId: z.string().min(1).optional(),
 });
 
 /**

@@ -56,6 +56,8 @@ export interface ClusterInfo {
     commands?: Partial<NodeCommandIds>;
     /** Minutes between etcd backups (config `backup.intervalMinutes`); doctor warns past twice it. Absent: no backup check. */
     backupIntervalMinutes?: number;
+    /** The saved control-plane join command, with 3 or 5 masters: `npm run restore` re-joins the other masters with it. */
+    controlPlaneJoinCommandId?: string;
 }
 
 /** Outcome of one finding. */

@@ -13,15 +13,12 @@
  * a master 1..n runs delete (the member leaves) then create (a fresh member joins): docs/disaster-recovery.md#lost-member.
  */
 import * as pulumi from "@pulumi/pulumi";
-import { CommandError } from "../cloud/cloudAssistant";
-import { bootstrapLog, joinSecrets, listNodes, providerIdOf, runJoin, sendSecret, type ClusterAccess, type JoinSecrets, nodeOfInstance } from "../cloud/operations";
+import { listNodes, type ClusterAccess } from "../cloud/operations";
 import { clusterAccess, dynamicResourceProps, type ClusterAccessInputs, type ResourceArgs } from "./access";
 import { diffInputs, inputDiff } from "./diff";
-import { waitFor } from "../cloud/wait";
 import { removeNode } from "../removal";
-import { describeInstance } from "../cloud/ecs";
-import { joinProblem, readEtcdMembers, removalProblem } from "../recovery/quorum";
 import { backupBeforeChange } from "../recovery/backup";
+import { checkQuorum, joinControlPlaneMember } from "../recovery/member";
 import { pulumiLog } from "./log";
 import { withPacingLog } from "./pacing";
 
@@ -51,68 +48,7 @@ export interface ControlPlaneMemberInputs extends ClusterAccessInputs {
 /** The arguments of a ControlPlaneMember (documented in {@link ControlPlaneMemberInputs}). */
 export type ControlPlaneMemberArgs = ResourceArgs<ControlPlaneMemberInputs>;
 
-/** Joins the member; returns its Node name once Ready. */
-export async function joinControlPlaneMember(inputs: ControlPlaneMemberInputs, log: (m: string) => void = () => undefined): Promise<string> {
-    const { region, memberInstanceId } = inputs;
-    const pollMs = (inputs.pollSeconds ?? 10) * 1000;
-    const pollIntervalMs = Math.min(1000, pollMs);
-    const master: ClusterAccess = { ...clusterAccess(inputs), pollIntervalMs };
-    const providerId = providerIdOf(region, memberInstanceId);
-
-    const nodes = await listNodes(master);
-    const member = { instanceId: memberInstanceId };
-    const existing = nodeOfInstance(nodes, region, member);
-    if (!existing) {
-        await checkQuorum(master, nodes, memberInstanceId, "join", log);
-        await backupBeforeChange(master, `joining control-plane member ${memberInstanceId}`, log, log);
-        log(`asking a master (${master.masterInstanceIds.join(" or ")}) for a certificate key and a join token`);
-        const secrets: JoinSecrets = await joinSecrets(master, inputs.joinSecretsScript);
-        log(`joining ${memberInstanceId} to the control plane (installs packages, then kubeadm join --control-plane)`);
-        // The member's API server needs the masters' whole encryption config too (when Secrets are encrypted): same channel.
-        const channel = await sendSecret(master, memberInstanceId, `${secrets.token} ${secrets.certificateKey} ${secrets.encryptionConfig ?? "-"}`);
-        try {
-            await runJoin(region, "control-plane-join", inputs.joinCommandId, memberInstanceId, { channel },
-                { timeoutSeconds: inputs.joinTimeoutSeconds ?? 1800, pollIntervalMs });
-        } catch (err) {
-            const tail = await bootstrapLog(master, memberInstanceId).catch(() => "(could not read the join log)");
-            const code = err instanceof CommandError ? ` (${err.errorCode || `exit ${err.exitCode}`})` : "";
-            throw new Error(`kubeadm join --control-plane failed on ${memberInstanceId}${code}. Last lines of its bootstrap log (/var/log/alicloud-kubeadm/):\n${tail}\n` +
-                "Fix the cause and run `pulumi up` again: the join script cleans up a failed join before retrying.");
-        }
-    } else {
-        log(`${memberInstanceId} is already a node (${existing.name}); waiting for Ready`);
-    }
-
-    const name = await waitFor(async () => {
-        const node = nodeOfInstance(await listNodes(master), region, member);
-        return node?.ready ? { done: true, value: node.name } : { done: false, state: node ? `node ${node.name} NotReady` : `no Node with provider id ${providerId}` };
-    }, { timeoutMs: (inputs.readyTimeoutSeconds ?? 600) * 1000, firstDelayMs: pollMs, maxDelayMs: pollMs, factor: 1 },
-    (state) => new Error(`control-plane member ${memberInstanceId} joined but is not Ready after ${inputs.readyTimeoutSeconds ?? 600} s ` +
-        `(${state}); check the pod network and \`npm run doctor\``));
-    log(`control-plane member ${memberInstanceId} is Ready as ${name}`);
-    return name;
-}
-
-/**
- * The etcd quorum check before a step on `memberInstanceId` (docs/disaster-recovery.md#lost-member): read the members and
- * their health through the first other master whose Node is Ready, then refuse a removal that would leave no healthy
- * quorum, or a join into a cluster that is not wholly healthy or already has a member per master. With no other Ready
- * master there is nothing to read through: the join's own preflight and the removal core decide.
- */
-export async function checkQuorum(access: ClusterAccess, nodes: Awaited<ReturnType<typeof listNodes>>, memberInstanceId: string, step: "join" | "remove",
-    log: (m: string) => void, memberNodeName?: string): Promise<void> {
-    const via = access.masterInstanceIds.filter((m) => m !== memberInstanceId)
-        .map((m) => nodeOfInstance(nodes, access.region, { instanceId: m })).find((n) => n?.ready);
-    if (!via) return;
-    const peerIp = (await describeInstance(access.region, memberInstanceId))?.privateIp ?? "";
-    const members = await readEtcdMembers(access, via.name);
-    const problem = step === "join"
-        ? joinProblem(members, access.masterInstanceIds.length, { peerIp })
-        : removalProblem(members, { name: memberNodeName, peerIp });
-    if (problem) throw new Error(`control-plane member ${memberInstanceId}: ${step === "join" ? "joining" : "removing"} it now is refused: ${problem}`);
-    log(`etcd quorum checked through ${via.name} before ${step === "join" ? "joining" : "removing"} ${memberInstanceId}: ` +
-        `${members.filter((m) => m.healthy).length} of ${members.length} members healthy`);
-}
+export { checkQuorum, joinControlPlaneMember } from "../recovery/member";
 
 /**
  * 3: join-secrets runs once with RunCommand (`joinSecretsScript`), no longer as a saved command.
@@ -120,8 +56,10 @@ export async function checkQuorum(access: ClusterAccess, nodes: Awaited<ReturnTy
  * a new master 0 (`masterInstanceId`) updates, never replaces.
  * 5: the removal stops a control-plane join still running on the member before its reset, and checks it is not back
  * as a Node afterwards; pacing of every cloud call.
+ * 6: the join's quorum check counts the member among the masters: master 0's own member (whose `masterInstanceIds` are
+ * masters 1..n) was refused as "a member too many" when master 0 was re-created.
  */
-export const CONTROL_PLANE_MEMBER_PROVIDER_VERSION = "5";
+export const CONTROL_PLANE_MEMBER_PROVIDER_VERSION = "6";
 
 /**
  * The outputs of a ControlPlaneMember that are secrets: none. Its join secrets are made on a master and

@@ -6,7 +6,7 @@
  * still exist. Read-only: `npm run restore -- --dry-run` prints it.
  */
 import * as zlib from "zlib";
-import { openSealedBytes } from "../cloud/channel";
+import { openSealedBytes, sharedSecret } from "../cloud/channel";
 import { describeInstances } from "../cloud/ecs";
 import { listObjects, ossRequest, type OssCredentials, type OssObject, type OssTarget } from "../cloud/oss";
 import { backupPrefixes } from "../rules";
@@ -23,14 +23,20 @@ export function backupHeader(object: Buffer): BackupHeader {
     return { keyId: m[1], ephemeral: m[2], bodyOffset: nl + 1 };
 }
 
-/** Opens a backup with the key its header names (`keys`: key id → PKCS#8 PEM); returns the bundle (tar.gz). */
-export function openBackup(object: Buffer, keys: Readonly<Record<string, string>>): { keyId: string; bundle: Buffer } {
+/**
+ * Opens a backup with the key its header names (`keys`: key id → PKCS#8 PEM); returns the bundle (tar.gz) and the
+ * password of this one object (what opens it on a master without the backup key: src/shell/etcd_restore.sh
+ * ak_open_backup_pass). The password is a secret: it only ever travels sealed.
+ */
+export function openBackup(object: Buffer, keys: Readonly<Record<string, string>>): { keyId: string; bundle: Buffer; password: string } {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const crypto = require("crypto") as typeof import("crypto");
     const h = backupHeader(object);
     const pem = keys[h.keyId];
     if (!pem) throw new Error(`the backup is sealed to key ${h.keyId}, which is not among the keys given (${Object.keys(keys).join(", ") || "none"}): use the stack output backupKeys of the stack that made it`);
-    return { keyId: h.keyId, bundle: openSealedBytes(crypto.createPrivateKey(pem), h.ephemeral, object.subarray(h.bodyOffset), `backup sealed to key ${h.keyId}`) };
+    const key = crypto.createPrivateKey(pem);
+    const bundle = openSealedBytes(key, h.ephemeral, object.subarray(h.bodyOffset), `backup sealed to key ${h.keyId}`);
+    return { keyId: h.keyId, bundle, password: sharedSecret(key, h.ephemeral).toString("base64") };
 }
 
 /** The files of a tar archive (ustar, as GNU tar writes small regular files): name → content. */
@@ -79,7 +85,11 @@ export interface RestoreInputs {
 
 export interface RestorePlan {
     object: OssObject;
+    /** The restore's id on the master (its steps are recorded under it): of the object's key, size and time. */
+    restoreId: string;
     keyId: string;
+    /** The password of this one object (secret: sent only sealed, never printed). */
+    password: string;
     manifest: BackupManifest;
     /** The master the snapshot is restored onto (the first master that exists). */
     target: string;
@@ -87,8 +97,8 @@ export interface RestorePlan {
     goneMasters: string[];
     /** Provider ids among `nodeProviderIds` whose instance no longer exists. */
     staleNodes: string[];
-    /** The steps, for a person. */
-    steps: string[];
+    /** The backup chosen, for a person: its key, size, age, revision, key count, member and key id. */
+    summary: string;
 }
 
 /** Lists, picks, downloads and opens the backup; decides the target and what will be stale. Changes nothing. */
@@ -99,7 +109,7 @@ export async function planRestore(i: RestoreInputs): Promise<RestorePlan> {
     const object = i.snapshot ? all.find((o) => o.key === i.snapshot) : [...all].sort((a, b) => b.lastModified.getTime() - a.lastModified.getTime() || b.key.localeCompare(a.key))[0];
     if (!object) throw new Error(`no backup ${i.snapshot} in ${i.bucket.bucket} (there are ${all.length}; the newest is ${all.map((o) => o.key).sort().pop()})`);
     const data = await ossRequest("GET", i.bucket, object.key, i.credentials);
-    const { keyId, bundle } = openBackup(data, i.keys);
+    const { keyId, bundle, password } = openBackup(data, i.keys);
     const manifest = readBundle(bundle);
     if (manifest.cluster !== i.clusterName) throw new Error(`${object.key} is a backup of cluster ${manifest.cluster}, not ${i.clusterName}`);
     const live = await describeInstances(i.region, [...i.masterInstanceIds, ...(i.nodeProviderIds ?? []).map((n) => n.split(".").pop()!)]);
@@ -109,13 +119,15 @@ export async function planRestore(i: RestoreInputs): Promise<RestorePlan> {
     const staleNodes = (i.nodeProviderIds ?? []).filter((n) => !live.has(n.split(".").pop()!));
     const age = Math.round(((i.now ?? Date.now()) - object.lastModified.getTime()) / 60_000);
     return {
-        object, keyId, manifest, target, goneMasters, staleNodes,
-        steps: [
-            `restore ${object.key} (${object.size} bytes, ${age} minutes old; etcd revision ${manifest.revision}, ${manifest.keys} keys, taken on member ${manifest.member}) sealed to key ${keyId}: opened and checked`,
-            `onto master ${target}: stop its control plane, etcdutl snapshot restore (a new cluster id, it the only member), the backup's CA material and EncryptionConfiguration back in /etc/kubernetes/pki, kubeadm init over them`,
-            `delete the stale API server identity Leases of masters that no longer exist (${goneMasters.join(", ") || "none"})`,
-            `delete the Nodes of instances that no longer exist (${staleNodes.join(", ") || "none known"}) and their pod routes`,
-            `then \`pulumi up --replace\` every other master, one at a time: they join as fresh members`,
-        ],
+        object, restoreId: restoreIdOf(object), keyId, password, manifest, target, goneMasters, staleNodes,
+        summary: `restore ${object.key} (${object.size} bytes, ${age} minutes old; etcd revision ${manifest.revision}, ${manifest.keys} keys, ` +
+            `taken on member ${manifest.member}) sealed to key ${keyId}: opened and checked; onto master ${target}`,
     };
+}
+
+/** The id a restore of `object` is recorded under on the master: the same object gives the same id, so a re-run continues. */
+export function restoreIdOf(object: OssObject): string {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const crypto = require("crypto") as typeof import("crypto");
+    return crypto.createHash("sha256").update(`${object.key}\n${object.size}\n${object.lastModified.toISOString()}`).digest("hex").slice(0, 16);
 }

@@ -87,6 +87,8 @@ export const OPERATION_PARAMETERS = {
     taintMode: { variable: "AK_TAINT_MODE", pattern: /^(add|clear)$/, what: "add (taint the Nodes named) or clear (untaint every Node of the pool)" },
     outdated: { variable: "AK_OUTDATED", pattern: /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?( [a-z0-9]([-a-z0-9.]*[a-z0-9])?)*)?$/, what: "Node names separated by single spaces, or empty", maxBytes: MAX_NODES_PARAMETER_BYTES },
     lines: { variable: "AK_LINES", pattern: /^[1-9][0-9]{0,3}$/, what: "a number of lines" },
+    step: { variable: "AK_STEP", pattern: /^(status|fetch|stop|restore|start|leases)$/, what: "a restore step (status, fetch, stop, restore, start, leases)" },
+    restoreId: { variable: "AK_RESTORE_ID", pattern: /^[0-9a-f]{16}$/, what: "a restore id (16 hex digits)" },
 } as const satisfies Record<string, OperationParameter>;
 
 export type ParameterName = keyof typeof OPERATION_PARAMETERS;
@@ -128,6 +130,8 @@ export const OPERATIONS = {
     "join-secrets": { on: "master", parameters: ["recipient"], timeoutSeconds: 120, saved: false, description: "a fresh certificate key and a 30-minute token for a control-plane join, sealed" },
     "channel-open": { on: "node", parameters: ["channel"], timeoutSeconds: 60, saved: true, description: "make a one-use key pair for a secret sent to this instance; print its public key" },
     "channel-receive": { on: "node", parameters: ["channel", "sealed"], timeoutSeconds: 60, saved: true, description: "open a secret sealed to the channel's key; keep it root-only on tmpfs for the join" },
+    // The restore sends what opens one backup (sealed, on the channel) and replaces the cluster's etcd: one-off, never saved.
+    "etcd-restore": { on: "master", parameters: ["step", "restoreId", "node", "peerIp", "channel"], timeoutSeconds: 1800, saved: false, description: "one step of an etcd restore onto this master (npm run restore)" },
     "init-status": { on: "master", parameters: [], timeoutSeconds: 30, saved: false, description: "kubeadm init status of master 0, and the CA certificate once done" },
     "stack-credential": { on: "master", parameters: ["credential", "recipient"], timeoutSeconds: 120, saved: false, description: "the stack's service-account token (cluster-admin), sealed" },
     "stack-credential-revoke": { on: "master", parameters: ["credential"], timeoutSeconds: 60, saved: false, description: "delete one stack credential (revokes its token)" },

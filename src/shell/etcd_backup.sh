@@ -8,7 +8,9 @@
 #      cluster, opens it;
 #   4. PUT to OSS with an OSS V4 signature from the instance role's STS credentials (metadata service), under the
 #      hourly prefix, and once a day under the daily prefix too; `x-oss-forbid-overwrite` and unique names.
-# etcdctl and etcdutl run inside the etcd static pod's container (crictl exec): the image kubeadm runs ships both.
+# etcdctl and etcdutl run inside the etcd static pod's container (crictl exec): etcd 3.6's image (Kubernetes 1.34 and
+# later) ships both; the etcd 3.5 images Kubernetes built itself ship etcdctl only, whose `snapshot status` 3.5 still
+# has, so etcdctl reads the snapshot there (docs/upstream.md#etcd-image-etcdutl).
 # Parameters come from the header (src/shell/render.ts renderEtcdBackup). Every path is under ${AK_ROOT}.
 set -euo pipefail
 
@@ -129,10 +131,12 @@ work=$(mktemp -d "${AK_ROOT}${ak_snapshot_dir}/run.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 inside="${ak_snapshot_dir}/${work##*/}"
 ak_etcd etcdctl snapshot save "${inside}/snapshot.db" >/dev/null || ak_fail "etcdctl snapshot save failed"
-snap=$(ak_etcd etcdutl snapshot status "${inside}/snapshot.db" -w fields) || ak_fail "etcdutl snapshot status cannot read the snapshot"
+snapshot_tool=etcdutl
+ak_etcd etcdutl version >/dev/null 2>&1 || snapshot_tool=etcdctl
+snap=$(ak_etcd "$snapshot_tool" snapshot status "${inside}/snapshot.db" -w fields) || ak_fail "${snapshot_tool} snapshot status cannot read the snapshot"
 revision=$(ak_field Revision <<<"$snap")
 keys=$(ak_field Keys <<<"$snap")
-[[ $revision =~ ^[0-9]+$ && $keys =~ ^[1-9][0-9]*$ ]] || ak_fail "etcdutl snapshot status: revision '${revision}', ${keys:-no} keys"
+[[ $revision =~ ^[0-9]+$ && $keys =~ ^[1-9][0-9]*$ ]] || ak_fail "${snapshot_tool} snapshot status: revision '${revision}', ${keys:-no} keys"
 
 mkdir -p "${work}/bundle/pki/etcd"
 mv "${work}/snapshot.db" "${work}/bundle/snapshot.db"

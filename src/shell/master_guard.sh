@@ -28,7 +28,8 @@ ak_answers_with_ca() {
 
 # Master 0 re-created while its cluster lives on (docs/disaster-recovery.md): the stack recorded the cluster's CA
 # hash, so this master never runs `kubeadm init` (a new CA and an empty etcd behind the same endpoint would fork the
-# cluster). It joins the masters that answer with that CA (the stack's control-plane join, on `pulumi up`), or stops.
+# cluster). It joins the masters that answer with that CA (the stack's control-plane join, on `pulumi up`), or stops,
+# its node prepared and its kubeadm config written (master_init.sh) for the restore to use.
 #
 # ak_master_guard: join the cluster of AK_RECORDED_CA_HASH at one of AK_PEER_MASTER_IPS, or stop.
 ak_master_guard() {
@@ -37,7 +38,6 @@ ak_master_guard() {
   IFS=, read -r -a peers <<<"${AK_PEER_MASTER_IPS:-}"
   for ip in "${peers[@]}"; do
     if ak_answers_with_ca "$ip" "$AK_RECORDED_CA_HASH"; then
-      ak_prepare_node
       ak_mark init.join-pending status=join-pending "member=${ip}" "ca=${AK_RECORDED_CA_HASH}"
       ak_log "the cluster of CA ${AK_RECORDED_CA_HASH} answers at ${ip}: this master joins it as a new member" \
         "(the stack's control-plane join, on \`pulumi up\`); kubeadm init is not run"

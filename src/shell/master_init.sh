@@ -19,10 +19,6 @@ if [ -f "${AK_STATE_DIR}/init.failed" ]; then
 fi
 ak_failure_marker init.failed
 
-# Master 0 re-created while its cluster lives on: never `kubeadm init` (src/shell/master_guard.sh, only rendered when
-# the stack recorded the cluster's CA hash).
-[ -z "${AK_RECORDED_CA_HASH:-}" ] || ak_master_guard
-
 # ak_init_config: the InitConfiguration + ClusterConfiguration for this master.
 ak_init_config() {
   local san
@@ -111,13 +107,17 @@ ak_prepare_node
 ak_read_identity
 ak_write_audit_policy
 ak_write_admission_config
+config="${AK_STATE_DIR}/kubeadm-init.yaml"
+ak_init_config >"$config"
+# Master 0 re-created while its cluster lives on: never `kubeadm init` (src/shell/master_guard.sh, only rendered when
+# the stack recorded the cluster's CA hash). The node is prepared and its kubeadm config written first: a restore
+# (`npm run restore`, src/shell/ops/etcd-restore.sh) runs kubeadm init with them over the restored etcd.
+[ -z "${AK_RECORDED_CA_HASH:-}" ] || ak_master_guard
 # Secrets encryption at rest: the key is made here, once (a re-run keeps it); members get the whole file through
 # join-secrets, see docs/security.md#encryption-at-rest.
 if [ "${AK_ENCRYPT_SECRETS:-0}" = 1 ] && [ ! -f "${AK_ROOT}${AK_ENCRYPTION_CONFIG}" ]; then
   ak_write_encryption_config "$(head -c 32 /dev/urandom | base64)"
 fi
-config="${AK_STATE_DIR}/kubeadm-init.yaml"
-ak_init_config >"$config"
 ak_log "kubeadm init: endpoint ${AK_API_ENDPOINT}, Kubernetes v${AK_KUBERNETES_VERSION}, config ${config#"$AK_ROOT"}"
 rc=0
 kubeadm init --config "$config" --skip-token-print --skip-certificate-key-print 2>&1 | ak_redact || rc=$?

@@ -514,7 +514,8 @@ export function compactShell(script: string): string {
             continue;
         }
         const trimmed = line.replace(/^\s+/, "");
-        const keep = (out.length === 0 && trimmed.startsWith("#!")) || trimmed.startsWith("# shellcheck ");
+        // An operation's first comment names it in Cloud Assistant's records: it stays too.
+        const keep = (out.length === 0 && trimmed.startsWith("#!")) || trimmed.startsWith("# shellcheck ") || trimmed.startsWith("# alicloud-kubeadm operation: ");
         if (trimmed === "" || (trimmed.startsWith("#") && !keep)) continue;
         // Each static script starts with the same `set -euo pipefail`: once is enough.
         if (trimmed === "set -euo pipefail" && out.includes(trimmed)) continue;
@@ -602,6 +603,11 @@ export function renderControlPlaneJoinCommand(params: Omit<ControlPlaneJoinParam
 /** The value standing for "filled in at run time" in {@link renderOperation}. */
 const TEMPLATE = "\u0000template";
 
+/** The shared scripts an operation calls besides ops/lib.sh (and channel.sh, which goes to every one that uses it). */
+const OPERATION_LIBRARIES: Partial<Record<OperationName, readonly string[]>> = {
+    "etcd-restore": ["etcd_restore.sh", "control_plane_policy.sh"],
+};
+
 /**
  * A node operation (src/shell/ops/<op>.sh, the table in src/rules/operations.ts): header, `ops/lib.sh`, the
  * checks of its parameters, the operation. A saved operation renders its parameters as `{{name}}`; a
@@ -634,6 +640,7 @@ export function renderOperation(op: Exclude<OperationName, JoinOperation>, value
         ...parameters.reader,
         // The secret channel's functions only in the operations that seal or open a secret.
         ...(/\bak_(seal|unseal|channel_)/.test(opBody) ? ["# ---- src/shell/channel.sh ----", body("channel.sh")] : []),
+        ...(OPERATION_LIBRARIES[op] ?? []).flatMap((file) => [`# ---- src/shell/${file} ----`, body(file)]),
         ...checks,
         `# ---- src/shell/ops/${op}.sh ----`,
         opBody,

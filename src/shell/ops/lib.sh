@@ -32,10 +32,16 @@ ak_kubectl() {
   kubectl --kubeconfig="$AK_ADMIN_CONF" "$@"
 }
 
-# ak_compact: stdin gzip-compressed and Base64-encoded on one line (Cloud Assistant keeps 24 KB of output).
+# ak_compact: stdin gzip-compressed and Base64-encoded (Cloud Assistant keeps 24 KB of output), framed on a line of its
+# own as `@@@ <base64>`: Cloud Assistant keeps stdout and stderr in one output, so what a command prints on stderr
+# (a kubectl warning) lands beside the payload; the reader (src/cloud/operations.ts decompress) takes only the frame.
+# The frame holds no Base64 letter: a reader from before it (a provider's delete running its last deployment's code)
+# decodes `@@@ <base64>` as the bare Base64 it expects.
 # shellcheck disable=SC2317 # not every operation calls every function
 ak_compact() {
-  gzip -c | base64 -w0
+  local payload
+  payload=$(gzip -c | base64 -w0)
+  printf '\n@@@ %s\n' "$payload"
 }
 
 # ak_redact: copy stdin to stdout with the secret half of bootstrap tokens blanked.
@@ -48,9 +54,12 @@ ak_redact() {
 # Doctor's scripts print named sections this way; a failing section does not stop the others.
 # shellcheck disable=SC2317 # not every operation calls every function
 ak_section() {
-  local name=$1 rc=0
+  local name=$1 rc=0 out
   shift
   printf '@@section %s\n' "$name"
-  ("$@") 2>&1 || rc=$?
+  # Captured, then printed with a final newline: `@@rc` stays on a line of its own when the command's last words (a
+  # warning on stderr) end without one.
+  out=$( ("$@") 2>&1) || rc=$?
+  [ -z "$out" ] || printf '%s\n' "$out"
   printf '@@rc %s\n' "$rc"
 }

@@ -1,0 +1,249 @@
+/**
+ * The restore itself (docs/disaster-recovery.md#lost-whole-control-plane): the plan's backup onto its master, through
+ * one-off Cloud Assistant commands (RunCommand of the etcd-restore operation, src/shell/ops/etcd-restore.sh), then the
+ * clean-up of what the restored etcd holds that is no longer true, then the other masters re-joined as fresh members.
+ *
+ * Observe, then decide: the master's own record (the `status` step) says which steps are done; each step is run once
+ * and recorded there, so running the restore again after it stopped continues where it stopped. Nothing secret crosses
+ * Cloud Assistant in clear: the master downloads the backup itself with a GET request signed here (its headers, valid
+ * 15 minutes; no credential in the URL), and opens it with the password of that one object (never the backup key), both
+ * sent sealed on the secret channel (src/cloud/channel.ts).
+ * A master whose API server answers is a running cluster: it is not rolled back unless asked (`force`).
+ */
+import { CommandError, runOnInstance } from "../cloud/cloudAssistant";
+import { describeInstances } from "../cloud/ecs";
+import { deleteNodes, listNodes, providerIdOf, resetNode, sendSecret, type ClusterAccess } from "../cloud/operations";
+import { ossUrl, signOssV4, type OssCredentials, type OssTarget } from "../cloud/oss";
+import { fillOperation, OPERATIONS, type NodeCommandIds, type ParameterName } from "../rules";
+import { compactShell, renderOperation } from "../shell/render";
+import { removeNodes } from "../removal";
+import { joinControlPlaneMember } from "./member";
+import { readEtcdMembers } from "./quorum";
+import type { RestorePlan } from "./restore";
+
+/** The steps on the master, in order (each recorded there once done). */
+export const RESTORE_STEPS = ["fetch", "stop", "restore", "start"] as const;
+export type RestoreStep = (typeof RESTORE_STEPS)[number];
+
+
+/** What the master's `status` step says. */
+export interface MasterRestoreState {
+    /** `existing`: a control plane (static pods) to stop and start again; `fresh`: master 0 that refused kubeadm init; `none`: neither. */
+    mode: "existing" | "fresh" | "none";
+    /** The steps of this restore already done there. */
+    done: RestoreStep[];
+    /** Another restore left unfinished there (its id and object key). */
+    other?: { id: string; key: string };
+    /** Whether its API server answers /readyz. */
+    apiReady: boolean;
+}
+
+/** Where and with what the restore runs. */
+export interface ApplyRestoreInputs {
+    region: string;
+    /** Every master, master 0 first. */
+    masterInstanceIds: readonly string[];
+    /** The cluster's saved commands (channel-open/receive for the secret channel; list-nodes, delete-node, reset, drain… for the clean-up). */
+    commands: NodeCommandIds;
+    bucket: OssTarget;
+    /** Credentials that may read the backup (the operator's): they sign the master's download, and never leave this process. */
+    credentials: OssCredentials;
+    /** The OSS endpoint the master downloads from. Default `https://oss-<region>-internal.aliyuncs.com` (inside the VPC). */
+    masterOssEndpoint?: string;
+    /** The route table, for the pod routes of Nodes whose instance is gone. */
+    routeTableId?: string;
+    podCidr?: string;
+    /** The saved control-plane join command: with it, the other masters re-join as fresh members. */
+    controlPlaneJoinCommandId?: string;
+    /** Restore over an API server that answers (a rollback). Default false: refused. */
+    force?: boolean;
+    /** First Cloud Assistant poll delay, ms. Default 1000 (tests lower it). */
+    pollIntervalMs?: number;
+    /** Bound on each re-joined master's wait for Ready, seconds. Default 600. */
+    readyTimeoutSeconds?: number;
+    log: (message: string) => void;
+}
+
+/** What the restore did. */
+export interface RestoreOutcome {
+    /** The steps run now on the master (those done before are not repeated). */
+    ran: RestoreStep[];
+    /** Nodes deleted because their instance no longer exists. */
+    staleNodes: string[];
+    /** Masters re-joined as fresh members now. */
+    rejoined: string[];
+    /** Masters that no longer exist: `pulumi up --refresh` re-creates them and joins them. */
+    missingMasters: string[];
+}
+
+/** Reads the `ak-restore key=value` lines of an etcd-restore step (other output, e.g. warnings, is left aside). */
+export function restoreFields(output: string): Array<[string, string]> {
+    return [...output.matchAll(/^ak-restore ([a-z-]+)=(.*)$/gm)].map((m) => [m[1], m[2]]);
+}
+
+/** Parses the `status` step's answer. */
+export function parseRestoreState(output: string): MasterRestoreState {
+    const f = restoreFields(output);
+    const one = (k: string) => f.find(([name]) => name === k)?.[1];
+    const mode = one("mode");
+    if (mode !== "existing" && mode !== "fresh" && mode !== "none") throw new Error("the master did not answer the restore's status step (no mode)");
+    const other = one("other");
+    return {
+        mode,
+        done: (one("done") ?? "").split(",").filter((s): s is RestoreStep => (RESTORE_STEPS as readonly string[]).includes(s)),
+        other: other ? { id: other.slice(0, other.indexOf(":")), key: other.slice(other.indexOf(":") + 1) } : undefined,
+        apiReady: one("api") === "ready",
+    };
+}
+
+/** Runs one step of the etcd-restore operation on the plan's master (RunCommand). */
+async function runStep(i: ApplyRestoreInputs, plan: RestorePlan, peerIp: string, step: RestoreStep | "status" | "leases", channel = "0".repeat(32)): Promise<string> {
+    const values: Partial<Record<ParameterName, string>> = { step, restoreId: plan.restoreId, node: providerIdOf(i.region, plan.target), peerIp, channel };
+    // Compacted (comments out): the operation with its libraries must fit RunCommand's 24 KB.
+    const script = compactShell(fillOperation(renderOperation("etcd-restore"), "etcd-restore", values));
+    try {
+        return await runOnInstance({
+            region: i.region, instanceId: plan.target, script, name: `alicloud-kubeadm etcd-restore ${step}`,
+            timeoutSeconds: OPERATIONS["etcd-restore"].timeoutSeconds, pollIntervalMs: i.pollIntervalMs, pollMaxIntervalMs: 10_000,
+        });
+    } catch (err) {
+        const fix = err instanceof CommandError && err.exitCode !== null ? "" : " Bring the master's Cloud Assistant agent online, then run the restore again: it continues where it stopped.";
+        throw new Error(`restore step ${step} on master ${plan.target} failed: ${(err as Error).message}${fix}`);
+    }
+}
+
+/** The master's private IP (its etcd peer address). */
+async function peerIpOf(i: ApplyRestoreInputs, instanceId: string): Promise<string> {
+    const ip = (await describeInstances(i.region, [instanceId])).get(instanceId)?.privateIp;
+    if (!ip) throw new Error(`master ${instanceId} has no private IP (DescribeInstances): it does not exist any more; run \`npm run restore\` again to plan anew`);
+    return ip;
+}
+
+/** Reads the master's restore state (read-only: the `status` step). */
+export async function readMasterState(i: ApplyRestoreInputs, plan: RestorePlan): Promise<MasterRestoreState> {
+    return parseRestoreState(await runStep(i, plan, await peerIpOf(i, plan.target), "status"));
+}
+
+/**
+ * Why the restore must not go on, or undefined: the master can take no restore, another one is unfinished there, or
+ * its API server answers (a running cluster, rolled back only with `force`).
+ */
+export function restoreRefusal(plan: RestorePlan, state: MasterRestoreState, force: boolean): string | undefined {
+    if (state.mode === "none" && !state.done.includes("stop")) {
+        return `master ${plan.target} runs no control plane and did not refuse kubeadm init, so nothing can be restored onto it: if it was just re-created, ` +
+            "wait until its userdata stops (/var/log/alicloud-kubeadm/master-init.log names the restore), then run the restore again";
+    }
+    if (state.other) {
+        return `master ${plan.target} holds an unfinished restore of ${state.other.key} (id ${state.other.id}): finish it with \`--snapshot ${state.other.key}\`, ` +
+            `or remove /var/lib/alicloud-kubeadm/restore/${state.other.id} there to give it up`;
+    }
+    if (state.apiReady && !state.done.includes("stop") && !force) {
+        return `the API server on master ${plan.target} answers /readyz: this cluster runs, and a restore would roll it back to ${plan.object.key}. ` +
+            "If that is what you want, run again with --force";
+    }
+    return undefined;
+}
+
+/** What the restore will do from this state, one line a step, for a person (the dry run prints it). */
+export function describeRestore(plan: RestorePlan, state: MasterRestoreState, i: Pick<ApplyRestoreInputs, "controlPlaneJoinCommandId">): string[] {
+    const at = `on master ${plan.target}`;
+    const todo = (s: RestoreStep, what: string) => (state.done.includes(s) ? `${s} ${at}: done already` : `${s} ${at}: ${what}`);
+    const others = plan.goneMasters.length ? ` (no longer there: ${plan.goneMasters.join(", ")}, re-created by \`pulumi up --refresh\`)` : "";
+    return [
+        todo("fetch", `downloads ${plan.object.key} with a GET signed here (valid 15 minutes) and opens it with this backup's password, both sent sealed`),
+        todo("stop", state.mode === "fresh" ? "nothing runs (master 0 refused kubeadm init)" : "moves the static pod manifests of etcd, the API server, the controller-manager and the scheduler aside, until they stopped"),
+        todo("restore", "etcdutl snapshot restore (a new cluster id, this master its only member), the backup's CA material and EncryptionConfiguration in place"),
+        todo("start", state.mode === "fresh" ? "kubeadm init over the restored etcd and CA (no bootstrap token left), until /readyz answers" : "puts the manifests back, until /readyz answers"),
+        `leases ${at}: deletes the API server identity Leases of every other host`,
+        "stale Nodes: deletes the Nodes whose instance no longer exists, and their pod routes",
+        i.controlPlaneJoinCommandId
+            ? `other masters: each one that exists is reset, its Node deleted, and joined as a fresh etcd member through the control-plane join${others}`
+            : `other masters: none to re-join (one master, or a stack from before the restore joined them: \`pulumi up --replace\` each)${others}`,
+    ];
+}
+
+/** Runs the restore (see the module comment); `read` is the master's state when the caller just read it. */
+export async function applyRestore(i: ApplyRestoreInputs, plan: RestorePlan, read?: MasterRestoreState): Promise<RestoreOutcome> {
+    const log = i.log;
+    const peerIp = await peerIpOf(i, plan.target);
+    const state = read ?? parseRestoreState(await runStep(i, plan, peerIp, "status"));
+    const refusal = restoreRefusal(plan, state, i.force ?? false);
+    if (refusal) throw new Error(refusal);
+    const access: ClusterAccess = { region: i.region, masterInstanceIds: [plan.target], commands: i.commands, pollIntervalMs: i.pollIntervalMs };
+    const ran: RestoreStep[] = [];
+    for (const step of RESTORE_STEPS) {
+        if (state.done.includes(step)) {
+            log(`${step} on ${plan.target}: done already`);
+            continue;
+        }
+        log(`${step} on ${plan.target}…`);
+        let channel: string | undefined;
+        if (step === "fetch") channel = await sendSecret(access, plan.target, signedDownload(i, plan));
+        const out = await runStep(i, plan, peerIp, step, channel);
+        log(`${step} on ${plan.target}: ${restoreFields(out).map(([k, v]) => `${k}=${v}`).join(" ")}`);
+        ran.push(step);
+    }
+    for (const [, lease] of restoreFields(await runStep(i, plan, peerIp, "leases")).filter(([k]) => k === "lease-deleted")) log(`deleted the stale API server Lease ${lease}`);
+
+    // Nodes whose instance is gone (the old master 0, released pool nodes): the removal core deletes them and their routes.
+    const nodes = (await listNodes(access)).filter((n) => n.providerId.startsWith(`${i.region}.`));
+    const live = await describeInstances(i.region, nodes.map((n) => n.providerId.slice(i.region.length + 1)));
+    const stale = nodes.filter((n) => !live.has(n.providerId.slice(i.region.length + 1)));
+    if (stale.length > 0) {
+        log(`deleting ${stale.length} Node(s) whose instance no longer exists: ${stale.map((n) => n.name).join(", ")}`);
+        // "existing": no ESS group to leave; its userdata and reset are skipped for an instance that is gone.
+        await removeNodes(stale.map((n) => ({ instanceId: n.providerId.slice(i.region.length + 1), kind: "existing" as const, nodeName: n.name, nodeReady: false, nodePodCidr: n.podCidr })), {
+            region: i.region, masterInstanceIds: [plan.target], commands: i.commands, routeTableId: i.routeTableId, podCidr: i.podCidr,
+            pollIntervalMs: i.pollIntervalMs, log, warn: log,
+        });
+    }
+
+    // The other masters: fresh members, one at a time, through the join path of `pulumi up`.
+    const rejoined: string[] = [];
+    const others = i.masterInstanceIds.filter((m) => m !== plan.target);
+    const instances = await describeInstances(i.region, others);
+    const missingMasters = others.filter((m) => !instances.has(m));
+    for (const m of missingMasters) log(`master ${m} no longer exists: \`pulumi up --refresh\` re-creates it, and it joins as a fresh member`);
+    if (!i.controlPlaneJoinCommandId) {
+        if (others.length > missingMasters.length) log("the stack records no control-plane join command: re-join the other masters with `pulumi up --replace` of each, one at a time");
+    } else {
+        for (const m of others.filter((x) => instances.has(x))) {
+            if (await isMember(i, access, plan, m, instances.get(m)?.privateIp ?? "")) {
+                log(`master ${m} is a member of the restored etcd already`);
+                continue;
+            }
+            log(`re-joining master ${m}: kubeadm reset, its Node deleted, then the control-plane join`);
+            await resetNode(access, m).catch((err: Error) => { throw new Error(`restore: resetting master ${m} before it re-joins failed: ${err.message}. Bring it online and run the restore again`); });
+            const old = (await listNodes(access)).find((n) => n.providerId === providerIdOf(i.region, m));
+            if (old) await deleteNodes(access, [old.name]);
+            await joinControlPlaneMember({
+                region: i.region, masterInstanceId: plan.target, masterInstanceIds: [plan.target, ...others], memberInstanceId: m, commands: i.commands,
+                joinCommandId: i.controlPlaneJoinCommandId, joinSecretsScript: renderOperation("join-secrets"),
+                pollSeconds: Math.max(1, (i.pollIntervalMs ?? 1000) / 1000), readyTimeoutSeconds: i.readyTimeoutSeconds,
+            }, log);
+            rejoined.push(m);
+        }
+    }
+    return { ran, staleNodes: stale.map((n) => n.name), rejoined, missingMasters };
+}
+
+/** Whether master `m` is already a healthy member of the restored etcd (a re-run after it re-joined). */
+async function isMember(i: ApplyRestoreInputs, access: ClusterAccess, plan: RestorePlan, m: string, ip: string): Promise<boolean> {
+    const members = await readEtcdMembers(access, providerIdOf(i.region, plan.target));
+    const node = (await listNodes(access)).find((n) => n.providerId === providerIdOf(i.region, m));
+    return !!node?.ready && members.some((x) => x.healthy && (x.name === providerIdOf(i.region, m) || x.peerUrls.some((u) => u.includes(`//${ip}:`))));
+}
+
+/**
+ * What the fetch step receives sealed: the object's URL (at the endpoint the master reaches), its key, the password of
+ * this one object, then the headers of a GET of it signed with the operator's credentials (OSS V4 in the Authorization
+ * header, the STS token in x-oss-security-token: no credential in the URL). Secret: it only travels sealed.
+ */
+export function signedDownload(i: Pick<ApplyRestoreInputs, "region" | "bucket" | "credentials" | "masterOssEndpoint">, plan: Pick<RestorePlan, "object" | "password">): string {
+    const at: OssTarget = { ...i.bucket, endpoint: i.masterOssEndpoint ?? `https://oss-${i.region}-internal.aliyuncs.com`, connectTo: undefined };
+    const headers = signOssV4("GET", at, plan.object.key, {}, {}, i.credentials);
+    const text = [ossUrl(at, plan.object.key), plan.object.key, plan.password, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)].join("\n");
+    // The sealed text must fit the channel (src/rules/formats.ts SEALED_PATTERN): a long STS token may not.
+    if (text.length > 2800) throw new Error(`the signed download is ${text.length} bytes, more than the secret channel carries: run the restore with an AccessKey of your own instead of STS credentials`);
+    return text;
+}

@@ -1,0 +1,158 @@
+#!/bin/bash
+# etcd-restore (one-off, on the master a backup is restored onto; `npm run restore`, src/recovery/restore.ts): one step
+# of the restore per run, each recorded under ${AK_STATE_DIR}/restore/<AK_RESTORE_ID>/<step>.done, so a run that stopped
+# half-way is continued by running the steps again. Prints `ak-restore key=value` lines; errors on stderr name the step
+# and the fix.
+#   status   what this master is (mode: `existing` control plane, or a `fresh` master 0 that refused kubeadm init), the
+#            steps done, another unfinished restore, whether the API server answers /readyz
+#   fetch    the backup, downloaded with the signed request and opened with the password of that one object, both
+#            received sealed on channel AK_CHANNEL (channel-receive); its SHA-256 checked, unpacked root-only
+#   stop     an existing control plane's static pod manifests moved aside, until etcd and the API server stopped
+#   restore  etcdutl snapshot restore (a new cluster id, member AK_NODE at https://AK_PEER_IP:2380 alone), the backup's
+#            CA material and EncryptionConfiguration in place
+#   start    the manifests put back (existing), or kubeadm init over the restored etcd and CA (fresh), until /readyz
+#   leases   the API server identity Leases of every other host deleted (they belong to API servers that do not run now)
+# Parameters: AK_STEP, AK_RESTORE_ID, AK_NODE, AK_PEER_IP, AK_CHANNEL.
+AK_RETRY_DELAY="${AK_RETRY_DELAY:-5}"
+ak_die() { ak_fail "$*"; }
+manifests="${AK_ROOT}/etc/kubernetes/manifests"
+restore_dir="${AK_STATE_DIR}/restore/${AK_RESTORE_ID}"
+aside="${AK_STATE_DIR}/restore/${AK_RESTORE_ID}/manifests"
+init_config="${AK_STATE_DIR}/kubeadm-init.yaml"
+
+say() { printf 'ak-restore %s\n' "$@"; }
+done_step() { [ -f "${restore_dir}/$1.done" ]; }
+mark_step() { date -u +%FT%TZ >"${restore_dir}/$1.done"; }
+workdir() { (umask 077 && mkdir -p "$restore_dir"); }
+step_fail() { ak_fail "step ${AK_STEP}: $*"; }
+
+# The mode, decided once (before anything moved): an existing control plane (its etcd manifest), or a fresh master 0
+# that refused kubeadm init (src/shell/master_guard.sh) with its kubeadm config rendered.
+mode() {
+  if [ -f "${restore_dir}/mode" ]; then cat "${restore_dir}/mode"; return; fi
+  if [ -f "${manifests}/etcd.yaml" ]; then echo existing
+  elif [ -f "${AK_STATE_DIR}/init.refused" ] && [ -f "$init_config" ]; then echo fresh
+  else echo none; fi
+}
+
+api_ready() {
+  [ -f "$AK_ADMIN_CONF" ] && [ "$(ak_kubectl get --raw /readyz --request-timeout=5s 2>/dev/null)" = ok ]
+}
+
+case "$AK_STEP" in
+  status)
+    say "mode=$(mode)"
+    steps=""
+    for s in fetch stop restore start; do if done_step "$s"; then steps="${steps:+${steps},}${s}"; fi; done
+    say "done=${steps}"
+    for d in "${AK_STATE_DIR}"/restore/*/; do
+      d=${d%/}
+      id=${d##*/}
+      if [ "$id" != "$AK_RESTORE_ID" ] && [ -f "${d}/object" ] && [ ! -f "${d}/start.done" ]; then
+        say "other=${id}:$(cat "${d}/object")"
+      fi
+    done
+    if api_ready; then say "api=ready"; else say "api=down"; fi
+    ;;
+  fetch)
+    done_step fetch && { say "fetch=done"; exit 0; }
+    received="$(ak_channel_dir)/${AK_CHANNEL}"
+    [ -f "$received" ] || step_fail "nothing was received on channel ${AK_CHANNEL} (it is read once): run the restore again"
+    workdir
+    tmp=$(ak_channel_tmp)
+    trap 'rm -rf "$tmp"' EXIT
+    # What npm run restore sent: the object's URL, its key, the password of that one object, then the headers of a GET
+    # of it signed with the operator's credentials (valid 15 minutes; the STS token among them, never in the URL).
+    { read -r url && read -r key && read -r pass && cat >"${tmp}/headers"; } <"$received" || true
+    rm -f "$received"
+    if [ -z "${url:-}" ] || [ -z "${pass:-}" ] || [ ! -s "${tmp}/headers" ]; then step_fail "the channel held no signed download: run the restore again"; fi
+    printf '%s' "$pass" >"${tmp}/pass"
+    printf '%s\n' "$key" >"${restore_dir}/object"
+    curl -fsS --max-time 1800 -H "@${tmp}/headers" -o "${restore_dir}/backup.etcd.enc" "$url" ||
+      step_fail "the download of ${key} failed (its signature is valid 15 minutes after it was made: run the restore again)"
+    rm -rf "${restore_dir}/bundle"
+    ak_open_backup_pass "${restore_dir}/backup.etcd.enc" "${tmp}/pass" "${restore_dir}/bundle"
+    rm -f "${restore_dir}/backup.etcd.enc"
+    mark_step fetch
+    say "fetch=done" "revision=$(sed -n 's/^revision=//p' "${restore_dir}/bundle/backup.txt")"
+    ;;
+  stop)
+    done_step stop && { say "stop=done"; exit 0; }
+    m=$(mode)
+    [ "$m" != none ] || step_fail "this master runs no control plane and did not refuse kubeadm init: it is not one to restore onto" \
+      "(its userdata may still run: /var/log/alicloud-kubeadm/master-init.log; or restore onto master 0 after \`pulumi up\` re-created it)"
+    workdir
+    printf '%s\n' "$m" >"${restore_dir}/mode"
+    if [ "$m" = existing ]; then
+      mkdir -p "$aside"
+      for c in etcd kube-apiserver kube-controller-manager kube-scheduler; do
+        [ ! -f "${manifests}/${c}.yaml" ] || mv "${manifests}/${c}.yaml" "${aside}/${c}.yaml"
+      done
+      for ((i = 0; i < 90; i++)); do
+        [ -n "$(crictl ps --state Running --name '^(etcd|kube-apiserver)$' -q 2>/dev/null)" ] || break
+        sleep 2
+      done
+      [ -z "$(crictl ps --state Running --name '^(etcd|kube-apiserver)$' -q 2>/dev/null)" ] ||
+        step_fail "etcd or the API server still runs 3 minutes after their manifests moved to ${aside#"$AK_ROOT"}: check the kubelet (journalctl -u kubelet)"
+    fi
+    mark_step stop
+    say "stop=done"
+    ;;
+  restore)
+    done_step restore && { say "restore=done"; exit 0; }
+    if ! done_step fetch || ! done_step stop; then step_fail "fetch and stop come first"; fi
+    if [ "$(mode)" = existing ]; then
+      grep -q -- "--name=${AK_NODE}\$" "${aside}/etcd.yaml" ||
+        step_fail "this master's etcd member is not named ${AK_NODE} (${aside#"$AK_ROOT"}/etcd.yaml): restore onto the master whose Node that is"
+      # Its certificates were signed by its own CA: a master of another cluster (a new stack's own) cannot take this one's.
+      if [ -f "${AK_ROOT}/etc/kubernetes/pki/ca.crt" ] && [ -f "${restore_dir}/bundle/pki/ca.crt" ] &&
+        ! cmp -s "${AK_ROOT}/etc/kubernetes/pki/ca.crt" "${restore_dir}/bundle/pki/ca.crt"; then
+        step_fail "this master runs a cluster with another CA than the backup's: on it run 'kubeadm reset -f' and" \
+          "mv ${AK_STATE_DIR#"$AK_ROOT"}/init.done ${AK_STATE_DIR#"$AK_ROOT"}/init.refused, then run the restore again (docs/disaster-recovery.md#restore-to-a-new-stack)"
+      fi
+      AK_ETCD_IMAGE=$(sed -n 's/^ *image: *//p' "${aside}/etcd.yaml" | head -n 1)
+    else
+      AK_ETCD_IMAGE=$(kubeadm config images list --config "$init_config" 2>/dev/null | grep '/etcd:' | head -n 1 || true)
+    fi
+    [ -n "$AK_ETCD_IMAGE" ] || step_fail "cannot tell which etcd image this master runs (its etcd manifest, or kubeadm config images list)"
+    AK_NODE_NAME=$AK_NODE
+    AK_PEER_URL="https://${AK_PEER_IP}:2380"
+    ak_restore_bundle "${restore_dir}/bundle"
+    mark_step restore
+    say "restore=done" "image=${AK_ETCD_IMAGE}"
+    ;;
+  start)
+    done_step start && { say "start=done"; exit 0; }
+    done_step restore || step_fail "restore comes first"
+    if [ "$(mode)" = existing ]; then
+      for f in "$aside"/*.yaml; do [ ! -f "$f" ] || mv "$f" "${manifests}/"; done
+    elif [ ! -f "${manifests}/kube-apiserver.yaml" ]; then
+      rm -f "${AK_STATE_DIR}/init.refused" "${AK_STATE_DIR}/init.failed" "${AK_STATE_DIR}/init.done"
+      rc=0
+      kubeadm init --config "$init_config" --ignore-preflight-errors=DirAvailable--var-lib-etcd --skip-token-print \
+        --skip-certificate-key-print 2>&1 | ak_redact >&2 || rc=$?
+      [ "$rc" -eq 0 ] || step_fail "kubeadm init over the restored etcd failed (exit ${rc}; its output is above):" \
+        "fix the cause, run 'kubeadm reset -f' on this master, then run the restore again (it restores etcd again)"
+      ak_delete_init_tokens
+      printf 'status=ok\nrestored=%s\ntime=%s\n' "$(cat "${restore_dir}/object")" "$(date -u +%FT%TZ)" >"${AK_STATE_DIR}/init.done"
+    fi
+    for ((i = 0; i < 150; i++)); do api_ready && break; sleep 2; done
+    api_ready || step_fail "the API server does not answer /readyz 5 minutes after the start: read crictl logs of kube-apiserver and etcd on this master"
+    rm -rf "${restore_dir}/bundle"
+    mark_step start
+    say "start=done"
+    ;;
+  leases)
+    me=$(hostname)
+    jsonpath='{range .items[*]}{.metadata.name}{"\t"}{.metadata.labels.kubernetes\.io/hostname}{"\n"}{end}'
+    ak_kubectl -n kube-system get lease -l apiserver.kubernetes.io/identity=kube-apiserver -o "jsonpath=${jsonpath}" |
+      while IFS=$'\t' read -r name host; do
+        if [ -n "$name" ] && [ "$host" != "$me" ]; then
+          ak_kubectl -n kube-system delete lease "$name" --ignore-not-found >/dev/null
+          say "lease-deleted=${name}:${host}"
+        fi
+      done
+    say "leases=done"
+    ;;
+  *) ak_fail "unknown step ${AK_STEP}" ;;
+esac

@@ -1,0 +1,295 @@
+/**
+ * `npm run restore` (scripts/restore.ts, src/recovery/restoreApply.ts) against the emulator: which commands run in which
+ * order, what a re-run after a crash between two steps does, and what is left in the emulator's state. World: the
+ * emulator's ECS, OSS (the backup, sealed by the masters' own sealing function), VPC route table and Cloud Assistant. The
+ * master restored onto runs the real etcd-restore, channel-open and channel-receive scripts in a sandbox of its own (real
+ * openssl, tar and curl to the emulator's OSS; stubs for crictl, kubeadm, kubectl, and a `ctr` whose `etcdutl snapshot
+ * restore` writes a data directory); the Kubernetes side of the other operations is testing/fakeCluster.ts, switched to
+ * the backup's Nodes and single etcd member when the restore step has run. The real etcdutl and API server run the node
+ * side in test/realClusterBackup.test.ts.
+ */
+import * as assert from "assert";
+import * as crypto from "crypto";
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import { useEmulator } from "../testing/emulator/fixture";
+import { fakeCluster, type FakeCluster } from "../testing/fakeCluster";
+import { backupKeyPair, runRestore, sealedBackup } from "../testing/backup";
+import { callsOf, makeSandbox, type Sandbox } from "../testing/sandbox";
+import { createCommand, operation } from "../testing/savedCommands";
+import { sealReply } from "./nodeChannel";
+import { headerValue } from "./tools";
+import { backupPrefixes, OPERATIONS } from "../src/rules";
+import { renderControlPlaneJoinCommand } from "../src/shell/render";
+
+const REGION = "cn-hangzhou";
+const BUCKET = "dev-etcd-0123abcd";
+const TOKEN = "k8sabc.0123456789abcdef";
+const CERT_KEY = "f".repeat(64);
+
+describe("npm run restore: the backup onto a master, the stale objects cleaned, the other masters re-joined", function () {
+    this.timeout(120_000);
+    const ctx = useEmulator();
+    const { privateKey, recipient, keys } = backupKeyPair();
+    const boxes = new Map<string, Sandbox>();
+    let dir: string;
+    beforeEach(() => { dir = fs.mkdtempSync(path.join(os.tmpdir(), "ak-restore-apply-")); });
+    afterEach(() => {
+        fs.rmSync(dir, { recursive: true, force: true });
+        for (const sb of boxes.values()) sb.cleanup();
+        boxes.clear();
+    });
+
+    /** The sandbox of an instance: crictl, kubectl, kubeadm and ctr as the restore needs them; curl to the emulator. */
+    function box(instanceId: string): Sandbox {
+        const existing = boxes.get(instanceId);
+        if (existing) return existing;
+        const port = new URL(ctx.emu.endpoint).port;
+        const sb = makeSandbox({
+            os: "ubuntu", prebaked: true, instanceId,
+            stubs: {
+                curl: `exec /usr/bin/curl --connect-to "::127.0.0.1:${port}" "$@"`,
+                // the API server answers while its manifest is in place (and the test did not take it down)
+                kubectl: `. "$AK_STUB_SRC/_lib.sh"
+case "$*" in
+  *"get --raw /readyz"*) if [ -f "$AK_ROOT/etc/kubernetes/admin.conf" ] && [ -f "$AK_ROOT/etc/kubernetes/manifests/kube-apiserver.yaml" ] && [ ! -f "$AK_STUB_STATE/api-down" ]; then echo ok; else echo "connection refused" >&2; exit 1; fi ;;
+  *"get lease"*) cat "$AK_STUB_STATE/leases" 2>/dev/null || true ;;
+  *"delete lease"*) for a; do last=$a; [ "$a" = --ignore-not-found ] && break; name=$a; done; grep -v "^$name"$'\\t' "$AK_STUB_STATE/leases" >"$AK_STUB_STATE/leases.new" || true; mv "$AK_STUB_STATE/leases.new" "$AK_STUB_STATE/leases"; : "$last" ;;
+  *) ;;
+esac`,
+                // kubeadm init as the stub does it, with the control plane's manifests written (the API server then runs)
+                kubeadm: `"$AK_STUB_SRC/kubeadm" "$@" || exit $?
+if [ "$1" = init ]; then for c in etcd kube-apiserver; do echo "image: registry.k8s.io/$c" >"$AK_ROOT/etc/kubernetes/manifests/$c.yaml"; done; fi`,
+                // etcdutl in the etcd image: \`snapshot restore FILE --data-dir DIR\` writes the data directory
+                ctr: `. "$AK_STUB_SRC/_lib.sh"
+[ "$3" = run ] || exit 0
+while [ $# -gt 0 ] && [ "$1" != etcdutl ] && [ "$1" != etcdctl ]; do shift; done
+shift
+case "$1" in
+  version) echo "etcdutl version: 3.6.8" ;;
+  snapshot) file=$3 data=""; shift 3
+    while [ $# -gt 0 ]; do [ "$1" != --data-dir ] || data=$2; shift; done
+    mkdir -p "$AK_ROOT$data/member/snap" && cp "$AK_ROOT$file" "$AK_ROOT$data/member/snap/db" ;;
+esac`,
+                hostname: `echo host-${instanceId}`,
+                tar: 'exec /usr/bin/tar "$@"',
+                install: 'exec /usr/bin/install "$@"',
+            },
+        });
+        boxes.set(instanceId, sb);
+        return sb;
+    }
+
+    /** A master with a running control plane, as kubeadm left it: its static pod manifests, admin.conf, kubeadm's state. */
+    function runningMaster(instanceId: string): Sandbox {
+        const sb = box(instanceId);
+        sb.write("/etc/kubernetes/admin.conf", "apiVersion: v1\nkind: Config\n");
+        sb.write("/etc/kubernetes/manifests/etcd.yaml", `spec:\n  containers:\n  - command:\n    - etcd\n    - --name=${REGION}.${instanceId}\n    image: registry.k8s.io/etcd:3.6.8-0\n`);
+        for (const c of ["kube-apiserver", "kube-controller-manager", "kube-scheduler"]) sb.write(`/etc/kubernetes/manifests/${c}.yaml`, `image: registry.k8s.io/${c}\n`);
+        sb.write("/var/lib/etcd/member/snap/db", "the old data");
+        sb.write("/var/lib/alicloud-kubeadm/init.done", "status=ok\n");
+        return sb;
+    }
+
+    /**
+     * The cluster: masters (three unless told), a live worker and its route, a sandbox per instance for the scripts that
+     * run for real, and the backup: the Nodes it holds (the old master 0, the masters, a worker released since, the live
+     * worker) and its one etcd member, which the fake cluster turns into when the restore step ran on `target`.
+     */
+    async function world(opts: { masters?: number; target?: (c: FakeCluster) => string; recreated?: boolean } = {}) {
+        const emu = ctx.emu;
+        emu.oss.addBucket(BUCKET);
+        const object = `${backupPrefixes("dev").hourly}2026-01-01T010000Z-a.etcd.enc`;
+        emu.oss.buckets.get(BUCKET)!.objects.set(object, [{ body: sealedBackup("dev", recipient, 9), versionId: "v1", lastModified: new Date().toISOString(), etag: "\"B\"" }]);
+        const c = await fakeCluster(emu, REGION, { masters: opts.masters ?? 3 });
+        const worker = emu.addInstance({ regionId: REGION }).instanceId;
+        const table = emu.addRouteTable();
+        emu.addRouteEntry(table.routeTableId, { destinationCidrBlock: "172.16.9.0/25", nextHopId: "i-released" });
+        emu.addRouteEntry(table.routeTableId, { destinationCidrBlock: "172.16.8.0/25", nextHopId: worker });
+        const target = opts.target?.(c) ?? c.master;
+        const joinCommandId = c.masters.length < 2 ? undefined : await createCommand(REGION, {
+            commandName: "dev-control-plane-join", parameters: true, timeoutSeconds: OPERATIONS["control-plane-join"].timeoutSeconds, description: "join",
+            script: renderControlPlaneJoinCommand({ region: REGION, kubernetesVersion: "1.36.3", apiEndpoint: "192.168.0.10:6443", caCertHash: `sha256:${"a".repeat(64)}` }),
+        });
+        const node = (instanceId: string, controlPlane: boolean, podCidr = "") => ({ name: `${REGION}.${instanceId}`, instanceId, ready: true, controlPlane, podCidr });
+        // (a master that lost its disk and was re-created is not in the backup: its old instance is, as i-oldmaster0)
+        const backupNodes = [node("i-oldmaster0", true), ...c.masters.filter((m) => m !== target || !opts.recreated).map((m) => node(m, true)), node("i-released", false, "172.16.9.0/25"), node(worker, false, "172.16.8.0/25")];
+        const etcdSizes: number[] = [];
+        const order: string[] = [];
+        /** A crash between two steps: the master's agent goes away right after this step answered. */
+        const faults: { crashAfter?: string } = {};
+        // The scripts that run for real: the restore's steps and the secret channel, each in its instance's sandbox.
+        emu.onCommand(/^# alicloud-kubeadm operation: (etcd-restore|channel-open|channel-receive) \(/m, async (x) => {
+            const sb = box(x.instanceId);
+            sb.write("/command.sh", x.script);
+            const r = await sb.run('bash "$AK_ROOT/command.sh" 2>&1');
+            const step = headerValue(x.script, "AK_STEP");
+            order.push(step ? `${x.instanceId}: ${step}` : `${x.instanceId}: ${/operation: ([a-z-]+)/.exec(x.script)![1]}`);
+            if (step && step === faults.crashAfter) {
+                faults.crashAfter = undefined;
+                emu.setAgentOffline(target);
+            }
+            if (step === "start" && r.code === 0 && !c.nodes.has(`${REGION}.${target}`)) {
+                c.addNode(target, { name: `${REGION}.${target}`, controlPlane: true }); // its kubelet registers once the API answers
+            }
+            if (step === "restore" && r.code === 0 && x.instanceId === target) {
+                // etcd now holds the backup: its Nodes, and this master the only member
+                c.etcd.clear();
+                c.etcd.set(`${REGION}.${target}`, emu.instances.get(target)!.privateIp);
+                c.nodes.clear();
+                for (const n of backupNodes) c.addNode(n.instanceId, { name: n.name, ready: n.ready, controlPlane: n.controlPlane, podCidr: n.podCidr });
+            }
+            return { exitCode: r.code, output: r.stdout };
+        });
+        emu.onCommand(operation("join-secrets"), (x) => ({ output: sealReply(x.script, `${TOKEN} ${CERT_KEY} -`) }));
+        emu.onCommand(/kubeadm join --config/, (x) => {
+            const channel = headerValue(x.script, "AK_CHANNEL")!;
+            const received = box(x.instanceId).read(`/run/alicloud-kubeadm/${channel}`);
+            assert.strictEqual(received?.trim(), `${TOKEN} ${CERT_KEY} -`, "the member opened its join secrets with the key it made");
+            fs.rmSync(box(x.instanceId).at(`/run/alicloud-kubeadm/${channel}`));
+            order.push(`${x.instanceId}: join`);
+            c.etcd.set(`${REGION}.${x.instanceId}`, emu.instances.get(x.instanceId)!.privateIp);
+            etcdSizes.push(c.etcd.size);
+            c.addNode(x.instanceId, { name: `${REGION}.${x.instanceId}`, controlPlane: true });
+            return { output: "" };
+        });
+        const outputs = {
+            clusterInfo: {
+                name: "dev", region: REGION, kubernetesVersion: "1.36.3", masterInstanceIds: c.masters, apiEndpoint: "192.168.0.10:6443", routeTableId: table.routeTableId,
+                podCidr: "172.16.0.0/16", pools: [], existingNodes: [], commands: c.commands, ...(joinCommandId ? { controlPlaneJoinCommandId: joinCommandId } : {}),
+            },
+            backupBucket: BUCKET, backupKeys: keys,
+        };
+        return { emu, c, target, worker, table, object, outputs, etcdSizes, order, faults };
+    }
+
+    const restore = (outputs: object, args: string[] = []) => runRestore(dir, ctx.emu.endpoint, outputs, args,
+        { masterOssEndpoint: "http://oss-cn-hangzhou-internal.aliyuncs.com", pollIntervalMs: 10 });
+
+    it("three masters whose etcd lost quorum: a crash after the restore step is continued by the next run; stale Nodes, routes and Leases go; masters 1 and 2 re-join one at a time, never a fourth member", async () => {
+        const w = await world();
+        const { emu, c, target } = w;
+        const sb = runningMaster(target);
+        fs.writeFileSync(path.join(sb.env.AK_STUB_STATE, "api-down"), ""); // etcd lost quorum: the API server does not answer
+        fs.writeFileSync(path.join(sb.env.AK_STUB_STATE, "leases"), [`apiserver-a\thost-${target}`, "apiserver-b\thost-i-oldmaster1", "apiserver-c\thost-i-oldmaster2"].join("\n") + "\n");
+
+        // The dry run reads the master's state with the status step alone, and says every step.
+        const plan = await restore(w.outputs, ["--dry-run"]);
+        assert.strictEqual(plan.code, 0, plan.out);
+        assert.match(plan.out, /master i-\w+: a control plane \(static pods\); its API server does not answer/);
+        assert.match(plan.out, /2\. stop on master i-\w+: moves the static pod manifests/);
+        assert.match(plan.out, /7\. other masters: each one that exists is reset, its Node deleted, and joined as a fresh etcd member/);
+        assert.deepStrictEqual(w.order, [`${target}: status`], "the dry run only looked");
+        assert.ok(fs.existsSync(sb.at("/etc/kubernetes/manifests/etcd.yaml")));
+
+        // The first run crashes between the restore and the start step (the master's agent goes away).
+        w.faults.crashAfter = "restore";
+        const first = await restore(w.outputs);
+        assert.strictEqual(first.code, 4, first.out);
+        assert.match(first.out, new RegExp(`restore step start on master ${target} failed: .*not running.*run the restore again: it continues where it stopped`, "s"));
+        assert.ok(!fs.existsSync(sb.at("/etc/kubernetes/manifests/kube-apiserver.yaml")), "stopped: the manifests are aside");
+        assert.strictEqual(fs.readFileSync(sb.at("/var/lib/etcd/member/snap/db")).length, 4096, "etcd holds the backup's snapshot (4096 bytes), not the old data");
+
+        // The agent is back (and the restored etcd lets the API server answer): the next run continues at the start step.
+        emu.instances.get(target)!.agentOnline = true;
+        fs.rmSync(path.join(sb.env.AK_STUB_STATE, "api-down"));
+        w.order.length = 0;
+        const second = await restore(w.outputs);
+        assert.strictEqual(second.code, 0, second.out);
+        const steps = w.order.filter((o) => o.startsWith(`${target}: `) && !/channel/.test(o));
+        assert.deepStrictEqual(steps.slice(0, 3), [`${target}: status`, `${target}: start`, `${target}: leases`], "fetch, stop and restore are not run again");
+        const restores = callsOf(sbCalls(sb), "ctr").filter((x) => x.args.includes("restore"));
+        assert.strictEqual(restores.length, 1, "etcdutl snapshot restore ran once in all");
+        assert.ok(restores[0].args.includes(`${REGION}.${target}`) && restores[0].args.includes(`${REGION}.${target}=https://${emu.instances.get(target)!.privateIp}:2380`));
+        assert.strictEqual(emu.calls.filter((x) => x.product === "oss" && x.action === "GetObject" && x.status === 200 && x.params.host?.includes("-internal")).length, 1,
+            "the master downloaded the backup once");
+        // Started again: the manifests back, the bundle (it holds the CA keys) gone.
+        assert.ok(fs.existsSync(sb.at("/etc/kubernetes/manifests/kube-apiserver.yaml")));
+        assert.ok(!fs.readdirSync(sb.at("/var/lib/alicloud-kubeadm/restore")).some((id) => fs.existsSync(sb.at(`/var/lib/alicloud-kubeadm/restore/${id}/bundle`))));
+
+        // What the restored etcd held that is no longer true is gone; what is true stays.
+        assert.deepStrictEqual(fs.readFileSync(path.join(sb.env.AK_STUB_STATE, "leases"), "utf8").trim().split("\n"), [`apiserver-a\thost-${target}`], "only this master's API server Lease is left");
+        const names = [...c.nodes.keys()].sort();
+        assert.ok(!names.includes(`${REGION}.i-oldmaster0`) && !names.includes(`${REGION}.i-released`), `stale Nodes deleted: ${names.join(", ")}`);
+        assert.ok(names.includes(`${REGION}.${w.worker}`), "the live worker's Node stays");
+        const routes = [...emu.state.routeTables.get(w.table.routeTableId)!.entries].map((e) => e.nextHopId);
+        assert.deepStrictEqual(routes, [w.worker], "the released worker's pod route is deleted, the live one kept");
+
+        // Masters 1 and 2: reset, their Node deleted, joined one at a time; etcd never has more members than masters.
+        const others = c.masters.filter((m) => m !== target);
+        assert.deepStrictEqual([...c.etcd.keys()].sort(), c.masters.map((m) => `${REGION}.${m}`).sort(), "three members: the restored master and the two re-joined");
+        assert.deepStrictEqual(w.etcdSizes, [2, 3], "one join at a time, never a fourth member");
+        for (const m of others) {
+            const at = (verb: string) => c.log.indexOf(`${m}: ${verb}`);
+            assert.ok(at("reset") >= 0, `${m} was reset`);
+            assert.ok(w.order.indexOf(`${m}: join`) > w.order.indexOf(`${target}: leases`), `${m} joined after the restore`);
+        }
+
+        // Run again: everything is done; nothing is reset or joined again.
+        const log = c.log.length;
+        w.order.length = 0;
+        const third = await restore(w.outputs);
+        assert.strictEqual(third.code, 0, third.out);
+        assert.deepStrictEqual(w.order.filter((o) => !/channel/.test(o)), [`${target}: status`, `${target}: leases`]);
+        assert.ok(c.log.slice(log).every((l) => !/reset|drain|delete-node/.test(l)), c.log.slice(log).join("\n"));
+
+        // No secret of the restore in clear in any request, command or invocation: the backup's password, the signed download.
+        const password = crypto.diffieHellman({ privateKey, publicKey: crypto.createPublicKey({ key: Buffer.from(/ephemeral=(\S+)/.exec(emu.oss.list(BUCKET)[0].body.subarray(0, 200).toString())![1], "base64"), format: "der", type: "spki" }) }).toString("base64");
+        for (const secret of [password, TOKEN, CERT_KEY, "OSS4-HMAC-SHA256 Credential"]) {
+            assert.ok(emu.calls.filter((x) => x.product !== "oss").every((x) => !x.body.includes(secret) && !x.url.includes(secret)), secret);
+            assert.ok([...emu.state.invocations.values()].every((inv) => !JSON.stringify(inv).includes(secret)), secret);
+        }
+    });
+
+    it("a running cluster is not rolled back without --force, a master with another CA is refused, and a master with neither a control plane nor a refused init takes no restore", async () => {
+        const w = await world({ masters: 1 });
+        const sb = runningMaster(w.target);
+        const r = await restore(w.outputs);
+        assert.strictEqual(r.code, 4);
+        assert.match(r.out, /answers \/readyz: this cluster runs, and a restore would roll it back to dev\/hourly\/.*run again with --force/);
+        assert.deepStrictEqual(w.order, [`${w.target}: status`], "nothing but the status step ran");
+        assert.ok(fs.existsSync(sb.at("/etc/kubernetes/manifests/etcd.yaml")));
+
+        // A master of another cluster (a new stack's own master 0): its CA is not the backup's, so the restore step refuses it.
+        sb.write("/etc/kubernetes/pki/ca.crt", "-----BEGIN CERTIFICATE-----\nnew cluster\n-----END CERTIFICATE-----\n");
+        w.emu.oss.buckets.get(BUCKET)!.objects.set(w.object, [{ body: sealedBackup("dev", recipient, 9, { "pki/ca.crt": "-----BEGIN CERTIFICATE-----\nold cluster\n-----END CERTIFICATE-----\n" }),
+            versionId: "v2", lastModified: new Date().toISOString(), etag: "\"C\"" }]);
+        fs.writeFileSync(path.join(sb.env.AK_STUB_STATE, "api-down"), "");
+        const foreign = await restore(w.outputs);
+        assert.strictEqual(foreign.code, 4, foreign.out);
+        assert.match(foreign.out, /restore step restore on master \S+ failed: .*another CA than the backup's: on it run 'kubeadm reset -f'/s);
+        assert.match(sb.read("/etc/kubernetes/pki/ca.crt") ?? "", /new cluster/, "its CA untouched");
+        assert.strictEqual(sb.read("/var/lib/etcd/member/snap/db"), "the old data", "its etcd not restored over");
+
+        fs.rmSync(sb.at("/etc/kubernetes"), { recursive: true });
+        fs.rmSync(sb.at("/var/lib/alicloud-kubeadm/restore"), { recursive: true });
+        const none = await restore(w.outputs);
+        assert.strictEqual(none.code, 4);
+        assert.match(none.out, /runs no control plane and did not refuse kubeadm init.*master-init\.log/s);
+    });
+
+    it("a single master re-created (it refused kubeadm init): kubeadm init over the restored etcd, no bootstrap token left, the old master's Node deleted", async () => {
+        const w = await world({ masters: 1, recreated: true });
+        const sb = box(w.target);
+        sb.write("/var/lib/alicloud-kubeadm/init.refused", "status=refused\n");
+        sb.write("/var/lib/alicloud-kubeadm/init.failed", "status=failed\n");
+        sb.write("/var/lib/alicloud-kubeadm/kubeadm-init.yaml", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n");
+        const r = await restore(w.outputs);
+        assert.strictEqual(r.code, 0, r.out);
+        const init = callsOf(sbCalls(sb), "kubeadm", "init");
+        assert.strictEqual(init.length, 1);
+        assert.ok(init[0].args.includes("--ignore-preflight-errors=DirAvailable--var-lib-etcd"), init[0].args.join(" "));
+        assert.match(sb.read("/var/lib/alicloud-kubeadm/init.done") ?? "", /status=ok\nrestored=dev\/hourly\//);
+        assert.ok(!fs.existsSync(sb.at("/var/lib/alicloud-kubeadm/init.refused")) && !fs.existsSync(sb.at("/var/lib/alicloud-kubeadm/init.failed")));
+        assert.strictEqual((fs.readFileSync(path.join(sb.env.AK_STUB_STATE, "tokens"), "utf8")).trim(), "", "kubeadm init's bootstrap token is deleted");
+        assert.ok(fs.existsSync(sb.at("/var/lib/etcd/member/snap/db")));
+        assert.ok(![...w.c.nodes.keys()].includes(`${REGION}.i-oldmaster0`), "the old master 0's Node is deleted");
+        assert.match(r.out, /next: `pulumi up`/);
+    });
+});
+
+/** The stub calls a sandbox recorded so far. */
+function sbCalls(sb: Sandbox) {
+    return sb.allCalls();
+}
