@@ -20,12 +20,8 @@ import { resetPacer } from "../src/cloud/pacer";
 import { setPoolCapacity } from "../src/providers/poolCapacity";
 import { ESS_BATCH } from "../src/removal";
 import { DEFAULT_ROLLOUT, SPEC_TAG, type Rollout } from "../src/rules";
-import { floorMs as removalFloorMs } from "./removal";
+import { ACTIVITY_MS, COMMAND_MS, floorMs as removalFloorMs, LATENCY_MS, ROUTE_TASK_MS } from "./removal";
 
-const LATENCY_MS = 100;
-const COMMAND_MS = 1000;
-const ACTIVITY_MS = 3000;
-const ROUTE_TASK_MS = 300;
 const BOOT_MS = 5000;
 const POLL_SECONDS = 1;
 const ROLLOUT: Rollout = { ...DEFAULT_ROLLOUT, maxSurge: 10, maxUnavailable: 0 };
