@@ -7,6 +7,7 @@ import { CHECKS, exitCodeOf, renderJson, renderTable, runDoctor, useColour, Chec
 import { parseClusterInfo } from "../src/doctor/clusterInfo";
 import { credentialProblem, localCredentialSource, NO_CREDENTIALS_FIX, offlineChainEnv } from "../src/doctor/credentials";
 import * as os from "os";
+import { parseArgs as parseArgv } from "node:util";
 import { wrapText } from "../src/doctor/report";
 import { reportPacingTo } from "../src/cloud/pacer";
 
@@ -44,25 +45,37 @@ export function helpText(): string {
 }
 
 /**
- * Parses argv (without node and the script).
+ * Parses argv (without node and the script) with node:util's parseArgs.
  * @throws Error naming the bad argument.
  */
 export function parseArgs(argv: string[]): DoctorArgs {
-    const a: DoctorArgs = { json: false, help: false };
-    for (let i = 0; i < argv.length; i++) {
-        const k = argv[i];
-        const val = () => { const v = argv[++i]; if (v === undefined || v.startsWith("--")) throw new Error(`${k} needs a value`); return v; };
-        if (k === "--stack") a.stack = val();
-        else if (k === "--outputs") a.outputs = val();
-        else if (k === "--json") a.json = true;
-        else if (k === "--help" || k === "-h") a.help = true;
-        else if (k === "--poll-interval-ms") a.pollIntervalMs = Number(val());
-        else if (k === "--check") {
-            const names = val().split(",").map((s) => s.trim()).filter(Boolean);
-            const bad = names.filter((n) => !CHECKS.some((c) => c.name === n));
-            if (bad.length) throw new Error(`unknown check(s) ${bad.join(", ")}; known: ${CHECKS.map((c) => c.name).join(", ")}`);
-            a.checks = names as CheckName[];
-        } else throw new Error(`unknown argument "${k}" (see --help)`);
+    let values: { stack?: string; outputs?: string; json?: boolean; help?: boolean; check?: string; "poll-interval-ms"?: string };
+    try {
+        ({ values } = parseArgv({
+            args: argv, allowPositionals: false, strict: true,
+            options: {
+                stack: { type: "string" }, outputs: { type: "string" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" },
+                check: { type: "string" }, "poll-interval-ms": { type: "string" },
+            },
+        }));
+    } catch (e) {
+        // node:util says e.g. "Unknown option '--x'" or "Option '--stack <value>' argument missing".
+        throw new Error(`${(e as Error).message} (see --help)`);
+    }
+    const a: DoctorArgs = { json: values.json ?? false, help: values.help ?? false, stack: values.stack, outputs: values.outputs };
+    for (const [name, value] of [["--stack", values.stack], ["--outputs", values.outputs], ["--check", values.check]] as const) {
+        if (value !== undefined && (value === "" || value.startsWith("--"))) throw new Error(`${name} needs a value`);
+    }
+    const poll = values["poll-interval-ms"];
+    if (poll !== undefined) {
+        if (!/^[1-9][0-9]*$/.test(poll)) throw new Error(`--poll-interval-ms must be a whole number of milliseconds above 0, not "${poll}"`);
+        a.pollIntervalMs = Number(poll);
+    }
+    if (values.check !== undefined) {
+        const names = values.check.split(",").map((s) => s.trim()).filter(Boolean);
+        const bad = names.filter((n) => !CHECKS.some((c) => c.name === n));
+        if (bad.length) throw new Error(`unknown check(s) ${bad.join(", ")}; known: ${CHECKS.map((c) => c.name).join(", ")}`);
+        a.checks = names as CheckName[];
     }
     if (!a.help && !a.stack === !a.outputs) throw new Error("give exactly one of --stack <name> or --outputs <file> (see --help)");
     return a;

@@ -96,7 +96,11 @@ function problemsOf(err: unknown): string[] {
  * Synthesises one stack in this process. Config comes from the stack file only; the program is
  * re-evaluated on every call, so several stacks can be synthesised one after another.
  */
-export async function synthesize(stackArg: string, outRoot = path.join(ROOT, "out")): Promise<SynthResult> {
+/**
+ * @param opts.runningVersion the version the cluster's API servers answer (ControlPlaneVersion's output under mocks), to
+ *   see what a `pulumi up` renders while the control plane still runs it. Default: the configured version.
+ */
+export async function synthesize(stackArg: string, outRoot = path.join(ROOT, "out"), opts: { runningVersion?: string } = {}): Promise<SynthResult> {
     const { stack, file } = resolveStackFile(stackArg);
     const outDir = path.join(outRoot, stack);
     const read = readStackFile(file);
@@ -105,7 +109,7 @@ export async function synthesize(stackArg: string, outRoot = path.join(ROOT, "ou
     if ("problem" in read) {
         return { ...base, resources: [], problems: [read.problem] };
     }
-    const recorder = installMocks({ stack, config: read.config });
+    const recorder = installMocks({ stack, config: read.config, runningVersion: opts.runningVersion });
     const seen = watchValidation();
     const failures: unknown[] = [];
     let outputs: Record<string, unknown> = {};
@@ -227,6 +231,8 @@ const DYNAMIC_ROLES: Array<[RegExp, string]> = [
     [/-backup-key$/, "BackupKey: the X25519 key etcd backups are sealed to; its private half only in this stack's state (secret)"],
     [/-master-maintenance$/, "MasterMaintenance: installs the etcd backup and certificate renewal timers on every master"],
     [/-replacement-guard$/, "MasterReplacementGuard: at preview, refuses a change that would re-create more than one master at once"],
+    [/-version$/, "ControlPlaneVersion: reads the version every API server and kubelet runs; at preview refuses a skip, a downgrade or an unhealthy cluster; moves the control plane to kubernetesVersion one master at a time"],
+    [/-node-versions$/, "NodeVersions: moves the worker nodes in place to the version the control plane runs, in batches (drain, packages, kubelet, uncordon, gate)"],
 ];
 
 /** The overview printed after the counts: what `pulumi up` would run, for a person to read. */

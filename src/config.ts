@@ -22,7 +22,7 @@ import {
     apiAllowedCidrProblems, architectureProblems, autoscalerPatchProblem, autoscalerPatchWarning, DEFAULT_BAKE_INSTANCE_TYPE, instanceTypeListProblems,
     joinTagCarriedProblem, kubernetesPatchProblem, kubernetesPatchWarning, mixedArchitectureProblem, nameAsTagValueProblem, natOffProblems, POOL_LABEL,
     SECRET_STAND_IN, SSH_SECRET_FIELDS, sshConnectionContentProblems, sshTarget, zoneWarning, imageOsProblem, imageSizeGiB,
-    managedTaintWarning, observedLabelWarning, parseTaint, parseRollout, type Rollout,
+    managedTaintWarning, observedLabelWarning, parseTaint, nodeBatchSizeProblem, parseRollout, type Rollout,
 } from "./rules";
 import { markValidated, validatedByParser, type Validated } from "./validated";
 
@@ -34,7 +34,7 @@ import type {
 export type { Taint } from "./rules";
 export type {
     ClusterConfig, ClusterConfigFields, ClusterConfigInput, Disk, DiskCategory, DiskInput, ExistingNodeConfig, ExistingNodeInput, ImageSources,
-    ExistingNodeFields, NodeJoinConfig, NodeJoinFields, NodePoolConfig, NodePoolFields, NodePoolInput, PodSecurityConfig, SshConnection, SshConnectionInput, TaintInput,
+    ExistingNodeFields, NodeJoinConfig, NodeJoinFields, NodePoolConfig, NodePoolFields, NodePoolInput, PodSecurityConfig, SshConnection, SshConnectionInput, TaintInput, UpgradeConfig,
 } from "./configTypes";
 export { isChinaRegion, parseTaint, identityCertificateProblem } from "./rules";
 export { isValidated, type Validated } from "./validated";
@@ -219,6 +219,11 @@ function buildSchema(obj: typeof z.strictObject) {
              * access on the masters. Default none.
              */
             exemptNamespaces: z.array(z.string()).default([]),
+        }).prefault({}),
+        /** Upgrades (docs/upgrades.md#nodes); the rules are src/rules/upgrade.ts. */
+        upgrade: obj({
+            /** Worker nodes drained and upgraded in place at once. Default 1. */
+            nodeBatchSize: z.number().default(1),
         }).prefault({}),
         /** etcd backups to the stack's OSS bucket (docs/disaster-recovery.md#backups); the rules are src/rules/backup.ts. */
         backup: obj({
@@ -436,6 +441,8 @@ function checkRules(c: Parsed, region: string | undefined, problem: Report, warn
     checkImageDigests(c.images, c.nodePools.some((p) => p.autoscale) && autoscalerVersion
         ? `${c.images.clusterAutoscalerRepository ?? DEFAULT_AUTOSCALER_IMAGE_REPOSITORY}:v${autoscalerVersion.replace(/^v/, "")}` : undefined, warn);
     checkAdmission(c, problem);
+    const batch = nodeBatchSizeProblem(c.upgrade.nodeBatchSize);
+    if (batch) problem("upgrade.nodeBatchSize", batch);
     checkExemptNamespaces(c.podSecurity.exemptNamespaces, (p, r) => problem(joinPath("podSecurity.exemptNamespaces", p), r),
         (p, r) => warn(joinPath("podSecurity.exemptNamespaces", p), r));
     const ids = new Set<string>();

@@ -43,11 +43,15 @@ export function podNetworkArgsOf<I>(config: ClusterConfig, routeTableId: I) {
     });
 }
 
-/** The ClusterAutoscaler's arguments for the autoscaled pools (in config order), each with its scaling group. */
-export function autoscalerArgsOf<I>(config: ClusterConfig, scalingGroupIds: ReadonlyMap<string, I>) {
+/**
+ * The ClusterAutoscaler's arguments for the autoscaled pools (in config order), each with its scaling group; the image
+ * follows `runningVersion` (ControlPlaneVersion's) when given.
+ */
+export function autoscalerArgsOf<I, R = never>(config: ClusterConfig, scalingGroupIds: ReadonlyMap<string, I>, runningVersion?: R) {
     return markValidated({
         region: config.region,
         kubernetesVersion: config.kubernetesVersion,
+        ...(runningVersion !== undefined ? { runningVersion } : {}),
         version: config.autoscaler.version,
         pools: config.nodePools.filter((p) => p.autoscale).map((p) => ({ name: p.name, min: p.autoscale!.min, max: p.autoscale!.max, scalingGroupId: scalingGroupIds.get(p.name)! })),
         settings: config.autoscaler,

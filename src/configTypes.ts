@@ -10,8 +10,9 @@ export type DiskCategory = "cloud_essd" | "cloud_auto" | "cloud_efficiency" | "c
 
 /** A system disk as written (defaults: `cloud_essd`, 40 GiB). */
 export interface DiskInput {
+    /** Disk category. Default `cloud_essd`. */
     category?: DiskCategory;
-    /** GiB, 20–2048. */
+    /** Size, GiB, 20–2048. Default 40. */
     size?: number;
 }
 
@@ -35,13 +36,13 @@ export interface SshConnectionInput {
     port?: number;
     /** Default `root`; another user needs passwordless sudo. */
     user?: string;
-    /** PEM private key (secret: `pulumi config set --secret --path …`). */
+    /** PEM private key (secret: `pulumi config set --secret --path …`). Default none (the agent or the password). */
     privateKey?: string;
-    /** Passphrase of the private key (secret). */
+    /** Passphrase of the private key (secret). Default none. */
     privateKeyPassword?: string;
-    /** Password (secret). */
+    /** Password (secret). Default none. */
     password?: string;
-    /** SSH agent socket; default the `SSH_AUTH_SOCK` of the machine running Pulumi. */
+    /** SSH agent socket path. Default: the `SSH_AUTH_SOCK` of the machine running Pulumi. */
     agentSocketPath?: string;
 }
 
@@ -53,22 +54,30 @@ export interface SshConnection extends SshConnectionInput {
 
 /** A node pool as written. */
 export interface NodePoolInput {
+    /** Pool name: a DNS-1123 label, unique in the cluster, no `--`, not `existing` or `control-plane`. Required. */
     name: string;
-    /** One instance type. Autoscaled pools must use exactly one. */
+    /** One instance type (`ecs.<family>.<size>`). Autoscaled pools must use exactly one. Required unless `instanceTypes`. */
     instanceType?: string;
-    /** Several instance types, in order of preference (fixed-size pools only). */
+    /** Several instance types, in order of preference (fixed-size pools only). Required unless `instanceType`. */
     instanceTypes?: string[];
-    /** Fixed number of nodes, owned by Pulumi. Exclusive with `autoscale`. */
+    /** Fixed number of nodes, owned by Pulumi. Exclusive with `autoscale`. Required: this or `autoscale`. */
     size?: number;
-    /** Bounds for the Cluster Autoscaler. Exclusive with `size`. */
-    autoscale?: { min: number; max: number };
+    /** Bounds for the Cluster Autoscaler, in nodes. Exclusive with `size`. Required: this or `size`. */
+    autoscale?: {
+        /** Fewest nodes, ≥ 0. Required. */
+        min: number;
+        /** Most nodes, ≥ `min`, ≤ 1000 (ESS). Required. */
+        max: number;
+    };
+    /** System disk of each node. Default `{ category: cloud_essd, size: 40 }` (GiB). */
     systemDisk?: DiskInput;
-    /** Image for this pool; default the cluster's `image`. */
+    /** Image for this pool's nodes only. Default: the cluster's `image`. */
     imageId?: string;
     /** Bootstrap token lifetime, a Go duration, for `NodePool` used directly without admission. Default `0` = never expires. No effect in a Cluster (a warning). */
     tokenTtl?: string;
-    /** Kubelet labels. */
+    /** Kubelet labels (ones the kubelet may set). Default `{}`. */
     labels?: Record<string, string>;
+    /** Taints, `{key, value?, effect}` or `"key[=value]:Effect"`. Default `[]`. */
     taints?: TaintInput[];
     /**
      * How `pulumi up` replaces the pool's outdated nodes (a changed image, instance types, userdata, version, labels
@@ -80,59 +89,93 @@ export interface NodePoolInput {
 
 /** An existing ECS instance as written. */
 export interface ExistingNodeInput {
+    /** The instance (`i-…`), in the cluster's VPC. Required. */
     instanceId: string;
-    /** `manual` (default): attach over Cloud Assistant (or SSH with `connection`); `auto`: userdata + system disk replacement. */
+    /** `manual`: attach over Cloud Assistant (or SSH with `connection`); `auto`: userdata + system disk replacement. Default `manual`. */
     mode?: "manual" | "auto";
-    /** Must be `true` for `mode: auto`, which wipes the system disk. */
+    /** Must be `true` for `mode: auto`, which wipes the system disk. Default false. */
     replaceSystemDisk?: boolean;
     /** On removal, remove a node that cannot run commands without `kubeadm reset`. Default false. */
     removeWithoutReset?: boolean;
     /** Run the attach script over SSH (mode `manual` only). Default: Cloud Assistant. */
     connection?: SshConnectionInput;
+    /** Kubelet labels. Default `{}`. */
     labels?: Record<string, string>;
+    /** Taints, as for pools. Default `[]`. */
     taints?: TaintInput[];
 }
 
 /** The `alicloud-kubeadm:cluster` object as written in a stack file (defaults not yet applied; README "Configuration"). */
 export interface ClusterConfigInput {
+    /** Cluster name: a DNS-1123 label starting with a letter, ≤ 40 characters, no `--`; prefixes every resource. Required. */
     name: string;
+    /** Kubernetes version, full and quoted (`"1.36.3"`), ≥ 1.31. Required. */
     kubernetesVersion: string;
+    /** Zones of the region, one vSwitch each (masters spread over them). Required, at least one. */
     zones: string[];
+    /** The VPC and its address ranges. Default: every field's default. */
     network?: {
+        /** The VPC's CIDR. Default `192.168.0.0/16`. */
         vpcCidr?: string;
+        /** Pods' CIDR (kubeadm `podSubnet`, the CCM's `--cluster-cidr`, flannel's `Network`). Default `172.16.0.0/16`. */
         podCidr?: string;
+        /** Services' CIDR. Default `10.96.0.0/12`. */
         serviceCidr?: string;
+        /** Prefix length of each node's pod CIDR, bits. Default 24. */
         nodeCidrMaskSize?: number;
+        /** One vSwitch CIDR per zone, inside the VPC. Default: carved from `vpcCidr` (16 equal parts). */
         vswitchCidrs?: string[];
+        /** An Enhanced NAT gateway with an EIP and SNAT for every vSwitch. Default true. */
         natGateway?: boolean;
+        /** CIDRs outside the VPC allowed to the API port 6443. Default `[]` (none). */
         apiAllowedCidrs?: string[];
+        /** Custom route entries the route table may hold (one pod route per node), entries. Default 200. */
         routeEntryQuota?: number;
     };
+    /** The masters. Default: every field's default. */
     controlPlane?: {
+        /** Number of masters: 1, 3 or 5. Default 1. */
         count?: number;
+        /** Instance type of the masters. Default `ecs.g7.large`. */
         instanceType?: string;
+        /** A public API endpoint (an EIP, or an Internet NLB with 3 or 5 masters). Default false. */
         publicEndpoint?: boolean;
+        /** System disk of each master. Default `{ category: cloud_essd, size: 40 }` (GiB). */
         systemDisk?: DiskInput;
+        /** Deletion protection on the masters and the NLB. Default false. */
         deletionProtection?: boolean;
     };
+    /** The image masters and nodes boot. Default: the newest system image matching `^ubuntu_24_04_x64`. */
     image?: {
+        /** An image id. Default none (`nameRegex` picks one). */
         id?: string;
+        /** A pattern among system images, the newest match is used. Default `^ubuntu_24_04_x64`. */
         nameRegex?: string;
         /** Bake the node runtime into a custom image (NodeImage) that masters and pools boot. Default false. */
         bake?: boolean;
         /** Instance type of the image build (only with `bake`). Default `ecs.g7.large`. */
         bakeInstanceType?: string;
     };
+    /** ESS node pools. Default `[]`. */
     nodePools?: NodePoolInput[];
+    /** Existing ECS instances joined as nodes. Default `[]`. */
     existingNodes?: ExistingNodeInput[];
-    autoscaler?: Partial<AutoscalerSettings> & { version?: string };
+    /** The Cluster Autoscaler's settings (used when a pool autoscales). Default: every setting's default. */
+    autoscaler?: Partial<AutoscalerSettings> & {
+        /** The autoscaler's version, a full `x.y.z`. Default: the latest patch of the Kubernetes minor. */
+        version?: string;
+    };
+    /** Image and package sources. Default: the region's (src/rules/images.ts). */
     images?: ImageSources;
-    /** Node admission by cloud identity (docs/admission.md). */
+    /** Node admission by cloud identity (docs/admission.md). Default: every field's default. */
     admission?: AdmissionConfig;
-    /** etcd backups to the stack's OSS bucket (docs/disaster-recovery.md#backups). */
+    /** etcd backups to the stack's OSS bucket (docs/disaster-recovery.md#backups). Default: every field's default. */
     backup?: Partial<BackupConfig>;
-    /** Pod security (docs/security.md#pod-security). */
+    /** Pod security (docs/security.md#pod-security). Default: every field's default. */
     podSecurity?: PodSecurityConfig;
+    /** How `pulumi up` moves the cluster to a new kubernetesVersion (docs/upgrades.md). Default: every field's default. */
+    upgrade?: UpgradeConfig;
+    /** Cloud tags on every resource, besides `alicloud-kubeadm/cluster=<name>`. Default `{}`. */
     tags?: Record<string, string>;
 }
 
@@ -149,6 +192,12 @@ export interface BackupConfig {
 }
 
 /** Pod security (docs/security.md#pod-security). */
+/** Upgrades (docs/upgrades.md#nodes). */
+export interface UpgradeConfig {
+    /** Worker nodes drained and upgraded in place at once, 1 to 20; the health gate runs after each batch. Default 1. */
+    nodeBatchSize?: number;
+}
+
 export interface PodSecurityConfig {
     /** Namespaces besides kube-system and kube-flannel whose pods may run with host access on the masters. Default none. */
     exemptNamespaces?: string[];
@@ -168,13 +217,19 @@ export interface AdmissionConfig {
 
 /** Image and package sources; each unset one takes the region's default (src/rules/images.ts). */
 export interface ImageSources {
+    /** flannel's image, a full reference. Default: {@link DEFAULT_FLANNEL_IMAGE} (or the region's mirror). */
     flannel?: string;
+    /** flannel's CNI plugin image. Default: {@link DEFAULT_FLANNEL_CNI_PLUGIN_IMAGE} (or the region's mirror). */
     flannelCniPlugin?: string;
+    /** The Alibaba Cloud Controller Manager's image. Default: {@link DEFAULT_CCM_IMAGE}. */
     cloudControllerManager?: string;
+    /** The Cluster Autoscaler's repository (the tag is its version). Default: `registry.k8s.io/autoscaling/cluster-autoscaler` (or the region's mirror). */
     clusterAutoscalerRepository?: string;
+    /** kubeadm's image repository. Default: `registry.k8s.io`; mainland China regions: Alibaba's mirror. */
     kubernetesRepository?: string;
+    /** Package mirror of apt/yum and the Kubernetes packages. Default: upstream; mainland China regions: Alibaba's mirror. */
     packageMirror?: string;
-    /** Node.js image of the admission service. */
+    /** Node.js image of the admission service. Default: {@link DEFAULT_ADMISSION_IMAGE} (pinned by digest). */
     admission?: string;
 }
 
@@ -231,6 +286,7 @@ export interface ParsedClusterConfig {
     images: ImageSources;
     admission: AdmissionConfig & { allowSha1: boolean };
     podSecurity: { exemptNamespaces: string[] };
+    upgrade: { nodeBatchSize: number };
     backup: BackupConfig;
     tags: Record<string, string>;
 }

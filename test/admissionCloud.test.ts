@@ -10,9 +10,14 @@ import { useEmulator } from "../testing/emulator/fixture";
 /** Groups whose registrations can change while the view runs (what KubePoolSource reads from the cluster). */
 class ChangingPools implements PoolSource {
     refreshes = 0;
+    /** Existing nodes registered (an ExistingNode attached later), seen only after a refresh. */
+    registeredNodes = new Map<string, string>();
+    private readNodes = new Map<string, string>();
     constructor(public current: Map<string, string>) {}
     async groups(): Promise<ReadonlyMap<string, string>> { return this.current; }
-    async refresh(): Promise<ReadonlyMap<string, string>> { this.refreshes++; return this.current; }
+    async refresh(): Promise<ReadonlyMap<string, string>> { this.refreshes++; this.readNodes = new Map(this.registeredNodes); return this.current; }
+    async nodes(): Promise<ReadonlyMap<string, string>> { return this.readNodes; }
+    async refreshNodes(): Promise<ReadonlyMap<string, string>> { await this.refresh(); return this.readNodes; }
 }
 
 const count = (emu: Emulator, action: string, since: number) => emu.calls.slice(since).filter((c) => c.action === action).length;
@@ -21,6 +26,24 @@ describe("admission cloud view (emulator)", () => {
     const ctx = useEmulator();
     const view = (emu: Emulator, pools: PoolSource, more: { existingNodes?: Record<string, string>; joinTag?: string } = {}) =>
         new AlibabaCloudView({ regionId: "cn-hangzhou", endpoint: emu.endpoint, pools, existingNodes: more.existingNodes ?? {}, joinTag: more.joinTag });
+
+    it("an existing node registered while the service runs (an attached ExistingNode) is found after one re-read; a stranger is not, and a pool member asks no registration", async () => {
+        const emu = ctx.emu;
+        const group = emu.addScalingGroup({ desiredCapacity: 1 });
+        const [member] = emu.scalingGroupInstances(group.scalingGroupId);
+        const attached = emu.addInstance({ privateIp: "192.168.7.7" });
+        const stranger = emu.addInstance();
+        const pools = new ChangingPools(new Map([[group.scalingGroupId, "general"]]));
+        const v = view(emu, pools);
+        assert.strictEqual(await v.member(attached.instanceId), undefined, "not registered yet");
+        pools.registeredNodes.set(attached.instanceId, "batch");
+        const found = await v.member(attached.instanceId);
+        assert.deepStrictEqual([found?.source, found?.pool, found?.privateIp], ["existing", "batch", "192.168.7.7"]);
+        assert.strictEqual(await v.member(stranger.instanceId), undefined);
+        const before = pools.refreshes;
+        assert.strictEqual((await v.member(member))?.pool, "general");
+        assert.strictEqual(pools.refreshes, before, "a pool member is found without reading the registrations again");
+    });
 
     it("finds pool members in a joining state with the cloud's private IP and start time, existing nodes, and nothing else", async () => {
         const emu = ctx.emu;

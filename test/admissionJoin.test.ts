@@ -29,6 +29,7 @@ describe("joining through admission: no token in userdata (mock graph)", () => {
             config, apiEndpoint: "192.168.0.10:6443", caCertHash: pulumi.secret(CA_HASH), masterInstanceId: "i-master0",
             commands: { "list-nodes": "c-list" } as unknown as NodeCommandIds, routeTableId: "vtb-dev", admissionEndpoints: pulumi.output(ENDPOINTS),
             admissionPin: PIN,
+            registeredWithAdmission: true, // as the Cluster registers its own pools and nodes
         };
         for (const pool of config.nodePools) {
             new NodePool(`adm-pool-${pool.name}`, {

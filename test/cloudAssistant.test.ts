@@ -217,15 +217,16 @@ describe("Cloud Assistant runner", () => {
         assert.match(err.message, /6144 bytes were dropped/);
     });
 
-    it("a quick command is seen done at the first poll, which comes before a second has passed", async () => {
+    it("a quick command is seen done at the first poll, which comes 300 ms after the call by default", async () => {
         const [id] = fx.emu.addInstances(1);
         fx.emu.onCommand(/true/, {});
-        const [r] = await runCommand({ region, instanceIds: [id], script: "true" });
+        // The runner's own clock, so the waits it asks for are what is checked, not how long the machine took.
+        const waits: number[] = [];
+        const clock = { now: () => 0, sleep: async (ms: number) => { waits.push(ms); } };
+        const [r] = await runCommand({ region, instanceIds: [id], script: "true", clock });
         assert.ok(r.ok);
-        const [sent] = fx.emu.callsOf("RunCommand");
-        const polls = fx.emu.callsOf("DescribeInvocationResults");
-        assert.strictEqual(polls.length, 1, "one poll: the first found it done");
-        assert.ok(polls[0].at - sent.at < 1000, `first poll ${polls[0].at - sent.at} ms after the call`);
+        assert.deepStrictEqual(waits, [300]);
+        assert.strictEqual(fx.emu.callsOf("DescribeInvocationResults").length, 1, "one poll: the first found it done");
     });
 });
 
@@ -264,10 +265,12 @@ describe("Cloud Assistant fan-out: no accepted work is lost", () => {
     });
 
     it("under an API rate limit every instance is accounted for (done, failed or not sent); the retry finishes the rest and runs nothing twice", async () => {
-        // Two RunCommand calls a minute: three of the five batches cannot go within the throttling budget.
-        fx.emu.rateLimit({ RunCommand: 2 }, 60_000);
+        // Three RunCommand calls a minute: three of the six batches cannot go within the throttling budget, and go in
+        // the next minute.
+        fx.emu.rateLimit({ RunCommand: 3 }, 60_000);
+        fx.emu.advance(60_000 - (fx.emu.state.now() % 60_000)); // the start of a window on the emulator's clock: the run cannot straddle two
         configurePacer({ rates: { "*": 10 }, burst: 5 });
-        const ids = fx.emu.addInstances(5);
+        const ids = fx.emu.addInstances(6);
         const [broken] = ids;
         const count = countingRuns();
         fx.emu.onCommand(/true/, (ctx) => (ctx.instanceId === broken ? { exitCode: 2, output: "no\n" } : count.handler(ctx)));
@@ -277,7 +280,7 @@ describe("Cloud Assistant fan-out: no accepted work is lost", () => {
         assert.strictEqual(first.filter((r) => r.outcome === "not-sent").length, 3, JSON.stringify(first.map((r) => r.outcome)));
         assert.ok(first.filter((r) => r.outcome === "not-sent").every((r) => /^Throttling/.test(r.errorCode)));
         assert.ok(first.filter((r) => r.outcome !== "not-sent").every((r) => r.outcome === (r.instanceId === broken ? "failed" : "done")));
-        fx.emu.rateLimit({}); // the next minute
+        fx.emu.advance(60_000); // the next minute
         const retry = await runCommand({ ...opts, retry: { baseDelayMs: 1, maxDelayMs: 2 }, previous: first });
         assert.deepStrictEqual(retry.map((r) => r.outcome), ids.map((id) => (id === broken ? "failed" : "done")));
         assert.ok(ids.filter((id) => id !== broken).every((id) => count.runs.get(id) === 1), "nothing ran twice");

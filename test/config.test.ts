@@ -45,6 +45,8 @@ const existing = (c: ReturnType<typeof base>) => (c.existingNodes as unknown as 
 /** [description, mutation, expected property path, fragment of the reason]. */
 const badCases: Array<[string, Mutate, string, RegExp]> = [
     ["VPC CIDR syntax", (c) => { net(c).vpcCidr = "192.168.0/16"; }, "network.vpcCidr", /not an IPv4 CIDR/],
+    ["node upgrade batch of 0", (c) => { c.upgrade = { nodeBatchSize: 0 }; }, "upgrade.nodeBatchSize", /whole number from 1 to 20.*got 0/],
+    ["node upgrade batch not whole", (c) => { c.upgrade = { nodeBatchSize: 1.5 }; }, "upgrade.nodeBatchSize", /whole number from 1 to 20/],
     ["VPC CIDR host bits", (c) => { net(c).vpcCidr = "192.168.1.0/16"; }, "network.vpcCidr", /host bits set.*192\.168\.0\.0\/16/],
     ["VPC CIDR octet", (c) => { net(c).vpcCidr = "192.300.0.0/16"; }, "network.vpcCidr", /octet above 255/],
     ["pod CIDR syntax", (c) => { net(c).podCidr = "172.16.0.0"; }, "network.podCidr", /not an IPv4 CIDR/],
@@ -454,6 +456,25 @@ describe("cluster config validation", () => {
             assert.match(err.message, /2 problems/);
             return true;
         });
+    });
+
+    it("upgrade.nodeBatchSize reaches NodeVersions, controlPlane.instanceType ControlPlaneVersion (whole stack under mocks)", async () => {
+        const out = fs.mkdtempSync(path.join(os.tmpdir(), "config-upgrade-"));
+        try {
+            const doc = YAML.parse(fs.readFileSync(path.join(__dirname, "..", "stacks", "Pulumi.dev.yaml"), "utf8"));
+            const cluster = doc.config["alicloud-kubeadm:cluster"];
+            cluster.upgrade = { nodeBatchSize: 3 };
+            cluster.controlPlane = { ...cluster.controlPlane, instanceType: "ecs.g7.xlarge" };
+            const file = path.join(out, "Pulumi.upgrade.yaml");
+            fs.writeFileSync(file, YAML.stringify(doc));
+            const result = await synthesize(file, out);
+            assert.deepStrictEqual(result.problems, []);
+            const dynamic = result.resources.filter((r) => r.type === "pulumi-nodejs:dynamic:Resource");
+            assert.deepStrictEqual(dynamic.filter((r) => /-node-versions$/.test(r.name)).map((r) => r.rawInputs.batchSize), [3]);
+            assert.deepStrictEqual(dynamic.filter((r) => /-version$/.test(r.name)).map((r) => r.rawInputs.instanceType), ["ecs.g7.xlarge"]);
+        } finally {
+            fs.rmSync(out, { recursive: true, force: true });
+        }
     });
 
     it("images.* reach flannel, the CCM, the autoscaler, kubeadm init, the control-plane join and every attach script (whole stack under mocks)", async () => {

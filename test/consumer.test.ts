@@ -33,15 +33,24 @@ export const PULUMI_NEW_TSCONFIG = {
     files: ["index.ts"],
 };
 
-/** The first ```ts block under README's "Using the components in your own program". */
-export function readmeProgram(): string {
+/** The first ```ts block under README's section `heading`. */
+function readmeBlock(heading: string): string {
     const readme = fs.readFileSync(path.join(ROOT, "README.md"), "utf8");
-    const at = readme.indexOf("### Using the components in your own program");
-    assert.ok(at >= 0, "README has the section");
+    const at = readme.indexOf(heading);
+    assert.ok(at >= 0, `README has the section ${heading}`);
     const block = /```ts\n([\s\S]*?)```/.exec(readme.slice(at));
     assert.ok(block, "the section has a ts block");
     return block[1];
 }
+
+/** README's program under "Using the components in your own program". */
+export const readmeProgram = (): string => readmeBlock("### Using the components in your own program");
+
+/** README's program under "Testing your program with Pulumi's mocks" (Pulumi's generic mocks, nothing of this project). */
+export const readmeTestingProgram = (): string => readmeBlock("### Testing your program with Pulumi's mocks");
+
+/** The example programs (examples/<name>/index.ts), compiled and run like README's program. */
+const EXAMPLES = ["two-pools", "attached-pool", "components"];
 
 /** Plain node with nothing preloaded (the mocha process runs ts-node; a consumer's node does not). */
 function plainNode(cwd: string, args: string[]): string {
@@ -94,10 +103,19 @@ const RUN_UNDER_MOCKS = `"use strict";
 const fs = require("fs");
 const pulumi = require("@pulumi/pulumi");
 const placeholders = JSON.parse(process.argv[2]);
+const [program, out] = [process.argv[4] || "./bin/index.js", process.argv[6] || "registered.json"];
+// The outputs of the stacks a StackReference reads, by stack name.
+const stacks = JSON.parse(process.argv[5] || "{}");
 const registered = [];
+const KEPT = ["kubernetes:core/v1:ConfigMap", "alicloud:ram/policy:Policy", "alicloud:ram/rolePolicyAttachment:RolePolicyAttachment", "alicloud:ram/role:Role", "alicloud:ess/scalingGroup:ScalingGroup"];
 pulumi.runtime.setMocks({
     newResource(args) {
-        registered.push({ type: args.type, name: args.name, provider: typeof args.inputs.__provider === "string" ? args.inputs.__provider : undefined });
+        registered.push({ type: args.type, name: args.name, provider: typeof args.inputs.__provider === "string" ? args.inputs.__provider : undefined,
+            inputs: KEPT.includes(args.type) ? args.inputs : undefined });
+        if (args.type === "pulumi:pulumi:StackReference") {
+            const outputs = stacks[args.inputs.name];
+            return { id: args.inputs.name, state: { name: args.inputs.name, outputs, secretOutputNames: Object.keys(outputs || {}) } };
+        }
         const dynamic = args.type === "pulumi-nodejs:dynamic:Resource" ? placeholders : {};
         return { id: args.custom ? args.name + "-id" : "", state: { ...dynamic, ...args.inputs } };
     },
@@ -116,15 +134,19 @@ pulumi.runtime.setAllConfig(JSON.parse(process.argv[3]));
 const failures = [];
 process.on("unhandledRejection", (err) => failures.push(String((err && err.message) || err)));
 (async () => {
-    const program = require("./bin/index.js");
-    // BootstrapToken is public API that a Cluster no longer uses (its pools join through admission): one directly.
-    new (require("alicloud-kubeadm").BootstrapToken)("direct-token", { region: "ap-southeast-1", masterInstanceId: "i-t4nexampleexample00", commands: {} });
+    const exported = require(program);
+    // An async program (export = async () => {...}) returns its outputs.
+    const outputsOf = typeof exported === "function" ? await exported() : exported;
+    if (program === "./bin/index.js") {
+        // BootstrapToken is public API that a Cluster no longer uses (its pools join through admission): one directly.
+        new (require("alicloud-kubeadm").BootstrapToken)("direct-token", { region: "ap-southeast-1", masterInstanceId: "i-t4nexampleexample00", commands: {} });
+    }
     await require("@pulumi/pulumi/runtime/settings").waitForRPCs();
     const outputs = {};
-    for (const [key, value] of Object.entries(program)) {
-        outputs[key] = pulumi.Output.isInstance(value) ? await new Promise((resolve) => value.apply(resolve)) : value;
+    for (const [key, value] of Object.entries(outputsOf)) {
+        outputs[key] = await new Promise((resolve) => pulumi.output(value).apply(resolve));
     }
-    fs.writeFileSync("registered.json", JSON.stringify({ registered, outputs: Object.keys(outputs), vpcId: outputs.vpcId, failures }));
+    fs.writeFileSync(out, JSON.stringify({ registered, outputs: Object.keys(outputs), vpcId: outputs.vpcId, values: outputs, failures }));
 })().catch((err) => { console.error(err); process.exit(1); });
 `;
 
@@ -163,6 +185,8 @@ const PROVIDER_KINDS: Array<[string, RegExp]> = [
     ["BackupKey", /-backup-key$/],
     ["MasterMaintenance", /-master-maintenance$/],
     ["MasterReplacementGuard", /-replacement-guard$/],
+    ["ControlPlaneVersion", /-version$/],
+    ["NodeVersions", /-node-versions$/],
 ];
 
 describe("the package as a consumer installs it: npm pack → fresh project (offline) → tsc without skipLibCheck → mocks → provider host", function () {
@@ -190,7 +214,7 @@ describe("the package as a consumer installs it: npm pack → fresh project (off
         timed("install", () => npm(dir, ["install", "--offline", "--ignore-scripts", "--no-audit", "--no-fund"]));
     });
 
-    it("the tarball holds the compiled entry points, declarations and node scripts, and no TypeScript source or test", () => {
+    it("the tarball holds the compiled entry points, declarations, node scripts, LICENSE and CHANGELOG, and no TypeScript source or test", () => {
         const pkg = JSON.parse(fs.readFileSync(path.join(dir, "node_modules", "alicloud-kubeadm", "package.json"), "utf8"));
         for (const entry of [pkg.main, pkg.types, pkg.exports["."].default, pkg.exports["."].types]) {
             assert.ok(files.includes(path.normalize(entry)), `${entry} is in the tarball`);
@@ -201,11 +225,20 @@ describe("the package as a consumer installs it: npm pack → fresh project (off
         assert.deepStrictEqual(scripts.filter((s) => !files.includes(s)), [], "every node script the renderer reads");
         assert.deepStrictEqual(files.filter((f) => /\.ts$/.test(f) && !/\.d\.ts$/.test(f)), [], "no TypeScript source");
         assert.deepStrictEqual(files.filter((f) => /^(test|scripts|bench|stacks|examples)\//.test(f) || f === "index.ts"), [], "no test, script or stack");
+        for (const f of ["LICENSE", "CHANGELOG.md", "README.md"]) assert.ok(files.includes(f), `${f} is in the tarball`);
+        assert.match(fs.readFileSync(path.join(dir, "node_modules", "alicloud-kubeadm", "LICENSE"), "utf8"), /Apache License\s+Version 2\.0, January 2004/);
+        assert.deepStrictEqual(files.filter((f) => /(^|\/)(test|testing)\//.test(f) || /\.test\.(ts|js)$/.test(f)), [], "no test or test tooling anywhere");
     });
 
-    it("README's program compiles with the `pulumi new typescript` tsconfig, without skipLibCheck", () => {
-        fs.writeFileSync(path.join(dir, "tsconfig.json"), JSON.stringify(PULUMI_NEW_TSCONFIG, null, 4));
+    it("README's programs and the examples compile with the `pulumi new typescript` tsconfig, without skipLibCheck", () => {
+        const files = ["index.ts", "mocks-test.ts", ...EXAMPLES.map((e) => `examples/${e}/index.ts`)];
+        fs.writeFileSync(path.join(dir, "tsconfig.json"), JSON.stringify({ ...PULUMI_NEW_TSCONFIG, compilerOptions: { ...PULUMI_NEW_TSCONFIG.compilerOptions, rootDir: "." }, files }, null, 4));
         fs.writeFileSync(path.join(dir, "index.ts"), readmeProgram());
+        fs.writeFileSync(path.join(dir, "mocks-test.ts"), readmeTestingProgram());
+        for (const example of EXAMPLES) {
+            fs.mkdirSync(path.join(dir, "examples", example), { recursive: true });
+            fs.copyFileSync(path.join(ROOT, "examples", example, "index.ts"), path.join(dir, "examples", example, "index.ts"));
+        }
         try {
             timed("tsc", () => plainNode(dir, [path.join(dir, "node_modules", "typescript", "bin", "tsc"), "-p", ".", "--pretty", "false"]));
         } catch (err) {
@@ -240,6 +273,42 @@ describe("the package as a consumer installs it: npm pack → fresh project (off
         const kinds = PROVIDER_KINDS.filter(([, names]) => dynamic.some((d) => names.test(d.name))).map(([kind]) => kind);
         assert.strictEqual(dynamic.filter((d) => !PROVIDER_KINDS.some(([, names]) => names.test(d.name))).length, 0, "every dynamic resource is of a known kind");
         assert.deepStrictEqual(kinds, PROVIDER_KINDS.map(([kind]) => kind), "every provider of src/providers is registered");
+    });
+
+    it("README's testing program runs under Pulumi's generic mocks (state = inputs): a Cluster with pools and an existing node, no error", () => {
+        // It asserts on the registered state itself (the pools' scaling group ids, the VPC) and sets a failing exit
+        // code on any error, one inside an apply included; a failing exit throws here with its output.
+        const out = timed("generic mocks", () => plainNode(dir, ["bin/mocks-test.js"]));
+        assert.match(out, /a Cluster with 2 pools and 1 existing node under Pulumi's generic mocks/);
+    });
+
+    it("the examples run under mocks: two pools; a pool and a node attached from a second program through a StackReference; a cluster from components", () => {
+        fs.writeFileSync(path.join(dir, "run-under-mocks.js"), RUN_UNDER_MOCKS);
+        const config = { "consumer:apiAllowedCidr": "47.96.0.0/16", "consumer:clusterStack": "acme/two-pools/prod", "consumer:batchInstanceId": "i-t4nbatchexample001", "consumer:buildInstanceId": "i-t4nbuildexample001" };
+        const run = (example: string, stacks: Record<string, unknown> = {}) => {
+            timed(example, () => plainNode(dir, ["run-under-mocks.js", JSON.stringify(DYNAMIC_PLACEHOLDERS), JSON.stringify(config), `./bin/examples/${example}/index.js`, JSON.stringify(stacks), `${example}.json`]));
+            const result = JSON.parse(fs.readFileSync(path.join(dir, `${example}.json`), "utf8")) as {
+                registered: Array<{ type: string; name: string; inputs?: Record<string, unknown> }>; failures: string[]; values: Record<string, unknown>;
+            };
+            assert.deepEqual(result.failures, [], example);
+            return result;
+        };
+        const twoPools = run("two-pools");
+        assert.deepEqual(twoPools.registered.filter((r) => r.type === "alicloud-kubeadm:index:NodePool").map((r) => r.name), ["demo-pool-general", "demo-pool-elastic"]);
+        // The second program reads the first one's handle from its stack and attaches a pool and a node.
+        const attached = run("attached-pool", { "acme/two-pools/prod": { handle: twoPools.values.handle } });
+        const cm = attached.registered.filter((r) => r.type === "kubernetes:core/v1:ConfigMap").map((r) => r.inputs as { metadata: { name: string }; data: Record<string, string> });
+        assert.deepEqual(cm.map((c) => [c.metadata.name, c.data]).sort(), [
+            ["alicloud-kubeadm-admission-node-i-t4nbatchexample001", { instanceId: "i-t4nbatchexample001", pool: "existing" }],
+            ["alicloud-kubeadm-admission-pool-gpu", { pool: "gpu", scalingGroupId: "gpu-group-id" }],
+        ]);
+        const role = twoPools.registered.find((r) => r.type === "alicloud:ram/role:Role")!;
+        const attachment = attached.registered.find((r) => r.type === "alicloud:ram/rolePolicyAttachment:RolePolicyAttachment")!;
+        assert.equal(attachment.inputs!.roleName, role.inputs!.roleName, "the policy goes on the first program's masters' role");
+        assert.equal(attached.values.gpuScalingGroupId, "gpu-group-id");
+        const components = run("components");
+        assert.deepEqual(components.registered.filter((r) => r.type === "alicloud-kubeadm:index:NodePool").map((r) => r.name), ["lab-web", "lab-data"]);
+        assert.deepEqual(components.registered.filter((r) => r.type === "kubernetes:core/v1:ConfigMap" && /admission-(pool|node)-/.test((r.inputs as { metadata: { name: string } }).metadata.name)).length, 3);
     });
 
     it("every serialized provider loads in plain node as the dynamic-provider host loads it, requiring only built-ins and the installed package", () => {

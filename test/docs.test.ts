@@ -8,6 +8,7 @@ import * as assert from "node:assert/strict";
 import * as fs from "fs";
 import * as path from "path";
 import { validateClusterConfig, type ClusterConfigInput } from "../src/config";
+import { DEFAULT_ADMISSION_IMAGE, DEFAULT_CCM_IMAGE, DEFAULT_FLANNEL_CNI_PLUGIN_IMAGE, DEFAULT_FLANNEL_IMAGE } from "../src/rules";
 import { opensshKeyText } from "./tools";
 
 type DeepRequired<T> = T extends string | number | boolean ? T
@@ -62,6 +63,7 @@ const FULL: DeepRequired<ClusterConfigInput> = {
     },
     admission: { identityCertificate: DOCS_TEST_CERTIFICATE, joinTag: "alicloud-kubeadm/join=dev", readmitAfterSeconds: 300, allowSha1: true },
     podSecurity: { exemptNamespaces: ["monitoring"] },
+    upgrade: { nodeBatchSize: 2 },
     tags: { team: "a" },
 };
 
@@ -110,5 +112,48 @@ describe("README documents the config", () => {
             return names.map((n, i) => (i === 0 || n.includes(".") ? n : `${parent}${n}`));
         });
         assert.deepEqual(named.filter((k) => !known.has(k) && ![...known].some((p) => p.startsWith(`${k}.`))), []);
+    });
+});
+
+describe("numbers and defaults README states are the code's", function () {
+    this.timeout(300_000);
+    const readme = fs.readFileSync(path.join(__dirname, "..", "README.md"), "utf8");
+    const rowOf = (key: string) => readme.split("\n").find((l) => l.startsWith(`| \`${key}\``)) ?? "";
+
+    it("the image defaults in the Configuration table are the code's (src/rules/images.ts)", () => {
+        const defaults = { flannel: DEFAULT_FLANNEL_IMAGE, flannelCniPlugin: DEFAULT_FLANNEL_CNI_PLUGIN_IMAGE, cloudControllerManager: DEFAULT_CCM_IMAGE, admission: DEFAULT_ADMISSION_IMAGE };
+        for (const [key, value] of Object.entries(defaults)) {
+            const cells = rowOf(`images.${key}`).split(" | ");
+            assert.ok(cells[1]?.includes(`\`${value}\``), `images.${key}: README says ${cells[1]}, the default is ${value}`);
+        }
+    });
+
+    it("the synth-scale row's resource count is what synth registers for 100 pools and 200 existing nodes", async () => {
+        // Each fixed pool, each autoscaled pool and each existing node adds its own resources to a fixed rest: three
+        // small syntheses give each share, and the count at the bench's largest size follows (the bench prints it too).
+        const { scaleConfig } = await import("../bench/synth-scale");
+        const { synthesize } = await import("../scripts/synth");
+        const os = await import("os");
+        const YAML = await import("yaml");
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "docs-scale-"));
+        const count = async (pools: number, nodes: number) => {
+            const file = path.join(dir, `Pulumi.scale-${pools}-${nodes}.yaml`);
+            fs.writeFileSync(file, YAML.stringify({ config: scaleConfig(pools, nodes) }));
+            const result = await synthesize(file, path.join(dir, "out"));
+            assert.deepEqual(result.problems, []);
+            return result.resources.length;
+        };
+        try {
+            const base = await count(2, 2);
+            const twoPools = (await count(4, 2)) - base; // one fixed and one autoscaled pool
+            const node = ((await count(2, 4)) - base) / 2;
+            // Linear, as the check of a middle size shows.
+            assert.equal(await count(10, 20), base + 4 * twoPools + 18 * node, "10 pools + 20 nodes");
+            const expected = base + 48 * twoPools + 198 * node;
+            const stated = /100 pools \+ 200 nodes \((\d+) resources/.exec(rowOf("synth-scale"))?.[1];
+            assert.equal(Number(stated), expected, `README states ${stated} resources; synth registers ${expected}`);
+        } finally {
+            fs.rmSync(dir, { recursive: true, force: true });
+        }
     });
 });

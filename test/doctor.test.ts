@@ -16,7 +16,7 @@ import { decompress } from "../src/cloud/operations";
 import { renderOperation } from "../src/shell/render";
 import { operation, saveNodeCommands } from "../testing/savedCommands";
 import { parseClusterInfo } from "../src/doctor/clusterInfo";
-import { helpText } from "../scripts/doctor";
+import { helpText, parseArgs } from "../scripts/doctor";
 import { launchInstance } from "../testing/emulator/ess";
 import { SPEC_TAG } from "../src/rules";
 
@@ -26,7 +26,11 @@ const REGION = "cn-hangzhou";
 const SECRET = "0123456789abcdef";
 
 /** What the fake cluster behind master 0 answers to doctor's read-only scripts. */
-interface FakeNode { name: string; instanceId: string; ready?: "True" | "False" | "Unknown"; reason?: string; message?: string; podCidr: string; pool?: string; providerId?: string; networkUnavailable?: string }
+interface FakeNode {
+    name: string; instanceId: string; ready?: "True" | "False" | "Unknown"; reason?: string; message?: string; podCidr: string; pool?: string; providerId?: string; networkUnavailable?: string;
+    /** `status.nodeInfo.kubeletVersion`; default v1.34.2 (the staged cluster's version). */
+    kubelet?: string;
+}
 interface Model {
     nodes: FakeNode[];
     tokens: { id: string; expires?: string; usages?: string[] }[];
@@ -41,6 +45,8 @@ interface Model {
     autoApproved?: string;
     /** The admission service's NodeAdmitted Events (doctor-join.sh `admitted`); none by default. */
     admitted?: string;
+    /** The kube-apiserver pods: node name → image. */
+    apiServers: Record<string, string>;
 }
 
 /** A healthy cluster in the emulator: master 0, a fixed pool of 2, an autoscaled pool of 1, one existing node, routes, tokens. */
@@ -80,6 +86,7 @@ async function stage(emu: Emulator): Promise<{ info: ClusterInfo; model: Model; 
         etcdIps: ["192.168.0.10"],
         readyz: "[+]ping ok\n[+]etcd ok\nreadyz check passed\n",
         bootstrapLogs: {},
+        apiServers: { "master-0": "registry.k8s.io/kube-apiserver:v1.34.2" },
         certs: { [master]: { expiry: { "pki/apiserver.crt": new Date(Date.now() + 300 * 86400_000).toISOString().slice(0, 19) + "Z",
             "pki/ca.crt": new Date(Date.now() + 3000 * 86400_000).toISOString().slice(0, 19) + "Z", "admin.conf": new Date(Date.now() + 300 * 86400_000).toISOString().slice(0, 19) + "Z" }, timer: true } },
     };
@@ -108,6 +115,8 @@ function registerFakeMaster(emu: Emulator, m: Model): void {
         output: gz({
             nodes: { out: m.nodes.map((n) => [n.name, n.providerId ?? `${REGION}.${n.instanceId}`, n.ready ?? "True", "", n.podCidr, n.pool ?? "", "2026-12-01T10:00:00Z"].join("\t")).join("\n") },
             conditions: { out: m.nodes.map((n) => [n.name, n.ready ?? "True", n.reason ?? "KubeletReady", n.message ?? "kubelet is posting ready status", n.networkUnavailable ?? "False", "RouteCreated"].join("\t")).join("\n") },
+            kubelets: { out: m.nodes.map((n) => `${n.name}\t${n.kubelet ?? "v1.34.2"}`).join("\n") },
+            apiservers: { out: Object.entries(m.apiServers).map(([node, image]) => `${node}\t${image}`).join("\n") },
         }),
     }));
     emu.onCommand(operation("doctor-autoscaler"), () => ({
@@ -182,10 +191,11 @@ describe("doctor", () => {
         const bad = findings.filter((f) => f.status !== "ok");
         assert.deepStrictEqual(bad, [], renderTable("dev", findings));
         assert.strictEqual(exitCodeOf(findings), 0);
-        for (const check of ["ess", "autoscaler", "nodes", "routes", "join", "certs"]) assert.ok(findings.some((f) => f.check === check), `${check} reported`);
+        for (const check of ["ess", "autoscaler", "nodes", "routes", "join", "versions", "certs"]) assert.ok(findings.some((f) => f.check === check), `${check} reported`);
         assert.ok(find(findings, "nodes", "ok", /5 Node\(s\), 5 Ready/));
+        assert.ok(find(findings, "versions", "ok", /configured 1\.34\.2; API servers 1\.34\.2: master-0; kubelets 1\.34\.2: elastic-0, existing-0, general-0, general-1, master-0/), renderTable("dev", findings));
         assert.ok(find(findings, "routes", "ok", /5 route\(s\) inside 172\.16\.0\.0\/16/), "the VPN route outside the pod CIDR is ignored");
-        assert.strictEqual(distinctCalls(emu, "InvokeCommand"), 4, "nodes, autoscaler, join material and certificates: one master command each");
+        assert.strictEqual(distinctCalls(emu, "InvokeCommand"), 4, "nodes (and versions), autoscaler, join material and certificates: one master command each");
         assertReadOnly(emu);
     });
 
@@ -203,11 +213,14 @@ describe("doctor", () => {
         const { emu } = ctx;
         const { info, model, ids } = await stage(emu);
         const second = emu.addInstance().instanceId;
-        const iso = (days: number) => new Date(Date.now() + days * 86400_000).toISOString().slice(0, 19) + "Z";
+        // One clock for every date and for doctor itself (its `now`), days apart: which certificate expires first
+        // never hangs on when a line ran.
+        const now = Date.now();
+        const iso = (days: number) => new Date(now + days * 86400_000).toISOString().slice(0, 19) + "Z";
         model.certs[ids.master].expiry["pki/front-proxy-client.crt"] = iso(12);
-        model.certs[second] = { expiry: { "pki/apiserver.crt": iso(-1), "pki/etcd/server.crt": iso(200) }, timer: false };
+        model.certs[second] = { expiry: { "pki/apiserver.crt": iso(-1), "pki/etcd/server.crt": iso(300) }, timer: false };
         const two = { ...info, masterInstanceIds: [ids.master, second] };
-        let findings = await runDoctor(two, { ...fast, checks: ["certs"] });
+        let findings = await runDoctor(two, { ...fast, checks: ["certs"], now });
         const w = find(findings, "certs", "warning", new RegExp(`master ${ids.master} .*less than 30 days left: pki/front-proxy-client\\.crt`));
         assert.ok(w, renderTable("dev", findings));
         assert.match(w.evidence, /the renewal timer is enabled/);
@@ -217,7 +230,7 @@ describe("doctor", () => {
         assert.match(p.next, /kubeadm certs renew all/);
         assert.strictEqual(exitCodeOf(findings), 1);
         model.certs[second].expiry["pki/apiserver.crt"] = iso(200);
-        findings = await runDoctor(two, { ...fast, checks: ["certs"] });
+        findings = await runDoctor(two, { ...fast, checks: ["certs"], now });
         assert.ok(find(findings, "certs", "warning", new RegExp(`master ${second} .*first to expire is pki/apiserver\\.crt.*not installed`)), renderTable("dev", findings));
         assertReadOnly(emu);
     });
@@ -423,6 +436,30 @@ describe("doctor", () => {
         assert.match(f.next, /journalctl -u kubelet/);
     });
 
+    it("versions: skew outside the policy is a problem, an upgrade left half-way a warning, a config older than the API servers a problem", async () => {
+        const { emu } = ctx;
+        const { info, model } = await stage(emu);
+        // Two API servers (one moved to 1.35.1, one still 1.34.2), the config at 1.35.1; kubelets newer, far older and older.
+        model.apiServers = { "master-0": "registry.k8s.io/kube-apiserver:v1.35.1", "master-1": "registry.k8s.io/kube-apiserver:v1.34.2@sha256:" + "a".repeat(64) };
+        model.nodes[1].kubelet = "v1.35.1";
+        model.nodes[3].kubelet = "v1.30.4";
+        model.nodes[4].kubelet = "v1.33.5";
+        const findings = await runDoctor({ ...info, kubernetesVersion: "1.35.1" }, { ...fast, checks: ["versions"] });
+        const table = renderTable("dev", findings);
+        assert.ok(find(findings, "versions", "problem", /general-0: kubelet 1\.35\.1 is newer than the oldest API server \(1\.34\.2\)/), table);
+        assert.ok(find(findings, "versions", "problem", /elastic-0: kubelet 1\.30\.4 is more than 3 minors older/), table);
+        assert.ok(find(findings, "versions", "warning", /API servers run more than one version \(1\.35\.1: master-0; 1\.34\.2: master-1\)/), table);
+        assert.ok(find(findings, "versions", "warning", /kubelets older than the API servers \(1\.34\.2\): 1\.33\.5: existing-0; 1\.30\.4: elastic-0/), table);
+        assert.ok(find(findings, "versions", "warning", /the config asks for 1\.35\.1, the API servers run 1\.34\.2/), table);
+        assert.ok(!findings.some((f) => f.status === "ok"), table);
+        assert.strictEqual(exitCodeOf(findings), 1);
+
+        model.apiServers = { "master-0": "registry.k8s.io/kube-apiserver:v1.34.2" };
+        for (const n of model.nodes) n.kubelet = undefined;
+        const older = await runDoctor({ ...info, kubernetesVersion: "1.33.9" }, { ...fast, checks: ["versions"] });
+        assert.ok(find(older, "versions", "problem", /asks for 1\.33\.9, older than the API servers' 1\.34\.2: kubeadm does not downgrade/), renderTable("dev", older));
+    });
+
     it("names Nodes without an instance and wrong or missing provider ids", async () => {
         const { emu } = ctx;
         const { info, model } = await stage(emu);
@@ -487,7 +524,7 @@ describe("doctor", () => {
         const { info } = await stage(emu);
         emu.setAgentOffline(info.masterInstanceIds[0]);
         const findings = await runDoctor(info, fast);
-        assert.deepStrictEqual(findings.filter((f) => f.couldNotLook).map((f) => f.check).sort(), ["autoscaler", "certs", "join", "nodes", "routes"]);
+        assert.deepStrictEqual(findings.filter((f) => f.couldNotLook).map((f) => f.check).sort(), ["autoscaler", "certs", "join", "nodes", "routes", "versions"]);
         assert.match(findings.find((f) => f.check === "nodes")!.evidence, /could not look: Cloud Assistant agent on .* is not running/);
         assert.ok(findings.some((f) => f.check === "ess" && f.status === "ok"));
         assert.strictEqual(exitCodeOf(findings), 2);
@@ -585,6 +622,24 @@ describe("doctor CLI", () => {
         const h = helpText();
         for (const name of ["ess", "autoscaler", "nodes", "routes", "join", "certs"]) assert.match(h, new RegExp(`^  ${name}\\s+\\S`, "m"));
         assert.match(h, /0 no problem, 1 at least one problem, 2 could not look/);
+        // Pools and existing nodes join by cloud identity: the join check names tokens as left-overs, not as how nodes join.
+        assert.match(h.replace(/\s+/g, " "), /pools and existing nodes join by cloud identity through the admission service \(no token\)/);
+    });
+
+    it("parses its arguments (node:util parseArgs) and names a bad one", () => {
+        assert.deepEqual(parseArgs(["--outputs", "o.json", "--json", "--check", "ess,nodes", "--poll-interval-ms", "10"]),
+            { json: true, help: false, stack: undefined, outputs: "o.json", checks: ["ess", "nodes"], pollIntervalMs: 10 });
+        assert.equal(parseArgs(["-h"]).help, true);
+        assert.throws(() => parseArgs(["--outputs"]), /--outputs.*argument missing.*see --help/);
+        assert.throws(() => parseArgs(["--stack", "--json"]), /'--stack' argument is ambiguous[\s\S]*see --help/);
+        assert.throws(() => parseArgs(["--stack="]), /--stack needs a value/);
+        assert.throws(() => parseArgs(["--outputs", "o.json", "--colour"]), /Unknown option '--colour'.*see --help/);
+        assert.throws(() => parseArgs(["--outputs", "o.json", "extra"]), /extra.*see --help/);
+        assert.throws(() => parseArgs(["--stack", "dev", "--outputs", "o.json"]), /give exactly one of --stack <name> or --outputs <file>/);
+        for (const bad of ["abc", "0", "-5", "1.5", ""]) {
+            assert.throws(() => parseArgs(["--outputs", "o.json", `--poll-interval-ms=${bad}`]), /--poll-interval-ms must be a whole number of milliseconds above 0/, bad);
+        }
+        assert.throws(() => parseArgs(["--outputs", "o.json", "--check", "ess,disk"]), /unknown check\(s\) disk; known: ess, autoscaler/);
     });
 
     it("exits 0 healthy, 1 on a problem (with --json), 2 when the endpoint is unreachable or credentials are missing", async function () {

@@ -112,7 +112,7 @@ describe("NodeMembership (emulator)", () => {
 
     it("auto: ModifyInstanceAttribute → StopInstance → ReplaceSystemDisk → StartInstance, in that order, then Ready", async () => {
         const { emu } = ctx;
-        emu.state.transitionMs = 60;
+        emu.state.transitionReads = 1;
         const master = emu.addInstance().instanceId;
         const node = emu.addInstance({ imageId: "old-image", keyPairName: "ops-key" }).instanceId;
         const joined = new Set<string>();
@@ -155,10 +155,11 @@ describe("NodeMembership (emulator)", () => {
     for (const start of ["Stopped", "Stopping"] as const) {
         it(`auto on a ${start} instance sends no StopInstance${start === "Stopping" ? " (it waits the stop out)" : ""}`, async () => {
             const { emu } = ctx;
-            emu.state.transitionMs = 60;
+            emu.state.transitionReads = 1;
             const master = emu.addInstance().instanceId;
             const node = emu.addInstance({ imageId: "old-image", keyPairName: "ops-key", status: start }).instanceId;
-            if (start === "Stopping") setTimeout(() => { emu.instances.get(node)!.status = "Stopped"; }, 80);
+            // Stopping: the stop someone else started ends after the membership has seen it once.
+            if (start === "Stopping") emu.instances.get(node)!.pendingTransition = { to: "Stopped", reads: 1, done: () => undefined };
             const joined = new Set<string>();
             emu.state.onUserDataRun = (i) => { joined.add(i.instanceId); };
             clusterOf(emu, joined);

@@ -17,7 +17,7 @@
  * the process's pacer starting from its defaults and slowing down on the throttling answers.
  */
 import * as assert from "assert";
-import { startEmulatorHere, useEmulatorEnvironment } from "../testing/emulator/fixture";
+import { disarmFaults, failNthCommand, startEmulatorHere, useEmulatorEnvironment } from "../testing/emulator/fixture";
 import type { Emulator } from "../testing/emulator";
 import { fakeCluster, type FakeCluster } from "../testing/fakeCluster";
 import { CLEARED_USERDATA, removeNode, type RemovalOptions, type RemovalTarget } from "../src/removal";
@@ -131,26 +131,7 @@ function arm(w: World, fault: Fault): { struck: boolean } {
     const hit = { struck: false };
     let n = 0, m = 0;
     let crashed = false;
-    if (fault.kind === "command-fails") {
-        let k = 0;
-        const handlers = w.emu.state.handlers;
-        w.emu.onCommand(/[\s\S]*/, (ctx) => {
-            k++;
-            if (k === fault.index) {
-                hit.struck = true;
-                return { exitCode: 1, output: "injected failure\n" };
-            }
-            // The handler that would have answered (the most recent match below this one).
-            for (let h = handlers.length - 2; h >= 0; h--) {
-                if (handlers[h].pattern.test(ctx.script)) {
-                    const handler = handlers[h].handler;
-                    return typeof handler === "function" ? handler(ctx) : handler;
-                }
-            }
-            return { exitCode: 127, output: "no handler" };
-        });
-        return hit;
-    }
+    if (fault.kind === "command-fails") return failNthCommand(w.emu, fault.index);
     w.emu.beforeRequest = (req) => {
         if (crashed) return { status: 400, code: "EmulatedCrash", message: "the caller was killed" };
         if (POLLS.includes(req.action)) return undefined;
@@ -184,10 +165,7 @@ function arm(w: World, fault: Fault): { struck: boolean } {
 }
 
 function disarm(w: World): void {
-    w.emu.beforeRequest = undefined;
-    w.emu.afterRequest = undefined;
-    const k = w.emu.state.handlers.findIndex((h) => h.pattern.source === "[\\s\\S]*");
-    if (k >= 0) w.emu.state.handlers.splice(k, 1);
+    disarmFaults(w.emu);
 }
 
 /** The clean run's steps: API calls (without polls), mutating ones, and commands. */

@@ -13,7 +13,7 @@ const ROOT = path.join(__dirname, "..");
 const LAYERS: string[][] = [
     ["rules", "validated.ts"],
     ["cloud", "config.ts", "configTypes.ts", "configSlices.ts", "admission"],
-    ["shell", "removal", "doctor", "recovery"],
+    ["shell", "removal", "doctor", "recovery", "upgrade"],
     ["providers"],
     ["components"],
     ["index.ts"],

@@ -11,6 +11,7 @@ import { parseClusterConfig } from "../src/config";
 import { drainPool, setPoolCapacity, poolCapacityProvider, POOL_CAPACITY_PROVIDER_VERSION, type PoolCapacityInputs } from "../src/providers/poolCapacity";
 import type { NodeCommandIds } from "../src/rules";
 import { fakeCluster, type FakeCluster } from "../testing/fakeCluster";
+import { drainNode, uncordonNode } from "../src/cloud/operations";
 import { call } from "../testing/emulator/fixture";
 import { launchInstance } from "../testing/emulator/ess";
 import type { EmuScalingGroup } from "../testing/emulator";
@@ -195,6 +196,19 @@ describe("PoolCapacity (emulator)", () => {
             await setPoolCapacity(inputs(group, 3));
             assert.deepStrictEqual([...c.nodes.values()].filter((n) => n.unschedulable).map((n) => n.instanceId), [someoneElses]);
             assert.strictEqual(members(group).length, 3);
+        });
+
+        it("a node an unfinished upgrade drained (its own mark) is not a removal's: PoolCapacity leaves it cordoned, the upgrade's re-run uncordons it", async () => {
+            const group = joinedGroup(3);
+            const upgrading = nodeOfInstance(members(group)[1])!;
+            // The in-place upgrade of this node stopped after its drain (src/upgrade/nodes.ts): its kubelet is about to move.
+            await drainNode(c.access, upgrading.name, { timeoutSeconds: 60, force: false, skipWaitSeconds: 0, mark: "upgrading" });
+            assert.ok(upgrading.unschedulable && upgrading.upgrading && !upgrading.removing, "an upgrade's mark, not a removal's");
+            await setPoolCapacity(inputs(group, 3));
+            assert.strictEqual(upgrading.unschedulable, true, "PoolCapacity uncordoned a node in the middle of its upgrade");
+            assert.strictEqual(await uncordonNode(c.access, upgrading.name, "removing"), "not-marked");
+            assert.strictEqual(await uncordonNode(c.access, upgrading.name, "upgrading"), "uncordoned");
+            assert.strictEqual(upgrading.unschedulable, false);
         });
 
         it("switching a pool to autoscaled lifts the protection: the Cluster Autoscaler's own RemoveInstances works", async () => {

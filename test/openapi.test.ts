@@ -106,9 +106,18 @@ describe("openapi wrapper against the emulator", () => {
 
     it("bounds 5xx retries by total time, not only attempts", async () => {
         fx.emu.fail5xx("DescribeInstances", 1000);
-        const err = await rejects(callApi("ecs", "DescribeInstances", {}, { region, retry: { maxAttempts: 1000, totalTimeoutMs: 350, baseDelayMs: 50, maxDelayMs: 100 } }));
+        // A clock that moves only by the waits the wrapper sleeps, so the bound is checked against the waits it asked
+        // for, not the machine's speed: each is a jittered backoff under its cap, and none would end past 350 ms.
+        let now = 0;
+        const waits: number[] = [];
+        const clock = { now: () => now, sleep: async (ms: number) => { waits.push(ms); now += ms; } };
+        const err = await rejects(callApi("ecs", "DescribeInstances", {}, { region, retry: { maxAttempts: 1000, totalTimeoutMs: 350, baseDelayMs: 50, maxDelayMs: 100, clock } }));
         assert.strictEqual(err.code, "ServiceUnavailable");
         assert.ok(err.attempts >= 2 && err.attempts < 1000, `attempts ${err.attempts}`);
+        assert.strictEqual(waits.length, err.attempts - 1, "a wait before each retry, none after the last attempt");
+        assert.ok(waits.every((ms, i) => ms >= 0 && ms < Math.min(100, 50 * 2 ** i)), `waits ${waits}`);
+        assert.ok(now <= 350, `slept ${now} ms in all`);
+        assert.strictEqual(fx.emu.callsOf("DescribeInstances").length, err.attempts);
     });
 
     it("retries throttling within a time budget whatever maxAttempts says, then gives up with a typed error", async () => {

@@ -209,7 +209,7 @@ describe("admission on the real control plane", function () {
         assert.strictEqual((await asService(["label", "node", name, `${POOL_LABEL}=general`, "--overwrite"])).code, 0, "its own label it may write");
     });
 
-    it("pool registrations: the service reads the allowed groups from ConfigMaps, a pool registered later included, without a restart", async () => {
+    it("pool registrations: the service reads the allowed groups from ConfigMaps, a pool (and an existing node) registered later included, without a restart", async () => {
         const pools = new KubePoolSource(ac.kube, 0);
         const toObject = (o: ReturnType<typeof admissionPoolRegistration>) => o as object;
         await rc.c.apply(toObject(admissionPoolRegistration("general", "asg-general0001", "test")));
@@ -217,6 +217,11 @@ describe("admission on the real control plane", function () {
         await rc.c.apply(toObject(admissionPoolRegistration("gpu", "asg-gpu00000001", "test")));
         assert.deepStrictEqual([...(await pools.groups())], [["asg-general0001", "general"]], "read once, kept");
         assert.deepStrictEqual(new Map(await pools.refresh()), new Map([["asg-general0001", "general"], ["asg-gpu00000001", "gpu"]]), "read again: the new pool");
+        // An existing node attached later (ExistingNode with a cluster handle) registers its instance the same way.
+        const { nodeRegistration } = await import("../src/components/clusterHandle");
+        await rc.c.apply(toObject(nodeRegistration("test", "i-batch0001", "batch")));
+        assert.deepStrictEqual([...(await pools.refreshNodes())], [["i-batch0001", "batch"]]);
+        assert.deepStrictEqual(new Map(await pools.groups()), new Map([["asg-general0001", "general"], ["asg-gpu00000001", "gpu"]]), "no group from a node's registration");
         // Other ConfigMaps in kube-system are no registrations, and the service may not write any.
         assert.notStrictEqual((await ac.asToken(ac.saToken, ["create", "configmap", "x", "-n", "kube-system", "--from-literal=scalingGroupId=asg-x"], { allowFail: true })).code, 0);
     });
@@ -241,8 +246,9 @@ describe("the bundled admission service as it runs on a master (real control pla
     this.timeout(180_000);
     const rc = useRealCluster({ netns: false, region: REGION });
 
-    it("node: challenge → signed document → token → CSR approved and Node labelled by the service's own loop; a pool registered while it runs; a second claim refused", async () => {
+    it("node: challenge → signed document → token → CSR approved and Node labelled by the service's own loop; a pool attached from a second program while it runs admitted and labelled without a restart; a second claim refused", async () => {
         const { admissionBundle, admissionRbacObjects: rbac, serviceConfig, admissionPoolRegistration: registration } = await import("../src/components/admission");
+        const { attachedPoolUnderMocks, clusterHandleUnderMocks } = await import("../testing/attachedPool");
         const { makeServiceTls, identityDocument } = await import("../testing/admission/harness");
         const { startEmulator, TEST_CREDENTIALS } = await import("../testing/emulator");
         const fs = await import("fs");
@@ -320,17 +326,35 @@ describe("the bundled admission service as it runs on a master (real control pla
             }, 30_000);
             assert.strictEqual(labelled.metadata.labels![POOL_LABEL], "general");
             assert.ok(!(labelled.spec.taints ?? []).some((t) => t.key === POOL_PENDING_TAINT));
-            // A pool attached while the service runs (another program's NodePool): its registration is read when its member asks.
+            // A pool attached while the service runs: a NodePool of a second program, given the cluster's handle through a
+            // StackReference (Pulumi mock graph), registers its group; the service reads the registration when its member asks.
             const later = emu.addScalingGroup({ desiredCapacity: 1 });
             const [lateId] = emu.scalingGroupInstances(later.scalingGroupId);
             emu.state.instances.get(lateId)!.privateIp = "127.0.0.2";
             const before = (await claim(lateId, "127.0.0.2"));
             assert.strictEqual((JSON.parse(before.text) as { reason: string }).reason, "not-a-member", "not registered yet");
-            await c.apply(registration("elastic", later.scalingGroupId, "test") as object);
+            const handle = await clusterHandleUnderMocks(REGION, { name: "test", kubernetesVersion: "1.36.3", zones: [`${REGION}-h`], nodePools: [{ name: "general", instanceType: "ecs.g7.xlarge", size: 1 }] });
+            const attached = await attachedPoolUnderMocks(handle, "elastic", later.scalingGroupId);
+            // The masters' role may read the group's members (the policy the pool attached to it).
+            const policy = JSON.parse(attached.ofType("alicloud:ram/policy:Policy")[0].rawInputs.policyDocument as string) as { Statement: Array<{ Action: string[]; Resource: string[] }> };
+            assert.ok(policy.Statement.some((st) => st.Action.includes("ess:DescribeScalingInstances") && st.Resource.includes(`acs:ess:${REGION}:*:scalinggroup/${later.scalingGroupId}`)));
+            assert.strictEqual(attached.ofType("alicloud:ram/rolePolicyAttachment:RolePolicyAttachment")[0].rawInputs.roleName, (handle.ram as { roleName: string }).roleName);
+            const [cm] = attached.ofType("kubernetes:core/v1:ConfigMap");
+            await c.apply({ apiVersion: "v1", kind: "ConfigMap", metadata: cm.rawInputs.metadata, data: cm.rawInputs.data });
             // (the service re-reads registrations at most once a second: the node's retry gets in)
             const late = await c.waitFor("the new pool's member admitted", async () => { const x = await claim(lateId, "127.0.0.2"); return x.status === 200 ? x : undefined; }, 20_000);
-            assert.ok((JSON.parse(late.text) as { token?: string }).token);
+            const lateToken = (JSON.parse(late.text) as { token: string }).token;
             assert.strictEqual(child.exitCode, null, "the same process: no restart");
+            // Its Node gets the attached pool's label from the service, not from the kubelet.
+            const lateName = `${REGION}.${lateId}`;
+            const lateCreds = await c.nodeCredentials(lateName, lateToken);
+            await c.run("kubectl", ["--kubeconfig", lateCreds.kubeconfig, "create", "-f", "-"], { input: JSON.stringify({ apiVersion: "v1", kind: "Node", metadata: { name: lateName },
+                spec: { providerID: lateName, taints: [{ key: POOL_PENDING_TAINT, effect: "NoSchedule" }] } }) });
+            const lateNode = await c.waitFor("the service to label the attached pool's Node", async () => {
+                const n = JSON.parse(await c.kubectl(["get", "node", lateName, "-o", "json"])) as { metadata: { labels?: Record<string, string> } };
+                return n.metadata.labels?.[POOL_LABEL] ? n : undefined;
+            }, 30_000);
+            assert.strictEqual(lateNode.metadata.labels![POOL_LABEL], "elastic");
             // Its Node exists and its heartbeat is fresh (just registered): a second claim of the identity is refused.
             const again = await claim(instanceId, "127.0.0.1");
             assert.strictEqual(again.status, 403);

@@ -15,7 +15,7 @@ import { callApi } from "../src/cloud/openapi";
 import { newChannelId, newRecipient, seal, type Recipient } from "../src/cloud/channel";
 import { nodeCommandSpecs } from "../src/components/nodeCommands";
 import { fillOperation, OPERATIONS, type ParameterName } from "../src/rules";
-import { renderAttachCommand, renderControlPlaneJoinCommand, renderOperation } from "../src/shell/render";
+import { renderAttachCommand, renderControlPlaneJoinCommand, renderOperation, renderUpgradeCommand } from "../src/shell/render";
 import { useEmulator } from "../testing/emulator/fixture";
 import { createCommand } from "../testing/savedCommands";
 import { answerWithRealCluster, type RealOperations } from "./kube/operations";
@@ -100,7 +100,8 @@ describe("an invoker of the saved commands, with their own key, gets no credenti
     const saved = [
         ...nodeCommandSpecs("t").map(({ op, args }) => ({ name: op as string, on: OPERATIONS[op].on, parameters: OPERATIONS[op].parameters as readonly ParameterName[], script: args.script })),
         ...([["attach", renderAttachCommand({ region: REGION, kubernetesVersion: "1.36.3", apiEndpoint: "192.168.0.10:6443", caCertHash: `sha256:${"ab".repeat(32)}`, poolName: "existing" })],
-            ["control-plane-join", renderControlPlaneJoinCommand({ region: REGION, kubernetesVersion: "1.36.3", apiEndpoint: "192.168.0.10:6443", caCertHash: `sha256:${"ab".repeat(32)}` })]] as const)
+            ["control-plane-join", renderControlPlaneJoinCommand({ region: REGION, kubernetesVersion: "1.36.3", apiEndpoint: "192.168.0.10:6443", caCertHash: `sha256:${"ab".repeat(32)}` })],
+            ["upgrade", renderUpgradeCommand({ region: REGION, kubernetesVersion: "1.36.3" })]] as const)
             .map(([name, script]) => ({ name, on: "node" as const, parameters: OPERATIONS[name].parameters as readonly ParameterName[], script })),
     ];
 
@@ -123,9 +124,9 @@ describe("an invoker of the saved commands, with their own key, gets no credenti
                 sealed = seal(open.Output.trim(), `${"a".repeat(6)}.${"b".repeat(16)}`);
             }
             const values: Record<ParameterName, string> = {
-                node: `${REGION}.i-invokertest`, nodes: `${REGION}.i-invokertest`, selector: "", timeout: "20", force: "true", skipWait: "1", member: "nobody", peerIp: "", etcdNode: `${REGION}.i-master0`,
+                node: `${REGION}.i-invokertest`, nodes: `${REGION}.i-invokertest`, selector: "", timeout: "20", force: "true", skipWait: "1", mark: "removing", member: "nobody", peerIp: "", etcdNode: `${REGION}.i-master0`,
                 tokenId: "abcdef", ttl: "0", description: "mine", recipient: key.publicKey, channel: command.parameters.includes("sealed") ? channel : PENDING.channel, sealed,
-                credential: "alicloud-kubeadm-stack-abcd1234", labels: "", taints: "", lines: "200", step: "status", restoreId: "0123456789abcdef", pool: "general", taintMode: "add", outdated: `${REGION}.i-invokertest`,
+                credential: "alicloud-kubeadm-stack-abcd1234", labels: "", taints: "", lines: "200", upgradeStep: "status", step: "status", restoreId: "0123456789abcdef", pool: "general", taintMode: "add", outdated: `${REGION}.i-invokertest`,
             };
             const before = await clusterSecrets();
             const r = await invoke(commandId, target, Object.fromEntries(command.parameters.map((n) => [n, values[n]])));

@@ -9,7 +9,7 @@
  *   discovery, and a node's TLS bootstrap with such a token;
  * - the node CIDRs kube-controller-manager allocates with the prod stack's podCidr and nodeCidrMaskSize,
  *   against flannel's net-conf, the CCM's --cluster-cidr and doctor's routes check;
- * - doctor's node listing (doctor-nodes with the real kubectl) against the real Nodes.
+ * - doctor's node listing and versions (doctor-nodes with the real kubectl) against the real Nodes and kube-apiserver pods.
  *
  * The stacks are synthesized at the harness's Kubernetes version (test/kube/stacks.ts): kubeadm v1.36 deploys
  * only >= 1.35, and the stack files may name an older version. The cluster uses the prod stack's network.
@@ -393,7 +393,7 @@ describe("what the stacks render, on a real API server (Kubernetes v1.36.3 + KWO
             const real = JSON.parse(await c.kubectl(["get", "nodes", "-o", "json"])).items as Array<{
                 metadata: { name: string; labels?: Record<string, string> };
                 spec: { providerID?: string; podCIDR?: string };
-                status: { conditions?: Array<{ type: string; status: string; reason: string }> };
+                status: { conditions?: Array<{ type: string; status: string; reason: string }>; nodeInfo?: { kubeletVersion?: string } };
             }>;
             assert.deepStrictEqual(listed.map((n) => n.name).sort(), real.map((n) => n.metadata.name).sort());
             for (const n of real) {
@@ -411,6 +411,12 @@ describe("what the stacks render, on a real API server (Kubernetes v1.36.3 + KWO
                 assert.strictEqual(l.ready, true);
                 assert.strictEqual(l.pool, pools[i]);
             }
+
+            // doctor's versions: the same command's kubelet and kube-apiserver sections, through the real kubectl
+            const versions = await doctor.versions();
+            assert.deepStrictEqual(versions.kubelets, Object.fromEntries(real.map((n) => [n.metadata.name, (n.status.nodeInfo?.kubeletVersion ?? "").replace(/^v/, "")])));
+            const apiPods = JSON.parse(await c.kubectl(["get", "pods", "-n", "kube-system", "-l", "component=kube-apiserver", "-o", "json"])).items as Array<{ spec: { nodeName: string } }>;
+            assert.deepStrictEqual(Object.keys(versions.apiServers).sort(), apiPods.map((p) => p.spec.nodeName).sort());
 
             // routes: only the Nodes of this test have routes, so scope the check to them
             const others = real.map((n) => n.metadata.name).filter((n) => !names.includes(n));

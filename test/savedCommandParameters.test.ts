@@ -15,7 +15,7 @@ import { callApi } from "../src/cloud/openapi";
 import { newRecipient, seal } from "../src/cloud/channel";
 import { nodeCommandSpecs } from "../src/components/nodeCommands";
 import { OPERATION_PARAMETERS, OPERATIONS, type ParameterName } from "../src/rules";
-import { PARAMETER_MARKER, renderAttachCommand, renderControlPlaneJoinCommand } from "../src/shell/render";
+import { PARAMETER_MARKER, renderAttachCommand, renderControlPlaneJoinCommand, renderUpgradeCommand } from "../src/shell/render";
 import { renderAdmissionBootstrap } from "../src/shell/renderAdmission";
 import { useEmulator } from "../testing/emulator/fixture";
 import { makeSandbox, type RunResult, type Sandbox } from "../testing/sandbox";
@@ -30,14 +30,15 @@ const COMMANDS: Array<{ name: string; parameters: readonly ParameterName[]; scri
     ...nodeCommandSpecs("t").map(({ op, args }) => ({ name: op, parameters: OPERATIONS[op].parameters as readonly ParameterName[], script: args.script })),
     { name: "attach", parameters: OPERATIONS.attach.parameters, script: renderAttachCommand({ ...join, poolName: "existing" }) },
     { name: "control-plane-join", parameters: OPERATIONS["control-plane-join"].parameters, script: renderControlPlaneJoinCommand(join) },
+    { name: "upgrade", parameters: OPERATIONS.upgrade.parameters, script: renderUpgradeCommand({ region: "cn-hangzhou", kubernetesVersion: "1.36.4" }) },
     { name: "attach (through admission)", parameters: OPERATIONS.attach.parameters, script: renderAdmissionBootstrap(["192.168.0.10:10443"], HASH) },
 ];
 
 /** A value each parameter may take (the other parameters of an invocation get these). */
 const VALID: Record<ParameterName, string> = {
-    node: "n1", nodes: "n1 n2", selector: "", timeout: "30", force: "false", skipWait: "0", member: "", peerIp: "", etcdNode: "m0", tokenId: "abcdef", ttl: "15m",
+    node: "n1", nodes: "n1 n2", selector: "", timeout: "30", force: "false", skipWait: "0", mark: "removing", member: "", peerIp: "", etcdNode: "m0", tokenId: "abcdef", ttl: "15m",
     description: "d", recipient: newRecipient().publicKey, channel: "0123456789abcdef0123456789abcdef",
-    sealed: seal(newRecipient().publicKey, "x"), credential: "alicloud-kubeadm-stack-abcd1234", labels: "", taints: "", lines: "10", step: "status", restoreId: "0123456789abcdef", pool: "general", taintMode: "clear", outdated: "",
+    sealed: seal(newRecipient().publicKey, "x"), credential: "alicloud-kubeadm-stack-abcd1234", labels: "", taints: "", lines: "10", upgradeStep: "status", step: "status", restoreId: "0123456789abcdef", pool: "general", taintMode: "clear", outdated: "",
 };
 
 /** Values that would run `echo >canary` if any shell parsed them: quotes, line breaks, `$()`, backticks, heredoc ends, NUL, 4 KB. */

@@ -21,6 +21,8 @@ const EXPECTED: Record<string, string[]> = {
     MasterMaintenance: [],
     MasterReplacementGuard: [],
     AdmissionCertificate: ["keyPem"],
+    ControlPlaneVersion: [],
+    NodeVersions: [],
 };
 
 describe("secret outputs declared by each dynamic resource", () => {
@@ -45,6 +47,8 @@ describe("secret outputs declared by each dynamic resource", () => {
         const { MasterMaintenance } = await import("../src/providers/masterMaintenance");
         const { MasterReplacementGuard } = await import("../src/providers/masterGuard");
         const { AdmissionCertificate } = await import("../src/providers/admissionCertificate");
+        const { ControlPlaneVersion } = await import("../src/providers/controlPlaneVersion");
+        const { NodeVersions } = await import("../src/providers/nodeVersions");
         const access = { region: "cn-hangzhou", masterInstanceId: "i-master0", commands: { "list-nodes": "c-1" } as never };
         new JoinInfo("join-info", { region: "cn-hangzhou", masterInstanceId: "i-master0", kubeconfigServer: "https://x:6443", scripts: { initStatus: "", stackCredential: "", stackCredentialRevoke: "" } });
         new BootstrapToken("token", { ...access, tokenCreateScript: "" });
@@ -57,9 +61,11 @@ describe("secret outputs declared by each dynamic resource", () => {
         new MasterMaintenance("maintenance", { region: "cn-hangzhou", masterInstanceIds: ["i-master0"], commandId: "c-m" });
         new AdmissionCertificate("admission-tls", { addresses: ["192.168.0.10"] });
         new MasterReplacementGuard("guard", { region: "cn-hangzhou", masters: [{ name: "c-master-0", zone: "cn-hangzhou-h", systemDiskCategory: "cloud_essd" }] });
+        new ControlPlaneVersion("version", { ...access, targetVersion: "1.36.3", upgradeCommandId: "c-upgrade", autoscaled: false, autoscalerVersion: "", instanceType: "ecs.g7.large" });
+        new NodeVersions("node-versions", { ...access, version: "1.36.3", targetVersion: "1.36.3", upgradeCommandId: "c-upgrade" });
         await recorder.settle();
         const byName: Record<string, string> = { JoinInfo: "join-info", BootstrapToken: "token", ApiServerReady: "ready", NodeMembership: "membership", ControlPlaneMember: "member", PoolCapacity: "capacity", BakedImage: "baked", BackupKey: "backup-key", MasterMaintenance: "maintenance", MasterReplacementGuard: "guard",
-            AdmissionCertificate: "admission-tls" };
+            AdmissionCertificate: "admission-tls", ControlPlaneVersion: "version", NodeVersions: "node-versions" };
         for (const [cls, name] of Object.entries(byName)) {
             const [r] = recorder.resources.filter((x) => x.name === name);
             assert.ok(r, `${cls} registered`);

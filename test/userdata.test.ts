@@ -11,7 +11,7 @@ import fc from "fast-check";
 import { parseAllDocuments } from "yaml";
 import {
     AttachNodeParams, MasterInitParams, compactShell, packUserdata, USERDATA_HARD_LIMIT_BYTES, containerdRpmRepoUrl, defaultMirrors, kubernetesRepoUrl, redactUserdata,
-    renderAttachCommand, renderAttachNode, renderControlPlaneJoin, renderControlPlaneJoinCommand, renderMasterInit, renderOperation, shellQuote, USERDATA_BUDGET_BYTES,
+    renderAttachCommand, renderAttachNode, renderControlPlaneJoin, renderControlPlaneJoinCommand, renderMasterInit, renderOperation, renderUpgradeCommand, shellQuote, USERDATA_BUDGET_BYTES,
 } from "../src/shell/render";
 import { OPERATIONS } from "../src/rules";
 import { fill } from "../testing/savedCommands";
@@ -238,9 +238,10 @@ describe("userdata scripts: static checks", () => {
         const files: Record<string, string> = {
             "attach-command.sh": renderAttachCommand(attachParams),
             "control-plane-join-command.sh": renderControlPlaneJoinCommand({ ...memberParams, caCertHash: HASH_A }),
+            "upgrade-command.sh": renderUpgradeCommand({ region: "cn-hangzhou", kubernetesVersion: "1.36.4" }),
         };
         for (const op of Object.keys(OPERATIONS) as Array<keyof typeof OPERATIONS>) {
-            if (op !== "attach" && op !== "control-plane-join") files[`${op}.sh`] = renderOperation(op);
+            if (op !== "attach" && op !== "control-plane-join" && op !== "upgrade") files[`${op}.sh`] = renderOperation(op);
         }
         shellcheckRendered(files);
     });
@@ -535,7 +536,7 @@ describe("node operations in the sandbox", () => {
     it("drain: marks the Node, then drains; prints only the last 8 KB of kubectl's output and a status line; the whole output stays in a log on the master", async () => {
         const sb = sandbox({ os: "ubuntu", prebaked: true });
         const big = "evicting pod default/web-0\n".repeat(1200); // ~31 KB, more than Cloud Assistant keeps (24 KB)
-        const params = { node: "node-a", timeout: "600", force: "false", skipWait: "0" };
+        const params = { node: "node-a", timeout: "600", force: "false", skipWait: "0", mark: "removing" };
         const r = await sb.run(fill(renderOperation("drain"), params), { AK_STUB_KUBECTL_OUTPUT: big });
         assert.equal(r.code, 0, r.stderr);
         assert.ok(Buffer.byteLength(r.stdout) <= 8192 + 32, `printed ${Buffer.byteLength(r.stdout)} bytes`);
@@ -543,23 +544,31 @@ describe("node operations in the sandbox", () => {
         const kubectl = callsOf(r.calls, "kubectl").map((c) => c.args.filter((a) => !a.startsWith("--kubeconfig")).slice(0, 3).join(" "));
         assert.deepEqual(kubectl.map((k) => k.split(" ")[0]), ["annotate", "drain"], "marked before the drain");
         assert.match(kubectl[0], /^annotate node node-a$/);
+        assert.ok(callsOf(r.calls, "kubectl")[0].args.some((a) => a.startsWith("alicloud-kubeadm/removing=")), "a removal's mark");
         assert.ok(Buffer.byteLength(sb.read("/var/log/alicloud-kubeadm/drain-node-a.log") ?? "") > 60_000, "the whole output is kept on the master");
         const failed = await sb.run(fill(renderOperation("drain"), params), { AK_STUB_KUBECTL_RC: "1", AK_STUB_KUBECTL_OUTPUT: 'Error from server (NotFound): nodes "node-a" not found' });
         assert.equal(failed.code, 1);
         assert.match(failed.stdout, /not found\ndrain-status=1\n$/);
         assert.deepEqual(callsOf(failed.calls, "kubectl").map((c) => c.args.find((a) => !a.startsWith("--"))), ["annotate"], "no drain of a Node that could not be marked");
+        const upgrade = await sb.run(fill(renderOperation("drain"), { ...params, mark: "upgrading" }), {});
+        assert.ok(callsOf(upgrade.calls, "kubectl")[0].args.some((a) => a.startsWith("alicloud-kubeadm/upgrading=")), "an upgrade's mark, not a removal's");
     });
 
-    it("uncordon: only a Node a removal marked; the mark goes with the cordon", async () => {
+    it("uncordon: only a Node a removal (or an upgrade) marked, read by that mark; the mark goes with the cordon", async () => {
         const sb = sandbox({ os: "ubuntu", prebaked: true });
-        const unmarked = await sb.run(fill(renderOperation("uncordon"), { node: "node-a" }), { AK_STUB_KUBECTL_OUTPUT: "" });
+        const unmarked = await sb.run(fill(renderOperation("uncordon"), { node: "node-a", mark: "removing" }), { AK_STUB_KUBECTL_OUTPUT: "" });
         assert.equal(unmarked.code, 0, unmarked.stderr);
         assert.match(unmarked.stdout, /^not-marked$/m);
         assert.deepEqual(callsOf(unmarked.calls, "kubectl").map((c) => c.args.find((a) => !a.startsWith("--"))), ["get"]);
-        const marked = await sb.run(fill(renderOperation("uncordon"), { node: "node-a" }), { AK_STUB_KUBECTL_OUTPUT: "2026-12-02T10:00:00Z" });
+        const marked = await sb.run(fill(renderOperation("uncordon"), { node: "node-a", mark: "removing" }), { AK_STUB_KUBECTL_OUTPUT: "2026-12-02T10:00:00Z" });
         assert.match(marked.stdout, /^uncordoned$/m);
         const args = callsOf(marked.calls, "kubectl").map((c) => c.args.filter((a) => !a.startsWith("--kubeconfig")).join(" "));
+        assert.match(args[0], /jsonpath=\{\.metadata\.annotations\.alicloud-kubeadm\/removing\}/);
         assert.deepEqual(args.slice(1), ["uncordon node-a", "annotate node node-a alicloud-kubeadm/removing-"]);
+        const upgrade = await sb.run(fill(renderOperation("uncordon"), { node: "node-a", mark: "upgrading" }), { AK_STUB_KUBECTL_OUTPUT: "2026-12-02T10:00:00Z" });
+        const upgradeArgs = callsOf(upgrade.calls, "kubectl").map((c) => c.args.filter((a) => !a.startsWith("--kubeconfig")).join(" "));
+        assert.match(upgradeArgs[0], /jsonpath=\{\.metadata\.annotations\.alicloud-kubeadm\/upgrading\}/);
+        assert.deepEqual(upgradeArgs.slice(1), ["uncordon node-a", "annotate node node-a alicloud-kubeadm/upgrading-"]);
     });
 
     it("outdated-taint: add taints only the named Nodes that exist (overwriting); clear untaints only the Nodes whose taint names the pool", async () => {

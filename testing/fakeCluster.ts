@@ -17,11 +17,18 @@
 //   (StopInstance accepted) while its Node still had workload pods (they were never evicted: no PDB held).
 // - A machine that does not run cannot confirm pod deletions: a drain of its Node leaves the evicted pods
 //   Terminating and times out, unless it skips the wait (`skipWait` > 0), as kubectl drain does.
+// - Versions (upgrades): each instance's kubeadm, kubelet and kube-apiserver manifest, kubeadm-config's version, the
+//   add-ons (CoreDNS, kube-proxy). The saved upgrade command's steps act as kubeadm does (docs/upstream.md#kubeadm-upgrade):
+//   `apply` needs the target kubeadm and sets this master's static pods and kubeadm-config; `node` moves this master's
+//   static pods to kubeadm-config's version; the addon phase (both) moves CoreDNS and kube-proxy only once every master's
+//   API server runs the version. `upgradeViolations` records, at every mutating step on a master, another master caught
+//   half-way (cordoned, or API server and kubelet apart), and add-ons moved while a master's API server was older.
 import * as zlib from "zlib";
 import type { Emulator } from "./emulator";
 import type { ClusterAccess } from "../src/cloud/operations";
 import type { NodeCommandIds } from "../src/rules";
 import { operation, saveNodeCommands } from "./savedCommands";
+import { compareVersions } from "../src/rules";
 
 export interface FakeNode {
     name: string;
@@ -39,8 +46,14 @@ export interface FakeNode {
     unschedulable: boolean;
     /** The removal mark (annotation alicloud-kubeadm/removing), "" when none. */
     removing: string;
+    /** A version upgrade's mark (annotation alicloud-kubeadm/upgrading), "" or absent when none. */
+    upgrading?: string;
+    /** A master resize's mark (annotation alicloud-kubeadm/resizing), "" or absent when none. */
+    resizing?: string;
     /** A master's Node (never receives evicted pods). */
     controlPlane: boolean;
+    /** The kubelet version the Node reports (`status.nodeInfo.kubeletVersion`, without `v`). Default the cluster's version. */
+    kubelet?: string;
     /** `spec.providerID` when it is not `<region>.<instance-id>` (a kubelet set up by hand: "", `alicloud://…`, another region). */
     providerId?: string;
     /** Its InternalIP when not its instance's private IP (default: the instance's, read at each listing). */
@@ -48,6 +61,9 @@ export interface FakeNode {
     /** Its taints (`spec.taints`); default none. */
     taints: Array<{ key: string; value: string; effect: "NoSchedule" | "PreferNoSchedule" | "NoExecute" }>;
 }
+
+/** One instance's Kubernetes binaries and (masters) its kube-apiserver manifest. */
+export interface FakeVersions { kubeadm: string; kubelet: string; apiserver: string }
 
 export interface FakeCluster {
     /** Master 0. */
@@ -78,6 +94,22 @@ export interface FakeCluster {
     kubeletReregisters: boolean;
     /** Members that left ESS with a Node that was not drained. */
     violations: string[];
+    /** The version the cluster was built with (every instance's binaries, kubeadm-config, the add-ons). */
+    version: string;
+    /** Per instance: kubeadm, kubelet and (masters) kube-apiserver manifest versions. */
+    versions: Map<string, FakeVersions>;
+    /** kubeadm-config's ClusterConfiguration kubernetesVersion. */
+    clusterConfig: string;
+    /** CoreDNS and kube-proxy, as the version kubeadm's addon phase last applied. */
+    addons: { version: string };
+    /** The `apiserver_requested_deprecated_apis` series the API server answers. */
+    deprecatedMetrics: string;
+    /** etcd backups taken (etcd-backup-now), in order, as `<instance>: backup`. */
+    backups: string[];
+    /** The masters have the backup installed (etcd-backup-now takes one); default false: it answers not-installed. */
+    backupInstalled: boolean;
+    /** Order invariants of upgrades broken (see the header). */
+    upgradeViolations: string[];
     addNode(instanceId: string, init?: Partial<FakeNode>): FakeNode;
     /** Adds master `index` ≥ 1 (an instance, its Ready control-plane Node, its etcd member). */
     addMaster(): string;
@@ -92,8 +124,9 @@ export interface FakeCluster {
 /**
  * @param opts.commandDelayMs how long drain and reset take (benchmarks). Default 0.
  * @param opts.masters how many masters (master 0 plus Ready control-plane members with etcd members). Default 1.
+ * @param opts.version the Kubernetes version every instance runs. Default 1.36.3.
  */
-export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: { commandDelayMs?: number; masters?: number } = {}): Promise<FakeCluster> {
+export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: { commandDelayMs?: number; masters?: number; version?: string } = {}): Promise<FakeCluster> {
     const delayMs = opts.commandDelayMs ?? 0;
     const master = emu.addInstance({ instanceName: "master-0", regionId: region }).instanceId;
     const commands = await saveNodeCommands(region);
@@ -110,6 +143,14 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
         resetLeavesEtcd: false,
         kubeletReregisters: false,
         violations: [],
+        version: opts.version ?? "1.36.3",
+        versions: new Map(),
+        clusterConfig: opts.version ?? "1.36.3",
+        addons: { version: opts.version ?? "1.36.3" },
+        deprecatedMetrics: "",
+        backups: [],
+        backupInstalled: false,
+        upgradeViolations: [],
         addNode(instanceId, init = {}) {
             const node: FakeNode = {
                 name: `node-${instanceId}`, instanceId, ready: true, pool: "", podCidr: `172.16.${c.nodes.size}.0/25`, pods: [], createdAt: new Date().toISOString(),
@@ -117,6 +158,7 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
             };
             c.nodes.set(node.name, node);
             c.credentials.add(instanceId);
+            if (!c.versions.has(instanceId)) c.versions.set(instanceId, { kubeadm: c.version, kubelet: node.kubelet ?? c.version, apiserver: masters.includes(instanceId) ? c.version : "none" });
             return node;
         },
         autoJoin: () => undefined,
@@ -144,6 +186,8 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
     const nodeOfInstance = (id: string) => [...c.nodes.values()].find((n) => n.instanceId === id);
     const running = (id: string) => emu.instances.get(id)?.status === "Running";
 
+    /** The drain's and uncordon's `mark` parameter: which annotation (drain.sh: alicloud-kubeadm/<mark>). */
+    const markOf = (mark: string | undefined): "removing" | "upgrading" | "resizing" => (mark === "upgrading" || mark === "resizing" ? mark : "removing");
     /**
      * Evicted pods land on a schedulable, Ready worker: one without a PreferNoSchedule taint first, then the one with
      * the fewest pods; with none, they stay Pending (dropped here).
@@ -168,6 +212,12 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
         const node = nodeOfInstance(inst.instanceId);
         const workload = node?.pods.filter((k) => k !== "DaemonSet") ?? [];
         if (node && workload.length > 0) c.violations.push(`${inst.instanceId} stopped with ${workload.length} workload pod(s) on Node ${node.name} (never evicted)`);
+        if (masters.includes(inst.instanceId)) {
+            c.log.push(`${inst.instanceId}: stop`);
+            // A master stopped while another one is not running or half-way: two masters out at once.
+            const out = masters.filter((m) => m !== inst.instanceId && (!running(m) || halfway(m)));
+            if (out.length > 0) c.upgradeViolations.push(`stop of master ${inst.instanceId} while master(s) ${out.join(", ")} were down or half-way`);
+        }
     };
 
     emu.onCommand(operation("list-nodes"), (ctx) => {
@@ -195,7 +245,8 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
         if (!node) {
             return { exitCode: 1, output: `Error from server (NotFound): nodes "${name}" not found\ndrain-status=1\n` };
         }
-        node.removing = new Date().toISOString();
+        // The drain's mark parameter: whose cordon this is (drain.sh annotates alicloud-kubeadm/<mark>).
+        node[markOf(ctx.parameters.mark)] = new Date().toISOString();
         node.unschedulable = true;
         // `force=delete` (kubectl drain --disable-eviction) deletes the pods: no PodDisruptionBudget holds them.
         if (c.failDrains > 0 && ctx.parameters.force !== "delete") {
@@ -215,9 +266,10 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
     emu.onCommand(operation("uncordon"), (ctx) => {
         const node = c.nodes.get(ctx.parameters.node);
         c.log.push(`${ctx.instanceId}: uncordon ${ctx.parameters.node}`);
-        if (!node?.removing) return { output: "not-marked\n" };
+        const mark = markOf(ctx.parameters.mark);
+        if (!node || !node[mark]) return { output: "not-marked\n" };
         node.unschedulable = false;
-        node.removing = "";
+        node[mark] = "";
         return { output: "uncordoned\n" };
     });
     // outdated-taint.sh: add (overwrite) the rollout's taint on the Nodes named that exist, or clear it from the pool's.
@@ -244,7 +296,7 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
             const node = c.nodes.get(name);
             c.nodes.delete(name);
             if (node && c.kubeletReregisters && c.credentials.has(node.instanceId) && running(node.instanceId)) {
-                c.nodes.set(name, { ...node, unschedulable: false, removing: "", pods: [], createdAt: new Date().toISOString() });
+                c.nodes.set(name, { ...node, unschedulable: false, removing: "", upgrading: "", resizing: "", pods: [], createdAt: new Date().toISOString() });
             }
         }
         return { output: names.map((name) => `node "${name}" deleted\n`).join("") };
@@ -272,6 +324,101 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
         const quorum = members.filter((m) => m.up).length >= Math.floor(members.length / 2) + 1;
         const health = members.map((m) => ({ endpoint: m.clientURLs[0], health: quorum && m.up }));
         return { output: `@@members\n${JSON.stringify({ members: members.map(({ up: _up, ...m }) => m) })}\n@@health\n${JSON.stringify(health)}\n` };
+    });
+    // --- upgrades -------------------------------------------------------------------------------------------
+    const versionsOf = (id: string): FakeVersions => {
+        if (!c.versions.has(id)) c.versions.set(id, { kubeadm: c.version, kubelet: c.version, apiserver: masters.includes(id) ? c.version : "none" });
+        return c.versions.get(id)!;
+    };
+    /** A master half-way: cordoned, or its API server and kubelet apart. */
+    const halfway = (id: string) => {
+        const v = versionsOf(id);
+        const node = nodeOfInstance(id);
+        return (node?.unschedulable ?? false) || v.apiserver !== v.kubelet;
+    };
+    const checkOneAtATime = (id: string, step: string) => {
+        if (!masters.includes(id)) return;
+        const others = masters.filter((m) => m !== id && halfway(m));
+        if (others.length > 0) c.upgradeViolations.push(`${step} on master ${id} while master(s) ${others.join(", ")} were half-way`);
+    };
+    /** kubeadm's addon phase: CoreDNS and kube-proxy move once every control-plane instance runs the version. */
+    const addonPhase = (version: string) => {
+        if (masters.every((m) => versionsOf(m).apiserver === version) && c.addons.version !== version) {
+            c.log.push(`addons ${version}`);
+            c.addons.version = version;
+        }
+    };
+    emu.onCommand(operation("upgrade-status"), (ctx) => {
+        c.log.push(`${ctx.instanceId}: upgrade-status`);
+        const lines: string[] = [];
+        for (const m of masters) {
+            const node = nodeOfInstance(m);
+            if (node && running(m)) lines.push(["apiserver", node.name, versionsOf(m).apiserver, node.ready ? "true" : "false"].join("\t"));
+        }
+        for (const n of c.nodes.values()) {
+            // A stopped machine's kubelet stops posting: its Node goes NotReady.
+            const ready = n.ready && (running(n.instanceId) || !emu.instances.has(n.instanceId));
+            lines.push(["node", n.name, `${region}.${n.instanceId}`, `v${n.kubelet ?? c.version}`, ready ? "True" : "False", n.unschedulable ? "true" : "", n.upgrading ?? "", n.resizing ?? ""].join("\t"));
+            if (n.controlPlane) lines.push(`control-plane\t${n.name}`);
+        }
+        lines.push(`addon\tcoredns\tv1.12.1`, `addon\tkube-proxy\tv${c.addons.version}`, `cluster-config\t${c.clusterConfig}`);
+        for (const d of c.deprecatedMetrics.split("\n").filter((l) => l !== "")) lines.push(`deprecated\t${d}`);
+        return { output: gz(lines.join("\n")) };
+    });
+    emu.onCommand(operation("etcd-backup-now"), (ctx) => {
+        if (!c.backupInstalled) return { output: "status=not-installed\n" };
+        // The etcd leader's master takes it: master 0 here.
+        if (ctx.instanceId !== master) return { output: "status=skipped\nleader=master-0\n" };
+        c.backups.push(`${ctx.instanceId}: backup`);
+        c.log.push(`${ctx.instanceId}: backup`);
+        return { output: `status=ok\nkey=etcd/test/${c.backups.length}.snap\nbytes=1024\nrevision=7\n` };
+    });
+    emu.onCommand(/^# AK_UPGRADE_STEP=/m, (ctx) => {
+        const target = /^readonly AK_KUBERNETES_VERSION='([^']+)'$/m.exec(ctx.script)?.[1] ?? "";
+        const step = ctx.parameters.upgradestep;
+        const id = ctx.instanceId;
+        const v = versionsOf(id);
+        const node = nodeOfInstance(id);
+        if (step !== "status") {
+            c.log.push(`${id}: upgrade ${step}`);
+            checkOneAtATime(id, step);
+        }
+        const fail = (text: string) => ({ exitCode: 1, output: `${text}\nupgrade-step=${step} result=failed exit=1\n` });
+        switch (step) {
+            case "status":
+                return { output: `kubeadm=${v.kubeadm}\nkubelet=${v.kubelet}\napiserver=${v.apiserver}\n` };
+            case "kubeadm":
+                v.kubeadm = target;
+                break;
+            case "plan":
+                if (v.kubeadm !== target) return fail(`[upgrade/versions] FATAL: the --version argument is invalid due to these errors: Specified version to upgrade to "v${target}" is higher than the kubeadm version "v${v.kubeadm}"`);
+                break;
+            case "apply": {
+                if (v.kubeadm !== target) return fail(`[upgrade/versions] FATAL: Specified version to upgrade to "v${target}" is higher than the kubeadm version "v${v.kubeadm}"`);
+                v.apiserver = target;
+                c.clusterConfig = target;
+                addonPhase(target);
+                break;
+            }
+            case "node":
+                if (masters.includes(id)) {
+                    if (v.kubeadm !== c.clusterConfig) return fail(`[upgrade] FATAL: kubeadm v${v.kubeadm} cannot upgrade to the cluster's v${c.clusterConfig}`);
+                    v.apiserver = c.clusterConfig;
+                    addonPhase(c.clusterConfig);
+                }
+                break;
+            case "kubelet":
+                v.kubelet = target;
+                if (node) node.kubelet = target;
+                break;
+            case "control-plane":
+                break;
+            default:
+                return fail(`unknown step ${step}`);
+        }
+        const older = masters.filter((m) => compareVersions(versionsOf(m).apiserver, c.addons.version) < 0);
+        if (older.length > 0) c.upgradeViolations.push(`add-ons at ${c.addons.version} while the API server of ${older.join(", ")} is older`);
+        return { output: `upgrade-step=${step} result=ok\n`, delayMs };
     });
     emu.onCommand(operation("reset"), (ctx) => {
         c.log.push(`${ctx.instanceId}: reset`);

@@ -29,6 +29,9 @@ export interface RecordedResource {
     secretInputs: string[];
     /** Outputs the resource asks the engine to keep secret (`additionalSecretOutputs`). */
     secretOutputs: string[];
+    /** Inputs whose changes the engine ignores after creation (`ignoreChanges`), and those that replace it (`replaceOnChanges`). */
+    ignoreChanges: string[];
+    replaceOnChanges: string[];
     /** URNs the resource depends on as the engine records it (`dependsOn` and the resources its inputs come from). */
     dependencies: string[];
     id?: string;
@@ -43,6 +46,15 @@ export interface MockOptions {
     config?: Record<string, unknown>;
     /** Answers for data-source calls by token; defaults cover the ones the stack uses. */
     calls?: Record<string, (inputs: Record<string, unknown>) => Record<string, unknown>>;
+    /**
+     * The version the cluster's API servers serve, as ControlPlaneVersion reads it (`runningVersion`). Default: the
+     * configured one (`targetVersion`: a new cluster runs what it was built with). A test of an upgrade sets the old one.
+     */
+    runningVersion?: string;
+    /** The outputs of the stacks a StackReference reads, by stack name (every output secret, as a handle's stack has it); others have none. */
+    stackOutputs?: Record<string, Record<string, unknown>>;
+    /** Ids to give resources instead of the generated ones, by `<type>::<name>` (e.g. a scaling group an emulator also has). */
+    ids?: Record<string, string>;
 }
 
 export interface Recorder {
@@ -177,6 +189,7 @@ export function installMocks(options: MockOptions = {}): Recorder {
     const parents = new Map<string, string | undefined>();
     const urns = new Map<string, { urn: string; aliases: string[] }>();
     const secretOutputs = new Map<string, string[]>();
+    const changeOptions = new Map<string, { ignoreChanges: string[]; replaceOnChanges: string[] }>();
     const dependencies = new Map<string, string[]>();
 
     const mocks: pulumi.runtime.Mocks = {
@@ -188,14 +201,23 @@ export function installMocks(options: MockOptions = {}): Recorder {
                 inputs.__provider = `[serialized dynamic provider, ${inputs.__provider.length} bytes]`;
             }
             const key = `${args.type}::${args.name}`;
-            const id = args.custom ? `${ID_PREFIX[args.type] ?? ""}${shortHash(key)}` : undefined;
+            const id = args.custom ? options.ids?.[key] ?? `${ID_PREFIX[args.type] ?? ""}${shortHash(key)}` : undefined;
             const identity = urns.get(key) ?? { urn: "", aliases: [] };
             resources.push({
                 type: args.type, name: args.name, urn: identity.urn, aliases: identity.aliases, parent: parents.get(key), provider: args.provider || undefined,
                 custom: args.custom ?? true, inputs, secretInputs, secretOutputs: secretOutputs.get(key) ?? [], dependencies: dependencies.get(key) ?? [], id, rawInputs,
+                ...(changeOptions.get(key) ?? { ignoreChanges: [], replaceOnChanges: [] }),
             });
             const placeholders = args.type === "pulumi-nodejs:dynamic:Resource" ? DYNAMIC_PLACEHOLDERS : {};
-            return { id: id ?? "", state: { ...placeholders, ...args.inputs, ...computedState(args.type, args.name) } };
+            const stack = args.type === "pulumi:pulumi:StackReference" ? options.stackOutputs?.[String(args.inputs.name)] : undefined;
+            if (stack) {
+                // Another stack's outputs (a Cluster's handle); a stack not given has recorded nothing (computedState).
+                return { id: String(args.inputs.name), state: { name: args.inputs.name, outputs: stack, secretOutputNames: Object.keys(stack) } };
+            }
+            // ControlPlaneVersion: what the cluster runs is read from it, never echoed from the config.
+            const running = args.type === "pulumi-nodejs:dynamic:Resource" && typeof args.inputs.targetVersion === "string" && !("version" in args.inputs)
+                ? { runningVersion: options.runningVersion ?? args.inputs.targetVersion, apiServerVersions: {}, kubeletVersions: {} } : {};
+            return { id: id ?? "", state: { ...placeholders, ...args.inputs, ...running, ...computedState(args.type, args.name) } };
         },
         call(args) {
             const answer = calls[args.token];
@@ -210,6 +232,7 @@ export function installMocks(options: MockOptions = {}): Recorder {
     interface AliasSpec { getUrn(): string; hasSpec(): boolean; getSpec(): { getName(): string; getType(): string; getParenturn(): string; getNoparent(): boolean } | undefined }
     interface RegisterRequest {
         getType(): string; getName(): string; getParent(): string; getAliasesList?(): AliasSpec[]; getAliasurnsList?(): string[]; getAdditionalsecretoutputsList?(): string[];
+        getIgnorechangesList?(): string[]; getReplaceonchangesList?(): string[];
         getDependenciesList?(): string[];
     }
     interface Monitor { registerResource(req: RegisterRequest, cb: unknown): Promise<void>; newUrn(parent: string, type: string, name: string): string }
@@ -221,6 +244,7 @@ export function installMocks(options: MockOptions = {}): Recorder {
         const key = `${req.getType()}::${req.getName()}`;
         parents.set(key, nameFromUrn(req.getParent()));
         secretOutputs.set(key, req.getAdditionalsecretoutputsList?.() ?? []);
+        changeOptions.set(key, { ignoreChanges: req.getIgnorechangesList?.() ?? [], replaceOnChanges: req.getReplaceonchangesList?.() ?? [] });
         dependencies.set(key, req.getDependenciesList?.() ?? []);
         const aliases = [
             ...(req.getAliasurnsList?.() ?? []),

@@ -33,6 +33,10 @@ export interface PoolSource {
     groups(): Promise<ReadonlyMap<string, string>>;
     /** Reads them again (concurrent callers share one read; implementations may rate-limit). */
     refresh(): Promise<ReadonlyMap<string, string>>;
+    /** Existing nodes registered besides the config's (an ExistingNode attached later): instance id → pool label value, as last read. */
+    nodes?(): Promise<ReadonlyMap<string, string>>;
+    /** Reads the registrations again, as {@link refresh}, and returns the nodes. */
+    refreshNodes?(): Promise<ReadonlyMap<string, string>>;
 }
 
 /** A fixed set of groups (tests, and a service without registrations). */
@@ -242,6 +246,9 @@ export class AlibabaCloudView implements CloudView {
             const state = await this.membershipBatcher(group.id).get(instanceId);
             if (state !== undefined && JOINING_STATES.includes(state)) return { ...facts, source: "pool", pool: group.pool, state, scalingGroupId: group.id };
         }
+        // An instance ESS created is a pool's, never an existing node: only the others look at the node registrations.
+        const registered = instance.tags[SCALING_GROUP_TAG] === undefined ? await this.registeredNode(instanceId) : undefined;
+        if (registered !== undefined) return { ...facts, source: "existing", pool: registered };
         if (this.s.joinTag) {
             const eq = this.s.joinTag.indexOf("=");
             const [k, v] = eq < 0 ? [this.s.joinTag, ""] : [this.s.joinTag.slice(0, eq), this.s.joinTag.slice(eq + 1)];
@@ -268,6 +275,16 @@ export class AlibabaCloudView implements CloudView {
         };
         const named = tags[SCALING_GROUP_TAG] !== undefined || POOL_TAGS.some((k) => tags[k] !== undefined);
         return pick(await this.s.pools.groups()) ?? (named ? pick(await this.s.pools.refresh()) : undefined);
+    }
+
+    /**
+     * The pool label of an existing node registered while the service runs, or undefined: asked only of an instance
+     * that is neither a configured existing node nor a pool member; one not among the registrations makes them be
+     * read again once (a node attached since).
+     */
+    private async registeredNode(instanceId: string): Promise<string | undefined> {
+        if (!this.s.pools.nodes || !this.s.pools.refreshNodes) return undefined;
+        return (await this.s.pools.nodes()).get(instanceId) ?? (await this.s.pools.refreshNodes()).get(instanceId);
     }
 
     private membershipBatcher(groupId: string): Batcher<string, string> {

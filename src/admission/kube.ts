@@ -307,18 +307,30 @@ export const poolRegistrationName = (pool: string): string => `${ADMISSION_NAME}
 
 /**
  * The allowed scaling groups, read from the pool registrations (ConfigMaps labelled {@link POOL_REGISTRATION_LABEL},
- * data `scalingGroupId` and `pool`): a pool attached to the cluster later, even from another Pulumi program, adds
+ * data `scalingGroupId` and `pool`; or `instanceId` and `pool` for an existing node attached later): a pool attached to the cluster later, even from another Pulumi program, adds
  * one and the service reads it without a restart. Read at start, when a join names a group it does not know (at
  * most once per `minIntervalMs`, concurrent askers share the read) and by {@link KubePoolSource.refresh} on a timer.
  */
 export class KubePoolSource implements PoolSource {
     private current?: ReadonlyMap<string, string>;
+    private currentNodes: ReadonlyMap<string, string> = new Map();
     private reading?: Promise<ReadonlyMap<string, string>>;
     private lastRead = 0;
     constructor(private readonly kube: Kube, private readonly minIntervalMs = 1000) {}
 
     async groups(): Promise<ReadonlyMap<string, string>> {
         return this.current ?? this.refresh();
+    }
+
+    /** Existing nodes registered (data `instanceId` and `pool`): an ExistingNode attached to the cluster later. */
+    async nodes(): Promise<ReadonlyMap<string, string>> {
+        if (!this.current) await this.refresh();
+        return this.currentNodes;
+    }
+
+    async refreshNodes(): Promise<ReadonlyMap<string, string>> {
+        await this.refresh();
+        return this.currentNodes;
     }
 
     refresh(): Promise<ReadonlyMap<string, string>> {
@@ -328,11 +340,14 @@ export class KubePoolSource implements PoolSource {
             const list = await this.kube.request<{ items: Array<{ data?: Record<string, string> }> }>("GET",
                 `${ns("configmaps")}?labelSelector=${encodeURIComponent(`${POOL_REGISTRATION_LABEL}=true`)}`);
             const groups = new Map<string, string>();
+            const nodes = new Map<string, string>();
             for (const cm of list.items) {
-                const id = cm.data?.scalingGroupId, pool = cm.data?.pool;
+                const id = cm.data?.scalingGroupId, pool = cm.data?.pool, instanceId = cm.data?.instanceId;
                 if (id && /^asg-[A-Za-z0-9]+$/.test(id) && pool) groups.set(id, pool);
+                else if (instanceId && /^i-[A-Za-z0-9]+$/.test(instanceId) && pool) nodes.set(instanceId, pool);
             }
             this.current = groups;
+            this.currentNodes = nodes;
             this.lastRead = Date.now();
             return groups;
         })().finally(() => { this.reading = undefined; });

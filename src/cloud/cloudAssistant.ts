@@ -13,7 +13,7 @@
 import { describeInstances } from "./ecs";
 import { classify } from "./errors";
 import { callApi, OpenApiError, type OpenApiError as OpenApiErrorType, type RetryOptions } from "./openapi";
-import { waitFor } from "./wait";
+import { type Clock, waitFor } from "./wait";
 
 /** RunCommand's limit on the command content, after Base64 (bytes). */
 export const MAX_CONTENT_BASE64_BYTES = 24 * 1024;
@@ -76,6 +76,8 @@ export interface RunCommandOptions {
     retry?: RetryOptions;
     /** Progress messages (e.g. for `pulumi.log.info`). Never contain the script, parameters or output. Default none. */
     progress?: (message: string) => void;
+    /** The clock the polls wait on and the wait ends by (tests); the API calls' retries take theirs from `retry.clock`. Default the real one (`SYSTEM_CLOCK` in ./wait). */
+    clock?: Clock;
 }
 
 /** How one instance's part of a run ended: it ran to the end (`done`), failed or could not be read (`failed`), or was never sent. */
@@ -317,6 +319,7 @@ async function pollInvocation(run: Run, invokeId: string, sent: Batch, report: (
             return waiting.size === 0 ? { done: true, value: undefined } : { done: false, state: `${waiting.size} running` };
         }, {
             timeoutMs, firstDelayMs: Math.min(1000, opts.pollIntervalMs ?? 300), maxDelayMs: Math.min(10_000, opts.pollMaxIntervalMs ?? 2000), pauseFirst: true,
+            clock: opts.clock,
         }, () => new Error("wait ended"));
     } catch (err) {
         if (err instanceof OpenApiError) unfinished(RESULT_UNREAD, `DescribeInvocationResults failed: ${err.message}`, "Unknown");

@@ -18,6 +18,8 @@ export interface Instance {
     locked: boolean;
     /** Key pair bound to the instance ("" when it logs in by password). */
     keyPairName: string;
+    /** Its instance type (`ecs.g7.large`); a ModifyInstanceSpec shows here once ECS applied it. */
+    instanceType: string;
     tags: Record<string, string>;
 }
 
@@ -26,6 +28,7 @@ interface RawInstance {
     Status?: string;
     CreationTime?: string;
     KeyPairName?: string;
+    InstanceType?: string;
     VpcAttributes?: { PrivateIpAddress?: { IpAddress?: string[] } };
     OperationLocks?: { LockReason?: unknown[] };
     Tags?: { Tag?: Array<{ TagKey?: string; TagValue?: string }> };
@@ -33,7 +36,7 @@ interface RawInstance {
 
 function toInstance(i: RawInstance): Instance {
     return {
-        instanceId: i.InstanceId, status: i.Status ?? "", creationTime: i.CreationTime ?? "", keyPairName: i.KeyPairName ?? "",
+        instanceId: i.InstanceId, status: i.Status ?? "", creationTime: i.CreationTime ?? "", keyPairName: i.KeyPairName ?? "", instanceType: i.InstanceType ?? "",
         privateIp: i.VpcAttributes?.PrivateIpAddress?.IpAddress?.[0] ?? "",
         locked: (i.OperationLocks?.LockReason ?? []).length > 0,
         tags: Object.fromEntries((i.Tags?.Tag ?? []).map((t) => [t.TagKey ?? "", t.TagValue ?? ""])),
@@ -120,6 +123,40 @@ export async function waitForInstanceStatus(region: string, instanceId: string, 
 
 export async function startInstance(region: string, instanceId: string): Promise<void> {
     await callApi("ecs", "StartInstance", { InstanceId: instanceId }, { region, retry: { retryableCodes: ["IncorrectInstanceStatus"] } });
+}
+
+/**
+ * Waits (bounded) until the instance satisfies `done` with no operation locking it, e.g. `Running` after StartInstance or
+ * a new instance type after ModifyInstanceSpec (both asynchronous, docs/upstream.md#ecs-stop-start, #ecs-modify-spec).
+ * @param what what is waited for, for the progress line and the error
+ * @throws when the instance does not exist, or the time runs out (naming its status)
+ */
+export async function waitForInstance(region: string, instanceId: string, what: string, done: (i: Instance) => boolean,
+    opts: { pollMs?: number; timeoutMs?: number; log?: (message: string) => void } = {}): Promise<Instance> {
+    const timeoutMs = opts.timeoutMs ?? 600_000;
+    const deadline = Date.now() + timeoutMs;
+    let pause = opts.pollMs ?? 1000;
+    for (;;) {
+        const inst = await describeInstance(region, instanceId);
+        if (!inst) throw new Error(`${instanceId} does not exist any more (released?)`);
+        if (done(inst) && !inst.locked) return inst;
+        if (Date.now() + pause > deadline) {
+            throw new Error(`${instanceId}: not ${what} within ${Math.round(timeoutMs / 1000)} s (status ${inst.status}, type ${inst.instanceType}${inst.locked ? ", operation locked" : ""}); ` +
+                "look at the instance in the ECS console, then run again");
+        }
+        opts.log?.(`${instanceId}: waiting for ${what} (now ${inst.status}${inst.locked ? ", operation in progress" : ""})`);
+        await new Promise((resolve) => setTimeout(resolve, pause));
+        pause = Math.min(10_000, pause * 1.5);
+    }
+}
+
+/**
+ * Changes a (Stopped, pay-as-you-go) instance's type: ModifyInstanceSpec with `InstanceType`, which ECS accepts only while the
+ * instance is Stopped and applies at its next start (docs/upstream.md#ecs-modify-spec). One with a ClientToken, so a retry
+ * after a lost answer does not act twice.
+ */
+export async function modifyInstanceType(region: string, instanceId: string, instanceType: string): Promise<void> {
+    await callApi("ecs", "ModifyInstanceSpec", { InstanceId: instanceId, InstanceType: instanceType }, { region });
 }
 
 /**

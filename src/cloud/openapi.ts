@@ -33,6 +33,7 @@
  */
 
 import { pace, throttled } from "./pacer";
+import { type Clock, SYSTEM_CLOCK } from "./wait";
 
 /** Products this wrapper talks to. */
 export type Product = "ecs" | "ess" | "vpc";
@@ -44,7 +45,7 @@ export const API_VERSIONS: Readonly<Record<Product, string>> = { ecs: "2014-05-2
  * `<product>:<Action>` of the actions this library calls whose request model has a `ClientToken`
  * (docs/upstream.md#api-clienttoken-actions). No other action gets one: the API would not honour it.
  */
-export const CLIENT_TOKEN_ACTIONS: readonly string[] = ["ecs:RunCommand", "ecs:CreateCommand", "ecs:InvokeCommand", "ecs:ReplaceSystemDisk", "ess:RemoveInstances", "vpc:CreateRouteEntry"];
+export const CLIENT_TOKEN_ACTIONS: readonly string[] = ["ecs:RunCommand", "ecs:CreateCommand", "ecs:InvokeCommand", "ecs:ReplaceSystemDisk", "ecs:ModifyInstanceSpec", "ess:RemoveInstances", "vpc:CreateRouteEntry"];
 
 /** Name of the environment variable that overrides the endpoint of every product (tests: the local emulator). */
 export const ENDPOINT_ENV = "ALICLOUD_KUBEADM_ENDPOINT";
@@ -71,6 +72,11 @@ export interface RetryOptions {
     throttleBudgetMs?: number;
     /** Called before each wait; for logging. Default none. */
     onRetry?: (info: { action: string; attempt: number; code: string; delayMs: number }) => void;
+    /**
+     * The clock the time bounds (`totalTimeoutMs`, `throttleBudgetMs`) are measured on and the backoff waits slept on
+     * (tests); the pacer's spacing of throttled calls stays on the real clock. Default {@link SYSTEM_CLOCK} (./wait).
+     */
+    clock?: Clock;
 }
 
 /** Options of {@link callApi}. */
@@ -87,7 +93,7 @@ export interface CallOptions {
     readTimeoutMs?: number;
 }
 
-const DEFAULT_RETRY: Required<Omit<RetryOptions, "onRetry" | "retryableCodes">> = {
+const DEFAULT_RETRY: Required<Omit<RetryOptions, "onRetry" | "retryableCodes" | "clock">> = {
     maxAttempts: 6,
     throttleBudgetMs: 600_000,
     totalTimeoutMs: 60_000,
@@ -226,7 +232,8 @@ export async function callApi(product: Product, action: string, params: Record<s
     const query = flattenParams({ RegionId: opts.region, ...params });
     if ((opts.clientToken ?? CLIENT_TOKEN_ACTIONS.includes(`${product}:${action}`)) && query.ClientToken === undefined) query.ClientToken = crypto.randomUUID();
     const { host, protocol } = resolveEndpoint(product, opts.region, opts.vpcEndpoint);
-    const started = Date.now();
+    const clock = retry.clock ?? SYSTEM_CLOCK;
+    const started = clock.now();
     const key = `${product}:${action}`;
 
     for (let attempt = 1; ; attempt++) {
@@ -253,7 +260,7 @@ export async function callApi(product: Product, action: string, params: Record<s
         const throttling = /Throttling/.test(failure.code);
         // The pacer spaces a throttled action's calls from now on: the retry waits for its slot, not for a backoff of its own.
         if (throttling) throttled(key, retryAfter, slotTakenAt);
-        const elapsed = Date.now() - started;
+        const elapsed = clock.now() - started;
         const backoffCap = Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** (attempt - 1));
         const delayMs = throttling ? 0 : retryAfter ?? Math.floor(Math.random() * backoffCap);
         const spent = throttling ? elapsed + delayMs > retry.throttleBudgetMs : attempt >= retry.maxAttempts || elapsed + delayMs > retry.totalTimeoutMs;
@@ -261,7 +268,7 @@ export async function callApi(product: Product, action: string, params: Record<s
             throw new OpenApiError({ ...failure, action, product, attempts: attempt });
         }
         retry.onRetry?.({ action, attempt, code: failure.code, delayMs });
-        if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
+        if (delayMs > 0) await clock.sleep(delayMs);
     }
 }
 

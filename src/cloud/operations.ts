@@ -216,17 +216,25 @@ export async function workloadPods(access: ClusterAccess): Promise<Map<string, n
 
 /**
  * Cordons and drains a Node through the eviction API (`force: "delete"`: deletes the pods instead, PodDisruptionBudgets
- * bypassed). Its exit status decides: a drain that succeeded but printed
+ * bypassed), marking it as `mark`'s (default `removing`). Its exit status decides: a drain that succeeded but printed
  * more than Cloud Assistant keeps is a success (the output is only quoted when it fails).
  */
-export async function drainNode(access: ClusterAccess, node: string, opts: { timeoutSeconds: number; force: boolean | "delete"; skipWaitSeconds: number }): Promise<void> {
-    await invokeOnMaster(access, "drain", { node, timeout: String(opts.timeoutSeconds), force: String(opts.force), skipWait: String(opts.skipWaitSeconds) },
+export async function drainNode(access: ClusterAccess, node: string, opts: { timeoutSeconds: number; force: boolean | "delete"; skipWaitSeconds: number; mark?: DrainMark }): Promise<void> {
+    await invokeOnMaster(access, "drain", { node, timeout: String(opts.timeoutSeconds), force: String(opts.force), skipWait: String(opts.skipWaitSeconds), mark: opts.mark ?? "removing" },
         { timeoutSeconds: opts.timeoutSeconds + 60, truncatedOutputIsFine: true });
 }
 
-/** Uncordons a Node a removal marked and cordoned, and takes the mark off (a Node not marked is left alone). */
-export async function uncordonNode(access: ClusterAccess, node: string): Promise<"uncordoned" | "not-marked"> {
-    const out = await invokeOnMaster(access, "uncordon", { node });
+/**
+ * Whose cordon a drain leaves (annotation `alicloud-kubeadm/<mark>`): a removal's (`removing`: the node is on its way out,
+ * PoolCapacity finishes or undoes it), a version upgrade's (`upgrading`: the node comes back once its kubelet moved) or a
+ * master resize's (`resizing`: the master comes back once it runs as its new instance type). Each is undone only by what
+ * set it. Default of {@link drainNode}: `removing`.
+ */
+export type DrainMark = "removing" | "upgrading" | "resizing";
+
+/** Uncordons a Node that a removal (or, with `mark`, an upgrade) marked and cordoned, and takes the mark off (a Node not so marked is left alone). */
+export async function uncordonNode(access: ClusterAccess, node: string, mark: DrainMark = "removing"): Promise<"uncordoned" | "not-marked"> {
+    const out = await invokeOnMaster(access, "uncordon", { node, mark });
     return out.includes("not-marked") ? "not-marked" : "uncordoned";
 }
 

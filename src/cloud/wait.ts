@@ -2,13 +2,25 @@
  * One bounded wait: look, and until the look says done, pause (growing up to a cap) and look again, giving up
  * after a time budget with the caller's error; progress goes to the Pulumi log when the state changes and at
  * least every half minute. Every wait of this library for the cloud or the cluster (a scaling activity, an
- * instance status, routes gone, Cloud Assistant results, Ready nodes, an image build) goes through it.
+ * instance status, routes gone, Cloud Assistant results, Ready nodes, an image build) goes through it, on the
+ * real clock or on one a test steps.
  */
 
 /** Pauses `ms` milliseconds. */
 export function sleep(ms: number): Promise<void> {
     return new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
 }
+
+/** What a wait reads and waits on: the real clock, or a test's own (which checks the waits asked for, not the machine's speed). */
+export interface Clock {
+    /** Milliseconds since the epoch. */
+    now(): number;
+    /** Resolves after `ms` milliseconds. */
+    sleep(ms: number): Promise<void>;
+}
+
+/** The real clock. */
+export const SYSTEM_CLOCK: Clock = { now: () => Date.now(), sleep };
 
 /** What one look found: done (with its value), or not yet (with a state for progress and for the timeout's error). */
 export type Look<T> = { done: true; value: T } | { done: false; state: string };
@@ -31,6 +43,8 @@ export interface WaitOptions {
     quietMs?: number;
     /** Pause before the first look too (what is waited for cannot be done at once). Default false. */
     pauseFirst?: boolean;
+    /** The clock the time waited is read from and the pauses are slept on (tests). Default {@link SYSTEM_CLOCK}. */
+    clock?: Clock;
 }
 
 /**
@@ -40,16 +54,17 @@ export interface WaitOptions {
  * @returns the value of the look that was done
  */
 export async function waitFor<T>(look: (waitedMs: number) => Promise<Look<T>>, opts: WaitOptions, timedOut: (state: string, waitedMs: number) => Error): Promise<T> {
-    const started = Date.now();
+    const clock = opts.clock ?? SYSTEM_CLOCK;
+    const started = clock.now();
     const maxDelay = Math.max(1, opts.maxDelayMs ?? 2000);
     let delay = Math.min(maxDelay, Math.max(1, opts.firstDelayMs ?? 1000));
     let logged = "";
     let loggedAt = started;
-    if (opts.pauseFirst) await sleep(delay);
+    if (opts.pauseFirst) await clock.sleep(delay);
     for (;;) {
-        const r = await look(Date.now() - started);
+        const r = await look(clock.now() - started);
         if (r.done) return r.value;
-        const now = Date.now();
+        const now = clock.now();
         const waited = now - started;
         if (waited + delay > opts.timeoutMs) throw timedOut(r.state, waited);
         if (opts.log && waited >= (opts.quietMs ?? 0) && (r.state !== logged || now - loggedAt >= (opts.logEveryMs ?? 30_000))) {
@@ -57,7 +72,7 @@ export async function waitFor<T>(look: (waitedMs: number) => Promise<Look<T>>, o
             logged = r.state;
             loggedAt = now;
         }
-        await sleep(delay);
+        await clock.sleep(delay);
         delay = Math.min(maxDelay, delay * (opts.factor ?? 1.5));
     }
 }

@@ -77,9 +77,19 @@ export interface AdmissionArgs {
      * The cluster's pools: each gets a registration the service reads (a pool attached later registers itself with
      * {@link admissionPoolRegistration}). Required (may be empty).
      */
-    pools: Array<{ name: string; scalingGroupId: pulumi.Input<string> }>;
+    pools: Array<{
+        /** Pool name (its nodes' pool label). Required. */
+        name: string;
+        /** The pool's ESS scaling group. Required. */
+        scalingGroupId: pulumi.Input<string>;
+    }>;
     /** The service's own certificate and key (an AdmissionCertificate's outputs; the key a secret). Required. */
-    tls: { certPem: pulumi.Input<string>; keyPem: pulumi.Input<string> };
+    tls: {
+        /** PEM certificate for the masters' addresses. Required. */
+        certPem: pulumi.Input<string>;
+        /** PEM private key (secret). Required. */
+        keyPem: pulumi.Input<string>;
+    };
     /** How stale an existing Node's heartbeat must be before its instance may be admitted again, seconds. Default {@link DEFAULT_READMIT_AFTER_SECONDS}. */
     readmitAfterSeconds?: number;
     /** Existing nodes: instance id → pool label value. Default none. */

@@ -11,15 +11,15 @@ import { renderEtcdBackup } from "../shell/renderBackup";
 import { checkArgs, checkTags } from "./args";
 
 export interface EtcdBackupArgs {
-    /** Cluster name: the object prefixes `<clusterName>/hourly/` and `<clusterName>/daily/`, the policy `<clusterName>-backup`. */
+    /** Cluster name: the object prefixes `<clusterName>/hourly/` and `<clusterName>/daily/`, the policy `<clusterName>-backup`. Required. */
     clusterName: string;
-    /** Region id (the bucket's, and the OSS V4 signing region). */
+    /** Region id (the bucket's, and the OSS V4 signing region). Required. */
     region: string;
-    /** The account id (the bucket's name is derived from it, the cluster and the region: OSS names are global). */
+    /** The account id (the bucket's name is derived from it, the cluster and the region: OSS names are global). Required. */
     accountId: pulumi.Input<string>;
-    /** The masters' RAM role: it gets PutObject under the two prefixes. */
+    /** The masters' RAM role: it gets PutObject under the two prefixes. Required. */
     roleName: pulumi.Input<string>;
-    /** Interval, retention and key generation (src/rules/backup.ts BACKUP_DEFAULTS). */
+    /** Interval, retention and key generation (src/rules/backup.ts BACKUP_DEFAULTS). Required. */
     settings: BackupSettings;
     /** Tags for the bucket. Default none. */
     tags?: Record<string, string>;

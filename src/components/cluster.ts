@@ -3,16 +3,18 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as alicloud from "@pulumi/alicloud";
 import * as k8s from "@pulumi/kubernetes";
-import { packUserdata, renderControlPlaneJoinCommand, renderMasterInit, renderOperation } from "../shell/render";
+import { packUserdata, renderControlPlaneJoinCommand, renderMasterInit, renderOperation, renderUpgradeCommand } from "../shell/render";
 import { clusterTags, nodeScriptParams, validateClusterConfig, type ClusterConfig, type ClusterConfigInput, type ExistingNodeInput, type StackConfig } from "../config";
 import { autoscalerArgsOf, networkArgsOf, nodeImageArgsOf, podNetworkArgsOf } from "../configSlices";
 import { throwIfProblems } from "./args";
-import { joinContext } from "./joinArgs";
+import { joinContext, withNodeVersion } from "./joinArgs";
 import { attachAdmissionPolicy, attachAutoscalerPolicy, ControlPlane, masterPrivateIp, masterZoneIndex } from "./controlPlane";
 import { ClusterAutoscaler } from "./clusterAutoscaler";
 import type { ClusterInfo, PoolInfo } from "../doctor/types";
 import { ApiServerReady } from "../providers/apiServerReady";
 import { ControlPlaneMember } from "../providers/controlPlaneMember";
+import { ControlPlaneVersion } from "../providers/controlPlaneVersion";
+import { NodeVersions } from "../providers/nodeVersions";
 import { JoinInfo } from "../providers/joinInfo";
 import { createAttachCommand, EXISTING_POOL_NAME, ExistingNode, sshConnection, type SshConnectionArgs } from "./existingNode";
 import { admissionAttachOneLiner, renderServedAttachScript } from "../shell/renderAdmission";
@@ -20,23 +22,29 @@ import { NodeCommands, saveCommand } from "./nodeCommands";
 import { formatProblem, OPERATIONS, providerIdOf, SECRET_STAND_IN, SSH_SECRET_FIELDS, type Problem } from "../rules";
 import { NodePool } from "./nodePool";
 import { ALIBABA_IDENTITY_CERTIFICATE } from "../admission/alibabaCertificate";
+import { NAMESPACE } from "../admission/kube";
 import { Admission, ADMISSION_PORT } from "./admission";
 import { AdmissionCertificate } from "../providers/admissionCertificate";
 import { PodNetwork } from "./podNetwork";
 import { PodSecurity } from "./podSecurity";
 import { Network } from "./network";
 import { NodeImage } from "./nodeImage";
+import { CLUSTER_HANDLE_FORMAT, type ClusterHandle } from "./clusterHandle";
 import { EtcdBackup } from "./backup";
 import { MasterMaintenance } from "../providers/masterMaintenance";
 import { renderMasterMaintenance } from "../shell/renderBackup";
 
 /** The cluster config as a program gives it: plain values, except the SSH secrets (see {@link SshConnectionArgs}). */
 export type ClusterConfigArgs = Omit<ClusterConfigInput, "existingNodes"> & {
-    existingNodes?: Array<Omit<ExistingNodeInput, "connection"> & { connection?: SshConnectionArgs }>;
+    /** Existing ECS instances joined as nodes; an SSH connection's secrets may be Pulumi secrets. Default `[]`. */
+    existingNodes?: Array<Omit<ExistingNodeInput, "connection"> & {
+        /** Run the attach script over SSH (mode `manual` only). Default: Cloud Assistant. */
+        connection?: SshConnectionArgs;
+    }>;
 };
 
 export interface ClusterArgs {
-    /** The `alicloud-kubeadm:cluster` object (README "Configuration"); validated before anything is created. */
+    /** The `alicloud-kubeadm:cluster` object (README "Configuration"); validated before anything is created. Required. */
     config: ClusterConfigArgs;
     /** The Alibaba Cloud region, usually `alicloud:region`. Required. */
     region: string;
@@ -152,8 +160,21 @@ export class Cluster extends pulumi.ComponentResource {
     public readonly autoscaler?: ClusterAutoscaler;
     /** Where everything is, for `npm run doctor` (not secret). */
     public readonly clusterInfo: pulumi.Output<ClusterInfo>;
+    /**
+     * What a NodePool, an ExistingNode or a NodeImage built outside this Cluster attaches through (`cluster: <Cluster>.handle`);
+     * export it (`export const cluster = myCluster.handle`) for another program's {@link clusterHandleOf}. Its CA pin and
+     * kubeconfig are secrets.
+     */
+    public readonly handle: ClusterHandle;
     /** etcd backups: the bucket, the backup key (docs/disaster-recovery.md#backups). */
     public readonly backup: EtcdBackup;
+    /**
+     * The version the cluster runs, read from it, and the control plane's move to `kubernetesVersion` one master at a
+     * time (docs/upgrades.md). Every node's join material and the autoscaler's image take `runningVersion`.
+     */
+    public readonly version: ControlPlaneVersion;
+    /** The worker nodes moved in place to the running version, after the pools and the admission service took it. */
+    public readonly nodeVersions: NodeVersions;
 
     constructor(name: string, args: ClusterArgs, opts?: pulumi.ComponentResourceOptions) {
         // Validate before registering anything, so bad input creates nothing at all.
@@ -169,6 +190,11 @@ export class Cluster extends pulumi.ComponentResource {
             ? pulumi.output(config.image.id)
             : alicloud.ecs.getImagesOutput({ nameRegex: config.image.nameRegex, owners: "system", mostRecent: true }, { parent: this })
                 .apply((r) => {
+                    // The provider always answers with a list; an answer without one is a test double's (Pulumi's generic
+                    // mocks echo the inputs): no image id then, rather than an error nothing deployed would raise.
+                    if (!Array.isArray(r.images)) {
+                        return "";
+                    }
                     if (r.images.length === 0) {
                         throw new Error(`image.nameRegex: no system image in ${config.region} matches ${config.image.nameRegex}; set image.id`);
                     }
@@ -208,14 +234,30 @@ export class Cluster extends pulumi.ComponentResource {
         this.commands = new NodeCommands(`${name}-commands`, { clusterName: config.name }, { parent: this });
         const commands = this.commands.ids;
 
+        // The version the cluster runs, read from its API servers once master 0 is up; when the config asks for another,
+        // the control plane moves there one master at a time (docs/upgrades.md). Everything that joins a node takes the
+        // running version, so no node gets a kubelet newer than an API server.
+        const upgradeCommand = saveCommand(`${name}-upgrade`, {
+            commandName: `${config.name}-upgrade`, parameters: true, timeoutSeconds: OPERATIONS.upgrade.timeoutSeconds, description: OPERATIONS.upgrade.description,
+            script: renderUpgradeCommand(nodeScriptParams(config)),
+        }, { parent: this });
+        this.version = new ControlPlaneVersion(`${name}-version`, {
+            region: config.region, masterInstanceId: this.controlPlane.resources.masters[0].id, masterInstanceIds: this.controlPlane.masterInstanceIds, commands,
+            targetVersion: config.kubernetesVersion, upgradeCommandId: upgradeCommand.id,
+            autoscaled: config.nodePools.some((p) => p.autoscale !== undefined), autoscalerVersion: config.autoscaler.version ?? "",
+            instanceType: config.controlPlane.instanceType,
+        }, { parent: this, dependsOn: [this.joinInfo] });
+        const runningVersion = this.version.runningVersion;
+
         // Masters 1..n-1 join one at a time (etcd grows by one member per step), each with the saved
         // control-plane join command and a fresh token and certificate key from master 0.
         const masters = this.controlPlane.resources.masters;
         const joinCommand = masters.length < 2 ? undefined : saveCommand(`${name}-control-plane-join`, {
             commandName: `${config.name}-control-plane-join`, parameters: true,
             timeoutSeconds: OPERATIONS["control-plane-join"].timeoutSeconds, description: OPERATIONS["control-plane-join"].description,
-            script: pulumi.secret(pulumi.all([this.controlPlane.endpoint, this.joinInfo.caCertHash]).apply(([apiEndpoint, caCertHash]) =>
-                renderControlPlaneJoinCommand({ ...nodeScriptParams(config), apiEndpoint, caCertHash }))),
+            // The version members join with is the one the control plane runs (a re-created member joins the masters as they are).
+            script: pulumi.secret(pulumi.all([this.controlPlane.endpoint, this.joinInfo.caCertHash, runningVersion]).apply(([apiEndpoint, caCertHash, version]) =>
+                renderControlPlaneJoinCommand({ ...nodeScriptParams(withNodeVersion(config, version)), apiEndpoint, caCertHash }))),
         }, { parent: this });
         let previous: pulumi.Resource = this.joinInfo;
         // What every member shares: the join command, the saved operations, the route clean-up on removal.
@@ -267,17 +309,19 @@ export class Cluster extends pulumi.ComponentResource {
         const join = joinContext(config, {
             apiEndpoint: this.controlPlane.endpoint, caCertHash: this.joinInfo.caCertHash,
             masterInstanceId: master0, masterInstanceIds, commands, routeTableId: net.routeTableId, admissionEndpoints, admissionPin,
+            kubernetesVersion: runningVersion,
         });
+        // The Cluster registers the pools and existing nodes of its config with the admission service itself (its config and policy below).
         this.nodePools = config.nodePools.map((pool) => new NodePool(`${name}-pool-${pool.name}`, {
             ...join, imageId: nodeImageId, pool, tags,
             vswitchIds: net.resources.vswitches.map((v) => v.id),
             securityGroupIds: [net.clusterSecurityGroupId],
-            dependsOn: [this.joinInfo],
+            dependsOn: [this.joinInfo], registeredWithAdmission: true,
         }, { parent: this }));
         const attachCommand = !config.existingNodes.some((n) => n.mode === "manual") ? undefined
             : createAttachCommand(`${name}-attach`, join, { parent: this });
         this.existingNodes = config.existingNodes.map((node) => new ExistingNode(`${name}-node-${node.instanceId}`, {
-            ...join, imageId, node, attachCommandId: attachCommand?.id, connection: sshConnection(node.connection),
+            ...join, imageId, node, attachCommandId: attachCommand?.id, connection: sshConnection(node.connection), registeredWithAdmission: true,
         }, { parent: this }));
 
         // Add-ons: only once the API server is ready, through a provider built from the secret kubeconfig.
@@ -292,8 +336,8 @@ export class Cluster extends pulumi.ComponentResource {
         {
             attachAdmissionPolicy(this.controlPlane, config, this.nodePools.map((p) => p.scalingGroupId));
             // The attach script the service serves to existing nodes and the manual path (no secret in it).
-            const served = pulumi.all([join.apiEndpoint, join.caCertHash, admissionEndpoints, admissionPin]).apply(([apiEndpoint, caCertHash, endpoints, pin]) =>
-                renderServedAttachScript({ ...nodeScriptParams(join.config), apiEndpoint, caCertHash, poolName: EXISTING_POOL_NAME, admission: { endpoints, pin } }));
+            const served = pulumi.all([join.apiEndpoint, join.caCertHash, admissionEndpoints, admissionPin, runningVersion]).apply(([apiEndpoint, caCertHash, endpoints, pin, version]) =>
+                renderServedAttachScript({ ...nodeScriptParams(withNodeVersion(join.config, version)), apiEndpoint, caCertHash, poolName: EXISTING_POOL_NAME, admission: { endpoints, pin } }));
             this.attachCommand = pulumi.all([admissionPin, admissionEndpoints]).apply(([pin, endpoints]) => admissionAttachOneLiner(endpoints, pin));
             this.admission = new Admission(`${name}-admission`, {
                 attachScript: served,
@@ -309,9 +353,16 @@ export class Cluster extends pulumi.ComponentResource {
         const autoscaled = this.nodePools.filter((p) => p.autoscale);
         if (autoscaled.length > 0) {
             attachAutoscalerPolicy(this.controlPlane, config, autoscaled.map((p) => p.scalingGroupId));
-            this.autoscaler = new ClusterAutoscaler(`${name}-autoscaler`, autoscalerArgsOf(config, new Map(autoscaled.map((p) => [p.poolName, p.scalingGroupId]))),
+            this.autoscaler = new ClusterAutoscaler(`${name}-autoscaler`, autoscalerArgsOf(config, new Map(autoscaled.map((p) => [p.poolName, p.scalingGroupId])), runningVersion),
                 { parent: this, provider: this.kubernetesProvider });
         }
+
+        // The worker nodes follow the running version in place, once the pools, the existing nodes and the admission
+        // service join new nodes with it (docs/upgrades.md#nodes).
+        this.nodeVersions = new NodeVersions(`${name}-node-versions`, {
+            region: config.region, masterInstanceId: master0, masterInstanceIds, commands,
+            version: runningVersion, targetVersion: config.kubernetesVersion, upgradeCommandId: upgradeCommand.id, batchSize: config.upgrade.nodeBatchSize,
+        }, { parent: this, dependsOn: [...this.nodePools, ...this.existingNodes, this.admission, ...this.controlPlaneMembers] });
 
         const pools = pulumi.all(this.nodePools.map((p, i) => p.scalingGroupId.apply((scalingGroupId): PoolInfo => {
             const pool = config.nodePools[i];
@@ -332,6 +383,21 @@ export class Cluster extends pulumi.ComponentResource {
                 backupIntervalMinutes: config.backup.intervalMinutes,
                 ...(controlPlaneJoinCommandId ? { controlPlaneJoinCommandId } : {}),
             }));
+
+        this.handle = {
+            format: CLUSTER_HANDLE_FORMAT,
+            join,
+            placement: {
+                vswitchIds: net.resources.vswitches.map((v) => v.id), securityGroupIds: [net.clusterSecurityGroupId], imageId: nodeImageId, baseImageId: imageId, tags,
+            },
+            nodeImage: nodeImageArgsOf(config, { baseImageId: imageId, vswitchId: net.resources.vswitches[0].id }),
+            attachCommandId: attachCommand?.id,
+            admission: {
+                clusterName: config.name, namespace: NAMESPACE, kubeconfig: this.kubeconfig,
+                pools: config.nodePools.map((p) => p.name), existingNodes: config.existingNodes.map((n) => n.instanceId),
+            },
+            ram: { roleName: this.controlPlane.roleName, region: config.region },
+        };
 
         this.registerOutputs({ network: this.network, controlPlane: this.controlPlane, kubeconfig: this.kubeconfig });
     }

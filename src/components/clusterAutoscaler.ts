@@ -5,7 +5,7 @@ import * as pulumi from "@pulumi/pulumi";
 import type * as k8s from "@pulumi/kubernetes";
 import {
     AUTOSCALER_EXPANDERS, AUTOSCALER_LATEST_PATCH, DEFAULT_AUTOSCALER_IMAGE_REPOSITORY, DEFAULT_AUTOSCALER_SETTINGS, autoscalerSettingsProblems,
-    autoscalerVersionFor, collect, dnsLabelProblem, imageRepositoryProblem, kubernetesVersionProblem, MAX_SCALING_GROUP_INSTANCES, parseVersion,
+    autoscalerVersionFor, autoscalerVersionWhileRunning, collect, dnsLabelProblem, imageRepositoryProblem, kubernetesVersionProblem, MAX_SCALING_GROUP_INSTANCES, parseVersion,
     refusedAutoscalerVersion, regionProblem, resolveAutoscalerVersion, type AutoscalerSettings, type Problem,
 } from "../rules";
 import { validatedByParser } from "../validated";
@@ -51,6 +51,12 @@ export interface ClusterAutoscalerArgs {
     /** Image repository; the tag is `v<version>`. Default {@link DEFAULT_AUTOSCALER_IMAGE_REPOSITORY}. */
     imageRepository?: string;
     /**
+     * The version the control plane runs (ControlPlaneVersion `runningVersion`): while it is older than
+     * `kubernetesVersion`'s minor, the image is the autoscaler release of the running minor, never one ahead of the API
+     * servers (docs/upgrades.md). Default `kubernetesVersion`.
+     */
+    runningVersion?: pulumi.Input<string>;
+    /**
      * Opt-in: name of an existing Secret in `kube-system` with keys `access-key-id` and `access-key-secret`
      * (env `ACCESS_KEY_ID` / `ACCESS_KEY_SECRET`). Default none: the control-plane ECS RAM role.
      */
@@ -61,7 +67,8 @@ export interface ClusterAutoscalerArgs {
 export interface ResolvedClusterAutoscalerArgs {
     region: string;
     version: string;
-    image: string;
+    /** The image: its tag follows the running version (`runningVersion`). */
+    image: pulumi.Input<string>;
     pools: { name: string; min: number; max: number }[];
     settings: AutoscalerSettings;
     accessKeySecretName?: string;
@@ -160,7 +167,9 @@ export function resolveClusterAutoscalerArgs(args: ClusterAutoscalerArgs): Resol
     return {
         region: args.region,
         version,
-        image: `${args.imageRepository ?? DEFAULT_AUTOSCALER_IMAGE_REPOSITORY}:v${version}`,
+        image: args.runningVersion === undefined ? `${args.imageRepository ?? DEFAULT_AUTOSCALER_IMAGE_REPOSITORY}:v${version}`
+            : pulumi.output(args.runningVersion).apply((running) =>
+                `${args.imageRepository ?? DEFAULT_AUTOSCALER_IMAGE_REPOSITORY}:v${running ? autoscalerVersionWhileRunning(version, running) : version}`),
         pools: args.pools.map(({ name, min, max }) => ({ name, min, max })),
         settings: { ...DEFAULT_AUTOSCALER_SETTINGS, ...args.settings },
         accessKeySecretName: args.accessKeySecretName,

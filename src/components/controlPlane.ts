@@ -27,26 +27,27 @@ export const ECS_TRUST_POLICY = JSON.stringify({
 export { masterPrivateIp, masterZoneIndex };
 
 export interface ControlPlaneArgs {
-    /** The validated cluster config (controlPlane, zones, network, region, name are read). */
+    /** The validated cluster config (controlPlane, zones, network, region, name are read). Required. */
     config: ClusterConfig;
-    /** vSwitch ids in zone order. */
+    /** vSwitch ids in zone order. Required. */
     vswitchIds: pulumi.Input<string>[];
+    /** The VPC of the masters. Required. */
     vpcId: pulumi.Input<string>;
-    /** Security groups of the masters: the master group (docs/security.md#security-groups). */
+    /** Security groups of the masters: the master group (docs/security.md#security-groups). Required. */
     securityGroupIds: pulumi.Input<string>[];
-    /** The VPC route table the CCM writes pod routes into: the only one its RAM policy lets it change. */
+    /** The VPC route table the CCM writes pod routes into: the only one its RAM policy lets it change. Required. */
     routeTableId: pulumi.Input<string>;
-    /** The API security group, put on the NLB. */
+    /** The API security group, put on the NLB. Required. */
     apiSecurityGroupId: pulumi.Input<string>;
-    /** The NAT gateway's EIP, allowed to a public NLB so nodes can reach it through NAT. Only used when `natGateway`. */
+    /** The NAT gateway's EIP, allowed to a public NLB so nodes can reach it through NAT. Only used when `natGateway`. Default none. */
     natEipAddress?: pulumi.Input<string | undefined>;
     /** Whether the network has a NAT gateway (and so `natEipAddress`). Default false. */
     natGateway?: boolean;
-    /** ECS image id for the masters. */
+    /** ECS image id for the masters. Required. */
     imageId: pulumi.Input<string>;
     /**
      * Renders the userdata of master `index` given the endpoint (`host:6443`) and the certificate SANs.
-     * Master 0's runs `kubeadm init`; the others get none (ControlPlaneMember prepares and joins them).
+     * Master 0's runs `kubeadm init`; the others get none (ControlPlaneMember prepares and joins them). Required.
      */
     userdata: (index: number, endpoint: string, certSANs: string[], recordedCaCertHash?: string) => string | undefined;
     /**
@@ -55,7 +56,7 @@ export interface ControlPlaneArgs {
      * userdata drift: it only matters to a master created later. Default none.
      */
     recordedCaCertHash?: pulumi.Input<string | undefined>;
-    /** Tags for every resource. */
+    /** Tags for every resource. Required. */
     tags: Record<string, string>;
 }
 
@@ -233,8 +234,11 @@ export function createControlPlane(name: string, args: ControlPlaneArgs, parent:
             ...opts,
             // A new image (image.nameRegex resolves to the newest one on every run) would replace the system
             // disk in place and wipe etcd and the PKI; new userdata would only reboot the master (kubeadm init
-            // ran once). Neither is an upgrade: keep the masters as they were created.
-            ignoreChanges: ["imageId", "userData"],
+            // ran once). Neither is an upgrade: keep the masters as they were created. A new instance type the
+            // provider applies by stopping, resizing and starting every master at once: ControlPlaneVersion applies
+            // it instead, one master at a time with a health gate (src/upgrade/instanceType.ts); a master created
+            // later gets it at creation.
+            ignoreChanges: ["imageId", "userData", "instanceType"],
             // Its fixed private IP cannot be held twice: a replaced master (`pulumi up --replace`, a lost disk) is deleted
             // first, its ControlPlaneMember removing it from etcd before that; the new one takes the same address and
             // joins (docs/disaster-recovery.md#lost-member).

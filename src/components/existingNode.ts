@@ -12,7 +12,7 @@ import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
 import { packUserdata, renderAttachCommand, renderAttachNode } from "../shell/render";
 import { renderAdmissionBootstrap } from "../shell/renderAdmission";
-import type { JoinArgs } from "./joinArgs";
+import { withNodeVersion, type JoinArgs } from "./joinArgs";
 import { formatTaint, OPERATIONS } from "../rules";
 import { saveCommand } from "./nodeCommands";
 import {
@@ -21,6 +21,7 @@ import {
 import { NodeMembership } from "../providers/nodeMembership";
 import { CONTROL_PLANE_POOL, dnsLabelProblem, EXISTING_POOL, sshConnectionContentProblems, type Report } from "../rules";
 import { parseArgs } from "./args";
+import { attachesThroughHandle, clusterHandleProblems, handleAndGiven, registerNode, type ClusterHandle } from "./clusterHandle";
 
 /** Pool label value of existing nodes (`alicloud-kubeadm/pool=existing`). */
 export const EXISTING_POOL_NAME = EXISTING_POOL;
@@ -57,18 +58,56 @@ export interface ExistingNodeArgs extends JoinArgs {
     poolName?: string;
     /** Waits of the membership. Default: production values (see {@link MembershipTimeouts}). */
     timeouts?: MembershipTimeouts;
+    /**
+     * Whether the caller registers this instance with the cluster's admission service, as the Cluster does for the
+     * existing nodes of its config. Default false: a node joining through admission (`admissionEndpoints`) without it
+     * is refused, since the service would refuse it; a node outside a Cluster's config attaches with
+     * {@link AttachedExistingNodeArgs} (`cluster: <Cluster>.handle`), which registers it.
+     */
+    registeredWithAdmission?: boolean;
+}
+
+/**
+ * An existing instance outside a Cluster's config, attached to it through the handle the Cluster exports: the join
+ * context and the admission membership come from the handle, and the node registers its instance with the running
+ * admission service (docs/architecture.md, "Attaching to a cluster").
+ */
+export interface AttachedExistingNodeArgs {
+    /** The cluster: `<Cluster>.handle`, or `await clusterHandleOf(stackReference)` in another program. Required. */
+    cluster: ClusterHandle;
+    /** This node's config (instance id, mode, labels, taints, replaceSystemDisk, connection); not one of the Cluster's existing nodes. Required. */
+    node: ExistingNodeConfig | ExistingNodeInput;
+    /** Image of the new system disk in `auto` mode. Default: the cluster's base image. */
+    imageId?: pulumi.Input<string>;
+    /** SSH connection: run the attach script over SSH instead of Cloud Assistant (manual mode only). Default: the node's `connection`, if any. */
+    connection?: command.types.input.remote.ConnectionArgs;
+    /** Pool label value. Default {@link EXISTING_POOL_NAME}. */
+    poolName?: string;
+    /** Waits of the membership. Default: production values (see {@link MembershipTimeouts}). */
+    timeouts?: MembershipTimeouts;
+}
+
+/** The node's arguments from a handle: the handle's join context, base image and attach command, the args' own values over them. */
+export function attachedExistingNodeArgs(args: AttachedExistingNodeArgs): ExistingNodeArgs {
+    const { cluster, given } = handleAndGiven(args);
+    return { ...cluster.join, imageId: cluster.placement.baseImageId, attachCommandId: cluster.attachCommandId, node: args.node, ...given, registeredWithAdmission: true };
 }
 
 export interface ExistingNodeResources {
     membership: NodeMembership;
+    /** A node attached through a handle: its admission registration (and its own saved attach command when the cluster has none). */
+    admission?: pulumi.Resource[];
     /** The SSH run of the attach script, when a connection was given. */
     sshAttach?: command.remote.Command;
 }
 
 /** An existing node's SSH connection as a program gives it: the secrets may be Pulumi secrets (`config.requireSecret`). */
 export type SshConnectionArgs = Omit<SshConnectionInput, "privateKey" | "privateKeyPassword" | "password"> & {
+    /** PEM private key; a Pulumi secret (`config.requireSecret`) or a plain string. Default none. */
     privateKey?: pulumi.Input<string>;
+    /** Passphrase of the private key; a Pulumi secret or a plain string. Default none. */
     privateKeyPassword?: pulumi.Input<string>;
+    /** Password; a Pulumi secret or a plain string. Default none. */
     password?: pulumi.Input<string>;
 };
 
@@ -98,7 +137,30 @@ export const SSH_ATTACH_COMMAND = 'if [ "$(id -u)" -eq 0 ]; then bash -s; else s
  * `config.name`, `node.labels.<key>`); the connection, the pool name, the attach command and the image are the
  * component's own. Returns the slice and the node, validated, or undefined when anything was reported.
  */
-export function parseExistingNodeArgs(args: ExistingNodeArgs, report: Report): { config: NodeJoinConfig; node: ExistingNodeConfig } | undefined {
+export function parseExistingNodeArgs(args: ExistingNodeArgs | AttachedExistingNodeArgs, report: Report):
+    { config: NodeJoinConfig; node: ExistingNodeConfig; args: ExistingNodeArgs; cluster?: ClusterHandle } | undefined {
+    if (attachesThroughHandle<AttachedExistingNodeArgs>(args)) {
+        if (!clusterHandleProblems(args.cluster, report)) return undefined;
+        // A manual node without SSH runs a saved attach command: the cluster's, or one of its own (made at create).
+        const direct = attachedExistingNodeArgs(args);
+        const parsed = parseDirectArgs({ ...direct, attachCommandId: direct.attachCommandId ?? "" }, report);
+        if (!parsed) return undefined;
+        if (args.cluster.admission.existingNodes.includes(parsed.node.instanceId)) {
+            report("node.instanceId", `${parsed.node.instanceId} is already one of the cluster's existing nodes (its config's): attach it once`);
+            return undefined;
+        }
+        return { ...parsed, args: direct, cluster: args.cluster };
+    }
+    const parsed = parseDirectArgs(args, report);
+    if (parsed && args.admissionEndpoints !== undefined && !args.registeredWithAdmission) {
+        report("admissionEndpoints", "the node joins through the admission service, but nothing registers its instance with it, so the service " +
+            "would refuse it: attach the node with `cluster: <Cluster>.handle` (it registers itself), or register it yourself and set registeredWithAdmission: true");
+        return undefined;
+    }
+    return parsed;
+}
+
+function parseDirectArgs(args: ExistingNodeArgs, report: Report): { config: NodeJoinConfig; node: ExistingNodeConfig; args: ExistingNodeArgs } | undefined {
     const config = parseNodeJoinConfig(args.config, (path, reason) => report(path ? `config.${path}` : "config", reason));
     if (typeof args.node !== "object" || args.node === null) {
         report("node", "is required: the node's config (an ExistingNodeConfig, e.g. parseClusterConfig(...).existingNodes[i])");
@@ -127,11 +189,11 @@ export function parseExistingNodeArgs(args: ExistingNodeArgs, report: Report): {
     if (given.mode === "auto" && args.imageId === undefined) {
         own("imageId", "mode auto needs the image of the new system disk");
     }
-    return valid ? { config: config!, node: node! } : undefined;
+    return valid ? { config: config!, node: node!, args } : undefined;
 }
 
 /** Checks the arguments (see {@link parseExistingNodeArgs}). */
-export function existingNodeProblems(args: ExistingNodeArgs, report: Report): void {
+export function existingNodeProblems(args: ExistingNodeArgs | AttachedExistingNodeArgs, report: Report): void {
     parseExistingNodeArgs(args, report);
 }
 
@@ -170,10 +232,11 @@ export function poolLabelProblem(poolName: string | undefined): string | undefin
 
 /** What the cluster's attach command bakes in: the join material every existing node shares. */
 export interface AttachCommandArgs {
-    /** The cluster's name, region, Kubernetes version and image sources (the join context's `config`). */
+    /** The cluster's name, region, Kubernetes version and image sources (the join context's `config`). Required. */
     config: Pick<NodeJoinConfig, "name" | "region" | "kubernetesVersion" | "images">;
+    /** API endpoint `host:6443` the nodes join through. Required. */
     apiEndpoint: pulumi.Input<string>;
-    /** `sha256:<hex>` CA pin (secret). */
+    /** `sha256:<hex>` CA pin (secret). Required. */
     caCertHash: pulumi.Input<string>;
     /** Join through the admission service at these endpoints (no token anywhere). Default: none. */
     admissionEndpoints?: pulumi.Input<string[]>;
@@ -181,6 +244,8 @@ export interface AttachCommandArgs {
     admissionPin?: pulumi.Input<string>;
     /** Pool label value. Default {@link EXISTING_POOL_NAME}. */
     poolName?: string;
+    /** The version nodes join with: the control plane's running version (ControlPlaneVersion). Default `config.kubernetesVersion`. */
+    kubernetesVersion?: pulumi.Input<string>;
 }
 
 /**
@@ -193,10 +258,11 @@ export function createAttachCommand(name: string, args: AttachCommandArgs, opts:
     // No secret in the command: through admission, a short bootstrap that fetches the attach script from the
     // service (no token anywhere); otherwise the token arrives sealed per invocation (NodeMembership). The CA pin
     // is kept secret like everywhere.
-    const script = pulumi.secret(pulumi.all([args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? [], args.admissionPin ?? ""]).apply(([caCertHash, apiEndpoint, endpoints, pin]) => args.admissionEndpoints
+    const script = pulumi.secret(pulumi.all([args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? [], args.admissionPin ?? "", args.kubernetesVersion ?? ""])
+        .apply(([caCertHash, apiEndpoint, endpoints, pin, version]) => args.admissionEndpoints
         ? renderAdmissionBootstrap(endpoints, pin)
         : renderAttachCommand({
-            ...nodeScriptParams(config), apiEndpoint,
+            ...nodeScriptParams(withNodeVersion(config, version)), apiEndpoint,
             poolName: args.poolName ?? EXISTING_POOL_NAME, caCertHash,
         })));
     return saveCommand(name, {
@@ -210,11 +276,18 @@ function joinCredential(admission: unknown, token: string, endpoints: string[], 
 }
 
 /** Creates the node's membership (and SSH command) under `parent`. */
-export function createExistingNode(name: string, args: ExistingNodeArgs & { config: NodeJoinConfig; node: ExistingNodeConfig }, parent: pulumi.Resource): ExistingNodeResources {
+export function createExistingNode(name: string, args: ExistingNodeArgs & { config: NodeJoinConfig; node: ExistingNodeConfig; cluster?: ClusterHandle },
+    parent: pulumi.Resource): ExistingNodeResources {
     const { config, node } = args;
+    // Attached through a handle: the running admission service learns of the instance from its registration; a
+    // manual node without SSH of a cluster that has no saved attach command gets its own.
+    const admission = args.cluster ? registerNode(name, args.cluster, node.instanceId, args.poolName ?? EXISTING_POOL_NAME, parent) : undefined;
+    const attachCommandId = args.attachCommandId === undefined && args.cluster && node.mode === "manual" && !args.connection
+        ? createAttachCommand(`${name}-attach`, { ...args.cluster.join, poolName: args.poolName }, { parent }).id : args.attachCommandId;
     // The whole attach script: userdata in `auto` mode, stdin over SSH. `manual` runs the saved attach command.
-    const script = pulumi.secret(pulumi.all([args.token ?? "", args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? [], args.admissionPin ?? ""]).apply(([token, hash, endpoint, endpoints, pin]) => renderAttachNode({
-        ...nodeScriptParams(config),
+    const script = pulumi.secret(pulumi.all([args.token ?? "", args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? [], args.admissionPin ?? "", args.kubernetesVersion ?? ""])
+        .apply(([token, hash, endpoint, endpoints, pin, version]) => renderAttachNode({
+        ...nodeScriptParams(withNodeVersion(config, version)),
         apiEndpoint: endpoint,
         poolName: args.poolName ?? EXISTING_POOL_NAME,
         labels: node.labels,
@@ -230,7 +303,7 @@ export function createExistingNode(name: string, args: ExistingNodeArgs & { conf
             stdin: script,
             // The script's output may echo parameters: keep it out of the state and the log.
             logging: "none",
-        }, { parent, additionalSecretOutputs: ["stdout", "stderr"] })
+        }, { parent, additionalSecretOutputs: ["stdout", "stderr"], dependsOn: admission })
         : undefined;
 
     const membership = new NodeMembership(`${name}-membership`, {
@@ -238,7 +311,7 @@ export function createExistingNode(name: string, args: ExistingNodeArgs & { conf
         instanceId: node.instanceId,
         mode: sshAttach ? "ssh" : node.mode,
         userData: node.mode === "auto" ? pulumi.secret(pulumi.output(script).apply((text) => packUserdata(text, `existingNodes[${node.instanceId}]`))) : undefined,
-        attachCommandId: sshAttach || node.mode !== "manual" ? undefined : args.attachCommandId,
+        attachCommandId: sshAttach || node.mode !== "manual" ? undefined : attachCommandId,
         token: sshAttach || node.mode !== "manual" || args.admissionEndpoints || args.token === undefined ? undefined : pulumi.secret(args.token),
         admission: args.admissionEndpoints && node.mode === "manual" && !sshAttach ? true : undefined,
         labels: Object.entries(node.labels).map(([k, v]) => `${k}=${v}`).join(","),
@@ -252,8 +325,8 @@ export function createExistingNode(name: string, args: ExistingNodeArgs & { conf
         routeTableId: args.routeTableId,
         podCidr: config.network.podCidr,
         ...args.timeouts,
-    }, { parent, dependsOn: sshAttach ? [sshAttach] : [] });
-    return { membership, sshAttach };
+    }, { parent, dependsOn: [...(sshAttach ? [sshAttach] : []), ...(admission ?? [])] });
+    return { membership, sshAttach, admission };
 }
 
 /** An existing ECS instance joined to the cluster as a node. */
@@ -264,11 +337,11 @@ export class ExistingNode extends pulumi.ComponentResource {
     public readonly providerId: pulumi.Output<string>;
     public readonly resources: ExistingNodeResources;
 
-    constructor(name: string, args: ExistingNodeArgs, opts?: pulumi.ComponentResourceOptions) {
+    constructor(name: string, args: ExistingNodeArgs | AttachedExistingNodeArgs, opts?: pulumi.ComponentResourceOptions) {
         // Before anything is registered; a validated config and node are not checked again.
-        const { config, node } = parseArgs(`ExistingNode "${name}"`, (report) => parseExistingNodeArgs(args, report));
+        const { config, node, args: direct, cluster } = parseArgs(`ExistingNode "${name}"`, (report) => parseExistingNodeArgs(args, report));
         super("alicloud-kubeadm:index:ExistingNode", name, {}, opts);
-        this.resources = createExistingNode(name, { ...args, config, node, connection: args.connection ?? sshConnection(node.connection) }, this);
+        this.resources = createExistingNode(name, { ...direct, config, node, cluster, connection: direct.connection ?? sshConnection(node.connection) }, this);
         this.nodeName = this.resources.membership.nodeName;
         this.providerId = this.resources.membership.providerId;
         this.registerOutputs({ nodeName: this.nodeName, providerId: this.providerId });

@@ -35,6 +35,17 @@ export interface JoinArgs {
     admissionPin?: pulumi.Input<string>;
     /** Route table of the pod routes (a route left behind is deleted when a node is removed). Default none. */
     routeTableId?: pulumi.Input<string>;
+    /**
+     * The Kubernetes version nodes install and join with: the version the control plane runs (ControlPlaneVersion
+     * `runningVersion`), so no node gets a kubelet newer than an API server while the control plane moves
+     * (docs/upgrades.md). Default `config.kubernetesVersion`.
+     */
+    kubernetesVersion?: pulumi.Input<string>;
+}
+
+/** A join slice with the version nodes join with (`version`, else the slice's own). */
+export function withNodeVersion<C extends { kubernetesVersion: string }>(config: C, version: string | undefined): C {
+    return version ? { ...config, kubernetesVersion: version } : config;
 }
 
 /** The join context of a cluster: its validated config's slice and the join material, built once. */

@@ -17,14 +17,15 @@ export interface NodeCommandsArgs {
 
 /** What one saved command holds. */
 export interface SavedCommandArgs {
-    /** Command name in the ECS console (≤ 128 characters). */
+    /** Command name in the ECS console (≤ 128 characters). Required. */
     commandName: string;
-    /** The rendered script. */
+    /** The rendered script. Required. */
     script: pulumi.Input<string>;
-    /** Whether the script declares `{{name}}` parameters. */
+    /** Whether the script declares `{{name}}` parameters. Required. */
     parameters: boolean;
     /** Default Timeout, seconds. */
     timeoutSeconds: number;
+    /** Description in the ECS console. Required. */
     description: string;
 }
 

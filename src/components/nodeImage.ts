@@ -27,7 +27,8 @@ import { renderBakeNode, type BakeNodeParams } from "../shell/render";
 import { BakedImage } from "../providers/bakedImage";
 import { DEFAULT_BAKE_INSTANCE_TYPE, instanceTypeProblem, collect } from "../rules";
 import { validatedByParser } from "../validated";
-import { throwIfProblems } from "./args";
+import { checkArgs, throwIfProblems } from "./args";
+import { attachesThroughHandle, clusterHandleProblems, handleAndGiven, type ClusterHandle } from "./clusterHandle";
 
 /** Characters of one `RUN printf` line of the encoded script (the build content may hold 127 commands). */
 const CHUNK = 2000;
@@ -49,6 +50,33 @@ export interface NodeImageArgs extends BakeNodeParams {
     tags?: Record<string, string>;
     /** How long the build may take, seconds. Default 3600. */
     timeoutSeconds?: number;
+}
+
+/**
+ * A NodeImage built outside a Cluster for it, through the handle the Cluster exports: the cluster's Kubernetes
+ * version, image sources and base image, and its first vSwitch for the build; the args' own values over them.
+ */
+export interface AttachedNodeImageArgs {
+    /** The cluster: `<Cluster>.handle`, or `await clusterHandleOf(stackReference)` in another program. Required. */
+    cluster: ClusterHandle;
+    /** Image the build starts from. Default: the cluster's base image. */
+    baseImageId?: pulumi.Input<string>;
+    /** vSwitch of the build instance. Default: the cluster's first. */
+    vswitchId?: pulumi.Input<string>;
+    /** Build instance type. Default {@link DEFAULT_BAKE_INSTANCE_TYPE}. */
+    instanceType?: string;
+    /** System disk of the build instance, and so of the image, GiB. Default 40. */
+    systemDiskSize?: number;
+    /** Cloud tags of the pipeline. Default: the cluster's. */
+    tags?: Record<string, string>;
+    /** How long the build may take, seconds. Default 3600. */
+    timeoutSeconds?: number;
+}
+
+/** The image's arguments from a handle (after {@link clusterHandleProblems}): the handle's, the args' own values over them. */
+function attachedNodeImageArgs(args: AttachedNodeImageArgs): NodeImageArgs {
+    const { cluster, given } = handleAndGiven(args);
+    return { ...cluster.nodeImage, ...given };
 }
 
 /** The Image Builder commands that write the bake script to the build instance and run it. */
@@ -83,7 +111,9 @@ export class NodeImage extends pulumi.ComponentResource {
     readonly script: string;
     readonly resources: { pipeline: alicloud.ecs.EcsImagePipeline; execution: alicloud.ecs.ImagePipelineExecution; image: BakedImage };
 
-    constructor(name: string, args: NodeImageArgs, opts?: pulumi.ComponentResourceOptions) {
+    constructor(name: string, given: NodeImageArgs | AttachedNodeImageArgs, opts?: pulumi.ComponentResourceOptions) {
+        if (attachesThroughHandle<AttachedNodeImageArgs>(given)) checkArgs("NodeImage", (report) => clusterHandleProblems(given.cluster, report));
+        const args = attachesThroughHandle<AttachedNodeImageArgs>(given) ? attachedNodeImageArgs(given) : given;
         super("alicloud-kubeadm:index:NodeImage", name, {}, opts);
         if (!validatedByParser(args)) nodeImageProblems(args);
 

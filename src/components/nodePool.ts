@@ -25,9 +25,10 @@ import { packUserdata, renderAttachNode, renderOperation } from "../shell/render
 import { bakedNodeImages, isValidated, nodeScriptParams, parseNodeJoinConfig, parseNodePool, type NodeJoinConfig, type NodePoolConfig, type NodePoolInput } from "../config";
 import { BootstrapToken } from "../providers/bootstrapToken";
 import { PoolCapacity } from "../providers/poolCapacity";
-import type { JoinArgs } from "./joinArgs";
+import { withNodeVersion, type JoinArgs } from "./joinArgs";
 import { AUTOSCALED_LABEL, formatTaint, LEGACY_POOL_LABEL, MAX_SCALING_CONFIGURATION_TAGS, POOL_LABEL, poolNodeLabels, poolSpecHash, scalingConfigurationTags, SPEC_STAND_IN, SPEC_TAG, type Report } from "../rules";
 import { checkTags, isKnown, parseArgs } from "./args";
+import { attachesThroughHandle, clusterHandleProblems, handleAndGiven, registerPool, type ClusterHandle } from "./clusterHandle";
 
 export { AUTOSCALED_LABEL, MAX_SCALING_CONFIGURATION_TAGS, POOL_LABEL, poolNodeLabels };
 
@@ -61,6 +62,48 @@ export interface NodePoolArgs extends JoinArgs {
     dependsOn?: pulumi.Resource[];
     /** Waits of the PoolCapacity. Default: production values (see {@link PoolTimeouts}). */
     timeouts?: PoolTimeouts;
+    /**
+     * Whether the caller registers this pool's scaling group with the cluster's admission service and lets the masters'
+     * role read it, as the Cluster does for the pools of its config. Default false: a pool joining through admission
+     * (`admissionEndpoints`) without it is refused, since the service would refuse its every node; a pool built
+     * outside a Cluster attaches with {@link AttachedNodePoolArgs} (`cluster: <Cluster>.handle`), which registers it.
+     */
+    registeredWithAdmission?: boolean;
+}
+
+/**
+ * A pool built outside a Cluster, attached to it through the handle the Cluster exports: the join context, the
+ * placement (vSwitches, security group, image, tags) and the admission membership come from the handle; the pool
+ * registers its scaling group with the running admission service and adds a policy on the masters' role naming
+ * its group, so its nodes are admitted without a restart of anything (docs/architecture.md, "Attaching to a cluster").
+ */
+export interface AttachedNodePoolArgs {
+    /** The cluster: `<Cluster>.handle`, or `await clusterHandleOf(stackReference)` in another program. Required. */
+    cluster: ClusterHandle;
+    /**
+     * This pool's config, a fixed pool (`size`): the Cluster's autoscaler scales only the pools of its config. Its
+     * name must differ from the Cluster's pools'. Required.
+     */
+    pool: NodePoolConfig | NodePoolInput;
+    /** vSwitches the group spreads over. Default: the cluster's, one per zone. */
+    vswitchIds?: pulumi.Input<string>[];
+    /** Security groups of the nodes. Default: the cluster security group. */
+    securityGroupIds?: pulumi.Input<string>[];
+    /** Image of the nodes when the pool sets no `imageId`. Default: the image the Cluster's pools boot. */
+    imageId?: pulumi.Input<string>;
+    /** Cloud tags on the group (and fixed pools' instances). Default: the Cluster's (its cluster tag and the config's `tags`). */
+    tags?: Record<string, string>;
+    /** Waits of the PoolCapacity. Default: production values (see {@link PoolTimeouts}). */
+    timeouts?: PoolTimeouts;
+}
+
+/** The pool's arguments from a handle: the handle's join context and placement, the args' own values over them. */
+export function attachedNodePoolArgs(args: AttachedNodePoolArgs): NodePoolArgs {
+    const { cluster, given } = handleAndGiven(args);
+    return {
+        ...cluster.join, vswitchIds: cluster.placement.vswitchIds, securityGroupIds: cluster.placement.securityGroupIds,
+        imageId: cluster.placement.imageId, tags: cluster.placement.tags, pool: args.pool, ...given, registeredWithAdmission: true,
+    };
 }
 
 export interface NodePoolResources {
@@ -72,6 +115,8 @@ export interface NodePoolResources {
     capacity: PoolCapacity;
     /** Labels the kubelet registers (and, for autoscaled pools, the configuration's tags). */
     nodeLabels: Record<string, string>;
+    /** A pool attached through a handle: its admission registration and the masters' policy naming its group. */
+    admission?: pulumi.Resource[];
     /** Fixed pools: the spec hash on the configuration's tags ({@link SPEC_TAG}); autoscaled pools: none yet. */
     specHash?: pulumi.Output<string>;
 }
@@ -82,7 +127,35 @@ export interface NodePoolResources {
  * `config.name`, `pool.labels.<key>`); the vSwitch ids and the tags are the component's own. Returns both,
  * validated, or undefined when anything was reported.
  */
-export function parseNodePoolArgs(args: NodePoolArgs, report: Report): { config: NodeJoinConfig; pool: NodePoolConfig } | undefined {
+export function parseNodePoolArgs(args: NodePoolArgs | AttachedNodePoolArgs, report: Report):
+    { config: NodeJoinConfig; pool: NodePoolConfig; args: NodePoolArgs; cluster?: ClusterHandle } | undefined {
+    if (attachesThroughHandle<AttachedNodePoolArgs>(args)) {
+        if (!clusterHandleProblems(args.cluster, report)) return undefined;
+        const parsed = parseDirectArgs(attachedNodePoolArgs(args), report);
+        if (!parsed) return undefined;
+        const { pool } = parsed;
+        let valid = true;
+        if (pool.autoscale) {
+            report("pool.autoscale", `the Cluster's autoscaler scales only the pools of its config (its --nodes and RAM policy list them): ` +
+                `give pool ${pool.name} a size, or declare it in the Cluster's config (nodePools)`);
+            valid = false;
+        }
+        if (args.cluster.admission.pools.includes(pool.name)) {
+            report("pool.name", `the cluster already has a pool ${pool.name} (its config's): give the attached pool another name`);
+            valid = false;
+        }
+        return valid ? { ...parsed, cluster: args.cluster } : undefined;
+    }
+    const parsed = parseDirectArgs(args, report);
+    if (parsed && args.admissionEndpoints !== undefined && !args.registeredWithAdmission) {
+        report("admissionEndpoints", "the pool joins through the admission service, but nothing registers its scaling group with it, so the service " +
+            "would refuse every node: attach the pool with `cluster: <Cluster>.handle` (it registers itself), or register it yourself and set registeredWithAdmission: true");
+        return undefined;
+    }
+    return parsed;
+}
+
+function parseDirectArgs(args: NodePoolArgs, report: Report): { config: NodeJoinConfig; pool: NodePoolConfig; args: NodePoolArgs } | undefined {
     const config = parseNodeJoinConfig(args.config, (path, reason) => report(path ? `config.${path}` : "config", reason));
     if (typeof args.pool !== "object" || args.pool === null) {
         report("pool", "is required: the pool's config (a NodePoolConfig, e.g. parseClusterConfig(...).nodePools[i])");
@@ -99,11 +172,11 @@ export function parseNodePoolArgs(args: NodePoolArgs, report: Report): { config:
         own("vswitchIds", `pool ${args.pool.name} needs at least one vSwitch`);
     }
     checkTags(args.tags, own);
-    return valid ? { config: config!, pool: pool! } : undefined;
+    return valid ? { config: config!, pool: pool!, args } : undefined;
 }
 
 /** Checks the arguments (see {@link parseNodePoolArgs}). */
-export function nodePoolProblems(args: NodePoolArgs, report: Report): void {
+export function nodePoolProblems(args: NodePoolArgs | AttachedNodePoolArgs, report: Report): void {
     parseNodePoolArgs(args, report);
 }
 
@@ -113,7 +186,7 @@ function withDefaults(pool: NodePoolInput): Parameters<typeof parseNodePool>[0] 
 }
 
 /** Creates the pool's group, scaling configuration, bootstrap token and capacity under `parent`. */
-export function createNodePool(name: string, args: NodePoolArgs & { config: NodeJoinConfig; pool: NodePoolConfig }, parent: pulumi.Resource): NodePoolResources {
+export function createNodePool(name: string, args: NodePoolArgs & { config: NodeJoinConfig; pool: NodePoolConfig; cluster?: ClusterHandle }, parent: pulumi.Resource): NodePoolResources {
     const { config, pool } = args;
     const opts = { parent };
     const cloudTags = args.tags ?? {};
@@ -146,6 +219,9 @@ export function createNodePool(name: string, args: NodePoolArgs & { config: Node
         ignoreChanges: ["desiredCapacity", "maxSize", "protectedInstances"],
     });
 
+    // Attached through a handle: the running admission service learns of the group from its registration.
+    const admission = args.cluster ? registerPool(name, args.cluster, pool.name, group.id, parent) : undefined;
+
     // Joining through admission: no token at all (docs/admission.md). Otherwise the pool's own token.
     const token = args.admissionEndpoints ? undefined : new BootstrapToken(`${name}-token`, {
         region: config.region,
@@ -159,9 +235,10 @@ export function createNodePool(name: string, args: NodePoolArgs & { config: Node
     }, { ...opts, dependsOn: args.dependsOn });
 
     const { [POOL_LABEL]: _pool, ...extraLabels } = nodeLabels;
-    const userData = pulumi.secret(pulumi.all([token?.token ?? "", args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? [], args.admissionPin ?? ""]).apply(([t, hash, endpoint, endpoints, pin]) => packUserdata(renderAttachNode({
-        ...nodeScriptParams(config),
-        ...bakedNodeImages(config),
+    const userData = pulumi.secret(pulumi.all([token?.token ?? "", args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? [], args.admissionPin ?? "", args.kubernetesVersion ?? ""])
+        .apply(([t, hash, endpoint, endpoints, pin, version]) => packUserdata(renderAttachNode({
+        ...nodeScriptParams(withNodeVersion(config, version)),
+        ...bakedNodeImages(withNodeVersion(config, version)),
         apiEndpoint: endpoint,
         poolName: pool.name,
         labels: extraLabels,
@@ -174,11 +251,13 @@ export function createNodePool(name: string, args: NodePoolArgs & { config: Node
     // Fixed pools: the spec hash rides on the configuration's tags, so ESS puts it on every instance it creates from
     // now on and an instance made from an earlier spec can be told apart (docs/rotation.md). Autoscaled pools' tags
     // are exactly their node labels (the autoscaler's template), so they carry none yet.
-    const specHash = fixed ? pulumi.output(pool.imageId ?? args.imageId).apply((imageId) => poolSpecHash({
-        imageId, instanceTypes: types, systemDisk: pool.systemDisk, kubernetesVersion: config.kubernetesVersion, labels: nodeLabels,
+    // The version is the one the control plane runs (as in the userdata): a kubernetesVersion the API servers do not
+    // serve yet is not a new spec (docs/upgrades.md#the-running-version-is-read-not-configured).
+    const specHash = fixed ? pulumi.all([pool.imageId ?? args.imageId, args.kubernetesVersion ?? ""]).apply(([imageId, running]) => poolSpecHash({
+        imageId, instanceTypes: types, systemDisk: pool.systemDisk, kubernetesVersion: withNodeVersion(config, running).kubernetesVersion, labels: nodeLabels,
         taints: pool.taints.map(formatTaint),
         userdata: renderAttachNode({
-            ...nodeScriptParams(config), ...bakedNodeImages(config), poolName: pool.name, labels: extraLabels, taints: pool.taints,
+            ...nodeScriptParams(withNodeVersion(config, running)), ...bakedNodeImages(withNodeVersion(config, running)), poolName: pool.name, labels: extraLabels, taints: pool.taints,
             // Stand-ins for the token, the endpoints and the pins: a rotated token is not a new spec, and no secret is hashed into a tag.
             apiEndpoint: SPEC_STAND_IN.endpoint, caCertHash: SPEC_STAND_IN.pin,
             ...(token ? { token: SPEC_STAND_IN.token } : { admission: { endpoints: [SPEC_STAND_IN.endpoint], pin: SPEC_STAND_IN.pin } }),
@@ -219,9 +298,9 @@ export function createNodePool(name: string, args: NodePoolArgs & { config: Node
         // What the configuration's tag says, read back from it: the hash the instances ESS creates now carry.
         ...(specHash ? { specHash: configuration.tags.apply((tags) => tags?.[SPEC_TAG] ?? "") } : {}),
         ...(pool.rollout ? { rollout: pool.rollout } : {}),
-    }, { ...opts, dependsOn: token ? [configuration, token] : [configuration] });
+    }, { ...opts, dependsOn: [configuration, ...(token ? [token] : []), ...(admission ?? [])] });
 
-    return { group, configuration, token, capacity, nodeLabels, specHash };
+    return { group, configuration, token, capacity, nodeLabels, admission, specHash };
 }
 
 /** A node pool: ESS scaling group + scaling configuration whose userdata joins the cluster. */
@@ -236,11 +315,11 @@ export class NodePool extends pulumi.ComponentResource {
     public readonly autoscale?: { min: number; max: number };
     public readonly resources: NodePoolResources;
 
-    constructor(name: string, args: NodePoolArgs, opts?: pulumi.ComponentResourceOptions) {
+    constructor(name: string, args: NodePoolArgs | AttachedNodePoolArgs, opts?: pulumi.ComponentResourceOptions) {
         // Before anything is registered: a bad pool creates nothing. A validated config and pool are not checked again.
-        const { config, pool } = parseArgs(`NodePool "${name}"`, (report) => parseNodePoolArgs(args, report));
+        const { config, pool, args: direct, cluster } = parseArgs(`NodePool "${name}"`, (report) => parseNodePoolArgs(args, report));
         super("alicloud-kubeadm:index:NodePool", name, {}, opts);
-        const r = createNodePool(name, { ...args, config, pool }, this);
+        const r = createNodePool(name, { ...direct, config, pool, cluster }, this);
         this.resources = r;
         this.poolName = pool.name;
         this.autoscale = pool.autoscale;

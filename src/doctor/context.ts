@@ -219,9 +219,12 @@ export class DoctorContext {
         }
     }
 
+    /** The sections of the doctor-nodes operation on master 0 (one command, shared by the checks that read it). */
+    private readonly nodeSections = memo(() => this.onMaster("doctor-nodes"));
+
     /** Every Node with its Ready and NetworkUnavailable conditions (one master command). */
     readonly nodes = memo(async (): Promise<NodeView[]> => {
-        const s = await this.onMaster("doctor-nodes");
+        const s = await this.nodeSections();
         for (const k of ["nodes", "conditions"]) {
             if (!s[k] || s[k].rc !== 0) throw new Error(`kubectl get nodes failed on master 0 (exit ${s[k]?.rc ?? "none"}): ${redact(s[k]?.output ?? "no output").slice(-500)}`);
         }
@@ -231,6 +234,23 @@ export class DoctorContext {
             const f = cond.get(n.name) ?? [];
             return { ...n, readyStatus: f[1] ?? "", readyReason: f[2] ?? "", readyMessage: f[3] ?? "", networkUnavailable: f[4] ?? "", networkUnavailableReason: f[5] ?? "" };
         });
+    });
+
+    /**
+     * The versions the cluster runs (the same master command as {@link nodes}): each Node's kubelet and each kube-apiserver
+     * pod's, by the pod's node, without the `v`. A listing that failed throws (its exit code and output).
+     */
+    readonly versions = memo(async (): Promise<{ kubelets: Record<string, string>; apiServers: Record<string, string> }> => {
+        const s = await this.nodeSections();
+        for (const k of ["kubelets", "apiservers"]) {
+            if (!s[k] || s[k].rc !== 0) throw new Error(`kubectl could not list the ${k} on master 0 (exit ${s[k]?.rc ?? "none"}): ${redact(s[k]?.output ?? "no output").slice(-500)}`);
+        }
+        const pairs = (text: string, value: (v: string) => string) => Object.fromEntries(text.split("\n").map((l) => l.split("\t")).filter(([k]) => k?.trim())
+            .map(([k, v]) => [k.trim(), value((v ?? "").trim())]));
+        return {
+            kubelets: pairs(s.kubelets.output, (v) => v.replace(/^v/, "")),
+            apiServers: pairs(s.apiservers.output, (image) => { const ref = image.split("@")[0]; return ref.slice(ref.lastIndexOf(":") + 1).replace(/^v/, ""); }),
+        };
     });
 
     /** The tail of the bootstrap logs of several instances at once (doctor-bootstrap-log). Per-instance failures come back in the results. */

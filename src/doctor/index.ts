@@ -10,6 +10,7 @@ import { checkEss } from "./ess";
 import { checkJoinMaterial } from "./joinMaterial";
 import { checkNodes } from "./nodes";
 import { checkRoutes } from "./routes";
+import { checkVersions } from "./versions";
 import { CheckName, ClusterInfo, DoctorOptions, Finding } from "./types";
 
 export * from "./types";
@@ -31,7 +32,9 @@ export const CHECKS: { name: CheckName; title: string; looksAt: string; run: (ct
     { name: "routes", title: "Routes", run: checkRoutes,
         looksAt: "VPC route entries inside the pod CIDR vs each Node's podCIDR: missing, stale (instance gone), conflicting; NetworkUnavailable conditions" },
     { name: "join", title: "Join material", run: checkJoinMaterial,
-        looksAt: "bootstrap tokens on master 0 (kubeadm token list) and their expiry vs the pools and existing nodes that use them; control-plane /readyz; etcd members vs masters" },
+        looksAt: "how nodes join: pools and existing nodes join by cloud identity through the admission service (no token), so every bootstrap token left on master 0 (kubeadm token list) is named: one a pool or existing node of an older stack still uses and its expiry, one that never expires, one in a group kubeadm auto-approves; the identity signature digests recent joins used; control-plane /readyz; etcd members vs masters" },
+    { name: "versions", title: "Versions", run: checkVersions,
+        looksAt: "the configured kubernetesVersion, each API server's version (its pod's image tag) and each Node's kubelet, via kubectl on master 0: skew outside the version-skew policy, an upgrade left half-way" },
     { name: "certs", title: "Certificates", run: checkCerts,
         looksAt: "on every master: when each kubeadm certificate expires (PKI files and the kubeconfigs' client certificates), warning under 30 days, and whether the renewal timer is enabled" },
 ];

@@ -64,7 +64,7 @@ export interface ClusterInfo {
 export type FindingStatus = "ok" | "warning" | "problem";
 
 /** Names of the checks, in the order they run and print. */
-export type CheckName = "ess" | "autoscaler" | "nodes" | "routes" | "join" | "certs";
+export type CheckName = "ess" | "autoscaler" | "nodes" | "routes" | "join" | "versions" | "certs";
 
 /** One thing doctor found. */
 export interface Finding {

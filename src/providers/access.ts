@@ -6,16 +6,16 @@ import type { NodeCommandIds } from "../rules";
 
 /** The plain inputs a provider receives. */
 export interface ClusterAccessInputs {
-    /** Region id, e.g. `cn-hangzhou`. */
+    /** Region id, e.g. `cn-hangzhou`. Required. */
     region: string;
-    /** Master 0 (kubeadm init ran there). */
+    /** Master 0 (kubeadm init ran there). Required. */
     masterInstanceId: string;
     /**
      * Every master, master 0 first: the Kubernetes-side operations (kubectl, kubeadm token) run on the first
      * that can run commands. Default `[masterInstanceId]` (and for state written before it existed).
      */
     masterInstanceIds?: string[];
-    /** The cluster's saved commands (the NodeCommands component's `ids`). */
+    /** The cluster's saved commands (the NodeCommands component's `ids`). Required. */
     commands: NodeCommandIds;
     /** First Cloud Assistant poll delay, ms (≤ 1000). Default 1000; tests lower it. */
     pollIntervalMs?: number;

@@ -12,6 +12,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { dynamicResourceProps, type ResourceArgs } from "./access";
 import { diffInputs, inputDiff } from "./diff";
+import { alwaysAnswered } from "./answered";
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
 export const ADMISSION_CERTIFICATE_PROVIDER_VERSION = "1";
@@ -160,5 +161,6 @@ export class AdmissionCertificate extends pulumi.dynamic.Resource {
     constructor(name: string, args: AdmissionCertificateArgs, opts?: pulumi.CustomResourceOptions) {
         super(admissionCertificateProvider, name, ...dynamicResourceProps(["certPem", "keyPem", "pin", "notAfter"], ADMISSION_CERTIFICATE_PROVIDER_VERSION, args,
             ADMISSION_CERTIFICATE_SECRET_OUTPUTS, opts));
+        alwaysAnswered(this, ["certPem", "keyPem", "pin", "notAfter"]);
     }
 }

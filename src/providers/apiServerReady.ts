@@ -13,7 +13,7 @@ import { logInfo } from "./log";
 import { yamlLibrary } from "./libraries";
 
 export interface ApiServerReadyInputs {
-    /** Admin kubeconfig (secret). */
+    /** Admin kubeconfig (secret). Required. */
     kubeconfig: string;
     /** Bound on the wait, seconds. Default 900. */
     timeoutSeconds?: number;

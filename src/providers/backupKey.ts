@@ -7,6 +7,7 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { diffInputs, inputDiff } from "./diff";
+import { alwaysAnswered } from "./answered";
 
 export interface BackupKeyInputs {
     /** Raise it to rotate the key. */
@@ -71,5 +72,6 @@ export class BackupKey extends pulumi.dynamic.Resource {
     constructor(name: string, args: { generation: pulumi.Input<number> }, opts?: pulumi.CustomResourceOptions) {
         super(backupKeyProvider, name, { keyId: undefined, publicKey: undefined, privateKey: undefined, retired: undefined, providerVersion: BACKUP_KEY_PROVIDER_VERSION, ...args },
             { ...opts, additionalSecretOutputs: [...BACKUP_KEY_SECRET_OUTPUTS], protect: opts?.protect ?? false });
+        alwaysAnswered(this, ["keyId", "publicKey", "privateKey", "retired"]);
     }
 }

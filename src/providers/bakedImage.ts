@@ -21,11 +21,11 @@ import { waitFor } from "../cloud/wait";
 export const BAKED_IMAGE_PROVIDER_VERSION = "1";
 
 export interface BakedImageInputs {
-    /** Region id, e.g. `cn-hangzhou`. */
+    /** Region id, e.g. `cn-hangzhou`. Required. */
     region: string;
-    /** The execution's id (`ImagePipelineExecution.id`). */
+    /** The execution's id (`ImagePipelineExecution.id`). Required. */
     executionId: string;
-    /** The pipeline's `imageName`: ECS names the image `<prefix>_<build time>`; unique per build here. */
+    /** The pipeline's `imageName`: ECS names the image `<prefix>_<build time>`; unique per build here. Required. */
     imageNamePrefix: string;
     /** How long a build may take, seconds. Default 3600. */
     timeoutSeconds?: number;

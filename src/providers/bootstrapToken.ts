@@ -16,6 +16,7 @@ import { CommandError } from "../cloud/cloudAssistant";
 import { classify } from "../cloud/errors";
 import { createToken, deleteToken, type ClusterAccess } from "../cloud/operations";
 import { clusterAccess, dynamicResourceProps, type ClusterAccessInputs, type ResourceArgs } from "./access";
+import { alwaysAnswered } from "./answered";
 import { diffInputs, inputDiff } from "./diff";
 import { pulumiLog } from "./log";
 import { withPacingLog } from "./pacing";
@@ -142,5 +143,6 @@ export class BootstrapToken extends pulumi.dynamic.Resource {
 
     constructor(name: string, args: BootstrapTokenArgs, opts?: pulumi.CustomResourceOptions) {
         super(bootstrapTokenProvider, name, ...dynamicResourceProps(["token", "tokenId"], BOOTSTRAP_TOKEN_PROVIDER_VERSION, args, BOOTSTRAP_TOKEN_SECRET_OUTPUTS, opts));
+        alwaysAnswered(this, ["token", "tokenId"]);
     }
 }

@@ -26,9 +26,9 @@ import { withPacingLog } from "./pacing";
 export type { JoinSecrets } from "../cloud/operations";
 
 export interface ControlPlaneMemberInputs extends ClusterAccessInputs {
-    /** The master to join. */
+    /** The master to join. Required. */
     memberInstanceId: string;
-    /** The cluster's saved control-plane join command (the attach script with this cluster's join material; token and certificate key are its parameters). */
+    /** The cluster's saved control-plane join command (the attach script with this cluster's join material; token and certificate key are its parameters). Required. */
     joinCommandId: string;
     /** The join-secrets operation, `renderOperation("join-secrets")` (its recipient filled in at run time). Required. */
     joinSecretsScript: string;

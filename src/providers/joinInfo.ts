@@ -18,6 +18,7 @@ import { logInfo, pulumiLog } from "./log";
 import { withPacingLog } from "./pacing";
 import { yamlLibrary } from "./libraries";
 import { dynamicResourceProps, type ResourceArgs } from "./access";
+import { alwaysAnswered } from "./answered";
 import { diffInputs, inputDiff } from "./diff";
 
 /** Where src/shell/master_init.sh leaves its markers and log, and kubeadm its files (init-status.sh reads them). */
@@ -28,16 +29,16 @@ export const MASTER_PATHS = {
 } as const;
 
 export interface JoinInfoInputs {
-    /** Region id, e.g. `cn-hangzhou`. */
+    /** Region id, e.g. `cn-hangzhou`. Required. */
     region: string;
-    /** Master 0, which ran `kubeadm init`. */
+    /** Master 0, which ran `kubeadm init`. Required. */
     masterInstanceId: string;
-    /** `https://host:6443` written into the returned kubeconfig. */
+    /** `https://host:6443` written into the returned kubeconfig. Required. */
     kubeconfigServer: string;
     /**
      * The init-status, stack-credential and stack-credential-revoke operations, rendered at program time
      * (src/shell/ops; the last two with `{{credential}}` and `{{recipient}}` filled in here): run once per
-     * cluster with RunCommand while master 0 comes up, so not saved as commands.
+     * cluster with RunCommand while master 0 comes up, so not saved as commands. Required.
      */
     scripts: JoinInfoScripts;
     /** Bound on the wait for `kubeadm init`, seconds. Default 1800 (package installs on a fresh image take minutes). */
@@ -241,5 +242,6 @@ export class JoinInfo extends pulumi.dynamic.Resource {
 
     constructor(name: string, args: JoinInfoArgs, opts?: pulumi.CustomResourceOptions) {
         super(joinInfoProvider, name, ...dynamicResourceProps(["caCertHash", "kubeconfig", "credential"], JOIN_INFO_PROVIDER_VERSION, args, JOIN_INFO_SECRET_OUTPUTS, opts));
+        alwaysAnswered(this, ["caCertHash", "kubeconfig", "credential"]);
     }
 }

@@ -41,15 +41,15 @@ export { ATTACH_LOG };
 export type MembershipMode = "manual" | "auto" | "ssh";
 
 export interface NodeMembershipInputs extends ClusterAccessInputs {
-    /** The existing ECS instance. */
+    /** The existing ECS instance. Required. */
     instanceId: string;
-    /** How the instance joins: `manual` (Cloud Assistant), `auto` (userdata + system disk replacement) or `ssh` (script run by a remote.Command). */
+    /** How the instance joins: `manual` (Cloud Assistant), `auto` (userdata + system disk replacement) or `ssh` (script run by a remote.Command). Required. */
     mode: MembershipMode;
-    /** The rendered attach script (secret: pass it as one), set as userdata in `auto` mode. */
+    /** The rendered attach script (secret: pass it as one), set as userdata in `auto` mode. Default none (required in `auto` mode). */
     userData?: string;
-    /** The cluster's saved attach command, invoked in `manual` mode. */
+    /** The cluster's saved attach command, invoked in `manual` mode. Default none (required in `manual` mode). */
     attachCommandId?: string;
-    /** The bootstrap token (secret), sent sealed to the instance in `manual` mode. */
+    /** The bootstrap token (secret), sent sealed to the instance in `manual` mode. Default none (through admission no token is sent). */
     token?: string;
     /** `manual` mode through admission (docs/admission.md): no token is sent; the attach command gets its own. Default false. */
     admission?: boolean;
@@ -57,7 +57,7 @@ export interface NodeMembershipInputs extends ClusterAccessInputs {
     labels?: string;
     /** The node's taints as the attach command's parameter (`key[=value]:Effect,...`). Default none. */
     taints?: string;
-    /** Image for the new system disk (`auto` mode). */
+    /** Image for the new system disk (`auto` mode). Default none (required in `auto` mode). */
     imageId?: string;
     /** Must be true for `auto` mode, which wipes the system disk. Default false. */
     replaceSystemDisk?: boolean;

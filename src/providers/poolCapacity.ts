@@ -47,9 +47,9 @@ export const POOL_CAPACITY_PROVIDER_VERSION = "5";
 export const POOL_CAPACITY_SECRET_OUTPUTS = [] as const;
 
 export interface PoolCapacityInputs extends ClusterAccessInputs {
-    /** ESS scaling group (`asg-…`). */
+    /** ESS scaling group (`asg-…`). Required. */
     scalingGroupId: string;
-    /** Pool name: the pool label of its nodes (`operations.ts` poolNodes). */
+    /** Pool name: the pool label of its nodes (`operations.ts` poolNodes). Required. */
     poolName: string;
     /** `fixed`: this resource sets the capacity. `observe`: only delete acts (autoscaled pools). Default `fixed`. */
     mode?: "fixed" | "observe";

@@ -32,20 +32,21 @@ export interface RemovalTarget {
 
 /** Where and how to remove. */
 export interface RemovalOptions {
+    /** Region id of the cluster, e.g. `cn-hangzhou`. Required. */
     region: string;
     /**
      * Every master, master 0 first: the Kubernetes-side operations (kubectl with the admin kubeconfig) run on
-     * the first that can run commands, so a removal completes with master 0 stopped.
+     * the first that can run commands, so a removal completes with master 0 stopped. Required.
      */
     masterInstanceIds: readonly string[];
-    /** The cluster's saved commands (drain, reset, delete-node, …). */
+    /** The cluster's saved commands (drain, reset, delete-node, …). Required. */
     commands: NodeCommandIds;
-    /** Route table holding the pod routes; when set, a route left behind for the instance is deleted. */
+    /** Route table holding the pod routes; when set, a route left behind for the instance is deleted. Default none: no route is deleted. */
     routeTableId?: string;
     /**
      * The cluster's pod CIDR: only routes to the instance whose destination lies inside it are pod routes and
      * deleted (a user's own route through the machine, e.g. a NAT instance's `0.0.0.0/0`, stays). Without it
-     * (state written before it existed) only a route to the podCIDR its Node had in this run is deleted.
+     * (state written before it existed) only a route to the podCIDR its Node had in this run is deleted. Default none: the podCIDR the Node had.
      */
     podCidr?: string;
     /** `kubectl drain --timeout`, seconds. Default 600. */
@@ -70,9 +71,9 @@ export interface RemovalOptions {
     removeWithoutReset?: boolean;
     /** Bound on the wait for one ESS scaling activity, seconds. Default 1200. */
     activityTimeoutSeconds?: number;
-    /** Progress for the Pulumi log (`draining i-…`). */
+    /** Progress for the Pulumi log (`draining i-…`). Default: nothing logged. */
     log?: (message: string) => void;
-    /** Warnings for the Pulumi log (a step skipped because its target is gone). */
+    /** Warnings for the Pulumi log (a step skipped because its target is gone). Default: nothing logged. */
     warn?: (message: string) => void;
 }
 

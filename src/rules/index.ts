@@ -22,5 +22,6 @@ export * from "./architecture";
 export * from "./egress";
 export * from "./admission";
 export * from "./podSecurity";
+export * from "./upgrade";
 export * from "./spec";
 export * from "./rollout";

@@ -71,6 +71,7 @@ export const OPERATION_PARAMETERS = {
     timeout: { variable: "AK_TIMEOUT", pattern: /^[1-9][0-9]{0,5}$/, what: "a number of seconds" },
     force: { variable: "AK_FORCE", pattern: /^(true|false|delete)$/, what: "true, false or delete (pods deleted, not evicted: PodDisruptionBudgets bypassed)" },
     skipWait: { variable: "AK_SKIP_WAIT", pattern: /^[0-9]{1,6}$/, what: "a number of seconds (0: wait for every pod)" },
+    mark: { variable: "AK_MARK", pattern: /^(removing|upgrading|resizing)$/, what: "removing, upgrading or resizing (whose cordon it is: a removal's, a version upgrade's or a master resize's)" },
     member: { variable: "AK_MEMBER", pattern: /^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?)?$/, what: "an etcd member name (the master's Node name), or empty" },
     peerIp: { variable: "AK_PEER_IP", pattern: /^((25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])(\.(25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])){3})?$/, what: "an IPv4 address (the master's etcd peer address), or empty" },
     etcdNode: { variable: "AK_ETCD_NODE", pattern: /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, what: "the Node name of a master whose etcd is healthy" },
@@ -87,6 +88,7 @@ export const OPERATION_PARAMETERS = {
     taintMode: { variable: "AK_TAINT_MODE", pattern: /^(add|clear)$/, what: "add (taint the Nodes named) or clear (untaint every Node of the pool)" },
     outdated: { variable: "AK_OUTDATED", pattern: /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?( [a-z0-9]([-a-z0-9.]*[a-z0-9])?)*)?$/, what: "Node names separated by single spaces, or empty", maxBytes: MAX_NODES_PARAMETER_BYTES },
     lines: { variable: "AK_LINES", pattern: /^[1-9][0-9]{0,3}$/, what: "a number of lines" },
+    upgradeStep: { variable: "AK_UPGRADE_STEP", pattern: /^(status|kubeadm|plan|apply|node|kubelet|control-plane)$/, what: "an upgrade step (status, kubeadm, plan, apply, node, kubelet, control-plane)" },
     step: { variable: "AK_STEP", pattern: /^(status|fetch|stop|restore|start|leases)$/, what: "a restore step (status, fetch, stop, restore, start, leases)" },
     restoreId: { variable: "AK_RESTORE_ID", pattern: /^[0-9a-f]{16}$/, what: "a restore id (16 hex digits)" },
 } as const satisfies Record<string, OperationParameter>;
@@ -105,8 +107,9 @@ export interface Operation {
     /** Saved as an `alicloud.ecs.Command` (true), or only rendered for a one-off RunCommand (false). */
     saved: boolean;
     /**
-     * `join` operations are the attach script (src/shell/attach_node.sh) saved with this cluster's join
-     * material baked in; they are saved where that material is known, not with the other operations.
+     * `join` operations are saved with this cluster's own material baked in — the attach script
+     * (src/shell/attach_node.sh) with its join material, the upgrade step (src/shell/upgrade.sh) with its target
+     * version —; they are saved where that material is known, not with the other operations.
      */
     join?: boolean;
 }
@@ -115,8 +118,8 @@ export interface Operation {
 export const OPERATIONS = {
     "list-nodes": { on: "master", parameters: ["selector"], timeoutSeconds: 120, saved: true, description: "list Nodes (name, provider id, Ready, pool), compact" },
     "pod-owners": { on: "master", parameters: [], timeoutSeconds: 120, saved: true, description: "list running pods' node and owner kind, compact" },
-    "drain": { on: "master", parameters: ["node", "timeout", "force", "skipWait"], timeoutSeconds: 660, saved: true, description: "mark, cordon and drain a Node through the eviction API" },
-    "uncordon": { on: "master", parameters: ["node"], timeoutSeconds: 60, saved: true, description: "uncordon a Node an unfinished removal marked and cordoned" },
+    "drain": { on: "master", parameters: ["node", "timeout", "force", "skipWait", "mark"], timeoutSeconds: 660, saved: true, description: "mark (as a removal's, an upgrade's or a resize's), cordon and drain a Node through the eviction API" },
+    "uncordon": { on: "master", parameters: ["node", "mark"], timeoutSeconds: 60, saved: true, description: "uncordon a Node an unfinished removal, upgrade or resize marked and cordoned" },
     "outdated-taint": { on: "master", parameters: ["pool", "taintMode", "outdated"], timeoutSeconds: 120, saved: true, description: "put the rollout's PreferNoSchedule taint on a pool's outdated Nodes, or clear it from the pool" },
     "delete-node": { on: "master", parameters: ["nodes"], timeoutSeconds: 120, saved: true, description: "delete Node objects (gone ones are fine)" },
     "etcd-member-remove": { on: "master", parameters: ["member", "peerIp", "etcdNode"], timeoutSeconds: 120, saved: true, description: "remove a master's etcd member (by name or peer address) through a healthy master's etcd" },
@@ -140,13 +143,16 @@ export const OPERATIONS = {
     "doctor-join": { on: "master", parameters: [], timeoutSeconds: 60, saved: true, description: "doctor (read-only): bootstrap tokens, /readyz, etcd members" },
     "doctor-certs": { on: "master", parameters: [], timeoutSeconds: 60, saved: true, description: "doctor (read-only): certificate expiry and the renewal timer on a master" },
     "doctor-bootstrap-log": { on: "node", parameters: ["lines"], timeoutSeconds: 60, saved: true, description: "doctor (read-only): a node's bootstrap log and markers" },
+    "upgrade-status": { on: "master", parameters: [], timeoutSeconds: 120, saved: true, description: "upgrades (read-only): each API server's version and /readyz, each Node's kubelet, the add-ons, deprecated APIs in use" },
     "attach": { on: "node", parameters: ["labels", "taints", "channel"], timeoutSeconds: 1800, saved: true, join: true, description: "join an existing instance as a worker node" },
     "control-plane-join": { on: "node", parameters: ["channel"], timeoutSeconds: 1800, saved: true, join: true, description: "join a master to the control plane" },
+    // Saved with the cluster's target version and package sources baked in (src/shell/upgrade.sh), like the joins.
+    "upgrade": { on: "node", parameters: ["upgradeStep"], timeoutSeconds: 1800, saved: true, join: true, description: "one step of moving this master or node to the configured Kubernetes version (kubeadm upgrade, packages, kubelet)" },
 } as const satisfies Record<string, Operation>;
 
 export type OperationName = keyof typeof OPERATIONS;
-/** The join operations (the attach script saved with a cluster's join material). */
-export type JoinOperation = "attach" | "control-plane-join";
+/** The operations saved with a cluster's own material (the attach script with its join material; the upgrade step with its target version). */
+export type JoinOperation = "attach" | "control-plane-join" | "upgrade";
 /** The operations saved as commands by the NodeCommands component (every saved one but the joins). */
 export type SavedOperation = Exclude<{ [K in OperationName]: (typeof OPERATIONS)[K]["saved"] extends true ? K : never }[OperationName], JoinOperation>;
 

@@ -193,9 +193,11 @@ ak_cni_ready() {
   for p in bridge host-local portmap loopback; do [ -x "${AK_ROOT}/opt/cni/bin/$p" ] || return 1; done
 }
 
-# ak_install_apt NEED_KUBE NEED_CONTAINERD NEED_CNI (1 = install)
+# ak_install_apt NEED_KUBE NEED_CONTAINERD NEED_CNI (1 = install). AK_KUBE_PACKAGES (environment): which of kubelet,
+# kubeadm, kubectl NEED_KUBE installs; default all three (an upgrade installs kubeadm first, kubelet and kubectl later).
 ak_install_apt() {
   local repo="${AK_K8S_REPO_URL%/}/deb/" keyring="/etc/apt/keyrings/alicloud-kubeadm-kubernetes.gpg" v=$AK_KUBERNETES_VERSION
+  local kube=${AK_KUBE_PACKAGES:-kubelet kubeadm kubectl} p
   local -a pkgs=() apt=(apt-get -q -y -o DPkg::Lock::Timeout=600)
   export DEBIAN_FRONTEND=noninteractive NEEDRESTART_SUSPEND=1 # no prompts, no service restarts by needrestart
   if [ "$1$3" != 00 ]; then
@@ -204,17 +206,22 @@ ak_install_apt() {
     printf 'deb [signed-by=%s] %s /\n' "$keyring" "$repo" |
       ak_write_file "${AK_ROOT}/etc/apt/sources.list.d/alicloud-kubeadm-kubernetes.list" 644 || true
   fi
-  if [ "$1" = 1 ]; then pkgs+=("kubelet=${v}-*" "kubeadm=${v}-*" "kubectl=${v}-*" conntrack socat); fi
+  if [ "$1" = 1 ]; then
+    for p in $kube; do pkgs+=("${p}=${v}-*"); done
+    pkgs+=(conntrack socat)
+  fi
   if [ "$2" = 1 ]; then pkgs+=(containerd); fi
   if [ "$3" = 1 ]; then pkgs+=(kubernetes-cni); fi
   "${apt[@]}" update
   "${apt[@]}" install --allow-change-held-packages --allow-downgrades "${pkgs[@]}"
-  if [ "$1" = 1 ]; then apt-mark hold kubelet kubeadm kubectl; fi
+  # shellcheck disable=SC2086 # a list of package names
+  if [ "$1" = 1 ]; then apt-mark hold $kube; fi
 }
 
-# ak_install_dnf NEED_KUBE NEED_CONTAINERD NEED_CNI (1 = install)
+# ak_install_dnf NEED_KUBE NEED_CONTAINERD NEED_CNI (1 = install); AK_KUBE_PACKAGES as for ak_install_apt.
 ak_install_dnf() {
   local repo="${AK_K8S_REPO_URL%/}/rpm/" v=$AK_KUBERNETES_VERSION
+  local kube=${AK_KUBE_PACKAGES:-kubelet kubeadm kubectl} p
   local -a pkgs=() opts=()
   if [ "$1$3" != 00 ]; then
     opts+=(--disableexcludes=alicloud-kubeadm-kubernetes)
@@ -222,7 +229,10 @@ ak_install_dnf() {
       "gpgkey=${repo}repodata/repomd.xml.key" 'exclude=kubelet kubeadm kubectl cri-tools kubernetes-cni' |
       ak_write_file "${AK_ROOT}/etc/yum.repos.d/alicloud-kubeadm-kubernetes.repo" 644 || true
   fi
-  if [ "$1" = 1 ]; then pkgs+=("kubelet-${v}" "kubeadm-${v}" "kubectl-${v}" conntrack-tools socat); fi
+  if [ "$1" = 1 ]; then
+    for p in $kube; do pkgs+=("${p}-${v}"); done
+    pkgs+=(conntrack-tools socat)
+  fi
   if [ "$3" = 1 ]; then pkgs+=(kubernetes-cni); fi
   if [ "$2" = 1 ]; then
     ak_require AK_CONTAINERD_RPM_REPO_URL

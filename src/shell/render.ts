@@ -59,9 +59,9 @@ function isUpstream(mirror: string): boolean {
 
 /** Parameters every node script needs. */
 export interface NodeParams {
-    /** Alibaba Cloud region id, e.g. `cn-hangzhou`; selects the default mirrors (the node reads its own region from metadata). */
+    /** Alibaba Cloud region id, e.g. `cn-hangzhou`; selects the default mirrors (the node reads its own region from metadata). Required. */
     region: string;
-    /** Kubernetes version `x.y.z` (>= 1.31, kubeadm config API v1beta4), e.g. `1.36.3`. */
+    /** Kubernetes version `x.y.z` (>= 1.31, kubeadm config API v1beta4), e.g. `1.36.3`. Required. */
     kubernetesVersion: string;
     /** Package mirror base URL. Default: {@link defaultMirrors}(region).packageMirror. */
     packageMirror?: string;
@@ -83,7 +83,10 @@ export interface NodeParams {
 }
 
 /** Parameters of the bake mode (`bake_node.sh`): the node's sources and images, no endpoint and no secret. */
-export type BakeNodeParams = Omit<NodeParams, "apiEndpoint" | "nodeImages"> & { nodeImages: string[] };
+export type BakeNodeParams = Omit<NodeParams, "apiEndpoint" | "nodeImages"> & {
+    /** Images the kubelet pulls on every node (pause, kube-proxy, flannel and its CNI plugin), baked in. Required. */
+    nodeImages: string[];
+};
 
 /** Parameters of master 0's `kubeadm init`. */
 export interface MasterInitParams extends NodeParams {
@@ -598,6 +601,23 @@ export function renderControlPlaneJoinCommand(params: Omit<ControlPlaneJoinParam
     return fitSavedCommand("the control-plane join command", packShell(compactShell(renderControlPlaneJoin({
         ...params, token: { parameter: "channel" }, certificateKey: { parameter: "channel" },
     }))));
+}
+
+/** Parameters of the saved upgrade command: the target version and the node's package sources, no endpoint and no secret. */
+export type UpgradeParams = Omit<NodeParams, "apiEndpoint" | "nodeImages">;
+
+/**
+ * The saved upgrade command (src/shell/upgrade.sh): one step of moving a master or a node to `kubernetesVersion`,
+ * the step as the parameter `step`, the packages through prepare_node.sh's install path from the target minor's
+ * repository. Compacted and packed like the join commands; it carries no secret.
+ */
+export function renderUpgradeCommand(params: UpgradeParams): string {
+    const asNode: NodeParams = { ...params, apiEndpoint: "upgrade.invalid:1" };
+    throwIfAny("renderUpgradeCommand", nodeProblems(asNode));
+    return fitSavedCommand("the upgrade command", packShell(compactShell(assemble("upgrade.sh", [
+        ...nodeHeader(asNode).filter(([name]) => name !== "AK_API_ENDPOINT"),
+        ["AK_UPGRADE_STEP", "{{upgradeStep}}"],
+    ]))));
 }
 
 /** The value standing for "filled in at run time" in {@link renderOperation}. */

@@ -138,16 +138,17 @@ describe("emulator: Cloud Assistant saved commands", () => {
     it("an agent in DeliveryTimeout never gets the command: Pending, then Aborted / DeliveryTimeout; its status check still says true", async () => {
         const [a, b] = fx.emu.addInstances(2);
         fx.emu.setAgentOffline(b, "DeliveryTimeout");
-        fx.emu.state.deliveryTimeoutMs = 150;
+        // The documented minute, ended by stepping the emulator's clock: the first read cannot come after it.
+        fx.emu.state.deliveryTimeoutMs = 60_000;
         const ran: string[] = [];
         fx.emu.onCommand(/./, (ctx) => { ran.push(ctx.instanceId); return {}; });
         const cmd = String((await call("ecs", "CreateCommand", { Name: "x", Type: "RunShellScript", CommandContent: b64("true") })).CommandId);
         const { InvokeId } = await call("ecs", "InvokeCommand", { CommandId: cmd, InstanceId: [a, b] });
-        await sleep(30);
         let inv = await invocation(String(InvokeId));
         assert.deepStrictEqual(inv.InvokeInstances.InvokeInstance.map((r) => [r.InstanceId, r.InvocationStatus]), [[a, "Success"], [b, "Pending"]]);
         assert.strictEqual(inv.InvocationStatus, "Pending");
-        inv = await until(String(InvokeId), (i) => i.InvocationStatus !== "Pending");
+        fx.emu.advance(60_000);
+        inv = await invocation(String(InvokeId), { IncludeOutput: true, ContentEncoding: "PlainText" });
         const rb = inv.InvokeInstances.InvokeInstance[1];
         assert.deepStrictEqual([rb.InvocationStatus, rb.ErrorCode, rb.ErrorInfo], ["Aborted", "DeliveryTimeout", "the command delivery has been timeout"]);
         assert.strictEqual(inv.InvocationStatus, "PartialFailed");
@@ -178,7 +179,7 @@ describe("emulator: ECS power and system disk", () => {
         await call("ecs", "StopInstance", { InstanceId: inst.instanceId });
         assert.strictEqual(inst.status, "Stopped");
         assert.strictEqual(await code(call("ecs", "StopInstance", { InstanceId: inst.instanceId })), "IncorrectInstanceStatus");
-        fx.emu.state.transitionMs = 100;
+        fx.emu.state.transitionMs = 60_000; // still Stopping however long the next call takes
         const other = fx.emu.addInstance();
         await call("ecs", "StopInstance", { InstanceId: other.instanceId });
         assert.strictEqual(other.status, "Stopping");

@@ -7,7 +7,6 @@ import { useEmulator } from "../../testing/emulator/fixture";
 
 const region = "cn-hangzhou";
 const call = (product: Product, action: string, params: Record<string, ParamValue>) => callApi(product, action, params, { region, retry: { maxAttempts: 1, throttleBudgetMs: 0 } });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function code(p: Promise<unknown>): Promise<string> {
     try { await p; } catch (e) { if (e instanceof OpenApiError) return e.code; throw e; }
@@ -36,19 +35,39 @@ describe("emulator: ECS", () => {
         assert.strictEqual(await code(call("ecs", "StartInstance", { InstanceId: inst.instanceId })), "IncorrectInstanceStatus");
     });
 
-    it("with transitionMs, Stop and Start pass through Stopping and Starting", async () => {
-        fx.emu.state.transitionMs = 100;
+    it("ModifyInstanceSpec changes the type only while Stopped, one configuration per call, and only to a type ECS sells", async () => {
+        const inst = fx.emu.addInstance({ instanceType: "ecs.g7.large" });
+        const type = async () => ((await call("ecs", "DescribeInstances", { InstanceIds: JSON.stringify([inst.instanceId]) })).Instances as { Instance: { InstanceType: string }[] }).Instance[0].InstanceType;
+        assert.strictEqual(await code(call("ecs", "ModifyInstanceSpec", { InstanceId: inst.instanceId, InstanceType: "ecs.g7.xlarge" })), "IncorrectInstanceStatus");
+        await call("ecs", "StopInstance", { InstanceId: inst.instanceId });
+        assert.strictEqual(await code(call("ecs", "ModifyInstanceSpec", { InstanceId: inst.instanceId, InstanceType: "ecs.g7.xlarge", InternetMaxBandwidthOut: 10 })), "InvalidParameter.Conflict");
+        assert.strictEqual(await code(call("ecs", "ModifyInstanceSpec", { InstanceId: inst.instanceId, InstanceType: "ecs.nosuch.large" })), "InvalidInstanceType.ValueNotSupported");
+        assert.strictEqual(await type(), "ecs.g7.large");
+        await call("ecs", "ModifyInstanceSpec", { InstanceId: inst.instanceId, InstanceType: "ecs.g7.xlarge" });
+        assert.strictEqual(await type(), "ecs.g7.xlarge");
+        assert.strictEqual(inst.status, "Stopped");
+    });
+
+    it("with transitionReads, Stop and Start pass through Stopping and Starting for that many DescribeInstances answers", async () => {
+        fx.emu.state.transitionReads = 2;
+        const inst = fx.emu.addInstance();
+        await call("ecs", "StopInstance", { InstanceId: inst.instanceId });
+        const status = async () => ((await call("ecs", "DescribeInstances", { InstanceIds: JSON.stringify([inst.instanceId]) })).Instances as { Instance: { Status: string }[] }).Instance[0].Status;
+        assert.deepStrictEqual([await status(), await status()], ["Stopping", "Stopping"]);
+        assert.strictEqual(await code(call("ecs", "StartInstance", { InstanceId: inst.instanceId })), "IncorrectInstanceStatus");
+        assert.strictEqual(await status(), "Stopped");
+        await call("ecs", "StartInstance", { InstanceId: inst.instanceId });
+        assert.deepStrictEqual([await status(), await status(), await status()], ["Starting", "Starting", "Running"]);
+    });
+
+    it("with transitionMs, Stop passes through Stopping until the time is up", async () => {
+        // Far longer than any gap between two calls, so the first read sees Stopping however loaded the machine is.
+        fx.emu.state.transitionMs = 60_000;
         const inst = fx.emu.addInstance();
         await call("ecs", "StopInstance", { InstanceId: inst.instanceId });
         const status = async () => ((await call("ecs", "DescribeInstanceStatus", { InstanceId: [inst.instanceId] })).InstanceStatuses as { InstanceStatus: { Status: string }[] }).InstanceStatus[0].Status;
         assert.strictEqual(await status(), "Stopping");
         assert.strictEqual(await code(call("ecs", "StartInstance", { InstanceId: inst.instanceId })), "IncorrectInstanceStatus");
-        await new Promise((r) => setTimeout(r, 150));
-        assert.strictEqual(await status(), "Stopped");
-        await call("ecs", "StartInstance", { InstanceId: inst.instanceId });
-        assert.strictEqual(await status(), "Starting");
-        await new Promise((r) => setTimeout(r, 150));
-        assert.strictEqual(await status(), "Running");
     });
 
     it("DescribeInstances says when an instance last started, to the minute; a start moves it", async () => {
@@ -158,12 +177,12 @@ describe("emulator: ESS", () => {
     });
 
     it("a scaling activity in progress blocks RemoveInstances (ScalingActivityInProgress)", async () => {
-        fx.emu.state.activityDurationMs = 200;
+        fx.emu.state.activityDurationMs = 60_000;
         const g = fx.emu.addScalingGroup({ maxSize: 3 });
         await call("ess", "ScaleWithAdjustment", { ScalingGroupId: g.scalingGroupId, AdjustmentType: "TotalCapacity", AdjustmentValue: 2 });
         const [a] = fx.emu.scalingGroupInstances(g.scalingGroupId);
         assert.strictEqual(await code(call("ess", "RemoveInstances", { ScalingGroupId: g.scalingGroupId, InstanceId: [a] })), "ScalingActivityInProgress");
-        await new Promise((r) => setTimeout(r, 220));
+        fx.emu.advance(60_000);
         await call("ess", "RemoveInstances", { ScalingGroupId: g.scalingGroupId, InstanceId: [a] });
     });
 });
@@ -173,6 +192,8 @@ describe("emulator: a per-action rate limit (Emulator.rateLimit)", () => {
 
     it("answers Throttling.User beyond N calls per window and action, applies nothing for them, admits again in the next window, and comes off", async () => {
         fx.emu.rateLimit(2, 60_000);
+        const windowStart = () => fx.emu.advance(60_000 - (fx.emu.state.now() % 60_000)); // on the emulator's clock: the next calls share one window
+        windowStart();
         const inst = fx.emu.addInstance();
         const describe = () => code(call("ecs", "DescribeInstances", { InstanceIds: JSON.stringify([inst.instanceId]) }));
         assert.deepStrictEqual([await describe(), await describe(), await describe()], ["", "", "Throttling.User"]);
@@ -181,10 +202,11 @@ describe("emulator: a per-action rate limit (Emulator.rateLimit)", () => {
         assert.deepStrictEqual([await rename("a"), await rename("b"), await rename("c")], ["", "", "Throttling.User"]);
         assert.strictEqual(inst.instanceName, "b", "a refused call applies nothing");
         assert.strictEqual(fx.emu.callsOf("DescribeInstances").filter((c) => c.code === "Throttling.User" && c.status === 400).length, 1, "recorded, HTTP 400");
-        fx.emu.rateLimit({ DescribeInstances: 1 }, 100);
-        assert.deepStrictEqual([await describe(), await describe()].sort(), ["", "Throttling.User"], "one per 100 ms window");
-        await sleep(250);
-        assert.strictEqual(await describe(), "", "a later window admits again");
+        fx.emu.rateLimit({ DescribeInstances: 1 }, 60_000);
+        windowStart();
+        assert.deepStrictEqual([await describe(), await describe()], ["", "Throttling.User"], "one per window");
+        fx.emu.advance(60_000);
+        assert.strictEqual(await describe(), "", "the next window admits again");
         fx.emu.rateLimit({});
         assert.deepStrictEqual([await describe(), await describe(), await describe()], ["", "", ""]);
     });

@@ -3,7 +3,7 @@
  * removal, the removal policy ESS applies on its own, capacity limits; through the real SDK path.
  */
 import * as assert from "assert";
-import { call, code, describeMap, sleep, useEmulator } from "../../testing/emulator/fixture";
+import { call, code, describeMap, useEmulator } from "../../testing/emulator/fixture";
 
 
 
@@ -20,7 +20,8 @@ describe("emulator: ESS scaling activities", () => {
     const fx = useEmulator();
 
     it("RemoveInstances answers at once; the member leaves (and is released) only when its activity ends", async () => {
-        fx.emu.state.activityDurationMs = 150;
+        // A minute long, ended by stepping the emulator's clock: the checks in between cannot outlast it.
+        fx.emu.state.activityDurationMs = 60_000;
         const g = fx.emu.addScalingGroup({ maxSize: 5, desiredCapacity: 3 });
         const [a, b, c] = fx.emu.scalingGroupInstances(g.scalingGroupId);
         const { ScalingActivityId } = await call("ess", "RemoveInstances", { ScalingGroupId: g.scalingGroupId, InstanceId: [a] });
@@ -32,7 +33,7 @@ describe("emulator: ESS scaling activities", () => {
         assert.strictEqual(await code(call("ess", "RemoveInstances", { ScalingGroupId: g.scalingGroupId, InstanceId: [b] })), "ScalingActivityInProgress");
         assert.strictEqual(await code(call("ess", "DetachInstances", { ScalingGroupId: g.scalingGroupId, InstanceId: [b] })), "ScalingActivityInProgress");
         assert.strictEqual(await code(call("ess", "ScaleWithAdjustment", { ScalingGroupId: g.scalingGroupId, AdjustmentType: "TotalCapacity", AdjustmentValue: 1 })), "ScalingActivityInProgress");
-        await sleep(200);
+        fx.emu.advance(60_000);
         const ended = await activity(ScalingActivityId);
         assert.deepStrictEqual([ended.StatusCode, ended.Progress, ended.ErrorCode, ended.TotalCapacity, ended.DestroyedInstances.DestroyedInstance], ["Successful", 100, "", "2", [a]]);
         assert.strictEqual(fx.emu.instances.has(a), false);
@@ -74,14 +75,14 @@ describe("emulator: ESS scaling activities", () => {
     });
 
     it("a failed scale-out: members are Pending during the activity and released when it fails", async () => {
-        fx.emu.state.activityDurationMs = 100;
+        fx.emu.state.activityDurationMs = 60_000;
         const g = fx.emu.addScalingGroup({ maxSize: 5, desiredCapacity: 1 });
         fx.emu.failNextActivity(g.scalingGroupId, { status: "Failed", errorCode: "OperationDenied.NoStock", message: "The requested resource is sold out in the specified zone." });
         await call("ess", "ModifyScalingGroup", { ScalingGroupId: g.scalingGroupId, DesiredCapacity: 3 });
         const during = await lifecycle(g.scalingGroupId);
         assert.deepStrictEqual(Object.values(during).sort(), ["InService", "Pending", "Pending"]);
         const pending = Object.keys(during).filter((id) => during[id] === "Pending");
-        await sleep(150);
+        fx.emu.advance(60_000);
         const list = (await call("ess", "DescribeScalingActivities", { ScalingGroupId: g.scalingGroupId })).ScalingActivities as { ScalingActivity: Activity[] };
         assert.deepStrictEqual(list.ScalingActivity.map((a) => [a.StatusCode, a.ErrorCode]), [["Failed", "OperationDenied.NoStock"]], "ModifyScalingGroup has no ScalingActivityId but its activity is listed");
         assert.strictEqual(fx.emu.scalingGroupInstances(g.scalingGroupId).length, 1);
@@ -201,18 +202,18 @@ describe("emulator: ESS picks the victims itself when DesiredCapacity drops", ()
     });
 
     it("a DesiredCapacity change during a RemoveInstances activity is accepted; ESS removes one more member when it ends", async () => {
-        fx.emu.state.activityDurationMs = 100;
+        fx.emu.state.activityDurationMs = 60_000;
         const g = fx.emu.addScalingGroup({ maxSize: 5, desiredCapacity: 3 });
         const [a, b, c] = fx.emu.scalingGroupInstances(g.scalingGroupId);
         await call("ess", "RemoveInstances", { ScalingGroupId: g.scalingGroupId, InstanceId: [c] });
         assert.strictEqual(g.desiredCapacity, 2, "lowered when the request is accepted");
         await call("ess", "ModifyScalingGroup", { ScalingGroupId: g.scalingGroupId, DesiredCapacity: 1 });
         assert.strictEqual(fx.emu.scalingGroupInstances(g.scalingGroupId).length, 3, "nothing happened yet");
-        await sleep(130);
+        fx.emu.advance(60_000);
         const acts = fx.emu.activitiesOf(g.scalingGroupId);
         assert.deepStrictEqual(acts.map((x) => x.statusCode), ["Successful", "InProgress"], "ESS started its own scale-in");
         assert.deepStrictEqual(acts[1].plan?.instanceIds, [a], "its victim: the oldest member");
-        await sleep(130);
+        fx.emu.advance(60_000);
         assert.deepStrictEqual(fx.emu.scalingGroupInstances(g.scalingGroupId), [b]);
     });
 

@@ -4,7 +4,7 @@
  */
 import * as assert from "assert";
 import { CLIENT_TOKEN_ACTIONS } from "../../testing/emulator/index";
-import { call, code, describeMap, sleep, useEmulator } from "../../testing/emulator/fixture";
+import { call, code, describeMap, useEmulator } from "../../testing/emulator/fixture";
 import { callApi, type ParamValue, type Product } from "../../src/cloud/openapi";
 
 const region = "cn-hangzhou";
@@ -15,7 +15,8 @@ describe("emulator: VPC route tasks", () => {
     const fx = useEmulator();
 
     it("one route change at a time per VPC: Pending → Available, Deleting → gone; others meanwhile get the conflict codes in turn", async () => {
-        fx.emu.state.routeTaskMs = 120;
+        // A minute-long task, ended by stepping the emulator's clock: the five calls meanwhile cannot outlast it.
+        fx.emu.state.routeTaskMs = 60_000;
         const t = fx.emu.addRouteTable();
         const t2 = fx.emu.addRouteTable({ routeTableType: "Custom" });
         const other = fx.emu.addRouteTable({ vpcId: "vpc-other" });
@@ -30,24 +31,24 @@ describe("emulator: VPC route tasks", () => {
         codes.push(await code(call("vpc", "CreateRouteEntry", { RouteTableId: t.routeTableId, DestinationCidrBlock: "172.16.2.0/25", NextHopId: b })));
         assert.deepStrictEqual(codes, ["TaskConflict", "OperationConflict", "IncorrectRouteEntryStatus", "SystemBusy", "TaskConflict"], "the same VPC, even another table, is busy");
         assert.strictEqual(await code(call("vpc", "CreateRouteEntry", { RouteTableId: other.routeTableId, DestinationCidrBlock: "172.16.0.0/25", NextHopId: b })), "", "another VPC is not");
-        await sleep(150);
+        fx.emu.advance(60_000);
         assert.deepStrictEqual(await statuses(t.routeTableId), { "172.16.0.0/25": "Available" });
         await call("vpc", "DeleteRouteEntry", { RouteTableId: t.routeTableId, DestinationCidrBlock: "172.16.0.0/25", NextHopId: a });
         assert.deepStrictEqual(await statuses(t.routeTableId), { "172.16.0.0/25": "Deleting" });
-        await sleep(150);
+        fx.emu.advance(60_000);
         assert.deepStrictEqual(await statuses(t.routeTableId), {});
         assert.strictEqual(t.entries.length, 0);
     });
 
     it("the conflict codes are configurable; an entry that is not Available cannot be deleted; system routes are refused", async () => {
-        fx.emu.state.routeTaskMs = 100;
+        fx.emu.state.routeTaskMs = 60_000;
         fx.emu.state.routeConflictCodes = ["SystemBusy"];
         const t = fx.emu.addRouteTable();
         const [a, b] = fx.emu.addInstances(2);
         await call("vpc", "CreateRouteEntry", { RouteTableId: t.routeTableId, DestinationCidrBlock: "172.16.0.0/25", NextHopId: a });
         assert.strictEqual(await code(call("vpc", "CreateRouteEntry", { RouteTableId: t.routeTableId, DestinationCidrBlock: "172.16.1.0/25", NextHopId: b })), "SystemBusy");
         assert.strictEqual(await code(call("vpc", "CreateRouteEntry", { RouteTableId: t.routeTableId, DestinationCidrBlock: "172.16.1.0/25", NextHopId: b })), "SystemBusy");
-        await sleep(130);
+        fx.emu.advance(60_000);
         const sys = fx.emu.addRouteEntry(t.routeTableId, { destinationCidrBlock: "192.168.0.0/24", nextHopId: "", nextHopType: "local" });
         sys.type = "System";
         assert.strictEqual(await code(call("vpc", "DeleteRouteEntry", { RouteEntryId: sys.routeEntryId })), "OperationDenied");

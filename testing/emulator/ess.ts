@@ -60,7 +60,7 @@ function activityOf(a: EmuActivity, now: number): EmuActivity["statusCode"] {
     return a.statusCode === "InProgress" && !a.plan && now >= a.endsAt ? "Successful" : a.statusCode;
 }
 
-function inProgress(st: EmulatorState, g: EmuScalingGroup, now = Date.now()): boolean {
+function inProgress(st: EmulatorState, g: EmuScalingGroup, now = st.now()): boolean {
     return st.activities.some((a) => a.scalingGroupId === g.scalingGroupId && activityOf(a, now) === "InProgress");
 }
 
@@ -73,7 +73,7 @@ function assertIdle(st: EmulatorState, g: EmuScalingGroup): void {
 }
 
 /** End every planned activity whose time has come (called by each ESS action, by timers and by `Emulator` helpers). */
-export function settleActivities(st: EmulatorState, now = Date.now()): void {
+export function settleActivities(st: EmulatorState, now = st.now()): void {
     for (const a of st.activities) {
         if (a.plan && a.statusCode === "InProgress" && now >= a.endsAt) finish(st, a);
     }
@@ -93,7 +93,7 @@ export function settleActivities(st: EmulatorState, now = Date.now()): void {
  * decides how it ends.
  */
 function startActivity(st: EmulatorState, g: EmuScalingGroup, description: string, plan: ActivityPlan, outcomeIfNoFault?: ActivityFault): EmuActivity {
-    const now = Date.now();
+    const now = st.now();
     const faults = st.activityFaults.get(g.scalingGroupId);
     const outcome = faults?.shift() ?? outcomeIfNoFault;
     const a: EmuActivity = {
@@ -162,7 +162,7 @@ function finish(st: EmulatorState, a: EmuActivity): void {
         a.errorMessage = o?.message ?? `The scaling activity ended ${status}.`;
         a.statusMessage = a.errorMessage;
     }
-    if (g && plan.kind === "scale" && plan.launched.some((id) => keep.includes(id))) g.retryLaunchAt = Math.max(a.endsAt, Date.now()) + st.launchRetryMs;
+    if (g && plan.kind === "scale" && plan.launched.some((id) => keep.includes(id))) g.retryLaunchAt = Math.max(a.endsAt, st.now()) + st.launchRetryMs;
     if (g && (plan.reconcileAfter || g.pendingReconcile) && status !== "Failed" && status !== "Rejected") {
         g.pendingReconcile = false;
         reconcile(st, g);
@@ -555,7 +555,7 @@ export function runHealthCheck(st: EmulatorState, scalingGroupId: string): EmuAc
 const describeScalingActivities: Handler = (st, p) => {
     settleActivities(st);
     const ids = listParam(p, "ScalingActivityId");
-    const now = Date.now();
+    const now = st.now();
     let list = st.activities.filter((a) => (!p.ScalingGroupId || a.scalingGroupId === p.ScalingGroupId) && (!ids.length || ids.includes(a.scalingActivityId)));
     if (p.StatusCode) list = list.filter((a) => activityOf(a, now) === p.StatusCode);
     list = [...list].reverse();

@@ -118,3 +118,36 @@ export async function describeMap(product: Product, action: string, params: Reco
     const rows = ((res[list[0]] as Record<string, unknown> | undefined)?.[list[1]] ?? []) as Array<Record<string, string>>;
     return Object.fromEntries(rows.map((r) => [r[key], r[value]]));
 }
+
+/**
+ * Fault injection for fault matrices: the `index`-th Cloud Assistant command (1-based) from now fails with exit code 1;
+ * every other one is answered by the handler that would have answered it (the most recent match registered before).
+ * @returns a flag that turns true once the fault has struck
+ */
+export function failNthCommand(emu: Emulator, index: number): { struck: boolean } {
+    const hit = { struck: false };
+    let k = 0;
+    const handlers = emu.state.handlers;
+    emu.onCommand(/[\s\S]*/, (ctx) => {
+        if (++k === index) {
+            hit.struck = true;
+            return { exitCode: 1, output: "injected failure\n" };
+        }
+        for (let h = handlers.length - 2; h >= 0; h--) {
+            if (handlers[h].pattern.test(ctx.script)) {
+                const handler = handlers[h].handler;
+                return typeof handler === "function" ? handler(ctx) : handler;
+            }
+        }
+        return { exitCode: 127, output: "no handler" };
+    });
+    return hit;
+}
+
+/** Takes every fault of a fault matrix off: the request hooks and {@link failNthCommand}'s catch-all handler. */
+export function disarmFaults(emu: Emulator): void {
+    emu.beforeRequest = undefined;
+    emu.afterRequest = undefined;
+    const k = emu.state.handlers.findIndex((h) => h.pattern.source === "[\\s\\S]*");
+    if (k >= 0) emu.state.handlers.splice(k, 1);
+}

@@ -11,11 +11,13 @@
  * implemented (ecs.ts, ess.ts, vpc.ts), and where the sources are silent the harsher behaviour is
  * modelled and the comment says so. Knobs on `emu.state` (defaults): `activityDurationMs` (0),
  * `routeTaskMs` (0), `routeConflictCodes` (TaskConflict, OperationConflict, IncorrectRouteEntryStatus,
- * SystemBusy), `transitionMs` (0), `deliveryTimeoutMs` (60000), `protectedMembersRemovable` (false),
+ * SystemBusy), `transitionMs` (0), `transitionReads` (0), `deliveryTimeoutMs` (60000), `protectedMembersRemovable` (false),
  * `presetPasswordImages` (empty), `syncNotMatchForStoppedInstances` (false), `invocationResultsPageCap` (50),
  * `maxInstancesPerInvocation` (100), `rateLimits` (none: off) with `rateWindowMs` (1000).
  * Hooks: `onCommand`, `setAgentOffline(id, "ClientNotRunning" | "ClientNotResponse" | "DeliveryTimeout")`,
- * `failNextActivity`, `runHealthCheck`, `activitiesOf`, `inject`, `throttle`, `rateLimit`, `fail5xx`.
+ * `failNextActivity`, `runHealthCheck`, `activitiesOf`, `inject`, `throttle`, `rateLimit`, `fail5xx`; `advance(ms)` steps
+ * the emulator's clock (`state.now()`, the wall clock plus `clockOffsetMs`) past an activity, route task, delivery
+ * window or rate-limit window.
  */
 import * as http from "http";
 import { AddressInfo } from "net";
@@ -24,7 +26,7 @@ import { ECS_ACTIONS } from "./ecs";
 import { ESS_ACTIONS, launchInstance, runHealthCheck, settleActivities } from "./ess";
 import { ActivityFault, AgentFailure, ApiError, CommandHandler, EmuActivity, EmuCommand, EmuInstance, EmuRouteEntry, EmuRouteTable, EmuScalingGroup, EmulatorState, isoMinute, isoTime, requestId } from "./state";
 import { verifyRequest, verifyRpcV1 } from "./signature";
-import { VPC_ACTIONS } from "./vpc";
+import { settleRoutes, VPC_ACTIONS } from "./vpc";
 import { OssError, ossErrorXml, OssState } from "./oss";
 
 export * from "./state";
@@ -252,6 +254,17 @@ export class Emulator {
         this.state.activityFaults.set(scalingGroupId, list);
     }
 
+    /**
+     * Move the emulator's clock `ms` ahead of the wall clock and end what is then due (scaling activities, route
+     * tasks; a command's delivery window and run are judged by the same clock when next read). A test steps an
+     * operation past its end this way instead of sleeping, and one given a long duration cannot end early.
+     */
+    advance(ms: number): void {
+        this.state.clockOffsetMs += ms;
+        settleActivities(this.state);
+        settleRoutes(this.state);
+    }
+
     /** Scaling activities of a group, oldest first (due ones ended first). */
     activitiesOf(scalingGroupId: string): EmuActivity[] {
         settleActivities(this.state);
@@ -309,7 +322,7 @@ export class Emulator {
         const st = this.state;
         const limit = st.rateLimits[action] ?? st.rateLimits["*"];
         if (limit === undefined) return;
-        const window = Math.floor(Date.now() / st.rateWindowMs);
+        const window = Math.floor(st.now() / st.rateWindowMs);
         const c = st.rateCounts.get(action);
         const counted = c && c.window === window ? c : { window, count: 0 };
         if (counted.count >= limit) throw new ApiError(400, "Throttling.User", "Request was denied due to user flow control.");

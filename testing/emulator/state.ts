@@ -55,6 +55,11 @@ export interface EmuInstance {
     userDataRuns: number;
     /** Set by ReplaceSystemDisk: the next StartInstance runs the user data. */
     pendingUserDataRun: boolean;
+    /**
+     * A Stop/Start in progress with `transitionReads`: the status it ends in, how many more DescribeInstances answers
+     * show the intermediate one, and what happens when it ends.
+     */
+    pendingTransition?: { to: InstanceStatus; reads: number; done: () => void };
     /** SSH key pair bound to the instance, "" when none (DescribeInstances `KeyPairName`). Default "". */
     keyPairName: string;
     /** Where the current system disk's login password comes from. Default `instance`. */
@@ -340,8 +345,24 @@ export class EmulatorState {
      * API reference's "Maximum value: 50" for MaxResults (docs/upstream.md#cas-results).
      */
     invocationResultsPageCap = 50;
+    /**
+     * How far the emulator's clock runs ahead of the wall clock (ms). `Emulator.advance` moves it, so a test steps an
+     * asynchronous operation (a scaling activity, a route task, a command's delivery or run) past its end without
+     * sleeping and without a window a loaded machine could miss. Default 0.
+     */
+    clockOffsetMs = 0;
+    /** The emulator's time (ms since the epoch): the wall clock plus `clockOffsetMs`. */
+    now(): number {
+        return Date.now() + this.clockOffsetMs;
+    }
     /** How long StopInstance/StartInstance stay in `Stopping`/`Starting` (ms). Default 0: the final state at once. */
     transitionMs = 0;
+    /**
+     * How many DescribeInstances answers show an instance in `Stopping`/`Starting` after StopInstance/StartInstance
+     * before the final status (takes precedence over `transitionMs`). The same asynchrony counted in reads rather than
+     * time, for tests that watch the intermediate status on a loaded machine. Default 0.
+     */
+    transitionReads = 0;
     /**
      * How long after a failed launch ESS tries again to reach the desired capacity (the expected number of instances
      * feature keeps trying; how soon is not documented), ms. Default 30000.

@@ -70,7 +70,7 @@ const CONFLICT_MESSAGES: Record<string, string> = {
 };
 
 /** End the route tasks that are due: `Pending` entries become `Available`, `Deleting` ones disappear. */
-export function settleRoutes(st: EmulatorState, now = Date.now()): void {
+export function settleRoutes(st: EmulatorState, now = st.now()): void {
     for (const t of st.routeTables.values()) {
         for (let k = t.entries.length - 1; k >= 0; k--) {
             const e = t.entries[k];
@@ -83,7 +83,7 @@ export function settleRoutes(st: EmulatorState, now = Date.now()): void {
 
 /** Refuse a route change while another one runs in the same VPC. */
 function assertRouteTaskFree(st: EmulatorState, vpcId: string): void {
-    if (Date.now() < (st.routeTaskUntil.get(vpcId) ?? 0)) {
+    if (st.now() < (st.routeTaskUntil.get(vpcId) ?? 0)) {
         const codes = st.routeConflictCodes.length ? st.routeConflictCodes : ["TaskConflict"];
         const code = codes[st.routeConflictSeq++ % codes.length];
         throw new ApiError(400, code, CONFLICT_MESSAGES[code] ?? "Another route entry task is in progress in this VPC.");
@@ -93,7 +93,7 @@ function assertRouteTaskFree(st: EmulatorState, vpcId: string): void {
 /** Start a route task in a VPC; returns when it ends (undefined when `routeTaskMs` is 0). */
 function beginRouteTask(st: EmulatorState, vpcId: string): number | undefined {
     if (st.routeTaskMs <= 0) return undefined;
-    const until = Date.now() + st.routeTaskMs;
+    const until = st.now() + st.routeTaskMs;
     st.routeTaskUntil.set(vpcId, until);
     setTimeout(() => settleRoutes(st), st.routeTaskMs + 1).unref();
     return until;

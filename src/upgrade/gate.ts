@@ -1,0 +1,60 @@
+/**
+ * The health gate between two masters (and after each batch of nodes): every API server's own /readyz, every etcd
+ * member healthy, and the instance's Node Ready with the kubelet of the target version and schedulable. Observed until
+ * it holds or the time is up; the failure names what did not hold.
+ */
+import type { ClusterAccess } from "../cloud/operations";
+import { compareVersions } from "../rules";
+import { nodeOfInstance, readClusterStatus, readEtcd, type ClusterStatus } from "./status";
+
+/** How long a gate waits, and how often it looks. */
+export interface GateOptions {
+    /** Default 600 000 (10 minutes: a kubelet restart, static pods coming back). */
+    timeoutMs?: number;
+    /** Default 10 000. */
+    intervalMs?: number;
+}
+
+/** What does not hold for `instanceId` at `target` in `s` (and the etcd members when `etcd` is given); empty when all holds. */
+export function gateFindings(s: ClusterStatus, region: string, instanceId: string, target: string, masters: number,
+    etcd?: ReadonlyArray<{ name: string; healthy: boolean }>): string[] {
+    const out: string[] = [];
+    if (s.apiServers.length < masters) out.push(`${s.apiServers.length} of ${masters} API servers found`);
+    const notReady = s.apiServers.filter((a) => !a.ready).map((a) => a.node);
+    if (notReady.length > 0) out.push(`/readyz failing on ${notReady.join(", ")}`);
+    if (etcd !== undefined) {
+        if (etcd.length === 0) out.push("no etcd member answered");
+        const sick = etcd.filter((m) => !m.healthy).map((m) => m.name);
+        if (sick.length > 0) out.push(`etcd members not healthy: ${sick.join(", ")}`);
+    }
+    const node = nodeOfInstance(s, region, instanceId);
+    if (!node) out.push(`no Node for ${instanceId}`);
+    else {
+        if (!node.ready) out.push(`Node ${node.name} is not Ready`);
+        if (compareVersions(node.kubelet, target) !== 0) out.push(`Node ${node.name} reports kubelet ${node.kubelet || "(none)"}, not ${target}`);
+        if (node.unschedulable) out.push(`Node ${node.name} is still cordoned`);
+    }
+    return out;
+}
+
+/**
+ * Waits until the gate holds for `instanceId`; `withEtcd` adds the etcd members (masters).
+ * @returns the status that passed
+ * @throws Error listing what did not hold at the last look
+ */
+export async function waitForGate(access: ClusterAccess, instanceId: string, target: string, withEtcd: boolean, opts: GateOptions = {}): Promise<ClusterStatus> {
+    const deadline = Date.now() + (opts.timeoutMs ?? 600_000);
+    for (;;) {
+        let findings: string[];
+        let s: ClusterStatus | undefined;
+        try {
+            s = await readClusterStatus(access);
+            findings = gateFindings(s, access.region, instanceId, target, access.masterInstanceIds.length, withEtcd ? await readEtcd(access, s) : undefined);
+        } catch (err) {
+            findings = [`the cluster could not be read: ${(err as Error).message.split("\n")[0]}`];
+        }
+        if (findings.length === 0 && s) return s;
+        if (Date.now() >= deadline) throw new Error(`not healthy after ${Math.round((opts.timeoutMs ?? 600_000) / 1000)} s: ${findings.join("; ")}`);
+        await new Promise((r) => setTimeout(r, opts.intervalMs ?? 10_000));
+    }
+}

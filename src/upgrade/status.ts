@@ -1,0 +1,117 @@
+/**
+ * What an upgrade decides from, read from the cluster (never from what the program last asked for): each API server's
+ * version and readiness, each Node's kubelet and state, the add-ons kubeadm moves, kubeadm's ClusterConfiguration
+ * version, the deprecated APIs clients still request (the upgrade-status operation, src/shell/ops/upgrade-status.sh);
+ * each instance's own kubeadm, kubelet and static-pod versions (the upgrade command's `status` step); etcd's health.
+ */
+import { decompress, invokeOnMaster, type ClusterAccess } from "../cloud/operations";
+import { runUpgradeStep } from "./run";
+import { readEtcdMembers, type EtcdMember } from "../recovery/quorum";
+import { oldestVersion, providerIdOf } from "../rules";
+
+/** One API server: the master's Node, the version its pod runs (image tag), whether its own /readyz answered ok. */
+export interface ApiServerStatus { node: string; version: string; ready: boolean }
+
+/** One Node as an upgrade sees it. */
+export interface NodeStatus {
+    name: string;
+    /** `spec.providerID` (`<region>.<instance-id>`), "" when unset. */
+    providerId: string;
+    /** `status.nodeInfo.kubeletVersion` without the `v`. */
+    kubelet: string;
+    ready: boolean;
+    unschedulable: boolean;
+    /** A version upgrade's drain mark (annotation `alicloud-kubeadm/upgrading`), "" when none (a removal's mark is not an upgrade's). */
+    mark: string;
+    /** A master resize's drain mark (annotation `alicloud-kubeadm/resizing`), "" when none. */
+    resizeMark: string;
+    controlPlane: boolean;
+}
+
+/** The cluster's state for an upgrade. */
+export interface ClusterStatus {
+    apiServers: ApiServerStatus[];
+    nodes: NodeStatus[];
+    /** CoreDNS and kube-proxy image tags (without `v`), by name. */
+    addons: Record<string, string>;
+    /** kubeadm-config's ClusterConfiguration `kubernetesVersion` (without `v`), "" when not found. */
+    clusterConfig: string;
+    /** The `apiserver_requested_deprecated_apis` series, as the API server printed them. */
+    deprecatedMetrics: string;
+}
+
+const bare = (v: string | undefined) => (v ?? "").trim().replace(/^v/, "");
+
+/** Parses the upgrade-status operation's lines. */
+export function parseClusterStatus(text: string): ClusterStatus {
+    const s: ClusterStatus = { apiServers: [], nodes: [], addons: {}, clusterConfig: "", deprecatedMetrics: "" };
+    const controlPlane = new Set<string>();
+    const deprecated: string[] = [];
+    for (const line of text.split("\n")) {
+        const [kind, ...f] = line.split("\t");
+        if (kind === "apiserver" && f[0]) s.apiServers.push({ node: f[0], version: bare(f[1]), ready: f[2] === "true" });
+        else if (kind === "node" && f[0]) {
+            s.nodes.push({ name: f[0], providerId: f[1] ?? "", kubelet: bare(f[2]), ready: f[3] === "True", unschedulable: f[4] === "true", mark: f[5] ?? "", resizeMark: f[6] ?? "", controlPlane: false });
+        } else if (kind === "control-plane" && f[0]) controlPlane.add(f[0]);
+        else if (kind === "addon" && f[0]) s.addons[f[0]] = bare(f[1]);
+        else if (kind === "cluster-config") s.clusterConfig = bare(f[0]);
+        else if (kind === "deprecated") deprecated.push(f.join("\t"));
+    }
+    for (const n of s.nodes) n.controlPlane = controlPlane.has(n.name);
+    s.deprecatedMetrics = deprecated.join("\n");
+    return s;
+}
+
+/** Reads the cluster's state on a master. */
+export async function readClusterStatus(access: ClusterAccess): Promise<ClusterStatus> {
+    return parseClusterStatus(decompress(await invokeOnMaster(access, "upgrade-status")));
+}
+
+/** The version the control plane runs: the oldest API server's (undefined when none answered). */
+export function runningVersionOf(s: ClusterStatus): string | undefined {
+    return oldestVersion(s.apiServers.map((a) => a.version).filter((v) => v !== ""));
+}
+
+/** Node name → kubelet version, every Node. */
+export function kubeletVersionsOf(s: ClusterStatus): Record<string, string> {
+    return Object.fromEntries(s.nodes.map((n) => [n.name, n.kubelet]));
+}
+
+/** Node name → API server version, every API server. */
+export function apiServerVersionsOf(s: ClusterStatus): Record<string, string> {
+    return Object.fromEntries(s.apiServers.map((a) => [a.node, a.version]));
+}
+
+/** The Node of an instance (by provider id), if it has one. */
+export function nodeOfInstance(s: ClusterStatus, region: string, instanceId: string): NodeStatus | undefined {
+    const id = providerIdOf(region, instanceId);
+    return s.nodes.find((n) => n.providerId === id);
+}
+
+/** The instance id of a Node (from its provider id), or undefined for a Node of no ECS instance. */
+export function instanceOfNode(n: NodeStatus): string | undefined {
+    return /^[a-z0-9-]+\.(i-[A-Za-z0-9]+)$/.exec(n.providerId)?.[1];
+}
+
+/** The etcd members and their health, through the first Ready master (none when no master Node is Ready). */
+export async function readEtcd(access: ClusterAccess, s: ClusterStatus): Promise<EtcdMember[]> {
+    const via = s.nodes.filter((n) => n.controlPlane && n.ready);
+    for (const n of via) {
+        try {
+            return await readEtcdMembers(access, n.name);
+        } catch {
+            // that master's etcd did not answer: try the next
+        }
+    }
+    return [];
+}
+
+/** One instance's own versions (the upgrade command's `status` step): kubeadm, kubelet, its kube-apiserver manifest ("none" on a worker). */
+export interface InstanceVersions { kubeadm: string; kubelet: string; apiserver: string }
+
+/** Reads one instance's versions. */
+export async function readInstanceVersions(access: Pick<ClusterAccess, "region" | "pollIntervalMs">, upgradeCommandId: string, instanceId: string): Promise<InstanceVersions> {
+    const out = await runUpgradeStep(access, upgradeCommandId, instanceId, "status");
+    const field = (k: string) => bare(new RegExp(`^${k}=(.*)$`, "m").exec(out)?.[1]);
+    return { kubeadm: field("kubeadm"), kubelet: field("kubelet"), apiserver: field("apiserver") };
+}
