@@ -17,10 +17,10 @@ import { fakeCluster, type FakeCluster } from "../testing/fakeCluster";
 import { resetPacer } from "../src/cloud/pacer";
 import { scaleInPool, ESS_BATCH } from "../src/removal";
 
-const LATENCY_MS = 100;
-const COMMAND_MS = 1000;
-const ACTIVITY_MS = 3000;
-const ROUTE_TASK_MS = 300;
+export const LATENCY_MS = 100;
+export const COMMAND_MS = 1000;
+export const ACTIVITY_MS = 3000;
+export const ROUTE_TASK_MS = 300;
 const CONCURRENCY = 10;
 const THROTTLE_PER_SECOND = 5;
 

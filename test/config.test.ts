@@ -165,6 +165,7 @@ const badCases: Array<[string, Mutate, string, RegExp]> = [
     // Breaks at boot.
     ["image without tag or digest", (c) => { c.images = { flannel: "ghcr.io/flannel-io/flannel" }; }, "images.flannel", /with a tag or digest \(without one the node pulls :latest\)/],
     ["image with a registry port but no tag", (c) => { c.images = { cloudControllerManager: "registry.example.com:5000/acs/ccm" }; }, "images.cloudControllerManager", /with a tag or digest/],
+    ["taint with the rollout's own key", (c) => { pool(c).taints = ["alicloud-kubeadm/outdated=general:PreferNoSchedule"]; }, "nodePools.0.taints.0.key", /is the rollout's own .*use another key/],
     ["taint repeated with the same key and effect", (c) => { pool(c).taints = ["gpu=a:NoSchedule", { key: "gpu", value: "b", effect: "NoSchedule" }]; }, "nodePools.0.taints.1", /repeats taint 0 \(key gpu, effect NoSchedule\): the API server refuses/],
     ["autoscaler version not x.y.z", (c) => { (c.autoscaler as Record<string, unknown>).version = "1.36"; }, "autoscaler.version", /not a cluster-autoscaler release \(expected a full x\.y\.z version/],
     ["autoscaler pre-release", (c) => { (c.autoscaler as Record<string, unknown>).version = "1.36.0-rc.1"; }, "autoscaler.version", /full x\.y\.z/],

@@ -7,7 +7,7 @@ import * as assert from "assert";
 import { startEmulatorHere, useEmulator, useEmulatorEnvironment } from "../testing/emulator/fixture";
 import { fakeCluster, type FakeCluster } from "../testing/fakeCluster";
 import { poolCapacityProvider, setPoolCapacity, type PoolCapacityInputs } from "../src/providers/poolCapacity";
-import { DEFAULT_ROLLOUT, SPEC_TAG, type Rollout } from "../src/rules";
+import { DEFAULT_ROLLOUT, OUTDATED_TAINT, SPEC_TAG, type Rollout } from "../src/rules";
 import type { Emulator } from "../testing/emulator";
 import { launchInstance } from "../testing/emulator/ess";
 
@@ -63,13 +63,34 @@ describe("fixed pool rollout (emulator)", () => {
         return g.scalingGroupId;
     }
     const specs = (group: string) => ctx.emu.scalingGroupInstances(group).map((id) => ctx.emu.instances.get(id)!.tags[SPEC_TAG]);
+    /** Nodes carrying the rollout's taint (any pool), by name, as `name=<pool>:<effect>`. */
+    const tainted = () => [...c.nodes.values()].flatMap((n) => n.taints.filter((t) => t.key === OUTDATED_TAINT).map((t) => `${n.name}=${t.value}:${t.effect}`)).sort();
 
     it("replaces every outdated node: surge, then drain and remove, never below size Ready, ending at size with only current nodes (protected)", async () => {
         const group = outdatedPool(3);
         const broken = watchRollout(ctx.emu, c, group, 3, 0);
+        const old = ctx.emu.scalingGroupInstances(group).map((id) => `node-${id}`);
+        // Before the first new node launches, every outdated Node carries the PreferNoSchedule taint.
+        const atFirstLaunch: string[][] = [];
+        const join = ctx.emu.state.onUserDataRun;
+        ctx.emu.state.onUserDataRun = (inst) => {
+            if (atFirstLaunch.length === 0) atFirstLaunch.push(tainted());
+            join?.(inst);
+        };
+        // The pods a drain evicts go to the new nodes, never onto another outdated one (each started with one).
+        const left = ctx.emu.state.onMemberLeft;
+        ctx.emu.state.onMemberLeft = (id, g, released) => {
+            left?.(id, g, released);
+            for (const name of old) {
+                const pods = c.nodes.get(name)?.pods.filter((p) => p !== "DaemonSet").length ?? 0;
+                if (pods > 1) broken.push(`an evicted pod landed on outdated ${name} (${pods} workload pods) when ${id} left`);
+            }
+        };
         const progress: string[] = [];
         await setPoolCapacity(inputs(group, 3, {}), (m) => progress.push(m));
         assert.deepStrictEqual(broken, []);
+        assert.deepStrictEqual(atFirstLaunch, [old.map((n) => `${n}=general:PreferNoSchedule`).sort()], "every outdated Node tainted before the surge");
+        assert.deepStrictEqual(tainted(), [], "no Node keeps the taint");
         assert.deepStrictEqual(specs(group), [NEW, NEW, NEW]);
         for (const id of ctx.emu.scalingGroupInstances(group)) assert.strictEqual(ctx.emu.state.scalingInstances.get(id)!.lifecycleState, "Protected");
         const workload = [...c.nodes.values()].filter((n) => !n.controlPlane).reduce((k, n) => k + n.pods.filter((p) => p === "ReplicaSet").length, 0);
@@ -108,6 +129,25 @@ describe("fixed pool rollout (emulator)", () => {
         await setPoolCapacity(inputs(group, 2, {}));
         assert.deepStrictEqual(broken, []);
         assert.deepStrictEqual(specs(group), [NEW, NEW]);
+    });
+
+    it("a paused rollout leaves its outdated Nodes tainted PreferNoSchedule; once the pool has no rollout, the Nodes it keeps lose the taint (another pool's stays)", async () => {
+        const group = outdatedPool(2);
+        const old = ctx.emu.scalingGroupInstances(group).map((id) => `node-${id}`);
+        const other = c.addNode(ctx.emu.addInstance().instanceId, { pool: "other", taints: [{ key: OUTDATED_TAINT, value: "other", effect: "PreferNoSchedule" }] });
+        c.failDrains = 1;
+        await assert.rejects(setPoolCapacity(inputs(group, 2, {})), /rollout paused/);
+        const kept = old.filter((n) => c.nodes.has(n));
+        assert.ok(kept.length > 0, "an outdated node is left");
+        assert.deepStrictEqual(tainted(), [...kept.map((n) => `${n}=general:PreferNoSchedule`), `${other.name}=other:PreferNoSchedule`].sort());
+        c.failDrains = 0;
+        const progress: string[] = [];
+        // The user took `rollout` away: the surge node is surplus now, and the shrink removes an outdated node first.
+        await setPoolCapacity(inputs(group, 2), (m) => progress.push(m));
+        const stays = old.filter((n) => c.nodes.has(n));
+        assert.strictEqual(stays.length, 1, "an outdated node stays in the pool");
+        assert.deepStrictEqual(tainted(), [`${other.name}=other:PreferNoSchedule`]);
+        assert.ok(progress.some((m) => m.includes(`${OUTDATED_TAINT} removed from 1 node(s)`)), progress.join("\n"));
     });
 
     it("onDrainTimeout force: a drain blocked by a PodDisruptionBudget is done again deleting the pods, and the rollout finishes in one run", async () => {

@@ -12,7 +12,7 @@ import { createCommand } from "../testing/savedCommands";
 import { CONTROL_PLANE_MEMBER_PROVIDER_VERSION, controlPlaneMemberProvider } from "../src/providers/controlPlaneMember";
 import { NODE_MEMBERSHIP_PROVIDER_VERSION, nodeMembershipProvider } from "../src/providers/nodeMembership";
 import { POOL_CAPACITY_PROVIDER_VERSION, poolCapacityProvider } from "../src/providers/poolCapacity";
-import { DEFAULT_ROLLOUT, SPEC_TAG, type NodeCommandIds } from "../src/rules";
+import { DEFAULT_ROLLOUT, OUTDATED_TAINT, SPEC_TAG, type NodeCommandIds } from "../src/rules";
 
 const REGION = "cn-hangzhou";
 
@@ -28,17 +28,19 @@ describe("providers whose behaviour changed: state from the previous version run
     beforeEach(async () => {
         c = await fakeCluster(ctx.emu, REGION);
         const deleteNode = await createCommand(REGION, { commandName: "test-delete-node-v1", script: PREVIOUS_DELETE_NODE, parameters: true, timeoutSeconds: 120, description: "delete a Node object" });
-        previousCommands = { ...c.commands, "delete-node": deleteNode };
+        // Saved before the rollout's taint existed: no outdated-taint command in the state.
+        const { "outdated-taint": _taint, ...before } = c.commands;
+        previousCommands = { ...before, "delete-node": deleteNode } as NodeCommandIds;
         c.addNode(ctx.emu.addInstance().instanceId, { pool: "other" }); // where evicted pods go
     });
     afterEach(() => assert.deepStrictEqual(c.violations, [], "I1"));
     const nodeOf = (id: string) => [...c.nodes.values()].find((n) => n.instanceId === id);
 
     // Every version a stack may still hold: 1 (nodes label their pool themselves), 2 (the admission service sets the
-    // pool label), 3 (capacity changes that never let ESS choose), each going straight to the current one in one
-    // `pulumi up` (3 with the spec hash and a rollout too, below).
+    // pool label), 3 (capacity changes that never let ESS choose), 4 (outdated members replaced by a rollout, no taint),
+    // each going straight to the current one in one `pulumi up` (4 with the spec hash and a rollout too, below).
     const previousPoolCapacityVersions = Array.from({ length: Number(POOL_CAPACITY_PROVIDER_VERSION) - 1 }, (_, i) => String(i + 1));
-    it("PoolCapacity: every previous version is covered below", () => assert.deepStrictEqual(previousPoolCapacityVersions, ["1", "2", "3"]));
+    it("PoolCapacity: every previous version is covered below", () => assert.deepStrictEqual(previousPoolCapacityVersions, ["1", "2", "3", "4"]));
     for (const version of previousPoolCapacityVersions) {
         it(`PoolCapacity ${version} → ${POOL_CAPACITY_PROVIDER_VERSION}: an update (not a replacement) stores the new code; its delete then drains the pool with scale-out suspended`, async () => {
             const group = ctx.emu.addScalingGroup({ desiredCapacity: 2, maxSize: 2 }).scalingGroupId;
@@ -75,6 +77,13 @@ describe("providers whose behaviour changed: state from the previous version run
         const config = ctx.emu.state.scalingConfigurations.get(group.activeScalingConfigurationId)!;
         config.tags = { ...config.tags, [SPEC_TAG]: "00000000000spec2" };
         c.autoJoin("general");
+        // Version 5: the old members' Nodes carry the PreferNoSchedule taint before the first new node launches.
+        const taintedAtLaunch: string[][] = [];
+        const join = ctx.emu.state.onUserDataRun;
+        ctx.emu.state.onUserDataRun = (inst) => {
+            if (taintedAtLaunch.length === 0) taintedAtLaunch.push(members.filter((id) => nodeOf(id)?.taints.some((t) => t.key === OUTDATED_TAINT && t.effect === "PreferNoSchedule")));
+            join?.(inst);
+        };
         const base = { region: REGION, scalingGroupId: group.scalingGroupId, poolName: "general", masterInstanceId: c.master, size: 2, pollSeconds: 0.02, readyTimeoutSeconds: 5, pollIntervalMs: 10 };
         const previous = { ...base, commands: previousCommands, providerVersion: String(Number(POOL_CAPACITY_PROVIDER_VERSION) - 1), readyInstanceIds: [...members].sort() };
         const news = { ...base, commands: c.commands, providerVersion: POOL_CAPACITY_PROVIDER_VERSION, specHash: "00000000000spec2", rollout: DEFAULT_ROLLOUT };
@@ -86,6 +95,8 @@ describe("providers whose behaviour changed: state from the previous version run
         assert.ok(now.every((id) => !members.includes(id) && ctx.emu.instances.get(id)!.tags[SPEC_TAG] === "00000000000spec2"), "every member made from the new spec");
         assert.ok(members.every((id) => !nodeOf(id)), "I2: the old members' Nodes gone");
         assert.deepStrictEqual(state.readyInstanceIds, [...now].sort());
+        assert.deepStrictEqual(taintedAtLaunch, [members], "the old members tainted before the surge");
+        assert.ok([...c.nodes.values()].every((n) => n.taints.length === 0), "no Node keeps the taint");
     });
 
     it(`NodeMembership ${Number(NODE_MEMBERSHIP_PROVIDER_VERSION) - 1} → ${NODE_MEMBERSHIP_PROVIDER_VERSION}: an update stores the new code; its delete stops a running attach and leaves no Node behind`, async () => {

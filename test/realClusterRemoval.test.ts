@@ -3,7 +3,7 @@
 // (testing/sandbox: stub kubeadm, systemctl, curl, package managers).
 /**
  * The removal core (src/removal) against a real API server: the emulator's Cloud Assistant runs the saved
- * operation scripts it is given (drain, delete-node, list-nodes, pod-owners) in the sandbox with the real
+ * operation scripts it is given (drain, delete-node, list-nodes, pod-owners, outdated-taint) in the sandbox with the real
  * kubectl, inside the fixture's network namespace (test/kube/operations.ts); `reset` runs on the node's own
  * sandbox with the stub kubeadm. Nodes are KWOK nodes named and identified like the project's
  * (`<region>.<instance-id>`, label `alicloud-kubeadm/pool`), for instances and scaling groups of the emulator.
@@ -19,8 +19,8 @@ import { answerWithRealCluster, type RealOperations } from "./kube/operations";
 import type { Cluster } from "./kube/cluster";
 import { fill, operation, saveNodeCommands } from "../testing/savedCommands";
 import { callsOf } from "../testing/sandbox";
-import { decompress, listNodes, parseNodeLines, POOL_LABEL, workloadPods } from "../src/cloud/operations";
-import { LEGACY_POOL_LABEL } from "../src/rules";
+import { clearOutdatedTaint, decompress, listNodes, parseNodeLines, POOL_LABEL, taintOutdated, workloadPods } from "../src/cloud/operations";
+import { LEGACY_POOL_LABEL, OUTDATED_TAINT } from "../src/rules";
 import { removeNode, removeNodes, RemovalError, scaleInPool, CLEARED_USERDATA, type RemovalOptions } from "../src/removal";
 import type { NodeCommandIds } from "../src/rules";
 import { renderOperation } from "../src/shell/render";
@@ -221,6 +221,22 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
         const text = decompress(raw.output);
         for (const line of text.split("\n").filter(Boolean)) assert.strictEqual(line.split("\t").length, 10, JSON.stringify(line));
         assert.deepStrictEqual(parseNodeLines(text).map((n) => n.name).sort(), listed.map((n) => n.name).sort());
+    });
+
+    it("outdated-taint, run by the real kubectl: add taints the named Nodes that exist PreferNoSchedule; clear removes it only where it names the pool", async function () {
+        const [a, b, other] = ["i-taint-a", "i-taint-b", "i-taint-other"].map((id) => emu.addInstance({ instanceId: `${id}-${testNo}`, regionId: REGION }).instanceId);
+        await join([a, b], "general");
+        await join([other], "other");
+        const access = { region: REGION, masterInstanceIds: [master], commands, pollIntervalMs: 10 };
+        const taints = async (id: string) => ((await getNode(nodeName(id)))?.spec.taints ?? []).filter((t: { key: string }) => t.key === OUTDATED_TAINT)
+            .map((t: { value: string; effect: string }) => `${t.value}:${t.effect}`);
+        assert.strictEqual(await taintOutdated(access, "general", [nodeName(a), nodeName(b), `${REGION}.i-gone`]), 2, "a Node that is gone is skipped");
+        assert.strictEqual(await taintOutdated(access, "other", [nodeName(other)]), 1);
+        assert.strictEqual(await taintOutdated(access, "general", [nodeName(a)]), 1, "again: overwritten, not doubled");
+        assert.deepStrictEqual([await taints(a), await taints(b), await taints(other)], [["general:PreferNoSchedule"], ["general:PreferNoSchedule"], ["other:PreferNoSchedule"]]);
+        assert.strictEqual(await clearOutdatedTaint(access, "general"), 2);
+        assert.deepStrictEqual([await taints(a), await taints(b), await taints(other)], [[], [], ["other:PreferNoSchedule"]], "another pool's taint stays");
+        assert.strictEqual(await clearOutdatedTaint(access, "general"), 0, "nothing left to clear is fine");
     });
 
     it("scale-out node: drain (cordon, evictions) → RemoveInstances → Node deleted (a released node is not reset) → route deleted; the Deployment's pod comes back elsewhere", async function () {

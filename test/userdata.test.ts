@@ -581,6 +581,23 @@ describe("node operations in the sandbox", () => {
         assert.deepEqual(upgradeArgs.slice(1), ["uncordon node-a", "annotate node node-a alicloud-kubeadm/upgrading-"]);
     });
 
+    it("outdated-taint: add taints only the named Nodes that exist (overwriting); clear untaints only the Nodes whose taint names the pool", async () => {
+        const sb = sandbox({ os: "ubuntu", prebaked: true });
+        const kubectl = (r: { calls: Parameters<typeof callsOf>[0] }) => callsOf(r.calls, "kubectl").map((c) => c.args.filter((a) => !a.startsWith("--kubeconfig")).join(" "));
+        const add = await sb.run(fill(renderOperation("outdated-taint"), { pool: "general", taintMode: "add", outdated: "node-a node-gone" }), { AK_STUB_KUBECTL_OUTPUT: "node-a\nnode-b" });
+        assert.equal(add.code, 0, add.stderr);
+        assert.match(add.stdout, /^tainted 1$/m);
+        assert.equal(kubectl(add)[1], "taint nodes node-a --overwrite alicloud-kubeadm/outdated=general:PreferNoSchedule");
+        const none = await sb.run(fill(renderOperation("outdated-taint"), { pool: "general", taintMode: "add", outdated: "" }), { AK_STUB_KUBECTL_OUTPUT: "node-a" });
+        assert.match(none.stdout, /^tainted 0$/m);
+        assert.equal(kubectl(none).filter((k) => k.startsWith("taint")).length, 0);
+        const clear = await sb.run(fill(renderOperation("outdated-taint"), { pool: "general", taintMode: "clear", outdated: "" }),
+            { AK_STUB_KUBECTL_OUTPUT: "node-a\tgeneral\nnode-b\tother\nnode-c\t\nnode-d\tgeneral" });
+        assert.equal(clear.code, 0, clear.stderr);
+        assert.match(clear.stdout, /^cleared 2$/m);
+        assert.equal(kubectl(clear)[1], "taint nodes node-a node-d alicloud-kubeadm/outdated:PreferNoSchedule-");
+    });
+
     it("etcd-member-remove: finds the member by name or by peer address, removes it once; absent is fine", async () => {
         const sb = sandbox({ os: "ubuntu", prebaked: true });
         const list = ["8e9e05c52164694d, started, master-1, https://192.168.1.11:2380, https://192.168.1.11:2379, false",

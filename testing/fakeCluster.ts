@@ -6,9 +6,10 @@
 // timing the real control plane cannot produce (test/kube/ is the real one).
 //
 // What it keeps, so tests assert invariants from state rather than from logs:
-// - Nodes with their pods (owner kinds), cordon (`unschedulable`) and removal mark (`removing`); a drain
+// - Nodes with their pods (owner kinds), cordon (`unschedulable`), removal mark (`removing`) and taints; a drain
 //   cordons and marks first, then moves every non-DaemonSet pod to another schedulable worker, as evictions
-//   and their controllers would.
+//   and their controllers would: a worker without a PreferNoSchedule taint first (kube-scheduler's TaintToleration
+//   score; the real scheduler weighs it against other scores, here it always wins), then the one with fewest pods.
 // - `credentials`: the instances holding kubelet credentials (a joined node until `kubeadm reset`).
 // - `etcd`: member name → peer IP; `kubeadm reset` on a member takes it out unless `resetLeavesEtcd`.
 // - `violations`: every scaling-group member that left ESS while it had a Node that was not drained (I1),
@@ -57,6 +58,8 @@ export interface FakeNode {
     providerId?: string;
     /** Its InternalIP when not its instance's private IP (default: the instance's, read at each listing). */
     internalIp?: string;
+    /** Its taints (`spec.taints`); default none. */
+    taints: Array<{ key: string; value: string; effect: "NoSchedule" | "PreferNoSchedule" | "NoExecute" }>;
 }
 
 /** One instance's Kubernetes binaries and (masters) its kube-apiserver manifest. */
@@ -112,9 +115,10 @@ export interface FakeCluster {
     addMaster(): string;
     /**
      * Every instance ESS launches from now on joins as a Node of `pool` (cloud-init runs its userdata), NotReady
-     * until `readyAfterListings` node listings later (default 0: Ready at once).
+     * until `readyAfterListings` node listings later, or `readyAfterMs` after ESS created its instance (benchmarks: a
+     * boot's duration) (default 0: Ready at once).
      */
-    autoJoin(pool: string, opts?: { readyAfterListings?: number; pods?: string[] }): void;
+    autoJoin(pool: string, opts?: { readyAfterListings?: number; readyAfterMs?: number; pods?: string[] }): void;
 }
 
 /**
@@ -150,7 +154,7 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
         addNode(instanceId, init = {}) {
             const node: FakeNode = {
                 name: `node-${instanceId}`, instanceId, ready: true, pool: "", podCidr: `172.16.${c.nodes.size}.0/25`, pods: [], createdAt: new Date().toISOString(),
-                unschedulable: false, removing: "", controlPlane: false, ...init,
+                unschedulable: false, removing: "", controlPlane: false, taints: [], ...init,
             };
             c.nodes.set(node.name, node);
             c.credentials.add(instanceId);
@@ -169,10 +173,12 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
     };
     let listings = 0;
     const readyAt = new Map<string, number>();
+    const readyAtTime = new Map<string, number>();
     c.autoJoin = (pool, o = {}) => {
         emu.state.onUserDataRun = (inst) => {
-            c.addNode(inst.instanceId, { pool, ready: (o.readyAfterListings ?? 0) === 0, pods: [...(o.pods ?? [])] });
+            c.addNode(inst.instanceId, { pool, ready: (o.readyAfterListings ?? 0) === 0 && (o.readyAfterMs ?? 0) === 0, pods: [...(o.pods ?? [])] });
             readyAt.set(inst.instanceId, listings + (o.readyAfterListings ?? 0));
+            readyAtTime.set(inst.instanceId, Date.now() + (o.readyAfterMs ?? 0));
         };
     };
     for (let k = 1; k < (opts.masters ?? 1); k++) c.addMaster();
@@ -182,11 +188,15 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
 
     /** The drain's and uncordon's `mark` parameter: which annotation (drain.sh: alicloud-kubeadm/<mark>). */
     const markOf = (mark: string | undefined): "removing" | "upgrading" | "resizing" => (mark === "upgrading" || mark === "resizing" ? mark : "removing");
-    /** Evicted pods land on the schedulable, Ready worker with the fewest pods; with none, they stay Pending (dropped here). */
+    /**
+     * Evicted pods land on a schedulable, Ready worker: one without a PreferNoSchedule taint first, then the one with
+     * the fewest pods; with none, they stay Pending (dropped here).
+     */
     const reschedule = (from: FakeNode, kinds: string[]) => {
+        const preferNot = (n: FakeNode) => (n.taints.some((t) => t.effect === "PreferNoSchedule") ? 1 : 0);
         for (const kind of kinds) {
             const to = [...c.nodes.values()].filter((n) => n !== from && !n.controlPlane && !n.unschedulable && n.ready)
-                .sort((a, b) => a.pods.length - b.pods.length)[0];
+                .sort((a, b) => preferNot(a) - preferNot(b) || a.pods.length - b.pods.length)[0];
             to?.pods.push(kind);
         }
     };
@@ -213,7 +223,9 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
     emu.onCommand(operation("list-nodes"), (ctx) => {
         c.log.push(`${ctx.instanceId}: get-nodes`);
         listings++;
-        for (const n of c.nodes.values()) if ((readyAt.get(n.instanceId) ?? Infinity) <= listings) n.ready = true;
+        for (const n of c.nodes.values()) {
+            if ((readyAt.get(n.instanceId) ?? Infinity) <= listings && (readyAtTime.get(n.instanceId) ?? Infinity) <= Date.now()) n.ready = true;
+        }
         // list-nodes.sh's columns; a label selector on either pool label.
         const selector = /^(alicloud-kubeadm\/pool|node-restriction\.kubernetes\.io\/alicloud-kubeadm-pool)=(\S+)$/.exec(ctx.parameters.selector ?? "");
         const lines = [...c.nodes.values()].filter((n) => !selector || (selector[1] === "alicloud-kubeadm/pool" ? n.legacyPool : n.pool) === selector[2])
@@ -259,6 +271,23 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
         node.unschedulable = false;
         node[mark] = "";
         return { output: "uncordoned\n" };
+    });
+    // outdated-taint.sh: add (overwrite) the rollout's taint on the Nodes named that exist, or clear it from the pool's.
+    emu.onCommand(operation("outdated-taint"), (ctx) => {
+        const { pool, taintmode: mode, outdated } = ctx.parameters;
+        c.log.push(`${ctx.instanceId}: outdated-taint ${mode} ${pool} ${outdated ?? ""}`.trimEnd());
+        const key = "alicloud-kubeadm/outdated";
+        if (mode === "add") {
+            const names = (outdated ?? "").split(" ").filter((n) => c.nodes.has(n));
+            for (const name of names) {
+                const node = c.nodes.get(name)!;
+                node.taints = [...node.taints.filter((t) => !(t.key === key && t.effect === "PreferNoSchedule")), { key, value: pool, effect: "PreferNoSchedule" }];
+            }
+            return { output: `tainted ${names.length}\n` };
+        }
+        const tainted = [...c.nodes.values()].filter((n) => n.taints.some((t) => t.key === key && t.value === pool));
+        for (const node of tainted) node.taints = node.taints.filter((t) => !(t.key === key && t.effect === "PreferNoSchedule"));
+        return { output: `cleared ${tainted.length}\n` };
     });
     emu.onCommand(operation("delete-node"), (ctx) => {
         const names = (ctx.parameters.nodes ?? ctx.parameters.node).split(" ");

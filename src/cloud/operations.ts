@@ -269,13 +269,35 @@ export async function uncordonNode(access: ClusterAccess, node: string, mark: Dr
 
 /** Deletes Node objects (ones already gone are fine): one command for as many names as its parameter holds. */
 export async function deleteNodes(access: ClusterAccess, nodes: readonly string[]): Promise<void> {
+    for (const chunk of nameChunks(nodes)) await invokeOnMaster(access, "delete-node", { nodes: chunk });
+}
+
+/** Node names as space-separated lists of at most {@link MAX_NODES_PARAMETER_BYTES} each (one parameter's worth). */
+function nameChunks(nodes: readonly string[]): string[] {
     const chunks: string[][] = [];
     for (const name of nodes) {
         const last = chunks[chunks.length - 1];
         if (last && [...last, name].join(" ").length <= MAX_NODES_PARAMETER_BYTES) last.push(name);
         else chunks.push([name]);
     }
-    for (const chunk of chunks) await invokeOnMaster(access, "delete-node", { nodes: chunk.join(" ") });
+    return chunks.map((c) => c.join(" "));
+}
+
+/**
+ * Puts the rollout's taint (`OUTDATED_TAINT=<pool>:PreferNoSchedule`) on the Nodes named (one gone meanwhile is
+ * skipped), or with `nodes` empty on none. Returns how many were tainted.
+ */
+export async function taintOutdated(access: ClusterAccess, pool: string, nodes: readonly string[]): Promise<number> {
+    let tainted = 0;
+    for (const chunk of nameChunks(nodes)) {
+        tainted += Number(/^tainted (\d+)$/m.exec(await invokeOnMaster(access, "outdated-taint", { pool, taintMode: "add", outdated: chunk }))?.[1] ?? 0);
+    }
+    return tainted;
+}
+
+/** Removes the rollout's taint from every Node whose taint names `pool`; returns how many carried it. */
+export async function clearOutdatedTaint(access: ClusterAccess, pool: string): Promise<number> {
+    return Number(/^cleared (\d+)$/m.exec(await invokeOnMaster(access, "outdated-taint", { pool, taintMode: "clear", outdated: "" }))?.[1] ?? 0);
 }
 
 /** Removes the etcd member named `member` or with peer address `peerIp` (either may be "") through the etcd of master `etcdNode`. */

@@ -24,11 +24,11 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { describeScalingGroups, modifyScalingGroup, scaleOutProcess, scalingActivities, scalingGroupMembers, setInstancesProtection, stayingMembers, waitForIdleGroup } from "../cloud/ess";
-import { instanceOfProviderId, nodeOfInstance, poolNodes, uncordonNode } from "../cloud/operations";
+import { clearOutdatedTaint, instanceOfProviderId, nodeOfInstance, poolNodes, taintOutdated, uncordonNode } from "../cloud/operations";
 import { clusterAccess, dynamicResourceProps, type ClusterAccessInputs, type ResourceArgs } from "./access";
 import { diffInputs, inputDiff } from "./diff";
 import { planRotationRound, readPoolMembers, removeMembers, scaleInPool, type PoolMember, type RemovalOptions, type RemovalReport } from "../removal";
-import { ATTACH_LOG, MAX_SCALING_GROUP_INSTANCES, parseRollout, type Rollout } from "../rules";
+import { ATTACH_LOG, MAX_SCALING_GROUP_INSTANCES, OUTDATED_TAINT, parseRollout, type Rollout } from "../rules";
 import { logInfo, pulumiLog } from "./log";
 import { withPacingLog } from "./pacing";
 import { waitFor } from "../cloud/wait";
@@ -38,8 +38,10 @@ import { waitFor } from "../cloud/wait";
  * 2: the pool label the admission service sets. 3: capacity changes that never let ESS choose (a lower maximum and
  * a pool's deletion with scale-out suspended, a fixed pool's capacity only raised), Nodes matched by provider id or
  * IP, pacing of every cloud call. 4: outdated members (spec hash) removed first by a shrink, and replaced by a rollout.
+ * 5: a rollout taints outdated Nodes PreferNoSchedule before it surges, and clears the taint from the Nodes it keeps
+ * (saved command `outdated-taint`).
  */
-export const POOL_CAPACITY_PROVIDER_VERSION = "4";
+export const POOL_CAPACITY_PROVIDER_VERSION = "5";
 
 /** The outputs of a PoolCapacity that are secrets: none (ids, sizes and names only). */
 export const POOL_CAPACITY_SECRET_OUTPUTS = [] as const;
@@ -205,8 +207,10 @@ export async function setPoolCapacity(inputs: PoolCapacityInputs, log: (m: strin
  * `specHash`), round after round: raise the pool to its size plus the surge and wait until the new members are Ready
  * nodes (a new node that never gets Ready stops the rollout there, naming it); then drain and remove, through the
  * removal core, as many outdated members as keep the Ready nodes at `size − maxUnavailable` or more (NotReady ones
- * first). Everything is read again each round, so a run that stops anywhere is resumed by the next. Without
- * `rollout`, outdated members are only reported.
+ * first). Before each surge the outdated members' Nodes carry {@link OUTDATED_TAINT} (PreferNoSchedule), so the pods
+ * the drains evict go to the new nodes; when the rollout ends, or there is none, no Node of the pool keeps it.
+ * Everything is read again each round, so a run that stops anywhere is resumed by the next. Without `rollout`,
+ * outdated members are only reported.
  */
 async function rollOut(inputs: PoolCapacityInputs, opts: RemovalOptions, log: (m: string) => void): Promise<void> {
     const { region, scalingGroupId, poolName, specHash, rollout } = inputs;
@@ -217,6 +221,7 @@ async function rollOut(inputs: PoolCapacityInputs, opts: RemovalOptions, log: (m
         await waitForIdleGroup(region, scalingGroupId, { pollMs: opts.pollIntervalMs, log });
         const members = await readPoolMembers({ scalingGroupId, specHash }, opts);
         const outdated = members.filter((m) => m.outdated);
+        if (outdated.length === 0 || !rollout) await clearTaint(inputs, log);
         if (outdated.length === 0) {
             if (round > 0) log(`pool ${poolName}: rollout done: every node made from spec ${specHash}`);
             return;
@@ -236,6 +241,9 @@ async function rollOut(inputs: PoolCapacityInputs, opts: RemovalOptions, log: (m
                 "or allow more (`rollout.maxSurge` / `rollout.maxUnavailable`), then run `pulumi up` again: it resumes");
         }
         if (plan.kind === "surge") {
+            const names = outdated.flatMap((m) => (m.nodeName === null ? [] : [m.nodeName]));
+            const tainted = await taintOutdated(clusterAccess(inputs), poolName, names);
+            if (round === 0) log(`pool ${poolName}: ${tainted} outdated node(s) tainted ${OUTDATED_TAINT}=${poolName}:PreferNoSchedule, so evicted pods go to new nodes`);
             const before = await activityIds(region, scalingGroupId);
             await setFixedCapacity(inputs, plan.members, log);
             const notReadyOutdated = outdated.filter((m) => !(m.ready && m.nodeName !== null)).length;
@@ -248,6 +256,12 @@ async function rollOut(inputs: PoolCapacityInputs, opts: RemovalOptions, log: (m
         await removeOutdated(inputs, plan.victims, { ...opts, drainTimeoutSeconds: rollout.drainTimeoutSeconds }, rollout.onDrainTimeout, log);
         surged = false;
     }
+}
+
+/** Removes the rollout's taint from every Node of the pool that carries it (the rollout is over, or there is none). */
+async function clearTaint(inputs: PoolCapacityInputs, log: (m: string) => void): Promise<void> {
+    const cleared = await clearOutdatedTaint(clusterAccess(inputs), inputs.poolName);
+    if (cleared > 0) log(`pool ${inputs.poolName}: ${OUTDATED_TAINT} removed from ${cleared} node(s) the pool keeps`);
 }
 
 /**
@@ -456,7 +470,10 @@ export const poolCapacityProvider: pulumi.dynamic.ResourceProvider = withPacingL
         if ((news.mode ?? "fixed") === "observe") {
             // Switched from fixed: the Cluster Autoscaler owns the pool now, and its RemoveInstances must not meet
             // a member this resource protected. An autoscaled pool's protections otherwise are the user's.
-            if ((olds.mode ?? "fixed") === "fixed") await protectMembers(news, false, logInfo);
+            if ((olds.mode ?? "fixed") === "fixed") {
+                await protectMembers(news, false, logInfo);
+                await clearTaint(news, logInfo); // a fixed pool's rollout that paused: its taints stay no longer
+            }
             await setMaxSize(news, logInfo);
             await uncordonSurvivors(news, logInfo);
             return { outs: { ...news, readyInstanceIds: [] } };

@@ -22,6 +22,12 @@ export const POOL_PENDING_TAINT = "startup-taint.cluster-autoscaler.kubernetes.i
 export function nodePool(labels: { pool?: string; legacyPool?: string }): string {
     return labels.pool || labels.legacyPool || "";
 }
+/**
+ * The taint a rollout puts on a pool's outdated Nodes before it surges (`alicloud-kubeadm/outdated=<pool>:PreferNoSchedule`):
+ * the scheduler then prefers the new nodes for the pods the rollout's drains evict. Its value is the pool, so one
+ * pool's rollout clears only its own. Set and cleared only by PoolCapacity (docs/rotation.md#prefer-not-schedule).
+ */
+export const OUTDATED_TAINT = "alicloud-kubeadm/outdated";
 /** Label (and scaling-configuration tag) on the nodes of autoscaled pools. */
 export const AUTOSCALED_LABEL = "alicloud-kubeadm/autoscaled";
 /** Cloud tag on every resource of a cluster: `alicloud-kubeadm/cluster=<name>`. */
@@ -168,6 +174,10 @@ export function checkTaints(taints: ReadonlyArray<string | Taint>, report: (path
         }
         if (taint.value !== undefined && !isLabelValue(taint.value)) {
             report(`${i}.value`, `taint value "${taint.value}" must be at most 63 characters of [A-Za-z0-9-_.]`);
+            ok = false;
+        }
+        if (ok && taint.key === OUTDATED_TAINT) {
+            report(`${i}.key`, `taint key "${OUTDATED_TAINT}" is the rollout's own (it marks outdated nodes and removes the mark itself): use another key`);
             ok = false;
         }
         const id = `${taint.key}:${taint.effect}`;
