@@ -6,7 +6,7 @@
  * Pulumi. The admin kubeconfig never leaves the master; a secret crosses only sealed (./channel.ts).
  */
 import { CommandError, runOnInstance } from "./cloudAssistant";
-import { callApi, OpenApiError } from "./openapi";
+import { OpenApiError } from "./openapi";
 import { newChannelId, newRecipient, seal } from "./channel";
 import { cannotRunCommands, classify } from "./errors";
 import { CERTIFICATE_KEY_PATTERN, fillOperation, MAX_ENCRYPTION_CONFIG_GZ_B64, MAX_NODES_PARAMETER_BYTES, nodePool, OPERATIONS, operationParameters, TOKEN_PATTERN, POOL_LABEL, providerIdOf, type JoinOperation, type NodeCommandIds, type OperationName, type ParameterName, type SavedOperation } from "../rules";
@@ -118,29 +118,11 @@ export async function invokeOperation(access: Pick<ClusterAccess, "region" | "co
         return await run(access.commands[op]);
     } catch (err) {
         if (!(err instanceof OpenApiError) || err.code !== "Parameter.NotMatched") throw err;
-        return run(await commandTakingParameters(access.region, op, access.commands[op], Object.keys(parameters)));
+        throw new Error(`operation ${op}: the saved command ${access.commands[op]} named in this resource's state is an earlier version's and ` +
+            `refuses this version's parameters [${Object.keys(parameters).sort().join(", ")}] (${err.message}). This happens to a resource deleted in the ` +
+            "same `pulumi up` that upgrades alicloud-kubeadm (Pulumi deletes with the state it has). Put the resource back in the program, run " +
+            "`pulumi up` (its state then names this version's commands), then remove it; nothing was run on the instance.");
     }
-}
-
-/**
- * The saved command to invoke when the one a resource's state names takes other parameters than this version passes
- * (`Parameter.NotMatched`): a library upgrade changed the operation, and a resource deleted in the `pulumi up` that
- * saves the new command still holds the earlier one's id (Pulumi deletes with the state it has, and deletes the
- * replaced command last). The cluster's command of the same name (NodeCommands names them `<cluster>-<operation>`)
- * whose parameters are exactly these is the new one.
- * @throws Error naming the operation, both parameter lists and the fix when there is none
- */
-async function commandTakingParameters(region: string, op: SavedOperation, staleId: string, names: string[]): Promise<string> {
-    type Raw = { CommandId?: string; Name?: string; ParameterNames?: { ParameterName?: string[] } };
-    const list = async (filter: Record<string, string>) =>
-        ((await callApi("ecs", "DescribeCommands", { ...filter, Type: "RunShellScript", MaxResults: 50 }, { region })).Commands as { Command?: Raw[] } | undefined)?.Command ?? [];
-    const [stale] = await list({ CommandId: staleId });
-    const takes = (c: Raw) => (c.ParameterNames?.ParameterName ?? []).map((n) => n.toLowerCase()).sort().join(",");
-    const wanted = names.map((n) => n.toLowerCase()).sort().join(",");
-    const current = stale?.Name ? (await list({ Name: stale.Name })).find((c) => c.CommandId !== staleId && takes(c) === wanted) : undefined;
-    if (current?.CommandId) return current.CommandId;
-    throw new Error(`operation ${op}: saved command ${staleId} takes the parameters [${stale ? takes(stale) : "?"}], this version passes [${wanted}], ` +
-        "and no saved command of the same name takes them: run `pulumi up` so the cluster saves this version's commands, then retry");
 }
 
 /**
