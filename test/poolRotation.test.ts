@@ -166,6 +166,28 @@ describe("fixed pool rollout (emulator)", () => {
         assert.deepStrictEqual(specs(group).filter((s) => s === OLD).length, 2, "no outdated node was removed");
     });
 
+    it("a run that stopped with its surge node not Ready resumes the rollout: run after run, no Ready outdated node leaves", async () => {
+        const group = outdatedPool(2);
+        const broken = watchRollout(ctx.emu, c, group, 2, 0);
+        c.autoJoin("general", { readyAfterListings: 1_000_000 });
+        for (let run = 0; run < 3; run++) {
+            await assert.rejects(setPoolCapacity(inputs(group, 2, {}, { readyTimeoutSeconds: 0.3 })), /Not Ready: i-emu/);
+        }
+        assert.deepStrictEqual(broken, []);
+        assert.strictEqual(specs(group).filter((s) => s === OLD).length, 2, "both outdated nodes stay");
+        assert.strictEqual(ctx.emu.scalingGroupInstances(group).length, 3, "one surge node, not one per run");
+    });
+
+    it("a rollout paused by a drain that stays blocked finishes on the next run with onDrainTimeout force", async () => {
+        const group = outdatedPool(2);
+        const broken = watchRollout(ctx.emu, c, group, 2, 0);
+        c.failDrains = 100;
+        await assert.rejects(setPoolCapacity(inputs(group, 2, {})), /rollout paused/);
+        await setPoolCapacity(inputs(group, 2, { onDrainTimeout: "force" }));
+        assert.deepStrictEqual(broken, []);
+        assert.deepStrictEqual(specs(group), [NEW, NEW]);
+    });
+
     it("PoolCapacity's check refuses a rollout given directly that could never replace a node, naming the property", async () => {
         const bad = { ...inputs("asg-x", 2, { maxSurge: 0, maxUnavailable: 0 }) };
         const res = await poolCapacityProvider.check!({}, bad);

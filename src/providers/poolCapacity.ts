@@ -185,7 +185,7 @@ export async function setPoolCapacity(inputs: PoolCapacityInputs, log: (m: strin
     const keep = Math.max(size, inputs.minSize ?? 0);
     const started = Date.now();
     const opts = removalOptions(inputs);
-    await removeSurplus(inputs, size, inputs.minSize ?? 0, opts, log, "an out-of-band scale-out?", "`pulumi up`");
+    await removeSurplus(inputs, size + await rolloutSurge(inputs, size, opts), inputs.minSize ?? 0, opts, log, "an out-of-band scale-out?", "`pulumi up`");
     await uncordonSurvivors(inputs, log);
     await rollOut(inputs, opts, log);
     const before = await activityIds(region, scalingGroupId);
@@ -200,6 +200,21 @@ export async function setPoolCapacity(inputs: PoolCapacityInputs, log: (m: strin
     }
     await protectMembers(inputs, true, log);
     return outs;
+}
+
+/**
+ * The members above `size` that a rollout under way keeps: its surge (at most `rollout.maxSurge`, and no more than the
+ * outdated members), while members are outdated. A run that stopped after the surge (a new node not Ready yet, a
+ * drain that paused) is resumed by {@link rollOut}, which waits for the new nodes and removes outdated ones within
+ * its floor and with its drain options; taking the surge as surplus instead would remove Ready outdated nodes below
+ * `size − maxUnavailable`, run after run while a new node stays NotReady, or drain a blocked node without them.
+ */
+async function rolloutSurge(inputs: PoolCapacityInputs, size: number, opts: RemovalOptions): Promise<number> {
+    const { specHash, rollout } = inputs;
+    if (!specHash || !rollout) return 0;
+    if ((await stayingMembers(inputs.region, inputs.scalingGroupId)).length <= size) return 0;
+    const outdated = (await readPoolMembers({ scalingGroupId: inputs.scalingGroupId, specHash }, opts)).filter((m) => m.outdated).length;
+    return Math.min(rollout.maxSurge, outdated);
 }
 
 /**
