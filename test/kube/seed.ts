@@ -92,8 +92,16 @@ export interface Seed {
     objects(file: string): Array<Record<string, any>>;
     /** A kubeconfig of a ServiceAccount's token (what its pod would use), written into the run folder. */
     serviceAccountKubeconfig(namespace: string, name: string): Promise<string>;
-    /** Starts the real CCM as its DaemonSet runs it; resolves once it holds its lease. `extraArgs` are for test timing only. */
+    /**
+     * Starts the real CCM as its DaemonSet runs it; resolves once it holds its lease. `extraArgs` (`--flag=value`) are for
+     * test timing only: one the rendered command line has replaces its value there, any other is added.
+     */
     startCcm(extraArgs?: string[]): Promise<{ stop(): Promise<void> }>;
+    /**
+     * Another stack file synthesized with this world's pins (cluster CA, admission key): what `pulumi up` of a changed
+     * stack would give the same cluster (e.g. a pool's new scaling configuration).
+     */
+    synthesize(stackFile: string): Promise<RenderedStack>;
     /** Adds an instance to the emulator and boots a node for it (an existing ECS instance, its agent online), without userdata. */
     existingInstance(init: Partial<EmuInstance>): Promise<{ instance: EmuInstance; node: RealNode }>;
     /** A Node's object, or undefined. */
@@ -151,7 +159,8 @@ export function useSeedCluster(stackFile: string): { readonly s: Seed } {
         const caCertHash = caCertHashOf(ca.crt);
         const admissionKey = newAdmissionKey();
         const version = KUBERNETES_VERSION.replace(/^v/, "");
-        const stack = await synthesizeAt(stackFile, version, { dynamicOutputs: { caCertHash, pin: publicKeyPin(admissionKey), keyPem: admissionKey } });
+        const dynamicOutputs = { caCertHash, pin: publicKeyPin(admissionKey), keyPem: admissionKey };
+        const stack = await synthesizeAt(stackFile, version, { dynamicOutputs });
         const config = parseYaml(fs.readFileSync(stackFile.includes("/") ? path.resolve(__dirname, "..", "..", stackFile) : path.join(__dirname, "..", "..", "stacks", `Pulumi.${stackFile}.yaml`), "utf8"))
             .config["alicloud-kubeadm:cluster"];
         const byType = (t: string) => stack.resources.filter((r) => r.type === t);
@@ -267,9 +276,11 @@ export function useSeedCluster(stackFile: string): { readonly s: Seed } {
         const cloudConfigFile = c.writeFile("ccm/cloud-config.conf", cloudConfig.data["cloud-config.conf"]);
         const startCcm = async (extraArgs: string[] = []) => {
             const kubeconfig = await serviceAccountKubeconfig("kube-system", ccmSet.spec.template.spec.serviceAccountName);
-            const args = (ccmContainer.args as string[]).map((a) => a.startsWith("--cloud-config=") ? `--cloud-config=${cloudConfigFile}` : a);
+            const flag = (a: string) => a.replace(/=.*$/, "");
+            const args = (ccmContainer.args as string[]).map((a) => a.startsWith("--cloud-config=") ? `--cloud-config=${cloudConfigFile}` : a)
+                .map((a) => extraArgs.find((x) => flag(x) === flag(a)) ?? a);
             REAL_RUNS.ccm++;
-            const p = c.start(`cloud-controller-manager-${REAL_RUNS.ccm}`, path.join(c.bin, "cloud-controller-manager"), [...args, ...extraArgs],
+            const p = c.start(`cloud-controller-manager-${REAL_RUNS.ccm}`, path.join(c.bin, "cloud-controller-manager"), [...args, ...extraArgs.filter((x) => !args.includes(x))],
                 { env: { ...proxy.env, KUBECONFIG: kubeconfig } });
             await c.waitFor("the CCM's lease", async () => {
                 const r = await c.run("kubectl", ["get", "lease", "ccm", "-n", "kube-system", "-o", "jsonpath={.spec.holderIdentity}"], { allowFail: true });
@@ -336,6 +347,7 @@ export function useSeedCluster(stackFile: string): { readonly s: Seed } {
         box.s = {
             c, emu, stack, region, caCertHash, masterInstanceId: master.id!, masterIp, apiEndpoint, routeTableId, pools, nodes, metadata, proxy, pki, boots,
             objects, serviceAccountKubeconfig, startCcm, node,
+            synthesize: (file) => synthesizeAt(file, version, { dynamicOutputs }),
             existingInstance: async (init) => {
                 const instance = emu.addInstance({ regionId: region, vpcId, ...init });
                 REAL_RUNS.nodes++;
