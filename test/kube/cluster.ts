@@ -98,6 +98,8 @@ export interface VpcOptions {
 
 /** The bridge of {@link ClusterOptions.vpc} in the cluster's network namespace. */
 export const VPC_BRIDGE = "akvpc0";
+/** The VPC router's MAC address (locally administered; each run's bridge is in a network namespace of its own). */
+export const VPC_BRIDGE_MAC = "02:ac:00:00:00:01";
 
 /** The gateway of a vSwitch CIDR on {@link VPC_BRIDGE}: its last usable address. */
 export function gatewayOf(cidr: string): string {
@@ -506,10 +508,13 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
 
         const vpc = opts.vpc ? { ...opts.vpc, bridge: VPC_BRIDGE, apiEndpoint: opts.vpc.apiEndpoint ?? `${opts.vpc.masterIp}:6443` } : undefined;
         if (vpc) {
-            // The VPC router: a bridge with each vSwitch's gateway and the master's addresses, forwarding between them.
+            // The VPC router: a bridge with each vSwitch's gateway and the master's addresses, forwarding between them. Its
+            // MAC address is set: a bridge without one takes the lowest of its ports', so a node's veth joining or leaving
+            // would change the gateway's MAC under every node's ARP cache (no VPC router does that), and the nodes' traffic
+            // through the gateway stops until their ARP entries expire (seen: 2–48 s of timeouts in test/realNodesRotation.test.ts).
             const endpointHost = vpc.apiEndpoint.replace(/:\d+$/, "");
             const script = [
-                `ip link add ${VPC_BRIDGE} type bridge`, `ip link set ${VPC_BRIDGE} up`,
+                `ip link add ${VPC_BRIDGE} address ${VPC_BRIDGE_MAC} type bridge`, `ip link set ${VPC_BRIDGE} up`,
                 ...vpc.cidrs.map((cidr) => `ip addr add ${gatewayOf(cidr)}/${cidr.split("/")[1]} dev ${VPC_BRIDGE}`),
                 ...[...new Set([vpc.masterIp, endpointHost, ...(vpc.addresses ?? [])])].map((ip) => `ip addr add ${ip}/32 dev ${VPC_BRIDGE}`),
                 "echo 1 > /proc/sys/net/ipv4/ip_forward",
