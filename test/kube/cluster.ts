@@ -232,8 +232,8 @@ export const VERSIONED_COMPONENTS = ["kube-apiserver", "kube-controller-manager"
  */
 export function previousKubernetes(bin = binDir()): { version: string; bin: string; missing: string[] } {
     const gomod = fs.readFileSync(path.join(__dirname, "go", "kubernetes-previous", "go.mod"), "utf8");
-    const version = /^require k8s\.io\/kubernetes (v\S+)$/m.exec(gomod)?.[1];
-    if (!version) throw new Error("test/kube/go/kubernetes-previous/go.mod: no `require k8s.io/kubernetes vX.Y.Z` line");
+    const version = /^(?:require)?\s*k8s\.io\/kubernetes (v\S+)/m.exec(gomod)?.[1];
+    if (!version) throw new Error("test/kube/go/kubernetes-previous/go.mod: requires no k8s.io/kubernetes version");
     const dir = path.join(bin, version);
     return { version, bin: dir, missing: VERSIONED_COMPONENTS.filter((b) => !isExecutable(path.join(dir, b))).map((b) => `${version}/${b}`) };
 }
