@@ -62,23 +62,20 @@ unset GOOS GOARCH GOARM GOAMD64 || true
 # Version stamping as upstream does it (kubernetes hack/lib/version.sh): component-base and
 # client-go version variables, so `kubeadm version` and `--version` say the pinned release.
 # The build date is the release's module time, so rebuilding gives the same bytes.
-k8s_minor="${k8s_version#v1.}"; k8s_minor="${k8s_minor%%.*}"
-k8s_date="2026-07-22T18:07:38Z"
-k8s_ldflags="-s -w"
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  k8s_ldflags+=" -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$k8s_minor"
-  k8s_ldflags+=" -X $pkg.buildDate=$k8s_date"
-done
-# The previous minor (the upgrade tests' old version): stamped the same way, its build date its module's time.
+k8s_ldflags_of() { # version build-date -> the -ldflags of that release's binaries
+  local minor="${1#v1.}" pkg out="-s -w"
+  minor="${minor%%.*}"
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    out+=" -X $pkg.gitVersion=$1 -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+    out+=" -X $pkg.buildDate=$2"
+  done
+  echo "$out"
+}
+k8s_ldflags="$(k8s_ldflags_of "$k8s_version" 2026-07-22T18:07:38Z)"
+# The previous minor (the upgrade tests' old version), stamped the same way.
 prev_version="$(required kubernetes-previous k8s.io/kubernetes)"
 [[ -n "$prev_version" ]] || { echo "kube:build: cannot read the k8s.io/kubernetes version from $gomods/kubernetes-previous/go.mod" >&2; exit 1; }
-prev_minor="${prev_version#v1.}"; prev_minor="${prev_minor%%.*}"
-prev_date="2026-08-20T15:16:14Z"
-prev_ldflags="-s -w"
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  prev_ldflags+=" -X $pkg.gitVersion=$prev_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$prev_minor"
-  prev_ldflags+=" -X $pkg.buildDate=$prev_date"
-done
+prev_ldflags="$(k8s_ldflags_of "$prev_version" 2026-08-20T15:16:14Z)"
 kwok_version="$(required kwok sigs.k8s.io/kwok)"
 containerd_version="$(required containerd github.com/containerd/containerd/v2)"
 cni_version="$(required cni github.com/containernetworking/plugins)"
