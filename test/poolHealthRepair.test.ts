@@ -176,6 +176,8 @@ describe("fixed pool health repair (emulator)", () => {
         const res = await poolCapacityProvider.check!({}, bad);
         assert.deepStrictEqual(res.failures!.map((f) => f.property), ["healthRepair.notReadyTimeoutSeconds", "healthRepair.maxUnhealthy"]);
         assert.deepStrictEqual((await poolCapacityProvider.check!({}, inputs("asg-x", 2, {}))).failures, []);
+        const observed = await poolCapacityProvider.check!({}, { ...inputs("asg-x", 0, {}), mode: "observe" });
+        assert.deepStrictEqual(observed.failures!.map((f) => f.property), ["healthRepair"], "an autoscaled pool's PoolCapacity takes none");
     });
 });
 

@@ -482,7 +482,11 @@ export const poolCapacityProvider: pulumi.dynamic.ResourceProvider = withPacingL
             parseRollout({ ...counts, onDrainTimeout, drainTimeout: `${drainTimeoutSeconds}s` },
                 (path, reason) => failures.push({ property: path ? `rollout.${path}` : "rollout", reason }));
         }
-        if (news.healthRepair !== undefined) checkHealthRepair(news.healthRepair, (path, reason) => failures.push({ property: path ? `healthRepair.${path}` : "healthRepair", reason }));
+        if (news.healthRepair !== undefined && news.mode === "observe") {
+            failures.push({ property: "healthRepair", reason: "health repair is for fixed pools (mode fixed); an autoscaled pool's unready nodes are the Cluster Autoscaler's" });
+        } else if (news.healthRepair !== undefined) {
+            checkHealthRepair(news.healthRepair, (path, reason) => failures.push({ property: `healthRepair.${path}`, reason }));
+        }
         return { inputs: news, failures };
     },
     async create(inputs: PoolCapacityInputs) {
