@@ -22,7 +22,7 @@ import {
     apiAllowedCidrProblems, architectureProblems, autoscalerPatchProblem, autoscalerPatchWarning, DEFAULT_BAKE_INSTANCE_TYPE, instanceTypeListProblems,
     joinTagCarriedProblem, kubernetesPatchProblem, kubernetesPatchWarning, mixedArchitectureProblem, nameAsTagValueProblem, natOffProblems, POOL_LABEL,
     SECRET_STAND_IN, SSH_SECRET_FIELDS, sshConnectionContentProblems, sshTarget, zoneWarning, imageOsProblem, imageSizeGiB,
-    managedTaintWarning, observedLabelWarning, parseTaint, nodeBatchSizeProblem, parseRollout, type Rollout,
+    managedTaintWarning, observedLabelWarning, parseTaint, nodeBatchSizeProblem, parseRollout, type Rollout, parseHealthRepair, type HealthRepair,
 } from "./rules";
 import { markValidated, validatedByParser, type Validated } from "./validated";
 
@@ -92,6 +92,11 @@ function buildSchema(obj: typeof z.strictObject) {
             maxUnavailable: z.number().int().optional(),
             drainTimeout: z.string().optional(),
             onDrainTimeout: z.enum(["pause", "force"]).optional(),
+        }).optional(),
+        /** How `pulumi up` replaces nodes that stay NotReady (fixed pools): src/rules/healthRepair.ts, docs/rotation.md#health-repair. */
+        healthRepair: obj({
+            notReadyTimeout: z.string().optional(),
+            maxUnhealthy: z.number().optional(),
         }).optional(),
         ...nodeShape,
     });
@@ -920,8 +925,15 @@ function checkPool(pool: PoolInput, clusterName: string, cloudTags: Record<strin
     } else if (!pool.autoscale && pool.rollout !== undefined) {
         rollout = parseRollout(pool.rollout, (path, reason) => report(joinPath("rollout", path), reason));
     }
-    const { instanceType: _one, rollout: _given, ...rest } = pool;
-    return { ...rest, systemDisk: pool.systemDisk ?? { category: "cloud_essd", size: 40 }, tokenTtl, instanceTypes: types, taints, ...(rollout ? { rollout } : {}) };
+    let healthRepair: HealthRepair | undefined;
+    if (pool.autoscale && pool.healthRepair !== undefined) {
+        report("healthRepair", "health repair is for fixed pools (with `size`); in an autoscaled pool the Cluster Autoscaler removes unready nodes it does not need: remove healthRepair");
+    } else if (!pool.autoscale && pool.healthRepair !== undefined) {
+        healthRepair = parseHealthRepair(pool.healthRepair, (path, reason) => report(joinPath("healthRepair", path), reason));
+    }
+    const { instanceType: _one, rollout: _given, healthRepair: _repair, ...rest } = pool;
+    return { ...rest, systemDisk: pool.systemDisk ?? { category: "cloud_essd", size: 40 }, tokenTtl, instanceTypes: types, taints, ...(rollout ? { rollout } : {}),
+        ...(healthRepair ? { healthRepair } : {}) };
 }
 
 /** What an existing node is checked from: the parsed config, or an ExistingNodeConfig built by hand. */

@@ -2,7 +2,7 @@
 // components read after defaults. src/config.ts checks at compile time that its schema parses exactly these
 // shapes; they are written here rather than inferred from the schema so that the package's public
 // declarations name no type of the schema library (a consumer compiles them without skipLibCheck).
-import type { AutoscalerSettings, Rollout, RolloutInput, Taint } from "./rules";
+import type { AutoscalerSettings, HealthRepair, HealthRepairInput, Rollout, RolloutInput, Taint } from "./rules";
 import type { Validated } from "./validated";
 
 /** Disk category as the ECS API spells it. */
@@ -85,6 +85,13 @@ export interface NodePoolInput {
      * defaults to `maxSurge: 1`, `maxUnavailable: 0`, `drainTimeout: "10m"`, `onDrainTimeout: "pause"` (docs/rotation.md).
      */
     rollout?: RolloutInput;
+    /**
+     * Replace the pool's nodes that stay NotReady (or never get Ready) while their instance runs, on each `pulumi up`,
+     * through the removal flow (drain, leave ESS, routes), then refill the pool: fixed pools only. Default none:
+     * nothing is repaired. Given, each field defaults to `notReadyTimeout: "10m"`, `maxUnhealthy: 1`; more members not
+     * Ready than `maxUnhealthy` and nothing is repaired (docs/rotation.md#health-repair).
+     */
+    healthRepair?: HealthRepairInput;
 }
 
 /** An existing ECS instance as written. */
@@ -244,6 +251,7 @@ export interface ParsedNodePool extends Required<Pick<NodePoolInput, "name" | "l
     imageId?: string;
     taints: TaintInput[];
     rollout?: RolloutInput;
+    healthRepair?: HealthRepairInput;
 }
 
 /** An existing node after the schema's defaults (before normalisation). */
@@ -297,7 +305,10 @@ export interface ParsedClusterConfig {
  */
 export type NodePoolConfig = Validated<NodePoolFields>;
 /** The fields of a validated node pool. */
-export type NodePoolFields = Omit<ParsedNodePool, "taints" | "instanceType" | "rollout"> & { taints: Taint[]; instanceTypes: string[]; /** Fixed pools: the rollout, defaults applied. */ rollout?: Rollout };
+export type NodePoolFields = Omit<ParsedNodePool, "taints" | "instanceType" | "rollout" | "healthRepair"> & {
+    taints: Taint[]; instanceTypes: string[]; /** Fixed pools: the rollout, defaults applied. */ rollout?: Rollout;
+    /** Fixed pools: the health repair, defaults applied. */ healthRepair?: HealthRepair;
+};
 /** An existing node as its parser returns it, taints normalised. */
 export type ExistingNodeConfig = Validated<ExistingNodeFields>;
 /** The fields of a validated existing node. */

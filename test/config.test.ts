@@ -107,6 +107,11 @@ const badCases: Array<[string, Mutate, string, RegExp]> = [
     ["rollout surge out of range", (c) => { (pool(c) as { rollout?: unknown }).rollout = { maxSurge: 21 }; }, "nodePools.0.rollout.maxSurge", /integer in 0\.\.20, got 21/],
     ["rollout drain timeout not a duration", (c) => { (pool(c) as { rollout?: unknown }).rollout = { drainTimeout: "forever" }; }, "nodePools.0.rollout.drainTimeout", /"forever" must be a duration from 1s to 24h/],
     ["rollout of an autoscaled pool", (c) => { (pool(c, 1) as { rollout?: unknown }).rollout = {}; }, "nodePools.1.rollout", /autoscaled pools is not supported yet/],
+    // A fixed pool's health repair.
+    ["health repair timeout shorter than a reboot", (c) => { (pool(c) as { healthRepair?: unknown }).healthRepair = { notReadyTimeout: "30s" }; }, "nodePools.0.healthRepair.notReadyTimeout", /"30s" must be a duration from 2m to 24h/],
+    ["health repair breaker of 0", (c) => { (pool(c) as { healthRepair?: unknown }).healthRepair = { maxUnhealthy: 0 }; }, "nodePools.0.healthRepair.maxUnhealthy", /integer in 1\.\.20 .*got 0/],
+    ["health repair breaker as a percentage", (c) => { (pool(c) as { healthRepair?: unknown }).healthRepair = { maxUnhealthy: "40%" }; }, "nodePools.0.healthRepair.maxUnhealthy", /must be number/],
+    ["health repair of an autoscaled pool", (c) => { (pool(c, 1) as { healthRepair?: unknown }).healthRepair = {}; }, "nodePools.1.healthRepair", /for fixed pools .*Cluster Autoscaler removes unready nodes/],
     ["label key reserved for tags (aliyun)", (c) => { pool(c).labels = { "aliyun.com/gpu": "true" }; }, "nodePools.0.labels.aliyun.com/gpu", /ESS refuses tag keys starting with aliyun or acs:/],
     ["label key reserved for tags (case-insensitive)", (c) => { pool(c, 1).labels = { "ALIYUN-team": "a" }; }, "nodePools.1.labels.ALIYUN-team", /aliyun or acs:/],
     ["tag key reserved (acs:)", (c) => { c.tags = { "acs:owner": "me" }; }, "tags.acs:owner", /reserves keys starting with aliyun or acs:/],
@@ -264,6 +269,14 @@ describe("cluster config validation", () => {
         assert.strictEqual(c.controlPlane.count, 1);
         assert.deepStrictEqual(c.nodePools, []);
         assert.deepStrictEqual(c.network.vswitchCidrs, ["192.168.0.0/20"]);
+    });
+
+    it("a fixed pool's healthRepair gets its defaults, field by field; without it the pool has none", () => {
+        const cfg = base();
+        (pool(cfg) as { healthRepair?: unknown }).healthRepair = {};
+        (cfg.nodePools as unknown as Array<Record<string, unknown>>).push({ name: "batch", instanceType: "ecs.g7.xlarge", size: 1, healthRepair: { notReadyTimeout: "1h", maxUnhealthy: 3 } });
+        const c = parseClusterConfig(cfg, "cn-hangzhou");
+        assert.deepStrictEqual(c.nodePools.map((p) => p.healthRepair), [{ notReadyTimeoutSeconds: 600, maxUnhealthy: 1 }, undefined, { notReadyTimeoutSeconds: 3600, maxUnhealthy: 3 }]);
     });
 
     it("normalises taint strings into objects", () => {

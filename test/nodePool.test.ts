@@ -344,6 +344,8 @@ describe("NodePool (mock graph, dev pools)", () => {
         recorder = installMocks({ stack: "node-pool-test" });
         const { NodePool } = await import("../src/components/nodePool");
         const doc = YAML.parse(fs.readFileSync(path.join(__dirname, "..", "stacks", "Pulumi.dev.yaml"), "utf8"));
+        // The general pool with a health repair, which the dev stack leaves out.
+        doc.config["alicloud-kubeadm:cluster"].nodePools[0].healthRepair = { notReadyTimeout: "15m", maxUnhealthy: 2 };
         const config = parseClusterConfig(doc.config["alicloud-kubeadm:cluster"], doc.config["alicloud:region"]);
         for (const pool of config.nodePools) {
             new NodePool(`dev-pool-${pool.name}`, {
@@ -434,6 +436,7 @@ describe("NodePool (mock graph, dev pools)", () => {
             ["dev-pool-general-capacity", "fixed", 2, "general", groups()[0].id],
             ["dev-pool-elastic-capacity", "observe", undefined, "elastic", groups()[1].id],
         ]);
+        assert.deepStrictEqual(caps.map((c) => c.inputs.healthRepair), [{ notReadyTimeoutSeconds: 900, maxUnhealthy: 2 }, undefined], "the pool's health repair reaches its PoolCapacity");
         const deps = childOpts.get("dev-pool-general-capacity")?.dependsOn as pulumi.Resource[];
         assert.ok(Array.isArray(deps) && deps.length === 2, "capacity waits for the configuration and the token");
     });

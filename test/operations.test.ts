@@ -15,10 +15,10 @@ describe("node operations: saved commands invoked on a master", () => {
     });
 
     it("parses the compact node listing", () => {
-        const nodes = parseNodeLines("n1\tcn-hangzhou.i-a\tTrue\t\t172.16.0.0/25\tgeneral\t2026-12-01T10:00:00Z\t\t\t192.168.0.7 fd00::7\nn2\t\tFalse\ttrue\t\t\t2026-12-01T11:00:00Z\t2026-12-01T12:00:00Z\n");
+        const nodes = parseNodeLines("n1\tcn-hangzhou.i-a\tTrue\t\t172.16.0.0/25\tgeneral\t2026-12-01T10:00:00Z\t\t\t192.168.0.7 fd00::7\t2026-12-01T10:01:02Z\nn2\t\tFalse\ttrue\t\t\t2026-12-01T11:00:00Z\t2026-12-01T12:00:00Z\n");
         assert.deepStrictEqual(nodes, [
-            { name: "n1", providerId: "cn-hangzhou.i-a", ready: true, unschedulable: false, podCidr: "172.16.0.0/25", pool: "general", createdAt: "2026-12-01T10:00:00Z", removing: "", internalIp: "192.168.0.7" },
-            { name: "n2", providerId: "", ready: false, unschedulable: true, podCidr: "", pool: "", createdAt: "2026-12-01T11:00:00Z", removing: "2026-12-01T12:00:00Z", internalIp: "" },
+            { name: "n1", providerId: "cn-hangzhou.i-a", ready: true, unschedulable: false, podCidr: "172.16.0.0/25", pool: "general", createdAt: "2026-12-01T10:00:00Z", removing: "", internalIp: "192.168.0.7", readySince: "2026-12-01T10:01:02Z" },
+            { name: "n2", providerId: "", ready: false, unschedulable: true, podCidr: "", pool: "", createdAt: "2026-12-01T11:00:00Z", removing: "2026-12-01T12:00:00Z", internalIp: "", readySince: "" },
         ]);
     });
 
@@ -29,7 +29,7 @@ describe("node operations: saved commands invoked on a master", () => {
     });
 
     it("an instance's Node is found by provider id, by a provider id in another form, or by its private IP when no other instance is named", () => {
-        const node = (name: string, providerId: string, internalIp: string): NodeInfo => ({ name, providerId, internalIp, ready: true, unschedulable: false, podCidr: "", pool: "", createdAt: "", removing: "" });
+        const node = (name: string, providerId: string, internalIp: string): NodeInfo => ({ name, providerId, internalIp, ready: true, unschedulable: false, podCidr: "", pool: "", createdAt: "", removing: "", readySince: "" });
         const region = "cn-hangzhou";
         const nodes = [node("exact", "cn-hangzhou.i-exact", "10.0.0.1"), node("prefixed", "alicloud://cn-hangzhou.i-prefixed", "10.0.0.2"),
             node("elsewhere", "cn-beijing.i-elsewhere", "10.0.0.3"), node("bare", "", "10.0.0.4"), node("other", "cn-hangzhou.i-other", "10.0.0.5")];

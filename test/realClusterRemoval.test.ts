@@ -187,7 +187,7 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
         const real = JSON.parse(await c.kubectl(["get", "nodes", "-o", "json"])).items as Array<{
             metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string>; creationTimestamp: string };
             spec: { providerID?: string; podCIDR?: string; unschedulable?: boolean };
-            status: { conditions?: Array<{ type: string; status: string }>; addresses?: Array<{ type: string; address: string }> };
+            status: { conditions?: Array<{ type: string; status: string; lastTransitionTime?: string }>; addresses?: Array<{ type: string; address: string }> };
         }>;
         assert.deepStrictEqual(listed.map((n) => n.name).sort(), real.map((n) => n.metadata.name).sort(), "every Node, once");
         for (const n of real) {
@@ -202,6 +202,7 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
                 createdAt: n.metadata.creationTimestamp,
                 removing: n.metadata.annotations?.["alicloud-kubeadm/removing"] ?? "",
                 internalIp: (n.status.addresses ?? []).find((x) => x.type === "InternalIP")?.address ?? "",
+                readySince: (n.status.conditions ?? []).find((x) => x.type === "Ready")?.lastTransitionTime ?? "",
             }, `list-nodes line of ${n.metadata.name}`);
         }
         const byName = new Map(listed.map((n) => [n.name, n]));
@@ -211,15 +212,18 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
         assert.strictEqual(byName.get(nodeName(b))?.unschedulable, true);
         assert.strictEqual(byName.get(nodeName(b))?.removing, "2026-12-02T10:00:00Z");
         assert.strictEqual(byName.get(nodeName(lone))?.ready, false);
+        // since when a Node is (not) Ready: its Ready condition's lastTransitionTime, as the API server holds it (health repair)
+        assert.ok(!Number.isNaN(Date.parse(byName.get(nodeName(a))?.readySince ?? "")), `a Ready Node's condition has a time: ${byName.get(nodeName(a))?.readySince}`);
+        assert.strictEqual(byName.get(`bare-${testNo}`)?.readySince, "", "a Node with no status yet: no Ready condition, unknown");
         assert.strictEqual(byName.get(`bare-${testNo}`)?.providerId, "");
 
         // the selector parameter reaches kubectl: only the pool's Nodes
         assert.deepStrictEqual((await listNodes(access, `${POOL_LABEL}=general`)).map((n) => n.name).sort(), [nodeName(a), nodeName(b)].sort());
-        // and the columns never shift: ten per line, whatever is empty
+        // and the columns never shift: eleven per line, whatever is empty
         const raw = await ops.runOnMaster(fill(renderOperation("list-nodes"), { selector: "" }));
         assert.strictEqual(raw.exitCode, 0, raw.output);
         const text = decompress(raw.output);
-        for (const line of text.split("\n").filter(Boolean)) assert.strictEqual(line.split("\t").length, 10, JSON.stringify(line));
+        for (const line of text.split("\n").filter(Boolean)) assert.strictEqual(line.split("\t").length, 11, JSON.stringify(line));
         assert.deepStrictEqual(parseNodeLines(text).map((n) => n.name).sort(), listed.map((n) => n.name).sort());
     });
 

@@ -34,6 +34,11 @@ export interface FakeNode {
     name: string;
     instanceId: string;
     ready: boolean;
+    /**
+     * The Ready condition's `lastTransitionTime` (ISO 8601), as the API server would hold it: set when `ready` changes
+     * at a listing (a joining node), else as given. Default: `createdAt`.
+     */
+    readySince?: string;
     /** The pool label the admission service sets (`node-restriction.kubernetes.io/alicloud-kubeadm-pool`), "" when none. */
     pool: string;
     /** The pool label a node set itself before (`alicloud-kubeadm/pool`), "" or absent when none. */
@@ -176,7 +181,9 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
     const readyAtTime = new Map<string, number>();
     c.autoJoin = (pool, o = {}) => {
         emu.state.onUserDataRun = (inst) => {
-            c.addNode(inst.instanceId, { pool, ready: (o.readyAfterListings ?? 0) === 0 && (o.readyAfterMs ?? 0) === 0, pods: [...(o.pods ?? [])] });
+            const readyNow = (o.readyAfterListings ?? 0) === 0 && (o.readyAfterMs ?? 0) === 0;
+            c.addNode(inst.instanceId, { pool, ready: readyNow, pods: [...(o.pods ?? [])] });
+            if (readyNow) return;
             readyAt.set(inst.instanceId, listings + (o.readyAfterListings ?? 0));
             readyAtTime.set(inst.instanceId, Date.now() + (o.readyAfterMs ?? 0));
         };
@@ -224,13 +231,19 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
         c.log.push(`${ctx.instanceId}: get-nodes`);
         listings++;
         for (const n of c.nodes.values()) {
-            if ((readyAt.get(n.instanceId) ?? Infinity) <= listings && (readyAtTime.get(n.instanceId) ?? Infinity) <= Date.now()) n.ready = true;
+            // A joining node gets Ready once; from then on its readiness is what the test sets.
+            if ((readyAt.get(n.instanceId) ?? Infinity) <= listings && (readyAtTime.get(n.instanceId) ?? Infinity) <= Date.now()) {
+                readyAt.delete(n.instanceId);
+                readyAtTime.delete(n.instanceId);
+                if (!n.ready) n.readySince = new Date().toISOString();
+                n.ready = true;
+            }
         }
         // list-nodes.sh's columns; a label selector on either pool label.
         const selector = /^(alicloud-kubeadm\/pool|node-restriction\.kubernetes\.io\/alicloud-kubeadm-pool)=(\S+)$/.exec(ctx.parameters.selector ?? "");
         const lines = [...c.nodes.values()].filter((n) => !selector || (selector[1] === "alicloud-kubeadm/pool" ? n.legacyPool : n.pool) === selector[2])
             .map((n) => [n.name, n.providerId ?? `${region}.${n.instanceId}`, n.ready ? "True" : "False", n.unschedulable ? "true" : "", n.podCidr, n.legacyPool ?? "", n.createdAt, n.removing,
-                n.pool, n.internalIp ?? emu.instances.get(n.instanceId)?.privateIp ?? ""].join("\t"));
+                n.pool, n.internalIp ?? emu.instances.get(n.instanceId)?.privateIp ?? "", n.readySince ?? n.createdAt].join("\t"));
         return { output: gz(lines.join("\n")) };
     });
     emu.onCommand(operation("pod-owners"), (ctx) => {

@@ -165,19 +165,25 @@ export interface NodeInfo {
     removing: string;
     /** Its first `InternalIP` address ("" when none, or listed by a list-nodes from before the column). */
     internalIp: string;
+    /**
+     * Its Ready condition's `lastTransitionTime` as the API server holds it (ISO 8601): since when the Node has been
+     * Ready, or not ("" when it has no Ready condition, or listed by a list-nodes from before the column).
+     */
+    readySince: string;
 }
 
 /**
  * Parses the lines list-nodes prints (src/shell/ops/list-nodes.sh): name, provider id, Ready, unschedulable,
- * podCIDR, old pool label, created, removal mark, pool label, InternalIP(s) (a saved command of an earlier version
+ * podCIDR, old pool label, created, removal mark, pool label, InternalIP(s), Ready since (a saved command of an earlier version
  * prints fewer columns: the old label then decides the pool, and no IP is known).
  */
 export function parseNodeLines(text: string): NodeInfo[] {
     return text.split("\n").filter((l) => l.trim() !== "").map((line) => {
-        const [name, providerId, ready, unschedulable, podCidr, legacyPool, createdAt, removing, pool, addresses] = line.split("\t");
+        const [name, providerId, ready, unschedulable, podCidr, legacyPool, createdAt, removing, pool, addresses, readySince] = line.split("\t");
         return {
             name, providerId: providerId ?? "", ready: ready === "True", unschedulable: unschedulable === "true", podCidr: podCidr ?? "",
             pool: nodePool({ pool, legacyPool }), createdAt: createdAt ?? "", removing: removing ?? "", internalIp: (addresses ?? "").trim().split(/\s+/)[0] ?? "",
+            readySince: (readySince ?? "").trim(),
         };
     });
 }

@@ -298,6 +298,7 @@ export function createNodePool(name: string, args: NodePoolArgs & { config: Node
         // What the configuration's tag says, read back from it: the hash the instances ESS creates now carry.
         ...(specHash ? { specHash: configuration.tags.apply((tags) => tags?.[SPEC_TAG] ?? "") } : {}),
         ...(pool.rollout ? { rollout: pool.rollout } : {}),
+        ...(pool.healthRepair ? { healthRepair: pool.healthRepair } : {}),
     }, { ...opts, dependsOn: [configuration, ...(token ? [token] : []), ...(admission ?? [])] });
 
     return { group, configuration, token, capacity, nodeLabels, admission, specHash };

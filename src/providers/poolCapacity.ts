@@ -28,10 +28,11 @@ import { clearOutdatedTaint, instanceOfProviderId, nodeOfInstance, poolNodes, ta
 import { clusterAccess, dynamicResourceProps, type ClusterAccessInputs, type ResourceArgs } from "./access";
 import { diffInputs, inputDiff } from "./diff";
 import { planRotationRound, readPoolMembers, removeMembers, scaleInPool, type PoolMember, type RemovalOptions, type RemovalReport } from "../removal";
-import { ATTACH_LOG, MAX_SCALING_GROUP_INSTANCES, OUTDATED_TAINT, parseRollout, type Rollout } from "../rules";
+import { ATTACH_LOG, checkHealthRepair, MAX_SCALING_GROUP_INSTANCES, OUTDATED_TAINT, parseRollout, type HealthRepair, type Rollout } from "../rules";
+import { repairPool } from "../removal/health";
 import { logInfo, pulumiLog } from "./log";
 import { withPacingLog } from "./pacing";
-import { waitFor } from "../cloud/wait";
+import { SYSTEM_CLOCK, waitFor, type Clock } from "../cloud/wait";
 
 /**
  * Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider.
@@ -39,7 +40,7 @@ import { waitFor } from "../cloud/wait";
  * a pool's deletion with scale-out suspended, a fixed pool's capacity only raised), Nodes matched by provider id or
  * IP, pacing of every cloud call. 4: outdated members (spec hash) removed first by a shrink, and replaced by a rollout.
  * 5: a rollout taints outdated Nodes PreferNoSchedule before it surges, and clears the taint from the Nodes it keeps
- * (saved command `outdated-taint`).
+ * (saved command `outdated-taint`); `healthRepair` replaces members NotReady past a timeout (same unreleased version).
  */
 export const POOL_CAPACITY_PROVIDER_VERSION = "5";
 
@@ -83,6 +84,12 @@ export interface PoolCapacityInputs extends ClusterAccessInputs {
      * ones; docs/rotation.md). Default none: outdated members are only reported in the Pulumi log.
      */
     rollout?: Rollout;
+    /**
+     * Fixed pools: on create and update, replace members not Ready for longer than `notReadyTimeoutSeconds` whose
+     * instance runs (removal flow, then the pool refills), unless more than `maxUnhealthy` are not Ready
+     * (src/removal/health.ts, docs/rotation.md#health-repair). Default none: nothing is repaired.
+     */
+    healthRepair?: HealthRepair;
     /** Changes when the provider's code changes. */
     providerVersion?: string;
 }
@@ -176,10 +183,12 @@ async function removeSurplus(inputs: PoolCapacityInputs, size: number, minSize: 
  * so ESS never picks a victim itself.
  * Survivors a failed earlier removal left cordoned are uncordoned; finally every member is protected
  * from scale-in (docs/upstream.md#ess-protection), the second guard against ESS choosing a victim.
+ * With `healthRepair`, members not Ready past its timeout are replaced first (removed here, refilled with the rest).
  * @param log progress for the Pulumi log
+ * @param clock what health repair reads the time from (tests). Default the system clock.
  * @throws on a failed scaling activity or when the wait runs out, naming the instances not Ready yet
  */
-export async function setPoolCapacity(inputs: PoolCapacityInputs, log: (m: string) => void = () => undefined): Promise<PoolCapacityOutputs> {
+export async function setPoolCapacity(inputs: PoolCapacityInputs, log: (m: string) => void = () => undefined, clock: Clock = SYSTEM_CLOCK): Promise<PoolCapacityOutputs> {
     const { region, scalingGroupId } = inputs;
     const size = inputs.size ?? 0;
     const keep = Math.max(size, inputs.minSize ?? 0);
@@ -187,6 +196,7 @@ export async function setPoolCapacity(inputs: PoolCapacityInputs, log: (m: strin
     const opts = removalOptions(inputs);
     await removeSurplus(inputs, size + await rolloutSurge(inputs, size, opts), inputs.minSize ?? 0, opts, log, "an out-of-band scale-out?", "`pulumi up`");
     await uncordonSurvivors(inputs, log);
+    if (inputs.healthRepair) await repairPool({ scalingGroupId, poolName: inputs.poolName, specHash: inputs.specHash }, inputs.healthRepair, opts, clock);
     await rollOut(inputs, opts, log);
     const before = await activityIds(region, scalingGroupId);
     await setFixedCapacity(inputs, keep, log);
@@ -456,7 +466,7 @@ type State = PoolCapacityInputs & PoolCapacityOutputs;
 const POOL_CAPACITY_DIFF = inputDiff<PoolCapacityInputs>()({
     replace: ["scalingGroupId", "region"],
     update: ["mode", "size", "minSize", "maxSize", "poolName", "masterInstanceId", "masterInstanceIds", "commands", "routeTableId", "podCidr",
-        "readyTimeoutSeconds", "pollSeconds", "pollIntervalMs", "drainTimeoutSeconds", "specHash", "rollout", "providerVersion"],
+        "readyTimeoutSeconds", "pollSeconds", "pollIntervalMs", "drainTimeoutSeconds", "specHash", "rollout", "healthRepair", "providerVersion"],
     ignore: [],
 });
 
@@ -471,6 +481,11 @@ export const poolCapacityProvider: pulumi.dynamic.ResourceProvider = withPacingL
             // The parser's rules, on the parsed form (drainTimeout in seconds).
             parseRollout({ ...counts, onDrainTimeout, drainTimeout: `${drainTimeoutSeconds}s` },
                 (path, reason) => failures.push({ property: path ? `rollout.${path}` : "rollout", reason }));
+        }
+        if (news.healthRepair !== undefined && news.mode === "observe") {
+            failures.push({ property: "healthRepair", reason: "health repair is for fixed pools (mode fixed); an autoscaled pool's unready nodes are the Cluster Autoscaler's" });
+        } else if (news.healthRepair !== undefined) {
+            checkHealthRepair(news.healthRepair, (path, reason) => failures.push({ property: `healthRepair.${path}`, reason }));
         }
         return { inputs: news, failures };
     },

@@ -13,6 +13,7 @@
  *   victims.ts       which pool members go first
  *   scaleIn.ts       shrinking a pool to a size
  *   rotation.ts      one round of a fixed pool's rollout: the surge, and which outdated members may leave
+ *   health.ts        health repair of a fixed pool: which members stayed NotReady too long, the circuit breaker
  */
 export * from "./types";
 export { CLEARED_USERDATA } from "./steps";
@@ -20,3 +21,4 @@ export { removeNode, removeNodes, ESS_BATCH } from "./batch";
 export { chooseVictims, type PoolMember } from "./victims";
 export { readPoolMembers, removeMembers, scaleInPool, type ScaleInPool } from "./scaleIn";
 export { planRotationRound, surgeTarget, type RolloutBounds, type RotationRound } from "./rotation";
+export { planHealthRepair, repairPool, type HealthPlan, type RepairPool, type UnhealthyMember } from "./health";

@@ -62,7 +62,7 @@ export async function readPoolMembers(pool: Pick<ScaleInPool, "scalingGroupId" |
         const node = nodeOfInstance(nodes, opts.region, { instanceId: i.instanceId, privateIp: inst?.privateIp });
         return { instanceId: i.instanceId, nodeName: node?.name ?? null, ready: node?.ready ?? false, workloadPods: node ? workload.get(node.name) ?? 0 : 0, createdAt: i.creationTime,
             marked: !!node?.removing, podCidr: node?.podCidr, instance: { privateIp: inst?.privateIp ?? "", status: inst?.status ?? "gone" },
-            outdated: isOutdated(inst?.tags, pool.specHash) };
+            outdated: isOutdated(inst?.tags, pool.specHash), readySince: node?.readySince ?? "" };
     });
 }
 

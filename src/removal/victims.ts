@@ -18,6 +18,8 @@ export interface PoolMember {
     instance?: { privateIp: string; status: string };
     /** Made from an earlier spec of the pool (its instance's spec tag is not the configuration's). Default false. */
     outdated?: boolean;
+    /** Its Node's Ready condition `lastTransitionTime` from the API server (ISO 8601; "" or absent: unknown, or no Node). */
+    readySince?: string;
 }
 
 /**

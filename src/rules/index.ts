@@ -25,3 +25,4 @@ export * from "./podSecurity";
 export * from "./upgrade";
 export * from "./spec";
 export * from "./rollout";
+export * from "./healthRepair";

@@ -162,6 +162,18 @@ export class Emulator {
     callsOf(action: string): RecordedCall[] { return this.calls.filter((c) => c.action === action); }
     /** Calls of mutating actions (anything not Describe/List/Get/Query). */
     mutatingCalls(): RecordedCall[] { return this.calls.filter((c) => isMutating(c.action)); }
+    /**
+     * The mutating calls from index `since` of {@link calls} on, each as its action and its occurrence among the calls
+     * of that action: the steps a fault matrix refuses one at a time (`inject(action, { when: nth occurrence })`).
+     */
+    mutatingSteps(since = 0): Array<[string, number]> {
+        const seen = new Map<string, number>();
+        return this.calls.slice(since).filter((c) => isMutating(c.action)).map((c) => {
+            const n = seen.get(c.action) ?? 0;
+            seen.set(c.action, n + 1);
+            return [c.action, n];
+        });
+    }
 
     /**
      * Answer Cloud Assistant scripts matching `pattern` (tested against the decoded script).
@@ -300,6 +312,12 @@ export class Emulator {
     }
 
     /** Inject a fault into the next `fault.times` calls of `action` (`"*"` = any action). */
+    /** Refuses the `occurrence`-th call (from 0) of `action` from now on, once, as a 400 `Forbidden.Injected` (a fault matrix's step). */
+    refuseOnce(action: string, occurrence: number): void {
+        let count = 0;
+        this.inject(action, { status: 400, code: "Forbidden.Injected", message: "refused by the test", times: 1, when: () => count++ === occurrence });
+    }
+
     inject(action: string, fault: Fault): void {
         const list = this.faults.get(action) ?? [];
         list.push({ ...fault });

@@ -1,0 +1,126 @@
+/**
+ * Health repair of a fixed pool (docs/rotation.md#health-repair): which members are not Ready, since when, and
+ * whether any may be replaced now. The decision ({@link planHealthRepair}) is pure; {@link repairPool} reads the
+ * pool, decides on the clock it is given, and removes the chosen members through the removal core (drain as far as
+ * a NotReady node allows, leave ESS, routes). PoolCapacity refills the pool afterwards, as for any missing member.
+ *
+ * As Cluster API's MachineHealthCheck does (docs/upstream.md#machine-health-check): a member is unhealthy once its
+ * Node's Ready condition has not been True for longer than the timeout, counted from the condition's
+ * `lastTransitionTime` (as the API server holds it, never anything else the node says of itself), or, with no Node at
+ * all, from the instance's creation (ESS's record); and more members not Ready than `maxUnhealthy`, counting those
+ * still within the timeout, repairs nothing.
+ */
+import { waitForIdleGroup } from "../cloud/ess";
+import { SYSTEM_CLOCK, type Clock } from "../cloud/wait";
+import type { HealthRepair } from "../rules";
+import { readPoolMembers, removeMembers } from "./scaleIn";
+import type { RemovalOptions, RemovalReport } from "./types";
+import type { PoolMember } from "./victims";
+
+/** A member that is not Ready, as the plan sees it. */
+export interface UnhealthyMember {
+    member: PoolMember;
+    /** Why it counts as not Ready, and since when (for the Pulumi log). */
+    reason: string;
+    /** Milliseconds it has been so (0 when unknown or in the future). */
+    forMs: number;
+    /** Past the timeout and its instance runs: it may be replaced. */
+    repairable: boolean;
+}
+
+/** What one repair does. */
+export type HealthPlan =
+    /** Every member is Ready. */
+    | { kind: "healthy" }
+    /** Members are not Ready, none may be replaced now (within the timeout, instance not running, time unknown). */
+    | { kind: "wait"; unhealthy: UnhealthyMember[] }
+    /** Replace `victims` (each past the timeout with its instance running; never more than `maxUnhealthy`). */
+    | { kind: "repair"; victims: PoolMember[]; unhealthy: UnhealthyMember[] }
+    /** More members not Ready than `maxUnhealthy`: nothing is replaced; `reason` says so. */
+    | { kind: "breaker"; unhealthy: UnhealthyMember[]; reason: string };
+
+/** Milliseconds since `iso` at `now`; undefined when `iso` is not a time. Never negative (a time ahead of the clock is now). */
+function elapsed(iso: string | undefined, now: number): number | undefined {
+    const t = iso ? Date.parse(iso) : NaN;
+    return Number.isNaN(t) ? undefined : Math.max(0, now - t);
+}
+
+/** How a member that is not Ready looks to the repair. */
+function assess(m: PoolMember, repair: HealthRepair, now: number): UnhealthyMember {
+    const timeoutMs = repair.notReadyTimeoutSeconds * 1000;
+    const forMs = elapsed(m.nodeName === null ? m.createdAt : m.readySince, now);
+    const what = m.nodeName === null ? "no Node registered since its instance was created" : `Node ${m.nodeName} not Ready since its Ready condition last changed`;
+    const status = m.instance?.status;
+    if (forMs === undefined) {
+        return { member: m, forMs: 0, repairable: false, reason: `${what}, at a time not known (left alone)` };
+    }
+    const minutes = `${Math.floor(forMs / 60000)} min`;
+    if (status !== undefined && status !== "Running") {
+        return { member: m, forMs, repairable: false, reason: `${what} ${minutes} ago; its instance is ${status} (left alone: only a running instance is repaired)` };
+    }
+    return { member: m, forMs, repairable: forMs > timeoutMs, reason: `${what} ${minutes} ago` };
+}
+
+/**
+ * Decides one repair from the members read and the time now (ms since the epoch).
+ * A member is not Ready when it has no Node or its Node's Ready condition is not True; it is replaced when that has
+ * lasted longer than `notReadyTimeoutSeconds` and its instance runs. When more members than `maxUnhealthy` are not
+ * Ready (however long), nothing is: a pool where that many fail at once has a cause no new node mends (the control
+ * plane, the network, an image), and replacing them would take its last pods' nodes.
+ */
+export function planHealthRepair(members: readonly PoolMember[], repair: HealthRepair, now: number): HealthPlan {
+    const unhealthy = members.filter((m) => !(m.ready && m.nodeName !== null)).map((m) => assess(m, repair, now));
+    if (unhealthy.length === 0) return { kind: "healthy" };
+    if (unhealthy.length > repair.maxUnhealthy) {
+        return {
+            kind: "breaker", unhealthy,
+            reason: `${unhealthy.length} of ${members.length} member(s) are not Ready, more than healthRepair.maxUnhealthy = ${repair.maxUnhealthy}: ` +
+                "that looks like an outage (control plane, network, image), not a bad node, so none is replaced",
+        };
+    }
+    const victims = unhealthy.filter((u) => u.repairable).map((u) => u.member);
+    return victims.length > 0 ? { kind: "repair", victims, unhealthy } : { kind: "wait", unhealthy };
+}
+
+/** The pool a repair acts on. */
+export interface RepairPool {
+    scalingGroupId: string;
+    poolName: string;
+    /** The pool's spec hash (the members' `outdated`, for the removal's log); default none. */
+    specHash?: string;
+}
+
+/**
+ * One health repair of a fixed pool: waits until no scaling activity runs, reads the members (their Nodes, Ready
+ * conditions and instances), plans on `clock`, and removes the members to replace through the removal core, which
+ * releases their instances (ESS lowers the desired capacity by each; the caller raises it back to the pool's size).
+ * The circuit breaker and the members left waiting go to the Pulumi log (`opts.warn`). Idempotent: a removal that
+ * stopped midway is found again by the next run (the member is still not Ready, or has no Node any more).
+ * @returns the reports of the members removed (none when nothing was)
+ * @throws a removal's error, naming the instance, the step and the fix
+ */
+export async function repairPool(pool: RepairPool, repair: HealthRepair, opts: RemovalOptions, clock: Clock = SYSTEM_CLOCK): Promise<RemovalReport[]> {
+    const log = opts.log ?? (() => undefined);
+    const warn = opts.warn ?? log;
+    await waitForIdleGroup(opts.region, pool.scalingGroupId, { pollMs: opts.pollIntervalMs, timeoutMs: (opts.activityTimeoutSeconds ?? 1200) * 1000, log });
+    const members = await readPoolMembers(pool, opts);
+    const plan = planHealthRepair(members, repair, clock.now());
+    const listed = (us: readonly UnhealthyMember[]) => us.map((u) => `${u.member.instanceId} (${u.reason})`).join("; ");
+    if (plan.kind === "healthy") return [];
+    if (plan.kind === "breaker") {
+        warn(`pool ${pool.poolName}: health repair: ${plan.reason}: ${listed(plan.unhealthy)}.\n  fix: find what they share (\`npm run doctor\`); ` +
+            "once at most maxUnhealthy are not Ready, `pulumi up` replaces those past the timeout");
+        return [];
+    }
+    const waiting = plan.unhealthy.filter((u) => !u.repairable);
+    if (waiting.length > 0) {
+        warn(`pool ${pool.poolName}: health repair: not replaced (yet): ${listed(waiting)}; timeout ${repair.notReadyTimeoutSeconds} s`);
+    }
+    if (plan.kind === "wait") return [];
+    log(`pool ${pool.poolName}: health repair: replacing ${listed(plan.unhealthy.filter((u) => u.repairable))}`);
+    try {
+        return await removeMembers({ scalingGroupId: pool.scalingGroupId, essAction: "release" }, plan.victims, opts);
+    } catch (err) {
+        throw new Error(`pool ${pool.poolName}: health repair stopped: ${(err as Error).message}`);
+    }
+}
