@@ -92,6 +92,9 @@ function buildSchema(obj: typeof z.strictObject) {
             maxUnavailable: z.number().int().optional(),
             drainTimeout: z.string().optional(),
             onDrainTimeout: z.enum(["pause", "force"]).optional(),
+            canary: z.boolean().optional(),
+            soak: z.string().optional(),
+            validate: z.boolean().optional(),
         }).optional(),
         ...nodeShape,
     });

@@ -106,6 +106,8 @@ const badCases: Array<[string, Mutate, string, RegExp]> = [
     ["rollout that can never replace a node", (c) => { (pool(c) as { rollout?: unknown }).rollout = { maxSurge: 0, maxUnavailable: 0 }; }, "nodePools.0.rollout", /both 0: no outdated node could ever be replaced; set maxSurge: 1/],
     ["rollout surge out of range", (c) => { (pool(c) as { rollout?: unknown }).rollout = { maxSurge: 21 }; }, "nodePools.0.rollout.maxSurge", /integer in 0\.\.20, got 21/],
     ["rollout drain timeout not a duration", (c) => { (pool(c) as { rollout?: unknown }).rollout = { drainTimeout: "forever" }; }, "nodePools.0.rollout.drainTimeout", /"forever" must be a duration from 1s to 24h/],
+    ["rollout soak not a duration", (c) => { (pool(c) as { rollout?: unknown }).rollout = { soak: "25h" }; }, "nodePools.0.rollout.soak", /"25h" must be a duration from 0 to 24h/],
+    ["rollout canary not a boolean", (c) => { (pool(c) as { rollout?: unknown }).rollout = { canary: "yes" }; }, "nodePools.0.rollout.canary", /boolean/],
     ["rollout of an autoscaled pool", (c) => { (pool(c, 1) as { rollout?: unknown }).rollout = {}; }, "nodePools.1.rollout", /autoscaled pools is not supported yet/],
     ["label key reserved for tags (aliyun)", (c) => { pool(c).labels = { "aliyun.com/gpu": "true" }; }, "nodePools.0.labels.aliyun.com/gpu", /ESS refuses tag keys starting with aliyun or acs:/],
     ["label key reserved for tags (case-insensitive)", (c) => { pool(c, 1).labels = { "ALIYUN-team": "a" }; }, "nodePools.1.labels.ALIYUN-team", /aliyun or acs:/],

@@ -27,11 +27,11 @@ import { describeScalingGroups, modifyScalingGroup, scaleOutProcess, scalingActi
 import { clearOutdatedTaint, instanceOfProviderId, nodeOfInstance, poolNodes, taintOutdated, uncordonNode } from "../cloud/operations";
 import { clusterAccess, dynamicResourceProps, type ClusterAccessInputs, type ResourceArgs } from "./access";
 import { diffInputs, inputDiff } from "./diff";
-import { planRotationRound, readPoolMembers, removeMembers, scaleInPool, type PoolMember, type RemovalOptions, type RemovalReport } from "../removal";
-import { ATTACH_LOG, MAX_SCALING_GROUP_INSTANCES, OUTDATED_TAINT, parseRollout, type Rollout } from "../rules";
+import { planRotationRound, readClusterHealth, readPoolMembers, removeMembers, scaleInPool, soak, validateRollout, type PoolMember, type RemovalOptions, type RemovalReport } from "../removal";
+import { ATTACH_LOG, MAX_SCALING_GROUP_INSTANCES, OUTDATED_TAINT, parseRollout, rolloutWithDefaults, type Rollout } from "../rules";
 import { logInfo, pulumiLog } from "./log";
 import { withPacingLog } from "./pacing";
-import { waitFor } from "../cloud/wait";
+import { SYSTEM_CLOCK, waitFor, type Clock } from "../cloud/wait";
 
 /**
  * Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider.
@@ -39,7 +39,8 @@ import { waitFor } from "../cloud/wait";
  * a pool's deletion with scale-out suspended, a fixed pool's capacity only raised), Nodes matched by provider id or
  * IP, pacing of every cloud call. 4: outdated members (spec hash) removed first by a shrink, and replaced by a rollout.
  * 5: a rollout taints outdated Nodes PreferNoSchedule before it surges, and clears the taint from the Nodes it keeps
- * (saved command `outdated-taint`).
+ * (saved command `outdated-taint`); a rollout's canary, soak and validation gates (saved command `cluster-validate`), in
+ * the same unreleased version.
  */
 export const POOL_CAPACITY_PROVIDER_VERSION = "5";
 
@@ -79,8 +80,9 @@ export interface PoolCapacityInputs extends ClusterAccessInputs {
      */
     specHash?: string;
     /**
-     * Fixed pools: replace outdated members on create and update (surge, wait Ready, drain and remove outdated
-     * ones; docs/rotation.md). Default none: outdated members are only reported in the Pulumi log.
+     * Fixed pools: replace outdated members on create and update (validate, surge a canary, wait Ready, drain and
+     * remove outdated ones, soak and validate between batches; docs/rotation.md). A field left out takes its default
+     * (`DEFAULT_ROLLOUT`). Default none: outdated members are only reported in the Pulumi log.
      */
     rollout?: Rollout;
     /** Changes when the provider's code changes. */
@@ -177,9 +179,10 @@ async function removeSurplus(inputs: PoolCapacityInputs, size: number, minSize: 
  * Survivors a failed earlier removal left cordoned are uncordoned; finally every member is protected
  * from scale-in (docs/upstream.md#ess-protection), the second guard against ESS choosing a victim.
  * @param log progress for the Pulumi log
+ * @param clock what a rollout's soak and validation wait on (tests step their own)
  * @throws on a failed scaling activity or when the wait runs out, naming the instances not Ready yet
  */
-export async function setPoolCapacity(inputs: PoolCapacityInputs, log: (m: string) => void = () => undefined): Promise<PoolCapacityOutputs> {
+export async function setPoolCapacity(inputs: PoolCapacityInputs, log: (m: string) => void = () => undefined, clock: Clock = SYSTEM_CLOCK): Promise<PoolCapacityOutputs> {
     const { region, scalingGroupId } = inputs;
     const size = inputs.size ?? 0;
     const keep = Math.max(size, inputs.minSize ?? 0);
@@ -187,7 +190,7 @@ export async function setPoolCapacity(inputs: PoolCapacityInputs, log: (m: strin
     const opts = removalOptions(inputs);
     await removeSurplus(inputs, size + await rolloutSurge(inputs, size, opts), inputs.minSize ?? 0, opts, log, "an out-of-band scale-out?", "`pulumi up`");
     await uncordonSurvivors(inputs, log);
-    await rollOut(inputs, opts, log);
+    await rollOut(inputs, opts, log, clock);
     const before = await activityIds(region, scalingGroupId);
     await setFixedCapacity(inputs, keep, log);
     let outs: PoolCapacityOutputs;
@@ -224,12 +227,20 @@ async function rolloutSurge(inputs: PoolCapacityInputs, size: number, opts: Remo
  * removal core, as many outdated members as keep the Ready nodes at `size − maxUnavailable` or more (NotReady ones
  * first). Before each surge the outdated members' Nodes carry {@link OUTDATED_TAINT} (PreferNoSchedule), so the pods
  * the drains evict go to the new nodes; when the rollout ends, or there is none, no Node of the pool keeps it.
- * Everything is read again each round, so a run that stops anywhere is resumed by the next. Without `rollout`,
- * outdated members are only reported.
+ * Its gates (src/removal/rolloutGates.ts): the cluster is validated before the first round, after each surge that
+ * launched nodes (the canary's first) and after each batch, which is soaked first; a validation that keeps failing
+ * pauses the rollout naming what failed. Everything is read again each round, so a run that stops anywhere is
+ * resumed by the next (which validates first). Without `rollout`, outdated members are only reported.
  */
-async function rollOut(inputs: PoolCapacityInputs, opts: RemovalOptions, log: (m: string) => void): Promise<void> {
-    const { region, scalingGroupId, poolName, specHash, rollout } = inputs;
+async function rollOut(inputs: PoolCapacityInputs, opts: RemovalOptions, log: (m: string) => void, clock: Clock): Promise<void> {
+    const { region, scalingGroupId, poolName, specHash } = inputs;
     if (!specHash) return;
+    const rollout = inputs.rollout && rolloutWithDefaults(inputs.rollout);
+    const gate = {
+        poolName, log, clock, timeoutMs: (inputs.readyTimeoutSeconds ?? 1200) * 1000, pollMs: (inputs.pollSeconds ?? 15) * 1000,
+        read: async () => ({ members: await readPoolMembers({ scalingGroupId, specHash }, opts), health: await readClusterHealth(clusterAccess(inputs)) }),
+    };
+    const validate = (when: string) => (rollout?.validate ? validateRollout(gate, when) : Promise.resolve());
     const size = inputs.size ?? 0;
     let surged = false;
     for (let round = 0; ; round++) {
@@ -247,7 +258,9 @@ async function rollOut(inputs: PoolCapacityInputs, opts: RemovalOptions, log: (m
             return;
         }
         if (round === 0) {
-            log(`pool ${poolName}: rolling out spec ${specHash}: ${outdated.length} of ${members.length} node(s) outdated (maxSurge ${rollout.maxSurge}, maxUnavailable ${rollout.maxUnavailable})`);
+            log(`pool ${poolName}: rolling out spec ${specHash}: ${outdated.length} of ${members.length} node(s) outdated (maxSurge ${rollout.maxSurge}, ` +
+                `maxUnavailable ${rollout.maxUnavailable}${rollout.canary ? ", a canary first" : ""})`);
+            await validate("before the rollout");
         }
         const plan = planRotationRound(members, size, rollout, surged);
         if (plan.kind === "done") return;
@@ -264,11 +277,15 @@ async function rollOut(inputs: PoolCapacityInputs, opts: RemovalOptions, log: (m
             const notReadyOutdated = outdated.filter((m) => !(m.ready && m.nodeName !== null)).length;
             await waitForReadyNodes(inputs, plan.members - notReadyOutdated, Date.now(), before, log);
             await protectMembers(inputs, true, log);
+            if (plan.members > members.length) await validate(`after the surge to ${plan.members} member(s)`);
             surged = true;
             continue;
         }
         log(`pool ${poolName}: replacing outdated node(s) ${plan.victims.map((v) => v.instanceId).join(", ")}`);
         await removeOutdated(inputs, plan.victims, { ...opts, drainTimeoutSeconds: rollout.drainTimeoutSeconds }, rollout.onDrainTimeout, log);
+        const batch = `replacing ${plan.victims.length} outdated node(s)`;
+        await soak(poolName, rollout.soakSeconds, batch, log, clock);
+        await validate(`after ${batch}`);
         surged = false;
     }
 }
@@ -467,9 +484,9 @@ export const poolCapacityProvider: pulumi.dynamic.ResourceProvider = withPacingL
             failures.push({ property: "size", reason: `must be an integer in 0..${MAX_SCALING_GROUP_INSTANCES}, got ${news.size}` });
         }
         if (news.rollout !== undefined) {
-            const { drainTimeoutSeconds, onDrainTimeout, ...counts } = news.rollout;
-            // The parser's rules, on the parsed form (drainTimeout in seconds).
-            parseRollout({ ...counts, onDrainTimeout, drainTimeout: `${drainTimeoutSeconds}s` },
+            const { maxSurge, maxUnavailable, drainTimeoutSeconds, onDrainTimeout, canary, soakSeconds, validate } = news.rollout;
+            // The parser's rules, on the parsed form (durations in seconds).
+            parseRollout({ maxSurge, maxUnavailable, onDrainTimeout, canary, validate, drainTimeout: `${drainTimeoutSeconds}s`, ...(soakSeconds === undefined ? {} : { soak: `${soakSeconds}s` }) },
                 (path, reason) => failures.push({ property: path ? `rollout.${path}` : "rollout", reason }));
         }
         return { inputs: news, failures };
