@@ -180,7 +180,7 @@ describe("fixed pool rollout (emulator)", () => {
         const group = outdatedPool(2);
         const broken = watchRollout(ctx.emu, c, group, 2, 0);
         c.autoJoin("general", { readyAfterListings: 1_000_000 });
-        for (let run = 0; run < 3; run++) {
+        for (let k = 0; k < 3; k++) {
             await assert.rejects(run(inputs(group, 2, {}, { readyTimeoutSeconds: 0.3 })), /not Ready: i-emu/i);
         }
         assert.deepStrictEqual(broken, []);
