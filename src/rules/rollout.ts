@@ -49,10 +49,7 @@ export interface Rollout {
     validate?: boolean;
 }
 
-/**
- * The defaults: one node of surge, never a Ready node fewer than the pool's size, a 10-minute drain, pause when it
- * runs out, one canary node first, 30 s of soak after each batch, the cluster validated.
- */
+/** The defaults: surge 1, unavailable 0, a 10-minute drain that pauses when it runs out, a canary, 30 s of soak, validation. */
 export const DEFAULT_ROLLOUT: Required<Rollout> = { maxSurge: 1, maxUnavailable: 0, drainTimeoutSeconds: 600, onDrainTimeout: "pause", canary: true, soakSeconds: 30, validate: true };
 
 /** A rollout with every field set (fields missing from a rollout built by hand, or recorded by an older version, take their defaults). */
