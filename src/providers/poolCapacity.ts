@@ -238,7 +238,11 @@ async function rollOut(inputs: PoolCapacityInputs, opts: RemovalOptions, log: (m
     const rollout = inputs.rollout && rolloutWithDefaults(inputs.rollout);
     const gate = {
         poolName, log, clock, timeoutMs: (inputs.readyTimeoutSeconds ?? 1200) * 1000, pollMs: (inputs.pollSeconds ?? 15) * 1000,
-        read: async () => ({ members: await readPoolMembers({ scalingGroupId, specHash }, opts), health: await readClusterHealth(clusterAccess(inputs)) }),
+        // One reading: the pool (ESS, ECS and two listings) and the cluster's health, read side by side.
+        read: async () => {
+            const [members, health] = await Promise.all([readPoolMembers({ scalingGroupId, specHash }, opts), readClusterHealth(clusterAccess(inputs))]);
+            return { members, health };
+        },
     };
     const validate = (when: string) => (rollout?.validate ? validateRollout(gate, when) : Promise.resolve());
     const size = inputs.size ?? 0;
