@@ -122,6 +122,7 @@ export const OPERATIONS = {
     "drain": { on: "master", parameters: ["node", "timeout", "force", "skipWait", "mark"], timeoutSeconds: 660, saved: true, description: "mark (as a removal's, an upgrade's or a resize's), cordon and drain a Node through the eviction API" },
     "uncordon": { on: "master", parameters: ["node", "mark"], timeoutSeconds: 60, saved: true, description: "uncordon a Node an unfinished removal, upgrade or resize marked and cordoned" },
     "outdated-taint": { on: "master", parameters: ["pool", "taintMode", "outdated"], timeoutSeconds: 120, saved: true, description: "put the rollout's PreferNoSchedule taint on a pool's outdated Nodes, or clear it from the pool" },
+    "cluster-validate": { on: "master", parameters: [], timeoutSeconds: 60, saved: true, description: "rollout validation (read-only): each Node's Ready, kube-system and kube-flannel Deployments' available replicas and pods not Ready" },
     "delete-node": { on: "master", parameters: ["nodes"], timeoutSeconds: 120, saved: true, description: "delete Node objects (gone ones are fine)" },
     "etcd-member-remove": { on: "master", parameters: ["member", "peerIp", "etcdNode"], timeoutSeconds: 120, saved: true, description: "remove a master's etcd member (by name or peer address) through a healthy master's etcd" },
     "etcd-health": { on: "master", parameters: ["etcdNode"], timeoutSeconds: 60, saved: true, description: "list the etcd members and each one's health through a master's etcd (quorum checks)" },
