@@ -289,6 +289,17 @@ esac`,
         assert.match(r.out, /next: `pulumi up`/);
     });
 
+    it("a single-master stack restored from its own bucket given with --bucket (same CA, nothing discarded): the live worker's Node is kept", async () => {
+        const w = await world({ masters: 1 });
+        const sb = runningMaster(w.target);
+        const keysFile = path.join(dir, "keys.json");
+        fs.writeFileSync(keysFile, JSON.stringify(keys), { mode: 0o600 });
+        const r = await restore(w.outputs, ["--bucket", BUCKET, "--keys", keysFile, "--force"]);
+        assert.strictEqual(r.code, 0, r.out);
+        assert.strictEqual(callsOf(sbCalls(sb), "kubeadm", "reset").length, 0, "nothing discarded");
+        assert.ok(w.c.nodes.has(`${REGION}.${w.worker}`), `the live worker's Node was deleted:\n${r.out}`);
+    });
+
     it("into a new stack (--from-outputs of the old stack): the dry run says it; the new stack's own cluster is discarded only when it holds nothing but master 0; kubeadm init over the old etcd and CA; the old cluster's Nodes go, its live instances untouched; a re-run changes nothing", async () => {
         const w = await world({ masters: 1, recreated: true });
         const { emu, c, target } = w;

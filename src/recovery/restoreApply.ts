@@ -38,6 +38,8 @@ export interface MasterRestoreState {
     apiReady: boolean;
     /** SHA-256 (hex) of its CA certificate file, if it has one. */
     caSha256?: string;
+    /** Whether this restore discarded (or began to discard) the cluster the master ran (a new stack's own). */
+    discarded: boolean;
 }
 
 /** Where and with what the restore runs. */
@@ -82,6 +84,8 @@ export interface RestoreOutcome {
     rejoined: string[];
     /** Masters that no longer exist: `pulumi up --refresh` re-creates them and joins them. */
     missingMasters: string[];
+    /** Whether this restore discarded the cluster the master ran (a new stack's own): the stack's join information is then the discarded cluster's. */
+    discarded: boolean;
 }
 
 /** Reads the `ak-restore key=value` lines of an etcd-restore step (other output, e.g. warnings, is left aside). */
@@ -102,6 +106,7 @@ export function parseRestoreState(output: string): MasterRestoreState {
         other: other ? { id: other.slice(0, other.indexOf(":")), key: other.slice(other.indexOf(":") + 1) } : undefined,
         apiReady: one("api") === "ready",
         caSha256: one("ca"),
+        discarded: one("discarded") === "1",
     };
 }
 
@@ -174,6 +179,7 @@ export function restoreRefusal(plan: RestorePlan, state: MasterRestoreState, for
 /** What the restore will do from this state, one line a step, for a person (the dry run prints it). */
 export function describeRestore(plan: RestorePlan, state: MasterRestoreState, i: Pick<ApplyRestoreInputs, "controlPlaneJoinCommandId" | "newStack">): string[] {
     const discard = i.newStack ? otherCa(plan, state) : undefined;
+    const discards = !!discard || state.discarded;
     const at = `on master ${plan.target}`;
     const todo = (s: RestoreStep, what: string) => (state.done.includes(s) ? `${s} ${at}: done already` : `${s} ${at}: ${what}`);
     const others = plan.goneMasters.length ? ` (no longer there: ${plan.goneMasters.join(", ")}, re-created by \`pulumi up --refresh\`)` : "";
@@ -184,7 +190,7 @@ export function describeRestore(plan: RestorePlan, state: MasterRestoreState, i:
         todo("restore", "etcdutl snapshot restore (a new cluster id, this master its only member), the backup's CA material and EncryptionConfiguration in place"),
         todo("start", state.mode === "fresh" || discard ? "kubeadm init over the restored etcd and CA (no bootstrap token left), until /readyz answers" : "puts the manifests back, until /readyz answers"),
         `leases ${at}: deletes the API server identity Leases of every other host`,
-        i.newStack
+        discards
             ? "stale Nodes: deletes the old cluster's Nodes (every Node but this master's; their instances belong to the old stack and are not touched), and the pod routes of those gone"
             : "stale Nodes: deletes the Nodes whose instance no longer exists, and their pod routes",
         i.controlPlaneJoinCommandId
@@ -204,6 +210,7 @@ export async function applyRestore(i: ApplyRestoreInputs, plan: RestorePlan, rea
     const discard = i.newStack ? otherCa(plan, state) : undefined;
     if (discard) await checkDiscardable(i, access, plan, state);
     const ran: RestoreStep[] = [];
+    let discarded = state.discarded;
     for (const step of RESTORE_STEPS) {
         if (state.done.includes(step)) {
             log(`${step} on ${plan.target}: done already`);
@@ -213,6 +220,7 @@ export async function applyRestore(i: ApplyRestoreInputs, plan: RestorePlan, rea
         let channel: string | undefined;
         if (step === "fetch") channel = await sendSecret(access, plan.target, signedDownload(i, plan));
         const out = await runStep(i, plan, peerIp, step, channel, step === "stop" ? discard ?? "" : "");
+        if (restoreFields(out).some(([k, v]) => k === "discarded" && v === "1")) discarded = true;
         log(`${step} on ${plan.target}: ${restoreFields(out).map(([k, v]) => `${k}=${v}`).join(" ")}`);
         ran.push(step);
     }
@@ -223,10 +231,11 @@ export async function applyRestore(i: ApplyRestoreInputs, plan: RestorePlan, rea
     const nodes = listed.filter((n) => n.providerId.startsWith(`${i.region}.`));
     const live = await describeInstances(i.region, nodes.map((n) => n.providerId.slice(i.region.length + 1)));
     const stale = nodes.filter((n) => !live.has(n.providerId.slice(i.region.length + 1)));
-    // Into a new stack, right after the restored cluster started, every Node but this master's is the old cluster's: those
-    // whose instance lives on belong to the old stack, so only their Node objects go (nothing runs on the instances: they
-    // are not this stack's to reset). Only then: on a later run, Nodes may have joined the new stack since.
-    const notOurs = i.newStack ? listed.filter((n) => n.providerId !== providerIdOf(i.region, plan.target) && !stale.includes(n)) : [];
+    // When this restore discarded the new stack's own cluster, right after the restored cluster started, every Node but this
+    // master's is the old cluster's: those whose instance lives on belong to the old stack, so only their Node objects go
+    // (nothing runs on the instances: they are not this stack's to reset). Only then: on a later run, Nodes may have joined
+    // the new stack since; and a restore that discarded nothing (a stack's own backup) keeps its live Nodes.
+    const notOurs = discarded ? listed.filter((n) => n.providerId !== providerIdOf(i.region, plan.target) && !stale.includes(n)) : [];
     const foreign = ran.includes("start") ? notOurs : [];
     if (notOurs.length > 0 && foreign.length === 0) {
         log(`Nodes other than this master's: ${notOurs.map((n) => n.name).join(", ")}. Those of the old cluster (not this stack's) were left by a run ` +
@@ -271,7 +280,7 @@ export async function applyRestore(i: ApplyRestoreInputs, plan: RestorePlan, rea
             rejoined.push(m);
         }
     }
-    return { ran, staleNodes: [...stale, ...foreign].map((n) => n.name), rejoined, missingMasters };
+    return { ran, staleNodes: [...stale, ...foreign].map((n) => n.name), rejoined, missingMasters, discarded };
 }
 
 /**

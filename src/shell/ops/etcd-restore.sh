@@ -4,7 +4,8 @@
 # half-way is continued by running the steps again. Prints `ak-restore key=value` lines; errors on stderr name the step
 # and the fix.
 #   status   what this master is (mode: `existing` control plane, or a `fresh` master 0 that refused kubeadm init), the
-#            steps done, another unfinished restore, whether the API server answers /readyz
+#            steps done, another unfinished restore, whether the API server answers /readyz,
+#            and `discarded=1` once this restore began to discard the cluster the master ran (a new stack's own)
 #   fetch    the backup, downloaded with the signed request and opened with the password of that one object, both
 #            received sealed on channel AK_CHANNEL (channel-receive); its SHA-256 checked, unpacked root-only
 #   stop     an existing control plane's static pod manifests moved aside, until etcd and the API server stopped; or,
@@ -58,6 +59,7 @@ case "$AK_STEP" in
     done
     if api_ready; then say "api=ready"; else say "api=down"; fi
     if [ -f "$ca_file" ]; then say "ca=$(sha256sum <"$ca_file" | cut -c1-64)"; fi
+    if [ -f "${restore_dir}/discarding" ]; then say "discarded=1"; fi
     ;;
   fetch)
     done_step fetch && { say "fetch=done"; exit 0; }
@@ -98,7 +100,7 @@ case "$AK_STEP" in
       echo status=refused >"${AK_STATE_DIR}/init.refused"
       echo fresh >"${restore_dir}/mode"
       mark_step stop
-      say stop=done
+      say stop=done discarded=1
       exit 0
     fi
     [ "$m" != none ] || step_fail "this master runs no control plane and did not refuse kubeadm init: it is not one to restore onto" \
