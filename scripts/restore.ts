@@ -10,10 +10,13 @@
 // the fix).
 import { spawnSync } from "child_process";
 import * as fs from "fs";
-import { parseClusterInfo } from "../src/doctor/clusterInfo";
+import { parseClusterInfo, REGION_ID } from "../src/doctor/clusterInfo";
 import { planRestore, type RestorePlan } from "../src/recovery/restore";
 import { applyRestore, describeRestore, readMasterState, restoreRefusal, type ApplyRestoreInputs, type MasterRestoreState } from "../src/recovery/restoreApply";
 import { SAVED_OPERATIONS, type NodeCommandIds } from "../src/rules";
+
+/** An OSS bucket name (3-63 of a-z, 0-9 and -): it goes into the host name of the signed requests. */
+const BUCKET_NAME = /^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/;
 
 export interface RestoreArgs {
     stack?: string; outputs?: string; snapshot?: string; keys?: string; dryRun: boolean; force: boolean; help: boolean;
@@ -72,8 +75,8 @@ export function parseArgs(argv: string[]): RestoreArgs {
     if (!a.stack === !a.outputs) throw new Error("give one of --stack <name> or --outputs <file>");
     if ([a.fromStack, a.fromOutputs, a.bucket].filter((x) => x !== undefined).length > 1) throw new Error("give at most one of --from-stack, --from-outputs and --bucket");
     if (a.bucketRegion !== undefined && a.bucket === undefined) throw new Error("--bucket-region goes with --bucket");
-    if (a.bucket !== undefined && !/^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/.test(a.bucket)) throw new Error("--bucket: an OSS bucket name (3-63 of a-z, 0-9 and -)");
-    if (a.bucketRegion !== undefined && !/^[a-z]{2}-[a-z0-9-]{1,30}$/.test(a.bucketRegion)) throw new Error("--bucket-region: a region id such as cn-hangzhou");
+    if (a.bucket !== undefined && !BUCKET_NAME.test(a.bucket)) throw new Error("--bucket: an OSS bucket name (3-63 of a-z, 0-9 and -)");
+    if (a.bucketRegion !== undefined && !REGION_ID.test(a.bucketRegion)) throw new Error("--bucket-region: a region id such as cn-hangzhou");
     if (a.fromStack !== undefined && a.fromStack === a.stack) throw new Error("--from-stack names this stack: restore a stack's own backups without it");
     return a;
 }
@@ -110,6 +113,8 @@ export function backupSource(a: RestoreArgs, outputs: Record<string, unknown>, i
                 `${oldInfo.name}/, its etcd holds it): create the new stack with name ${oldInfo.name}`);
         }
         if (typeof old.backupBucket !== "string" || !old.backupBucket) throw new Error("the old stack has no backupBucket output: give its bucket with --bucket <name> --keys <file>");
+        // The bucket goes into the host name the signed requests (and the security token) are sent to: an OSS bucket name only.
+        if (!BUCKET_NAME.test(old.backupBucket)) throw new Error(`the old stack's backupBucket output (${JSON.stringify(old.backupBucket.slice(0, 80))}) is not an OSS bucket name: give its bucket with --bucket <name> --keys <file>`);
         return { bucket: old.backupBucket, region: oldInfo.region, keys: keysFile() ?? old.backupKeys };
     }
     const bucket = outputs.backupBucket;

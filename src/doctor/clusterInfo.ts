@@ -6,9 +6,11 @@ import { z } from "zod";
 import { ClusterInfo } from "./types";
 
 const tokenId = z.string().regex(/^[a-z0-9]{6}$/, "must be the 6-character public token id");
+/** An Alibaba Cloud region id (cn-hangzhou, ap-southeast-1): it goes into API and OSS host names, so nothing else may. */
+export const REGION_ID = /^[a-z]{2}-[a-z0-9-]{1,30}$/;
 const schema = z.object({
     name: z.string().min(1),
-    region: z.string().min(1),
+    region: z.string().regex(REGION_ID, "must be a region id such as cn-hangzhou"),
     kubernetesVersion: z.string(),
     masterInstanceIds: z.array(z.string().min(1)).min(1),
     apiEndpoint: z.string(),
