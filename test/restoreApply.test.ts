@@ -330,7 +330,7 @@ esac`,
         assert.deepStrictEqual(w.order, [], "nothing ran on a master");
 
         // The dry run: the old bucket, the discard, the steps, what follows; only the status step ran.
-        const plan = await restore(newStack, ["--from-outputs", old, "--dry-run"]);
+        const plan = await restore(newStack, ["--from-outputs", old, "--dry-run", "--force"]);
         assert.strictEqual(plan.code, 0, plan.out);
         assert.match(plan.out, /into a new stack: the backups of bucket dev-etcd-0123abcd \(cn-hangzhou\)/);
         assert.match(plan.out, /2\. stop on master i-\w+: discards the cluster this new stack made \(its CA [0-9a-f]{16}… is not the backup's\): kubeadm reset -f/);
@@ -338,9 +338,15 @@ esac`,
         assert.match(plan.out, /then: `pulumi up --replace '<URN of dev-join-info>'`/);
         assert.deepStrictEqual(w.order, [`${target}: status`]);
 
+        // Without --force, the cluster the master runs is not discarded.
+        const unforced = await restore(newStack, ["--from-outputs", old]);
+        assert.strictEqual(unforced.code, 4, unforced.out);
+        assert.match(unforced.out, /refused: restoring into a new stack discards the cluster master i-\w+ runs now .*run again with --force/);
+        assert.deepStrictEqual(w.order, [`${target}: status`, `${target}: status`], "only the status step ran");
+
         // The new stack's own cluster holds a pool node: discarding it would strand that node, so the restore refuses.
         c.addNode("i-newpoolnode", { name: `${REGION}.i-newpoolnode` });
-        const busy = await restore(newStack, ["--from-outputs", old]);
+        const busy = await restore(newStack, ["--from-outputs", old, "--force"]);
         assert.strictEqual(busy.code, 4, busy.out);
         assert.match(busy.out, /has other Nodes \(cn-hangzhou\.i-newpoolnode\): .*Scale the stack's pools to 0/s);
         assert.match(sb.read("/etc/kubernetes/pki/ca.crt") ?? "", /new cluster/, "nothing discarded");
@@ -348,7 +354,7 @@ esac`,
         c.nodes.delete(`${REGION}.i-newpoolnode`);
 
         w.order.length = 0;
-        const r = await restore(newStack, ["--from-outputs", old]);
+        const r = await restore(newStack, ["--from-outputs", old, "--force"]);
         assert.strictEqual(r.code, 0, r.out);
         assert.deepStrictEqual(w.order.filter((o) => !/channel/.test(o)), ["status", "fetch", "stop", "restore", "start", "leases"].map((s) => `${target}: ${s}`));
         // Its own cluster discarded (kubeadm reset once), then kubeadm init over the restored etcd with the backup's CA.

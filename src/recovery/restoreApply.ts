@@ -150,8 +150,8 @@ export function otherCa(plan: RestorePlan, state: MasterRestoreState): string | 
 
 /**
  * Why the restore must not go on, or undefined: the master can take no restore, another one is unfinished there, it
- * runs a cluster with another CA than the backup's (allowed only into a new stack, which discards it), or its API
- * server answers (a running cluster, rolled back only with `force`).
+ * runs a cluster with another CA than the backup's (allowed only into a new stack, which discards it, and only with
+ * `force`), or its API server answers (a running cluster, rolled back only with `force`).
  */
 export function restoreRefusal(plan: RestorePlan, state: MasterRestoreState, force: boolean, newStack = false): string | undefined {
     if (state.mode === "none" && !state.done.includes("stop")) {
@@ -167,6 +167,11 @@ export function restoreRefusal(plan: RestorePlan, state: MasterRestoreState, for
         return `master ${plan.target} runs a cluster with another CA than the backup's (ca.crt SHA-256 ${other.slice(0, 16)}…, the backup's ` +
             `${plan.manifest.caCertSha256!.slice(0, 16)}…). If this is a new stack for the old cluster's data, restore into it with ` +
             "`--from-stack <old stack>` (or `--bucket <old bucket> --keys <file>`): its own cluster is then discarded (docs/disaster-recovery.md#restore-to-a-new-stack)";
+    }
+    if (other && newStack && !force) {
+        return `restoring into a new stack discards the cluster master ${plan.target} runs now (its CA ${other.slice(0, 16)}… is not the backup's): ` +
+            `kubeadm reset -f. Its API server ${state.apiReady ? "answers: its Nodes are listed first, and any but this master's refuse the discard" : "does not answer: its Nodes cannot be listed first"}. ` +
+            "If this stack was made for the old cluster's data and holds nothing else, run again with --force";
     }
     if (other && newStack) return undefined;
     if (state.apiReady && !state.done.includes("stop") && !force) {
@@ -285,8 +290,8 @@ export async function applyRestore(i: ApplyRestoreInputs, plan: RestorePlan, rea
 
 /**
  * Before a new stack's own cluster is discarded: it must hold nothing but this master (pool nodes that joined it would be
- * left with a CA that no longer exists). Read through its API server when it answers; when it does not, nothing can
- * have joined it since, and the one-master stack is all there is.
+ * left with a CA that no longer exists). Read through its API server when it answers; when it does not, the operator
+ * asked for the discard with `force` (restoreRefusal), and nothing can join a cluster whose API server does not answer.
  */
 async function checkDiscardable(i: ApplyRestoreInputs, access: ClusterAccess, plan: RestorePlan, state: MasterRestoreState): Promise<void> {
     if (!state.apiReady) {
