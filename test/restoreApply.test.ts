@@ -55,11 +55,14 @@ describe("npm run restore: the backup onto a master, the stale objects cleaned, 
 case "$*" in
   *"get --raw /readyz"*) if [ -f "$AK_ROOT/etc/kubernetes/admin.conf" ] && [ -f "$AK_ROOT/etc/kubernetes/manifests/kube-apiserver.yaml" ] && [ ! -f "$AK_STUB_STATE/api-down" ]; then echo ok; else echo "connection refused" >&2; exit 1; fi ;;
   *"get lease"*) cat "$AK_STUB_STATE/leases" 2>/dev/null || true ;;
+  *"get nodes"*) cat "$AK_STUB_STATE/nodes" 2>/dev/null || true ;;
   *"delete lease"*) for a; do last=$a; [ "$a" = --ignore-not-found ] && break; name=$a; done; grep -v "^$name"$'\\t' "$AK_STUB_STATE/leases" >"$AK_STUB_STATE/leases.new" || true; mv "$AK_STUB_STATE/leases.new" "$AK_STUB_STATE/leases"; : "$last" ;;
   *) ;;
 esac`,
                 // kubeadm init as the stub does it, with the control plane's manifests written (the API server then runs)
-                kubeadm: `"$AK_STUB_SRC/kubeadm" "$@" || exit $?
+                // (\`reset-stops\` in its state: a reset that stops after it removed the CA)
+                kubeadm: `if [ "$1" = reset ] && [ -f "$AK_STUB_STATE/reset-stops" ]; then rm -f "$AK_ROOT/etc/kubernetes/pki/ca.crt"; exit 1; fi
+"$AK_STUB_SRC/kubeadm" "$@" || exit $?
 if [ "$1" = init ]; then for c in etcd kube-apiserver; do echo "image: registry.k8s.io/$c" >"$AK_ROOT/etc/kubernetes/manifests/$c.yaml"; done; fi`,
                 // etcdutl in the etcd image: \`snapshot restore FILE --data-dir DIR\` writes the data directory
                 ctr: `. "$AK_STUB_SRC/_lib.sh"
@@ -383,6 +386,40 @@ esac`,
         assert.deepStrictEqual(w.order.filter((o) => !/channel/.test(o)), [`${target}: status`, `${target}: leases`]);
         assert.strictEqual(callsOf(sbCalls(sb), "kubeadm", "reset").length, 1);
         assert.strictEqual(callsOf(sbCalls(sb), "kubeadm", "init").length, 1);
+    });
+
+    it("into a new stack: a Node that joined after the restore listed them stops the discard; a reset that stopped after it removed the CA is finished by the next run", async () => {
+        const w = await world({ masters: 1, recreated: true });
+        const { emu, c, target } = w;
+        emu.oss.buckets.get(BUCKET)!.objects.set(w.object, [{ body: sealedBackup("dev", recipient, 9, { "pki/ca.crt": "old cluster\n" }), versionId: "v2", lastModified: new Date().toISOString(), etag: "\"C\"" }]);
+        const sb = runningMaster(target);
+        sb.write("/etc/kubernetes/pki/ca.crt", "new cluster\n");
+        sb.write("/var/lib/alicloud-kubeadm/kubeadm-init.yaml", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n");
+        const newStack = { ...w.outputs, backupBucket: "dev-etcd-newstack", backupKeys: backupKeyPair().keys };
+        const old = path.join(dir, "old-outputs.json");
+        fs.writeFileSync(old, JSON.stringify({ clusterInfo: { ...w.outputs.clusterInfo, masterInstanceIds: ["i-oldmaster0"] }, backupBucket: BUCKET, backupKeys: keys }), { mode: 0o600 });
+
+        // The restore listed only this master's Node; by the stop step a pool node had joined the cluster it would discard.
+        fs.writeFileSync(path.join(sb.env.AK_STUB_STATE, "nodes"), `node/${REGION}.${target}\nnode/${REGION}.i-latejoiner\n`);
+        const late = await restore(newStack, ["--from-outputs", old, "--force"]);
+        assert.strictEqual(late.code, 4, late.out);
+        assert.match(late.out, /has 2 Nodes now \(nothing discarded\)/);
+        assert.strictEqual(sb.read("/etc/kubernetes/pki/ca.crt"), "new cluster\n", "nothing discarded");
+        assert.ok(fs.existsSync(sb.at("/etc/kubernetes/manifests/kube-apiserver.yaml")));
+        fs.rmSync(path.join(sb.env.AK_STUB_STATE, "nodes"));
+
+        // The reset stops after it removed the CA; the next run (which reads no CA now) finishes the discard, then the restore.
+        fs.writeFileSync(path.join(sb.env.AK_STUB_STATE, "reset-stops"), "");
+        const stopped = await restore(newStack, ["--from-outputs", old, "--force"]);
+        assert.strictEqual(stopped.code, 4, stopped.out);
+        assert.ok(!fs.existsSync(sb.at("/etc/kubernetes/pki/ca.crt")));
+        fs.rmSync(path.join(sb.env.AK_STUB_STATE, "reset-stops"));
+        const r = await restore(newStack, ["--from-outputs", old, "--force"]);
+        assert.strictEqual(r.code, 0, r.out);
+        assert.strictEqual(callsOf(sbCalls(sb), "kubeadm", "reset").length, 1, "the reset done again");
+        assert.strictEqual(callsOf(sbCalls(sb), "kubeadm", "init").length, 1, "kubeadm init over the restored etcd");
+        assert.strictEqual(sb.read("/etc/kubernetes/pki/ca.crt"), "old cluster\n");
+        assert.deepStrictEqual([...c.nodes.keys()], [`${REGION}.${target}`], "the old cluster's Nodes deleted");
     });
 });
 

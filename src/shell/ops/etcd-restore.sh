@@ -87,13 +87,21 @@ case "$AK_STEP" in
     done_step stop && { say "stop=done"; exit 0; }
     m=$(mode)
     # A new stack's master 0 runs the cluster its own kubeadm init made: discarded only if its CA is exactly the one the
-    # restore read (AK_DISCARD_CA, which the restore checked is not the backup's). Recorded first (discarding), so a
-    # reset that stopped is redone.
-    if [ -n "$AK_DISCARD_CA" ] && { [ "$m" = existing ] || [ -f "${restore_dir}/discarding" ]; }; then
+    # restore read (AK_DISCARD_CA, which the restore checked is not the backup's), and it holds no Node but this master's
+    # (some may have joined since the restore listed them). Recorded first (discarding), so a reset that stopped is
+    # redone, even after it removed the CA.
+    if [ -f "${restore_dir}/discarding" ] || { [ -n "$AK_DISCARD_CA" ] && [ "$m" = existing ]; }; then
       done_step fetch || step_fail "fetch comes first"
       [ -f "${restore_dir}/discarding" ] || [ "$(sha256sum <"$ca_file" | cut -c1-64)" = "$AK_DISCARD_CA" ] ||
         step_fail "this master's CA changed since the restore read it: run the restore again"
       [ -f "$init_config" ] || step_fail "no ${init_config#"$AK_ROOT"}: re-create this master, then run the restore again"
+      if [ ! -f "${restore_dir}/discarding" ] && api_ready; then
+        nodes=$(ak_kubectl get nodes -o name --request-timeout=10s) ||
+          step_fail "cannot list the Nodes of the cluster this master runs (nothing discarded): run the restore again"
+        n=$(printf '%s\n' "$nodes" | grep -c . || true)
+        [ "$n" -le 1 ] || step_fail "the cluster this master runs has ${n} Nodes now (nothing discarded): scale the stack's pools to 0" \
+          "(and remove its existing nodes) with \`pulumi up\`, then run the restore again"
+      fi
       : >"${restore_dir}/discarding"
       kubeadm reset -f >&2 || step_fail "kubeadm reset failed (its output is above): fix the cause, then run the restore again"
       rm -f "${AK_STATE_DIR}/init.done"
