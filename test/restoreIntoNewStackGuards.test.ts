@@ -17,7 +17,7 @@ const plan = {
 
 describe("restore into a new stack: guards before the discard", () => {
     it("a master whose API server answers is not discarded without --force, even with another CA than the backup's", () => {
-        const live: MasterRestoreState = { mode: "existing", done: [], apiReady: true, caSha256: "b".repeat(64) };
+        const live: MasterRestoreState = { mode: "existing", done: [], apiReady: true, caSha256: "b".repeat(64), discarded: false };
         assert.ok(restoreRefusal(plan, live, false, true), "a running cluster with another CA is reset without --force");
         assert.ok(restoreRefusal(plan, { ...live, apiReady: false }, false, true), "a cluster whose Nodes cannot be listed is reset without --force");
         assert.strictEqual(restoreRefusal(plan, live, true, true), undefined, "with --force the discard goes on (to the Node check)");

@@ -50,11 +50,17 @@ const describe = (members: readonly EtcdMember[]) =>
 
 /**
  * Why removing the member matched by `which` (its name, or a peer URL holding `peerIp`) would lose quorum, or undefined
- * when it keeps a healthy quorum. A member that is not there is no problem (the removal finds it absent).
+ * when it keeps a healthy quorum. A member that is not there is no problem (the removal finds it absent). A name that
+ * more than one member holds is one: a removal by name cannot tell which it removes.
  */
 export function removalProblem(members: readonly EtcdMember[], which: { name?: string; peerIp?: string }): string | undefined {
     const target = members.find((m) => (which.name && m.name === which.name) || (which.peerIp && m.peerUrls.some((u) => u.includes(`//${which.peerIp}:`))));
     if (!target) return undefined;
+    const named = which.name ? members.filter((m) => m.name === which.name) : [];
+    if (named.length > 1) {
+        return `${named.length} etcd members are named ${which.name} (ids ${named.map((m) => m.id).join(", ")}): a removal by name cannot tell them apart. ` +
+            "On a healthy master, remove the stale one by its id (`etcdctl member remove <id>`), then run again";
+    }
     const voters = members.filter((m) => !m.isLearner);
     const remaining = voters.filter((m) => m !== target);
     const healthyRemaining = remaining.filter((m) => m.healthy).length;
