@@ -21,4 +21,4 @@ export { removeNode, removeNodes, ESS_BATCH } from "./batch";
 export { chooseVictims, type PoolMember } from "./victims";
 export { readPoolMembers, removeMembers, scaleInPool, type ScaleInPool } from "./scaleIn";
 export { planRotationRound, surgeTarget, type RolloutBounds, type RotationRound } from "./rotation";
-export { planHealthRepair, repairPool, type HealthPlan, type RepairPool, type UnhealthyMember } from "./health";
+export { planHealthRepair, readyWorkers, repairPool, type HealthPlan, type PoolView, type RepairPool, type UnhealthyMember } from "./health";
