@@ -61,6 +61,10 @@ describe("fixed pool health repair holds back (emulator)", () => {
         const general = pool(ctx.emu, c, 1, "general");
         const other = pool(ctx.emu, c, 3, "other");
         for (const id of [...ctx.emu.scalingGroupInstances(general), ...ctx.emu.scalingGroupInstances(other)]) notReady(c, id, now - 60 * MIN);
+        // The masters stay Ready (their kubelets reach the API server on their own machine) and carry pool control-plane, as real ones do.
+        c.addMaster();
+        for (const n of c.nodes.values()) if (n.controlPlane) Object.assign(n, { pool: "control-plane", ready: true });
+        assert.ok([...c.nodes.values()].some((n) => n.controlPlane && n.ready), "a Ready master Node is listed");
         const [only] = ctx.emu.scalingGroupInstances(general);
         await setPoolCapacity(inputs(general, 1), undefined, clockAt(now)).catch(() => undefined);
         assert.ok(ctx.emu.instances.get(only), "the pool's only node kept while no worker of the cluster is Ready");
@@ -90,8 +94,8 @@ describe("fixed pool health repair holds back (emulator)", () => {
         assert.ok(!ctx.emu.scalingGroupInstances(group).includes(a), "past the timeout of its creation: replaced");
     });
 
-    it("a member listed by the earlier saved list-nodes (no drain-mark columns) is never replaced", () => {
-        const [n] = parseNodeLines(`node-i-a\tcn-hangzhou.i-a\tFalse\ttrue\t\t\t2026-12-01T10:00:00Z\t\tgeneral\t192.168.0.7\t2026-12-01T10:01:02Z\n`);
+    it("a member listed by the earlier released list-nodes (10 columns, no drain marks) is never replaced", () => {
+        const [n] = parseNodeLines(`node-i-a\tcn-hangzhou.i-a\tFalse\ttrue\t\t\t2026-12-01T10:00:00Z\t\tgeneral\t192.168.0.7\n`);
         const members = ["i-a", "i-b", "i-c"].map((id) => ({ instanceId: id, nodeName: `node-${id}`, ready: id !== "i-a", workloadPods: 1, createdAt: "2026-12-01T10:00:00Z",
             readySince: id === "i-a" ? n.readySince : "", heldBy: id === "i-a" ? n.heldBy : "", instance: { privateIp: "", status: "Running" } }));
         const plan = planHealthRepair(members, DEFAULT_HEALTH_REPAIR, Date.parse("2026-12-02T00:00:00Z"), { size: 3, readyWorkers: 2 });

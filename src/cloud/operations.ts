@@ -178,9 +178,9 @@ export interface NodeInfo {
     heldBy: string;
 }
 
-/** Columns list-nodes prints now, and those of the saved command before the drain-mark columns. */
+/** Columns list-nodes prints now, and at most those of a saved command of an earlier release (before the Ready-time and drain-mark columns). */
 const NODE_COLUMNS = 13;
-const NODE_COLUMNS_BEFORE_MARKS = 11;
+const NODE_COLUMNS_BEFORE_MARKS = 10;
 
 /**
  * Parses the lines list-nodes prints (src/shell/ops/list-nodes.sh): name, provider id, Ready, unschedulable,

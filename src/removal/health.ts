@@ -15,7 +15,7 @@
  */
 import { waitForIdleGroup } from "../cloud/ess";
 import { SYSTEM_CLOCK, type Clock } from "../cloud/wait";
-import type { HealthRepair } from "../rules";
+import { CONTROL_PLANE_POOL, type HealthRepair } from "../rules";
 import { readPool, removeMembers } from "./scaleIn";
 import type { NodeInfo } from "../cloud/operations";
 import type { RemovalOptions, RemovalReport } from "./types";
@@ -107,13 +107,13 @@ export function planHealthRepair(members: readonly PoolMember[], repair: HealthR
 export interface PoolView {
     /** The pool's size: members below it count as not Ready. */
     size: number;
-    /** Ready worker Nodes in the whole cluster (Nodes with a pool label, this pool's included); 0 stops every repair. */
+    /** Ready worker Nodes in the whole cluster (Nodes with a pool label but the masters', this pool's included); 0 stops every repair. */
     readyWorkers: number;
 }
 
-/** Ready worker Nodes: those with a pool label (masters have none). */
+/** Ready worker Nodes: those with a pool label other than the masters' (`control-plane`). */
 export function readyWorkers(nodes: readonly NodeInfo[]): number {
-    return nodes.filter((n) => n.ready && n.pool !== "").length;
+    return nodes.filter((n) => n.ready && n.pool !== "" && n.pool !== CONTROL_PLANE_POOL).length;
 }
 
 /** The pool a repair acts on. */
