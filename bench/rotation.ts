@@ -1,10 +1,11 @@
 // Rotation at scale: a protected fixed pool of 10 and of 50 nodes, every one made from an old spec, rolled onto the
-// new one by PoolCapacity (`setPoolCapacity` with `rollout: { maxSurge: 10, maxUnavailable: 0 }`, as `pulumi up`
-// runs it) against the local emulator with the removal bench's durations (bench/removal.ts: 100 ms API latency, 1 s
-// drain and reset, 3 s per ESS scaling activity, 300 ms per route-table task), and a new node Ready 5 s after ESS
-// creates its instance (2 s after its 3 s launch activity ends). The Ready wait checks every 1 s (production: 15 s,
-// which adds up to one such pause per round); Cloud Assistant polls, pacing and the removal's concurrency are
-// production's.
+// new one by PoolCapacity (`setPoolCapacity` with `rollout: { maxSurge: 10, maxUnavailable: 0, canary: false, soak: 0 }`,
+// as `pulumi up` runs it: validation on, its readings counted against the target; the canary's extra round and the
+// soak are waits the user chooses, left out of the machinery measured here) against the local emulator with the
+// removal bench's durations (bench/removal.ts: 100 ms API latency, 1 s drain and reset, 3 s per ESS scaling activity,
+// 300 ms per route-table task), and a new node Ready 5 s after ESS creates its instance (2 s after its 3 s launch
+// activity ends). The Ready wait checks every 1 s (production: 15 s, which adds up to one such pause per round); Cloud
+// Assistant polls, pacing and the removal's concurrency are production's.
 // Beside each time it prints the floor: the critical path with instant API calls — per round, the surge's nodes
 // Ready, then the removal floor of that round's victims (bench/removal.ts floorMs: drains in waves, ESS batches,
 // one route task) — and the ESS scaling activities beside their least number (per round one launch and one
@@ -24,7 +25,7 @@ import { ACTIVITY_MS, COMMAND_MS, floorMs as removalFloorMs, LATENCY_MS, ROUTE_T
 
 const BOOT_MS = 5000;
 const POLL_SECONDS = 1;
-const ROLLOUT: Rollout = { ...DEFAULT_ROLLOUT, maxSurge: 10, maxUnavailable: 0 };
+const ROLLOUT: Required<Rollout> = { ...DEFAULT_ROLLOUT, maxSurge: 10, maxUnavailable: 0, canary: false, soakSeconds: 0 };
 const OLD = "0000000000000old";
 const NEW = "0000000000000new";
 

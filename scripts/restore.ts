@@ -1,5 +1,8 @@
 // restore: an etcd backup back onto the control plane (docs/disaster-recovery.md#lost-whole-control-plane).
-// Usage: npm run restore -- (--stack <name> | --outputs <file>) [--snapshot <object key>] [--keys <file>] [--dry-run] [--force]
+// Usage: npm run restore -- (--stack <name> | --outputs <file>) [--from-stack <old> | --from-outputs <file> | --bucket <b>]
+//        [--snapshot <object key>] [--keys <file>] [--dry-run] [--force]
+// With --from-stack (or --from-outputs, or --bucket) the backup is another stack's: a restore into a new stack
+// (docs/disaster-recovery.md#restore-to-a-new-stack).
 // Lists the backups, downloads the chosen one (the newest by default), opens it with the backup key, reads the master's
 // restore state and prints exactly what it will do; without --dry-run it does it (src/recovery/restoreApply.ts), each
 // step recorded on the master so that running it again continues. Exit codes: 0 done (or planned), 1 the backup or key is
@@ -12,11 +15,16 @@ import { planRestore, type RestorePlan } from "../src/recovery/restore";
 import { applyRestore, describeRestore, readMasterState, restoreRefusal, type ApplyRestoreInputs, type MasterRestoreState } from "../src/recovery/restoreApply";
 import { SAVED_OPERATIONS, type NodeCommandIds } from "../src/rules";
 
-export interface RestoreArgs { stack?: string; outputs?: string; snapshot?: string; keys?: string; dryRun: boolean; force: boolean; help: boolean }
+export interface RestoreArgs {
+    stack?: string; outputs?: string; snapshot?: string; keys?: string; dryRun: boolean; force: boolean; help: boolean;
+    /** The stack whose backups are restored into this one (a new stack), or its outputs file, or its bucket alone. */
+    fromStack?: string; fromOutputs?: string; bucket?: string; bucketRegion?: string;
+}
 
 export function helpText(): string {
     return [
-        "Usage: npm run restore -- (--stack <name> | --outputs <file>) [--snapshot <object key>] [--keys <file>] [--dry-run] [--force]",
+        "Usage: npm run restore -- (--stack <name> | --outputs <file>) [--from-stack <old> | --from-outputs <file> | --bucket <b>]",
+        "                          [--snapshot <object key>] [--keys <file>] [--dry-run] [--force]",
         "",
         "Restores a cluster's etcd from its backups (docs/disaster-recovery.md): lists the backups in the stack's bucket,",
         "downloads the chosen one, opens it with the backup key, reads its revision and key count and the state of the",
@@ -30,6 +38,11 @@ export function helpText(): string {
         "  --keys <file>      backup keys as JSON {keyId: private key PEM} (default: the stack output backupKeys)",
         "  --dry-run          print the steps, change nothing (reads the master's restore state with one command)",
         "  --force            restore even though the master's API server answers (rolls a running cluster back)",
+        "",
+        "Into a new stack (one master, the same cluster name; its own cluster, made by its first `pulumi up`, is discarded):",
+        "  --from-stack <old>     the backups of stack <old>: its bucket and backup keys (pulumi stack output of <old>)",
+        "  --from-outputs <file>  the same, from <old>'s outputs written to a file",
+        "  --bucket <bucket>      the backups in this bucket (with --keys <file>; --bucket-region <r> if not this stack's region)",
         "",
         "Credentials for OSS: ALIBABA_CLOUD_ACCESS_KEY_ID, ALIBABA_CLOUD_ACCESS_KEY_SECRET (and ALIBABA_CLOUD_SECURITY_TOKEN).",
         "",
@@ -45,23 +58,74 @@ export function parseArgs(argv: string[]): RestoreArgs {
             case "--outputs": a.outputs = v(); break;
             case "--snapshot": a.snapshot = v(); break;
             case "--keys": a.keys = v(); break;
+            case "--from-stack": a.fromStack = v(); break;
+            case "--from-outputs": a.fromOutputs = v(); break;
+            case "--bucket": a.bucket = v(); break;
+            case "--bucket-region": a.bucketRegion = v(); break;
             case "--dry-run": a.dryRun = true; break;
             case "--force": a.force = true; break;
             case "--help": case "-h": a.help = true; break;
             default: throw new Error(`unknown argument ${argv[i]} (see --help)`);
         }
     }
-    if (!a.help && !a.stack === !a.outputs) throw new Error("give one of --stack <name> or --outputs <file>");
+    if (a.help) return a;
+    if (!a.stack === !a.outputs) throw new Error("give one of --stack <name> or --outputs <file>");
+    if ([a.fromStack, a.fromOutputs, a.bucket].filter((x) => x !== undefined).length > 1) throw new Error("give at most one of --from-stack, --from-outputs and --bucket");
+    if (a.bucketRegion !== undefined && a.bucket === undefined) throw new Error("--bucket-region goes with --bucket");
+    if (a.bucket !== undefined && !/^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/.test(a.bucket)) throw new Error("--bucket: an OSS bucket name (3-63 of a-z, 0-9 and -)");
+    if (a.bucketRegion !== undefined && !/^[a-z]{2}-[a-z0-9-]{1,30}$/.test(a.bucketRegion)) throw new Error("--bucket-region: a region id such as cn-hangzhou");
+    if (a.fromStack !== undefined && a.fromStack === a.stack) throw new Error("--from-stack names this stack: restore a stack's own backups without it");
     return a;
+}
+
+/** Whether the backups are another stack's: a restore into a new stack. */
+export function intoNewStack(a: RestoreArgs): boolean {
+    return a.fromStack !== undefined || a.fromOutputs !== undefined || a.bucket !== undefined;
+}
+
+/** A stack's outputs, from `file` or, with the Pulumi CLI, from stack `stack`. */
+export function readStackOutputs(stack: string | undefined, file: string | undefined, flag = "--outputs"): Record<string, unknown> {
+    if (file) return JSON.parse(fs.readFileSync(file, "utf8"));
+    const r = spawnSync("pulumi", ["stack", "output", "--json", "--show-secrets", "--stack", stack as string], { encoding: "utf8" });
+    if (r.error) throw new Error(`the Pulumi CLI is not installed here: write the outputs with \`pulumi stack output --json --show-secrets --stack ${stack} > outputs.json\` where it is, then use ${flag}`);
+    if (r.status !== 0) throw new Error(`\`pulumi stack output --json --show-secrets --stack ${stack}\` failed: ${(r.stderr || r.stdout || "").trim().split("\n").slice(-3).join(" ")}`);
+    return JSON.parse(r.stdout);
 }
 
 /** The stack outputs the restore reads. */
 export function readOutputs(a: RestoreArgs): Record<string, unknown> {
-    if (a.outputs) return JSON.parse(fs.readFileSync(a.outputs, "utf8"));
-    const r = spawnSync("pulumi", ["stack", "output", "--json", "--show-secrets", "--stack", a.stack as string], { encoding: "utf8" });
-    if (r.error) throw new Error(`the Pulumi CLI is not installed here: write the outputs with \`pulumi stack output --json --show-secrets --stack ${a.stack} > outputs.json\` where it is, then use --outputs`);
-    if (r.status !== 0) throw new Error(`\`pulumi stack output --json --show-secrets --stack ${a.stack}\` failed: ${(r.stderr || r.stdout || "").trim().split("\n").slice(-3).join(" ")}`);
-    return JSON.parse(r.stdout);
+    return readStackOutputs(a.stack, a.outputs);
+}
+
+/** Where the backups are and what opens them: this stack's bucket and keys, or (into a new stack) the old stack's. */
+export function backupSource(a: RestoreArgs, outputs: Record<string, unknown>, info: { name: string; region: string }):
+    { bucket: string; region: string; keys: unknown } {
+    const keysFile = () => (a.keys ? JSON.parse(fs.readFileSync(a.keys, "utf8")) : undefined);
+    if (a.bucket !== undefined) return { bucket: a.bucket, region: a.bucketRegion ?? info.region, keys: keysFile() ?? outputs.backupKeys };
+    if (a.fromStack !== undefined || a.fromOutputs !== undefined) {
+        const old = readStackOutputs(a.fromStack, a.fromOutputs, "--from-outputs");
+        const oldInfo = parseClusterInfo(old.clusterInfo);
+        if (oldInfo.name !== info.name) {
+            throw new Error(`the old stack's cluster is named ${oldInfo.name}, this stack's ${info.name}: a restore keeps the cluster's name (its backups are under ` +
+                `${oldInfo.name}/, its etcd holds it): create the new stack with name ${oldInfo.name}`);
+        }
+        if (typeof old.backupBucket !== "string" || !old.backupBucket) throw new Error("the old stack has no backupBucket output: give its bucket with --bucket <name> --keys <file>");
+        return { bucket: old.backupBucket, region: oldInfo.region, keys: keysFile() ?? old.backupKeys };
+    }
+    const bucket = outputs.backupBucket;
+    if (typeof bucket !== "string" || !bucket) throw new Error("the stack has no backupBucket output: it was deployed before backups existed (run `pulumi up` with this version)");
+    return { bucket, region: info.region, keys: keysFile() ?? outputs.backupKeys };
+}
+
+/**
+ * What follows a restore into a new stack: its JoinInfo still holds the discarded cluster's CA pin and credential, so it is
+ * made again from the restored cluster, and the stack's `pulumi up` then updates every join script and its outputs.
+ */
+export function newStackNext(cluster: string): string {
+    return `\`pulumi up --replace '<URN of ${cluster}-join-info>'\` (\`pulumi stack --show-urns | grep ${cluster}-join-info\`): the stack's CA pin and ` +
+        "its credential made again from the restored cluster (the ones it holds are the discarded cluster's), and the join scripts updated; " +
+        "then the old stack's credential revoked (of the two Secrets kube-system/alicloud-kubeadm-stack-*, the older: " +
+        "`kubectl -n kube-system get secrets --sort-by=.metadata.creationTimestamp`), then raise controlPlane.count and the pools, and `npm run doctor`.";
 }
 
 /** Runs the command; returns the exit code. `ossEndpoint`/`connectTo`/`masterOssEndpoint` let the tests point OSS at the emulator. */
@@ -71,16 +135,25 @@ export async function main(argv: string[], io: { out: (s: string) => void; env: 
     if (a.help) { io.out(helpText()); return 0; }
     let plan: RestorePlan;
     let inputs: ApplyRestoreInputs;
+    const newStack = intoNewStack(a);
+    let clusterName = "";
+    let from = "";
     try {
         const outputs = readOutputs(a);
         const info = parseClusterInfo(outputs.clusterInfo);
-        const bucket = outputs.backupBucket;
-        if (typeof bucket !== "string" || !bucket) throw new Error("the stack has no backupBucket output: it was deployed before backups existed (run `pulumi up` with this version)");
-        const keys = a.keys ? JSON.parse(fs.readFileSync(a.keys, "utf8")) : outputs.backupKeys;
-        if (!keys || typeof keys !== "object") throw new Error("no backup keys: the stack output backupKeys (read with --show-secrets), or --keys <file>");
+        if (newStack && info.masterInstanceIds.length > 1) {
+            throw new Error(`this stack has ${info.masterInstanceIds.length} masters: a restore into a new stack goes onto a stack of one master (controlPlane.count 1; ` +
+                "the others would keep running the cluster the restore discards). Create it with one, restore, then raise the count");
+        }
+        const { bucket, region: bucketRegion, keys } = backupSource(a, outputs, info);
+        clusterName = info.name;
+        from = newStack ? `  into a new stack: the backups of bucket ${bucket} (${bucketRegion}); this stack's own cluster on master 0 is discarded\n` : "";
+        if (!keys || typeof keys !== "object") throw new Error(`no backup keys: ${newStack ? "the old stack's output backupKeys" : "the stack output backupKeys"} (read with --show-secrets), or --keys <file>`);
         const { ALIBABA_CLOUD_ACCESS_KEY_ID: id, ALIBABA_CLOUD_ACCESS_KEY_SECRET: secret, ALIBABA_CLOUD_SECURITY_TOKEN: token } = io.env;
         if (!id || !secret) throw new Error("no OSS credentials: set ALIBABA_CLOUD_ACCESS_KEY_ID and ALIBABA_CLOUD_ACCESS_KEY_SECRET");
-        const target = { endpoint: io.ossEndpoint ?? `https://oss-${info.region}.aliyuncs.com`, region: info.region, bucket, connectTo: io.connectTo };
+        const target = { endpoint: io.ossEndpoint ?? `https://oss-${bucketRegion}.aliyuncs.com`, region: bucketRegion, bucket, connectTo: io.connectTo };
+        // The master downloads inside the VPC from a bucket of its own region; from another region's, over the Internet.
+        const masterOssEndpoint = io.masterOssEndpoint ?? (bucketRegion === info.region ? undefined : `https://oss-${bucketRegion}.aliyuncs.com`);
         const credentials = { accessKeyId: id, accessKeySecret: secret, securityToken: token };
         plan = await planRestore({
             clusterName: info.name, region: info.region, masterInstanceIds: info.masterInstanceIds, keys: keys as Record<string, string>,
@@ -90,15 +163,15 @@ export async function main(argv: string[], io: { out: (s: string) => void; env: 
         if (missing.length > 0) throw new Error(`the stack's clusterInfo lacks the saved commands ${missing.join(", ")}: run \`pulumi up\` with this version first`);
         inputs = {
             region: info.region, masterInstanceIds: info.masterInstanceIds, commands: info.commands as NodeCommandIds, bucket: target, credentials,
-            routeTableId: info.routeTableId, podCidr: info.podCidr, controlPlaneJoinCommandId: info.controlPlaneJoinCommandId, force: a.force,
-            masterOssEndpoint: io.masterOssEndpoint, pollIntervalMs: io.pollIntervalMs, log: (m) => io.out(`  ${m}\n`),
+            routeTableId: info.routeTableId, podCidr: info.podCidr, controlPlaneJoinCommandId: info.controlPlaneJoinCommandId, force: a.force, newStack,
+            masterOssEndpoint, pollIntervalMs: io.pollIntervalMs, log: (m) => io.out(`  ${m}\n`),
         };
     } catch (e) {
         const msg = (e as Error).message;
         io.out(`restore: ${msg}\n`);
         return /does not open|not among the keys|not an alicloud-kubeadm backup|altered|is a backup of cluster|no backup/.test(msg) ? 1 : 2;
     }
-    io.out(`restore ${a.dryRun ? "plan (dry run: nothing changed)" : "plan"}:\n  ${plan.summary}\n`);
+    io.out(`restore ${a.dryRun ? "plan (dry run: nothing changed)" : "plan"}:\n${from}  ${plan.summary}\n`);
     let state: MasterRestoreState;
     try {
         state = await readMasterState(inputs, plan);
@@ -109,18 +182,22 @@ export async function main(argv: string[], io: { out: (s: string) => void; env: 
     io.out(`master ${plan.target}: ${state.mode === "fresh" ? "master 0 that refused kubeadm init" : state.mode === "existing" ? "a control plane (static pods)" : "no control plane"}` +
         `${state.done.length ? `; done already: ${state.done.join(", ")}` : ""}; its API server ${state.apiReady ? "answers" : "does not answer"}\n`);
     io.out(`${describeRestore(plan, state, inputs).map((s, k) => `  ${k + 1}. ${s}`).join("\n")}\n`);
-    const refusal = restoreRefusal(plan, state, a.force);
+    const refusal = restoreRefusal(plan, state, a.force, newStack);
     if (refusal) {
         io.out(`restore: refused: ${refusal}\n`);
         return 4;
     }
-    if (a.dryRun) return 0;
+    if (a.dryRun) {
+        if (newStack) io.out(`then: ${newStackNext(clusterName)}\n`);
+        return 0;
+    }
     try {
         const outcome = await applyRestore(inputs, plan, state);
         io.out(`restored ${plan.object.key} onto ${plan.target} (steps run now: ${outcome.ran.join(", ") || "none, all done before"}; ` +
             `stale Nodes deleted: ${outcome.staleNodes.join(", ") || "none"}; masters re-joined: ${outcome.rejoined.join(", ") || "none"}).\n` +
-            `next: \`pulumi up${outcome.missingMasters.length ? " --refresh" : ""}\` (the backup and renewal timers on a new master 0` +
-            `${outcome.missingMasters.length ? `; re-creates ${outcome.missingMasters.join(", ")}` : ""}), then \`npm run doctor\`.\n`);
+            (newStack ? `next: ${newStackNext(clusterName)}\n`
+                : `next: \`pulumi up${outcome.missingMasters.length ? " --refresh" : ""}\` (the backup and renewal timers on a new master 0` +
+                    `${outcome.missingMasters.length ? `; re-creates ${outcome.missingMasters.join(", ")}` : ""}), then \`npm run doctor\`.\n`));
         return 0;
     } catch (e) {
         io.out(`restore: ${(e as Error).message}\n`);

@@ -92,6 +92,9 @@ function buildSchema(obj: typeof z.strictObject) {
             maxUnavailable: z.number().int().optional(),
             drainTimeout: z.string().optional(),
             onDrainTimeout: z.enum(["pause", "force"]).optional(),
+            canary: z.boolean().optional(),
+            soak: z.string().optional(),
+            validate: z.boolean().optional(),
         }).optional(),
         /** How `pulumi up` replaces nodes that stay NotReady (fixed pools): src/rules/healthRepair.ts, docs/rotation.md#health-repair. */
         healthRepair: obj({

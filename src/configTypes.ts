@@ -82,7 +82,8 @@ export interface NodePoolInput {
     /**
      * How `pulumi up` replaces the pool's outdated nodes (a changed image, instance types, userdata, version, labels
      * or taints): fixed pools only. Default none: outdated nodes are reported, never replaced. Given, each field
-     * defaults to `maxSurge: 1`, `maxUnavailable: 0`, `drainTimeout: "10m"`, `onDrainTimeout: "pause"` (docs/rotation.md).
+     * defaults to `maxSurge: 1`, `maxUnavailable: 0`, `drainTimeout: "10m"`, `onDrainTimeout: "pause"`, `canary: true`,
+     * `soak: "30s"`, `validate: true` (docs/rotation.md).
      */
     rollout?: RolloutInput;
     /**

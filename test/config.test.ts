@@ -106,6 +106,8 @@ const badCases: Array<[string, Mutate, string, RegExp]> = [
     ["rollout that can never replace a node", (c) => { (pool(c) as { rollout?: unknown }).rollout = { maxSurge: 0, maxUnavailable: 0 }; }, "nodePools.0.rollout", /both 0: no outdated node could ever be replaced; set maxSurge: 1/],
     ["rollout surge out of range", (c) => { (pool(c) as { rollout?: unknown }).rollout = { maxSurge: 21 }; }, "nodePools.0.rollout.maxSurge", /integer in 0\.\.20, got 21/],
     ["rollout drain timeout not a duration", (c) => { (pool(c) as { rollout?: unknown }).rollout = { drainTimeout: "forever" }; }, "nodePools.0.rollout.drainTimeout", /"forever" must be a duration from 1s to 24h/],
+    ["rollout soak not a duration", (c) => { (pool(c) as { rollout?: unknown }).rollout = { soak: "25h" }; }, "nodePools.0.rollout.soak", /"25h" must be a duration from 0 to 24h/],
+    ["rollout canary not a boolean", (c) => { (pool(c) as { rollout?: unknown }).rollout = { canary: "yes" }; }, "nodePools.0.rollout.canary", /boolean/],
     ["rollout of an autoscaled pool", (c) => { (pool(c, 1) as { rollout?: unknown }).rollout = {}; }, "nodePools.1.rollout", /autoscaled pools is not supported yet/],
     // A fixed pool's health repair.
     ["health repair timeout shorter than a reboot", (c) => { (pool(c) as { healthRepair?: unknown }).healthRepair = { notReadyTimeout: "30s" }; }, "nodePools.0.healthRepair.notReadyTimeout", /"30s" must be a duration from 2m to 24h/],

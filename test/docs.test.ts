@@ -46,7 +46,7 @@ const FULL: DeepRequired<ClusterConfigInput> = {
     nodePools: [{
         name: "pool", instanceType: "ecs.g7.large", instanceTypes: ["ecs.g7.large"], size: 1, autoscale: { min: 0, max: 1 }, systemDisk: { category: "cloud_essd", size: 40 },
         imageId: "m-docs", tokenTtl: "0", labels: { team: "a" }, taints: ["a:PreferNoSchedule"],
-        rollout: { maxSurge: 1, maxUnavailable: 0, drainTimeout: "10m", onDrainTimeout: "pause" },
+        rollout: { maxSurge: 1, maxUnavailable: 0, drainTimeout: "10m", onDrainTimeout: "pause", canary: true, soak: "30s", validate: true },
         healthRepair: { notReadyTimeout: "10m", maxUnhealthy: 1 },
     }],
     existingNodes: [{

@@ -1,8 +1,9 @@
 // A fixed pool's rollout (PoolCapacity with `specHash` and `rollout`) in the emulator world: ESS, ECS and Cloud Assistant
 // are the emulator; the cluster behind the masters is testing/fakeCluster.ts (drains move pods, a PodDisruptionBudget
-// is a drain that fails). The configuration's tag changes as Pulumi's in-place update would make it; ESS puts the tag on
-// the instances it creates from then on (testing/emulator/ess.ts launchInstance). The invariants are read from state
-// as every member leaves ESS and every drain starts.
+// is a drain that fails, `system` is what the rollout's validation reads). The configuration's tag changes as Pulumi's
+// in-place update would make it; ESS puts the tag on the instances it creates from then on (testing/emulator/ess.ts
+// launchInstance). The invariants are read from state as every member leaves ESS and every drain starts. The rollout's
+// soak and validation wait on a stepped clock (testing/steppedClock.ts): no real time passes in them.
 import * as assert from "assert";
 import { startEmulatorHere, useEmulator, useEmulatorEnvironment } from "../testing/emulator/fixture";
 import { fakeCluster, type FakeCluster } from "../testing/fakeCluster";
@@ -10,10 +11,14 @@ import { poolCapacityProvider, setPoolCapacity, type PoolCapacityInputs } from "
 import { DEFAULT_ROLLOUT, OUTDATED_TAINT, SPEC_TAG, type Rollout } from "../src/rules";
 import type { Emulator } from "../testing/emulator";
 import { launchInstance } from "../testing/emulator/ess";
+import { steppedClock } from "../testing/steppedClock";
 
 const REGION = "cn-hangzhou";
 const OLD = "0000000000000old";
 const NEW = "0000000000000new";
+
+/** `pulumi up`'s PoolCapacity create/update, with the rollout's gates waiting on a clock of their own. */
+const run = (inputs: PoolCapacityInputs, clock = steppedClock()) => setPoolCapacity(inputs, undefined, clock);
 
 /** Watches a pool's rollout from state: the first broken invariant of each kind, as it happens. */
 function watchRollout(emu: Emulator, c: FakeCluster, group: string, size: number, maxUnavailable: number): string[] {
@@ -65,6 +70,16 @@ describe("fixed pool rollout (emulator)", () => {
     const specs = (group: string) => ctx.emu.scalingGroupInstances(group).map((id) => ctx.emu.instances.get(id)!.tags[SPEC_TAG]);
     /** Nodes carrying the rollout's taint (any pool), by name, as `name=<pool>:<effect>`. */
     const tainted = () => [...c.nodes.values()].flatMap((n) => n.taints.filter((t) => t.key === OUTDATED_TAINT).map((t) => `${n.name}=${t.value}:${t.effect}`)).sort();
+    /** The number of current members (made from the new spec) of the group each time an outdated one leaves it, in order. */
+    function watchCanary(group: string): number[] {
+        const current: number[] = [];
+        const left = ctx.emu.state.onMemberLeft;
+        ctx.emu.state.onMemberLeft = (id, g, released) => {
+            left?.(id, g, released);
+            if (g === group && ctx.emu.instances.get(id)?.tags[SPEC_TAG] !== NEW) current.push(specs(group).filter((s) => s === NEW).length);
+        };
+        return current;
+    }
 
     it("replaces every outdated node: surge, then drain and remove, never below size Ready, ending at size with only current nodes (protected)", async () => {
         const group = outdatedPool(3);
@@ -86,8 +101,7 @@ describe("fixed pool rollout (emulator)", () => {
                 if (pods > 1) broken.push(`an evicted pod landed on outdated ${name} (${pods} workload pods) when ${id} left`);
             }
         };
-        const progress: string[] = [];
-        await setPoolCapacity(inputs(group, 3, {}), (m) => progress.push(m));
+        await run(inputs(group, 3, {}));
         assert.deepStrictEqual(broken, []);
         assert.deepStrictEqual(atFirstLaunch, [old.map((n) => `${n}=general:PreferNoSchedule`).sort()], "every outdated Node tainted before the surge");
         assert.deepStrictEqual(tainted(), [], "no Node keeps the taint");
@@ -95,22 +109,20 @@ describe("fixed pool rollout (emulator)", () => {
         for (const id of ctx.emu.scalingGroupInstances(group)) assert.strictEqual(ctx.emu.state.scalingInstances.get(id)!.lifecycleState, "Protected");
         const workload = [...c.nodes.values()].filter((n) => !n.controlPlane).reduce((k, n) => k + n.pods.filter((p) => p === "ReplicaSet").length, 0);
         assert.ok(workload >= 3, "the evicted pods were rescheduled onto the new nodes");
-        assert.ok(progress.some((m) => /rolling out spec 0000000000000new: 3 of 3 node\(s\) outdated/.test(m)), progress.join("\n"));
     });
 
-    it("without rollout, outdated nodes stay and are named in the Pulumi log; a shrink removes outdated before current", async () => {
+    it("without rollout, outdated nodes stay; a shrink removes outdated before current", async () => {
         const group = outdatedPool(2);
         const g = ctx.emu.state.scalingGroups.get(group)!;
         g.maxSize = 3;
         g.desiredCapacity = 3;
         const fresh = launchInstance(ctx.emu.state, g).instanceId; // made from the new spec, the newest
-        const progress: string[] = [];
         const before = ctx.emu.scalingGroupInstances(group);
-        await setPoolCapacity(inputs(group, 3), (m) => progress.push(m));
+        await run(inputs(group, 3));
         assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group), before, "nothing replaced without a rollout");
-        assert.ok(progress.some((m) => m.includes(`2 of 3 node(s) outdated (not made from spec ${NEW}): ${before[0]}, ${before[1]}`)), progress.join("\n"));
+        assert.deepStrictEqual(specs(group).sort(), [NEW, OLD, OLD].sort(), "the outdated nodes stay");
         c.nodes.get(`node-${fresh}`)!.pods = []; // the cheapest to remove by every other rule
-        await setPoolCapacity(inputs(group, 1));
+        await run(inputs(group, 1));
         assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group), [fresh], "the shrink kept the current node");
     });
 
@@ -118,7 +130,7 @@ describe("fixed pool rollout (emulator)", () => {
         const group = outdatedPool(2);
         const broken = watchRollout(ctx.emu, c, group, 2, 0);
         c.failDrains = 1;
-        await assert.rejects(setPoolCapacity(inputs(group, 2, {})), (err: Error) => {
+        await assert.rejects(run(inputs(group, 2, {})), (err: Error) => {
             assert.match(err.message, /pool general: rollout paused/);
             assert.match(err.message, /pods\/"web-1" -n "default"/, "the pod that blocked eviction");
             assert.match(err.message, /disruption budget/);
@@ -126,7 +138,7 @@ describe("fixed pool rollout (emulator)", () => {
             return true;
         });
         assert.ok(specs(group).includes(OLD), "paused with an outdated node left");
-        await setPoolCapacity(inputs(group, 2, {}));
+        await run(inputs(group, 2, {}));
         assert.deepStrictEqual(broken, []);
         assert.deepStrictEqual(specs(group), [NEW, NEW]);
     });
@@ -136,24 +148,22 @@ describe("fixed pool rollout (emulator)", () => {
         const old = ctx.emu.scalingGroupInstances(group).map((id) => `node-${id}`);
         const other = c.addNode(ctx.emu.addInstance().instanceId, { pool: "other", taints: [{ key: OUTDATED_TAINT, value: "other", effect: "PreferNoSchedule" }] });
         c.failDrains = 1;
-        await assert.rejects(setPoolCapacity(inputs(group, 2, {})), /rollout paused/);
+        await assert.rejects(run(inputs(group, 2, {})), /rollout paused/);
         const kept = old.filter((n) => c.nodes.has(n));
         assert.ok(kept.length > 0, "an outdated node is left");
         assert.deepStrictEqual(tainted(), [...kept.map((n) => `${n}=general:PreferNoSchedule`), `${other.name}=other:PreferNoSchedule`].sort());
         c.failDrains = 0;
-        const progress: string[] = [];
         // The user took `rollout` away: the surge node is surplus now, and the shrink removes an outdated node first.
-        await setPoolCapacity(inputs(group, 2), (m) => progress.push(m));
+        await run(inputs(group, 2));
         const stays = old.filter((n) => c.nodes.has(n));
         assert.strictEqual(stays.length, 1, "an outdated node stays in the pool");
-        assert.deepStrictEqual(tainted(), [`${other.name}=other:PreferNoSchedule`]);
-        assert.ok(progress.some((m) => m.includes(`${OUTDATED_TAINT} removed from 1 node(s)`)), progress.join("\n"));
+        assert.deepStrictEqual(tainted(), [`${other.name}=other:PreferNoSchedule`], "the Node the pool keeps lost the taint; another pool's kept it");
     });
 
     it("onDrainTimeout force: a drain blocked by a PodDisruptionBudget is done again deleting the pods, and the rollout finishes in one run", async () => {
         const group = outdatedPool(2);
         c.failDrains = 1;
-        await setPoolCapacity(inputs(group, 2, { onDrainTimeout: "force" }));
+        await run(inputs(group, 2, { onDrainTimeout: "force" }));
         assert.deepStrictEqual(specs(group), [NEW, NEW]);
         const drains = ctx.emu.callsOf("InvokeCommand").filter((call) => /"force":"delete"/.test(call.params.Parameters ?? ""));
         assert.strictEqual(drains.length, 1, "only the blocked drain went without eviction");
@@ -162,7 +172,7 @@ describe("fixed pool rollout (emulator)", () => {
     it("a new node that never gets Ready stops the rollout before any outdated node leaves, naming it", async () => {
         const group = outdatedPool(2);
         c.autoJoin("general", { readyAfterListings: 1_000_000 });
-        await assert.rejects(setPoolCapacity(inputs(group, 2, {}, { readyTimeoutSeconds: 0.3 })), /Not Ready: i-emu/);
+        await assert.rejects(run(inputs(group, 2, {}, { readyTimeoutSeconds: 0.3 })), /Not Ready: i-emu/);
         assert.deepStrictEqual(specs(group).filter((s) => s === OLD).length, 2, "no outdated node was removed");
     });
 
@@ -170,8 +180,8 @@ describe("fixed pool rollout (emulator)", () => {
         const group = outdatedPool(2);
         const broken = watchRollout(ctx.emu, c, group, 2, 0);
         c.autoJoin("general", { readyAfterListings: 1_000_000 });
-        for (let run = 0; run < 3; run++) {
-            await assert.rejects(setPoolCapacity(inputs(group, 2, {}, { readyTimeoutSeconds: 0.3 })), /Not Ready: i-emu/);
+        for (let k = 0; k < 3; k++) {
+            await assert.rejects(run(inputs(group, 2, {}, { readyTimeoutSeconds: 0.3 })), /not Ready: i-emu/i);
         }
         assert.deepStrictEqual(broken, []);
         assert.strictEqual(specs(group).filter((s) => s === OLD).length, 2, "both outdated nodes stay");
@@ -182,8 +192,8 @@ describe("fixed pool rollout (emulator)", () => {
         const group = outdatedPool(2);
         const broken = watchRollout(ctx.emu, c, group, 2, 0);
         c.failDrains = 100;
-        await assert.rejects(setPoolCapacity(inputs(group, 2, {})), /rollout paused/);
-        await setPoolCapacity(inputs(group, 2, { onDrainTimeout: "force" }));
+        await assert.rejects(run(inputs(group, 2, {})), /rollout paused/);
+        await run(inputs(group, 2, { onDrainTimeout: "force" }));
         assert.deepStrictEqual(broken, []);
         assert.deepStrictEqual(specs(group), [NEW, NEW]);
     });
@@ -194,25 +204,129 @@ describe("fixed pool rollout (emulator)", () => {
         assert.deepStrictEqual(res.failures!.map((f) => f.property), ["rollout"]);
         assert.match(res.failures![0].reason, /both 0/);
         assert.deepStrictEqual((await poolCapacityProvider.check!({}, inputs("asg-x", 2, {}))).failures, []);
+        const longSoak = await poolCapacityProvider.check!({}, inputs("asg-x", 2, { soakSeconds: 90_000 }));
+        assert.deepStrictEqual(longSoak.failures!.map((f) => f.property), ["rollout.soak"]);
     });
 
-    it("property: sizes 1–4, surge 0–2, unavailable 0–1: invariants hold and the pool ends at its size, all current", async function () {
+    it("canary: the first new node comes alone and one outdated node leaves before the rest surge; without it the first surge is maxSurge wide", async () => {
+        const withCanary = outdatedPool(4);
+        const canaryLeaves = watchCanary(withCanary);
+        await run(inputs(withCanary, 4, { maxSurge: 3 }));
+        assert.deepStrictEqual(specs(withCanary), [NEW, NEW, NEW, NEW]);
+        assert.deepStrictEqual(canaryLeaves, [1, 4, 4, 4], "one current member (the canary) when the first outdated one left; the other three surged together");
+        const without = outdatedPool(4);
+        const plainLeaves = watchCanary(without);
+        await run(inputs(without, 4, { maxSurge: 3, canary: false }));
+        assert.deepStrictEqual(specs(without), [NEW, NEW, NEW, NEW]);
+        assert.deepStrictEqual(plainLeaves.slice(0, 3), [3, 3, 3], "three new members before the first outdated one left");
+    });
+
+    it("a canary that fails validation (a kube-system pod on it not Ready) pauses the rollout naming the pod, before any outdated node leaves; fixed, the next run finishes", async () => {
+        const group = outdatedPool(3);
+        const broken = watchRollout(ctx.emu, c, group, 3, 0);
+        const join = ctx.emu.state.onUserDataRun;
+        let first = true;
+        ctx.emu.state.onUserDataRun = (inst) => {
+            join?.(inst);
+            if (first) c.system.unreadyPods.push({ name: "kube-system/kube-proxy-canary", node: `node-${inst.instanceId}`, phase: "Running" });
+            first = false;
+        };
+        const old = ctx.emu.scalingGroupInstances(group);
+        await assert.rejects(run(inputs(group, 3, { maxSurge: 2 })), (err: Error) => {
+            assert.match(err.message, /pool general: rollout paused: the cluster failed validation after the surge to 4 member\(s\)/);
+            assert.match(err.message, /pod kube-system\/kube-proxy-canary on node-i-\S+ not Ready \(Running\)/);
+            assert.match(err.message, /next `pulumi up` validates again and resumes/);
+            return true;
+        });
+        assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group).filter((id) => old.includes(id)), old, "every outdated node stays");
+        assert.deepStrictEqual(specs(group).filter((s) => s === NEW).length, 1, "one new node: the canary");
+        c.system.unreadyPods = [];
+        await run(inputs(group, 3, { maxSurge: 2 }));
+        assert.deepStrictEqual(broken, []);
+        assert.deepStrictEqual(specs(group), [NEW, NEW, NEW]);
+    });
+
+    it("validation before the rollout: a kube-system Deployment short of replicas stops it before anything changes, naming it; the next run finishes", async () => {
+        const group = outdatedPool(2);
+        c.system.deployments = [{ name: "kube-system/coredns", replicas: 2, available: 1 }];
+        const before = ctx.emu.scalingGroupInstances(group);
+        await assert.rejects(run(inputs(group, 2, {})), /failed validation before the rollout for \d+ s: Deployment kube-system\/coredns: 1 of 2 replica\(s\) available/);
+        assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group), before, "nothing launched, nothing removed");
+        assert.deepStrictEqual(tainted(), [], "no Node tainted");
+        c.system.deployments[0].available = 2;
+        await run(inputs(group, 2, {}));
+        assert.deepStrictEqual(specs(group), [NEW, NEW]);
+    });
+
+    it("validation after a batch: a Deployment that loses a replica as an outdated node leaves pauses the rollout there; restored, the next run finishes within the invariants", async () => {
+        const group = outdatedPool(3);
+        const broken = watchRollout(ctx.emu, c, group, 3, 0);
+        const left = ctx.emu.state.onMemberLeft;
+        ctx.emu.state.onMemberLeft = (id, g, released) => {
+            left?.(id, g, released);
+            c.system.deployments = [{ name: "kube-system/coredns", replicas: 2, available: 1 }];
+        };
+        await assert.rejects(run(inputs(group, 3, { canary: false })), /failed validation after replacing 1 outdated node\(s\) for \d+ s: Deployment kube-system\/coredns: 1 of 2/);
+        assert.deepStrictEqual(specs(group).sort(), [NEW, OLD, OLD], "one batch went; the next waited");
+        ctx.emu.state.onMemberLeft = left;
+        c.system.deployments = [{ name: "kube-system/coredns", replicas: 2, available: 2 }];
+        await run(inputs(group, 3, { canary: false }));
+        assert.deepStrictEqual(broken, []);
+        assert.deepStrictEqual(specs(group), [NEW, NEW, NEW]);
+    });
+
+    it("soak: no outdated node leaves within `soak` of the batch before it, and the last batch is soaked too (on the rollout's clock)", async () => {
+        const group = outdatedPool(3);
+        const clock = steppedClock();
+        const leftAt: number[] = [];
+        const left = ctx.emu.state.onMemberLeft;
+        ctx.emu.state.onMemberLeft = (id, g, released) => {
+            left?.(id, g, released);
+            if (g === group) leftAt.push(clock.now());
+        };
+        await run(inputs(group, 3, { soakSeconds: 90 }), clock);
+        assert.deepStrictEqual(specs(group), [NEW, NEW, NEW]);
+        assert.strictEqual(leftAt.length, 3, "canary, then one a round (maxSurge 1)");
+        for (let k = 1; k < leftAt.length; k++) assert.ok(leftAt[k] - leftAt[k - 1] >= 90_000, `batch ${k + 1} left ${leftAt[k] - leftAt[k - 1]} ms after the one before`);
+        assert.ok(clock.now() - leftAt[leftAt.length - 1] >= 90_000, "the last batch soaked before the rollout ended");
+    });
+
+    it("a fixed pool switched to autoscaled (PoolCapacity update to observe) clears the taint a paused rollout left, and lifts the protections; another pool's taint stays", async () => {
+        const group = outdatedPool(2);
+        const other = c.addNode(ctx.emu.addInstance().instanceId, { pool: "other", taints: [{ key: OUTDATED_TAINT, value: "other", effect: "PreferNoSchedule" }] });
+        c.failDrains = 1;
+        await assert.rejects(run(inputs(group, 2, {})), /rollout paused/);
+        assert.ok(tainted().some((t) => t.endsWith("=general:PreferNoSchedule")), "the paused rollout's outdated Nodes carry the taint");
+        c.failDrains = 0;
+        const olds = { ...inputs(group, 2, {}), readyInstanceIds: [] };
+        const news: PoolCapacityInputs = { ...inputs(group, 0), mode: "observe", size: undefined, specHash: undefined, minSize: 0, maxSize: 5 };
+        await poolCapacityProvider.update!("x", olds, news);
+        assert.deepStrictEqual(tainted(), [`${other.name}=other:PreferNoSchedule`]);
+        for (const id of ctx.emu.scalingGroupInstances(group)) assert.strictEqual(ctx.emu.state.scalingInstances.get(id)!.lifecycleState, "InService", id);
+    });
+
+    it("property: sizes 1–4, surge 0–2, unavailable 0–1, with and without a canary: invariants hold and the pool ends at its size, all current", async function () {
         this.timeout(600_000);
         const failures: string[] = [];
         for (let size = 1; size <= 4; size++) {
             for (let maxSurge = 0; maxSurge <= 2; maxSurge++) {
                 for (let maxUnavailable = 0; maxUnavailable <= 1; maxUnavailable++) {
-                    if (maxSurge === 0 && maxUnavailable === 0) continue;
-                    c = await fakeCluster(ctx.emu, REGION);
-                    c.autoJoin("general", { pods: ["ReplicaSet"] });
-                    const group = outdatedPool(size);
-                    const broken = watchRollout(ctx.emu, c, group, size, maxUnavailable);
-                    const at = `size ${size}, maxSurge ${maxSurge}, maxUnavailable ${maxUnavailable}`;
-                    await setPoolCapacity(inputs(group, size, { maxSurge, maxUnavailable }));
-                    const end = specs(group);
-                    if (broken.length > 0) failures.push(`${at}: ${broken.join("; ")}`);
-                    if (end.length !== size || end.some((s) => s !== NEW)) failures.push(`${at}: ended with ${end.join(", ")}`);
-                    if (c.violations.length > 0) failures.push(`${at}: ${c.violations.join("; ")}`);
+                    for (const canary of [true, false]) {
+                        if (maxSurge === 0 && maxUnavailable === 0) continue;
+                        c = await fakeCluster(ctx.emu, REGION);
+                        c.autoJoin("general", { pods: ["ReplicaSet"] });
+                        const group = outdatedPool(size);
+                        const broken = watchRollout(ctx.emu, c, group, size, maxUnavailable);
+                        const firstLeft = watchCanary(group);
+                        const at = `size ${size}, maxSurge ${maxSurge}, maxUnavailable ${maxUnavailable}, canary ${canary}`;
+                        await run(inputs(group, size, { maxSurge, maxUnavailable, canary }));
+                        const end = specs(group);
+                        if (broken.length > 0) failures.push(`${at}: ${broken.join("; ")}`);
+                        if (end.length !== size || end.some((s) => s !== NEW)) failures.push(`${at}: ended with ${end.join(", ")}`);
+                        if (c.violations.length > 0) failures.push(`${at}: ${c.violations.join("; ")}`);
+                        // A canary: when the first outdated node leaves, at most one current member exists (the canary, or none yet with maxSurge 0).
+                        if (canary && (firstLeft[0] ?? 0) > 1) failures.push(`${at}: ${firstLeft[0]} current member(s) when the first outdated one left`);
+                    }
                 }
             }
         }
@@ -239,7 +353,7 @@ describe("fixed pool rollout under faults (emulator): every mutating call refuse
         const run = () => setPoolCapacity({
             region: REGION, scalingGroupId: g.scalingGroupId, poolName: "general", masterInstanceId: c.master, commands: c.commands, size: 2,
             pollSeconds: 0.01, readyTimeoutSeconds: 5, pollIntervalMs: 5, specHash: NEW, rollout: DEFAULT_ROLLOUT,
-        }).then(() => undefined);
+        }, undefined, steppedClock()).then(() => undefined);
         return { emu, c, group: g.scalingGroupId, broken, run };
     }
 

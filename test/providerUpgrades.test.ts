@@ -86,7 +86,7 @@ describe("providers whose behaviour changed: state from the previous version run
         };
         const base = { region: REGION, scalingGroupId: group.scalingGroupId, poolName: "general", masterInstanceId: c.master, size: 2, pollSeconds: 0.02, readyTimeoutSeconds: 5, pollIntervalMs: 10 };
         const previous = { ...base, commands: previousCommands, providerVersion: String(Number(POOL_CAPACITY_PROVIDER_VERSION) - 1), readyInstanceIds: [...members].sort() };
-        const news = { ...base, commands: c.commands, providerVersion: POOL_CAPACITY_PROVIDER_VERSION, specHash: "00000000000spec2", rollout: DEFAULT_ROLLOUT };
+        const news = { ...base, commands: c.commands, providerVersion: POOL_CAPACITY_PROVIDER_VERSION, specHash: "00000000000spec2", rollout: { ...DEFAULT_ROLLOUT, soakSeconds: 0 } }; // no soak: the provider waits on the real clock
         const diff = await poolCapacityProvider.diff!("x", previous, news);
         assert.deepStrictEqual([diff.changes, diff.replaces], [true, []], "an update: the pool is not drained by a replacement");
         const state = (await poolCapacityProvider.update!("x", previous, news)).outs as typeof news & { readyInstanceIds: string[] };

@@ -38,7 +38,11 @@ describe("control-plane member replacement against a real three-member etcd", fu
     const rc = useRealCluster();
     const ctx = useEmulator();
     let ops: RealOperations | undefined;
-    afterEach(() => ops?.cleanup());
+    const started: Member[] = [];
+    afterEach(async () => {
+        ops?.cleanup();
+        for (const m of started.splice(0)) await m.stop();
+    });
 
     const nodeName = (id: string) => `${REGION}.${id}`;
 
@@ -46,19 +50,21 @@ describe("control-plane member replacement against a real three-member etcd", fu
     const etcdctl = (c: Cluster, client: number, args: string[], allowFail = false) => c.run("etcdctl", [`--endpoints=https://127.0.0.1:${client}`,
         `--cacert=${c.path("pki/etcd/ca.crt")}`, `--cert=${c.path("pki/etcd/healthcheck-client.crt")}`, `--key=${c.path("pki/etcd/healthcheck-client.key")}`, ...args], { allowFail });
 
-    /** Starts one etcd member the way kubeadm's etcd static pod runs it (its TLS flags), on the given ports. */
-    function startMember(c: Cluster, node: string, client: number, peer: number, initialCluster: string, state: "new" | "existing"): Member {
+    /** Starts one etcd member the way kubeadm's etcd static pod runs it (its TLS flags), on the given ports (its data under `tag`). */
+    function startMember(c: Cluster, node: string, client: number, peer: number, initialCluster: string, state: "new" | "existing", tag: string): Member {
         const pki = c.path("pki/etcd");
-        const h = c.start(`etcd-${node}`, "etcd", [
-            `--name=${node}`, `--data-dir=${c.path(`etcd-${node}`)}`,
+        const h = c.start(`etcd-${tag}-${node}`, "etcd", [
+            `--name=${node}`, `--data-dir=${c.path(`etcd-${tag}-${node}`)}`,
             `--listen-client-urls=https://127.0.0.1:${client}`, `--advertise-client-urls=https://127.0.0.1:${client}`,
             `--listen-peer-urls=https://127.0.0.1:${peer}`, `--initial-advertise-peer-urls=https://127.0.0.1:${peer}`,
-            `--initial-cluster=${initialCluster}`, `--initial-cluster-state=${state}`, "--initial-cluster-token=ak-replacement-test",
+            `--initial-cluster=${initialCluster}`, `--initial-cluster-state=${state}`, `--initial-cluster-token=ak-replacement-test-${tag}`,
             `--cert-file=${pki}/server.crt`, `--key-file=${pki}/server.key`, `--trusted-ca-file=${pki}/ca.crt`, "--client-cert-auth=true",
             `--peer-cert-file=${pki}/peer.crt`, `--peer-key-file=${pki}/peer.key`, `--peer-trusted-ca-file=${pki}/ca.crt`, "--peer-client-cert-auth=true",
             "--listen-metrics-urls=http://127.0.0.1:0", "--unsafe-no-fsync=true",
         ]);
-        return { node, client, peer, stop: h.stop };
+        const m = { node, client, peer, stop: h.stop };
+        started.push(m);
+        return m;
     }
 
     /** Member names, learners and health as etcd itself reports them (through `via`'s client URL). */
@@ -70,14 +76,19 @@ describe("control-plane member replacement against a real three-member etcd", fu
         }));
     }
 
-    it("kills master 2's member, replaces it (member removed through a healthy master, then added as kubeadm adds it): three healthy members, never four; a fourth join and a removal without quorum are refused", async () => {
+    /**
+     * Three masters (instances in the emulator, Nodes on the API server) with three healthy etcd members, the saved
+     * operations answered with the real kubectl and etcdctl, the control-plane join played as kubeadm's etcd phase (the
+     * new member on the fourth pair of ports), and the ControlPlaneMember inputs. `tag` keeps each test's etcd data apart.
+     */
+    async function world(tag: string) {
         const c = rc.c;
         const emu = ctx.emu;
         const [c0, p0, c1, p1, c2, p2, c3, p3] = await freePorts(8);
         const ids = ["i-master0", "i-master1", "i-master2"];
         for (const [i, id] of ids.entries()) emu.addInstance({ instanceId: id, regionId: REGION, privateIp: `192.168.0.${10 + i}` });
         const initial = ids.map((id, i) => `${nodeName(id)}=https://127.0.0.1:${[p0, p1, p2][i]}`).join(",");
-        const live: Member[] = ids.map((id, i) => startMember(c, nodeName(id), [c0, c1, c2][i], [p0, p1, p2][i], initial, "new"));
+        const live: Member[] = ids.map((id, i) => startMember(c, nodeName(id), [c0, c1, c2][i], [p0, p1, p2][i], initial, "new", tag));
         await c.waitFor("three healthy members", async () => (await members(c, c0)).filter((m) => m.healthy).length === 3, 60_000);
         for (const id of ids) {
             const exists = (await c.run("kubectl", ["get", "node", nodeName(id)], { allowFail: true })).code === 0;
@@ -88,7 +99,8 @@ describe("control-plane member replacement against a real three-member etcd", fu
         const portsFile = c.path("etcd-client-ports");
         const writePorts = () => fs.writeFileSync(portsFile, live.map((m) => `${m.node} ${m.client}\n`).join(""));
         writePorts();
-        ops = answerWithRealCluster(emu, c, { master: ids[0], stubs: { kubectl: etcdExecShim(c, portsFile) } });
+        const realOps = answerWithRealCluster(emu, c, { master: ids[0], stubs: { kubectl: etcdExecShim(c, portsFile) } });
+        ops = realOps;
         const commands: NodeCommandIds = await saveNodeCommands(REGION);
         const joinCommandId = await createCommand(REGION, {
             commandName: "test-control-plane-join", parameters: true, timeoutSeconds: OPERATIONS["control-plane-join"].timeoutSeconds,
@@ -105,7 +117,7 @@ describe("control-plane member replacement against a real three-member etcd", fu
             countsBeforeAdd.push((await members(c, c0)).length);
             const added = await etcdctl(c, c0, ["member", "add", name, `--peer-urls=https://127.0.0.1:${p3}`, "--learner"]);
             const list = /ETCD_INITIAL_CLUSTER="([^"]+)"/.exec(added.stdout)![1];
-            live.push(startMember(c, name, c3, p3, list, "existing"));
+            live.push(startMember(c, name, c3, p3, list, "existing", tag));
             writePorts();
             const id = /Member ([0-9a-f]+) added/.exec(added.stdout)![1];
             await c.waitFor(`learner ${name} promoted`, async () => (await etcdctl(c, c0, ["member", "promote", id], true)).code === 0, 60_000);
@@ -114,6 +126,11 @@ describe("control-plane member replacement against a real three-member etcd", fu
         });
         const base = { region: REGION, masterInstanceId: ids[0], joinCommandId, joinSecretsScript: renderOperation("join-secrets"), commands, pollSeconds: 0.05, joinTimeoutSeconds: 120, readyTimeoutSeconds: 60 };
 
+        return { c, emu, ids, live, c0, base, countsBeforeAdd, realOps };
+    }
+
+    it("kills master 2's member, replaces it (member removed through a healthy master, then added as kubeadm adds it): three healthy members, never four; a fourth join and a removal without quorum are refused", async () => {
+        const { c, emu, ids, live, c0, base, countsBeforeAdd, realOps } = await world("replace");
         // Master 2's machine dies: its etcd is gone, its Cloud Assistant agent offline.
         const dead = live.splice(2, 1)[0];
         await dead.stop();
@@ -155,10 +172,50 @@ describe("control-plane member replacement against a real three-member etcd", fu
         await m1.stop();
         await m2b.stop();
         emu.setAgentOffline(ids[1]);
-        const logged = ops.log.length;
+        const logged = realOps.log.length;
         await assert.rejects(controlPlaneMemberProvider.delete!(ids[1], { ...base, masterInstanceIds: masters, memberInstanceId: ids[1], nodeName: nodeName(ids[1]) } as never),
             /etcd has lost quorum \(0 of 3 members healthy[\s\S]*docs\/disaster-recovery\.md/);
         assert.strictEqual((await c.run("kubectl", ["get", "node", nodeName(ids[1])], { allowFail: true })).code, 0, "its Node is untouched");
-        assert.deepStrictEqual(ops.log.slice(logged).map((l) => l.split(": ")[1]), ["list-nodes", "etcd-health"], "it only looked: no drain, no member removal");
+        assert.deepStrictEqual(realOps.log.slice(logged).map((l) => l.split(": ")[1]), ["list-nodes", "etcd-health"], "it only looked: no drain, no member removal");
+    });
+
+    it("a master that vanished outside Pulumi (released, no refresh): its unhealthy member is removed before the next join, never a healthy one, never without quorum", async () => {
+        const { c, emu, ids, live, c0, base, countsBeforeAdd, realOps } = await world("vanished");
+        const names = async () => (await members(c, c0)).map((m) => m.name).sort();
+
+        // Master 2's instance is released outside Pulumi: its etcd dies with it, and no ControlPlaneMember delete runs.
+        const gone = live.splice(2, 1)[0];
+        await gone.stop();
+        emu.releaseInstance(ids[2]);
+        await c.waitFor("master 2's member unhealthy", async () => (await members(c, c0)).filter((m) => m.healthy).length === 2, 30_000);
+
+        // `pulumi up --refresh` re-creates it (a new instance, the same address) and its ControlPlaneMember joins it: the
+        // member of the released instance is removed first (through master 0's healthy etcd), then the new one is added.
+        const renewed = emu.addInstance({ instanceId: "i-master2v", regionId: REGION, privateIp: "192.168.0.12" }).instanceId;
+        const masters = [ids[0], ids[1], renewed];
+        await controlPlaneMemberProvider.create!({ ...base, masterInstanceIds: masters, memberInstanceId: renewed } as never);
+        assert.deepStrictEqual(countsBeforeAdd, [2], "the stale member left before the new one was added: never a fourth");
+        assert.deepStrictEqual(await names(), [nodeName(ids[0]), nodeName(ids[1]), nodeName(renewed)]);
+        assert.ok((await members(c, c0)).every((m) => m.healthy && !m.learner));
+        assert.strictEqual(realOps.log.filter((l) => l.endsWith(": etcd-member-remove")).length, 1);
+
+        // Master 1's instance is released too, but its etcd still answers: a healthy member is never swept. A join for
+        // another instance finds three members for three masters and is refused; nothing removed.
+        emu.releaseInstance(ids[1]);
+        const extra = emu.addInstance({ instanceId: "i-master1v", regionId: REGION, privateIp: "192.168.0.11" }).instanceId;
+        await assert.rejects(controlPlaneMemberProvider.create!({ ...base, masterInstanceIds: [ids[0], extra, renewed], memberInstanceId: extra } as never),
+            /3 members for 3 masters.*a join would make 4/);
+        assert.deepStrictEqual(await names(), [nodeName(ids[0]), nodeName(ids[1]), nodeName(renewed)], "the healthy member of a released instance stays");
+
+        // Then master 1's and the renewed master 2's members die, both instances gone: etcd has no quorum, so the stale
+        // members are not removed (that would take etcd's last voters away) and the join is refused.
+        await live.find((m) => m.node === nodeName(ids[1]))!.stop();
+        await live.find((m) => m.node === nodeName(renewed))!.stop();
+        emu.releaseInstance(renewed);
+        const logged = realOps.log.length;
+        await assert.rejects(controlPlaneMemberProvider.create!({ ...base, masterInstanceIds: [ids[0], extra, "i-master2w"], memberInstanceId: extra } as never),
+            /members for 3 masters|not every etcd member is healthy/);
+        assert.ok(!realOps.log.slice(logged).some((l) => l.endsWith(": etcd-member-remove")), realOps.log.slice(logged).join("\n"));
+        assert.deepStrictEqual(countsBeforeAdd, [2], "no member add was attempted");
     });
 });

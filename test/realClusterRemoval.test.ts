@@ -3,7 +3,7 @@
 // (testing/sandbox: stub kubeadm, systemctl, curl, package managers).
 /**
  * The removal core (src/removal) against a real API server: the emulator's Cloud Assistant runs the saved
- * operation scripts it is given (drain, delete-node, list-nodes, pod-owners, outdated-taint) in the sandbox with the real
+ * operation scripts it is given (drain, delete-node, list-nodes, pod-owners, outdated-taint, cluster-validate) in the sandbox with the real
  * kubectl, inside the fixture's network namespace (test/kube/operations.ts); `reset` runs on the node's own
  * sandbox with the stub kubeadm. Nodes are KWOK nodes named and identified like the project's
  * (`<region>.<instance-id>`, label `alicloud-kubeadm/pool`), for instances and scaling groups of the emulator.
@@ -21,7 +21,7 @@ import { fill, operation, saveNodeCommands } from "../testing/savedCommands";
 import { callsOf } from "../testing/sandbox";
 import { clearOutdatedTaint, decompress, listNodes, parseNodeLines, POOL_LABEL, taintOutdated, workloadPods } from "../src/cloud/operations";
 import { LEGACY_POOL_LABEL, OUTDATED_TAINT } from "../src/rules";
-import { removeNode, removeNodes, RemovalError, scaleInPool, CLEARED_USERDATA, type RemovalOptions } from "../src/removal";
+import { readClusterHealth, removeNode, removeNodes, RemovalError, scaleInPool, CLEARED_USERDATA, validationProblems, type RemovalOptions } from "../src/removal";
 import type { NodeCommandIds } from "../src/rules";
 import { renderOperation } from "../src/shell/render";
 
@@ -252,6 +252,40 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
         assert.strictEqual(await clearOutdatedTaint(access, "general"), 2);
         assert.deepStrictEqual([await taints(a), await taints(b), await taints(other)], [[], [], ["other:PreferNoSchedule"]], "another pool's taint stays");
         assert.strictEqual(await clearOutdatedTaint(access, "general"), 0, "nothing left to clear is fine");
+    });
+
+    it("cluster-validate, run by the real kubectl: a kube-system Deployment whose pod cannot be scheduled is named with its Pending pod; one whose pod runs on a Ready Node is not", async function () {
+        const [a] = [emu.addInstance({ instanceId: `i-validate-${testNo}`, regionId: REGION }).instanceId];
+        await join([a], "general");
+        const runs = `validate-runs-${testNo}`;
+        const stuck = `validate-stuck-${testNo}`;
+        const make = (name: string, nodeSelector: Record<string, string>) => c.apply({
+            apiVersion: "apps/v1", kind: "Deployment", metadata: { name, namespace: "kube-system" },
+            spec: {
+                replicas: 1, selector: { matchLabels: { app: name } },
+                template: { metadata: { labels: { app: name } }, spec: { nodeSelector, containers: [{ name, image: "registry.invalid/app:1" }] } },
+            },
+        });
+        try {
+            await make(runs, { [`${MARK}-ns`]: ns });
+            await make(stuck, { "alicloud-kubeadm-test/nowhere": "true" });
+            await c.waitFor(`deployment ${runs} available`, async () =>
+                JSON.parse(await c.kubectl(["get", "deployment", runs, "-n", "kube-system", "-o", "json"])).status.availableReplicas === 1, 60_000);
+            const access = { region: REGION, masterInstanceIds: [master], commands, pollIntervalMs: 10 };
+            const health = await c.waitFor("the stuck Deployment's pod", async () => {
+                const h = await readClusterHealth(access);
+                return h.unreadyPods.some((p) => p.name.startsWith(`kube-system/${stuck}-`)) ? h : undefined;
+            });
+            assert.strictEqual(health.nodes.get(nodeName(a)), true, "the KWOK Node, Ready");
+            assert.deepStrictEqual(health.deployments.filter((d) => [runs, stuck].some((n) => d.name === `kube-system/${n}`)).sort((x, y) => x.name.localeCompare(y.name)),
+                [{ name: `kube-system/${runs}`, replicas: 1, available: 1 }, { name: `kube-system/${stuck}`, replicas: 1, available: 0 }]);
+            const problems = validationProblems([], health).filter((p) => p.includes(runs) || p.includes(stuck));
+            assert.strictEqual(problems.length, 2, problems.join("\n"));
+            assert.strictEqual(problems[0], `Deployment kube-system/${stuck}: 0 of 1 replica(s) available`);
+            assert.match(problems[1], new RegExp(`^pod kube-system/${stuck}-\\S+ not scheduled not Ready \\(Pending\\)$`));
+        } finally {
+            await c.kubectl(["delete", "deployment", "-n", "kube-system", runs, stuck, "--wait=false"]);
+        }
     });
 
     it("scale-out node: drain (cordon, evictions) → RemoveInstances → Node deleted (a released node is not reset) → route deleted; the Deployment's pod comes back elsewhere", async function () {

@@ -126,7 +126,7 @@ describe("an invoker of the saved commands, with their own key, gets no credenti
             const values: Record<ParameterName, string> = {
                 node: `${REGION}.i-invokertest`, nodes: `${REGION}.i-invokertest`, selector: "", timeout: "20", force: "true", skipWait: "1", mark: "removing", member: "nobody", peerIp: "", etcdNode: `${REGION}.i-master0`,
                 tokenId: "abcdef", ttl: "0", description: "mine", recipient: key.publicKey, channel: command.parameters.includes("sealed") ? channel : PENDING.channel, sealed,
-                credential: "alicloud-kubeadm-stack-abcd1234", labels: "", taints: "", lines: "200", upgradeStep: "status", step: "status", restoreId: "0123456789abcdef", pool: "general", taintMode: "add", outdated: `${REGION}.i-invokertest`,
+                credential: "alicloud-kubeadm-stack-abcd1234", labels: "", taints: "", lines: "200", upgradeStep: "status", step: "status", restoreId: "0123456789abcdef", discardCa: "", pool: "general", taintMode: "add", outdated: `${REGION}.i-invokertest`,
             };
             const before = await clusterSecrets();
             const r = await invoke(commandId, target, Object.fromEntries(command.parameters.map((n) => [n, values[n]])));

@@ -242,7 +242,7 @@ esac`,
         }
     });
 
-    it("a running cluster is not rolled back without --force, a master with another CA is refused, and a master with neither a control plane nor a refused init takes no restore", async () => {
+    it("a running cluster is not rolled back without --force, a master with another CA is refused (naming the restore into a new stack), and a master with neither a control plane nor a refused init takes no restore", async () => {
         const w = await world({ masters: 1 });
         const sb = runningMaster(w.target);
         const r = await restore(w.outputs);
@@ -251,19 +251,20 @@ esac`,
         assert.deepStrictEqual(w.order, [`${w.target}: status`], "nothing but the status step ran");
         assert.ok(fs.existsSync(sb.at("/etc/kubernetes/manifests/etcd.yaml")));
 
-        // A master of another cluster (a new stack's own master 0): its CA is not the backup's, so the restore step refuses it.
+        // A master of another cluster (a new stack's own master 0): its CA is not the backup's, so the restore refuses it.
         sb.write("/etc/kubernetes/pki/ca.crt", "-----BEGIN CERTIFICATE-----\nnew cluster\n-----END CERTIFICATE-----\n");
         w.emu.oss.buckets.get(BUCKET)!.objects.set(w.object, [{ body: sealedBackup("dev", recipient, 9, { "pki/ca.crt": "-----BEGIN CERTIFICATE-----\nold cluster\n-----END CERTIFICATE-----\n" }),
             versionId: "v2", lastModified: new Date().toISOString(), etag: "\"C\"" }]);
         fs.writeFileSync(path.join(sb.env.AK_STUB_STATE, "api-down"), "");
         const foreign = await restore(w.outputs);
         assert.strictEqual(foreign.code, 4, foreign.out);
-        assert.match(foreign.out, /restore step restore on master \S+ failed: .*another CA than the backup's: on it run 'kubeadm reset -f'/s);
+        assert.match(foreign.out, /refused: master \S+ runs a cluster with another CA than the backup's .*restore into it with `--from-stack <old stack>`/s);
+        assert.deepStrictEqual(w.order.filter((o) => !/channel/.test(o)).slice(-1), [`${w.target}: status`], "refused after the status step, before any step ran");
         assert.match(sb.read("/etc/kubernetes/pki/ca.crt") ?? "", /new cluster/, "its CA untouched");
         assert.strictEqual(sb.read("/var/lib/etcd/member/snap/db"), "the old data", "its etcd not restored over");
 
         fs.rmSync(sb.at("/etc/kubernetes"), { recursive: true });
-        fs.rmSync(sb.at("/var/lib/alicloud-kubeadm/restore"), { recursive: true });
+        fs.rmSync(sb.at("/var/lib/alicloud-kubeadm/restore"), { recursive: true, force: true });
         const none = await restore(w.outputs);
         assert.strictEqual(none.code, 4);
         assert.match(none.out, /runs no control plane and did not refuse kubeadm init.*master-init\.log/s);
@@ -286,6 +287,85 @@ esac`,
         assert.ok(fs.existsSync(sb.at("/var/lib/etcd/member/snap/db")));
         assert.ok(![...w.c.nodes.keys()].includes(`${REGION}.i-oldmaster0`), "the old master 0's Node is deleted");
         assert.match(r.out, /next: `pulumi up`/);
+    });
+
+    it("into a new stack (--from-outputs of the old stack): the dry run says it; the new stack's own cluster is discarded only when it holds nothing but master 0; kubeadm init over the old etcd and CA; the old cluster's Nodes go, its live instances untouched; a re-run changes nothing", async () => {
+        const w = await world({ masters: 1, recreated: true });
+        const { emu, c, target } = w;
+        // The old cluster's backup holds its CA; the new stack's master 0 runs the cluster its own kubeadm init made.
+        const OLD_CA = "-----BEGIN CERTIFICATE-----\nold cluster\n-----END CERTIFICATE-----\n";
+        emu.oss.buckets.get(BUCKET)!.objects.set(w.object, [{ body: sealedBackup("dev", recipient, 9, { "pki/ca.crt": OLD_CA }), versionId: "v2", lastModified: new Date().toISOString(), etag: "\"C\"" }]);
+        const sb = runningMaster(target);
+        sb.write("/etc/kubernetes/pki/ca.crt", "-----BEGIN CERTIFICATE-----\nnew cluster\n-----END CERTIFICATE-----\n");
+        sb.write("/var/lib/alicloud-kubeadm/kubeadm-init.yaml", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n");
+        // The new stack: its own (empty) bucket and backup key; the old stack's outputs name the bucket and key of the backups.
+        emu.oss.addBucket("dev-etcd-newstack");
+        const newStack = { ...w.outputs, backupBucket: "dev-etcd-newstack", backupKeys: backupKeyPair().keys };
+        const old = path.join(dir, "old-outputs.json");
+        fs.writeFileSync(old, JSON.stringify({ clusterInfo: { ...w.outputs.clusterInfo, masterInstanceIds: ["i-oldmaster0"] }, backupBucket: BUCKET, backupKeys: keys }), { mode: 0o600 });
+
+        // Without --from-*: its own bucket has no backup. With an old stack of another cluster name: refused, naming the fix.
+        const own = await restore(newStack);
+        assert.strictEqual(own.code, 1, own.out);
+        assert.match(own.out, /no backup under dev\/hourly\/ .* in dev-etcd-newstack/);
+        const renamed = path.join(dir, "renamed.json");
+        fs.writeFileSync(renamed, JSON.stringify({ clusterInfo: { ...w.outputs.clusterInfo, name: "prod" }, backupBucket: BUCKET, backupKeys: keys }));
+        const misnamed = await restore(newStack, ["--from-outputs", renamed]);
+        assert.strictEqual(misnamed.code, 2, misnamed.out);
+        assert.match(misnamed.out, /the old stack's cluster is named prod, this stack's dev: .*create the new stack with name prod/);
+        const three = await restore({ ...newStack, clusterInfo: { ...newStack.clusterInfo, masterInstanceIds: [target, "i-m1", "i-m2"] } }, ["--from-outputs", old]);
+        assert.strictEqual(three.code, 2, three.out);
+        assert.match(three.out, /this stack has 3 masters: a restore into a new stack goes onto a stack of one master/);
+        assert.deepStrictEqual(w.order, [], "nothing ran on a master");
+
+        // The dry run: the old bucket, the discard, the steps, what follows; only the status step ran.
+        const plan = await restore(newStack, ["--from-outputs", old, "--dry-run"]);
+        assert.strictEqual(plan.code, 0, plan.out);
+        assert.match(plan.out, /into a new stack: the backups of bucket dev-etcd-0123abcd \(cn-hangzhou\)/);
+        assert.match(plan.out, /2\. stop on master i-\w+: discards the cluster this new stack made \(its CA [0-9a-f]{16}… is not the backup's\): kubeadm reset -f/);
+        assert.match(plan.out, /4\. start on master i-\w+: kubeadm init over the restored etcd and CA/);
+        assert.match(plan.out, /then: `pulumi up --replace '<URN of dev-join-info>'`/);
+        assert.deepStrictEqual(w.order, [`${target}: status`]);
+
+        // The new stack's own cluster holds a pool node: discarding it would strand that node, so the restore refuses.
+        c.addNode("i-newpoolnode", { name: `${REGION}.i-newpoolnode` });
+        const busy = await restore(newStack, ["--from-outputs", old]);
+        assert.strictEqual(busy.code, 4, busy.out);
+        assert.match(busy.out, /has other Nodes \(cn-hangzhou\.i-newpoolnode\): .*Scale the stack's pools to 0/s);
+        assert.match(sb.read("/etc/kubernetes/pki/ca.crt") ?? "", /new cluster/, "nothing discarded");
+        assert.ok(fs.existsSync(sb.at("/etc/kubernetes/manifests/etcd.yaml")));
+        c.nodes.delete(`${REGION}.i-newpoolnode`);
+
+        w.order.length = 0;
+        const r = await restore(newStack, ["--from-outputs", old]);
+        assert.strictEqual(r.code, 0, r.out);
+        assert.deepStrictEqual(w.order.filter((o) => !/channel/.test(o)), ["status", "fetch", "stop", "restore", "start", "leases"].map((s) => `${target}: ${s}`));
+        // Its own cluster discarded (kubeadm reset once), then kubeadm init over the restored etcd with the backup's CA.
+        assert.strictEqual(callsOf(sbCalls(sb), "kubeadm", "reset").length, 1);
+        const init = callsOf(sbCalls(sb), "kubeadm", "init");
+        assert.strictEqual(init.length, 1);
+        assert.ok(init[0].args.includes("--ignore-preflight-errors=DirAvailable--var-lib-etcd"), init[0].args.join(" "));
+        assert.strictEqual(sb.read("/etc/kubernetes/pki/ca.crt"), OLD_CA, "the cluster's CA is the backup's");
+        assert.strictEqual(fs.readFileSync(sb.at("/var/lib/etcd/member/snap/db")).length, 4096, "etcd holds the backup's snapshot");
+        assert.match(sb.read("/var/lib/alicloud-kubeadm/init.done") ?? "", /status=ok\nrestored=dev\/hourly\//);
+        assert.ok(!fs.existsSync(sb.at("/var/lib/alicloud-kubeadm/init.refused")));
+        // The backup came from the old stack's bucket, downloaded by the master.
+        assert.strictEqual(emu.calls.filter((x) => x.product === "oss" && x.action === "GetObject" && x.status === 200 && x.params.host?.startsWith(`${BUCKET}.`) && x.params.host.includes("-internal")).length, 1);
+        // The old cluster's Nodes are gone; its live worker's instance was not touched and keeps its route (not this stack's).
+        assert.deepStrictEqual([...c.nodes.keys()], [`${REGION}.${target}`]);
+        assert.deepStrictEqual([...c.etcd.keys()], [`${REGION}.${target}`], "one member: this master");
+        assert.ok(!c.log.some((l) => l.startsWith(`${w.worker}: `)), c.log.join("\n"));
+        assert.ok(![...emu.state.invocations.values()].some((inv) => inv.records.some((r) => r.instanceId === w.worker)), "no command ran on the old stack's worker");
+        assert.deepStrictEqual([...emu.state.routeTables.get(w.table.routeTableId)!.entries].map((e) => e.nextHopId), [w.worker], "the released worker's route deleted");
+        assert.match(r.out, /next: `pulumi up --replace '<URN of dev-join-info>'`/);
+
+        // Run again: nothing is discarded, restored or initialized again.
+        w.order.length = 0;
+        const again = await restore(newStack, ["--from-outputs", old]);
+        assert.strictEqual(again.code, 0, again.out);
+        assert.deepStrictEqual(w.order.filter((o) => !/channel/.test(o)), [`${target}: status`, `${target}: leases`]);
+        assert.strictEqual(callsOf(sbCalls(sb), "kubeadm", "reset").length, 1);
+        assert.strictEqual(callsOf(sbCalls(sb), "kubeadm", "init").length, 1);
     });
 });
 

@@ -6,7 +6,8 @@
  * with the real openssl and tar) and its ECS the masters. The plan must name the newest backup, open it with the key
  * its header names, read its manifest, pick the first master that exists, read that master's restore state (the real
  * etcd-restore script's status step, in the script sandbox), and change nothing; a wrong key or another cluster's backup
- * stops it before any master is touched. The restore itself: test/restoreApply.test.ts.
+ * stops it before any master is touched. The arguments of a restore into a new stack are checked before anything is
+ * read (no world: the parser alone). The restore itself: test/restoreApply.test.ts.
  */
 import * as assert from "assert";
 import * as crypto from "crypto";
@@ -18,6 +19,7 @@ import { backupKeyPair, runRestore, sealedBackup } from "../testing/backup";
 import { makeSandbox, type Sandbox } from "../testing/sandbox";
 import { operation, saveNodeCommands } from "../testing/savedCommands";
 import { backupKeyId, backupPrefixes, type NodeCommandIds } from "../src/rules";
+import { intoNewStack, parseArgs } from "../scripts/restore";
 
 const BUCKET = "dev-etcd-0123abcd";
 
@@ -102,5 +104,22 @@ describe("npm run restore -- --dry-run (plan from the bucket, the key and the in
         const foreign = await run(["--dry-run"], stack([master0]));
         assert.strictEqual(foreign.code, 1);
         assert.match(foreign.out, /is a backup of cluster prod, not dev/);
+    });
+});
+
+describe("npm run restore's arguments for a restore into a new stack", () => {
+    it("names the bad argument and the fix, before anything is read", () => {
+        const bad: Array<[string[], RegExp]> = [
+            [["--stack", "new", "--from-stack", "old", "--bucket", "b-1"], /at most one of --from-stack, --from-outputs and --bucket/],
+            [["--stack", "new", "--bucket-region", "cn-beijing"], /--bucket-region goes with --bucket/],
+            [["--stack", "new", "--bucket", "Bad_Bucket"], /--bucket: an OSS bucket name/],
+            [["--stack", "new", "--bucket", "old-etcd", "--bucket-region", "x; rm -rf /"], /--bucket-region: a region id/],
+            [["--stack", "same", "--from-stack", "same"], /--from-stack names this stack/],
+            [["--stack", "new", "--from-stack"], /--from-stack needs a value/],
+        ];
+        for (const [argv, message] of bad) assert.throws(() => parseArgs(argv), message, argv.join(" "));
+        const ok = parseArgs(["--stack", "new", "--bucket", "old-etcd", "--bucket-region", "cn-beijing", "--keys", "k.json"]);
+        assert.ok(intoNewStack(ok));
+        assert.ok(!intoNewStack(parseArgs(["--stack", "new"])));
     });
 });

@@ -38,7 +38,7 @@ const COMMANDS: Array<{ name: string; parameters: readonly ParameterName[]; scri
 const VALID: Record<ParameterName, string> = {
     node: "n1", nodes: "n1 n2", selector: "", timeout: "30", force: "false", skipWait: "0", mark: "removing", member: "", peerIp: "", etcdNode: "m0", tokenId: "abcdef", ttl: "15m",
     description: "d", recipient: newRecipient().publicKey, channel: "0123456789abcdef0123456789abcdef",
-    sealed: seal(newRecipient().publicKey, "x"), credential: "alicloud-kubeadm-stack-abcd1234", labels: "", taints: "", lines: "10", upgradeStep: "status", step: "status", restoreId: "0123456789abcdef", pool: "general", taintMode: "clear", outdated: "",
+    sealed: seal(newRecipient().publicKey, "x"), credential: "alicloud-kubeadm-stack-abcd1234", labels: "", taints: "", lines: "10", upgradeStep: "status", step: "status", restoreId: "0123456789abcdef", discardCa: "", pool: "general", taintMode: "clear", outdated: "",
 };
 
 /** Values that would run `echo >canary` if any shell parsed them: quotes, line breaks, `$()`, backticks, heredoc ends, NUL, 4 KB. */

@@ -3,14 +3,8 @@
  * real time (the pauses asked for are recorded, not slept).
  */
 import * as assert from "assert";
-import { type Clock, waitFor } from "../src/cloud/wait";
-
-/** A clock that moves only by the pauses asked of it. */
-function steppedClock(): Clock & { pauses: number[] } {
-    let now = 0;
-    const pauses: number[] = [];
-    return { pauses, now: () => now, sleep: async (ms) => { pauses.push(ms); now += ms; } };
-}
+import { waitFor } from "../src/cloud/wait";
+import { steppedClock } from "../testing/steppedClock";
 
 describe("a bounded wait (waitFor) on an injected clock", () => {
     it("pauses grow by the factor up to the cap, and the look is given the time waited", async () => {

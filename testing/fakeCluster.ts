@@ -1,5 +1,5 @@
 // A fake Kubernetes cluster behind the emulator's Cloud Assistant: any master answers the saved node
-// operations (list-nodes, pod-owners, drain, uncordon, delete-node, etcd-member-remove, etcd-health) from an in-memory
+// operations (list-nodes, pod-owners, drain, uncordon, delete-node, etcd-member-remove, etcd-health, cluster-validate) from an in-memory
 // node table, and nodes answer `reset`. The operations are saved in the emulator from the program's own
 // NodeCommands specs, and handlers read their parameters, as the real scripts would. Every command is
 // recorded as "<instance>: <verb>" for ordered assertions. Used where a test must inject a failure or a
@@ -115,6 +115,11 @@ export interface FakeCluster {
     backupInstalled: boolean;
     /** Order invariants of upgrades broken (see the header). */
     upgradeViolations: string[];
+    /**
+     * What `cluster-validate` answers besides the Nodes: the Deployments of kube-system and kube-flannel (default CoreDNS,
+     * 2 of 2 available) and their pods that are not Ready (default none). Tests break them to fail a rollout's validation.
+     */
+    system: { deployments: Array<{ name: string; replicas: number; available: number }>; unreadyPods: Array<{ name: string; node: string; phase: string }> };
     addNode(instanceId: string, init?: Partial<FakeNode>): FakeNode;
     /** Adds master `index` ≥ 1 (an instance, its Ready control-plane Node, its etcd member). */
     addMaster(): string;
@@ -156,6 +161,7 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
         backups: [],
         backupInstalled: false,
         upgradeViolations: [],
+        system: { deployments: [{ name: "kube-system/coredns", replicas: 2, available: 2 }], unreadyPods: [] },
         addNode(instanceId, init = {}) {
             const node: FakeNode = {
                 name: `node-${instanceId}`, instanceId, ready: true, pool: "", podCidr: `172.16.${c.nodes.size}.0/25`, pods: [], createdAt: new Date().toISOString(),
@@ -244,6 +250,16 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
         const lines = [...c.nodes.values()].filter((n) => !selector || (selector[1] === "alicloud-kubeadm/pool" ? n.legacyPool : n.pool) === selector[2])
             .map((n) => [n.name, n.providerId ?? `${region}.${n.instanceId}`, n.ready ? "True" : "False", n.unschedulable ? "true" : "", n.podCidr, n.legacyPool ?? "", n.createdAt, n.removing,
                 n.pool, n.internalIp ?? emu.instances.get(n.instanceId)?.privateIp ?? "", n.readySince ?? "", n.upgrading ?? "", n.resizing ?? ""].join("\t"));
+        return { output: gz(lines.join("\n")) };
+    });
+    // cluster-validate.sh's lines: every Node's Ready, the Deployments, the pods not Ready.
+    emu.onCommand(operation("cluster-validate"), (ctx) => {
+        c.log.push(`${ctx.instanceId}: cluster-validate`);
+        const lines = [
+            ...[...c.nodes.values()].map((n) => `node\t${n.name}\t${n.ready ? "True" : "False"}`),
+            ...c.system.deployments.map((d) => `deployment\t${d.name}\t${d.replicas}\t${d.available === 0 ? "" : d.available}`),
+            ...c.system.unreadyPods.map((p) => `pod\t${p.name}\t${p.node}\t${p.phase}`),
+        ];
         return { output: gz(lines.join("\n")) };
     });
     emu.onCommand(operation("pod-owners"), (ctx) => {

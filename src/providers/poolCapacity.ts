@@ -27,8 +27,8 @@ import { describeScalingGroups, modifyScalingGroup, scaleOutProcess, scalingActi
 import { clearOutdatedTaint, instanceOfProviderId, nodeOfInstance, poolNodes, taintOutdated, uncordonNode } from "../cloud/operations";
 import { clusterAccess, dynamicResourceProps, type ClusterAccessInputs, type ResourceArgs } from "./access";
 import { diffInputs, inputDiff } from "./diff";
-import { planRotationRound, readPoolMembers, removeMembers, scaleInPool, type PoolMember, type RemovalOptions, type RemovalReport } from "../removal";
-import { ATTACH_LOG, checkHealthRepair, MAX_SCALING_GROUP_INSTANCES, OUTDATED_TAINT, parseRollout, type HealthRepair, type Rollout } from "../rules";
+import { planRotationRound, readClusterHealth, readPoolMembers, removeMembers, scaleInPool, soak, validateRollout, type PoolMember, type RemovalOptions, type RemovalReport } from "../removal";
+import { ATTACH_LOG, checkHealthRepair, MAX_SCALING_GROUP_INSTANCES, OUTDATED_TAINT, parseRollout, rolloutWithDefaults, type HealthRepair, type Rollout } from "../rules";
 import { repairPool } from "../removal/health";
 import { logInfo, pulumiLog } from "./log";
 import { withPacingLog } from "./pacing";
@@ -40,7 +40,8 @@ import { SYSTEM_CLOCK, waitFor, type Clock } from "../cloud/wait";
  * a pool's deletion with scale-out suspended, a fixed pool's capacity only raised), Nodes matched by provider id or
  * IP, pacing of every cloud call. 4: outdated members (spec hash) removed first by a shrink, and replaced by a rollout.
  * 5: a rollout taints outdated Nodes PreferNoSchedule before it surges, and clears the taint from the Nodes it keeps
- * (saved command `outdated-taint`); `healthRepair` replaces members NotReady past a timeout (same unreleased version).
+ * (saved command `outdated-taint`); a rollout's canary, soak and validation gates (saved command `cluster-validate`);
+ * `healthRepair` replaces members NotReady past a timeout; all in the same unreleased version.
  */
 export const POOL_CAPACITY_PROVIDER_VERSION = "5";
 
@@ -80,8 +81,9 @@ export interface PoolCapacityInputs extends ClusterAccessInputs {
      */
     specHash?: string;
     /**
-     * Fixed pools: replace outdated members on create and update (surge, wait Ready, drain and remove outdated
-     * ones; docs/rotation.md). Default none: outdated members are only reported in the Pulumi log.
+     * Fixed pools: replace outdated members on create and update (validate, surge a canary, wait Ready, drain and
+     * remove outdated ones, soak and validate between batches; docs/rotation.md). A field left out takes its default
+     * (`DEFAULT_ROLLOUT`). Default none: outdated members are only reported in the Pulumi log.
      */
     rollout?: Rollout;
     /**
@@ -185,7 +187,8 @@ async function removeSurplus(inputs: PoolCapacityInputs, size: number, minSize: 
  * from scale-in (docs/upstream.md#ess-protection), the second guard against ESS choosing a victim.
  * With `healthRepair`, members not Ready past its timeout are replaced first (removed here, refilled with the rest).
  * @param log progress for the Pulumi log
- * @param clock what health repair reads the time from (tests). Default the system clock.
+ * @param clock what health repair reads the time from, and a rollout's soak and validation wait on (tests step their
+ *   own). Default the system clock.
  * @throws on a failed scaling activity or when the wait runs out, naming the instances not Ready yet
  */
 export async function setPoolCapacity(inputs: PoolCapacityInputs, log: (m: string) => void = () => undefined, clock: Clock = SYSTEM_CLOCK): Promise<PoolCapacityOutputs> {
@@ -197,7 +200,7 @@ export async function setPoolCapacity(inputs: PoolCapacityInputs, log: (m: strin
     await removeSurplus(inputs, size + await rolloutSurge(inputs, size, opts), inputs.minSize ?? 0, opts, log, "an out-of-band scale-out?", "`pulumi up`");
     await uncordonSurvivors(inputs, log);
     if (inputs.healthRepair) await repairPool({ scalingGroupId, poolName: inputs.poolName, specHash: inputs.specHash, size }, inputs.healthRepair, opts, clock);
-    await rollOut(inputs, opts, log);
+    await rollOut(inputs, opts, log, clock);
     const before = await activityIds(region, scalingGroupId);
     await setFixedCapacity(inputs, keep, log);
     let outs: PoolCapacityOutputs;
@@ -234,12 +237,24 @@ async function rolloutSurge(inputs: PoolCapacityInputs, size: number, opts: Remo
  * removal core, as many outdated members as keep the Ready nodes at `size − maxUnavailable` or more (NotReady ones
  * first). Before each surge the outdated members' Nodes carry {@link OUTDATED_TAINT} (PreferNoSchedule), so the pods
  * the drains evict go to the new nodes; when the rollout ends, or there is none, no Node of the pool keeps it.
- * Everything is read again each round, so a run that stops anywhere is resumed by the next. Without `rollout`,
- * outdated members are only reported.
+ * Its gates (src/removal/rolloutGates.ts): the cluster is validated before the first round, after each surge that
+ * launched nodes (the canary's first) and after each batch, which is soaked first; a validation that keeps failing
+ * pauses the rollout naming what failed. Everything is read again each round, so a run that stops anywhere is
+ * resumed by the next (which validates first). Without `rollout`, outdated members are only reported.
  */
-async function rollOut(inputs: PoolCapacityInputs, opts: RemovalOptions, log: (m: string) => void): Promise<void> {
-    const { region, scalingGroupId, poolName, specHash, rollout } = inputs;
+async function rollOut(inputs: PoolCapacityInputs, opts: RemovalOptions, log: (m: string) => void, clock: Clock): Promise<void> {
+    const { region, scalingGroupId, poolName, specHash } = inputs;
     if (!specHash) return;
+    const rollout = inputs.rollout && rolloutWithDefaults(inputs.rollout);
+    const gate = {
+        poolName, log, clock, timeoutMs: (inputs.readyTimeoutSeconds ?? 1200) * 1000, pollMs: (inputs.pollSeconds ?? 15) * 1000,
+        // One reading: the pool (ESS, ECS and two listings) and the cluster's health, read side by side.
+        read: async () => {
+            const [members, health] = await Promise.all([readPoolMembers({ scalingGroupId, specHash }, opts), readClusterHealth(clusterAccess(inputs))]);
+            return { members, health };
+        },
+    };
+    const validate = (when: string) => (rollout?.validate ? validateRollout(gate, when) : Promise.resolve());
     const size = inputs.size ?? 0;
     let surged = false;
     for (let round = 0; ; round++) {
@@ -257,7 +272,9 @@ async function rollOut(inputs: PoolCapacityInputs, opts: RemovalOptions, log: (m
             return;
         }
         if (round === 0) {
-            log(`pool ${poolName}: rolling out spec ${specHash}: ${outdated.length} of ${members.length} node(s) outdated (maxSurge ${rollout.maxSurge}, maxUnavailable ${rollout.maxUnavailable})`);
+            log(`pool ${poolName}: rolling out spec ${specHash}: ${outdated.length} of ${members.length} node(s) outdated (maxSurge ${rollout.maxSurge}, ` +
+                `maxUnavailable ${rollout.maxUnavailable}${rollout.canary ? ", a canary first" : ""})`);
+            await validate("before the rollout");
         }
         const plan = planRotationRound(members, size, rollout, surged);
         if (plan.kind === "done") return;
@@ -274,11 +291,15 @@ async function rollOut(inputs: PoolCapacityInputs, opts: RemovalOptions, log: (m
             const notReadyOutdated = outdated.filter((m) => !(m.ready && m.nodeName !== null)).length;
             await waitForReadyNodes(inputs, plan.members - notReadyOutdated, Date.now(), before, log);
             await protectMembers(inputs, true, log);
+            if (plan.members > members.length) await validate(`after the surge to ${plan.members} member(s)`);
             surged = true;
             continue;
         }
         log(`pool ${poolName}: replacing outdated node(s) ${plan.victims.map((v) => v.instanceId).join(", ")}`);
         await removeOutdated(inputs, plan.victims, { ...opts, drainTimeoutSeconds: rollout.drainTimeoutSeconds }, rollout.onDrainTimeout, log);
+        const batch = `replacing ${plan.victims.length} outdated node(s)`;
+        await soak(poolName, rollout.soakSeconds, batch, log, clock);
+        await validate(`after ${batch}`);
         surged = false;
     }
 }
@@ -477,9 +498,9 @@ export const poolCapacityProvider: pulumi.dynamic.ResourceProvider = withPacingL
             failures.push({ property: "size", reason: `must be an integer in 0..${MAX_SCALING_GROUP_INSTANCES}, got ${news.size}` });
         }
         if (news.rollout !== undefined) {
-            const { drainTimeoutSeconds, onDrainTimeout, ...counts } = news.rollout;
-            // The parser's rules, on the parsed form (drainTimeout in seconds).
-            parseRollout({ ...counts, onDrainTimeout, drainTimeout: `${drainTimeoutSeconds}s` },
+            const { maxSurge, maxUnavailable, drainTimeoutSeconds, onDrainTimeout, canary, soakSeconds, validate } = news.rollout;
+            // The parser's rules, on the parsed form (durations in seconds).
+            parseRollout({ maxSurge, maxUnavailable, onDrainTimeout, canary, validate, drainTimeout: `${drainTimeoutSeconds}s`, ...(soakSeconds === undefined ? {} : { soak: `${soakSeconds}s` }) },
                 (path, reason) => failures.push({ property: path ? `rollout.${path}` : "rollout", reason }));
         }
         if (news.healthRepair !== undefined && news.mode === "observe") {

@@ -6,12 +6,12 @@
  * control-plane join command there, then waits for its Node to be Ready.
  */
 import { CommandError } from "../cloud/cloudAssistant";
-import { describeInstance } from "../cloud/ecs";
-import { bootstrapLog, joinSecrets, listNodes, nodeOfInstance, providerIdOf, runJoin, sendSecret, type ClusterAccess, type JoinSecrets } from "../cloud/operations";
+import { describeInstance, describeInstances } from "../cloud/ecs";
+import { bootstrapLog, invokeOnMaster, joinSecrets, listNodes, nodeOfInstance, providerIdOf, runJoin, sendSecret, type ClusterAccess, type JoinSecrets } from "../cloud/operations";
 import { waitFor } from "../cloud/wait";
 import type { NodeCommandIds } from "../rules";
 import { backupBeforeChange } from "./backup";
-import { joinProblem, readEtcdMembers, removalProblem } from "./quorum";
+import { joinProblem, readEtcdMembers, removalProblem, staleMembers, type EtcdMember } from "./quorum";
 
 /** What a join needs (the ControlPlaneMember's inputs are documented in src/providers/controlPlaneMember.ts). */
 export interface JoinMemberInputs {
@@ -90,7 +90,8 @@ export async function checkQuorum(access: ClusterAccess, nodes: Awaited<ReturnTy
         .map((m) => nodeOfInstance(nodes, access.region, { instanceId: m })).find((n) => n?.ready);
     if (!via) return;
     const peerIp = (await describeInstance(access.region, memberInstanceId))?.privateIp ?? "";
-    const members = await readEtcdMembers(access, via.name);
+    let members = await readEtcdMembers(access, via.name);
+    if (step === "join") members = await sweepStaleMembers(access, via.name, members, log);
     // Every master counts, the member too: master 0's own member reaches the cluster through masters 1..n alone.
     const masters = new Set([...access.masterInstanceIds, memberInstanceId]).size;
     const problem = step === "join"
@@ -101,3 +102,27 @@ export async function checkQuorum(access: ClusterAccess, nodes: Awaited<ReturnTy
         `${members.filter((m) => m.healthy).length} of ${members.length} members healthy`);
 }
 
+
+/**
+ * Before a member joins: removes the members whose master vanished outside Pulumi (src/recovery/quorum.ts staleMembers:
+ * unhealthy, named after an instance that no longer exists), one at a time through the healthy master `etcdNode`, each
+ * only when the members left keep a healthy quorum (removalProblem). Otherwise they stay, and the join's own check
+ * refuses with the reason. Returns the members as etcd reports them afterwards.
+ */
+export async function sweepStaleMembers(access: ClusterAccess, etcdNode: string, members: EtcdMember[], log: (m: string) => void): Promise<EtcdMember[]> {
+    const named = members.filter((m) => !m.healthy && m.name.startsWith(`${access.region}.`)).map((m) => m.name.slice(access.region.length + 1));
+    if (named.length === 0) return members;
+    const live = await describeInstances(access.region, named);
+    let now = members;
+    for (const stale of staleMembers(members, access.region, (id) => live.has(id))) {
+        const problem = removalProblem(now, { name: stale.name });
+        if (problem) {
+            log(`etcd member ${stale.name} belongs to an instance that no longer exists, but is not removed: ${problem}`);
+            break;
+        }
+        log(`removing etcd member ${stale.name} (id ${stale.id}): its instance no longer exists and it is unhealthy`);
+        await invokeOnMaster(access, "etcd-member-remove", { member: stale.name, peerIp: "", etcdNode });
+        now = await readEtcdMembers(access, etcdNode);
+    }
+    return now;
+}

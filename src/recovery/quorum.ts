@@ -71,6 +71,15 @@ export function removalProblem(members: readonly EtcdMember[], which: { name?: s
 }
 
 /**
+ * The members whose master vanished (released outside Pulumi, no refresh since): named after an instance
+ * (`<region>.<instanceId>`, as kubeadm names a member after the master's Node) that `exists` does not hold, and not
+ * healthy. A healthy member is never one, whatever its name; nor is an unstarted one (no name yet: a join under way).
+ */
+export function staleMembers(members: readonly EtcdMember[], region: string, exists: (instanceId: string) => boolean): EtcdMember[] {
+    return members.filter((m) => !m.healthy && m.name.startsWith(`${region}.`) && !exists(m.name.slice(region.length + 1)));
+}
+
+/**
  * Why a new member must not join now, or undefined: every member healthy, no learner still catching up, and fewer members
  * than `masters` (a join never makes more members than masters).
  */

@@ -56,14 +56,21 @@ export function untar(tar: Buffer): Map<string, Buffer> {
 }
 
 /** What a backup holds, from its bundle's backup.txt. */
-export interface BackupManifest { cluster: string; member: string; revision: number; keys: number; created: string; encryptionConfig: string; files: string[] }
+export interface BackupManifest {
+    cluster: string; member: string; revision: number; keys: number; created: string; encryptionConfig: string; files: string[];
+    /** SHA-256 (hex) of the backup's CA certificate file (pki/ca.crt), if it holds one: a master whose ca.crt differs runs another cluster. */
+    caCertSha256?: string;
+}
 
 export function readBundle(bundle: Buffer): BackupManifest {
     const files = untar(zlib.gunzipSync(bundle));
     const text = files.get("backup.txt")?.toString("utf8");
     if (!text || !files.has("snapshot.db")) throw new Error("the backup's bundle has no backup.txt or snapshot.db");
     const f = Object.fromEntries(text.split("\n").map((l) => l.split("=")).filter((kv) => kv.length >= 2).map(([k, ...v]) => [k, v.join("=")]));
-    return { cluster: f.cluster, member: f.member, revision: Number(f.revision), keys: Number(f.keys), created: f.created, encryptionConfig: f.encryption_config, files: [...files.keys()].sort() };
+    const ca = files.get("pki/ca.crt");
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const caCertSha256 = ca ? (require("crypto") as typeof import("crypto")).createHash("sha256").update(ca).digest("hex") : undefined;
+    return { cluster: f.cluster, member: f.member, revision: Number(f.revision), keys: Number(f.keys), created: f.created, encryptionConfig: f.encryption_config, files: [...files.keys()].sort(), caCertSha256 };
 }
 
 /** What `npm run restore` needs to know about the stack. */

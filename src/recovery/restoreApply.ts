@@ -15,7 +15,7 @@ import { describeInstances } from "../cloud/ecs";
 import { deleteNodes, listNodes, providerIdOf, resetNode, sendSecret, type ClusterAccess } from "../cloud/operations";
 import { ossUrl, signOssV4, type OssCredentials, type OssTarget } from "../cloud/oss";
 import { fillOperation, OPERATIONS, type NodeCommandIds, type ParameterName } from "../rules";
-import { compactShell, renderOperation } from "../shell/render";
+import { compactShell, packShell, renderOperation } from "../shell/render";
 import { removeNodes } from "../removal";
 import { joinControlPlaneMember } from "./member";
 import { readEtcdMembers } from "./quorum";
@@ -36,6 +36,8 @@ export interface MasterRestoreState {
     other?: { id: string; key: string };
     /** Whether its API server answers /readyz. */
     apiReady: boolean;
+    /** SHA-256 (hex) of its CA certificate file, if it has one. */
+    caSha256?: string;
 }
 
 /** Where and with what the restore runs. */
@@ -57,6 +59,12 @@ export interface ApplyRestoreInputs {
     controlPlaneJoinCommandId?: string;
     /** Restore over an API server that answers (a rollback). Default false: refused. */
     force?: boolean;
+    /**
+     * The backup is another stack's (`npm run restore -- --from-stack`): this stack's master 0 runs a cluster of its own,
+     * made by its first `pulumi up`, which the restore discards (`kubeadm reset -f`) when its CA is not the backup's.
+     * Default false: a master with another CA than the backup's is refused.
+     */
+    newStack?: boolean;
     /** First Cloud Assistant poll delay, ms. Default 1000 (tests lower it). */
     pollIntervalMs?: number;
     /** Bound on each re-joined master's wait for Ready, seconds. Default 600. */
@@ -93,14 +101,16 @@ export function parseRestoreState(output: string): MasterRestoreState {
         done: (one("done") ?? "").split(",").filter((s): s is RestoreStep => (RESTORE_STEPS as readonly string[]).includes(s)),
         other: other ? { id: other.slice(0, other.indexOf(":")), key: other.slice(other.indexOf(":") + 1) } : undefined,
         apiReady: one("api") === "ready",
+        caSha256: one("ca"),
     };
 }
 
 /** Runs one step of the etcd-restore operation on the plan's master (RunCommand). */
-async function runStep(i: ApplyRestoreInputs, plan: RestorePlan, peerIp: string, step: RestoreStep | "status" | "leases", channel = "0".repeat(32)): Promise<string> {
-    const values: Partial<Record<ParameterName, string>> = { step, restoreId: plan.restoreId, node: providerIdOf(i.region, plan.target), peerIp, channel };
-    // Compacted (comments out): the operation with its libraries must fit RunCommand's 24 KB.
-    const script = compactShell(fillOperation(renderOperation("etcd-restore"), "etcd-restore", values));
+async function runStep(i: ApplyRestoreInputs, plan: RestorePlan, peerIp: string, step: RestoreStep | "status" | "leases", channel = "0".repeat(32), discardCa = ""): Promise<string> {
+    const values: Partial<Record<ParameterName, string>> = { step, restoreId: plan.restoreId, node: providerIdOf(i.region, plan.target), peerIp, channel, discardCa };
+    // Compacted (comments out) and packed (gzip, its header in the clear): the operation with its libraries must fit
+    // RunCommand's 24 KB.
+    const script = packShell(compactShell(fillOperation(renderOperation("etcd-restore"), "etcd-restore", values)));
     try {
         return await runOnInstance({
             region: i.region, instanceId: plan.target, script, name: `alicloud-kubeadm etcd-restore ${step}`,
@@ -125,10 +135,20 @@ export async function readMasterState(i: ApplyRestoreInputs, plan: RestorePlan):
 }
 
 /**
- * Why the restore must not go on, or undefined: the master can take no restore, another one is unfinished there, or
- * its API server answers (a running cluster, rolled back only with `force`).
+ * The CA of the cluster the master runs now, when it is not the backup's (a new stack's own cluster, before the restore
+ * discarded it), else undefined.
  */
-export function restoreRefusal(plan: RestorePlan, state: MasterRestoreState, force: boolean): string | undefined {
+export function otherCa(plan: RestorePlan, state: MasterRestoreState): string | undefined {
+    if (state.done.includes("stop") || !state.caSha256 || !plan.manifest.caCertSha256) return undefined;
+    return state.caSha256 === plan.manifest.caCertSha256 ? undefined : state.caSha256;
+}
+
+/**
+ * Why the restore must not go on, or undefined: the master can take no restore, another one is unfinished there, it
+ * runs a cluster with another CA than the backup's (allowed only into a new stack, which discards it), or its API
+ * server answers (a running cluster, rolled back only with `force`).
+ */
+export function restoreRefusal(plan: RestorePlan, state: MasterRestoreState, force: boolean, newStack = false): string | undefined {
     if (state.mode === "none" && !state.done.includes("stop")) {
         return `master ${plan.target} runs no control plane and did not refuse kubeadm init, so nothing can be restored onto it: if it was just re-created, ` +
             "wait until its userdata stops (/var/log/alicloud-kubeadm/master-init.log names the restore), then run the restore again";
@@ -137,6 +157,13 @@ export function restoreRefusal(plan: RestorePlan, state: MasterRestoreState, for
         return `master ${plan.target} holds an unfinished restore of ${state.other.key} (id ${state.other.id}): finish it with \`--snapshot ${state.other.key}\`, ` +
             `or remove /var/lib/alicloud-kubeadm/restore/${state.other.id} there to give it up`;
     }
+    const other = otherCa(plan, state);
+    if (other && !newStack) {
+        return `master ${plan.target} runs a cluster with another CA than the backup's (ca.crt SHA-256 ${other.slice(0, 16)}…, the backup's ` +
+            `${plan.manifest.caCertSha256!.slice(0, 16)}…). If this is a new stack for the old cluster's data, restore into it with ` +
+            "`--from-stack <old stack>` (or `--bucket <old bucket> --keys <file>`): its own cluster is then discarded (docs/disaster-recovery.md#restore-to-a-new-stack)";
+    }
+    if (other && newStack) return undefined;
     if (state.apiReady && !state.done.includes("stop") && !force) {
         return `the API server on master ${plan.target} answers /readyz: this cluster runs, and a restore would roll it back to ${plan.object.key}. ` +
             "If that is what you want, run again with --force";
@@ -145,17 +172,21 @@ export function restoreRefusal(plan: RestorePlan, state: MasterRestoreState, for
 }
 
 /** What the restore will do from this state, one line a step, for a person (the dry run prints it). */
-export function describeRestore(plan: RestorePlan, state: MasterRestoreState, i: Pick<ApplyRestoreInputs, "controlPlaneJoinCommandId">): string[] {
+export function describeRestore(plan: RestorePlan, state: MasterRestoreState, i: Pick<ApplyRestoreInputs, "controlPlaneJoinCommandId" | "newStack">): string[] {
+    const discard = i.newStack ? otherCa(plan, state) : undefined;
     const at = `on master ${plan.target}`;
     const todo = (s: RestoreStep, what: string) => (state.done.includes(s) ? `${s} ${at}: done already` : `${s} ${at}: ${what}`);
     const others = plan.goneMasters.length ? ` (no longer there: ${plan.goneMasters.join(", ")}, re-created by \`pulumi up --refresh\`)` : "";
     return [
         todo("fetch", `downloads ${plan.object.key} with a GET signed here (valid 15 minutes) and opens it with this backup's password, both sent sealed`),
-        todo("stop", state.mode === "fresh" ? "nothing runs (master 0 refused kubeadm init)" : "moves the static pod manifests of etcd, the API server, the controller-manager and the scheduler aside, until they stopped"),
+        todo("stop", discard ? `discards the cluster this new stack made (its CA ${discard.slice(0, 16)}… is not the backup's): kubeadm reset -f, then it is a master 0 that refused kubeadm init`
+            : state.mode === "fresh" ? "nothing runs (master 0 refused kubeadm init)" : "moves the static pod manifests of etcd, the API server, the controller-manager and the scheduler aside, until they stopped"),
         todo("restore", "etcdutl snapshot restore (a new cluster id, this master its only member), the backup's CA material and EncryptionConfiguration in place"),
-        todo("start", state.mode === "fresh" ? "kubeadm init over the restored etcd and CA (no bootstrap token left), until /readyz answers" : "puts the manifests back, until /readyz answers"),
+        todo("start", state.mode === "fresh" || discard ? "kubeadm init over the restored etcd and CA (no bootstrap token left), until /readyz answers" : "puts the manifests back, until /readyz answers"),
         `leases ${at}: deletes the API server identity Leases of every other host`,
-        "stale Nodes: deletes the Nodes whose instance no longer exists, and their pod routes",
+        i.newStack
+            ? "stale Nodes: deletes the old cluster's Nodes (every Node but this master's; their instances belong to the old stack and are not touched), and the pod routes of those gone"
+            : "stale Nodes: deletes the Nodes whose instance no longer exists, and their pod routes",
         i.controlPlaneJoinCommandId
             ? `other masters: each one that exists is reset, its Node deleted, and joined as a fresh etcd member through the control-plane join${others}`
             : `other masters: none to re-join (one master, or a stack from before the restore joined them: \`pulumi up --replace\` each)${others}`,
@@ -167,9 +198,11 @@ export async function applyRestore(i: ApplyRestoreInputs, plan: RestorePlan, rea
     const log = i.log;
     const peerIp = await peerIpOf(i, plan.target);
     const state = read ?? parseRestoreState(await runStep(i, plan, peerIp, "status"));
-    const refusal = restoreRefusal(plan, state, i.force ?? false);
+    const refusal = restoreRefusal(plan, state, i.force ?? false, i.newStack ?? false);
     if (refusal) throw new Error(refusal);
     const access: ClusterAccess = { region: i.region, masterInstanceIds: [plan.target], commands: i.commands, pollIntervalMs: i.pollIntervalMs };
+    const discard = i.newStack ? otherCa(plan, state) : undefined;
+    if (discard) await checkDiscardable(i, access, plan, state);
     const ran: RestoreStep[] = [];
     for (const step of RESTORE_STEPS) {
         if (state.done.includes(step)) {
@@ -179,16 +212,30 @@ export async function applyRestore(i: ApplyRestoreInputs, plan: RestorePlan, rea
         log(`${step} on ${plan.target}…`);
         let channel: string | undefined;
         if (step === "fetch") channel = await sendSecret(access, plan.target, signedDownload(i, plan));
-        const out = await runStep(i, plan, peerIp, step, channel);
+        const out = await runStep(i, plan, peerIp, step, channel, step === "stop" ? discard ?? "" : "");
         log(`${step} on ${plan.target}: ${restoreFields(out).map(([k, v]) => `${k}=${v}`).join(" ")}`);
         ran.push(step);
     }
     for (const [, lease] of restoreFields(await runStep(i, plan, peerIp, "leases")).filter(([k]) => k === "lease-deleted")) log(`deleted the stale API server Lease ${lease}`);
 
     // Nodes whose instance is gone (the old master 0, released pool nodes): the removal core deletes them and their routes.
-    const nodes = (await listNodes(access)).filter((n) => n.providerId.startsWith(`${i.region}.`));
+    const listed = await listNodes(access);
+    const nodes = listed.filter((n) => n.providerId.startsWith(`${i.region}.`));
     const live = await describeInstances(i.region, nodes.map((n) => n.providerId.slice(i.region.length + 1)));
     const stale = nodes.filter((n) => !live.has(n.providerId.slice(i.region.length + 1)));
+    // Into a new stack, right after the restored cluster started, every Node but this master's is the old cluster's: those
+    // whose instance lives on belong to the old stack, so only their Node objects go (nothing runs on the instances: they
+    // are not this stack's to reset). Only then: on a later run, Nodes may have joined the new stack since.
+    const notOurs = i.newStack ? listed.filter((n) => n.providerId !== providerIdOf(i.region, plan.target) && !stale.includes(n)) : [];
+    const foreign = ran.includes("start") ? notOurs : [];
+    if (notOurs.length > 0 && foreign.length === 0) {
+        log(`Nodes other than this master's: ${notOurs.map((n) => n.name).join(", ")}. Those of the old cluster (not this stack's) were left by a run ` +
+            "that stopped after the start step: delete them with `kubectl delete node <name>`");
+    }
+    if (foreign.length > 0) {
+        log(`deleting ${foreign.length} Node(s) of the old cluster whose instances are not this stack's (left running, untouched): ${foreign.map((n) => n.name).join(", ")}`);
+        await deleteNodes(access, foreign.map((n) => n.name));
+    }
     if (stale.length > 0) {
         log(`deleting ${stale.length} Node(s) whose instance no longer exists: ${stale.map((n) => n.name).join(", ")}`);
         // "existing": no ESS group to leave; its userdata and reset are skipped for an instance that is gone.
@@ -224,7 +271,24 @@ export async function applyRestore(i: ApplyRestoreInputs, plan: RestorePlan, rea
             rejoined.push(m);
         }
     }
-    return { ran, staleNodes: stale.map((n) => n.name), rejoined, missingMasters };
+    return { ran, staleNodes: [...stale, ...foreign].map((n) => n.name), rejoined, missingMasters };
+}
+
+/**
+ * Before a new stack's own cluster is discarded: it must hold nothing but this master (pool nodes that joined it would be
+ * left with a CA that no longer exists). Read through its API server when it answers; when it does not, nothing can
+ * have joined it since, and the one-master stack is all there is.
+ */
+async function checkDiscardable(i: ApplyRestoreInputs, access: ClusterAccess, plan: RestorePlan, state: MasterRestoreState): Promise<void> {
+    if (!state.apiReady) {
+        i.log(`the API server of this stack's own cluster on ${plan.target} does not answer: its Nodes cannot be listed before it is discarded`);
+        return;
+    }
+    const others = (await listNodes(access)).filter((n) => n.providerId !== providerIdOf(i.region, plan.target));
+    if (others.length > 0) {
+        throw new Error(`this stack's own cluster on master ${plan.target} has other Nodes (${others.map((n) => n.name).join(", ")}): they joined the cluster the ` +
+            "restore discards. Scale the stack's pools to 0 (and remove its existing nodes) with `pulumi up`, then run the restore again");
+    }
 }
 
 /** Whether master `m` is already a healthy member of the restored etcd (a re-run after it re-joined). */

@@ -2,7 +2,8 @@
  * One round of a fixed pool's rollout, decided from what was read (pure): how many members the pool should have
  * before anything leaves (the surge), and which outdated members may leave now without the pool's Ready nodes
  * falling below `size − maxUnavailable`. Only outdated members are ever chosen; NotReady ones first (their leaving
- * costs no Ready node), then the removal order of victims.ts.
+ * costs no Ready node), then the removal order of victims.ts. With a canary, the rollout's first replacement is one
+ * node: while no outdated member has left yet, one node surges and one leaves.
  */
 import { chooseVictims, type PoolMember } from "./victims";
 
@@ -10,6 +11,8 @@ import { chooseVictims, type PoolMember } from "./victims";
 export interface RolloutBounds {
     maxSurge: number;
     maxUnavailable: number;
+    /** Replace one node first (see {@link inCanary}). Default false. */
+    canary?: boolean;
 }
 
 /** What a round does. */
@@ -25,9 +28,19 @@ export type RotationRound =
     /** Nothing may leave now: why. */
     | { kind: "blocked"; reason: string };
 
-/** Members the pool has during a round: its size plus the surge it still needs (no more than the outdated left). */
+/**
+ * Whether a round is the canary's: the rollout has one and no outdated member has left yet (the pool still has as many
+ * outdated members as its size). Read from state, so a run that resumes after the canary's replacement goes on at full
+ * width, and one that resumes before it replaces the canary first.
+ */
+export function inCanary(size: number, outdated: number, bounds: RolloutBounds): boolean {
+    return !!bounds.canary && outdated >= size;
+}
+
+/** Members the pool has during a round: its size plus the surge it still needs (no more than the outdated left; one in the canary's round). */
 export function surgeTarget(size: number, outdated: number, bounds: RolloutBounds): number {
-    return size + Math.min(bounds.maxSurge, outdated);
+    const surge = inCanary(size, outdated, bounds) ? Math.min(bounds.maxSurge, 1) : bounds.maxSurge;
+    return size + Math.min(surge, outdated);
 }
 
 /**
@@ -42,8 +55,10 @@ export function planRotationRound(members: ReadonlyArray<PoolMember & { outdated
     const isReady = (m: PoolMember) => m.ready && m.nodeName !== null;
     let ready = members.filter(isReady).length;
     const floor = size - bounds.maxUnavailable;
+    const most = inCanary(size, outdated.length, bounds) ? 1 : outdated.length;
     const victims: PoolMember[] = [];
     for (const m of chooseVictims(outdated, outdated.length)) {
+        if (victims.length === most) break;
         if (!isReady(m)) {
             victims.push(m);
         } else if (ready - 1 >= floor) {

@@ -91,6 +91,7 @@ export const OPERATION_PARAMETERS = {
     upgradeStep: { variable: "AK_UPGRADE_STEP", pattern: /^(status|kubeadm|plan|apply|node|kubelet|control-plane)$/, what: "an upgrade step (status, kubeadm, plan, apply, node, kubelet, control-plane)" },
     step: { variable: "AK_STEP", pattern: /^(status|fetch|stop|restore|start|leases)$/, what: "a restore step (status, fetch, stop, restore, start, leases)" },
     restoreId: { variable: "AK_RESTORE_ID", pattern: /^[0-9a-f]{16}$/, what: "a restore id (16 hex digits)" },
+    discardCa: { variable: "AK_DISCARD_CA", pattern: /^([0-9a-f]{64})?$/, what: "the SHA-256 (64 hex digits) of the CA file of a new stack's own cluster that a restore discards, or empty" },
 } as const satisfies Record<string, OperationParameter>;
 
 export type ParameterName = keyof typeof OPERATION_PARAMETERS;
@@ -121,6 +122,7 @@ export const OPERATIONS = {
     "drain": { on: "master", parameters: ["node", "timeout", "force", "skipWait", "mark"], timeoutSeconds: 660, saved: true, description: "mark (as a removal's, an upgrade's or a resize's), cordon and drain a Node through the eviction API" },
     "uncordon": { on: "master", parameters: ["node", "mark"], timeoutSeconds: 60, saved: true, description: "uncordon a Node an unfinished removal, upgrade or resize marked and cordoned" },
     "outdated-taint": { on: "master", parameters: ["pool", "taintMode", "outdated"], timeoutSeconds: 120, saved: true, description: "put the rollout's PreferNoSchedule taint on a pool's outdated Nodes, or clear it from the pool" },
+    "cluster-validate": { on: "master", parameters: [], timeoutSeconds: 60, saved: true, description: "rollout validation (read-only): each Node's Ready, kube-system and kube-flannel Deployments' available replicas and pods not Ready" },
     "delete-node": { on: "master", parameters: ["nodes"], timeoutSeconds: 120, saved: true, description: "delete Node objects (gone ones are fine)" },
     "etcd-member-remove": { on: "master", parameters: ["member", "peerIp", "etcdNode"], timeoutSeconds: 120, saved: true, description: "remove a master's etcd member (by name or peer address) through a healthy master's etcd" },
     "etcd-health": { on: "master", parameters: ["etcdNode"], timeoutSeconds: 60, saved: true, description: "list the etcd members and each one's health through a master's etcd (quorum checks)" },
@@ -134,7 +136,7 @@ export const OPERATIONS = {
     "channel-open": { on: "node", parameters: ["channel"], timeoutSeconds: 60, saved: true, description: "make a one-use key pair for a secret sent to this instance; print its public key" },
     "channel-receive": { on: "node", parameters: ["channel", "sealed"], timeoutSeconds: 60, saved: true, description: "open a secret sealed to the channel's key; keep it root-only on tmpfs for the join" },
     // The restore sends what opens one backup (sealed, on the channel) and replaces the cluster's etcd: one-off, never saved.
-    "etcd-restore": { on: "master", parameters: ["step", "restoreId", "node", "peerIp", "channel"], timeoutSeconds: 1800, saved: false, description: "one step of an etcd restore onto this master (npm run restore)" },
+    "etcd-restore": { on: "master", parameters: ["step", "restoreId", "node", "peerIp", "channel", "discardCa"], timeoutSeconds: 1800, saved: false, description: "one step of an etcd restore onto this master (npm run restore)" },
     "init-status": { on: "master", parameters: [], timeoutSeconds: 30, saved: false, description: "kubeadm init status of master 0, and the CA certificate once done" },
     "stack-credential": { on: "master", parameters: ["credential", "recipient"], timeoutSeconds: 120, saved: false, description: "the stack's service-account token (cluster-admin), sealed" },
     "stack-credential-revoke": { on: "master", parameters: ["credential"], timeoutSeconds: 60, saved: false, description: "delete one stack credential (revokes its token)" },

@@ -16,6 +16,23 @@ export interface RolloutInput {
      * Default `pause`.
      */
     onDrainTimeout?: "pause" | "force";
+    /**
+     * Replace one node first: while no outdated node has left yet, the surge is one node and one outdated node leaves,
+     * and the new node is validated (`validate`) before the rest follow. Default true.
+     */
+    canary?: boolean;
+    /**
+     * How long to wait after each batch of outdated nodes left, before validating and going on (a Go duration, 0 to
+     * 24h: pods evicted onto the new nodes get time to start, or to fail). Default `30s`.
+     */
+    soak?: string;
+    /**
+     * Validate the cluster before the rollout starts, after each surge and after each batch (docs/rotation.md#validation):
+     * every new node of the pool Ready, every Deployment of kube-system and kube-flannel with all its replicas
+     * available, every pod of theirs on a Ready Node Ready; retried for as long as a node's Ready wait
+     * (`PoolTimeouts.readyTimeoutSeconds`, 20 minutes), then the rollout pauses naming what failed. Default true.
+     */
+    validate?: boolean;
 }
 
 /** A pool's rollout with its defaults applied. */
@@ -24,19 +41,30 @@ export interface Rollout {
     maxUnavailable: number;
     drainTimeoutSeconds: number;
     onDrainTimeout: "pause" | "force";
+    /** One node replaced and validated before the rest. Default (read from state written without it) true. */
+    canary?: boolean;
+    /** Wait after each batch, seconds. Default (read from state written without it) 30. */
+    soakSeconds?: number;
+    /** Validate the cluster before, between and after batches. Default (read from state written without it) true. */
+    validate?: boolean;
 }
 
-/** The defaults: one node of surge, never a Ready node fewer than the pool's size, a 10-minute drain, pause when it runs out. */
-export const DEFAULT_ROLLOUT: Rollout = { maxSurge: 1, maxUnavailable: 0, drainTimeoutSeconds: 600, onDrainTimeout: "pause" };
+/** The defaults: surge 1, unavailable 0, a 10-minute drain that pauses when it runs out, a canary, 30 s of soak, validation. */
+export const DEFAULT_ROLLOUT: Required<Rollout> = { maxSurge: 1, maxUnavailable: 0, drainTimeoutSeconds: 600, onDrainTimeout: "pause", canary: true, soakSeconds: 30, validate: true };
+
+/** A rollout with every field set (fields missing from a rollout built by hand, or recorded by an older version, take their defaults). */
+export function rolloutWithDefaults(r: Rollout): Required<Rollout> {
+    return { ...DEFAULT_ROLLOUT, ...Object.fromEntries(Object.entries(r).filter(([, v]) => v !== undefined)) } as Required<Rollout>;
+}
 
 /** Largest surge or unavailability a rollout takes (ESS's RemoveInstances batch; more buys nothing). */
 export const MAX_ROLLOUT_STEP = 20;
 
 /**
  * Checks a pool's rollout and returns it with its defaults, or undefined when anything was reported (at
- * `maxSurge`, `maxUnavailable`, `drainTimeout`, `onDrainTimeout`, or "" for the whole).
+ * `maxSurge`, `maxUnavailable`, `drainTimeout`, `onDrainTimeout`, `canary`, `soak`, `validate`, or "" for the whole).
  */
-export function parseRollout(input: RolloutInput | undefined, report: Report): Rollout | undefined {
+export function parseRollout(input: RolloutInput | undefined, report: Report): Required<Rollout> | undefined {
     const r = input ?? {};
     let ok = true;
     const bad = (path: string, reason: string) => {
@@ -54,13 +82,27 @@ export function parseRollout(input: RolloutInput | undefined, report: Report): R
     if (ok && maxSurge === 0 && maxUnavailable === 0) {
         bad("", "maxSurge and maxUnavailable are both 0: no outdated node could ever be replaced; set maxSurge: 1 (a node added before one is removed) or maxUnavailable: 1");
     }
-    let drainTimeoutSeconds = DEFAULT_ROLLOUT.drainTimeoutSeconds;
-    if (r.drainTimeout !== undefined) {
-        const s = parseDuration(r.drainTimeout);
-        if (s === undefined || s < 1 || s > 86400) bad("drainTimeout", `"${r.drainTimeout}" must be a duration from 1s to 24h, like 10m or 1h`);
-        else drainTimeoutSeconds = Math.ceil(s);
-    }
+    const duration = (path: "drainTimeout" | "soak", min: number, fallback: number, example: string) => {
+        const text = r[path];
+        if (text === undefined) return fallback;
+        const s = parseDuration(text);
+        if (s === undefined || s < min || s > 86400) {
+            bad(path, `"${text}" must be a duration from ${min === 0 ? "0" : `${min}s`} to 24h, like ${example}`);
+            return fallback;
+        }
+        return Math.ceil(s);
+    };
+    const drainTimeoutSeconds = duration("drainTimeout", 1, DEFAULT_ROLLOUT.drainTimeoutSeconds, "10m or 1h");
+    const soakSeconds = duration("soak", 0, DEFAULT_ROLLOUT.soakSeconds, "30s, 5m or 0 (none)");
     const onDrainTimeout = r.onDrainTimeout ?? DEFAULT_ROLLOUT.onDrainTimeout;
     if (onDrainTimeout !== "pause" && onDrainTimeout !== "force") bad("onDrainTimeout", `must be "pause" or "force", got ${JSON.stringify(onDrainTimeout)}`);
-    return ok ? { maxSurge, maxUnavailable, drainTimeoutSeconds, onDrainTimeout } : undefined;
+    const flag = (path: "canary" | "validate") => {
+        const v = r[path];
+        if (v === undefined) return DEFAULT_ROLLOUT[path];
+        if (typeof v !== "boolean") bad(path, `must be true or false, got ${JSON.stringify(v)}`);
+        return v;
+    };
+    const canary = flag("canary");
+    const validate = flag("validate");
+    return ok ? { maxSurge, maxUnavailable, drainTimeoutSeconds, onDrainTimeout, canary, soakSeconds, validate } : undefined;
 }

@@ -540,7 +540,8 @@ export function packShell(script: string): string {
     const { code, trailer } = splitTrailer(script);
     const lines = code.replace(/\n$/, "").split("\n");
     let head = 0;
-    while (head < lines.length && (head === 0 ? lines[0].startsWith("#!") : /^readonly AK_[A-Z0-9_]+=/.test(lines[head]))) head++;
+    // The `#!` line, an operation's naming comment (Cloud Assistant's records show it) and the `readonly AK_*` header stay.
+    while (head < lines.length && (head === 0 ? lines[0].startsWith("#!") : /^(readonly AK_[A-Z0-9_]+=|# alicloud-kubeadm operation: )/.test(lines[head]))) head++;
     const packed = zlib.gzipSync(Buffer.from(lines.slice(head).join("\n") + "\n", "utf8"), { level: 9 }).toString("base64").match(/.{1,76}/g) ?? [];
     return [
         lines[0],

@@ -7,18 +7,21 @@
 #            steps done, another unfinished restore, whether the API server answers /readyz
 #   fetch    the backup, downloaded with the signed request and opened with the password of that one object, both
 #            received sealed on channel AK_CHANNEL (channel-receive); its SHA-256 checked, unpacked root-only
-#   stop     an existing control plane's static pod manifests moved aside, until etcd and the API server stopped
+#   stop     an existing control plane's static pod manifests moved aside, until etcd and the API server stopped; or,
+#            restoring into a new stack (AK_DISCARD_CA: the SHA-256 of this master's CA file, read by status), the new
+#            stack's own cluster discarded: `kubeadm reset -f`, and this master becomes a master 0 that refused init
 #   restore  etcdutl snapshot restore (a new cluster id, member AK_NODE at https://AK_PEER_IP:2380 alone), the backup's
 #            CA material and EncryptionConfiguration in place
 #   start    the manifests put back (existing), or kubeadm init over the restored etcd and CA (fresh), until /readyz
 #   leases   the API server identity Leases of every other host deleted (they belong to API servers that do not run now)
-# Parameters: AK_STEP, AK_RESTORE_ID, AK_NODE, AK_PEER_IP, AK_CHANNEL.
+# Parameters: AK_STEP, AK_RESTORE_ID, AK_NODE, AK_PEER_IP, AK_CHANNEL, AK_DISCARD_CA (empty but in a new stack's stop).
 AK_RETRY_DELAY="${AK_RETRY_DELAY:-5}"
 ak_die() { ak_fail "$*"; }
 manifests="${AK_ROOT}/etc/kubernetes/manifests"
 restore_dir="${AK_STATE_DIR}/restore/${AK_RESTORE_ID}"
 aside="${AK_STATE_DIR}/restore/${AK_RESTORE_ID}/manifests"
 init_config="${AK_STATE_DIR}/kubeadm-init.yaml"
+ca_file="${AK_ROOT}/etc/kubernetes/pki/ca.crt"
 
 say() { printf 'ak-restore %s\n' "$@"; }
 done_step() { [ -f "${restore_dir}/$1.done" ]; }
@@ -30,7 +33,8 @@ step_fail() { ak_fail "step ${AK_STEP}: $*"; }
 # that refused kubeadm init (src/shell/master_guard.sh) with its kubeadm config rendered.
 mode() {
   if [ -f "${restore_dir}/mode" ]; then cat "${restore_dir}/mode"; return; fi
-  if [ -f "${manifests}/etcd.yaml" ]; then echo existing
+  if [ -f "${restore_dir}/discarding" ]; then echo fresh
+  elif [ -f "${manifests}/etcd.yaml" ]; then echo existing
   elif [ -f "${AK_STATE_DIR}/init.refused" ] && [ -f "$init_config" ]; then echo fresh
   else echo none; fi
 }
@@ -53,6 +57,7 @@ case "$AK_STEP" in
       fi
     done
     if api_ready; then say "api=ready"; else say "api=down"; fi
+    if [ -f "$ca_file" ]; then say "ca=$(sha256sum <"$ca_file" | cut -c1-64)"; fi
     ;;
   fetch)
     done_step fetch && { say "fetch=done"; exit 0; }
@@ -79,6 +84,23 @@ case "$AK_STEP" in
   stop)
     done_step stop && { say "stop=done"; exit 0; }
     m=$(mode)
+    # A new stack's master 0 runs the cluster its own kubeadm init made: discarded only if its CA is exactly the one the
+    # restore read (AK_DISCARD_CA, which the restore checked is not the backup's). Recorded first (discarding), so a
+    # reset that stopped is redone.
+    if [ -n "$AK_DISCARD_CA" ] && { [ "$m" = existing ] || [ -f "${restore_dir}/discarding" ]; }; then
+      done_step fetch || step_fail "fetch comes first"
+      [ -f "${restore_dir}/discarding" ] || [ "$(sha256sum <"$ca_file" | cut -c1-64)" = "$AK_DISCARD_CA" ] ||
+        step_fail "this master's CA changed since the restore read it: run the restore again"
+      [ -f "$init_config" ] || step_fail "no ${init_config#"$AK_ROOT"}: re-create this master, then run the restore again"
+      : >"${restore_dir}/discarding"
+      kubeadm reset -f >&2 || step_fail "kubeadm reset failed (its output is above): fix the cause, then run the restore again"
+      rm -f "${AK_STATE_DIR}/init.done"
+      echo status=refused >"${AK_STATE_DIR}/init.refused"
+      echo fresh >"${restore_dir}/mode"
+      mark_step stop
+      say stop=done
+      exit 0
+    fi
     [ "$m" != none ] || step_fail "this master runs no control plane and did not refuse kubeadm init: it is not one to restore onto" \
       "(its userdata may still run: /var/log/alicloud-kubeadm/master-init.log; or restore onto master 0 after \`pulumi up\` re-created it)"
     workdir
@@ -107,8 +129,8 @@ case "$AK_STEP" in
       # Its certificates were signed by its own CA: a master of another cluster (a new stack's own) cannot take this one's.
       if [ -f "${AK_ROOT}/etc/kubernetes/pki/ca.crt" ] && [ -f "${restore_dir}/bundle/pki/ca.crt" ] &&
         ! cmp -s "${AK_ROOT}/etc/kubernetes/pki/ca.crt" "${restore_dir}/bundle/pki/ca.crt"; then
-        step_fail "this master runs a cluster with another CA than the backup's: on it run 'kubeadm reset -f' and" \
-          "mv ${AK_STATE_DIR#"$AK_ROOT"}/init.done ${AK_STATE_DIR#"$AK_ROOT"}/init.refused, then run the restore again (docs/disaster-recovery.md#restore-to-a-new-stack)"
+        step_fail "this master runs a cluster with another CA than the backup's: if it is a new stack's for the old cluster's data," \
+          "restore with --from-stack <old stack> (docs/disaster-recovery.md#restore-to-a-new-stack)"
       fi
       AK_ETCD_IMAGE=$(sed -n 's/^ *image: *//p' "${aside}/etcd.yaml" | head -n 1)
     else
