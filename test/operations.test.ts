@@ -15,11 +15,25 @@ describe("node operations: saved commands invoked on a master", () => {
     });
 
     it("parses the compact node listing", () => {
-        const nodes = parseNodeLines("n1\tcn-hangzhou.i-a\tTrue\t\t172.16.0.0/25\tgeneral\t2026-12-01T10:00:00Z\t\t\t192.168.0.7 fd00::7\t2026-12-01T10:01:02Z\nn2\t\tFalse\ttrue\t\t\t2026-12-01T11:00:00Z\t2026-12-01T12:00:00Z\n");
+        const nodes = parseNodeLines("n1\tcn-hangzhou.i-a\tTrue\t\t172.16.0.0/25\tgeneral\t2026-12-01T10:00:00Z\t\t\t192.168.0.7 fd00::7\t2026-12-01T10:01:02Z\t2026-12-01T10:30:00Z\t\nn2\t\tFalse\ttrue\t\t\t2026-12-01T11:00:00Z\t2026-12-01T12:00:00Z\n");
         assert.deepStrictEqual(nodes, [
-            { name: "n1", providerId: "cn-hangzhou.i-a", ready: true, unschedulable: false, podCidr: "172.16.0.0/25", pool: "general", createdAt: "2026-12-01T10:00:00Z", removing: "", internalIp: "192.168.0.7", readySince: "2026-12-01T10:01:02Z" },
-            { name: "n2", providerId: "", ready: false, unschedulable: true, podCidr: "", pool: "", createdAt: "2026-12-01T11:00:00Z", removing: "2026-12-01T12:00:00Z", internalIp: "", readySince: "" },
+            { name: "n1", providerId: "cn-hangzhou.i-a", ready: true, unschedulable: false, podCidr: "172.16.0.0/25", pool: "general", createdAt: "2026-12-01T10:00:00Z", removing: "", internalIp: "192.168.0.7", readySince: "2026-12-01T10:01:02Z", heldBy: "upgrading since 2026-12-01T10:30:00Z" },
+            { name: "n2", providerId: "", ready: false, unschedulable: true, podCidr: "", pool: "", createdAt: "2026-12-01T11:00:00Z", removing: "2026-12-01T12:00:00Z", internalIp: "", readySince: "", heldBy: "marks not listed (a list-nodes from before the drain-mark columns)" },
         ]);
+    });
+
+    it("a listing of the earlier released list-nodes (10 columns: no Ready time, no drain marks) parses, its Nodes held as marks not known", () => {
+        const [n] = parseNodeLines("n1\tcn-hangzhou.i-a\tFalse\t\t172.16.0.0/25\t\t2026-12-01T10:00:00Z\t\tgeneral\t192.168.0.7\n");
+        assert.deepStrictEqual([n.pool, n.internalIp, n.readySince, n.heldBy], ["general", "192.168.0.7", "", "marks not listed (a list-nodes from before the drain-mark columns)"]);
+    });
+
+    it("a Node whose annotation value holds tabs is refused, never read with its columns shifted", () => {
+        // The node writes its own Node's annotations: a removal mark of "x<TAB>…" would move the pool, IP and Ready time.
+        const hostile = ["x", "elastic", "10.0.0.9", "2026-01-01T00:00:00Z", "", ""].join("\t");
+        const line = ["evil", "cn-hangzhou.i-evil", "False", "", "", "", "2026-12-01T10:00:00Z", hostile, "general", "192.168.0.8", "2026-12-01T10:01:02Z", "", ""].join("\t");
+        assert.throws(() => parseNodeLines(`${line}\n`), /Node "evil" is listed with 18 columns, not 13/);
+        const oneTab = ["evil", "cn-hangzhou.i-evil", "False", "", "", "", "2026-12-01T10:00:00Z", "x\ty", "general", "192.168.0.8"].join("\t");
+        assert.throws(() => parseNodeLines(oneTab), /Node "evil" is listed with 11 columns/, "an earlier release's line widened by one tab");
     });
 
     it("a node's pool is the label the admission service set, else (a node joined before) the one it set itself", () => {
@@ -29,7 +43,7 @@ describe("node operations: saved commands invoked on a master", () => {
     });
 
     it("an instance's Node is found by provider id, by a provider id in another form, or by its private IP when no other instance is named", () => {
-        const node = (name: string, providerId: string, internalIp: string): NodeInfo => ({ name, providerId, internalIp, ready: true, unschedulable: false, podCidr: "", pool: "", createdAt: "", removing: "", readySince: "" });
+        const node = (name: string, providerId: string, internalIp: string): NodeInfo => ({ name, providerId, internalIp, ready: true, unschedulable: false, podCidr: "", pool: "", createdAt: "", removing: "", readySince: "", heldBy: "" });
         const region = "cn-hangzhou";
         const nodes = [node("exact", "cn-hangzhou.i-exact", "10.0.0.1"), node("prefixed", "alicloud://cn-hangzhou.i-prefixed", "10.0.0.2"),
             node("elsewhere", "cn-beijing.i-elsewhere", "10.0.0.3"), node("bare", "", "10.0.0.4"), node("other", "cn-hangzhou.i-other", "10.0.0.5")];

@@ -123,7 +123,7 @@ describe("fixed pool health repair (emulator)", () => {
         assert.ok(![...c.nodes.values()].some((n) => n.unschedulable), "no Node cordoned");
         assert.ok(!c.log.some((l) => l.includes(": drain ")), "no drain ran");
         const plan = planHealthRepair([a, b, "i-ok"].map((id) => ({ instanceId: id, nodeName: `node-${id}`, ready: id === "i-ok", workloadPods: 1, createdAt: "", readySince: c.nodes.get(`node-${id}`)?.readySince ?? "", instance: { privateIp: "", status: "Running" } })),
-            { notReadyTimeoutSeconds: 600, maxUnhealthy: 1 }, now);
+            { notReadyTimeoutSeconds: 600, maxUnhealthy: 1 }, now, { size: 3, readyWorkers: 1 });
         assert.strictEqual(plan.kind, "breaker");
         assert.match(plan.kind === "breaker" ? plan.reason : "", /2 of 3 member\(s\) are not Ready, more than healthRepair\.maxUnhealthy = 1: that looks like an outage/);
     });
@@ -138,7 +138,7 @@ describe("fixed pool health repair (emulator)", () => {
         assert.strictEqual(ctx.emu.instances.get(stopped)!.status, "Stopped");
     });
 
-    it("property: sizes 1–4, 0–size members NotReady past the timeout, maxUnhealthy 1–2: no run removes more than maxUnhealthy; within it every one is replaced, beyond it none", async function () {
+    it("property: sizes 1–4, 0–size members NotReady past the timeout, maxUnhealthy 1–2, a Ready worker in another pool: no run removes more than maxUnhealthy; within it every one is replaced, beyond it none", async function () {
         this.timeout(600_000);
         const failures: string[] = [];
         for (let size = 1; size <= 4; size++) {
@@ -147,6 +147,8 @@ describe("fixed pool health repair (emulator)", () => {
                     c = await fakeCluster(ctx.emu, REGION);
                     c.autoJoin("general", { pods: ["ReplicaSet"] });
                     const group = pool(ctx.emu, c, size);
+                    // Some worker of the cluster is Ready (else even a pool of one with its node sick is an outage: kept).
+                    c.addNode(ctx.emu.addInstance().instanceId, { pool: "other", pods: ["ReplicaSet"] });
                     const bad = ctx.emu.scalingGroupInstances(group).slice(0, sick);
                     for (const id of bad) notReady(c, id, now - 60 * MIN);
                     const runs = watchLeaving(ctx.emu, group);

@@ -249,7 +249,7 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
         const selector = /^(alicloud-kubeadm\/pool|node-restriction\.kubernetes\.io\/alicloud-kubeadm-pool)=(\S+)$/.exec(ctx.parameters.selector ?? "");
         const lines = [...c.nodes.values()].filter((n) => !selector || (selector[1] === "alicloud-kubeadm/pool" ? n.legacyPool : n.pool) === selector[2])
             .map((n) => [n.name, n.providerId ?? `${region}.${n.instanceId}`, n.ready ? "True" : "False", n.unschedulable ? "true" : "", n.podCidr, n.legacyPool ?? "", n.createdAt, n.removing,
-                n.pool, n.internalIp ?? emu.instances.get(n.instanceId)?.privateIp ?? "", n.readySince ?? n.createdAt].join("\t"));
+                n.pool, n.internalIp ?? emu.instances.get(n.instanceId)?.privateIp ?? "", n.readySince ?? "", n.upgrading ?? "", n.resizing ?? ""].join("\t"));
         return { output: gz(lines.join("\n")) };
     });
     // cluster-validate.sh's lines: every Node's Ready, the Deployments, the pods not Ready.

@@ -170,20 +170,40 @@ export interface NodeInfo {
      * Ready, or not ("" when it has no Ready condition, or listed by a list-nodes from before the column).
      */
     readySince: string;
+    /**
+     * The drain mark of an upgrade or a resize that cordoned it (annotation `alicloud-kubeadm/upgrading` or
+     * `/resizing`, each undone only by what set it): e.g. "upgrading since 2026-…"; "" when neither; "marks not
+     * listed" for a list-nodes from before the columns (its Nodes are then never health-repaired).
+     */
+    heldBy: string;
 }
+
+/** Columns list-nodes prints now, and at most those of a saved command of an earlier release (before the Ready-time and drain-mark columns). */
+const NODE_COLUMNS = 13;
+const NODE_COLUMNS_BEFORE_MARKS = 10;
 
 /**
  * Parses the lines list-nodes prints (src/shell/ops/list-nodes.sh): name, provider id, Ready, unschedulable,
- * podCIDR, old pool label, created, removal mark, pool label, InternalIP(s), Ready since (a saved command of an earlier version
+ * podCIDR, old pool label, created, removal mark, pool label, InternalIP(s), Ready since, upgrade mark, resize mark (a saved command of an earlier version
  * prints fewer columns: the old label then decides the pool, and no IP is known).
  */
 export function parseNodeLines(text: string): NodeInfo[] {
     return text.split("\n").filter((l) => l.trim() !== "").map((line) => {
-        const [name, providerId, ready, unschedulable, podCidr, legacyPool, createdAt, removing, pool, addresses, readySince] = line.split("\t");
+        const fields = line.split("\t");
+        // kubectl's jsonpath prints values raw: a tab inside a value (an annotation the node may write on its own Node)
+        // would shift the columns after it. A line of any other width than list-nodes prints is refused, never read.
+        if (fields.length > NODE_COLUMNS || (fields.length > NODE_COLUMNS_BEFORE_MARKS && fields.length < NODE_COLUMNS)) {
+            throw new Error(`list-nodes: Node ${JSON.stringify(fields[0])} is listed with ${fields.length} columns, not ${NODE_COLUMNS}: one of its annotations ` +
+                "(alicloud-kubeadm/removing, /upgrading, /resizing) holds a tab. fix: look at them (`kubectl get node -o yaml`) and remove the one that " +
+                "no alicloud-kubeadm step wrote (`kubectl annotate node <name> alicloud-kubeadm/<mark>-`)");
+        }
+        const [name, providerId, ready, unschedulable, podCidr, legacyPool, createdAt, removing, pool, addresses, readySince, upgrading, resizing] = fields;
+        const heldBy = fields.length < NODE_COLUMNS ? "marks not listed (a list-nodes from before the drain-mark columns)"
+            : upgrading ? `upgrading since ${upgrading}` : resizing?.trim() ? `resizing since ${resizing.trim()}` : "";
         return {
             name, providerId: providerId ?? "", ready: ready === "True", unschedulable: unschedulable === "true", podCidr: podCidr ?? "",
             pool: nodePool({ pool, legacyPool }), createdAt: createdAt ?? "", removing: removing ?? "", internalIp: (addresses ?? "").trim().split(/\s+/)[0] ?? "",
-            readySince: (readySince ?? "").trim(),
+            readySince: (readySince ?? "").trim(), heldBy,
         };
     });
 }

@@ -199,7 +199,7 @@ export async function setPoolCapacity(inputs: PoolCapacityInputs, log: (m: strin
     const opts = removalOptions(inputs);
     await removeSurplus(inputs, size + await rolloutSurge(inputs, size, opts), inputs.minSize ?? 0, opts, log, "an out-of-band scale-out?", "`pulumi up`");
     await uncordonSurvivors(inputs, log);
-    if (inputs.healthRepair) await repairPool({ scalingGroupId, poolName: inputs.poolName, specHash: inputs.specHash }, inputs.healthRepair, opts, clock);
+    if (inputs.healthRepair) await repairPool({ scalingGroupId, poolName: inputs.poolName, specHash: inputs.specHash, size }, inputs.healthRepair, opts, clock);
     await rollOut(inputs, opts, log, clock);
     const before = await activityIds(region, scalingGroupId);
     await setFixedCapacity(inputs, keep, log);

@@ -6,14 +6,18 @@
  *
  * As Cluster API's MachineHealthCheck does (docs/upstream.md#machine-health-check): a member is unhealthy once its
  * Node's Ready condition has not been True for longer than the timeout, counted from the condition's
- * `lastTransitionTime` (as the API server holds it, never anything else the node says of itself), or, with no Node at
- * all, from the instance's creation (ESS's record); and more members not Ready than `maxUnhealthy`, counting those
- * still within the timeout, repairs nothing.
+ * `lastTransitionTime` (as the API server holds it, never anything else the node says of itself; written by the kubelet
+ * (False) or the controller manager (Unknown), each with its own clock, and compared here with the Pulumi machine's),
+ * or, with no Node or no Ready condition at all, from the instance's creation (ESS's record); and more members not
+ * Ready than `maxUnhealthy`, counting those still within the timeout and those missing from the group (a refill that
+ * has not come), repairs nothing. Nor does a repair run while no worker Node of the cluster is Ready (an outage, not a
+ * bad node), nor touch a member an upgrade or a resize cordoned (its drain mark; each mark is undone only by what set it).
  */
 import { waitForIdleGroup } from "../cloud/ess";
 import { SYSTEM_CLOCK, type Clock } from "../cloud/wait";
-import type { HealthRepair } from "../rules";
-import { readPoolMembers, removeMembers } from "./scaleIn";
+import { CONTROL_PLANE_POOL, type HealthRepair } from "../rules";
+import { readPool, removeMembers } from "./scaleIn";
+import type { NodeInfo } from "../cloud/operations";
 import type { RemovalOptions, RemovalReport } from "./types";
 import type { PoolMember } from "./victims";
 
@@ -48,9 +52,16 @@ function elapsed(iso: string | undefined, now: number): number | undefined {
 /** How a member that is not Ready looks to the repair. */
 function assess(m: PoolMember, repair: HealthRepair, now: number): UnhealthyMember {
     const timeoutMs = repair.notReadyTimeoutSeconds * 1000;
-    const forMs = elapsed(m.nodeName === null ? m.createdAt : m.readySince, now);
-    const what = m.nodeName === null ? "no Node registered since its instance was created" : `Node ${m.nodeName} not Ready since its Ready condition last changed`;
+    // A Node that never posted a Ready condition counts from its instance's creation, as a member with no Node does:
+    // otherwise a kubelet that registers and then never reports would be "unknown" forever and never replaced.
+    const since = m.nodeName === null || !m.readySince ? m.createdAt : m.readySince;
+    const forMs = elapsed(since, now);
+    const what = m.nodeName === null ? "no Node registered since its instance was created"
+        : m.readySince ? `Node ${m.nodeName} not Ready since its Ready condition last changed` : `Node ${m.nodeName} without a Ready condition since its instance was created`;
     const status = m.instance?.status;
+    if (m.heldBy) {
+        return { member: m, forMs: forMs ?? 0, repairable: false, reason: `${what}; its Node is cordoned by ${m.heldBy} (left to the step that set the mark)` };
+    }
     if (forMs === undefined) {
         return { member: m, forMs: 0, repairable: false, reason: `${what}, at a time not known (left alone)` };
     }
@@ -68,18 +79,41 @@ function assess(m: PoolMember, repair: HealthRepair, now: number): UnhealthyMemb
  * Ready (however long), nothing is: a pool where that many fail at once has a cause no new node mends (the control
  * plane, the network, an image), and replacing them would take its last pods' nodes.
  */
-export function planHealthRepair(members: readonly PoolMember[], repair: HealthRepair, now: number): HealthPlan {
+export function planHealthRepair(members: readonly PoolMember[], repair: HealthRepair, now: number, pool: PoolView): HealthPlan {
     const unhealthy = members.filter((m) => !(m.ready && m.nodeName !== null)).map((m) => assess(m, repair, now));
+    // Members missing from the group (a repair whose refill failed, a member ESS took out) are not Ready either: as
+    // Cluster API counts a Machine whose replacement is not there yet.
+    const missing = Math.max(0, pool.size - members.length);
+    const notReady = unhealthy.length + missing;
     if (unhealthy.length === 0) return { kind: "healthy" };
-    if (unhealthy.length > repair.maxUnhealthy) {
+    if (notReady > repair.maxUnhealthy) {
         return {
             kind: "breaker", unhealthy,
-            reason: `${unhealthy.length} of ${members.length} member(s) are not Ready, more than healthRepair.maxUnhealthy = ${repair.maxUnhealthy}: ` +
-                "that looks like an outage (control plane, network, image), not a bad node, so none is replaced",
+            reason: `${notReady} of ${Math.max(pool.size, members.length)} member(s) are not Ready${missing > 0 ? ` (${missing} missing from the group)` : ""}, ` +
+                `more than healthRepair.maxUnhealthy = ${repair.maxUnhealthy}: that looks like an outage (control plane, network, image), not a bad node, so none is replaced`,
+        };
+    }
+    if (pool.readyWorkers === 0) {
+        return {
+            kind: "breaker", unhealthy,
+            reason: "no worker Node of the cluster is Ready: that looks like an outage (workers cut off from the API server), not a bad node, so none is replaced",
         };
     }
     const victims = unhealthy.filter((u) => u.repairable).map((u) => u.member);
     return victims.length > 0 ? { kind: "repair", victims, unhealthy } : { kind: "wait", unhealthy };
+}
+
+/** What the plan knows of the pool and the cluster beyond the members read. */
+export interface PoolView {
+    /** The pool's size: members below it count as not Ready. */
+    size: number;
+    /** Ready worker Nodes in the whole cluster (Nodes with a pool label but the masters', this pool's included); 0 stops every repair. */
+    readyWorkers: number;
+}
+
+/** Ready worker Nodes: those with a pool label other than the masters' (`control-plane`). */
+export function readyWorkers(nodes: readonly NodeInfo[]): number {
+    return nodes.filter((n) => n.ready && n.pool !== "" && n.pool !== CONTROL_PLANE_POOL).length;
 }
 
 /** The pool a repair acts on. */
@@ -88,6 +122,8 @@ export interface RepairPool {
     poolName: string;
     /** The pool's spec hash (the members' `outdated`, for the removal's log); default none. */
     specHash?: string;
+    /** The pool's size (members below it count as not Ready); default the members read. */
+    size?: number;
 }
 
 /**
@@ -103,8 +139,8 @@ export async function repairPool(pool: RepairPool, repair: HealthRepair, opts: R
     const log = opts.log ?? (() => undefined);
     const warn = opts.warn ?? log;
     await waitForIdleGroup(opts.region, pool.scalingGroupId, { pollMs: opts.pollIntervalMs, timeoutMs: (opts.activityTimeoutSeconds ?? 1200) * 1000, log });
-    const members = await readPoolMembers(pool, opts);
-    const plan = planHealthRepair(members, repair, clock.now());
+    const { members, nodes } = await readPool(pool, opts);
+    const plan = planHealthRepair(members, repair, clock.now(), { size: pool.size ?? members.length, readyWorkers: readyWorkers(nodes) });
     const listed = (us: readonly UnhealthyMember[]) => us.map((u) => `${u.member.instanceId} (${u.reason})`).join("; ");
     if (plan.kind === "healthy") return [];
     if (plan.kind === "breaker") {

@@ -23,4 +23,4 @@ export { chooseVictims, type PoolMember } from "./victims";
 export { readPoolMembers, removeMembers, scaleInPool, type ScaleInPool } from "./scaleIn";
 export { inCanary, planRotationRound, surgeTarget, type RolloutBounds, type RotationRound } from "./rotation";
 export { parseClusterHealth, readClusterHealth, soak, validateRollout, validationProblems, type ClusterHealth, type GateContext } from "./rolloutGates";
-export { planHealthRepair, repairPool, type HealthPlan, type RepairPool, type UnhealthyMember } from "./health";
+export { planHealthRepair, readyWorkers, repairPool, type HealthPlan, type PoolView, type RepairPool, type UnhealthyMember } from "./health";

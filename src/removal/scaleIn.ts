@@ -4,7 +4,7 @@
  */
 import { describeInstances } from "../cloud/ecs";
 import { stayingMembers, waitForIdleGroup } from "../cloud/ess";
-import { listNodes, nodeOfInstance, workloadPods } from "../cloud/operations";
+import { listNodes, nodeOfInstance, workloadPods, type NodeInfo } from "../cloud/operations";
 import { removeNodes } from "./batch";
 import { beginRun, type RemovalOptions, type RemovalReport } from "./types";
 import { chooseVictims, type PoolMember } from "./victims";
@@ -51,19 +51,25 @@ export async function scaleInPool(pool: ScaleInPool, opts: RemovalOptions): Prom
  * Members ESS is taking out (an earlier removal, a health check) are leaving anyway: not listed.
  */
 export async function readPoolMembers(pool: Pick<ScaleInPool, "scalingGroupId" | "specHash">, opts: RemovalOptions): Promise<Array<PoolMember & { outdated: boolean }>> {
+    return (await readPool(pool, opts)).members;
+}
+
+/** {@link readPoolMembers}, with every Node of the cluster as the same listing showed them (none when the group is empty). */
+export async function readPool(pool: Pick<ScaleInPool, "scalingGroupId" | "specHash">, opts: RemovalOptions): Promise<{ members: Array<PoolMember & { outdated: boolean }>; nodes: NodeInfo[] }> {
     const instances = await stayingMembers(opts.region, pool.scalingGroupId);
-    if (instances.length === 0) return [];
+    if (instances.length === 0) return { members: [], nodes: [] };
     const access = beginRun(opts).access;
     // Every Node, not only those labelled with the pool: a member's Node is found by its provider id or its IP, and
     // one without the label (a kubelet set up by hand) is still its Node, never a reason to treat it as Node-less.
     const [nodes, ips, workload] = await Promise.all([listNodes(access), describeInstances(opts.region, instances.map((i) => i.instanceId)), workloadPods(access)]);
-    return instances.map((i) => {
+    const members = instances.map((i) => {
         const inst = ips.get(i.instanceId);
         const node = nodeOfInstance(nodes, opts.region, { instanceId: i.instanceId, privateIp: inst?.privateIp });
         return { instanceId: i.instanceId, nodeName: node?.name ?? null, ready: node?.ready ?? false, workloadPods: node ? workload.get(node.name) ?? 0 : 0, createdAt: i.creationTime,
             marked: !!node?.removing, podCidr: node?.podCidr, instance: { privateIp: inst?.privateIp ?? "", status: inst?.status ?? "gone" },
-            outdated: isOutdated(inst?.tags, pool.specHash), readySince: node?.readySince ?? "" };
+            outdated: isOutdated(inst?.tags, pool.specHash), readySince: node?.readySince ?? "", heldBy: node?.heldBy ?? "" };
     });
+    return { members, nodes };
 }
 
 /** Removes the chosen members through the removal core (drain, leave ESS, routes). */

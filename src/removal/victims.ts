@@ -20,6 +20,8 @@ export interface PoolMember {
     outdated?: boolean;
     /** Its Node's Ready condition `lastTransitionTime` from the API server (ISO 8601; "" or absent: unknown, or no Node). */
     readySince?: string;
+    /** An upgrade's or a resize's drain mark on its Node (see NodeInfo.heldBy); "" or absent when none. */
+    heldBy?: string;
 }
 
 /**
