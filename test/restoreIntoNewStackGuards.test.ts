@@ -23,6 +23,13 @@ describe("restore into a new stack: guards before the discard", () => {
         assert.strictEqual(restoreRefusal(plan, live, true, true), undefined, "with --force the discard goes on (to the Node check)");
     });
 
+    it("a cluster whose CA is older than the backup is not a new stack's own: not discarded, even with --force", () => {
+        const made = { ...plan, manifest: { ...plan.manifest, created: "2026-06-01T00:00:00Z" } } as RestorePlan;
+        const state: MasterRestoreState = { mode: "existing", done: [], apiReady: true, caSha256: "b".repeat(64), discarded: false };
+        assert.match(restoreRefusal(made, { ...state, caSince: "2025-01-01T00:00:00Z" }, true, true) ?? "", /older than the backup/);
+        assert.strictEqual(restoreRefusal(made, { ...state, caSince: "2026-06-02T00:00:00Z" }, true, true), undefined, "a CA made after the backup is discarded");
+    });
+
     it("a forged old outputs file cannot send the signed OSS requests (and the security token) to another host", () => {
         const dir = fs.mkdtempSync(path.join(os.tmpdir(), "restore-guard-"));
         const file = path.join(dir, "old.json");

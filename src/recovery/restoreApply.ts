@@ -38,6 +38,8 @@ export interface MasterRestoreState {
     apiReady: boolean;
     /** SHA-256 (hex) of its CA certificate file, if it has one. */
     caSha256?: string;
+    /** When its CA certificate became valid (notBefore, ISO 8601), if it has one that openssl reads. */
+    caSince?: string;
     /** Whether this restore discarded (or began to discard) the cluster the master ran (a new stack's own). */
     discarded: boolean;
 }
@@ -106,6 +108,7 @@ export function parseRestoreState(output: string): MasterRestoreState {
         other: other ? { id: other.slice(0, other.indexOf(":")), key: other.slice(other.indexOf(":") + 1) } : undefined,
         apiReady: one("api") === "ready",
         caSha256: one("ca"),
+        caSince: one("ca-since") || undefined,
         discarded: one("discarded") === "1",
     };
 }
@@ -167,6 +170,11 @@ export function restoreRefusal(plan: RestorePlan, state: MasterRestoreState, for
         return `master ${plan.target} runs a cluster with another CA than the backup's (ca.crt SHA-256 ${other.slice(0, 16)}…, the backup's ` +
             `${plan.manifest.caCertSha256!.slice(0, 16)}…). If this is a new stack for the old cluster's data, restore into it with ` +
             "`--from-stack <old stack>` (or `--bucket <old bucket> --keys <file>`): its own cluster is then discarded (docs/disaster-recovery.md#restore-to-a-new-stack)";
+    }
+    // A new stack's own CA is made after the old stack's backups: a CA older than the backup is a cluster that ran before it.
+    if (other && newStack && state.caSince && plan.manifest.created && Date.parse(state.caSince) < Date.parse(plan.manifest.created)) {
+        return `master ${plan.target} runs a cluster whose CA (valid since ${state.caSince}) is older than the backup ${plan.object.key} (made ${plan.manifest.created}): ` +
+            "it is not a new stack's own cluster, and it is not discarded. Restore into a stack made after the backup";
     }
     if (other && newStack && !force) {
         return `restoring into a new stack discards the cluster master ${plan.target} runs now (its CA ${other.slice(0, 16)}… is not the backup's): ` +

@@ -59,6 +59,8 @@ case "$AK_STEP" in
     done
     if api_ready; then say "api=ready"; else say "api=down"; fi
     if [ -f "$ca_file" ]; then say "ca=$(sha256sum <"$ca_file" | cut -c1-64)"; fi
+    since=$(openssl x509 -noout -startdate -in "$ca_file" 2>/dev/null | sed -n 's/^notBefore=//p' || true)
+    if [ -n "$since" ]; then say "ca-since=$(date -u -d "$since" +%FT%TZ 2>/dev/null || true)"; fi
     if [ -f "${restore_dir}/discarding" ]; then say "discarded=1"; fi
     ;;
   fetch)
