@@ -4,7 +4,7 @@
  */
 import { codesOf } from "./errors";
 import { callApi, type RetryOptions } from "./openapi";
-import { waitFor } from "./wait";
+import { type Clock, waitFor } from "./wait";
 
 /** A member of a scaling group. */
 export interface ScalingGroupMember {
@@ -188,6 +188,8 @@ export interface ActivityWait {
     timeoutMs?: number;
     /** Progress for the Pulumi log (after 30 s, then every 30 s). */
     log?: (message: string) => void;
+    /** The clock the polls wait on and the time bound is read from (tests). Default the real one (`SYSTEM_CLOCK` in ./wait). */
+    clock?: Clock;
 }
 
 /**
@@ -201,7 +203,7 @@ export async function waitForActivity(region: string, scalingGroupId: string, ac
         const [a] = await scalingActivities(region, scalingGroupId, { activityIds: [activityId], pageSize: 1 });
         if (!a) throw new Error(`scaling activity ${activityId} of ${scalingGroupId} is not listed (DescribeScalingActivities)`);
         return a.statusCode !== "InProgress" ? { done: true, value: a } : { done: false, state: `waiting for scaling activity ${activityId} of ${scalingGroupId}` };
-    }, { timeoutMs, firstDelayMs: wait.pollMs ?? 500, maxDelayMs: Math.max(1000, wait.pollMs ?? 0), pauseFirst: true, log: wait.log, quietMs: 30_000 },
+    }, { timeoutMs, firstDelayMs: wait.pollMs ?? 500, maxDelayMs: Math.max(1000, wait.pollMs ?? 0), pauseFirst: true, log: wait.log, quietMs: 30_000, clock: wait.clock },
     () => new Error(`scaling activity ${activityId} of ${scalingGroupId} is still in progress after ${Math.round(timeoutMs / 1000)} s`));
 }
 

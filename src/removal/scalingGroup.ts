@@ -52,7 +52,7 @@ async function presentMembers(batch: readonly NodeRemoval[], group: string, run:
 }
 
 function activityWait(run: RemovalRun, r: NodeRemoval) {
-    return { pollMs: run.opts.pollIntervalMs, timeoutMs: (run.opts.activityTimeoutSeconds ?? 1200) * 1000, log: r.log };
+    return { pollMs: run.opts.pollIntervalMs, timeoutMs: (run.opts.activityTimeoutSeconds ?? 1200) * 1000, log: r.log, clock: run.opts.clock };
 }
 
 /**
@@ -101,7 +101,7 @@ async function fenceNodeless(fence: Fence, todo: readonly NodeRemoval[], members
     await Promise.all(nodeless.map(async (r) => {
         const id = r.target.instanceId;
         try {
-            await stopInstanceAndWait(run.opts.region, id, { pollMs: run.opts.pollIntervalMs });
+            await stopInstanceAndWait(run.opts.region, id, { pollMs: run.opts.pollIntervalMs, clock: run.opts.clock });
             r.facts.machineStopped = true;
             fence.stopped.push(r);
         } catch (err) {
