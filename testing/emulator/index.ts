@@ -288,9 +288,9 @@ export class Emulator {
         return {
             now: () => this.state.now(),
             sleep: async (ms: number) => {
-                if (hold()) return new Promise((resolve) => setTimeout(resolve, Math.min(Math.max(0, ms), 5)));
+                if (hold()) return new Promise<void>((resolve) => setTimeout(resolve, Math.min(Math.max(0, ms), 5)));
                 this.advance(Math.max(0, ms));
-                return new Promise((resolve) => setImmediate(resolve));
+                return new Promise<void>((resolve) => setImmediate(resolve));
             },
         };
     }
