@@ -152,9 +152,9 @@ export async function modifyScalingGroup(region: string, scalingGroupId: string,
  * Takes members out of the group: `release` (RemoveInstances: released, desired capacity decreased) or
  * `keep` (DetachInstances: the instance stays). Returns the scaling activity it started ("" when none was reported).
  */
-export async function leaveScalingGroup(region: string, scalingGroupId: string, instanceIds: readonly string[], how: "release" | "keep"): Promise<string> {
+export async function leaveScalingGroup(region: string, scalingGroupId: string, instanceIds: readonly string[], how: "release" | "keep", clock?: Clock): Promise<string> {
     const res = await callApi("ess", how === "keep" ? "DetachInstances" : "RemoveInstances",
-        { ScalingGroupId: scalingGroupId, InstanceId: [...instanceIds], DecreaseDesiredCapacity: true }, { region, retry: ESS_BUSY_RETRY });
+        { ScalingGroupId: scalingGroupId, InstanceId: [...instanceIds], DecreaseDesiredCapacity: true }, { region, retry: { ...ESS_BUSY_RETRY, clock } });
     return String(res.ScalingActivityId ?? "");
 }
 
@@ -172,11 +172,11 @@ export async function scaleOutProcess(region: string, scalingGroupId: string, su
  * when the capacity drops; an explicit RemoveInstances still needs the protection lifted first.
  * 20 ids per call; takes effect at once (no activity). docs/upstream.md#ess-protection.
  */
-export async function setInstancesProtection(region: string, scalingGroupId: string, instanceIds: readonly string[], protect: boolean): Promise<void> {
+export async function setInstancesProtection(region: string, scalingGroupId: string, instanceIds: readonly string[], protect: boolean, clock?: Clock): Promise<void> {
     for (let k = 0; k < instanceIds.length; k += IDS_PER_CALL) {
         await callApi("ess", "SetInstancesProtection", {
             ScalingGroupId: scalingGroupId, InstanceId: instanceIds.slice(k, k + IDS_PER_CALL), ProtectedFromScaleIn: protect,
-        }, { region, retry: ESS_BUSY_RETRY });
+        }, { region, retry: { ...ESS_BUSY_RETRY, clock } });
     }
 }
 

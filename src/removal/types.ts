@@ -73,8 +73,8 @@ export interface RemovalOptions {
     /** Bound on the wait for one ESS scaling activity, seconds. Default 1200. */
     activityTimeoutSeconds?: number;
     /**
-     * The clock the removal's waits (ESS activities, an instance stopping, a join stopped, routes gone) and the route
-     * task retries pause on and read their time bounds from. Default the real one (`SYSTEM_CLOCK`); a test passes one
+     * The clock the removal's waits (ESS activities, an instance stopping, a join stopped, routes gone) and the retries
+     * of its ESS and route calls while another activity or route task runs pause on and read their time bounds from. Default the real one (`SYSTEM_CLOCK`); a test passes one
      * that steps the emulator, so that what it waits for ends when the test says, not when the machine gets to it.
      */
     clock?: Clock;
