@@ -3,6 +3,8 @@
 # client and the Go module proxy:
 #
 #   control plane  etcd (+ etcdctl, etcdutl), kube-apiserver, kube-controller-manager, kube-scheduler, kubeadm, kubectl, kwok
+#   previous minor kube-apiserver, kube-controller-manager, kube-scheduler of the previous Kubernetes minor, into
+#                  bin/<its version>/: what the tests across two versions run (test/kube/go/kubernetes-previous)
 #   node runtime   kubelet, kube-proxy, containerd (+ ctr, shim), runc (cgo, seccomp), CNI plugins, flannel,
 #                  and the node images (pause, a workload, kube-proxy, flannel) as OCI archives
 #   ccm            the Alibaba Cloud Controller Manager, from ../shared/vendor (vendored: -mod vendor)
@@ -60,13 +62,20 @@ unset GOOS GOARCH GOARM GOAMD64 || true
 # Version stamping as upstream does it (kubernetes hack/lib/version.sh): component-base and
 # client-go version variables, so `kubeadm version` and `--version` say the pinned release.
 # The build date is the release's module time, so rebuilding gives the same bytes.
-k8s_minor="${k8s_version#v1.}"; k8s_minor="${k8s_minor%%.*}"
-k8s_date="2026-07-22T18:07:38Z"
-k8s_ldflags="-s -w"
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  k8s_ldflags+=" -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$k8s_minor"
-  k8s_ldflags+=" -X $pkg.buildDate=$k8s_date"
-done
+k8s_ldflags_of() { # version build-date -> the -ldflags of that release's binaries
+  local minor="${1#v1.}" pkg out="-s -w"
+  minor="${minor%%.*}"
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    out+=" -X $pkg.gitVersion=$1 -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+    out+=" -X $pkg.buildDate=$2"
+  done
+  echo "$out"
+}
+k8s_ldflags="$(k8s_ldflags_of "$k8s_version" 2026-07-22T18:07:38Z)"
+# The previous minor (the upgrade tests' old version), stamped the same way.
+prev_version="$(required kubernetes-previous k8s.io/kubernetes)"
+[[ -n "$prev_version" ]] || { echo "kube:build: cannot read the k8s.io/kubernetes version from $gomods/kubernetes-previous/go.mod" >&2; exit 1; }
+prev_ldflags="$(k8s_ldflags_of "$prev_version" 2026-08-20T15:16:14Z)"
 kwok_version="$(required kwok sigs.k8s.io/kwok)"
 containerd_version="$(required containerd github.com/containerd/containerd/v2)"
 cni_version="$(required cni github.com/containernetworking/plugins)"
@@ -79,6 +88,8 @@ cni_pkg=github.com/containernetworking/plugins
 # (a binary name with a / lands in that sub-folder of bin/; the group names the family in the time table)
 families=(
   "kubernetes|control plane|kubernetes|0||$k8s_ldflags|kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler kubeadm=k8s.io/kubernetes/cmd/kubeadm kubectl=k8s.io/kubernetes/cmd/kubectl kubelet=k8s.io/kubernetes/cmd/kubelet kube-proxy=k8s.io/kubernetes/cmd/kube-proxy"
+  # only what the tests across two versions run (a binary named <version>/x lands in bin/<version>/)
+  "kubernetes-previous|previous minor|kubernetes-previous|0||$prev_ldflags|$prev_version/kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver $prev_version/kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager $prev_version/kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler"
   "etcd|control plane|etcd|0||-s -w|etcd=go.etcd.io/etcd/server/v3 etcdctl=go.etcd.io/etcd/etcdctl/v3 etcdutl=go.etcd.io/etcd/etcdutl/v3"
   "kwok|control plane|kwok|0||-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=$kwok_version|kwok=sigs.k8s.io/kwok/cmd/kwok"
   # containerd's Makefile: urfave_cli_no_docs always; no snapshotters the nodes do not use (they use overlayfs)
@@ -283,7 +294,7 @@ fi
 
 echo "kube:build: binaries in $bin ($( ((built)) && echo "built in $((SECONDS - start))s" || echo "all up to date"))"
 if ((built)); then
-  for g in "control plane" "node runtime" ccm autoscaler; do
+  for g in "control plane" "previous minor" "node runtime" ccm autoscaler; do
     [[ -z "${took[$g]:-}" ]] || printf 'kube:build: %-14s %4ss\n' "$g" "${took[$g]}"
   done
 fi
@@ -296,6 +307,9 @@ v kube-controller-manager --version
 v kube-scheduler --version
 v kubeadm version -o short
 v kubectl version --client
+v "$prev_version/kube-apiserver" --version
+v "$prev_version/kube-controller-manager" --version
+v "$prev_version/kube-scheduler" --version
 v kwok --version
 v kubelet --version
 v kube-proxy --version

@@ -82,6 +82,13 @@ export interface ClusterOptions {
      * kube-proxy add-on is installed. Default: none (everything on 127.0.0.1).
      */
     vpc?: VpcOptions;
+    /**
+     * The control plane of another Kubernetes version ({@link previousKubernetes}): kube-apiserver,
+     * kube-controller-manager and kube-scheduler run from `bin`, and kubeadm's ClusterConfiguration names `version`
+     * (so the manifests and the kubeadm-config ConfigMap are what kubeadm makes for that version). etcd, kubeadm, kubectl
+     * and KWOK stay this version's. Default: this version's binaries ({@link KUBERNETES_VERSION}).
+     */
+    controlPlane?: { version: string; bin: string };
 }
 
 /** The network the real nodes join: see {@link ClusterOptions.vpc}. */
@@ -203,8 +210,11 @@ export interface Cluster {
     logTail(component: string, lines?: number): string;
     /** Stop one control-plane component (etcd, kube-apiserver, ...) without failing waits: it is expected to be down. */
     stopComponent(component: string): Promise<void>;
-    /** Start a stopped control-plane component again with the command it was started with. */
-    startComponent(component: string): void;
+    /**
+     * Start a stopped control-plane component again with the command it was started with, from the binary it ran
+     * before, or from the folder `bin` (another version's: an upgrade in place).
+     */
+    startComponent(component: string, bin?: string): void;
     /** Kill every process, remove the run folder. Idempotent. */
     stop(): Promise<void>;
 }
@@ -212,6 +222,21 @@ export interface Cluster {
 const COMPONENTS = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"] as const;
 const BINARIES = [...COMPONENTS, "kubeadm", "kubectl", "etcdctl", "etcdutl"] as const;
 const BUILD_SCRIPT = path.join(__dirname, "build.sh");
+
+/** The components {@link ClusterOptions.controlPlane} runs from another version's folder. */
+export const VERSIONED_COMPONENTS = ["kube-apiserver", "kube-controller-manager", "kube-scheduler"] as const;
+
+/**
+ * The previous minor's control plane, which test/kube/build.sh builds (module test/kube/go/kubernetes-previous) into
+ * `bin/<version>/`: its version (the k8s.io/kubernetes that go.mod requires), its folder, and what of it is missing.
+ */
+export function previousKubernetes(bin = binDir()): { version: string; bin: string; missing: string[] } {
+    const gomod = fs.readFileSync(path.join(__dirname, "go", "kubernetes-previous", "go.mod"), "utf8");
+    const version = /^(?:require)?\s*k8s\.io\/kubernetes (v\S+)/m.exec(gomod)?.[1];
+    if (!version) throw new Error("test/kube/go/kubernetes-previous/go.mod: requires no k8s.io/kubernetes version");
+    const dir = path.join(bin, version);
+    return { version, bin: dir, missing: VERSIONED_COMPONENTS.filter((b) => !isExecutable(path.join(dir, b))).map((b) => `${version}/${b}`) };
+}
 
 /** The folder test/kube/build.sh puts the binaries in (it need not exist). */
 export function binDir(): string {
@@ -341,6 +366,8 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     fs.mkdirSync(logs);
     const procs = new Map<string, ChildProcess>();
     const commands: Record<string, string[]> = {};
+    /** The binary each component last ran from (startComponent runs it again). */
+    const binaries: Record<string, string> = {};
     const exited = new Map<string, string>();
     let holder: ChildProcess | undefined;
     let stopped = false;
@@ -429,6 +456,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
         const out = fs.openSync(path.join(logs, `${name}.log`), "a");
         const [c, a] = wrap(cmd, args);
         commands[name] = args;
+        binaries[name] = cmd;
         const p = spawn(c, a, { cwd: dir, stdio: ["ignore", out, out], env: { ...process.env, KUBECONFIG: "", ...env } });
         fs.closeSync(out);
         p.on("exit", (code, signal) => {
@@ -457,9 +485,9 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
         if (!p) throw new Error(`no component ${component} runs`);
         await stopProcess(component, p);
     };
-    const startComponent = (component: string): void => {
+    const startComponent = (component: string, from?: string): void => {
         if (!commands[component]) throw new Error(`component ${component} never ran`);
-        startProcess(component, path.join(bin, component), commands[component]);
+        startProcess(component, from ? path.join(from, component) : binaries[component], commands[component]);
     };
     const logTail = (component: string, lines = 30): string => tail(path.join(logs, `${component}.log`), lines);
     const failure = (what: string, component: string): Error =>
@@ -541,7 +569,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
         const cluster = {
             apiVersion: "kubeadm.k8s.io/v1beta4",
             kind: "ClusterConfiguration",
-            kubernetesVersion: KUBERNETES_VERSION,
+            kubernetesVersion: opts.controlPlane?.version ?? KUBERNETES_VERSION,
             controlPlaneEndpoint: vpc?.apiEndpoint ?? `127.0.0.1:${apiserver}`,
             certificatesDir: pki,
             imageRepository: "registry.k8s.io",
@@ -635,7 +663,8 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
         }
 
         startProcess("etcd", path.join(bin, "etcd"), commandOf("etcd"));
-        startProcess("kube-apiserver", path.join(bin, "kube-apiserver"), commandOf("kube-apiserver"));
+        const controlPlaneBin = opts.controlPlane?.bin ?? bin;
+        startProcess("kube-apiserver", path.join(controlPlaneBin, "kube-apiserver"), commandOf("kube-apiserver"));
         await waitFor("kube-apiserver /readyz", async () => {
             const r = await run("kubectl", ["--kubeconfig", conf("super-admin.conf"), "get", "--raw", "/readyz"], {
                 allowFail: true,
@@ -652,8 +681,8 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
             "--kubeconfig", conf("super-admin.conf"), "create", "clusterrolebinding", "kubeadm:cluster-admins",
             "--clusterrole=cluster-admin", "--group=kubeadm:cluster-admins",
         ]);
-        startProcess("kube-controller-manager", path.join(bin, "kube-controller-manager"), commandOf("kube-controller-manager"));
-        startProcess("kube-scheduler", path.join(bin, "kube-scheduler"), commandOf("kube-scheduler"));
+        startProcess("kube-controller-manager", path.join(controlPlaneBin, "kube-controller-manager"), commandOf("kube-controller-manager"));
+        startProcess("kube-scheduler", path.join(controlPlaneBin, "kube-scheduler"), commandOf("kube-scheduler"));
 
         const kwokConfig = path.join(dir, "kwok.yaml");
         const stagesDir = path.join(bin, "kwok-stages");

@@ -12,15 +12,18 @@ import { binDir, Cluster, ClusterOptions, missingBinaries, startCluster } from "
 
 /**
  * Registers before/after hooks; read `.c` inside tests. `options` may be a function, called in `before` once
- * the binaries are known to be there (e.g. to derive the network from a synthesized stack).
+ * the binaries are known to be there (e.g. to derive the network from a synthesized stack). `alsoNeeds` names more
+ * binaries the file needs that are missing (e.g. `() => previousKubernetes().missing`): skipped, or failed under CI,
+ * like the fixture's own.
  */
-export function useRealCluster(options: ClusterOptions | (() => ClusterOptions | Promise<ClusterOptions>) = {}): { readonly c: Cluster } {
+export function useRealCluster(options: ClusterOptions | (() => ClusterOptions | Promise<ClusterOptions>) = {},
+    alsoNeeds: () => string[] = () => []): { readonly c: Cluster } {
     const box: { c?: Cluster } = {};
     let started = Date.now();
     before(async function () {
         this.timeout(240_000);
         started = Date.now();
-        const missing = missingBinaries();
+        const missing = [...missingBinaries(), ...alsoNeeds()];
         if (missing.length) {
             const msg = `real-cluster tests need ${missing.join(", ")} in ${binDir()}: run \`npm run kube:build\``;
             if (process.env.CI === "true") throw new Error(`CI=true: ${msg} (.ci/run builds them first)`);
