@@ -66,9 +66,9 @@ function snapshot(w: Pick<World, "emu" | "c" | "table" | "target">): Snapshot {
     };
 }
 
-async function world(kind: Kind, opts: { wallClock?: boolean } = {}): Promise<World> {
+async function world(kind: Kind): Promise<World> {
     const emu = await startEmulatorHere();
-    if (!opts.wallClock) emu.stopClock();
+    emu.stopClock();
     emu.state.activityDurationMs = 20;
     emu.state.routeTaskMs = 20;
     const c = await fakeCluster(emu, REGION, { masters: kind === "control-plane" ? 3 : 1 });
@@ -100,7 +100,7 @@ async function world(kind: Kind, opts: { wallClock?: boolean } = {}): Promise<Wo
         c.resetLeavesEtcd = true; // kubeadm reset only warns when it cannot leave etcd: the harsher case
         target = { instanceId: c.masters[2], kind: "control-plane" };
     }
-    const removal: RemovalOptions = { region: REGION, masterInstanceIds: c.masters, commands: c.commands, routeTableId: table, podCidr: "172.16.0.0/16", pollIntervalMs: 5, concurrency: 5, clock: opts.wallClock ? undefined : emu.steppedClock() };
+    const removal: RemovalOptions = { region: REGION, masterInstanceIds: c.masters, commands: c.commands, routeTableId: table, podCidr: "172.16.0.0/16", pollIntervalMs: 5, concurrency: 5, clock: emu.steppedClock() };
     const w = { emu, c, table, target, opts: removal, before: undefined as unknown as Snapshot };
     w.before = snapshot(w);
     return w;
@@ -240,10 +240,12 @@ describe("removal fault matrix: one fault at every step, then a re-run (I1–I3 
 
     for (const kind of ["pool release", "pool release, no Node", "pool keep", "existing", "control-plane"] as Kind[]) {
         it(`${kind}: throttled at ${THROTTLED_PER_SECOND} calls/s per action, the removal finishes in one run with I1–I3`, async () => {
-            // The rate-limit windows and the pacer's spacing are real time here: the pacer's waits are not the removal's.
-            const w = await world(kind, { wallClock: true });
+            const w = await world(kind);
             try {
                 resetPacer(); // the defaults, above the limit: the pacer must slow down on its own
+                // The emulator's time stands but for the removal's waits, so the first window's limit is met however slow
+                // the machine; a throttled caller sees the next window (it waited there), as the pacer makes it wait.
+                w.emu.onThrottled = () => w.emu.advance(w.emu.state.rateWindowMs);
                 w.emu.rateLimit(THROTTLED_PER_SECOND);
                 await removeNode(w.target, w.opts); // polling every few ms: the limit is met at once
                 await settle(w);

@@ -135,6 +135,8 @@ export class Emulator {
     beforeRequest?: (req: { product: string; action: string; params: Record<string, string> }) => Omit<Fault, "times"> | undefined;
     /** Test hook: called after a request was applied and answered successfully. */
     afterRequest?: (req: { product: string; action: string; params: Record<string, string> }) => void;
+    /** Test hook: called when `rateLimit` refuses a call (before the answer goes out). */
+    onThrottled?: (action: string) => void;
     private readonly faults = new Map<string, Fault[]>();
     private readonly idempotent = new Map<string, { params: string; out: Record<string, unknown> }>();
     private readonly nonces = new Set<string>();
@@ -355,7 +357,10 @@ export class Emulator {
         const window = Math.floor(st.now() / st.rateWindowMs);
         const c = st.rateCounts.get(action);
         const counted = c && c.window === window ? c : { window, count: 0 };
-        if (counted.count >= limit) throw new ApiError(400, "Throttling.User", "Request was denied due to user flow control.");
+        if (counted.count >= limit) {
+            this.onThrottled?.(action);
+            throw new ApiError(400, "Throttling.User", "Request was denied due to user flow control.");
+        }
         counted.count += 1;
         st.rateCounts.set(action, counted);
     }
