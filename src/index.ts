@@ -72,6 +72,7 @@ export { NodeVersions, type NodeVersionsArgs } from "./providers/nodeVersions";
 export { removeNode, removeNodes, scaleInPool, type RemovalTarget, type RemovalOptions, type RemovalReport } from "./removal";
 export type { NodeKind } from "./removal/types";
 export type { ScaleInPool } from "./removal/scaleIn";
+export { SYSTEM_CLOCK, type Clock } from "./cloud/wait";
 export { OPERATIONS, DEFAULT_ROLLOUT, SPEC_TAG, type NodeCommandIds, type OperationName, type Rollout, type RolloutInput } from "./rules";
 export { DEFAULT_HEALTH_REPAIR, type HealthRepair, type HealthRepairInput } from "./rules";
 

@@ -17,12 +17,19 @@ describe("BakedImage (emulator)", () => {
         st.images.set("m-other", { imageId: "m-other", imageName: "someone-else", status: "Available" });
         st.imageBuilds.set("exec-1", { executionId: "exec-1", status: "PREPARING", imageId: "", errorInfo: "" });
         const seen: string[] = [];
-        setTimeout(() => { st.imageBuilds.get("exec-1")!.status = "BUILDING"; }, 60);
-        setTimeout(() => {
-            st.images.set("m-baked1", { imageId: "m-baked1", imageName: "dev-node-0123456789_20261203", status: "Available" });
-            Object.assign(st.imageBuilds.get("exec-1")!, { status: "SUCCESS", imageId: "m-baked1" });
-        }, 150);
+        // The build moves on as it is read: the first read sees it PREPARING, the second BUILDING, the third done.
+        let reads = 0;
+        fx.emu.afterRequest = (req) => {
+            if (req.action !== "DescribeImagePipelineExecutions") return;
+            reads++;
+            if (reads === 1) st.imageBuilds.get("exec-1")!.status = "BUILDING";
+            if (reads === 2) {
+                st.images.set("m-baked1", { imageId: "m-baked1", imageName: "dev-node-0123456789_20261203", status: "Available" });
+                Object.assign(st.imageBuilds.get("exec-1")!, { status: "SUCCESS", imageId: "m-baked1" });
+            }
+        };
         const created = await bakedImageProvider.create!(inputs);
+        assert.equal(reads, 3, "it waited through PREPARING and BUILDING");
         assert.equal(created.id, "m-baked1");
         assert.equal(created.outs.imageId, "m-baked1");
         const master = fx.emu.addInstance({ imageId: "m-baked1" });

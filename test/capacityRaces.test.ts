@@ -49,7 +49,8 @@ function autoscalerScalesOut(emu: Emulator, group: string): boolean {
     }
 }
 
-const settle = (w: World) => new Promise((r) => setTimeout(r, w.emu.state.activityDurationMs + 10));
+/** Lets the scaling activities the runs started end, as time would: the emulator's clock steps past them. */
+const settle = async (w: World) => w.emu.advance(w.emu.state.activityDurationMs + 10);
 
 describe("capacity changes never let ESS choose a member that is not a drained victim (I1)", function () {
     this.timeout(600_000);

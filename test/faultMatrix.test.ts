@@ -12,7 +12,9 @@
  *       out of etcd (control plane), no kubelet credentials on a machine that keeps running;
  *   I3  nothing else changed: the other instances, members, routes, Nodes and etcd members are as they were,
  *       and every group's desired capacity equals its members (ESS has no victim of its own to choose).
- * The emulator's clocks are not zero here: scaling activities and route tasks take time.
+ * The emulator's clocks are not zero here: scaling activities and route tasks take time — the emulator's time, which
+ * stands but for the removals' own waits (a stepped clock), so a re-run "at once" meets what the killed run started
+ * still in progress and a clean run makes the same calls however loaded the machine.
  * One more dimension, throttling: the same removals with every action limited to a few calls per second (the
  * emulator answers Throttling.User above it, as Alibaba's per-action limits do) finish in one run, I1–I3 holding,
  * the process's pacer starting from its defaults and slowing down on the throttling answers.
@@ -66,6 +68,7 @@ function snapshot(w: Pick<World, "emu" | "c" | "table" | "target">): Snapshot {
 
 async function world(kind: Kind): Promise<World> {
     const emu = await startEmulatorHere();
+    emu.stopClock();
     emu.state.activityDurationMs = 20;
     emu.state.routeTaskMs = 20;
     const c = await fakeCluster(emu, REGION, { masters: kind === "control-plane" ? 3 : 1 });
@@ -97,8 +100,8 @@ async function world(kind: Kind): Promise<World> {
         c.resetLeavesEtcd = true; // kubeadm reset only warns when it cannot leave etcd: the harsher case
         target = { instanceId: c.masters[2], kind: "control-plane" };
     }
-    const opts: RemovalOptions = { region: REGION, masterInstanceIds: c.masters, commands: c.commands, routeTableId: table, podCidr: "172.16.0.0/16", pollIntervalMs: 5, concurrency: 5 };
-    const w = { emu, c, table, target, opts, before: undefined as unknown as Snapshot };
+    const removal: RemovalOptions = { region: REGION, masterInstanceIds: c.masters, commands: c.commands, routeTableId: table, podCidr: "172.16.0.0/16", pollIntervalMs: 5, concurrency: 5, clock: emu.steppedClock() };
+    const w = { emu, c, table, target, opts: removal, before: undefined as unknown as Snapshot };
     w.before = snapshot(w);
     return w;
 }
@@ -185,9 +188,9 @@ async function cleanRun(kind: Kind): Promise<{ calls: number; mutating: number; 
     }
 }
 
-/** Lets what the killed caller started (activities, route tasks) end, as time would. */
+/** Lets what the killed caller started (activities, route tasks) end, as time would: the emulator's clock steps past them. */
 async function settle(w: World): Promise<void> {
-    await new Promise((r) => setTimeout(r, Math.max(w.emu.state.activityDurationMs, w.emu.state.routeTaskMs) + 5));
+    w.emu.advance(Math.max(w.emu.state.activityDurationMs, w.emu.state.routeTaskMs) + 5);
 }
 
 describe("removal fault matrix: one fault at every step, then a re-run (I1–I3 from state)", function () {
@@ -240,6 +243,9 @@ describe("removal fault matrix: one fault at every step, then a re-run (I1–I3 
             const w = await world(kind);
             try {
                 resetPacer(); // the defaults, above the limit: the pacer must slow down on its own
+                // The emulator's time stands but for the removal's waits, so the first window's limit is met however slow
+                // the machine; a throttled caller sees the next window (it waited there), as the pacer makes it wait.
+                w.emu.onThrottled = () => w.emu.advance(w.emu.state.rateWindowMs);
                 w.emu.rateLimit(THROTTLED_PER_SECOND);
                 await removeNode(w.target, w.opts); // polling every few ms: the limit is met at once
                 await settle(w);

@@ -148,9 +148,12 @@ describe("JoinInfo", () => {
         const ca = makeCa("rsa");
         emu.onCommand(operation("init-status"), { output: `status=done\n${Buffer.from(ca.pem).toString("base64")}\n` });
         emu.onCommand(operation("stack-credential"), stackCredential([]));
-        setTimeout(() => { emu.instances.get(master)!.agentOnline = true; }, 300);
+        // The agent comes up after two refused tries.
+        let tries = 0;
+        emu.afterRequest = (req) => { if (req.action === "RunCommand" && ++tries === 2) emu.instances.get(master)!.agentOnline = true; };
         const out = await readJoinInfo(inputs(master));
         assert.strictEqual(out.caCertHash, ca.pin);
+        assert.ok(tries >= 3, "it kept trying while the agent was down");
     });
 
     it("keeps waiting while RunCommand refuses the Running master synchronously (agent still registering)", async () => {

@@ -112,11 +112,15 @@ describe("openapi wrapper against the emulator", () => {
         let now = 0;
         const waits: number[] = [];
         const clock = { now: () => now, sleep: async (ms: number) => { waits.push(ms); now += ms; } };
-        const err = await rejects(callApi("ecs", "DescribeInstances", {}, { region, retry: { maxAttempts: 1000, totalTimeoutMs: 350, baseDelayMs: 50, maxDelayMs: 100, clock } }));
+        // the backoff each retry drew (full jitter: 0 is a draw too, and a 0 ms backoff sleeps not at all)
+        const backoffs: number[] = [];
+        const onRetry = (r: { delayMs: number }) => { backoffs.push(r.delayMs); };
+        const err = await rejects(callApi("ecs", "DescribeInstances", {}, { region, retry: { maxAttempts: 1000, totalTimeoutMs: 350, baseDelayMs: 50, maxDelayMs: 100, clock, onRetry } }));
         assert.strictEqual(err.code, "ServiceUnavailable");
         assert.ok(err.attempts >= 2 && err.attempts < 1000, `attempts ${err.attempts}`);
-        assert.strictEqual(waits.length, err.attempts - 1, "a wait before each retry, none after the last attempt");
-        assert.ok(waits.every((ms, i) => ms >= 0 && ms < Math.min(100, 50 * 2 ** i)), `waits ${waits}`);
+        assert.strictEqual(backoffs.length, err.attempts - 1, "a backoff before each retry, none after the last attempt");
+        assert.deepStrictEqual(waits, backoffs.filter((ms) => ms > 0), "each backoff slept on the clock");
+        assert.ok(backoffs.every((ms, i) => ms >= 0 && ms < Math.min(100, 50 * 2 ** i)), `backoffs ${backoffs}`);
         assert.ok(now <= 350, `slept ${now} ms in all`);
         assert.strictEqual(fx.emu.callsOf("DescribeInstances").length, err.attempts);
     });

@@ -7,7 +7,7 @@ import * as assert from "assert";
 import * as pulumi from "@pulumi/pulumi";
 import { callApi } from "../src/cloud/openapi";
 import { listObjects, ossRequest } from "../src/cloud/oss";
-import { configurePacer, pace, pacerBuckets, parseRates, reportPacingTo, resetPacer, throttled } from "../src/cloud/pacer";
+import { configurePacer, MAX_RETRY_AFTER_MS, pace, pacerBuckets, parseRates, reportPacingTo, resetPacer, throttled } from "../src/cloud/pacer";
 import { nodeMembershipProvider } from "../src/providers/nodeMembership";
 import { poolCapacityProvider } from "../src/providers/poolCapacity";
 import { useEmulator } from "../testing/emulator/fixture";
@@ -48,6 +48,18 @@ describe("the pacer: one token bucket per action, per process", () => {
         throttled("ecs:InvokeCommand", undefined, Date.now() + 1); // its slot taken after the cut: a new signal
         b = pacerBuckets()["ecs:InvokeCommand"];
         assert.strictEqual(Math.round(b.rate * 10) / 10, 2);
+    });
+
+    it("a server's retry-after holds the action's next slot that long, but never past a minute (MAX_RETRY_AFTER_MS)", () => {
+        configurePacer({ rates: { "*": 10 }, burst: 1 });
+        /** How long the action's next call waits, ms: the tokens it owes at its rate. */
+        const held = (key: string) => { const b = pacerBuckets()[key]; return Math.round((Math.max(0, -b.tokens) / b.rate) * 1000); };
+        throttled("ecs:DescribeInstances", 5000);
+        assert.strictEqual(held("ecs:DescribeInstances"), 5000);
+        throttled("ecs:InvokeCommand", 30 * 86_400_000); // a month: a wrong or hostile header
+        assert.strictEqual(held("ecs:InvokeCommand"), MAX_RETRY_AFTER_MS);
+        throttled("ecs:RunCommand", Number.NaN);
+        assert.strictEqual(held("ecs:RunCommand"), 0, "an unreadable one holds nothing beyond the halved rate");
     });
 
     it("rates come from ALICLOUD_KUBEADM_API_RATE: one number for every action, or per action and product", () => {

@@ -199,12 +199,16 @@ describe("removal core", () => {
             assert.strictEqual(nodeOf(id), undefined);
         });
 
-        it("route deletions of two removals at once on one table (150 ms route tasks) are serialized, batched and retried until gone", async () => {
-            ctx.emu.state.routeTaskMs = 150;
+        it("route deletions of two removals at once on one table (the first's route task still running when the second asks) are serialized, batched and retried until gone", async () => {
+            // The emulator's time stands until both removals have asked to delete their routes, so the first one's
+            // route task (5 s) still runs when the second asks, however slow the machine; then every wait steps it.
+            ctx.emu.stopClock();
+            ctx.emu.state.routeTaskMs = 5000;
+            const clock = ctx.emu.steppedClock(() => ctx.emu.callsOf("DeleteRouteEntries").length < 2);
             const ids = Array.from({ length: 6 }, () => existingNode());
             await Promise.all([
-                removeNodes(ids.slice(0, 3).map((instanceId) => ({ instanceId, kind: "existing" as const })), opts),
-                removeNodes(ids.slice(3).map((instanceId) => ({ instanceId, kind: "existing" as const })), opts),
+                removeNodes(ids.slice(0, 3).map((instanceId) => ({ instanceId, kind: "existing" as const })), { ...opts, clock }),
+                removeNodes(ids.slice(3).map((instanceId) => ({ instanceId, kind: "existing" as const })), { ...opts, clock }),
             ]);
             assert.deepStrictEqual(ctx.emu.routeTables.get(table)!.entries, [], "every route gone, none left Deleting");
             const ok = ctx.emu.callsOf("DeleteRouteEntries").filter((x) => !x.code);
@@ -322,13 +326,18 @@ describe("removal core", () => {
             const group = ctx.emu.addScalingGroup({ desiredCapacity: 1 }).scalingGroupId;
             const id = poolNode(group);
             ctx.emu.setAgentOffline(id);
-            ctx.emu.state.activityDurationMs = 300;
+            // The activity takes 5 s of the emulator's time, which moves only by the removals' own waits.
+            ctx.emu.stopClock();
+            ctx.emu.state.activityDurationMs = 5000;
+            const clocked = { ...opts, clock: ctx.emu.steppedClock() };
             // The activity runs on in ESS; this run cannot see it end (reads refused), so it fails after the call.
             ctx.emu.inject("DescribeScalingActivities", { status: 403, code: "Forbidden.RAM", message: "denied", times: 1 });
-            await assert.rejects(removeNode({ instanceId: id, kind: "scale-out", scalingGroupId: group }, opts), /leave-scaling-group/);
+            await assert.rejects(removeNode({ instanceId: id, kind: "scale-out", scalingGroupId: group }, clocked), /leave-scaling-group/);
             assert.ok(nodeOf(id), "its Node was held (not reset)");
-            // Re-run at once: the member is still being removed (its instance exists, and cannot run commands).
-            await removeNode({ instanceId: id, kind: "scale-out", scalingGroupId: group }, opts);
+            // The re-run starts while the member is still being removed (its instance exists, and cannot run commands).
+            assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group), [id], "still a member when the re-run starts");
+            assert.strictEqual(ctx.emu.state.scalingInstances.get(id)!.lifecycleState, "Removing", "still leaving when the re-run starts");
+            await removeNode({ instanceId: id, kind: "scale-out", scalingGroupId: group }, clocked);
             assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group), []);
             assert.strictEqual(nodeOf(id), undefined, "the re-run deletes the held Node of the released instance");
         });

@@ -10,11 +10,11 @@ import * as assert from "assert";
 import { useEmulator, call } from "../testing/emulator/fixture";
 import { fakeCluster, type FakeCluster } from "../testing/fakeCluster";
 import { createCommand } from "../testing/savedCommands";
+import type { CommandReply } from "../testing/emulator";
 import { removeNode, removeNodes, scaleInPool, RemovalError, type RemovalOptions } from "../src/removal";
 import { resetPacer } from "../src/cloud/pacer";
 
 const REGION = "cn-hangzhou";
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("removal: the situations a real cluster makes", () => {
     const ctx = useEmulator();
@@ -71,16 +71,21 @@ describe("removal: the situations a real cluster makes", () => {
     it("an existing node removed while its attach still runs: the attach is stopped before the reset, and no Node or credential comes back", async () => {
         const id = ctx.emu.addInstance({ userData: Buffer.from("#!/bin/bash\nattach").toString("base64") }).instanceId;
         const attach = await createCommand(REGION, { commandName: "test-attach", script: "#!/bin/bash\n# test attach: joins after a while\n", parameters: false, timeoutSeconds: 600, description: "attach" });
-        ctx.emu.onCommand(/# test attach/, async (cmd) => {
-            await sleep(400);
+        // The join would finish (register the Node) only after the removal has ended, unless it was stopped.
+        let removalEnded!: () => void;
+        const afterRemoval = new Promise<void>((resolve) => { removalEnded = resolve; });
+        let attachEnded: Promise<CommandReply> | undefined;
+        ctx.emu.onCommand(/# test attach/, (cmd) => (attachEnded = (async (): Promise<CommandReply> => {
+            await afterRemoval;
             const record = ctx.emu.state.invocations.get(cmd.invokeId)!.records.find((r) => r.instanceId === cmd.instanceId)!;
             if (record.fixed?.status === "Stopped") return { exitCode: 137 };
             c.addNode(id, { pods: [] });
             return { output: "joined\n" };
-        });
+        })()));
         await call("ecs", "InvokeCommand", { CommandId: attach, InstanceId: [id] });
         await removeNode({ instanceId: id, kind: "existing", joinCommandId: attach }, opts);
-        await sleep(600); // longer than the attach would have taken
+        removalEnded();
+        await attachEnded;
         assert.strictEqual(nodeOf(id), undefined, "no Node registered again");
         assert.ok(!c.credentials.has(id), "no kubelet credentials on the machine");
         assert.strictEqual(ctx.emu.callsOf("StopInvocation").length, 1);

@@ -129,8 +129,11 @@ function disarm(w: World): void {
     disarmFaults(w.emu);
 }
 
-/** Waits for commands a killed caller started (they run on) to end. */
-const settle = () => new Promise((r) => setTimeout(r, 30));
+/** Waits until the commands a killed caller started (they run on) have ended: every handler has answered. */
+async function settle(w: World): Promise<void> {
+    const running = () => [...w.emu.state.invocations.values()].some((inv) => inv.records.some((r) => !r.fixed && !r.reply && r.deliveryTimeoutAt === undefined));
+    while (running()) await new Promise((r) => setImmediate(r));
+}
 
 /** What a clean run did: the size of the matrix. */
 interface Clean { calls: number; mutating: number; commands: number }
@@ -161,7 +164,7 @@ async function faultMatrix(clean: Clean, make: () => Promise<World>, during: (w:
             await up(w).catch(() => undefined);
             if (hit.struck) struck++;
             disarm(w);
-            await settle();
+            await settle(w);
             during(w, label);
             await up(w).catch((err: Error) => assert.fail(`${label}: the re-run failed: ${err.message}`));
             done(w, label);
@@ -271,7 +274,7 @@ describe("master instance type: one master at a time, under a fault at every ste
             };
             await assert.rejects(up(w));
             w.emu.beforeRequest = undefined;
-            await settle();
+            await settle(w);
             assert.strictEqual(w.emu.instances.get(w.c.master)!.status, "Stopped", "the crash left the only master stopped");
             await up(w);
             assertResized(w, "one master, re-run");

@@ -440,7 +440,7 @@ export async function runOnInstance(opts: RunOnInstanceOptions): Promise<string>
  * there would otherwise register its Node again after a removal's reset. docs/upstream.md#cas-stop-invocation.
  * @returns the invocations stopped ([] when none ran)
  */
-export async function stopRunningInvocations(region: string, instanceId: string, commandId: string, opts: { pollMs?: number; timeoutMs?: number } = {}): Promise<string[]> {
+export async function stopRunningInvocations(region: string, instanceId: string, commandId: string, opts: { pollMs?: number; timeoutMs?: number; clock?: Clock } = {}): Promise<string[]> {
     const running = async () => {
         const res = await callApi("ecs", "DescribeInvocations", { InstanceId: instanceId, CommandId: commandId, MaxResults: 50 }, { region });
         type Raw = { InvokeId?: string; InvokeInstances?: { InvokeInstance?: Array<{ InstanceId?: string; InvocationStatus?: string }> } };
@@ -455,7 +455,7 @@ export async function stopRunningInvocations(region: string, instanceId: string,
     await waitFor(async () => {
         const left = await running();
         return left.length === 0 ? { done: true, value: undefined } : { done: false, state: left.join(", ") };
-    }, { timeoutMs, firstDelayMs: opts.pollMs ?? 1000, pauseFirst: true },
+    }, { timeoutMs, firstDelayMs: opts.pollMs ?? 1000, pauseFirst: true, clock: opts.clock },
     (left) => new Error(`invocation(s) ${left} of command ${commandId} still run on ${instanceId} ${Math.round(timeoutMs / 1000)} s after StopInvocation`));
     return stopped;
 }

@@ -3,7 +3,7 @@
  * plain typed values. Sources: docs/upstream.md#alibaba-cloud-ecs.
  */
 import { callApi, type RetryOptions } from "./openapi";
-import { waitFor } from "./wait";
+import { type Clock, waitFor } from "./wait";
 
 /** What callers need to know about an instance. */
 export interface Instance {
@@ -86,7 +86,7 @@ export async function setUserData(region: string, instanceId: string, userData: 
  * @throws when StopInstance is refused, or the instance is not Stopped after `timeoutMs` (default 300 s)
  */
 export async function stopInstanceAndWait(region: string, instanceId: string,
-    opts: { pollMs?: number; timeoutMs?: number; log?: (message: string) => void } = {}): Promise<"stopped" | "gone"> {
+    opts: { pollMs?: number; timeoutMs?: number; log?: (message: string) => void; clock?: Clock } = {}): Promise<"stopped" | "gone"> {
     const timeoutMs = opts.timeoutMs ?? 300_000;
     return waitFor<"stopped" | "gone">(async () => {
         const inst = await describeInstance(region, instanceId);
@@ -102,7 +102,7 @@ export async function stopInstanceAndWait(region: string, instanceId: string,
             }
         }
         return { done: false, state: `now ${inst.status}${inst.locked ? ", operation in progress" : ""}` };
-    }, { timeoutMs, firstDelayMs: opts.pollMs ?? 1000, maxDelayMs: 10_000, log: opts.log && ((state) => opts.log!(`${instanceId}: waiting for Stopped (${state})`)) },
+    }, { timeoutMs, firstDelayMs: opts.pollMs ?? 1000, maxDelayMs: 10_000, log: opts.log && ((state) => opts.log!(`${instanceId}: waiting for Stopped (${state})`)), clock: opts.clock },
     (state) => new Error(`${instanceId} did not become Stopped within ${Math.round(timeoutMs / 1000)} s (${state}); look at the instance in the ECS console, then run again`));
 }
 

@@ -4,7 +4,7 @@
  */
 import { codesOf } from "./errors";
 import { callApi, type RetryOptions } from "./openapi";
-import { waitFor } from "./wait";
+import { type Clock, waitFor } from "./wait";
 
 /** A member of a scaling group. */
 export interface ScalingGroupMember {
@@ -152,9 +152,9 @@ export async function modifyScalingGroup(region: string, scalingGroupId: string,
  * Takes members out of the group: `release` (RemoveInstances: released, desired capacity decreased) or
  * `keep` (DetachInstances: the instance stays). Returns the scaling activity it started ("" when none was reported).
  */
-export async function leaveScalingGroup(region: string, scalingGroupId: string, instanceIds: readonly string[], how: "release" | "keep"): Promise<string> {
+export async function leaveScalingGroup(region: string, scalingGroupId: string, instanceIds: readonly string[], how: "release" | "keep", clock?: Clock): Promise<string> {
     const res = await callApi("ess", how === "keep" ? "DetachInstances" : "RemoveInstances",
-        { ScalingGroupId: scalingGroupId, InstanceId: [...instanceIds], DecreaseDesiredCapacity: true }, { region, retry: ESS_BUSY_RETRY });
+        { ScalingGroupId: scalingGroupId, InstanceId: [...instanceIds], DecreaseDesiredCapacity: true }, { region, retry: { ...ESS_BUSY_RETRY, clock } });
     return String(res.ScalingActivityId ?? "");
 }
 
@@ -172,11 +172,11 @@ export async function scaleOutProcess(region: string, scalingGroupId: string, su
  * when the capacity drops; an explicit RemoveInstances still needs the protection lifted first.
  * 20 ids per call; takes effect at once (no activity). docs/upstream.md#ess-protection.
  */
-export async function setInstancesProtection(region: string, scalingGroupId: string, instanceIds: readonly string[], protect: boolean): Promise<void> {
+export async function setInstancesProtection(region: string, scalingGroupId: string, instanceIds: readonly string[], protect: boolean, clock?: Clock): Promise<void> {
     for (let k = 0; k < instanceIds.length; k += IDS_PER_CALL) {
         await callApi("ess", "SetInstancesProtection", {
             ScalingGroupId: scalingGroupId, InstanceId: instanceIds.slice(k, k + IDS_PER_CALL), ProtectedFromScaleIn: protect,
-        }, { region, retry: ESS_BUSY_RETRY });
+        }, { region, retry: { ...ESS_BUSY_RETRY, clock } });
     }
 }
 
@@ -188,6 +188,8 @@ export interface ActivityWait {
     timeoutMs?: number;
     /** Progress for the Pulumi log (after 30 s, then every 30 s). */
     log?: (message: string) => void;
+    /** The clock the polls wait on and the time bound is read from (tests). Default the real one (`SYSTEM_CLOCK` in ./wait). */
+    clock?: Clock;
 }
 
 /**
@@ -201,7 +203,7 @@ export async function waitForActivity(region: string, scalingGroupId: string, ac
         const [a] = await scalingActivities(region, scalingGroupId, { activityIds: [activityId], pageSize: 1 });
         if (!a) throw new Error(`scaling activity ${activityId} of ${scalingGroupId} is not listed (DescribeScalingActivities)`);
         return a.statusCode !== "InProgress" ? { done: true, value: a } : { done: false, state: `waiting for scaling activity ${activityId} of ${scalingGroupId}` };
-    }, { timeoutMs, firstDelayMs: wait.pollMs ?? 500, maxDelayMs: Math.max(1000, wait.pollMs ?? 0), pauseFirst: true, log: wait.log, quietMs: 30_000 },
+    }, { timeoutMs, firstDelayMs: wait.pollMs ?? 500, maxDelayMs: Math.max(1000, wait.pollMs ?? 0), pauseFirst: true, log: wait.log, quietMs: 30_000, clock: wait.clock },
     () => new Error(`scaling activity ${activityId} of ${scalingGroupId} is still in progress after ${Math.round(timeoutMs / 1000)} s`));
 }
 

@@ -33,6 +33,13 @@ export const DEFAULT_BURST = 40;
 export const MIN_RATE_PER_SECOND = 0.2;
 /** Calls/s given back per second without a throttling answer (the additive increase). */
 export const RECOVERY_PER_SECOND = 0.5;
+/**
+ * The longest a server's retry-after holds an action: one minute. Alibaba counts an action's calls per window of at
+ * most a minute ("throttled at minute T, the operation can continue to be called as of minute T+1",
+ * docs/upstream.md#api-rate-limits), so a longer one is not a throttling window; and a wrong or hostile header must
+ * not stall every call of that action in the process (the admission service's too) for hours.
+ */
+export const MAX_RETRY_AFTER_MS = 60_000;
 /** A wait at least this long is reported (when it grew since the last report, or 30 s later). */
 export const REPORT_WAIT_MS = 2000;
 /** Environment variable with the rates: a number (every action), or `key=rate` pairs (`*`, `ecs:*`, `ecs:InvokeCommand`). */
@@ -185,7 +192,7 @@ function report(b: Bucket, waitMs: number, now: number): void {
 /**
  * The cloud answered `key` with a throttling code: halve its rate (unless the call's slot was taken before the last
  * cut: that answer is the same signal), spend its burst, and hold the next slot for `retryAfterMs` when the server
- * said how long.
+ * said how long (at most {@link MAX_RETRY_AFTER_MS}).
  * @param slotTakenAt when the throttled call took its slot, ms (what {@link pace} returned; default now)
  */
 export function throttled(key: string, retryAfterMs?: number, slotTakenAt = Date.now()): void {
@@ -199,7 +206,8 @@ export function throttled(key: string, retryAfterMs?: number, slotTakenAt = Date
         b.cutAt = now;
     }
     b.burst = 1;
-    b.tokens = Math.min(b.tokens, 0, -((retryAfterMs ?? 0) / 1000) * b.rate);
+    const holdMs = Number.isFinite(retryAfterMs) ? Math.min(MAX_RETRY_AFTER_MS, Math.max(0, retryAfterMs!)) : 0;
+    b.tokens = Math.min(b.tokens, 0, -(holdMs / 1000) * b.rate);
 }
 
 /** Sets where waits are reported (the Pulumi log in a provider; none by default). */

@@ -4,7 +4,7 @@
  */
 import { codesOf } from "./errors";
 import { callApi, type RetryOptions } from "./openapi";
-import { waitFor } from "./wait";
+import { type Clock, waitFor } from "./wait";
 
 /** One route entry. */
 export interface RouteEntry {
@@ -63,13 +63,13 @@ function onRouteTable<T>(routeTableId: string, work: () => Promise<T>): Promise<
 interface FailedEntry { RouteEntryId?: string; DstCidrBlock?: string; NextHop?: string; FailedCode?: string; FailedMessage?: string }
 
 /** One DeleteRouteEntries call; returns the entries it could not delete now (gone ones count as deleted). */
-async function deleteBatch(region: string, routeTableId: string, batch: readonly RouteEntry[], retryBaseMs: number): Promise<Array<{ entry: RouteEntry; code: string; message: string }>> {
+async function deleteBatch(region: string, routeTableId: string, batch: readonly RouteEntry[], retryBaseMs: number, clock: Clock | undefined): Promise<Array<{ entry: RouteEntry; code: string; message: string }>> {
     const params: Record<string, string> = {};
     batch.forEach((e, k) => {
         params[`RouteEntries.${k + 1}.RouteTableId`] = routeTableId;
         params[`RouteEntries.${k + 1}.RouteEntryId`] = e.routeEntryId;
     });
-    const res = await onRouteTable(routeTableId, () => callApi("vpc", "DeleteRouteEntries", params, { region, retry: { ...ROUTE_TASK_RETRY, baseDelayMs: retryBaseMs } }));
+    const res = await onRouteTable(routeTableId, () => callApi("vpc", "DeleteRouteEntries", params, { region, retry: { ...ROUTE_TASK_RETRY, baseDelayMs: retryBaseMs, clock } }));
     const raw = res.FailedRouteEntries as FailedEntry[] | { FailedRouteEntry?: FailedEntry[] } | undefined;
     const failed = Array.isArray(raw) ? raw : raw?.FailedRouteEntry ?? [];
     return failed.filter((f) => f.FailedCode !== "VPC_ROUTER_ENTRY_NOT_EXIST").map((f) => ({
@@ -82,16 +82,17 @@ async function deleteBatch(region: string, routeTableId: string, batch: readonly
  * Deletes route entries of one table and waits until they are gone: DeleteRouteEntries (≤ 50 per call),
  * one call at a time per table in this process, retried while the VPC runs another route task; an entry
  * still `Pending` or being changed is tried again, one already deleted or `Deleting` is done once it is no
- * longer listed. `pollMs` is the first pause of the wait and of the conflict retries (default 1000; tests lower it).
+ * longer listed. `pollMs` is the first pause of the wait and of the conflict retries (default 1000; tests lower it);
+ * both wait on `clock` (default the real one; a test's steps the emulator).
  * docs/upstream.md#vpc-route-tasks, #vpc-delete-route.
  * @throws when an entry cannot be deleted (the per-entry code) or is still listed after `timeoutMs`
  */
-export async function deleteRouteEntries(region: string, routeTableId: string, entries: readonly RouteEntry[], opts: { timeoutMs?: number; pollMs?: number } = {}): Promise<void> {
+export async function deleteRouteEntries(region: string, routeTableId: string, entries: readonly RouteEntry[], opts: { timeoutMs?: number; pollMs?: number; clock?: Clock } = {}): Promise<void> {
     let pending = entries.filter((e) => e.status !== "Deleting");
     let waiting = [...entries];
     await waitFor(async () => {
         for (let k = 0; k < pending.length; k += ENTRIES_PER_CALL) {
-            for (const f of await deleteBatch(region, routeTableId, pending.slice(k, k + ENTRIES_PER_CALL), Math.min(1000, opts.pollMs ?? 1000))) {
+            for (const f of await deleteBatch(region, routeTableId, pending.slice(k, k + ENTRIES_PER_CALL), Math.min(1000, opts.pollMs ?? 1000), opts.clock)) {
                 if (!codesOf("conflict").includes(f.code)) {
                     throw new Error(`VPC refused to delete route ${f.entry.destinationCidrBlock} → ${f.entry.nextHopId} from ${routeTableId}: ${f.code} ${f.message}`);
                 }
@@ -103,5 +104,5 @@ export async function deleteRouteEntries(region: string, routeTableId: string, e
         pending = listed.filter((e) => e.status !== "Deleting");
         return listed.length === 0 ? { done: true, value: undefined }
             : { done: false, state: `routes still in ${routeTableId}: ${listed.map((e) => `${e.destinationCidrBlock} → ${e.nextHopId} (${e.status})`).join(", ")}` };
-    }, { timeoutMs: opts.timeoutMs ?? 300_000, firstDelayMs: opts.pollMs ?? 300 }, (state) => new Error(state));
+    }, { timeoutMs: opts.timeoutMs ?? 300_000, firstDelayMs: opts.pollMs ?? 300, clock: opts.clock }, (state) => new Error(state));
 }

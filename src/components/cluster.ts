@@ -386,7 +386,9 @@ export class Cluster extends pulumi.ComponentResource {
 
         this.handle = {
             format: CLUSTER_HANDLE_FORMAT,
-            join,
+            // The CA pin is a secret output of JoinInfo (which the engine marks); marked here too, so that the handle's
+            // secrets are this library's doing, as clusterHandleOf's are.
+            join: { ...join, caCertHash: pulumi.secret(join.caCertHash) },
             placement: {
                 vswitchIds: net.resources.vswitches.map((v) => v.id), securityGroupIds: [net.clusterSecurityGroupId], imageId: nodeImageId, baseImageId: imageId, tags,
             },

@@ -38,7 +38,7 @@ export async function deletePodRoutes(removals: readonly NodeRemoval[], run: Rem
             else r.log(`deleting pod route${mine.length > 1 ? "s" : ""} ${mine.map((e) => e.destinationCidrBlock).join(", ")} → ${r.target.instanceId}`);
         }
         if (entries.length === 0) return;
-        await deleteRouteEntries(run.opts.region, table, entries, { pollMs: run.opts.pollIntervalMs });
+        await deleteRouteEntries(run.opts.region, table, entries, { pollMs: run.opts.pollIntervalMs, clock: run.opts.clock });
         for (const r of removals.filter((x) => entries.some((e) => e.nextHopId === x.target.instanceId))) r.report.done.push("delete-route");
     } catch (err) {
         throw new RemovalError(ids, "delete-route", err as Error, `delete the routes with next hop ${ids.join(", ")} from ${table} in the VPC console, or run again`);

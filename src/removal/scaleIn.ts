@@ -32,7 +32,7 @@ export interface ScaleInPool {
  */
 export async function scaleInPool(pool: ScaleInPool, opts: RemovalOptions): Promise<RemovalReport[]> {
     const log = opts.log ?? (() => undefined);
-    await waitForIdleGroup(opts.region, pool.scalingGroupId, { pollMs: opts.pollIntervalMs, timeoutMs: (opts.activityTimeoutSeconds ?? 1200) * 1000, log });
+    await waitForIdleGroup(opts.region, pool.scalingGroupId, { pollMs: opts.pollIntervalMs, timeoutMs: (opts.activityTimeoutSeconds ?? 1200) * 1000, log, clock: opts.clock });
     const keep = Math.max(pool.targetSize, pool.minSize, 0);
     const members = await readPoolMembers(pool, opts);
     const count = members.length - keep;

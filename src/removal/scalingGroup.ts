@@ -52,7 +52,7 @@ async function presentMembers(batch: readonly NodeRemoval[], group: string, run:
 }
 
 function activityWait(run: RemovalRun, r: NodeRemoval) {
-    return { pollMs: run.opts.pollIntervalMs, timeoutMs: (run.opts.activityTimeoutSeconds ?? 1200) * 1000, log: r.log };
+    return { pollMs: run.opts.pollIntervalMs, timeoutMs: (run.opts.activityTimeoutSeconds ?? 1200) * 1000, log: r.log, clock: run.opts.clock };
 }
 
 /**
@@ -96,12 +96,12 @@ async function fenceNodeless(fence: Fence, todo: readonly NodeRemoval[], members
     if (nodeless.length === 0) return;
     const ids = nodeless.map((r) => r.target.instanceId);
     fence.protectedHere = members.filter((m) => ids.includes(m.instanceId) && m.lifecycleState === "InService").map((m) => m.instanceId);
-    if (fence.protectedHere.length > 0) await setInstancesProtection(run.opts.region, group, fence.protectedHere, true);
+    if (fence.protectedHere.length > 0) await setInstancesProtection(run.opts.region, group, fence.protectedHere, true, run.opts.clock);
     nodeless[0].log(`stopping ${ids.join(", ")} (no Node to drain: a node still joining must not register while it is released)`);
     await Promise.all(nodeless.map(async (r) => {
         const id = r.target.instanceId;
         try {
-            await stopInstanceAndWait(run.opts.region, id, { pollMs: run.opts.pollIntervalMs });
+            await stopInstanceAndWait(run.opts.region, id, { pollMs: run.opts.pollIntervalMs, clock: run.opts.clock });
             r.facts.machineStopped = true;
             fence.stopped.push(r);
         } catch (err) {
@@ -125,7 +125,7 @@ async function undoFence(fence: Fence, group: string, run: RemovalRun): Promise<
     try {
         const stayed = (await scalingGroupMembers(run.opts.region, group, { instanceIds: ids })).filter((m) => !isLeaving(m));
         const lift = stayed.filter((m) => m.lifecycleState === "Protected" && fence.protectedHere.includes(m.instanceId)).map((m) => m.instanceId);
-        if (lift.length > 0) await setInstancesProtection(run.opts.region, group, lift, false);
+        if (lift.length > 0) await setInstancesProtection(run.opts.region, group, lift, false, run.opts.clock);
         for (const [id, inst] of await describeInstances(run.opts.region, stayed.map((m) => m.instanceId))) {
             if (inst.status !== "Stopped" && inst.status !== "Stopping") continue;
             rs[0].log(`starting ${id} again: it stays in ${group}`);
@@ -231,9 +231,9 @@ async function leaveGroup(batch: NodeRemoval[], group: string, run: RemovalRun, 
     const ids = present.map((r) => r.target.instanceId);
     try {
         const protectedIds = ids.filter((id) => fence.protectedHere.includes(id) || members.some((m) => m.instanceId === id && m.lifecycleState === "Protected"));
-        if (protectedIds.length > 0) await setInstancesProtection(run.opts.region, group, protectedIds, false);
+        if (protectedIds.length > 0) await setInstancesProtection(run.opts.region, group, protectedIds, false, run.opts.clock);
         present[0].log(`${action === "keep" ? "detaching" : "releasing"} ${ids.join(", ")} from ${group}`);
-        const activityId = await essLeave(run.opts.region, group, ids, action);
+        const activityId = await essLeave(run.opts.region, group, ids, action, run.opts.clock);
         const activity = await waitForActivity(run.opts.region, group, activityId, activityWait(run, present[0]));
         if (activity.statusCode === "Failed" || activity.statusCode === "Rejected") {
             throw new Error(`scaling activity ${activityId} ended ${activity.statusCode}${activity.errorCode ? ` (${activity.errorCode})` : ""}: ${activity.message || activity.description}`);

@@ -212,7 +212,7 @@ async function reset(r: NodeRemoval, run: RemovalRun): Promise<void> {
 async function stopJoin(r: NodeRemoval, run: RemovalRun): Promise<void> {
     const joinCommand = r.target.joinCommandId;
     if (!joinCommand || r.facts.instanceStatus === "gone") return;
-    const stopped = await stopRunningInvocations(run.opts.region, r.target.instanceId, joinCommand, { pollMs: run.opts.pollIntervalMs });
+    const stopped = await stopRunningInvocations(run.opts.region, r.target.instanceId, joinCommand, { pollMs: run.opts.pollIntervalMs, clock: run.opts.clock });
     if (stopped.length > 0) r.warn(`${r.target.instanceId}: its join (${stopped.join(", ")}) was still running: stopped it before the reset`);
 }
 

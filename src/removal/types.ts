@@ -1,5 +1,6 @@
 // The removal core's vocabulary: what is removed, how, and what happened.
 import type { ClusterAccess } from "../cloud/operations";
+import type { Clock } from "../cloud/wait";
 import type { NodeCommandIds } from "../rules";
 
 /** How the node came into the cluster; decides which steps apply. */
@@ -71,6 +72,12 @@ export interface RemovalOptions {
     removeWithoutReset?: boolean;
     /** Bound on the wait for one ESS scaling activity, seconds. Default 1200. */
     activityTimeoutSeconds?: number;
+    /**
+     * The clock the removal's waits (ESS activities, an instance stopping, a join stopped, routes gone) and the retries
+     * of its ESS and route calls while another activity or route task runs pause on and read their time bounds from. Default the real one (`SYSTEM_CLOCK`); a test passes one
+     * that steps the emulator, so that what it waits for ends when the test says, not when the machine gets to it.
+     */
+    clock?: Clock;
     /** Progress for the Pulumi log (`draining i-…`). Default: nothing logged. */
     log?: (message: string) => void;
     /** Warnings for the Pulumi log (a step skipped because its target is gone). Default: nothing logged. */

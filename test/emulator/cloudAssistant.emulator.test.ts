@@ -4,7 +4,8 @@
  * timeouts) and the ECS power/system-disk semantics, exercised through the real SDK path (callApi).
  */
 import * as assert from "assert";
-import { call, code, sleep, useEmulator } from "../../testing/emulator/fixture";
+import { call, code, useEmulator } from "../../testing/emulator/fixture";
+import type { Emulator } from "../../testing/emulator";
 import type { ParamValue } from "../../src/cloud/openapi";
 
 const b64 = (s: string) => Buffer.from(s, "utf8").toString("base64");
@@ -18,12 +19,12 @@ async function invocation(invokeId: string, extra: Record<string, ParamValue> = 
     return (res.Invocations as { Invocation: Invocation[] }).Invocation[0];
 }
 
-async function until(invokeId: string, done: (i: Invocation) => boolean, timeoutMs = 3000): Promise<Invocation> {
-    const started = Date.now();
-    for (;;) {
+/** Reads the invocation until `done` holds, stepping the emulator's clock 20 ms between reads, for at most `timeoutMs` of it. */
+async function until(emu: Emulator, invokeId: string, done: (i: Invocation) => boolean, timeoutMs = 3000): Promise<Invocation> {
+    for (let waited = 0; ; waited += 20) {
         const inv = await invocation(invokeId, { IncludeOutput: true, ContentEncoding: "PlainText" });
-        if (done(inv) || Date.now() - started > timeoutMs) return inv;
-        await sleep(20);
+        if (done(inv) || waited >= timeoutMs) return inv;
+        emu.advance(20);
     }
 }
 
@@ -44,7 +45,7 @@ describe("emulator: Cloud Assistant saved commands", () => {
         // Parameter names are case-insensitive ([REQ] CreateCommandRequest.commandContent).
         const parameters = JSON.stringify({ ENDPOINT: "10.0.0.1:6443", token: "abcdef.0123456789abcdef" });
         const { InvokeId } = await call("ecs", "InvokeCommand", { CommandId: cmdId, InstanceId: [a, b], Parameters: parameters });
-        const done = await until(String(InvokeId), (i) => i.InvocationStatus === "Success");
+        const done = await until(fx.emu, String(InvokeId), (i) => i.InvocationStatus === "Success");
         assert.strictEqual(done.InvocationStatus, "Success");
         assert.deepStrictEqual(seen.map((s) => s.script).sort(), [a, b].map((id) => `kubeadm join 10.0.0.1:6443 --token abcdef.0123456789abcdef --node-name ${id}`).sort());
         assert.ok(seen.every((s) => s.commandId === cmdId), "the invocation records the saved command's id");
@@ -87,8 +88,7 @@ describe("emulator: Cloud Assistant saved commands", () => {
         const scripts: string[] = [];
         fx.emu.onCommand(/^echo/, (ctx) => { scripts.push(ctx.script); return {}; });
         await invoke(plain);
-        await invoke(two, { a: "1", b: "" });
-        await sleep(20);
+        await invoke(two, { a: "1", b: "" }); // a handler sees the script when the invocation starts
         assert.deepStrictEqual(scripts, ["echo {{a}}", "echo 1 "]);
     });
 
@@ -111,11 +111,12 @@ describe("emulator: Cloud Assistant saved commands", () => {
 
     it("DeleteCommand refuses a command that is running; its invocations (and their content) stay", async () => {
         const [a] = fx.emu.addInstances(1);
+        fx.emu.stopClock(); // the command runs 150 ms of the emulator's time: still running at DeleteCommand, however slow the machine
         fx.emu.onCommand(/^sleep/, { delayMs: 150 });
         const cmd = String((await call("ecs", "CreateCommand", { Name: "s", Type: "RunShellScript", CommandContent: b64("sleep 1 # secret-ish") })).CommandId);
         const { InvokeId } = await call("ecs", "InvokeCommand", { CommandId: cmd, InstanceId: [a] });
         assert.strictEqual(await code(call("ecs", "DeleteCommand", { CommandId: cmd })), "InvalidStatus.CmdIdInUse");
-        await until(String(InvokeId), (i) => i.InvocationStatus === "Success");
+        await until(fx.emu, String(InvokeId), (i) => i.InvocationStatus === "Success");
         await call("ecs", "DeleteCommand", { CommandId: cmd });
         const listed = await call("ecs", "DescribeCommands", {});
         assert.strictEqual(listed.TotalCount, 0);

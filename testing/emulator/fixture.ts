@@ -110,8 +110,6 @@ export async function code(p: Promise<unknown>): Promise<string> {
     return "";
 }
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 /** `key → value` of the rows a Describe call lists under `container.item`, e.g. members' LifecycleState by InstanceId. */
 export async function describeMap(product: Product, action: string, params: Record<string, ParamValue>, list: [string, string], key: string, value: string): Promise<Record<string, string>> {
     const res = await call(product, action, params);

@@ -17,7 +17,8 @@
  * Hooks: `onCommand`, `setAgentOffline(id, "ClientNotRunning" | "ClientNotResponse" | "DeliveryTimeout")`,
  * `failNextActivity`, `runHealthCheck`, `activitiesOf`, `inject`, `throttle`, `rateLimit`, `fail5xx`; `advance(ms)` steps
  * the emulator's clock (`state.now()`, the wall clock plus `clockOffsetMs`) past an activity, route task, delivery
- * window or rate-limit window.
+ * window or rate-limit window; `stopClock()` takes the wall clock out of it, and `steppedClock()` is a `Clock` for
+ * the code under test whose sleeps step it (the code's waits then end what they wait for, whatever the machine's speed).
  */
 import * as http from "http";
 import { AddressInfo } from "net";
@@ -28,6 +29,7 @@ import { ActivityFault, AgentFailure, ApiError, CommandHandler, EmuActivity, Emu
 import { verifyRequest, verifyRpcV1 } from "./signature";
 import { settleRoutes, VPC_ACTIONS } from "./vpc";
 import { OssError, ossErrorXml, OssState } from "./oss";
+import type { Clock } from "../../src/cloud/wait";
 
 export * from "./state";
 export { OssState, policyAllows, type OssBucket, type OssPolicy } from "./oss";
@@ -133,6 +135,8 @@ export class Emulator {
     beforeRequest?: (req: { product: string; action: string; params: Record<string, string> }) => Omit<Fault, "times"> | undefined;
     /** Test hook: called after a request was applied and answered successfully. */
     afterRequest?: (req: { product: string; action: string; params: Record<string, string> }) => void;
+    /** Test hook: called when `rateLimit` refuses a call (before the answer goes out). */
+    onThrottled?: (action: string) => void;
     private readonly faults = new Map<string, Fault[]>();
     private readonly idempotent = new Map<string, { params: string; out: Record<string, unknown> }>();
     private readonly nonces = new Set<string>();
@@ -277,6 +281,34 @@ export class Emulator {
         settleRoutes(this.state);
     }
 
+    /**
+     * Stop the wall clock from moving the emulator's: from now on only `advance` moves it (directly, or through the
+     * sleeps of a {@link steppedClock}), so an activity, route task or delivery window started now ends when the test
+     * steps past its end, however slow or loaded the machine is.
+     */
+    stopClock(): void {
+        this.state.clockStoppedAt ??= Date.now();
+    }
+
+    /**
+     * A clock for the code under test (its waits take a `Clock`, src/cloud/wait.ts) on the emulator's time: `now` is
+     * `state.now()`, and a sleep advances the emulator by its length, then yields one turn of the event loop, so the
+     * code's own waits end what they wait for and its time bounds count the time it waited, not the machine's. Use
+     * it with {@link stopClock}. While `hold()` is true a sleep does not advance: the emulator's time stands (what
+     * runs stays running, and no time bound moves) and the sleep only yields, a few real milliseconds so that a
+     * waiting loop does not spin; a test holds time until the moment it arranges (a second caller has arrived).
+     */
+    steppedClock(hold: () => boolean = () => false): Clock {
+        return {
+            now: () => this.state.now(),
+            sleep: async (ms: number) => {
+                if (hold()) return new Promise<void>((resolve) => setTimeout(resolve, Math.min(Math.max(0, ms), 5)));
+                this.advance(Math.max(0, ms));
+                return new Promise<void>((resolve) => setImmediate(resolve));
+            },
+        };
+    }
+
     /** Scaling activities of a group, oldest first (due ones ended first). */
     activitiesOf(scalingGroupId: string): EmuActivity[] {
         settleActivities(this.state);
@@ -343,7 +375,10 @@ export class Emulator {
         const window = Math.floor(st.now() / st.rateWindowMs);
         const c = st.rateCounts.get(action);
         const counted = c && c.window === window ? c : { window, count: 0 };
-        if (counted.count >= limit) throw new ApiError(400, "Throttling.User", "Request was denied due to user flow control.");
+        if (counted.count >= limit) {
+            this.onThrottled?.(action);
+            throw new ApiError(400, "Throttling.User", "Request was denied due to user flow control.");
+        }
         counted.count += 1;
         st.rateCounts.set(action, counted);
     }

@@ -351,9 +351,14 @@ export class EmulatorState {
      * sleeping and without a window a loaded machine could miss. Default 0.
      */
     clockOffsetMs = 0;
-    /** The emulator's time (ms since the epoch): the wall clock plus `clockOffsetMs`. */
+    /**
+     * Where `Emulator.stopClock` stopped the wall clock's part of the emulator's time (ms since the epoch); from then
+     * on only `clockOffsetMs` moves it. Default undefined: the wall clock runs.
+     */
+    clockStoppedAt: number | undefined = undefined;
+    /** The emulator's time (ms since the epoch): the wall clock (or where it was stopped) plus `clockOffsetMs`. */
     now(): number {
-        return Date.now() + this.clockOffsetMs;
+        return (this.clockStoppedAt ?? Date.now()) + this.clockOffsetMs;
     }
     /** How long StopInstance/StartInstance stay in `Stopping`/`Starting` (ms). Default 0: the final state at once. */
     transitionMs = 0;
