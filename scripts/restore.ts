@@ -1,6 +1,6 @@
 // restore: an etcd backup back onto the control plane (docs/disaster-recovery.md#lost-whole-control-plane).
 // Usage: npm run restore -- (--stack <name> | --outputs <file>) [--from-stack <old> | --from-outputs <file> | --bucket <b>]
-//        [--snapshot <object key>] [--keys <file>] [--dry-run] [--force]
+//        [--snapshot <object key>] [--keys <file>] [--dry-run] [--force] [--discard]
 // With --from-stack (or --from-outputs, or --bucket) the backup is another stack's: a restore into a new stack
 // (docs/disaster-recovery.md#restore-to-a-new-stack).
 // Lists the backups, downloads the chosen one (the newest by default), opens it with the backup key, reads the master's
@@ -14,12 +14,12 @@ import { parseClusterInfo, REGION_ID } from "../src/doctor/clusterInfo";
 import { planRestore, type RestorePlan } from "../src/recovery/restore";
 import { applyRestore, describeRestore, readMasterState, restoreRefusal, type ApplyRestoreInputs, type MasterRestoreState } from "../src/recovery/restoreApply";
 import { SAVED_OPERATIONS, type NodeCommandIds } from "../src/rules";
-
-/** An OSS bucket name (3-63 of a-z, 0-9 and -): it goes into the host name of the signed requests. */
-const BUCKET_NAME = /^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/;
+import { OSS_BUCKET_NAME as BUCKET_NAME } from "../src/cloud/oss";
 
 export interface RestoreArgs {
     stack?: string; outputs?: string; snapshot?: string; keys?: string; dryRun: boolean; force: boolean; help: boolean;
+    /** Into a new stack: the cluster its master 0 runs (its own) may be discarded. Never a rollback of a running cluster (`force`). */
+    discard: boolean;
     /** The stack whose backups are restored into this one (a new stack), or its outputs file, or its bucket alone. */
     fromStack?: string; fromOutputs?: string; bucket?: string; bucketRegion?: string;
 }
@@ -27,7 +27,7 @@ export interface RestoreArgs {
 export function helpText(): string {
     return [
         "Usage: npm run restore -- (--stack <name> | --outputs <file>) [--from-stack <old> | --from-outputs <file> | --bucket <b>]",
-        "                          [--snapshot <object key>] [--keys <file>] [--dry-run] [--force]",
+        "                          [--snapshot <object key>] [--keys <file>] [--dry-run] [--force] [--discard]",
         "",
         "Restores a cluster's etcd from its backups (docs/disaster-recovery.md): lists the backups in the stack's bucket,",
         "downloads the chosen one, opens it with the backup key, reads its revision and key count and the state of the",
@@ -40,8 +40,9 @@ export function helpText(): string {
         "  --snapshot <key>   the object to restore (default: the newest under <cluster>/hourly/ and <cluster>/daily/)",
         "  --keys <file>      backup keys as JSON {keyId: private key PEM} (default: the stack output backupKeys)",
         "  --dry-run          print the steps, change nothing (reads the master's restore state with one command)",
-        "  --force            restore even though the master's API server answers (rolls a running cluster back), or",
-        "                     into a new stack, discard the cluster its master 0 runs",
+        "  --force            restore even though the master's API server answers (rolls a running cluster back)",
+        "  --discard          into a new stack: discard the cluster its master 0 runs (its own, made by its first",
+        "                     `pulumi up`); never rolls back a running cluster (that takes --force)",
         "",
         "Into a new stack (one master, the same cluster name; its own cluster, made by its first `pulumi up`, is discarded):",
         "  --from-stack <old>     the backups of stack <old>: its bucket and backup keys (pulumi stack output of <old>)",
@@ -54,7 +55,7 @@ export function helpText(): string {
 }
 
 export function parseArgs(argv: string[]): RestoreArgs {
-    const a: RestoreArgs = { dryRun: false, force: false, help: false };
+    const a: RestoreArgs = { dryRun: false, force: false, discard: false, help: false };
     for (let i = 0; i < argv.length; i++) {
         const v = () => { const x = argv[++i]; if (x === undefined || x.startsWith("--")) throw new Error(`${argv[i - 1]} needs a value`); return x; };
         switch (argv[i]) {
@@ -68,6 +69,7 @@ export function parseArgs(argv: string[]): RestoreArgs {
             case "--bucket-region": a.bucketRegion = v(); break;
             case "--dry-run": a.dryRun = true; break;
             case "--force": a.force = true; break;
+            case "--discard": a.discard = true; break;
             case "--help": case "-h": a.help = true; break;
             default: throw new Error(`unknown argument ${argv[i]} (see --help)`);
         }
@@ -75,6 +77,9 @@ export function parseArgs(argv: string[]): RestoreArgs {
     if (a.help) return a;
     if (!a.stack === !a.outputs) throw new Error("give one of --stack <name> or --outputs <file>");
     if ([a.fromStack, a.fromOutputs, a.bucket].filter((x) => x !== undefined).length > 1) throw new Error("give at most one of --from-stack, --from-outputs and --bucket");
+    if (a.discard && a.fromStack === undefined && a.fromOutputs === undefined && a.bucket === undefined) {
+        throw new Error("--discard goes with --from-stack, --from-outputs or --bucket (a restore into a new stack)");
+    }
     if (a.bucketRegion !== undefined && a.bucket === undefined) throw new Error("--bucket-region goes with --bucket");
     if (a.bucket !== undefined && !BUCKET_NAME.test(a.bucket)) throw new Error("--bucket: an OSS bucket name (3-63 of a-z, 0-9 and -)");
     if (a.bucketRegion !== undefined && !REGION_ID.test(a.bucketRegion)) throw new Error("--bucket-region: a region id such as cn-hangzhou");
@@ -120,6 +125,7 @@ export function backupSource(a: RestoreArgs, outputs: Record<string, unknown>, i
     }
     const bucket = outputs.backupBucket;
     if (typeof bucket !== "string" || !bucket) throw new Error("the stack has no backupBucket output: it was deployed before backups existed (run `pulumi up` with this version)");
+    if (!BUCKET_NAME.test(bucket)) throw new Error(`the stack's backupBucket output (${JSON.stringify(bucket.slice(0, 80))}) is not an OSS bucket name: check the outputs file (written by pulumi stack output --json --show-secrets)`);
     return { bucket, region: info.region, keys: keysFile() ?? outputs.backupKeys };
 }
 
@@ -169,7 +175,7 @@ export async function main(argv: string[], io: { out: (s: string) => void; env: 
         if (missing.length > 0) throw new Error(`the stack's clusterInfo lacks the saved commands ${missing.join(", ")}: run \`pulumi up\` with this version first`);
         inputs = {
             region: info.region, masterInstanceIds: info.masterInstanceIds, commands: info.commands as NodeCommandIds, bucket: target, credentials,
-            routeTableId: info.routeTableId, podCidr: info.podCidr, controlPlaneJoinCommandId: info.controlPlaneJoinCommandId, force: a.force, newStack,
+            routeTableId: info.routeTableId, podCidr: info.podCidr, controlPlaneJoinCommandId: info.controlPlaneJoinCommandId, force: a.force, discard: a.discard, newStack,
             masterOssEndpoint, pollIntervalMs: io.pollIntervalMs, log: (m) => io.out(`  ${m}\n`),
         };
     } catch (e) {
@@ -188,7 +194,7 @@ export async function main(argv: string[], io: { out: (s: string) => void; env: 
     io.out(`master ${plan.target}: ${state.mode === "fresh" ? "master 0 that refused kubeadm init" : state.mode === "existing" ? "a control plane (static pods)" : "no control plane"}` +
         `${state.done.length ? `; done already: ${state.done.join(", ")}` : ""}; its API server ${state.apiReady ? "answers" : "does not answer"}\n`);
     io.out(`${describeRestore(plan, state, inputs).map((s, k) => `  ${k + 1}. ${s}`).join("\n")}\n`);
-    const refusal = restoreRefusal(plan, state, a.force, newStack);
+    const refusal = restoreRefusal(plan, state, a.force, newStack, a.discard);
     if (refusal) {
         io.out(`restore: refused: ${refusal}\n`);
         return 4;

@@ -13,6 +13,7 @@ import * as crypto from "crypto";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
+import { execFileSync } from "child_process";
 import { useEmulator } from "../testing/emulator/fixture";
 import { fakeCluster, type FakeCluster } from "../testing/fakeCluster";
 import { backupKeyPair, runRestore, sealedBackup } from "../testing/backup";
@@ -190,7 +191,7 @@ esac`,
         w.faults.crashAfter = "restore";
         const first = await restore(w.outputs);
         assert.strictEqual(first.code, 4, first.out);
-        assert.match(first.out, new RegExp(`restore step start on master ${target} failed: .*not running.*run the restore again: it continues where it stopped`, "s"));
+        assert.match(first.out, new RegExp(`restore step start on master ${target} failed: .*not running.*run the restore again with \`--snapshot dev/hourly/\\S+\` \\(the same backup\\): it continues where it stopped`, "s"));
         assert.ok(!fs.existsSync(sb.at("/etc/kubernetes/manifests/kube-apiserver.yaml")), "stopped: the manifests are aside");
         assert.strictEqual(fs.readFileSync(sb.at("/var/lib/etcd/member/snap/db")).length, 4096, "etcd holds the backup's snapshot (4096 bytes), not the old data");
 
@@ -250,7 +251,7 @@ esac`,
         const sb = runningMaster(w.target);
         const r = await restore(w.outputs);
         assert.strictEqual(r.code, 4);
-        assert.match(r.out, /answers \/readyz: this cluster runs, and a restore would roll it back to dev\/hourly\/.*run again with --force/);
+        assert.match(r.out, /answers \/readyz: this cluster runs, and a restore would roll it back to dev\/hourly\/.*run again with `--snapshot dev\/hourly\/\S+` --force/);
         assert.deepStrictEqual(w.order, [`${w.target}: status`], "nothing but the status step ran");
         assert.ok(fs.existsSync(sb.at("/etc/kubernetes/manifests/etcd.yaml")));
 
@@ -261,7 +262,7 @@ esac`,
         fs.writeFileSync(path.join(sb.env.AK_STUB_STATE, "api-down"), "");
         const foreign = await restore(w.outputs);
         assert.strictEqual(foreign.code, 4, foreign.out);
-        assert.match(foreign.out, /refused: master \S+ runs a cluster with another CA than the backup's .*restore into it with `--from-stack <old stack>`/s);
+        assert.match(foreign.out, /refused: master \S+ runs a cluster with another CA than the backup's .*restore into it with `--from-stack <old stack> --discard`/s);
         assert.deepStrictEqual(w.order.filter((o) => !/channel/.test(o)).slice(-1), [`${w.target}: status`], "refused after the status step, before any step ran");
         assert.match(sb.read("/etc/kubernetes/pki/ca.crt") ?? "", /new cluster/, "its CA untouched");
         assert.strictEqual(sb.read("/var/lib/etcd/member/snap/db"), "the old data", "its etcd not restored over");
@@ -310,7 +311,8 @@ esac`,
         const OLD_CA = "-----BEGIN CERTIFICATE-----\nold cluster\n-----END CERTIFICATE-----\n";
         emu.oss.buckets.get(BUCKET)!.objects.set(w.object, [{ body: sealedBackup("dev", recipient, 9, { "pki/ca.crt": OLD_CA }), versionId: "v2", lastModified: new Date().toISOString(), etag: "\"C\"" }]);
         const sb = runningMaster(target);
-        sb.write("/etc/kubernetes/pki/ca.crt", "-----BEGIN CERTIFICATE-----\nnew cluster\n-----END CERTIFICATE-----\n");
+        const ownCa = newStackCa();
+        sb.write("/etc/kubernetes/pki/ca.crt", ownCa);
         sb.write("/var/lib/alicloud-kubeadm/kubeadm-init.yaml", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n");
         // The new stack: its own (empty) bucket and backup key; the old stack's outputs name the bucket and key of the backups.
         emu.oss.addBucket("dev-etcd-newstack");
@@ -333,7 +335,7 @@ esac`,
         assert.deepStrictEqual(w.order, [], "nothing ran on a master");
 
         // The dry run: the old bucket, the discard, the steps, what follows; only the status step ran.
-        const plan = await restore(newStack, ["--from-outputs", old, "--dry-run", "--force"]);
+        const plan = await restore(newStack, ["--from-outputs", old, "--dry-run", "--discard"]);
         assert.strictEqual(plan.code, 0, plan.out);
         assert.match(plan.out, /into a new stack: the backups of bucket dev-etcd-0123abcd \(cn-hangzhou\)/);
         assert.match(plan.out, /2\. stop on master i-\w+: discards the cluster this new stack made \(its CA [0-9a-f]{16}… is not the backup's\): kubeadm reset -f/);
@@ -341,23 +343,23 @@ esac`,
         assert.match(plan.out, /then: `pulumi up --replace '<URN of dev-join-info>'`/);
         assert.deepStrictEqual(w.order, [`${target}: status`]);
 
-        // Without --force, the cluster the master runs is not discarded.
-        const unforced = await restore(newStack, ["--from-outputs", old]);
+        // Without --discard (--force, a rollback, does not stand in for it), the cluster the master runs is not discarded.
+        const unforced = await restore(newStack, ["--from-outputs", old, "--force"]);
         assert.strictEqual(unforced.code, 4, unforced.out);
-        assert.match(unforced.out, /refused: restoring into a new stack discards the cluster master i-\w+ runs now .*run again with --force/);
+        assert.match(unforced.out, /refused: restoring into a new stack discards the cluster master i-\w+ runs now .*run again with `--snapshot dev\/hourly\/\S+` --discard/);
         assert.deepStrictEqual(w.order, [`${target}: status`, `${target}: status`], "only the status step ran");
 
         // The new stack's own cluster holds a pool node: discarding it would strand that node, so the restore refuses.
         c.addNode("i-newpoolnode", { name: `${REGION}.i-newpoolnode` });
-        const busy = await restore(newStack, ["--from-outputs", old, "--force"]);
+        const busy = await restore(newStack, ["--from-outputs", old, "--discard"]);
         assert.strictEqual(busy.code, 4, busy.out);
         assert.match(busy.out, /has other Nodes \(cn-hangzhou\.i-newpoolnode\): .*Scale the stack's pools to 0/s);
-        assert.match(sb.read("/etc/kubernetes/pki/ca.crt") ?? "", /new cluster/, "nothing discarded");
+        assert.strictEqual(sb.read("/etc/kubernetes/pki/ca.crt"), ownCa, "nothing discarded");
         assert.ok(fs.existsSync(sb.at("/etc/kubernetes/manifests/etcd.yaml")));
         c.nodes.delete(`${REGION}.i-newpoolnode`);
 
         w.order.length = 0;
-        const r = await restore(newStack, ["--from-outputs", old, "--force"]);
+        const r = await restore(newStack, ["--from-outputs", old, "--discard"]);
         assert.strictEqual(r.code, 0, r.out);
         assert.deepStrictEqual(w.order.filter((o) => !/channel/.test(o)), ["status", "fetch", "stop", "restore", "start", "leases"].map((s) => `${target}: ${s}`));
         // Its own cluster discarded (kubeadm reset once), then kubeadm init over the restored etcd with the backup's CA.
@@ -393,7 +395,8 @@ esac`,
         const { emu, c, target } = w;
         emu.oss.buckets.get(BUCKET)!.objects.set(w.object, [{ body: sealedBackup("dev", recipient, 9, { "pki/ca.crt": "old cluster\n" }), versionId: "v2", lastModified: new Date().toISOString(), etag: "\"C\"" }]);
         const sb = runningMaster(target);
-        sb.write("/etc/kubernetes/pki/ca.crt", "new cluster\n");
+        const ownCa = newStackCa();
+        sb.write("/etc/kubernetes/pki/ca.crt", ownCa);
         sb.write("/var/lib/alicloud-kubeadm/kubeadm-init.yaml", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n");
         const newStack = { ...w.outputs, backupBucket: "dev-etcd-newstack", backupKeys: backupKeyPair().keys };
         const old = path.join(dir, "old-outputs.json");
@@ -401,27 +404,64 @@ esac`,
 
         // The restore listed only this master's Node; by the stop step a pool node had joined the cluster it would discard.
         fs.writeFileSync(path.join(sb.env.AK_STUB_STATE, "nodes"), `node/${REGION}.${target}\nnode/${REGION}.i-latejoiner\n`);
-        const late = await restore(newStack, ["--from-outputs", old, "--force"]);
+        const late = await restore(newStack, ["--from-outputs", old, "--discard"]);
         assert.strictEqual(late.code, 4, late.out);
         assert.match(late.out, /has 2 Nodes now \(nothing discarded\)/);
-        assert.strictEqual(sb.read("/etc/kubernetes/pki/ca.crt"), "new cluster\n", "nothing discarded");
+        assert.strictEqual(sb.read("/etc/kubernetes/pki/ca.crt"), ownCa, "nothing discarded");
         assert.ok(fs.existsSync(sb.at("/etc/kubernetes/manifests/kube-apiserver.yaml")));
         fs.rmSync(path.join(sb.env.AK_STUB_STATE, "nodes"));
 
         // The reset stops after it removed the CA; the next run (which reads no CA now) finishes the discard, then the restore.
         fs.writeFileSync(path.join(sb.env.AK_STUB_STATE, "reset-stops"), "");
-        const stopped = await restore(newStack, ["--from-outputs", old, "--force"]);
+        const stopped = await restore(newStack, ["--from-outputs", old, "--discard"]);
         assert.strictEqual(stopped.code, 4, stopped.out);
         assert.ok(!fs.existsSync(sb.at("/etc/kubernetes/pki/ca.crt")));
         fs.rmSync(path.join(sb.env.AK_STUB_STATE, "reset-stops"));
-        const r = await restore(newStack, ["--from-outputs", old, "--force"]);
+        const r = await restore(newStack, ["--from-outputs", old, "--discard"]);
         assert.strictEqual(r.code, 0, r.out);
         assert.strictEqual(callsOf(sbCalls(sb), "kubeadm", "reset").length, 1, "the reset done again");
         assert.strictEqual(callsOf(sbCalls(sb), "kubeadm", "init").length, 1, "kubeadm init over the restored etcd");
         assert.strictEqual(sb.read("/etc/kubernetes/pki/ca.crt"), "old cluster\n");
         assert.deepStrictEqual([...c.nodes.keys()], [`${REGION}.${target}`], "the old cluster's Nodes deleted");
     });
+
+    it("into a new stack, finished: the documented command (with --discard) run again after the old stack wrote a newer backup does not roll the restored cluster back", async () => {
+        const w = await world({ masters: 1, recreated: true });
+        const { emu, c, target } = w;
+        const OLD_CA = "old cluster\n";
+        emu.oss.buckets.get(BUCKET)!.objects.set(w.object, [{ body: sealedBackup("dev", recipient, 9, { "pki/ca.crt": OLD_CA }), versionId: "v2", lastModified: new Date(Date.now() - 3_600_000).toISOString(), etag: "\"C\"" }]);
+        const sb = runningMaster(target);
+        const ownCa = newStackCa();
+        sb.write("/etc/kubernetes/pki/ca.crt", ownCa);
+        sb.write("/var/lib/alicloud-kubeadm/kubeadm-init.yaml", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n");
+        const newStack = { ...w.outputs, backupBucket: "dev-etcd-newstack", backupKeys: backupKeyPair().keys };
+        const old = path.join(dir, "old-outputs.json");
+        fs.writeFileSync(old, JSON.stringify({ clusterInfo: { ...w.outputs.clusterInfo, masterInstanceIds: ["i-oldmaster0"] }, backupBucket: BUCKET, backupKeys: keys }), { mode: 0o600 });
+        const done = await restore(newStack, ["--from-outputs", old, "--discard"]);
+        assert.strictEqual(done.code, 0, done.out);
+        // The restored cluster runs as kubeadm init leaves it (its etcd manifest names the member after the Node).
+        sb.write("/etc/kubernetes/manifests/etcd.yaml", `spec:\n  containers:\n  - command:\n    - etcd\n    - --name=${REGION}.${target}\n    image: registry.k8s.io/etcd:3.6.8-0\n`);
+        const db = fs.readFileSync(sb.at("/var/lib/etcd/member/snap/db"));
+        // The old stack (a cluster that moved) keeps taking hourly backups; an hour later the same command is run again.
+        emu.oss.buckets.get(BUCKET)!.objects.set(`${backupPrefixes("dev").hourly}2026-01-01T020000Z-a.etcd.enc`,
+            [{ body: sealedBackup("dev", recipient, 10, { "pki/ca.crt": OLD_CA }), versionId: "v3", lastModified: new Date().toISOString(), etag: "\"D\"" }]);
+        w.order.length = 0;
+        const again = await restore(newStack, ["--from-outputs", old, "--discard"]);
+        assert.deepStrictEqual(w.order.filter((o) => !/channel/.test(o) && !/leases/.test(o)), [`${target}: status`], `steps ran on the restored, running cluster:\n${again.out}`);
+        assert.ok(fs.readFileSync(sb.at("/var/lib/etcd/member/snap/db")).equals(db), "the restored cluster's etcd was rolled back to the newer backup");
+        assert.ok(!c.nodes.has(`${REGION}.${w.worker}`), "the old stack's live worker's Node is back in the new cluster");
+    });
 });
+
+/** A new stack's own CA, as kubeadm makes it (a real certificate, valid from now: the `status` step reads its notBefore with openssl). */
+function newStackCa(): string {
+    const d = fs.mkdtempSync(path.join(os.tmpdir(), "restore-ca-"));
+    try {
+        execFileSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", "/CN=kubernetes",
+            "-days", "1", "-keyout", path.join(d, "ca.key"), "-out", path.join(d, "ca.crt")], { stdio: "ignore" });
+        return fs.readFileSync(path.join(d, "ca.crt"), "utf8");
+    } finally { fs.rmSync(d, { recursive: true, force: true }); }
+}
 
 /** The stub calls a sandbox recorded so far. */
 function sbCalls(sb: Sandbox) {

@@ -16,18 +16,32 @@ const plan = {
 } as unknown as RestorePlan;
 
 describe("restore into a new stack: guards before the discard", () => {
-    it("a master whose API server answers is not discarded without --force, even with another CA than the backup's", () => {
-        const live: MasterRestoreState = { mode: "existing", done: [], apiReady: true, caSha256: "b".repeat(64), discarded: false };
-        assert.ok(restoreRefusal(plan, live, false, true), "a running cluster with another CA is reset without --force");
-        assert.ok(restoreRefusal(plan, { ...live, apiReady: false }, false, true), "a cluster whose Nodes cannot be listed is reset without --force");
-        assert.strictEqual(restoreRefusal(plan, live, true, true), undefined, "with --force the discard goes on (to the Node check)");
+    it("a new stack's own cluster is discarded only with --discard: --force (a rollback) does not stand in for it, and --discard rolls no running cluster back", () => {
+        const made = { ...plan, manifest: { ...plan.manifest, created: "2026-06-01T000000Z" } } as RestorePlan;
+        const live: MasterRestoreState = { mode: "existing", done: [], apiReady: true, caSha256: "b".repeat(64), caSince: "2026-06-02T00:00:00Z", discarded: false };
+        assert.match(restoreRefusal(made, live, false, true) ?? "", /run again with `--snapshot k8s\/etcd\/1.enc` --discard/);
+        assert.ok(restoreRefusal(made, { ...live, apiReady: false }, false, true), "a cluster whose Nodes cannot be listed is reset without --discard");
+        assert.ok(restoreRefusal(made, live, true, true, false), "--force discards a new stack's own cluster");
+        assert.strictEqual(restoreRefusal(made, live, false, true, true), undefined, "with --discard the discard goes on (to the Node check)");
+        // After the restore finished, the master runs the backup's CA: a newer backup would be a rollback, which --discard never allows.
+        const restored = { ...live, caSha256: "a".repeat(64), discarded: false }; // a newer backup: a new restore id, nothing begun under it
+        assert.match(restoreRefusal(made, restored, false, true, true) ?? "", /answers \/readyz: this cluster runs.*--force/);
     });
 
-    it("a cluster whose CA is older than the backup is not a new stack's own: not discarded, even with --force", () => {
+    it("a cluster whose CA is older than the backup (beyond kubeadm's 5-minute backdate) is not a new stack's own: not discarded, even with --discard and --force", () => {
         const made = { ...plan, manifest: { ...plan.manifest, created: "2026-06-01T00:00:00Z" } } as RestorePlan;
         const state: MasterRestoreState = { mode: "existing", done: [], apiReady: true, caSha256: "b".repeat(64), discarded: false };
-        assert.match(restoreRefusal(made, { ...state, caSince: "2025-01-01T00:00:00Z" }, true, true) ?? "", /older than the backup/);
-        assert.strictEqual(restoreRefusal(made, { ...state, caSince: "2026-06-02T00:00:00Z" }, true, true), undefined, "a CA made after the backup is discarded");
+        assert.match(restoreRefusal(made, { ...state, caSince: "2025-01-01T00:00:00Z" }, true, true, true) ?? "", /older than the backup/);
+        assert.match(restoreRefusal(made, { ...state, caSince: "2026-05-31T23:54:00Z" }, true, true, true) ?? "", /older than the backup/);
+        assert.strictEqual(restoreRefusal(made, { ...state, caSince: "2026-06-02T00:00:00Z" }, false, true, true), undefined, "a CA made after the backup is discarded");
+        assert.strictEqual(restoreRefusal(made, { ...state, caSince: "2026-05-31T23:56:00Z" }, false, true, true), undefined, "a CA backdated by kubeadm (under 5 minutes) is discarded");
+    });
+
+    it("a discard is refused, naming which, when the CA's notBefore or the backup's created time cannot be read", () => {
+        const state: MasterRestoreState = { mode: "existing", done: [], apiReady: false, caSha256: "b".repeat(64), caSince: "2026-06-02T00:00:00Z", discarded: false };
+        assert.match(restoreRefusal({ ...plan, manifest: { ...plan.manifest, created: "yesterday" } } as RestorePlan, state, false, true, true) ?? "", /the backup's created time \("yesterday"\) cannot be read/);
+        const made = { ...plan, manifest: { ...plan.manifest, created: "2026-06-01T000000Z" } } as RestorePlan;
+        assert.match(restoreRefusal(made, { ...state, caSince: undefined }, false, true, true) ?? "", /its CA's notBefore .* cannot be read/);
     });
 
     it("a forged old outputs file cannot send the signed OSS requests (and the security token) to another host", () => {

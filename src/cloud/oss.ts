@@ -50,8 +50,12 @@ export class OssError extends Error {
     constructor(readonly status: number, readonly code: string, message: string) { super(message); }
 }
 
-/** The URL of an object (or of the bucket when `key` is empty), without a query. */
+/** An OSS bucket name (3-63 of a-z, 0-9 and -): it goes into the host name of the signed requests (and their security token). */
+export const OSS_BUCKET_NAME = /^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/;
+
+/** The URL of an object (or of the bucket when `key` is empty), without a query. Throws when the bucket is not a bucket name, so no request goes to another host. */
 export function ossUrl(t: OssTarget, key: string): string {
+    if (!OSS_BUCKET_NAME.test(t.bucket)) throw new Error(`${JSON.stringify(t.bucket.slice(0, 80))} is not an OSS bucket name (3-63 of a-z, 0-9 and -)`);
     const u = new URL(t.endpoint);
     return `${u.protocol}//${t.bucket}.${u.host}/${encodePath(key)}`;
 }

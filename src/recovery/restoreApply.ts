@@ -8,7 +8,8 @@
  * Cloud Assistant in clear: the master downloads the backup itself with a GET request signed here (its headers, valid
  * 15 minutes; no credential in the URL), and opens it with the password of that one object (never the backup key), both
  * sent sealed on the secret channel (src/cloud/channel.ts).
- * A master whose API server answers is a running cluster: it is not rolled back unless asked (`force`).
+ * A master whose API server answers is a running cluster: it is not rolled back unless asked (`force`); a new stack's own
+ * cluster is discarded only when asked (`discard`).
  */
 import { CommandError, runOnInstance } from "../cloud/cloudAssistant";
 import { describeInstances } from "../cloud/ecs";
@@ -63,6 +64,8 @@ export interface ApplyRestoreInputs {
     controlPlaneJoinCommandId?: string;
     /** Restore over an API server that answers (a rollback). Default false: refused. */
     force?: boolean;
+    /** Into a new stack: discard the cluster its master 0 runs (its own, made by its first `pulumi up`). Default false: refused. Never a rollback (`force`). */
+    discard?: boolean;
     /**
      * The backup is another stack's (`npm run restore -- --from-stack`): this stack's master 0 runs a cluster of its own,
      * made by its first `pulumi up`, which the restore discards (`kubeadm reset -f`) when its CA is not the backup's.
@@ -125,7 +128,7 @@ async function runStep(i: ApplyRestoreInputs, plan: RestorePlan, peerIp: string,
             timeoutSeconds: OPERATIONS["etcd-restore"].timeoutSeconds, pollIntervalMs: i.pollIntervalMs, pollMaxIntervalMs: 10_000,
         });
     } catch (err) {
-        const fix = err instanceof CommandError && err.exitCode !== null ? "" : " Bring the master's Cloud Assistant agent online, then run the restore again: it continues where it stopped.";
+        const fix = err instanceof CommandError && err.exitCode !== null ? "" : ` Bring the master's Cloud Assistant agent online, then run the restore again with \`--snapshot ${plan.object.key}\` (the same backup): it continues where it stopped.`;
         throw new Error(`restore step ${step} on master ${plan.target} failed: ${(err as Error).message}${fix}`);
     }
 }
@@ -151,15 +154,30 @@ export function otherCa(plan: RestorePlan, state: MasterRestoreState): string | 
     return state.caSha256 === plan.manifest.caCertSha256 ? undefined : state.caSha256;
 }
 
+/** kubeadm backdates the certificates it makes by up to this much (its clock-skew allowance). */
+const CA_BACKDATE_MS = 5 * 60_000;
+
+/**
+ * A time as the restore meets it: `YYYY-MM-DDTHHMMSSZ` (a backup's `created`, written by etcd_backup.sh) or ISO 8601
+ * (the CA's notBefore, from `status`). NaN when it is neither.
+ */
+export function parseBackupTime(t: string): number {
+    const compact = /^(\d{4}-\d{2}-\d{2})T(\d{2})(\d{2})(\d{2})Z$/.exec(t);
+    if (compact) return Date.parse(`${compact[1]}T${compact[2]}:${compact[3]}:${compact[4]}Z`);
+    return /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/.test(t) ? Date.parse(t) : NaN;
+}
+
 /**
  * Why the restore must not go on, or undefined: the master can take no restore, another one is unfinished there, it
  * runs a cluster with another CA than the backup's (allowed only into a new stack, which discards it, and only with
- * `force`), or its API server answers (a running cluster, rolled back only with `force`).
+ * `discard`), or its API server answers (a running cluster, rolled back only with `force`). `discard` never stands in
+ * for `force`.
  */
-export function restoreRefusal(plan: RestorePlan, state: MasterRestoreState, force: boolean, newStack = false): string | undefined {
+export function restoreRefusal(plan: RestorePlan, state: MasterRestoreState, force: boolean, newStack = false, discard = false): string | undefined {
+    const again = `run again with \`--snapshot ${plan.object.key}\``;
     if (state.mode === "none" && !state.done.includes("stop")) {
         return `master ${plan.target} runs no control plane and did not refuse kubeadm init, so nothing can be restored onto it: if it was just re-created, ` +
-            "wait until its userdata stops (/var/log/alicloud-kubeadm/master-init.log names the restore), then run the restore again";
+            `wait until its userdata stops (/var/log/alicloud-kubeadm/master-init.log names the restore), then ${again} (the same backup)`;
     }
     if (state.other) {
         return `master ${plan.target} holds an unfinished restore of ${state.other.key} (id ${state.other.id}): finish it with \`--snapshot ${state.other.key}\`, ` +
@@ -169,22 +187,34 @@ export function restoreRefusal(plan: RestorePlan, state: MasterRestoreState, for
     if (other && !newStack) {
         return `master ${plan.target} runs a cluster with another CA than the backup's (ca.crt SHA-256 ${other.slice(0, 16)}…, the backup's ` +
             `${plan.manifest.caCertSha256!.slice(0, 16)}…). If this is a new stack for the old cluster's data, restore into it with ` +
-            "`--from-stack <old stack>` (or `--bucket <old bucket> --keys <file>`): its own cluster is then discarded (docs/disaster-recovery.md#restore-to-a-new-stack)";
+            "`--from-stack <old stack> --discard` (or `--bucket <old bucket> --keys <file> --discard`): its own cluster is then discarded (docs/disaster-recovery.md#restore-to-a-new-stack)";
     }
-    // A new stack's own CA is made after the old stack's backups: a CA older than the backup is a cluster that ran before it.
-    if (other && newStack && state.caSince && plan.manifest.created && Date.parse(state.caSince) < Date.parse(plan.manifest.created)) {
-        return `master ${plan.target} runs a cluster whose CA (valid since ${state.caSince}) is older than the backup ${plan.object.key} (made ${plan.manifest.created}): ` +
-            "it is not a new stack's own cluster, and it is not discarded. Restore into a stack made after the backup";
+    if (other && newStack) {
+        // A new stack's own CA is made after the old stack's backups: a CA older than the backup (beyond kubeadm's backdate) is a cluster that ran before it.
+        const since = state.caSince ? parseBackupTime(state.caSince) : NaN;
+        const made = plan.manifest.created ? parseBackupTime(plan.manifest.created) : NaN;
+        if (Number.isNaN(since) || Number.isNaN(made)) {
+            return `master ${plan.target} runs a cluster with another CA than the backup's, and ${Number.isNaN(since) ? `its CA's notBefore (${JSON.stringify(state.caSince ?? "")}, from \`status\`)` : `the backup's created time (${JSON.stringify(plan.manifest.created ?? "")})`} ` +
+                "cannot be read: whether that cluster was made after the backup (a new stack's own) cannot be told, so it is not discarded. " +
+                "Check the master's /etc/kubernetes/pki/ca.crt (`openssl x509 -noout -startdate`) and the backup, or restore with `--snapshot <key>` of a backup this version wrote";
+        }
+        if (since + CA_BACKDATE_MS < made) {
+            return `master ${plan.target} runs a cluster whose CA (valid since ${state.caSince}) is older than the backup ${plan.object.key} (made ${plan.manifest.created}): ` +
+                "it is not a new stack's own cluster, and it is not discarded. Restore into a stack made after the backup, or pick an older backup with `--snapshot <key>` " +
+                "(take the old stack's final backup and stop its backups before creating the new stack)";
+        }
+        if (!discard) {
+            return `restoring into a new stack discards the cluster master ${plan.target} runs now (its CA ${other.slice(0, 16)}… is not the backup's): ` +
+                `kubeadm reset -f. Its API server ${state.apiReady ? "answers: its Nodes are listed first, and any but this master's refuse the discard" : "does not answer: its Nodes cannot be listed first"}. ` +
+                `If this stack was made for the old cluster's data and holds nothing else, ${again} --discard`;
+        }
+        return undefined;
     }
-    if (other && newStack && !force) {
-        return `restoring into a new stack discards the cluster master ${plan.target} runs now (its CA ${other.slice(0, 16)}… is not the backup's): ` +
-            `kubeadm reset -f. Its API server ${state.apiReady ? "answers: its Nodes are listed first, and any but this master's refuse the discard" : "does not answer: its Nodes cannot be listed first"}. ` +
-            "If this stack was made for the old cluster's data and holds nothing else, run again with --force";
-    }
-    if (other && newStack) return undefined;
-    if (state.apiReady && !state.done.includes("stop") && !force) {
+    // A discard this restore began (recorded on the master under this backup's restore id) is finished with `discard`: it is no rollback.
+    const resumesDiscard = newStack && discard && state.discarded;
+    if (state.apiReady && !state.done.includes("stop") && !force && !resumesDiscard) {
         return `the API server on master ${plan.target} answers /readyz: this cluster runs, and a restore would roll it back to ${plan.object.key}. ` +
-            "If that is what you want, run again with --force";
+            `If that is what you want, ${again} --force (--discard does not roll a running cluster back)`;
     }
     return undefined;
 }
@@ -217,7 +247,7 @@ export async function applyRestore(i: ApplyRestoreInputs, plan: RestorePlan, rea
     const log = i.log;
     const peerIp = await peerIpOf(i, plan.target);
     const state = read ?? parseRestoreState(await runStep(i, plan, peerIp, "status"));
-    const refusal = restoreRefusal(plan, state, i.force ?? false, i.newStack ?? false);
+    const refusal = restoreRefusal(plan, state, i.force ?? false, i.newStack ?? false, i.discard ?? false);
     if (refusal) throw new Error(refusal);
     const access: ClusterAccess = { region: i.region, masterInstanceIds: [plan.target], commands: i.commands, pollIntervalMs: i.pollIntervalMs };
     const discard = i.newStack ? otherCa(plan, state) : undefined;
@@ -282,7 +312,7 @@ export async function applyRestore(i: ApplyRestoreInputs, plan: RestorePlan, rea
                 continue;
             }
             log(`re-joining master ${m}: kubeadm reset, its Node deleted, then the control-plane join`);
-            await resetNode(access, m).catch((err: Error) => { throw new Error(`restore: resetting master ${m} before it re-joins failed: ${err.message}. Bring it online and run the restore again`); });
+            await resetNode(access, m).catch((err: Error) => { throw new Error(`restore: resetting master ${m} before it re-joins failed: ${err.message}. Bring it online and run the restore again with \`--snapshot ${plan.object.key}\``); });
             const old = (await listNodes(access)).find((n) => n.providerId === providerIdOf(i.region, m));
             if (old) await deleteNodes(access, [old.name]);
             await joinControlPlaneMember({
@@ -299,7 +329,7 @@ export async function applyRestore(i: ApplyRestoreInputs, plan: RestorePlan, rea
 /**
  * Before a new stack's own cluster is discarded: it must hold nothing but this master (pool nodes that joined it would be
  * left with a CA that no longer exists). Read through its API server when it answers; when it does not, the operator
- * asked for the discard with `force` (restoreRefusal), and nothing can join a cluster whose API server does not answer.
+ * asked for the discard with `discard` (restoreRefusal), and nothing can join a cluster whose API server does not answer.
  */
 async function checkDiscardable(i: ApplyRestoreInputs, access: ClusterAccess, plan: RestorePlan, state: MasterRestoreState): Promise<void> {
     if (!state.apiReady) {
@@ -309,7 +339,7 @@ async function checkDiscardable(i: ApplyRestoreInputs, access: ClusterAccess, pl
     const others = (await listNodes(access)).filter((n) => n.providerId !== providerIdOf(i.region, plan.target));
     if (others.length > 0) {
         throw new Error(`this stack's own cluster on master ${plan.target} has other Nodes (${others.map((n) => n.name).join(", ")}): they joined the cluster the ` +
-            "restore discards. Scale the stack's pools to 0 (and remove its existing nodes) with `pulumi up`, then run the restore again");
+            `restore discards. Scale the stack's pools to 0 (and remove its existing nodes) with \`pulumi up\`, then run the restore again with \`--snapshot ${plan.object.key}\` --discard`);
     }
 }
 
