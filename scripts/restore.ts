@@ -207,7 +207,8 @@ export async function main(argv: string[], io: { out: (s: string) => void; env: 
         const outcome = await applyRestore(inputs, plan, state);
         io.out(`restored ${plan.object.key} onto ${plan.target} (steps run now: ${outcome.ran.join(", ") || "none, all done before"}; ` +
             `stale Nodes deleted: ${outcome.staleNodes.join(", ") || "none"}; masters re-joined: ${outcome.rejoined.join(", ") || "none"}).\n` +
-            (outcome.discarded ? `next: ${newStackNext(clusterName)}\n`
+            // The JoinInfo is made again once, after the run that started the restored cluster (a re-run would rotate it again).
+            (outcome.discarded && outcome.ran.includes("start") ? `next: ${newStackNext(clusterName)}\n`
                 : `next: \`pulumi up${outcome.missingMasters.length ? " --refresh" : ""}\` (the backup and renewal timers on a new master 0` +
                     `${outcome.missingMasters.length ? `; re-creates ${outcome.missingMasters.join(", ")}` : ""}), then \`npm run doctor\`.\n`));
         return 0;

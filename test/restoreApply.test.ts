@@ -386,6 +386,7 @@ esac`,
         const again = await restore(newStack, ["--from-outputs", old]);
         assert.strictEqual(again.code, 0, again.out);
         assert.deepStrictEqual(w.order.filter((o) => !/channel/.test(o)), [`${target}: status`, `${target}: leases`]);
+        assert.doesNotMatch(again.out, /next: `pulumi up --replace .<URN of dev-join-info>/, "the JoinInfo replacement is asked for once, after the run that started the restored cluster");
         assert.strictEqual(callsOf(sbCalls(sb), "kubeadm", "reset").length, 1);
         assert.strictEqual(callsOf(sbCalls(sb), "kubeadm", "init").length, 1);
     });
@@ -402,11 +403,17 @@ esac`,
         const old = path.join(dir, "old-outputs.json");
         fs.writeFileSync(old, JSON.stringify({ clusterInfo: { ...w.outputs.clusterInfo, masterInstanceIds: ["i-oldmaster0"] }, backupBucket: BUCKET, backupKeys: keys }), { mode: 0o600 });
 
-        // The restore listed only this master's Node; by the stop step a pool node had joined the cluster it would discard.
+        // The restore listed only this master's Node; by the stop step a pool node had joined the cluster it would discard
+        // (counted apart from this master's Node: one other Node alone stops it too).
+        fs.writeFileSync(path.join(sb.env.AK_STUB_STATE, "nodes"), `node/${REGION}.i-latejoiner\n`);
+        const lone = await restore(newStack, ["--from-outputs", old, "--discard"]);
+        assert.strictEqual(lone.code, 4, lone.out);
+        assert.match(lone.out, /has 1 Nodes besides this master's now \(nothing discarded\)/);
+        assert.strictEqual(sb.read("/etc/kubernetes/pki/ca.crt"), ownCa, "nothing discarded");
         fs.writeFileSync(path.join(sb.env.AK_STUB_STATE, "nodes"), `node/${REGION}.${target}\nnode/${REGION}.i-latejoiner\n`);
         const late = await restore(newStack, ["--from-outputs", old, "--discard"]);
         assert.strictEqual(late.code, 4, late.out);
-        assert.match(late.out, /has 2 Nodes now \(nothing discarded\)/);
+        assert.match(late.out, /has 1 Nodes besides this master's now \(nothing discarded\)/);
         assert.strictEqual(sb.read("/etc/kubernetes/pki/ca.crt"), ownCa, "nothing discarded");
         assert.ok(fs.existsSync(sb.at("/etc/kubernetes/manifests/kube-apiserver.yaml")));
         fs.rmSync(path.join(sb.env.AK_STUB_STATE, "nodes"));

@@ -100,8 +100,8 @@ case "$AK_STEP" in
       if [ ! -f "${restore_dir}/discarding" ] && api_ready; then
         nodes=$(ak_kubectl get nodes -o name --request-timeout=10s) ||
           step_fail "cannot list the Nodes of the cluster this master runs (nothing discarded): run the restore again"
-        n=$(printf '%s\n' "$nodes" | grep -c . || true)
-        [ "$n" -le 1 ] || step_fail "the cluster this master runs has ${n} Nodes now (nothing discarded): scale the stack's pools to 0" \
+        n=$(printf '%s\n' "$nodes" | grep -v -x -F "node/${AK_NODE}" | grep -c . || true)
+        [ "$n" -eq 0 ] || step_fail "the cluster this master runs has ${n} Nodes besides this master's now (nothing discarded): scale the stack's pools to 0" \
           "(and remove its existing nodes) with \`pulumi up\`, then run the restore again"
       fi
       : >"${restore_dir}/discarding"
