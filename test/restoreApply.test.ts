@@ -101,6 +101,22 @@ esac`,
      * run for real, and the backup: the Nodes it holds (the old master 0, the masters, a worker released since, the live
      * worker) and its one etcd member, which the fake cluster turns into when the restore step ran on `target`.
      */
+    /**
+     * A new stack over `w`: its master 0 runs the cluster its own kubeadm init made (a real CA, made now), the old
+     * cluster's backup (CA `oldCa`) is in the old bucket, and the old stack's outputs are in a file.
+     */
+    function newStackOver(w: Awaited<ReturnType<typeof world>>, oldCa: string, lastModified = new Date().toISOString()) {
+        w.emu.oss.buckets.get(BUCKET)!.objects.set(w.object, [{ body: sealedBackup("dev", recipient, 9, { "pki/ca.crt": oldCa }), versionId: "v2", lastModified, etag: "\"C\"" }]);
+        const sb = runningMaster(w.target);
+        const ownCa = newStackCa();
+        sb.write("/etc/kubernetes/pki/ca.crt", ownCa);
+        sb.write("/var/lib/alicloud-kubeadm/kubeadm-init.yaml", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n");
+        const newStack = { ...w.outputs, backupBucket: "dev-etcd-newstack", backupKeys: backupKeyPair().keys };
+        const old = path.join(dir, "old-outputs.json");
+        fs.writeFileSync(old, JSON.stringify({ clusterInfo: { ...w.outputs.clusterInfo, masterInstanceIds: ["i-oldmaster0"] }, backupBucket: BUCKET, backupKeys: keys }), { mode: 0o600 });
+        return { sb, ownCa, newStack, old };
+    }
+
     async function world(opts: { masters?: number; target?: (c: FakeCluster) => string; recreated?: boolean } = {}) {
         const emu = ctx.emu;
         emu.oss.addBucket(BUCKET);
@@ -309,16 +325,9 @@ esac`,
         const { emu, c, target } = w;
         // The old cluster's backup holds its CA; the new stack's master 0 runs the cluster its own kubeadm init made.
         const OLD_CA = "-----BEGIN CERTIFICATE-----\nold cluster\n-----END CERTIFICATE-----\n";
-        emu.oss.buckets.get(BUCKET)!.objects.set(w.object, [{ body: sealedBackup("dev", recipient, 9, { "pki/ca.crt": OLD_CA }), versionId: "v2", lastModified: new Date().toISOString(), etag: "\"C\"" }]);
-        const sb = runningMaster(target);
-        const ownCa = newStackCa();
-        sb.write("/etc/kubernetes/pki/ca.crt", ownCa);
-        sb.write("/var/lib/alicloud-kubeadm/kubeadm-init.yaml", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n");
         // The new stack: its own (empty) bucket and backup key; the old stack's outputs name the bucket and key of the backups.
+        const { sb, ownCa, newStack, old } = newStackOver(w, OLD_CA);
         emu.oss.addBucket("dev-etcd-newstack");
-        const newStack = { ...w.outputs, backupBucket: "dev-etcd-newstack", backupKeys: backupKeyPair().keys };
-        const old = path.join(dir, "old-outputs.json");
-        fs.writeFileSync(old, JSON.stringify({ clusterInfo: { ...w.outputs.clusterInfo, masterInstanceIds: ["i-oldmaster0"] }, backupBucket: BUCKET, backupKeys: keys }), { mode: 0o600 });
 
         // Without --from-*: its own bucket has no backup. With an old stack of another cluster name: refused, naming the fix.
         const own = await restore(newStack);
@@ -393,15 +402,8 @@ esac`,
 
     it("into a new stack: a Node that joined after the restore listed them stops the discard; a reset that stopped after it removed the CA is finished by the next run", async () => {
         const w = await world({ masters: 1, recreated: true });
-        const { emu, c, target } = w;
-        emu.oss.buckets.get(BUCKET)!.objects.set(w.object, [{ body: sealedBackup("dev", recipient, 9, { "pki/ca.crt": "old cluster\n" }), versionId: "v2", lastModified: new Date().toISOString(), etag: "\"C\"" }]);
-        const sb = runningMaster(target);
-        const ownCa = newStackCa();
-        sb.write("/etc/kubernetes/pki/ca.crt", ownCa);
-        sb.write("/var/lib/alicloud-kubeadm/kubeadm-init.yaml", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n");
-        const newStack = { ...w.outputs, backupBucket: "dev-etcd-newstack", backupKeys: backupKeyPair().keys };
-        const old = path.join(dir, "old-outputs.json");
-        fs.writeFileSync(old, JSON.stringify({ clusterInfo: { ...w.outputs.clusterInfo, masterInstanceIds: ["i-oldmaster0"] }, backupBucket: BUCKET, backupKeys: keys }), { mode: 0o600 });
+        const { c, target } = w;
+        const { sb, ownCa, newStack, old } = newStackOver(w, "old cluster\n");
 
         // The restore listed only this master's Node; by the stop step a pool node had joined the cluster it would discard
         // (counted apart from this master's Node: one other Node alone stops it too).
@@ -436,14 +438,7 @@ esac`,
         const w = await world({ masters: 1, recreated: true });
         const { emu, c, target } = w;
         const OLD_CA = "old cluster\n";
-        emu.oss.buckets.get(BUCKET)!.objects.set(w.object, [{ body: sealedBackup("dev", recipient, 9, { "pki/ca.crt": OLD_CA }), versionId: "v2", lastModified: new Date(Date.now() - 3_600_000).toISOString(), etag: "\"C\"" }]);
-        const sb = runningMaster(target);
-        const ownCa = newStackCa();
-        sb.write("/etc/kubernetes/pki/ca.crt", ownCa);
-        sb.write("/var/lib/alicloud-kubeadm/kubeadm-init.yaml", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n");
-        const newStack = { ...w.outputs, backupBucket: "dev-etcd-newstack", backupKeys: backupKeyPair().keys };
-        const old = path.join(dir, "old-outputs.json");
-        fs.writeFileSync(old, JSON.stringify({ clusterInfo: { ...w.outputs.clusterInfo, masterInstanceIds: ["i-oldmaster0"] }, backupBucket: BUCKET, backupKeys: keys }), { mode: 0o600 });
+        const { sb, newStack, old } = newStackOver(w, OLD_CA, new Date(Date.now() - 3_600_000).toISOString());
         const done = await restore(newStack, ["--from-outputs", old, "--discard"]);
         assert.strictEqual(done.code, 0, done.out);
         // The restored cluster runs as kubeadm init leaves it (its etcd manifest names the member after the Node).

@@ -1,5 +1,6 @@
 // World: pure functions of the restore (no emulator, no sandbox): the guards before a new stack's own cluster is discarded,
-// and where the backup is downloaded from when the old stack's outputs come from a file.
+// and where the backup is downloaded from when the outputs come from a file; against the values real backups and real
+// outputs files hold.
 import * as assert from "assert";
 import * as fs from "fs";
 import * as os from "os";
@@ -59,6 +60,25 @@ describe("restore into a new stack: guards before the discard", () => {
         host = undefined;
         try {
             const src = backupSource(parseArgs(["--stack", "new", "--from-outputs", file]), { clusterInfo: info }, info);
+            host = new URL(ossUrl({ endpoint: `https://oss-${src.region}.aliyuncs.com`, region: src.region, bucket: src.bucket }, "k")).host;
+        } catch { host = undefined; }
+        assert.ok(host === undefined || host.endsWith(".aliyuncs.com"), `requests would go to ${host}`);
+    });
+
+    it("a CA older than the backup is refused when the backup's created time is in the form etcd_backup.sh writes (date -u +%Y-%m-%dT%H%M%SZ)", () => {
+        const script = fs.readFileSync(path.join(__dirname, "..", "src", "shell", "etcd_backup.sh"), "utf8");
+        assert.match(script, /created=\$\(date -u \+%Y-%m-%dT%H%M%SZ\)/, "the backup's created format");
+        const made = { ...plan, manifest: { ...plan.manifest, created: "2026-06-01T000000Z" } } as RestorePlan;
+        const state: MasterRestoreState = { mode: "existing", done: [], apiReady: false, caSha256: "b".repeat(64), caSince: "2025-01-01T00:00:00Z", discarded: false };
+        assert.match(restoreRefusal(made, state, true, true) ?? "(not refused)", /older than the backup/);
+    });
+
+    it("this stack's own outputs file (--outputs, no --from-*) cannot send the signed OSS requests to another host", () => {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "restore-own-"));
+        const info = { name: "k8s", region: "cn-hangzhou" };
+        let host: string | undefined;
+        try {
+            const src = backupSource(parseArgs(["--outputs", path.join(dir, "o.json")]), { backupBucket: "attacker.example/x?" }, info);
             host = new URL(ossUrl({ endpoint: `https://oss-${src.region}.aliyuncs.com`, region: src.region, bucket: src.bucket }, "k")).host;
         } catch { host = undefined; }
         assert.ok(host === undefined || host.endsWith(".aliyuncs.com"), `requests would go to ${host}`);
