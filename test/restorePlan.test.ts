@@ -116,10 +116,13 @@ describe("npm run restore's arguments for a restore into a new stack", () => {
             [["--stack", "new", "--bucket", "old-etcd", "--bucket-region", "x; rm -rf /"], /--bucket-region: a region id/],
             [["--stack", "same", "--from-stack", "same"], /--from-stack names this stack/],
             [["--stack", "new", "--from-stack"], /--from-stack needs a value/],
+            [["--stack", "prod", "--discard"], /--discard goes with --from-stack, --from-outputs or --bucket/],
         ];
         for (const [argv, message] of bad) assert.throws(() => parseArgs(argv), message, argv.join(" "));
         const ok = parseArgs(["--stack", "new", "--bucket", "old-etcd", "--bucket-region", "cn-beijing", "--keys", "k.json"]);
         assert.ok(intoNewStack(ok));
         assert.ok(!intoNewStack(parseArgs(["--stack", "new"])));
+        const discard = parseArgs(["--stack", "new", "--from-stack", "old", "--discard"]);
+        assert.ok(discard.discard && !discard.force, "--discard is not --force");
     });
 });
