@@ -135,7 +135,7 @@ describe("etcd backup and restore with the real etcd, etcdctl, etcdutl and kube-
         const restoreId = restoreIdOf({ key: objectKey, size: object.length, lastModified: new Date(lastModified) });
         const step = async (name: string, channel = "0".repeat(32)) => {
             const script = compactShell(fillOperation(renderOperation("etcd-restore"), "etcd-restore",
-                { step: name, restoreId, node: nodeName, peerIp: new URL(peerUrl).hostname, channel }));
+                { step: name, restoreId, node: nodeName, peerIp: new URL(peerUrl).hostname, channel, discardCa: "" }));
             const r = await restoreBox.run(script);
             assert.strictEqual(r.code, 0, `${name}: ${r.stderr}${r.stdout}`);
             return r.stdout;
