@@ -130,7 +130,7 @@ describe("etcd backup and restore with the real etcd, etcdctl, etcdutl and kube-
         restoreBox.write("/etc/kubernetes/admin.conf", fs.readFileSync(c.kubeconfig, "utf8"));
         restoreBox.write("/etc/kubernetes/manifests/etcd.yaml", `spec:\n  containers:\n  - command:\n    - etcd\n    - --name=${nodeName}\n    image: registry.k8s.io/etcd:3.6.8-0\n`);
         restoreBox.write("/etc/kubernetes/manifests/kube-apiserver.yaml", "image: registry.k8s.io/kube-apiserver\n");
-        const [{ key: objectKey, lastModified }] = emu.oss.list(BUCKET, backupPrefixes(CLUSTER).hourly);
+        const { key: objectKey, lastModified } = hourly[0]; // the object read above (a second hourly one exists since)
         const opened = openBackup(object, { [keyId]: backupKey.privateKey.export({ type: "pkcs8", format: "pem" }).toString() });
         const restoreId = restoreIdOf({ key: objectKey, size: object.length, lastModified: new Date(lastModified) });
         const step = async (name: string, channel = "0".repeat(32)) => {
