@@ -343,13 +343,13 @@ export class Emulator {
         return e;
     }
 
-    /** Inject a fault into the next `fault.times` calls of `action` (`"*"` = any action). */
     /** Refuses the `occurrence`-th call (from 0) of `action` from now on, once, as a 400 `Forbidden.Injected` (a fault matrix's step). */
     refuseOnce(action: string, occurrence: number): void {
         let count = 0;
         this.inject(action, { status: 400, code: "Forbidden.Injected", message: "refused by the test", times: 1, when: () => count++ === occurrence });
     }
 
+    /** Inject a fault into the next `fault.times` calls of `action` (`"*"` = any action). */
     inject(action: string, fault: Fault): void {
         const list = this.faults.get(action) ?? [];
         list.push({ ...fault });
