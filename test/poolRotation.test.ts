@@ -363,21 +363,13 @@ describe("fixed pool rollout under faults (emulator): every mutating call refuse
         const clean = await world();
         const first = clean.emu.calls.length;
         await clean.run();
-        const steps: Array<[string, number]> = [];
-        const seen = new Map<string, number>();
-        for (const call of clean.emu.calls.slice(first)) {
-            if (/^(Describe|List|Get|Query)/.test(call.action)) continue;
-            const n = seen.get(call.action) ?? 0;
-            seen.set(call.action, n + 1);
-            steps.push([call.action, n]);
-        }
+        const steps = clean.emu.mutatingSteps(first);
         await clean.emu.close();
         assert.ok(steps.length >= 8, `a rollout makes mutating calls: ${steps.map(([a]) => a).join(", ")}`);
         const failures: string[] = [];
         for (const [action, occurrence] of steps) {
             const w = await world();
-            let count = 0;
-            w.emu.inject(action, { status: 400, code: "Forbidden.Injected", message: "refused by the test", times: 1, when: () => count++ === occurrence });
+            w.emu.refuseOnce(action, occurrence);
             const firstRun = await w.run().then(() => "ok", (e: Error) => e.message);
             await w.run().catch((e: Error) => failures.push(`${action}#${occurrence}: the re-run failed: ${e.message.split("\n")[0]}`));
             const end = w.emu.scalingGroupInstances(w.group).map((id) => w.emu.instances.get(id)!.tags[SPEC_TAG]);
