@@ -110,19 +110,38 @@ describe("control-plane member replacement against a real three-member etcd", fu
         const channels = installNodeChannels(emu);
         emu.onCommand(operation("join-secrets"), (x) => ({ output: sealReply(x.script, `${TOKEN} ${KEY} -`) }));
         // kubeadm join --control-plane's etcd phase, on the new instance: add as learner, start with the list, promote.
+        // kubeadm retries the add with a backoff on any error (cmd/kubeadm/app/util/etcd/etcd.go AddMember: etcd refuses an
+        // add while the member it asks has not been connected to every voter for 5 s, which a removal just before can
+        // cause); so does this play. What it did is that instance's join log, which the provider reads when a join fails.
         const countsBeforeAdd: number[] = [];
+        const joinLog = new Map<string, string[]>();
+        emu.onCommand(operation("doctor-bootstrap-log"), (x) => ({ output: (joinLog.get(x.instanceId) ?? []).join("\n") + "\n" }));
         emu.onCommand(/kubeadm join --config/, async (x) => {
-            channels.take(x.instanceId, x.script);
-            const name = nodeName(x.instanceId);
-            countsBeforeAdd.push((await members(c, c0)).length);
-            const added = await etcdctl(c, c0, ["member", "add", name, `--peer-urls=https://127.0.0.1:${p3}`, "--learner"]);
-            const list = /ETCD_INITIAL_CLUSTER="([^"]+)"/.exec(added.stdout)![1];
-            live.push(startMember(c, name, c3, p3, list, "existing", tag));
-            writePorts();
-            const id = /Member ([0-9a-f]+) added/.exec(added.stdout)![1];
-            await c.waitFor(`learner ${name} promoted`, async () => (await etcdctl(c, c0, ["member", "promote", id], true)).code === 0, 60_000);
-            await c.addNode({ name, providerID: name, labels: { "alicloud-kubeadm/pool": "control-plane" } });
-            return { output: "" };
+            const logged = joinLog.set(x.instanceId, []).get(x.instanceId)!;
+            try {
+                channels.take(x.instanceId, x.script);
+                const name = nodeName(x.instanceId);
+                countsBeforeAdd.push((await members(c, c0)).length);
+                let added = "";
+                await c.waitFor(`member add ${name}`, async () => {
+                    const r = await etcdctl(c, c0, ["member", "add", name, `--peer-urls=https://127.0.0.1:${p3}`, "--learner"], true);
+                    logged.push(`member add: exit ${r.code} ${r.stdout.trim()} ${r.stderr.trim()}`);
+                    added = r.code === 0 ? r.stdout : "";
+                    return r.code === 0;
+                }, 60_000);
+                const list = /ETCD_INITIAL_CLUSTER="([^"]+)"/.exec(added)![1];
+                live.push(startMember(c, name, c3, p3, list, "existing", tag));
+                writePorts();
+                // etcdctl prints the new ID with %16x (etcdctl/ctlv3/command/printer_simple.go): space-padded, so an ID below 2^60
+                // (1 in 16) has leading spaces.
+                const id = /Member +([0-9a-f]+) added/.exec(added)![1];
+                await c.waitFor(`learner ${name} promoted`, async () => (await etcdctl(c, c0, ["member", "promote", id], true)).code === 0, 60_000);
+                await c.addNode({ name, providerID: name, labels: { "alicloud-kubeadm/pool": "control-plane" } });
+                return { output: "" };
+            } catch (e) {
+                logged.push(`join failed: ${String(e)}`);
+                throw e;
+            }
         });
         const base = { region: REGION, masterInstanceId: ids[0], joinCommandId, joinSecretsScript: renderOperation("join-secrets"), commands, pollSeconds: 0.05, joinTimeoutSeconds: 120, readyTimeoutSeconds: 60 };
 

@@ -232,7 +232,9 @@ describe("npm run restore against the real etcd and API server: three masters wh
             ]));
             clientPorts.set(name, client);
             writePorts();
-            const id = /Member ([0-9a-f]+) added/.exec(added.stdout)![1];
+            // etcdctl prints the new ID with %16x (etcdctl/ctlv3/command/printer_simple.go): space-padded, so an ID below 2^60
+            // (1 in 16) has leading spaces.
+            const id = /Member +([0-9a-f]+) added/.exec(added.stdout)![1];
             // (polled here rather than with c.waitFor, which gives up when any control-plane process exited meanwhile: a
             // controller-manager losing its lease on a loaded machine is no failure of the join)
             for (let t = 0; (await etcdctl(c, ["member", "promote", id], true)).code !== 0; t++) {
