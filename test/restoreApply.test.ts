@@ -200,7 +200,7 @@ esac`,
         assert.match(plan.out, /master i-\w+: a control plane \(static pods\); its API server does not answer/);
         assert.match(plan.out, /2\. stop on master i-\w+: moves the static pod manifests/);
         assert.match(plan.out, /7\. other masters: each one that exists is reset, its Node deleted, and joined as a fresh etcd member/);
-        assert.deepStrictEqual(w.order, [`${target}: status`], "the dry run only looked");
+        assert.deepStrictEqual(w.order, c.masters.map((m) => `${m}: status`), "the dry run only looked (each master's status: whether its API server answers)");
         assert.ok(fs.existsSync(sb.at("/etc/kubernetes/manifests/etcd.yaml")));
 
         // The first run crashes between the restore and the start step (the master's agent goes away).
@@ -288,6 +288,26 @@ esac`,
         const none = await restore(w.outputs);
         assert.strictEqual(none.code, 4);
         assert.match(none.out, /runs no control plane and did not refuse kubeadm init.*master-init\.log/s);
+    });
+
+    it("master 0 whose API server does not answer while another master's does (etcd keeps its quorum): refused without --force, nothing stopped, no master reset", async () => {
+        const w = await world();
+        const { c, target } = w;
+        const sb = runningMaster(target);
+        fs.writeFileSync(path.join(sb.env.AK_STUB_STATE, "api-down"), ""); // this master's etcd is broken; the cluster runs on the others
+        const other = c.masters.find((m) => m !== target)!;
+        runningMaster(other);
+        const members = [...c.etcd.entries()];
+        for (const args of [["--dry-run"], []]) {
+            const r = await restore(w.outputs, args);
+            assert.strictEqual(r.code, 4, r.out);
+            assert.match(r.out, new RegExp(`refused: the API server on master ${other} answers /readyz: the cluster runs there .*pulumi up --replace.*--force`, "s"));
+        }
+        assert.ok(w.order.every((o) => o.endsWith(": status") || /channel/.test(o)), `only status steps ran:\n${w.order.join("\n")}`);
+        assert.ok(fs.existsSync(sb.at("/etc/kubernetes/manifests/etcd.yaml")), "nothing stopped on the target");
+        assert.strictEqual(sb.read("/var/lib/etcd/member/snap/db"), "the old data", "its etcd not restored over");
+        assert.ok(!c.log.some((l) => /reset|delete-node|drain/.test(l)), c.log.join("\n"));
+        assert.deepStrictEqual([...c.etcd.entries()], members, "every member kept");
     });
 
     it("a single master re-created (it refused kubeadm init): kubeadm init over the restored etcd, no bootstrap token left, the old master's Node deleted", async () => {

@@ -43,6 +43,11 @@ export interface MasterRestoreState {
     caSince?: string;
     /** Whether this restore discarded (or began to discard) the cluster the master ran (a new stack's own). */
     discarded: boolean;
+    /**
+     * The other masters whose API server answers /readyz (read before the stop step only): the cluster still runs there,
+     * with etcd's quorum, and a restore onto this master would roll it back and reset them.
+     */
+    othersAnswering?: string[];
 }
 
 /** Where and with what the restore runs. */
@@ -116,20 +121,20 @@ export function parseRestoreState(output: string): MasterRestoreState {
     };
 }
 
-/** Runs one step of the etcd-restore operation on the plan's master (RunCommand). */
-async function runStep(i: ApplyRestoreInputs, plan: RestorePlan, peerIp: string, step: RestoreStep | "status" | "leases", channel = "0".repeat(32), discardCa = ""): Promise<string> {
-    const values: Partial<Record<ParameterName, string>> = { step, restoreId: plan.restoreId, node: providerIdOf(i.region, plan.target), peerIp, channel, discardCa };
+/** Runs one step of the etcd-restore operation on the plan's master, or on master `on` (RunCommand). */
+async function runStep(i: ApplyRestoreInputs, plan: RestorePlan, peerIp: string, step: RestoreStep | "status" | "leases", channel = "0".repeat(32), discardCa = "", on = plan.target): Promise<string> {
+    const values: Partial<Record<ParameterName, string>> = { step, restoreId: plan.restoreId, node: providerIdOf(i.region, on), peerIp, channel, discardCa };
     // Compacted (comments out) and packed (gzip, its header in the clear): the operation with its libraries must fit
     // RunCommand's 24 KB.
     const script = packShell(compactShell(fillOperation(renderOperation("etcd-restore"), "etcd-restore", values)));
     try {
         return await runOnInstance({
-            region: i.region, instanceId: plan.target, script, name: `alicloud-kubeadm etcd-restore ${step}`,
+            region: i.region, instanceId: on, script, name: `alicloud-kubeadm etcd-restore ${step}`,
             timeoutSeconds: OPERATIONS["etcd-restore"].timeoutSeconds, pollIntervalMs: i.pollIntervalMs, pollMaxIntervalMs: 10_000,
         });
     } catch (err) {
         const fix = err instanceof CommandError && err.exitCode !== null ? "" : ` Bring the master's Cloud Assistant agent online, then run the restore again with \`--snapshot ${plan.object.key}\` (the same backup): it continues where it stopped.`;
-        throw new Error(`restore step ${step} on master ${plan.target} failed: ${(err as Error).message}${fix}`);
+        throw new Error(`restore step ${step} on master ${on} failed: ${(err as Error).message}${fix}`);
     }
 }
 
@@ -140,9 +145,26 @@ async function peerIpOf(i: ApplyRestoreInputs, instanceId: string): Promise<stri
     return ip;
 }
 
-/** Reads the master's restore state (read-only: the `status` step). */
+/**
+ * Reads the master's restore state (read-only: the `status` step), and, while the restore has not stopped anything yet,
+ * the `status` of every other master that exists: one whose API server answers runs the cluster still (its etcd has a
+ * quorum), which a restore would roll back. A master that cannot run the step (its agent offline, its machine stopped)
+ * is not counted as answering.
+ */
 export async function readMasterState(i: ApplyRestoreInputs, plan: RestorePlan): Promise<MasterRestoreState> {
-    return parseRestoreState(await runStep(i, plan, await peerIpOf(i, plan.target), "status"));
+    const state = parseRestoreState(await runStep(i, plan, await peerIpOf(i, plan.target), "status"));
+    if (state.done.includes("stop")) return state;
+    const others = i.masterInstanceIds.filter((m) => m !== plan.target);
+    const live = others.length ? await describeInstances(i.region, others) : new Map();
+    const answering: string[] = [];
+    for (const m of others.filter((x) => live.has(x))) {
+        try {
+            if (parseRestoreState(await runStep(i, plan, live.get(m)?.privateIp ?? "", "status", undefined, "", m)).apiReady) answering.push(m);
+        } catch (err) {
+            i.log(`master ${m} could not say whether its API server answers (${(err as Error).message.split("\n")[0]}): not counted as running`);
+        }
+    }
+    return { ...state, othersAnswering: answering };
 }
 
 /**
@@ -210,6 +232,13 @@ export function restoreRefusal(plan: RestorePlan, state: MasterRestoreState, for
         }
         return undefined;
     }
+    if (state.othersAnswering?.length && !state.done.includes("stop") && !force) {
+        return `the API server on master ${state.othersAnswering.join(", ")} answers /readyz: the cluster runs there (its etcd has a quorum), and a restore onto ` +
+            `${plan.target} would roll it back to ${plan.object.key} and reset ${state.othersAnswering.length > 1 ? "them" : "it"}. A lost or broken master is re-joined or replaced, ` +
+            "not restored: `pulumi up` (a re-created master 0 joins through the masters that answer), or `pulumi up --replace` of a broken master's instance " +
+            "(docs/disaster-recovery.md#lost-member). " +
+            `To roll the whole cluster back all the same, ${again} --force`;
+    }
     // A discard this restore began (recorded on the master under this backup's restore id) is finished with `discard`: it is no rollback.
     const resumesDiscard = newStack && discard && state.discarded;
     if (state.apiReady && !state.done.includes("stop") && !force && !resumesDiscard) {
@@ -246,7 +275,7 @@ export function describeRestore(plan: RestorePlan, state: MasterRestoreState, i:
 export async function applyRestore(i: ApplyRestoreInputs, plan: RestorePlan, read?: MasterRestoreState): Promise<RestoreOutcome> {
     const log = i.log;
     const peerIp = await peerIpOf(i, plan.target);
-    const state = read ?? parseRestoreState(await runStep(i, plan, peerIp, "status"));
+    const state = read ?? await readMasterState(i, plan);
     const refusal = restoreRefusal(plan, state, i.force ?? false, i.newStack ?? false, i.discard ?? false);
     if (refusal) throw new Error(refusal);
     const access: ClusterAccess = { region: i.region, masterInstanceIds: [plan.target], commands: i.commands, pollIntervalMs: i.pollIntervalMs };
