@@ -62,7 +62,9 @@ case "$*" in
 esac`,
                 // kubeadm init as the stub does it, with the control plane's manifests written (the API server then runs)
                 // (\`reset-stops\` in its state: a reset that stops after it removed the CA)
+                // (\`init-fails\`: the next kubeadm init fails once)
                 kubeadm: `if [ "$1" = reset ] && [ -f "$AK_STUB_STATE/reset-stops" ]; then rm -f "$AK_ROOT/etc/kubernetes/pki/ca.crt"; exit 1; fi
+if [ "$1" = init ] && [ -f "$AK_STUB_STATE/init-fails" ]; then rm -f "$AK_STUB_STATE/init-fails"; echo "error execution phase wait-control-plane" >&2; exit 1; fi
 "$AK_STUB_SRC/kubeadm" "$@" || exit $?
 if [ "$1" = init ]; then for c in etcd kube-apiserver; do echo "image: registry.k8s.io/$c" >"$AK_ROOT/etc/kubernetes/manifests/$c.yaml"; done; fi`,
                 // etcdutl in the etcd image: \`snapshot restore FILE --data-dir DIR\` writes the data directory
@@ -327,6 +329,28 @@ esac`,
         assert.ok(fs.existsSync(sb.at("/var/lib/etcd/member/snap/db")));
         assert.ok(![...w.c.nodes.keys()].includes(`${REGION}.i-oldmaster0`), "the old master 0's Node is deleted");
         assert.match(r.out, /next: `pulumi up`/);
+    });
+
+    it("a single master re-created whose kubeadm init over the restored etcd failed: after the `kubeadm reset -f` the error asks for, the next run restores etcd and the CA again before kubeadm init (never an init that makes a new CA)", async () => {
+        const w = await world({ masters: 1, recreated: true });
+        const CA = "-----BEGIN CERTIFICATE-----\nthe cluster's CA\n-----END CERTIFICATE-----\n";
+        w.emu.oss.buckets.get(BUCKET)!.objects.set(w.object, [{ body: sealedBackup("dev", recipient, 9, { "pki/ca.crt": CA }), versionId: "v2", lastModified: new Date().toISOString(), etag: "\"C\"" }]);
+        const sb = box(w.target);
+        sb.write("/var/lib/alicloud-kubeadm/init.refused", "status=refused\n");
+        sb.write("/var/lib/alicloud-kubeadm/kubeadm-init.yaml", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n");
+        fs.writeFileSync(path.join(sb.env.AK_STUB_STATE, "init-fails"), "");
+        const failed = await restore(w.outputs);
+        assert.strictEqual(failed.code, 4, failed.out);
+        assert.match(failed.out, /kubeadm init over the restored etcd failed .*run 'kubeadm reset -f' on this master, then run the restore again/s);
+        // What the error asks for: kubeadm reset -f, which empties /etc/kubernetes/pki (the restored CA with it) and etcd's data.
+        execFileSync("bash", ["-c", `"$AK_STUB_SRC/kubeadm" reset -f >/dev/null && rm -rf "$AK_ROOT/var/lib/etcd"`], { env: { ...process.env, ...sb.env } });
+        assert.ok(!fs.existsSync(sb.at("/etc/kubernetes/pki/ca.crt")));
+        const again = await restore(w.outputs);
+        assert.strictEqual(again.code, 0, again.out);
+        assert.strictEqual(sb.read("/etc/kubernetes/pki/ca.crt"), CA, "kubeadm init ran over the backup's CA (not one it made)");
+        assert.strictEqual(fs.readFileSync(sb.at("/var/lib/etcd/member/snap/db")).length, 4096, "etcd holds the backup's snapshot again");
+        assert.strictEqual(callsOf(sbCalls(sb), "ctr").filter((x) => x.args.includes("restore")).length, 2, "etcd restored again before the second init");
+        assert.match(sb.read("/var/lib/alicloud-kubeadm/init.done") ?? "", /status=ok\nrestored=dev\/hourly\//);
     });
 
     it("a single-master stack restored from its own bucket given with --bucket (same CA, nothing discarded): the live worker's Node is kept", async () => {

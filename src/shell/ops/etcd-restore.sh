@@ -161,12 +161,20 @@ case "$AK_STEP" in
     if [ "$(mode)" = existing ]; then
       for f in "$aside"/*.yaml; do [ ! -f "$f" ] || mv "$f" "${manifests}/"; done
     elif [ ! -f "${manifests}/kube-apiserver.yaml" ]; then
+      # kubeadm init over anything but the restored etcd and CA would make a new cluster (a new CA, an empty etcd) behind
+      # the cluster's endpoint: a `kubeadm reset` since the restore step (which empties the PKI and etcd's data) sends the
+      # restore back to its restore step.
+      if [ ! -d "${AK_ROOT}/var/lib/etcd/member" ] || { [ -f "${restore_dir}/bundle/pki/ca.crt" ] && ! cmp -s "$ca_file" "${restore_dir}/bundle/pki/ca.crt"; }; then
+        rm -f "${restore_dir}/restore.done"
+        step_fail "the restored etcd data or CA is no longer in place (a kubeadm reset since the restore step?): run the restore again: it restores them again before kubeadm init"
+      fi
       rm -f "${AK_STATE_DIR}/init.refused" "${AK_STATE_DIR}/init.failed" "${AK_STATE_DIR}/init.done"
       rc=0
       kubeadm init --config "$init_config" --ignore-preflight-errors=DirAvailable--var-lib-etcd --skip-token-print \
         --skip-certificate-key-print 2>&1 | ak_redact >&2 || rc=$?
-      [ "$rc" -eq 0 ] || step_fail "kubeadm init over the restored etcd failed (exit ${rc}; its output is above):" \
-        "fix the cause, run 'kubeadm reset -f' on this master, then run the restore again (it restores etcd again)"
+      # The reset this asks for empties the PKI and etcd's data: the next run restores them again first.
+      [ "$rc" -eq 0 ] || { rm -f "${restore_dir}/restore.done"; step_fail "kubeadm init over the restored etcd failed (exit ${rc}; its output is above):" \
+        "fix the cause, run 'kubeadm reset -f' on this master, then run the restore again (it restores etcd and the CA again)"; }
       ak_delete_init_tokens
       printf 'status=ok\nrestored=%s\ntime=%s\n' "$(cat "${restore_dir}/object")" "$(date -u +%FT%TZ)" >"${AK_STATE_DIR}/init.done"
     fi
