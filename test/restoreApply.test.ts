@@ -478,6 +478,29 @@ esac`,
         assert.deepStrictEqual([...c.nodes.keys()], [`${REGION}.${target}`], "the old cluster's Nodes deleted");
     });
 
+    it("into a new stack whose API server fails /readyz but still lists its Nodes: a Node besides master 0's stops the discard (read by the restore, and again on the master)", async () => {
+        const w = await world({ masters: 1, recreated: true });
+        const { c, target } = w;
+        const { sb, ownCa, newStack, old } = newStackOver(w, "old cluster\n");
+        fs.writeFileSync(path.join(sb.env.AK_STUB_STATE, "api-down"), ""); // /readyz reports a failing check; the listing works
+
+        // Read by the restore before it runs anything on the master.
+        c.addNode("i-newpoolnode", { name: `${REGION}.i-newpoolnode` });
+        const listed = await restore(newStack, ["--from-outputs", old, "--discard"]);
+        assert.strictEqual(listed.code, 4, listed.out);
+        assert.match(listed.out, /has other Nodes \(cn-hangzhou\.i-newpoolnode\)/);
+        assert.strictEqual(sb.read("/etc/kubernetes/pki/ca.crt"), ownCa, "nothing discarded");
+        c.nodes.delete(`${REGION}.i-newpoolnode`);
+
+        // Read again on the master right before the reset.
+        fs.writeFileSync(path.join(sb.env.AK_STUB_STATE, "nodes"), `node/${REGION}.${target}\nnode/${REGION}.i-latejoiner\n`);
+        const late = await restore(newStack, ["--from-outputs", old, "--discard"]);
+        assert.strictEqual(late.code, 4, late.out);
+        assert.match(late.out, /has 1 Nodes besides this master's now \(nothing discarded\)/);
+        assert.strictEqual(sb.read("/etc/kubernetes/pki/ca.crt"), ownCa, "nothing discarded");
+        assert.strictEqual(callsOf(sbCalls(sb), "kubeadm", "reset").length, 0);
+    });
+
     it("into a new stack, finished: the documented command (with --discard) run again after the old stack wrote a newer backup does not roll the restored cluster back", async () => {
         const w = await world({ masters: 1, recreated: true });
         const { emu, c, target } = w;

@@ -357,15 +357,20 @@ export async function applyRestore(i: ApplyRestoreInputs, plan: RestorePlan, rea
 
 /**
  * Before a new stack's own cluster is discarded: it must hold nothing but this master (pool nodes that joined it would be
- * left with a CA that no longer exists). Read through its API server when it answers; when it does not, the operator
- * asked for the discard with `discard` (restoreRefusal), and nothing can join a cluster whose API server does not answer.
+ * left with a CA that no longer exists). Read through its API server, also when /readyz fails (a listing can work with
+ * one failing check); when nothing can be listed, the operator asked for the discard with `discard` (restoreRefusal),
+ * and nothing can join a cluster whose API server does not answer.
  */
 async function checkDiscardable(i: ApplyRestoreInputs, access: ClusterAccess, plan: RestorePlan, state: MasterRestoreState): Promise<void> {
-    if (!state.apiReady) {
+    let listed: Awaited<ReturnType<typeof listNodes>>;
+    try {
+        listed = await listNodes(access);
+    } catch (err) {
+        if (state.apiReady) throw err;
         i.log(`the API server of this stack's own cluster on ${plan.target} does not answer: its Nodes cannot be listed before it is discarded`);
         return;
     }
-    const others = (await listNodes(access)).filter((n) => n.providerId !== providerIdOf(i.region, plan.target));
+    const others = listed.filter((n) => n.providerId !== providerIdOf(i.region, plan.target));
     if (others.length > 0) {
         throw new Error(`this stack's own cluster on master ${plan.target} has other Nodes (${others.map((n) => n.name).join(", ")}): they joined the cluster the ` +
             `restore discards. Scale the stack's pools to 0 (and remove its existing nodes) with \`pulumi up\`, then run the restore again with \`--snapshot ${plan.object.key}\` --discard`);

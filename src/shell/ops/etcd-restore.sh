@@ -97,9 +97,14 @@ case "$AK_STEP" in
       [ -f "${restore_dir}/discarding" ] || [ "$(sha256sum <"$ca_file" | cut -c1-64)" = "$AK_DISCARD_CA" ] ||
         step_fail "this master's CA changed since the restore read it: run the restore again"
       [ -f "$init_config" ] || step_fail "no ${init_config#"$AK_ROOT"}: re-create this master, then run the restore again"
-      if [ ! -f "${restore_dir}/discarding" ] && api_ready; then
-        nodes=$(ak_kubectl get nodes -o name --request-timeout=10s) ||
-          step_fail "cannot list the Nodes of the cluster this master runs (nothing discarded): run the restore again"
+      # Listed even when /readyz fails (one failing check does not stop a listing); unlisted only when the API server
+      # does not answer at all, and then the operator's --discard says the stack holds nothing else.
+      nodes=""
+      if [ ! -f "${restore_dir}/discarding" ] && ! nodes=$(ak_kubectl get nodes -o name --request-timeout=10s); then
+        ! api_ready || step_fail "cannot list the Nodes of the cluster this master runs (nothing discarded): run the restore again"
+        nodes=""
+      fi
+      if [ -n "$nodes" ]; then
         n=$(printf '%s\n' "$nodes" | grep -v -x -F "node/${AK_NODE}" | grep -c . || true)
         [ "$n" -eq 0 ] || step_fail "the cluster this master runs has ${n} Nodes besides this master's now (nothing discarded): scale the stack's pools to 0" \
           "(and remove its existing nodes) with \`pulumi up\`, then run the restore again"
