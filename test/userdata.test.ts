@@ -622,6 +622,51 @@ describe("node operations in the sandbox", () => {
         assert.deepEqual(removedArgs(first), ["8e9e05c52164694d"]);
     });
 
+    it("etcd-member-remove: the exact member: by name before address, a started healthy member never removed by its address, two of one name or address remove none", async () => {
+        // etcdctl's answers (member list in its simple format, endpoint health as JSON) from files; `member remove` recorded.
+        const sb = sandbox({ os: "ubuntu", prebaked: true, stubs: { kubectl: `. "$AK_STUB_SRC/_lib.sh"
+case "$*" in
+  *"member list"*) cat "$AK_STUB_STATE/members" ;;
+  *"endpoint health"*) cat "$AK_STUB_STATE/health"; grep -q '"health":false' "$AK_STUB_STATE/health" && exit 1 ;;
+esac
+exit 0` } });
+        const stale = "aaaa000000000001, started, cn-hangzhou.i-old, https://10.0.0.2:12380, https://10.0.0.2:12379, false";
+        const live = "bbbb000000000002, started, cn-hangzhou.i-new, https://10.0.0.2:2380, https://10.0.0.2:2379, false";
+        const health = '[{"endpoint":"https://10.0.0.2:2379","health":true,"took":"1ms"},{"endpoint":"https://10.0.0.2:12379","health":false,"took":"5s","error":"context deadline exceeded"}]';
+        const run = async (members: string[], member: string, peerIp: string) => {
+            fs.writeFileSync(path.join(sb.env.AK_STUB_STATE, "members"), members.join("\n") + "\n");
+            fs.writeFileSync(path.join(sb.env.AK_STUB_STATE, "health"), health + "\n");
+            const r = await sb.run(fill(renderOperation("etcd-member-remove"), { member, peerIp, etcdNode: "cn-hangzhou.i-m0" }));
+            return { ...r, removed: callsOf(r.calls, "kubectl").map((c) => c.args.join(" ")).filter((a) => / member remove /.test(a)).map((a) => a.split(" ").pop()) };
+        };
+        // The leaving master by its name, though a stale member at its address is listed first.
+        const byName = await run([stale, live], "cn-hangzhou.i-new", "10.0.0.2");
+        assert.equal(byName.code, 0, byName.stderr);
+        assert.deepEqual(byName.removed, ["bbbb000000000002"]);
+        // No name to go by (its Node is gone): two members at the address, so neither is removed.
+        const twoAtAddress = await run([stale, live], "", "10.0.0.2");
+        assert.equal(twoAtAddress.code, 1);
+        assert.match(twoAtAddress.stderr, /2 etcd members have a peer URL at 10\.0\.0\.2 \(ids aaaa000000000001 bbbb000000000002\)/);
+        assert.deepEqual(twoAtAddress.removed, []);
+        // A started, healthy member at the address is never removed by it: without a name, and with another name given.
+        const healthy = await run([live], "", "10.0.0.2");
+        assert.equal(healthy.code, 1);
+        assert.match(healthy.stderr, /the etcd member at 10\.0\.0\.2 \(id bbbb000000000002, cn-hangzhou\.i-new\) is healthy/);
+        assert.deepEqual(healthy.removed, []);
+        const otherName = await run([live], "cn-hangzhou.i-gone", "10.0.0.2");
+        assert.equal(otherName.code, 0, otherName.stderr);
+        assert.match(otherName.stdout, /member-absent/);
+        assert.deepEqual(otherName.removed, []);
+        // An unhealthy one at the address (no name given), and one a join added but never started (no name yet), are removed.
+        assert.deepEqual((await run([stale], "", "10.0.0.2")).removed, ["aaaa000000000001"]);
+        assert.deepEqual((await run([live, "cccc000000000003, unstarted, , https://10.0.0.3:2380, , false"], "cn-hangzhou.i-3", "10.0.0.3")).removed, ["cccc000000000003"]);
+        // Two members of one name: neither.
+        const twoNamed = await run([live, "dddd000000000004, started, cn-hangzhou.i-new, https://10.0.0.4:2380, https://10.0.0.4:2379, false"], "cn-hangzhou.i-new", "");
+        assert.equal(twoNamed.code, 1);
+        assert.match(twoNamed.stderr, /2 etcd members are named cn-hangzhou\.i-new/);
+        assert.deepEqual(twoNamed.removed, []);
+    });
+
     it("a parameter value that breaks the pattern stops the operation before it does anything", async () => {
         const sb = sandbox({ os: "ubuntu", prebaked: true });
         const r = await sb.run(fill(renderOperation("delete-node"), { nodes: "Node With Spaces" }));
