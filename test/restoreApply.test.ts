@@ -501,6 +501,30 @@ esac`,
         assert.strictEqual(callsOf(sbCalls(sb), "kubeadm", "reset").length, 0);
     });
 
+    it("into a new stack: a discard whose record on the master was removed by hand (the restore given up after the reset) is still a discard: the old cluster's Nodes go and the JoinInfo step is printed", async () => {
+        const w = await world({ masters: 1, recreated: true });
+        const { emu, c, target } = w;
+        const { sb, newStack, old } = newStackOver(w, "old cluster\n");
+        w.faults.crashAfter = "stop"; // the agent goes away right after the reset
+        const first = await restore(newStack, ["--from-outputs", old, "--discard"]);
+        assert.strictEqual(first.code, 4, first.out);
+        assert.strictEqual(callsOf(sbCalls(sb), "kubeadm", "reset").length, 1);
+        emu.instances.get(target)!.agentOnline = true;
+        // Given up by hand: its record removed, as the refusal of an unfinished restore says.
+        fs.rmSync(sb.at("/var/lib/alicloud-kubeadm/restore"), { recursive: true });
+        const r = await restore(newStack, ["--from-outputs", old, "--discard"]);
+        assert.strictEqual(r.code, 0, r.out);
+        assert.deepStrictEqual([...c.nodes.keys()], [`${REGION}.${target}`], "the old cluster's Nodes deleted (the old stack's live worker's too)");
+        assert.match(r.out, /next: `pulumi up --replace '<URN of dev-join-info>'`/);
+        // A plain restore (its own backups) onto a master a restore into a new stack discarded is refused, naming the way on.
+        sb.write("/var/lib/alicloud-kubeadm/init.refused", "status=refused\ndiscarded=0123456789abcdef\n");
+        fs.rmSync(sb.at("/var/lib/alicloud-kubeadm/restore"), { recursive: true });
+        fs.rmSync(sb.at("/etc/kubernetes/manifests"), { recursive: true });
+        const plain = await restore({ ...newStack, backupBucket: BUCKET, backupKeys: keys });
+        assert.strictEqual(plain.code, 4, plain.out);
+        assert.match(plain.out, /a restore into a new stack discarded the cluster master \S+ ran: .*--from-stack <old stack> --discard/s);
+    });
+
     it("into a new stack, finished: the documented command (with --discard) run again after the old stack wrote a newer backup does not roll the restored cluster back", async () => {
         const w = await world({ masters: 1, recreated: true });
         const { emu, c, target } = w;

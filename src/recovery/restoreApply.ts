@@ -205,6 +205,10 @@ export function restoreRefusal(plan: RestorePlan, state: MasterRestoreState, for
         return `master ${plan.target} holds an unfinished restore of ${state.other.key} (id ${state.other.id}): finish it with \`--snapshot ${state.other.key}\`, ` +
             `or remove /var/lib/alicloud-kubeadm/restore/${state.other.id} there to give it up`;
     }
+    if (state.discarded && !newStack && !state.done.includes("start")) {
+        return `a restore into a new stack discarded the cluster master ${plan.target} ran: it is continued as one, with the old stack's backups: ` +
+            "`--from-stack <old stack> --discard` (or `--from-outputs <file>`, or `--bucket <old bucket> --keys <file>`), docs/disaster-recovery.md#restore-to-a-new-stack";
+    }
     const other = otherCa(plan, state);
     if (other && !newStack) {
         return `master ${plan.target} runs a cluster with another CA than the backup's (ca.crt SHA-256 ${other.slice(0, 16)}…, the backup's ` +

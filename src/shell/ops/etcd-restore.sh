@@ -61,7 +61,9 @@ case "$AK_STEP" in
     if [ -f "$ca_file" ]; then say "ca=$(sha256sum <"$ca_file" | cut -c1-64)"; fi
     since=$(openssl x509 -noout -startdate -in "$ca_file" 2>/dev/null | sed -n 's/^notBefore=//p' || true)
     if [ -n "$since" ]; then say "ca-since=$(date -u -d "$since" +%FT%TZ 2>/dev/null || true)"; fi
-    if [ -f "${restore_dir}/discarding" ]; then say "discarded=1"; fi
+    # Recorded twice: in this restore's record, and in init.refused (until kubeadm init), so a discard whose record was
+    # removed by hand (the restore given up after the reset) is still known to the next restore.
+    if [ -f "${restore_dir}/discarding" ] || grep -q '^discarded=' "${AK_STATE_DIR}/init.refused" 2>/dev/null; then say "discarded=1"; fi
     ;;
   fetch)
     done_step fetch && { say "fetch=done"; exit 0; }
@@ -112,7 +114,7 @@ case "$AK_STEP" in
       : >"${restore_dir}/discarding"
       kubeadm reset -f >&2 || step_fail "kubeadm reset failed (its output is above): fix the cause, then run the restore again"
       rm -f "${AK_STATE_DIR}/init.done"
-      echo status=refused >"${AK_STATE_DIR}/init.refused"
+      printf 'status=refused\ndiscarded=%s\n' "$AK_RESTORE_ID" >"${AK_STATE_DIR}/init.refused"
       echo fresh >"${restore_dir}/mode"
       mark_step stop
       say stop=done discarded=1
@@ -173,6 +175,8 @@ case "$AK_STEP" in
         rm -f "${restore_dir}/restore.done"
         step_fail "the restored etcd data or CA is no longer in place (a kubeadm reset since the restore step?): run the restore again: it restores them again before kubeadm init"
       fi
+      # A discard recorded by another restore (given up) is this one's now: kubeadm init removes init.refused.
+      if grep -q '^discarded=' "${AK_STATE_DIR}/init.refused" 2>/dev/null; then : >"${restore_dir}/discarding"; fi
       rm -f "${AK_STATE_DIR}/init.refused" "${AK_STATE_DIR}/init.failed" "${AK_STATE_DIR}/init.done"
       rc=0
       kubeadm init --config "$init_config" --ignore-preflight-errors=DirAvailable--var-lib-etcd --skip-token-print \
