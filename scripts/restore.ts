@@ -12,7 +12,7 @@ import { spawnSync } from "child_process";
 import * as fs from "fs";
 import { parseClusterInfo, REGION_ID } from "../src/doctor/clusterInfo";
 import { planRestore, type RestorePlan } from "../src/recovery/restore";
-import { applyRestore, describeRestore, readMasterState, restoreRefusal, type ApplyRestoreInputs, type MasterRestoreState } from "../src/recovery/restoreApply";
+import { applyRestore, describeRestore, readMasterState, restoreRefusal, stackMachines, type ApplyRestoreInputs, type MasterRestoreState } from "../src/recovery/restoreApply";
 import { SAVED_OPERATIONS, type NodeCommandIds } from "../src/rules";
 import { OSS_BUCKET_NAME as BUCKET_NAME } from "../src/cloud/oss";
 
@@ -130,6 +130,16 @@ export function backupSource(a: RestoreArgs, outputs: Record<string, unknown>, i
 }
 
 /**
+ * Where the backup is downloaded from: here, the bucket region's public endpoint; on the master, inside the VPC
+ * (undefined: the internal endpoint of the stack's region, src/recovery/restoreApply.ts signedDownload) when the bucket is
+ * in the stack's region, else over the Internet from the bucket region's public endpoint (through the stack's NAT).
+ */
+export function downloadEndpoints(bucketRegion: string, stackRegion: string): { endpoint: string; masterEndpoint?: string } {
+    const endpoint = `https://oss-${bucketRegion}.aliyuncs.com`;
+    return { endpoint, masterEndpoint: bucketRegion === stackRegion ? undefined : endpoint };
+}
+
+/**
  * What follows a restore into a new stack: its JoinInfo still holds the discarded cluster's CA pin and credential, so it is
  * made again from the restored cluster, and the stack's `pulumi up` then updates every join script and its outputs.
  */
@@ -163,9 +173,9 @@ export async function main(argv: string[], io: { out: (s: string) => void; env: 
         if (!keys || typeof keys !== "object") throw new Error(`no backup keys: ${newStack ? "the old stack's output backupKeys" : "the stack output backupKeys"} (read with --show-secrets), or --keys <file>`);
         const { ALIBABA_CLOUD_ACCESS_KEY_ID: id, ALIBABA_CLOUD_ACCESS_KEY_SECRET: secret, ALIBABA_CLOUD_SECURITY_TOKEN: token } = io.env;
         if (!id || !secret) throw new Error("no OSS credentials: set ALIBABA_CLOUD_ACCESS_KEY_ID and ALIBABA_CLOUD_ACCESS_KEY_SECRET");
-        const target = { endpoint: io.ossEndpoint ?? `https://oss-${bucketRegion}.aliyuncs.com`, region: bucketRegion, bucket, connectTo: io.connectTo };
-        // The master downloads inside the VPC from a bucket of its own region; from another region's, over the Internet.
-        const masterOssEndpoint = io.masterOssEndpoint ?? (bucketRegion === info.region ? undefined : `https://oss-${bucketRegion}.aliyuncs.com`);
+        const endpoints = downloadEndpoints(bucketRegion, info.region);
+        const target = { endpoint: io.ossEndpoint ?? endpoints.endpoint, region: bucketRegion, bucket, connectTo: io.connectTo };
+        const masterOssEndpoint = io.masterOssEndpoint ?? endpoints.masterEndpoint;
         const credentials = { accessKeyId: id, accessKeySecret: secret, securityToken: token };
         plan = await planRestore({
             clusterName: info.name, region: info.region, masterInstanceIds: info.masterInstanceIds, keys: keys as Record<string, string>,
@@ -176,7 +186,7 @@ export async function main(argv: string[], io: { out: (s: string) => void; env: 
         inputs = {
             region: info.region, masterInstanceIds: info.masterInstanceIds, commands: info.commands as NodeCommandIds, bucket: target, credentials,
             routeTableId: info.routeTableId, podCidr: info.podCidr, controlPlaneJoinCommandId: info.controlPlaneJoinCommandId, force: a.force, discard: a.discard, newStack,
-            masterOssEndpoint, pollIntervalMs: io.pollIntervalMs, log: (m) => io.out(`  ${m}\n`),
+            stackMachines: newStack ? stackMachines(info) : [], masterOssEndpoint, pollIntervalMs: io.pollIntervalMs, log: (m) => io.out(`  ${m}\n`),
         };
     } catch (e) {
         const msg = (e as Error).message;
@@ -194,7 +204,7 @@ export async function main(argv: string[], io: { out: (s: string) => void; env: 
     io.out(`master ${plan.target}: ${state.mode === "fresh" ? "master 0 that refused kubeadm init" : state.mode === "existing" ? "a control plane (static pods)" : "no control plane"}` +
         `${state.done.length ? `; done already: ${state.done.join(", ")}` : ""}; its API server ${state.apiReady ? "answers" : "does not answer"}\n`);
     io.out(`${describeRestore(plan, state, inputs).map((s, k) => `  ${k + 1}. ${s}`).join("\n")}\n`);
-    const refusal = restoreRefusal(plan, state, a.force, newStack, a.discard);
+    const refusal = restoreRefusal(plan, state, a.force, newStack, a.discard, inputs.stackMachines);
     if (refusal) {
         io.out(`restore: refused: ${refusal}\n`);
         return 4;

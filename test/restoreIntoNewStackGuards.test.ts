@@ -5,7 +5,7 @@ import * as assert from "assert";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
-import { restoreRefusal, type MasterRestoreState } from "../src/recovery/restoreApply";
+import { restoreRefusal, stackMachines, type MasterRestoreState } from "../src/recovery/restoreApply";
 import type { RestorePlan } from "../src/recovery/restore";
 import { backupSource, parseArgs } from "../scripts/restore";
 import { ossUrl } from "../src/cloud/oss";
@@ -27,6 +27,21 @@ describe("restore into a new stack: guards before the discard", () => {
         // After the restore finished, the master runs the backup's CA: a newer backup would be a rollback, which --discard never allows.
         const restored = { ...live, caSha256: "a".repeat(64), discarded: false }; // a newer backup: a new restore id, nothing begun under it
         assert.match(restoreRefusal(made, restored, false, true, true) ?? "", /answers \/readyz: this cluster runs.*--force/);
+    });
+
+    it("a new stack whose pools may hold machines, or that has existing nodes, is not discarded: refused naming them and the fix", () => {
+        const made = { ...plan, manifest: { ...plan.manifest, created: "2026-06-01T000000Z" } } as RestorePlan;
+        const own: MasterRestoreState = { mode: "existing", done: [], apiReady: false, caSha256: "b".repeat(64), caSince: "2026-06-02T00:00:00Z", discarded: false };
+        const machines = stackMachines({
+            pools: [{ name: "general", size: 2, min: 2, max: 2 }, { name: "spot", min: 0, max: 5 }, { name: "off", size: 0, min: 0, max: 0 }],
+            existingNodes: [{ instanceId: "i-gpu" }],
+        });
+        assert.deepStrictEqual(machines, ["pool general (up to 2 nodes)", "pool spot (up to 5 nodes)", "existing node i-gpu"]);
+        assert.match(restoreRefusal(made, own, false, true, true, machines) ?? "",
+            /keeps machines beside master i-new0: pool general \(up to 2 nodes\), pool spot \(up to 5 nodes\), existing node i-gpu\. .*scale its pools to 0 .*--discard/);
+        assert.strictEqual(restoreRefusal(made, own, false, true, true, stackMachines({ pools: [{ name: "off", size: 0, min: 0, max: 0 }] })), undefined, "pools at 0: the discard goes on");
+        // A stack restored from its own bucket (the master runs the backup's CA): nothing is discarded, its pools stay.
+        assert.strictEqual(restoreRefusal(made, { ...own, caSha256: "a".repeat(64) }, false, true, true, machines), undefined);
     });
 
     it("a cluster whose CA is older than the backup (beyond kubeadm's 5-minute backdate) is not a new stack's own: not discarded, even with --discard and --force", () => {

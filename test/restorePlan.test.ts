@@ -7,7 +7,9 @@
  * its header names, read its manifest, pick the first master that exists, read that master's restore state (the real
  * etcd-restore script's status step, in the script sandbox), and change nothing; a wrong key or another cluster's backup
  * stops it before any master is touched. The arguments of a restore into a new stack are checked before anything is
- * read (no world: the parser alone). The restore itself: test/restoreApply.test.ts.
+ * read (no world: the parser alone), and where they lead: the old stack's outputs read through a `pulumi` stand-in on
+ * PATH (it prints an outputs file, as `pulumi stack output --json --show-secrets` does), the bucket's region and the
+ * endpoints the backup is downloaded from. The restore itself: test/restoreApply.test.ts.
  */
 import * as assert from "assert";
 import * as crypto from "crypto";
@@ -19,7 +21,8 @@ import { backupKeyPair, runRestore, sealedBackup } from "../testing/backup";
 import { makeSandbox, type Sandbox } from "../testing/sandbox";
 import { operation, saveNodeCommands } from "../testing/savedCommands";
 import { backupKeyId, backupPrefixes, type NodeCommandIds } from "../src/rules";
-import { intoNewStack, parseArgs } from "../scripts/restore";
+import { backupSource, downloadEndpoints, intoNewStack, parseArgs } from "../scripts/restore";
+import { signedDownload } from "../src/recovery/restoreApply";
 
 const BUCKET = "dev-etcd-0123abcd";
 
@@ -124,5 +127,57 @@ describe("npm run restore's arguments for a restore into a new stack", () => {
         assert.ok(!intoNewStack(parseArgs(["--stack", "new"])));
         const discard = parseArgs(["--stack", "new", "--from-stack", "old", "--discard"]);
         assert.ok(discard.discard && !discard.force, "--discard is not --force");
+    });
+
+    const info = { name: "dev", region: "cn-hangzhou", kubernetesVersion: "1.36.3", masterInstanceIds: ["i-new0"], apiEndpoint: "192.168.0.10:6443", routeTableId: "vtb-1", podCidr: "172.16.0.0/16" };
+    const credentials = { accessKeyId: "LTAI5tExample", accessKeySecret: "secret" };
+    /** The master's download of `src`'s bucket (its first line: the URL it GETs). */
+    const masterHost = (src: { bucket: string; region: string }) => {
+        const e = downloadEndpoints(src.region, info.region);
+        const text = signedDownload({ region: info.region, bucket: { endpoint: e.endpoint, region: src.region, bucket: src.bucket }, credentials, masterOssEndpoint: e.masterEndpoint },
+            { object: { key: "dev/hourly/x.etcd.enc", size: 1, lastModified: new Date() }, password: "p" });
+        return new URL(text.split("\n")[0]).host;
+    };
+
+    it("--from-stack reads the old stack's bucket, region and keys with the Pulumi CLI; the master downloads from that region; another cluster's name, a stack the CLI does not find, or no CLI is refused naming the fix", () => {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ak-restore-cli-"));
+        const PATH = process.env.PATH;
+        try {
+            fs.mkdirSync(path.join(dir, "bin"));
+            fs.writeFileSync(path.join(dir, "bin", "pulumi"), `#!/bin/sh
+[ "$1 $2 $3 $4 $5" = "stack output --json --show-secrets --stack" ] || { echo "unexpected: $*" >&2; exit 9; }
+[ -f "${dir}/$6.json" ] || { echo "error: no stack named '$6' found" >&2; exit 255; }
+cat "${dir}/$6.json"
+`, { mode: 0o755 });
+            const oldKeys = { "0123456789abcdef": "-----BEGIN PRIVATE KEY-----\nold\n-----END PRIVATE KEY-----\n" };
+            fs.writeFileSync(path.join(dir, "old.json"), JSON.stringify({ clusterInfo: { ...info, region: "cn-shanghai", masterInstanceIds: ["i-old0"] }, backupBucket: "dev-etcd-old", backupKeys: oldKeys }));
+            fs.writeFileSync(path.join(dir, "prod.json"), JSON.stringify({ clusterInfo: { ...info, name: "prod" }, backupBucket: "prod-etcd-old", backupKeys: oldKeys }));
+            process.env.PATH = `${path.join(dir, "bin")}:${PATH}`;
+            const own = { clusterInfo: info, backupBucket: "dev-etcd-new", backupKeys: { fedcba9876543210: "new" } };
+            const src = backupSource(parseArgs(["--stack", "new", "--from-stack", "old"]), own, info);
+            assert.deepStrictEqual(src, { bucket: "dev-etcd-old", region: "cn-shanghai", keys: oldKeys });
+            assert.strictEqual(masterHost(src), "dev-etcd-old.oss-cn-shanghai.aliyuncs.com", "another region's bucket: over the Internet, from that region");
+            const keysFile = path.join(dir, "keys.json");
+            fs.writeFileSync(keysFile, JSON.stringify({ aaaaaaaaaaaaaaaa: "offline copy" }));
+            assert.deepStrictEqual(backupSource(parseArgs(["--stack", "new", "--from-stack", "old", "--keys", keysFile]), own, info).keys, { aaaaaaaaaaaaaaaa: "offline copy" });
+            assert.throws(() => backupSource(parseArgs(["--stack", "new", "--from-stack", "prod"]), own, info), /the old stack's cluster is named prod, this stack's dev: .*create the new stack with name prod/);
+            assert.throws(() => backupSource(parseArgs(["--stack", "new", "--from-stack", "gone"]), own, info), /`pulumi stack output --json --show-secrets --stack gone` failed: error: no stack named 'gone' found/);
+            process.env.PATH = path.join(dir, "nothing");
+            assert.throws(() => backupSource(parseArgs(["--stack", "new", "--from-stack", "old"]), own, info), /the Pulumi CLI is not installed here: .*--stack old > outputs\.json` where it is, then use --from-outputs/);
+        } finally {
+            process.env.PATH = PATH;
+            fs.rmSync(dir, { recursive: true, force: true });
+        }
+    });
+
+    it("--bucket-region: the bucket's region for the signed requests, and the master downloads from it over the Internet; without it, this stack's region inside the VPC", () => {
+        const own = { clusterInfo: info, backupBucket: "dev-etcd-new", backupKeys: { fedcba9876543210: "new" } };
+        const far = backupSource(parseArgs(["--stack", "new", "--bucket", "dev-etcd-old", "--bucket-region", "cn-beijing"]), own, info);
+        assert.deepStrictEqual({ bucket: far.bucket, region: far.region }, { bucket: "dev-etcd-old", region: "cn-beijing" });
+        assert.deepStrictEqual(downloadEndpoints(far.region, info.region), { endpoint: "https://oss-cn-beijing.aliyuncs.com", masterEndpoint: "https://oss-cn-beijing.aliyuncs.com" });
+        assert.strictEqual(masterHost(far), "dev-etcd-old.oss-cn-beijing.aliyuncs.com");
+        const near = backupSource(parseArgs(["--stack", "new", "--bucket", "dev-etcd-old"]), own, info);
+        assert.strictEqual(near.region, "cn-hangzhou");
+        assert.strictEqual(masterHost(near), "dev-etcd-old.oss-cn-hangzhou-internal.aliyuncs.com", "the stack's own region: the VPC-internal endpoint");
     });
 });

@@ -77,6 +77,11 @@ export interface ApplyRestoreInputs {
      * Default false: a master with another CA than the backup's is refused.
      */
     newStack?: boolean;
+    /**
+     * Into a new stack: its pools that may hold machines and its existing nodes, from its outputs ({@link stackMachines}):
+     * a discard is refused while there is any (their machines would keep the discarded cluster's CA). Default none.
+     */
+    stackMachines?: readonly string[];
     /** First Cloud Assistant poll delay, ms. Default 1000 (tests lower it). */
     pollIntervalMs?: number;
     /** Bound on each re-joined master's wait for Ready, seconds. Default 600. */
@@ -195,7 +200,7 @@ export function parseBackupTime(t: string): number {
  * `discard`), or its API server answers (a running cluster, rolled back only with `force`). `discard` never stands in
  * for `force`.
  */
-export function restoreRefusal(plan: RestorePlan, state: MasterRestoreState, force: boolean, newStack = false, discard = false): string | undefined {
+export function restoreRefusal(plan: RestorePlan, state: MasterRestoreState, force: boolean, newStack = false, discard = false, machines: readonly string[] = []): string | undefined {
     const again = `run again with \`--snapshot ${plan.object.key}\``;
     if (state.mode === "none" && !state.done.includes("stop")) {
         return `master ${plan.target} runs no control plane and did not refuse kubeadm init, so nothing can be restored onto it: if it was just re-created, ` +
@@ -234,6 +239,11 @@ export function restoreRefusal(plan: RestorePlan, state: MasterRestoreState, for
                 `kubeadm reset -f. Its API server ${state.apiReady ? "answers: its Nodes are listed first, and any but this master's refuse the discard" : "does not answer: its Nodes cannot be listed first"}. ` +
                 `If this stack was made for the old cluster's data and holds nothing else, ${again} --discard`;
         }
+        if (machines.length > 0) {
+            // Machines that joined (or will join) the cluster the restore discards keep its CA: they could not join the restored one.
+            return `this stack keeps machines beside master ${plan.target}: ${machines.join(", ")}. Discarding its own cluster would leave them with a CA that no longer exists: ` +
+                `scale its pools to 0 (size 0; autoscaling pools min and max 0) and remove its existing nodes from its config, \`pulumi up\`, then ${again} --discard`;
+        }
         return undefined;
     }
     if (state.othersAnswering?.length && !state.done.includes("stop") && !force) {
@@ -250,6 +260,17 @@ export function restoreRefusal(plan: RestorePlan, state: MasterRestoreState, for
             `If that is what you want, ${again} --force (--discard does not roll a running cluster back)`;
     }
     return undefined;
+}
+
+/**
+ * The stack's pools that may hold machines (a fixed size, a minimum or a maximum above 0) and its existing nodes, from its
+ * outputs' clusterInfo: what a new stack must not have when its own cluster is discarded.
+ */
+export function stackMachines(info: { pools?: ReadonlyArray<{ name: string; size?: number; min: number; max: number }>; existingNodes?: ReadonlyArray<{ instanceId: string }> }): string[] {
+    return [
+        ...(info.pools ?? []).filter((p) => Math.max(p.size ?? 0, p.min, p.max) > 0).map((p) => `pool ${p.name} (up to ${Math.max(p.size ?? 0, p.max)} nodes)`),
+        ...(info.existingNodes ?? []).map((n) => `existing node ${n.instanceId}`),
+    ];
 }
 
 /** What the restore will do from this state, one line a step, for a person (the dry run prints it). */
@@ -280,7 +301,7 @@ export async function applyRestore(i: ApplyRestoreInputs, plan: RestorePlan, rea
     const log = i.log;
     const peerIp = await peerIpOf(i, plan.target);
     const state = read ?? await readMasterState(i, plan);
-    const refusal = restoreRefusal(plan, state, i.force ?? false, i.newStack ?? false, i.discard ?? false);
+    const refusal = restoreRefusal(plan, state, i.force ?? false, i.newStack ?? false, i.discard ?? false, i.stackMachines);
     if (refusal) throw new Error(refusal);
     const access: ClusterAccess = { region: i.region, masterInstanceIds: [plan.target], commands: i.commands, pollIntervalMs: i.pollIntervalMs };
     const discard = i.newStack ? otherCa(plan, state) : undefined;
