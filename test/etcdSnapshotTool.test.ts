@@ -8,6 +8,7 @@
  */
 import * as assert from "assert";
 import * as crypto from "crypto";
+import * as fs from "fs";
 import { callsOf, makeSandbox, type Sandbox } from "../testing/sandbox";
 import { renderEtcdBackup, renderEtcdRestore } from "../src/shell/renderBackup";
 import { backupPrefixes } from "../src/rules";
@@ -69,4 +70,25 @@ describe("etcd snapshots are read and restored with etcdutl, or etcdctl where th
             }
         });
     }
+
+    it("the backup's encryption_config path is only ever a file under /etc/kubernetes: one that climbs out (../) is put at the default path", async () => {
+        const sb = sandbox();
+        try {
+            fs.mkdirSync(sb.at("/etc/cron.d"), { recursive: true });
+            for (const [conf, at] of [["/etc/kubernetes/../cron.d/evil", "/etc/kubernetes/pki/alicloud-kubeadm-encryption.yaml"],
+                ["/etc/kubernetes/enc/encryption.yaml", "/etc/kubernetes/enc/encryption.yaml"]]) {
+                sb.write("/bundle/snapshot.db", "snapshot");
+                sb.write("/bundle/backup.txt", `revision=12\ncreated=2026-01-01T000000Z\nencryption_config=${conf}\n`);
+                sb.write("/bundle/encryption-config.yaml", "kind: EncryptionConfiguration\n");
+                if (at.includes("/enc/")) fs.mkdirSync(sb.at("/etc/kubernetes/enc"), { recursive: true });
+                const r = await sb.run(renderEtcdRestore({ nodeName: "cn-hangzhou.i-a", peerUrl: "https://192.168.0.10:2380", etcdImage: "registry.k8s.io/etcd:3.6.8-0" },
+                    'ak_restore_bundle "$AK_ROOT/bundle"'));
+                assert.strictEqual(r.code, 0, r.stderr);
+                assert.strictEqual(sb.read(at), "kind: EncryptionConfiguration\n", `${conf}: put at ${at}`);
+            }
+            assert.deepStrictEqual(fs.readdirSync(sb.at("/etc/cron.d")), [], "nothing written outside /etc/kubernetes");
+        } finally {
+            sb.cleanup();
+        }
+    });
 });

@@ -102,7 +102,8 @@ ak_restore_bundle() {
   fi
   if [ -f "${dir}/encryption-config.yaml" ]; then
     conf=$(sed -n 's/^encryption_config=//p' "${dir}/backup.txt")
-    [[ $conf == /etc/kubernetes/* ]] || conf=/etc/kubernetes/pki/alicloud-kubeadm-encryption.yaml
+    # A path the backup names: a file under /etc/kubernetes only (never one that climbs out with ..), else the default.
+    [[ $conf =~ ^/etc/kubernetes/[A-Za-z0-9._/-]+$ && $conf != *..* ]] || conf=/etc/kubernetes/pki/alicloud-kubeadm-encryption.yaml
     install -m 600 "${dir}/encryption-config.yaml" "${AK_ROOT}${conf}"
   fi
   ak_log "etcd restored from revision $(sed -n 's/^revision=//p' "${dir}/backup.txt") of $(sed -n 's/^created=//p' "${dir}/backup.txt"): a new cluster id, member ${AK_NODE_NAME} alone"
