@@ -248,13 +248,16 @@ esac`,
             assert.ok(w.order.indexOf(`${m}: join`) > w.order.indexOf(`${target}: leases`), `${m} joined after the restore`);
         }
 
-        // Run again: everything is done; nothing is reset or joined again.
+        // Run again: everything is done; nothing is reset or joined again, and the re-joined masters' API servers keep their identity Leases.
+        const live = [`apiserver-a\thost-${target}`, ...others.map((m, k) => `apiserver-r${k}\thost-${m}`)];
+        fs.writeFileSync(path.join(sb.env.AK_STUB_STATE, "leases"), live.join("\n") + "\n");
         const log = c.log.length;
         w.order.length = 0;
         const third = await restore(w.outputs);
         assert.strictEqual(third.code, 0, third.out);
         assert.deepStrictEqual(w.order.filter((o) => !/channel/.test(o)), [`${target}: status`, `${target}: leases`]);
         assert.ok(c.log.slice(log).every((l) => !/reset|drain|delete-node/.test(l)), c.log.slice(log).join("\n"));
+        assert.deepStrictEqual(fs.readFileSync(path.join(sb.env.AK_STUB_STATE, "leases"), "utf8").trim().split("\n"), live, "the live API servers' Leases are kept");
 
         // No secret of the restore in clear in any request, command or invocation: the backup's password, the signed download.
         const password = crypto.diffieHellman({ privateKey, publicKey: crypto.createPublicKey({ key: Buffer.from(/ephemeral=(\S+)/.exec(emu.oss.list(BUCKET)[0].body.subarray(0, 200).toString())![1], "base64"), format: "der", type: "spki" }) }).toString("base64");

@@ -14,7 +14,8 @@
 #   restore  etcdutl snapshot restore (a new cluster id, member AK_NODE at https://AK_PEER_IP:2380 alone), the backup's
 #            CA material and EncryptionConfiguration in place
 #   start    the manifests put back (existing), or kubeadm init over the restored etcd and CA (fresh), until /readyz
-#   leases   the API server identity Leases of every other host deleted (they belong to API servers that do not run now)
+#   leases   the API server identity Leases of every other host deleted (they belong to API servers that do not run now),
+#            once, after the start (recorded: on a later run the re-joined masters' Leases are live)
 # Parameters: AK_STEP, AK_RESTORE_ID, AK_NODE, AK_PEER_IP, AK_CHANNEL, AK_DISCARD_CA (empty but in a new stack's stop).
 AK_RETRY_DELAY="${AK_RETRY_DELAY:-5}"
 ak_die() { ak_fail "$*"; }
@@ -194,6 +195,9 @@ case "$AK_STEP" in
     say "start=done"
     ;;
   leases)
+    # Once, right after the start: on a later run the other masters may have re-joined, and their Leases are live.
+    done_step leases && { say "leases=done"; exit 0; }
+    done_step start || step_fail "start comes first"
     me=$(hostname)
     jsonpath='{range .items[*]}{.metadata.name}{"\t"}{.metadata.labels.kubernetes\.io/hostname}{"\n"}{end}'
     ak_kubectl -n kube-system get lease -l apiserver.kubernetes.io/identity=kube-apiserver -o "jsonpath=${jsonpath}" |
@@ -203,6 +207,7 @@ case "$AK_STEP" in
           say "lease-deleted=${name}:${host}"
         fi
       done
+    mark_step leases
     say "leases=done"
     ;;
   *) ak_fail "unknown step ${AK_STEP}" ;;
