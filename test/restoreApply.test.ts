@@ -315,6 +315,33 @@ esac`,
         assert.deepStrictEqual([...c.etcd.entries()], members, "every member kept");
     });
 
+    it("an unfinished restore that stopped the control plane, given up the way the refusal says: its manifests come back first, and the next backup restores", async () => {
+        const w = await world({ masters: 1 });
+        const { emu, target } = w;
+        const sb = runningMaster(target);
+        fs.writeFileSync(path.join(sb.env.AK_STUB_STATE, "api-down"), "");
+        w.faults.crashAfter = "stop"; // the agent goes away once the manifests are aside
+        const first = await restore(w.outputs);
+        assert.strictEqual(first.code, 4, first.out);
+        assert.ok(!fs.existsSync(sb.at("/etc/kubernetes/manifests/etcd.yaml")), "the manifests are aside");
+        emu.instances.get(target)!.agentOnline = true;
+        // A newer backup: the restore of it meets the unfinished one and says how to give that up.
+        emu.oss.buckets.get(BUCKET)!.objects.set(`${backupPrefixes("dev").hourly}2026-01-01T020000Z-a.etcd.enc`,
+            [{ body: sealedBackup("dev", recipient, 10), versionId: "v3", lastModified: new Date(Date.now() + 1000).toISOString(), etag: "\"D\"" }]);
+        const refused = await restore(w.outputs);
+        assert.strictEqual(refused.code, 4, refused.out);
+        const giveUp = /give it up: (.*)$/m.exec(refused.out)?.[1] ?? "";
+        assert.match(giveUp, /mv \/var\/lib\/alicloud-kubeadm\/restore\/[0-9a-f]{16}\/manifests\/\*\.yaml \/etc\/kubernetes\/manifests\/ && rm -rf \/var\/lib\/alicloud-kubeadm\/restore\/[0-9a-f]{16}/, refused.out);
+        // What it says, run on the master.
+        const command = /`([^`]+)`/.exec(giveUp)![1].replace(/(^|\s)\//g, "$1$AK_ROOT/");
+        execFileSync("bash", ["-c", command], { env: { ...process.env, AK_ROOT: sb.at("") } });
+        fs.rmSync(path.join(sb.env.AK_STUB_STATE, "api-down")); // its control plane runs again: restoring over it is a rollback
+        const r = await restore(w.outputs, ["--force"]);
+        assert.strictEqual(r.code, 0, r.out);
+        assert.match(r.out, /restored dev\/hourly\/2026-01-01T020000Z-a\.etcd\.enc onto/);
+        assert.ok(fs.existsSync(sb.at("/etc/kubernetes/manifests/etcd.yaml")) && fs.existsSync(sb.at("/etc/kubernetes/manifests/kube-apiserver.yaml")));
+    });
+
     it("a single master re-created (it refused kubeadm init): kubeadm init over the restored etcd, no bootstrap token left, the old master's Node deleted", async () => {
         const w = await world({ masters: 1, recreated: true });
         const sb = box(w.target);

@@ -33,8 +33,8 @@ export interface MasterRestoreState {
     mode: "existing" | "fresh" | "none";
     /** The steps of this restore already done there. */
     done: RestoreStep[];
-    /** Another restore left unfinished there (its id and object key). */
-    other?: { id: string; key: string };
+    /** Another restore left unfinished there (its id and object key; `aside`: it moved the control plane's manifests aside). */
+    other?: { id: string; key: string; aside?: boolean };
     /** Whether its API server answers /readyz. */
     apiReady: boolean;
     /** SHA-256 (hex) of its CA certificate file, if it has one. */
@@ -118,7 +118,7 @@ export function parseRestoreState(output: string): MasterRestoreState {
     return {
         mode,
         done: (one("done") ?? "").split(",").filter((s): s is RestoreStep => (RESTORE_STEPS as readonly string[]).includes(s)),
-        other: other ? { id: other.slice(0, other.indexOf(":")), key: other.slice(other.indexOf(":") + 1) } : undefined,
+        other: other ? { id: other.slice(0, other.indexOf(":")), key: other.slice(other.indexOf(":") + 1), aside: one("other-aside") === other.slice(0, other.indexOf(":")) } : undefined,
         apiReady: one("api") === "ready",
         caSha256: one("ca"),
         caSince: one("ca-since") || undefined,
@@ -202,13 +202,16 @@ export function parseBackupTime(t: string): number {
  */
 export function restoreRefusal(plan: RestorePlan, state: MasterRestoreState, force: boolean, newStack = false, discard = false, machines: readonly string[] = []): string | undefined {
     const again = `run again with \`--snapshot ${plan.object.key}\``;
+    if (state.other) {
+        const dir = `/var/lib/alicloud-kubeadm/restore/${state.other.id}`;
+        // First: its record holds the control plane's manifests once it stopped it (the master then seems to run none), and
+        // removed with them, the master would run no control plane.
+        return `master ${plan.target} holds an unfinished restore of ${state.other.key} (id ${state.other.id}): finish it with \`--snapshot ${state.other.key}\`, ` +
+            `or, on the master, give it up: \`${state.other.aside ? `mv ${dir}/manifests/*.yaml /etc/kubernetes/manifests/ && ` : ""}rm -rf ${dir}\``;
+    }
     if (state.mode === "none" && !state.done.includes("stop")) {
         return `master ${plan.target} runs no control plane and did not refuse kubeadm init, so nothing can be restored onto it: if it was just re-created, ` +
             `wait until its userdata stops (/var/log/alicloud-kubeadm/master-init.log names the restore), then ${again} (the same backup)`;
-    }
-    if (state.other) {
-        return `master ${plan.target} holds an unfinished restore of ${state.other.key} (id ${state.other.id}): finish it with \`--snapshot ${state.other.key}\`, ` +
-            `or remove /var/lib/alicloud-kubeadm/restore/${state.other.id} there to give it up`;
     }
     if (state.discarded && !newStack && !state.done.includes("start")) {
         return `a restore into a new stack discarded the cluster master ${plan.target} ran: it is continued as one, with the old stack's backups: ` +

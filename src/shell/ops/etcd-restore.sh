@@ -56,6 +56,8 @@ case "$AK_STEP" in
       id=${d##*/}
       if [ "$id" != "$AK_RESTORE_ID" ] && [ -f "${d}/object" ] && [ ! -f "${d}/start.done" ]; then
         say "other=${id}:$(cat "${d}/object")"
+        # It moved the control plane's manifests aside: giving it up puts them back first.
+        if compgen -G "${d}/manifests/*.yaml" >/dev/null; then say "other-aside=${id}"; fi
       fi
     done
     if api_ready; then say "api=ready"; else say "api=down"; fi
