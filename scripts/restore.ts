@@ -92,13 +92,25 @@ export function intoNewStack(a: RestoreArgs): boolean {
     return a.fromStack !== undefined || a.fromOutputs !== undefined || a.bucket !== undefined;
 }
 
+/**
+ * The JSON in `text` (from `what`). Node's own error quotes a fragment of the text, and outputs and keys files hold the
+ * backup keys: this one names the file alone.
+ */
+function parseJson(text: string, what: string): Record<string, unknown> {
+    try {
+        return JSON.parse(text);
+    } catch {
+        throw new Error(`${what} is not JSON (not shown here: it may hold the backup keys)`);
+    }
+}
+
 /** A stack's outputs, from `file` or, with the Pulumi CLI, from stack `stack`. */
 export function readStackOutputs(stack: string | undefined, file: string | undefined, flag = "--outputs"): Record<string, unknown> {
-    if (file) return JSON.parse(fs.readFileSync(file, "utf8"));
+    if (file) return parseJson(fs.readFileSync(file, "utf8"), file);
     const r = spawnSync("pulumi", ["stack", "output", "--json", "--show-secrets", "--stack", stack as string], { encoding: "utf8" });
     if (r.error) throw new Error(`the Pulumi CLI is not installed here: write the outputs with \`pulumi stack output --json --show-secrets --stack ${stack} > outputs.json\` where it is, then use ${flag}`);
     if (r.status !== 0) throw new Error(`\`pulumi stack output --json --show-secrets --stack ${stack}\` failed: ${(r.stderr || r.stdout || "").trim().split("\n").slice(-3).join(" ")}`);
-    return JSON.parse(r.stdout);
+    return parseJson(r.stdout, `the output of \`pulumi stack output --json --show-secrets --stack ${stack}\``);
 }
 
 /** The stack outputs the restore reads. */
@@ -109,7 +121,7 @@ export function readOutputs(a: RestoreArgs): Record<string, unknown> {
 /** Where the backups are and what opens them: this stack's bucket and keys, or (into a new stack) the old stack's. */
 export function backupSource(a: RestoreArgs, outputs: Record<string, unknown>, info: { name: string; region: string }):
     { bucket: string; region: string; keys: unknown } {
-    const keysFile = () => (a.keys ? JSON.parse(fs.readFileSync(a.keys, "utf8")) : undefined);
+    const keysFile = () => (a.keys ? parseJson(fs.readFileSync(a.keys, "utf8"), a.keys) : undefined);
     if (a.bucket !== undefined) return { bucket: a.bucket, region: a.bucketRegion ?? info.region, keys: keysFile() ?? outputs.backupKeys };
     if (a.fromStack !== undefined || a.fromOutputs !== undefined) {
         const old = readStackOutputs(a.fromStack, a.fromOutputs, "--from-outputs");

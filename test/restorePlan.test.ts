@@ -21,7 +21,7 @@ import { backupKeyPair, runRestore, sealedBackup } from "../testing/backup";
 import { makeSandbox, type Sandbox } from "../testing/sandbox";
 import { operation, saveNodeCommands } from "../testing/savedCommands";
 import { backupKeyId, backupPrefixes, type NodeCommandIds } from "../src/rules";
-import { backupSource, downloadEndpoints, intoNewStack, parseArgs } from "../scripts/restore";
+import { backupSource, downloadEndpoints, intoNewStack, main, parseArgs } from "../scripts/restore";
 import { signedDownload } from "../src/recovery/restoreApply";
 
 const BUCKET = "dev-etcd-0123abcd";
@@ -166,6 +166,24 @@ cat "${dir}/$6.json"
             assert.throws(() => backupSource(parseArgs(["--stack", "new", "--from-stack", "old"]), own, info), /the Pulumi CLI is not installed here: .*--stack old > outputs\.json` where it is, then use --from-outputs/);
         } finally {
             process.env.PATH = PATH;
+            fs.rmSync(dir, { recursive: true, force: true });
+        }
+    });
+
+    it("a damaged outputs or keys file (it holds the backup keys) is named, without a fragment of what it holds", async () => {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ak-restore-json-"));
+        try {
+            const secret = "MC4CAQAwBQYDK2VuBCIEIJjSECRET";
+            fs.writeFileSync(path.join(dir, "outputs.json"), `{"backupKeys": {"k": ${secret}}}`);
+            let out = "";
+            const code = await main(["--outputs", path.join(dir, "outputs.json"), "--dry-run"], { out: (x) => { out += x; }, env: {} });
+            assert.strictEqual(code, 2, out);
+            assert.match(out, /outputs\.json is not JSON/);
+            assert.ok(!out.includes("MC4CAQ"), out);
+            fs.writeFileSync(path.join(dir, "keys.json"), `{"0123456789abcdef": ${secret}}`);
+            assert.throws(() => backupSource(parseArgs(["--stack", "new", "--bucket", "dev-etcd-old", "--keys", path.join(dir, "keys.json")]), {}, info),
+                (e: Error) => /keys\.json is not JSON/.test(e.message) && !e.message.includes("MC4CAQ"));
+        } finally {
             fs.rmSync(dir, { recursive: true, force: true });
         }
     });
