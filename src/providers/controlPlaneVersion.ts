@@ -86,6 +86,7 @@ const intentOf = (i: ControlPlaneVersionInputs) => ({ target: i.targetVersion, a
 /**
  * Checks, then moves the control plane to `inputs.targetVersion` when it does not run it, then resizes the masters whose
  * instance type is not `inputs.instanceType` — each one master at a time with the health gate; returns what it then runs.
+ * @param clock what the health gates and the instance waits read the time from and wait on (tests step their own). Default the real one.
  */
 export async function reconcileControlPlaneVersion(inputs: ControlPlaneVersionInputs, log: (m: string) => void = () => undefined,
     warn: (m: string) => void = () => undefined, clock?: Clock): Promise<ControlPlaneVersionOutputs> {

@@ -40,7 +40,10 @@ const NODE_VERSIONS_DIFF = inputDiff<NodeVersionsInputs>()({
     ignore: ["batchSize", "drainTimeoutSeconds", "gateTimeoutSeconds", "gateIntervalSeconds", "pollIntervalMs"],
 });
 
-/** Moves the worker nodes to `inputs.version` in place (when the control plane runs the target); returns every kubelet's version. */
+/**
+ * Moves the worker nodes to `inputs.version` in place (when the control plane runs the target); returns every kubelet's version.
+ * @param clock what the health gates read the time from and wait on (tests step their own). Default the real one.
+ */
 export async function reconcileNodeVersions(inputs: NodeVersionsInputs, log: (m: string) => void = () => undefined, clock?: Clock): Promise<{ kubeletVersions: Record<string, string> }> {
     if (inputs.version !== inputs.targetVersion) {
         log(`nodes stay on their version: the control plane runs ${inputs.version}, not the configured ${inputs.targetVersion} yet`);
