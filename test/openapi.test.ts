@@ -3,8 +3,10 @@ import * as assert from "assert";
 import * as http from "http";
 import { AddressInfo } from "net";
 import { callApi, flattenParams, OpenApiError, resolveEndpoint } from "../src/cloud/openapi";
+import { configurePacer } from "../src/cloud/pacer";
 import { acs3Signature, TEST_CREDENTIALS } from "../testing/emulator";
 import { useEmulator } from "../testing/emulator/fixture";
+import { steppedClock } from "../testing/steppedClock";
 
 const region = "cn-hangzhou";
 const fast = { baseDelayMs: 1, maxDelayMs: 5 };
@@ -84,11 +86,25 @@ describe("openapi wrapper against the emulator", () => {
         assert.ok(fx.emu.state.invocations.has(String(res.InvokeId)));
     });
 
-    it("honours x-acs-retry-after", async () => {
+    it("honours x-acs-retry-after: the throttled action's next call waits that long, and without the header barely at all", async () => {
+        // One clock for the pacer's holds and the retries' waits, moved only by the waits asked for: what is checked
+        // is the time the retries were held for, not the machine's speed.
+        const clock = steppedClock();
+        configurePacer({ clock });
+        const sentAt: number[] = [];
+        fx.emu.beforeRequest = ({ action }) => { if (action === "DescribeInstances") sentAt.push(clock.now()); return undefined; };
+        const gaps = () => sentAt.slice(1).map((t, k) => t - sentAt[k]);
+
         fx.emu.throttle("DescribeInstances", 2, 250);
-        const t0 = Date.now();
-        await callApi("ecs", "DescribeInstances", {}, { region, retry: fast });
-        assert.ok(Date.now() - t0 >= 480, `waited ${Date.now() - t0} ms, expected ≥ 2 × 250`);
+        await callApi("ecs", "DescribeInstances", {}, { region, retry: { ...fast, clock } });
+        assert.strictEqual(sentAt.length, 3, "two throttled answers, then the call that went through");
+        assert.ok(gaps().every((ms) => ms >= 250 && ms <= 260), `each retry waited the 250 ms the server asked for (a token's time more at most): ${gaps()}`);
+
+        sentAt.length = 0;
+        fx.emu.throttle("DescribeInstances", 2);
+        await callApi("ecs", "DescribeInstances", {}, { region, retry: { ...fast, clock } });
+        assert.strictEqual(sentAt.length, 3);
+        assert.ok(gaps().every((ms) => ms < 50), `without the header only the halved rate spaces the retries: ${gaps()}`);
     });
 
     it("gives up on a 5xx after maxAttempts with a typed, actionable error", async () => {

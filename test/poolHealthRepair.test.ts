@@ -16,7 +16,8 @@ const REGION = "cn-hangzhou";
 const MIN = 60_000;
 
 /** The test's clock: always `now`; nothing sleeps on it. */
-const clockAt = (now: number): Clock => ({ now: () => now, sleep: async () => undefined });
+/** A clock at `start` that each sleep moves forward by its pause (the Ready wait gives up after its time on it). */
+const clockAt = (start: number): Clock => { let now = start; return { now: () => now, sleep: async (ms) => { now += ms; } }; };
 
 /** A protected fixed pool of `size` members, each a Ready Node of pool `general` with a workload pod. */
 function pool(emu: Emulator, c: FakeCluster, size: number): string {

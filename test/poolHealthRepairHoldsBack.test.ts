@@ -13,7 +13,8 @@ import { planHealthRepair } from "../src/removal";
 
 const REGION = "cn-hangzhou";
 const MIN = 60_000;
-const clockAt = (now: number): Clock => ({ now: () => now, sleep: async () => undefined });
+/** A clock at `start` that each sleep moves forward by its pause (the Ready wait gives up after its time on it). */
+const clockAt = (start: number): Clock => { let now = start; return { now: () => now, sleep: async (ms) => { now += ms; } }; };
 
 function pool(emu: Emulator, c: FakeCluster, size: number, name = "general"): string {
     const g = emu.addScalingGroup({ maxSize: Math.max(size, 1), desiredCapacity: size });

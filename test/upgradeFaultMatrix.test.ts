@@ -26,6 +26,8 @@ import { OPERATIONS, autoscalerVersionWhileRunning, compareVersions, minorOf } f
 import { reconcileControlPlaneVersion, type ControlPlaneVersionInputs } from "../src/providers/controlPlaneVersion";
 import { reconcileNodeVersions } from "../src/providers/nodeVersions";
 import { modifyInstanceType } from "../src/cloud/ecs";
+import type { Clock } from "../src/cloud/wait";
+import { steppedClock } from "../testing/steppedClock";
 
 const REGION = "cn-hangzhou";
 const FROM = "1.35.4";
@@ -39,6 +41,8 @@ interface World {
     inputs: ControlPlaneVersionInputs;
     /** The version the program's join material was last rendered with (ControlPlaneVersion's last output). */
     joinVersion: string;
+    /** The health gates' and instance waits' clock: a gate gives up after as many looks on any machine, however busy. */
+    clock: Clock;
 }
 
 /** 3 masters and 2 workers on `from`, `pulumi up` asking for `to` (and, when given, masters of `instanceType`). */
@@ -58,15 +62,15 @@ async function world(opts: { from?: string; to?: string; instanceType?: string; 
         targetVersion: to, upgradeCommandId, autoscaled: true, autoscalerVersion: "", gateTimeoutSeconds: 0.3, gateIntervalSeconds: 0.005,
         ...(opts.instanceType ? { instanceType: opts.instanceType } : {}),
     };
-    return { emu, c, inputs, joinVersion: from };
+    return { emu, c, inputs, joinVersion: from, clock: steppedClock() };
 }
 
 /** What `pulumi up` runs: the control plane, then (its output feeding the join material) the nodes. */
 async function up(w: World): Promise<void> {
-    const out = await reconcileControlPlaneVersion(w.inputs);
+    const out = await reconcileControlPlaneVersion(w.inputs, undefined, undefined, w.clock);
     w.joinVersion = out.runningVersion;
     assertJoinMaterial(w, "after ControlPlaneVersion");
-    await reconcileNodeVersions({ ...w.inputs, version: out.runningVersion });
+    await reconcileNodeVersions({ ...w.inputs, version: out.runningVersion }, undefined, w.clock);
 }
 
 /** U2 at this moment. */

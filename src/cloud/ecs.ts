@@ -132,22 +132,15 @@ export async function startInstance(region: string, instanceId: string): Promise
  * @throws when the instance does not exist, or the time runs out (naming its status)
  */
 export async function waitForInstance(region: string, instanceId: string, what: string, done: (i: Instance) => boolean,
-    opts: { pollMs?: number; timeoutMs?: number; log?: (message: string) => void } = {}): Promise<Instance> {
+    opts: { pollMs?: number; timeoutMs?: number; log?: (message: string) => void; clock?: Clock } = {}): Promise<Instance> {
     const timeoutMs = opts.timeoutMs ?? 600_000;
-    const deadline = Date.now() + timeoutMs;
-    let pause = opts.pollMs ?? 1000;
-    for (;;) {
+    return waitFor<Instance>(async () => {
         const inst = await describeInstance(region, instanceId);
         if (!inst) throw new Error(`${instanceId} does not exist any more (released?)`);
-        if (done(inst) && !inst.locked) return inst;
-        if (Date.now() + pause > deadline) {
-            throw new Error(`${instanceId}: not ${what} within ${Math.round(timeoutMs / 1000)} s (status ${inst.status}, type ${inst.instanceType}${inst.locked ? ", operation locked" : ""}); ` +
-                "look at the instance in the ECS console, then run again");
-        }
-        opts.log?.(`${instanceId}: waiting for ${what} (now ${inst.status}${inst.locked ? ", operation in progress" : ""})`);
-        await new Promise((resolve) => setTimeout(resolve, pause));
-        pause = Math.min(10_000, pause * 1.5);
-    }
+        if (done(inst) && !inst.locked) return { done: true, value: inst };
+        return { done: false, state: `status ${inst.status}, type ${inst.instanceType}${inst.locked ? ", operation locked" : ""}` };
+    }, { timeoutMs, firstDelayMs: opts.pollMs ?? 1000, maxDelayMs: 10_000, log: opts.log && ((state) => opts.log!(`${instanceId}: waiting for ${what} (now ${state})`)), logEveryMs: 0, clock: opts.clock },
+    (state) => new Error(`${instanceId}: not ${what} within ${Math.round(timeoutMs / 1000)} s (${state}); look at the instance in the ECS console, then run again`));
 }
 
 /**

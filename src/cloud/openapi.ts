@@ -74,7 +74,7 @@ export interface RetryOptions {
     onRetry?: (info: { action: string; attempt: number; code: string; delayMs: number }) => void;
     /**
      * The clock the time bounds (`totalTimeoutMs`, `throttleBudgetMs`) are measured on and the backoff waits slept on
-     * (tests); the pacer's spacing of throttled calls stays on the real clock. Default {@link SYSTEM_CLOCK} (./wait).
+     * (tests); the pacer's spacing of throttled calls is on the pacer's clock (`configurePacer`). Default {@link SYSTEM_CLOCK} (./wait).
      */
     clock?: Clock;
 }

@@ -84,7 +84,20 @@ interface PacerState {
     rates: Record<string, number>;
     burst: number;
     report?: (message: string) => void;
+    /** The clock set by {@link configurePacer} (tests); absent: the real one. Optional, so a state an older copy made still reads. */
+    clock?: PacerClock;
 }
+
+/** What the pacer reads the time from and waits on: `src/cloud/wait.ts`'s `Clock`, spelt out here (this file imports nothing). */
+export interface PacerClock {
+    /** Milliseconds since the epoch. */
+    now(): number;
+    /** Resolves after `ms` milliseconds. */
+    sleep(ms: number): Promise<void>;
+}
+
+const REAL_CLOCK: PacerClock = { now: () => Date.now(), sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)) };
+const clockOf = (s: PacerState): PacerClock => s.clock ?? REAL_CLOCK;
 
 /** Parses `ALICLOUD_KUBEADM_API_RATE`: a number, or comma-separated `key=rate`. Anything unreadable is ignored (the default holds). */
 export function parseRates(text: string | undefined): Record<string, number> {
@@ -142,7 +155,8 @@ function serve(key: string): void {
     const b = s.buckets[key];
     const waiting = s.waiters[key] ?? [];
     if (!b) return; // forgotten by resetPacer meanwhile
-    const now = Date.now();
+    const clock = clockOf(s);
+    const now = clock.now();
     refill(b, now);
     while (waiting.length > 0 && b.tokens >= 1) {
         b.tokens -= 1;
@@ -150,7 +164,7 @@ function serve(key: string): void {
         waiting.shift()!(now);
     }
     s.timers[key] = waiting.length > 0;
-    if (waiting.length > 0) setTimeout(() => serve(key), Math.max(1, Math.ceil(((1 - b.tokens) / b.rate) * 1000)));
+    if (waiting.length > 0) void clock.sleep(Math.max(1, Math.ceil(((1 - b.tokens) / b.rate) * 1000))).then(() => serve(key));
 }
 
 /**
@@ -160,7 +174,7 @@ function serve(key: string): void {
  */
 export async function pace(key: string): Promise<{ waitedMs: number; slotTakenAt: number }> {
     const s = state();
-    const now = Date.now();
+    const now = clockOf(s).now();
     const b = bucketOf(key, now);
     refill(b, now);
     b.calls += 1;
@@ -195,8 +209,9 @@ function report(b: Bucket, waitMs: number, now: number): void {
  * said how long (at most {@link MAX_RETRY_AFTER_MS}).
  * @param slotTakenAt when the throttled call took its slot, ms (what {@link pace} returned; default now)
  */
-export function throttled(key: string, retryAfterMs?: number, slotTakenAt = Date.now()): void {
-    const now = Date.now();
+export function throttled(key: string, retryAfterMs?: number, slotTakenAt?: number): void {
+    const now = clockOf(state()).now();
+    slotTakenAt ??= now;
     const b = bucketOf(key, now);
     refill(b, now);
     b.throttled += 1;
@@ -215,11 +230,15 @@ export function reportPacingTo(sink: ((message: string) => void) | undefined): v
     state().report = sink;
 }
 
-/** Sets rates (calls per second by `*`, `<product>:*` or `<product>:<Action>`) and the burst for buckets made from now on; tests and tools. */
-export function configurePacer(settings: { rates?: Record<string, number>; burst?: number }): void {
+/**
+ * Sets rates (calls per second by `*`, `<product>:*` or `<product>:<Action>`) and the burst for buckets made from now on,
+ * and the clock the pacer reads and waits on (default the real one; {@link resetPacer} puts it back); tests and tools.
+ */
+export function configurePacer(settings: { rates?: Record<string, number>; burst?: number; clock?: PacerClock }): void {
     const s = state();
     if (settings.rates) s.rates = { ...s.rates, ...settings.rates };
     if (settings.burst !== undefined) s.burst = Math.max(1, Math.floor(settings.burst));
+    if (settings.clock) s.clock = settings.clock;
 }
 
 /** A copy of every bucket (tests, benchmarks). */
@@ -233,5 +252,5 @@ export function resetPacer(): void {
     const old = g[STATE_KEY];
     delete g[STATE_KEY];
     // Calls still waiting go at once: nothing may wait for a bucket that no longer exists.
-    for (const waiting of Object.values(old?.waiters ?? {})) waiting.splice(0).forEach((go) => go(Date.now()));
+    for (const waiting of Object.values(old?.waiters ?? {})) waiting.splice(0).forEach((go) => go(clockOf(old!).now()));
 }

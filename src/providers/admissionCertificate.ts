@@ -95,7 +95,7 @@ export function signAdmissionCertificate(keyPem: string, addresses: string[], no
     const ecdsaWithSha256 = seq(oid("1.2.840.10045.4.3.2"));
     const name = seq(der(0x31, seq(oid("2.5.4.3"), der(0x0c, Buffer.from("alicloud-kubeadm-admission")))));
     const serial = crypto.randomBytes(16);
-    serial[0] &= 0x7f; // positive
+    serial[0] = (serial[0] & 0x3f) | 0x40; // positive, and its first byte not 0: DER wants the shortest form (a 0 byte before one below 0x80 is "illegal padding" to OpenSSL)
     const notAfter = now + CERTIFICATE_DAYS * DAY_MS;
     const tbs = seq(
         der(0xa0, der(0x02, Buffer.from([2]))), // v3

@@ -19,6 +19,7 @@ import { clusterAccess, dynamicResourceProps, type ClusterAccessInputs, type Res
 import { diffInputs, inputDiff } from "./diff";
 import { pulumiLog } from "./log";
 import { formatProblem, type Problem } from "../rules";
+import type { Clock } from "../cloud/wait";
 import { apiServerVersionsOf, kubeletVersionsOf, preflight, readClusterStatus, resizeMasters, runningVersionOf, upgradeControlPlane, type ClusterStatus } from "../upgrade";
 
 export interface ControlPlaneVersionInputs extends ClusterAccessInputs {
@@ -85,11 +86,12 @@ const intentOf = (i: ControlPlaneVersionInputs) => ({ target: i.targetVersion, a
 /**
  * Checks, then moves the control plane to `inputs.targetVersion` when it does not run it, then resizes the masters whose
  * instance type is not `inputs.instanceType` — each one master at a time with the health gate; returns what it then runs.
+ * @param clock what the health gates and the instance waits read the time from and wait on (tests step their own). Default the real one.
  */
 export async function reconcileControlPlaneVersion(inputs: ControlPlaneVersionInputs, log: (m: string) => void = () => undefined,
-    warn: (m: string) => void = () => undefined): Promise<ControlPlaneVersionOutputs> {
+    warn: (m: string) => void = () => undefined, clock?: Clock): Promise<ControlPlaneVersionOutputs> {
     const access = clusterAccess(inputs);
-    const gate = { timeoutMs: (inputs.gateTimeoutSeconds ?? 600) * 1000, intervalMs: (inputs.gateIntervalSeconds ?? 10) * 1000 };
+    const gate = { timeoutMs: (inputs.gateTimeoutSeconds ?? 600) * 1000, intervalMs: (inputs.gateIntervalSeconds ?? 10) * 1000, clock };
     const resize = inputs.instanceType ? { access, instanceType: inputs.instanceType, drainTimeoutSeconds: inputs.drainTimeoutSeconds, gate, log, warn } : undefined;
     // A master an interrupted resize left drained or stopped comes back first (finishing a change already begun): the
     // checks and the version upgrade then start with every master up.

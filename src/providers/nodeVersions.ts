@@ -10,6 +10,7 @@ import { clusterAccess, dynamicResourceProps, type ClusterAccessInputs, type Res
 import { diffInputs, inputDiff } from "./diff";
 import { pulumiLog } from "./log";
 import { kubeletVersionsOf, upgradeNodes } from "../upgrade";
+import type { Clock } from "../cloud/wait";
 
 export interface NodeVersionsInputs extends ClusterAccessInputs {
     /** The version the control plane runs (ControlPlaneVersion `runningVersion`): the nodes' target. Required. */
@@ -39,15 +40,18 @@ const NODE_VERSIONS_DIFF = inputDiff<NodeVersionsInputs>()({
     ignore: ["batchSize", "drainTimeoutSeconds", "gateTimeoutSeconds", "gateIntervalSeconds", "pollIntervalMs"],
 });
 
-/** Moves the worker nodes to `inputs.version` in place (when the control plane runs the target); returns every kubelet's version. */
-export async function reconcileNodeVersions(inputs: NodeVersionsInputs, log: (m: string) => void = () => undefined): Promise<{ kubeletVersions: Record<string, string> }> {
+/**
+ * Moves the worker nodes to `inputs.version` in place (when the control plane runs the target); returns every kubelet's version.
+ * @param clock what the health gates read the time from and wait on (tests step their own). Default the real one.
+ */
+export async function reconcileNodeVersions(inputs: NodeVersionsInputs, log: (m: string) => void = () => undefined, clock?: Clock): Promise<{ kubeletVersions: Record<string, string> }> {
     if (inputs.version !== inputs.targetVersion) {
         log(`nodes stay on their version: the control plane runs ${inputs.version}, not the configured ${inputs.targetVersion} yet`);
         return { kubeletVersions: {} };
     }
     const s = await upgradeNodes({
         access: clusterAccess(inputs), target: inputs.version, upgradeCommandId: inputs.upgradeCommandId, batchSize: inputs.batchSize,
-        drainTimeoutSeconds: inputs.drainTimeoutSeconds, gate: { timeoutMs: (inputs.gateTimeoutSeconds ?? 600) * 1000, intervalMs: (inputs.gateIntervalSeconds ?? 10) * 1000 }, log,
+        drainTimeoutSeconds: inputs.drainTimeoutSeconds, gate: { timeoutMs: (inputs.gateTimeoutSeconds ?? 600) * 1000, intervalMs: (inputs.gateIntervalSeconds ?? 10) * 1000, clock }, log,
     });
     return { kubeletVersions: kubeletVersionsOf(s) };
 }

@@ -187,15 +187,15 @@ async function removeSurplus(inputs: PoolCapacityInputs, size: number, minSize: 
  * from scale-in (docs/upstream.md#ess-protection), the second guard against ESS choosing a victim.
  * With `healthRepair`, members not Ready past its timeout are replaced first (removed here, refilled with the rest).
  * @param log progress for the Pulumi log
- * @param clock what health repair reads the time from, and a rollout's soak and validation wait on (tests step their
- *   own). Default the system clock.
+ * @param clock what health repair reads the time from, and a rollout's soak and validation and the Ready waits wait on
+ *   (tests step their own). Default the system clock.
  * @throws on a failed scaling activity or when the wait runs out, naming the instances not Ready yet
  */
 export async function setPoolCapacity(inputs: PoolCapacityInputs, log: (m: string) => void = () => undefined, clock: Clock = SYSTEM_CLOCK): Promise<PoolCapacityOutputs> {
     const { region, scalingGroupId } = inputs;
     const size = inputs.size ?? 0;
     const keep = Math.max(size, inputs.minSize ?? 0);
-    const started = Date.now();
+    const started = clock.now();
     const opts = removalOptions(inputs);
     await removeSurplus(inputs, size + await rolloutSurge(inputs, size, opts), inputs.minSize ?? 0, opts, log, "an out-of-band scale-out?", "`pulumi up`");
     await uncordonSurvivors(inputs, log);
@@ -205,7 +205,7 @@ export async function setPoolCapacity(inputs: PoolCapacityInputs, log: (m: strin
     await setFixedCapacity(inputs, keep, log);
     let outs: PoolCapacityOutputs;
     try {
-        outs = await waitForReadyNodes(inputs, size, started, before, log);
+        outs = await waitForReadyNodes(inputs, size, started, before, log, clock);
     } catch (err) {
         // A wait that gives up still leaves the members protected: ESS must not pick one if the capacity drops.
         await protectMembers(inputs, true, log).catch(() => undefined);
@@ -289,7 +289,7 @@ async function rollOut(inputs: PoolCapacityInputs, opts: RemovalOptions, log: (m
             const before = await activityIds(region, scalingGroupId);
             await setFixedCapacity(inputs, plan.members, log);
             const notReadyOutdated = outdated.filter((m) => !(m.ready && m.nodeName !== null)).length;
-            await waitForReadyNodes(inputs, plan.members - notReadyOutdated, Date.now(), before, log);
+            await waitForReadyNodes(inputs, plan.members - notReadyOutdated, clock.now(), before, log, clock);
             await protectMembers(inputs, true, log);
             if (plan.members > members.length) await validate(`after the surge to ${plan.members} member(s)`);
             surged = true;
@@ -384,9 +384,10 @@ async function uncordonSurvivors(inputs: PoolCapacityInputs, log: (m: string) =>
     }
 }
 
-async function waitForReadyNodes(inputs: PoolCapacityInputs, size: number, started: number, before: ReadonlySet<string>, log: (m: string) => void): Promise<PoolCapacityOutputs> {
+async function waitForReadyNodes(inputs: PoolCapacityInputs, size: number, started: number, before: ReadonlySet<string>, log: (m: string) => void,
+    clock: Clock): Promise<PoolCapacityOutputs> {
     const { region, scalingGroupId, poolName } = inputs;
-    const timeoutMs = (inputs.readyTimeoutSeconds ?? 1200) * 1000 - (Date.now() - started);
+    const timeoutMs = (inputs.readyTimeoutSeconds ?? 1200) * 1000 - (clock.now() - started);
     const pollMs = (inputs.pollSeconds ?? 15) * 1000;
     const access = clusterAccess(inputs);
     let notReady: string[] = [];
@@ -404,7 +405,7 @@ async function waitForReadyNodes(inputs: PoolCapacityInputs, size: number, start
                 "(`instanceTypes`) or zones; for quota, raise it; then run `pulumi up` again (the desired capacity stays set).");
         }
         return { done: false, state: `pool ${poolName}: waiting for ${readyIds.length}/${size} nodes Ready (${members.length} instance(s) in ${scalingGroupId})` };
-    }, { timeoutMs, firstDelayMs: pollMs, maxDelayMs: pollMs, factor: 1, log, logEveryMs: Infinity },
+    }, { timeoutMs, firstDelayMs: pollMs, maxDelayMs: pollMs, factor: 1, log, logEveryMs: Infinity, clock },
     () => new Error(`pool ${poolName}: only ${count - notReady.length}/${size} nodes Ready after ${Math.round(inputs.readyTimeoutSeconds ?? 1200)} s. ` +
         `Not Ready: ${notReady.length ? notReady.join(", ") : `(ESS has only ${count} instance(s))`}.\n` +
         `  fix: look at ${ATTACH_LOG} on those instances (or run \`npm run doctor\`); ` +

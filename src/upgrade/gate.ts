@@ -4,6 +4,7 @@
  * it holds or the time is up; the failure names what did not hold.
  */
 import type { ClusterAccess } from "../cloud/operations";
+import { waitFor, type Clock } from "../cloud/wait";
 import { compareVersions } from "../rules";
 import { nodeOfInstance, readClusterStatus, readEtcd, type ClusterStatus } from "./status";
 
@@ -13,6 +14,8 @@ export interface GateOptions {
     timeoutMs?: number;
     /** Default 10 000. */
     intervalMs?: number;
+    /** The clock the gate's time is read from and its pauses slept on (tests). Default the real one. */
+    clock?: Clock;
 }
 
 /** What does not hold for `instanceId` at `target` in `s` (and the etcd members when `etcd` is given); empty when all holds. */
@@ -43,18 +46,26 @@ export function gateFindings(s: ClusterStatus, region: string, instanceId: strin
  * @throws Error listing what did not hold at the last look
  */
 export async function waitForGate(access: ClusterAccess, instanceId: string, target: string, withEtcd: boolean, opts: GateOptions = {}): Promise<ClusterStatus> {
-    const deadline = Date.now() + (opts.timeoutMs ?? 600_000);
-    for (;;) {
-        let findings: string[];
-        let s: ClusterStatus | undefined;
+    return gateWait(opts, async () => {
+        let s: ClusterStatus;
         try {
             s = await readClusterStatus(access);
-            findings = gateFindings(s, access.region, instanceId, target, access.masterInstanceIds.length, withEtcd ? await readEtcd(access, s) : undefined);
+            const findings = gateFindings(s, access.region, instanceId, target, access.masterInstanceIds.length, withEtcd ? await readEtcd(access, s) : undefined);
+            if (findings.length > 0) return { done: false, state: findings.join("; ") };
         } catch (err) {
-            findings = [`the cluster could not be read: ${(err as Error).message.split("\n")[0]}`];
+            return { done: false, state: `the cluster could not be read: ${(err as Error).message.split("\n")[0]}` };
         }
-        if (findings.length === 0 && s) return s;
-        if (Date.now() >= deadline) throw new Error(`not healthy after ${Math.round((opts.timeoutMs ?? 600_000) / 1000)} s: ${findings.join("; ")}`);
-        await new Promise((r) => setTimeout(r, opts.intervalMs ?? 10_000));
-    }
+        return { done: true, value: s };
+    }, (state, seconds) => `not healthy after ${seconds} s: ${state}`);
+}
+
+/**
+ * Looks at the gate's pace until `look` is done or the gate's time is up.
+ * @param timedOut the error's message from the last look's state and the gate's time in seconds
+ */
+export function gateWait<T>(opts: GateOptions, look: () => Promise<{ done: true; value: T } | { done: false; state: string }>, timedOut: (state: string, seconds: number) => string): Promise<T> {
+    const timeoutMs = opts.timeoutMs ?? 600_000;
+    const intervalMs = opts.intervalMs ?? 10_000;
+    return waitFor(look, { timeoutMs, firstDelayMs: intervalMs, maxDelayMs: intervalMs, factor: 1, clock: opts.clock },
+        (state) => new Error(timedOut(state, Math.round(timeoutMs / 1000))));
 }

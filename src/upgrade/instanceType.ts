@@ -12,8 +12,9 @@
  */
 import { describeInstances, modifyInstanceType, startInstance, stopInstanceAndWait, waitForInstance, type Instance } from "../cloud/ecs";
 import { drainNode, uncordonNode, type ClusterAccess } from "../cloud/operations";
+import type { Clock } from "../cloud/wait";
 import { backupBeforeChange } from "../recovery/backup";
-import { waitForGate, type GateOptions } from "./gate";
+import { gateWait, waitForGate, type GateOptions } from "./gate";
 import { asStep, UpgradeError } from "./run";
 import { nodeOfInstance, readClusterStatus, type ClusterStatus, type NodeStatus } from "./status";
 
@@ -60,7 +61,7 @@ export async function resizeMasters(u: MastersResize): Promise<void> {
     const log = u.log ?? (() => undefined);
     const { region, masterInstanceIds: masters } = u.access;
     // The instance polls: the cluster access's pace when set (tests), else 1 s growing to 10 s.
-    const waits = { timeoutMs: u.instanceTimeoutMs ?? 600_000, pollMs: u.access.pollIntervalMs, log };
+    const waits = { timeoutMs: u.instanceTimeoutMs ?? 600_000, pollMs: u.access.pollIntervalMs, log, clock: u.gate?.clock };
     const first = await asStep(masters[0], "status", () => describeInstances(region, masters));
     const only = masters.length === 1 ? first.get(masters[0]) : undefined;
     if (only && (only.status === "Stopped" || only.status === "Stopping")) return resumeOnlyMaster(u, only, waits);
@@ -119,7 +120,7 @@ export async function resizeMasters(u: MastersResize): Promise<void> {
  * the API answers, uncordon what the resize marked, gate. Already of the asked type, it cannot tell a resize killed between
  * ModifyInstanceSpec and StartInstance from a stop by somebody else, and starts nothing.
  */
-async function resumeOnlyMaster(u: MastersResize, inst: Instance, waits: { timeoutMs: number; pollMs?: number; log: (m: string) => void }): Promise<void> {
+async function resumeOnlyMaster(u: MastersResize, inst: Instance, waits: { timeoutMs: number; pollMs?: number; log: (m: string) => void; clock?: Clock }): Promise<void> {
     const m = inst.instanceId;
     const { region } = u.access;
     if (inst.instanceType === u.instanceType) {
@@ -145,14 +146,12 @@ async function resumeOnlyMaster(u: MastersResize, inst: Instance, waits: { timeo
 }
 
 /** The cluster's status once the API answers again (a master just started), within the gate's time. */
-async function readWhenUp(access: ClusterAccess, gate: GateOptions = {}): Promise<ClusterStatus> {
-    const deadline = Date.now() + (gate.timeoutMs ?? 600_000);
-    for (;;) {
+function readWhenUp(access: ClusterAccess, gate: GateOptions = {}): Promise<ClusterStatus> {
+    return gateWait(gate, async () => {
         try {
-            return await readClusterStatus(access);
+            return { done: true, value: await readClusterStatus(access) };
         } catch (err) {
-            if (Date.now() >= deadline) throw new Error(`the API did not answer after the start: ${(err as Error).message.split("\n")[0]}`);
+            return { done: false, state: (err as Error).message.split("\n")[0] };
         }
-        await new Promise((r) => setTimeout(r, gate.intervalMs ?? 10_000));
-    }
+    }, (state) => `the API did not answer after the start: ${state}`);
 }

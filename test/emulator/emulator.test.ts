@@ -3,8 +3,8 @@
 import * as assert from "assert";
 import * as crypto from "crypto";
 import { callApi, OpenApiError, ParamValue, Product } from "../../src/cloud/openapi";
-import { acs3Signature, EmuInstance, rpcV1Signature, TEST_CREDENTIALS, verifyRequest, verifyRpcV1 } from "../../testing/emulator/index";
-import { useEmulator } from "../../testing/emulator/fixture";
+import { acs3Signature, Emulator, EmuInstance, rpcV1Signature, startEmulator, TEST_CREDENTIALS, verifyRequest, verifyRpcV1 } from "../../testing/emulator/index";
+import { assertNoStrayRequests, useEmulator, useEmulatorEnvironment } from "../../testing/emulator/fixture";
 
 const region = "cn-hangzhou";
 const call = (product: Product, action: string, params: Record<string, ParamValue>) => callApi(product, action, params, { region, retry: { maxAttempts: 1, throttleBudgetMs: 0 } });
@@ -216,10 +216,10 @@ describe("emulator: a per-action rate limit (Emulator.rateLimit)", () => {
         const rename = (name: string) => code(call("ecs", "ModifyInstanceAttribute", { InstanceId: inst.instanceId, InstanceName: name }));
         assert.deepStrictEqual([await rename("a"), await rename("b"), await rename("c")], ["", "", "Throttling.User"]);
         assert.strictEqual(inst.instanceName, "b", "a refused call applies nothing");
-        // every refused call is recorded with HTTP 400 (a stray call from an earlier test's loop may add one: count ours by id)
+        // the refused call is recorded with HTTP 400 (a stray call from an earlier test's loop is refused apart and
+        // fails the test: Emulator.strayRequests)
         const refused = fx.emu.callsOf("DescribeInstances").filter((c) => c.code === "Throttling.User");
-        assert.ok(refused.length >= 1 && refused.every((c) => c.status === 400), "recorded, HTTP 400");
-        assert.strictEqual(refused.filter((c) => String(c.params.InstanceIds).includes(inst.instanceId)).length, 1, "ours: the third call");
+        assert.deepStrictEqual(refused.map((c) => [c.status, c.params.InstanceIds]), [[400, JSON.stringify([inst.instanceId])]], "the third call, recorded, HTTP 400");
         fx.emu.rateLimit({ DescribeInstances: 1 }, 60_000);
         windowStart();
         assert.deepStrictEqual([await describe(), await describe()], ["", "Throttling.User"], "one per window");
@@ -227,6 +227,34 @@ describe("emulator: a per-action rate limit (Emulator.rateLimit)", () => {
         assert.strictEqual(await describe(), "", "the next window admits again");
         fx.emu.rateLimit({});
         assert.deepStrictEqual([await describe(), await describe(), await describe()], ["", "", ""]);
+    });
+});
+
+describe("emulator: a request from an earlier test's loop (Emulator.strayRequests)", () => {
+    useEmulatorEnvironment(); // the test credentials, the loopback guard, and the endpoint restored afterwards
+    let earlier: Emulator | undefined, current: Emulator | undefined;
+    afterEach(async () => { await earlier?.close(); await current?.close(); });
+
+    it("is refused without being applied, recorded or rate-counted, and the check names the test that left the loop", async () => {
+        earlier = await startEmulator();
+        earlier.claim("an earlier test");
+        const theirs = earlier.addInstance();
+        current = await startEmulator();
+        current.claim("this test");
+        const ours = current.addInstance();
+        assert.notStrictEqual(theirs.instanceId, ours.instanceId, "two emulators never mint the same id");
+        current.rateLimit({ DescribeInstances: 1 }, 60_000);
+        current.advance(60_000 - (current.state.now() % 60_000));
+        process.env.ALICLOUD_KUBEADM_ENDPOINT = current.endpoint; // where a loop that reads the endpoint at call time now goes
+        const describe = (id: string) => code(call("ecs", "DescribeInstances", { InstanceIds: JSON.stringify([id]) }));
+        const rename = (id: string) => code(call("ecs", "ModifyInstanceAttribute", { InstanceId: id, InstanceName: "renamed" }));
+        assert.deepStrictEqual([await describe(theirs.instanceId), await rename(theirs.instanceId)], ["Emulator.StrayRequest", "Emulator.StrayRequest"]);
+        assert.deepStrictEqual(current.calls, [], "nothing recorded");
+        assert.strictEqual(await describe(ours.instanceId), "", "nothing counted against this test's rate limit");
+        assert.deepStrictEqual(current.strayRequests.map((r) => [r.action, r.ids, r.from]),
+            [["DescribeInstances", [theirs.instanceId], ["an earlier test"]], ["ModifyInstanceAttribute", [theirs.instanceId], ["an earlier test"]]]);
+        assert.throws(() => assertNoStrayRequests([current!]), new RegExp(`2 request\\(s\\) from a loop an earlier test left running.*\\n  DescribeInstances for ${theirs.instanceId} \\(from the emulator of: an earlier test\\)`, "s"));
+        assert.doesNotThrow(() => assertNoStrayRequests([earlier!]));
     });
 });
 

@@ -47,6 +47,8 @@ export function useEmulatorEnvironment(): void {
         delete process.env.ALIBABA_CLOUD_SECURITY_TOKEN;
         unguard = guardLoopbackOnly();
     });
+    beforeEach(function () { here.test = this.currentTest?.fullTitle() ?? "a test"; here.started = []; });
+    afterEach(() => { const started = here.started; here.started = []; assertNoStrayRequests(started); });
     after(() => {
         unguard();
         for (const [k, v] of Object.entries(saved)) {
@@ -56,13 +58,31 @@ export function useEmulatorEnvironment(): void {
     });
 }
 
+/** The emulators {@link startEmulatorHere} started in the current test of {@link useEmulatorEnvironment}, and its title. */
+const here: { test: string; started: Emulator[] } = { test: "a test", started: [] };
+
 /** A fresh emulator the environment points at, with fresh rate buckets (unpaced); close it when done. */
 export async function startEmulatorHere(opts: EmulatorOptions = {}): Promise<Emulator> {
     resetPacer();
     configurePacer(UNPACED);
     const emu = await startEmulator(opts);
+    emu.claim(here.test);
+    here.started.push(emu);
     process.env.ALICLOUD_KUBEADM_ENDPOINT = emu.endpoint;
     return emu;
+}
+
+/**
+ * Fails (naming the test that left it) when a loop of an earlier test called one of these emulators: its requests
+ * named ids another emulator minted ({@link Emulator.strayRequests}). Such a loop would otherwise answer into this
+ * test's calls, rate limits and counts.
+ */
+export function assertNoStrayRequests(emulators: Emulator[]): void {
+    const stray = emulators.flatMap((e) => e.strayRequests);
+    if (stray.length === 0) return;
+    const lines = stray.map((r) => `${r.action} for ${r.ids.join(", ")} (from the emulator of: ${r.from.join("; ")})`);
+    throw new Error(`${stray.length} request(s) from a loop an earlier test left running reached this test's emulator; `
+        + `make that test wait for (or stop) everything it started before it ends:\n  ${lines.join("\n  ")}`);
 }
 
 /** Register beforeEach/afterEach hooks; read `.emu` inside tests. */
@@ -70,13 +90,14 @@ export function useEmulator(opts: EmulatorOptions = {}): { readonly emu: Emulato
     const box: { emu?: Emulator } = {};
     let saved: Record<string, string | undefined> = {};
     let unguard: () => void = () => undefined;
-    beforeEach(async () => {
+    beforeEach(async function () {
         saved = Object.fromEntries(ENV_KEYS.map((k) => [k, process.env[k]]));
         unguard = guardLoopbackOnly();
         // Each test starts with fresh rate buckets: one test's throttling must not slow the next.
         resetPacer();
         configurePacer(UNPACED);
         box.emu = await startEmulator(opts);
+        box.emu.claim(this.currentTest?.fullTitle() ?? "a test");
         process.env.ALICLOUD_KUBEADM_ENDPOINT = box.emu.endpoint;
         process.env.ALIBABA_CLOUD_ACCESS_KEY_ID = TEST_CREDENTIALS.accessKeyId;
         process.env.ALIBABA_CLOUD_ACCESS_KEY_SECRET = TEST_CREDENTIALS.accessKeySecret;
@@ -91,6 +112,7 @@ export function useEmulator(opts: EmulatorOptions = {}): { readonly emu: Emulato
             if (v === undefined) delete process.env[k];
             else process.env[k] = v;
         }
+        if (box.emu) assertNoStrayRequests([box.emu]);
     });
     return { get emu(): Emulator { if (!box.emu) throw new Error("emulator not started"); return box.emu; } };
 }

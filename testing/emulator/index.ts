@@ -25,7 +25,7 @@ import { AddressInfo } from "net";
 import * as querystring from "querystring";
 import { ECS_ACTIONS } from "./ecs";
 import { ESS_ACTIONS, launchInstance, runHealthCheck, settleActivities } from "./ess";
-import { ActivityFault, AgentFailure, ApiError, CommandHandler, EmuActivity, EmuCommand, EmuInstance, EmuRouteEntry, EmuRouteTable, EmuScalingGroup, EmulatorState, isoMinute, isoTime, requestId } from "./state";
+import { ActivityFault, AgentFailure, ApiError, CommandHandler, EmuActivity, EmuCommand, EmuInstance, EmuRouteEntry, EmuRouteTable, EmuScalingGroup, EmulatorState, idGeneration, isoMinute, isoTime, requestId } from "./state";
 import { verifyRequest, verifyRpcV1 } from "./signature";
 import { settleRoutes, VPC_ACTIONS } from "./vpc";
 import { OssError, ossErrorXml, OssState } from "./oss";
@@ -114,6 +114,9 @@ export const CLIENT_TOKEN_ACTIONS: Readonly<Record<"ecs" | "ess" | "vpc", readon
     vpc: ["CreateRouteEntry"],
 };
 
+/** Emulator generation → the test it served ({@link Emulator.claim}). */
+const owners = new Map<number, string>();
+
 /** A running emulator. */
 export class Emulator {
     /** `http://127.0.0.1:PORT`, for `ALICLOUD_KUBEADM_ENDPOINT`. */
@@ -137,6 +140,14 @@ export class Emulator {
     afterRequest?: (req: { product: string; action: string; params: Record<string, string> }) => void;
     /** Test hook: called when `rateLimit` refuses a call (before the answer goes out). */
     onThrottled?: (action: string) => void;
+    /**
+     * Test hygiene, not a cloud behaviour: the requests that named an id another emulator minted, each with its action,
+     * those ids and the test that emulator served (see {@link claim}). Such a request comes from a loop an earlier test
+     * left running (it reads the endpoint at call time, so it reaches whichever emulator is current): it is answered
+     * `Emulator.StrayRequest` without being applied, recorded in {@link calls} or counted by {@link rateLimit}, and the
+     * fixture fails the test that received it, naming the one that left the loop.
+     */
+    readonly strayRequests: Array<{ action: string; ids: string[]; from: string[] }> = [];
     private readonly faults = new Map<string, Fault[]>();
     private readonly idempotent = new Map<string, { params: string; out: Record<string, unknown> }>();
     private readonly nonces = new Set<string>();
@@ -161,6 +172,9 @@ export class Emulator {
     get routeTables(): Map<string, EmuRouteTable> { return this.state.routeTables; }
     /** Saved Cloud Assistant commands by id. */
     get commands(): Map<string, EmuCommand> { return this.state.commands; }
+
+    /** Names the test this emulator serves, so that a stray request elsewhere can name it. */
+    claim(test: string): void { owners.set(this.state.generation, test); }
 
     /** Calls of one action. */
     callsOf(action: string): RecordedCall[] { return this.calls.filter((c) => c.action === action); }
@@ -463,6 +477,16 @@ export class Emulator {
         }
         const action = headers["x-acs-action"] ?? params.Action ?? "";
         const spec = PRODUCTS[headers["x-acs-version"] ?? params.Version ?? ""];
+        const stray = [...new Set(Object.values(params).flatMap((v) => v.match(/\b[a-z]+-emu\d{16,}\b/g) ?? []))]
+            .filter((id) => idGeneration(id) !== this.state.generation);
+        if (stray.length > 0) {
+            const from = [...new Set(stray.map((id) => owners.get(idGeneration(id)!) ?? `emulator #${idGeneration(id)}`))];
+            this.strayRequests.push({ action, ids: stray, from });
+            const text = JSON.stringify({ RequestId: requestId(), Code: "Emulator.StrayRequest", Message: `${action} names ${stray.join(", ")}, minted by another emulator (${from.join("; ")})` });
+            res.writeHead(400, { "content-type": "application/json;charset=utf-8", "content-length": Buffer.byteLength(text) });
+            res.end(text);
+            return;
+        }
         if (this.latencyMs > 0) await new Promise((r) => setTimeout(r, this.latencyMs));
 
         let status = 200, out: Record<string, unknown>, extraHeaders: Record<string, string> = {};

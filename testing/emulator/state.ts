@@ -295,6 +295,18 @@ export interface EmuImageBuild {
     errorInfo: string;
 }
 
+let generations = 0;
+
+/**
+ * The generation of the emulator that minted `id` (an id of the form {@link EmulatorState.nextId} makes), else undefined.
+ * Test hygiene, not a cloud behaviour: an id of another generation in a request means a loop of an earlier emulator's
+ * test is still calling (it reads the endpoint at call time, so it now reaches this emulator).
+ */
+export function idGeneration(id: string): number | undefined {
+    const m = /^[a-z]+-emu(\d{4,})(\d{12})$/.exec(id);
+    return m ? Number(m[1]) : undefined;
+}
+
 export class EmulatorState {
     readonly instances = new Map<string, EmuInstance>();
     /** Custom images of the account by id. */
@@ -410,11 +422,13 @@ export class EmulatorState {
     /** Test hook (not a cloud behaviour): called when a StopInstance is accepted, as the machine begins to shut down. */
     onStopInstance?: (instance: EmuInstance) => void;
     private seq = 0;
+    /** This state's number in the process (1, 2, …): part of every id it mints, see {@link idGeneration}. */
+    readonly generation = ++generations;
 
-    /** A fresh id with a prefix, e.g. `i-emu0000000000000001`. */
+    /** A fresh id with a prefix: the generation in 4 digits (or more), the sequence in 12, e.g. `i-emu0003000000000001`. */
     nextId(prefix: string): string {
         this.seq += 1;
-        return `${prefix}${String(this.seq).padStart(16, "0")}`;
+        return `${prefix}${String(this.generation).padStart(4, "0")}${String(this.seq).padStart(12, "0")}`;
     }
 
     /** Sequence number for ordering (oldest first). */
