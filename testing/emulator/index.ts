@@ -25,7 +25,7 @@ import { AddressInfo } from "net";
 import * as querystring from "querystring";
 import { ECS_ACTIONS } from "./ecs";
 import { ESS_ACTIONS, launchInstance, runHealthCheck, settleActivities } from "./ess";
-import { ActivityFault, AgentFailure, ApiError, CommandHandler, EmuActivity, EmuCommand, EmuInstance, EmuRouteEntry, EmuRouteTable, EmuScalingGroup, EmulatorState, idGeneration, isoMinute, isoTime, requestId } from "./state";
+import { ActivityFault, AgentFailure, ApiError, CommandHandler, EmuActivity, EmuCommand, EmuInstance, EmuRouteEntry, EmuRouteTable, EmuScalingGroup, EmulatorState, idGeneration, isoMinute, isoTime, mintedIds, requestId } from "./state";
 import { verifyRequest, verifyRpcV1 } from "./signature";
 import { settleRoutes, VPC_ACTIONS } from "./vpc";
 import { OssError, ossErrorXml, OssState } from "./oss";
@@ -477,7 +477,7 @@ export class Emulator {
         }
         const action = headers["x-acs-action"] ?? params.Action ?? "";
         const spec = PRODUCTS[headers["x-acs-version"] ?? params.Version ?? ""];
-        const stray = [...new Set(Object.values(params).flatMap((v) => v.match(/\b[a-z]+-emu\d{16,}\b/g) ?? []))]
+        const stray = [...new Set(Object.values(params).flatMap(mintedIds))]
             .filter((id) => idGeneration(id) !== this.state.generation);
         if (stray.length > 0) {
             const from = [...new Set(stray.map((id) => owners.get(idGeneration(id)!) ?? `emulator #${idGeneration(id)}`))];

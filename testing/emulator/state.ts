@@ -297,14 +297,22 @@ export interface EmuImageBuild {
 
 let generations = 0;
 
+/** An id {@link EmulatorState.nextId} makes: a prefix, `-emu`, the generation (4 digits or more), the sequence (12). */
+const MINTED_ID = "[a-z]+-emu(\\d{4,})(\\d{12})";
+
 /**
  * The generation of the emulator that minted `id` (an id of the form {@link EmulatorState.nextId} makes), else undefined.
  * Test hygiene, not a cloud behaviour: an id of another generation in a request means a loop of an earlier emulator's
  * test is still calling (it reads the endpoint at call time, so it now reaches this emulator).
  */
 export function idGeneration(id: string): number | undefined {
-    const m = /^[a-z]+-emu(\d{4,})(\d{12})$/.exec(id);
+    const m = new RegExp(`^${MINTED_ID}$`).exec(id);
     return m ? Number(m[1]) : undefined;
+}
+
+/** The ids of the form {@link EmulatorState.nextId} makes (of any generation) that `text` names. */
+export function mintedIds(text: string): string[] {
+    return text.match(new RegExp(`\\b${MINTED_ID}\\b`, "g")) ?? [];
 }
 
 export class EmulatorState {
