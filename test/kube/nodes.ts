@@ -131,13 +131,19 @@ export function machineOverlays(): Record<string, string> {
     const sysResource = (capEff >> 24n) & 1n; // CAP_SYS_RESOURCE
     return {
         // no systemd: the kubelet's cgroups through cgroupfs (matching containerd's, below); every node of this machine
-        // shares one kernel, so each has its own cgroup root; images come from archives, so none is ever collected
+        // shares one kernel, so each has its own cgroup root; images come from archives, so none is ever collected; and
+        // no eviction for the disk, which every node shares with this whole machine (and its neighbours): with the
+        // kubelet's default `imagefs.available<15%` a disk 85 % full evicts every pod of every node
         "/etc/alicloud-kubeadm/kubeadm-patches/kubeletconfiguration+merge.yaml": [
             "cgroupDriver: cgroupfs",
             "cgroupRoot: {{cgroupRoot}}",
             ...(v1 ? ["failCgroupV1: false"] : []),
             "imageGCHighThresholdPercent: 100",
             "imageGCLowThresholdPercent: 99",
+            "evictionHard:",
+            '  nodefs.available: "0%"',
+            '  nodefs.inodesFree: "0%"',
+            '  imagefs.available: "0%"',
             "",
         ].join("\n"),
         // cgroup v1: kubeadm's SystemVerification fails on it for kubelet >= 1.35
