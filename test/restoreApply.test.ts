@@ -315,6 +315,43 @@ esac`,
         assert.deepStrictEqual([...c.etcd.entries()], members, "every member kept");
     });
 
+    it("a re-created master 0 (it refused kubeadm init) while masters 1 and 2 run but cannot run a command (agents offline): not restored without --force, no kubeadm init behind the endpoint they serve", async () => {
+        const w = await world({ recreated: true });
+        const { c, target, emu } = w;
+        const sb = box(target);
+        sb.write("/var/lib/alicloud-kubeadm/init.refused", "status=refused\n");
+        sb.write("/var/lib/alicloud-kubeadm/kubeadm-init.yaml", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n");
+        const others = c.masters.filter((m) => m !== target);
+        for (const m of others) {
+            runningMaster(m); // its API server answers, its etcd (with the other) holds the quorum
+            emu.setAgentOffline(m);
+        }
+        const r = await restore(w.outputs);
+        assert.strictEqual(r.code, 4, r.out);
+        assert.strictEqual(callsOf(sbCalls(sb), "kubeadm", "init").length, 0, `kubeadm init ran on ${target} beside the live masters:\n${r.out}`);
+        assert.ok(!fs.existsSync(sb.at("/var/lib/etcd/member")), "etcd restored on the target while the cluster may run on the others");
+    });
+
+    it("a run that stopped after the stop step, run again once the other masters answer: not rolled back without --force", async () => {
+        const w = await world();
+        const { c, target, emu } = w;
+        const sb = runningMaster(target);
+        fs.writeFileSync(path.join(sb.env.AK_STUB_STATE, "api-down"), "");
+        const others = c.masters.filter((m) => m !== target);
+        for (const m of others) fs.writeFileSync(path.join(runningMaster(m).env.AK_STUB_STATE, "api-down"), "");
+        w.faults.crashAfter = "stop";
+        const first = await restore(w.outputs);
+        assert.strictEqual(first.code, 4, first.out);
+        emu.instances.get(target)!.agentOnline = true;
+        // Masters 1 and 2 come back (the operator fixed them): the cluster runs there, with a quorum, newer than the backup.
+        for (const m of others) fs.rmSync(path.join(box(m).env.AK_STUB_STATE, "api-down"));
+        fs.rmSync(path.join(sb.env.AK_STUB_STATE, "api-down")); // (the target's own API server would answer once restored)
+        const second = await restore(w.outputs);
+        assert.strictEqual(second.code, 4, second.out);
+        assert.strictEqual(sb.read("/var/lib/etcd/member/snap/db"), "the old data", "etcd restored over while the cluster runs on the other masters");
+        assert.ok(!c.log.some((l) => /: reset$/.test(l) && others.some((m) => l.startsWith(`${m}:`))), `a live master was reset:\n${c.log.join("\n")}`);
+    });
+
     it("an unfinished restore that stopped the control plane, given up the way the refusal says: its manifests come back first, and the next backup restores", async () => {
         const w = await world({ masters: 1 });
         const { emu, target } = w;
