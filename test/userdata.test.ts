@@ -667,6 +667,21 @@ exit 0` } });
         assert.deepEqual(twoNamed.removed, []);
     });
 
+    it("etcd-member-remove: a started member at the address whose health cannot be read (endpoint health answers nothing) is not removed by that address", async () => {
+        // etcdctl's member list from a file; `endpoint health` fails without a word (kubectl exec cut off, the API server
+        // between two answers): whether the member runs is unknown, so it must not be taken for a dead one.
+        const sb = sandbox({ os: "ubuntu", prebaked: true, stubs: { kubectl: `. "$AK_STUB_SRC/_lib.sh"
+case "$*" in
+  *"member list"*) echo "bbbb000000000002, started, cn-hangzhou.i-new, https://10.0.0.2:2380, https://10.0.0.2:2379, false" ;;
+  *"endpoint health"*) echo "error: unable to upgrade connection: container not found" >&2; exit 1 ;;
+esac
+exit 0` } });
+        const r = await sb.run(fill(renderOperation("etcd-member-remove"), { member: "", peerIp: "10.0.0.2", etcdNode: "cn-hangzhou.i-m0" }));
+        const removed = callsOf(r.calls, "kubectl").map((c) => c.args.join(" ")).filter((a) => / member remove /.test(a));
+        assert.deepEqual(removed, [], r.stdout);
+        assert.equal(r.code, 1);
+    });
+
     it("a parameter value that breaks the pattern stops the operation before it does anything", async () => {
         const sb = sandbox({ os: "ubuntu", prebaked: true });
         const r = await sb.run(fill(renderOperation("delete-node"), { nodes: "Node With Spaces" }));
