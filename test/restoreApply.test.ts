@@ -65,6 +65,8 @@ esac`,
                 // (\`init-fails\`: the next kubeadm init fails once)
                 kubeadm: `if [ "$1" = reset ] && [ -f "$AK_STUB_STATE/reset-stops" ]; then rm -f "$AK_ROOT/etc/kubernetes/pki/ca.crt"; exit 1; fi
 if [ "$1" = init ] && [ -f "$AK_STUB_STATE/init-fails" ]; then rm -f "$AK_STUB_STATE/init-fails"; echo "error execution phase wait-control-plane" >&2; exit 1; fi
+# (\`init-fails-late\`: the next kubeadm init writes the static pod manifests, then fails in wait-control-plane, as kubeadm does)
+if [ "$1" = init ] && [ -f "$AK_STUB_STATE/init-fails-late" ]; then rm -f "$AK_STUB_STATE/init-fails-late"; mkdir -p "$AK_ROOT/etc/kubernetes/manifests"; echo "kind: Config" >"$AK_ROOT/etc/kubernetes/admin.conf"; for c in etcd kube-apiserver; do echo "image: registry.k8s.io/$c" >"$AK_ROOT/etc/kubernetes/manifests/$c.yaml"; done; echo "error execution phase wait-control-plane" >&2; exit 1; fi
 "$AK_STUB_SRC/kubeadm" "$@" || exit $?
 if [ "$1" = init ]; then for c in etcd kube-apiserver; do echo "image: registry.k8s.io/$c" >"$AK_ROOT/etc/kubernetes/manifests/$c.yaml"; done; fi`,
                 // etcdutl in the etcd image: \`snapshot restore FILE --data-dir DIR\` writes the data directory
@@ -74,7 +76,8 @@ while [ $# -gt 0 ] && [ "$1" != etcdutl ] && [ "$1" != etcdctl ]; do shift; done
 shift
 case "$1" in
   version) echo "etcdutl version: 3.6.8" ;;
-  snapshot) file=$3 data=""; shift 3
+  snapshot) [ ! -f "$AK_ROOT/etc/kubernetes/manifests/etcd.yaml" ] || echo "$*" >>"$AK_STUB_STATE/restored-under-running-etcd"
+    file=$3 data=""; shift 3
     while [ $# -gt 0 ]; do [ "$1" != --data-dir ] || data=$2; shift; done
     mkdir -p "$AK_ROOT$data/member/snap" && cp "$AK_ROOT$file" "$AK_ROOT$data/member/snap/db" ;;
 esac`,
@@ -418,6 +421,20 @@ esac`,
         assert.strictEqual(fs.readFileSync(sb.at("/var/lib/etcd/member/snap/db")).length, 4096, "etcd holds the backup's snapshot again");
         assert.strictEqual(callsOf(sbCalls(sb), "ctr").filter((x) => x.args.includes("restore")).length, 2, "etcd restored again before the second init");
         assert.match(sb.read("/var/lib/alicloud-kubeadm/init.done") ?? "", /status=ok\nrestored=dev\/hourly\//);
+    });
+
+    it("a single master re-created whose kubeadm init over the restored etcd failed after it wrote the static pods, run again without a reset: etcd's data is not restored again under the etcd kubeadm started", async () => {
+        const w = await world({ masters: 1, recreated: true });
+        const sb = box(w.target);
+        sb.write("/var/lib/alicloud-kubeadm/init.refused", "status=refused\n");
+        sb.write("/var/lib/alicloud-kubeadm/kubeadm-init.yaml", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n");
+        fs.writeFileSync(path.join(sb.env.AK_STUB_STATE, "init-fails-late"), "");
+        const failed = await restore(w.outputs);
+        assert.strictEqual(failed.code, 4, failed.out);
+        assert.ok(fs.existsSync(sb.at("/etc/kubernetes/manifests/etcd.yaml")), "kubeadm init left etcd's static pod (the kubelet runs it over /var/lib/etcd)");
+        await restore(w.outputs); // run again, as the restore's messages say, without the reset
+        assert.ok(!fs.existsSync(path.join(sb.env.AK_STUB_STATE, "restored-under-running-etcd")),
+            "etcdutl snapshot restore replaced /var/lib/etcd while the etcd static pod kubeadm init wrote was in place");
     });
 
     it("a single-master stack restored from its own bucket given with --bucket (same CA, nothing discarded): the live worker's Node is kept", async () => {
