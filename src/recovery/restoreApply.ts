@@ -44,10 +44,15 @@ export interface MasterRestoreState {
     /** Whether this restore discarded (or began to discard) the cluster the master ran (a new stack's own). */
     discarded: boolean;
     /**
-     * The other masters whose API server answers /readyz (read before the stop step only): the cluster still runs there,
-     * with etcd's quorum, and a restore onto this master would roll it back and reset them.
+     * The other masters whose API server answers /readyz (read until this restore's start step): the cluster still runs
+     * there, with etcd's quorum, and a restore onto this master would roll it back and reset them.
      */
     othersAnswering?: string[];
+    /**
+     * The other masters that run (their instance is not Stopped) but could not say whether their API server answers
+     * (their agent does not run a command): the cluster may run there, so they count as answering until shown otherwise.
+     */
+    othersUnknown?: string[];
 }
 
 /** Where and with what the restore runs. */
@@ -151,25 +156,28 @@ async function peerIpOf(i: ApplyRestoreInputs, instanceId: string): Promise<stri
 }
 
 /**
- * Reads the master's restore state (read-only: the `status` step), and, while the restore has not stopped anything yet,
- * the `status` of every other master that exists: one whose API server answers runs the cluster still (its etcd has a
- * quorum), which a restore would roll back. A master that cannot run the step (its agent offline, its machine stopped)
- * is not counted as answering.
+ * Reads the master's restore state (read-only: the `status` step), and, until the restore has started the restored
+ * cluster, the `status` of every other master that exists: one whose API server answers runs the cluster still (its
+ * etcd has a quorum), which a restore would roll back; one that runs but cannot run the step may too. A stopped master,
+ * or one released, is down.
  */
 export async function readMasterState(i: ApplyRestoreInputs, plan: RestorePlan): Promise<MasterRestoreState> {
     const state = parseRestoreState(await runStep(i, plan, await peerIpOf(i, plan.target), "status"));
-    if (state.done.includes("stop")) return state;
+    // From the start on, the other masters answer because this restore re-joins them.
+    if (state.done.includes("start")) return state;
     const others = i.masterInstanceIds.filter((m) => m !== plan.target);
     const live = others.length ? await describeInstances(i.region, others) : new Map();
     const answering: string[] = [];
-    for (const m of others.filter((x) => live.has(x))) {
+    const unknown: string[] = [];
+    for (const m of others.filter((x) => live.has(x) && live.get(x)!.status !== "Stopped")) {
         try {
-            if (parseRestoreState(await runStep(i, plan, live.get(m)?.privateIp ?? "", "status", undefined, "", m)).apiReady) answering.push(m);
+            if (parseRestoreState(await runStep(i, plan, live.get(m)!.privateIp ?? "", "status", undefined, "", m)).apiReady) answering.push(m);
         } catch (err) {
-            i.log(`master ${m} could not say whether its API server answers (${(err as Error).message.split("\n")[0]}): not counted as running`);
+            i.log(`master ${m} could not say whether its API server answers (${(err as Error).message.split("\n")[0]})`);
+            unknown.push(m);
         }
     }
-    return { ...state, othersAnswering: answering };
+    return { ...state, othersAnswering: answering, othersUnknown: unknown };
 }
 
 /**
@@ -249,12 +257,24 @@ export function restoreRefusal(plan: RestorePlan, state: MasterRestoreState, for
         }
         return undefined;
     }
-    if (state.othersAnswering?.length && !state.done.includes("stop") && !force) {
-        return `the API server on master ${state.othersAnswering.join(", ")} answers /readyz: the cluster runs there (its etcd has a quorum), and a restore onto ` +
-            `${plan.target} would roll it back to ${plan.object.key} and reset ${state.othersAnswering.length > 1 ? "them" : "it"}. A lost or broken master is re-joined or replaced, ` +
-            "not restored: `pulumi up` (a re-created master 0 joins through the masters that answer), or `pulumi up --replace` of a broken master's instance " +
-            "(docs/disaster-recovery.md#lost-member). " +
-            `To roll the whole cluster back all the same, ${again} --force`;
+    if (!state.done.includes("start") && !force) {
+        // This restore stopped the master's control plane already: giving it up puts it back.
+        const stopped = state.done.includes("stop") && state.mode === "existing"
+            ? ` This run's stop step moved ${plan.target}'s control plane aside: to give the restore up, on it: ` +
+              `\`mv /var/lib/alicloud-kubeadm/restore/${plan.restoreId}/manifests/*.yaml /etc/kubernetes/manifests/ && rm -rf /var/lib/alicloud-kubeadm/restore/${plan.restoreId}\`.`
+            : "";
+        if (state.othersAnswering?.length) {
+            return `the API server on master ${state.othersAnswering.join(", ")} answers /readyz: the cluster runs there (its etcd has a quorum), and a restore onto ` +
+                `${plan.target} would roll it back to ${plan.object.key} and reset ${state.othersAnswering.length > 1 ? "them" : "it"}. A lost or broken master is re-joined or replaced, ` +
+                "not restored: `pulumi up` (a re-created master 0 joins through the masters that answer), or `pulumi up --replace` of a broken master's instance " +
+                "(docs/disaster-recovery.md#lost-member). " +
+                `To roll the whole cluster back all the same, ${again} --force.${stopped}`;
+        }
+        if (state.othersUnknown?.length) {
+            return `master ${state.othersUnknown.join(", ")} runs but cannot say whether its API server answers (its Cloud Assistant agent runs no command): the cluster ` +
+                `may run there, and a restore onto ${plan.target} would roll it back and reset it. Bring its agent online (\`systemctl restart aliyun.service\`), ` +
+                `or stop the instance if the master is broken (a stopped master counts as down), then ${again}; or, to roll the cluster back all the same, ${again} --force.${stopped}`;
+        }
     }
     // A discard this restore began (recorded on the master under this backup's restore id) is finished with `discard`: it is no rollback.
     const resumesDiscard = newStack && discard && state.discarded;

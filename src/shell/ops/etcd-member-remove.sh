@@ -36,12 +36,17 @@ else
   if [ -n "$name" ]; then
     health=$(etcdctl endpoint health --cluster -w json --command-timeout=5s 2>/dev/null) || true
     IFS=, read -r -a urls <<<"$clients"
+    # Removed only when etcd itself reports it unhealthy: no answer about it (a failed exec, a timeout) is no proof.
+    down=""
     for u in "${urls[@]}"; do
       if grep -q -F "\"endpoint\":\"${u}\",\"health\":true" <<<"$health"; then
         ak_fail "the etcd member at ${AK_PEER_IP} (id ${id}, ${name}) is healthy and not named ${AK_MEMBER:-after the leaving master}: it is not removed." \
           "If it is the leaving master's, remove it by its id (etcdctl member remove ${id}) on a healthy master"
       fi
+      if grep -q -F "\"endpoint\":\"${u}\",\"health\":false" <<<"$health"; then down=1; fi
     done
+    [ -n "$down" ] || ak_fail "cannot tell whether the etcd member at ${AK_PEER_IP} (id ${id}, ${name}) runs: etcdctl endpoint health said nothing of ${clients}; it is not removed." \
+      "If it is the leaving master's, remove it by its id (etcdctl member remove ${id}) on a healthy master"
   fi
 fi
 etcdctl member remove "$id"
