@@ -11,7 +11,7 @@
 import { spawnSync } from "child_process";
 import * as fs from "fs";
 import { parseClusterInfo, REGION_ID } from "../src/doctor/clusterInfo";
-import { planRestore, type RestorePlan } from "../src/recovery/restore";
+import { isBackupKey, planRestore, type RestorePlan } from "../src/recovery/restore";
 import { applyRestore, describeRestore, readMasterState, restoreRefusal, stackMachines, type ApplyRestoreInputs, type MasterRestoreState } from "../src/recovery/restoreApply";
 import { SAVED_OPERATIONS, type NodeCommandIds } from "../src/rules";
 import { OSS_BUCKET_NAME as BUCKET_NAME } from "../src/cloud/oss";
@@ -83,6 +83,7 @@ export function parseArgs(argv: string[]): RestoreArgs {
     }
     if (a.bucketRegion !== undefined && a.bucket === undefined) throw new Error("--bucket-region goes with --bucket");
     if (a.bucket !== undefined && !BUCKET_NAME.test(a.bucket)) throw new Error("--bucket: an OSS bucket name (3-63 of a-z, 0-9 and -)");
+    if (a.snapshot !== undefined && !isBackupKey(a.snapshot)) throw new Error("--snapshot: a key the backups are written under (letters, digits and . _ / - only; `--dry-run` names the newest)");
     if (a.bucketRegion !== undefined && !REGION_ID.test(a.bucketRegion)) throw new Error("--bucket-region: a region id such as cn-hangzhou");
     if (a.fromStack !== undefined && a.fromStack === a.stack) throw new Error("--from-stack names this stack: restore a stack's own backups without it");
     return a;

@@ -83,6 +83,19 @@ describe("npm run restore -- --dry-run (plan from the bucket, the key and the in
         assert.ok(!fs.existsSync(master!.at("/var/lib/alicloud-kubeadm/restore")) || fs.readdirSync(master!.at("/var/lib/alicloud-kubeadm/restore")).length === 0, "nothing recorded on the master");
         assert.ok(emu.calls.filter((x) => x.product === "oss").every((x) => x.action !== "PutObject"));
 
+        // an object under the prefix whose key the backup client never writes (a master can put objects there): never
+        // picked, even when newest, and never named by --snapshot (its key would land in the commands printed to paste)
+        const hostile = `${backupPrefixes("dev").hourly}2026-01-01T020000Z-$(touch pwned).etcd.enc`;
+        bucket.objects.set(hostile, [{ body: sealedBackup("dev", recipient, 11), versionId: "v3", lastModified: new Date(Date.now() + 60_000).toISOString(), etag: "\"C\"" }]);
+        const newest = await run(["--dry-run"], stack([master0]));
+        assert.strictEqual(newest.code, 0, newest.out);
+        assert.match(newest.out, /restore dev\/hourly\/2026-01-01T010000Z-a\.etcd\.enc .*etcd revision 9/);
+        assert.ok(!newest.out.includes("pwned"), newest.out);
+        const named = await run(["--dry-run", "--snapshot", hostile], stack([master0]));
+        assert.strictEqual(named.code, 2, named.out);
+        assert.match(named.out, /--snapshot: a key the backups are written under/);
+        bucket.objects.delete(hostile);
+
         // an older one by name
         const chosen = await run(["--dry-run", "--snapshot", `${backupPrefixes("dev").hourly}2026-01-01T000000Z-a.etcd.enc`], stack([master0]));
         assert.match(chosen.out, /etcd revision 7/);

@@ -108,10 +108,23 @@ export interface RestorePlan {
     summary: string;
 }
 
+/**
+ * The characters of the object keys the backup client writes (src/shell/etcd_backup.sh `ak_oss_put` refuses others): an
+ * object with any other key is not one of its backups, and its key, which the restore prints inside commands to paste,
+ * is never read.
+ */
+const BACKUP_KEY = /^[A-Za-z0-9._/-]+$/;
+
+/** Whether `key` is one the backup client may have written (the only characters it writes). */
+export function isBackupKey(key: string): boolean {
+    return BACKUP_KEY.test(key);
+}
+
 /** Lists, picks, downloads and opens the backup; decides the target and what will be stale. Changes nothing. */
 export async function planRestore(i: RestoreInputs): Promise<RestorePlan> {
     const p = backupPrefixes(i.clusterName);
-    const all = [...await listObjects(i.bucket, p.hourly, i.credentials), ...await listObjects(i.bucket, p.daily, i.credentials)];
+    const all = [...await listObjects(i.bucket, p.hourly, i.credentials), ...await listObjects(i.bucket, p.daily, i.credentials)]
+        .filter((o) => isBackupKey(o.key));
     if (all.length === 0) throw new Error(`no backup under ${p.hourly} or ${p.daily} in ${i.bucket.bucket}: nothing to restore from`);
     const object = i.snapshot ? all.find((o) => o.key === i.snapshot) : [...all].sort((a, b) => b.lastModified.getTime() - a.lastModified.getTime() || b.key.localeCompare(a.key))[0];
     if (!object) throw new Error(`no backup ${i.snapshot} in ${i.bucket.bucket} (there are ${all.length}; the newest is ${all.map((o) => o.key).sort().pop()})`);
