@@ -54,7 +54,8 @@ describe("npm run restore: the backup onto a master, the stale objects cleaned, 
                 // the API server answers while its manifest is in place (and the test did not take it down)
                 kubectl: `. "$AK_STUB_SRC/_lib.sh"
 case "$*" in
-  *"get --raw /readyz"*) if [ -f "$AK_ROOT/etc/kubernetes/admin.conf" ] && [ -f "$AK_ROOT/etc/kubernetes/manifests/kube-apiserver.yaml" ] && [ ! -f "$AK_STUB_STATE/api-down" ]; then echo ok; else echo "connection refused" >&2; exit 1; fi ;;
+  *"get --raw /readyz"*) if [ -f "$AK_ROOT/etc/kubernetes/admin.conf" ] && [ -f "$AK_ROOT/etc/kubernetes/manifests/kube-apiserver.yaml" ] && [ ! -f "$AK_STUB_STATE/api-down" ] &&
+      { [ ! -f "$AK_STUB_STATE/endpoint-down" ] || [[ "$*" == *--server* ]]; }; then echo ok; else echo "connection refused" >&2; exit 1; fi ;;
   *"get lease"*) cat "$AK_STUB_STATE/leases" 2>/dev/null || true ;;
   *"get nodes"*) cat "$AK_STUB_STATE/nodes" 2>/dev/null || true ;;
   *"delete lease"*) for a; do last=$a; [ "$a" = --ignore-not-found ] && break; name=$a; done; grep -v "^$name"$'\\t' "$AK_STUB_STATE/leases" >"$AK_STUB_STATE/leases.new" || true; mv "$AK_STUB_STATE/leases.new" "$AK_STUB_STATE/leases"; : "$last" ;;
@@ -333,6 +334,19 @@ esac`,
         assert.strictEqual(r.code, 4, r.out);
         assert.strictEqual(callsOf(sbCalls(sb), "kubeadm", "init").length, 0, `kubeadm init ran on ${target} beside the live masters:\n${r.out}`);
         assert.ok(!fs.existsSync(sb.at("/var/lib/etcd/member")), "etcd restored on the target while the cluster may run on the others");
+    });
+
+    it("the cluster endpoint (the load balancer) is what is broken, the other masters' API servers answer at their own address: not rolled back without --force", async () => {
+        const w = await world();
+        const { c, target } = w;
+        const sb = runningMaster(target);
+        fs.writeFileSync(path.join(sb.env.AK_STUB_STATE, "api-down"), "");
+        const others = c.masters.filter((m) => m !== target);
+        for (const m of others) fs.writeFileSync(path.join(runningMaster(m).env.AK_STUB_STATE, "endpoint-down"), "");
+        const r = await restore(w.outputs);
+        assert.strictEqual(r.code, 4, r.out);
+        assert.match(r.out, /the API server on master .* answers \/readyz: the cluster runs there/s);
+        assert.strictEqual(sb.read("/var/lib/etcd/member/snap/db"), "the old data", "etcd restored over while the cluster runs on the other masters");
     });
 
     it("a run that stopped after the stop step, run again once the other masters answer: not rolled back without --force", async () => {

@@ -60,7 +60,15 @@ case "$AK_STEP" in
         if compgen -G "${d}/manifests/*.yaml" >/dev/null; then say "other-aside=${id}"; fi
       fi
     done
-    if api_ready; then say "api=ready"; else say "api=down"; fi
+    # Through the cluster endpoint (the load balancer), or this master's own API server at its address (a SAN of its
+    # certificate, as upgrade-status reads each master): a broken load balancer alone does not make a running cluster
+    # look down.
+    if api_ready || { [ -n "$AK_PEER_IP" ] && [ -f "$AK_ADMIN_CONF" ] &&
+      [ "$(ak_kubectl --server "https://${AK_PEER_IP}:6443" get --raw /readyz --request-timeout=5s 2>/dev/null)" = ok ]; }; then
+      say "api=ready"
+    else
+      say "api=down"
+    fi
     if [ -f "$ca_file" ]; then say "ca=$(sha256sum <"$ca_file" | cut -c1-64)"; fi
     since=$(openssl x509 -noout -startdate -in "$ca_file" 2>/dev/null | sed -n 's/^notBefore=//p' || true)
     if [ -n "$since" ]; then say "ca-since=$(date -u -d "$since" +%FT%TZ 2>/dev/null || true)"; fi
