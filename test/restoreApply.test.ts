@@ -102,6 +102,14 @@ esac`,
         return sb;
     }
 
+    /** A re-created master 0 that refused kubeadm init (its userdata found no member answering): what the restore starts from. */
+    function refusedMaster(instanceId: string): Sandbox {
+        const sb = box(instanceId);
+        sb.write("/var/lib/alicloud-kubeadm/init.refused", "status=refused\n");
+        sb.write("/var/lib/alicloud-kubeadm/kubeadm-init.yaml", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n");
+        return sb;
+    }
+
     /**
      * The cluster: masters (three unless told), a live worker and its route, a sandbox per instance for the scripts that
      * run for real, and the backup: the Nodes it holds (the old master 0, the masters, a worker released since, the live
@@ -322,9 +330,7 @@ esac`,
     it("a re-created master 0 (it refused kubeadm init) while masters 1 and 2 run but cannot run a command (agents offline): not restored without --force, no kubeadm init behind the endpoint they serve", async () => {
         const w = await world({ recreated: true });
         const { c, target, emu } = w;
-        const sb = box(target);
-        sb.write("/var/lib/alicloud-kubeadm/init.refused", "status=refused\n");
-        sb.write("/var/lib/alicloud-kubeadm/kubeadm-init.yaml", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n");
+        const sb = refusedMaster(target);
         const others = c.masters.filter((m) => m !== target);
         for (const m of others) {
             runningMaster(m); // its API server answers, its etcd (with the other) holds the quorum
@@ -419,9 +425,7 @@ esac`,
         const w = await world({ masters: 1, recreated: true });
         const CA = "-----BEGIN CERTIFICATE-----\nthe cluster's CA\n-----END CERTIFICATE-----\n";
         w.emu.oss.buckets.get(BUCKET)!.objects.set(w.object, [{ body: sealedBackup("dev", recipient, 9, { "pki/ca.crt": CA }), versionId: "v2", lastModified: new Date().toISOString(), etag: "\"C\"" }]);
-        const sb = box(w.target);
-        sb.write("/var/lib/alicloud-kubeadm/init.refused", "status=refused\n");
-        sb.write("/var/lib/alicloud-kubeadm/kubeadm-init.yaml", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n");
+        const sb = refusedMaster(w.target);
         fs.writeFileSync(path.join(sb.env.AK_STUB_STATE, "init-fails"), "");
         const failed = await restore(w.outputs);
         assert.strictEqual(failed.code, 4, failed.out);
@@ -439,9 +443,7 @@ esac`,
 
     it("a single master re-created whose kubeadm init over the restored etcd failed after it wrote the static pods, run again without a reset: etcd's data is not restored again under the etcd kubeadm started", async () => {
         const w = await world({ masters: 1, recreated: true });
-        const sb = box(w.target);
-        sb.write("/var/lib/alicloud-kubeadm/init.refused", "status=refused\n");
-        sb.write("/var/lib/alicloud-kubeadm/kubeadm-init.yaml", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n");
+        const sb = refusedMaster(w.target);
         fs.writeFileSync(path.join(sb.env.AK_STUB_STATE, "init-fails-late"), "");
         const failed = await restore(w.outputs);
         assert.strictEqual(failed.code, 4, failed.out);
