@@ -153,10 +153,10 @@ case "$AK_STEP" in
   restore)
     done_step restore && { say "restore=done"; exit 0; }
     if ! done_step fetch || ! done_step stop; then step_fail "fetch and stop come first"; fi
-    # A kubeadm init that failed once it wrote the static pods leaves the kubelet running etcd over /var/lib/etcd: its data
+    # A kubeadm init that failed once it wrote the static pods leaves the kubelet running etcd over its data directory: that
     # is not replaced under it (the init's error asks for the reset first).
     if [ "$(mode)" = fresh ] && compgen -G "${manifests}/*.yaml" >/dev/null; then
-      step_fail "kubeadm init left static pods in ${manifests#"$AK_ROOT"} (its etcd may run over /var/lib/etcd):" \
+      step_fail "kubeadm init left static pods in ${manifests#"$AK_ROOT"} (its etcd may run over the data directory):" \
         "run 'kubeadm reset -f' on this master first, then run the restore again"
     fi
     if [ "$(mode)" = existing ]; then
