@@ -3,7 +3,7 @@
 # client and the Go module proxy:
 #
 #   control plane  etcd (+ etcdctl, etcdutl), kube-apiserver, kube-controller-manager, kube-scheduler, kubeadm, kubectl, kwok
-#   previous minor kube-apiserver, kube-controller-manager, kube-scheduler of the previous Kubernetes minor, into
+#   previous minor kube-apiserver, kube-controller-manager, kube-scheduler, kubeadm, kubelet of the previous minor, into
 #                  bin/<its version>/: what the tests across two versions run (test/kube/go/kubernetes-previous)
 #   node runtime   kubelet, kube-proxy, containerd (+ ctr, shim), runc (cgo, seccomp), CNI plugins, flannel,
 #                  and the node images (pause, a workload, kube-proxy, flannel) as OCI archives
@@ -89,7 +89,7 @@ cni_pkg=github.com/containernetworking/plugins
 families=(
   "kubernetes|control plane|kubernetes|0||$k8s_ldflags|kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler kubeadm=k8s.io/kubernetes/cmd/kubeadm kubectl=k8s.io/kubernetes/cmd/kubectl kubelet=k8s.io/kubernetes/cmd/kubelet kube-proxy=k8s.io/kubernetes/cmd/kube-proxy"
   # only what the tests across two versions run (a binary named <version>/x lands in bin/<version>/)
-  "kubernetes-previous|previous minor|kubernetes-previous|0||$prev_ldflags|$prev_version/kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver $prev_version/kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager $prev_version/kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler"
+  "kubernetes-previous|previous minor|kubernetes-previous|0||$prev_ldflags|$prev_version/kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver $prev_version/kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager $prev_version/kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler $prev_version/kubeadm=k8s.io/kubernetes/cmd/kubeadm $prev_version/kubelet=k8s.io/kubernetes/cmd/kubelet"
   "etcd|control plane|etcd|0||-s -w|etcd=go.etcd.io/etcd/server/v3 etcdctl=go.etcd.io/etcd/etcdctl/v3 etcdutl=go.etcd.io/etcd/etcdutl/v3"
   "kwok|control plane|kwok|0||-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=$kwok_version|kwok=sigs.k8s.io/kwok/cmd/kwok"
   # containerd's Makefile: urfave_cli_no_docs always; no snapshotters the nodes do not use (they use overlayfs)
@@ -310,6 +310,8 @@ v kubectl version --client
 v "$prev_version/kube-apiserver" --version
 v "$prev_version/kube-controller-manager" --version
 v "$prev_version/kube-scheduler" --version
+v "$prev_version/kubeadm" version -o short
+v "$prev_version/kubelet" --version
 v kwok --version
 v kubelet --version
 v kube-proxy --version
