@@ -76,6 +76,12 @@ export interface BootSpec {
     ip: string;
     /** Default: the instance id (ECS names hosts after the instance). */
     hostname?: string;
+    /**
+     * A folder holding kubeadm and kubelet (and kubectl, else the harness's) of another version, installed where the
+     * packages put them instead of the harness's: a node made with an older release (e.g. cluster.ts `previousKubernetes().bin`)
+     * Default: the harness's bin folder.
+     */
+    kubeBin?: string;
 }
 
 export interface RealNode {
@@ -239,17 +245,22 @@ export function realNodes(c: Cluster, opts: RealNodesOptions = {}): RealNodes {
         cgroups.make();
         const initLog = fs.openSync(path.join(dir, "logs", "init.log"), "a");
         const holder: ChildProcess = spawn("setpriv", ["--pdeathsig", "KILL", "unshare", "--net", "--mount", "--uts", "--ipc", "--pid", "--fork", "--kill-child",
-            "--mount-proc", "--propagation", "private", "bash", path.join(files, "init.sh"), dir, hostname, c.bin], { stdio: ["ignore", "pipe", initLog] });
+            "--mount-proc", "--propagation", "private", "bash", path.join(files, "init.sh"), dir, hostname, c.bin, spec.kubeBin ?? c.bin], { stdio: ["ignore", "pipe", initLog] });
         fs.closeSync(initLog);
         let exited = false;
         holder.once("exit", () => { exited = true; });
         await new Promise<void>((resolve, reject) => {
             let out = "";
             holder.once("error", reject);
-            holder.once("exit", (code) => reject(new Error(`node ${spec.instanceId}: its PID 1 exited with ${code} before it was ready:\n${fs.readFileSync(path.join(dir, "logs", "init.log"), "utf8")}`)));
+            // (once ready, a later exit is the node's stop, perhaps after its run folder is gone: not this boot's failure)
+            const early = (code: number | null) => reject(new Error(`node ${spec.instanceId}: its PID 1 exited with ${code} before it was ready:\n${fs.readFileSync(path.join(dir, "logs", "init.log"), "utf8")}`));
+            holder.once("exit", early);
             holder.stdout!.on("data", (d) => {
                 out += d;
-                if (out.includes("ready")) resolve();
+                if (out.includes("ready")) {
+                    holder.off("exit", early);
+                    resolve();
+                }
             });
         });
         // The node's PID 1 is the unshare process's only child.

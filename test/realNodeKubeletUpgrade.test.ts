@@ -1,0 +1,203 @@
+/**
+ * World: a real control plane v1.36.3 (test/kube/cluster.ts, on a VPC bridge) and one real worker node
+ * (test/kube/nodes.ts: kubelet, containerd, runc, CNI bridge in namespaces of its own) made with the previous minor's
+ * packages, kubeadm and kubelet **v1.35.8**, joined with its own kubeadm. The cloud is the emulator: its Cloud Assistant
+ * runs the saved upgrade command (src/shell/upgrade.sh as renderUpgradeCommand renders it) on the node, as root from its
+ * script file, and the saved drain and uncordon operations on the master with the real kubectl. The package source is a
+ * stand-in for the mirror: a local apt repository (test/kube/aptRepo.ts) of .debs wrapping the built v1.36.3 kubeadm,
+ * kubelet and kubectl, signed by a key made for the run and served over HTTP in the VPC; the node's apt-get, dpkg and
+ * gpg are this machine's real ones. The node's systemd is the `systemctl` stand-in of test/kube/nodes.ts.
+ *
+ * What it shows, from the cluster's and the node's state: the product's node upgrade (src/upgrade/nodes.ts's steps: drain
+ * with the upgrade's mark, `kubeadm`, `node`, `kubelet`, uncordon) moves the worker's kubelet in place from v1.35.8 to
+ * v1.36.3 while its pods are evicted, and the pods come back on it. Skipped with one line without the binaries or where
+ * the machine cannot run real nodes (fails under CI=true).
+ */
+import * as assert from "assert";
+import { useEmulator } from "../testing/emulator/fixture";
+import { createCommand, saveNodeCommands } from "../testing/savedCommands";
+import { useRealCluster } from "./kube/fixture";
+import { isExecutable, previousKubernetes, KUBERNETES_VERSION, binDir, type Cluster } from "./kube/cluster";
+import { machineOverlays, missingNodeBinaries, realNodes, realNodesUnavailable, WORKLOAD_IMAGE, type RealNode, type RealNodes } from "./kube/nodes";
+import { aptRepo, aptRepoMissing, type AptRepo } from "./kube/aptRepo";
+import { answerWithRealCluster, type RealOperations } from "./kube/operations";
+import { renderUpgradeCommand } from "../src/shell/render";
+import { OPERATIONS, type NodeCommandIds } from "../src/rules";
+import { drainNode, uncordonNode, type ClusterAccess } from "../src/cloud/operations";
+import { runUpgradeStep } from "../src/upgrade/run";
+import * as path from "path";
+
+const REGION = "cn-hangzhou";
+const MASTER_IP = "192.168.0.10";
+const NODE_IP = "192.168.0.21";
+const NODE_ID = "i-bp1upgradeworker01";
+const NODE = `${REGION}.${NODE_ID}`;
+const FROM = previousKubernetes().version.replace(/^v/, "");
+const TO = KUBERNETES_VERSION.replace(/^v/, "");
+/** Host tools the node's package install runs besides apt and dpkg: kubeadm's packages' dependencies, installed on the host. */
+const HOST_PACKAGES = ["/usr/sbin/conntrack", "/usr/bin/socat"];
+
+/** Everything missing on this machine for this file, by name (binaries, image archives, host tools). */
+function missing(): string[] {
+    const prev = previousKubernetes();
+    return [
+        ...prev.missing, ...["kubeadm", "kubelet"].filter((b) => !isExecutable(path.join(prev.bin, b))).map((b) => `${prev.version}/${b}`),
+        ...missingNodeBinaries(binDir()), ...aptRepoMissing(), ...HOST_PACKAGES.filter((p) => !isExecutable(p)).map((p) => `${p} (Debian: conntrack, socat)`),
+    ];
+}
+
+describe("real node: a worker's kubelet upgraded in place from the previous minor through the upgrade command, its pods drained and back", function () {
+    this.timeout(600_000);
+    let nodes: RealNodes | undefined;
+    let repo: AptRepo | undefined;
+    // registered before the cluster's own hooks: mocha runs `after` hooks in order, so the node stops before its cluster
+    after(async function () {
+        this.timeout(60_000);
+        await nodes?.stopAll();
+        await repo?.stop();
+    });
+    const unavailable = realNodesUnavailable();
+    const rc = useRealCluster({ region: REGION, vpc: { masterIp: MASTER_IP, cidrs: ["192.168.0.0/24"] } },
+        () => [...missing(), ...(unavailable ? [`a machine that can run real nodes (${unavailable})`] : [])]);
+    const ctx = useEmulator();
+    let c: Cluster;
+    let node: RealNode;
+    let ops: RealOperations;
+    let access: ClusterAccess;
+    let upgradeCommandId: string;
+
+    before(async function () {
+        this.timeout(300_000);
+        c = rc.c;
+        const prev = previousKubernetes();
+        repo = await aptRepo(c, {
+            dir: c.path("mirror"),
+            packages: (["kubeadm", "kubelet", "kubectl"] as const).map((name) => ({ name, version: TO, binary: path.join(c.bin, name) })),
+        });
+        // The node image: this machine's overlays (cgroupfs, its cgroup root, …), containerd's config, a CNI bridge for the
+        // pods (no pod network add-on here: one node), and the mirror as its only package source.
+        const overlays = machineOverlays();
+        nodes = realNodes(c, {
+            images: [{ archive: "pause" }, { archive: "workload" }],
+            overlay: {
+                ...overlays,
+                "/etc/containerd/config.toml": "version = 3\nimports = ['/etc/containerd/conf.d/*.toml']\n" +
+                    "[plugins.'io.containerd.cri.v1.images'.pinned_images]\n  sandbox = 'registry.k8s.io/pause:3.10.2'\n",
+                "/etc/cni/net.d/10-bridge.conflist": JSON.stringify({
+                    cniVersion: "1.0.0", name: "ak-upgrade", plugins: [
+                        { type: "bridge", bridge: "cni0", isGateway: true, ipMasq: true, ipam: { type: "host-local", ranges: [[{ subnet: "10.244.7.0/24" }]] } },
+                        { type: "portmap", capabilities: { portMappings: true } }],
+                }),
+                "/etc/apt/sources.list.d/debian.sources": "",
+            },
+        });
+        node = await nodes.boot({ instanceId: NODE_ID, ip: NODE_IP, hostname: NODE_ID, kubeBin: prev.bin });
+        // what the project's prepare step leaves (docs/real-cluster.md): containerd up with the baked images, forwarding on
+        await node.sh("echo 1 > /proc/sys/net/ipv4/ip_forward && systemctl enable --now containerd && systemctl enable kubelet");
+        await c.waitFor("the node's baked images imported", async () => node.read("/var/lib/containerd/.ak-baked-images") !== undefined, 60_000);
+        const token = (await c.run("kubeadm", ["token", "create", "--kubeconfig", c.kubeconfig])).stdout.trim();
+        const ignore = (overlays["/etc/alicloud-kubeadm/ignore-preflight-errors"] ?? "").trim();
+        await node.sh("mkdir -p /etc/alicloud-kubeadm && cat > /etc/alicloud-kubeadm/join.yaml", { input: [
+            "apiVersion: kubeadm.k8s.io/v1beta4", "kind: JoinConfiguration",
+            "discovery:", "  bootstrapToken:", `    apiServerEndpoint: ${c.vpc!.apiEndpoint}`, `    token: ${token}`, `    caCertHashes: ["${c.caCertHash}"]`,
+            "nodeRegistration:", `  name: ${NODE}`, "  criSocket: unix:///run/containerd/containerd.sock",
+            "  kubeletExtraArgs:", `    - { name: provider-id, value: ${NODE} }`, `    - { name: node-ip, value: ${NODE_IP} }`,
+            "    - { name: node-labels, value: alicloud-kubeadm.test/upgrade=worker }",
+            ...(ignore ? [`  ignorePreflightErrors: [${ignore}]`] : []),
+            "patches:", "  directory: /etc/alicloud-kubeadm/kubeadm-patches", "",
+        ].join("\n") });
+        // the node's own kubeadm (v1.35.8) joins it, as the node was made before the control plane moved
+        await node.sh("kubeadm join --config /etc/alicloud-kubeadm/join.yaml", { timeoutMs: 180_000 });
+        await c.waitFor(`${NODE} Ready`, async () => {
+            const n = JSON.parse(await c.kubectl(["get", "node", NODE, "-o", "json", "--ignore-not-found"]) || "null");
+            return n?.status.conditions.find((x: { type: string }) => x.type === "Ready")?.status === "True";
+        }, 120_000);
+    });
+
+    // the emulator is per test (useEmulator)
+    beforeEach(async function () {
+        const emu = ctx.emu;
+        const master = emu.addInstance({ instanceId: "i-master0", regionId: REGION }).instanceId;
+        emu.addInstance({ instanceId: NODE_ID, regionId: REGION, privateIp: NODE_IP });
+        const commands: NodeCommandIds = await saveNodeCommands(REGION);
+        upgradeCommandId = await createCommand(REGION, {
+            commandName: "test-upgrade", script: renderUpgradeCommand({ region: REGION, kubernetesVersion: TO, packageMirror: repo!.mirror }),
+            parameters: true, timeoutSeconds: OPERATIONS.upgrade.timeoutSeconds, description: OPERATIONS.upgrade.description,
+        });
+        // Cloud Assistant on the node: the upgrade command runs as root from its script file, output in one stream
+        emu.onCommand(new RegExp(`AK_K8S_REPO_URL='${repo!.mirror.replace(/[.]/g, "\\.")}`), async (x) => {
+            assert.strictEqual(x.instanceId, NODE_ID, "the upgrade command runs on the worker only");
+            const r = await node.run("bash", ["-c", 'f=$(mktemp /root/command-XXXX.sh) && cat > "$f" && exec bash "$f" 2>&1'], { input: x.script, allowFail: true, timeoutMs: 300_000 });
+            return { exitCode: r.code, output: r.stdout + r.stderr };
+        });
+        ops = answerWithRealCluster(emu, c, { master, realNodes: nodes! });
+        access = { region: REGION, masterInstanceIds: [master], commands, pollIntervalMs: 20 };
+    });
+    afterEach(() => ops?.cleanup());
+
+    const nodeObject = async () => JSON.parse(await c.kubectl(["get", "node", NODE, "-o", "json"]));
+    const webPods = async (): Promise<Array<{ uid: string; node: string; phase: string }>> =>
+        (JSON.parse(await c.kubectl(["get", "pods", "-n", "default", "-l", "app=web", "-o", "json"])).items as any[])
+            .filter((p) => !p.metadata.deletionTimestamp)
+            .map((p) => ({ uid: p.metadata.uid, node: p.spec.nodeName ?? "", phase: p.status.phase }));
+    const installed = async (pkg: string) => (await node.sh(`dpkg-query -W -f '\${Version} \${Status}' ${pkg} 2>/dev/null || true`)).stdout.trim();
+
+    it(`drain → kubeadm → kubeadm upgrade node → kubelet → uncordon: the Node reports kubelet v${TO}, the packages come from the mirror, the pods are back`, async function () {
+        // before: the node runs the previous minor, with two pods of a Deployment
+        assert.strictEqual((await nodeObject()).status.nodeInfo.kubeletVersion, `v${FROM}`);
+        await c.apply({
+            apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "web", namespace: "default" },
+            spec: { replicas: 2, selector: { matchLabels: { app: "web" } }, template: { metadata: { labels: { app: "web" } }, spec: {
+                nodeSelector: { "alicloud-kubeadm.test/upgrade": "worker" }, terminationGracePeriodSeconds: 1,
+                containers: [{ name: "web", image: WORKLOAD_IMAGE, imagePullPolicy: "Never" }] } } },
+        });
+        const before = await c.waitFor("two web pods Running on the node", async () => {
+            const pods = await webPods();
+            return pods.length === 2 && pods.every((p) => p.phase === "Running" && p.node === NODE) ? pods : undefined;
+        }, 120_000);
+
+        // drain with the upgrade's mark: the pods are evicted; with no other node, their replacements wait
+        await drainNode(access, NODE, { timeoutSeconds: 120, force: false, skipWaitSeconds: 0, mark: "upgrading" });
+        const drained = await nodeObject();
+        assert.strictEqual(drained.spec.unschedulable, true);
+        assert.ok(drained.metadata.annotations?.["alicloud-kubeadm/upgrading"] !== undefined, "the drain's upgrade mark");
+        const during = await webPods();
+        assert.ok(during.every((p) => !before.some((b) => b.uid === p.uid)), "the pods were evicted");
+        assert.ok(during.every((p) => p.node === ""), `no pod placed on the cordoned node: ${JSON.stringify(during)}`);
+
+        // the upgrade command's steps, as the node upgrade runs them
+        assert.match(await runUpgradeStep(access, upgradeCommandId, NODE_ID, "kubeadm"), /upgrade-step=kubeadm result=ok/);
+        assert.strictEqual((await node.run("kubeadm", ["version", "-o", "short"])).stdout.trim(), `v${TO}`);
+        assert.strictEqual(await installed("kubeadm"), `${TO}-1.1 hold ok installed`);
+        assert.strictEqual((await nodeObject()).status.nodeInfo.kubeletVersion, `v${FROM}`, "the kubelet moves only in its own step");
+
+        assert.match(await runUpgradeStep(access, upgradeCommandId, NODE_ID, "node"), /upgrade-step=node result=ok/);
+        // `kubeadm upgrade node` rewrote the kubelet's configuration from the cluster's, with the node image's patch kept
+        // (without it this machine's kubelet would not start: cgroupfs, its cgroup root, cgroup v1 allowed)
+        assert.match(node.read("/var/lib/kubelet/config.yaml") ?? "", new RegExp(`^cgroupRoot: ${node.cgroupRoot}$`, "m"));
+        assert.match(await runUpgradeStep(access, upgradeCommandId, NODE_ID, "kubelet"), /upgrade-step=kubelet result=ok/);
+        assert.strictEqual(await installed("kubelet"), `${TO}-1.1 hold ok installed`);
+        assert.strictEqual(await installed("kubectl"), `${TO}-1.1 hold ok installed`);
+        const moved = await c.waitFor(`${NODE} Ready with kubelet v${TO}`, async () => {
+            const n = await nodeObject();
+            return n.status.nodeInfo.kubeletVersion === `v${TO}` && n.status.conditions.find((x: { type: string }) => x.type === "Ready")?.status === "True" ? n : undefined;
+        }, 120_000);
+        assert.strictEqual(moved.spec.unschedulable, true, "still cordoned until the uncordon step");
+
+        assert.strictEqual(await uncordonNode(access, NODE, "upgrading"), "uncordoned");
+        const after = await nodeObject();
+        assert.ok(!after.spec.unschedulable);
+        assert.strictEqual(after.metadata.annotations?.["alicloud-kubeadm/upgrading"], undefined);
+        const back = await c.waitFor("the web pods back on the node, Running", async () => {
+            const pods = await webPods();
+            return pods.length === 2 && pods.every((p) => p.phase === "Running" && p.node === NODE) ? pods : undefined;
+        }, 180_000).catch(async (err) => {
+            // what kept them away, for whoever reads the failure
+            console.log(await c.kubectl(["describe", "pods", "-n", "default", "-l", "app=web"], { allowFail: true }), node.log("kubelet.service").slice(-4000));
+            throw err;
+        });
+        assert.ok(back.every((p) => !before.some((b) => b.uid === p.uid)), "new pods, not the evicted ones");
+        // the kubelet that runs them is the package's binary, not the one the node was made with
+        assert.match((await node.sh("kubelet --version")).stdout, new RegExp(`Kubernetes v${TO.replace(/\./g, "\\.")}`));
+    });
+});
