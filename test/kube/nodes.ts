@@ -37,7 +37,13 @@ export const NODE_BINARIES = [
 
 /** Image archives (bin/images/<name>.tar) and the name each is imported under. */
 export const IMAGE_ARCHIVES = ["pause", "workload", "kube-proxy", "flannel", "flannel-cni-plugin"] as const;
-export type ImageArchive = typeof IMAGE_ARCHIVES[number];
+/**
+ * Image archives of a real-node master's static pods (bin/images/<name>.tar): etcd under the tag kubeadm names, and
+ * `<component>-<version>` for kube-apiserver, kube-controller-manager and kube-scheduler of this version and the
+ * previous minor (test/kube/build.sh), named `registry.k8s.io/<component>:<version>`.
+ */
+export type ControlPlaneArchive = "etcd" | `${"kube-apiserver" | "kube-controller-manager" | "kube-scheduler"}-v${string}`;
+export type ImageArchive = typeof IMAGE_ARCHIVES[number] | ControlPlaneArchive;
 
 /** The workload image's name (test/kube/go/images/workload: an HTTP server on 8080). */
 export const WORKLOAD_IMAGE = "alicloud-kubeadm.test/workload:1";
@@ -48,6 +54,13 @@ export function missingNodeBinaries(bin: string): string[] {
         ...NODE_BINARIES.filter((b) => !isExecutable(path.join(bin, b))),
         ...IMAGE_ARCHIVES.filter((i) => !fs.existsSync(path.join(bin, "images", `${i}.tar`))).map((i) => `images/${i}.tar`),
     ];
+}
+
+/** The control-plane archives of `versions` (and etcd's) missing in `bin`. */
+export function missingControlPlaneArchives(bin: string, versions: string[]): string[] {
+    const archives: ControlPlaneArchive[] = ["etcd", ...versions.flatMap((v) =>
+        (["kube-apiserver", "kube-controller-manager", "kube-scheduler"] as const).map((c) => `${c}-v${v.replace(/^v/, "")}` as const))];
+    return archives.filter((a) => !fs.existsSync(path.join(bin, "images", `${a}.tar`))).map((a) => `images/${a}.tar`);
 }
 
 /** The cgroup layout of this machine: v1 (a hierarchy per controller), v2 (unified), or undefined (neither usable). */
