@@ -15,14 +15,14 @@
  */
 import * as assert from "assert";
 import { useEmulator } from "../testing/emulator/fixture";
-import { createCommand, saveNodeCommands } from "../testing/savedCommands";
+import { saveNodeCommands } from "../testing/savedCommands";
 import { useRealCluster } from "./kube/fixture";
 import { isExecutable, previousKubernetes, KUBERNETES_VERSION, binDir, type Cluster } from "./kube/cluster";
-import { machineOverlays, missingNodeBinaries, realNodes, realNodesUnavailable, WORKLOAD_IMAGE, type RealNode, type RealNodes } from "./kube/nodes";
+import { missingNodeBinaries, realNodes, realNodesUnavailable, WORKLOAD_IMAGE, type RealNode, type RealNodes } from "./kube/nodes";
+import { answerUpgradeCommand, saveUpgradeCommand, upgradeNodeImage } from "./kube/upgradeCommand";
 import { aptRepo, aptRepoMissing, type AptRepo } from "./kube/aptRepo";
 import { answerWithRealCluster, type RealOperations } from "./kube/operations";
-import { renderUpgradeCommand } from "../src/shell/render";
-import { OPERATIONS, type NodeCommandIds } from "../src/rules";
+import type { NodeCommandIds } from "../src/rules";
 import { drainNode, uncordonNode, type ClusterAccess } from "../src/cloud/operations";
 import { runUpgradeStep } from "../src/upgrade/run";
 import * as path from "path";
@@ -74,29 +74,15 @@ describe("real node: a worker's kubelet upgraded in place from the previous mino
             dir: c.path("mirror"),
             packages: (["kubeadm", "kubelet", "kubectl"] as const).map((name) => ({ name, version: TO, binary: path.join(c.bin, name) })),
         });
-        // The node image: this machine's overlays (cgroupfs, its cgroup root, …), containerd's config, a CNI bridge for the
-        // pods (no pod network add-on here: one node), and the mirror as its only package source.
-        const overlays = machineOverlays();
-        nodes = realNodes(c, {
-            images: [{ archive: "pause" }, { archive: "workload" }],
-            overlay: {
-                ...overlays,
-                "/etc/containerd/config.toml": "version = 3\nimports = ['/etc/containerd/conf.d/*.toml']\n" +
-                    "[plugins.'io.containerd.cri.v1.images'.pinned_images]\n  sandbox = 'registry.k8s.io/pause:3.10.2'\n",
-                "/etc/cni/net.d/10-bridge.conflist": JSON.stringify({
-                    cniVersion: "1.0.0", name: "ak-upgrade", plugins: [
-                        { type: "bridge", bridge: "cni0", isGateway: true, ipMasq: true, ipam: { type: "host-local", ranges: [[{ subnet: "10.244.7.0/24" }]] } },
-                        { type: "portmap", capabilities: { portMappings: true } }],
-                }),
-                "/etc/apt/sources.list.d/debian.sources": "",
-            },
-        });
+        // the node image, and a CNI bridge for the pods (no pod network add-on here: one node)
+        const image = upgradeNodeImage({ podSubnet: "10.244.7.0/24" });
+        nodes = realNodes(c, { images: [{ archive: "pause" }, { archive: "workload" }], overlay: image });
         node = await nodes.boot({ instanceId: NODE_ID, ip: NODE_IP, hostname: NODE_ID, kubeBin: prev.bin });
         // what the project's prepare step leaves (docs/real-cluster.md): containerd up with the baked images, forwarding on
         await node.sh("echo 1 > /proc/sys/net/ipv4/ip_forward && systemctl enable --now containerd && systemctl enable kubelet");
         await c.waitFor("the node's baked images imported", async () => node.read("/var/lib/containerd/.ak-baked-images") !== undefined, 60_000);
         const token = (await c.run("kubeadm", ["token", "create", "--kubeconfig", c.kubeconfig])).stdout.trim();
-        const ignore = (overlays["/etc/alicloud-kubeadm/ignore-preflight-errors"] ?? "").trim();
+        const ignore = (image["/etc/alicloud-kubeadm/ignore-preflight-errors"] ?? "").trim();
         await node.sh("mkdir -p /etc/alicloud-kubeadm && cat > /etc/alicloud-kubeadm/join.yaml", { input: [
             "apiVersion: kubeadm.k8s.io/v1beta4", "kind: JoinConfiguration",
             "discovery:", "  bootstrapToken:", `    apiServerEndpoint: ${c.vpc!.apiEndpoint}`, `    token: ${token}`, `    caCertHashes: ["${c.caCertHash}"]`,
@@ -120,16 +106,8 @@ describe("real node: a worker's kubelet upgraded in place from the previous mino
         const master = emu.addInstance({ instanceId: "i-master0", regionId: REGION }).instanceId;
         emu.addInstance({ instanceId: NODE_ID, regionId: REGION, privateIp: NODE_IP });
         const commands: NodeCommandIds = await saveNodeCommands(REGION);
-        upgradeCommandId = await createCommand(REGION, {
-            commandName: "test-upgrade", script: renderUpgradeCommand({ region: REGION, kubernetesVersion: TO, packageMirror: repo!.mirror }),
-            parameters: true, timeoutSeconds: OPERATIONS.upgrade.timeoutSeconds, description: OPERATIONS.upgrade.description,
-        });
-        // Cloud Assistant on the node: the upgrade command runs as root from its script file, output in one stream
-        emu.onCommand(new RegExp(`AK_K8S_REPO_URL='${repo!.mirror.replace(/[.]/g, "\\.")}`), async (x) => {
-            assert.strictEqual(x.instanceId, NODE_ID, "the upgrade command runs on the worker only");
-            const r = await node.run("bash", ["-c", 'f=$(mktemp /root/command-XXXX.sh) && cat > "$f" && exec bash "$f" 2>&1'], { input: x.script, allowFail: true, timeoutMs: 300_000 });
-            return { exitCode: r.code, output: r.stdout + r.stderr };
-        });
+        upgradeCommandId = await saveUpgradeCommand(REGION, TO, repo!.mirror);
+        answerUpgradeCommand(emu, repo!.mirror, nodes!);
         ops = answerWithRealCluster(emu, c, { master, realNodes: nodes! });
         access = { region: REGION, masterInstanceIds: [master], commands, pollIntervalMs: 20 };
     });
