@@ -16,13 +16,10 @@
  * cannot run real nodes (fails under CI=true).
  */
 import * as assert from "assert";
-import * as path from "path";
 import { useEmulator } from "../testing/emulator/fixture";
-import { useRealCluster } from "./kube/fixture";
-import { binDir, isExecutable, KUBERNETES_VERSION, previousKubernetes, type Cluster } from "./kube/cluster";
-import { missingControlPlaneArchives, missingNodeBinaries, realNodes, realNodesUnavailable, type RealNode, type RealNodes } from "./kube/nodes";
-import { aptRepo, aptRepoMissing, type AptRepo } from "./kube/aptRepo";
-import { answerUpgradeCommand, saveUpgradeCommand, upgradeNodeImage } from "./kube/upgradeCommand";
+import { binDir, previousKubernetes, type Cluster } from "./kube/cluster";
+import { missingControlPlaneArchives, realNodes, type RealNode } from "./kube/nodes";
+import { answerUpgradeCommand, FROM, saveUpgradeCommand, TO, upgradeNodeImage, useUpgradeWorld } from "./kube/upgradeCommand";
 import { runUpgradeStep } from "../src/upgrade/run";
 import { readInstanceVersions } from "../src/upgrade/status";
 
@@ -31,34 +28,13 @@ const MASTER_IP = "192.168.0.10"; // the fixture's: the VPC router and the packa
 const NODE_IP = "192.168.0.31";
 const NODE_ID = "i-bp1upgrademaster01";
 const NODE = `${REGION}.${NODE_ID}`;
-const FROM = previousKubernetes().version.replace(/^v/, "");
-const TO = KUBERNETES_VERSION.replace(/^v/, "");
 /** etcd of both versions: the tag kubeadm v1.36 names for v1.35 and v1.36 alike (v1.35's kubeadm would name 3.6.6-0). */
 const ETCD_TAG = "3.6.8-0";
 const COMPONENTS = ["kube-apiserver", "kube-controller-manager", "kube-scheduler"] as const;
 
-function missing(): string[] {
-    const prev = previousKubernetes();
-    return [
-        ...prev.missing, ...["kubeadm", "kubelet"].filter((b) => !isExecutable(path.join(prev.bin, b))).map((b) => `${prev.version}/${b}`),
-        ...missingNodeBinaries(binDir()), ...missingControlPlaneArchives(binDir(), [FROM, TO]), ...aptRepoMissing(),
-        ...["/usr/sbin/conntrack", "/usr/bin/socat"].filter((p) => !isExecutable(p)).map((p) => `${p} (Debian: conntrack, socat)`),
-    ];
-}
-
 describe("real node master: kubeadm upgrade plan and apply through the upgrade command move its static-pod control plane from the previous minor", function () {
     this.timeout(900_000);
-    let nodes: RealNodes | undefined;
-    let repo: AptRepo | undefined;
-    // registered before the cluster's own hooks: mocha runs `after` hooks in order, so the node stops before its cluster
-    after(async function () {
-        this.timeout(60_000);
-        await nodes?.stopAll();
-        await repo?.stop();
-    });
-    const unavailable = realNodesUnavailable();
-    const rc = useRealCluster({ region: REGION, vpc: { masterIp: MASTER_IP, cidrs: ["192.168.0.0/24"] } },
-        () => [...missing(), ...(unavailable ? [`a machine that can run real nodes (${unavailable})`] : [])]);
+    const world = useUpgradeWorld({ region: REGION, masterIp: MASTER_IP, alsoNeeds: () => missingControlPlaneArchives(binDir(), [FROM, TO]) });
     const ctx = useEmulator();
     let c: Cluster;
     let node: RealNode;
@@ -76,15 +52,11 @@ describe("real node master: kubeadm upgrade plan and apply through the upgrade c
 
     before(async function () {
         this.timeout(600_000);
-        c = rc.c;
-        repo = await aptRepo(c, {
-            dir: c.path("mirror"),
-            packages: (["kubeadm", "kubelet", "kubectl"] as const).map((name) => ({ name, version: TO, binary: path.join(c.bin, name) })),
-        });
+        c = world.c;
         // the node image: the control plane's images of both versions baked in (a node pulls them; here nothing is pulled).
         // ImagePull: kubeadm's preflight pulls every image it names, and CoreDNS, v1.35's kube-proxy and pause 3.10.1 are
         // none of the archives (their pods are not what this test runs)
-        nodes = realNodes(c, {
+        const nodes = world.nodes = realNodes(c, {
             images: [{ archive: "pause" }, { archive: "etcd" }, { archive: "kube-proxy" },
                 ...[FROM, TO].flatMap((v) => COMPONENTS.map((name) => ({ archive: `${name}-v${v}` as const })))],
             overlay: upgradeNodeImage({ podSubnet: "10.244.9.0/24", ignorePreflight: ["ImagePull"] }),
@@ -120,8 +92,8 @@ describe("real node master: kubeadm upgrade plan and apply through the upgrade c
         const emu = ctx.emu;
         emu.addInstance({ instanceId: NODE_ID, regionId: REGION, privateIp: NODE_IP });
         const access = { region: REGION, pollIntervalMs: 50 };
-        const id = await saveUpgradeCommand(REGION, TO, repo!.mirror);
-        answerUpgradeCommand(emu, repo!.mirror, nodes!);
+        const id = await saveUpgradeCommand(REGION, TO, world.repo.mirror);
+        answerUpgradeCommand(emu, world.repo.mirror, world.nodes!);
 
         // before: what the upgrade reads of this master (the status step), and the cluster's own versions
         assert.deepStrictEqual(await readInstanceVersions(access, id, NODE_ID), { kubeadm: FROM, kubelet: FROM, apiserver: FROM });

@@ -15,50 +15,23 @@
  */
 import * as assert from "assert";
 import { useEmulator } from "../testing/emulator/fixture";
-import { saveNodeCommands } from "../testing/savedCommands";
-import { useRealCluster } from "./kube/fixture";
-import { isExecutable, previousKubernetes, KUBERNETES_VERSION, binDir, type Cluster } from "./kube/cluster";
-import { missingNodeBinaries, realNodes, realNodesUnavailable, WORKLOAD_IMAGE, type RealNode, type RealNodes } from "./kube/nodes";
-import { answerUpgradeCommand, saveUpgradeCommand, upgradeNodeImage } from "./kube/upgradeCommand";
-import { aptRepo, aptRepoMissing, type AptRepo } from "./kube/aptRepo";
+import { operation, saveNodeCommands } from "../testing/savedCommands";
+import { previousKubernetes, type Cluster } from "./kube/cluster";
+import { realNodes, WORKLOAD_IMAGE, type RealNode } from "./kube/nodes";
+import { answerUpgradeCommand, FROM, saveUpgradeCommand, TO, upgradeNodeImage, useUpgradeWorld } from "./kube/upgradeCommand";
 import { answerWithRealCluster, type RealOperations } from "./kube/operations";
 import type { NodeCommandIds } from "../src/rules";
 import { drainNode, uncordonNode, type ClusterAccess } from "../src/cloud/operations";
 import { runUpgradeStep } from "../src/upgrade/run";
-import * as path from "path";
 
 const REGION = "cn-hangzhou";
 const MASTER_IP = "192.168.0.10";
 const NODE_IP = "192.168.0.21";
 const NODE_ID = "i-bp1upgradeworker01";
 const NODE = `${REGION}.${NODE_ID}`;
-const FROM = previousKubernetes().version.replace(/^v/, "");
-const TO = KUBERNETES_VERSION.replace(/^v/, "");
-/** Host tools the node's package install runs besides apt and dpkg: kubeadm's packages' dependencies, installed on the host. */
-const HOST_PACKAGES = ["/usr/sbin/conntrack", "/usr/bin/socat"];
-
-/** Everything missing on this machine for this file, by name (binaries, image archives, host tools). */
-function missing(): string[] {
-    const prev = previousKubernetes();
-    return [
-        ...prev.missing, ...["kubeadm", "kubelet"].filter((b) => !isExecutable(path.join(prev.bin, b))).map((b) => `${prev.version}/${b}`),
-        ...missingNodeBinaries(binDir()), ...aptRepoMissing(), ...HOST_PACKAGES.filter((p) => !isExecutable(p)).map((p) => `${p} (Debian: conntrack, socat)`),
-    ];
-}
-
 describe("real node: a worker's kubelet upgraded in place from the previous minor through the upgrade command, its pods drained and back", function () {
     this.timeout(600_000);
-    let nodes: RealNodes | undefined;
-    let repo: AptRepo | undefined;
-    // registered before the cluster's own hooks: mocha runs `after` hooks in order, so the node stops before its cluster
-    after(async function () {
-        this.timeout(60_000);
-        await nodes?.stopAll();
-        await repo?.stop();
-    });
-    const unavailable = realNodesUnavailable();
-    const rc = useRealCluster({ region: REGION, vpc: { masterIp: MASTER_IP, cidrs: ["192.168.0.0/24"] } },
-        () => [...missing(), ...(unavailable ? [`a machine that can run real nodes (${unavailable})`] : [])]);
+    const world = useUpgradeWorld({ region: REGION, masterIp: MASTER_IP });
     const ctx = useEmulator();
     let c: Cluster;
     let node: RealNode;
@@ -68,16 +41,12 @@ describe("real node: a worker's kubelet upgraded in place from the previous mino
 
     before(async function () {
         this.timeout(300_000);
-        c = rc.c;
+        c = world.c;
         const prev = previousKubernetes();
-        repo = await aptRepo(c, {
-            dir: c.path("mirror"),
-            packages: (["kubeadm", "kubelet", "kubectl"] as const).map((name) => ({ name, version: TO, binary: path.join(c.bin, name) })),
-        });
         // the node image, and a CNI bridge for the pods (no pod network add-on here: one node)
         const image = upgradeNodeImage({ podSubnet: "10.244.7.0/24" });
-        nodes = realNodes(c, { images: [{ archive: "pause" }, { archive: "workload" }], overlay: image });
-        node = await nodes.boot({ instanceId: NODE_ID, ip: NODE_IP, hostname: NODE_ID, kubeBin: prev.bin });
+        world.nodes = realNodes(c, { images: [{ archive: "pause" }, { archive: "workload" }], overlay: image });
+        node = await world.nodes.boot({ instanceId: NODE_ID, ip: NODE_IP, hostname: NODE_ID, kubeBin: prev.bin });
         // what the project's prepare step leaves (docs/real-cluster.md): containerd up with the baked images, forwarding on
         await node.sh("echo 1 > /proc/sys/net/ipv4/ip_forward && systemctl enable --now containerd && systemctl enable kubelet");
         await c.waitFor("the node's baked images imported", async () => node.read("/var/lib/containerd/.ak-baked-images") !== undefined, 60_000);
@@ -106,9 +75,11 @@ describe("real node: a worker's kubelet upgraded in place from the previous mino
         const master = emu.addInstance({ instanceId: "i-master0", regionId: REGION }).instanceId;
         emu.addInstance({ instanceId: NODE_ID, regionId: REGION, privateIp: NODE_IP });
         const commands: NodeCommandIds = await saveNodeCommands(REGION);
-        upgradeCommandId = await saveUpgradeCommand(REGION, TO, repo!.mirror);
-        answerUpgradeCommand(emu, repo!.mirror, nodes!);
-        ops = answerWithRealCluster(emu, c, { master, realNodes: nodes! });
+        upgradeCommandId = await saveUpgradeCommand(REGION, TO, world.repo.mirror);
+        answerUpgradeCommand(emu, world.repo.mirror, world.nodes!);
+        ops = answerWithRealCluster(emu, c, { master, realNodes: world.nodes! });
+        // the upgrade's uncordon, on the master like the drain
+        emu.onCommand(operation("uncordon"), (x) => ops.runOnMaster(x.script));
         access = { region: REGION, masterInstanceIds: [master], commands, pollIntervalMs: 20 };
     });
     afterEach(() => ops?.cleanup());

@@ -10,11 +10,66 @@
  *   answerUpgradeCommand(emu, repo.mirror, nodes);
  *   await runUpgradeStep(access, id, instanceId, "kubeadm");
  */
+import * as path from "path";
 import type { Emulator } from "../../testing/emulator";
 import { createCommand } from "../../testing/savedCommands";
 import { renderUpgradeCommand } from "../../src/shell/render";
 import { OPERATIONS } from "../../src/rules";
-import { machineOverlays, type RealNodes } from "./nodes";
+import { aptRepo, aptRepoMissing, type AptRepo } from "./aptRepo";
+import { binDir, isExecutable, KUBERNETES_VERSION, previousKubernetes, type Cluster } from "./cluster";
+import { useRealCluster } from "./fixture";
+import { machineOverlays, missingNodeBinaries, realNodesUnavailable, type RealNodes } from "./nodes";
+
+/** The upgrade tests' two versions (`x.y.z`): the previous minor's (test/kube/go/kubernetes-previous) and this one's. */
+export const FROM = previousKubernetes().version.replace(/^v/, "");
+export const TO = KUBERNETES_VERSION.replace(/^v/, "");
+
+/**
+ * What this machine lacks for a real upgrade test, by name: the previous minor's kubeadm and kubelet, a node's binaries
+ * and images, the mirror's tools, the host's conntrack and socat (the Kubernetes packages' install asks for them and finds
+ * them installed in the node's copy of this machine's package database), a machine that can run real nodes; and `more`.
+ */
+export function upgradeWorldMissing(more: string[] = []): string[] {
+    const prev = previousKubernetes();
+    const unavailable = realNodesUnavailable();
+    return [
+        ...prev.missing, ...["kubeadm", "kubelet"].filter((b) => !isExecutable(path.join(prev.bin, b))).map((b) => `${prev.version}/${b}`),
+        ...missingNodeBinaries(binDir()), ...aptRepoMissing(),
+        ...["/usr/sbin/conntrack", "/usr/bin/socat"].filter((p) => !isExecutable(p)).map((p) => `${p} (Debian: conntrack, socat)`),
+        ...(unavailable ? [`a machine that can run real nodes (${unavailable})`] : []), ...more,
+    ];
+}
+
+/**
+ * Mocha hooks of a real upgrade test's world: the fixture's cluster on a VPC (`192.168.0.0/24`, its master at
+ * `masterIp`, which also serves the mirror), the mirror of {@link TO}'s kubeadm, kubelet and kubectl (test/kube/aptRepo.ts),
+ * and, after the file, the nodes the test put in `nodes` stopped before the cluster. Skipped with one line (failed under
+ * CI=true) when {@link upgradeWorldMissing} names anything.
+ */
+export function useUpgradeWorld(opts: { region: string; masterIp: string; alsoNeeds?: () => string[] }): { readonly c: Cluster; readonly repo: AptRepo; nodes?: RealNodes } {
+    const world: { c?: Cluster; repo?: AptRepo; nodes?: RealNodes } = {};
+    // registered before the cluster's own hooks: mocha runs `after` hooks in order, so the nodes stop before their cluster
+    after(async function () {
+        this.timeout(60_000);
+        await world.nodes?.stopAll();
+        await world.repo?.stop();
+    });
+    const rc = useRealCluster({ region: opts.region, vpc: { masterIp: opts.masterIp, cidrs: ["192.168.0.0/24"] } }, () => upgradeWorldMissing(opts.alsoNeeds?.()));
+    before(async function () {
+        this.timeout(120_000);
+        world.c = rc.c;
+        world.repo = await aptRepo(rc.c, {
+            dir: rc.c.path("mirror"),
+            packages: (["kubeadm", "kubelet", "kubectl"] as const).map((name) => ({ name, version: TO, binary: path.join(rc.c.bin, name) })),
+        });
+    });
+    return {
+        get c(): Cluster { if (!world.c) throw new Error("the upgrade world's cluster is not started"); return world.c; },
+        get repo(): AptRepo { if (!world.repo) throw new Error("the upgrade world's mirror is not made"); return world.repo; },
+        get nodes() { return world.nodes; },
+        set nodes(n: RealNodes | undefined) { world.nodes = n; },
+    };
+}
 
 /**
  * The node image: {@link machineOverlays} (with `ignorePreflight` added to its preflight exceptions, no eviction
