@@ -524,6 +524,34 @@ describe("master_init.sh in the sandbox", () => {
 describe("node operations in the sandbox", () => {
     const sandbox = trackedSandboxes();
 
+    it("the upgrade command gives `kubeadm upgrade` the node image's overlays, as the join had them: its preflight exceptions and its kubeadm patches", async () => {
+        const upgrade = renderUpgradeCommand({ region: "cn-hangzhou", kubernetesVersion: "1.36.4" });
+        const kubeadmArgs = async (sb: Sandbox, step: string) => {
+            const r = await sb.run(fill(upgrade, { upgradeStep: step }));
+            assert.equal(r.code, 0, r.stdout + r.stderr);
+            return callsOf(r.calls, "kubeadm", "upgrade").map((c) => c.args.map((a) => a.replace(sb.at("/").replace(/\/$/, ""), "")));
+        };
+        const sb = sandbox({ os: "ubuntu", prebaked: true });
+        sb.write("/etc/alicloud-kubeadm/kubeadm-patches/kubeletconfiguration+merge.yaml", "failCgroupV1: false\n");
+        sb.write("/etc/alicloud-kubeadm/ignore-preflight-errors", "SystemVerification, Swap,\n");
+        const patches = ["--patches", "/etc/alicloud-kubeadm/kubeadm-patches"];
+        const ignored = "--ignore-preflight-errors=SystemVerification,Swap";
+        assert.deepEqual(await kubeadmArgs(sb, "plan"), [["upgrade", "plan", ignored, "v1.36.4"]]);
+        assert.deepEqual(await kubeadmArgs(sb, "apply"), [["upgrade", "apply", "--yes", ignored, ...patches, "v1.36.4"]]);
+        assert.deepEqual(await kubeadmArgs(sb, "node"), [["upgrade", "node", ignored, ...patches]]);
+        assert.deepEqual(await kubeadmArgs(sb, "control-plane"), [["upgrade", "node", "phase", "control-plane", ...patches]]);
+        // an image without overlays: kubeadm's own defaults
+        const plain = sandbox({ os: "ubuntu", prebaked: true });
+        assert.deepEqual(await kubeadmArgs(plain, "node"), [["upgrade", "node"]]);
+        // the file's names are checked, never run
+        const hostile = sandbox({ os: "ubuntu", prebaked: true });
+        hostile.write("/etc/alicloud-kubeadm/ignore-preflight-errors", "all; touch /tmp/x");
+        const h = await hostile.run(fill(upgrade, { upgradeStep: "node" }));
+        assert.notEqual(h.code, 0);
+        assert.match(h.stdout + h.stderr, /ignore-preflight-errors: expected comma-separated kubeadm check names/);
+        assert.equal(callsOf(h.calls, "kubeadm", "upgrade").length, 0);
+    });
+
     it("reset: kubeadm reset, the CNI configuration and state, the links and the join markers are gone; a second run changes nothing more", async () => {
         const sb = sandbox({ os: "ubuntu", prebaked: true });
         sb.write("/etc/cni/net.d/10-flannel.conflist", "{}");

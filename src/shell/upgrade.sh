@@ -35,6 +35,23 @@ ak_upgrade_packages() {
   AK_KUBE_PACKAGES="$*" "ak_install_${AK_PKG}" 1 0 0
 }
 
+# ak_upgrade_overlays: the node image's overlays (docs/architecture.md#node-image-overlays) as `kubeadm upgrade` flags,
+# as the join and init configs carry them: ak_ignored (--ignore-preflight-errors=<the checks the image fails knowingly>)
+# and ak_patches (--patches <its kubeadm patches directory>). Without them `upgrade node` rewrites the kubelet's
+# configuration without the image's kubeletconfiguration patch, and its preflight fails what the join was told to pass.
+ak_upgrade_overlays() {
+  local f="${AK_ROOT}/etc/alicloud-kubeadm/ignore-preflight-errors" d="${AK_ROOT}/etc/alicloud-kubeadm/kubeadm-patches" c list=""
+  local -a checks=()
+  [ ! -s "$f" ] || IFS=$', \t\n' read -d '' -ra checks <"$f" || true
+  for c in "${checks[@]}"; do
+    [[ $c =~ ^[A-Za-z0-9._-]+$ ]] || ak_die "${f#"$AK_ROOT"}: expected comma-separated kubeadm check names"
+    list+="${list:+,}$c"
+  done
+  ak_ignored=() ak_patches=()
+  [ -z "$list" ] || ak_ignored=("--ignore-preflight-errors=${list}")
+  [ -z "$(ls -A "$d" 2>/dev/null)" ] || ak_patches=(--patches "$d")
+}
+
 # ak_step_run COMMAND...: run it with its output in the upgrade log; on failure print the log's tail and stop.
 ak_step_run() {
   local rc=0
@@ -47,6 +64,7 @@ ak_step_run() {
   fi
 }
 
+ak_upgrade_overlays
 case "$AK_UPGRADE_STEP" in
   status)
     printf 'kubeadm=%s\nkubelet=%s\napiserver=%s\n' "$(kubeadm version -o short 2>/dev/null | sed 's/^v//' || echo none)" \
@@ -57,16 +75,16 @@ case "$AK_UPGRADE_STEP" in
     [ "$(kubeadm version -o short)" = "$target" ] || ak_die "kubeadm is $(kubeadm version -o short) after the install, not ${target}: check the package mirror ${AK_K8S_REPO_URL}"
     ;;
   plan)
-    ak_step_run kubeadm upgrade plan "$target"
+    ak_step_run kubeadm upgrade plan "${ak_ignored[@]}" "$target"
     ;;
   apply)
-    ak_step_run kubeadm upgrade apply --yes "$target"
+    ak_step_run kubeadm upgrade apply --yes "${ak_ignored[@]}" "${ak_patches[@]}" "$target"
     ;;
   node)
-    ak_step_run kubeadm upgrade node
+    ak_step_run kubeadm upgrade node "${ak_ignored[@]}" "${ak_patches[@]}"
     ;;
   control-plane)
-    ak_step_run kubeadm upgrade node phase control-plane
+    ak_step_run kubeadm upgrade node phase control-plane "${ak_patches[@]}"
     ;;
   kubelet)
     ak_step_run ak_upgrade_packages kubelet kubectl

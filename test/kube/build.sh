@@ -3,10 +3,11 @@
 # client and the Go module proxy:
 #
 #   control plane  etcd (+ etcdctl, etcdutl), kube-apiserver, kube-controller-manager, kube-scheduler, kubeadm, kubectl, kwok
-#   previous minor kube-apiserver, kube-controller-manager, kube-scheduler of the previous Kubernetes minor, into
+#   previous minor kube-apiserver, kube-controller-manager, kube-scheduler, kubeadm, kubelet of the previous minor, into
 #                  bin/<its version>/: what the tests across two versions run (test/kube/go/kubernetes-previous)
 #   node runtime   kubelet, kube-proxy, containerd (+ ctr, shim), runc (cgo, seccomp), CNI plugins, flannel,
-#                  and the node images (pause, a workload, kube-proxy, flannel) as OCI archives
+#                  and the node images (pause, a workload, kube-proxy, flannel; etcd and the control plane of both
+#                  versions, for a real-node master's static pods) as OCI archives
 #   ccm            the Alibaba Cloud Controller Manager, from ../shared/vendor (vendored: -mod vendor)
 #   autoscaler     the Cluster Autoscaler (alicloud provider), from ../shared/vendor (its go.mod + the proxy)
 #
@@ -89,7 +90,7 @@ cni_pkg=github.com/containernetworking/plugins
 families=(
   "kubernetes|control plane|kubernetes|0||$k8s_ldflags|kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler kubeadm=k8s.io/kubernetes/cmd/kubeadm kubectl=k8s.io/kubernetes/cmd/kubectl kubelet=k8s.io/kubernetes/cmd/kubelet kube-proxy=k8s.io/kubernetes/cmd/kube-proxy"
   # only what the tests across two versions run (a binary named <version>/x lands in bin/<version>/)
-  "kubernetes-previous|previous minor|kubernetes-previous|0||$prev_ldflags|$prev_version/kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver $prev_version/kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager $prev_version/kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler"
+  "kubernetes-previous|previous minor|kubernetes-previous|0||$prev_ldflags|$prev_version/kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver $prev_version/kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager $prev_version/kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler $prev_version/kubeadm=k8s.io/kubernetes/cmd/kubeadm $prev_version/kubelet=k8s.io/kubernetes/cmd/kubelet"
   "etcd|control plane|etcd|0||-s -w|etcd=go.etcd.io/etcd/server/v3 etcdctl=go.etcd.io/etcd/etcdctl/v3 etcdutl=go.etcd.io/etcd/etcdutl/v3"
   "kwok|control plane|kwok|0||-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=$kwok_version|kwok=sigs.k8s.io/kwok/cmd/kwok"
   # containerd's Makefile: urfave_cli_no_docs always; no snapshotters the nodes do not use (they use overlayfs)
@@ -288,6 +289,20 @@ else
   image_missing+=(kube-proxy flannel)
 fi
 image flannel-cni-plugin "ghcr.io/flannel-io/flannel-cni-plugin:v1.9.1-flannel3" /flannel "$(stamp_text flannel-cni)" flannel_cni_root
+# The control plane as kubeadm runs it on a master (static pods), for both versions: upstream's images carry the binary
+# at /usr/local/bin/<name>. etcd under the tag kubeadm of this version names (for this minor and the previous one).
+etcd_tag="$(awk -F'"' '/DefaultEtcdVersion = /{print $2; exit}' "$(cd "$gomods/kubernetes" && go list -m -f '{{.Dir}}' k8s.io/kubernetes)/cmd/kubeadm/app/constants/constants.go")"
+etcd_root() { mkdir -p "$1/usr/local/bin"; cp "$bin/etcd" "$bin/etcdctl" "$1/usr/local/bin/"; }
+image etcd "registry.k8s.io/etcd:$etcd_tag" /usr/local/bin/etcd "$(stamp_text etcd etcdctl)" etcd_root
+control_plane_binary=""
+control_plane_root() { mkdir -p "$1/usr/local/bin"; cp "$bin/$control_plane_binary" "$1/usr/local/bin/"; }
+for cp_version in "$k8s_version" "$prev_version"; do
+  for cp_name in kube-apiserver kube-controller-manager kube-scheduler; do
+    control_plane_binary=$cp_name
+    [[ "$cp_version" == "$k8s_version" ]] || control_plane_binary="$cp_version/$cp_name"
+    image "$cp_name-$cp_version" "registry.k8s.io/$cp_name:$cp_version" "/usr/local/bin/$cp_name" "$(stamp_text "$control_plane_binary")" control_plane_root
+  done
+done
 if [[ ${#image_missing[@]} -gt 0 ]]; then
   echo "kube:build: skipped the ${image_missing[*]} images: they carry the host's iptables (Debian: apt-get install iptables)"
 fi
@@ -310,6 +325,8 @@ v kubectl version --client
 v "$prev_version/kube-apiserver" --version
 v "$prev_version/kube-controller-manager" --version
 v "$prev_version/kube-scheduler" --version
+v "$prev_version/kubeadm" version -o short
+v "$prev_version/kubelet" --version
 v kwok --version
 v kubelet --version
 v kube-proxy --version

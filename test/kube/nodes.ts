@@ -37,7 +37,13 @@ export const NODE_BINARIES = [
 
 /** Image archives (bin/images/<name>.tar) and the name each is imported under. */
 export const IMAGE_ARCHIVES = ["pause", "workload", "kube-proxy", "flannel", "flannel-cni-plugin"] as const;
-export type ImageArchive = typeof IMAGE_ARCHIVES[number];
+/**
+ * Image archives of a real-node master's static pods (bin/images/<name>.tar): etcd under the tag kubeadm names, and
+ * `<component>-<version>` for kube-apiserver, kube-controller-manager and kube-scheduler of this version and the
+ * previous minor (test/kube/build.sh), named `registry.k8s.io/<component>:<version>`.
+ */
+export type ControlPlaneArchive = "etcd" | `${"kube-apiserver" | "kube-controller-manager" | "kube-scheduler"}-v${string}`;
+export type ImageArchive = typeof IMAGE_ARCHIVES[number] | ControlPlaneArchive;
 
 /** The workload image's name (test/kube/go/images/workload: an HTTP server on 8080). */
 export const WORKLOAD_IMAGE = "alicloud-kubeadm.test/workload:1";
@@ -48,6 +54,13 @@ export function missingNodeBinaries(bin: string): string[] {
         ...NODE_BINARIES.filter((b) => !isExecutable(path.join(bin, b))),
         ...IMAGE_ARCHIVES.filter((i) => !fs.existsSync(path.join(bin, "images", `${i}.tar`))).map((i) => `images/${i}.tar`),
     ];
+}
+
+/** The control-plane archives of `versions` (and etcd's) missing in `bin`. */
+export function missingControlPlaneArchives(bin: string, versions: string[]): string[] {
+    const archives: ControlPlaneArchive[] = ["etcd", ...versions.flatMap((v) =>
+        (["kube-apiserver", "kube-controller-manager", "kube-scheduler"] as const).map((c) => `${c}-v${v.replace(/^v/, "")}` as const))];
+    return archives.filter((a) => !fs.existsSync(path.join(bin, "images", `${a}.tar`))).map((a) => `images/${a}.tar`);
 }
 
 /** The cgroup layout of this machine: v1 (a hierarchy per controller), v2 (unified), or undefined (neither usable). */
@@ -76,6 +89,12 @@ export interface BootSpec {
     ip: string;
     /** Default: the instance id (ECS names hosts after the instance). */
     hostname?: string;
+    /**
+     * A folder holding kubeadm and kubelet (and kubectl, else the harness's) of another version, installed where the
+     * packages put them instead of the harness's: a node made with an older release (e.g. cluster.ts `previousKubernetes().bin`)
+     * Default: the harness's bin folder.
+     */
+    kubeBin?: string;
 }
 
 export interface RealNode {
@@ -245,17 +264,22 @@ export function realNodes(c: Cluster, opts: RealNodesOptions = {}): RealNodes {
         cgroups.make();
         const initLog = fs.openSync(path.join(dir, "logs", "init.log"), "a");
         const holder: ChildProcess = spawn("setpriv", ["--pdeathsig", "KILL", "unshare", "--net", "--mount", "--uts", "--ipc", "--pid", "--fork", "--kill-child",
-            "--mount-proc", "--propagation", "private", "bash", path.join(files, "init.sh"), dir, hostname, c.bin], { stdio: ["ignore", "pipe", initLog] });
+            "--mount-proc", "--propagation", "private", "bash", path.join(files, "init.sh"), dir, hostname, c.bin, spec.kubeBin ?? c.bin], { stdio: ["ignore", "pipe", initLog] });
         fs.closeSync(initLog);
         let exited = false;
         holder.once("exit", () => { exited = true; });
         await new Promise<void>((resolve, reject) => {
             let out = "";
             holder.once("error", reject);
-            holder.once("exit", (code) => reject(new Error(`node ${spec.instanceId}: its PID 1 exited with ${code} before it was ready:\n${fs.readFileSync(path.join(dir, "logs", "init.log"), "utf8")}`)));
+            // (once ready, a later exit is the node's stop, perhaps after its run folder is gone: not this boot's failure)
+            const early = (code: number | null) => reject(new Error(`node ${spec.instanceId}: its PID 1 exited with ${code} before it was ready:\n${fs.readFileSync(path.join(dir, "logs", "init.log"), "utf8")}`));
+            holder.once("exit", early);
             holder.stdout!.on("data", (d) => {
                 out += d;
-                if (out.includes("ready")) resolve();
+                if (out.includes("ready")) {
+                    holder.off("exit", early);
+                    resolve();
+                }
             });
         });
         // The node's PID 1 is the unshare process's only child.
