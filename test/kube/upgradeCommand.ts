@@ -72,20 +72,15 @@ export function useUpgradeWorld(opts: { region: string; masterIp: string; alsoNe
 }
 
 /**
- * The node image: {@link machineOverlays} (with `ignorePreflight` added to its preflight exceptions, no eviction
- * thresholds), containerd's
+ * The node image: {@link machineOverlays} (with `ignorePreflight` added to its preflight exceptions), containerd's
  * config (the conf.d drop-ins, kubeadm's sandbox image), a CNI `bridge` with `host-local` addresses of `podSubnet`,
  * and no package source but the one the scripts add (Debian's emptied).
  */
 export function upgradeNodeImage(opts: { podSubnet: string; ignorePreflight?: string[] }): Record<string, string> {
     const overlays = machineOverlays();
     const ignore = [...(overlays["/etc/alicloud-kubeadm/ignore-preflight-errors"] ?? "").split(/[\s,]+/), ...(opts.ignorePreflight ?? [])].filter(Boolean);
-    const patch = "/etc/alicloud-kubeadm/kubeadm-patches/kubeletconfiguration+merge.yaml";
     return {
         ...overlays,
-        // no eviction for this machine's disk, which the tests share with everything else (the kubelet's default
-        // imagefs.available<15% taints a node of a machine with less free, and kubeadm's health check Job never runs)
-        [patch]: `${overlays[patch] ?? ""}evictionHard:\n  memory.available: "0%"\n  nodefs.available: "0%"\n  nodefs.inodesFree: "0%"\n  imagefs.available: "0%"\n`,
         ...(ignore.length ? { "/etc/alicloud-kubeadm/ignore-preflight-errors": `${ignore.join(",")}\n` } : {}),
         "/etc/containerd/config.toml": "version = 3\nimports = ['/etc/containerd/conf.d/*.toml']\n" +
             "[plugins.'io.containerd.cri.v1.images'.pinned_images]\n  sandbox = 'registry.k8s.io/pause:3.10.2'\n",
