@@ -121,6 +121,11 @@ export interface FakeCluster {
      */
     system: { deployments: Array<{ name: string; replicas: number; available: number }>; unreadyPods: Array<{ name: string; node: string; phase: string }> };
     addNode(instanceId: string, init?: Partial<FakeNode>): FakeNode;
+    /**
+     * The masters' clock, ms since the epoch (what list-nodes prints as `@now`, and what a Node's creation and Ready
+     * times are stamped with). Default the emulator's time; a test sets another to skew the cluster from the caller.
+     */
+    masterNow: () => number;
     /** Adds master `index` ≥ 1 (an instance, its Ready control-plane Node, its etcd member). */
     addMaster(): string;
     /**
@@ -129,6 +134,15 @@ export interface FakeCluster {
      * boot's duration) (default 0: Ready at once).
      */
     autoJoin(pool: string, opts?: { readyAfterListings?: number; readyAfterMs?: number; pods?: string[] }): void;
+}
+
+/**
+ * A value as kubectl's go-template `js` escaper prints it (Go's text/template JSEscape): `\\`, `\'`, `\"`, and `\u00XX`
+ * for control characters and `<`, `>`, `&`, `=` (non-printable runes above ASCII as `\uXXXX`; none in these tests).
+ */
+export function jsEscape(value: string): string {
+    const named: Record<string, string> = { "\\": "\\\\", "'": "\\'", "\"": "\\\"" };
+    return value.replace(/[\\'"<>&=\u0000-\u001f]/g, (ch) => named[ch] ?? `\\u${ch.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}`);
 }
 
 /**
@@ -164,7 +178,7 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
         system: { deployments: [{ name: "kube-system/coredns", replicas: 2, available: 2 }], unreadyPods: [] },
         addNode(instanceId, init = {}) {
             const node: FakeNode = {
-                name: `node-${instanceId}`, instanceId, ready: true, pool: "", podCidr: `172.16.${c.nodes.size}.0/25`, pods: [], createdAt: new Date().toISOString(),
+                name: `node-${instanceId}`, instanceId, ready: true, pool: "", podCidr: `172.16.${c.nodes.size}.0/25`, pods: [], createdAt: new Date(c.masterNow()).toISOString(),
                 unschedulable: false, removing: "", controlPlane: false, taints: [], ...init,
             };
             c.nodes.set(node.name, node);
@@ -173,6 +187,7 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
             return node;
         },
         autoJoin: () => undefined,
+        masterNow: () => emu.state.now(),
         addMaster() {
             const name = `master-${masters.length}`;
             const inst = emu.addInstance({ instanceName: name, regionId: region });
@@ -241,16 +256,17 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
             if ((readyAt.get(n.instanceId) ?? Infinity) <= listings && (readyAtTime.get(n.instanceId) ?? Infinity) <= Date.now()) {
                 readyAt.delete(n.instanceId);
                 readyAtTime.delete(n.instanceId);
-                if (!n.ready) n.readySince = new Date().toISOString();
+                if (!n.ready) n.readySince = new Date(c.masterNow()).toISOString();
                 n.ready = true;
             }
         }
-        // list-nodes.sh's columns; a label selector on either pool label.
+        // list-nodes.sh's lines: the master's clock (the emulator's time), then a line per Node, each value escaped as
+        // the template's `js` does; a label selector on either pool label.
         const selector = /^(alicloud-kubeadm\/pool|node-restriction\.kubernetes\.io\/alicloud-kubeadm-pool)=(\S+)$/.exec(ctx.parameters.selector ?? "");
         const lines = [...c.nodes.values()].filter((n) => !selector || (selector[1] === "alicloud-kubeadm/pool" ? n.legacyPool : n.pool) === selector[2])
             .map((n) => [n.name, n.providerId ?? `${region}.${n.instanceId}`, n.ready ? "True" : "False", n.unschedulable ? "true" : "", n.podCidr, n.legacyPool ?? "", n.createdAt, n.removing,
-                n.pool, n.internalIp ?? emu.instances.get(n.instanceId)?.privateIp ?? "", n.readySince ?? "", n.upgrading ?? "", n.resizing ?? ""].join("\t"));
-        return { output: gz(lines.join("\n")) };
+                n.pool, n.internalIp ?? emu.instances.get(n.instanceId)?.privateIp ?? "", n.readySince ?? "", n.upgrading ?? "", n.resizing ?? ""].map(jsEscape).join("\t"));
+        return { output: gz([`@now\t${Math.floor(c.masterNow() / 1000)}`, ...lines].join("\n")) };
     });
     // cluster-validate.sh's lines: every Node's Ready, the Deployments, the pods not Ready.
     emu.onCommand(operation("cluster-validate"), (ctx) => {
@@ -275,7 +291,7 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
             return { exitCode: 1, output: `Error from server (NotFound): nodes "${name}" not found\ndrain-status=1\n` };
         }
         // The drain's mark parameter: whose cordon this is (drain.sh annotates alicloud-kubeadm/<mark>).
-        node[markOf(ctx.parameters.mark)] = new Date().toISOString();
+        node[markOf(ctx.parameters.mark)] = new Date(c.masterNow()).toISOString();
         node.unschedulable = true;
         // `force=delete` (kubectl drain --disable-eviction) deletes the pods: no PodDisruptionBudget holds them.
         if (c.failDrains > 0 && ctx.parameters.force !== "delete") {
@@ -325,7 +341,7 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
             const node = c.nodes.get(name);
             c.nodes.delete(name);
             if (node && c.kubeletReregisters && c.credentials.has(node.instanceId) && running(node.instanceId)) {
-                c.nodes.set(name, { ...node, unschedulable: false, removing: "", upgrading: "", resizing: "", pods: [], createdAt: new Date().toISOString() });
+                c.nodes.set(name, { ...node, unschedulable: false, removing: "", upgrading: "", resizing: "", pods: [], createdAt: new Date(c.masterNow()).toISOString() });
             }
         }
         return { output: names.map((name) => `node "${name}" deleted\n`).join("") };

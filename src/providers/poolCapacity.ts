@@ -187,7 +187,7 @@ async function removeSurplus(inputs: PoolCapacityInputs, size: number, minSize: 
  * from scale-in (docs/upstream.md#ess-protection), the second guard against ESS choosing a victim.
  * With `healthRepair`, members not Ready past its timeout are replaced first (removed here, refilled with the rest).
  * @param log progress for the Pulumi log
- * @param clock what health repair reads the time from, and a rollout's soak and validation wait on (tests step their
+ * @param clock what a rollout's soak and validation wait on (tests step their
  *   own). Default the system clock.
  * @throws on a failed scaling activity or when the wait runs out, naming the instances not Ready yet
  */
@@ -199,7 +199,7 @@ export async function setPoolCapacity(inputs: PoolCapacityInputs, log: (m: strin
     const opts = removalOptions(inputs);
     await removeSurplus(inputs, size + await rolloutSurge(inputs, size, opts), inputs.minSize ?? 0, opts, log, "an out-of-band scale-out?", "`pulumi up`");
     await uncordonSurvivors(inputs, log);
-    if (inputs.healthRepair) await repairPool({ scalingGroupId, poolName: inputs.poolName, specHash: inputs.specHash, size }, inputs.healthRepair, opts, clock);
+    if (inputs.healthRepair) await repairPool({ scalingGroupId, poolName: inputs.poolName, specHash: inputs.specHash, size }, inputs.healthRepair, opts);
     await rollOut(inputs, opts, log, clock);
     const before = await activityIds(region, scalingGroupId);
     await setFixedCapacity(inputs, keep, log);
