@@ -44,10 +44,11 @@ describe("fixed pool health repair holds back (emulator)", () => {
         const general = protectedPool(ctx.emu, c, 1, "general");
         const other = protectedPool(ctx.emu, c, 3, "other");
         for (const id of [...ctx.emu.scalingGroupInstances(general), ...ctx.emu.scalingGroupInstances(other)]) notReadySince(c, id, now - 60 * MIN);
-        // The masters stay Ready (their kubelets reach the API server on their own machine) and carry pool control-plane, as real ones do.
+        // The masters stay Ready (their kubelets reach the API server on their own machine): master 0 without a pool
+        // label (kubeadm init), a joined member with alicloud-kubeadm/pool=control-plane, as real ones are.
+        c.addNode(c.master, { name: "master-0", controlPlane: true });
         c.addMaster();
-        for (const n of c.nodes.values()) if (n.controlPlane) Object.assign(n, { pool: "control-plane", ready: true });
-        assert.ok([...c.nodes.values()].some((n) => n.controlPlane && n.ready), "a Ready master Node is listed");
+        assert.deepStrictEqual([...c.nodes.values()].filter((n) => n.controlPlane && n.ready).map((n) => n.legacyPool ?? ""), ["", "control-plane"], "Ready master Nodes are listed");
         const [only] = ctx.emu.scalingGroupInstances(general);
         await repairAt(c, now, inputs(general, 1)).catch(() => undefined);
         assert.ok(ctx.emu.instances.get(only), "the pool's only node kept while no worker of the cluster is Ready");

@@ -28,7 +28,7 @@ import type { Emulator } from "./emulator";
 import type { ClusterAccess } from "../src/cloud/operations";
 import type { NodeCommandIds } from "../src/rules";
 import { operation, saveNodeCommands } from "./savedCommands";
-import { compareVersions } from "../src/rules";
+import { compareVersions, CONTROL_PLANE_POOL } from "../src/rules";
 
 export interface FakeNode {
     name: string;
@@ -55,7 +55,10 @@ export interface FakeNode {
     upgrading?: string;
     /** A master resize's mark (annotation alicloud-kubeadm/resizing), "" or absent when none. */
     resizing?: string;
-    /** A master's Node (never receives evicted pods). */
+    /**
+     * A master's Node (never receives evicted pods). Given to {@link FakeCluster.addNode} for an instance other than
+     * master 0's first one, the Node also gets `legacyPool` `control-plane`, as a control-plane join labels it.
+     */
     controlPlane: boolean;
     /** The kubelet version the Node reports (`status.nodeInfo.kubeletVersion`, without `v`). Default the cluster's version. */
     kubelet?: string;
@@ -177,9 +180,12 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
         upgradeViolations: [],
         system: { deployments: [{ name: "kube-system/coredns", replicas: 2, available: 2 }], unreadyPods: [] },
         addNode(instanceId, init = {}) {
+            // A control-plane member joined by attach_node.sh labels itself alicloud-kubeadm/pool=control-plane (its
+            // JoinConfiguration's node-labels); master 0, made by kubeadm init (master_init.sh), carries no pool label.
+            const joinedMaster = init.controlPlane === true && instanceId !== master;
             const node: FakeNode = {
                 name: `node-${instanceId}`, instanceId, ready: true, pool: "", podCidr: `172.16.${c.nodes.size}.0/25`, pods: [], createdAt: new Date(c.masterNow()).toISOString(),
-                unschedulable: false, removing: "", controlPlane: false, taints: [], ...init,
+                unschedulable: false, removing: "", controlPlane: false, taints: [], ...(joinedMaster ? { legacyPool: CONTROL_PLANE_POOL } : {}), ...init,
             };
             c.nodes.set(node.name, node);
             c.credentials.add(instanceId);
