@@ -12,13 +12,14 @@ import { DEFAULT_ROLLOUT, OUTDATED_TAINT, SPEC_TAG, type Rollout } from "../src/
 import type { Emulator } from "../testing/emulator";
 import { launchInstance } from "../testing/emulator/ess";
 import { steppedClock } from "../testing/steppedClock";
+import type { Clock } from "../src/cloud/wait";
 
 const REGION = "cn-hangzhou";
 const OLD = "0000000000000old";
 const NEW = "0000000000000new";
 
 /** `pulumi up`'s PoolCapacity create/update, with the rollout's gates waiting on a clock of their own. */
-const run = (inputs: PoolCapacityInputs, clock = steppedClock()) => setPoolCapacity(inputs, undefined, clock);
+const run = (inputs: PoolCapacityInputs, clock: Clock = steppedClock()) => setPoolCapacity(inputs, undefined, clock);
 
 /** Watches a pool's rollout from state: the first broken invariant of each kind, as it happens. */
 function watchRollout(emu: Emulator, c: FakeCluster, group: string, size: number, maxUnavailable: number): string[] {
@@ -289,6 +290,38 @@ describe("fixed pool rollout (emulator)", () => {
         assert.strictEqual(leftAt.length, 3, "canary, then one a round (maxSurge 1)");
         for (let k = 1; k < leftAt.length; k++) assert.ok(leftAt[k] - leftAt[k - 1] >= 90_000, `batch ${k + 1} left ${leftAt[k] - leftAt[k - 1]} ms after the one before`);
         assert.ok(clock.now() - leftAt[leftAt.length - 1] >= 90_000, "the last batch soaked before the rollout ended");
+    });
+
+    it("a run stopped during a batch's soak (cancelled, killed): the next run soaks in full before the next batch leaves (on the rollout's clock)", async () => {
+        const group = outdatedPool(3);
+        const clock = steppedClock();
+        const leftAt: number[] = [];
+        const left = ctx.emu.state.onMemberLeft;
+        ctx.emu.state.onMemberLeft = (id, g, released) => {
+            left?.(id, g, released);
+            if (g === group) leftAt.push(clock.now());
+        };
+        // The first run's first pause on its clock is the canary batch's soak: the run dies there.
+        let died = false;
+        const dying = { now: () => clock.now(), sleep: async (ms: number) => { if (!died) { died = true; throw new Error("killed during the soak"); } return clock.sleep(ms); } };
+        await assert.rejects(run(inputs(group, 3, { soakSeconds: 90 }), dying), /killed during the soak/);
+        assert.strictEqual(leftAt.length, 1, "the canary's batch left, then the run died soaking");
+        await run(inputs(group, 3, { soakSeconds: 90 }), clock);
+        assert.deepStrictEqual(specs(group), [NEW, NEW, NEW]);
+        for (let k = 1; k < leftAt.length; k++) assert.ok(leftAt[k] - leftAt[k - 1] >= 90_000, `batch ${k + 1} left ${leftAt[k] - leftAt[k - 1]} ms after the one before`);
+    });
+
+    it("validation fails while a master's Node is not Ready (no pool member, its pods not counted): the rollout stops before anything changes, naming it; the next run finishes", async () => {
+        c.addNode(c.master, { name: "master-0", controlPlane: true });
+        c.addMaster();
+        c.nodes.get("master-1")!.ready = false;
+        const group = outdatedPool(2);
+        const before = ctx.emu.scalingGroupInstances(group);
+        await assert.rejects(run(inputs(group, 2, {})), /failed validation before the rollout for \d+ s: control-plane Node\(s\) not Ready: master-1/);
+        assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group), before, "nothing launched, nothing removed");
+        c.nodes.get("master-1")!.ready = true;
+        await run(inputs(group, 2, {}));
+        assert.deepStrictEqual(specs(group), [NEW, NEW]);
     });
 
     it("a fixed pool switched to autoscaled (PoolCapacity update to observe) clears the taint a paused rollout left, and lifts the protections; another pool's taint stays", async () => {

@@ -293,6 +293,13 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
             assert.strictEqual(problems.length, 2, problems.join("\n"));
             assert.strictEqual(problems[0], `Deployment kube-system/${stuck}: 0 of 1 replica(s) available`);
             assert.match(problems[1], new RegExp(`^pod kube-system/${stuck}-\\S+ not scheduled not Ready \\(Pending\\)$`));
+            // A master's Node (kubeadm's control-plane role label, value "") that is not Ready fails validation; a Ready one does not.
+            const masterDown = emu.addInstance({ instanceId: `i-validate-cp-${testNo}`, regionId: REGION }).instanceId;
+            await join([masterDown], "control-plane", { ready: false });
+            await c.kubectl(["label", "node", nodeName(masterDown), nodeName(a), "node-role.kubernetes.io/control-plane="]);
+            const withMasters = await readClusterHealth(access);
+            assert.deepStrictEqual(withMasters.controlPlane.filter((n) => [nodeName(a), nodeName(masterDown)].includes(n)).sort(), [nodeName(a), nodeName(masterDown)].sort());
+            assert.ok(validationProblems([], withMasters).includes(`control-plane Node(s) not Ready: ${nodeName(masterDown)}`), validationProblems([], withMasters).join("\n"));
         } finally {
             await c.kubectl(["delete", "deployment", "-n", "kube-system", runs, stuck, "--wait=false"]);
         }

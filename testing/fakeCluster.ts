@@ -274,11 +274,12 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
                 n.pool, n.internalIp ?? emu.instances.get(n.instanceId)?.privateIp ?? "", n.readySince ?? "", n.upgrading ?? "", n.resizing ?? ""].map(jsEscape).join("\t"));
         return { output: gz([`@now\t${Math.floor(c.masterNow() / 1000)}`, ...lines].join("\n")) };
     });
-    // cluster-validate.sh's lines: every Node's Ready, the Deployments, the pods not Ready.
+    // cluster-validate.sh's lines: every Node's Ready, the masters' Nodes, the Deployments, the pods not Ready.
     emu.onCommand(operation("cluster-validate"), (ctx) => {
         c.log.push(`${ctx.instanceId}: cluster-validate`);
         const lines = [
             ...[...c.nodes.values()].map((n) => `node\t${n.name}\t${n.ready ? "True" : "False"}`),
+            ...[...c.nodes.values()].filter((n) => n.controlPlane).map((n) => `control-plane\t${n.name}`),
             ...c.system.deployments.map((d) => `deployment\t${d.name}\t${d.replicas}\t${d.available === 0 ? "" : d.available}`),
             ...c.system.unreadyPods.map((p) => `pod\t${p.name}\t${p.node}\t${p.phase}`),
         ];

@@ -240,7 +240,7 @@ async function rolloutSurge(inputs: PoolCapacityInputs, size: number, opts: Remo
  * Its gates (src/removal/rolloutGates.ts): the cluster is validated before the first round, after each surge that
  * launched nodes (the canary's first) and after each batch, which is soaked first; a validation that keeps failing
  * pauses the rollout naming what failed. Everything is read again each round, so a run that stops anywhere is
- * resumed by the next (which validates first). Without `rollout`, outdated members are only reported.
+ * resumed by the next (which soaks first when members made from the spec are there already, then validates). Without `rollout`, outdated members are only reported.
  */
 async function rollOut(inputs: PoolCapacityInputs, opts: RemovalOptions, log: (m: string) => void, clock: Clock): Promise<void> {
     const { region, scalingGroupId, poolName, specHash } = inputs;
@@ -274,6 +274,9 @@ async function rollOut(inputs: PoolCapacityInputs, opts: RemovalOptions, log: (m
         if (round === 0) {
             log(`pool ${poolName}: rolling out spec ${specHash}: ${outdated.length} of ${members.length} node(s) outdated (maxSurge ${rollout.maxSurge}, ` +
                 `maxUnavailable ${rollout.maxUnavailable}${rollout.canary ? ", a canary first" : ""})`);
+            // A rollout under way (members made from the spec already) may follow a batch whose soak the run before cut
+            // short (stopped, cancelled, failed): soak in full before validating, as after any batch.
+            if (outdated.length < members.length) await soak(poolName, rollout.soakSeconds, "resuming a rollout under way", log, clock);
             await validate("before the rollout");
         }
         const plan = planRotationRound(members, size, rollout, surged);
