@@ -10,6 +10,7 @@ import { notReadySince, protectedPool, repairAt } from "../testing/fixedPool";
 import { poolCapacityProvider, setPoolCapacity, type PoolCapacityInputs } from "../src/providers/poolCapacity";
 import { planHealthRepair } from "../src/removal";
 import { repairPool } from "../src/removal/health";
+import { modifyScalingGroup } from "../src/cloud/ess";
 import { operation } from "../testing/savedCommands";
 import * as zlib from "zlib";
 import { DEFAULT_HEALTH_REPAIR, type HealthRepair } from "../src";
@@ -97,6 +98,19 @@ describe("fixed pool health repair (emulator)", () => {
             { region: REGION, masterInstanceIds: [c.master], commands: c.commands, pollIntervalMs: 5, warn: (m) => warnings.push(m) });
         assert.ok(ctx.emu.scalingGroupInstances(group).includes(bad), "kept: its NotReady time is not known on the cluster's clock");
         assert.match(warnings.join("\n"), /health repair skipped: the master's list-nodes printed no time/);
+    });
+
+    it("the repair's wait for a running scaling activity is on the removal's clock: with the emulator's time standing, only that clock's waits end the activity", async () => {
+        ctx.emu.stopClock();
+        const group = protectedPool(ctx.emu, c, 2);
+        const [bad] = ctx.emu.scalingGroupInstances(group);
+        notReadySince(c, bad, c.masterNow() - 60 * MIN);
+        ctx.emu.state.activityDurationMs = 2 * MIN;
+        await modifyScalingGroup(REGION, group, { maxSize: 3, desiredCapacity: 3 }); // a launch of 2 minutes, under way
+        const clock = ctx.emu.steppedClock();
+        await repairPool({ scalingGroupId: group, poolName: "general", size: 3 }, { ...DEFAULT_HEALTH_REPAIR, notReadyTimeoutSeconds: 600 },
+            { region: REGION, masterInstanceIds: [c.master], commands: c.commands, pollIntervalMs: 5, activityTimeoutSeconds: 20 * 60, clock });
+        assert.ok(!ctx.emu.scalingGroupInstances(group).includes(bad), "replaced once the launch ended on the clock");
     });
 
     it("a member whose instance never registered a Node is replaced once the timeout has passed since ESS created it", async () => {
