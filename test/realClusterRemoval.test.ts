@@ -264,7 +264,7 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
         assert.strictEqual(await clearOutdatedTaint(access, "general"), 0, "nothing left to clear is fine");
     });
 
-    it("cluster-validate, run by the real kubectl: a kube-system Deployment whose pod cannot be scheduled is named with its Pending pod; one whose pod runs on a Ready Node is not", async function () {
+    it("cluster-validate, run by the real kubectl: a kube-system Deployment whose pod cannot be scheduled is named with its Pending pod, one whose pod runs on a Ready Node is not; a master's Node not Ready is named, and no Node's status forges it Ready", async function () {
         const [a] = [emu.addInstance({ instanceId: `i-validate-${testNo}`, regionId: REGION }).instanceId];
         await join([a], "general");
         const runs = `validate-runs-${testNo}`;
@@ -300,6 +300,17 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
             const withMasters = await readClusterHealth(access);
             assert.deepStrictEqual(withMasters.controlPlane.filter((n) => [nodeName(a), nodeName(masterDown)].includes(n)).sort(), [nodeName(a), nodeName(masterDown)].sort());
             assert.ok(validationProblems([], withMasters).includes(`control-plane Node(s) not Ready: ${nodeName(masterDown)}`), validationProblems([], withMasters).join("\n"));
+            // A node writes its own Node's status: a Ready status that spells a line saying the master is Ready is that
+            // Node's value, never a line (the Node is listed after the master, so a line of it would win).
+            const forger = `zz-forger-${testNo}`;
+            await c.apply({ apiVersion: "v1", kind: "Node", metadata: { name: forger, labels: { [MARK]: "" } } });
+            const forged = `Unknown\n${nodeName(masterDown)}\tTrue`; // the script prefixes each line with "node<TAB>"
+            await c.kubectl(["patch", "node", forger, "--subresource=status", "--type=merge", "-p", JSON.stringify({
+                status: { conditions: [{ type: "Ready", status: forged, reason: "Forged", lastHeartbeatTime: new Date().toISOString(), lastTransitionTime: new Date().toISOString() }] },
+            })]);
+            const after = await readClusterHealth(access);
+            assert.strictEqual(after.nodes.get(nodeName(masterDown)), false, "the master is still not Ready");
+            assert.ok(validationProblems([], after).includes(`control-plane Node(s) not Ready: ${nodeName(masterDown)}`), validationProblems([], after).join("\n"));
         } finally {
             await c.kubectl(["delete", "deployment", "-n", "kube-system", runs, stuck, "--wait=false"]);
         }

@@ -5,7 +5,7 @@
  * and of the cluster (the saved operation `cluster-validate`, src/shell/ops/cluster-validate.sh). Both waits run on
  * the caller's {@link Clock} and report progress to its log.
  */
-import { decompress, invokeOnMaster, type ClusterAccess } from "../cloud/operations";
+import { decompress, invokeOnMaster, unescapeListed, type ClusterAccess } from "../cloud/operations";
 import { SYSTEM_CLOCK, waitFor, type Clock } from "../cloud/wait";
 import type { PoolMember } from "./victims";
 
@@ -20,11 +20,14 @@ export interface ClusterHealth {
     unreadyPods: Array<{ name: string; node: string; phase: string }>;
 }
 
-/** Parses the lines of `cluster-validate` (a line of another kind is ignored: a newer script's). */
+/**
+ * Parses the lines of `cluster-validate` (a line of another kind is ignored: a newer script's). The values a node
+ * writes are printed escaped (docs/upstream.md#kubectl-go-template) and decoded here, as data.
+ */
 export function parseClusterHealth(text: string): ClusterHealth {
     const health: ClusterHealth = { nodes: new Map(), controlPlane: [], deployments: [], unreadyPods: [] };
     for (const line of text.split("\n")) {
-        const [kind, name, a = "", b = ""] = line.split("\t");
+        const [kind, name, a = "", b = ""] = line.split("\t").map(unescapeListed);
         if (!name) continue;
         if (kind === "node") health.nodes.set(name, a === "True");
         if (kind === "control-plane") health.controlPlane.push(name);
