@@ -247,6 +247,25 @@ describe("fixed pool rollout (emulator)", () => {
         assert.deepStrictEqual(specs(group), [NEW, NEW, NEW]);
     });
 
+    it("a canary Ready but without its pod route (NetworkUnavailable: the CCM has not created it) pauses the rollout before any outdated node leaves; routed, the next run finishes", async () => {
+        const group = outdatedPool(3);
+        const join = ctx.emu.state.onUserDataRun;
+        let canary = "";
+        ctx.emu.state.onUserDataRun = (inst) => {
+            join?.(inst);
+            if (!canary) {
+                canary = inst.instanceId;
+                c.nodes.get(`node-${inst.instanceId}`)!.networkUnavailable = true;
+            }
+        };
+        const old = ctx.emu.scalingGroupInstances(group);
+        await assert.rejects(run(inputs(group, 3, {})), /failed validation after the surge to 4 member\(s\) for \d+ s: new node\(s\) without their pod route \(NetworkUnavailable/);
+        assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group).filter((id) => old.includes(id)), old, "every outdated node stays");
+        c.nodes.get(`node-${canary}`)!.networkUnavailable = false;
+        await run(inputs(group, 3, {}));
+        assert.deepStrictEqual(specs(group), [NEW, NEW, NEW]);
+    });
+
     it("validation before the rollout: a kube-system Deployment short of replicas stops it before anything changes, naming it; the next run finishes", async () => {
         const group = outdatedPool(2);
         c.system.deployments = [{ name: "kube-system/coredns", replicas: 2, available: 1 }];

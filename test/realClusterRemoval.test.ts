@@ -310,6 +310,12 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
             })]);
             const after = await readClusterHealth(access);
             assert.strictEqual(after.nodes.get(nodeName(masterDown)), false, "the master is still not Ready");
+            // The CCM's route controller's condition, as it patches it: True until it created the Node's route.
+            assert.ok(!after.networkUnavailable.has(nodeName(a)), "no NetworkUnavailable condition: not listed");
+            await c.kubectl(["patch", "node", nodeName(masterDown), "--subresource=status", "--type=merge", "-p", JSON.stringify({
+                status: { conditions: [{ type: "NetworkUnavailable", status: "True", reason: "NoRouteCreated", lastHeartbeatTime: new Date().toISOString(), lastTransitionTime: new Date().toISOString() }] },
+            })]);
+            assert.ok((await readClusterHealth(access)).networkUnavailable.has(nodeName(masterDown)), "NetworkUnavailable True: listed");
             assert.ok(validationProblems([], after).includes(`control-plane Node(s) not Ready: ${nodeName(masterDown)}`), validationProblems([], after).join("\n"));
         } finally {
             await c.kubectl(["delete", "deployment", "-n", "kube-system", runs, stuck, "--wait=false"]);

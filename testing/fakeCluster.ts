@@ -66,6 +66,8 @@ export interface FakeNode {
     providerId?: string;
     /** Its InternalIP when not its instance's private IP (default: the instance's, read at each listing). */
     internalIp?: string;
+    /** Its `NetworkUnavailable` condition is True (the CCM has not created its pod route); default false. */
+    networkUnavailable?: boolean;
     /** Its taints (`spec.taints`); default none. */
     taints: Array<{ key: string; value: string; effect: "NoSchedule" | "PreferNoSchedule" | "NoExecute" }>;
 }
@@ -278,7 +280,7 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
     emu.onCommand(operation("cluster-validate"), (ctx) => {
         c.log.push(`${ctx.instanceId}: cluster-validate`);
         const lines = [
-            ...[...c.nodes.values()].map((n) => `node\t${n.name}\t${n.ready ? "True" : "False"}`),
+            ...[...c.nodes.values()].map((n) => `node\t${n.name}\t${n.ready ? "True" : "False"}\t${n.networkUnavailable ? "True" : "False"}`),
             ...[...c.nodes.values()].filter((n) => n.controlPlane).map((n) => `control-plane\t${n.name}`),
             ...c.system.deployments.map((d) => `deployment\t${d.name}\t${d.replicas}\t${d.available === 0 ? "" : d.available}`),
             ...c.system.unreadyPods.map((p) => `pod\t${p.name}\t${p.node}\t${p.phase}`),

@@ -79,6 +79,9 @@ ak_tvalue() { printf '%swith %s%s%sjs .%s%send%s' "$AK_TO" "$1" "$AK_TC" "$AK_TO
 # ak_tkeyed MAP KEY: the value under KEY of MAP (labels, annotations: keys with '/' and '.'), escaped; nothing when missing.
 # shellcheck disable=SC2317
 ak_tkeyed() { printf '%swith %s%s%s%send%s' "$AK_TO" "$1" "$AK_TC" "$(ak_tvalue "index . \"$2\"")" "$AK_TO" "$AK_TC"; }
-# ak_tready EXPR: EXPR of the Ready condition (its status, its lastTransitionTime), escaped.
+# ak_tcondition TYPE EXPR: EXPR of the condition TYPE (its status, its lastTransitionTime), escaped.
 # shellcheck disable=SC2317
-ak_tready() { printf '%srange .status.conditions%s%sif eq .type "Ready"%s%s%send%s%send%s' "$AK_TO" "$AK_TC" "$AK_TO" "$AK_TC" "$(ak_tvalue "$1")" "$AK_TO" "$AK_TC" "$AK_TO" "$AK_TC"; }
+ak_tcondition() { printf '%srange .status.conditions%s%sif eq .type "%s"%s%s%send%s%send%s' "$AK_TO" "$AK_TC" "$AK_TO" "$1" "$AK_TC" "$(ak_tvalue "$2")" "$AK_TO" "$AK_TC" "$AK_TO" "$AK_TC"; }
+# ak_tready EXPR: EXPR of the Ready condition, escaped.
+# shellcheck disable=SC2317
+ak_tready() { ak_tcondition Ready "$1"; }
