@@ -52,8 +52,8 @@ export async function readClusterHealth(access: ClusterAccess): Promise<ClusterH
 /**
  * What keeps a rollout from going on, from one reading; empty when it may go on:
  * - a member made from the current spec that is not a Ready Node (a new node that never got Ready, or lost it);
- * - a member made from the current spec whose Node has no pod route yet (NetworkUnavailable True, docs/upstream.md#ccm-network-unavailable: Ready, yet its pods
- *   unreachable from other nodes, and the scheduler keeps pods off it);
+ * - a member made from the current spec whose Node has no pod route yet (NetworkUnavailable True,
+ *   docs/upstream.md#ccm-network-unavailable-race): Ready, yet the scheduler keeps pods off it;
  * - a master's Node (control-plane role) that is not Ready: the pods on it are not counted below, and no rollout
  *   should drain nodes while the control plane is short of a member;
  * - a Deployment of kube-system or kube-flannel with fewer replicas available than it asks for;
