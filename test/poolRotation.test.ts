@@ -71,6 +71,17 @@ describe("fixed pool rollout (emulator)", () => {
     const specs = (group: string) => ctx.emu.scalingGroupInstances(group).map((id) => ctx.emu.instances.get(id)!.tags[SPEC_TAG]);
     /** Nodes carrying the rollout's taint (any pool), by name, as `name=<pool>:<effect>`. */
     const tainted = () => [...c.nodes.values()].flatMap((n) => n.taints.filter((t) => t.key === OUTDATED_TAINT).map((t) => `${n.name}=${t.value}:${t.effect}`)).sort();
+    /** A stepped clock for the rollout's gates, and the time on it at which each member left the group, in order. */
+    function watchLeavingTimes(group: string): { clock: ReturnType<typeof steppedClock>; leftAt: number[] } {
+        const clock = steppedClock();
+        const leftAt: number[] = [];
+        const left = ctx.emu.state.onMemberLeft;
+        ctx.emu.state.onMemberLeft = (id, g, released) => {
+            left?.(id, g, released);
+            if (g === group) leftAt.push(clock.now());
+        };
+        return { clock, leftAt };
+    }
     /** The number of current members (made from the new spec) of the group each time an outdated one leaves it, in order. */
     function watchCanary(group: string): number[] {
         const current: number[] = [];
@@ -297,13 +308,7 @@ describe("fixed pool rollout (emulator)", () => {
 
     it("soak: no outdated node leaves within `soak` of the batch before it, and the last batch is soaked too (on the rollout's clock)", async () => {
         const group = outdatedPool(3);
-        const clock = steppedClock();
-        const leftAt: number[] = [];
-        const left = ctx.emu.state.onMemberLeft;
-        ctx.emu.state.onMemberLeft = (id, g, released) => {
-            left?.(id, g, released);
-            if (g === group) leftAt.push(clock.now());
-        };
+        const { clock, leftAt } = watchLeavingTimes(group);
         await run(inputs(group, 3, { soakSeconds: 90 }), clock);
         assert.deepStrictEqual(specs(group), [NEW, NEW, NEW]);
         assert.strictEqual(leftAt.length, 3, "canary, then one a round (maxSurge 1)");
@@ -313,13 +318,7 @@ describe("fixed pool rollout (emulator)", () => {
 
     it("a run stopped during a batch's soak (cancelled, killed): the next run soaks in full before the next batch leaves (on the rollout's clock)", async () => {
         const group = outdatedPool(3);
-        const clock = steppedClock();
-        const leftAt: number[] = [];
-        const left = ctx.emu.state.onMemberLeft;
-        ctx.emu.state.onMemberLeft = (id, g, released) => {
-            left?.(id, g, released);
-            if (g === group) leftAt.push(clock.now());
-        };
+        const { clock, leftAt } = watchLeavingTimes(group);
         // The first run's first pause on its clock is the canary batch's soak: the run dies there.
         let died = false;
         const dying = { now: () => clock.now(), sleep: async (ms: number) => { if (!died) { died = true; throw new Error("killed during the soak"); } return clock.sleep(ms); } };
