@@ -7,7 +7,7 @@
 #   pod <namespace>/<name> <node> <phase>                their pods that are not Ready (finished and terminating ones left out)
 #   control-plane <name>                                 the Nodes labelled node-role.kubernetes.io/control-plane (kubeadm's, on
 #                                                        every master): one not Ready fails validation
-# Node and pod values a node writes (its Ready condition, its pods' phase and conditions) are escaped (lib.sh ak_tvalue):
+# Node and pod values a node writes (its Ready condition, its pods' phase and conditions) are escaped (kubectl_template.sh ak_tvalue):
 # no value can make up a line (a forged `node <master> True`) or a column.
 o=$AK_TO c=$AK_TC tab=$AK_TTAB
 nodes="${o}range .items${c}$(ak_tvalue .metadata.name)${tab}$(ak_tready .status)${tab}$(ak_tcondition NetworkUnavailable .status)${AK_TNL}${o}end${c}"

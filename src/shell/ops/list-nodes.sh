@@ -6,7 +6,7 @@
 # pool label (set by the admission service), InternalIP address(es), the Ready condition's lastTransitionTime, the
 # upgrade's and the resize's drain marks (annotations alicloud-kubeadm/upgrading, alicloud-kubeadm/resizing) — gzip+Base64
 # (`kubectl -o json` is ~5 KB a node; this is ~15 bytes).
-# Every value goes through the template's `js` escaper (lib.sh ak_tvalue): a tab or a newline in a value (an
+# Every value goes through the template's `js` escaper (kubectl_template.sh ak_tvalue): a tab or a newline in a value (an
 # annotation, a condition or an address a node writes on its own Node) cannot make up a column or a Node.
 # Parameter AK_SELECTOR: a label selector, or empty for every Node.
 selector=()
