@@ -2,7 +2,7 @@
 import * as assert from "assert";
 import * as zlib from "zlib";
 import { useEmulator } from "../testing/emulator/fixture";
-import { deleteNodes, drainNode, listNodes, nodeOfInstance, parseNodeLines, type ClusterAccess, type NodeInfo } from "../src/cloud/operations";
+import { deleteNodes, drainNode, listNodes, nodeOfInstance, parseNodeLines, parseNodeListing, type ClusterAccess, type NodeInfo } from "../src/cloud/operations";
 import { operationParameters, OPERATIONS, OPERATION_PARAMETERS, SAVED_OPERATIONS, type ParameterName } from "../src/rules";
 import { PARAMETER_MARKER, renderOperation } from "../src/shell/render";
 import { createCommand, operation, saveNodeCommands } from "../testing/savedCommands";
@@ -27,13 +27,24 @@ describe("node operations: saved commands invoked on a master", () => {
         assert.deepStrictEqual([n.pool, n.internalIp, n.readySince, n.heldBy], ["general", "192.168.0.7", "", "marks not listed (a list-nodes from before the drain-mark columns)"]);
     });
 
-    it("a Node whose annotation value holds tabs is refused, never read with its columns shifted", () => {
+    it("a raw listing (an earlier release's jsonpath) whose annotation value holds tabs is refused, never read with its columns shifted", () => {
         // The node writes its own Node's annotations: a removal mark of "x<TAB>…" would move the pool, IP and Ready time.
         const hostile = ["x", "elastic", "10.0.0.9", "2026-01-01T00:00:00Z", "", ""].join("\t");
         const line = ["evil", "cn-hangzhou.i-evil", "False", "", "", "", "2026-12-01T10:00:00Z", hostile, "general", "192.168.0.8", "2026-12-01T10:01:02Z", "", ""].join("\t");
         assert.throws(() => parseNodeLines(`${line}\n`), /Node "evil" is listed with 18 columns, not 13/);
         const oneTab = ["evil", "cn-hangzhou.i-evil", "False", "", "", "", "2026-12-01T10:00:00Z", "x\ty", "general", "192.168.0.8"].join("\t");
         assert.throws(() => parseNodeLines(oneTab), /Node "evil" is listed with 11 columns/, "an earlier release's line widened by one tab");
+    });
+
+    it("escaped values read back exactly, and the master's clock line gives the listing's time", () => {
+        // What kubectl's go-template `js` prints for an annotation "x<LF>evil<TAB>cn-hangzhou.i-b<TAB>True 'q' \"d\" \\ <=>&".
+        const escaped = "x\\u000Aevil\\u0009cn-hangzhou.i-b\\u0009True \\'q\\' \\\"d\\\" \\\\ \\u003C\\u003D\\u003E\\u0026";
+        const line = ["n1", "cn-hangzhou.i-a", "False", "", "", "", "2026-12-01T10:00:00Z", escaped, "general", "192.168.0.7", "2026-12-01T10:01:02Z", "", ""].join("\t");
+        const { nodes, masterNow } = parseNodeListing(`@now\t1796122800\n${line}\n`);
+        assert.deepStrictEqual(nodes.map((n) => [n.name, n.providerId, n.removing]), [["n1", "cn-hangzhou.i-a", "x\nevil\tcn-hangzhou.i-b\tTrue 'q' \"d\" \\ <=>&"]]);
+        assert.strictEqual(masterNow, 1796122800_000);
+        assert.strictEqual(parseNodeListing(`${line}\n`).masterNow, undefined, "an earlier release's listing: no time");
+        assert.throws(() => parseNodeListing("@now\tsoon\n"), /the master's time line "@now\\tsoon" is not/);
     });
 
     it("a node's pool is the label the admission service set, else (a node joined before) the one it set itself", () => {

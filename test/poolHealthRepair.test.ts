@@ -1,40 +1,23 @@
 // A fixed pool's health repair (PoolCapacity with `healthRepair`) in the emulator world: ESS, ECS and Cloud Assistant
 // are the emulator; the cluster behind the masters is testing/fakeCluster.ts (a Node's Ready condition and its
-// lastTransitionTime as the API server would list them; drains move pods). Time is the test's own clock: the repair
-// reads "now" from it, and each Node's Ready condition says since when it is what it is. Everything asserted is read
-// from state: the group's members, the instances, the Nodes and their pods.
+// lastTransitionTime as the API server would list them; drains move pods). Time is the masters' clock, which the test
+// sets: the repair reads "now" from the master that lists the Nodes, and each Node's Ready condition says since when it
+// is what it is. Everything asserted is read from state: the group's members, the instances, the Nodes and their pods.
 import * as assert from "assert";
 import { startEmulatorHere, useEmulator, useEmulatorEnvironment } from "../testing/emulator/fixture";
-import { fakeCluster, type FakeCluster } from "../testing/fakeCluster";
+import { fakeCluster, type FakeCluster, type FakeNode } from "../testing/fakeCluster";
+import { notReadySince, protectedPool, repairAt, steppingFrom } from "../testing/fixedPool";
 import { poolCapacityProvider, setPoolCapacity, type PoolCapacityInputs } from "../src/providers/poolCapacity";
 import { planHealthRepair } from "../src/removal";
+import { repairPool } from "../src/removal/health";
+import { modifyScalingGroup } from "../src/cloud/ess";
+import { operation } from "../testing/savedCommands";
+import * as zlib from "zlib";
 import { DEFAULT_HEALTH_REPAIR, type HealthRepair } from "../src";
-import type { Clock } from "../src/cloud/wait";
 import type { Emulator } from "../testing/emulator";
 
 const REGION = "cn-hangzhou";
 const MIN = 60_000;
-
-/** The test's clock: always `now`; nothing sleeps on it. */
-/** A clock at `start` that each sleep moves forward by its pause (the Ready wait gives up after its time on it). */
-const clockAt = (start: number): Clock => { let now = start; return { now: () => now, sleep: async (ms) => { now += ms; } }; };
-
-/** A protected fixed pool of `size` members, each a Ready Node of pool `general` with a workload pod. */
-function pool(emu: Emulator, c: FakeCluster, size: number): string {
-    const g = emu.addScalingGroup({ maxSize: Math.max(size, 1), desiredCapacity: size });
-    for (const id of emu.scalingGroupInstances(g.scalingGroupId)) {
-        emu.state.scalingInstances.get(id)!.lifecycleState = "Protected";
-        if (!c.nodes.has(`node-${id}`)) c.addNode(id, { pool: "general", pods: ["ReplicaSet"] });
-    }
-    return g.scalingGroupId;
-}
-
-/** The member's Node goes NotReady at `since` (its Ready condition's lastTransitionTime). */
-function notReady(c: FakeCluster, id: string, since: number): void {
-    const node = c.nodes.get(`node-${id}`)!;
-    node.ready = false;
-    node.readySince = new Date(since).toISOString();
-}
 
 /** The group's members, and whether each is a Ready Node. */
 function state(emu: Emulator, c: FakeCluster, group: string): { members: string[]; ready: number } {
@@ -61,7 +44,7 @@ describe("fixed pool health repair (emulator)", () => {
     beforeEach(async () => {
         c = await fakeCluster(ctx.emu, REGION);
         c.autoJoin("general", { pods: ["ReplicaSet"] });
-        now = Date.now();
+        now = c.masterNow();
     });
     afterEach(() => assert.deepStrictEqual(c.violations, [], "every member left ESS drained"));
 
@@ -71,10 +54,10 @@ describe("fixed pool health repair (emulator)", () => {
     });
 
     it("a member NotReady past the timeout while its instance runs is drained and released, and the pool refills to its size with Ready nodes", async () => {
-        const group = pool(ctx.emu, c, 3);
+        const group = protectedPool(ctx.emu, c, 3);
         const [bad, ...good] = ctx.emu.scalingGroupInstances(group);
-        notReady(c, bad, now - 11 * MIN);
-        await setPoolCapacity(inputs(group, 3, { notReadyTimeoutSeconds: 600 }), undefined, clockAt(now));
+        notReadySince(c, bad, now - 11 * MIN);
+        await repairAt(c, now, inputs(group, 3, { notReadyTimeoutSeconds: 600 }));
         const end = state(ctx.emu, c, group);
         assert.ok(!end.members.includes(bad), "the NotReady member left the group");
         assert.strictEqual(ctx.emu.instances.get(bad), undefined, "its instance was released");
@@ -86,40 +69,84 @@ describe("fixed pool health repair (emulator)", () => {
         for (const id of end.members) assert.strictEqual(ctx.emu.state.scalingInstances.get(id)!.lifecycleState, "Protected");
     });
 
+    it("a NotReady time is measured on the listing master's clock: the Pulumi machine's clock hours off neither replaces a node NotReady for 2 minutes nor keeps one NotReady for an hour", async () => {
+        const group = protectedPool(ctx.emu, c, 3);
+        const [recent, long] = ctx.emu.scalingGroupInstances(group);
+        notReadySince(c, recent, now - 2 * MIN);
+        const run = (pulumiClock: number) => setPoolCapacity({ ...inputs(group, 3, { notReadyTimeoutSeconds: 600, maxUnhealthy: 1 }), readyTimeoutSeconds: 0.3 },
+            undefined, steppingFrom(pulumiClock)).catch(() => undefined);
+        await run(now + 3 * 60 * MIN); // this machine's clock 3 hours ahead of the cluster's
+        assert.ok(ctx.emu.scalingGroupInstances(group).includes(recent), "the node NotReady for 2 minutes (on the cluster's clock) is kept");
+        assert.ok(!c.log.some((l) => l.includes(": drain ")), "nothing drained");
+        c.nodes.get(`node-${recent}`)!.ready = true;
+        notReadySince(c, long, now - 60 * MIN);
+        await run(now - 3 * 60 * MIN); // and 3 hours behind it
+        assert.ok(!ctx.emu.scalingGroupInstances(group).includes(long), "the node NotReady for an hour (on the cluster's clock) is replaced");
+        assert.deepStrictEqual([state(ctx.emu, c, group).members.length, state(ctx.emu, c, group).ready], [3, 3]);
+    });
+
+    it("a listing without the master's time (an earlier release's list-nodes) replaces nothing", async () => {
+        const group = protectedPool(ctx.emu, c, 3);
+        const [bad] = ctx.emu.scalingGroupInstances(group);
+        notReadySince(c, bad, now - 60 * MIN);
+        ctx.emu.onCommand(operation("list-nodes"), () => {
+            const line = (n: FakeNode) => [n.name, `${REGION}.${n.instanceId}`, n.ready ? "True" : "False", "", n.podCidr, "", n.createdAt, "", n.pool, "", n.readySince ?? "", "", ""].join("\t");
+            return { output: zlib.gzipSync([...c.nodes.values()].map(line).join("\n")).toString("base64") };
+        });
+        const warnings: string[] = [];
+        await repairPool({ scalingGroupId: group, poolName: "general", size: 3 }, { ...DEFAULT_HEALTH_REPAIR, notReadyTimeoutSeconds: 600 },
+            { region: REGION, masterInstanceIds: [c.master], commands: c.commands, pollIntervalMs: 5, warn: (m) => warnings.push(m) });
+        assert.ok(ctx.emu.scalingGroupInstances(group).includes(bad), "kept: its NotReady time is not known on the cluster's clock");
+        assert.match(warnings.join("\n"), /health repair skipped: the master's list-nodes printed no time/);
+    });
+
+    it("the repair's wait for a running scaling activity is on the removal's clock: with the emulator's time standing, only that clock's waits end the activity", async () => {
+        ctx.emu.stopClock();
+        const group = protectedPool(ctx.emu, c, 2);
+        const [bad] = ctx.emu.scalingGroupInstances(group);
+        notReadySince(c, bad, c.masterNow() - 60 * MIN);
+        ctx.emu.state.activityDurationMs = 2 * MIN;
+        await modifyScalingGroup(REGION, group, { maxSize: 3, desiredCapacity: 3 }); // a launch of 2 minutes, under way
+        const clock = ctx.emu.steppedClock();
+        await repairPool({ scalingGroupId: group, poolName: "general", size: 3 }, { ...DEFAULT_HEALTH_REPAIR, notReadyTimeoutSeconds: 600 },
+            { region: REGION, masterInstanceIds: [c.master], commands: c.commands, pollIntervalMs: 5, activityTimeoutSeconds: 20 * 60, clock });
+        assert.ok(!ctx.emu.scalingGroupInstances(group).includes(bad), "replaced once the launch ended on the clock");
+    });
+
     it("a member whose instance never registered a Node is replaced once the timeout has passed since ESS created it", async () => {
-        const group = pool(ctx.emu, c, 2);
+        const group = protectedPool(ctx.emu, c, 2);
         const [orphan] = ctx.emu.scalingGroupInstances(group);
         c.nodes.delete(`node-${orphan}`);
         ctx.emu.state.scalingInstances.get(orphan)!.creationTime = new Date(now - 30 * MIN).toISOString().replace(/\.\d{3}Z$/, "Z");
-        await setPoolCapacity(inputs(group, 2, { notReadyTimeoutSeconds: 600 }), undefined, clockAt(now));
+        await repairAt(c, now, inputs(group, 2, { notReadyTimeoutSeconds: 600 }));
         const end = state(ctx.emu, c, group);
         assert.ok(!end.members.includes(orphan));
         assert.deepStrictEqual([end.members.length, end.ready], [2, 2]);
     });
 
     it("a member NotReady for less than the timeout is kept (and so is one past it without healthRepair); once the clock passes the timeout, the next run replaces it", async () => {
-        const group = pool(ctx.emu, c, 2);
+        const group = protectedPool(ctx.emu, c, 2);
         const [bad] = ctx.emu.scalingGroupInstances(group);
-        notReady(c, bad, now - 9 * MIN);
+        notReadySince(c, bad, now - 9 * MIN);
         const short = { ...inputs(group, 2, { notReadyTimeoutSeconds: 600 }), readyTimeoutSeconds: 0.3 };
-        await assert.rejects(setPoolCapacity(short, undefined, clockAt(now)), new RegExp(`Not Ready: ${bad}`));
-        await assert.rejects(setPoolCapacity({ ...short, healthRepair: undefined }, undefined, clockAt(now + 60 * MIN)), new RegExp(`Not Ready: ${bad}`));
+        await assert.rejects(repairAt(c, now, short), new RegExp(`Not Ready: ${bad}`));
+        await assert.rejects(repairAt(c, now + 60 * MIN, { ...short, healthRepair: undefined }), new RegExp(`Not Ready: ${bad}`));
         assert.ok(state(ctx.emu, c, group).members.includes(bad), "kept");
         const node = c.nodes.get(`node-${bad}`)!;
         assert.deepStrictEqual([node.unschedulable, node.pods], [false, ["ReplicaSet"]], "never cordoned nor drained");
-        await setPoolCapacity(inputs(group, 2, { notReadyTimeoutSeconds: 600 }), undefined, clockAt(now + 2 * MIN));
+        await repairAt(c, now + 2 * MIN, inputs(group, 2, { notReadyTimeoutSeconds: 600 }));
         const end = state(ctx.emu, c, group);
         assert.ok(!end.members.includes(bad), "replaced 11 minutes after it went NotReady");
         assert.deepStrictEqual([end.members.length, end.ready], [2, 2]);
     });
 
     it("more members not Ready than maxUnhealthy: nothing is drained or removed, and the plan says why", async () => {
-        const group = pool(ctx.emu, c, 3);
+        const group = protectedPool(ctx.emu, c, 3);
         const [a, b] = ctx.emu.scalingGroupInstances(group);
-        notReady(c, a, now - 60 * MIN);
-        notReady(c, b, now - 2 * MIN); // within the timeout, still not Ready: it counts, as in Cluster API
+        notReadySince(c, a, now - 60 * MIN);
+        notReadySince(c, b, now - 2 * MIN); // within the timeout, still not Ready: it counts, as in Cluster API
         const before = state(ctx.emu, c, group).members;
-        await assert.rejects(setPoolCapacity({ ...inputs(group, 3, { maxUnhealthy: 1 }), readyTimeoutSeconds: 0.3 }, undefined, clockAt(now)), /Not Ready/);
+        await assert.rejects(repairAt(c, now, { ...inputs(group, 3, { maxUnhealthy: 1 }), readyTimeoutSeconds: 0.3 }), /Not Ready/);
         assert.deepStrictEqual(state(ctx.emu, c, group).members, before, "no member removed");
         assert.ok(![...c.nodes.values()].some((n) => n.unschedulable), "no Node cordoned");
         assert.ok(!c.log.some((l) => l.includes(": drain ")), "no drain ran");
@@ -130,11 +157,11 @@ describe("fixed pool health repair (emulator)", () => {
     });
 
     it("a member whose instance is stopped is left alone (ESS's own health check is for that), and still counts against maxUnhealthy", async () => {
-        const group = pool(ctx.emu, c, 2);
+        const group = protectedPool(ctx.emu, c, 2);
         const [stopped] = ctx.emu.scalingGroupInstances(group);
-        notReady(c, stopped, now - 60 * MIN);
+        notReadySince(c, stopped, now - 60 * MIN);
         ctx.emu.instances.get(stopped)!.status = "Stopped";
-        await assert.rejects(setPoolCapacity({ ...inputs(group, 2, {}), readyTimeoutSeconds: 0.3 }, undefined, clockAt(now)), /Not Ready/);
+        await assert.rejects(repairAt(c, now, { ...inputs(group, 2, {}), readyTimeoutSeconds: 0.3 }), /Not Ready/);
         assert.ok(state(ctx.emu, c, group).members.includes(stopped));
         assert.strictEqual(ctx.emu.instances.get(stopped)!.status, "Stopped");
     });
@@ -147,14 +174,14 @@ describe("fixed pool health repair (emulator)", () => {
                 for (let maxUnhealthy = 1; maxUnhealthy <= 2; maxUnhealthy++) {
                     c = await fakeCluster(ctx.emu, REGION);
                     c.autoJoin("general", { pods: ["ReplicaSet"] });
-                    const group = pool(ctx.emu, c, size);
+                    const group = protectedPool(ctx.emu, c, size);
                     // Some worker of the cluster is Ready (else even a pool of one with its node sick is an outage: kept).
                     c.addNode(ctx.emu.addInstance().instanceId, { pool: "other", pods: ["ReplicaSet"] });
                     const bad = ctx.emu.scalingGroupInstances(group).slice(0, sick);
-                    for (const id of bad) notReady(c, id, now - 60 * MIN);
+                    for (const id of bad) notReadySince(c, id, now - 60 * MIN);
                     const runs = watchLeaving(ctx.emu, group);
                     const at = `size ${size}, ${sick} NotReady, maxUnhealthy ${maxUnhealthy}`;
-                    const run = () => setPoolCapacity({ ...inputs(group, size, { maxUnhealthy }), readyTimeoutSeconds: 0.3 }, undefined, clockAt(now)).then(() => "ok", (e: Error) => e.message);
+                    const run = () => repairAt(c, now, { ...inputs(group, size, { maxUnhealthy }), readyTimeoutSeconds: 0.3 }).then(() => "ok", (e: Error) => e.message);
                     const first = await run();
                     runs.push([]);
                     await run();
@@ -192,15 +219,15 @@ describe("fixed pool health repair under faults (emulator): every mutating call 
         const emu = await startEmulatorHere();
         const c = await fakeCluster(emu, REGION);
         c.autoJoin("general", { pods: ["ReplicaSet"] });
-        const group = pool(emu, c, 3);
-        const now = Date.now();
+        const group = protectedPool(emu, c, 3);
+        const now = c.masterNow();
         const [bad] = emu.scalingGroupInstances(group);
-        notReady(c, bad, now - 60 * MIN);
+        notReadySince(c, bad, now - 60 * MIN);
         const runs = watchLeaving(emu, group);
-        const run = () => setPoolCapacity({
+        const run = () => repairAt(c, now, {
             region: REGION, scalingGroupId: group, poolName: "general", masterInstanceId: c.master, commands: c.commands, size: 3,
             pollSeconds: 0.01, readyTimeoutSeconds: 5, pollIntervalMs: 5, healthRepair: DEFAULT_HEALTH_REPAIR,
-        }, undefined, clockAt(now)).then(() => undefined);
+        }).then(() => undefined);
         return { emu, c, group, bad, runs, run };
     }
 

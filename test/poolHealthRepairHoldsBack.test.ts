@@ -1,35 +1,17 @@
 // Where a fixed pool's health repair must hold back (emulator world: ESS, ECS and Cloud Assistant are the emulator;
 // the cluster behind the masters is testing/fakeCluster.ts). Each case asserts from state (the group's members, the
-// instances, the Nodes) that a member is kept; the repair reads "now" from the test's clock.
+// instances, the Nodes) that a member is kept; the repair reads "now" from the masters' clock, which the test sets.
 import * as assert from "assert";
 import { useEmulator } from "../testing/emulator/fixture";
 import { fakeCluster, type FakeCluster } from "../testing/fakeCluster";
-import { setPoolCapacity, type PoolCapacityInputs } from "../src/providers/poolCapacity";
+import { notReadySince, protectedPool, repairAt } from "../testing/fixedPool";
+import type { PoolCapacityInputs } from "../src/providers/poolCapacity";
 import { DEFAULT_HEALTH_REPAIR } from "../src";
-import type { Clock } from "../src/cloud/wait";
-import type { Emulator } from "../testing/emulator";
 import { parseNodeLines } from "../src/cloud/operations";
 import { planHealthRepair } from "../src/removal";
 
 const REGION = "cn-hangzhou";
 const MIN = 60_000;
-/** A clock at `start` that each sleep moves forward by its pause (the Ready wait gives up after its time on it). */
-const clockAt = (start: number): Clock => { let now = start; return { now: () => now, sleep: async (ms) => { now += ms; } }; };
-
-function pool(emu: Emulator, c: FakeCluster, size: number, name = "general"): string {
-    const g = emu.addScalingGroup({ maxSize: Math.max(size, 1), desiredCapacity: size });
-    for (const id of emu.scalingGroupInstances(g.scalingGroupId)) {
-        emu.state.scalingInstances.get(id)!.lifecycleState = "Protected";
-        if (!c.nodes.has(`node-${id}`)) c.addNode(id, { pool: name, pods: ["ReplicaSet"] });
-    }
-    return g.scalingGroupId;
-}
-
-function notReady(c: FakeCluster, id: string, since: number): void {
-    const node = c.nodes.get(`node-${id}`)!;
-    node.ready = false;
-    node.readySince = new Date(since).toISOString();
-}
 
 describe("fixed pool health repair holds back (emulator)", () => {
     const ctx = useEmulator();
@@ -38,7 +20,7 @@ describe("fixed pool health repair holds back (emulator)", () => {
     beforeEach(async () => {
         c = await fakeCluster(ctx.emu, REGION);
         c.autoJoin("general", { pods: ["ReplicaSet"] });
-        now = Date.now();
+        now = c.masterNow();
     });
 
     const inputs = (group: string, size: number, name = "general"): PoolCapacityInputs => ({
@@ -47,51 +29,52 @@ describe("fixed pool health repair holds back (emulator)", () => {
     });
 
     it("a member missing since a repair whose refill failed counts against maxUnhealthy: the next run does not take a second member", async () => {
-        const group = pool(ctx.emu, c, 3, "general");
+        const group = protectedPool(ctx.emu, c, 3, "general");
         const [a, b] = ctx.emu.scalingGroupInstances(group);
-        notReady(c, a, now - 60 * MIN);
+        notReadySince(c, a, now - 60 * MIN);
         ctx.emu.refuseOnce("ModifyScalingGroup", 0); // the refill after the repair fails: the run stops one member short
-        await setPoolCapacity(inputs(group, 3), undefined, clockAt(now)).catch(() => undefined);
+        await repairAt(c, now, inputs(group, 3)).catch(() => undefined);
         assert.deepStrictEqual([ctx.emu.scalingGroupInstances(group).includes(a), ctx.emu.scalingGroupInstances(group).length], [false, 2], "run 1 removed a, no refill");
-        notReady(c, b, now - 60 * MIN);
-        await setPoolCapacity(inputs(group, 3), undefined, clockAt(now)).catch(() => undefined);
+        notReadySince(c, b, now - 60 * MIN);
+        await repairAt(c, now, inputs(group, 3)).catch(() => undefined);
         assert.ok(ctx.emu.scalingGroupInstances(group).includes(b), "b kept: one member is already missing, maxUnhealthy is 1");
     });
 
     it("every worker of the cluster not Ready (an outage) does not release a one-node pool's node", async () => {
-        const general = pool(ctx.emu, c, 1, "general");
-        const other = pool(ctx.emu, c, 3, "other");
-        for (const id of [...ctx.emu.scalingGroupInstances(general), ...ctx.emu.scalingGroupInstances(other)]) notReady(c, id, now - 60 * MIN);
-        // The masters stay Ready (their kubelets reach the API server on their own machine) and carry pool control-plane, as real ones do.
+        const general = protectedPool(ctx.emu, c, 1, "general");
+        const other = protectedPool(ctx.emu, c, 3, "other");
+        for (const id of [...ctx.emu.scalingGroupInstances(general), ...ctx.emu.scalingGroupInstances(other)]) notReadySince(c, id, now - 60 * MIN);
+        // The masters stay Ready (their kubelets reach the API server on their own machine): master 0 without a pool
+        // label (kubeadm init), a joined member with alicloud-kubeadm/pool=control-plane, as real ones are.
+        c.addNode(c.master, { name: "master-0", controlPlane: true });
         c.addMaster();
-        for (const n of c.nodes.values()) if (n.controlPlane) Object.assign(n, { pool: "control-plane", ready: true });
-        assert.ok([...c.nodes.values()].some((n) => n.controlPlane && n.ready), "a Ready master Node is listed");
+        assert.deepStrictEqual([...c.nodes.values()].filter((n) => n.controlPlane && n.ready).map((n) => n.legacyPool ?? ""), ["", "control-plane"], "Ready master Nodes are listed");
         const [only] = ctx.emu.scalingGroupInstances(general);
-        await setPoolCapacity(inputs(general, 1), undefined, clockAt(now)).catch(() => undefined);
+        await repairAt(c, now, inputs(general, 1)).catch(() => undefined);
         assert.ok(ctx.emu.instances.get(only), "the pool's only node kept while no worker of the cluster is Ready");
     });
 
     it("a node cordoned by a version upgrade (mark upgrading) is not replaced by health repair", async () => {
-        const group = pool(ctx.emu, c, 3, "general");
+        const group = protectedPool(ctx.emu, c, 3, "general");
         const [a] = ctx.emu.scalingGroupInstances(group);
-        notReady(c, a, now - 60 * MIN);
+        notReadySince(c, a, now - 60 * MIN);
         const node = c.nodes.get(`node-${a}`)!;
         node.unschedulable = true;
         node.upgrading = new Date(now - 61 * MIN).toISOString();
-        await setPoolCapacity(inputs(group, 3), undefined, clockAt(now)).catch(() => undefined);
+        await repairAt(c, now, inputs(group, 3)).catch(() => undefined);
         assert.ok(ctx.emu.scalingGroupInstances(group).includes(a), "left to the upgrade that cordoned it");
     });
 
     it("a member whose Node never posted a Ready condition is replaced once its instance is older than the timeout", async () => {
-        const group = pool(ctx.emu, c, 3);
+        const group = protectedPool(ctx.emu, c, 3);
         const [a] = ctx.emu.scalingGroupInstances(group);
         const node = c.nodes.get(`node-${a}`)!;
         node.ready = false;
         node.readySince = undefined; // kubectl prints "" for a Node without a Ready condition
         const created = Date.parse(ctx.emu.state.scalingInstances.get(a)!.creationTime);
-        await setPoolCapacity(inputs(group, 3), undefined, clockAt(created + 5 * MIN)).catch(() => undefined);
+        await repairAt(c, created + 5 * MIN, inputs(group, 3)).catch(() => undefined);
         assert.ok(ctx.emu.scalingGroupInstances(group).includes(a), "within the timeout of its creation: kept");
-        await setPoolCapacity(inputs(group, 3), undefined, clockAt(created + 60 * MIN)).catch(() => undefined);
+        await repairAt(c, created + 60 * MIN, inputs(group, 3)).catch(() => undefined);
         assert.ok(!ctx.emu.scalingGroupInstances(group).includes(a), "past the timeout of its creation: replaced");
     });
 

@@ -12,13 +12,14 @@ import { DEFAULT_ROLLOUT, OUTDATED_TAINT, SPEC_TAG, type Rollout } from "../src/
 import type { Emulator } from "../testing/emulator";
 import { launchInstance } from "../testing/emulator/ess";
 import { steppedClock } from "../testing/steppedClock";
+import type { Clock } from "../src/cloud/wait";
 
 const REGION = "cn-hangzhou";
 const OLD = "0000000000000old";
 const NEW = "0000000000000new";
 
 /** `pulumi up`'s PoolCapacity create/update, with the rollout's gates waiting on a clock of their own. */
-const run = (inputs: PoolCapacityInputs, clock = steppedClock()) => setPoolCapacity(inputs, undefined, clock);
+const run = (inputs: PoolCapacityInputs, clock: Clock = steppedClock()) => setPoolCapacity(inputs, undefined, clock);
 
 /** Watches a pool's rollout from state: the first broken invariant of each kind, as it happens. */
 function watchRollout(emu: Emulator, c: FakeCluster, group: string, size: number, maxUnavailable: number): string[] {
@@ -70,6 +71,17 @@ describe("fixed pool rollout (emulator)", () => {
     const specs = (group: string) => ctx.emu.scalingGroupInstances(group).map((id) => ctx.emu.instances.get(id)!.tags[SPEC_TAG]);
     /** Nodes carrying the rollout's taint (any pool), by name, as `name=<pool>:<effect>`. */
     const tainted = () => [...c.nodes.values()].flatMap((n) => n.taints.filter((t) => t.key === OUTDATED_TAINT).map((t) => `${n.name}=${t.value}:${t.effect}`)).sort();
+    /** A stepped clock for the rollout's gates, and the time on it at which each member left the group, in order. */
+    function watchLeavingTimes(group: string): { clock: ReturnType<typeof steppedClock>; leftAt: number[] } {
+        const clock = steppedClock();
+        const leftAt: number[] = [];
+        const left = ctx.emu.state.onMemberLeft;
+        ctx.emu.state.onMemberLeft = (id, g, released) => {
+            left?.(id, g, released);
+            if (g === group) leftAt.push(clock.now());
+        };
+        return { clock, leftAt };
+    }
     /** The number of current members (made from the new spec) of the group each time an outdated one leaves it, in order. */
     function watchCanary(group: string): number[] {
         const current: number[] = [];
@@ -246,6 +258,25 @@ describe("fixed pool rollout (emulator)", () => {
         assert.deepStrictEqual(specs(group), [NEW, NEW, NEW]);
     });
 
+    it("a canary Ready but without its pod route (NetworkUnavailable: the CCM has not created it) pauses the rollout before any outdated node leaves; routed, the next run finishes", async () => {
+        const group = outdatedPool(3);
+        const join = ctx.emu.state.onUserDataRun;
+        let canary = "";
+        ctx.emu.state.onUserDataRun = (inst) => {
+            join?.(inst);
+            if (!canary) {
+                canary = inst.instanceId;
+                c.nodes.get(`node-${inst.instanceId}`)!.networkUnavailable = true;
+            }
+        };
+        const old = ctx.emu.scalingGroupInstances(group);
+        await assert.rejects(run(inputs(group, 3, {})), /failed validation after the surge to 4 member\(s\) for \d+ s: new node\(s\) without their pod route \(NetworkUnavailable/);
+        assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group).filter((id) => old.includes(id)), old, "every outdated node stays");
+        c.nodes.get(`node-${canary}`)!.networkUnavailable = false;
+        await run(inputs(group, 3, {}));
+        assert.deepStrictEqual(specs(group), [NEW, NEW, NEW]);
+    });
+
     it("validation before the rollout: a kube-system Deployment short of replicas stops it before anything changes, naming it; the next run finishes", async () => {
         const group = outdatedPool(2);
         c.system.deployments = [{ name: "kube-system/coredns", replicas: 2, available: 1 }];
@@ -277,18 +308,38 @@ describe("fixed pool rollout (emulator)", () => {
 
     it("soak: no outdated node leaves within `soak` of the batch before it, and the last batch is soaked too (on the rollout's clock)", async () => {
         const group = outdatedPool(3);
-        const clock = steppedClock();
-        const leftAt: number[] = [];
-        const left = ctx.emu.state.onMemberLeft;
-        ctx.emu.state.onMemberLeft = (id, g, released) => {
-            left?.(id, g, released);
-            if (g === group) leftAt.push(clock.now());
-        };
+        const { clock, leftAt } = watchLeavingTimes(group);
         await run(inputs(group, 3, { soakSeconds: 90 }), clock);
         assert.deepStrictEqual(specs(group), [NEW, NEW, NEW]);
         assert.strictEqual(leftAt.length, 3, "canary, then one a round (maxSurge 1)");
         for (let k = 1; k < leftAt.length; k++) assert.ok(leftAt[k] - leftAt[k - 1] >= 90_000, `batch ${k + 1} left ${leftAt[k] - leftAt[k - 1]} ms after the one before`);
         assert.ok(clock.now() - leftAt[leftAt.length - 1] >= 90_000, "the last batch soaked before the rollout ended");
+    });
+
+    it("a run stopped during a batch's soak (cancelled, killed): the next run soaks in full before the next batch leaves (on the rollout's clock)", async () => {
+        const group = outdatedPool(3);
+        const { clock, leftAt } = watchLeavingTimes(group);
+        // The first run's first pause on its clock is the canary batch's soak: the run dies there.
+        let died = false;
+        const dying = { now: () => clock.now(), sleep: async (ms: number) => { if (!died) { died = true; throw new Error("killed during the soak"); } return clock.sleep(ms); } };
+        await assert.rejects(run(inputs(group, 3, { soakSeconds: 90 }), dying), /killed during the soak/);
+        assert.strictEqual(leftAt.length, 1, "the canary's batch left, then the run died soaking");
+        await run(inputs(group, 3, { soakSeconds: 90 }), clock);
+        assert.deepStrictEqual(specs(group), [NEW, NEW, NEW]);
+        for (let k = 1; k < leftAt.length; k++) assert.ok(leftAt[k] - leftAt[k - 1] >= 90_000, `batch ${k + 1} left ${leftAt[k] - leftAt[k - 1]} ms after the one before`);
+    });
+
+    it("validation fails while a master's Node is not Ready (no pool member, its pods not counted): the rollout stops before anything changes, naming it; the next run finishes", async () => {
+        c.addNode(c.master, { name: "master-0", controlPlane: true });
+        c.addMaster();
+        c.nodes.get("master-1")!.ready = false;
+        const group = outdatedPool(2);
+        const before = ctx.emu.scalingGroupInstances(group);
+        await assert.rejects(run(inputs(group, 2, {})), /failed validation before the rollout for \d+ s: control-plane Node\(s\) not Ready: master-1/);
+        assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group), before, "nothing launched, nothing removed");
+        c.nodes.get("master-1")!.ready = true;
+        await run(inputs(group, 2, {}));
+        assert.deepStrictEqual(specs(group), [NEW, NEW]);
     });
 
     it("a fixed pool switched to autoscaled (PoolCapacity update to observe) clears the taint a paused rollout left, and lifts the protections; another pool's taint stays", async () => {

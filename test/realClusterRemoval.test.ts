@@ -19,7 +19,7 @@ import { answerWithRealCluster, type RealOperations } from "./kube/operations";
 import type { Cluster } from "./kube/cluster";
 import { fill, operation, saveNodeCommands } from "../testing/savedCommands";
 import { callsOf } from "../testing/sandbox";
-import { clearOutdatedTaint, decompress, listNodes, parseNodeLines, POOL_LABEL, taintOutdated, workloadPods } from "../src/cloud/operations";
+import { clearOutdatedTaint, decompress, listNodes, parseNodeLines, parseNodeListing, POOL_LABEL, taintOutdated, workloadPods } from "../src/cloud/operations";
 import { LEGACY_POOL_LABEL, OUTDATED_TAINT } from "../src/rules";
 import { readClusterHealth, removeNode, removeNodes, RemovalError, scaleInPool, CLEARED_USERDATA, validationProblems, type RemovalOptions } from "../src/removal";
 import type { NodeCommandIds } from "../src/rules";
@@ -168,7 +168,7 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
         });
     }
 
-    it("list-nodes, run by the real kubectl, parses into exactly what the API server holds (the jsonpath column order)", async function () {
+    it("list-nodes, run by the real kubectl, parses into exactly what the API server holds (the template's column order, escaped values)", async function () {
         const group = emu.addScalingGroup({ desiredCapacity: 2, regionId: REGION }).scalingGroupId;
         const [a, b] = emu.scalingGroupInstances(group);
         const lone = emu.addInstance({ regionId: REGION }).instanceId;
@@ -230,11 +230,21 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
         const raw = await ops.runOnMaster(fill(renderOperation("list-nodes"), { selector: "" }));
         assert.strictEqual(raw.exitCode, 0, raw.output);
         const text = decompress(raw.output);
-        for (const line of text.split("\n").filter(Boolean)) assert.strictEqual(line.split("\t").length, 13, JSON.stringify(line));
+        const [clockLine, ...nodeLines] = text.split("\n").filter(Boolean);
+        assert.match(clockLine, /^@now\t[0-9]+$/, "the master's clock first");
+        for (const line of nodeLines) assert.strictEqual(line.split("\t").length, 13, JSON.stringify(line));
+        assert.strictEqual(parseNodeListing(text).masterNow, Number(clockLine.split("\t")[1]) * 1000, "the master's clock, ms");
         assert.deepStrictEqual(parseNodeLines(text).map((n) => n.name).sort(), listed.map((n) => n.name).sort());
-        // kubectl's jsonpath prints an annotation raw: one with tabs (a node may annotate its own Node) is refused, not read shifted
-        await c.kubectl(["annotate", "node", `bare-${testNo}`, "alicloud-kubeadm/removing=x\tbatch\t10.9.9.9"]);
-        await assert.rejects(listNodes(access), new RegExp(`Node "bare-${testNo}" is listed with 15 columns, not 13`));
+        // A node may annotate its own Node: a value with a newline, tabs and quotes that spells the head of a list-nodes
+        // line (a second Node claiming instance b, Ready, uncordoned; the Node's own columns after the annotation end it)
+        // is one value of the Node that holds it, read back exactly, never a Node.
+        const forged = ["", `forged-${testNo}`, nodeName(b), "True", "", "", "general", "2026-12-02T10:00:00Z", "\\u0009 '\"<=>&"].join("\t")
+            .replace(/^\t/, "x\n");
+        await c.kubectl(["annotate", "node", `bare-${testNo}`, `alicloud-kubeadm/removing=${forged}`]);
+        const after = await listNodes(access);
+        assert.deepStrictEqual(after.map((n) => n.name).sort(), real.map((n) => n.metadata.name).sort(), "no Node made up by a value");
+        assert.strictEqual(after.find((n) => n.name === `bare-${testNo}`)?.removing, forged, "the annotation, exactly");
+        assert.deepStrictEqual(after.filter((n) => n.providerId === nodeName(b)).map((n) => n.name), [nodeName(b)], "instance b has its own Node only");
         await c.kubectl(["annotate", "node", `bare-${testNo}`, "alicloud-kubeadm/removing-"]);
     });
 
@@ -254,7 +264,7 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
         assert.strictEqual(await clearOutdatedTaint(access, "general"), 0, "nothing left to clear is fine");
     });
 
-    it("cluster-validate, run by the real kubectl: a kube-system Deployment whose pod cannot be scheduled is named with its Pending pod; one whose pod runs on a Ready Node is not", async function () {
+    it("cluster-validate, run by the real kubectl: a kube-system Deployment whose pod cannot be scheduled is named with its Pending pod, one whose pod runs on a Ready Node is not; a master's Node not Ready is named, and no Node's status forges it Ready", async function () {
         const [a] = [emu.addInstance({ instanceId: `i-validate-${testNo}`, regionId: REGION }).instanceId];
         await join([a], "general");
         const runs = `validate-runs-${testNo}`;
@@ -283,6 +293,30 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
             assert.strictEqual(problems.length, 2, problems.join("\n"));
             assert.strictEqual(problems[0], `Deployment kube-system/${stuck}: 0 of 1 replica(s) available`);
             assert.match(problems[1], new RegExp(`^pod kube-system/${stuck}-\\S+ not scheduled not Ready \\(Pending\\)$`));
+            // A master's Node (kubeadm's control-plane role label, value "") that is not Ready fails validation; a Ready one does not.
+            const masterDown = emu.addInstance({ instanceId: `i-validate-cp-${testNo}`, regionId: REGION }).instanceId;
+            await join([masterDown], "control-plane", { ready: false });
+            await c.kubectl(["label", "node", nodeName(masterDown), nodeName(a), "node-role.kubernetes.io/control-plane="]);
+            const withMasters = await readClusterHealth(access);
+            assert.deepStrictEqual(withMasters.controlPlane.filter((n) => [nodeName(a), nodeName(masterDown)].includes(n)).sort(), [nodeName(a), nodeName(masterDown)].sort());
+            assert.ok(validationProblems([], withMasters).includes(`control-plane Node(s) not Ready: ${nodeName(masterDown)}`), validationProblems([], withMasters).join("\n"));
+            // A node writes its own Node's status: a Ready status that spells a line saying the master is Ready is that
+            // Node's value, never a line (the Node is listed after the master, so a line of it would win).
+            const forger = `zz-forger-${testNo}`;
+            await c.apply({ apiVersion: "v1", kind: "Node", metadata: { name: forger, labels: { [MARK]: "" } } });
+            const forged = `Unknown\n${nodeName(masterDown)}\tTrue`; // the script prefixes each line with "node<TAB>"
+            await c.kubectl(["patch", "node", forger, "--subresource=status", "--type=merge", "-p", JSON.stringify({
+                status: { conditions: [{ type: "Ready", status: forged, reason: "Forged", lastHeartbeatTime: new Date().toISOString(), lastTransitionTime: new Date().toISOString() }] },
+            })]);
+            const after = await readClusterHealth(access);
+            assert.strictEqual(after.nodes.get(nodeName(masterDown)), false, "the master is still not Ready");
+            // The CCM's route controller's condition, as it patches it: True until it created the Node's route.
+            assert.ok(!after.networkUnavailable.has(nodeName(a)), "no NetworkUnavailable condition: not listed");
+            await c.kubectl(["patch", "node", nodeName(masterDown), "--subresource=status", "--type=merge", "-p", JSON.stringify({
+                status: { conditions: [{ type: "NetworkUnavailable", status: "True", reason: "NoRouteCreated", lastHeartbeatTime: new Date().toISOString(), lastTransitionTime: new Date().toISOString() }] },
+            })]);
+            assert.ok((await readClusterHealth(access)).networkUnavailable.has(nodeName(masterDown)), "NetworkUnavailable True: listed");
+            assert.ok(validationProblems([], after).includes(`control-plane Node(s) not Ready: ${nodeName(masterDown)}`), validationProblems([], after).join("\n"));
         } finally {
             await c.kubectl(["delete", "deployment", "-n", "kube-system", runs, stuck, "--wait=false"]);
         }

@@ -30,6 +30,20 @@ describe("a rollout's validation and soak", () => {
             ["new node(s) not Ready: b (node-b), d (no Node)"]);
     });
 
+    it("a master's Node (control-plane role) not Ready, or listed as one and then gone, fails it; a listing of an earlier release (no control-plane lines) checks none", () => {
+        const h = parseClusterHealth("node\tm0\tTrue\nnode\tm1\tUnknown\nnode\tw\tFalse\ncontrol-plane\tm0\ncontrol-plane\tm1\ncontrol-plane\tm2\n");
+        assert.deepStrictEqual(h.controlPlane, ["m0", "m1", "m2"]);
+        assert.deepStrictEqual(validationProblems([], h), ["control-plane Node(s) not Ready: m1, m2"]);
+        assert.deepStrictEqual(validationProblems([], parseClusterHealth("node\tm1\tUnknown\n")), []);
+    });
+
+    it("a new member whose Node has no pod route (NetworkUnavailable True) fails it; an outdated one does not; a listing of an earlier release (no such column) checks none", () => {
+        const h = parseClusterHealth("node\tnode-a\tTrue\tTrue\nnode\tnode-b\tTrue\tTrue\nnode\tnode-c\tTrue\tFalse\n");
+        assert.deepStrictEqual(validationProblems([member("a", false, true), member("b", true, true), member("c", false, true)], h),
+            ["new node(s) without their pod route (NetworkUnavailable; the CCM's route controller has not created it): a (node-a)"]);
+        assert.deepStrictEqual(validationProblems([member("a", false, true)], parseClusterHealth("node\tnode-a\tTrue\n")), []);
+    });
+
     it("a Deployment short of replicas fails it; a pod not Ready fails it on a Ready Node or unscheduled, not on a NotReady or gone Node", () => {
         const h = healthy();
         h.deployments.push({ name: "kube-flannel/x", replicas: 2, available: 1 });

@@ -28,7 +28,7 @@ import type { Emulator } from "./emulator";
 import type { ClusterAccess } from "../src/cloud/operations";
 import type { NodeCommandIds } from "../src/rules";
 import { operation, saveNodeCommands } from "./savedCommands";
-import { compareVersions } from "../src/rules";
+import { compareVersions, CONTROL_PLANE_POOL } from "../src/rules";
 
 export interface FakeNode {
     name: string;
@@ -55,7 +55,10 @@ export interface FakeNode {
     upgrading?: string;
     /** A master resize's mark (annotation alicloud-kubeadm/resizing), "" or absent when none. */
     resizing?: string;
-    /** A master's Node (never receives evicted pods). */
+    /**
+     * A master's Node (never receives evicted pods). Given to {@link FakeCluster.addNode} for an instance other than
+     * master 0's first one, the Node also gets `legacyPool` `control-plane`, as a control-plane join labels it.
+     */
     controlPlane: boolean;
     /** The kubelet version the Node reports (`status.nodeInfo.kubeletVersion`, without `v`). Default the cluster's version. */
     kubelet?: string;
@@ -63,6 +66,8 @@ export interface FakeNode {
     providerId?: string;
     /** Its InternalIP when not its instance's private IP (default: the instance's, read at each listing). */
     internalIp?: string;
+    /** Its `NetworkUnavailable` condition is True (the CCM has not created its pod route); default false. */
+    networkUnavailable?: boolean;
     /** Its taints (`spec.taints`); default none. */
     taints: Array<{ key: string; value: string; effect: "NoSchedule" | "PreferNoSchedule" | "NoExecute" }>;
 }
@@ -121,6 +126,11 @@ export interface FakeCluster {
      */
     system: { deployments: Array<{ name: string; replicas: number; available: number }>; unreadyPods: Array<{ name: string; node: string; phase: string }> };
     addNode(instanceId: string, init?: Partial<FakeNode>): FakeNode;
+    /**
+     * The masters' clock, ms since the epoch (what list-nodes prints as `@now`, and what a Node's creation and Ready
+     * times are stamped with). Default the emulator's time; a test sets another to skew the cluster from the caller.
+     */
+    masterNow: () => number;
     /** Adds master `index` ≥ 1 (an instance, its Ready control-plane Node, its etcd member). */
     addMaster(): string;
     /**
@@ -129,6 +139,15 @@ export interface FakeCluster {
      * boot's duration) (default 0: Ready at once).
      */
     autoJoin(pool: string, opts?: { readyAfterListings?: number; readyAfterMs?: number; pods?: string[] }): void;
+}
+
+/**
+ * A value as kubectl's go-template `js` escaper prints it (Go's text/template JSEscape): `\\`, `\'`, `\"`, and `\u00XX`
+ * for control characters and `<`, `>`, `&`, `=` (non-printable runes above ASCII as `\uXXXX`; none in these tests).
+ */
+export function jsEscape(value: string): string {
+    const named: Record<string, string> = { "\\": "\\\\", "'": "\\'", "\"": "\\\"" };
+    return value.replace(/[\\'"<>&=\u0000-\u001f]/g, (ch) => named[ch] ?? `\\u${ch.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}`);
 }
 
 /**
@@ -163,9 +182,12 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
         upgradeViolations: [],
         system: { deployments: [{ name: "kube-system/coredns", replicas: 2, available: 2 }], unreadyPods: [] },
         addNode(instanceId, init = {}) {
+            // A control-plane member joined by attach_node.sh labels itself alicloud-kubeadm/pool=control-plane (its
+            // JoinConfiguration's node-labels); master 0, made by kubeadm init (master_init.sh), carries no pool label.
+            const joinedMaster = init.controlPlane === true && instanceId !== master;
             const node: FakeNode = {
-                name: `node-${instanceId}`, instanceId, ready: true, pool: "", podCidr: `172.16.${c.nodes.size}.0/25`, pods: [], createdAt: new Date().toISOString(),
-                unschedulable: false, removing: "", controlPlane: false, taints: [], ...init,
+                name: `node-${instanceId}`, instanceId, ready: true, pool: "", podCidr: `172.16.${c.nodes.size}.0/25`, pods: [], createdAt: new Date(c.masterNow()).toISOString(),
+                unschedulable: false, removing: "", controlPlane: false, taints: [], ...(joinedMaster ? { legacyPool: CONTROL_PLANE_POOL } : {}), ...init,
             };
             c.nodes.set(node.name, node);
             c.credentials.add(instanceId);
@@ -173,6 +195,7 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
             return node;
         },
         autoJoin: () => undefined,
+        masterNow: () => emu.state.now(),
         addMaster() {
             const name = `master-${masters.length}`;
             const inst = emu.addInstance({ instanceName: name, regionId: region });
@@ -241,22 +264,24 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
             if ((readyAt.get(n.instanceId) ?? Infinity) <= listings && (readyAtTime.get(n.instanceId) ?? Infinity) <= Date.now()) {
                 readyAt.delete(n.instanceId);
                 readyAtTime.delete(n.instanceId);
-                if (!n.ready) n.readySince = new Date().toISOString();
+                if (!n.ready) n.readySince = new Date(c.masterNow()).toISOString();
                 n.ready = true;
             }
         }
-        // list-nodes.sh's columns; a label selector on either pool label.
+        // list-nodes.sh's lines: the master's clock (the emulator's time), then a line per Node, each value escaped as
+        // the template's `js` does; a label selector on either pool label.
         const selector = /^(alicloud-kubeadm\/pool|node-restriction\.kubernetes\.io\/alicloud-kubeadm-pool)=(\S+)$/.exec(ctx.parameters.selector ?? "");
         const lines = [...c.nodes.values()].filter((n) => !selector || (selector[1] === "alicloud-kubeadm/pool" ? n.legacyPool : n.pool) === selector[2])
             .map((n) => [n.name, n.providerId ?? `${region}.${n.instanceId}`, n.ready ? "True" : "False", n.unschedulable ? "true" : "", n.podCidr, n.legacyPool ?? "", n.createdAt, n.removing,
-                n.pool, n.internalIp ?? emu.instances.get(n.instanceId)?.privateIp ?? "", n.readySince ?? "", n.upgrading ?? "", n.resizing ?? ""].join("\t"));
-        return { output: gz(lines.join("\n")) };
+                n.pool, n.internalIp ?? emu.instances.get(n.instanceId)?.privateIp ?? "", n.readySince ?? "", n.upgrading ?? "", n.resizing ?? ""].map(jsEscape).join("\t"));
+        return { output: gz([`@now\t${Math.floor(c.masterNow() / 1000)}`, ...lines].join("\n")) };
     });
-    // cluster-validate.sh's lines: every Node's Ready, the Deployments, the pods not Ready.
+    // cluster-validate.sh's lines: every Node's Ready, the masters' Nodes, the Deployments, the pods not Ready.
     emu.onCommand(operation("cluster-validate"), (ctx) => {
         c.log.push(`${ctx.instanceId}: cluster-validate`);
         const lines = [
-            ...[...c.nodes.values()].map((n) => `node\t${n.name}\t${n.ready ? "True" : "False"}`),
+            ...[...c.nodes.values()].map((n) => `node\t${n.name}\t${n.ready ? "True" : "False"}\t${n.networkUnavailable ? "True" : "False"}`),
+            ...[...c.nodes.values()].filter((n) => n.controlPlane).map((n) => `control-plane\t${n.name}`),
             ...c.system.deployments.map((d) => `deployment\t${d.name}\t${d.replicas}\t${d.available === 0 ? "" : d.available}`),
             ...c.system.unreadyPods.map((p) => `pod\t${p.name}\t${p.node}\t${p.phase}`),
         ];
@@ -275,7 +300,7 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
             return { exitCode: 1, output: `Error from server (NotFound): nodes "${name}" not found\ndrain-status=1\n` };
         }
         // The drain's mark parameter: whose cordon this is (drain.sh annotates alicloud-kubeadm/<mark>).
-        node[markOf(ctx.parameters.mark)] = new Date().toISOString();
+        node[markOf(ctx.parameters.mark)] = new Date(c.masterNow()).toISOString();
         node.unschedulable = true;
         // `force=delete` (kubectl drain --disable-eviction) deletes the pods: no PodDisruptionBudget holds them.
         if (c.failDrains > 0 && ctx.parameters.force !== "delete") {
@@ -325,7 +350,7 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
             const node = c.nodes.get(name);
             c.nodes.delete(name);
             if (node && c.kubeletReregisters && c.credentials.has(node.instanceId) && running(node.instanceId)) {
-                c.nodes.set(name, { ...node, unschedulable: false, removing: "", upgrading: "", resizing: "", pods: [], createdAt: new Date().toISOString() });
+                c.nodes.set(name, { ...node, unschedulable: false, removing: "", upgrading: "", resizing: "", pods: [], createdAt: new Date(c.masterNow()).toISOString() });
             }
         }
         return { output: names.map((name) => `node "${name}" deleted\n`).join("") };

@@ -183,29 +183,65 @@ const NODE_COLUMNS = 13;
 const NODE_COLUMNS_BEFORE_MARKS = 10;
 
 /**
- * Parses the lines list-nodes prints (src/shell/ops/list-nodes.sh): name, provider id, Ready, unschedulable,
- * podCIDR, old pool label, created, removal mark, pool label, InternalIP(s), Ready since, upgrade mark, resize mark (a saved command of an earlier version
- * prints fewer columns: the old label then decides the pool, and no IP is known).
+ * A value as list-nodes prints it, decoded: kubectl's go-template `js` escaper (Go's text/template JSEscape) writes
+ * `\\`, `\'` and `\"` for those characters and `\uXXXX` for control characters and `<`, `>`, `&`, `=` (a non-printable
+ * rune above U+FFFF gets more hex digits: only that value reads wrong, never the columns). Read as data, character
+ * by character: nothing in it is evaluated. A value printed raw by an earlier release's jsonpath reads unchanged
+ * unless it holds a backslash.
  */
-export function parseNodeLines(text: string): NodeInfo[] {
-    return text.split("\n").filter((l) => l.trim() !== "").map((line) => {
+export function unescapeListed(value: string): string {
+    return value.replace(/\\(u[0-9A-Fa-f]{4}|[\\'"])/g, (_m, e: string) => (e.length === 1 ? e : String.fromCharCode(parseInt(e.slice(1), 16))));
+}
+
+/** What one list-nodes printed: its Nodes, and the master's clock when it listed them. */
+export interface NodeListing {
+    nodes: NodeInfo[];
+    /**
+     * The listing master's clock just before it listed (ms since the epoch, whole seconds): the clock the API server's
+     * times (a Ready condition's lastTransitionTime) come from. Undefined from a list-nodes of an earlier release.
+     */
+    masterNow?: number;
+}
+
+/**
+ * Parses what list-nodes prints (src/shell/ops/list-nodes.sh): the `@now` line, then per Node: name, provider id, Ready,
+ * unschedulable, podCIDR, old pool label, created, removal mark, pool label, InternalIP(s), Ready since, upgrade mark,
+ * resize mark, each value escaped (a saved command of an earlier version prints raw values, no `@now` line and maybe
+ * fewer columns: the old label then decides the pool, and no IP is known).
+ */
+export function parseNodeListing(text: string): NodeListing {
+    let masterNow: number | undefined;
+    const nodes = text.split("\n").filter((l) => l.trim() !== "").flatMap((line): NodeInfo[] => {
         const fields = line.split("\t");
-        // kubectl's jsonpath prints values raw: a tab inside a value (an annotation the node may write on its own Node)
-        // would shift the columns after it. A line of any other width than list-nodes prints is refused, never read.
+        // No Node is named so (a Node name is a DNS subdomain), and no escaped value holds a tab or a newline.
+        if (fields[0] === "@now") {
+            const seconds = /^[0-9]{1,12}$/.test(fields[1] ?? "") ? Number(fields[1]) : NaN;
+            if (fields.length !== 2 || Number.isNaN(seconds)) throw new Error(`list-nodes: the master's time line ${JSON.stringify(line.slice(0, 80))} is not \`@now<TAB><seconds>\``);
+            masterNow = seconds * 1000;
+            return [];
+        }
+        // The values are escaped now; an earlier release's jsonpath printed them raw, where a tab inside a value would
+        // shift the columns after it. A line of any other width than list-nodes prints is refused, never read.
         if (fields.length > NODE_COLUMNS || (fields.length > NODE_COLUMNS_BEFORE_MARKS && fields.length < NODE_COLUMNS)) {
             throw new Error(`list-nodes: Node ${JSON.stringify(fields[0])} is listed with ${fields.length} columns, not ${NODE_COLUMNS}: one of its annotations ` +
                 "(alicloud-kubeadm/removing, /upgrading, /resizing) holds a tab. fix: look at them (`kubectl get node -o yaml`) and remove the one that " +
                 "no alicloud-kubeadm step wrote (`kubectl annotate node <name> alicloud-kubeadm/<mark>-`)");
         }
-        const [name, providerId, ready, unschedulable, podCidr, legacyPool, createdAt, removing, pool, addresses, readySince, upgrading, resizing] = fields;
+        const [name, providerId, ready, unschedulable, podCidr, legacyPool, createdAt, removing, pool, addresses, readySince, upgrading, resizing] = fields.map(unescapeListed);
         const heldBy = fields.length < NODE_COLUMNS ? "marks not listed (a list-nodes from before the drain-mark columns)"
             : upgrading ? `upgrading since ${upgrading}` : resizing?.trim() ? `resizing since ${resizing.trim()}` : "";
-        return {
+        return [{
             name, providerId: providerId ?? "", ready: ready === "True", unschedulable: unschedulable === "true", podCidr: podCidr ?? "",
             pool: nodePool({ pool, legacyPool }), createdAt: createdAt ?? "", removing: removing ?? "", internalIp: (addresses ?? "").trim().split(/\s+/)[0] ?? "",
             readySince: (readySince ?? "").trim(), heldBy,
-        };
+        }];
     });
+    return { nodes, masterNow };
+}
+
+/** The Nodes of a list-nodes output ({@link parseNodeListing} without the master's time). */
+export function parseNodeLines(text: string): NodeInfo[] {
+    return parseNodeListing(text).nodes;
 }
 
 /** The instance id a provider id names: `<region>.<id>`, or any form ending in `.<id>` or `/<id>` (another region, an `alicloud://` prefix); "" for none. */
@@ -228,7 +264,12 @@ export function nodeOfInstance(nodes: readonly NodeInfo[], region: string, insta
 
 /** Every Node, optionally filtered by a label selector (e.g. `kubernetes.io/os=linux`). */
 export async function listNodes(access: ClusterAccess, selector = ""): Promise<NodeInfo[]> {
-    return parseNodeLines(decompress(await invokeOnMaster(access, "list-nodes", { selector })));
+    return (await listNodesAt(access, selector)).nodes;
+}
+
+/** {@link listNodes}, with the listing master's clock (one call). */
+export async function listNodesAt(access: ClusterAccess, selector = ""): Promise<NodeListing> {
+    return parseNodeListing(decompress(await invokeOnMaster(access, "list-nodes", { selector })));
 }
 
 /**

@@ -187,8 +187,8 @@ async function removeSurplus(inputs: PoolCapacityInputs, size: number, minSize: 
  * from scale-in (docs/upstream.md#ess-protection), the second guard against ESS choosing a victim.
  * With `healthRepair`, members not Ready past its timeout are replaced first (removed here, refilled with the rest).
  * @param log progress for the Pulumi log
- * @param clock what health repair reads the time from, and a rollout's soak and validation and the Ready waits wait on
- *   (tests step their own). Default the system clock.
+ * @param clock what a rollout's soak and validation and the Ready waits wait on (tests step their own; health repair
+ *   reads the time from the masters' clock). Default the system clock.
  * @throws on a failed scaling activity or when the wait runs out, naming the instances not Ready yet
  */
 export async function setPoolCapacity(inputs: PoolCapacityInputs, log: (m: string) => void = () => undefined, clock: Clock = SYSTEM_CLOCK): Promise<PoolCapacityOutputs> {
@@ -199,7 +199,7 @@ export async function setPoolCapacity(inputs: PoolCapacityInputs, log: (m: strin
     const opts = removalOptions(inputs);
     await removeSurplus(inputs, size + await rolloutSurge(inputs, size, opts), inputs.minSize ?? 0, opts, log, "an out-of-band scale-out?", "`pulumi up`");
     await uncordonSurvivors(inputs, log);
-    if (inputs.healthRepair) await repairPool({ scalingGroupId, poolName: inputs.poolName, specHash: inputs.specHash, size }, inputs.healthRepair, opts, clock);
+    if (inputs.healthRepair) await repairPool({ scalingGroupId, poolName: inputs.poolName, specHash: inputs.specHash, size }, inputs.healthRepair, opts);
     await rollOut(inputs, opts, log, clock);
     const before = await activityIds(region, scalingGroupId);
     await setFixedCapacity(inputs, keep, log);
@@ -240,7 +240,7 @@ async function rolloutSurge(inputs: PoolCapacityInputs, size: number, opts: Remo
  * Its gates (src/removal/rolloutGates.ts): the cluster is validated before the first round, after each surge that
  * launched nodes (the canary's first) and after each batch, which is soaked first; a validation that keeps failing
  * pauses the rollout naming what failed. Everything is read again each round, so a run that stops anywhere is
- * resumed by the next (which validates first). Without `rollout`, outdated members are only reported.
+ * resumed by the next (which soaks first when members made from the spec are there already, then validates). Without `rollout`, outdated members are only reported.
  */
 async function rollOut(inputs: PoolCapacityInputs, opts: RemovalOptions, log: (m: string) => void, clock: Clock): Promise<void> {
     const { region, scalingGroupId, poolName, specHash } = inputs;
@@ -274,6 +274,9 @@ async function rollOut(inputs: PoolCapacityInputs, opts: RemovalOptions, log: (m
         if (round === 0) {
             log(`pool ${poolName}: rolling out spec ${specHash}: ${outdated.length} of ${members.length} node(s) outdated (maxSurge ${rollout.maxSurge}, ` +
                 `maxUnavailable ${rollout.maxUnavailable}${rollout.canary ? ", a canary first" : ""})`);
+            // A rollout under way (members made from the spec already) may follow a batch whose soak the run before cut
+            // short (stopped, cancelled, failed): soak in full before validating, as after any batch.
+            if (outdated.length < members.length) await soak(poolName, rollout.soakSeconds, "resuming a rollout under way", log, clock);
             await validate("before the rollout");
         }
         const plan = planRotationRound(members, size, rollout, surged);

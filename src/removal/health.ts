@@ -1,20 +1,20 @@
 /**
  * Health repair of a fixed pool (docs/rotation.md#health-repair): which members are not Ready, since when, and
  * whether any may be replaced now. The decision ({@link planHealthRepair}) is pure; {@link repairPool} reads the
- * pool, decides on the clock it is given, and removes the chosen members through the removal core (drain as far as
+ * pool, decides on the listing master's clock, and removes the chosen members through the removal core (drain as far as
  * a NotReady node allows, leave ESS, routes). PoolCapacity refills the pool afterwards, as for any missing member.
  *
  * As Cluster API's MachineHealthCheck does (docs/upstream.md#machine-health-check): a member is unhealthy once its
  * Node's Ready condition has not been True for longer than the timeout, counted from the condition's
  * `lastTransitionTime` (as the API server holds it, never anything else the node says of itself; written by the kubelet
- * (False) or the controller manager (Unknown), each with its own clock, and compared here with the Pulumi machine's),
+ * (False) or the controller manager (Unknown), each with its own clock, and compared here with the clock of the master
+ * that listed the Nodes, read in the same call: never the Pulumi machine's, which may be hours off),
  * or, with no Node or no Ready condition at all, from the instance's creation (ESS's record); and more members not
  * Ready than `maxUnhealthy`, counting those still within the timeout and those missing from the group (a refill that
  * has not come), repairs nothing. Nor does a repair run while no worker Node of the cluster is Ready (an outage, not a
  * bad node), nor touch a member an upgrade or a resize cordoned (its drain mark; each mark is undone only by what set it).
  */
 import { waitForIdleGroup } from "../cloud/ess";
-import { SYSTEM_CLOCK, type Clock } from "../cloud/wait";
 import { CONTROL_PLANE_POOL, type HealthRepair } from "../rules";
 import { readPool, removeMembers } from "./scaleIn";
 import type { NodeInfo } from "../cloud/operations";
@@ -128,19 +128,25 @@ export interface RepairPool {
 
 /**
  * One health repair of a fixed pool: waits until no scaling activity runs, reads the members (their Nodes, Ready
- * conditions and instances), plans on `clock`, and removes the members to replace through the removal core, which
+ * conditions and instances, and the listing master's clock), plans on that clock, and removes the members to replace through the removal core, which
  * releases their instances (ESS lowers the desired capacity by each; the caller raises it back to the pool's size).
  * The circuit breaker and the members left waiting go to the Pulumi log (`opts.warn`). Idempotent: a removal that
  * stopped midway is found again by the next run (the member is still not Ready, or has no Node any more).
  * @returns the reports of the members removed (none when nothing was)
  * @throws a removal's error, naming the instance, the step and the fix
  */
-export async function repairPool(pool: RepairPool, repair: HealthRepair, opts: RemovalOptions, clock: Clock = SYSTEM_CLOCK): Promise<RemovalReport[]> {
+export async function repairPool(pool: RepairPool, repair: HealthRepair, opts: RemovalOptions): Promise<RemovalReport[]> {
     const log = opts.log ?? (() => undefined);
     const warn = opts.warn ?? log;
-    await waitForIdleGroup(opts.region, pool.scalingGroupId, { pollMs: opts.pollIntervalMs, timeoutMs: (opts.activityTimeoutSeconds ?? 1200) * 1000, log });
-    const { members, nodes } = await readPool(pool, opts);
-    const plan = planHealthRepair(members, repair, clock.now(), { size: pool.size ?? members.length, readyWorkers: readyWorkers(nodes) });
+    await waitForIdleGroup(opts.region, pool.scalingGroupId, { pollMs: opts.pollIntervalMs, timeoutMs: (opts.activityTimeoutSeconds ?? 1200) * 1000, log, clock: opts.clock });
+    const { members, nodes, masterNow } = await readPool(pool, opts);
+    if (members.length === 0) return [];
+    if (masterNow === undefined) {
+        warn(`pool ${pool.poolName}: health repair skipped: the master's list-nodes printed no time (a saved command of an earlier release), ` +
+            "and a NotReady time is never measured on this machine's clock. fix: run `pulumi up` again once the saved commands are updated");
+        return [];
+    }
+    const plan = planHealthRepair(members, repair, masterNow, { size: pool.size ?? members.length, readyWorkers: readyWorkers(nodes) });
     const listed = (us: readonly UnhealthyMember[]) => us.map((u) => `${u.member.instanceId} (${u.reason})`).join("; ");
     if (plan.kind === "healthy") return [];
     if (plan.kind === "breaker") {

@@ -5,26 +5,38 @@
  * and of the cluster (the saved operation `cluster-validate`, src/shell/ops/cluster-validate.sh). Both waits run on
  * the caller's {@link Clock} and report progress to its log.
  */
-import { decompress, invokeOnMaster, type ClusterAccess } from "../cloud/operations";
+import { decompress, invokeOnMaster, unescapeListed, type ClusterAccess } from "../cloud/operations";
 import { SYSTEM_CLOCK, waitFor, type Clock } from "../cloud/wait";
 import type { PoolMember } from "./victims";
 
-/** What `cluster-validate` reads: every Node's Ready, and the Deployments and not-Ready pods of kube-system and kube-flannel. */
+/** What `cluster-validate` reads: every Node's Ready, the masters' Nodes, and the Deployments and not-Ready pods of kube-system and kube-flannel. */
 export interface ClusterHealth {
     /** Node name → its Ready condition is True. */
     nodes: Map<string, boolean>;
+    /** The Nodes labelled `node-role.kubernetes.io/control-plane` (none from a cluster-validate of an earlier release). */
+    controlPlane: string[];
+    /**
+     * The Nodes whose `NetworkUnavailable` condition is True: the CCM's route controller has not created their pod
+     * route (it sets the condition True when it initializes a Node, False once the route is in the route table).
+     */
+    networkUnavailable: Set<string>;
     deployments: Array<{ name: string; replicas: number; available: number }>;
     /** Pods that are not Ready (neither finished nor terminating), `namespace/name`, on `node` ("" when not scheduled). */
     unreadyPods: Array<{ name: string; node: string; phase: string }>;
 }
 
-/** Parses the lines of `cluster-validate` (a line of another kind is ignored: a newer script's). */
+/**
+ * Parses the lines of `cluster-validate` (a line of another kind is ignored: a newer script's). The values a node
+ * writes are printed escaped (docs/upstream.md#kubectl-go-template) and decoded here, as data.
+ */
 export function parseClusterHealth(text: string): ClusterHealth {
-    const health: ClusterHealth = { nodes: new Map(), deployments: [], unreadyPods: [] };
+    const health: ClusterHealth = { nodes: new Map(), controlPlane: [], networkUnavailable: new Set(), deployments: [], unreadyPods: [] };
     for (const line of text.split("\n")) {
-        const [kind, name, a = "", b = ""] = line.split("\t");
+        const [kind, name, a = "", b = ""] = line.split("\t").map(unescapeListed);
         if (!name) continue;
         if (kind === "node") health.nodes.set(name, a === "True");
+        if (kind === "node" && b === "True") health.networkUnavailable.add(name);
+        if (kind === "control-plane") health.controlPlane.push(name);
         // A Deployment's replicas default to 1 when the spec leaves them out; availableReplicas is absent at 0.
         if (kind === "deployment") health.deployments.push({ name, replicas: a === "" ? 1 : Number(a), available: Number(b || "0") });
         if (kind === "pod") health.unreadyPods.push({ name, node: a, phase: b });
@@ -40,6 +52,10 @@ export async function readClusterHealth(access: ClusterAccess): Promise<ClusterH
 /**
  * What keeps a rollout from going on, from one reading; empty when it may go on:
  * - a member made from the current spec that is not a Ready Node (a new node that never got Ready, or lost it);
+ * - a member made from the current spec whose Node has no pod route yet (NetworkUnavailable True,
+ *   docs/upstream.md#ccm-network-unavailable-race): Ready, yet the scheduler keeps pods off it;
+ * - a master's Node (control-plane role) that is not Ready: the pods on it are not counted below, and no rollout
+ *   should drain nodes while the control plane is short of a member;
  * - a Deployment of kube-system or kube-flannel with fewer replicas available than it asks for;
  * - one of their pods not Ready on a Ready Node, or on none (Pending).
  * An outdated member that is NotReady does not count (the rollout replaces it first, and its leaving costs no Ready
@@ -52,6 +68,13 @@ export function validationProblems(members: ReadonlyArray<PoolMember & { outdate
     if (notReady.length > 0) {
         problems.push(`new node(s) not Ready: ${notReady.map((m) => (m.nodeName === null ? `${m.instanceId} (no Node)` : `${m.instanceId} (${m.nodeName})`)).join(", ")}`);
     }
+    const unrouted = members.filter((m) => !m.outdated && m.nodeName !== null && health.networkUnavailable.has(m.nodeName));
+    if (unrouted.length > 0) {
+        problems.push(`new node(s) without their pod route (NetworkUnavailable; the CCM's route controller has not created it): ` +
+            unrouted.map((m) => `${m.instanceId} (${m.nodeName})`).join(", "));
+    }
+    const mastersDown = health.controlPlane.filter((name) => health.nodes.get(name) !== true);
+    if (mastersDown.length > 0) problems.push(`control-plane Node(s) not Ready: ${mastersDown.join(", ")}`);
     for (const d of health.deployments) {
         if (d.available < d.replicas) problems.push(`Deployment ${d.name}: ${d.available} of ${d.replicas} replica(s) available`);
     }

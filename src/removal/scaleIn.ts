@@ -4,7 +4,7 @@
  */
 import { describeInstances } from "../cloud/ecs";
 import { stayingMembers, waitForIdleGroup } from "../cloud/ess";
-import { listNodes, nodeOfInstance, workloadPods, type NodeInfo } from "../cloud/operations";
+import { listNodesAt, nodeOfInstance, workloadPods, type NodeInfo } from "../cloud/operations";
 import { removeNodes } from "./batch";
 import { beginRun, type RemovalOptions, type RemovalReport } from "./types";
 import { chooseVictims, type PoolMember } from "./victims";
@@ -54,14 +54,18 @@ export async function readPoolMembers(pool: Pick<ScaleInPool, "scalingGroupId" |
     return (await readPool(pool, opts)).members;
 }
 
-/** {@link readPoolMembers}, with every Node of the cluster as the same listing showed them (none when the group is empty). */
-export async function readPool(pool: Pick<ScaleInPool, "scalingGroupId" | "specHash">, opts: RemovalOptions): Promise<{ members: Array<PoolMember & { outdated: boolean }>; nodes: NodeInfo[] }> {
+/**
+ * {@link readPoolMembers}, with every Node of the cluster as the same listing showed them and the listing master's
+ * clock (`masterNow`, undefined from an earlier release's list-nodes) (no Nodes and no time when the group is empty).
+ */
+export async function readPool(pool: Pick<ScaleInPool, "scalingGroupId" | "specHash">, opts: RemovalOptions):
+    Promise<{ members: Array<PoolMember & { outdated: boolean }>; nodes: NodeInfo[]; masterNow?: number }> {
     const instances = await stayingMembers(opts.region, pool.scalingGroupId);
     if (instances.length === 0) return { members: [], nodes: [] };
     const access = beginRun(opts).access;
     // Every Node, not only those labelled with the pool: a member's Node is found by its provider id or its IP, and
     // one without the label (a kubelet set up by hand) is still its Node, never a reason to treat it as Node-less.
-    const [nodes, ips, workload] = await Promise.all([listNodes(access), describeInstances(opts.region, instances.map((i) => i.instanceId)), workloadPods(access)]);
+    const [{ nodes, masterNow }, ips, workload] = await Promise.all([listNodesAt(access), describeInstances(opts.region, instances.map((i) => i.instanceId)), workloadPods(access)]);
     const members = instances.map((i) => {
         const inst = ips.get(i.instanceId);
         const node = nodeOfInstance(nodes, opts.region, { instanceId: i.instanceId, privateIp: inst?.privateIp });
@@ -69,7 +73,7 @@ export async function readPool(pool: Pick<ScaleInPool, "scalingGroupId" | "specH
             marked: !!node?.removing, podCidr: node?.podCidr, instance: { privateIp: inst?.privateIp ?? "", status: inst?.status ?? "gone" },
             outdated: isOutdated(inst?.tags, pool.specHash), readySince: node?.readySince ?? "", heldBy: node?.heldBy ?? "" };
     });
-    return { members, nodes };
+    return { members, nodes, masterNow };
 }
 
 /** Removes the chosen members through the removal core (drain, leave ESS, routes). */

@@ -627,6 +627,8 @@ const TEMPLATE = "\u0000template";
 /** The shared scripts an operation calls besides ops/lib.sh (and channel.sh, which goes to every one that uses it). */
 const OPERATION_LIBRARIES: Partial<Record<OperationName, readonly string[]>> = {
     "etcd-restore": ["etcd_restore.sh", "control_plane_policy.sh"],
+    "list-nodes": ["kubectl_template.sh"],
+    "cluster-validate": ["kubectl_template.sh"],
 };
 
 /**

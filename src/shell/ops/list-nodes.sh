@@ -1,15 +1,25 @@
 #!/bin/bash
-# list-nodes (on a master): one tab-separated line per Node — name, provider id, Ready status, unschedulable,
+# list-nodes (on a master): first `@now<TAB><seconds since the epoch>`, this master's clock read just before the listing
+# (what health repair measures a Node's NotReady time against: the clock the API server's times come from, never the
+# Pulumi machine's), then one tab-separated line per Node — name, provider id, Ready status, unschedulable,
 # podCIDR, old pool label (set by the node), creation time, removal mark (annotation alicloud-kubeadm/removing),
 # pool label (set by the admission service), InternalIP address(es), the Ready condition's lastTransitionTime, the
 # upgrade's and the resize's drain marks (annotations alicloud-kubeadm/upgrading, alicloud-kubeadm/resizing) — gzip+Base64
 # (`kubectl -o json` is ~5 KB a node; this is ~15 bytes).
+# Every value goes through the template's `js` escaper (kubectl_template.sh ak_tvalue): a tab or a newline in a value (an
+# annotation, a condition or an address a node writes on its own Node) cannot make up a column or a Node.
 # Parameter AK_SELECTOR: a label selector, or empty for every Node.
 selector=()
 if [ -n "$AK_SELECTOR" ]; then selector=(-l "$AK_SELECTOR"); fi
-jsonpath='{range .items[*]}{.metadata.name}{"\t"}{.spec.providerID}{"\t"}{.status.conditions[?(@.type=="Ready")].status}{"\t"}'
-jsonpath+='{.spec.unschedulable}{"\t"}{.spec.podCIDR}{"\t"}{.metadata.labels.alicloud-kubeadm/pool}{"\t"}{.metadata.creationTimestamp}{"\t"}'
-jsonpath+='{.metadata.annotations.alicloud-kubeadm/removing}{"\t"}{.metadata.labels.node-restriction\.kubernetes\.io/alicloud-kubeadm-pool}{"\t"}'
-jsonpath+='{.status.addresses[?(@.type=="InternalIP")].address}{"\t"}{.status.conditions[?(@.type=="Ready")].lastTransitionTime}{"\t"}'
-jsonpath+='{.metadata.annotations.alicloud-kubeadm/upgrading}{"\t"}{.metadata.annotations.alicloud-kubeadm/resizing}{"\n"}{end}'
-ak_kubectl get nodes "${selector[@]}" -o "jsonpath=${jsonpath}" | ak_compact
+o=$AK_TO c=$AK_TC tab=$AK_TTAB
+tmpl="${o}range .items${c}$(ak_tvalue .metadata.name)${tab}$(ak_tvalue .spec.providerID)${tab}$(ak_tready .status)${tab}"
+tmpl+="$(ak_tvalue .spec.unschedulable)${tab}$(ak_tvalue .spec.podCIDR)${tab}$(ak_tkeyed .metadata.labels alicloud-kubeadm/pool)${tab}"
+tmpl+="$(ak_tvalue .metadata.creationTimestamp)${tab}$(ak_tkeyed .metadata.annotations alicloud-kubeadm/removing)${tab}"
+tmpl+="$(ak_tkeyed .metadata.labels node-restriction.kubernetes.io/alicloud-kubeadm-pool)${tab}"
+tmpl+="${o}range .status.addresses${c}${o}if eq .type \"InternalIP\"${c}$(ak_tvalue .address) ${o}end${c}${o}end${c}${tab}"
+tmpl+="$(ak_tready .lastTransitionTime)${tab}$(ak_tkeyed .metadata.annotations alicloud-kubeadm/upgrading)${tab}"
+tmpl+="$(ak_tkeyed .metadata.annotations alicloud-kubeadm/resizing)${AK_TNL}${o}end${c}"
+{
+  printf '@now\t%s\n' "$(date -u +%s)"
+  ak_kubectl get nodes "${selector[@]}" -o "go-template=${tmpl}"
+} | ak_compact
