@@ -307,7 +307,7 @@ export interface ParsedClusterConfig {
 export type NodePoolConfig = Validated<NodePoolFields>;
 /** The fields of a validated node pool. */
 export type NodePoolFields = Omit<ParsedNodePool, "taints" | "instanceType" | "rollout" | "healthRepair"> & {
-    taints: Taint[]; instanceTypes: string[]; /** Fixed pools: the rollout, defaults applied. */ rollout?: Rollout;
+    taints: Taint[]; instanceTypes: string[]; /** The rollout, defaults applied. */ rollout?: Rollout;
     /** Fixed pools: the health repair, defaults applied. */ healthRepair?: HealthRepair;
 };
 /** An existing node as its parser returns it, taints normalised. */
