@@ -314,7 +314,7 @@ describe("cluster config validation", () => {
         const cfg = base();
         cfg.name = "a".repeat(40);
         pool(cfg).name = "b".repeat(23);
-        pool(cfg, 1).labels = manyLabels(18);
+        pool(cfg, 1).labels = manyLabels(17); // + pool label, autoscaled marker, spec hash = 20;
         cp(cfg).count = 3; // 2 masters in zone 0: base + 10 and + 11, below 16 - 4
         net(cfg).vswitchCidrs = ["192.168.0.0/28", "192.168.16.0/28"];
         assert.deepStrictEqual(validateClusterConfig(cfg, "cn-hangzhou").errors, []);
