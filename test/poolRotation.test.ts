@@ -11,7 +11,7 @@ import { poolCapacityProvider, setPoolCapacity, type PoolCapacityInputs } from "
 import { DEFAULT_ROLLOUT, OUTDATED_TAINT, SPEC_TAG, type Rollout } from "../src/rules";
 import type { Emulator } from "../testing/emulator";
 import { launchInstance } from "../testing/emulator/ess";
-import { faultMatrix } from "../testing/faultMatrix";
+import { faultMatrix, rolloutCases } from "../testing/faultMatrix";
 import { steppedClock } from "../testing/steppedClock";
 
 const REGION = "cn-hangzhou";
@@ -309,27 +309,19 @@ describe("fixed pool rollout (emulator)", () => {
     it("property: sizes 1–4, surge 0–2, unavailable 0–1, with and without a canary: invariants hold and the pool ends at its size, all current", async function () {
         this.timeout(600_000);
         const failures: string[] = [];
-        for (let size = 1; size <= 4; size++) {
-            for (let maxSurge = 0; maxSurge <= 2; maxSurge++) {
-                for (let maxUnavailable = 0; maxUnavailable <= 1; maxUnavailable++) {
-                    for (const canary of [true, false]) {
-                        if (maxSurge === 0 && maxUnavailable === 0) continue;
-                        c = await fakeCluster(ctx.emu, REGION);
-                        c.autoJoin("general", { pods: ["ReplicaSet"] });
-                        const group = outdatedPool(size);
-                        const broken = watchRollout(ctx.emu, c, group, size, maxUnavailable);
-                        const firstLeft = watchCanary(group);
-                        const at = `size ${size}, maxSurge ${maxSurge}, maxUnavailable ${maxUnavailable}, canary ${canary}`;
-                        await run(inputs(group, size, { maxSurge, maxUnavailable, canary }));
-                        const end = specs(group);
-                        if (broken.length > 0) failures.push(`${at}: ${broken.join("; ")}`);
-                        if (end.length !== size || end.some((s) => s !== NEW)) failures.push(`${at}: ended with ${end.join(", ")}`);
-                        if (c.violations.length > 0) failures.push(`${at}: ${c.violations.join("; ")}`);
-                        // A canary: when the first outdated node leaves, at most one current member exists (the canary, or none yet with maxSurge 0).
-                        if (canary && (firstLeft[0] ?? 0) > 1) failures.push(`${at}: ${firstLeft[0]} current member(s) when the first outdated one left`);
-                    }
-                }
-            }
+        for (const { size, maxSurge, maxUnavailable, canary, at } of rolloutCases()) {
+            c = await fakeCluster(ctx.emu, REGION);
+            c.autoJoin("general", { pods: ["ReplicaSet"] });
+            const group = outdatedPool(size);
+            const broken = watchRollout(ctx.emu, c, group, size, maxUnavailable);
+            const firstLeft = watchCanary(group);
+            await run(inputs(group, size, { maxSurge, maxUnavailable, canary }));
+            const end = specs(group);
+            if (broken.length > 0) failures.push(`${at}: ${broken.join("; ")}`);
+            if (end.length !== size || end.some((s) => s !== NEW)) failures.push(`${at}: ended with ${end.join(", ")}`);
+            if (c.violations.length > 0) failures.push(`${at}: ${c.violations.join("; ")}`);
+            // A canary: when the first outdated node leaves, at most one current member exists (the canary, or none yet with maxSurge 0).
+            if (canary && (firstLeft[0] ?? 0) > 1) failures.push(`${at}: ${firstLeft[0]} current member(s) when the first outdated one left`);
         }
         assert.deepStrictEqual(failures, []);
     });

@@ -13,7 +13,7 @@ import { poolCapacityProvider, previewRollout, updateObservedPool, type PoolCapa
 import { AUTOSCALED_SPEC_LABEL, DEFAULT_ROLLOUT, OUTDATED_TAINT, type Rollout } from "../src/rules";
 import type { Emulator } from "../testing/emulator";
 import { launchInstance } from "../testing/emulator/ess";
-import { faultMatrix } from "../testing/faultMatrix";
+import { faultMatrix, rolloutCases } from "../testing/faultMatrix";
 import { steppedClock } from "../testing/steppedClock";
 
 const REGION = "cn-hangzhou";
@@ -170,36 +170,29 @@ describe("autoscaled pool rollout (emulator)", () => {
     it("property: sizes 1–4, autoscale.max size…size+2, surge 0–2, unavailable 0–1, with and without a canary: invariants hold; the pool ends with only current nodes within min/max, or pauses unchanged when nothing may go", async function () {
         this.timeout(600_000);
         const failures: string[] = [];
-        for (let size = 1; size <= 4; size++) {
+        for (const { size, maxSurge, maxUnavailable, canary, at: bounds } of rolloutCases()) {
             for (let room = 0; room <= 2; room++) {
-                for (let maxSurge = 0; maxSurge <= 2; maxSurge++) {
-                    for (let maxUnavailable = 0; maxUnavailable <= 1; maxUnavailable++) {
-                        for (const canary of [true, false]) {
-                            if (maxSurge === 0 && maxUnavailable === 0) continue;
-                            c = await fakeCluster(ctx.emu, REGION);
-                            c.autoJoin("general", { pods: ["ReplicaSet"] });
-                            const min = 1;
-                            const max = size + room;
-                            const pool = autoscaledPool(ctx.emu, c, size, min, max, maxUnavailable);
-                            const before = ctx.emu.scalingGroupInstances(pool.group);
-                            const at = `size ${size}, max ${max}, maxSurge ${maxSurge}, maxUnavailable ${maxUnavailable}, canary ${canary}`;
-                            // Nothing may go: no room to surge (none asked, or at the maximum) and no node may be unavailable,
-                            // or the only way is to remove below the minimum.
-                            const stuck = (maxSurge === 0 || room === 0) && (maxUnavailable === 0 || size - 1 < min);
-                            const outcome = await run(inputs(pool.group, min, max, { maxSurge, maxUnavailable, canary })).then(() => "done", (e: Error) => e.message);
-                            const end = specs(pool.group);
-                            if (pool.broken.length > 0) failures.push(`${at}: ${pool.broken.join("; ")}`);
-                            if (c.violations.length > 0) failures.push(`${at}: ${c.violations.join("; ")}`);
-                            if (stuck) {
-                                if (!/the rollout cannot go on/.test(outcome)) failures.push(`${at}: expected a pause, got ${outcome.split("\n")[0]}`);
-                                if (ctx.emu.scalingGroupInstances(pool.group).join() !== before.join()) failures.push(`${at}: a paused rollout changed the pool`);
-                            } else if (outcome !== "done" || end.length !== size || end.some((s) => s !== NEW)) {
-                                failures.push(`${at}: ended with ${end.join(", ")} (${outcome.split("\n")[0]})`);
-                            }
-                            if (marked().length > 0 && !stuck) failures.push(`${at}: ${marked().join(", ")} still marked`);
-                        }
-                    }
+                c = await fakeCluster(ctx.emu, REGION);
+                c.autoJoin("general", { pods: ["ReplicaSet"] });
+                const min = 1;
+                const max = size + room;
+                const pool = autoscaledPool(ctx.emu, c, size, min, max, maxUnavailable);
+                const before = ctx.emu.scalingGroupInstances(pool.group);
+                const at = `${bounds}, max ${max}`;
+                // Nothing may go: no room to surge (none asked, or at the maximum) and no node may be unavailable,
+                // or the only way is to remove below the minimum.
+                const stuck = (maxSurge === 0 || room === 0) && (maxUnavailable === 0 || size - 1 < min);
+                const outcome = await run(inputs(pool.group, min, max, { maxSurge, maxUnavailable, canary })).then(() => "done", (e: Error) => e.message);
+                const end = specs(pool.group);
+                if (pool.broken.length > 0) failures.push(`${at}: ${pool.broken.join("; ")}`);
+                if (c.violations.length > 0) failures.push(`${at}: ${c.violations.join("; ")}`);
+                if (stuck) {
+                    if (!/the rollout cannot go on/.test(outcome)) failures.push(`${at}: expected a pause, got ${outcome.split("\n")[0]}`);
+                    if (ctx.emu.scalingGroupInstances(pool.group).join() !== before.join()) failures.push(`${at}: a paused rollout changed the pool`);
+                } else if (outcome !== "done" || end.length !== size || end.some((s) => s !== NEW)) {
+                    failures.push(`${at}: ended with ${end.join(", ")} (${outcome.split("\n")[0]})`);
                 }
+                if (marked().length > 0 && !stuck) failures.push(`${at}: ${marked().join(", ")} still marked`);
             }
         }
         assert.deepStrictEqual(failures, []);

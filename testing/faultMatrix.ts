@@ -34,3 +34,30 @@ export async function faultMatrix<W extends FaultWorld>(world: () => Promise<W>,
     }
     return { steps, failures };
 }
+
+/** One case of a rollout's property tests. */
+export interface RolloutCase {
+    size: number;
+    maxSurge: number;
+    maxUnavailable: number;
+    canary: boolean;
+    /** The case, in words, for a failure. */
+    at: string;
+}
+
+/**
+ * The rollouts the property tests run: pool sizes 1–4, `maxSurge` 0–2, `maxUnavailable` 0–1, with and without a
+ * canary; never both 0 (the config refuses it).
+ */
+export function* rolloutCases(): Generator<RolloutCase> {
+    for (let size = 1; size <= 4; size++) {
+        for (let maxSurge = 0; maxSurge <= 2; maxSurge++) {
+            for (let maxUnavailable = 0; maxUnavailable <= 1; maxUnavailable++) {
+                for (const canary of [true, false]) {
+                    if (maxSurge === 0 && maxUnavailable === 0) continue;
+                    yield { size, maxSurge, maxUnavailable, canary, at: `size ${size}, maxSurge ${maxSurge}, maxUnavailable ${maxUnavailable}, canary ${canary}` };
+                }
+            }
+        }
+    }
+}
