@@ -86,7 +86,7 @@ function buildSchema(obj: typeof z.strictObject) {
         imageId: text().optional(),
         /** Bootstrap token lifetime, a Go duration, for `NodePool` used directly without admission. Default `0` = never expires. No effect in a Cluster (a warning). */
         tokenTtl: z.string().optional(),
-        /** How `pulumi up` replaces outdated nodes (fixed pools): src/rules/rollout.ts, docs/rotation.md. */
+        /** How `pulumi up` replaces outdated nodes (fixed and autoscaled pools): src/rules/rollout.ts, docs/rotation.md. */
         rollout: obj({
             maxSurge: z.number().int().optional(),
             maxUnavailable: z.number().int().optional(),
@@ -923,9 +923,7 @@ function checkPool(pool: PoolInput, clusterName: string, cloudTags: Record<strin
         report("autoscale.min", fromZero);
     }
     let rollout: Rollout | undefined;
-    if (pool.autoscale && pool.rollout !== undefined) {
-        report("rollout", "rotation of autoscaled pools is not supported yet (only fixed pools, with `size`, roll out outdated nodes): remove rollout");
-    } else if (!pool.autoscale && pool.rollout !== undefined) {
+    if (pool.rollout !== undefined) {
         rollout = parseRollout(pool.rollout, (path, reason) => report(joinPath("rollout", path), reason));
     }
     let healthRepair: HealthRepair | undefined;

@@ -81,7 +81,8 @@ export interface NodePoolInput {
     taints?: TaintInput[];
     /**
      * How `pulumi up` replaces the pool's outdated nodes (a changed image, instance types, userdata, version, labels
-     * or taints): fixed pools only. Default none: outdated nodes are reported, never replaced. Given, each field
+     * or taints); an autoscaled pool's stays within `autoscale.min`/`max`, its current nodes held from the autoscaler's
+     * scale-down meanwhile. Default none: outdated nodes are reported, never replaced. Given, each field
      * defaults to `maxSurge: 1`, `maxUnavailable: 0`, `drainTimeout: "10m"`, `onDrainTimeout: "pause"`, `canary: true`,
      * `soak: "30s"`, `validate: true` (docs/rotation.md).
      */
@@ -307,7 +308,7 @@ export interface ParsedClusterConfig {
 export type NodePoolConfig = Validated<NodePoolFields>;
 /** The fields of a validated node pool. */
 export type NodePoolFields = Omit<ParsedNodePool, "taints" | "instanceType" | "rollout" | "healthRepair"> & {
-    taints: Taint[]; instanceTypes: string[]; /** Fixed pools: the rollout, defaults applied. */ rollout?: Rollout;
+    taints: Taint[]; instanceTypes: string[]; /** The rollout, defaults applied. */ rollout?: Rollout;
     /** Fixed pools: the health repair, defaults applied. */ healthRepair?: HealthRepair;
 };
 /** An existing node as its parser returns it, taints normalised. */

@@ -73,7 +73,7 @@ export { removeNode, removeNodes, scaleInPool, type RemovalTarget, type RemovalO
 export type { NodeKind } from "./removal/types";
 export type { ScaleInPool } from "./removal/scaleIn";
 export { SYSTEM_CLOCK, type Clock } from "./cloud/wait";
-export { OPERATIONS, DEFAULT_ROLLOUT, SPEC_TAG, type NodeCommandIds, type OperationName, type Rollout, type RolloutInput } from "./rules";
+export { AUTOSCALED_SPEC_LABEL, OPERATIONS, DEFAULT_ROLLOUT, SPEC_TAG, type NodeCommandIds, type OperationName, type Rollout, type RolloutInput } from "./rules";
 export { DEFAULT_HEALTH_REPAIR, type HealthRepair, type HealthRepairInput } from "./rules";
 
 // Operations

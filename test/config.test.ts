@@ -100,15 +100,15 @@ const badCases: Array<[string, Mutate, string, RegExp]> = [
     // ESS names `<name>-<pool>` are at most 64 characters.
     ["ESS name too long", (c) => { c.name = "a".repeat(40); pool(c).name = "b".repeat(24); }, "nodePools.0.name", /"a{40}-b{24}" \(65 characters\); ESS allows at most 64.*at most 23 characters/],
     // Scaling-configuration tags: at most 20, no reserved keys.
-    ["autoscaled pool: 19 labels + 2 = 21 tags", (c) => { pool(c, 1).labels = manyLabels(19); }, "nodePools.1.labels", /would carry 21 tags \(19 labels \+ node-restriction\.kubernetes\.io\/alicloud-kubeadm-pool \+ alicloud-kubeadm\/autoscaled\); ESS allows at most 20/],
+    ["autoscaled pool: 18 labels + 3 = 21 tags", (c) => { pool(c, 1).labels = manyLabels(18); }, "nodePools.1.labels", /would carry 21 tags \(18 labels \+ node-restriction\.kubernetes\.io\/alicloud-kubeadm-pool \+ alicloud-kubeadm\/autoscaled \+ alicloud-kubeadm\/spec\); ESS allows at most 20/],
     ["fixed pool: labels + cloud tags > 20", (c) => { c.tags = manyLabels(10, "team"); pool(c).labels = manyLabels(9); }, "nodePools.0.labels", /would carry 22 tags \(9 labels \+ node-restriction\.kubernetes\.io\/alicloud-kubeadm-pool \+ node-restriction\.kubernetes\.io\/alicloud-kubeadm-spec \+ 11 cloud tags/],
-    // A fixed pool's rollout.
+    // A pool's rollout.
     ["rollout that can never replace a node", (c) => { (pool(c) as { rollout?: unknown }).rollout = { maxSurge: 0, maxUnavailable: 0 }; }, "nodePools.0.rollout", /both 0: no outdated node could ever be replaced; set maxSurge: 1/],
     ["rollout surge out of range", (c) => { (pool(c) as { rollout?: unknown }).rollout = { maxSurge: 21 }; }, "nodePools.0.rollout.maxSurge", /integer in 0\.\.20, got 21/],
     ["rollout drain timeout not a duration", (c) => { (pool(c) as { rollout?: unknown }).rollout = { drainTimeout: "forever" }; }, "nodePools.0.rollout.drainTimeout", /"forever" must be a duration from 1s to 24h/],
     ["rollout soak not a duration", (c) => { (pool(c) as { rollout?: unknown }).rollout = { soak: "25h" }; }, "nodePools.0.rollout.soak", /"25h" must be a duration from 0 to 24h/],
     ["rollout canary not a boolean", (c) => { (pool(c) as { rollout?: unknown }).rollout = { canary: "yes" }; }, "nodePools.0.rollout.canary", /boolean/],
-    ["rollout of an autoscaled pool", (c) => { (pool(c, 1) as { rollout?: unknown }).rollout = {}; }, "nodePools.1.rollout", /autoscaled pools is not supported yet/],
+    ["rollout of an autoscaled pool that can never replace a node", (c) => { (pool(c, 1) as { rollout?: unknown }).rollout = { maxSurge: 0, maxUnavailable: 0 }; }, "nodePools.1.rollout", /both 0/],
     // A fixed pool's health repair.
     ["health repair timeout shorter than a reboot", (c) => { (pool(c) as { healthRepair?: unknown }).healthRepair = { notReadyTimeout: "30s" }; }, "nodePools.0.healthRepair.notReadyTimeout", /"30s" must be a duration from 2m to 24h/],
     ["health repair breaker of 0", (c) => { (pool(c) as { healthRepair?: unknown }).healthRepair = { maxUnhealthy: 0 }; }, "nodePools.0.healthRepair.maxUnhealthy", /integer in 1\.\.20 .*got 0/],
@@ -314,7 +314,7 @@ describe("cluster config validation", () => {
         const cfg = base();
         cfg.name = "a".repeat(40);
         pool(cfg).name = "b".repeat(23);
-        pool(cfg, 1).labels = manyLabels(18);
+        pool(cfg, 1).labels = manyLabels(17); // + pool label, autoscaled marker, spec hash = 20;
         cp(cfg).count = 3; // 2 masters in zone 0: base + 10 and + 11, below 16 - 4
         net(cfg).vswitchCidrs = ["192.168.0.0/28", "192.168.16.0/28"];
         assert.deepStrictEqual(validateClusterConfig(cfg, "cn-hangzhou").errors, []);

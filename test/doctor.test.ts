@@ -19,7 +19,7 @@ import { operation, saveNodeCommands } from "../testing/savedCommands";
 import { parseClusterInfo } from "../src/doctor/clusterInfo";
 import { helpText, parseArgs } from "../scripts/doctor";
 import { launchInstance } from "../testing/emulator/ess";
-import { SPEC_TAG } from "../src/rules";
+import { AUTOSCALED_SPEC_LABEL, SPEC_TAG } from "../src/rules";
 
 const ROOT = path.join(__dirname, "..");
 
@@ -254,7 +254,16 @@ describe("doctor", () => {
         assert.match(f.evidence, new RegExp(`${ids.general[0]} \\(spec 1111111111111111\\), ${ids.general[1]} \\(spec 1111111111111111\\)`));
         assert.doesNotMatch(f.evidence, new RegExp(newer), "the instance ESS made from the new configuration carries its tag");
         assert.match(f.next, /rollout/);
-        assert.ok(!find(findings, "ess", "warning", /pool elastic .*outdated/), "an autoscaled pool carries no spec tag yet");
+        assert.ok(!find(findings, "ess", "warning", /pool elastic .*outdated/), "an autoscaled pool whose configuration carries no spec tag: nothing to compare");
+        // An autoscaled pool's configuration carries its spec under AUTOSCALED_SPEC_LABEL (also a label of its nodes).
+        const elastic = emu.state.scalingGroups.get(info.pools.find((p) => p.name === "elastic")!.scalingGroupId)!;
+        const elasticConfig = emu.state.scalingConfigurations.get(elastic.activeScalingConfigurationId)!;
+        elasticConfig.tags = { ...elasticConfig.tags, [AUTOSCALED_SPEC_LABEL]: "3333333333333333" };
+        const fresh = launchInstance(emu.state, elastic).instanceId;
+        elasticConfig.tags[AUTOSCALED_SPEC_LABEL] = "4444444444444444";
+        const e = find(await runDoctor(info, { ...fast, checks: ["ess"] }), "ess", "warning", /pool elastic .*\d+ of \d+ node\(s\) outdated \(current spec 4444444444444444\)/);
+        assert.ok(e);
+        assert.match(e.evidence, new RegExp(`${fresh} \\(spec 3333333333333333\\)`));
     });
 
     it("names a failed scaling activity with its error code explained", async () => {

@@ -8,7 +8,7 @@ import * as YAML from "yaml";
 import { useEmulator } from "../testing/emulator/fixture";
 import { installMocks, type Recorder } from "../testing/mockRuntime";
 import { redactUserdata, USERDATA_BUDGET_BYTES } from "../src/shell/render";
-import { kubeletMaySetLabel, POOL_LABEL, scalingConfigurationTags, SPEC_TAG } from "../src/rules";
+import { AUTOSCALED_SPEC_LABEL, kubeletMaySetLabel, POOL_LABEL, scalingConfigurationTags, SPEC_TAG } from "../src/rules";
 import { parseClusterConfig } from "../src/config";
 import { drainPool, setPoolCapacity, poolCapacityProvider, POOL_CAPACITY_PROVIDER_VERSION, type PoolCapacityInputs } from "../src/providers/poolCapacity";
 import type { NodeCommandIds } from "../src/rules";
@@ -311,7 +311,7 @@ describe("PoolCapacity (emulator)", () => {
             c.addNode(fresh, { pool: "general" });
             const olds = { ...inputs(group, 2), providerVersion: "1", readyInstanceIds: [old] };
             const news = { ...inputs(group, 2), providerVersion: POOL_CAPACITY_PROVIDER_VERSION };
-            assert.strictEqual(POOL_CAPACITY_PROVIDER_VERSION, "5");
+            assert.strictEqual(POOL_CAPACITY_PROVIDER_VERSION, "6");
             const diff = await poolCapacityProvider.diff!("x", olds, news);
             assert.deepStrictEqual([diff.changes, diff.replaces ?? []], [true, []]);
             const res = await poolCapacityProvider.update!("x", olds, news);
@@ -408,12 +408,14 @@ describe("NodePool (mock graph, dev pools)", () => {
         }
     });
 
-    it("autoscaled pool: configuration tags equal the node's labels exactly: the kubelet's and the pool label the service sets (the autoscaler's template reads them)", () => {
+    it("autoscaled pool: configuration tags equal the node's labels exactly: the kubelet's (its spec hash among them) and the pool label the service sets (the autoscaler's template reads them)", () => {
         const elastic = configs()[1];
         const script = elastic.rawInputs.userData as string;
         const kubelet = Object.fromEntries(headerValue(script, "AK_NODE_LABELS")!.split(",").map((kv) => kv.split("=") as [string, string]));
         const labelled = { ...kubelet, [POOL_LABEL]: headerValue(script, "AK_POOL_NAME") };
-        assert.deepStrictEqual(elastic.inputs.tags, { workload_type: "cpu", [POOL_LABEL]: "elastic", "alicloud-kubeadm/autoscaled": "true" });
+        const { [AUTOSCALED_SPEC_LABEL]: elasticSpec, ...elasticRest } = elastic.inputs.tags as Record<string, string>;
+        assert.deepStrictEqual(elasticRest, { workload_type: "cpu", [POOL_LABEL]: "elastic", "alicloud-kubeadm/autoscaled": "true" });
+        assert.match(elasticSpec, /^[0-9a-f]{16}$/, "an autoscaled pool's spec hash is a tag and a label of its nodes alike");
         assert.deepStrictEqual(labelled, elastic.inputs.tags);
         assert.ok(Object.keys(kubelet).every((k) => kubeletMaySetLabel(k)), "the kubelet registers only labels it may set");
         assert.ok(!kubeletMaySetLabel(POOL_LABEL), "and not the pool label");
@@ -422,7 +424,7 @@ describe("NodePool (mock graph, dev pools)", () => {
         assert.deepStrictEqual(rest, { "alicloud-kubeadm/cluster": "dev", [POOL_LABEL]: "general" });
         assert.match(spec, /^[0-9a-f]{16}$/, "a fixed pool's configuration carries its spec hash, for ESS to put on the instances");
         assert.strictEqual(dynamic().find((r) => r.name === "dev-pool-general-capacity")!.inputs.specHash, spec, "PoolCapacity compares the instances' tags with it");
-        assert.strictEqual(dynamic().find((r) => r.name === "dev-pool-elastic-capacity")!.inputs.specHash, undefined);
+        assert.strictEqual(dynamic().find((r) => r.name === "dev-pool-elastic-capacity")!.inputs.specHash, elasticSpec);
         assert.strictEqual(headerValue(general.rawInputs.userData as string, "AK_NODE_LABELS"), "");
     });
 
@@ -457,7 +459,7 @@ describe("NodePool (mock graph, dev pools)", () => {
         const { NodePool } = await import("../src/components/nodePool");
         const doc = YAML.parse(fs.readFileSync(path.join(__dirname, "..", "stacks", "Pulumi.dev.yaml"), "utf8"));
         const config = parseClusterConfig(doc.config["alicloud-kubeadm:cluster"], doc.config["alicloud:region"]);
-        const labels = Object.fromEntries(Array.from({ length: 19 }, (_, i) => [`label-${i}`, "x"]));
+        const labels = Object.fromEntries(Array.from({ length: 18 }, (_, i) => [`label-${i}`, "x"]));
         const before = recorder.resources.filter((r) => r.custom).length;
         assert.throws(() => new NodePool("dev-pool-bad", {
             config, pool: { ...config.nodePools[1], name: "bad", labels }, vswitchIds: ["vsw-h"], securityGroupIds: ["sg"], imageId: "img",

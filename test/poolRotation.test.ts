@@ -11,6 +11,7 @@ import { poolCapacityProvider, setPoolCapacity, type PoolCapacityInputs } from "
 import { DEFAULT_ROLLOUT, OUTDATED_TAINT, SPEC_TAG, type Rollout } from "../src/rules";
 import type { Emulator } from "../testing/emulator";
 import { launchInstance } from "../testing/emulator/ess";
+import { faultMatrix, rolloutCases } from "../testing/faultMatrix";
 import { steppedClock } from "../testing/steppedClock";
 import type { Clock } from "../src/cloud/wait";
 
@@ -359,27 +360,19 @@ describe("fixed pool rollout (emulator)", () => {
     it("property: sizes 1–4, surge 0–2, unavailable 0–1, with and without a canary: invariants hold and the pool ends at its size, all current", async function () {
         this.timeout(600_000);
         const failures: string[] = [];
-        for (let size = 1; size <= 4; size++) {
-            for (let maxSurge = 0; maxSurge <= 2; maxSurge++) {
-                for (let maxUnavailable = 0; maxUnavailable <= 1; maxUnavailable++) {
-                    for (const canary of [true, false]) {
-                        if (maxSurge === 0 && maxUnavailable === 0) continue;
-                        c = await fakeCluster(ctx.emu, REGION);
-                        c.autoJoin("general", { pods: ["ReplicaSet"] });
-                        const group = outdatedPool(size);
-                        const broken = watchRollout(ctx.emu, c, group, size, maxUnavailable);
-                        const firstLeft = watchCanary(group);
-                        const at = `size ${size}, maxSurge ${maxSurge}, maxUnavailable ${maxUnavailable}, canary ${canary}`;
-                        await run(inputs(group, size, { maxSurge, maxUnavailable, canary }));
-                        const end = specs(group);
-                        if (broken.length > 0) failures.push(`${at}: ${broken.join("; ")}`);
-                        if (end.length !== size || end.some((s) => s !== NEW)) failures.push(`${at}: ended with ${end.join(", ")}`);
-                        if (c.violations.length > 0) failures.push(`${at}: ${c.violations.join("; ")}`);
-                        // A canary: when the first outdated node leaves, at most one current member exists (the canary, or none yet with maxSurge 0).
-                        if (canary && (firstLeft[0] ?? 0) > 1) failures.push(`${at}: ${firstLeft[0]} current member(s) when the first outdated one left`);
-                    }
-                }
-            }
+        for (const { size, maxSurge, maxUnavailable, canary, at } of rolloutCases()) {
+            c = await fakeCluster(ctx.emu, REGION);
+            c.autoJoin("general", { pods: ["ReplicaSet"] });
+            const group = outdatedPool(size);
+            const broken = watchRollout(ctx.emu, c, group, size, maxUnavailable);
+            const firstLeft = watchCanary(group);
+            await run(inputs(group, size, { maxSurge, maxUnavailable, canary }));
+            const end = specs(group);
+            if (broken.length > 0) failures.push(`${at}: ${broken.join("; ")}`);
+            if (end.length !== size || end.some((s) => s !== NEW)) failures.push(`${at}: ended with ${end.join(", ")}`);
+            if (c.violations.length > 0) failures.push(`${at}: ${c.violations.join("; ")}`);
+            // A canary: when the first outdated node leaves, at most one current member exists (the canary, or none yet with maxSurge 0).
+            if (canary && (firstLeft[0] ?? 0) > 1) failures.push(`${at}: ${firstLeft[0]} current member(s) when the first outdated one left`);
         }
         assert.deepStrictEqual(failures, []);
     });
@@ -410,25 +403,15 @@ describe("fixed pool rollout under faults (emulator): every mutating call refuse
 
     it("the invariants hold under each fault, and the re-run ends at size with only current nodes", async function () {
         this.timeout(600_000);
-        // The mutating calls of a clean rollout, each as (action, its occurrence).
-        const clean = await world();
-        const first = clean.emu.calls.length;
-        await clean.run();
-        const steps = clean.emu.mutatingSteps(first);
-        await clean.emu.close();
-        assert.ok(steps.length >= 8, `a rollout makes mutating calls: ${steps.map(([a]) => a).join(", ")}`);
-        const failures: string[] = [];
-        for (const [action, occurrence] of steps) {
-            const w = await world();
-            w.emu.refuseOnce(action, occurrence);
-            const firstRun = await w.run().then(() => "ok", (e: Error) => e.message);
-            await w.run().catch((e: Error) => failures.push(`${action}#${occurrence}: the re-run failed: ${e.message.split("\n")[0]}`));
+        const { steps, failures } = await faultMatrix(world, (w, at) => {
             const end = w.emu.scalingGroupInstances(w.group).map((id) => w.emu.instances.get(id)!.tags[SPEC_TAG]);
-            if (w.broken.length > 0) failures.push(`${action}#${occurrence}: ${w.broken.join("; ")}`);
-            if (w.c.violations.length > 0) failures.push(`${action}#${occurrence}: I1 ${w.c.violations.join("; ")}`);
-            if (end.length !== 2 || end.some((s) => s !== NEW)) failures.push(`${action}#${occurrence}: ended with ${end.join(", ")} (first run: ${firstRun.split("\n")[0]})`);
-            await w.emu.close();
-        }
+            return [
+                ...w.broken.map((b) => `${at}: ${b}`),
+                ...w.c.violations.map((v) => `${at}: I1 ${v}`),
+                ...(end.length !== 2 || end.some((s) => s !== NEW) ? [`${at}: ended with ${end.join(", ")}`] : []),
+            ];
+        });
+        assert.ok(steps.length >= 8, `a rollout makes mutating calls: ${steps.map(([a]) => a).join(", ")}`);
         assert.deepStrictEqual(failures, []);
     });
 });

@@ -12,7 +12,7 @@ import { createCommand } from "../testing/savedCommands";
 import { CONTROL_PLANE_MEMBER_PROVIDER_VERSION, controlPlaneMemberProvider } from "../src/providers/controlPlaneMember";
 import { NODE_MEMBERSHIP_PROVIDER_VERSION, nodeMembershipProvider } from "../src/providers/nodeMembership";
 import { POOL_CAPACITY_PROVIDER_VERSION, poolCapacityProvider } from "../src/providers/poolCapacity";
-import { DEFAULT_ROLLOUT, OUTDATED_TAINT, SPEC_TAG, type NodeCommandIds } from "../src/rules";
+import { AUTOSCALED_SPEC_LABEL, DEFAULT_ROLLOUT, OUTDATED_TAINT, SPEC_TAG, type NodeCommandIds } from "../src/rules";
 
 const REGION = "cn-hangzhou";
 
@@ -38,9 +38,10 @@ describe("providers whose behaviour changed: state from the previous version run
 
     // Every version a stack may still hold: 1 (nodes label their pool themselves), 2 (the admission service sets the
     // pool label), 3 (capacity changes that never let ESS choose), 4 (outdated members replaced by a rollout, no taint),
-    // each going straight to the current one in one `pulumi up` (4 with the spec hash and a rollout too, below).
+    // 5 (fixed pools' rollouts only: autoscaled pools with no spec hash), each going straight to the current one in one
+    // `pulumi up` (5 with the spec hash and a rollout too, below, a fixed pool and an autoscaled one).
     const previousPoolCapacityVersions = Array.from({ length: Number(POOL_CAPACITY_PROVIDER_VERSION) - 1 }, (_, i) => String(i + 1));
-    it("PoolCapacity: every previous version is covered below", () => assert.deepStrictEqual(previousPoolCapacityVersions, ["1", "2", "3", "4"]));
+    it("PoolCapacity: every previous version is covered below", () => assert.deepStrictEqual(previousPoolCapacityVersions, ["1", "2", "3", "4", "5"]));
     for (const version of previousPoolCapacityVersions) {
         it(`PoolCapacity ${version} → ${POOL_CAPACITY_PROVIDER_VERSION}: an update (not a replacement) stores the new code; its delete then drains the pool with scale-out suspended`, async () => {
             const group = ctx.emu.addScalingGroup({ desiredCapacity: 2, maxSize: 2 }).scalingGroupId;
@@ -77,7 +78,7 @@ describe("providers whose behaviour changed: state from the previous version run
         const config = ctx.emu.state.scalingConfigurations.get(group.activeScalingConfigurationId)!;
         config.tags = { ...config.tags, [SPEC_TAG]: "00000000000spec2" };
         c.autoJoin("general");
-        // Version 5: the old members' Nodes carry the PreferNoSchedule taint before the first new node launches.
+        // The old members' Nodes carry the PreferNoSchedule taint before the first new node launches.
         const taintedAtLaunch: string[][] = [];
         const join = ctx.emu.state.onUserDataRun;
         ctx.emu.state.onUserDataRun = (inst) => {
@@ -97,6 +98,33 @@ describe("providers whose behaviour changed: state from the previous version run
         assert.deepStrictEqual(state.readyInstanceIds, [...now].sort());
         assert.deepStrictEqual(taintedAtLaunch, [members], "the old members tainted before the surge");
         assert.ok([...c.nodes.values()].every((n) => n.taints.length === 0), "no Node keeps the taint");
+    });
+
+    it(`PoolCapacity ${Number(POOL_CAPACITY_PROVIDER_VERSION) - 1} → ${POOL_CAPACITY_PROVIDER_VERSION}, an autoscaled pool given a rollout: one pulumi up replaces the members made before (no spec tag), its new nodes held from autoscaler scale-down until the end`, async () => {
+        const group = ctx.emu.addScalingGroup({ minSize: 1, maxSize: 4, desiredCapacity: 2 });
+        const members = ctx.emu.scalingGroupInstances(group.scalingGroupId);
+        members.forEach((id) => c.addNode(id, { pool: "general", pods: ["ReplicaSet"] }));
+        // This version's NodePool tags an autoscaled pool's configuration too (AUTOSCALED_SPEC_LABEL, Pulumi's in-place update).
+        const config = ctx.emu.state.scalingConfigurations.get(group.activeScalingConfigurationId)!;
+        config.tags = { ...config.tags, [AUTOSCALED_SPEC_LABEL]: "00000000000spec2" };
+        c.autoJoin("general");
+        const heldAtDrain: boolean[] = [];
+        c.onDrain = () => heldAtDrain.push([...c.nodes.values()].filter((n) => !n.controlPlane && n.pool === "general" && !members.includes(n.instanceId))
+            .every((n) => n.scaleDownDisabled === "true"));
+        const base = { region: REGION, scalingGroupId: group.scalingGroupId, poolName: "general", masterInstanceId: c.master, mode: "observe" as const, minSize: 1, maxSize: 4,
+            pollSeconds: 0.02, readyTimeoutSeconds: 5, pollIntervalMs: 10 };
+        // Version 5 wrote an autoscaled pool's state with no spec hash and no rollout (the config refused one).
+        const previous = { ...base, commands: previousCommands, providerVersion: String(Number(POOL_CAPACITY_PROVIDER_VERSION) - 1), readyInstanceIds: [] };
+        const news = { ...base, commands: c.commands, providerVersion: POOL_CAPACITY_PROVIDER_VERSION, specHash: "00000000000spec2", rollout: { ...DEFAULT_ROLLOUT, soakSeconds: 0 } };
+        const diff = await poolCapacityProvider.diff!("x", previous, news);
+        assert.deepStrictEqual([diff.changes, diff.replaces], [true, []], "an update: the pool is not drained by a replacement");
+        await poolCapacityProvider.update!("x", previous, news);
+        const now = ctx.emu.scalingGroupInstances(group.scalingGroupId);
+        assert.strictEqual(now.length, 2);
+        assert.ok(now.every((id) => !members.includes(id) && ctx.emu.instances.get(id)!.tags[AUTOSCALED_SPEC_LABEL] === "00000000000spec2"), "every member made from the new spec");
+        assert.ok(members.every((id) => !nodeOf(id)), "I2: the old members' Nodes gone");
+        assert.deepStrictEqual(heldAtDrain, [true, true], "at each drain, every new node held");
+        assert.ok([...c.nodes.values()].every((n) => !n.scaleDownDisabled && n.taints.length === 0), "no Node keeps the annotation or the taint");
     });
 
     it(`NodeMembership ${Number(NODE_MEMBERSHIP_PROVIDER_VERSION) - 1} → ${NODE_MEMBERSHIP_PROVIDER_VERSION}: an update stores the new code; its delete stops a running attach and leaves no Node behind`, async () => {

@@ -17,7 +17,7 @@ import * as fs from "fs";
 import * as path from "path";
 import { parse as parseYaml } from "yaml";
 import { WORKLOAD_IMAGE } from "./kube/nodes";
-import { POOL_LABEL, POOL_PENDING_TAINT } from "../src/rules";
+import { AUTOSCALED_SPEC_LABEL, POOL_LABEL, POOL_PENDING_TAINT } from "../src/rules";
 import { REAL_RUNS, useSeedCluster } from "./kube/seed";
 
 /** Test timing only: the stack's own 10m would make the loop take 20 minutes. Everything else is the stack's. */
@@ -147,6 +147,11 @@ describe("the seed's loop with real nodes: pending pods → the real Cluster Aut
         for (const n of await poolNodes()) {
             assert.ok(names.includes(n.metadata.name));
             assert.strictEqual(n.metadata.labels.workload_type, "cpu", "the pool's label, from its userdata");
+            // The template the autoscaler built holds every configuration tag as a label: the Node carries each, the
+            // pool's spec hash (AUTOSCALED_SPEC_LABEL, registered by the kubelet) among them.
+            const template = emu.state.scalingConfigurations.get(emu.state.scalingGroups.get(group)!.activeScalingConfigurationId)!.tags ?? {};
+            assert.match(template[AUTOSCALED_SPEC_LABEL] ?? "", /^[0-9a-f]{16}$/);
+            for (const [key, value] of Object.entries(template)) assert.strictEqual(n.metadata.labels[key], value, `${n.metadata.name}: template label ${key}`);
             cidrs.set(n.metadata.name, n.spec.podCIDR);
         }
         for (const p of await pods()) assert.ok(names.includes(p.spec.nodeName), `${p.metadata.name} on a new node`);

@@ -19,8 +19,8 @@ import { answerWithRealCluster, type RealOperations } from "./kube/operations";
 import type { Cluster } from "./kube/cluster";
 import { fill, operation, saveNodeCommands } from "../testing/savedCommands";
 import { callsOf } from "../testing/sandbox";
-import { clearOutdatedTaint, decompress, listNodes, parseNodeLines, parseNodeListing, POOL_LABEL, taintOutdated, workloadPods } from "../src/cloud/operations";
-import { LEGACY_POOL_LABEL, OUTDATED_TAINT } from "../src/rules";
+import { clearOutdatedTaint, decompress, holdScaleDown, listNodes, parseNodeLines, parseNodeListing, POOL_LABEL, taintOutdated, workloadPods } from "../src/cloud/operations";
+import { LEGACY_POOL_LABEL, OUTDATED_TAINT, SCALE_DOWN_DISABLED, SCALE_DOWN_HELD } from "../src/rules";
 import { readClusterHealth, removeNode, removeNodes, RemovalError, scaleInPool, CLEARED_USERDATA, validationProblems, type RemovalOptions } from "../src/removal";
 import type { NodeCommandIds } from "../src/rules";
 import { renderOperation } from "../src/shell/render";
@@ -259,9 +259,25 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
         assert.strictEqual(await taintOutdated(access, "other", [nodeName(other)]), 1);
         assert.strictEqual(await taintOutdated(access, "general", [nodeName(a)]), 1, "again: overwritten, not doubled");
         assert.deepStrictEqual([await taints(a), await taints(b), await taints(other)], [["general:PreferNoSchedule"], ["general:PreferNoSchedule"], ["other:PreferNoSchedule"]]);
-        assert.strictEqual(await clearOutdatedTaint(access, "general"), 2);
+        assert.deepStrictEqual(await clearOutdatedTaint(access, "general"), { cleared: 2, released: 0 });
         assert.deepStrictEqual([await taints(a), await taints(b), await taints(other)], [[], [], ["other:PreferNoSchedule"]], "another pool's taint stays");
-        assert.strictEqual(await clearOutdatedTaint(access, "general"), 0, "nothing left to clear is fine");
+        assert.deepStrictEqual(await clearOutdatedTaint(access, "general"), { cleared: 0, released: 0 }, "nothing left to clear is fine");
+    });
+
+    it("outdated-taint hold, run by the real kubectl: annotates the named Nodes scale-down-disabled with the rollout's mark; clear releases only those, never an annotation somebody else set", async function () {
+        const [a, b, user] = ["i-hold-a", "i-hold-b", "i-hold-user"].map((id) => emu.addInstance({ instanceId: `${id}-${testNo}`, regionId: REGION }).instanceId);
+        await join([a, b, user], "general");
+        await c.kubectl(["annotate", "node", nodeName(user), `${SCALE_DOWN_DISABLED}=true`]);
+        const access = { region: REGION, masterInstanceIds: [master], commands, pollIntervalMs: 10 };
+        const marks = async (id: string) => {
+            const annotations = (await getNode(nodeName(id)))?.metadata.annotations ?? {};
+            return [annotations[SCALE_DOWN_DISABLED] ?? "", annotations[SCALE_DOWN_HELD] ?? ""];
+        };
+        assert.strictEqual(await holdScaleDown(access, "general", [nodeName(a), nodeName(user), `${REGION}.i-gone`]), 1, "a Node gone and one the user annotated are skipped");
+        assert.strictEqual(await holdScaleDown(access, "general", [nodeName(a), nodeName(b)]), 2, "again: overwritten");
+        assert.deepStrictEqual([await marks(a), await marks(b), await marks(user)], [["true", "general"], ["true", "general"], ["true", ""]]);
+        assert.deepStrictEqual(await clearOutdatedTaint(access, "general"), { cleared: 0, released: 2 });
+        assert.deepStrictEqual([await marks(a), await marks(b), await marks(user)], [["", ""], ["", ""], ["true", ""]], "the user's annotation stays");
     });
 
     it("cluster-validate, run by the real kubectl: a kube-system Deployment whose pod cannot be scheduled is named with its Pending pod, one whose pod runs on a Ready Node is not; a master's Node not Ready is named, and no Node's status forges it Ready", async function () {

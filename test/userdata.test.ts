@@ -624,6 +624,21 @@ describe("node operations in the sandbox", () => {
         assert.equal(clear.code, 0, clear.stderr);
         assert.match(clear.stdout, /^cleared 2$/m);
         assert.equal(kubectl(clear)[1], "taint nodes node-a node-d alicloud-kubeadm/outdated:PreferNoSchedule-");
+        // clear also releases the Nodes the pool's rollout held (the same stubbed listing, read as name<TAB>held-by).
+        assert.match(clear.stdout, /^released 2$/m);
+        assert.equal(kubectl(clear)[3], "annotate nodes node-a node-d cluster-autoscaler.kubernetes.io/scale-down-disabled- alicloud-kubeadm/scale-down-held-");
+    });
+
+    it("outdated-taint hold: annotates the named Nodes scale-down-disabled with the rollout's mark, skipping one gone and one whose annotation somebody else set", async () => {
+        const sb = sandbox({ os: "ubuntu", prebaked: true });
+        const kubectl = (r: { calls: Parameters<typeof callsOf>[0] }) => callsOf(r.calls, "kubectl").map((c) => c.args.filter((a) => !a.startsWith("--kubeconfig")).join(" "));
+        // name<TAB>scale-down-disabled<TAB>held-by: a free, one held before (again: overwritten), one the user's, c free but not named.
+        const hold = await sb.run(fill(renderOperation("outdated-taint"), { pool: "general", taintMode: "hold", outdated: "node-a node-b node-u node-gone" }),
+            { AK_STUB_KUBECTL_OUTPUT: "node-a\t\t\nnode-b\ttrue\tgeneral\nnode-u\ttrue\t\nnode-c\t\t" });
+        assert.equal(hold.code, 0, hold.stderr);
+        assert.match(hold.stdout, /^held 2$/m);
+        assert.match(kubectl(hold)[0], /jsonpath=.*\.metadata\.annotations\.cluster-autoscaler\\\.kubernetes\\\.io\/scale-down-disabled/);
+        assert.equal(kubectl(hold)[1], "annotate nodes node-a node-b --overwrite cluster-autoscaler.kubernetes.io/scale-down-disabled=true alicloud-kubeadm/scale-down-held=general");
     });
 
     it("etcd-member-remove: finds the member by name or by peer address, removes it once; absent is fine", async () => {

@@ -56,6 +56,12 @@ export interface FakeNode {
     /** A master resize's mark (annotation alicloud-kubeadm/resizing), "" or absent when none. */
     resizing?: string;
     /**
+     * The Cluster Autoscaler's `cluster-autoscaler.kubernetes.io/scale-down-disabled` annotation and the rollout's mark
+     * beside it (`alicloud-kubeadm/scale-down-held`, the pool): absent or "" when none.
+     */
+    scaleDownDisabled?: string;
+    scaleDownHeld?: string;
+    /**
      * A master's Node (never receives evicted pods). Given to {@link FakeCluster.addNode} for an instance other than
      * master 0's first one, the Node also gets `legacyPool` `control-plane`, as a control-plane join labels it.
      */
@@ -326,11 +332,19 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
         node[mark] = "";
         return { output: "uncordoned\n" };
     });
-    // outdated-taint.sh: add (overwrite) the rollout's taint on the Nodes named that exist, or clear it from the pool's.
+    // outdated-taint.sh: add (overwrite) the rollout's taint on the Nodes named that exist; hold: annotate the Nodes named
+    // scale-down-disabled with the rollout's mark, unless somebody else's annotation is there; clear: remove the taint
+    // from the pool's, and the annotation from the Nodes the pool's rollout held.
     emu.onCommand(operation("outdated-taint"), (ctx) => {
         const { pool, taintmode: mode, outdated } = ctx.parameters;
         c.log.push(`${ctx.instanceId}: outdated-taint ${mode} ${pool} ${outdated ?? ""}`.trimEnd());
         const key = "alicloud-kubeadm/outdated";
+        if (mode === "hold") {
+            const names = (outdated ?? "").split(" ").filter((n) => c.nodes.has(n))
+                .filter((n) => !c.nodes.get(n)!.scaleDownDisabled || !!c.nodes.get(n)!.scaleDownHeld);
+            for (const name of names) Object.assign(c.nodes.get(name)!, { scaleDownDisabled: "true", scaleDownHeld: pool });
+            return { output: `held ${names.length}\n` };
+        }
         if (mode === "add") {
             const names = (outdated ?? "").split(" ").filter((n) => c.nodes.has(n));
             for (const name of names) {
@@ -341,7 +355,9 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
         }
         const tainted = [...c.nodes.values()].filter((n) => n.taints.some((t) => t.key === key && t.value === pool));
         for (const node of tainted) node.taints = node.taints.filter((t) => !(t.key === key && t.effect === "PreferNoSchedule"));
-        return { output: `cleared ${tainted.length}\n` };
+        const held = [...c.nodes.values()].filter((n) => n.scaleDownHeld === pool);
+        for (const node of held) Object.assign(node, { scaleDownDisabled: "", scaleDownHeld: "" });
+        return { output: `cleared ${tainted.length}\nreleased ${held.length}\n` };
     });
     emu.onCommand(operation("delete-node"), (ctx) => {
         const names = (ctx.parameters.nodes ?? ctx.parameters.node).split(" ");

@@ -344,9 +344,26 @@ export async function taintOutdated(access: ClusterAccess, pool: string, nodes: 
     return tainted;
 }
 
-/** Removes the rollout's taint from every Node whose taint names `pool`; returns how many carried it. */
-export async function clearOutdatedTaint(access: ClusterAccess, pool: string): Promise<number> {
-    return Number(/^cleared (\d+)$/m.exec(await invokeOnMaster(access, "outdated-taint", { pool, taintMode: "clear", outdated: "" }))?.[1] ?? 0);
+/**
+ * Puts `SCALE_DOWN_DISABLED=true` with the rollout's mark (`SCALE_DOWN_HELD=<pool>`) on the Nodes named (an
+ * autoscaled pool's current Nodes while its rollout runs), so the Cluster Autoscaler does not scale them down; a Node
+ * gone meanwhile, or whose annotation somebody else set, is skipped. Returns how many are held.
+ */
+export async function holdScaleDown(access: ClusterAccess, pool: string, nodes: readonly string[]): Promise<number> {
+    let held = 0;
+    for (const chunk of nameChunks(nodes)) {
+        held += Number(/^held (\d+)$/m.exec(await invokeOnMaster(access, "outdated-taint", { pool, taintMode: "hold", outdated: chunk }))?.[1] ?? 0);
+    }
+    return held;
+}
+
+/**
+ * The rollout of `pool` is over (or there is none): removes its taint from every Node whose taint names the pool, and
+ * the scale-down hold from every Node the pool's rollout held. Returns how many Nodes lost each.
+ */
+export async function clearOutdatedTaint(access: ClusterAccess, pool: string): Promise<{ cleared: number; released: number }> {
+    const out = await invokeOnMaster(access, "outdated-taint", { pool, taintMode: "clear", outdated: "" });
+    return { cleared: Number(/^cleared (\d+)$/m.exec(out)?.[1] ?? 0), released: Number(/^released (\d+)$/m.exec(out)?.[1] ?? 0) };
 }
 
 /** Removes the etcd member named `member` or with peer address `peerIp` (either may be "") through the etcd of master `etcdNode`. */

@@ -26,7 +26,7 @@ import { bakedNodeImages, isValidated, nodeScriptParams, parseNodeJoinConfig, pa
 import { BootstrapToken } from "../providers/bootstrapToken";
 import { PoolCapacity } from "../providers/poolCapacity";
 import { withNodeVersion, type JoinArgs } from "./joinArgs";
-import { AUTOSCALED_LABEL, formatTaint, LEGACY_POOL_LABEL, MAX_SCALING_CONFIGURATION_TAGS, POOL_LABEL, poolNodeLabels, poolSpecHash, scalingConfigurationTags, SPEC_STAND_IN, SPEC_TAG, type Report } from "../rules";
+import { AUTOSCALED_LABEL, formatTaint, LEGACY_POOL_LABEL, MAX_SCALING_CONFIGURATION_TAGS, AUTOSCALED_SPEC_LABEL, POOL_LABEL, poolNodeLabels, poolSpecHash, scalingConfigurationTags, SPEC_STAND_IN, SPEC_TAG, type Report } from "../rules";
 import { checkTags, isKnown, parseArgs } from "./args";
 import { attachesThroughHandle, clusterHandleProblems, handleAndGiven, registerPool, type ClusterHandle } from "./clusterHandle";
 
@@ -117,8 +117,8 @@ export interface NodePoolResources {
     nodeLabels: Record<string, string>;
     /** A pool attached through a handle: its admission registration and the masters' policy naming its group. */
     admission?: pulumi.Resource[];
-    /** Fixed pools: the spec hash on the configuration's tags ({@link SPEC_TAG}); autoscaled pools: none yet. */
-    specHash?: pulumi.Output<string>;
+    /** The spec hash on the configuration's tags ({@link SPEC_TAG}; autoscaled pools {@link AUTOSCALED_SPEC_LABEL}, a node label too). */
+    specHash: pulumi.Output<string>;
 }
 
 /**
@@ -235,25 +235,13 @@ export function createNodePool(name: string, args: NodePoolArgs & { config: Node
     }, { ...opts, dependsOn: args.dependsOn });
 
     const { [POOL_LABEL]: _pool, ...extraLabels } = nodeLabels;
-    const userData = pulumi.secret(pulumi.all([token?.token ?? "", args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? [], args.admissionPin ?? "", args.kubernetesVersion ?? ""])
-        .apply(([t, hash, endpoint, endpoints, pin, version]) => packUserdata(renderAttachNode({
-        ...nodeScriptParams(withNodeVersion(config, version)),
-        ...bakedNodeImages(withNodeVersion(config, version)),
-        apiEndpoint: endpoint,
-        poolName: pool.name,
-        labels: extraLabels,
-        taints: pool.taints,
-        ...(token ? { token: t } : { admission: { endpoints, pin } }),
-        caCertHash: hash,
-    }), `nodePools[${pool.name}]`)));
-
     const types = pool.instanceTypes;
-    // Fixed pools: the spec hash rides on the configuration's tags, so ESS puts it on every instance it creates from
-    // now on and an instance made from an earlier spec can be told apart (docs/rotation.md). Autoscaled pools' tags
-    // are exactly their node labels (the autoscaler's template), so they carry none yet.
+    // The spec hash rides on the configuration's tags, so ESS puts it on every instance it creates from now on and an
+    // instance made from an earlier spec can be told apart (docs/rotation.md): under SPEC_TAG for a fixed pool, under
+    // AUTOSCALED_SPEC_LABEL, also a label of its nodes, for an autoscaled one (its tags are its template's labels).
     // The version is the one the control plane runs (as in the userdata): a kubernetesVersion the API servers do not
     // serve yet is not a new spec (docs/upgrades.md#the-running-version-is-read-not-configured).
-    const specHash = fixed ? pulumi.all([pool.imageId ?? args.imageId, args.kubernetesVersion ?? ""]).apply(([imageId, running]) => poolSpecHash({
+    const specHash = pulumi.all([pool.imageId ?? args.imageId, args.kubernetesVersion ?? ""]).apply(([imageId, running]) => poolSpecHash({
         imageId, instanceTypes: types, systemDisk: pool.systemDisk, kubernetesVersion: withNodeVersion(config, running).kubernetesVersion, labels: nodeLabels,
         taints: pool.taints.map(formatTaint),
         userdata: renderAttachNode({
@@ -262,7 +250,21 @@ export function createNodePool(name: string, args: NodePoolArgs & { config: Node
             apiEndpoint: SPEC_STAND_IN.endpoint, caCertHash: SPEC_STAND_IN.pin,
             ...(token ? { token: SPEC_STAND_IN.token } : { admission: { endpoints: [SPEC_STAND_IN.endpoint], pin: SPEC_STAND_IN.pin } }),
         }),
-    })) : undefined;
+    }));
+    // An autoscaled pool's kubelets register its spec hash as a label too, so the autoscaler's template (every
+    // configuration tag) has no label its Nodes lack; the hash is over the userdata without it (it cannot hold itself).
+    const userData = pulumi.secret(pulumi.all([token?.token ?? "", args.caCertHash, args.apiEndpoint, args.admissionEndpoints ?? [], args.admissionPin ?? "", args.kubernetesVersion ?? "", fixed ? "" : specHash])
+        .apply(([t, hash, endpoint, endpoints, pin, version, spec]) => packUserdata(renderAttachNode({
+        ...nodeScriptParams(withNodeVersion(config, version)),
+        ...bakedNodeImages(withNodeVersion(config, version)),
+        apiEndpoint: endpoint,
+        poolName: pool.name,
+        labels: fixed ? extraLabels : { ...extraLabels, [AUTOSCALED_SPEC_LABEL]: spec },
+        taints: pool.taints,
+        ...(token ? { token: t } : { admission: { endpoints, pin } }),
+        caCertHash: hash,
+    }), `nodePools[${pool.name}]`)));
+
     const configuration = new alicloud.ess.ScalingConfiguration(`${name}-config`, {
         scalingGroupId: group.id,
         scalingConfigurationName: `${config.name}-${pool.name}`,
@@ -274,7 +276,7 @@ export function createNodePool(name: string, args: NodePoolArgs & { config: Node
         securityGroupIds: args.securityGroupIds,
         instanceName: `${config.name}-${pool.name}`,
         internetMaxBandwidthOut: 0,
-        tags: specHash ? specHash.apply((hash) => ({ ...configurationTags, [SPEC_TAG]: hash })) : configurationTags,
+        tags: specHash.apply((hash) => ({ ...configurationTags, [fixed ? SPEC_TAG : AUTOSCALED_SPEC_LABEL]: hash })),
         userData,
         active: true,
         enable: true,
@@ -296,7 +298,7 @@ export function createNodePool(name: string, args: NodePoolArgs & { config: Node
         podCidr: config.network.podCidr,
         ...args.timeouts,
         // What the configuration's tag says, read back from it: the hash the instances ESS creates now carry.
-        ...(specHash ? { specHash: configuration.tags.apply((tags) => tags?.[SPEC_TAG] ?? "") } : {}),
+        specHash: configuration.tags.apply((tags) => tags?.[fixed ? SPEC_TAG : AUTOSCALED_SPEC_LABEL] ?? ""),
         ...(pool.rollout ? { rollout: pool.rollout } : {}),
         ...(pool.healthRepair ? { healthRepair: pool.healthRepair } : {}),
     }, { ...opts, dependsOn: [configuration, ...(token ? [token] : []), ...(admission ?? [])] });

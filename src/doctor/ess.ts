@@ -4,7 +4,7 @@
  */
 import { DoctorContext, GroupView } from "./context";
 import { Finding, PoolInfo } from "./types";
-import { isOutdated, SPEC_TAG } from "../rules";
+import { AUTOSCALED_SPEC_LABEL, isOutdated, SPEC_TAG } from "../rules";
 
 /** Plain words and the fix for an ESS/ECS error code of a failed scaling activity. */
 export interface ErrorExplanation { meaning: string; fix: string }
@@ -86,20 +86,20 @@ function capacityFindings(pool: PoolInfo, g: GroupView, inProgress: boolean): Fi
 }
 
 /**
- * A fixed pool's outdated nodes: members whose spec tag (put on by ESS at creation, read from the instance) is not
- * the active configuration's. None reported for a configuration without the tag (written before it existed) or an
- * autoscaled pool (whose configuration carries none yet).
+ * A pool's outdated nodes: members whose spec tag (put on by ESS at creation, read from the instance) is not the active
+ * configuration's ({@link SPEC_TAG}; an autoscaled pool's {@link AUTOSCALED_SPEC_LABEL}). None reported for a
+ * configuration without the tag (written before it existed).
  */
 async function outdatedFindings(ctx: DoctorContext, pool: PoolInfo): Promise<Finding[]> {
-    if (pool.mode !== "fixed") return [];
-    const current = (await ctx.configurationTags(pool.scalingGroupId))?.[SPEC_TAG];
+    const key = pool.mode === "fixed" ? SPEC_TAG : AUTOSCALED_SPEC_LABEL;
+    const current = (await ctx.configurationTags(pool.scalingGroupId))?.[key];
     if (!current) return [];
     const ids = await ctx.members(pool.scalingGroupId);
     const instances = await ctx.instances(ids);
     const outdated = ids.filter((id) => isOutdated(instances.get(id)?.tags, current));
     const subject = `pool ${pool.name} (${pool.scalingGroupId})`;
     if (outdated.length === 0) return [{ check: "ess", status: "ok", subject, evidence: `all ${ids.length} node(s) from the current spec ${current}`, next: "" }];
-    const list = outdated.map((id) => `${id} (spec ${instances.get(id)?.tags[SPEC_TAG] || "none"})`).join(", ");
+    const list = outdated.map((id) => `${id} (spec ${instances.get(id)?.tags[key] || "none"})`).join(", ");
     return [{
         check: "ess", status: "warning", subject, evidence: `${outdated.length} of ${ids.length} node(s) outdated (current spec ${current}): ${list}`,
         next: `replace them: give pool ${pool.name} a \`rollout\` (docs/rotation.md) and run \`pulumi up\``,

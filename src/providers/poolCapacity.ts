@@ -15,8 +15,9 @@
  *   sharing the group can leave a member above a capacity this resource lowered.
  * - `mode: "observe"` (autoscaled pools, where the Cluster Autoscaler owns the capacity): create does
  *   nothing; update lifts protections (a pool switched from fixed), sets a changed maximum (a lower one with the
- *   scale-out process suspended, resumed on every exit path, while the members above it are drained and removed)
- *   and uncordons survivors; delete still drains and removes every node of the pool before the group goes.
+ *   scale-out process suspended, resumed on every exit path, while the members above it are drained and removed),
+ *   uncordons survivors and, with `rollout`, replaces outdated members (within the pool's bounds, its current Nodes
+ *   held from the autoscaler's scale-down meanwhile); delete still drains and removes every node of the pool before the group goes.
  *
  * The ScalingGroup resource ignores `desiredCapacity`, `protectedInstances` (and, for fixed pools,
  * `maxSize`) drift, so Pulumi and this resource never fight: lowering MaxSize below the group's size
@@ -24,11 +25,12 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { describeScalingGroups, modifyScalingGroup, scaleOutProcess, scalingActivities, scalingGroupMembers, setInstancesProtection, stayingMembers, waitForIdleGroup } from "../cloud/ess";
-import { clearOutdatedTaint, instanceOfProviderId, nodeOfInstance, poolNodes, taintOutdated, uncordonNode } from "../cloud/operations";
+import { clearOutdatedTaint, holdScaleDown, instanceOfProviderId, nodeOfInstance, poolNodes, taintOutdated, uncordonNode } from "../cloud/operations";
+import { describeInstances } from "../cloud/ecs";
 import { clusterAccess, dynamicResourceProps, type ClusterAccessInputs, type ResourceArgs } from "./access";
 import { diffInputs, inputDiff } from "./diff";
-import { planRotationRound, readClusterHealth, readPoolMembers, removeMembers, scaleInPool, soak, validateRollout, type PoolMember, type RemovalOptions, type RemovalReport } from "../removal";
-import { ATTACH_LOG, checkHealthRepair, MAX_SCALING_GROUP_INSTANCES, OUTDATED_TAINT, parseRollout, rolloutWithDefaults, type HealthRepair, type Rollout } from "../rules";
+import { planRotationRound, readClusterHealth, readPoolMembers, removeMembers, rolloutPreview, scaleInPool, soak, validateRollout, type PoolLimits, type PoolMember, type RemovalOptions, type RemovalReport } from "../removal";
+import { ATTACH_LOG, checkHealthRepair, isOutdated, MAX_SCALING_GROUP_INSTANCES, OUTDATED_TAINT, parseRollout, rolloutWithDefaults, SCALE_DOWN_DISABLED, SPEC_HASH_LENGTH, type HealthRepair, type Rollout } from "../rules";
 import { repairPool } from "../removal/health";
 import { logInfo, pulumiLog } from "./log";
 import { withPacingLog } from "./pacing";
@@ -42,8 +44,11 @@ import { SYSTEM_CLOCK, waitFor, type Clock } from "../cloud/wait";
  * 5: a rollout taints outdated Nodes PreferNoSchedule before it surges, and clears the taint from the Nodes it keeps
  * (saved command `outdated-taint`); a rollout's canary, soak and validation gates (saved command `cluster-validate`);
  * `healthRepair` replaces members NotReady past a timeout; all in the same unreleased version.
+ * 6: autoscaled pools (`mode: observe`) roll out too: the spec hash under AUTOSCALED_SPEC_LABEL, a surge within
+ * `maxSize`, removals within `minSize`, the current Nodes held from autoscaler scale-down while the rollout runs (the
+ * saved command `outdated-taint` holds and releases them); the preview says what the rollout will do.
  */
-export const POOL_CAPACITY_PROVIDER_VERSION = "5";
+export const POOL_CAPACITY_PROVIDER_VERSION = "6";
 
 /** The outputs of a PoolCapacity that are secrets: none (ids, sizes and names only). */
 export const POOL_CAPACITY_SECRET_OUTPUTS = [] as const;
@@ -75,15 +80,15 @@ export interface PoolCapacityInputs extends ClusterAccessInputs {
     /** `kubectl drain --timeout` when shrinking, seconds. Default 600. */
     drainTimeoutSeconds?: number;
     /**
-     * Fixed pools: the spec hash on the scaling configuration's tags (SPEC_TAG), which ESS puts on the instances it
-     * creates; members whose instance carries another are outdated: removed first by a shrink, and replaced when
-     * `rollout` is set. Default none (nothing is outdated: state written before it existed).
+     * The spec hash on the scaling configuration's tags (SPEC_TAG; an autoscaled pool's AUTOSCALED_SPEC_LABEL), which
+     * ESS puts on the instances it creates; members whose instance carries another are outdated: removed first by a
+     * shrink, and replaced when `rollout` is set. Default none (nothing is outdated: state written before it existed).
      */
     specHash?: string;
     /**
-     * Fixed pools: replace outdated members on create and update (validate, surge a canary, wait Ready, drain and
-     * remove outdated ones, soak and validate between batches; docs/rotation.md). A field left out takes its default
-     * (`DEFAULT_ROLLOUT`). Default none: outdated members are only reported in the Pulumi log.
+     * Replace outdated members on create and update (fixed pools) or update (autoscaled pools): validate, surge a
+     * canary, wait Ready, drain and remove outdated ones, soak and validate between batches; docs/rotation.md. A field
+     * left out takes its default (`DEFAULT_ROLLOUT`). Default none: outdated members are only reported in the Pulumi log.
      */
     rollout?: Rollout;
     /**
@@ -231,20 +236,25 @@ async function rolloutSurge(inputs: PoolCapacityInputs, size: number, opts: Remo
 }
 
 /**
- * A fixed pool's rollout (docs/rotation.md): while members are outdated (their instance's spec tag is not
- * `specHash`), round after round: raise the pool to its size plus the surge and wait until the new members are Ready
- * nodes (a new node that never gets Ready stops the rollout there, naming it); then drain and remove, through the
- * removal core, as many outdated members as keep the Ready nodes at `size − maxUnavailable` or more (NotReady ones
- * first). Before each surge the outdated members' Nodes carry {@link OUTDATED_TAINT} (PreferNoSchedule), so the pods
- * the drains evict go to the new nodes; when the rollout ends, or there is none, no Node of the pool keeps it.
+ * A pool's rollout (docs/rotation.md): while members are outdated (their instance's spec tag is not `specHash`), round
+ * after round: raise the pool to its size plus the surge and wait until the new members are Ready nodes (a new node
+ * that never gets Ready stops the rollout there, naming it); then drain and remove, through the removal core, as many
+ * outdated members as keep the Ready nodes at `size − maxUnavailable` or more (NotReady ones first). Before each surge
+ * the outdated members' Nodes carry {@link OUTDATED_TAINT} (PreferNoSchedule), so the pods the drains evict go to the
+ * new nodes; when the rollout ends, or there is none, no Node of the pool keeps it.
  * Its gates (src/removal/rolloutGates.ts): the cluster is validated before the first round, after each surge that
  * launched nodes (the canary's first) and after each batch, which is soaked first; a validation that keeps failing
  * pauses the rollout naming what failed. Everything is read again each round, so a run that stops anywhere is
  * resumed by the next (which soaks first when members made from the spec are there already, then validates). Without `rollout`, outdated members are only reported.
+ * An autoscaled pool (`mode: observe`, docs/rotation.md#autoscaled-pools): its size is its members when the run
+ * starts; the surge raises the desired capacity, never above `maxSize` (at the maximum the round removes first within
+ * `maxUnavailable`, or pauses); no removal goes below `minSize`; and its current Nodes carry the Cluster Autoscaler's
+ * scale-down-disabled annotation while the rollout runs, so the autoscaler never scales the surge down.
  */
 async function rollOut(inputs: PoolCapacityInputs, opts: RemovalOptions, log: (m: string) => void, clock: Clock): Promise<void> {
     const { region, scalingGroupId, poolName, specHash } = inputs;
     if (!specHash) return;
+    const autoscaled = inputs.mode === "observe";
     const rollout = inputs.rollout && rolloutWithDefaults(inputs.rollout);
     const gate = {
         poolName, log, clock, timeoutMs: (inputs.readyTimeoutSeconds ?? 1200) * 1000, pollMs: (inputs.pollSeconds ?? 15) * 1000,
@@ -255,7 +265,8 @@ async function rollOut(inputs: PoolCapacityInputs, opts: RemovalOptions, log: (m
         },
     };
     const validate = (when: string) => (rollout?.validate ? validateRollout(gate, when) : Promise.resolve());
-    const size = inputs.size ?? 0;
+    let size = inputs.size ?? 0;
+    const limits = autoscaled ? await poolLimits(inputs) : undefined;
     let surged = false;
     for (let round = 0; ; round++) {
         await waitForIdleGroup(region, scalingGroupId, { pollMs: opts.pollIntervalMs, log });
@@ -263,6 +274,12 @@ async function rollOut(inputs: PoolCapacityInputs, opts: RemovalOptions, log: (m
         const outdated = members.filter((m) => m.outdated);
         if (outdated.length === 0 || !rollout) await clearTaint(inputs, log);
         if (outdated.length === 0) {
+            // An autoscaled pool's last batch may have gone first (maxUnavailable): it is refilled to the size it had.
+            if (autoscaled && round > 0 && members.length < size) {
+                const before = await activityIds(region, scalingGroupId);
+                await raiseDesired(inputs, size, log);
+                await waitForReadyNodes(inputs, size, clock.now(), before, log, clock);
+            }
             if (round > 0) log(`pool ${poolName}: rollout done: every node made from spec ${specHash}`);
             return;
         }
@@ -272,28 +289,38 @@ async function rollOut(inputs: PoolCapacityInputs, opts: RemovalOptions, log: (m
             return;
         }
         if (round === 0) {
+            if (autoscaled) size = members.length;
             log(`pool ${poolName}: rolling out spec ${specHash}: ${outdated.length} of ${members.length} node(s) outdated (maxSurge ${rollout.maxSurge}, ` +
-                `maxUnavailable ${rollout.maxUnavailable}${rollout.canary ? ", a canary first" : ""})`);
+                `maxUnavailable ${rollout.maxUnavailable}${rollout.canary ? ", a canary first" : ""}${limits ? `, autoscale ${limits.min}–${limits.max}` : ""})`);
             // A rollout under way (members made from the spec already) may follow a batch whose soak the run before cut
             // short (stopped, cancelled, failed): soak in full before validating, as after any batch.
             if (outdated.length < members.length) await soak(poolName, rollout.soakSeconds, "resuming a rollout under way", log, clock);
             await validate("before the rollout");
         }
-        const plan = planRotationRound(members, size, rollout, surged);
+        const plan = planRotationRound(members, size, rollout, surged, limits);
         if (plan.kind === "done") return;
         if (plan.kind === "blocked") {
             throw new Error(`pool ${poolName}: the rollout cannot go on: ${plan.reason}.\n  fix: bring the pool's NotReady nodes back (\`npm run doctor\`), ` +
-                "or allow more (`rollout.maxSurge` / `rollout.maxUnavailable`), then run `pulumi up` again: it resumes");
+                `or allow more (\`rollout.maxSurge\` / \`rollout.maxUnavailable\`${limits ? " / `autoscale.max`" : ""}), then run \`pulumi up\` again: it resumes`);
         }
+        const current = () => members.flatMap((m) => (m.outdated || m.nodeName === null ? [] : [m.nodeName]));
         if (plan.kind === "surge") {
             const names = outdated.flatMap((m) => (m.nodeName === null ? [] : [m.nodeName]));
             const tainted = await taintOutdated(clusterAccess(inputs), poolName, names);
             if (round === 0) log(`pool ${poolName}: ${tainted} outdated node(s) tainted ${OUTDATED_TAINT}=${poolName}:PreferNoSchedule, so evicted pods go to new nodes`);
+            if (autoscaled) await hold(inputs, current(), log);
             const before = await activityIds(region, scalingGroupId);
-            await setFixedCapacity(inputs, plan.members, log);
+            if (autoscaled) await raiseDesired(inputs, plan.members, log);
+            else await setFixedCapacity(inputs, plan.members, log);
             const notReadyOutdated = outdated.filter((m) => !(m.ready && m.nodeName !== null)).length;
             await waitForReadyNodes(inputs, plan.members - notReadyOutdated, clock.now(), before, log, clock);
-            await protectMembers(inputs, true, log);
+            if (autoscaled) {
+                // The surge's new Nodes are held as soon as they are Ready, before anything leaves.
+                const now = await readPoolMembers({ scalingGroupId, specHash }, opts);
+                await hold(inputs, now.flatMap((m) => (m.outdated || m.nodeName === null ? [] : [m.nodeName])), log);
+            } else {
+                await protectMembers(inputs, true, log);
+            }
             if (plan.members > members.length) await validate(`after the surge to ${plan.members} member(s)`);
             surged = true;
             continue;
@@ -307,10 +334,37 @@ async function rollOut(inputs: PoolCapacityInputs, opts: RemovalOptions, log: (m
     }
 }
 
-/** Removes the rollout's taint from every Node of the pool that carries it (the rollout is over, or there is none). */
+/** An autoscaled pool's bounds: `minSize`, and `maxSize` (the group's MaxSize when not given). */
+async function poolLimits(inputs: PoolCapacityInputs): Promise<PoolLimits> {
+    const max = inputs.maxSize ?? (await describeScalingGroups(inputs.region, [inputs.scalingGroupId])).get(inputs.scalingGroupId)?.maxSize ?? 0;
+    return { min: inputs.minSize ?? 0, max };
+}
+
+/**
+ * An autoscaled pool's surge: raises the group's desired capacity to `members` (only ever raised, and never above
+ * the group's MaxSize, which {@link setMaxSize} set to the pool's maximum); ESS launches, as for an autoscaler's scale-up.
+ */
+async function raiseDesired(inputs: PoolCapacityInputs, members: number, log: (m: string) => void): Promise<void> {
+    const { region, scalingGroupId, poolName } = inputs;
+    const group = (await describeScalingGroups(region, [scalingGroupId])).get(scalingGroupId);
+    if (!group) throw new Error(`pool ${poolName}: ESS group ${scalingGroupId} does not exist\n  fix: check the pool's scaling group (it was deleted outside Pulumi?), then run \`pulumi up\` again.`);
+    const desired = Math.min(members, group.maxSize);
+    if (desired <= group.desiredCapacity) return;
+    await modifyScalingGroup(region, scalingGroupId, { desiredCapacity: desired });
+    log(`pool ${poolName}: ESS group ${scalingGroupId} desired capacity raised to ${desired} (the rollout's surge)`);
+}
+
+/** Holds an autoscaled pool's current Nodes from the Cluster Autoscaler's scale-down while its rollout runs. */
+async function hold(inputs: PoolCapacityInputs, nodes: readonly string[], log: (m: string) => void): Promise<void> {
+    const held = await holdScaleDown(clusterAccess(inputs), inputs.poolName, nodes);
+    if (held > 0) log(`pool ${inputs.poolName}: ${held} current node(s) annotated ${SCALE_DOWN_DISABLED}=true while the rollout runs`);
+}
+
+/** Removes the rollout's taint and scale-down hold from every Node of the pool that carries them (the rollout is over, or there is none). */
 async function clearTaint(inputs: PoolCapacityInputs, log: (m: string) => void): Promise<void> {
-    const cleared = await clearOutdatedTaint(clusterAccess(inputs), inputs.poolName);
+    const { cleared, released } = await clearOutdatedTaint(clusterAccess(inputs), inputs.poolName);
     if (cleared > 0) log(`pool ${inputs.poolName}: ${OUTDATED_TAINT} removed from ${cleared} node(s) the pool keeps`);
+    if (released > 0) log(`pool ${inputs.poolName}: ${SCALE_DOWN_DISABLED} removed from ${released} node(s): the Cluster Autoscaler may scale them down again`);
 }
 
 /**
@@ -484,6 +538,42 @@ export async function drainPool(inputs: PoolCapacityInputs, opts: RemovalOptions
 type State = PoolCapacityInputs & PoolCapacityOutputs;
 
 /**
+ * An autoscaled pool's update (`mode: observe`): after a switch from fixed, lifts the protections and the taint a
+ * paused fixed rollout left; sets a changed maximum ({@link setMaxSize}); uncordons survivors; then its rollout, when it
+ * has one ({@link rollOut}), or only reports outdated members.
+ * @param clock what a rollout's soak and validation wait on (tests step their own). Default the system clock.
+ */
+export async function updateObservedPool(olds: Pick<PoolCapacityInputs, "mode">, news: PoolCapacityInputs, log: (m: string) => void = () => undefined,
+    clock: Clock = SYSTEM_CLOCK): Promise<void> {
+    // Switched from fixed: the Cluster Autoscaler owns the pool now, and its RemoveInstances must not meet
+    // a member this resource protected. An autoscaled pool's protections otherwise are the user's.
+    if ((olds.mode ?? "fixed") === "fixed") {
+        await protectMembers(news, false, log);
+        await clearTaint(news, log); // a fixed pool's rollout that paused: its taints stay no longer
+    }
+    await setMaxSize(news, log);
+    await uncordonSurvivors(news, log);
+    await rollOut(news, removalOptions(news), log, clock);
+}
+
+/**
+ * The preview's word on an autoscaled pool's rollout (a read of ESS and ECS only): whether it will surge, remove first
+ * at `autoscale.max` within `maxUnavailable`, or pause there ({@link rolloutPreview}). A spec hash not known yet (the
+ * scaling configuration changes in the same preview) makes every member outdated. Undefined for a fixed pool, a pool
+ * without `rollout`, or an empty one.
+ */
+export async function previewRollout(inputs: PoolCapacityInputs): Promise<string | undefined> {
+    const { region, scalingGroupId, poolName, specHash, rollout } = inputs;
+    if (inputs.mode !== "observe" || !rollout || !specHash) return undefined;
+    const members = await stayingMembers(region, scalingGroupId);
+    if (members.length === 0) return undefined;
+    const known = new RegExp(`^[0-9a-f]{${SPEC_HASH_LENGTH}}$`).test(specHash);
+    const instances = known ? await describeInstances(region, members.map((m) => m.instanceId)) : undefined;
+    const outdated = members.filter((m) => !instances || isOutdated(instances.get(m.instanceId)?.tags, specHash)).length;
+    return `pool ${poolName}: rollout: ${rolloutPreview(members.length, outdated, rolloutWithDefaults(rollout), await poolLimits(inputs))}`;
+}
+
+/**
  * Only a different group is a replacement (which must drain the old group before its nodes go): switching a pool
  * between fixed and autoscaled (mode) is an update, never a delete that would drain every node of the pool, and so
  * is a new command id (a changed script).
@@ -519,18 +609,19 @@ export const poolCapacityProvider: pulumi.dynamic.ResourceProvider = withPacingL
         return { id: `${inputs.scalingGroupId}/capacity`, outs: { ...inputs, ...outs } };
     },
     async diff(_id: string, olds: State, news: PoolCapacityInputs) {
-        return { ...diffInputs(POOL_CAPACITY_DIFF, olds, news), deleteBeforeReplace: true };
+        const d = diffInputs(POOL_CAPACITY_DIFF, olds, news);
+        if (d.changes) {
+            // What an autoscaled pool's rollout will do, said before `pulumi up` does it; a pause is a warning.
+            const said = await previewRollout(news).catch((err: Error) =>
+                `pool ${news.poolName}: the rollout could not be previewed (${err.message.split("\n")[0]}); \`pulumi up\` reads the pool again before it changes anything`);
+            if (said && /pauses|could not/.test(said)) pulumiLog().warn(said);
+            else if (said) pulumiLog().info(said);
+        }
+        return { ...d, deleteBeforeReplace: true };
     },
     async update(_id: string, olds: State, news: PoolCapacityInputs) {
         if ((news.mode ?? "fixed") === "observe") {
-            // Switched from fixed: the Cluster Autoscaler owns the pool now, and its RemoveInstances must not meet
-            // a member this resource protected. An autoscaled pool's protections otherwise are the user's.
-            if ((olds.mode ?? "fixed") === "fixed") {
-                await protectMembers(news, false, logInfo);
-                await clearTaint(news, logInfo); // a fixed pool's rollout that paused: its taints stay no longer
-            }
-            await setMaxSize(news, logInfo);
-            await uncordonSurvivors(news, logInfo);
+            await updateObservedPool(olds, news, logInfo);
             return { outs: { ...news, readyInstanceIds: [] } };
         }
         return { outs: { ...news, ...(await setPoolCapacity(news, logInfo)) } };

@@ -12,7 +12,7 @@
  *   batch.ts         several nodes: Kubernetes side a few at a time, each group's batches as nodes are ready, then routes
  *   victims.ts       which pool members go first
  *   scaleIn.ts       shrinking a pool to a size
- *   rotation.ts      one round of a fixed pool's rollout: the surge (one node for a canary), and which outdated members may leave
+ *   rotation.ts      one round of a pool's rollout: the surge (one node for a canary; within an autoscaled pool's bounds), which outdated members may leave
  *   rolloutGates.ts  a rollout's validation of the cluster before, between and after batches, and its soak
  *   health.ts        health repair of a fixed pool: which members stayed NotReady too long, the circuit breaker
  */
@@ -21,6 +21,6 @@ export { CLEARED_USERDATA } from "./steps";
 export { removeNode, removeNodes, ESS_BATCH } from "./batch";
 export { chooseVictims, type PoolMember } from "./victims";
 export { readPoolMembers, removeMembers, scaleInPool, type ScaleInPool } from "./scaleIn";
-export { inCanary, planRotationRound, surgeTarget, type RolloutBounds, type RotationRound } from "./rotation";
+export { inCanary, planRotationRound, rolloutPreview, surgeTarget, type PoolLimits, type RolloutBounds, type RotationRound } from "./rotation";
 export { parseClusterHealth, readClusterHealth, soak, validateRollout, validationProblems, type ClusterHealth, type GateContext } from "./rolloutGates";
 export { planHealthRepair, readyWorkers, repairPool, type HealthPlan, type PoolView, type RepairPool, type UnhealthyMember } from "./health";

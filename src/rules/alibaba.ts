@@ -4,7 +4,7 @@
 import { formatIp, parseCidr, sizeOf, type Cidr } from "./cidr";
 import { AUTOSCALED_LABEL, POOL_LABEL, RESERVED_LABEL_PREFIX } from "./labels";
 import type { Report } from "./problems";
-import { SPEC_TAG } from "./spec";
+import { AUTOSCALED_SPEC_LABEL, SPEC_TAG } from "./spec";
 
 /** ESS scaling group and scaling configuration names (`<cluster>-<pool>`) are at most 64 characters. */
 export const MAX_ESS_NAME_LENGTH = 64;
@@ -135,17 +135,18 @@ export function poolNodeLabels(pool: PoolTagInput): Record<string, string> {
 /**
  * The scaling configuration's tags, and the problems ESS would refuse them for (reported at `labels` /
  * `labels.<key>`). Autoscaled pools carry exactly the node labels, because the Cluster Autoscaler copies
- * the tags into its scale-from-zero node template; fixed pools carry the cloud tags plus the node labels, and (counted
- * here, not returned: it is known only once the image is) the spec hash under {@link SPEC_TAG}.
+ * the tags into its scale-from-zero node template (the spec hash, {@link AUTOSCALED_SPEC_LABEL}, is a label of theirs
+ * too); fixed pools carry the cloud tags plus the node labels, and the spec hash under {@link SPEC_TAG}. The spec hash
+ * is counted here, not returned: it is known only once the image is.
  */
 export function scalingConfigurationTags(pool: PoolTagInput, cloudTags: Record<string, string>, report: Report): Record<string, string> {
     const labels = poolNodeLabels(pool);
     const tags = pool.autoscale ? labels : { ...cloudTags, ...labels };
-    // A fixed pool's configuration also carries its spec hash (SPEC_TAG), added where the hash is known (NodePool).
-    const count = Object.keys(tags).length + (pool.autoscale ? 0 : 1);
+    // The configuration also carries the pool's spec hash (SPEC_TAG, or AUTOSCALED_SPEC_LABEL), added where the hash is known (NodePool).
+    const count = Object.keys(tags).length + 1;
     if (count > MAX_SCALING_CONFIGURATION_TAGS) {
         const parts = pool.autoscale
-            ? `${Object.keys(pool.labels).length} labels + ${POOL_LABEL} + ${AUTOSCALED_LABEL}`
+            ? `${Object.keys(pool.labels).length} labels + ${POOL_LABEL} + ${AUTOSCALED_LABEL} + ${AUTOSCALED_SPEC_LABEL}`
             : `${Object.keys(pool.labels).length} labels + ${POOL_LABEL} + ${SPEC_TAG} + ${Object.keys(cloudTags).length} cloud tags`;
         report("labels", `the scaling configuration would carry ${count} tags (${parts}); ESS allows at most ${MAX_SCALING_CONFIGURATION_TAGS}: remove labels${pool.autoscale ? "" : " or tags"}`);
     }

@@ -3,10 +3,10 @@
 import * as crypto from "crypto";
 import { tagKeyProblem, tagValueProblem } from "./alibaba";
 import { AUTOSCALED_LABEL, CLUSTER_TAG, LEGACY_POOL_LABEL, POOL_LABEL, ROLE_TAG } from "./labels";
-import { SPEC_TAG } from "./spec";
+import { AUTOSCALED_SPEC_LABEL, SPEC_TAG } from "./spec";
 
 /** The tag keys alicloud-kubeadm sets on its own resources and instances (and the labels that become pool instances' tags). */
-const OWN_TAG_KEYS: readonly string[] = [CLUSTER_TAG, ROLE_TAG, POOL_LABEL, LEGACY_POOL_LABEL, AUTOSCALED_LABEL, SPEC_TAG];
+const OWN_TAG_KEYS: readonly string[] = [CLUSTER_TAG, ROLE_TAG, POOL_LABEL, LEGACY_POOL_LABEL, AUTOSCALED_LABEL, SPEC_TAG, AUTOSCALED_SPEC_LABEL];
 
 /**
  * Why `pem` is not one or more PEM certificates and nothing else, or undefined. The text goes verbatim into the

@@ -28,6 +28,14 @@ export function nodePool(labels: { pool?: string; legacyPool?: string }): string
  * pool's rollout clears only its own. Set and cleared only by PoolCapacity (docs/rotation.md#prefer-not-schedule).
  */
 export const OUTDATED_TAINT = "alicloud-kubeadm/outdated";
+/**
+ * The Cluster Autoscaler's annotation that keeps a Node from being scaled down (docs/upstream.md#autoscaler-scale-down-disabled).
+ * A rollout of an autoscaled pool puts it on the pool's current Nodes, with {@link SCALE_DOWN_HELD} naming the pool, and
+ * takes both off when the rollout ends (docs/rotation.md#autoscaled-pools).
+ */
+export const SCALE_DOWN_DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled";
+/** The mark beside {@link SCALE_DOWN_DISABLED} saying a rollout set it, for `<pool>`: an annotation without it is somebody else's. */
+export const SCALE_DOWN_HELD = "alicloud-kubeadm/scale-down-held";
 /** Label (and scaling-configuration tag) on the nodes of autoscaled pools. */
 export const AUTOSCALED_LABEL = "alicloud-kubeadm/autoscaled";
 /** Cloud tag on every resource of a cluster: `alicloud-kubeadm/cluster=<name>`. */

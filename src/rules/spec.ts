@@ -11,6 +11,16 @@ import { createHash } from "crypto";
  */
 export const SPEC_TAG = "node-restriction.kubernetes.io/alicloud-kubeadm-spec";
 
+/**
+ * An autoscaled pool's spec hash, on its scaling configuration's tags and, the same key and value, among the labels its
+ * kubelets register (`--node-labels`). The Cluster Autoscaler copies every configuration tag into its scale-from-zero
+ * template as a label (docs/upstream.md#autoscaler-template), so the tag must be a label the pool's Nodes carry too:
+ * {@link SPEC_TAG}, which no kubelet may set, would be a template label no Node has. A label the node registers itself
+ * is its own claim, and nothing reads it: whether a member is outdated is read from its instance's tag (DescribeInstances),
+ * which ESS set and the node cannot change (docs/rotation.md#knowing-what-is-outdated).
+ */
+export const AUTOSCALED_SPEC_LABEL = "alicloud-kubeadm/spec";
+
 /** Hex digits of the spec hash: 64 bits of SHA-256, plenty to tell a pool's specs apart. */
 export const SPEC_HASH_LENGTH = 16;
 
@@ -51,13 +61,15 @@ export function poolSpecHash(spec: PoolSpec): string {
 }
 
 /**
- * Whether an instance is outdated: its spec tag (as ESS put it at creation) differs from the pool's current hash. An
- * instance without the tag was created before pools carried it, or attached by hand: outdated too (nothing says what
- * it was made from). With no current hash (state written before it existed) nothing is outdated.
+ * Whether an instance is outdated: its spec tag (as ESS put it at creation: {@link SPEC_TAG} for a fixed pool,
+ * {@link AUTOSCALED_SPEC_LABEL} for an autoscaled one) differs from the pool's current hash. An instance without the
+ * tag was created before pools carried it, or attached by hand: outdated too (nothing says what it was made from). With
+ * no current hash (state written before it existed) nothing is outdated. Either key counts: a pool that changes mode
+ * changes its labels (the autoscaled marker), hence its hash, so an instance is never current under the wrong key.
  */
 export function isOutdated(instanceTags: Readonly<Record<string, string>> | undefined, currentHash: string | undefined): boolean {
     if (!currentHash) return false;
-    return (instanceTags?.[SPEC_TAG] ?? "") !== currentHash;
+    return instanceTags?.[SPEC_TAG] !== currentHash && instanceTags?.[AUTOSCALED_SPEC_LABEL] !== currentHash;
 }
 
 /**

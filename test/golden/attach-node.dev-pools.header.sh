@@ -21,7 +21,7 @@ readonly AK_CONTAINERD_RPM_REPO_URL='https://mirrors.cloud.aliyuncs.com/docker-c
 readonly AK_SANDBOX_IMAGE='registry.cn-hangzhou.aliyuncs.com/google_containers/pause:3.10.2'
 readonly AK_API_ENDPOINT='192.168.0.10:6443'
 readonly AK_POOL_NAME='elastic'
-readonly AK_NODE_LABELS='workload_type=cpu,alicloud-kubeadm/autoscaled=true'
+readonly AK_NODE_LABELS='workload_type=cpu,alicloud-kubeadm/autoscaled=true,alicloud-kubeadm/spec=ccb4dfc46306608f'
 readonly AK_NODE_TAINTS=''
 readonly AK_BOOTSTRAP_TOKEN='<redacted>'
 readonly AK_CA_CERT_HASHES='<redacted>'

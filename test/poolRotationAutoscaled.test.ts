@@ -1,0 +1,233 @@
+// An autoscaled pool's rollout (PoolCapacity in `observe` mode with `specHash` and `rollout`) in the emulator world: ESS,
+// ECS and Cloud Assistant are the emulator; the cluster behind the masters is testing/fakeCluster.ts. The configuration's
+// tag (AUTOSCALED_SPEC_LABEL) changes as Pulumi's in-place update would make it; ESS puts it on the instances it creates
+// from then on (testing/emulator/ess.ts launchInstance), and refuses a removal below the group's MinSize.
+// The Cluster Autoscaler is modelled by its scale-down choice (docs/upstream.md#autoscaler-scale-down-disabled): every
+// node of the group is a candidate unless annotated `cluster-autoscaler.kubernetes.io/scale-down-disabled`, the harshest
+// reading (any node may be unneeded). The invariants are read from state as every member leaves ESS, every drain starts
+// and every instance launches.
+import * as assert from "assert";
+import { startEmulatorHere, useEmulator, useEmulatorEnvironment } from "../testing/emulator/fixture";
+import { fakeCluster, type FakeCluster } from "../testing/fakeCluster";
+import { poolCapacityProvider, previewRollout, updateObservedPool, type PoolCapacityInputs } from "../src/providers/poolCapacity";
+import { AUTOSCALED_SPEC_LABEL, DEFAULT_ROLLOUT, OUTDATED_TAINT, type Rollout } from "../src/rules";
+import type { Emulator } from "../testing/emulator";
+import { launchInstance } from "../testing/emulator/ess";
+import { faultMatrix, rolloutCases } from "../testing/faultMatrix";
+import { steppedClock } from "../testing/steppedClock";
+
+const REGION = "cn-hangzhou";
+const OLD = "00000000000000aa";
+const NEW = "00000000000000bb";
+
+interface Pool {
+    group: string;
+    /** Broken invariants, as they happened. */
+    broken: string[];
+    /** The members the group had at most. */
+    most: () => number;
+}
+
+/**
+ * An autoscaled pool of `size` members made from the old spec (each a Ready Node with a workload pod; unprotected, as the
+ * autoscaler needs them), within `min`–`max`; its configuration then carries the new spec. Watched from state: Ready and
+ * schedulable members never below `size − maxUnavailable`; no current member leaves while an outdated one remains; at
+ * every drain and removal, no current Node is a scale-down candidate of the autoscaler (not annotated); the group never
+ * above `max` nor below `min`.
+ */
+function autoscaledPool(emu: Emulator, c: FakeCluster, size: number, min: number, max: number, maxUnavailable: number): Pool {
+    const g = emu.addScalingGroup({ minSize: min, maxSize: max, desiredCapacity: size, configurationTags: { [AUTOSCALED_SPEC_LABEL]: OLD } });
+    const group = g.scalingGroupId;
+    for (const id of emu.scalingGroupInstances(group)) c.addNode(id, { pool: "general", pods: ["ReplicaSet"] });
+    const config = emu.state.scalingConfigurations.get(g.activeScalingConfigurationId)!;
+    config.tags = { ...config.tags, [AUTOSCALED_SPEC_LABEL]: NEW };
+    const broken: string[] = [];
+    let most = size;
+    const members = () => [...emu.state.scalingInstances.values()].filter((m) => m.scalingGroupId === group).map((m) => m.instanceId);
+    const nodeOf = (id: string) => [...c.nodes.values()].find((n) => n.instanceId === id);
+    const outdated = (id: string) => emu.instances.get(id)?.tags[AUTOSCALED_SPEC_LABEL] !== NEW;
+    const available = (except?: string) => members().filter((id) => { const n = nodeOf(id); return n && n.ready && !n.unschedulable && n.name !== except; }).length;
+    const check = (when: string, except?: string) => {
+        const n = available(except);
+        if (n < size - maxUnavailable) broken.push(`${when}: ${n} available node(s), below size − maxUnavailable = ${size - maxUnavailable}`);
+        // The autoscaler's scale-down candidates among the current nodes: a Ready Node without the annotation.
+        const exposed = members().filter((id) => !outdated(id) && nodeOf(id)?.ready && nodeOf(id)?.scaleDownDisabled !== "true");
+        if (exposed.length > 0) broken.push(`${when}: current node(s) ${exposed.join(", ")} could be scaled down by the autoscaler (not annotated)`);
+        most = Math.max(most, members().length);
+        if (members().length > max) broken.push(`${when}: ${members().length} members, above autoscale.max ${max}`);
+    };
+    const left = emu.state.onMemberLeft;
+    emu.state.onMemberLeft = (id, grp, released) => {
+        left?.(id, grp, released);
+        if (grp !== group) return;
+        if (!outdated(id) && members().some(outdated)) broken.push(`current ${id} left while outdated ${members().filter(outdated).join(", ")} remained`);
+        if (members().length < min) broken.push(`after ${id} left: ${members().length} members, below autoscale.min ${min}`);
+        check(`after ${id} left`);
+    };
+    c.onDrain = (node) => check(`draining ${node}`, node);
+    const join = emu.state.onUserDataRun;
+    emu.state.onUserDataRun = (inst) => {
+        join?.(inst);
+        most = Math.max(most, members().length);
+        if (members().length > max) broken.push(`${inst.instanceId} launched: ${members().length} members, above autoscale.max ${max}`);
+    };
+    return { group, broken, most: () => most };
+}
+
+describe("autoscaled pool rollout (emulator)", () => {
+    const ctx = useEmulator();
+    let c: FakeCluster;
+    beforeEach(async () => {
+        c = await fakeCluster(ctx.emu, REGION);
+        c.autoJoin("general", { pods: ["ReplicaSet"] });
+    });
+    afterEach(() => assert.deepStrictEqual(c.violations, [], "I1: every member left ESS drained"));
+
+    const inputs = (group: string, min: number, max: number, rollout?: Partial<Rollout>): PoolCapacityInputs => ({
+        region: REGION, scalingGroupId: group, poolName: "general", masterInstanceId: c.master, commands: c.commands, mode: "observe", minSize: min, maxSize: max,
+        pollSeconds: 0.01, readyTimeoutSeconds: 5, pollIntervalMs: 5, specHash: NEW, ...(rollout ? { rollout: { ...DEFAULT_ROLLOUT, ...rollout } } : {}),
+    });
+    /** `pulumi up`'s update of the pool's PoolCapacity (observe mode), its gates on a clock of their own. */
+    const run = (i: PoolCapacityInputs) => updateObservedPool({ mode: "observe" }, i, undefined, steppedClock());
+    const specs = (group: string) => ctx.emu.scalingGroupInstances(group).map((id) => ctx.emu.instances.get(id)!.tags[AUTOSCALED_SPEC_LABEL]);
+    const marked = () => [...c.nodes.values()].filter((n) => n.scaleDownDisabled || n.scaleDownHeld || n.taints.some((t) => t.key === OUTDATED_TAINT)).map((n) => n.name);
+
+    it("replaces every outdated node: surge within autoscale.max, current nodes held from scale-down throughout, ending with only current nodes and no annotation", async () => {
+        const pool = autoscaledPool(ctx.emu, c, 3, 1, 6, 0);
+        await run(inputs(pool.group, 1, 6, {}));
+        assert.deepStrictEqual(pool.broken, []);
+        assert.deepStrictEqual(specs(pool.group), [NEW, NEW, NEW], "as many members as before, all current");
+        assert.deepStrictEqual(marked(), [], "no Node keeps the annotation or the taint");
+        assert.strictEqual(ctx.emu.state.scalingGroups.get(pool.group)!.desiredCapacity, 3, "the removals lowered the desired capacity back");
+        for (const id of ctx.emu.scalingGroupInstances(pool.group)) assert.strictEqual(ctx.emu.state.scalingInstances.get(id)!.lifecycleState, "InService", `${id} unprotected: the autoscaler's to remove`);
+    });
+
+    it("at autoscale.max with maxUnavailable 1: no surge; removes first, one at a time, and refills, never above the maximum", async () => {
+        const pool = autoscaledPool(ctx.emu, c, 3, 1, 3, 1);
+        await run(inputs(pool.group, 1, 3, { maxUnavailable: 1 }));
+        assert.deepStrictEqual(pool.broken, []);
+        assert.strictEqual(pool.most(), 3, "never above autoscale.max");
+        assert.deepStrictEqual(specs(pool.group), [NEW, NEW, NEW]);
+        assert.deepStrictEqual(marked(), []);
+    });
+
+    it("at autoscale.max with maxUnavailable 0: the preview says it pauses, and the run pauses naming the maximum before anything changes", async () => {
+        const pool = autoscaledPool(ctx.emu, c, 2, 1, 2, 0);
+        const before = ctx.emu.scalingGroupInstances(pool.group);
+        assert.match((await previewRollout(inputs(pool.group, 1, 2, {})))!, /2 of 2 node\(s\) outdated, and the pool is at autoscale\.max \(2\): no node can surge and maxUnavailable is 0, so the rollout pauses/);
+        await assert.rejects(run(inputs(pool.group, 1, 2, {})), /pool general: the rollout cannot go on: .*at autoscale\.max 2: no node can surge.*autoscale\.max/s);
+        assert.deepStrictEqual(ctx.emu.scalingGroupInstances(pool.group), before, "nothing launched, nothing removed");
+    });
+
+    it("the preview says which: a surge below the maximum, remove-first at it; with the spec changing in the same preview, every member counts as outdated", async () => {
+        const pool = autoscaledPool(ctx.emu, c, 2, 1, 5, 0);
+        assert.match((await previewRollout(inputs(pool.group, 1, 5, { maxSurge: 2, canary: false })))!, /^pool general: rollout: 2 of 2 node\(s\) outdated: surges 2 node\(s\) at a time \(autoscale\.max 5\)/);
+        assert.match((await previewRollout(inputs(pool.group, 1, 5, { maxSurge: 2 })))!, /surges 1 node\(s\) \(the canary first\)/);
+        assert.match((await previewRollout(inputs(pool.group, 1, 2, { maxUnavailable: 1 })))!, /at autoscale\.max \(2\): no surge; it removes first, up to 1 node\(s\) at a time/);
+        const unknown = { ...inputs(pool.group, 1, 5, {}), specHash: "04da6b54-80e4-46f7-96ec-b56ff0331ba9" };
+        const group = ctx.emu.state.scalingGroups.get(pool.group)!;
+        group.desiredCapacity = 3;
+        launchInstance(ctx.emu.state, group); // one member made from the new spec
+        assert.match((await previewRollout(unknown))!, /3 of 3 node\(s\) outdated/);
+        assert.match((await previewRollout(inputs(pool.group, 1, 5, {})))!, /2 of 3 node\(s\) outdated/, "known: read from the instances' tags");
+        assert.strictEqual(await previewRollout({ ...inputs(pool.group, 1, 5), rollout: undefined }), undefined, "no rollout, nothing to say");
+    });
+
+    it("never below autoscale.min: a pool at min = max with maxUnavailable 1 pauses naming the minimum; nothing removed", async () => {
+        const pool = autoscaledPool(ctx.emu, c, 2, 2, 2, 1);
+        const before = ctx.emu.scalingGroupInstances(pool.group);
+        await assert.rejects(run(inputs(pool.group, 2, 2, { maxUnavailable: 1 })), /autoscale\.min is 2: removing an outdated node would go below it/);
+        assert.deepStrictEqual(ctx.emu.scalingGroupInstances(pool.group), before);
+    });
+
+    it("a drain blocked by a PodDisruptionBudget pauses with the current nodes still held; the next run resumes, holds again (idempotent) and releases them at the end; an annotation somebody else set stays", async () => {
+        const pool = autoscaledPool(ctx.emu, c, 2, 1, 4, 0);
+        const other = c.addNode(ctx.emu.addInstance().instanceId, { pool: "general" });
+        Object.assign(other, { scaleDownDisabled: "true" }); // the user's own, on a Node outside the group but in the pool label
+        c.failDrains = 1;
+        await assert.rejects(run(inputs(pool.group, 1, 4, {})), /rollout paused/);
+        const current = ctx.emu.scalingGroupInstances(pool.group).filter((id) => ctx.emu.instances.get(id)!.tags[AUTOSCALED_SPEC_LABEL] === NEW);
+        assert.ok(current.length > 0, "the surge is there");
+        for (const id of current) assert.deepStrictEqual([c.nodes.get(`node-${id}`)!.scaleDownDisabled, c.nodes.get(`node-${id}`)!.scaleDownHeld], ["true", "general"], `${id} held while paused`);
+        await run(inputs(pool.group, 1, 4, {}));
+        assert.deepStrictEqual(pool.broken, []);
+        // The resumed run's size is the members it found, the surge included: the pool may end that much larger, all
+        // current and released, for the autoscaler to scale back down.
+        assert.deepStrictEqual(specs(pool.group), [NEW, NEW, NEW]);
+        assert.deepStrictEqual(marked(), [other.name], "only the user's annotation is left");
+        assert.deepStrictEqual([other.scaleDownDisabled, other.scaleDownHeld ?? ""], ["true", ""]);
+    });
+
+    it("without rollout, outdated nodes stay and nothing is held; PoolCapacity's check takes a rollout in observe mode", async () => {
+        const pool = autoscaledPool(ctx.emu, c, 2, 1, 4, 0);
+        const before = ctx.emu.scalingGroupInstances(pool.group);
+        await run(inputs(pool.group, 1, 4));
+        assert.deepStrictEqual(ctx.emu.scalingGroupInstances(pool.group), before);
+        assert.deepStrictEqual(marked(), []);
+        assert.deepStrictEqual((await poolCapacityProvider.check!({}, inputs(pool.group, 1, 4, {}))).failures, []);
+    });
+
+    it("property: sizes 1–4, autoscale.max size…size+2, surge 0–2, unavailable 0–1, with and without a canary: invariants hold; the pool ends with only current nodes within min/max, or pauses unchanged when nothing may go", async function () {
+        this.timeout(600_000);
+        const failures: string[] = [];
+        for (const { size, maxSurge, maxUnavailable, canary, at: bounds } of rolloutCases()) {
+            for (let room = 0; room <= 2; room++) {
+                c = await fakeCluster(ctx.emu, REGION);
+                c.autoJoin("general", { pods: ["ReplicaSet"] });
+                const min = 1;
+                const max = size + room;
+                const pool = autoscaledPool(ctx.emu, c, size, min, max, maxUnavailable);
+                const before = ctx.emu.scalingGroupInstances(pool.group);
+                const at = `${bounds}, max ${max}`;
+                // Nothing may go: no room to surge (none asked, or at the maximum) and no node may be unavailable,
+                // or the only way is to remove below the minimum.
+                const stuck = (maxSurge === 0 || room === 0) && (maxUnavailable === 0 || size - 1 < min);
+                const outcome = await run(inputs(pool.group, min, max, { maxSurge, maxUnavailable, canary })).then(() => "done", (e: Error) => e.message);
+                const end = specs(pool.group);
+                if (pool.broken.length > 0) failures.push(`${at}: ${pool.broken.join("; ")}`);
+                if (c.violations.length > 0) failures.push(`${at}: ${c.violations.join("; ")}`);
+                if (stuck) {
+                    if (!/the rollout cannot go on/.test(outcome)) failures.push(`${at}: expected a pause, got ${outcome.split("\n")[0]}`);
+                    if (ctx.emu.scalingGroupInstances(pool.group).join() !== before.join()) failures.push(`${at}: a paused rollout changed the pool`);
+                } else if (outcome !== "done" || end.length !== size || end.some((s) => s !== NEW)) {
+                    failures.push(`${at}: ended with ${end.join(", ")} (${outcome.split("\n")[0]})`);
+                }
+                if (marked().length > 0 && !stuck) failures.push(`${at}: ${marked().join(", ")} still marked`);
+            }
+        }
+        assert.deepStrictEqual(failures, []);
+    });
+});
+
+describe("autoscaled pool rollout under faults (emulator): every mutating call refused once in turn, then a re-run", () => {
+    useEmulatorEnvironment();
+
+    /** A fresh world: an autoscaled pool of 2 (1–4) made from the old spec, the configuration on the new one. */
+    async function world(): Promise<{ emu: Emulator; c: FakeCluster; pool: Pool; run: () => Promise<void> }> {
+        const emu = await startEmulatorHere();
+        const c = await fakeCluster(emu, REGION);
+        c.autoJoin("general", { pods: ["ReplicaSet"] });
+        const pool = autoscaledPool(emu, c, 2, 1, 4, 0);
+        const run = () => updateObservedPool({ mode: "observe" }, {
+            region: REGION, scalingGroupId: pool.group, poolName: "general", masterInstanceId: c.master, commands: c.commands, mode: "observe", minSize: 1, maxSize: 4,
+            pollSeconds: 0.01, readyTimeoutSeconds: 5, pollIntervalMs: 5, specHash: NEW, rollout: DEFAULT_ROLLOUT,
+        }, undefined, steppedClock());
+        return { emu, c, pool, run };
+    }
+
+    it("the invariants hold under each fault, and the re-run ends with only current nodes, none held, within min/max", async function () {
+        this.timeout(600_000);
+        const { steps, failures } = await faultMatrix(world, (w, at) => {
+            const end = w.emu.scalingGroupInstances(w.pool.group).map((id) => w.emu.instances.get(id)!.tags[AUTOSCALED_SPEC_LABEL]);
+            const held = [...w.c.nodes.values()].filter((n) => n.scaleDownDisabled || n.scaleDownHeld).map((n) => n.name);
+            return [
+                ...w.pool.broken.map((b) => `${at}: ${b}`),
+                ...w.c.violations.map((v) => `${at}: I1 ${v}`),
+                ...(end.length < 1 || end.length > 4 || end.some((s) => s !== NEW) ? [`${at}: ended with ${end.join(", ")}`] : []),
+                ...(held.length > 0 ? [`${at}: ${held.join(", ")} still held`] : []),
+            ];
+        });
+        assert.ok(steps.length >= 6 && steps.some(([a]) => a === "InvokeCommand"), `a rollout makes mutating calls, the hold among them: ${steps.map(([a]) => a).join(", ")}`);
+        assert.deepStrictEqual(failures, []);
+    });
+});
