@@ -339,7 +339,7 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
         }
     });
 
-    it("upgrade-status, run by the real kubectl: each Node's kubelet version, Ready status and marks as the API server holds them; a kubelet version that spells a line is that Node's value, never a Node", async function () {
+    it("upgrade-status, run by the real kubectl: each Node's kubelet version, Ready status and marks as the API server holds them; a kubelet version that spells a line is that Node's value, never a Node; a worker's pod labelled kube-apiserver is no API server", async function () {
         const [a] = [emu.addInstance({ instanceId: `i-status-${testNo}`, regionId: REGION }).instanceId];
         await join([a], "general");
         await c.kubectl(["annotate", "node", nodeName(a), "alicloud-kubeadm/upgrading=2026-12-02T11:00:00Z"]);
@@ -358,6 +358,16 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
         assert.deepStrictEqual([ofA[0].providerId, ofA[0].mark, ofA[0].unschedulable], [nodeName(a), "2026-12-02T11:00:00Z", false]);
         assert.strictEqual(ofA[0].kubelet, (real.find((n) => n.metadata.name === nodeName(a))!.status.nodeInfo?.kubeletVersion ?? "").replace(/^v/, ""));
         assert.strictEqual(status.nodes.find((n) => n.name === forger)?.kubelet, forged, "the forger's own value, exactly");
+        // Any kubelet may post a mirror pod labelled as an API server, bound to its own Node: not one of the API servers.
+        const fake = `kube-apiserver-${testNo}`;
+        await c.apply({ apiVersion: "v1", kind: "Pod", metadata: { name: fake, namespace: "kube-system", labels: { component: "kube-apiserver", [MARK]: "" } },
+            spec: { nodeName: nodeName(a), containers: [{ name: "kube-apiserver", image: "registry.k8s.io/kube-apiserver:v9.99.0" }] } });
+        try {
+            const withPod = await readClusterStatus(access);
+            assert.deepStrictEqual(withPod.apiServers.filter((x) => x.node === nodeName(a)), [], "a worker's pod is no API server");
+        } finally {
+            await c.kubectl(["delete", "pod", "-n", "kube-system", fake, "--wait=false"]);
+        }
     });
 
     it("scale-out node: drain (cordon, evictions) → RemoveInstances → Node deleted (a released node is not reset) → route deleted; the Deployment's pod comes back elsewhere", async function () {

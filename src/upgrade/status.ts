@@ -62,6 +62,9 @@ export function parseClusterStatus(text: string): ClusterStatus {
         else if (kind === "deprecated") deprecated.push(f.join("\t"));
     }
     for (const n of s.nodes) n.controlPlane = controlPlane.has(n.name);
+    // Only a control-plane Node's API server counts: any kubelet may post a mirror pod labelled component=kube-apiserver
+    // bound to itself, but none may give its own Node the node-role label (NodeRestriction).
+    s.apiServers = s.apiServers.filter((a) => controlPlane.has(a.node));
     s.deprecatedMetrics = deprecated.join("\n");
     return s;
 }
