@@ -3,6 +3,9 @@ import type { ClusterAccess } from "../cloud/operations";
 import type { Clock } from "../cloud/wait";
 import type { NodeCommandIds } from "../rules";
 
+/** How a pool member leaves its scaling group (see {@link RemovalTarget.essAction}). */
+export type EssAction = "release" | "replace" | "keep";
+
 /** How the node came into the cluster; decides which steps apply. */
 export type NodeKind = "existing" | "scale-out" | "autoscaled" | "control-plane";
 
@@ -13,8 +16,9 @@ export interface RemovalTarget {
     /** ESS group of pool members (`scale-out`, `autoscaled`). */
     scalingGroupId?: string;
     /** For ESS members: `release` = RemoveInstances (instance released, desired capacity decreased),
+     * `replace` = RemoveInstances keeping the desired capacity (released; ESS launches a replacement after the activity),
      * `keep` = DetachInstances (instance stays). Default `release`. */
-    essAction?: "release" | "keep";
+    essAction?: EssAction;
     /** The Node's name when the caller knows it; `null` when known to be absent. Default: looked up by provider id. */
     nodeName?: string | null;
     /** Whether that Node is Ready (a NotReady node's pods never finish terminating). Default: looked up. */
