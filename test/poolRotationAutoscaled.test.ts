@@ -111,6 +111,16 @@ describe("autoscaled pool rollout (emulator)", () => {
         assert.deepStrictEqual(marked(), []);
     });
 
+    it("at autoscale.max without validation: the run ends only once the last batch's replacements are Ready nodes", async () => {
+        c.autoJoin("general", { pods: ["ReplicaSet"], readyAfterListings: 3 });
+        const pool = autoscaledPool(ctx.emu, c, 3, 1, 3, 1);
+        await run(inputs(pool.group, 1, 3, { maxUnavailable: 1, validate: false }));
+        assert.deepStrictEqual(pool.broken, []);
+        assert.deepStrictEqual(specs(pool.group), [NEW, NEW, NEW]);
+        const notReady = ctx.emu.scalingGroupInstances(pool.group).filter((id) => !c.nodes.get(`node-${id}`)?.ready);
+        assert.deepStrictEqual(notReady, [], "every member a Ready Node when `pulumi up` ends");
+    });
+
     it("at autoscale.max with maxUnavailable 0: the preview says it pauses, and the run pauses naming the maximum before anything changes", async () => {
         const pool = autoscaledPool(ctx.emu, c, 2, 1, 2, 0);
         const before = ctx.emu.scalingGroupInstances(pool.group);

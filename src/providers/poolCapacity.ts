@@ -276,10 +276,11 @@ async function rollOut(inputs: PoolCapacityInputs, opts: RemovalOptions, log: (m
         const outdated = members.filter((m) => m.outdated);
         if (outdated.length === 0 || !rollout) await clearTaint(inputs, log);
         if (outdated.length === 0) {
-            // An autoscaled pool's last batch may have gone first (maxUnavailable): it is refilled to the size it had.
-            if (autoscaled && round > 0 && members.length < size) {
+            // An autoscaled pool's last batch may have gone first (maxUnavailable): ESS replaces it (or, for a run of an
+            // earlier version, it is refilled here) to the size it had; the run ends once those are Ready nodes.
+            if (autoscaled && round > 0) {
                 const before = await activityIds(region, scalingGroupId);
-                await raiseDesired(inputs, size, log);
+                if (members.length < size) await raiseDesired(inputs, size, log);
                 await waitForReadyNodes(inputs, size, clock.now(), before, log, clock);
             }
             if (round > 0) log(`pool ${poolName}: rollout done: every node made from spec ${specHash}`);
