@@ -3,9 +3,6 @@ import type { ClusterAccess } from "../cloud/operations";
 import type { Clock } from "../cloud/wait";
 import type { NodeCommandIds } from "../rules";
 
-/** How a pool member leaves its scaling group (see {@link RemovalTarget.essAction}). */
-export type EssAction = "release" | "replace" | "keep";
-
 /** How the node came into the cluster; decides which steps apply. */
 export type NodeKind = "existing" | "scale-out" | "autoscaled" | "control-plane";
 
@@ -18,7 +15,7 @@ export interface RemovalTarget {
     /** For ESS members: `release` = RemoveInstances (instance released, desired capacity decreased),
      * `replace` = RemoveInstances keeping the desired capacity (released; ESS launches a replacement after the activity),
      * `keep` = DetachInstances (instance stays). Default `release`. */
-    essAction?: EssAction;
+    essAction?: "release" | "replace" | "keep";
     /** The Node's name when the caller knows it; `null` when known to be absent. Default: looked up by provider id. */
     nodeName?: string | null;
     /** Whether that Node is Ready (a NotReady node's pods never finish terminating). Default: looked up. */
