@@ -48,7 +48,8 @@ import { allSettled, SYSTEM_CLOCK, waitFor, type Clock } from "../cloud/wait";
  * `maxSize`, removals within `minSize`, the current Nodes held from autoscaler scale-down while the rollout runs (the
  * saved command `outdated-taint` holds and releases them); the preview says what the rollout will do.
  * 7: an autoscaled pool's rollout removes its victims beyond the surge keeping the desired capacity (ESS replaces them),
- * and a run resumes with the desired capacity as the size when that is more than the members.
+ * and a run resumes with the desired capacity as the size when that is more than the members; a fixed pool's shrink during
+ * a rollout keeps the new members not Ready yet as its surge.
  */
 export const POOL_CAPACITY_PROVIDER_VERSION = "7";
 
@@ -224,7 +225,9 @@ export async function setPoolCapacity(inputs: PoolCapacityInputs, log: (m: strin
 
 /**
  * The members above `size` that a rollout under way keeps: its surge (at most `rollout.maxSurge`, and no more than the
- * outdated members), while members are outdated. A run that stopped after the surge (a new node not Ready yet, a
+ * outdated members), and at least the members made from the spec that are not Ready nodes yet, while members are
+ * outdated: a `maxSurge` lowered while the surge was not Ready would otherwise take Ready outdated nodes as surplus in
+ * its place (outdated go first), below `size − maxUnavailable`. A run that stopped after the surge (a new node not Ready yet, a
  * drain that paused) is resumed by {@link rollOut}, which waits for the new nodes and removes outdated ones within
  * its floor and with its drain options; taking the surge as surplus instead would remove Ready outdated nodes below
  * `size − maxUnavailable`, run after run while a new node stays NotReady, or drain a blocked node without them.
@@ -233,8 +236,11 @@ async function rolloutSurge(inputs: PoolCapacityInputs, size: number, opts: Remo
     const { specHash, rollout } = inputs;
     if (!specHash || !rollout) return 0;
     if ((await stayingMembers(inputs.region, inputs.scalingGroupId)).length <= size) return 0;
-    const outdated = (await readPoolMembers({ scalingGroupId: inputs.scalingGroupId, specHash }, opts)).filter((m) => m.outdated).length;
-    return Math.min(rollout.maxSurge, outdated);
+    const members = await readPoolMembers({ scalingGroupId: inputs.scalingGroupId, specHash }, opts);
+    const outdated = members.filter((m) => m.outdated).length;
+    if (outdated === 0) return 0;
+    const newNotReady = members.filter((m) => !m.outdated && !(m.ready && m.nodeName !== null)).length;
+    return Math.min(members.length - size, Math.max(Math.min(rollout.maxSurge, outdated), newNotReady));
 }
 
 /**
