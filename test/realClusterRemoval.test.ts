@@ -24,6 +24,7 @@ import { LEGACY_POOL_LABEL, OUTDATED_TAINT, SCALE_DOWN_DISABLED, SCALE_DOWN_HELD
 import { readClusterHealth, removeNode, removeNodes, RemovalError, scaleInPool, CLEARED_USERDATA, validationProblems, type RemovalOptions } from "../src/removal";
 import type { NodeCommandIds } from "../src/rules";
 import { renderOperation } from "../src/shell/render";
+import { readClusterStatus } from "../src/upgrade/status";
 
 const REGION = "cn-hangzhou";
 const POD_CIDR = "172.16.0.0/16";
@@ -355,6 +356,27 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
         } finally {
             await c.kubectl(["delete", "deployment", "-n", "kube-system", runs, stuck, "--wait=false"]);
         }
+    });
+
+    it("upgrade-status, run by the real kubectl: each Node's kubelet version, Ready status and marks as the API server holds them; a kubelet version that spells a line is that Node's value, never a Node", async function () {
+        const [a] = [emu.addInstance({ instanceId: `i-status-${testNo}`, regionId: REGION }).instanceId];
+        await join([a], "general");
+        await c.kubectl(["annotate", "node", nodeName(a), "alicloud-kubeadm/upgrading=2026-12-02T11:00:00Z"]);
+        // A kubelet writes its own Node's status: a version that spells the head of another line (Node a, a newer
+        // kubelet, Ready, uncordoned) — the script prefixes each Node's line with "node<TAB>".
+        const forger = `zz-status-forger-${testNo}`;
+        await c.apply({ apiVersion: "v1", kind: "Node", metadata: { name: forger, labels: { [MARK]: "" } } });
+        const forged = `1.36.3\nnode\t${nodeName(a)}\t${nodeName(a)}\t9.99.0\tTrue\tfalse\t\tz`;
+        await c.kubectl(["patch", "node", forger, "--subresource=status", "--type=merge", "-p", JSON.stringify({ status: { nodeInfo: { kubeletVersion: forged } } })]);
+        const access = { region: REGION, masterInstanceIds: [master], commands, pollIntervalMs: 10 };
+        const status = await readClusterStatus(access);
+        const real = JSON.parse(await c.kubectl(["get", "nodes", "-o", "json"])).items as Array<{ metadata: { name: string }; status: { nodeInfo?: { kubeletVersion?: string } } }>;
+        assert.deepStrictEqual(status.nodes.map((n) => n.name).sort(), real.map((n) => n.metadata.name).sort(), "every Node, once");
+        const ofA = status.nodes.filter((n) => n.name === nodeName(a));
+        assert.strictEqual(ofA.length, 1);
+        assert.deepStrictEqual([ofA[0].providerId, ofA[0].mark, ofA[0].unschedulable], [nodeName(a), "2026-12-02T11:00:00Z", false]);
+        assert.strictEqual(ofA[0].kubelet, (real.find((n) => n.metadata.name === nodeName(a))!.status.nodeInfo?.kubeletVersion ?? "").replace(/^v/, ""));
+        assert.strictEqual(status.nodes.find((n) => n.name === forger)?.kubelet, forged, "the forger's own value, exactly");
     });
 
     it("scale-out node: drain (cordon, evictions) → RemoveInstances → Node deleted (a released node is not reset) → route deleted; the Deployment's pod comes back elsewhere", async function () {

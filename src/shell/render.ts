@@ -630,6 +630,7 @@ const OPERATION_LIBRARIES: Partial<Record<OperationName, readonly string[]>> = {
     "list-nodes": ["kubectl_template.sh"],
     "cluster-validate": ["kubectl_template.sh"],
     "outdated-taint": ["kubectl_template.sh"],
+    "upgrade-status": ["kubectl_template.sh"],
 };
 
 /**
