@@ -201,6 +201,16 @@ describe("fixed pool rollout (emulator)", () => {
         assert.strictEqual(ctx.emu.scalingGroupInstances(group).length, 3, "one surge node, not one per run");
     });
 
+    it("a lower maxSurge while the surge is not Ready: the next run keeps the new nodes as surge and removes no Ready outdated node", async () => {
+        const group = outdatedPool(3);
+        c.autoJoin("general", { pods: ["ReplicaSet"], readyAfterListings: 1000 }); // the new spec's nodes never get Ready
+        const broken = watchRollout(ctx.emu, c, group, 3, 0);
+        await assert.rejects(run(inputs(group, 3, { maxSurge: 2, canary: false })), /only 3\/5 nodes Ready/);
+        await assert.rejects(run(inputs(group, 3, { maxSurge: 1, canary: false })), /new node\(s\) not Ready/);
+        assert.deepStrictEqual(broken, []);
+        assert.deepStrictEqual(specs(group).sort(), [OLD, OLD, OLD, NEW, NEW].sort(), "every outdated node still there");
+    });
+
     it("a rollout paused by a drain that stays blocked finishes on the next run with onDrainTimeout force", async () => {
         const group = outdatedPool(2);
         const broken = watchRollout(ctx.emu, c, group, 2, 0);

@@ -281,6 +281,25 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
         assert.deepStrictEqual([await marks(a), await marks(b), await marks(user)], [["", ""], ["", ""], ["true", ""]], "the user's annotation stays");
     });
 
+    it("outdated-taint, run by the real kubectl: a Node's own annotations (which its kubelet may write) cannot make up a listing line: no hold or release reaches a Node the user annotated", async function () {
+        const [user, forger] = ["i-forge-user", "i-forge-node"].map((id) => emu.addInstance({ instanceId: `${id}-${testNo}`, regionId: REGION }).instanceId);
+        await join([user, forger], "general");
+        await c.kubectl(["annotate", "node", nodeName(user), `${SCALE_DOWN_DISABLED}=true`]); // the user's own
+        // The forger's values spell a line of the listings: the user's Node with no annotation (hold would take it as free),
+        // and the user's Node held by the pool's rollout (clear would release it).
+        await c.kubectl(["annotate", "node", nodeName(forger), `${SCALE_DOWN_DISABLED}=x\n${nodeName(user)}\t\t`, `${SCALE_DOWN_HELD}=x\n${nodeName(user)}\tgeneral`]);
+        const access = { region: REGION, masterInstanceIds: [master], commands, pollIntervalMs: 10 };
+        const marks = async (id: string) => {
+            const annotations = (await getNode(nodeName(id)))?.metadata.annotations ?? {};
+            return [annotations[SCALE_DOWN_DISABLED] ?? "", annotations[SCALE_DOWN_HELD] ?? ""];
+        };
+        assert.strictEqual(await holdScaleDown(access, "general", [nodeName(user)]), 0, "the user's annotation is the user's");
+        assert.deepStrictEqual(await marks(user), ["true", ""]);
+        assert.deepStrictEqual((await clearOutdatedTaint(access, "general")).released, 0, "no Node is held by the pool's rollout");
+        assert.deepStrictEqual(await marks(user), ["true", ""], "the user's annotation stays");
+        await c.kubectl(["annotate", "node", nodeName(forger), `${SCALE_DOWN_DISABLED}-`, `${SCALE_DOWN_HELD}-`]);
+    });
+
     it("cluster-validate, run by the real kubectl: a kube-system Deployment whose pod cannot be scheduled is named with its Pending pod, one whose pod runs on a Ready Node is not; a master's Node not Ready is named, and no Node's status forges it Ready", async function () {
         const [a] = [emu.addInstance({ instanceId: `i-validate-${testNo}`, regionId: REGION }).instanceId];
         await join([a], "general");
