@@ -8,7 +8,8 @@
 // and every instance launches.
 import * as assert from "assert";
 import { startEmulatorHere, useEmulator, useEmulatorEnvironment } from "../testing/emulator/fixture";
-import { fakeCluster, type FakeCluster } from "../testing/fakeCluster";
+import type { FakeCluster } from "../testing/fakeCluster";
+import { rolloutCluster } from "../testing/fixedPool";
 import { POOL_CAPACITY_PROVIDER_VERSION, poolCapacityProvider, previewRollout, updateObservedPool, type PoolCapacityInputs } from "../src/providers/poolCapacity";
 import { AUTOSCALED_SPEC_LABEL, DEFAULT_ROLLOUT, OUTDATED_TAINT, type Rollout } from "../src/rules";
 import type { Emulator } from "../testing/emulator";
@@ -77,10 +78,7 @@ function autoscaledPool(emu: Emulator, c: FakeCluster, size: number, min: number
 describe("autoscaled pool rollout (emulator)", () => {
     const ctx = useEmulator();
     let c: FakeCluster;
-    beforeEach(async () => {
-        c = await fakeCluster(ctx.emu, REGION);
-        c.autoJoin("general", { pods: ["ReplicaSet"] });
-    });
+    beforeEach(async () => { c = await rolloutCluster(ctx.emu, REGION); });
     afterEach(() => assert.deepStrictEqual(c.violations, [], "I1: every member left ESS drained"));
 
     const inputs = (group: string, min: number, max: number, rollout?: Partial<Rollout>): PoolCapacityInputs => ({
@@ -196,8 +194,7 @@ describe("autoscaled pool rollout (emulator)", () => {
         const failures: string[] = [];
         for (const { size, maxSurge, maxUnavailable, canary, at: bounds } of rolloutCases()) {
             for (let room = 0; room <= 2; room++) {
-                c = await fakeCluster(ctx.emu, REGION);
-                c.autoJoin("general", { pods: ["ReplicaSet"] });
+                c = await rolloutCluster(ctx.emu, REGION);
                 const min = 1;
                 const max = size + room;
                 const pool = autoscaledPool(ctx.emu, c, size, min, max, maxUnavailable);
@@ -233,8 +230,7 @@ describe("autoscaled pool rollout under faults (emulator): every mutating call r
     function worldOf(size = 2, min = 1, max = 4, rollout: Rollout = DEFAULT_ROLLOUT) {
         return async (): Promise<{ emu: Emulator; c: FakeCluster; pool: Pool; run: () => Promise<void> }> => {
             const emu = await startEmulatorHere();
-            const c = await fakeCluster(emu, REGION);
-            c.autoJoin("general", { pods: ["ReplicaSet"] });
+            const c = await rolloutCluster(emu, REGION);
             const pool = autoscaledPool(emu, c, size, min, max, rollout.maxUnavailable);
             const run = () => updateObservedPool({ mode: "observe" }, {
                 region: REGION, scalingGroupId: pool.group, poolName: "general", masterInstanceId: c.master, commands: c.commands, mode: "observe", minSize: min, maxSize: max,
