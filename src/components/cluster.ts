@@ -320,9 +320,16 @@ export class Cluster extends pulumi.ComponentResource {
         }, { parent: this }));
         const attachCommand = !config.existingNodes.some((n) => n.mode === "manual") ? undefined
             : createAttachCommand(`${name}-attach`, join, { parent: this });
-        this.existingNodes = config.existingNodes.map((node) => new ExistingNode(`${name}-node-${node.instanceId}`, {
-            ...join, imageId, node, attachCommandId: attachCommand?.id, connection: sshConnection(node.connection), registeredWithAdmission: true,
-        }, { parent: this }));
+        // The nodes that may be replaced in place go one at a time: each one's membership depends on the one before, so
+        // Pulumi starts its update (its removal) only once the other's returned, Ready again (docs/rotation.md#existing-nodes).
+        let replacedBefore: ExistingNode | undefined;
+        this.existingNodes = config.existingNodes.map((node) => {
+            const existing = new ExistingNode(`${name}-node-${node.instanceId}`, {
+                ...join, imageId, node, attachCommandId: attachCommand?.id, connection: sshConnection(node.connection), registeredWithAdmission: true,
+            }, { parent: this, ...(node.rollout === "replace" && replacedBefore ? { dependsOn: [replacedBefore.resources.membership] } : {}) });
+            if (node.rollout === "replace") replacedBefore = existing;
+            return existing;
+        });
 
         // Add-ons: only once the API server is ready, through a provider built from the secret kubeconfig.
         const ready = new ApiServerReady(`${name}-api-ready`, { kubeconfig: this.joinInfo.kubeconfig }, { parent: this });
