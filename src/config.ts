@@ -966,6 +966,10 @@ function checkExistingNode(node: ExistingNodeToCheck, report: Report, viaSsh = f
     if (node.connection && node.mode !== "manual") {
         report("connection", `a connection runs the attach script over SSH, which only mode manual does (this node is mode ${node.mode}): remove connection or use mode manual`);
     }
+    if ((node.connection || viaSsh) && node.rollout === "replace") {
+        report("rollout", "a node attached over SSH (connection) cannot be attached again by an update (its attach runs once, in a remote command): " +
+            "use rollout: report, or attach it over Cloud Assistant (remove connection)");
+    }
     if (node.connection) {
         sshConnectionContentProblems(node.connection, (path, reason) => report(joinPath("connection", path), reason));
     }

@@ -73,6 +73,10 @@ export function outdatedExistingNodeMessage(olds: RecordedSpec, news: NodeMember
 export async function replaceExistingNode(inputs: NodeMembershipInputs, removal: RemovalOptions,
     join: (inputs: NodeMembershipInputs) => Promise<NodeMembershipOutputs>, log: (m: string) => void, clock: Clock = SYSTEM_CLOCK): Promise<NodeMembershipOutputs> {
     const id = inputs.instanceId;
+    if (inputs.mode === "ssh") {
+        throw new Error(`existing node ${id} is attached over SSH (a remote command that runs once): an update cannot attach it again, so it is not removed.\n` +
+            "  fix: set its rollout to report, or attach it over Cloud Assistant (remove its connection); nothing was changed.");
+    }
     const access = clusterAccess(inputs);
     const gate = (outdated: boolean) => ({
         poolName: "existing",
