@@ -123,10 +123,14 @@ describe("Cluster (whole stack under mocks)", () => {
             fs.writeFileSync(file, YAML.stringify(doc));
             const result = await synthesize(file, out);
             assert.deepStrictEqual(result.problems, []);
+            last = result.outputs;
             return result.resources.filter((r) => r.type === "pulumi-nodejs:dynamic:Resource" && String(r.name).endsWith("-membership") && String(r.name).includes("-node-"))
                 .sort((a, b) => String(a.rawInputs.instanceId).localeCompare(String(b.rawInputs.instanceId)));
         };
+        let last: Record<string, unknown> = {};
         const report = await variant("existing-report", () => undefined);
+        const exported = (last.clusterInfo as { existingNodes: Array<{ instanceId: string; spec?: string }> }).existingNodes;
+        assert.deepStrictEqual(exported.map((e) => e.spec), report.map((m) => m.rawInputs.spec), "clusterInfo carries each node's spec for doctor");
         assert.ok(report.every((m) => /^[0-9a-f]{16}$/.test(String(m.rawInputs.spec)) && m.rawInputs.rollout === undefined), "a spec each; no rollout by default");
         const urns = new Set(report.map((m) => m.urn));
         assert.ok(report.every((m) => !m.dependencies.some((d) => urns.has(d))), "by default no membership waits for another");

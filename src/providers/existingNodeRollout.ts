@@ -54,11 +54,13 @@ export function isExistingNodeOutdated(olds: RecordedSpec, news: NodeMembershipI
 /** One line for the Pulumi log saying what this `pulumi up` does about an outdated existing node. */
 export function outdatedExistingNodeMessage(olds: RecordedSpec, news: NodeMembershipInputs): string {
     const joined = joinedSpecOf(olds, news);
+    // In a preview that changes the spec's inputs too, the new hash is not known yet (Pulumi's unknown stands in).
+    const now = /^[0-9a-f]{16}$/.test(news.spec ?? "") ? news.spec : "a spec known once its inputs are";
     const was = joined === UNRECORDED ? "a spec this library did not record yet, and its mode, labels, taints or image changed since" : `spec ${joined}`;
     return news.rollout === "replace"
-        ? `existing node ${news.instanceId} is outdated (joined with ${was}; now ${news.spec}): this update replaces it in place ` +
+        ? `existing node ${news.instanceId} is outdated (joined with ${was}; now ${now}): this update replaces it in place ` +
             "(cluster validated, drained with PodDisruptionBudgets, reset, attached again, Ready, validated), one existing node at a time"
-        : `existing node ${news.instanceId} is outdated (joined with ${was}; now ${news.spec}): it keeps what it joined with. ` +
+        : `existing node ${news.instanceId} is outdated (joined with ${was}; now ${now}): it keeps what it joined with. ` +
             "Set existingNodes[].rollout: replace to have `pulumi up` replace it in place (drain, reset, attach again; mode auto replaces its system disk again)";
 }
 

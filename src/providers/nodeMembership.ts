@@ -322,8 +322,11 @@ export class NodeMembership extends pulumi.dynamic.Resource {
     declare readonly nodeName: pulumi.Output<string>;
     /** `<region>.<instance-id>`. */
     declare readonly providerId: pulumi.Output<string>;
+    /** The spec hash asked for (its input), and the one the node joined with (undefined in state written before version 5). */
+    declare readonly spec: pulumi.Output<string | undefined>;
+    declare readonly joinedSpec: pulumi.Output<string | undefined>;
 
     constructor(name: string, args: NodeMembershipArgs, opts?: pulumi.CustomResourceOptions) {
-        super(nodeMembershipProvider, name, ...dynamicResourceProps(["nodeName", "providerId"], NODE_MEMBERSHIP_PROVIDER_VERSION, args, NODE_MEMBERSHIP_SECRET_OUTPUTS, opts));
+        super(nodeMembershipProvider, name, ...dynamicResourceProps(["nodeName", "providerId", "joinedSpec"], NODE_MEMBERSHIP_PROVIDER_VERSION, args, NODE_MEMBERSHIP_SECRET_OUTPUTS, opts));
     }
 }
