@@ -4,7 +4,8 @@
 // attach command is a stand-in the test answers: it registers the instance's Node again, as attach_node.sh would.
 // `pulumi up` is the memberships' diff and update in the order the Cluster's dependsOn chain gives them (each update
 // after the one before returned; a failed one stops the ones after it). Invariants are read from state at every drain,
-// every attach and at the end.
+// every attach and at the end. That order itself is checked last, under Pulumi mocks (testing/mockRuntime.ts) whose
+// engine step of each resource takes time before its registration is answered.
 import * as assert from "assert";
 import { startEmulatorHere, useEmulator, useEmulatorEnvironment } from "../testing/emulator/fixture";
 import type { Emulator } from "../testing/emulator";
@@ -12,7 +13,9 @@ import { fakeCluster, type FakeCluster } from "../testing/fakeCluster";
 import { faultMatrix } from "../testing/faultMatrix";
 import { createCommand } from "../testing/savedCommands";
 import { steppedClock } from "../testing/steppedClock";
-import { nodeMembershipProvider, updateMembership, type NodeMembershipInputs, type NodeMembershipOutputs } from "../src/providers/nodeMembership";
+import type { NodeCommandIds } from "../src/rules";
+import { installMocks } from "../testing/mockRuntime";
+import { NodeMembership, nodeMembershipProvider, updateMembership, type NodeMembershipInputs, type NodeMembershipOutputs } from "../src/providers/nodeMembership";
 
 const REGION = "cn-hangzhou";
 const OLD = "0000000000000old";
@@ -169,5 +172,27 @@ describe("existing nodes replaced in place: a fault at every step (emulator)", (
         });
         assert.ok(steps.length >= 6, `a replacement makes mutating calls: ${steps.map(([s]) => s).join(", ")}`);
         assert.deepStrictEqual(failures, []);
+    });
+});
+
+describe("existing nodes: the order Pulumi works on memberships in (Pulumi mocks)", () => {
+    it("memberships without a dependency are worked on at once; one that depends on another only after the other's step returned", async () => {
+        const events: string[] = [];
+        const recorder = installMocks({
+            step: async (type, name) => {
+                if (type !== "pulumi-nodejs:dynamic:Resource") return;
+                events.push(`start ${name}`);
+                await new Promise((resolve) => setTimeout(resolve, 50));
+                events.push(`end ${name}`);
+            },
+        });
+        const args = (instanceId: string) => ({ region: REGION, instanceId, mode: "manual" as const, admission: true, attachCommandId: "c-attach", masterInstanceId: "i-master0", commands: {} as NodeCommandIds, spec: NEW });
+        const a = new NodeMembership("a", args("i-a"));
+        new NodeMembership("b", { ...args("i-b"), rollout: "replace" }, { dependsOn: [a] });
+        new NodeMembership("c", args("i-c"));
+        await recorder.settle();
+        const at = (e: string) => events.indexOf(e);
+        assert.ok(at("start c") < at("end a"), `unchained: a and c at once (${events.join(", ")})`);
+        assert.ok(at("start b") > at("end a"), `chained: b only after a's step returned (${events.join(", ")})`);
     });
 });
