@@ -23,11 +23,18 @@ const NEW = "0000000000000new";
 
 type State = NodeMembershipInputs & NodeMembershipOutputs;
 
-/** A cluster with `n` existing nodes joined with the old spec (each with a workload pod) and a pool node to take pods. */
-async function existingWorld(emu: Emulator, n: number) {
+/** The attach script of `auto` mode: cloud-init runs it at the first boot of a new system disk (the test reads its labels). */
+const autoScript = (labels: string) => `#!/bin/bash\n# test attach (userdata)\nreadonly AK_LABELS='${labels}'\n`;
+
+/**
+ * A cluster with `n` existing nodes joined with the old spec (each with a workload pod) and a pool node to take pods.
+ * `manual` nodes attach through the saved attach command, `auto` ones through userdata run at the boot after
+ * ReplaceSystemDisk (the emulator's StartInstance).
+ */
+async function existingWorld(emu: Emulator, n: number, mode: "manual" | "auto" = "manual") {
     const c = await fakeCluster(emu, REGION);
     c.addNode(emu.addInstance().instanceId, { pool: "general", pods: ["ReplicaSet"] });
-    const ids = Array.from({ length: n }, () => emu.addInstance().instanceId);
+    const ids = Array.from({ length: n }, () => emu.addInstance({ keyPairName: "kp-ops" }).instanceId);
     for (const id of ids) c.addNode(id, { pool: "existing", pods: ["ReplicaSet", "DaemonSet"] });
     const attachCommandId = await createCommand(REGION, {
         commandName: "test-attach", script: "#!/bin/bash\n# test attach\nL='{{labels}}' T='{{taints}}' C='{{channel}}'\n", parameters: true, timeoutSeconds: 600, description: "attach",
@@ -50,8 +57,18 @@ async function existingWorld(emu: Emulator, n: number) {
         if (![...c.nodes.values()].some((x) => x.instanceId === ctx.instanceId)) c.addNode(ctx.instanceId, { pool: "existing", pods: ["DaemonSet"] });
         return { output: "joined\n" };
     });
+    emu.state.onUserDataRun = (inst) => {
+        const labels = /AK_LABELS='([^']*)'/.exec(Buffer.from(inst.userData, "base64").toString())?.[1];
+        if (labels === undefined) return;
+        if (out(inst.instanceId).length > 0) broken.push(`attach of ${inst.instanceId} while ${out(inst.instanceId).join(", ")} was out`);
+        attached.set(inst.instanceId, labels);
+        c.credentials.add(inst.instanceId);
+        c.addNode(inst.instanceId, { pool: "existing", pods: ["DaemonSet"] });
+    };
+    const byMode: Partial<NodeMembershipInputs> = mode === "manual" ? { mode, admission: true, attachCommandId }
+        : { mode, replaceSystemDisk: true, imageId: "m-new", userData: autoScript("role=new") };
     const inputs = (id: string, extra: Partial<NodeMembershipInputs> = {}): NodeMembershipInputs => ({
-        region: REGION, instanceId: id, mode: "manual", admission: true, attachCommandId, labels: "role=new", taints: "", commands: c.commands, masterInstanceId: c.master,
+        region: REGION, instanceId: id, mode, ...byMode, labels: "role=new", taints: "", commands: c.commands, masterInstanceId: c.master,
         pollSeconds: 0.01, readyTimeoutSeconds: 5, pollIntervalMs: 5, spec: NEW, rollout: "replace", ...extra,
     });
     /** Each node's state as the previous `pulumi up` left it: joined with the old labels and spec. */
@@ -102,7 +119,7 @@ describe("existing nodes replaced in place (emulator)", () => {
         assert.deepStrictEqual(c.log.slice(log).filter((l) => /drain|reset/.test(l)), []);
     });
 
-    it("without rollout: replace nothing is removed: the node keeps its old spec, recorded, and every preview reports it", async () => {
+    it("without rollout: replace nothing is removed: the node keeps its old spec, recorded; allowed later, the next pulumi up replaces it", async () => {
         const w = await existingWorld(ctx.emu, 2);
         c = w.c;
         const before = [...c.nodes.values()].map((x) => `${x.name} ${x.createdAt} ${x.pods.join(",")}`);
@@ -154,11 +171,11 @@ describe("existing nodes replaced in place (emulator)", () => {
 describe("existing nodes replaced in place: a fault at every step (emulator)", () => {
     useEmulatorEnvironment();
 
-    it("every mutating call refused once in turn, then a re-run: both nodes current, Ready, drained before they left, never two out", async () => {
+    for (const mode of ["manual", "auto"] as const) it(`mode ${mode}: every mutating call refused once in turn, then a re-run: both nodes current, Ready, drained before they left, never two out`, async () => {
         type World = Awaited<ReturnType<typeof existingWorld>> & { emu: Emulator; run: () => Promise<void>; pods: number };
         const { steps, failures } = await faultMatrix(async (): Promise<World> => {
             const emu = await startEmulatorHere();
-            const w = await existingWorld(emu, 2);
+            const w = await existingWorld(emu, 2, mode);
             return { ...w, emu, run: () => w.up(), pods: w.workloadPods() };
         }, (w, at) => {
             const problems = [...w.broken, ...w.c.violations];
@@ -171,6 +188,7 @@ describe("existing nodes replaced in place: a fault at every step (emulator)", (
             return problems.map((p) => `${at}: ${p}`);
         });
         assert.ok(steps.length >= 6, `a replacement makes mutating calls: ${steps.map(([s]) => s).join(", ")}`);
+        if (mode === "auto") assert.ok(["StopInstance", "ReplaceSystemDisk", "StartInstance"].every((a) => steps.some(([s]) => s === a)), "the re-image's calls are refused in turn too");
         assert.deepStrictEqual(failures, []);
     });
 });
