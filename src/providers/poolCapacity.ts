@@ -34,7 +34,7 @@ import { ATTACH_LOG, checkHealthRepair, isOutdated, MAX_SCALING_GROUP_INSTANCES,
 import { repairPool } from "../removal/health";
 import { logInfo, pulumiLog } from "./log";
 import { withPacingLog } from "./pacing";
-import { SYSTEM_CLOCK, waitFor, type Clock } from "../cloud/wait";
+import { allSettled, SYSTEM_CLOCK, waitFor, type Clock } from "../cloud/wait";
 
 /**
  * Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider.
@@ -260,7 +260,7 @@ async function rollOut(inputs: PoolCapacityInputs, opts: RemovalOptions, log: (m
         poolName, log, clock, timeoutMs: (inputs.readyTimeoutSeconds ?? 1200) * 1000, pollMs: (inputs.pollSeconds ?? 15) * 1000,
         // One reading: the pool (ESS, ECS and two listings) and the cluster's health, read side by side.
         read: async () => {
-            const [members, health] = await Promise.all([readPoolMembers({ scalingGroupId, specHash }, opts), readClusterHealth(clusterAccess(inputs))]);
+            const [members, health] = await allSettled([readPoolMembers({ scalingGroupId, specHash }, opts), readClusterHealth(clusterAccess(inputs))]);
             return { members, health };
         },
     };

@@ -5,6 +5,7 @@
 import { describeInstances } from "../cloud/ecs";
 import { stayingMembers, waitForIdleGroup } from "../cloud/ess";
 import { listNodesAt, nodeOfInstance, workloadPods, type NodeInfo } from "../cloud/operations";
+import { allSettled } from "../cloud/wait";
 import { removeNodes } from "./batch";
 import { beginRun, type RemovalOptions, type RemovalReport } from "./types";
 import { chooseVictims, type PoolMember } from "./victims";
@@ -65,7 +66,7 @@ export async function readPool(pool: Pick<ScaleInPool, "scalingGroupId" | "specH
     const access = beginRun(opts).access;
     // Every Node, not only those labelled with the pool: a member's Node is found by its provider id or its IP, and
     // one without the label (a kubelet set up by hand) is still its Node, never a reason to treat it as Node-less.
-    const [{ nodes, masterNow }, ips, workload] = await Promise.all([listNodesAt(access), describeInstances(opts.region, instances.map((i) => i.instanceId)), workloadPods(access)]);
+    const [{ nodes, masterNow }, ips, workload] = await allSettled([listNodesAt(access), describeInstances(opts.region, instances.map((i) => i.instanceId)), workloadPods(access)]);
     const members = instances.map((i) => {
         const inst = ips.get(i.instanceId);
         const node = nodeOfInstance(nodes, opts.region, { instanceId: i.instanceId, privateIp: inst?.privateIp });
