@@ -140,7 +140,7 @@ describe("existing nodes replaced in place (emulator)", () => {
         c = w.c;
         const [a, b] = w.ids;
         c.system.deployments = [{ name: "kube-system/coredns", replicas: 2, available: 1 }];
-        await assert.rejects(w.up(), new RegExp(`failed validation before ${a} is replaced.*coredns: 1 of 2`, "s"));
+        await assert.rejects(w.up(), new RegExp(`failed validation before ${a} is replaced.*coredns: 1 of 2.*fix: .*its rollout to report`, "s"));
         assert.ok(!c.log.some((l) => /drain|reset/.test(l)), "nothing removed");
         c.system.deployments = [{ name: "kube-system/coredns", replicas: 2, available: 2 }];
         // The first node's attach breaks CoreDNS: its update fails after it is Ready again, and the second node is not touched.

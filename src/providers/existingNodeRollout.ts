@@ -29,7 +29,7 @@ export interface RecordedSpec {
     imageId?: string;
 }
 
-/** What the spec of state written before specs existed is taken to be when what it recorded still holds. */
+/** What a node whose state recorded no spec joined with, once its recorded mode, labels, taints or image changed. */
 const UNRECORDED = "unrecorded";
 
 /**
@@ -88,6 +88,8 @@ export async function replaceExistingNode(inputs: NodeMembershipInputs, removal:
             return { members: [{ instanceId: id, nodeName: node?.name ?? null, ready: node?.ready ?? false, workloadPods: 0, createdAt: "", outdated }], health };
         },
         timeoutMs: (inputs.readyTimeoutSeconds ?? 900) * 1000, pollMs: (inputs.pollSeconds ?? 10) * 1000, log, clock,
+        fix: "see why (`npm run doctor`, `kubectl describe` of what is named) and fix it, or set the node's labels, taints or image back, or its rollout " +
+            "to report; the next `pulumi up` validates again and resumes this node's replacement where it stopped",
     });
     await validateRollout(gate(true), `before ${id} is replaced`);
     const node = nodeOfInstance(await listNodes(access), inputs.region, inputs);
