@@ -77,12 +77,18 @@ export async function readPool(pool: Pick<ScaleInPool, "scalingGroupId" | "specH
     return { members, nodes, masterNow };
 }
 
-/** Removes the chosen members through the removal core (drain, leave ESS, routes). */
-export function removeMembers(pool: Pick<ScaleInPool, "scalingGroupId" | "essAction">, victims: readonly PoolMember[], opts: RemovalOptions): Promise<RemovalReport[]> {
+/**
+ * Removes the chosen members through the removal core (drain, leave ESS, routes).
+ * @param replaced the victims released with the desired capacity kept (`replace`: ESS launches one for each), the others
+ *   go as `pool.essAction` says. Default none.
+ */
+export function removeMembers(pool: Pick<ScaleInPool, "scalingGroupId" | "essAction">, victims: readonly PoolMember[], opts: RemovalOptions,
+    replaced: ReadonlySet<string> = new Set()): Promise<RemovalReport[]> {
     // The Node's readiness goes along with its name: given a name, the removal core does not look the Node up
     // again, and a NotReady node must be drained without waiting for pods its kubelet never confirms.
     return removeNodes(victims.map((v) => ({
-        instanceId: v.instanceId, kind: "scale-out", scalingGroupId: pool.scalingGroupId, essAction: pool.essAction, nodeName: v.nodeName, instance: v.instance,
+        instanceId: v.instanceId, kind: "scale-out", scalingGroupId: pool.scalingGroupId,
+        essAction: replaced.has(v.instanceId) ? "replace" as const : pool.essAction, nodeName: v.nodeName, instance: v.instance,
         ...(v.nodeName === null ? {} : { nodeReady: v.ready, nodePodCidr: v.podCidr }),
     })), opts);
 }
