@@ -117,6 +117,12 @@ function buildSchema(obj: typeof z.strictObject) {
          * `pulumi up` before the removal: a removal uses the settings Pulumi last recorded.
          */
         removeWithoutReset: z.boolean().default(false),
+        /**
+         * What `pulumi up` does when the node's spec (labels, taints, `auto` image, attach script) changed: `report`
+         * warns that the node keeps its old spec; `replace` takes it out through the removal flow (drain, reset, Node
+         * deleted) and attaches it again, one existing node at a time, the cluster validated before and after each.
+         */
+        rollout: z.enum(["replace", "report"]).default("report"),
         /** SSH access: the attach script runs over SSH instead of Cloud Assistant (mode manual only). */
         connection: obj({
             host: text(),
@@ -959,6 +965,10 @@ function checkExistingNode(node: ExistingNodeToCheck, report: Report, viaSsh = f
     }
     if (node.connection && node.mode !== "manual") {
         report("connection", `a connection runs the attach script over SSH, which only mode manual does (this node is mode ${node.mode}): remove connection or use mode manual`);
+    }
+    if ((node.connection || viaSsh) && node.rollout === "replace") {
+        report("rollout", "a node attached over SSH (connection) cannot be attached again by an update (its attach runs once, in a remote command): " +
+            "use rollout: report, or attach it over Cloud Assistant (remove connection)");
     }
     if (node.connection) {
         sshConnectionContentProblems(node.connection, (path, reason) => report(joinPath("connection", path), reason));

@@ -106,6 +106,12 @@ export interface ExistingNodeInput {
     replaceSystemDisk?: boolean;
     /** On removal, remove a node that cannot run commands without `kubeadm reset`. Default false. */
     removeWithoutReset?: boolean;
+    /**
+     * When its spec (labels, taints, the `auto` image, the attach script) changes: `report` (a warning in the Pulumi
+     * log; the node keeps what it joined with) or `replace` (drained, reset and attached again by `pulumi up`, one
+     * existing node at a time; `auto` mode replaces its system disk again). Default `report` (docs/rotation.md#existing-nodes).
+     */
+    rollout?: "replace" | "report";
     /** Run the attach script over SSH (mode `manual` only). Default: Cloud Assistant. */
     connection?: SshConnectionInput;
     /** Kubelet labels. Default `{}`. */
@@ -262,6 +268,7 @@ export interface ParsedExistingNode {
     mode: "manual" | "auto";
     replaceSystemDisk: boolean;
     removeWithoutReset: boolean;
+    rollout: "replace" | "report";
     connection?: SshConnection;
     labels: Record<string, string>;
     taints: TaintInput[];

@@ -113,6 +113,39 @@ describe("Cluster (whole stack under mocks)", () => {
         assert.deepStrictEqual(memberships.map((m) => `${m.rawInputs.instanceId}:${m.rawInputs.mode}`).sort(), ["i-bp1exampleexample01:manual", "i-bp1exampleexample02:ssh"]);
     });
 
+    it("existing nodes: a spec per membership that labels change and a version does not; only those with rollout: replace are chained, in config order", async () => {
+        const variant = async (name: string, edit: (nodes: Array<Record<string, unknown>>, cluster: Record<string, unknown>) => void) => {
+            const doc = YAML.parse(fs.readFileSync(EXAMPLE, "utf8"));
+            const cluster = doc.config["alicloud-kubeadm:cluster"];
+            cluster.existingNodes.push({ instanceId: "i-bp1exampleexample03", mode: "manual" });
+            edit(cluster.existingNodes, cluster);
+            const file = path.join(out, `Pulumi.${name}.yaml`);
+            fs.writeFileSync(file, YAML.stringify(doc));
+            const result = await synthesize(file, out);
+            assert.deepStrictEqual(result.problems, []);
+            last = result.outputs;
+            return result.resources.filter((r) => r.type === "pulumi-nodejs:dynamic:Resource" && String(r.name).endsWith("-membership") && String(r.name).includes("-node-"))
+                .sort((a, b) => String(a.rawInputs.instanceId).localeCompare(String(b.rawInputs.instanceId)));
+        };
+        let last: Record<string, unknown> = {};
+        const report = await variant("existing-report", () => undefined);
+        const exported = (last.clusterInfo as { existingNodes: Array<{ instanceId: string; spec?: string }> }).existingNodes;
+        assert.deepStrictEqual(exported.map((e) => e.spec), report.map((m) => m.rawInputs.spec), "clusterInfo carries each node's spec for doctor");
+        assert.ok(report.every((m) => /^[0-9a-f]{16}$/.test(String(m.rawInputs.spec)) && m.rawInputs.rollout === undefined), "a spec each; no rollout by default");
+        const urns = new Set(report.map((m) => m.urn));
+        assert.ok(report.every((m) => !m.dependencies.some((d) => urns.has(d))), "by default no membership waits for another");
+        const relabelled = await variant("existing-relabelled", (nodes, cluster) => {
+            nodes[0].labels = { role: "b" };
+            cluster.kubernetesVersion = "1.35.0";
+        });
+        assert.deepStrictEqual(relabelled.map((m, i) => m.rawInputs.spec === report[i].rawInputs.spec), [false, true, true], "the labels changed node 1's spec; the version no spec");
+        const replace = await variant("existing-replace", (nodes) => { nodes[0].rollout = "replace"; nodes[2].rollout = "replace"; });
+        assert.deepStrictEqual(replace.map((m) => m.rawInputs.rollout), ["replace", undefined, "replace"]);
+        assert.deepStrictEqual(replace.map((m) => m.rawInputs.spec), report.map((m) => m.rawInputs.spec), "the rollout is not part of the spec");
+        const chained = (m: typeof replace[number]) => replace.filter((o) => m.dependencies.includes(o.urn)).map((o) => o.rawInputs.instanceId);
+        assert.deepStrictEqual(replace.map(chained), [[], [], ["i-bp1exampleexample01"]], "node 3 waits for node 1; node 2 (report) for none");
+    });
+
     it("a connection's private key from the stack config stays secret: in no plain input, resources.json or output", async () => {
         const doc = YAML.parse(fs.readFileSync(EXAMPLE, "utf8"));
         const KEY = testSshPrivateKey();

@@ -87,6 +87,8 @@ const badCases: Array<[string, Mutate, string, RegExp]> = [
     ["instance id shape", (c) => { existing(c).instanceId = "bp1example"; }, "existingNodes.0.instanceId", /not an ECS instance id/],
     ["existing mode", (c) => { existing(c).mode = "magic"; }, "existingNodes.0.mode", /"manual", "auto"/],
     ["auto without replaceSystemDisk", (c) => { existing(c).mode = "auto"; }, "existingNodes.0.replaceSystemDisk", /set replaceSystemDisk: true/],
+    ["existing rollout unknown", (c) => { existing(c).rollout = "rolling"; }, "existingNodes.0.rollout", /"replace", "report"|replace.*report/],
+    ["existing rollout replace over SSH", (c) => { Object.assign(existing(c), { rollout: "replace", connection: { host: "10.0.0.1" } }); }, "existingNodes.0.rollout", /attached over SSH.*rollout: report/],
     ["threshold zero", (c) => { (c.autoscaler as Record<string, unknown>).scaleDownUtilizationThreshold = 0; }, "autoscaler.scaleDownUtilizationThreshold", /\(0, 1\]/],
     ["threshold above one", (c) => { (c.autoscaler as Record<string, unknown>).scaleDownUtilizationThreshold = 1.5; }, "autoscaler.scaleDownUtilizationThreshold", /\(0, 1\]/],
     ["unneeded time", (c) => { (c.autoscaler as Record<string, unknown>).scaleDownUnneededTime = "ten minutes"; }, "autoscaler.scaleDownUnneededTime", /duration/],

@@ -50,7 +50,7 @@ const FULL: DeepRequired<ClusterConfigInput> = {
         healthRepair: { notReadyTimeout: "10m", maxUnhealthy: 1 },
     }],
     existingNodes: [{
-        instanceId: "i-bp1exampleexample01", mode: "manual", replaceSystemDisk: false, removeWithoutReset: false, labels: { team: "a" }, taints: ["a:PreferNoSchedule"],
+        instanceId: "i-bp1exampleexample01", mode: "manual", replaceSystemDisk: false, removeWithoutReset: false, rollout: "report", labels: { team: "a" }, taints: ["a:PreferNoSchedule"],
         connection: { host: "192.168.0.20", port: 22, user: "root", privateKey: opensshKeyText("aes256-ctr"), privateKeyPassword: "p", password: "p", agentSocketPath: "/tmp/agent" },
     }],
     autoscaler: {

@@ -266,6 +266,25 @@ describe("doctor", () => {
         assert.match(e.evidence, new RegExp(`${fresh} \\(spec 3333333333333333\\)`));
     });
 
+    it("lists the outdated existing nodes as the last pulumi up recorded them (spec vs the spec each joined with); none before either was recorded", async () => {
+        const { emu } = ctx;
+        const { info, ids } = await stage(emu);
+        const spare = emu.addInstance().instanceId;
+        const recorded = (joined: string) => ({ ...info, existingNodes: [
+            { instanceId: ids.existing, mode: "manual", spec: "2222222222222222", joinedSpec: joined },
+            { instanceId: spare, mode: "auto", spec: "5555555555555555", joinedSpec: "5555555555555555" },
+        ] });
+        const ok = find(await runDoctor(recorded("2222222222222222"), { ...fast, checks: ["ess"] }), "ess", "ok", /existing nodes.*all 2 joined with their current spec/);
+        assert.ok(ok);
+        const findings = await runDoctor(recorded("1111111111111111"), { ...fast, checks: ["ess"] });
+        const f = find(findings, "ess", "warning", /existing nodes.*1 of 2 outdated/);
+        assert.ok(f, renderTable("dev", findings));
+        assert.match(f.evidence, new RegExp(`${ids.existing} \\(joined with 1111111111111111, spec now 2222222222222222\\)`));
+        assert.doesNotMatch(f.evidence, new RegExp(spare));
+        assert.match(f.next, /rollout: replace/);
+        assert.ok(!(await runDoctor(info, { ...fast, checks: ["ess"] })).some((x) => /existing nodes/.test(`${x.subject} ${x.evidence}`)), "nothing recorded: nothing said");
+    });
+
     it("names a failed scaling activity with its error code explained", async () => {
         const { emu } = ctx;
         const { info } = await stage(emu);

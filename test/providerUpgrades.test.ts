@@ -152,6 +152,39 @@ describe("providers whose behaviour changed: state from the previous version run
         assert.strictEqual(attachRuns, 1);
     });
 
+    it(`NodeMembership ${Number(NODE_MEMBERSHIP_PROVIDER_VERSION) - 1} → ${NODE_MEMBERSHIP_PROVIDER_VERSION}: state with no spec is adopted unless its labels changed; then, with rollout: replace, an outdated node is replaced in place, drained first`, async () => {
+        const attach = await createCommand(REGION, { commandName: "test-attach", script: "#!/bin/bash\n# test attach\nL='{{labels}}' T='{{taints}}' C='{{channel}}'\n", parameters: true, timeoutSeconds: 600, description: "attach" });
+        const attached: string[] = [];
+        ctx.emu.onCommand(/# test attach/, (cmd) => {
+            attached.push(`${cmd.instanceId} ${cmd.parameters.labels}`);
+            if (!nodeOf(cmd.instanceId)) c.addNode(cmd.instanceId);
+            return { output: "joined\n" };
+        });
+        const [kept, relabelled] = [ctx.emu.addInstance().instanceId, ctx.emu.addInstance().instanceId];
+        for (const id of [kept, relabelled]) c.addNode(id, { pods: ["ReplicaSet"] });
+        const base = (id: string) => ({ region: REGION, masterInstanceId: c.master, instanceId: id, mode: "manual" as const, attachCommandId: attach, admission: true, labels: "role=a",
+            pollSeconds: 0.02, pollIntervalMs: 10, readyTimeoutSeconds: 5 });
+        // Version 4 recorded no spec; this version adds it (and the rollout) to the inputs.
+        const previous = (id: string) => ({ ...base(id), commands: previousCommands, providerVersion: String(Number(NODE_MEMBERSHIP_PROVIDER_VERSION) - 1), nodeName: `node-${id}`, providerId: `${REGION}.${id}` });
+        const news = (id: string, labels: string) => ({ ...base(id), labels, commands: c.commands, providerVersion: NODE_MEMBERSHIP_PROVIDER_VERSION, spec: "00000000000spec1", rollout: "report" as const });
+        const adopted = (await nodeMembershipProvider.update!("x", previous(kept), news(kept, "role=a"))).outs;
+        assert.strictEqual(adopted.joinedSpec, "00000000000spec1", "labels as recorded: joined with today's spec");
+        const reported = (await nodeMembershipProvider.update!("x", previous(relabelled), news(relabelled, "role=b"))).outs;
+        assert.strictEqual(reported.joinedSpec, "unrecorded", "labels changed since: outdated");
+        assert.deepStrictEqual(attached, [], "report: nothing re-attached");
+        assert.ok(!c.log.some((l) => /drain|reset/.test(l)), "report: nothing removed");
+        const allowed = { ...news(relabelled, "role=b"), rollout: "replace" as const };
+        const diff = await nodeMembershipProvider.diff!("x", reported, allowed);
+        assert.deepStrictEqual([diff.changes, diff.replaces], [true, []]);
+        const state = (await nodeMembershipProvider.update!("x", reported, allowed)).outs;
+        assert.strictEqual(state.joinedSpec, "00000000000spec1");
+        assert.deepStrictEqual(attached, [`${relabelled} role=b`]);
+        assert.ok(c.log.indexOf(`${c.master}: drain node-${relabelled}`) < c.log.indexOf(`${relabelled}: reset`), "drained before its reset");
+        assert.ok(nodeOf(relabelled)?.ready && !nodeOf(relabelled)?.unschedulable, "Ready and schedulable again");
+        assert.ok(!c.log.some((l) => l.includes(kept)), "the adopted node untouched");
+        assert.deepStrictEqual((await nodeMembershipProvider.diff!("x", { ...allowed, ...state }, allowed)).changes, false, "the next pulumi up sees nothing to do");
+    });
+
     it(`ControlPlaneMember ${Number(CONTROL_PLANE_MEMBER_PROVIDER_VERSION) - 1} → ${CONTROL_PLANE_MEMBER_PROVIDER_VERSION}: an update stores the new code; its delete takes the member out of the cluster and etcd`, async () => {
         c = await fakeCluster(ctx.emu, REGION, { masters: 3 });
         previousCommands = { ...c.commands, "delete-node": previousCommands["delete-node"] };

@@ -60,6 +60,11 @@ export interface MockOptions {
      * `caCertHash` of a real control plane, so the userdata synth renders joins it). Default: the placeholders.
      */
     dynamicOutputs?: Record<string, unknown>;
+    /**
+     * The engine's step of each custom resource (its create or update), awaited before the registration is answered,
+     * as the engine answers RegisterResource only once the step is done: a test of the order Pulumi works in. Default none.
+     */
+    step?: (type: string, name: string) => Promise<void>;
 }
 
 export interface Recorder {
@@ -241,6 +246,14 @@ export function installMocks(options: MockOptions = {}): Recorder {
         getDependenciesList?(): string[];
     }
     interface Monitor { registerResource(req: RegisterRequest, cb: unknown): Promise<void>; newUrn(parent: string, type: string, name: string): string }
+    const step = options.step;
+    if (step) {
+        const answer = mocks.newResource.bind(mocks);
+        mocks.newResource = async (args) => {
+            if (args.custom !== false) await step(args.type, args.name);
+            return answer(args);
+        };
+    }
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const { MockMonitor } = require("@pulumi/pulumi/runtime/mocks") as { MockMonitor: new (m: pulumi.runtime.Mocks) => Monitor };
     const monitor = new MockMonitor(mocks);

@@ -320,9 +320,16 @@ export class Cluster extends pulumi.ComponentResource {
         }, { parent: this }));
         const attachCommand = !config.existingNodes.some((n) => n.mode === "manual") ? undefined
             : createAttachCommand(`${name}-attach`, join, { parent: this });
-        this.existingNodes = config.existingNodes.map((node) => new ExistingNode(`${name}-node-${node.instanceId}`, {
-            ...join, imageId, node, attachCommandId: attachCommand?.id, connection: sshConnection(node.connection), registeredWithAdmission: true,
-        }, { parent: this }));
+        // The nodes that may be replaced in place go one at a time: each one's membership depends on the one before, so
+        // Pulumi starts its update (its removal) only once the other's returned, Ready again (docs/rotation.md#existing-nodes).
+        let replacedBefore: ExistingNode | undefined;
+        this.existingNodes = config.existingNodes.map((node) => {
+            const existing = new ExistingNode(`${name}-node-${node.instanceId}`, {
+                ...join, imageId, node, attachCommandId: attachCommand?.id, connection: sshConnection(node.connection), registeredWithAdmission: true,
+            }, { parent: this, ...(node.rollout === "replace" && replacedBefore ? { dependsOn: [replacedBefore.resources.membership] } : {}) });
+            if (node.rollout === "replace") replacedBefore = existing;
+            return existing;
+        });
 
         // Add-ons: only once the API server is ready, through a provider built from the secret kubeconfig.
         const ready = new ApiServerReady(`${name}-api-ready`, { kubeconfig: this.joinInfo.kubeconfig }, { parent: this });
@@ -370,15 +377,20 @@ export class Cluster extends pulumi.ComponentResource {
                 ? { name: pool.name, mode: "autoscale", min: pool.autoscale.min, max: pool.autoscale.max, scalingGroupId }
                 : { name: pool.name, mode: "fixed", size: pool.size, min: 0, max: pool.size ?? 0, scalingGroupId };
         })));
-        this.clusterInfo = pulumi.all([this.controlPlane.masterInstanceIds, this.controlPlane.endpoint, net.routeTableId, pools, commands, joinCommand?.id])
-            .apply(([masterInstanceIds, apiEndpoint, routeTableId, poolInfos, commandIds, controlPlaneJoinCommandId]): ClusterInfo => ({
+        // Each existing node's spec and the one it joined with, as the memberships' state holds them (doctor lists the outdated ones).
+        const existingSpecs = pulumi.all(this.existingNodes.map((e) => pulumi.all([e.resources.membership.spec, e.resources.membership.joinedSpec])));
+        this.clusterInfo = pulumi.all([this.controlPlane.masterInstanceIds, this.controlPlane.endpoint, net.routeTableId, pools, commands, joinCommand?.id, existingSpecs])
+            .apply(([masterInstanceIds, apiEndpoint, routeTableId, poolInfos, commandIds, controlPlaneJoinCommandId, specs]): ClusterInfo => ({
                 name: config.name,
                 region: config.region,
                 kubernetesVersion: config.kubernetesVersion,
                 masterInstanceIds, apiEndpoint, routeTableId,
                 podCidr: config.network.podCidr,
                 pools: poolInfos,
-                existingNodes: config.existingNodes.map((n) => ({ instanceId: n.instanceId, mode: n.mode })),
+                existingNodes: config.existingNodes.map((n, i) => ({
+                    instanceId: n.instanceId, mode: n.mode,
+                    ...(specs[i][0] ? { spec: specs[i][0] } : {}), ...(specs[i][1] ? { joinedSpec: specs[i][1] } : {}),
+                })),
                 commands: commandIds,
                 backupIntervalMinutes: config.backup.intervalMinutes,
                 ...(controlPlaneJoinCommandId ? { controlPlaneJoinCommandId } : {}),

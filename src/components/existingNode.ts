@@ -13,7 +13,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { packUserdata, renderAttachCommand, renderAttachNode } from "../shell/render";
 import { renderAdmissionBootstrap } from "../shell/renderAdmission";
 import { withNodeVersion, type JoinArgs } from "./joinArgs";
-import { formatTaint, OPERATIONS } from "../rules";
+import { existingNodeSpecHash, formatTaint, OPERATIONS, SPEC_STAND_IN } from "../rules";
 import { saveCommand } from "./nodeCommands";
 import {
     isValidated, nodeScriptParams, parseExistingNode, parseNodeJoinConfig, type ExistingNodeConfig, type ExistingNodeInput, type NodeJoinConfig, type SshConnectionInput,
@@ -201,7 +201,7 @@ export function existingNodeProblems(args: ExistingNodeArgs | AttachedExistingNo
 function withDefaults(node: ExistingNodeInput): Parameters<typeof parseExistingNode>[0] {
     return {
         ...node, mode: node.mode ?? "manual", labels: node.labels ?? {}, taints: node.taints ?? [],
-        replaceSystemDisk: node.replaceSystemDisk ?? false, removeWithoutReset: node.removeWithoutReset ?? false,
+        replaceSystemDisk: node.replaceSystemDisk ?? false, removeWithoutReset: node.removeWithoutReset ?? false, rollout: node.rollout ?? "report",
         connection: node.connection === undefined ? undefined : { port: 22, user: "root", ...node.connection },
     };
 }
@@ -275,9 +275,38 @@ function joinCredential(admission: unknown, token: string, endpoints: string[], 
     return admission !== undefined ? { admission: { endpoints, pin } } : { token };
 }
 
-/** Creates the node's membership (and SSH command) under `parent`. */
+/** `own` and, when given, `after` (a resource option's `dependsOn`: a resource, a list, or an Output of either). */
+function withAfter(own: pulumi.Resource[], after: pulumi.Input<pulumi.Input<pulumi.Resource>[]> | pulumi.Input<pulumi.Resource> | undefined): pulumi.Input<pulumi.Input<pulumi.Resource>[]> {
+    if (after === undefined) return own;
+    if (Array.isArray(after)) return [...own, ...after];
+    if (pulumi.Resource.isInstance(after)) return [...own, after];
+    return pulumi.output(after as pulumi.Input<pulumi.Resource | pulumi.Resource[]>).apply((a) => [...own, ...(Array.isArray(a) ? a : [a])]);
+}
+
+/**
+ * The node's spec hash (docs/rotation.md#existing-nodes): its mode, labels, taints, `auto` image and attach script, the
+ * script rendered as for the node with stand-ins for the join material and one fixed version, so a rotated token, a
+ * moved endpoint or a Kubernetes upgrade (which moves its kubelet in place) is not a new spec.
+ */
+function existingNodeSpec(args: ExistingNodeArgs & { config: NodeJoinConfig; node: ExistingNodeConfig }, mode: string): pulumi.Output<string> {
+    const { config, node } = args;
+    return pulumi.output(node.mode === "auto" ? args.imageId ?? "" : "").apply((imageId) => existingNodeSpecHash({
+        mode, imageId, labels: node.labels, taints: node.taints.map(formatTaint),
+        script: renderAttachNode({
+            ...nodeScriptParams(withNodeVersion(config, SPEC_STAND_IN.version)), apiEndpoint: SPEC_STAND_IN.endpoint, caCertHash: SPEC_STAND_IN.pin,
+            poolName: args.poolName ?? EXISTING_POOL_NAME, labels: node.labels, taints: node.taints,
+            ...(args.admissionEndpoints !== undefined ? { admission: { endpoints: [SPEC_STAND_IN.endpoint], pin: SPEC_STAND_IN.pin } } : { token: SPEC_STAND_IN.token }),
+        }),
+    }));
+}
+
+/**
+ * Creates the node's membership (and SSH command) under `parent`.
+ * @param after what the membership waits for besides its own inputs (the existing node before it, when both may be
+ *   replaced in place: Pulumi then updates one membership only after the other's update returned)
+ */
 export function createExistingNode(name: string, args: ExistingNodeArgs & { config: NodeJoinConfig; node: ExistingNodeConfig; cluster?: ClusterHandle },
-    parent: pulumi.Resource): ExistingNodeResources {
+    parent: pulumi.Resource, after?: pulumi.Input<pulumi.Input<pulumi.Resource>[]> | pulumi.Input<pulumi.Resource>): ExistingNodeResources {
     const { config, node } = args;
     // Attached through a handle: the running admission service learns of the instance from its registration; a
     // manual node without SSH of a cluster that has no saved attach command gets its own.
@@ -306,10 +335,11 @@ export function createExistingNode(name: string, args: ExistingNodeArgs & { conf
         }, { parent, additionalSecretOutputs: ["stdout", "stderr"], dependsOn: admission })
         : undefined;
 
+    const mode = sshAttach ? "ssh" : node.mode;
     const membership = new NodeMembership(`${name}-membership`, {
         region: config.region,
         instanceId: node.instanceId,
-        mode: sshAttach ? "ssh" : node.mode,
+        mode,
         userData: node.mode === "auto" ? pulumi.secret(pulumi.output(script).apply((text) => packUserdata(text, `existingNodes[${node.instanceId}]`))) : undefined,
         attachCommandId: sshAttach || node.mode !== "manual" ? undefined : attachCommandId,
         token: sshAttach || node.mode !== "manual" || args.admissionEndpoints || args.token === undefined ? undefined : pulumi.secret(args.token),
@@ -324,8 +354,10 @@ export function createExistingNode(name: string, args: ExistingNodeArgs & { conf
         masterInstanceIds: args.masterInstanceIds,
         routeTableId: args.routeTableId,
         podCidr: config.network.podCidr,
+        spec: existingNodeSpec(args, mode),
+        rollout: node.rollout === "replace" ? "replace" : undefined,
         ...args.timeouts,
-    }, { parent, dependsOn: [...(sshAttach ? [sshAttach] : []), ...(admission ?? [])] });
+    }, { parent, dependsOn: withAfter([...(sshAttach ? [sshAttach] : []), ...(admission ?? [])], after) });
     return { membership, sshAttach, admission };
 }
 
@@ -341,7 +373,8 @@ export class ExistingNode extends pulumi.ComponentResource {
         // Before anything is registered; a validated config and node are not checked again.
         const { config, node, args: direct, cluster } = parseArgs(`ExistingNode "${name}"`, (report) => parseExistingNodeArgs(args, report));
         super("alicloud-kubeadm:index:ExistingNode", name, {}, opts);
-        this.resources = createExistingNode(name, { ...direct, config, node, cluster, connection: direct.connection ?? sshConnection(node.connection) }, this);
+        // Its own dependsOn holds for its membership too (the Cluster chains the existing nodes it may replace in place).
+        this.resources = createExistingNode(name, { ...direct, config, node, cluster, connection: direct.connection ?? sshConnection(node.connection) }, this, opts?.dependsOn);
         this.nodeName = this.resources.membership.nodeName;
         this.providerId = this.resources.membership.providerId;
         this.registerOutputs({ nodeName: this.nodeName, providerId: this.providerId });

@@ -20,7 +20,9 @@ const schema = z.object({
         name: z.string().min(1), mode: z.enum(["fixed", "autoscale"]), size: z.number().int().optional(),
         min: z.number().int(), max: z.number().int(), scalingGroupId: z.string().min(1), tokenId: tokenId.optional(),
     })).default([]),
-    existingNodes: z.array(z.object({ instanceId: z.string().min(1), mode: z.string(), tokenId: tokenId.optional() })).default([]),
+    existingNodes: z.array(z.object({
+        instanceId: z.string().min(1), mode: z.string(), tokenId: tokenId.optional(), spec: z.string().optional(), joinedSpec: z.string().optional(),
+    })).default([]),
     /** Saved command ids by operation (absent in outputs written before the saved commands). */
     commands: z.record(z.string(), z.string().min(1)).optional(),
     backupIntervalMinutes: z.number().int().positive().optional(),

@@ -3,7 +3,7 @@
  * service) and its recent scaling activities, with failure codes explained in plain words.
  */
 import { DoctorContext, GroupView } from "./context";
-import { Finding, PoolInfo } from "./types";
+import { ExistingNodeInfo, Finding, PoolInfo } from "./types";
 import { AUTOSCALED_SPEC_LABEL, isOutdated, SPEC_TAG } from "../rules";
 
 /** Plain words and the fix for an ESS/ECS error code of a failed scaling activity. */
@@ -107,13 +107,32 @@ async function outdatedFindings(ctx: DoctorContext, pool: PoolInfo): Promise<Fin
 }
 
 /**
- * Runs the ESS check for every pool.
+ * The existing nodes' outdated ones: those whose spec hash is not the one they joined with, as the last `pulumi up`
+ * recorded both (an existing node's instance was not made from a configuration: no tag says what it became, so the
+ * Pulumi state, exported in `clusterInfo`, is the record). None reported for state written before it was recorded.
+ */
+export function existingNodeFindings(nodes: readonly ExistingNodeInfo[]): Finding[] {
+    const recorded = nodes.filter((n) => n.spec && n.joinedSpec);
+    if (recorded.length === 0) return [];
+    const outdated = recorded.filter((n) => n.joinedSpec !== n.spec);
+    const subject = "existing nodes";
+    if (outdated.length === 0) return [{ check: "ess", status: "ok", subject, evidence: `all ${recorded.length} joined with their current spec`, next: "" }];
+    return [{
+        check: "ess", status: "warning", subject,
+        evidence: `${outdated.length} of ${recorded.length} outdated: ${outdated.map((n) => `${n.instanceId} (joined with ${n.joinedSpec}, spec now ${n.spec})`).join(", ")}`,
+        next: "replace them in place: set existingNodes[].rollout: replace (docs/rotation.md#existing-nodes) and run `pulumi up`",
+    }];
+}
+
+/**
+ * Runs the ESS check for every pool, and lists the outdated existing nodes.
  * @param ctx Shared reads of this doctor run.
  * @returns Findings; throws only when ESS cannot be read at all.
  */
 export async function checkEss(ctx: DoctorContext): Promise<Finding[]> {
     const { pools } = ctx.info;
-    if (pools.length === 0) return [{ check: "ess", status: "ok", subject: "pools", evidence: "the stack has no node pools", next: "" }];
+    const existing = existingNodeFindings(ctx.info.existingNodes);
+    if (pools.length === 0) return [{ check: "ess", status: "ok", subject: "pools", evidence: "the stack has no node pools", next: "" }, ...existing];
     const groups = await ctx.groups();
     const out: Finding[] = [];
     const lookbackMin = ctx.opts.lookbackHours * 60;
@@ -144,5 +163,5 @@ export async function checkEss(ctx: DoctorContext): Promise<Finding[]> {
         }
         if (failures.length > 3) out.push({ check: "ess", status: "warning", subject, evidence: `${failures.length - 3} more failed activities in the last ${ctx.opts.lookbackHours} h`, next: "see the ESS console, Scaling Activities" });
     }
-    return out;
+    return [...out, ...existing];
 }

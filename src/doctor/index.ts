@@ -24,7 +24,7 @@ export { exitCodeOf, renderJson, renderTable, useColour, EXIT } from "./report";
 /** Every check: name, what it looks at (for `--help`), and its implementation. */
 export const CHECKS: { name: CheckName; title: string; looksAt: string; run: (ctx: DoctorContext) => Promise<Finding[]> }[] = [
     { name: "ess", title: "ESS", run: checkEss,
-        looksAt: "per pool: the scaling group (missing, inactive, at max, desired vs in service, drift from the configured size) and its recent scaling activities (DescribeScalingActivities), failures explained by error code (no stock, disk category, quota, balance, vSwitch IPs, …)" },
+        looksAt: "per pool: the scaling group (missing, inactive, at max, desired vs in service, drift from the configured size) and its recent scaling activities (DescribeScalingActivities), failures explained by error code (no stock, disk category, quota, balance, vSwitch IPs, …); the nodes outdated per pool (their instances' spec tags) and the existing nodes outdated (as the last `pulumi up` recorded them)" },
     { name: "autoscaler", title: "Autoscaler", run: checkAutoscaler,
         looksAt: "the cluster-autoscaler Deployment, its cluster-autoscaler-status ConfigMap (cluster and node-group health, scale-up backoff, unregistered nodes) and its last log lines (blocked scale-up/scale-down and why), via kubectl on master 0" },
     { name: "nodes", title: "Nodes", run: checkNodes,

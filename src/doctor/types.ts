@@ -30,6 +30,10 @@ export interface ExistingNodeInfo {
     mode: string;
     /** Public id of its bootstrap token; none when it joins through admission. */
     tokenId?: string;
+    /** Its spec hash (docs/rotation.md#existing-nodes), as its NodeMembership's state holds it after the last `pulumi up`. None before that recorded it. */
+    spec?: string;
+    /** The spec hash it joined with, from the same state; differs from `spec` while it is outdated. None before that recorded it. */
+    joinedSpec?: string;
 }
 
 /**

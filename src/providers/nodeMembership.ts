@@ -13,6 +13,9 @@
  *   cloud-init runs the new userdata on the fresh system disk. An instance that already is a Ready node
  *   is left alone.
  *
+ * An update whose spec hash (`spec`) is not the one the node joined with (`joinedSpec`) reports it, or with
+ * `rollout: replace` replaces the node in place (src/providers/existingNodeRollout.ts, docs/rotation.md#existing-nodes).
+ *
  * delete hands the node to the removal flow (`removeNode`, kind `existing`): drain, clear userdata,
  * kubeadm reset, delete the Node, delete a left-over pod route. The instance itself stays.
  */
@@ -27,10 +30,11 @@ import { removeNode, type RemovalOptions } from "../removal";
 import { ATTACH_LOG, formatProblem, parameterProblem, TOKEN_PATTERN, USERDATA_HARD_LIMIT_BYTES, type Problem } from "../rules";
 import { pulumiLog } from "./log";
 import { withPacingLog } from "./pacing";
-import { waitFor } from "../cloud/wait";
+import { SYSTEM_CLOCK, waitFor, type Clock } from "../cloud/wait";
+import { isExistingNodeOutdated, joinedSpecOf, outdatedExistingNodeMessage, replaceExistingNode } from "./existingNodeRollout";
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
-export const NODE_MEMBERSHIP_PROVIDER_VERSION = "4";
+export const NODE_MEMBERSHIP_PROVIDER_VERSION = "5";
 
 /** The outputs of a NodeMembership that are secrets (its state echoes its inputs: the attach script and the token). */
 export const NODE_MEMBERSHIP_SECRET_OUTPUTS = ["userData", "token"] as const;
@@ -81,6 +85,13 @@ export interface NodeMembershipInputs extends ClusterAccessInputs {
      * next runs, until `kubeadm reset -f` is run there. Default false: the removal fails with the fix.
      */
     removeWithoutReset?: boolean;
+    /**
+     * The spec hash of what the node becomes when it attaches (src/rules/spec.ts `existingNodeSpecHash`: labels, taints,
+     * mode, `auto` image, attach script; no version). Default none: nothing is ever outdated.
+     */
+    spec?: string;
+    /** When the node's joined spec is not `spec`: `report` (a warning) or `replace` (in place, by the update). Default `report`. */
+    rollout?: "replace" | "report";
     /** Changes when the provider's code changes. */
     providerVersion?: string;
 }
@@ -93,6 +104,8 @@ export interface NodeMembershipOutputs {
     nodeName: string;
     /** `<region>.<instance-id>`. */
     providerId: string;
+    /** The spec hash the node joined with (its `spec` at the create, or at the update that replaced it). */
+    joinedSpec?: string;
 }
 
 /** Problems that stop a membership before any call (every one listed). */
@@ -245,7 +258,7 @@ const NODE_MEMBERSHIP_DIFF = inputDiff<NodeMembershipInputs>()({
     replace: ["instanceId", "region", "mode"],
     update: ["userData", "token", "admission", "attachCommandId", "labels", "taints", "commands", "imageId", "masterInstanceId", "masterInstanceIds",
         "replaceSystemDisk", "routeTableId", "podCidr", "removeWithoutReset", "attachTimeoutSeconds", "readyTimeoutSeconds", "pollSeconds",
-        "pollIntervalMs", "drainTimeoutSeconds", "providerVersion"],
+        "pollIntervalMs", "drainTimeoutSeconds", "spec", "rollout", "providerVersion"],
     ignore: [],
 });
 
@@ -256,26 +269,52 @@ export const nodeMembershipProvider: pulumi.dynamic.ResourceProvider = withPacin
     },
     async create(inputs: NodeMembershipInputs) {
         const outs = await joinExistingNode(inputs, (m) => pulumiLog().info(m));
-        return { id: `${inputs.instanceId}/membership`, outs: { ...inputs, ...outs } };
+        return { id: `${inputs.instanceId}/membership`, outs: { ...inputs, ...outs, joinedSpec: inputs.spec } };
     },
     async diff(_id: string, olds: State, news: NodeMembershipInputs) {
-        return { ...diffInputs(NODE_MEMBERSHIP_DIFF, olds, news), deleteBeforeReplace: true };
+        const diff = diffInputs(NODE_MEMBERSHIP_DIFF, olds, news);
+        // Every preview and `pulumi up` says what happens to an outdated node; one whose rollout allows it is an update
+        // (its replacement) until it is replaced, also when no input changed (a replacement that stopped half-way).
+        const outdated = diff.replaces.length === 0 && isExistingNodeOutdated(olds, news);
+        if (outdated && news.rollout === "replace") pulumiLog().info(outdatedExistingNodeMessage(olds, news));
+        else if (outdated) pulumiLog().warn(outdatedExistingNodeMessage(olds, news));
+        return { ...diff, changes: diff.changes || (outdated && news.rollout === "replace"), deleteBeforeReplace: true };
     },
     async update(_id: string, olds: State, news: NodeMembershipInputs) {
-        return { outs: { ...news, nodeName: olds.nodeName, providerId: olds.providerId } };
+        return { outs: await updateMembership(olds, news) };
     },
     async delete(_id: string, props: State) {
-        const log = pulumiLog();
-        const opts: RemovalOptions = {
-            region: props.region, masterInstanceIds: accessOf(props).masterInstanceIds, commands: props.commands, routeTableId: props.routeTableId, podCidr: props.podCidr,
-            drainTimeoutSeconds: props.drainTimeoutSeconds, pollIntervalMs: props.pollIntervalMs, removeWithoutReset: props.removeWithoutReset,
-            log: (m) => log.info(m), warn: (m) => log.warn(m),
-        };
         // Looked up by provider id or IP, not taken from state: the Node may be gone already (a resumed delete,
         // or the CCM removed it after the instance was released). An attach still running is stopped before the reset.
-        await removeNode({ instanceId: props.instanceId, kind: "existing", joinCommandId: props.mode === "manual" ? props.attachCommandId : undefined }, opts);
+        await removeNode({ instanceId: props.instanceId, kind: "existing", joinCommandId: props.mode === "manual" ? props.attachCommandId : undefined }, removalOptionsOf(props));
     },
 });
+
+/** The removal core's options for this node, from its inputs (its delete and its replacement). */
+function removalOptionsOf(props: NodeMembershipInputs): RemovalOptions {
+    const log = pulumiLog();
+    return {
+        region: props.region, masterInstanceIds: accessOf(props).masterInstanceIds, commands: props.commands, routeTableId: props.routeTableId, podCidr: props.podCidr,
+        drainTimeoutSeconds: props.drainTimeoutSeconds, pollIntervalMs: props.pollIntervalMs, removeWithoutReset: props.removeWithoutReset,
+        log: (m) => log.info(m), warn: (m) => log.warn(m),
+    };
+}
+
+/**
+ * An update: the new inputs stored; an outdated node replaced in place when its rollout allows it (the new spec recorded
+ * once it is Ready again), else reported and its joined spec kept.
+ * @param clock the replacement's validations wait on it. Default the system's.
+ */
+export async function updateMembership(olds: State, news: NodeMembershipInputs, clock: Clock = SYSTEM_CLOCK): Promise<State> {
+    if (!isExistingNodeOutdated(olds, news)) return { ...news, nodeName: olds.nodeName, providerId: olds.providerId, joinedSpec: joinedSpecOf(olds, news) };
+    const log = pulumiLog();
+    if (news.rollout !== "replace") {
+        log.warn(outdatedExistingNodeMessage(olds, news));
+        return { ...news, nodeName: olds.nodeName, providerId: olds.providerId, joinedSpec: joinedSpecOf(olds, news) };
+    }
+    const outs = await replaceExistingNode(news, removalOptionsOf(news), (inputs) => joinExistingNode(inputs, (m) => log.info(m)), (m) => log.info(m), clock);
+    return { ...news, ...outs, joinedSpec: news.spec };
+}
 
 /** An existing ECS instance as a node of the cluster. */
 export class NodeMembership extends pulumi.dynamic.Resource {
@@ -283,8 +322,11 @@ export class NodeMembership extends pulumi.dynamic.Resource {
     declare readonly nodeName: pulumi.Output<string>;
     /** `<region>.<instance-id>`. */
     declare readonly providerId: pulumi.Output<string>;
+    /** The spec hash asked for (its input), and the one the node joined with (undefined in state written before version 5). */
+    declare readonly spec: pulumi.Output<string | undefined>;
+    declare readonly joinedSpec: pulumi.Output<string | undefined>;
 
     constructor(name: string, args: NodeMembershipArgs, opts?: pulumi.CustomResourceOptions) {
-        super(nodeMembershipProvider, name, ...dynamicResourceProps(["nodeName", "providerId"], NODE_MEMBERSHIP_PROVIDER_VERSION, args, NODE_MEMBERSHIP_SECRET_OUTPUTS, opts));
+        super(nodeMembershipProvider, name, ...dynamicResourceProps(["nodeName", "providerId", "joinedSpec"], NODE_MEMBERSHIP_PROVIDER_VERSION, args, NODE_MEMBERSHIP_SECRET_OUTPUTS, opts));
     }
 }

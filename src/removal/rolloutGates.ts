@@ -97,6 +97,8 @@ export interface GateContext {
     log: (message: string) => void;
     /** Default {@link SYSTEM_CLOCK}. */
     clock?: Clock;
+    /** The fix a paused rollout's error names. Default: a pool's (see why, fix it or set the pool's spec back; `rollout.validate: false` skips it). */
+    fix?: string;
 }
 
 /**
@@ -113,8 +115,8 @@ export async function validateRollout(ctx: GateContext, when: string): Promise<v
         return problems.length === 0 ? { done: true, value: undefined } : { done: false, state: `pool ${ctx.poolName}: validation ${when}: ${problems.join("; ")}` };
     }, { timeoutMs: ctx.timeoutMs, firstDelayMs: pollMs, maxDelayMs: pollMs, factor: 1, log: ctx.log, clock: ctx.clock ?? SYSTEM_CLOCK },
     (_state, waitedMs) => new Error(`pool ${ctx.poolName}: rollout paused: the cluster failed validation ${when} for ${Math.round(waitedMs / 1000)} s: ${problems.join("; ")}.\n` +
-        "  fix: see why (`npm run doctor`, `kubectl describe` of what is named); fix it, or set the pool's spec back; the next `pulumi up` validates again " +
-        "and resumes the rollout where it stopped (rollout.validate: false skips validation)."));
+        `  fix: ${ctx.fix ?? "see why (`npm run doctor`, `kubectl describe` of what is named); fix it, or set the pool's spec back; the next `pulumi up` validates again " +
+        "and resumes the rollout where it stopped (rollout.validate: false skips validation)."}`));
     ctx.log(`pool ${ctx.poolName}: cluster valid ${when}`);
 }
 

@@ -61,6 +61,28 @@ export function poolSpecHash(spec: PoolSpec): string {
 }
 
 /**
+ * Everything that decides what an existing node becomes when it (re-)attaches. No Kubernetes version: an existing node's
+ * kubelet follows the control plane in place (docs/upgrades.md#nodes), so a version is never a reason to replace one.
+ */
+export interface ExistingNodeSpec {
+    /** `manual` or `auto`. */
+    mode: string;
+    /** The image of the new system disk (`auto`); "" otherwise. */
+    imageId: string;
+    /** The labels it registers with (the attach script adds the pool label). */
+    labels: Readonly<Record<string, string>>;
+    /** The taints, `key=value:Effect`. */
+    taints: readonly string[];
+    /** The attach script rendered with {@link SPEC_STAND_IN} for the token, the endpoints, the pins and the version. */
+    script: string;
+}
+
+/** An existing node's spec hash, {@link SPEC_HASH_LENGTH} hex digits like a pool's (docs/rotation.md#existing-nodes). */
+export function existingNodeSpecHash(spec: ExistingNodeSpec): string {
+    return createHash("sha256").update(canonical({ existingNode: spec })).digest("hex").slice(0, SPEC_HASH_LENGTH);
+}
+
+/**
  * Whether an instance is outdated: its spec tag (as ESS put it at creation: {@link SPEC_TAG} for a fixed pool,
  * {@link AUTOSCALED_SPEC_LABEL} for an autoscaled one) differs from the pool's current hash. An instance without the
  * tag was created before pools carried it, or attached by hand: outdated too (nothing says what it was made from). With
@@ -80,4 +102,6 @@ export const SPEC_STAND_IN = {
     endpoint: "192.0.2.1:6443",
     pin: `sha256:${"0".repeat(64)}`,
     token: "abcdef.0123456789abcdef",
+    /** An existing node's script is hashed at one fixed version: its kubelet's version moves in place, never by a replacement. */
+    version: "1.31.0",
 } as const;
