@@ -12,7 +12,7 @@
  */
 import { describeInstance } from "../cloud/ecs";
 import { listNodes, nodeOfInstance } from "../cloud/operations";
-import { SYSTEM_CLOCK, type Clock } from "../cloud/wait";
+import { allSettled, SYSTEM_CLOCK, type Clock } from "../cloud/wait";
 import { readClusterHealth, removeNode, validateRollout, type RemovalOptions } from "../removal";
 import { clusterAccess } from "./access";
 import type { NodeMembershipInputs, NodeMembershipOutputs } from "./nodeMembership";
@@ -83,7 +83,7 @@ export async function replaceExistingNode(inputs: NodeMembershipInputs, removal:
     const gate = (outdated: boolean) => ({
         poolName: "existing",
         read: async () => {
-            const [nodes, health] = await Promise.all([listNodes(access), readClusterHealth(access)]);
+            const [nodes, health] = await allSettled([listNodes(access), readClusterHealth(access)]);
             const node = nodeOfInstance(nodes, inputs.region, inputs);
             return { members: [{ instanceId: id, nodeName: node?.name ?? null, ready: node?.ready ?? false, workloadPods: 0, createdAt: "", outdated }], health };
         },
