@@ -69,8 +69,47 @@ describe("AdmissionCertificate: the admission service's own key and certificate"
         assert.deepStrictEqual(unparseable, []);
     });
 
+    it("a stored certificate OpenSSL cannot read (a serial with a leading 0 byte, as earlier versions signed 1 in 256) is re-signed at the next pulumi up with the same key", async () => {
+        const olds = await create(["192.168.0.10"]);
+        const padded = withPaddedSerial(olds.certPem);
+        assert.throws(() => new crypto.X509Certificate(padded), "the padded serial is refused");
+        const stored = { ...olds, certPem: padded };
+        assert.strictEqual((await admissionCertificateProvider.diff!("x", stored, inputs(["192.168.0.10"]))).changes, true);
+        const news = (await admissionCertificateProvider.update!("x", stored, inputs(["192.168.0.10"]))).outs as AdmissionCertificateOutputs;
+        assert.ok(new crypto.X509Certificate(news.certPem).checkIP("192.168.0.10"));
+        assert.strictEqual(news.pin, olds.pin, "the same key: the nodes' pin stays valid");
+        assert.strictEqual((await admissionCertificateProvider.diff!("x", olds, inputs(["192.168.0.10"]))).changes, false, "a readable one is left alone");
+    });
+
     it("refuses anything but IPv4 addresses", () => {
         const key = crypto.generateKeyPairSync("ec", { namedCurve: "prime256v1" }).privateKey.export({ type: "pkcs8", format: "pem" }).toString();
         for (const bad of [[], ["master-0"], ["192.168.0.300"], ["::1"]]) assert.throws(() => signAdmissionCertificate(key, bad), /IPv4/);
     });
 });
+
+/** DER header: tag, length, and where the content starts. */
+function header(b: Buffer, at: number): { len: number; start: number } {
+    const first = b[at + 1];
+    if (first < 0x80) return { len: first, start: at + 2 };
+    const n = first & 0x7f;
+    return { len: b.subarray(at + 2, at + 2 + n).readUIntBE(0, n), start: at + 2 + n };
+}
+
+/** A DER length of `len` (short form, or long form in two bytes: a certificate is under 64 KiB). */
+const derLength = (len: number): Buffer => (len < 0x80 ? Buffer.from([len]) : Buffer.from([0x82, len >> 8, len & 0xff]));
+
+/** The certificate with a 0 byte put before its serial (not DER's shortest form); the signature is not made again. */
+function withPaddedSerial(certPem: string): string {
+    const cert = Buffer.from(certPem.replace(/-----[^-]+-----|\s/g, ""), "base64");
+    const outer = header(cert, 0);
+    const tbs = header(cert, outer.start);
+    const version = header(cert, tbs.start);
+    const serialAt = version.start + version.len;
+    const serial = header(cert, serialAt);
+    const tbsBody = Buffer.concat([cert.subarray(tbs.start, serialAt), Buffer.from([0x02]), derLength(serial.len + 1), Buffer.from([0]),
+        cert.subarray(serial.start, tbs.start + tbs.len)]);
+    const rest = cert.subarray(tbs.start + tbs.len, outer.start + outer.len);
+    const body = Buffer.concat([Buffer.from([0x30]), derLength(tbsBody.length), tbsBody, rest]);
+    const der = Buffer.concat([Buffer.from([0x30]), derLength(body.length), body]);
+    return `-----BEGIN CERTIFICATE-----\n${der.toString("base64").replace(/.{1,64}/g, "$&\n")}-----END CERTIFICATE-----\n`;
+}

@@ -6,7 +6,8 @@
 // soak and validation wait on a stepped clock (testing/steppedClock.ts): no real time passes in them.
 import * as assert from "assert";
 import { startEmulatorHere, useEmulator, useEmulatorEnvironment } from "../testing/emulator/fixture";
-import { fakeCluster, type FakeCluster } from "../testing/fakeCluster";
+import type { FakeCluster } from "../testing/fakeCluster";
+import { rolloutCluster } from "../testing/fixedPool";
 import { poolCapacityProvider, setPoolCapacity, type PoolCapacityInputs } from "../src/providers/poolCapacity";
 import { DEFAULT_ROLLOUT, OUTDATED_TAINT, SPEC_TAG, type Rollout } from "../src/rules";
 import type { Emulator } from "../testing/emulator";
@@ -48,10 +49,7 @@ function watchRollout(emu: Emulator, c: FakeCluster, group: string, size: number
 describe("fixed pool rollout (emulator)", () => {
     const ctx = useEmulator();
     let c: FakeCluster;
-    beforeEach(async () => {
-        c = await fakeCluster(ctx.emu, REGION);
-        c.autoJoin("general", { pods: ["ReplicaSet"] });
-    });
+    beforeEach(async () => { c = await rolloutCluster(ctx.emu, REGION); });
     afterEach(() => assert.deepStrictEqual(c.violations, [], "I1: every member left ESS drained"));
 
     const inputs = (group: string, size: number, rollout?: Partial<Rollout>, extra: Partial<PoolCapacityInputs> = {}): PoolCapacityInputs => ({
@@ -199,6 +197,16 @@ describe("fixed pool rollout (emulator)", () => {
         assert.deepStrictEqual(broken, []);
         assert.strictEqual(specs(group).filter((s) => s === OLD).length, 2, "both outdated nodes stay");
         assert.strictEqual(ctx.emu.scalingGroupInstances(group).length, 3, "one surge node, not one per run");
+    });
+
+    it("a lower maxSurge while the surge is not Ready: the next run keeps the new nodes as surge and removes no Ready outdated node", async () => {
+        const group = outdatedPool(3);
+        c.autoJoin("general", { pods: ["ReplicaSet"], readyAfterListings: 1000 }); // the new spec's nodes never get Ready
+        const broken = watchRollout(ctx.emu, c, group, 3, 0);
+        await assert.rejects(run(inputs(group, 3, { maxSurge: 2, canary: false })), /only 3\/5 nodes Ready/);
+        await assert.rejects(run(inputs(group, 3, { maxSurge: 1, canary: false })), /new node\(s\) not Ready/);
+        assert.deepStrictEqual(broken, []);
+        assert.deepStrictEqual(specs(group).sort(), [OLD, OLD, OLD, NEW, NEW].sort(), "every outdated node still there");
     });
 
     it("a rollout paused by a drain that stays blocked finishes on the next run with onDrainTimeout force", async () => {
@@ -361,8 +369,7 @@ describe("fixed pool rollout (emulator)", () => {
         this.timeout(600_000);
         const failures: string[] = [];
         for (const { size, maxSurge, maxUnavailable, canary, at } of rolloutCases()) {
-            c = await fakeCluster(ctx.emu, REGION);
-            c.autoJoin("general", { pods: ["ReplicaSet"] });
+            c = await rolloutCluster(ctx.emu, REGION);
             const group = outdatedPool(size);
             const broken = watchRollout(ctx.emu, c, group, size, maxUnavailable);
             const firstLeft = watchCanary(group);
@@ -384,8 +391,7 @@ describe("fixed pool rollout under faults (emulator): every mutating call refuse
     /** A fresh world: a protected pool of 2 made from the old spec, the configuration on the new one. */
     async function world(): Promise<{ emu: Emulator; c: FakeCluster; group: string; broken: string[]; run: () => Promise<void> }> {
         const emu = await startEmulatorHere();
-        const c = await fakeCluster(emu, REGION);
-        c.autoJoin("general", { pods: ["ReplicaSet"] });
+        const c = await rolloutCluster(emu, REGION);
         const g = emu.addScalingGroup({ maxSize: 2, desiredCapacity: 2, configurationTags: { [SPEC_TAG]: OLD } });
         for (const id of emu.scalingGroupInstances(g.scalingGroupId)) {
             emu.state.scalingInstances.get(id)!.lifecycleState = "Protected";

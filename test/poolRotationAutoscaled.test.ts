@@ -8,8 +8,9 @@
 // and every instance launches.
 import * as assert from "assert";
 import { startEmulatorHere, useEmulator, useEmulatorEnvironment } from "../testing/emulator/fixture";
-import { fakeCluster, type FakeCluster } from "../testing/fakeCluster";
-import { poolCapacityProvider, previewRollout, updateObservedPool, type PoolCapacityInputs } from "../src/providers/poolCapacity";
+import type { FakeCluster } from "../testing/fakeCluster";
+import { rolloutCluster } from "../testing/fixedPool";
+import { POOL_CAPACITY_PROVIDER_VERSION, poolCapacityProvider, previewRollout, updateObservedPool, type PoolCapacityInputs } from "../src/providers/poolCapacity";
 import { AUTOSCALED_SPEC_LABEL, DEFAULT_ROLLOUT, OUTDATED_TAINT, type Rollout } from "../src/rules";
 import type { Emulator } from "../testing/emulator";
 import { launchInstance } from "../testing/emulator/ess";
@@ -77,10 +78,7 @@ function autoscaledPool(emu: Emulator, c: FakeCluster, size: number, min: number
 describe("autoscaled pool rollout (emulator)", () => {
     const ctx = useEmulator();
     let c: FakeCluster;
-    beforeEach(async () => {
-        c = await fakeCluster(ctx.emu, REGION);
-        c.autoJoin("general", { pods: ["ReplicaSet"] });
-    });
+    beforeEach(async () => { c = await rolloutCluster(ctx.emu, REGION); });
     afterEach(() => assert.deepStrictEqual(c.violations, [], "I1: every member left ESS drained"));
 
     const inputs = (group: string, min: number, max: number, rollout?: Partial<Rollout>): PoolCapacityInputs => ({
@@ -109,6 +107,16 @@ describe("autoscaled pool rollout (emulator)", () => {
         assert.strictEqual(pool.most(), 3, "never above autoscale.max");
         assert.deepStrictEqual(specs(pool.group), [NEW, NEW, NEW]);
         assert.deepStrictEqual(marked(), []);
+    });
+
+    it("at autoscale.max without validation: the run ends only once the last batch's replacements are Ready nodes", async () => {
+        c.autoJoin("general", { pods: ["ReplicaSet"], readyAfterListings: 3 });
+        const pool = autoscaledPool(ctx.emu, c, 3, 1, 3, 1);
+        await run(inputs(pool.group, 1, 3, { maxUnavailable: 1, validate: false }));
+        assert.deepStrictEqual(pool.broken, []);
+        assert.deepStrictEqual(specs(pool.group), [NEW, NEW, NEW]);
+        const notReady = ctx.emu.scalingGroupInstances(pool.group).filter((id) => !c.nodes.get(`node-${id}`)?.ready);
+        assert.deepStrictEqual(notReady, [], "every member a Ready Node when `pulumi up` ends");
     });
 
     it("at autoscale.max with maxUnavailable 0: the preview says it pauses, and the run pauses naming the maximum before anything changes", async () => {
@@ -158,6 +166,20 @@ describe("autoscaled pool rollout (emulator)", () => {
         assert.deepStrictEqual([other.scaleDownDisabled, other.scaleDownHeld ?? ""], ["true", ""]);
     });
 
+    it("an autoscaled rollout that version 6 paused (surge there, current nodes held) is finished by this version after one pulumi up (an update)", async () => {
+        const pool = autoscaledPool(ctx.emu, c, 2, 1, 4, 0);
+        c.failDrains = 1;
+        await assert.rejects(run(inputs(pool.group, 1, 4, {})), /rollout paused/); // the cloud and cluster state a paused rollout leaves
+        const olds = { ...inputs(pool.group, 1, 4, { soakSeconds: 0 }), providerVersion: "6", readyInstanceIds: [] };
+        const news = { ...inputs(pool.group, 1, 4, { soakSeconds: 0 }), providerVersion: POOL_CAPACITY_PROVIDER_VERSION };
+        const diff = await poolCapacityProvider.diff!("x", olds, news);
+        assert.deepStrictEqual([diff.changes, diff.replaces ?? []], [true, []]);
+        await poolCapacityProvider.update!("x", olds, news);
+        assert.deepStrictEqual(pool.broken, []);
+        assert.deepStrictEqual(specs(pool.group), [NEW, NEW, NEW], "the resumed size counts the surge, as version 6 did");
+        assert.deepStrictEqual(marked(), []);
+    });
+
     it("without rollout, outdated nodes stay and nothing is held; PoolCapacity's check takes a rollout in observe mode", async () => {
         const pool = autoscaledPool(ctx.emu, c, 2, 1, 4, 0);
         const before = ctx.emu.scalingGroupInstances(pool.group);
@@ -172,8 +194,7 @@ describe("autoscaled pool rollout (emulator)", () => {
         const failures: string[] = [];
         for (const { size, maxSurge, maxUnavailable, canary, at: bounds } of rolloutCases()) {
             for (let room = 0; room <= 2; room++) {
-                c = await fakeCluster(ctx.emu, REGION);
-                c.autoJoin("general", { pods: ["ReplicaSet"] });
+                c = await rolloutCluster(ctx.emu, REGION);
                 const min = 1;
                 const max = size + room;
                 const pool = autoscaledPool(ctx.emu, c, size, min, max, maxUnavailable);
@@ -202,32 +223,45 @@ describe("autoscaled pool rollout (emulator)", () => {
 describe("autoscaled pool rollout under faults (emulator): every mutating call refused once in turn, then a re-run", () => {
     useEmulatorEnvironment();
 
-    /** A fresh world: an autoscaled pool of 2 (1–4) made from the old spec, the configuration on the new one. */
-    async function world(): Promise<{ emu: Emulator; c: FakeCluster; pool: Pool; run: () => Promise<void> }> {
-        const emu = await startEmulatorHere();
-        const c = await fakeCluster(emu, REGION);
-        c.autoJoin("general", { pods: ["ReplicaSet"] });
-        const pool = autoscaledPool(emu, c, 2, 1, 4, 0);
-        const run = () => updateObservedPool({ mode: "observe" }, {
-            region: REGION, scalingGroupId: pool.group, poolName: "general", masterInstanceId: c.master, commands: c.commands, mode: "observe", minSize: 1, maxSize: 4,
-            pollSeconds: 0.01, readyTimeoutSeconds: 5, pollIntervalMs: 5, specHash: NEW, rollout: DEFAULT_ROLLOUT,
-        }, undefined, steppedClock());
-        return { emu, c, pool, run };
+    /**
+     * A fresh world: an autoscaled pool of `size` (`min`–`max`) made from the old spec, the configuration on the new one.
+     * Default 2 (1–4), the default rollout.
+     */
+    function worldOf(size = 2, min = 1, max = 4, rollout: Rollout = DEFAULT_ROLLOUT) {
+        return async (): Promise<{ emu: Emulator; c: FakeCluster; pool: Pool; run: () => Promise<void> }> => {
+            const emu = await startEmulatorHere();
+            const c = await rolloutCluster(emu, REGION);
+            const pool = autoscaledPool(emu, c, size, min, max, rollout.maxUnavailable);
+            const run = () => updateObservedPool({ mode: "observe" }, {
+                region: REGION, scalingGroupId: pool.group, poolName: "general", masterInstanceId: c.master, commands: c.commands, mode: "observe", minSize: min, maxSize: max,
+                pollSeconds: 0.01, readyTimeoutSeconds: 5, pollIntervalMs: 5, specHash: NEW, rollout,
+            }, undefined, steppedClock());
+            return { emu, c, pool, run };
+        };
     }
+
+    /** What broke in a world after its faulty run and the re-run; `ends` checks the members' count it ended with. */
+    const brokenIn = (ends: (n: number) => boolean) => (w: { emu: Emulator; c: FakeCluster; pool: Pool }, at: string) => {
+        const end = w.emu.scalingGroupInstances(w.pool.group).map((id) => w.emu.instances.get(id)!.tags[AUTOSCALED_SPEC_LABEL]);
+        const held = [...w.c.nodes.values()].filter((n) => n.scaleDownDisabled || n.scaleDownHeld).map((n) => n.name);
+        return [
+            ...w.pool.broken.map((b) => `${at}: ${b}`),
+            ...w.c.violations.map((v) => `${at}: I1 ${v}`),
+            ...(!ends(end.length) || end.some((s) => s !== NEW) ? [`${at}: ended with ${end.join(", ")}`] : []),
+            ...(held.length > 0 ? [`${at}: ${held.join(", ")} still held`] : []),
+        ];
+    };
 
     it("the invariants hold under each fault, and the re-run ends with only current nodes, none held, within min/max", async function () {
         this.timeout(600_000);
-        const { steps, failures } = await faultMatrix(world, (w, at) => {
-            const end = w.emu.scalingGroupInstances(w.pool.group).map((id) => w.emu.instances.get(id)!.tags[AUTOSCALED_SPEC_LABEL]);
-            const held = [...w.c.nodes.values()].filter((n) => n.scaleDownDisabled || n.scaleDownHeld).map((n) => n.name);
-            return [
-                ...w.pool.broken.map((b) => `${at}: ${b}`),
-                ...w.c.violations.map((v) => `${at}: I1 ${v}`),
-                ...(end.length < 1 || end.length > 4 || end.some((s) => s !== NEW) ? [`${at}: ended with ${end.join(", ")}`] : []),
-                ...(held.length > 0 ? [`${at}: ${held.join(", ")} still held`] : []),
-            ];
-        });
+        const { steps, failures } = await faultMatrix(worldOf(), brokenIn((n) => n >= 1 && n <= 4));
         assert.ok(steps.length >= 6 && steps.some(([a]) => a === "InvokeCommand"), `a rollout makes mutating calls, the hold among them: ${steps.map(([a]) => a).join(", ")}`);
+        assert.deepStrictEqual(failures, []);
+    });
+
+    it("at autoscale.max, removing first (3 of 3, maxUnavailable 1, no canary): a run stopped after any step is resumed with the size the rollout started with: Ready nodes never below 2, and it ends at 3 current nodes", async function () {
+        this.timeout(600_000);
+        const { failures } = await faultMatrix(worldOf(3, 1, 3, { ...DEFAULT_ROLLOUT, maxUnavailable: 1, canary: false }), brokenIn((n) => n === 3));
         assert.deepStrictEqual(failures, []);
     });
 });

@@ -38,10 +38,11 @@ describe("providers whose behaviour changed: state from the previous version run
 
     // Every version a stack may still hold: 1 (nodes label their pool themselves), 2 (the admission service sets the
     // pool label), 3 (capacity changes that never let ESS choose), 4 (outdated members replaced by a rollout, no taint),
-    // 5 (fixed pools' rollouts only: autoscaled pools with no spec hash), each going straight to the current one in one
-    // `pulumi up` (5 with the spec hash and a rollout too, below, a fixed pool and an autoscaled one).
+    // 5 (fixed pools' rollouts only: autoscaled pools with no spec hash), 6 (autoscaled rollouts whose removals lower the
+    // desired capacity), each going straight to the current one in one `pulumi up` (5 with the spec hash and a rollout
+    // too, below, a fixed pool and an autoscaled one; 6's paused autoscaled rollout in test/poolRotationAutoscaled.test.ts).
     const previousPoolCapacityVersions = Array.from({ length: Number(POOL_CAPACITY_PROVIDER_VERSION) - 1 }, (_, i) => String(i + 1));
-    it("PoolCapacity: every previous version is covered below", () => assert.deepStrictEqual(previousPoolCapacityVersions, ["1", "2", "3", "4", "5"]));
+    it("PoolCapacity: every previous version is covered below", () => assert.deepStrictEqual(previousPoolCapacityVersions, ["1", "2", "3", "4", "5", "6"]));
     for (const version of previousPoolCapacityVersions) {
         it(`PoolCapacity ${version} → ${POOL_CAPACITY_PROVIDER_VERSION}: an update (not a replacement) stores the new code; its delete then drains the pool with scale-out suspended`, async () => {
             const group = ctx.emu.addScalingGroup({ desiredCapacity: 2, maxSize: 2 }).scalingGroupId;

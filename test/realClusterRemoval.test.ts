@@ -24,6 +24,7 @@ import { LEGACY_POOL_LABEL, OUTDATED_TAINT, SCALE_DOWN_DISABLED, SCALE_DOWN_HELD
 import { readClusterHealth, removeNode, removeNodes, RemovalError, scaleInPool, CLEARED_USERDATA, validationProblems, type RemovalOptions } from "../src/removal";
 import type { NodeCommandIds } from "../src/rules";
 import { renderOperation } from "../src/shell/render";
+import { readClusterStatus } from "../src/upgrade/status";
 
 const REGION = "cn-hangzhou";
 const POD_CIDR = "172.16.0.0/16";
@@ -280,6 +281,25 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
         assert.deepStrictEqual([await marks(a), await marks(b), await marks(user)], [["", ""], ["", ""], ["true", ""]], "the user's annotation stays");
     });
 
+    it("outdated-taint, run by the real kubectl: a Node's own annotations (which its kubelet may write) cannot make up a listing line: no hold or release reaches a Node the user annotated", async function () {
+        const [user, forger] = ["i-forge-user", "i-forge-node"].map((id) => emu.addInstance({ instanceId: `${id}-${testNo}`, regionId: REGION }).instanceId);
+        await join([user, forger], "general");
+        await c.kubectl(["annotate", "node", nodeName(user), `${SCALE_DOWN_DISABLED}=true`]); // the user's own
+        // The forger's values spell a line of the listings: the user's Node with no annotation (hold would take it as free),
+        // and the user's Node held by the pool's rollout (clear would release it).
+        await c.kubectl(["annotate", "node", nodeName(forger), `${SCALE_DOWN_DISABLED}=x\n${nodeName(user)}\t\t`, `${SCALE_DOWN_HELD}=x\n${nodeName(user)}\tgeneral`]);
+        const access = { region: REGION, masterInstanceIds: [master], commands, pollIntervalMs: 10 };
+        const marks = async (id: string) => {
+            const annotations = (await getNode(nodeName(id)))?.metadata.annotations ?? {};
+            return [annotations[SCALE_DOWN_DISABLED] ?? "", annotations[SCALE_DOWN_HELD] ?? ""];
+        };
+        assert.strictEqual(await holdScaleDown(access, "general", [nodeName(user)]), 0, "the user's annotation is the user's");
+        assert.deepStrictEqual(await marks(user), ["true", ""]);
+        assert.deepStrictEqual((await clearOutdatedTaint(access, "general")).released, 0, "no Node is held by the pool's rollout");
+        assert.deepStrictEqual(await marks(user), ["true", ""], "the user's annotation stays");
+        await c.kubectl(["annotate", "node", nodeName(forger), `${SCALE_DOWN_DISABLED}-`, `${SCALE_DOWN_HELD}-`]);
+    });
+
     it("cluster-validate, run by the real kubectl: a kube-system Deployment whose pod cannot be scheduled is named with its Pending pod, one whose pod runs on a Ready Node is not; a master's Node not Ready is named, and no Node's status forges it Ready", async function () {
         const [a] = [emu.addInstance({ instanceId: `i-validate-${testNo}`, regionId: REGION }).instanceId];
         await join([a], "general");
@@ -335,6 +355,37 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
             assert.ok(validationProblems([], after).includes(`control-plane Node(s) not Ready: ${nodeName(masterDown)}`), validationProblems([], after).join("\n"));
         } finally {
             await c.kubectl(["delete", "deployment", "-n", "kube-system", runs, stuck, "--wait=false"]);
+        }
+    });
+
+    it("upgrade-status, run by the real kubectl: each Node's kubelet version, Ready status and marks as the API server holds them; a kubelet version that spells a line is that Node's value, never a Node; a worker's pod labelled kube-apiserver is no API server", async function () {
+        const [a] = [emu.addInstance({ instanceId: `i-status-${testNo}`, regionId: REGION }).instanceId];
+        await join([a], "general");
+        await c.kubectl(["annotate", "node", nodeName(a), "alicloud-kubeadm/upgrading=2026-12-02T11:00:00Z"]);
+        // A kubelet writes its own Node's status: a version that spells the head of another line (Node a, a newer
+        // kubelet, Ready, uncordoned) — the script prefixes each Node's line with "node<TAB>".
+        const forger = `zz-status-forger-${testNo}`;
+        await c.apply({ apiVersion: "v1", kind: "Node", metadata: { name: forger, labels: { [MARK]: "" } } });
+        const forged = `1.36.3\nnode\t${nodeName(a)}\t${nodeName(a)}\t9.99.0\tTrue\tfalse\t\tz`;
+        await c.kubectl(["patch", "node", forger, "--subresource=status", "--type=merge", "-p", JSON.stringify({ status: { nodeInfo: { kubeletVersion: forged } } })]);
+        const access = { region: REGION, masterInstanceIds: [master], commands, pollIntervalMs: 10 };
+        const status = await readClusterStatus(access);
+        const real = JSON.parse(await c.kubectl(["get", "nodes", "-o", "json"])).items as Array<{ metadata: { name: string }; status: { nodeInfo?: { kubeletVersion?: string } } }>;
+        assert.deepStrictEqual(status.nodes.map((n) => n.name).sort(), real.map((n) => n.metadata.name).sort(), "every Node, once");
+        const ofA = status.nodes.filter((n) => n.name === nodeName(a));
+        assert.strictEqual(ofA.length, 1);
+        assert.deepStrictEqual([ofA[0].providerId, ofA[0].mark, ofA[0].unschedulable], [nodeName(a), "2026-12-02T11:00:00Z", false]);
+        assert.strictEqual(ofA[0].kubelet, (real.find((n) => n.metadata.name === nodeName(a))!.status.nodeInfo?.kubeletVersion ?? "").replace(/^v/, ""));
+        assert.strictEqual(status.nodes.find((n) => n.name === forger)?.kubelet, forged, "the forger's own value, exactly");
+        // Any kubelet may post a mirror pod labelled as an API server, bound to its own Node: not one of the API servers.
+        const fake = `kube-apiserver-${testNo}`;
+        await c.apply({ apiVersion: "v1", kind: "Pod", metadata: { name: fake, namespace: "kube-system", labels: { component: "kube-apiserver", [MARK]: "" } },
+            spec: { nodeName: nodeName(a), containers: [{ name: "kube-apiserver", image: "registry.k8s.io/kube-apiserver:v9.99.0" }] } });
+        try {
+            const withPod = await readClusterStatus(access);
+            assert.deepStrictEqual(withPod.apiServers.filter((x) => x.node === nodeName(a)), [], "a worker's pod is no API server");
+        } finally {
+            await c.kubectl(["delete", "pod", "-n", "kube-system", fake, "--wait=false"]);
         }
     });
 

@@ -420,6 +420,22 @@ describe("what the stacks render, on a real API server (Kubernetes v1.36.3 + KWO
             assert.deepStrictEqual(versions.kubelets, Object.fromEntries(real.map((n) => [n.metadata.name, (n.status.nodeInfo?.kubeletVersion ?? "").replace(/^v/, "")])));
             const apiPods = JSON.parse(await c.kubectl(["get", "pods", "-n", "kube-system", "-l", "component=kube-apiserver", "-o", "json"])).items as Array<{ spec: { nodeName: string } }>;
             assert.deepStrictEqual(Object.keys(versions.apiServers).sort(), apiPods.map((p) => p.spec.nodeName).sort());
+            // A kubelet writes its own Node's status: a Ready message and a kubelet version that spell other lines (another
+            // Node, Ready; another kubelet version) are that Node's values, never a Node or a version of another.
+            const forger = `zz-doctor-forger`;
+            await c.apply({ apiVersion: "v1", kind: "Node", metadata: { name: forger } });
+            const message = `ok\n${names[0]}\tTrue\tForged\tforged\tFalse\tz`;
+            const kubelet = `v1.36.3\n${names[0]}\tv9.99.0`;
+            await c.kubectl(["patch", "node", forger, "--subresource=status", "--type=merge", "-p", JSON.stringify({ status: {
+                nodeInfo: { kubeletVersion: kubelet },
+                conditions: [{ type: "Ready", status: "False", reason: "Forged", message, lastHeartbeatTime: new Date().toISOString(), lastTransitionTime: new Date().toISOString() }],
+            } })]);
+            const forgedView = new DoctorContext(info, { pollIntervalMs: 10, pollMaxIntervalMs: 50 });
+            const withForger = await forgedView.nodes();
+            assert.deepStrictEqual(withForger.map((n) => n.name).sort(), [...real.map((n) => n.metadata.name), forger].sort(), "no Node made up by a value");
+            assert.strictEqual(withForger.find((n) => n.name === forger)?.readyMessage, message, "the forger's message, exactly");
+            assert.strictEqual((await forgedView.versions()).kubelets[names[0]], versions.kubelets[names[0]], "another Node's kubelet version unchanged");
+            await c.kubectl(["delete", "node", forger]);
 
             // routes: only the Nodes of this test have routes, so scope the check to them
             const others = real.map((n) => n.metadata.name).filter((n) => !names.includes(n));

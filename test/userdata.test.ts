@@ -620,11 +620,12 @@ describe("node operations in the sandbox", () => {
         assert.match(none.stdout, /^tainted 0$/m);
         assert.equal(kubectl(none).filter((k) => k.startsWith("taint")).length, 0);
         const clear = await sb.run(fill(renderOperation("outdated-taint"), { pool: "general", taintMode: "clear", outdated: "" }),
-            { AK_STUB_KUBECTL_OUTPUT: "node-a\tgeneral\nnode-b\tother\nnode-c\t\nnode-d\tgeneral" });
+            { AK_STUB_KUBECTL_OUTPUT: "node-a\tgeneral\tgeneral\nnode-b\tother\tother\nnode-c\t\t\nnode-d\tgeneral\tgeneral" });
         assert.equal(clear.code, 0, clear.stderr);
         assert.match(clear.stdout, /^cleared 2$/m);
         assert.equal(kubectl(clear)[1], "taint nodes node-a node-d alicloud-kubeadm/outdated:PreferNoSchedule-");
-        // clear also releases the Nodes the pool's rollout held (the same stubbed listing, read as name<TAB>held-by).
+        // clear also releases the Nodes the pool's rollout held (the same stubbed listing: name<TAB>taint, then
+        // name<TAB>scale-down-disabled<TAB>held-by).
         assert.match(clear.stdout, /^released 2$/m);
         assert.equal(kubectl(clear)[3], "annotate nodes node-a node-d cluster-autoscaler.kubernetes.io/scale-down-disabled- alicloud-kubeadm/scale-down-held-");
     });
@@ -637,7 +638,7 @@ describe("node operations in the sandbox", () => {
             { AK_STUB_KUBECTL_OUTPUT: "node-a\t\t\nnode-b\ttrue\tgeneral\nnode-u\ttrue\t\nnode-c\t\t" });
         assert.equal(hold.code, 0, hold.stderr);
         assert.match(hold.stdout, /^held 2$/m);
-        assert.match(kubectl(hold)[0], /jsonpath=.*\.metadata\.annotations\.cluster-autoscaler\\\.kubernetes\\\.io\/scale-down-disabled/);
+        assert.match(kubectl(hold)[0], /go-template=.*index \. "cluster-autoscaler\.kubernetes\.io\/scale-down-disabled"/);
         assert.equal(kubectl(hold)[1], "annotate nodes node-a node-b --overwrite cluster-autoscaler.kubernetes.io/scale-down-disabled=true alicloud-kubeadm/scale-down-held=general");
     });
 

@@ -1,9 +1,9 @@
 /**
  * The one bounded wait (src/cloud/wait.ts) on a clock the test steps: plain unit tests, no cloud, no emulator, no
- * real time (the pauses asked for are recorded, not slept).
+ * real time (the pauses asked for are recorded, not slept); and reads side by side (allSettled).
  */
 import * as assert from "assert";
-import { waitFor } from "../src/cloud/wait";
+import { allSettled, waitFor } from "../src/cloud/wait";
 import { steppedClock } from "../testing/steppedClock";
 
 describe("a bounded wait (waitFor) on an injected clock", () => {
@@ -36,5 +36,23 @@ describe("a bounded wait (waitFor) on an injected clock", () => {
             { timeoutMs: 60_000, firstDelayMs: 300, maxDelayMs: 300, pauseFirst: true, log: (m) => logged.push(m), clock }, () => new Error("timed out"));
         assert.deepStrictEqual(clock.pauses, [300, 300, 300, 300, 300]);
         assert.deepStrictEqual(logged, ["a", "b"]);
+    });
+});
+
+describe("reads side by side (allSettled)", () => {
+    it("a read that fails first is thrown only once the other read has ended: nothing still runs when the caller sees the error", async () => {
+        let finish!: (v: string) => void;
+        const slow = new Promise<string>((resolve) => { finish = resolve; });
+        let thrown: unknown;
+        const both = allSettled<[string, number]>([slow, Promise.reject(new Error("nodes unreadable"))]).catch((e) => { thrown = e; });
+        for (let k = 0; k < 10; k++) await Promise.resolve();
+        assert.strictEqual(thrown, undefined, "not thrown while the slow read runs");
+        finish("routes");
+        await both;
+        assert.match(String(thrown), /nodes unreadable/);
+    });
+
+    it("gives the values in order when every read succeeds", async () => {
+        assert.deepStrictEqual(await allSettled<[number, string]>([Promise.resolve(1), Promise.resolve("b")]), [1, "b"]);
     });
 });

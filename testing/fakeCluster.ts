@@ -11,7 +11,8 @@
 //   and their controllers would: a worker without a PreferNoSchedule taint first (kube-scheduler's TaintToleration
 //   score; the real scheduler weighs it against other scores, here it always wins), then the one with fewest pods.
 // - `credentials`: the instances holding kubelet credentials (a joined node until `kubeadm reset`).
-// - `etcd`: member name → peer IP; `kubeadm reset` on a member takes it out unless `resetLeavesEtcd`.
+// - `etcd`: member name → peer IP; `kubeadm reset` on a member takes it out unless `resetLeavesEtcd`, and stops its etcd
+//   either way.
 // - `violations`: every scaling-group member that left ESS while it had a Node that was not drained (I1),
 //   recorded by the emulator's member-left hook at the moment ESS takes it out; and every instance stopped
 //   (StopInstance accepted) while its Node still had workload pods (they were never evicted: no PDB held).
@@ -166,6 +167,8 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
     const master = emu.addInstance({ instanceName: "master-0", regionId: region }).instanceId;
     const commands = await saveNodeCommands(region);
     const masters = [master];
+    /** Instances `kubeadm reset` ran on: their etcd no longer runs (until a join registers their Node again). */
+    const resetMasters = new Set<string>();
     const c: FakeCluster = {
         master, masters, region, commands,
         access: { region, masterInstanceIds: masters, commands, pollIntervalMs: 10 },
@@ -197,6 +200,7 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
             };
             c.nodes.set(node.name, node);
             c.credentials.add(instanceId);
+            resetMasters.delete(instanceId);
             if (!c.versions.has(instanceId)) c.versions.set(instanceId, { kubeadm: c.version, kubelet: node.kubelet ?? c.version, apiserver: masters.includes(instanceId) ? c.version : "none" });
             return node;
         },
@@ -378,22 +382,32 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
         if (!viaNode?.ready || !running(viaNode.instanceId)) {
             return { exitCode: 1, output: `error: unable to upgrade connection: container not found ("etcd")\n` };
         }
-        const name = [...c.etcd.entries()].find(([n, ip]) => (member && n === member) || (peerIp && ip === peerIp))?.[0];
+        // As src/shell/ops/etcd-member-remove.sh decides: the member of that name; without one, by its peer address
+        // only when no name was given (every member here has started, so has a name), and never one etcd reports healthy.
+        const name = member && c.etcd.has(member) ? member : !member && peerIp ? [...c.etcd.entries()].find(([, ip]) => ip === peerIp)?.[0] : undefined;
         if (!name) return { output: "member-absent\n" };
+        if (name !== member && etcdHealth().find((m) => m.name === name)?.health) {
+            return { exitCode: 1, output: `error: the etcd member at ${peerIp} (${name}) is healthy and not named after the leaving master: it is not removed.\n` };
+        }
         c.etcd.delete(name);
         return { output: "member-removed\n" };
     });
+    /** Each member with its health as etcd reports it: healthy while its machine runs and was not reset, none without a quorum of them. */
+    const etcdHealth = () => {
+        const members = [...c.etcd.entries()].map(([name, ip]) => ({
+            name, ip, up: [...emu.instances.values()].some((inst) => inst.privateIp === ip && running(inst.instanceId) && !resetMasters.has(inst.instanceId)),
+        }));
+        const quorum = members.filter((m) => m.up).length >= Math.floor(members.length / 2) + 1;
+        return members.map((m) => ({ ...m, health: quorum && m.up }));
+    };
     // etcd-health: the members (etcdctl's JSON), each healthy while its machine runs; none without a quorum of them.
     emu.onCommand(operation("etcd-health"), (ctx) => {
         const via = c.nodes.get(ctx.parameters.etcdnode);
         if (!via?.ready || !running(via.instanceId)) return { exitCode: 1, output: `error: unable to upgrade connection: container not found ("etcd")\n` };
-        const members = [...c.etcd.entries()].map(([name, ip], i) => ({
-            ID: 1000 + i, name, peerURLs: [`https://${ip}:2380`], clientURLs: [`https://${ip}:2379`],
-            up: [...emu.instances.values()].some((inst) => inst.privateIp === ip && running(inst.instanceId)),
-        }));
-        const quorum = members.filter((m) => m.up).length >= Math.floor(members.length / 2) + 1;
-        const health = members.map((m) => ({ endpoint: m.clientURLs[0], health: quorum && m.up }));
-        return { output: `@@members\n${JSON.stringify({ members: members.map(({ up: _up, ...m }) => m) })}\n@@health\n${JSON.stringify(health)}\n` };
+        const members = etcdHealth();
+        const listed = members.map(({ name, ip }, i) => ({ ID: 1000 + i, name, peerURLs: [`https://${ip}:2380`], clientURLs: [`https://${ip}:2379`] }));
+        const health = members.map(({ ip, health }) => ({ endpoint: `https://${ip}:2379`, health }));
+        return { output: `@@members\n${JSON.stringify({ members: listed })}\n@@health\n${JSON.stringify(health)}\n` };
     });
     // --- upgrades -------------------------------------------------------------------------------------------
     const versionsOf = (id: string): FakeVersions => {
@@ -496,6 +510,7 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
         const ip = emu.instances.get(ctx.instanceId)?.privateIp;
         const member = [...c.etcd.entries()].find(([, peer]) => peer === ip)?.[0];
         if (member && !c.resetLeavesEtcd) c.etcd.delete(member);
+        resetMasters.add(ctx.instanceId); // its etcd static pod is gone with the reset, member or not
         return { output: `${member && c.resetLeavesEtcd ? "[reset] failed to remove etcd member: context deadline exceeded\n" : ""}reset-complete\n`, delayMs };
     });
     return c;

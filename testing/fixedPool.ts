@@ -1,7 +1,7 @@
 // A fixed pool as PoolCapacity keeps it, in the emulator world with testing/fakeCluster.ts behind the masters: the
 // setup health-repair and rollout tests share.
 import type { Emulator } from "./emulator";
-import type { FakeCluster } from "./fakeCluster";
+import { fakeCluster, type FakeCluster } from "./fakeCluster";
 import { setPoolCapacity, type PoolCapacityInputs, type PoolCapacityOutputs } from "../src/providers/poolCapacity";
 import type { Clock } from "../src/cloud/wait";
 
@@ -36,4 +36,11 @@ export function repairAt(c: FakeCluster, at: number, inputs: PoolCapacityInputs)
 export function steppingFrom(start: number): Clock {
     let now = start;
     return { now: () => now, sleep: async (ms) => { now += ms; } };
+}
+
+/** The cluster a rollout test starts from: master 0, and every instance ESS launches joining pool `general` with a workload pod. */
+export async function rolloutCluster(emu: Emulator, region: string): Promise<FakeCluster> {
+    const c = await fakeCluster(emu, region);
+    c.autoJoin("general", { pods: ["ReplicaSet"] });
+    return c;
 }

@@ -149,12 +149,14 @@ export async function modifyScalingGroup(region: string, scalingGroupId: string,
 }
 
 /**
- * Takes members out of the group: `release` (RemoveInstances: released, desired capacity decreased) or
- * `keep` (DetachInstances: the instance stays). Returns the scaling activity it started ("" when none was reported).
+ * Takes members out of the group: `release` (RemoveInstances: released, desired capacity decreased), `replace`
+ * (RemoveInstances keeping the desired capacity: released, and ESS launches as many after the activity,
+ * docs/upstream.md#ess-remove) or `keep` (DetachInstances: the instance stays). Returns the scaling activity it
+ * started ("" when none was reported).
  */
-export async function leaveScalingGroup(region: string, scalingGroupId: string, instanceIds: readonly string[], how: "release" | "keep", clock?: Clock): Promise<string> {
+export async function leaveScalingGroup(region: string, scalingGroupId: string, instanceIds: readonly string[], how: "release" | "replace" | "keep", clock?: Clock): Promise<string> {
     const res = await callApi("ess", how === "keep" ? "DetachInstances" : "RemoveInstances",
-        { ScalingGroupId: scalingGroupId, InstanceId: [...instanceIds], DecreaseDesiredCapacity: true }, { region, retry: { ...ESS_BUSY_RETRY, clock } });
+        { ScalingGroupId: scalingGroupId, InstanceId: [...instanceIds], DecreaseDesiredCapacity: how !== "replace" }, { region, retry: { ...ESS_BUSY_RETRY, clock } });
     return String(res.ScalingActivityId ?? "");
 }
 

@@ -76,3 +76,15 @@ export async function waitFor<T>(look: (waitedMs: number) => Promise<Look<T>>, o
         delay = Math.min(maxDelay, delay * (opts.factor ?? 1.5));
     }
 }
+
+/**
+ * Every read started side by side, each awaited to its end: the values in order, or the first error once none is
+ * still running. (`Promise.all` rejects at the first error while the other reads go on, retrying, after the caller
+ * has returned.)
+ */
+export async function allSettled<T extends readonly unknown[]>(reads: { [K in keyof T]: Promise<T[K]> }): Promise<T> {
+    const results = await Promise.allSettled(reads);
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
+    if (failed) throw failed.reason;
+    return results.map((r) => (r as PromiseFulfilledResult<unknown>).value) as unknown as T;
+}

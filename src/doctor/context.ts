@@ -9,7 +9,7 @@ import { describeInstances, type Instance } from "../cloud/ecs";
 import { classify } from "../cloud/errors";
 import { activeConfigurationTags, describeScalingGroups, scalingActivities, scalingGroupMembers, type ScalingActivity, type ScalingGroup } from "../cloud/ess";
 import { OpenApiError, type RetryOptions } from "../cloud/openapi";
-import { decompress, NodeInfo, parseNodeLines, instanceOfProviderId } from "../cloud/operations";
+import { decompress, NodeInfo, parseNodeLines, instanceOfProviderId, unescapeListed } from "../cloud/operations";
 import { customRouteEntries, type RouteEntry } from "../cloud/vpc";
 import { operationParameters, type SavedOperation } from "../rules";
 import { ClusterInfo, DoctorOptions } from "./types";
@@ -229,7 +229,7 @@ export class DoctorContext {
             if (!s[k] || s[k].rc !== 0) throw new Error(`kubectl get nodes failed on master 0 (exit ${s[k]?.rc ?? "none"}): ${redact(s[k]?.output ?? "no output").slice(-500)}`);
         }
         const cond = new Map<string, string[]>();
-        for (const line of s.conditions.output.split("\n").filter((l) => l.trim())) { const f = line.split("\t"); cond.set(f[0], f); }
+        for (const line of s.conditions.output.split("\n").filter((l) => l.trim())) { const f = line.split("\t").map(unescapeListed); cond.set(f[0], f); }
         return parseNodeLines(s.nodes.output).map((n) => {
             const f = cond.get(n.name) ?? [];
             return { ...n, readyStatus: f[1] ?? "", readyReason: f[2] ?? "", readyMessage: f[3] ?? "", networkUnavailable: f[4] ?? "", networkUnavailableReason: f[5] ?? "" };
@@ -245,7 +245,7 @@ export class DoctorContext {
         for (const k of ["kubelets", "apiservers"]) {
             if (!s[k] || s[k].rc !== 0) throw new Error(`kubectl could not list the ${k} on master 0 (exit ${s[k]?.rc ?? "none"}): ${redact(s[k]?.output ?? "no output").slice(-500)}`);
         }
-        const pairs = (text: string, value: (v: string) => string) => Object.fromEntries(text.split("\n").map((l) => l.split("\t")).filter(([k]) => k?.trim())
+        const pairs = (text: string, value: (v: string) => string) => Object.fromEntries(text.split("\n").map((l) => l.split("\t").map(unescapeListed)).filter(([k]) => k?.trim())
             .map(([k, v]) => [k.trim(), value((v ?? "").trim())]));
         return {
             kubelets: pairs(s.kubelets.output, (v) => v.replace(/^v/, "")),

@@ -6,6 +6,7 @@
 import { contains, formatCidr, overlaps, parseCidr, Cidr } from "../rules/cidr";
 import { DoctorContext, RouteView } from "./context";
 import { Finding } from "./types";
+import { allSettled } from "../cloud/wait";
 
 const cidrOf = (text: string): Cidr | undefined => { const c = parseCidr(text); return typeof c === "string" ? undefined : c; };
 
@@ -18,7 +19,7 @@ export async function checkRoutes(ctx: DoctorContext): Promise<Finding[]> {
     const { info } = ctx;
     const cluster = cidrOf(info.podCidr);
     if (!cluster) return [{ check: "routes", status: "problem", subject: "clusterInfo.podCidr", evidence: `"${info.podCidr}" is not a CIDR block`, next: "check the stack output clusterInfo" }];
-    const [entries, nodes] = await Promise.all([ctx.routes(), ctx.nodes()]);
+    const [entries, nodes] = await allSettled([ctx.routes(), ctx.nodes()]);
     const out: Finding[] = [];
     const add = (status: Finding["status"], subject: string, evidence: string, next: string) => out.push({ check: "routes", status, subject, evidence, next });
     const ours = entries.filter((e) => { const c = cidrOf(e.destinationCidrBlock); return c !== undefined && contains(cluster, c); });

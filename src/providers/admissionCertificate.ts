@@ -130,6 +130,18 @@ function issue(keyPem: string, inputs: AdmissionCertificateInputs): AdmissionCer
     return { ...inputs, certPem, keyPem, pin: publicKeyPin(keyPem), notAfter };
 }
 
+/** OpenSSL (through node:crypto) reads the certificate. */
+function parses(certPem: string): boolean {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const crypto = require("crypto") as typeof import("crypto");
+    try {
+        new crypto.X509Certificate(certPem);
+        return true;
+    } catch {
+        return false;
+    }
+}
+
 /** The addresses in one order: the same masters listed otherwise are no change. */
 const sorted = (i: Partial<AdmissionCertificateInputs>): Partial<AdmissionCertificateInputs> => ({ ...i, addresses: [...(i.addresses ?? [])].sort() });
 
@@ -138,9 +150,11 @@ export const admissionCertificateProvider: pulumi.dynamic.ResourceProvider = {
         return { id: "admission-certificate", outs: issue(newAdmissionKey(), inputs) };
     },
     async diff(_id: string, olds: AdmissionCertificateOutputs, news: AdmissionCertificateInputs) {
-        // A certificate with less than a year left is re-signed too (the same key).
+        // A certificate with less than a year left is re-signed too (the same key), and so is one that OpenSSL cannot
+        // read: earlier versions gave about 1 in 256 certificates a serial with a leading 0 byte (not DER), which
+        // the admission service and the nodes' curl refuse.
         const expiring = !(Date.parse(olds.notAfter) - Date.now() > RENEW_BEFORE_DAYS * DAY_MS);
-        return { changes: diffInputs(ADMISSION_CERTIFICATE_DIFF, sorted(olds), sorted(news)).changes || expiring, replaces: [] };
+        return { changes: diffInputs(ADMISSION_CERTIFICATE_DIFF, sorted(olds), sorted(news)).changes || expiring || !parses(olds.certPem), replaces: [] };
     },
     async update(_id: string, olds: AdmissionCertificateOutputs, news: AdmissionCertificateInputs) {
         // The same key: the pin nodes carry stays valid.

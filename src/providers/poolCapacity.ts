@@ -34,7 +34,7 @@ import { ATTACH_LOG, checkHealthRepair, isOutdated, MAX_SCALING_GROUP_INSTANCES,
 import { repairPool } from "../removal/health";
 import { logInfo, pulumiLog } from "./log";
 import { withPacingLog } from "./pacing";
-import { SYSTEM_CLOCK, waitFor, type Clock } from "../cloud/wait";
+import { allSettled, SYSTEM_CLOCK, waitFor, type Clock } from "../cloud/wait";
 
 /**
  * Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider.
@@ -47,8 +47,11 @@ import { SYSTEM_CLOCK, waitFor, type Clock } from "../cloud/wait";
  * 6: autoscaled pools (`mode: observe`) roll out too: the spec hash under AUTOSCALED_SPEC_LABEL, a surge within
  * `maxSize`, removals within `minSize`, the current Nodes held from autoscaler scale-down while the rollout runs (the
  * saved command `outdated-taint` holds and releases them); the preview says what the rollout will do.
+ * 7: an autoscaled pool's rollout removes its victims beyond the surge keeping the desired capacity (ESS replaces them),
+ * and a run resumes with the desired capacity as the size when that is more than the members; a fixed pool's shrink during
+ * a rollout keeps the new members not Ready yet as its surge.
  */
-export const POOL_CAPACITY_PROVIDER_VERSION = "6";
+export const POOL_CAPACITY_PROVIDER_VERSION = "7";
 
 /** The outputs of a PoolCapacity that are secrets: none (ids, sizes and names only). */
 export const POOL_CAPACITY_SECRET_OUTPUTS = [] as const;
@@ -222,7 +225,9 @@ export async function setPoolCapacity(inputs: PoolCapacityInputs, log: (m: strin
 
 /**
  * The members above `size` that a rollout under way keeps: its surge (at most `rollout.maxSurge`, and no more than the
- * outdated members), while members are outdated. A run that stopped after the surge (a new node not Ready yet, a
+ * outdated members), and at least the members made from the spec that are not Ready nodes yet, while members are
+ * outdated: a `maxSurge` lowered while the surge was not Ready would otherwise take Ready outdated nodes as surplus in
+ * its place (outdated go first), below `size − maxUnavailable`. A run that stopped after the surge (a new node not Ready yet, a
  * drain that paused) is resumed by {@link rollOut}, which waits for the new nodes and removes outdated ones within
  * its floor and with its drain options; taking the surge as surplus instead would remove Ready outdated nodes below
  * `size − maxUnavailable`, run after run while a new node stays NotReady, or drain a blocked node without them.
@@ -231,8 +236,11 @@ async function rolloutSurge(inputs: PoolCapacityInputs, size: number, opts: Remo
     const { specHash, rollout } = inputs;
     if (!specHash || !rollout) return 0;
     if ((await stayingMembers(inputs.region, inputs.scalingGroupId)).length <= size) return 0;
-    const outdated = (await readPoolMembers({ scalingGroupId: inputs.scalingGroupId, specHash }, opts)).filter((m) => m.outdated).length;
-    return Math.min(rollout.maxSurge, outdated);
+    const members = await readPoolMembers({ scalingGroupId: inputs.scalingGroupId, specHash }, opts);
+    const outdated = members.filter((m) => m.outdated).length;
+    if (outdated === 0) return 0;
+    const newNotReady = members.filter((m) => !m.outdated && !(m.ready && m.nodeName !== null)).length;
+    return Math.min(members.length - size, Math.max(Math.min(rollout.maxSurge, outdated), newNotReady));
 }
 
 /**
@@ -260,7 +268,7 @@ async function rollOut(inputs: PoolCapacityInputs, opts: RemovalOptions, log: (m
         poolName, log, clock, timeoutMs: (inputs.readyTimeoutSeconds ?? 1200) * 1000, pollMs: (inputs.pollSeconds ?? 15) * 1000,
         // One reading: the pool (ESS, ECS and two listings) and the cluster's health, read side by side.
         read: async () => {
-            const [members, health] = await Promise.all([readPoolMembers({ scalingGroupId, specHash }, opts), readClusterHealth(clusterAccess(inputs))]);
+            const [members, health] = await allSettled([readPoolMembers({ scalingGroupId, specHash }, opts), readClusterHealth(clusterAccess(inputs))]);
             return { members, health };
         },
     };
@@ -274,10 +282,11 @@ async function rollOut(inputs: PoolCapacityInputs, opts: RemovalOptions, log: (m
         const outdated = members.filter((m) => m.outdated);
         if (outdated.length === 0 || !rollout) await clearTaint(inputs, log);
         if (outdated.length === 0) {
-            // An autoscaled pool's last batch may have gone first (maxUnavailable): it is refilled to the size it had.
-            if (autoscaled && round > 0 && members.length < size) {
+            // An autoscaled pool's last batch may have gone first (maxUnavailable): ESS replaces it (or, for a run of an
+            // earlier version, it is refilled here) to the size it had; the run ends once those are Ready nodes.
+            if (autoscaled && round > 0) {
                 const before = await activityIds(region, scalingGroupId);
-                await raiseDesired(inputs, size, log);
+                if (members.length < size) await raiseDesired(inputs, size, log);
                 await waitForReadyNodes(inputs, size, clock.now(), before, log, clock);
             }
             if (round > 0) log(`pool ${poolName}: rollout done: every node made from spec ${specHash}`);
@@ -289,7 +298,9 @@ async function rollOut(inputs: PoolCapacityInputs, opts: RemovalOptions, log: (m
             return;
         }
         if (round === 0) {
-            if (autoscaled) size = members.length;
+            // An autoscaled pool's size is what it has when the rollout starts, or resumes: its members, or the desired
+            // capacity when that is more (the rollout's removals keep it, so a run stopped after one still knows the size).
+            if (autoscaled) size = Math.max(members.length, (await describeScalingGroups(region, [scalingGroupId])).get(scalingGroupId)?.desiredCapacity ?? 0);
             log(`pool ${poolName}: rolling out spec ${specHash}: ${outdated.length} of ${members.length} node(s) outdated (maxSurge ${rollout.maxSurge}, ` +
                 `maxUnavailable ${rollout.maxUnavailable}${rollout.canary ? ", a canary first" : ""}${limits ? `, autoscale ${limits.min}–${limits.max}` : ""})`);
             // A rollout under way (members made from the spec already) may follow a batch whose soak the run before cut
@@ -326,7 +337,12 @@ async function rollOut(inputs: PoolCapacityInputs, opts: RemovalOptions, log: (m
             continue;
         }
         log(`pool ${poolName}: replacing outdated node(s) ${plan.victims.map((v) => v.instanceId).join(", ")}`);
-        await removeOutdated(inputs, plan.victims, { ...opts, drainTimeoutSeconds: rollout.drainTimeoutSeconds }, rollout.onDrainTimeout, log);
+        // An autoscaled pool's victims beyond its surge leave with the desired capacity kept (ESS launches their
+        // replacements itself): it never drops below the pool's size, so a run stopped before the refill is resumed
+        // with the size the rollout started with, never a smaller one (whose floor would be lower).
+        const surplus = Math.max(0, members.length - size);
+        const replaced = new Set(autoscaled ? plan.victims.slice(surplus).map((v) => v.instanceId) : []);
+        await removeOutdated(inputs, plan.victims, { ...opts, drainTimeoutSeconds: rollout.drainTimeoutSeconds }, rollout.onDrainTimeout, log, replaced);
         const batch = `replacing ${plan.victims.length} outdated node(s)`;
         await soak(poolName, rollout.soakSeconds, batch, log, clock);
         await validate(`after ${batch}`);
@@ -370,12 +386,13 @@ async function clearTaint(inputs: PoolCapacityInputs, log: (m: string) => void):
 /**
  * Removes outdated victims through the removal core. A drain that fails pauses the rollout with the removal's error
  * (the node, the step and kubectl's words: the pod that blocked eviction); with `force`, the victims whose drain
- * failed are drained once more deleting their pods instead of evicting them (PodDisruptionBudgets bypassed).
+ * failed are drained once more deleting their pods instead of evicting them (PodDisruptionBudgets bypassed). The victims in `replaced` leave with the desired capacity kept.
  */
-async function removeOutdated(inputs: PoolCapacityInputs, victims: PoolMember[], opts: RemovalOptions, onDrainTimeout: "pause" | "force", log: (m: string) => void): Promise<void> {
+async function removeOutdated(inputs: PoolCapacityInputs, victims: PoolMember[], opts: RemovalOptions, onDrainTimeout: "pause" | "force", log: (m: string) => void,
+    replaced: ReadonlySet<string>): Promise<void> {
     const pool = { scalingGroupId: inputs.scalingGroupId, essAction: "release" as const };
     try {
-        await removeMembers(pool, victims, opts);
+        await removeMembers(pool, victims, opts, replaced);
     } catch (err) {
         const message = (err as Error).message;
         if (onDrainTimeout !== "force" || !/step "drain" failed/.test(message)) {
@@ -385,7 +402,7 @@ async function removeOutdated(inputs: PoolCapacityInputs, victims: PoolMember[],
         const left = new Set((await stayingMembers(inputs.region, inputs.scalingGroupId)).map((m) => m.instanceId));
         const again = victims.filter((v) => left.has(v.instanceId));
         log(`pool ${inputs.poolName}: the drain of ${again.map((v) => v.instanceId).join(", ")} failed; onDrainTimeout force: draining again deleting the pods that block it`);
-        await removeMembers(pool, again, { ...opts, disableEviction: true });
+        await removeMembers(pool, again, { ...opts, disableEviction: true }, replaced);
     }
 }
 

@@ -5,6 +5,7 @@
 import { describeInstances } from "../cloud/ecs";
 import { stayingMembers, waitForIdleGroup } from "../cloud/ess";
 import { listNodesAt, nodeOfInstance, workloadPods, type NodeInfo } from "../cloud/operations";
+import { allSettled } from "../cloud/wait";
 import { removeNodes } from "./batch";
 import { beginRun, type RemovalOptions, type RemovalReport } from "./types";
 import { chooseVictims, type PoolMember } from "./victims";
@@ -65,7 +66,7 @@ export async function readPool(pool: Pick<ScaleInPool, "scalingGroupId" | "specH
     const access = beginRun(opts).access;
     // Every Node, not only those labelled with the pool: a member's Node is found by its provider id or its IP, and
     // one without the label (a kubelet set up by hand) is still its Node, never a reason to treat it as Node-less.
-    const [{ nodes, masterNow }, ips, workload] = await Promise.all([listNodesAt(access), describeInstances(opts.region, instances.map((i) => i.instanceId)), workloadPods(access)]);
+    const [{ nodes, masterNow }, ips, workload] = await allSettled([listNodesAt(access), describeInstances(opts.region, instances.map((i) => i.instanceId)), workloadPods(access)]);
     const members = instances.map((i) => {
         const inst = ips.get(i.instanceId);
         const node = nodeOfInstance(nodes, opts.region, { instanceId: i.instanceId, privateIp: inst?.privateIp });
@@ -76,12 +77,18 @@ export async function readPool(pool: Pick<ScaleInPool, "scalingGroupId" | "specH
     return { members, nodes, masterNow };
 }
 
-/** Removes the chosen members through the removal core (drain, leave ESS, routes). */
-export function removeMembers(pool: Pick<ScaleInPool, "scalingGroupId" | "essAction">, victims: readonly PoolMember[], opts: RemovalOptions): Promise<RemovalReport[]> {
+/**
+ * Removes the chosen members through the removal core (drain, leave ESS, routes).
+ * @param replaced the victims released with the desired capacity kept (`replace`: ESS launches one for each), the others
+ *   go as `pool.essAction` says. Default none.
+ */
+export function removeMembers(pool: Pick<ScaleInPool, "scalingGroupId" | "essAction">, victims: readonly PoolMember[], opts: RemovalOptions,
+    replaced: ReadonlySet<string> = new Set()): Promise<RemovalReport[]> {
     // The Node's readiness goes along with its name: given a name, the removal core does not look the Node up
     // again, and a NotReady node must be drained without waiting for pods its kubelet never confirms.
     return removeNodes(victims.map((v) => ({
-        instanceId: v.instanceId, kind: "scale-out", scalingGroupId: pool.scalingGroupId, essAction: pool.essAction, nodeName: v.nodeName, instance: v.instance,
+        instanceId: v.instanceId, kind: "scale-out", scalingGroupId: pool.scalingGroupId,
+        essAction: replaced.has(v.instanceId) ? "replace" as const : pool.essAction, nodeName: v.nodeName, instance: v.instance,
         ...(v.nodeName === null ? {} : { nodeReady: v.ready, nodePodCidr: v.podCidr }),
     })), opts);
 }

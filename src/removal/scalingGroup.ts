@@ -82,7 +82,7 @@ interface Fence {
  */
 async function fenceNodeless(fence: Fence, todo: readonly NodeRemoval[], members: readonly ScalingGroupMember[], nodes: readonly NodeInfo[], group: string, run: RemovalRun,
     failed: Map<NodeRemoval, Error>): Promise<void> {
-    let nodeless = todo.filter((r) => (r.target.essAction ?? "release") === "release" && !r.facts.drainedNode);
+    let nodeless = todo.filter((r) => r.target.essAction !== "keep" && !r.facts.drainedNode);
     // A Ready Node with the instance's IP that names another instance is nobody this run can drain: never stop it.
     for (const r of nodeless) {
         const other = r.facts.privateIp ? nodes.find((n) => n.ready && n.internalIp === r.facts.privateIp) : undefined;

@@ -13,8 +13,9 @@ export interface RemovalTarget {
     /** ESS group of pool members (`scale-out`, `autoscaled`). */
     scalingGroupId?: string;
     /** For ESS members: `release` = RemoveInstances (instance released, desired capacity decreased),
+     * `replace` = RemoveInstances keeping the desired capacity (released; ESS launches a replacement after the activity),
      * `keep` = DetachInstances (instance stays). Default `release`. */
-    essAction?: "release" | "keep";
+    essAction?: "release" | "replace" | "keep";
     /** The Node's name when the caller knows it; `null` when known to be absent. Default: looked up by provider id. */
     nodeName?: string | null;
     /** Whether that Node is Ready (a NotReady node's pods never finish terminating). Default: looked up. */

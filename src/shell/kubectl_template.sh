@@ -1,6 +1,6 @@
 #!/bin/bash
 # alicloud-kubeadm kubectl go-template pieces, for the operations that print values a node writes (list-nodes,
-# cluster-validate; src/shell/render.ts OPERATION_LIBRARIES adds this file after ops/lib.sh).
+# cluster-validate, outdated-taint, upgrade-status, doctor-nodes; src/shell/render.ts OPERATION_LIBRARIES adds this file after ops/lib.sh).
 # They print a value through the template's `js` escaper (docs/upstream.md#kubectl-go-template):
 # a tab, a newline or any other control character in a value (what a node writes on its own Node or its pods' status)
 # is printed as \u00XX, so only the template separates columns and lines (src/cloud/operations.ts unescapeListed reads
@@ -22,3 +22,15 @@ ak_tcondition() { printf '%srange .status.conditions%s%sif eq .type "%s"%s%s%sen
 # ak_tready EXPR: EXPR of the Ready condition, escaped.
 # shellcheck disable=SC2317
 ak_tready() { ak_tcondition Ready "$1"; }
+# ak_tnode: one Node's list-nodes line (its columns: src/shell/ops/list-nodes.sh), for `range .items`.
+# shellcheck disable=SC2317
+ak_tnode() {
+  local o=$AK_TO c=$AK_TC tab=$AK_TTAB
+  printf '%s' "$(ak_tvalue .metadata.name)${tab}$(ak_tvalue .spec.providerID)${tab}$(ak_tready .status)${tab}" \
+    "$(ak_tvalue .spec.unschedulable)${tab}$(ak_tvalue .spec.podCIDR)${tab}$(ak_tkeyed .metadata.labels alicloud-kubeadm/pool)${tab}" \
+    "$(ak_tvalue .metadata.creationTimestamp)${tab}$(ak_tkeyed .metadata.annotations alicloud-kubeadm/removing)${tab}" \
+    "$(ak_tkeyed .metadata.labels node-restriction.kubernetes.io/alicloud-kubeadm-pool)${tab}" \
+    "${o}range .status.addresses${c}${o}if eq .type \"InternalIP\"${c}$(ak_tvalue .address) ${o}end${c}${o}end${c}${tab}" \
+    "$(ak_tready .lastTransitionTime)${tab}$(ak_tkeyed .metadata.annotations alicloud-kubeadm/upgrading)${tab}" \
+    "$(ak_tkeyed .metadata.annotations alicloud-kubeadm/resizing)${AK_TNL}"
+}

@@ -629,6 +629,9 @@ const OPERATION_LIBRARIES: Partial<Record<OperationName, readonly string[]>> = {
     "etcd-restore": ["etcd_restore.sh", "control_plane_policy.sh"],
     "list-nodes": ["kubectl_template.sh"],
     "cluster-validate": ["kubectl_template.sh"],
+    "outdated-taint": ["kubectl_template.sh"],
+    "upgrade-status": ["kubectl_template.sh"],
+    "doctor-nodes": ["kubectl_template.sh"],
 };
 
 /**

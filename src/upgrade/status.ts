@@ -4,7 +4,7 @@
  * version, the deprecated APIs clients still request (the upgrade-status operation, src/shell/ops/upgrade-status.sh);
  * each instance's own kubeadm, kubelet and static-pod versions (the upgrade command's `status` step); etcd's health.
  */
-import { decompress, invokeOnMaster, type ClusterAccess } from "../cloud/operations";
+import { decompress, invokeOnMaster, unescapeListed, type ClusterAccess } from "../cloud/operations";
 import { runUpgradeStep } from "./run";
 import { readEtcdMembers, type EtcdMember } from "../recovery/quorum";
 import { oldestVersion, providerIdOf } from "../rules";
@@ -42,13 +42,17 @@ export interface ClusterStatus {
 
 const bare = (v: string | undefined) => (v ?? "").trim().replace(/^v/, "");
 
+const ESCAPED_KINDS = new Set(["apiserver", "node", "control-plane"]);
+
 /** Parses the upgrade-status operation's lines. */
 export function parseClusterStatus(text: string): ClusterStatus {
     const s: ClusterStatus = { apiServers: [], nodes: [], addons: {}, clusterConfig: "", deprecatedMetrics: "" };
     const controlPlane = new Set<string>();
     const deprecated: string[] = [];
     for (const line of text.split("\n")) {
-        const [kind, ...f] = line.split("\t");
+        const [kind, ...raw] = line.split("\t");
+        // The apiserver, node and control-plane values come escaped (a kubelet writes them): read back as data.
+        const f = ESCAPED_KINDS.has(kind) ? raw.map(unescapeListed) : raw;
         if (kind === "apiserver" && f[0]) s.apiServers.push({ node: f[0], version: bare(f[1]), ready: f[2] === "true" });
         else if (kind === "node" && f[0]) {
             s.nodes.push({ name: f[0], providerId: f[1] ?? "", kubelet: bare(f[2]), ready: f[3] === "True", unschedulable: f[4] === "true", mark: f[5] ?? "", resizeMark: f[6] ?? "", controlPlane: false });
@@ -58,6 +62,9 @@ export function parseClusterStatus(text: string): ClusterStatus {
         else if (kind === "deprecated") deprecated.push(f.join("\t"));
     }
     for (const n of s.nodes) n.controlPlane = controlPlane.has(n.name);
+    // Only a control-plane Node's API server counts: any kubelet may post a mirror pod labelled component=kube-apiserver
+    // bound to itself, but none may give its own Node the node-role label (NodeRestriction).
+    s.apiServers = s.apiServers.filter((a) => controlPlane.has(a.node));
     s.deprecatedMetrics = deprecated.join("\n");
     return s;
 }

@@ -28,7 +28,7 @@ import type { RealNodes } from "./nodes";
 /** Operations a master runs (src/rules/operations.ts `on: "master"`) that the real cluster can answer (init-status
  *  reads files: put `etc/kubernetes/pki/ca.crt` and the init marker into {@link RealOperations.master}). */
 export const MASTER_OPERATIONS = ["list-nodes", "pod-owners", "drain", "delete-node", "token-create", "token-delete", "doctor-nodes", "init-status", "stack-credential", "stack-credential-revoke",
-    "etcd-member-remove", "etcd-health", "outdated-taint", "cluster-validate"] as const;
+    "etcd-member-remove", "etcd-health", "outdated-taint", "cluster-validate", "upgrade-status"] as const;
 /** Operations a node runs on itself. */
 export const NODE_OPERATIONS = ["reset"] as const;
 

@@ -2,17 +2,16 @@
 # doctor-nodes (on a master, read-only): section `nodes` as list-nodes prints them (uncompressed), section
 # `conditions` with each Node's Ready and NetworkUnavailable status, reason and message, section `kubelets` with each
 # Node's kubelet version, section `apiservers` with each kube-apiserver pod's node and version (its image tag, as
-# `kubeadm upgrade plan` reads it); gzip+Base64.
-nodes='{range .items[*]}{.metadata.name}{"\t"}{.spec.providerID}{"\t"}{.status.conditions[?(@.type=="Ready")].status}{"\t"}'
-nodes+='{.spec.unschedulable}{"\t"}{.spec.podCIDR}{"\t"}{.metadata.labels.alicloud-kubeadm/pool}{"\t"}{.metadata.creationTimestamp}{"\t"}'
-nodes+='{.metadata.annotations.alicloud-kubeadm/removing}{"\t"}{.metadata.labels.node-restriction\.kubernetes\.io/alicloud-kubeadm-pool}{"\n"}{end}'
-conditions='{range .items[*]}{.metadata.name}{"\t"}{.status.conditions[?(@.type=="Ready")].status}{"\t"}'
-conditions+='{.status.conditions[?(@.type=="Ready")].reason}{"\t"}{.status.conditions[?(@.type=="Ready")].message}{"\t"}'
-conditions+='{.status.conditions[?(@.type=="NetworkUnavailable")].status}{"\t"}{.status.conditions[?(@.type=="NetworkUnavailable")].reason}{"\n"}{end}'
+# `kubeadm upgrade plan` reads it); gzip+Base64. Every value goes through the template's `js` escaper
+# (kubectl_template.sh): a kubelet writes its Node's status and annotations and its mirror pods, and a tab or a
+# newline in them cannot make up a column or a line (src/doctor/context.ts reads them back as data).
+o=$AK_TO c=$AK_TC tab=$AK_TTAB nl=$AK_TNL
+conditions="${o}range .items${c}$(ak_tvalue .metadata.name)${tab}$(ak_tready .status)${tab}$(ak_tready .reason)${tab}$(ak_tready .message)${tab}"
+conditions+="$(ak_tcondition NetworkUnavailable .status)${tab}$(ak_tcondition NetworkUnavailable .reason)${nl}${o}end${c}"
 {
-  ak_section nodes ak_kubectl get nodes -o "jsonpath=${nodes}"
-  ak_section conditions ak_kubectl get nodes -o "jsonpath=${conditions}"
-  ak_section kubelets ak_kubectl get nodes -o 'jsonpath={range .items[*]}{.metadata.name}{"\t"}{.status.nodeInfo.kubeletVersion}{"\n"}{end}'
+  ak_section nodes ak_kubectl get nodes -o "go-template=${o}range .items${c}$(ak_tnode)${o}end${c}"
+  ak_section conditions ak_kubectl get nodes -o "go-template=${conditions}"
+  ak_section kubelets ak_kubectl get nodes -o "go-template=${o}range .items${c}$(ak_tvalue .metadata.name)${tab}$(ak_tvalue .status.nodeInfo.kubeletVersion)${nl}${o}end${c}"
   ak_section apiservers ak_kubectl get pods -n kube-system -l component=kube-apiserver \
-    -o 'jsonpath={range .items[*]}{.spec.nodeName}{"\t"}{.spec.containers[0].image}{"\n"}{end}'
+    -o "go-template=${o}range .items${c}$(ak_tvalue .spec.nodeName)${tab}$(ak_tvalue '(index .spec.containers 0).image')${nl}${o}end${c}"
 } | ak_compact

@@ -11,14 +11,7 @@
 # Parameter AK_SELECTOR: a label selector, or empty for every Node.
 selector=()
 if [ -n "$AK_SELECTOR" ]; then selector=(-l "$AK_SELECTOR"); fi
-o=$AK_TO c=$AK_TC tab=$AK_TTAB
-tmpl="${o}range .items${c}$(ak_tvalue .metadata.name)${tab}$(ak_tvalue .spec.providerID)${tab}$(ak_tready .status)${tab}"
-tmpl+="$(ak_tvalue .spec.unschedulable)${tab}$(ak_tvalue .spec.podCIDR)${tab}$(ak_tkeyed .metadata.labels alicloud-kubeadm/pool)${tab}"
-tmpl+="$(ak_tvalue .metadata.creationTimestamp)${tab}$(ak_tkeyed .metadata.annotations alicloud-kubeadm/removing)${tab}"
-tmpl+="$(ak_tkeyed .metadata.labels node-restriction.kubernetes.io/alicloud-kubeadm-pool)${tab}"
-tmpl+="${o}range .status.addresses${c}${o}if eq .type \"InternalIP\"${c}$(ak_tvalue .address) ${o}end${c}${o}end${c}${tab}"
-tmpl+="$(ak_tready .lastTransitionTime)${tab}$(ak_tkeyed .metadata.annotations alicloud-kubeadm/upgrading)${tab}"
-tmpl+="$(ak_tkeyed .metadata.annotations alicloud-kubeadm/resizing)${AK_TNL}${o}end${c}"
+tmpl="${AK_TO}range .items${AK_TC}$(ak_tnode)${AK_TO}end${AK_TC}"
 {
   printf '@now\t%s\n' "$(date -u +%s)"
   ak_kubectl get nodes "${selector[@]}" -o "go-template=${tmpl}"

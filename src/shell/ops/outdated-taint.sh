@@ -9,14 +9,18 @@
 # Nodes in AK_OUTDATED that exist (here the current Nodes); clear: remove the taint from every Node whose taint names
 # AK_POOL, and the annotation from every Node the pool's rollout held), AK_OUTDATED (Node names separated by spaces, or empty).
 # Prints `tainted <n>`, `held <n>`, or `cleared <n>` and `released <n>`.
+# The annotations are listed through the template's `js` escaper (kubectl_template.sh): a Node may write its own
+# annotations, and a newline or a tab in one must not make up a line naming another Node (held free, or released).
 key=alicloud-kubeadm/outdated
 disabled=cluster-autoscaler.kubernetes.io/scale-down-disabled
 held=alicloud-kubeadm/scale-down-held
+o=$AK_TO c=$AK_TC tab=$AK_TTAB
+marks="${o}range .items${c}$(ak_tvalue .metadata.name)${tab}$(ak_tkeyed .metadata.annotations "$disabled")${tab}$(ak_tkeyed .metadata.annotations "$held")${AK_TNL}${o}end${c}"
 if [ "$AK_TAINT_MODE" = add ] || [ "$AK_TAINT_MODE" = hold ]; then
   read -r -a wanted <<<"$AK_OUTDATED"
   # A Node deleted since the caller read it is not an error (kubectl would stop at the first missing name). hold: a
   # Node whose scale-down-disabled annotation somebody else set (no rollout's mark) keeps it, and is never released.
-  mapfile -t existing < <(ak_kubectl get nodes -o 'jsonpath={range .items[*]}{.metadata.name}{"\t"}{.metadata.annotations.cluster-autoscaler\.kubernetes\.io/scale-down-disabled}{"\t"}{.metadata.annotations.alicloud-kubeadm/scale-down-held}{"\n"}{end}' |
+  mapfile -t existing < <(ak_kubectl get nodes -o "go-template=${marks}" |
     awk -F '\t' -v mode="$AK_TAINT_MODE" 'mode == "add" || $2 == "" || $3 != "" { print $1 }')
   names=()
   for n in "${wanted[@]}"; do
@@ -46,8 +50,7 @@ if [ "${#names[@]}" -gt 0 ]; then
   ak_kubectl taint nodes "${names[@]}" "${key}:PreferNoSchedule-" >/dev/null
 fi
 echo "cleared ${#names[@]}"
-mapfile -t names < <(ak_kubectl get nodes -o 'jsonpath={range .items[*]}{.metadata.name}{"\t"}{.metadata.annotations.alicloud-kubeadm/scale-down-held}{"\n"}{end}' |
-  awk -F '\t' -v pool="$AK_POOL" '$2 == pool { print $1 }')
+mapfile -t names < <(ak_kubectl get nodes -o "go-template=${marks}" | awk -F '\t' -v pool="$AK_POOL" '$3 == pool { print $1 }')
 if [ "${#names[@]}" -gt 0 ]; then
   ak_kubectl annotate nodes "${names[@]}" "${disabled}-" "${held}-" >/dev/null
 fi

@@ -9,12 +9,16 @@
 #   addon <name> <version>               CoreDNS and kube-proxy (their image tags: kubeadm's addon phase moves them)
 #   cluster-config <version>             kubernetesVersion of kubeadm's ClusterConfiguration (`upgrade apply` sets it)
 #   deprecated <series>                  the API server's apiserver_requested_deprecated_apis series
-pods='{range .items[*]}{.spec.nodeName}{"\t"}{.spec.containers[0].image}{"\t"}{.status.podIP}{"\n"}{end}'
-nodes='{range .items[*]}{.metadata.name}{"\t"}{.spec.providerID}{"\t"}{.status.nodeInfo.kubeletVersion}{"\t"}'
-nodes+='{.status.conditions[?(@.type=="Ready")].status}{"\t"}{.spec.unschedulable}{"\t"}{.metadata.annotations.alicloud-kubeadm/upgrading}{"\t"}'
-nodes+='{.metadata.annotations.alicloud-kubeadm/resizing}{"\n"}{end}'
+# The values of the apiserver, node and control-plane lines go through the template's `js` escaper
+# (kubectl_template.sh ak_tvalue): a kubelet writes its own Node's status and annotations and its mirror pods, and a tab
+# or a newline in them cannot make up a column or a line (src/upgrade/status.ts reads them back as data).
+o=$AK_TO c=$AK_TC tab=$AK_TTAB nl=$AK_TNL
+pods="${o}range .items${c}$(ak_tvalue .spec.nodeName)${tab}$(ak_tvalue '(index .spec.containers 0).image')${tab}$(ak_tvalue .status.podIP)${nl}${o}end${c}"
+nodes="${o}range .items${c}$(ak_tvalue .metadata.name)${tab}$(ak_tvalue .spec.providerID)${tab}$(ak_tvalue .status.nodeInfo.kubeletVersion)${tab}"
+nodes+="$(ak_tready .status)${tab}$(ak_tvalue .spec.unschedulable)${tab}$(ak_tkeyed .metadata.annotations alicloud-kubeadm/upgrading)${tab}"
+nodes+="$(ak_tkeyed .metadata.annotations alicloud-kubeadm/resizing)${nl}${o}end${c}"
 {
-  ak_kubectl get pods -n kube-system -l component=kube-apiserver -o "jsonpath=${pods}" |
+  ak_kubectl get pods -n kube-system -l component=kube-apiserver -o "go-template=${pods}" |
     while IFS=$'\t' read -r node image ip; do
       [ -n "$node" ] || continue
       version=${image##*:}
@@ -23,8 +27,9 @@ nodes+='{.metadata.annotations.alicloud-kubeadm/resizing}{"\n"}{end}'
       if [ -n "$ip" ] && ak_kubectl --server "https://${ip}:6443" get --raw /readyz >/dev/null 2>&1; then ready=true; fi
       printf 'apiserver\t%s\t%s\t%s\n' "$node" "${version#v}" "$ready"
     done
-  ak_kubectl get nodes -o "jsonpath=${nodes}" | sed 's/^/node\t/'
-  ak_kubectl get nodes -l node-role.kubernetes.io/control-plane -o 'jsonpath={range .items[*]}{.metadata.name}{"\n"}{end}' | sed 's/^/control-plane\t/'
+  ak_kubectl get nodes -o "go-template=${nodes}" | sed 's/^/node\t/'
+  ak_kubectl get nodes -l node-role.kubernetes.io/control-plane -o "go-template=${o}range .items${c}$(ak_tvalue .metadata.name)${nl}${o}end${c}" |
+    sed 's/^/control-plane\t/'
   for addon in deployment/coredns daemonset/kube-proxy; do
     image=$(ak_kubectl get -n kube-system "$addon" --ignore-not-found -o 'jsonpath={.spec.template.spec.containers[0].image}')
     if [ -n "$image" ]; then printf 'addon\t%s\t%s\n' "${addon#*/}" "${image##*:}"; fi
