@@ -17,9 +17,12 @@
  */
 import * as assert from "assert";
 import { useEmulator } from "../testing/emulator/fixture";
-import { binDir, previousKubernetes, type Cluster } from "./kube/cluster";
+import { binDir, type Cluster } from "./kube/cluster";
 import { missingControlPlaneArchives, realNodes, type RealNode } from "./kube/nodes";
-import { answerUpgradeCommand, FROM, saveUpgradeCommand, TO, upgradeNodeImage, useUpgradeWorld } from "./kube/upgradeCommand";
+import {
+    answerUpgradeCommand, bootPreviousMinorNode, CONTROL_PLANE_COMPONENTS as COMPONENTS, controlPlaneAt, controlPlanePods, ETCD_TAG, FROM,
+    kubeadmInitMaster, masterImages, saveUpgradeCommand, TO, upgradeNodeImage, useUpgradeWorld,
+} from "./kube/upgradeCommand";
 import { runUpgradeStep } from "../src/upgrade/run";
 import { readInstanceVersions } from "../src/upgrade/status";
 
@@ -28,9 +31,6 @@ const MASTER_IP = "192.168.0.10"; // the fixture's: the VPC router and the packa
 const NODE_IP = "192.168.0.31";
 const NODE_ID = "i-bp1upgrademaster01";
 const NODE = `${REGION}.${NODE_ID}`;
-/** etcd of both versions: the tag kubeadm v1.36 names for v1.35 and v1.36 alike (v1.35's kubeadm would name 3.6.6-0). */
-const ETCD_TAG = "3.6.8-0";
-const COMPONENTS = ["kube-apiserver", "kube-controller-manager", "kube-scheduler"] as const;
 
 describe("real node master: kubeadm upgrade plan and apply through the upgrade command move its static-pod control plane from the previous minor", function () {
     this.timeout(900_000);
@@ -42,50 +42,15 @@ describe("real node master: kubeadm upgrade plan and apply through the upgrade c
     /** kubectl on the master with its admin.conf; resolves with stdout. */
     const kubectl = async (args: string[]) => (await node.run("kubectl", ["--kubeconfig", "/etc/kubernetes/admin.conf", ...args])).stdout;
     const json = async (args: string[]) => JSON.parse(await kubectl([...args, "-o", "json"]));
-    /** Each control-plane component's mirror pod on the master: the image tag and whether it is Ready. */
-    const controlPlanePods = async () => Object.fromEntries(await Promise.all(COMPONENTS.map(async (name) => {
-        const pod = await json(["get", "pod", "-n", "kube-system", `${name}-${NODE}`]);
-        const ready = pod.status.conditions?.find((x: { type: string }) => x.type === "Ready")?.status === "True";
-        return [name, `${pod.spec.containers[0].image} ${ready ? "Ready" : "not ready"}`];
-    })));
-    const expected = (v: string) => Object.fromEntries(COMPONENTS.map((name) => [name, `registry.k8s.io/${name}:v${v} Ready`]));
+    const podsAt = async (v: string) => JSON.stringify(await controlPlanePods(node, NODE).catch(() => undefined)) === JSON.stringify(controlPlaneAt(v));
 
     before(async function () {
         this.timeout(600_000);
         c = world.c;
-        // the node image: the control plane's images of both versions baked in (a node pulls them; here nothing is pulled).
-        // ImagePull: kubeadm's preflight pulls every image it names, and CoreDNS, v1.35's kube-proxy and pause 3.10.1 are
-        // none of the archives (their pods are not what this test runs)
-        const nodes = world.nodes = realNodes(c, {
-            images: [{ archive: "pause" }, { archive: "etcd" }, { archive: "kube-proxy" },
-                ...[FROM, TO].flatMap((v) => COMPONENTS.map((name) => ({ archive: `${name}-v${v}` as const })))],
-            overlay: upgradeNodeImage({ podSubnet: "10.244.9.0/24", ignorePreflight: ["ImagePull"] }),
-        });
-        node = await nodes.boot({ instanceId: NODE_ID, ip: NODE_IP, hostname: NODE_ID, kubeBin: previousKubernetes().bin });
-        await node.sh("echo 1 > /proc/sys/net/ipv4/ip_forward && systemctl enable --now containerd && systemctl enable kubelet");
-        await c.waitFor("the node's baked images imported", async () => node.read("/var/lib/containerd/.ak-baked-images") !== undefined, 120_000);
-        const ignore = node.read("/etc/alicloud-kubeadm/ignore-preflight-errors")!.trim();
-        await node.sh("cat > /etc/alicloud-kubeadm/init.yaml", { input: [
-            "apiVersion: kubeadm.k8s.io/v1beta4", "kind: InitConfiguration",
-            "localAPIEndpoint:", `  advertiseAddress: ${NODE_IP}`, "  bindPort: 6443",
-            "nodeRegistration:", `  name: ${NODE}`, "  criSocket: unix:///run/containerd/containerd.sock",
-            "  kubeletExtraArgs:", `    - { name: node-ip, value: ${NODE_IP} }`, `  ignorePreflightErrors: [${ignore}]`,
-            "patches:", "  directory: /etc/alicloud-kubeadm/kubeadm-patches",
-            "---",
-            "apiVersion: kubeadm.k8s.io/v1beta4", "kind: ClusterConfiguration", `kubernetesVersion: v${FROM}`,
-            `controlPlaneEndpoint: ${NODE_IP}:6443`, "networking:", "  podSubnet: 10.244.0.0/16", "  serviceSubnet: 10.96.0.0/12",
-            "etcd:", "  local:", `    imageTag: ${ETCD_TAG}`, "",
-        ].join("\n") });
-        // the master's own kubeadm (v1.35.8) makes the cluster; its kubelet starts the static pods
-        const init = await node.sh("kubeadm init --config /etc/alicloud-kubeadm/init.yaml 2>&1", { timeoutMs: 480_000, allowFail: true });
-        assert.strictEqual(init.code, 0, `kubeadm init v${FROM}:\n${init.stdout.slice(-4000)}\n${node.log("kubelet.service").slice(-3000)}`);
-        await c.waitFor(`the control plane v${FROM} Ready as static pods`, async () => {
-            try {
-                return JSON.stringify(await controlPlanePods()) === JSON.stringify(expected(FROM));
-            } catch {
-                return false; // the mirror pods are not there yet
-            }
-        }, 240_000);
+        const nodes = world.nodes = realNodes(c, { images: masterImages(), overlay: upgradeNodeImage({ podSubnet: "10.244.9.0/24", ignorePreflight: ["ImagePull"] }) });
+        node = await bootPreviousMinorNode(c, nodes, { instanceId: NODE_ID, ip: NODE_IP });
+        await kubeadmInitMaster(node, NODE);
+        await c.waitFor(`the control plane v${FROM} Ready as static pods`, () => podsAt(FROM), 240_000);
     });
 
     it(`kubeadm → plan → apply → kubelet: every static pod, kubeadm-config, kube-proxy and CoreDNS at v${TO}; the master's kubelet too`, async function () {
@@ -115,8 +80,7 @@ describe("real node master: kubeadm upgrade plan and apply through the upgrade c
         await runUpgradeStep(access, id, NODE_ID, "apply");
         // the static pods kubeadm rewrote, restarted by the kubelet from the new images, and the API server serving the target
         for (const name of COMPONENTS) assert.match(manifests()[name], new RegExp(`image: registry\\.k8s\\.io/${name}:v${TO.replace(/\./g, "\\.")}\n`));
-        await c.waitFor(`the control plane v${TO} Ready as static pods`, async () =>
-            JSON.stringify(await controlPlanePods().catch(() => undefined)) === JSON.stringify(expected(TO)), 180_000);
+        await c.waitFor(`the control plane v${TO} Ready as static pods`, () => podsAt(TO), 180_000);
         assert.strictEqual((await json(["version"])).serverVersion.gitVersion, `v${TO}`);
         assert.match(node.read("/etc/kubernetes/manifests/etcd.yaml") ?? "", new RegExp(`image: registry\\.k8s\\.io/etcd:${ETCD_TAG.replace(/\./g, "\\.")}`));
         const clusterConfig = (await json(["get", "configmap", "-n", "kube-system", "kubeadm-config"])).data.ClusterConfiguration as string;
@@ -133,8 +97,7 @@ describe("real node master: kubeadm upgrade plan and apply through the upgrade c
             const n = await json(["get", "node", NODE]).catch(() => undefined);
             return n?.status.nodeInfo.kubeletVersion === `v${TO}` && n.status.conditions.find((x: { type: string }) => x.type === "Ready")?.status === "True";
         }, 180_000);
-        await c.waitFor(`the control plane v${TO} Ready under the new kubelet`, async () =>
-            JSON.stringify(await controlPlanePods().catch(() => undefined)) === JSON.stringify(expected(TO)), 180_000);
+        await c.waitFor(`the control plane v${TO} Ready under the new kubelet`, () => podsAt(TO), 180_000);
         assert.deepStrictEqual(await readInstanceVersions(access, id, NODE_ID), { kubeadm: TO, kubelet: TO, apiserver: TO });
     });
 });

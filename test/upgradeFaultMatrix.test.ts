@@ -20,7 +20,7 @@ import * as assert from "assert";
 import { disarmFaults, failNthCommand, startEmulatorHere, useEmulatorEnvironment } from "../testing/emulator/fixture";
 import type { Emulator } from "../testing/emulator";
 import { fakeCluster, type FakeCluster } from "../testing/fakeCluster";
-import { createCommand } from "../testing/savedCommands";
+import { createCommand, operation } from "../testing/savedCommands";
 import { renderUpgradeCommand } from "../src/shell/render";
 import { OPERATIONS, autoscalerVersionWhileRunning, compareVersions, minorOf } from "../src/rules";
 import { reconcileControlPlaneVersion, type ControlPlaneVersionInputs } from "../src/providers/controlPlaneVersion";
@@ -195,6 +195,28 @@ describe("upgrade fault matrix: one fault at every step, then a re-run (U1–U4 
             const log = [...w.c.log];
             await up(w);
             assert.ok(!w.c.log.slice(log.length).some((l) => /: (upgrade (kubeadm|plan|apply|node|kubelet)|drain .*|backup)$/.test(l)), "a second run ran a step");
+        } finally {
+            await w.emu.close();
+        }
+    });
+
+    it("an uncordon refused while the master's API server restarts under its new kubelet is tried again: one run finishes", async () => {
+        const w = await world();
+        try {
+            // what a real master's uncordon met right after its kubelet step (test/realNodeSecondMasterUpgrade.test.ts)
+            const handlers = w.emu.state.handlers;
+            let refused = 0;
+            w.emu.onCommand(operation("uncordon"), (ctx) => {
+                if (refused < 2) {
+                    refused++;
+                    return { exitCode: 1, output: 'error: Get "https://192.168.0.41:6443/api/v1/nodes/n": dial tcp 192.168.0.41:6443: connect: connection refused\n' };
+                }
+                const next = handlers.slice(0, -1).reverse().find((h) => h.pattern.test(ctx.script))!.handler;
+                return typeof next === "function" ? next(ctx) : next;
+            });
+            await up(w);
+            assert.strictEqual(refused, 2);
+            assertDone(w, "uncordon refused twice");
         } finally {
             await w.emu.close();
         }

@@ -12,7 +12,7 @@
  */
 import { drainNode, uncordonNode, type ClusterAccess } from "../cloud/operations";
 import { backupBeforeChange } from "../recovery/backup";
-import { waitForGate, type GateOptions } from "./gate";
+import { gateWait, waitForGate, type GateOptions } from "./gate";
 import { asStep, runUpgradeStep, UpgradeError } from "./run";
 import { nodeOfInstance, readClusterStatus, readInstanceVersions, runningVersionOf, type ClusterStatus, type InstanceVersions } from "./status";
 
@@ -96,7 +96,7 @@ export async function upgradeControlPlane(u: ControlPlaneUpgrade): Promise<Clust
             if (step === "drain") {
                 await asStep(m, step, () => drainNode(u.access, node.name, { timeoutSeconds: u.drainTimeoutSeconds ?? 600, force: false, skipWaitSeconds: 0, mark: "upgrading" }));
             } else if (step === "uncordon") {
-                await asStep(m, step, () => uncordonNode(u.access, node.name, "upgrading"));
+                await asStep(m, step, () => uncordonAfterRestart(u, node.name));
             } else {
                 await asStep(m, step, () => runUpgradeStep(u.access, u.upgradeCommandId, m, step));
             }
@@ -105,6 +105,22 @@ export async function upgradeControlPlane(u: ControlPlaneUpgrade): Promise<Clust
         log(`master ${m} runs ${u.target}: every API server ready, every etcd member healthy, its Node Ready`);
     }
     return s;
+}
+
+/**
+ * Uncordons a master's Node right after its kubelet restarted: the new kubelet restarts the master's static pods, so its
+ * API server — the only one of a single master, and the one this master's admin kubeconfig may reach — refuses for a
+ * while (seen on real nodes: `connect: connection refused` on the uncordon). Tried again at the gate's pace until the
+ * gate's time is up; then the last error.
+ */
+function uncordonAfterRestart(u: ControlPlaneUpgrade, node: string): Promise<"uncordoned" | "not-marked"> {
+    return gateWait(u.gate ?? {}, async () => {
+        try {
+            return { done: true, value: await uncordonNode(u.access, node, "upgrading") };
+        } catch (err) {
+            return { done: false, state: (err as Error).message };
+        }
+    }, (state, seconds) => `still failing after ${seconds} s: ${state}`);
 }
 
 /**
