@@ -17,19 +17,22 @@ pods="${o}range .items${c}$(ak_tvalue .spec.nodeName)${tab}$(ak_tvalue '(index .
 nodes="${o}range .items${c}$(ak_tvalue .metadata.name)${tab}$(ak_tvalue .spec.providerID)${tab}$(ak_tvalue .status.nodeInfo.kubeletVersion)${tab}"
 nodes+="$(ak_tready .status)${tab}$(ak_tvalue .spec.unschedulable)${tab}$(ak_tkeyed .metadata.annotations alicloud-kubeadm/upgrading)${tab}"
 nodes+="$(ak_tkeyed .metadata.annotations alicloud-kubeadm/resizing)${nl}${o}end${c}"
+# Only a control-plane Node's API server is probed (any kubelet may post a mirror pod labelled component=kube-apiserver
+# bound to itself; src/upgrade/status.ts counts only those too), each for at most 5 s.
+masters=$(ak_kubectl get nodes -l node-role.kubernetes.io/control-plane -o "go-template=${o}range .items${c}$(ak_tvalue .metadata.name)${nl}${o}end${c}")
 {
   ak_kubectl get pods -n kube-system -l component=kube-apiserver -o "go-template=${pods}" |
     while IFS=$'\t' read -r node image ip; do
       [ -n "$node" ] || continue
+      grep -qxF -- "$node" <<<"$masters" || continue
       version=${image##*:}
       ready=false
       # Each API server's own /readyz (hostNetwork: the pod IP is the master's), with the admin credentials.
-      if [ -n "$ip" ] && ak_kubectl --server "https://${ip}:6443" get --raw /readyz >/dev/null 2>&1; then ready=true; fi
+      if [ -n "$ip" ] && ak_kubectl --server "https://${ip}:6443" --request-timeout=5s get --raw /readyz >/dev/null 2>&1; then ready=true; fi
       printf 'apiserver\t%s\t%s\t%s\n' "$node" "${version#v}" "$ready"
     done
   ak_kubectl get nodes -o "go-template=${nodes}" | sed 's/^/node\t/'
-  ak_kubectl get nodes -l node-role.kubernetes.io/control-plane -o "go-template=${o}range .items${c}$(ak_tvalue .metadata.name)${nl}${o}end${c}" |
-    sed 's/^/control-plane\t/'
+  printf '%s\n' "$masters" | sed -n 's/^./control-plane\t&/p'
   for addon in deployment/coredns daemonset/kube-proxy; do
     image=$(ak_kubectl get -n kube-system "$addon" --ignore-not-found -o 'jsonpath={.spec.template.spec.containers[0].image}')
     if [ -n "$image" ]; then printf 'addon\t%s\t%s\n' "${addon#*/}" "${image##*:}"; fi
