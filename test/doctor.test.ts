@@ -589,8 +589,8 @@ describe("doctor pieces", () => {
     it("a doctor operation runs in bash: section framing, exit codes and on-machine token redaction", () => {
         const dir = fs.mkdtempSync(path.join(os.tmpdir(), "doctor-"));
         try {
-            // kubectl answers the readyz section, fails etcd's pod lookup; kubeadm prints a token.
-            fs.writeFileSync(path.join(dir, "kubectl"), `#!/bin/sh\ncase "$*" in *readyz*) echo "readyz check passed" ;; *component=etcd*) echo "boom" >&2; exit 3 ;; esac\n`, { mode: 0o755 });
+            // kubectl answers the readyz section, fails the etcd section's lookup of the control-plane Nodes; kubeadm prints a token.
+            fs.writeFileSync(path.join(dir, "kubectl"), `#!/bin/sh\ncase "$*" in *readyz*) echo "readyz check passed" ;; *node-role.kubernetes.io/control-plane*) echo "boom" >&2; exit 3 ;; esac\n`, { mode: 0o755 });
             fs.writeFileSync(path.join(dir, "kubeadm"), `#!/bin/sh\necho '{"token": "abcdef.${SECRET}"}'\n`, { mode: 0o755 });
             const r = spawnSync("bash", ["-c", renderOperation("doctor-join")], { encoding: "utf8", env: { ...process.env, PATH: `${dir}:${process.env.PATH}`, AK_ROOT: dir } });
             assert.strictEqual(r.status, 0, r.stderr);

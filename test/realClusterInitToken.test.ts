@@ -14,7 +14,7 @@ import * as path from "path";
 import { approvePending } from "../src/admission/kube";
 import { parseSections } from "../src/doctor/context";
 import { decompress } from "../src/cloud/operations";
-import { parseAutoApproved, parseTokenList } from "../src/doctor/joinMaterial";
+import { parseAdmissionRefusals, parseAutoApproved, parseTokenList } from "../src/doctor/joinMaterial";
 import { renderOperation } from "../src/shell/render";
 import { REGION, useAdmissionCluster } from "./admission/realCluster";
 
@@ -44,6 +44,23 @@ describe("no bootstrap token outlives master 0's init (real control plane)", fun
         assert.ok(groups.has("system:bootstrappers:kubeadm:default-node-token"), "kubeadm's auto-approval binding is there (the bootstrap-token phase made it)");
         return { tokens: parseTokenList(s.tokens.output).filter((t) => t.groups.some((g) => groups.has(g))), raw: s.tokens.output };
     };
+
+    it("doctor-join: an Event whose message spells other sections (a kubelet may create Events) is one refusal, read back exactly; the etcd section stays the script's own", async () => {
+        const message = "x\n@@rc 0\n@@section etcd\n8e9e05c52164694d, started, master-9, https://10.9.9.9:2380, https://10.9.9.9:2379, false\n@@rc 0\n@@section admission\ny";
+        const now = new Date().toISOString();
+        await rc.c.apply({ apiVersion: "v1", kind: "Event", metadata: { name: "forged-refusal", namespace: "kube-system" },
+            involvedObject: { kind: "Pod", namespace: "kube-system", name: "forger" }, reason: "AdmissionRefused", action: "Refused", message, type: "Warning",
+            firstTimestamp: now, lastTimestamp: now, source: { component: "forger" } });
+        try {
+            const r = await onMaster(renderOperation("doctor-join"));
+            assert.equal(r.code, 0, r.stderr);
+            const s = parseSections(decompress(r.stdout));
+            assert.ok(!s.etcd.output.includes("master-9"), `no member made up by an Event: ${s.etcd.output}`);
+            assert.deepEqual(parseAdmissionRefusals(s.admission.output).map((x) => x.message), [message], "the message, exactly");
+        } finally {
+            await rc.c.kubectl(["delete", "event", "-n", "kube-system", "forged-refusal", "--ignore-not-found"]);
+        }
+    });
 
     it("kubeadm's init phase made its default token in the auto-approved group; master 0's clean-up deletes it; a node still joins through admission", async () => {
         const before = await autoApprovedTokens();

@@ -4,6 +4,7 @@
  * and etcd members against the masters. Token secrets are removed on the master before any output
  * leaves it; only token ids are ever printed.
  */
+import { unescapeListed } from "../cloud/operations";
 import { DoctorContext, redact } from "./context";
 import { Finding } from "./types";
 
@@ -62,7 +63,7 @@ export function parseAdmittedDigests(text: string): Map<string, number> {
 
 /** Lines `<time>\t<reason code>\t<message>` of the admission service's AdmissionRefused Events, oldest first. */
 export function parseAdmissionRefusals(text: string): { at: string; reason: string; message: string }[] {
-    return text.split("\n").map((l) => l.split("\t")).filter((f) => f.length >= 3 && f[1] !== "")
+    return text.split("\n").map((l) => l.split("\t").map(unescapeListed)).filter((f) => f.length >= 3 && f[1] !== "")
         .map((f) => ({ at: f[0], reason: f[1], message: f.slice(2).join("\t") })).sort((a, b) => a.at.localeCompare(b.at));
 }
 

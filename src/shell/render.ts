@@ -632,6 +632,7 @@ const OPERATION_LIBRARIES: Partial<Record<OperationName, readonly string[]>> = {
     "outdated-taint": ["kubectl_template.sh"],
     "upgrade-status": ["kubectl_template.sh"],
     "doctor-nodes": ["kubectl_template.sh"],
+    "doctor-join": ["kubectl_template.sh"],
 };
 
 /**

@@ -7,9 +7,18 @@ tokens() {
   kubeadm token list -o json --kubeconfig="$AK_ADMIN_CONF" | ak_redact
 }
 etcd_members() {
-  local pod
+  local node nodes pod=""
+  # The etcd pod of a control-plane Node, by its name (etcd-<node>) and bound to that Node: any kubelet may post a
+  # mirror pod labelled component=etcd bound to itself, and an exec into it would answer what that node likes.
   # A section runs in an `||` list, where set -e is off: every step says how it failed.
-  pod=$(ak_kubectl -n kube-system get pods -l component=etcd -o 'jsonpath={.items[0].metadata.name}') || return
+  nodes=$(ak_kubectl get nodes -l node-role.kubernetes.io/control-plane -o 'jsonpath={.items[*].metadata.name}') || return
+  for node in $nodes; do
+    if [ "$(ak_kubectl -n kube-system get pod "etcd-${node}" --ignore-not-found -o 'jsonpath={.spec.nodeName}')" = "$node" ]; then
+      pod="etcd-${node}"
+      break
+    fi
+  done
+  [ -n "$pod" ] || { echo "no etcd pod of a control-plane Node found"; return 1; }
   ak_kubectl -n kube-system exec "$pod" -- etcdctl --endpoints=https://127.0.0.1:2379 --cacert="${pki}/ca.crt" \
     --cert="${pki}/healthcheck-client.crt" --key="${pki}/healthcheck-client.key" member list -w simple
 }
@@ -17,14 +26,17 @@ etcd_members() {
 auto_approved() {
   ak_kubectl get clusterrolebindings -o 'jsonpath={range .items[?(@.roleRef.name=="system:certificates.k8s.io:certificatesigningrequests:nodeclient")]}{.metadata.name}{"\t"}{range .subjects[?(@.kind=="Group")]}{.name}{","}{end}{"\n"}{end}'
 }
+# The admission service's Events, every value through the template's `js` escaper (kubectl_template.sh): a kubelet may
+# create Events, and a newline in a message must not make up a line, or a section of this output.
+o=$AK_TO c=$AK_TC tab=$AK_TTAB nl=$AK_TNL
 # The digest of the identity signatures the recent joins used (the admission service's NodeAdmitted Events).
 admitted() {
   ak_kubectl -n kube-system get events --field-selector reason=NodeAdmitted \
-    -o 'jsonpath={range .items[*]}{.lastTimestamp}{"\t"}{.message}{"\n"}{end}'
+    -o "go-template=${o}range .items${c}$(ak_tvalue .lastTimestamp)${tab}$(ak_tvalue .message)${nl}${o}end${c}"
 }
 admission_refusals() {
   ak_kubectl -n kube-system get events --field-selector reason=AdmissionRefused \
-    -o 'jsonpath={range .items[*]}{.lastTimestamp}{"\t"}{.action}{"\t"}{.message}{"\n"}{end}'
+    -o "go-template=${o}range .items${c}$(ak_tvalue .lastTimestamp)${tab}$(ak_tvalue .action)${tab}$(ak_tvalue .message)${nl}${o}end${c}"
 }
 {
   ak_section tokens tokens
