@@ -6,7 +6,8 @@
 import * as assert from "assert";
 import { startEmulatorHere, useEmulator, useEmulatorEnvironment } from "../testing/emulator/fixture";
 import { fakeCluster, type FakeCluster, type FakeNode } from "../testing/fakeCluster";
-import { notReadySince, protectedPool, repairAt, steppingFrom } from "../testing/fixedPool";
+import { notReadySince, protectedPool, repairAt } from "../testing/fixedPool";
+import { steppedClock } from "../testing/steppedClock";
 import { poolCapacityProvider, setPoolCapacity, type PoolCapacityInputs } from "../src/providers/poolCapacity";
 import { planHealthRepair } from "../src/removal";
 import { repairPool } from "../src/removal/health";
@@ -74,7 +75,7 @@ describe("fixed pool health repair (emulator)", () => {
         const [recent, long] = ctx.emu.scalingGroupInstances(group);
         notReadySince(c, recent, now - 2 * MIN);
         const run = (pulumiClock: number) => setPoolCapacity({ ...inputs(group, 3, { notReadyTimeoutSeconds: 600, maxUnhealthy: 1 }), readyTimeoutSeconds: 0.3 },
-            undefined, steppingFrom(pulumiClock)).catch(() => undefined);
+            undefined, steppedClock(pulumiClock)).catch(() => undefined);
         await run(now + 3 * 60 * MIN); // this machine's clock 3 hours ahead of the cluster's
         assert.ok(ctx.emu.scalingGroupInstances(group).includes(recent), "the node NotReady for 2 minutes (on the cluster's clock) is kept");
         assert.ok(!c.log.some((l) => l.includes(": drain ")), "nothing drained");

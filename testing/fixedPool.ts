@@ -3,7 +3,7 @@
 import type { Emulator } from "./emulator";
 import { fakeCluster, type FakeCluster } from "./fakeCluster";
 import { setPoolCapacity, type PoolCapacityInputs, type PoolCapacityOutputs } from "../src/providers/poolCapacity";
-import type { Clock } from "../src/cloud/wait";
+import { steppedClock } from "./steppedClock";
 
 /** A protected fixed pool of `size` members (its scaling group's id), each a Ready Node of pool `name` with a workload pod. */
 export function protectedPool(emu: Emulator, c: FakeCluster, size: number, name = "general"): string {
@@ -29,13 +29,7 @@ export function notReadySince(c: FakeCluster, instanceId: string, since: number)
  */
 export function repairAt(c: FakeCluster, at: number, inputs: PoolCapacityInputs): Promise<PoolCapacityOutputs> {
     c.masterNow = () => at;
-    return setPoolCapacity(inputs, undefined, steppingFrom(at));
-}
-
-/** A clock at `start` (ms) that each sleep moves forward by its pause, never waiting in real time. */
-export function steppingFrom(start: number): Clock {
-    let now = start;
-    return { now: () => now, sleep: async (ms) => { now += ms; } };
+    return setPoolCapacity(inputs, undefined, steppedClock(at));
 }
 
 /** The cluster a rollout test starts from: master 0, and every instance ESS launches joining pool `general` with a workload pod. */
