@@ -12,6 +12,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { dynamicResourceProps, type ResourceArgs } from "./access";
 import { diffInputs, inputDiff } from "./diff";
+import { withCarriedOutputs } from "./partialUpdate";
 import { alwaysAnswered } from "./answered";
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
@@ -145,7 +146,7 @@ function parses(certPem: string): boolean {
 /** The addresses in one order: the same masters listed otherwise are no change. */
 const sorted = (i: Partial<AdmissionCertificateInputs>): Partial<AdmissionCertificateInputs> => ({ ...i, addresses: [...(i.addresses ?? [])].sort() });
 
-export const admissionCertificateProvider: pulumi.dynamic.ResourceProvider = {
+export const admissionCertificateProvider: pulumi.dynamic.ResourceProvider = withCarriedOutputs({
     async create(inputs: AdmissionCertificateInputs) {
         return { id: "admission-certificate", outs: issue(newAdmissionKey(), inputs) };
     },
@@ -160,7 +161,7 @@ export const admissionCertificateProvider: pulumi.dynamic.ResourceProvider = {
         // The same key: the pin nodes carry stays valid.
         return { outs: issue(olds.keyPem, news) };
     },
-};
+});
 
 /** The admission service's key and certificate; `pin` goes into every joining node's userdata. */
 export class AdmissionCertificate extends pulumi.dynamic.Resource {

@@ -8,6 +8,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { ResourceArgs } from "./access";
 import { diffInputs, inputDiff } from "./diff";
+import { withCarriedOutputs } from "./partialUpdate";
 import { waitFor } from "../cloud/wait";
 import { logInfo } from "./log";
 import { yamlLibrary } from "./libraries";
@@ -92,7 +93,7 @@ const API_SERVER_READY_DIFF = inputDiff<ApiServerReadyInputs>()({
     ignore: ["timeoutSeconds", "pollSeconds"],
 });
 
-export const apiServerReadyProvider: pulumi.dynamic.ResourceProvider = {
+export const apiServerReadyProvider: pulumi.dynamic.ResourceProvider = withCarriedOutputs({
     async create(inputs: ApiServerReadyInputs) {
         await waitForApiServer(inputs, logInfo);
         return { id: "api-server-ready", outs: inputs };
@@ -104,7 +105,7 @@ export const apiServerReadyProvider: pulumi.dynamic.ResourceProvider = {
         await waitForApiServer(news, logInfo);
         return { outs: news };
     },
-};
+});
 
 /** Completes once the API server answers /readyz; its `kubeconfig` output feeds the Kubernetes provider. */
 export class ApiServerReady extends pulumi.dynamic.Resource {

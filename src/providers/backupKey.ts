@@ -7,6 +7,7 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { diffInputs, inputDiff } from "./diff";
+import { withCarriedOutputs } from "./partialUpdate";
 import { alwaysAnswered } from "./answered";
 
 export interface BackupKeyInputs {
@@ -46,7 +47,7 @@ export const BACKUP_KEY_SECRET_OUTPUTS = ["privateKey", "retired"] as const;
 /** Never a replacement: deleting the resource would lose every private key, and with them every backup. */
 const BACKUP_KEY_DIFF = inputDiff<BackupKeyInputs>()({ replace: [], update: ["generation", "providerVersion"], ignore: [] });
 
-export const backupKeyProvider: pulumi.dynamic.ResourceProvider = {
+export const backupKeyProvider: pulumi.dynamic.ResourceProvider = withCarriedOutputs({
     async create(inputs: BackupKeyInputs) {
         const pair = newBackupKeyPair();
         return { id: pair.keyId, outs: { ...inputs, ...pair, retired: [] } satisfies BackupKeyOutputs };
@@ -60,7 +61,7 @@ export const backupKeyProvider: pulumi.dynamic.ResourceProvider = {
         const retired = [{ keyId: olds.keyId, publicKey: olds.publicKey, privateKey: olds.privateKey }, ...(olds.retired ?? [])];
         return { outs: { ...news, ...pair, retired } satisfies BackupKeyOutputs };
     },
-};
+});
 
 /** The backup key of a cluster (see the module comment). */
 export class BackupKey extends pulumi.dynamic.Resource {

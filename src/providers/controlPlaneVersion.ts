@@ -17,6 +17,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { clusterAccess, dynamicResourceProps, type ClusterAccessInputs, type ResourceArgs } from "./access";
 import { diffInputs, inputDiff } from "./diff";
+import { withCarriedOutputs } from "./partialUpdate";
 import { pulumiLog } from "./log";
 import { formatProblem, type Problem } from "../rules";
 import type { Clock } from "../cloud/wait";
@@ -55,8 +56,11 @@ export interface ControlPlaneVersionOutputs {
     kubeletVersions: Record<string, string>;
 }
 
-/** 1: the first version. */
-export const CONTROL_PLANE_VERSION_PROVIDER_VERSION = "1";
+/**
+ * 1: the first version. 2: after a master's steps, its static pods restarted by its kubelet and Ready before the health
+ * gate and the next master (the saved static-pods operation).
+ */
+export const CONTROL_PLANE_VERSION_PROVIDER_VERSION = "2";
 
 /**
  * Another target, another command (a new target's) or other masters is an update: it checks and, when the cluster does
@@ -128,7 +132,7 @@ export async function previewCheck(olds: Partial<ControlPlaneVersionInputs & Con
     if (pre.problems.length > 0) throw new UpgradeRefused(pre.problems);
 }
 
-export const controlPlaneVersionProvider: pulumi.dynamic.ResourceProvider = {
+export const controlPlaneVersionProvider: pulumi.dynamic.ResourceProvider = withCarriedOutputs({
     async create(inputs: ControlPlaneVersionInputs) {
         const outs = await reconcileControlPlaneVersion(inputs, (m) => pulumiLog().info(m), (m) => pulumiLog().warn(m));
         return { id: `control-plane-version-${inputs.masterInstanceId}`, outs: { ...inputs, ...outs } };
@@ -145,7 +149,7 @@ export const controlPlaneVersionProvider: pulumi.dynamic.ResourceProvider = {
     async read(id: string, props: ControlPlaneVersionInputs & ControlPlaneVersionOutputs) {
         return { id, props: { ...props, ...outputsOf(await readClusterStatus(clusterAccess(props))) } };
     },
-};
+});
 
 export type ControlPlaneVersionArgs = ResourceArgs<ControlPlaneVersionInputs>;
 

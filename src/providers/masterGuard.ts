@@ -10,6 +10,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { placementByName } from "../cloud/ecs";
 import { pulumiLog } from "./log";
 import { diffInputs, inputDiff } from "./diff";
+import { withCarriedOutputs } from "./partialUpdate";
 
 /** What one master should be. */
 export interface MasterSpec { name: string; zone: string; systemDiskCategory: string }
@@ -46,7 +47,7 @@ export const MASTER_GUARD_PROVIDER_VERSION = "1";
 /** It holds no state of its own: a new spec is recorded in place. */
 const MASTER_GUARD_DIFF = inputDiff<MasterGuardInputs>()({ replace: [], update: ["masters", "providerVersion", "region"], ignore: [] });
 
-export const masterGuardProvider: pulumi.dynamic.ResourceProvider = {
+export const masterGuardProvider: pulumi.dynamic.ResourceProvider = withCarriedOutputs({
     async check(_olds: MasterGuardInputs, news: MasterGuardInputs) {
         let replaced: string[];
         try {
@@ -68,7 +69,7 @@ export const masterGuardProvider: pulumi.dynamic.ResourceProvider = {
     async update(_id: string, _olds: MasterGuardInputs, news: MasterGuardInputs) {
         return { outs: news };
     },
-};
+});
 
 export class MasterReplacementGuard extends pulumi.dynamic.Resource {
     constructor(name: string, args: { region: string; masters: MasterSpec[] }, opts?: pulumi.CustomResourceOptions) {

@@ -8,6 +8,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { runOnInstance } from "../cloud/cloudAssistant";
 import { pulumiLog } from "./log";
 import { diffInputs, inputDiff } from "./diff";
+import { withCarriedOutputs } from "./partialUpdate";
 
 export interface MasterMaintenanceInputs {
     region: string;
@@ -39,7 +40,7 @@ export const MASTER_MAINTENANCE_PROVIDER_VERSION = "1";
 /** New masters or a new command run it again in place; the poll delay is no change. */
 const MASTER_MAINTENANCE_DIFF = inputDiff<MasterMaintenanceInputs>()({ replace: [], update: ["masterInstanceIds", "commandId", "providerVersion", "region"], ignore: ["pollIntervalMs"] });
 
-export const masterMaintenanceProvider: pulumi.dynamic.ResourceProvider = {
+export const masterMaintenanceProvider: pulumi.dynamic.ResourceProvider = withCarriedOutputs({
     async create(inputs: MasterMaintenanceInputs) {
         await installOnMasters(inputs, inputs.masterInstanceIds, (m) => pulumiLog().info(m));
         return { id: `maintenance-${inputs.masterInstanceIds[0] ?? "none"}`, outs: inputs };
@@ -54,7 +55,7 @@ export const masterMaintenanceProvider: pulumi.dynamic.ResourceProvider = {
         await installOnMasters(news, ids, (m) => pulumiLog().info(m));
         return { outs: news };
     },
-};
+});
 
 export class MasterMaintenance extends pulumi.dynamic.Resource {
     constructor(name: string, args: { region: pulumi.Input<string>; masterInstanceIds: pulumi.Input<string[]>; commandId: pulumi.Input<string> }, opts?: pulumi.CustomResourceOptions) {

@@ -8,6 +8,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { clusterAccess, dynamicResourceProps, type ClusterAccessInputs, type ResourceArgs } from "./access";
 import { diffInputs, inputDiff } from "./diff";
+import { withCarriedOutputs } from "./partialUpdate";
 import { pulumiLog } from "./log";
 import { kubeletVersionsOf, upgradeNodes } from "../upgrade";
 import type { Clock } from "../cloud/wait";
@@ -56,7 +57,7 @@ export async function reconcileNodeVersions(inputs: NodeVersionsInputs, log: (m:
     return { kubeletVersions: kubeletVersionsOf(s) };
 }
 
-export const nodeVersionsProvider: pulumi.dynamic.ResourceProvider = {
+export const nodeVersionsProvider: pulumi.dynamic.ResourceProvider = withCarriedOutputs({
     async create(inputs: NodeVersionsInputs) {
         return { id: `node-versions-${inputs.masterInstanceId}`, outs: { ...inputs, ...await reconcileNodeVersions(inputs, (m) => pulumiLog().info(m)) } };
     },
@@ -66,7 +67,7 @@ export const nodeVersionsProvider: pulumi.dynamic.ResourceProvider = {
     async update(_id: string, _olds: NodeVersionsInputs, news: NodeVersionsInputs) {
         return { outs: { ...news, ...await reconcileNodeVersions(news, (m) => pulumiLog().info(m)) } };
     },
-};
+});
 
 export type NodeVersionsArgs = ResourceArgs<NodeVersionsInputs>;
 

@@ -5,10 +5,12 @@
 import type * as pulumi from "@pulumi/pulumi";
 import { reportPacingTo } from "../cloud/pacer";
 import { pulumiLog } from "./log";
+import { withCarriedOutputs } from "./partialUpdate";
 
 /**
  * The provider with each method first pointing the process's pacer (src/cloud/pacer.ts) at the Pulumi log: a
- * cloud call that waits long for its turn, or an action slowed by throttling answers, shows up as one line there.
+ * cloud call that waits long for its turn, or an action slowed by throttling answers, shows up as one line there; and
+ * with its outputs as the engine can take them ({@link withCarriedOutputs}).
  */
 export function withPacingLog(provider: pulumi.dynamic.ResourceProvider): pulumi.dynamic.ResourceProvider {
     const out: Record<string, unknown> = {};
@@ -18,5 +20,5 @@ export function withPacingLog(provider: pulumi.dynamic.ResourceProvider): pulumi
             return (method as (...a: unknown[]) => unknown).apply(provider, args);
         };
     }
-    return out as unknown as pulumi.dynamic.ResourceProvider;
+    return withCarriedOutputs(out as unknown as pulumi.dynamic.ResourceProvider);
 }
