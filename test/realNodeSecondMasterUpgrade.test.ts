@@ -69,6 +69,17 @@ describe("real node masters: the second master's kubeadm upgrade node, after the
     /** Each master's kube-apiserver mirror pod's image, by Node: what kubeadm's addon phase compares. */
     const apiServerImages = async (): Promise<Record<string, string>> => Object.fromEntries(
         (await read(["get", "pods", "-n", "kube-system", "-l", "component=kube-apiserver"])).items.map((p: any) => [p.spec.nodeName, p.spec.containers[0].image]));
+    /**
+     * The static pods a master's control-plane mirror pods mirror (by pod name, `<component>-<node>`): the hash of each
+     * (annotation kubernetes.io/config.hash), which a kubelet that restarts the pod for a new manifest or as another
+     * minor changes (docs/upstream.md#static-pod-hash). Not the container ids: a controller-manager that lost its lease
+     * while etcd had no quorum restarts its container in the same pod.
+     */
+    const staticContainers = async (m: { instanceId: string }): Promise<Record<string, string>> => {
+        const names = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"].map((x) => `${x}-${nodeName(m)}`);
+        const pods = (await read(["get", "pods", "-n", "kube-system", ...names])).items as Array<{ metadata: { name: string; annotations?: Record<string, string> } }>;
+        return Object.fromEntries(pods.map((p) => [p.metadata.name, p.metadata.annotations?.["kubernetes.io/config.hash"] ?? ""]));
+    };
     const masterPodsAt = async (v: string) => {
         for (const m of [M1, M2]) if (JSON.stringify(await controlPlanePods(m1, nodeName(m)).catch(() => undefined)) !== JSON.stringify(controlPlaneAt(v))) return false;
         return true;
@@ -112,7 +123,12 @@ describe("real node masters: the second master's kubeadm upgrade node, after the
         const upgradeCommandId = await saveUpgradeCommand(REGION, TO, world.repo.mirror);
         answerOperationsOnRealMasters(emu, world.nodes!);
         const seen: Seen[] = [];
+        /** The first master's static pods' containers when the second master's first step starts. */
+        let firstAtSecond: Record<string, string> | undefined;
         answerUpgradeCommand(emu, world.repo.mirror, world.nodes!, {
+            before: async (instance, step) => {
+                if (instance === M2.instanceId && step !== "status" && !firstAtSecond) firstAtSecond = await staticContainers(M1);
+            },
             after: async (instance, step, exitCode) => {
                 if (step === "status" || exitCode !== 0) return;
                 seen.push({ instance, step, kubeProxy: await addonImage("daemonset", "kube-proxy"), coreDns: await addonImage("deployment", "coredns"), apiServers: await apiServerImages() });
@@ -129,6 +145,10 @@ describe("real node masters: the second master's kubeadm upgrade node, after the
                 console.log(log.join("\n"), JSON.stringify(seen, null, 1), ...[m1, m2].map((m) => (m.read(`/var/log/alicloud-kubeadm/upgrade-${TO}.log`) ?? "").slice(-5000)), (await m1.run("kubectl", ["--kubeconfig", "/etc/kubernetes/admin.conf", "get", "pods,nodes,jobs,events", "-A", "-o", "wide"], { allowFail: true })).stdout);
                 throw err;
             });
+
+        // The gate waited for each master's new kubelet to restart its static pods: the second master's pods now are the
+        // ones it keeps; the first master's did not change after the second master's first step.
+        const secondAtEnd = await staticContainers(M2);
 
         // one master at a time, each step decided by the product: apply on the first, node on the second
         assert.deepStrictEqual(seen.map((s) => `${s.instance} ${s.step}`), [
@@ -159,6 +179,9 @@ describe("real node masters: the second master's kubeadm upgrade node, after the
                 (await kubectlJson(m, ["version"], `https://${m.ip}:6443`).catch(() => undefined))?.serverVersion?.gitVersion === `v${TO}`, 180_000);
         }
         await c.waitFor(`every static pod of both masters Ready at v${TO}`, () => masterPodsAt(TO), 180_000);
+        assert.deepStrictEqual(await staticContainers(M1), firstAtSecond, "the first master's static pods restarted after the second master's first step");
+        assert.deepStrictEqual(await staticContainers(M2), secondAtEnd, "the last master's static pods restarted after its gate passed");
+        assert.strictEqual(Object.keys(secondAtEnd).length, 4);
         for (const m of [M1, M2]) {
             const n = await read(["get", "node", nodeName(m)]);
             assert.deepStrictEqual([n.status.nodeInfo.kubeletVersion, n.status.conditions.find((x: { type: string }) => x.type === "Ready")?.status, !!n.spec.unschedulable],

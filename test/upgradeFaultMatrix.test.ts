@@ -9,7 +9,8 @@
  * call, each followed by a re-run without faults. Asserted from the fake cluster's and the emulator's state:
  *   U1 masters one at a time: no mutating step on a master while another is half-way (cordoned, API server and kubelet
  *      apart); CoreDNS and kube-proxy never ahead of an API server
- *   U2 no join material of version N while an API server serves less than N; the autoscaler's minor never ahead
+ *   U2 no join material of version N while an API server serves less than N, nor while a master is half-way (its static
+ *      pods not restarted by its kubelet yet, say); the autoscaler's minor never ahead
  *   U3 after the re-run: every master and node at 1.36.3, schedulable; kubeadm-config and the add-ons at 1.36.3
  *   U4 an etcd backup before the first change; the add-ons moved by the last master's `upgrade node`, after every other step
  * The same for a new controlPlane.instanceType (the masters stopped, resized with ModifyInstanceSpec and started):
@@ -26,6 +27,7 @@ import { OPERATIONS, autoscalerVersionWhileRunning, compareVersions, minorOf } f
 import { reconcileControlPlaneVersion, type ControlPlaneVersionInputs } from "../src/providers/controlPlaneVersion";
 import { reconcileNodeVersions } from "../src/providers/nodeVersions";
 import { modifyInstanceType } from "../src/cloud/ecs";
+import { reconfigureControlPlane } from "../src/upgrade";
 import type { Clock } from "../src/cloud/wait";
 import { steppedClock } from "../testing/steppedClock";
 
@@ -68,6 +70,7 @@ async function world(opts: { from?: string; to?: string; instanceType?: string; 
 /** What `pulumi up` runs: the control plane, then (its output feeding the join material) the nodes. */
 async function up(w: World): Promise<void> {
     const out = await reconcileControlPlaneVersion(w.inputs, undefined, undefined, w.clock);
+    assert.deepStrictEqual(w.c.mastersHalfway(), [], "U2 ControlPlaneVersion returned (the join material moves) with a master half-way");
     w.joinVersion = out.runningVersion;
     assertJoinMaterial(w, "after ControlPlaneVersion");
     await reconcileNodeVersions({ ...w.inputs, version: out.runningVersion }, undefined, w.clock);
@@ -217,6 +220,106 @@ describe("upgrade fault matrix: one fault at every step, then a re-run (U1–U4 
             await up(w);
             assert.strictEqual(refused, 2);
             assertDone(w, "uncordon refused twice");
+        } finally {
+            await w.emu.close();
+        }
+    });
+
+    it("a master's kubelet restarts its static pods listings after its kubelet step: the next master's first step waits for them", async () => {
+        const w = await world();
+        try {
+            // As a real master did: the health gate passed on the old containers, the new kubelet restarted them after.
+            w.c.staticPodRestartPolls = 4;
+            await up(w);
+            // U1 (assertDone): no step on a master while another one's static pods waited for their restart.
+            assertDone(w, "static pods restarted late");
+            assert.deepStrictEqual(w.c.staticPodRestarts, w.c.masters, "each master's kubelet restarted its static pods, once");
+        } finally {
+            await w.emu.close();
+        }
+    });
+
+    it("a run killed while the last master's static pods wait for their restart: the re-run waits for them before the join material moves or a master stops", async () => {
+        for (const instanceType of [undefined, BIG]) {
+            const w = await world({ instanceType });
+            try {
+                // Each kubelet step restarts that master's static pods 30 listings later: well into the gate's time, after
+                // whatever a re-run reads before it reaches the control plane.
+                w.c.staticPodRestartPolls = 30;
+                const last = w.c.masters[w.c.masters.length - 1];
+                const lastNode = [...w.c.nodes.values()].find((n) => n.instanceId === last)!.name;
+                let crashed = false;
+                w.emu.beforeRequest = () => crashed ? { status: 400, code: "EmulatedCrash", message: "the caller was killed" } : undefined;
+                w.emu.afterRequest = (req) => {
+                    if (req.action === "InvokeCommand" && req.params.CommandId === w.c.commands["static-pods"] && JSON.parse(req.params.Parameters).node === lastNode) crashed = true;
+                };
+                await assert.rejects(up(w));
+                disarm(w);
+                await settle(w);
+                assert.deepStrictEqual(w.c.mastersHalfway(), [last], "the crash left the last master's static pods waiting for their restart");
+                await up(w);
+                assertDone(w, `re-run${instanceType ? " with a new instance type" : ""}`);
+                if (instanceType) assertResized(w, "re-run");
+            } finally {
+                await w.emu.close();
+            }
+        }
+    });
+
+    it("a ClusterConfiguration change on a master whose Node is gone stops at that master's status, not after the gate's time", async () => {
+        const w = await world({ masters: 1 });
+        try {
+            const node = [...w.c.nodes.values()].find((n) => n.instanceId === w.c.master)!;
+            w.c.nodes.delete(node.name);
+            const access = { region: REGION, masterInstanceIds: w.c.masters, commands: w.c.commands, pollIntervalMs: 2 };
+            await assert.rejects(reconfigureControlPlane({ access, target: FROM, upgradeCommandId: w.inputs.upgradeCommandId, gate: { timeoutMs: 300, intervalMs: 5, clock: w.clock } }),
+                new RegExp(`^UpgradeError: ${w.c.master}: step "status" failed: the master has no Node in the cluster`));
+        } finally {
+            await w.emu.close();
+        }
+    });
+
+    it("saved commands without static-pods (an earlier version's) stop the run before any master is touched, with the fix", async () => {
+        const w = await world();
+        try {
+            const { "static-pods": _gone, ...commands } = w.c.commands;
+            w.inputs = { ...w.inputs, commands: commands as typeof w.c.commands };
+            await assert.rejects(up(w), new RegExp(`^UpgradeError: ${w.c.master}: step "saved commands" failed: the saved command static-pods is missing .*Fix: give the resource the saved commands of this version`));
+            assert.deepStrictEqual(w.c.masters.map((m) => w.c.versions.get(m)), w.c.masters.map(() => ({ kubeadm: FROM, kubelet: FROM, apiserver: FROM })), "a master was touched");
+            assert.deepStrictEqual(w.c.backups, [], "a backup was taken");
+        } finally {
+            await w.emu.close();
+        }
+    });
+
+    it("static pods that do not come back stop the run at that master with the step and the fix, before the next master; a re-run resumes", async () => {
+        const w = await world();
+        try {
+            w.c.staticPodRestartPolls = 1_000_000;
+            const [m0, m1] = w.c.masters;
+            await assert.rejects(up(w), (err: Error) => {
+                assert.match(err.message, new RegExp(`^${m0}: step "static pods" failed: the static pods of master-0 not restarted and Ready after [0-9]+ s: .*kube-apiserver-master-0 not restarted by the kubelet yet`));
+                assert.match(err.message, /Fix: the master's kubelet did not run its new etcd, kube-apiserver.*journalctl -u kubelet/);
+                return true;
+            });
+            assert.deepStrictEqual(w.c.versions.get(m1), { kubeadm: FROM, kubelet: FROM, apiserver: FROM }, "the next master was touched");
+            assert.strictEqual(w.joinVersion, FROM);
+            w.c.staticPodRestartPolls = 1; // the kubelet restarts them at last
+            await up(w);
+            assertDone(w, "re-run after the static pods came back");
+        } finally {
+            await w.emu.close();
+        }
+    });
+
+    it("a patch release's kubelet keeps the static pods it finds (the same hash): one run finishes, no restart waited for", async () => {
+        const w = await world({ from: TO, to: "1.36.4" });
+        try {
+            const out = await reconcileControlPlaneVersion(w.inputs, undefined, undefined, w.clock);
+            assert.strictEqual(out.runningVersion, "1.36.4");
+            assert.deepStrictEqual(w.c.upgradeViolations, []);
+            assert.deepStrictEqual(w.c.staticPodRestarts, []);
+            assert.deepStrictEqual(w.c.masters.map((m) => w.c.versions.get(m)), w.c.masters.map(() => ({ kubeadm: "1.36.4", kubelet: "1.36.4", apiserver: "1.36.4" })));
         } finally {
             await w.emu.close();
         }

@@ -74,7 +74,10 @@ export interface RunCommandOptions {
     vpcEndpoint?: boolean;
     /** Retry policy of the API calls (see `RetryOptions` in ./openapi). */
     retry?: RetryOptions;
-    /** Progress messages (e.g. for `pulumi.log.info`). Never contain the script, parameters or output. Default none. */
+    /**
+     * Progress messages (e.g. for `pulumi.log.info`). Never contain the script, parameters or output. Default none. One
+     * that throws stops the run: nothing more is sent or polled, and the run fails with its error.
+     */
     progress?: (message: string) => void;
     /** The clock the polls wait on and the wait ends by (tests); the API calls' retries take theirs from `retry.clock`. Default the real one (`SYSTEM_CLOCK` in ./wait). */
     clock?: Clock;
@@ -186,6 +189,21 @@ interface Run {
     call: { region: string; vpcEndpoint?: boolean; retry?: RetryOptions };
     results: Map<string, Partial_>;
     batchSize: number;
+    /** What the caller's progress callback threw: the run sends nothing more, stops polling, and fails with it. */
+    stopped?: { error: unknown };
+}
+
+/**
+ * Hands a message to the caller's progress callback. One that throws stops the run (see {@link Run.stopped}): its
+ * batches would otherwise go on sending after the caller has its error.
+ */
+function say(run: Run, message: string): void {
+    if (run.stopped || !run.opts.progress) return;
+    try {
+        run.opts.progress(message);
+    } catch (error) {
+        run.stopped = { error };
+    }
 }
 
 function failed(run: Run, instanceId: string, errorCode: string, errorInfo: string, status = "Invalid"): void {
@@ -223,6 +241,7 @@ function newBatch(instanceIds: string[]): Batch {
 async function runBatch(run: Run, batch: Batch, report: () => void): Promise<void> {
     let pending = batch;
     while (pending.instanceIds.length > 0) {
+        if (run.stopped) return; // runCommand fails with the callback's error
         let invokeId: string;
         try {
             invokeId = await startInvocation(run, pending);
@@ -232,7 +251,7 @@ async function runBatch(run: Run, batch: Batch, report: () => void): Promise<voi
                 // Refused before anything ran: the halves are new calls; later batches use the smaller size too.
                 const half = Math.ceil(pending.instanceIds.length / 2);
                 run.batchSize = Math.min(run.batchSize, half);
-                run.opts.progress?.(`Cloud Assistant: the API takes fewer than ${pending.instanceIds.length} instances per call (${err.code}); sending ${half} at a time`);
+                say(run, `Cloud Assistant: the API takes fewer than ${pending.instanceIds.length} instances per call (${err.code}); sending ${half} at a time`);
                 await Promise.all([pending.instanceIds.slice(0, half), pending.instanceIds.slice(half)].map((ids) => runBatch(run, newBatch(ids), report)));
                 return;
             }
@@ -314,9 +333,10 @@ async function pollInvocation(run: Run, invokeId: string, sent: Batch, report: (
     const timeoutMs = opts.waitTimeoutMs ?? (opts.timeoutSeconds ?? 60) * 1000 + 90_000;
     try {
         await waitFor(async () => {
+            if (run.stopped) return { done: true, value: undefined };
             await readResults(run, invokeId, waiting);
             report();
-            return waiting.size === 0 ? { done: true, value: undefined } : { done: false, state: `${waiting.size} running` };
+            return waiting.size === 0 || run.stopped ? { done: true, value: undefined } : { done: false, state: `${waiting.size} running` };
         }, {
             timeoutMs, firstDelayMs: Math.min(1000, opts.pollIntervalMs ?? 300), maxDelayMs: Math.min(10_000, opts.pollMaxIntervalMs ?? 2000), pauseFirst: true,
             clock: opts.clock,
@@ -336,7 +356,8 @@ async function pollInvocation(run: Run, invokeId: string, sent: Batch, report: (
  *
  * @param opts See {@link RunCommandOptions}.
  * @returns One result per distinct instance id, in input order.
- * @throws {@link CommandError} (code `CmdContent.ExceedLimit`) before any call when a one-off script is over 24 KB after Base64.
+ * @throws {@link CommandError} (code `CmdContent.ExceedLimit`) before any call when a one-off script is over 24 KB after Base64;
+ *   what `opts.progress` threw, once the batches it stopped have returned.
  */
 export async function runCommand(opts: RunCommandOptions): Promise<InstanceResult[]> {
     const ids = [...new Set(opts.instanceIds)];
@@ -358,13 +379,14 @@ export async function runCommand(opts: RunCommandOptions): Promise<InstanceResul
     const fresh = ids.filter((id) => !run.results.has(id) && !batches.some((b) => b.instanceIds.includes(id)) && !polls.some((p) => p.batch.instanceIds.includes(id)));
     for (let k = 0; k < fresh.length; k += run.batchSize) batches.push(newBatch(fresh.slice(k, k + run.batchSize)));
     const sending = batches.reduce((n, b) => n + b.instanceIds.length, 0);
-    opts.progress?.(`Cloud Assistant: running "${name}" on ${ids.length} instance(s)` +
+    say(run, `Cloud Assistant: running "${name}" on ${ids.length} instance(s)` +
         (sending === ids.length ? ` in ${batches.length} batch(es)` : `: ${sending} to send in ${batches.length} batch(es), ${ids.length - sending} from the earlier run`));
-    const report = progressReporter(opts, name, ids.length, run.results);
+    const report = progressReporter(run, ids.length);
     await Promise.all([
         ...batches.map((b) => runBatch(run, b, report)),
         ...polls.map((p) => pollInvocation(run, p.invokeId, p.batch, report)),
     ]);
+    if (run.stopped) throw run.stopped.error;
     const ctx = { region: opts.region, name, timeoutSeconds: opts.timeoutSeconds ?? 60, sensitiveOutput: opts.sensitiveOutput };
     return ids.map((id) => {
         const r = run.results.get(id) as Partial_;
@@ -400,12 +422,12 @@ function planRetry(run: Run, ids: readonly string[]): { batches: Batch[]; polls:
     return { batches, polls };
 }
 
-function progressReporter(opts: RunCommandOptions, name: string, total: number, results: Map<string, unknown>): () => void {
+function progressReporter(run: Run, total: number): () => void {
     let last = -1;
     return () => {
-        if (!opts.progress || results.size === last) return;
-        last = results.size;
-        opts.progress(`Cloud Assistant: "${name}" finished on ${results.size}/${total} instance(s)`);
+        if (run.results.size === last) return;
+        last = run.results.size;
+        say(run, `Cloud Assistant: "${run.name}" finished on ${run.results.size}/${total} instance(s)`);
     };
 }
 

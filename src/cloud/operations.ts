@@ -280,11 +280,11 @@ export async function poolNodes(access: ClusterAccess, pool: string): Promise<No
     return (await listNodes(access)).filter((n) => n.pool === pool);
 }
 
-/** The number of pods that are not DaemonSet pods, per node name. */
+/** The number of pods that are not DaemonSet pods, per node name (the values come escaped: read back as data). */
 export async function workloadPods(access: ClusterAccess): Promise<Map<string, number>> {
     const counts = new Map<string, number>();
     for (const line of decompress(await invokeOnMaster(access, "pod-owners")).split("\n")) {
-        const [node, kind] = line.split("\t");
+        const [node, kind] = line.split("\t").map(unescapeListed);
         if (node && kind !== "DaemonSet") {
             counts.set(node, (counts.get(node) ?? 0) + 1);
         }

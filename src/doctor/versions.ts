@@ -22,12 +22,17 @@ function byVersion(versions: Readonly<Record<string, string>>): string {
  */
 export async function checkVersions(ctx: DoctorContext): Promise<Finding[]> {
     const configured = ctx.info.kubernetesVersion;
-    const { kubelets, apiServers } = await ctx.versions();
+    const { kubelets, apiServers, unlabelled } = await ctx.versions();
     const out: Finding[] = [];
     const add = (status: Finding["status"], subject: string, evidence: string, next: string) => out.push({ check: "versions", status, subject, evidence, next });
     const resume = "run `pulumi up`: it resumes the upgrade where it stopped (docs/upgrades.md#pausing-and-resuming)";
     const servers = Object.values(apiServers).filter(Boolean);
     const running = oldestVersion(servers);
+    if (!running && unlabelled.length > 0) {
+        add("problem", "API servers", `kube-apiserver pods found on ${unlabelled.join(", ")}, none of them a Node labelled node-role.kubernetes.io/control-plane: the masters' control-plane label is missing (only a control-plane Node's API server counts)`,
+            "label each master's Node again as kubeadm does (`kubectl label node <master> node-role.kubernetes.io/control-plane=`) and find what removed the label");
+        return out;
+    }
     if (!running) {
         add("problem", "API servers", "no kube-apiserver pod found in kube-system", "the join check's /readyz and `crictl ps -a` on each master show whether the control plane runs");
         return out;

@@ -146,6 +146,7 @@ export const OPERATIONS = {
     "doctor-certs": { on: "master", parameters: [], timeoutSeconds: 60, saved: true, description: "doctor (read-only): certificate expiry and the renewal timer on a master" },
     "doctor-bootstrap-log": { on: "node", parameters: ["lines"], timeoutSeconds: 60, saved: true, description: "doctor (read-only): a node's bootstrap log and markers" },
     "upgrade-status": { on: "master", parameters: [], timeoutSeconds: 120, saved: true, description: "upgrades (read-only): each API server's version and /readyz, each Node's kubelet, the add-ons, deprecated APIs in use" },
+    "static-pods": { on: "master", parameters: ["node"], timeoutSeconds: 60, saved: true, description: "upgrades (read-only): a master's control-plane static pods as its kubelet runs them and as their mirror pods show them" },
     "attach": { on: "node", parameters: ["labels", "taints", "channel"], timeoutSeconds: 1800, saved: true, join: true, description: "join an existing instance as a worker node" },
     "control-plane-join": { on: "node", parameters: ["channel"], timeoutSeconds: 1800, saved: true, join: true, description: "join a master to the control plane" },
     // Saved with the cluster's target version and package sources baked in (src/shell/upgrade.sh), like the joins.

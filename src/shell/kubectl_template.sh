@@ -1,6 +1,6 @@
 #!/bin/bash
 # alicloud-kubeadm kubectl go-template pieces, for the operations that print values a node writes (list-nodes,
-# cluster-validate, outdated-taint, upgrade-status, doctor-nodes; src/shell/render.ts OPERATION_LIBRARIES adds this file after ops/lib.sh).
+# pod-owners, cluster-validate, outdated-taint, upgrade-status, static-pods, doctor-nodes; src/shell/render.ts OPERATION_LIBRARIES adds this file after ops/lib.sh).
 # They print a value through the template's `js` escaper (docs/upstream.md#kubectl-go-template):
 # a tab, a newline or any other control character in a value (what a node writes on its own Node or its pods' status)
 # is printed as \u00XX, so only the template separates columns and lines (src/cloud/operations.ts unescapeListed reads

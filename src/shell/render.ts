@@ -628,9 +628,11 @@ const TEMPLATE = "\u0000template";
 const OPERATION_LIBRARIES: Partial<Record<OperationName, readonly string[]>> = {
     "etcd-restore": ["etcd_restore.sh", "control_plane_policy.sh"],
     "list-nodes": ["kubectl_template.sh"],
+    "pod-owners": ["kubectl_template.sh"],
     "cluster-validate": ["kubectl_template.sh"],
     "outdated-taint": ["kubectl_template.sh"],
     "upgrade-status": ["kubectl_template.sh"],
+    "static-pods": ["kubectl_template.sh"],
     "doctor-nodes": ["kubectl_template.sh"],
     "doctor-join": ["kubectl_template.sh"],
 };

@@ -2,7 +2,8 @@
  * The control plane to a new version, one master at a time (docs/upgrades.md#what-pulumi-up-does): an etcd backup first,
  * then for each master, master 0 first — install the target kubeadm; on the first, `kubeadm upgrade plan` and
  * `kubeadm upgrade apply`, on each other `kubeadm upgrade node`; drain; kubelet and kubectl; restart; uncordon; the health
- * gate — and only then the next master. Each step is decided from what is read before it (observe, then decide), so a run
+ * gate (first this master's static pods restarted by its kubelet and Ready, then every API server, etcd member and its
+ * Node) — and only then the next master. Each step is decided from what is read before it (observe, then decide), so a run
  * that was interrupted resumes at the step that is not done yet, and a step that is done is never run twice.
  *
  * CoreDNS and kube-proxy are moved by kubeadm's addon phase, which kubeadm runs only once every control-plane instance
@@ -12,7 +13,7 @@
  */
 import { drainNode, uncordonNode, type ClusterAccess } from "../cloud/operations";
 import { backupBeforeChange } from "../recovery/backup";
-import { gateWait, waitForGate, type GateOptions } from "./gate";
+import { gateWait, waitForGate, waitForStaticPods, type GateOptions } from "./gate";
 import { asStep, runUpgradeStep, UpgradeError } from "./run";
 import { nodeOfInstance, readClusterStatus, readInstanceVersions, runningVersionOf, type ClusterStatus, type InstanceVersions } from "./status";
 
@@ -74,11 +75,21 @@ export async function upgradeControlPlane(u: ControlPlaneUpgrade): Promise<Clust
     // The masters in the cluster (with a Node). One without is not a member yet (a new cluster's, joined after this by
     // ControlPlaneMember) or is being replaced: it joins with the join command of the version the others run.
     const masters = u.access.masterInstanceIds.filter((m) => nodeOfInstance(s, u.access.region, m) !== undefined);
-    if (masters.length === 0 || runsTarget(s, u.access.region, masters, u.target)) return s;
+    if (masters.length === 0) return s;
+    checkSavedCommands(u);
+    // Nothing left to do, but an earlier run may have stopped while a master's static pods waited for their restart (the
+    // last master's, say): they must be back before what comes after this (the join material, a resize) moves. A master
+    // whose Node is not Ready (down: its kubelet does not answer) is not asked, as runsTarget does not ask it; the health
+    // gate of whatever touches another master next names it.
+    const whenBack = async () => {
+        for (const m of masters) if (nodeOfInstance(s, u.access.region, m)?.ready) await staticPodsBack(u, s, m, log);
+        return s;
+    };
+    if (runsTarget(s, u.access.region, masters, u.target)) return whenBack();
     const versions = new Map<string, InstanceVersions>();
     for (const m of masters) versions.set(m, await asStep(m, "status", () => readInstanceVersions(u.access, u.upgradeCommandId, m)));
     const todo = masters.filter((m, i) => masterSteps(s, versions.get(m)!, u.access.region, m, u.target, i === masters.length - 1).length > 0);
-    if (todo.length === 0) return s;
+    if (todo.length === 0) return whenBack();
     log(`upgrading the control plane from ${runningVersionOf(s) ?? "?"} to ${u.target}, one master at a time: ${todo.join(", ")}`);
     await asStep(masters[0], "backup", () => backupBeforeChange(u.access, `upgrading the control plane to ${u.target}`, log, u.warn));
     for (const [i, m] of masters.entries()) {
@@ -87,9 +98,14 @@ export async function upgradeControlPlane(u: ControlPlaneUpgrade): Promise<Clust
         s = await asStep(m, "status", () => readClusterStatus(u.access));
         const v = i === 0 ? versions.get(m)! : await asStep(m, "status", () => readInstanceVersions(u.access, u.upgradeCommandId, m));
         const steps = masterSteps(s, v, u.access.region, m, u.target, last);
-        if (steps.length === 0) continue;
         const node = nodeOfInstance(s, u.access.region, m);
-        if (!node) throw new UpgradeError(m, "status", "the master has no Node in the cluster (it did not join, or its Node was deleted)");
+        if (!node) throw new UpgradeError(m, "status", NO_NODE);
+        if (steps.length === 0) {
+            // Done by an earlier run, which may have stopped before this master's static pods came back: they must
+            // have, before a later master is touched or the run returns.
+            await staticPodsBack(u, s, m, log);
+            continue;
+        }
         log(`master ${m} (${i + 1}/${masters.length}): ${steps.join(", ")}, then the health gate`);
         for (const step of steps) {
             log(`master ${m}: ${step}`);
@@ -101,10 +117,31 @@ export async function upgradeControlPlane(u: ControlPlaneUpgrade): Promise<Clust
                 await asStep(m, step, () => runUpgradeStep(u.access, u.upgradeCommandId, m, step));
             }
         }
+        await staticPodsBack(u, s, m, log);
         s = await asStep(m, "health gate", () => waitForGate(u.access, m, u.target, true, u.gate));
-        log(`master ${m} runs ${u.target}: every API server ready, every etcd member healthy, its Node Ready`);
+        log(`master ${m} runs ${u.target}: its static pods restarted and Ready, every API server ready, every etcd member healthy, its Node Ready`);
     }
     return s;
+}
+
+const NO_NODE = "the master has no Node in the cluster (it did not join, or its Node was deleted)";
+
+/**
+ * Waits until the static pods of master `m` (its Node in `s`) are the ones its running kubelet runs, Ready (step "static
+ * pods"). A master without a Node fails (step "status"): its static pods cannot be asked for.
+ */
+async function staticPodsBack(u: Pick<ControlPlaneUpgrade, "access" | "gate">, s: ClusterStatus, m: string, log: (message: string) => void): Promise<void> {
+    const node = nodeOfInstance(s, u.access.region, m);
+    if (!node) throw new UpgradeError(m, "status", NO_NODE);
+    await asStep(m, "static pods", () => waitForStaticPods(u.access, node.name, { ...u.gate, log }));
+}
+
+/** Fails (step "saved commands", before anything is changed) when the static-pods gate could not run: its saved command is missing. */
+function checkSavedCommands(u: Pick<ControlPlaneUpgrade, "access">): void {
+    if (!u.access.commands["static-pods"]) {
+        throw new UpgradeError(u.access.masterInstanceIds[0], "saved commands", "the saved command static-pods is missing from this resource's commands " +
+            "(commands[\"static-pods\"]: an earlier alicloud-kubeadm's); nothing was changed");
+    }
 }
 
 /**
@@ -125,13 +162,17 @@ function uncordonAfterRestart(u: ControlPlaneUpgrade, node: string): Promise<"un
 
 /**
  * A ClusterConfiguration change on existing masters (docs/upgrades.md#cluster-configuration): after kubeadm-config was
- * edited, `kubeadm upgrade node phase control-plane` on each master in turn, each followed by the health gate.
+ * edited, `kubeadm upgrade node phase control-plane` on each master in turn, each followed by its static pods restarted
+ * and Ready and the health gate.
  */
 export async function reconfigureControlPlane(u: Omit<ControlPlaneUpgrade, "drainTimeoutSeconds">): Promise<void> {
     const log = u.log ?? (() => undefined);
+    checkSavedCommands(u);
     for (const [i, m] of u.access.masterInstanceIds.entries()) {
         log(`master ${m} (${i + 1}/${u.access.masterInstanceIds.length}): rewriting its static pod manifests from kubeadm-config`);
         await asStep(m, "control-plane", () => runUpgradeStep(u.access, u.upgradeCommandId, m, "control-plane"));
+        const s = await asStep(m, "status", () => readClusterStatus(u.access));
+        await staticPodsBack(u, s, m, log);
         await asStep(m, "health gate", () => waitForGate(u.access, m, u.target, true, u.gate));
     }
 }

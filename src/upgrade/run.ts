@@ -28,6 +28,8 @@ const FIXES: Record<string, string> = {
     "drain": "a PodDisruptionBudget or a pod without a controller keeps the drain from finishing: let the pods move (scale the workload, relax the budget), then run `pulumi up` again",
     "kubelet": "check the package mirror and `journalctl -u kubelet` on that instance",
     "uncordon": "run `kubectl uncordon` on the Node by hand if the API server refuses it",
+    "static pods": "the master's kubelet did not run its new etcd, kube-apiserver, kube-controller-manager or kube-scheduler pod, Ready, in time (the message names which): `crictl ps -a`, `crictl logs` of it and `journalctl -u kubelet` on that master; the next master is not touched until they are",
+    "saved commands": "give the resource the saved commands of this version (the Cluster component's NodeCommands)",
     "health gate": "`npm run doctor -- --stack <stack>` shows which API server, etcd member or Node is not healthy; repair it",
     "stop": "check the instance in the ECS console (it must stop and start again); the provider's message names the state it was left in",
     "resize": "the instance type may be sold out in the zone or not allowed for the instance (DescribeResourcesModification lists the types it may change to): pick another controlPlane.instanceType, or set it back",

@@ -122,3 +122,54 @@ export async function readInstanceVersions(access: Pick<ClusterAccess, "region" 
     const field = (k: string) => bare(new RegExp(`^${k}=(.*)$`, "m").exec(out)?.[1]);
     return { kubeadm: field("kubeadm"), kubelet: field("kubelet"), apiserver: field("apiserver") };
 }
+
+/** The control-plane components kubeadm runs as static pods on a master (stacked etcd among them). */
+export const STATIC_POD_COMPONENTS = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"] as const;
+
+/** One master's control-plane static pods (the static-pods operation, src/shell/ops/static-pods.sh). */
+export interface StaticPods {
+    /** Pod name → the hash (uid) the running kubelet made of the manifest, for the pods it runs from a file. */
+    kubelet: Map<string, string>;
+    /** Pod name → its mirror pod: the node it is bound to, the static pod's hash it mirrors (kubernetes.io/config.mirror), Ready. */
+    mirrors: Map<string, { node: string; hash: string; ready: boolean }>;
+}
+
+/** Parses the static-pods operation's lines (every value escaped: read back as data). */
+export function parseStaticPods(text: string): StaticPods {
+    const out: StaticPods = { kubelet: new Map(), mirrors: new Map() };
+    for (const line of text.split("\n")) {
+        const [kind, ...raw] = line.split("\t");
+        const f = raw.map(unescapeListed);
+        if (kind === "kubelet" && f[0] && f[2] === "file") out.kubelet.set(f[0], f[1] ?? "");
+        else if (kind === "mirror" && f[0]) out.mirrors.set(f[0], { node: f[1] ?? "", hash: f[2] ?? "", ready: f[3] === "True" });
+    }
+    return out;
+}
+
+/** Reads the control-plane static pods of the master whose Node is `node`. @throws while its kubelet does not answer */
+export async function readStaticPods(access: ClusterAccess, node: string): Promise<StaticPods> {
+    return parseStaticPods(decompress(await invokeOnMaster(access, "static-pods", { node })));
+}
+
+/**
+ * What keeps the static pods of `node` from being the ones its running kubelet runs, Ready: each control-plane pod the
+ * kubelet runs from a manifest (kube-apiserver at least) must have its mirror pod `<component>-<node>` bound to `node`,
+ * mirroring the hash the kubelet made of the manifest, and Ready. A kubelet that made another hash than the one the mirror
+ * pod shows (a new manifest, or a kubelet of another minor: the hash covers the pod as that kubelet reads it) has the old
+ * containers to stop and new ones to start; one that made the same hash keeps the containers it found. Empty when all holds.
+ */
+export function staticPodFindings(p: StaticPods, node: string): string[] {
+    const name = (c: string) => `${c}-${node.toLowerCase()}`;
+    const out: string[] = [];
+    if (!p.kubelet.has(name("kube-apiserver"))) out.push(`the kubelet of ${node} does not run ${name("kube-apiserver")} (yet)`);
+    for (const c of STATIC_POD_COMPONENTS) {
+        const hash = p.kubelet.get(name(c));
+        if (hash === undefined) continue;
+        const m = p.mirrors.get(name(c));
+        if (!m || m.node !== node) out.push(`no mirror pod ${name(c)} on ${node} yet`);
+        else if (m.hash !== hash) out.push(`${name(c)} not restarted by the kubelet yet`);
+        else if (!m.ready) out.push(`${name(c)} not Ready`);
+    }
+    return out;
+}
+
