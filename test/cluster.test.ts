@@ -146,6 +146,65 @@ describe("Cluster (whole stack under mocks)", () => {
         assert.deepStrictEqual(replace.map(chained), [[], [], ["i-bp1exampleexample01"]], "node 3 waits for node 1; node 2 (report) for none");
     });
 
+    it("existing nodes attach only once the admission service serves what they join with: each waits for its DaemonSet, whose pods roll when the served script changes; a manual node's spec is the served script's", async () => {
+        const { validateClusterConfig, nodeJoinConfig } = await import("../src/config");
+        const { servedAttachScript } = await import("../src/components/existingNode");
+        const { existingNodeSpecHash, SPEC_STAND_IN } = await import("../src/rules");
+        const variant = async (name: string, edit: (cluster: Record<string, unknown>) => void) => {
+            const doc = YAML.parse(fs.readFileSync(EXAMPLE, "utf8"));
+            const cluster = doc.config["alicloud-kubeadm:cluster"];
+            edit(cluster);
+            const file = path.join(out, `Pulumi.${name}.yaml`);
+            fs.writeFileSync(file, YAML.stringify(doc));
+            const result = await synthesize(file, out);
+            assert.deepStrictEqual(result.problems, []);
+            const daemonSet = result.resources.find((r) => r.type === "kubernetes:apps/v1:DaemonSet" && String(r.name).includes("-admission-"))!;
+            const configMap = result.resources.find((r) => r.type === "kubernetes:core/v1:ConfigMap" && (r.inputs.data as Record<string, string>)?.["attach.sh"] !== undefined)!;
+            const memberships = result.resources.filter((r) => r.type === "pulumi-nodejs:dynamic:Resource" && String(r.name).endsWith("-membership") && String(r.name).includes("-node-"));
+            return {
+                config: nodeJoinConfig(validateClusterConfig(cluster, doc.config["alicloud:region"]).config!),
+                daemonSet, served: (configMap.inputs.data as Record<string, string>)["attach.sh"],
+                configMap,
+                mounted: (daemonSet.inputs.spec as { template: { spec: { volumes: Array<{ name: string; configMap?: { name: string } }> } } }).template.spec.volumes.find((v) => v.name === "code")!.configMap!.name,
+                ssh: result.resources.find((r) => r.type === "command:remote:Command")!,
+                memberships, spec: (id: string) => memberships.find((m) => m.rawInputs.instanceId === id)!.rawInputs.spec,
+            };
+        };
+        const manual = "i-bp1exampleexample01";
+        const base = await variant("served-base", () => undefined);
+        for (const r of [...base.memberships, base.ssh]) assert.ok(r.dependencies.includes(base.daemonSet.urn), `${r.name} waits for the admission DaemonSet`);
+        // The served files are an immutable ConfigMap the Kubernetes provider names (the mocks model its naming), under the
+        // Pulumi name the fixed-name one had (an existing stack replaces that resource); the DaemonSet mounts the name it
+        // got, and is updated after it exists.
+        assert.strictEqual((base.configMap.inputs.metadata as { name?: string }).name, undefined, "no fixed name: a new object on every change");
+        assert.strictEqual(base.configMap.inputs.immutable, true);
+        assert.match(String(base.configMap.name), /-admission-service-configmap-kube-system-alicloud-kubeadm-admission$/);
+        assert.match(base.mounted, new RegExp(`^${base.configMap.name}-[0-9a-f]{8}$`), "the DaemonSet mounts the ConfigMap's own name");
+        assert.ok(base.daemonSet.dependencies.includes(base.configMap.urn), "the DaemonSet waits for its ConfigMap");
+        // The served script, rendered again from its own header (the mocks' join material), is servedAttachScript's; at the
+        // stand-ins it is what the manual node's spec hashes.
+        const header = (v: string) => new RegExp(`^readonly ${v}='([^']*)'$`, "m").exec(base.served)![1];
+        const join = {
+            apiEndpoint: header("AK_API_ENDPOINT"), caCertHash: header("AK_CA_CERT_HASHES"), endpoints: header("AK_ADMISSION_ENDPOINTS").split(","),
+            pin: header("AK_ADMISSION_PIN"), version: header("AK_KUBERNETES_VERSION"),
+        };
+        assert.strictEqual(servedAttachScript(base.config, join), base.served);
+        const standIn = { apiEndpoint: SPEC_STAND_IN.endpoint, caCertHash: SPEC_STAND_IN.pin, endpoints: [SPEC_STAND_IN.endpoint], pin: SPEC_STAND_IN.pin, version: SPEC_STAND_IN.version };
+        assert.strictEqual(base.spec(manual), existingNodeSpecHash({ mode: "manual", imageId: "", labels: {}, taints: [], script: servedAttachScript(base.config, standIn) }));
+        // A new package mirror is served (the pods roll) and is a new spec; a patch version is served (the pods roll), no new spec.
+        const mirror = await variant("served-mirror", (c) => { c.images = { packageMirror: "https://mirrors.example.com" }; });
+        assert.notStrictEqual(mirror.served, base.served);
+        assert.notStrictEqual(mirror.mounted, base.mounted, "a new ConfigMap, which the pod template mounts: the service's pods restart on the new script");
+        assert.notStrictEqual(mirror.spec(manual), base.spec(manual));
+        const patch = await variant("served-patch", (c) => { c.kubernetesVersion = "1.36.4"; });
+        assert.notStrictEqual(patch.served, base.served);
+        assert.notStrictEqual(patch.mounted, base.mounted);
+        for (const m of base.memberships) assert.strictEqual(patch.spec(String(m.rawInputs.instanceId)), m.rawInputs.spec, `${m.name}: a version is no new spec`);
+        // Nothing but what is served rolls the pods: the same config renders the same pod template.
+        const again = await variant("served-again", () => undefined);
+        assert.strictEqual(again.mounted, base.mounted);
+    });
+
     it("a connection's private key from the stack config stays secret: in no plain input, resources.json or output", async () => {
         const doc = YAML.parse(fs.readFileSync(EXAMPLE, "utf8"));
         const KEY = testSshPrivateKey();

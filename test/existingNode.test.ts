@@ -1,4 +1,5 @@
-// World: the OpenAPI emulator (testing/emulator); Pulumi mocks (testing/mockRuntime.ts).
+// World: the OpenAPI emulator (testing/emulator); Pulumi mocks (testing/mockRuntime.ts); outputs as the dynamic provider
+// server sends them to the engine (testing/partialUpdate.ts).
 import * as assert from "assert";
 import * as fs from "fs";
 import * as path from "path";
@@ -14,6 +15,7 @@ import { PARAMETER_MARKER, renderAttachCommand, renderAttachNode } from "../src/
 import type { NodeCommandIds } from "../src/rules";
 import { formatProblem, OPERATIONS } from "../src/rules";
 import { createCommand, saveNodeCommands } from "../testing/savedCommands";
+import { overGrpc } from "../testing/partialUpdate";
 import { installNodeChannels } from "./nodeChannel";
 
 const REGION = "cn-hangzhou";
@@ -201,6 +203,17 @@ describe("NodeMembership (emulator)", () => {
         clusterOf(emu, new Set([node]));
         await joinExistingNode(inputs(node, master, { mode: "ssh" }));
         assert.ok(emu.callsOf("InvokeCommand").every((c) => c.params["InstanceId.1"] === master));
+    });
+
+    it("a membership without a spec (built outside an ExistingNode) is created and updated with outputs the engine can carry", async () => {
+        const { emu } = ctx;
+        const master = emu.addInstance().instanceId;
+        const node = emu.addInstance().instanceId;
+        clusterOf(emu, new Set([node]));
+        const created = overGrpc<Record<string, unknown>>((await nodeMembershipProvider.create!(inputs(node, master, { mode: "ssh" }))).outs);
+        assert.strictEqual(created.nodeName, `node-${node}`);
+        const updated = overGrpc<Record<string, unknown>>((await nodeMembershipProvider.update!("x", created, inputs(node, master, { mode: "ssh", labels: "role=other" }))).outs);
+        assert.deepStrictEqual([updated.nodeName, updated.labels, "joinedSpec" in updated], [`node-${node}`, "role=other", false]);
     });
 
     it("gives up after the bounded wait, pointing at the attach log", async () => {

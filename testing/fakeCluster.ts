@@ -23,13 +23,19 @@
 //   `apply` needs the target kubeadm and sets this master's static pods and kubeadm-config; `node` moves this master's
 //   static pods to kubeadm-config's version; the addon phase (both) moves CoreDNS and kube-proxy only once every master's
 //   API server runs the version. `upgradeViolations` records, at every mutating step on a master, another master caught
-//   half-way (cordoned, or API server and kubelet apart), and add-ons moved while a master's API server was older.
+//   half-way (cordoned, API server and kubelet apart, or its static pods not yet restarted by its kubelet), and add-ons
+//   moved while a master's API server was older.
+// - Static pods (the static-pods operation): each master's kubelet runs its control-plane pods under a hash of the
+//   manifest as that kubelet reads it (docs/upstream.md#static-pod-hash): the manifests' version and the kubelet's minor
+//   (a patch release hashes alike). `apply`/`node` rewrite the manifests and wait, as kubeadm does, for the mirror pods to
+//   change; a kubelet step to another minor leaves the old pods running and restarts them `staticPodRestartPolls`
+//   listings (upgrade-status, static-pods) later, as a real master was seen doing after the health gate had passed.
 import * as zlib from "zlib";
 import type { Emulator } from "./emulator";
 import type { ClusterAccess } from "../src/cloud/operations";
 import type { NodeCommandIds } from "../src/rules";
 import { operation, saveNodeCommands } from "./savedCommands";
-import { compareVersions, CONTROL_PLANE_POOL } from "../src/rules";
+import { compareVersions, CONTROL_PLANE_POOL, minorOf } from "../src/rules";
 
 export interface FakeNode {
     name: string;
@@ -128,6 +134,15 @@ export interface FakeCluster {
     /** Order invariants of upgrades broken (see the header). */
     upgradeViolations: string[];
     /**
+     * How many listings (upgrade-status, static-pods) after a master's kubelet moved to another minor its kubelet restarts
+     * that master's static pods (see the header); read at each listing. Default 3.
+     */
+    staticPodRestartPolls: number;
+    /** The masters whose kubelet restarted their static pods under a new hash, one entry per restart, in order. */
+    staticPodRestarts: string[];
+    /** The masters half-way now (cordoned, API server and kubelet apart, or static pods waiting for their restart by its kubelet). */
+    mastersHalfway(): string[];
+    /**
      * What `cluster-validate` answers besides the Nodes: the Deployments of kube-system and kube-flannel (default CoreDNS,
      * 2 of 2 available) and their pods that are not Ready (default none). Tests break them to fail a rollout's validation.
      */
@@ -189,6 +204,9 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
         backups: [],
         backupInstalled: false,
         upgradeViolations: [],
+        staticPodRestartPolls: 3,
+        staticPodRestarts: [],
+        mastersHalfway: () => masters.filter((m) => halfway(m)),
         system: { deployments: [{ name: "kube-system/coredns", replicas: 2, available: 2 }], unreadyPods: [] },
         addNode(instanceId, init = {}) {
             // A control-plane member joined by attach_node.sh labels itself alicloud-kubeadm/pool=control-plane (its
@@ -414,11 +432,30 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
         if (!c.versions.has(id)) c.versions.set(id, { kubeadm: c.version, kubelet: c.version, apiserver: masters.includes(id) ? c.version : "none" });
         return c.versions.get(id)!;
     };
-    /** A master half-way: cordoned, or its API server and kubelet apart. */
+    /** The hash a master's running kubelet makes of its static pod manifests: their version and the kubelet's minor. */
+    const kubeletHash = (id: string) => `${versionsOf(id).apiserver}@1.${minorOf(versionsOf(id).kubelet)}`;
+    /** The hash each master's mirror pods show (the pods running); absent: what its kubelet makes. */
+    const mirrors = new Map<string, string>();
+    const mirrorOf = (id: string) => mirrors.get(id) ?? kubeletHash(id);
+    /** Masters whose kubelet is to restart their static pods: the listings since its kubelet step. */
+    const restarts = new Map<string, number>();
+    /** One listing: the kubelets whose time has come ({@link FakeCluster.staticPodRestartPolls}, read now) restart their static pods. */
+    const listed = () => {
+        for (const [id, seen] of restarts) {
+            if (seen + 1 < c.staticPodRestartPolls) restarts.set(id, seen + 1);
+            else {
+                restarts.delete(id);
+                mirrors.set(id, kubeletHash(id));
+                c.staticPodRestarts.push(id);
+                c.log.push(`${id}: static pods restarted`);
+            }
+        }
+    };
+    /** A master half-way: cordoned, its API server and kubelet apart, or its static pods not yet restarted by its kubelet. */
     const halfway = (id: string) => {
         const v = versionsOf(id);
         const node = nodeOfInstance(id);
-        return (node?.unschedulable ?? false) || v.apiserver !== v.kubelet;
+        return (node?.unschedulable ?? false) || v.apiserver !== v.kubelet || mirrorOf(id) !== kubeletHash(id);
     };
     const checkOneAtATime = (id: string, step: string) => {
         if (!masters.includes(id)) return;
@@ -432,7 +469,22 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
             c.addons.version = version;
         }
     };
+    // static-pods.sh's lines for the master of Node `node`: its kubelet's pods (from its /pods) and their mirror pods.
+    emu.onCommand(operation("static-pods"), (ctx) => {
+        listed();
+        const node = c.nodes.get(ctx.parameters.node);
+        if (!node || !masters.includes(node.instanceId) || !running(node.instanceId)) {
+            return { exitCode: 1, output: `Error from server: error trying to reach service: dial tcp 192.168.0.9:10250: connect: connection refused\nerror: the kubelet of ${ctx.parameters.node} does not answer (yet)\n` };
+        }
+        const pods = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"].map((comp) => `${comp}-${node.name}`);
+        const lines = [
+            ...pods.map((p) => ["kubelet", p, kubeletHash(node.instanceId), "file"].join("\t")),
+            ...pods.map((p) => ["mirror", p, node.name, mirrorOf(node.instanceId), "True"].join("\t")),
+        ];
+        return { output: gz(lines.join("\n")) };
+    });
     emu.onCommand(operation("upgrade-status"), (ctx) => {
+        listed();
         c.log.push(`${ctx.instanceId}: upgrade-status`);
         const lines: string[] = [];
         for (const m of masters) {
@@ -480,6 +532,7 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
             case "apply": {
                 if (v.kubeadm !== target) return fail(`[upgrade/versions] FATAL: Specified version to upgrade to "v${target}" is higher than the kubeadm version "v${v.kubeadm}"`);
                 v.apiserver = target;
+                mirrors.set(id, kubeletHash(id)); // kubeadm waits for the mirror pods' hash to change
                 c.clusterConfig = target;
                 addonPhase(target);
                 break;
@@ -488,13 +541,18 @@ export async function fakeCluster(emu: Emulator, region = "cn-hangzhou", opts: {
                 if (masters.includes(id)) {
                     if (v.kubeadm !== c.clusterConfig) return fail(`[upgrade] FATAL: kubeadm v${v.kubeadm} cannot upgrade to the cluster's v${c.clusterConfig}`);
                     v.apiserver = c.clusterConfig;
+                    mirrors.set(id, kubeletHash(id)); // kubeadm waits for the mirror pods' hash to change
                     addonPhase(c.clusterConfig);
                 }
                 break;
-            case "kubelet":
+            case "kubelet": {
+                // The new kubelet finds the pods the old one started; it restarts them later if it hashes them differently.
+                if (masters.includes(id)) mirrors.set(id, mirrorOf(id));
                 v.kubelet = target;
                 if (node) node.kubelet = target;
+                if (masters.includes(id) && mirrorOf(id) !== kubeletHash(id)) restarts.set(id, 0);
                 break;
+            }
             case "control-plane":
                 break;
             default:

@@ -16,8 +16,8 @@ import { ControlPlaneMember } from "../providers/controlPlaneMember";
 import { ControlPlaneVersion } from "../providers/controlPlaneVersion";
 import { NodeVersions } from "../providers/nodeVersions";
 import { JoinInfo } from "../providers/joinInfo";
-import { createAttachCommand, EXISTING_POOL_NAME, ExistingNode, sshConnection, type SshConnectionArgs } from "./existingNode";
-import { admissionAttachOneLiner, renderServedAttachScript } from "../shell/renderAdmission";
+import { attachThrough, createAttachCommand, EXISTING_POOL_NAME, ExistingNode, servedAttachScript, sshConnection, type SshConnectionArgs } from "./existingNode";
+import { admissionAttachOneLiner } from "../shell/renderAdmission";
 import { NodeCommands, saveCommand } from "./nodeCommands";
 import { formatProblem, OPERATIONS, providerIdOf, SECRET_STAND_IN, SSH_SECRET_FIELDS, type Problem } from "../rules";
 import { NodePool } from "./nodePool";
@@ -320,17 +320,6 @@ export class Cluster extends pulumi.ComponentResource {
         }, { parent: this }));
         const attachCommand = !config.existingNodes.some((n) => n.mode === "manual") ? undefined
             : createAttachCommand(`${name}-attach`, join, { parent: this });
-        // The nodes that may be replaced in place go one at a time: each one's membership depends on the one before, so
-        // Pulumi starts its update (its removal) only once the other's returned, Ready again (docs/rotation.md#existing-nodes).
-        let replacedBefore: ExistingNode | undefined;
-        this.existingNodes = config.existingNodes.map((node) => {
-            const existing = new ExistingNode(`${name}-node-${node.instanceId}`, {
-                ...join, imageId, node, attachCommandId: attachCommand?.id, connection: sshConnection(node.connection), registeredWithAdmission: true,
-            }, { parent: this, ...(node.rollout === "replace" && replacedBefore ? { dependsOn: [replacedBefore.resources.membership] } : {}) });
-            if (node.rollout === "replace") replacedBefore = existing;
-            return existing;
-        });
-
         // Add-ons: only once the API server is ready, through a provider built from the secret kubeconfig.
         const ready = new ApiServerReady(`${name}-api-ready`, { kubeconfig: this.joinInfo.kubeconfig }, { parent: this });
         this.kubernetesProvider = new k8s.Provider(`${name}-k8s`, { kubeconfig: ready.kubeconfig }, { parent: this });
@@ -342,9 +331,10 @@ export class Cluster extends pulumi.ComponentResource {
         this.podNetwork = new PodNetwork(`${name}-pod-network`, podNetworkArgsOf(config, net.routeTableId), { parent: this, provider: this.kubernetesProvider });
         {
             attachAdmissionPolicy(this.controlPlane, config, this.nodePools.map((p) => p.scalingGroupId));
-            // The attach script the service serves to existing nodes and the manual path (no secret in it).
+            // The attach script the service serves to existing nodes and the manual path (no secret in it); a manual
+            // existing node's spec hashes the same rendering (servedAttachScript).
             const served = pulumi.all([join.apiEndpoint, join.caCertHash, admissionEndpoints, admissionPin, runningVersion]).apply(([apiEndpoint, caCertHash, endpoints, pin, version]) =>
-                renderServedAttachScript({ ...nodeScriptParams(withNodeVersion(join.config, version)), apiEndpoint, caCertHash, poolName: EXISTING_POOL_NAME, admission: { endpoints, pin } }));
+                servedAttachScript(join.config, { apiEndpoint, caCertHash, endpoints, pin, version }));
             this.attachCommand = pulumi.all([admissionPin, admissionEndpoints]).apply(([pin, endpoints]) => admissionAttachOneLiner(endpoints, pin));
             this.admission = new Admission(`${name}-admission`, {
                 attachScript: served,
@@ -357,6 +347,19 @@ export class Cluster extends pulumi.ComponentResource {
                 readmitAfterSeconds: config.admission.readmitAfterSeconds,
             }, { parent: this, provider: this.kubernetesProvider });
         }
+        // Every existing node joins through the admission service, so its attach waits for the service's DaemonSet:
+        // its update returns once every pod serves the new attach script and config (docs/admission.md#what-is-served).
+        // The nodes that may be replaced in place go one at a time: each one's membership depends on the one before, so
+        // Pulumi starts its update (its removal) only once the other's returned, Ready again (docs/rotation.md#existing-nodes).
+        let replacedBefore: ExistingNode | undefined;
+        this.existingNodes = config.existingNodes.map((node) => {
+            const existing = new ExistingNode(`${name}-node-${node.instanceId}`, {
+                ...join, imageId, node, attachCommandId: attachCommand?.id, connection: sshConnection(node.connection), registeredWithAdmission: true,
+            }, { parent: this, dependsOn: [this.admission.workload, ...(node.rollout === "replace" && replacedBefore ? [replacedBefore.resources.membership] : [])] });
+            if (node.rollout === "replace") replacedBefore = existing;
+            return existing;
+        });
+
         const autoscaled = this.nodePools.filter((p) => p.autoscale);
         if (autoscaled.length > 0) {
             attachAutoscalerPolicy(this.controlPlane, config, autoscaled.map((p) => p.scalingGroupId));
@@ -412,6 +415,9 @@ export class Cluster extends pulumi.ComponentResource {
             },
             ram: { roleName: this.controlPlane.roleName, region: config.region },
         };
+        // A node attached through the handle in this program waits for the admission service as the Cluster's own do and,
+        // when it may be replaced in place, goes after them.
+        attachThrough(this.handle, { served: this.admission.workload, replaced: replacedBefore?.resources.membership });
 
         this.registerOutputs({ network: this.network, controlPlane: this.controlPlane, kubeconfig: this.kubeconfig });
     }

@@ -11,7 +11,7 @@ import * as alicloud from "@pulumi/alicloud";
 import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
 import { packUserdata, renderAttachCommand, renderAttachNode } from "../shell/render";
-import { renderAdmissionBootstrap } from "../shell/renderAdmission";
+import { renderAdmissionBootstrap, renderServedAttachScript } from "../shell/renderAdmission";
 import { withNodeVersion, type JoinArgs } from "./joinArgs";
 import { existingNodeSpecHash, formatTaint, OPERATIONS, SPEC_STAND_IN } from "../rules";
 import { saveCommand } from "./nodeCommands";
@@ -283,20 +283,51 @@ function withAfter(own: pulumi.Resource[], after: pulumi.Input<pulumi.Input<pulu
     return pulumi.output(after as pulumi.Input<pulumi.Resource | pulumi.Resource[]>).apply((a) => [...own, ...(Array.isArray(a) ? a : [a])]);
 }
 
+/** What the admission service serves an attaching node; the endpoints and pins are the service's (no secret). */
+export interface ServedJoin {
+    apiEndpoint: string;
+    caCertHash: string;
+    /** The admission endpoints `host:10443`. */
+    endpoints: string[];
+    /** `sha256:<hex>` of the admission service's key. */
+    pin: string;
+    /** The version nodes join with (the control plane's running version); "" for the config's. */
+    version: string;
+}
+
 /**
- * The node's spec hash (docs/rotation.md#existing-nodes): its mode, labels, taints, `auto` image and attach script, the
- * script rendered as for the node with stand-ins for the join material and one fixed version, so a rotated token, a
- * moved endpoint or a Kubernetes upgrade (which moves its kubelet in place) is not a new spec.
+ * The attach script the admission service serves at /attach.sh to the existing nodes and the manual path (no secret
+ * in it): the nodes' labels and taints are `{{labels}}` and `{{taints}}`, which the bootstrap that fetched it fills in.
+ * The Cluster serves it, and a `manual` node's spec hashes it (with stand-ins), so what is served and what a node's
+ * spec says it joined with are one rendering.
+ */
+export function servedAttachScript(config: NodeJoinConfig, join: ServedJoin): string {
+    return renderServedAttachScript({
+        ...nodeScriptParams(withNodeVersion(config, join.version)), apiEndpoint: join.apiEndpoint, caCertHash: join.caCertHash,
+        poolName: EXISTING_POOL_NAME, admission: { endpoints: join.endpoints, pin: join.pin },
+    });
+}
+
+/** Stand-ins for the served script in a spec hash: a moved endpoint, a new pin or a Kubernetes version is not a new spec. */
+const SERVED_STAND_IN: ServedJoin = {
+    apiEndpoint: SPEC_STAND_IN.endpoint, caCertHash: SPEC_STAND_IN.pin, endpoints: [SPEC_STAND_IN.endpoint], pin: SPEC_STAND_IN.pin, version: SPEC_STAND_IN.version,
+};
+
+/**
+ * The node's spec hash (docs/rotation.md#existing-nodes): its mode, labels, taints, `auto` image and attach script, with
+ * stand-ins for the join material and one fixed version, so a rotated token, a moved endpoint or a Kubernetes upgrade
+ * (which moves its kubelet in place) is not a new spec. The script is what the node runs: a `manual` node joining
+ * through admission runs the script the service serves ({@link servedAttachScript}), the others their own.
  */
 function existingNodeSpec(args: ExistingNodeArgs & { config: NodeJoinConfig; node: ExistingNodeConfig }, mode: string): pulumi.Output<string> {
     const { config, node } = args;
+    const script = mode === "manual" && args.admissionEndpoints !== undefined ? servedAttachScript(config, SERVED_STAND_IN) : renderAttachNode({
+        ...nodeScriptParams(withNodeVersion(config, SPEC_STAND_IN.version)), apiEndpoint: SPEC_STAND_IN.endpoint, caCertHash: SPEC_STAND_IN.pin,
+        poolName: args.poolName ?? EXISTING_POOL_NAME, labels: node.labels, taints: node.taints,
+        ...(args.admissionEndpoints !== undefined ? { admission: { endpoints: [SPEC_STAND_IN.endpoint], pin: SPEC_STAND_IN.pin } } : { token: SPEC_STAND_IN.token }),
+    });
     return pulumi.output(node.mode === "auto" ? args.imageId ?? "" : "").apply((imageId) => existingNodeSpecHash({
-        mode, imageId, labels: node.labels, taints: node.taints.map(formatTaint),
-        script: renderAttachNode({
-            ...nodeScriptParams(withNodeVersion(config, SPEC_STAND_IN.version)), apiEndpoint: SPEC_STAND_IN.endpoint, caCertHash: SPEC_STAND_IN.pin,
-            poolName: args.poolName ?? EXISTING_POOL_NAME, labels: node.labels, taints: node.taints,
-            ...(args.admissionEndpoints !== undefined ? { admission: { endpoints: [SPEC_STAND_IN.endpoint], pin: SPEC_STAND_IN.pin } } : { token: SPEC_STAND_IN.token }),
-        }),
+        mode, imageId, labels: node.labels, taints: node.taints.map(formatTaint), script,
     }));
 }
 
@@ -332,7 +363,7 @@ export function createExistingNode(name: string, args: ExistingNodeArgs & { conf
             stdin: script,
             // The script's output may echo parameters: keep it out of the state and the log.
             logging: "none",
-        }, { parent, additionalSecretOutputs: ["stdout", "stderr"], dependsOn: admission })
+        }, { parent, additionalSecretOutputs: ["stdout", "stderr"], dependsOn: withAfter(admission ?? [], after) })
         : undefined;
 
     const mode = sshAttach ? "ssh" : node.mode;
@@ -361,6 +392,18 @@ export function createExistingNode(name: string, args: ExistingNodeArgs & { conf
     return { membership, sshAttach, admission };
 }
 
+/**
+ * What a node attached through a handle waits for, per handle (a Cluster's own, in its program): the admission
+ * service's workload, so it attaches once the service serves what it joins with, and the membership of the last node
+ * attached through it that may be replaced in place, so two are never out at once (docs/rotation.md#existing-nodes).
+ */
+const attachedThrough = new WeakMap<ClusterHandle, { served?: pulumi.Resource; replaced?: NodeMembership }>();
+
+/** Records what the next node attached through `handle` waits for (see {@link attachedThrough}). */
+export function attachThrough(handle: ClusterHandle, what: { served?: pulumi.Resource; replaced?: NodeMembership }): void {
+    attachedThrough.set(handle, { ...attachedThrough.get(handle), ...what });
+}
+
 /** An existing ECS instance joined to the cluster as a node. */
 export class ExistingNode extends pulumi.ComponentResource {
     /** The Node's name. */
@@ -373,8 +416,14 @@ export class ExistingNode extends pulumi.ComponentResource {
         // Before anything is registered; a validated config and node are not checked again.
         const { config, node, args: direct, cluster } = parseArgs(`ExistingNode "${name}"`, (report) => parseExistingNodeArgs(args, report));
         super("alicloud-kubeadm:index:ExistingNode", name, {}, opts);
-        // Its own dependsOn holds for its membership too (the Cluster chains the existing nodes it may replace in place).
-        this.resources = createExistingNode(name, { ...direct, config, node, cluster, connection: direct.connection ?? sshConnection(node.connection) }, this, opts?.dependsOn);
+        // Its own dependsOn holds for its membership too (the Cluster chains the existing nodes it may replace in place);
+        // attached through a handle, a node that may be replaced in place also waits for the one attached before it.
+        const through = cluster ? attachedThrough.get(cluster) : undefined;
+        const chained = node.rollout === "replace";
+        const waits = [...(through?.served ? [through.served] : []), ...(chained && through?.replaced ? [through.replaced] : [])];
+        this.resources = createExistingNode(name, { ...direct, config, node, cluster, connection: direct.connection ?? sshConnection(node.connection) }, this,
+            waits.length > 0 ? withAfter(waits, opts?.dependsOn) : opts?.dependsOn);
+        if (cluster && chained) attachThrough(cluster, { replaced: this.resources.membership });
         this.nodeName = this.resources.membership.nodeName;
         this.providerId = this.resources.membership.providerId;
         this.registerOutputs({ nodeName: this.nodeName, providerId: this.providerId });

@@ -15,6 +15,9 @@
  *
  * An update whose spec hash (`spec`) is not the one the node joined with (`joinedSpec`) reports it, or with
  * `rollout: replace` replaces the node in place (src/providers/existingNodeRollout.ts, docs/rotation.md#existing-nodes).
+ * A replacement that fails after its removal changed the node records how far it got (a partial update): the next
+ * update attaches the node again whatever its spec and rollout, or, attached already, waits for Ready and validates
+ * (attaching again when the cluster has no Node for it). A refresh (`read`) records a node without a Node as out.
  *
  * delete hands the node to the removal flow (`removeNode`, kind `existing`): drain, clear userdata,
  * kubeadm reset, delete the Node, delete a left-over pod route. The instance itself stays.
@@ -26,15 +29,16 @@ import { cannotRunCommands } from "../cloud/errors";
 import { bootstrapLog, listNodes, providerIdOf, runJoin, sendSecret, type ClusterAccess, nodeOfInstance } from "../cloud/operations";
 import { clusterAccess, dynamicResourceProps, type ClusterAccessInputs, type ResourceArgs } from "./access";
 import { diffInputs, inputDiff } from "./diff";
-import { removeNode, type RemovalOptions } from "../removal";
+import { CLEARED_USERDATA, RemovalError, removeNode, type RemovalOptions } from "../removal";
 import { ATTACH_LOG, formatProblem, parameterProblem, TOKEN_PATTERN, USERDATA_HARD_LIMIT_BYTES, type Problem } from "../rules";
 import { pulumiLog } from "./log";
 import { withPacingLog } from "./pacing";
 import { SYSTEM_CLOCK, waitFor, type Clock } from "../cloud/wait";
-import { isExistingNodeOutdated, joinedSpecOf, outdatedExistingNodeMessage, replaceExistingNode } from "./existingNodeRollout";
+import { isExistingNodeOutdated, isExistingNodeRemoved, joinedSpecOf, outdatedExistingNodeMessage, REMOVED, replaceExistingNode, type ReplacementProgress } from "./existingNodeRollout";
+import { PartialUpdateError } from "./partialUpdate";
 
 /** Bump when the provider's behaviour changes: Pulumi cannot see code changes of a dynamic provider. */
-export const NODE_MEMBERSHIP_PROVIDER_VERSION = "5";
+export const NODE_MEMBERSHIP_PROVIDER_VERSION = "6";
 
 /** The outputs of a NodeMembership that are secrets (its state echoes its inputs: the attach script and the token). */
 export const NODE_MEMBERSHIP_SECRET_OUTPUTS = ["userData", "token"] as const;
@@ -104,8 +108,18 @@ export interface NodeMembershipOutputs {
     nodeName: string;
     /** `<region>.<instance-id>`. */
     providerId: string;
-    /** The spec hash the node joined with (its `spec` at the create, or at the update that replaced it). */
+    /**
+     * The spec hash the node joined with (its `spec` at the create, or at the update that replaced it); `removed` while
+     * a replacement has taken it out and not attached it again.
+     */
     joinedSpec?: string;
+    /** A replacement attached it again with `joinedSpec` and failed before it saw the Node Ready and the cluster valid. */
+    awaitingReady?: boolean;
+}
+
+/** The id of a membership (`instanceId` replaces it: one id per instance). */
+function membershipId(instanceId: string): string {
+    return `${instanceId}/membership`;
 }
 
 /** Problems that stop a membership before any call (every one listed). */
@@ -225,14 +239,23 @@ async function stopAndWait(inputs: NodeMembershipInputs, w: Waits, log: (m: stri
  * @throws before any call when the inputs are refused ({@link membershipProblems})
  */
 export async function joinExistingNode(inputs: NodeMembershipInputs, log: (m: string) => void = () => undefined): Promise<NodeMembershipOutputs> {
+    return await attachExistingNode(inputs, log) ?? waitForNodeReady(inputs, log);
+}
+
+/**
+ * The attach of {@link joinExistingNode}, without the wait for Ready: the attach command (`manual`), or userdata and a
+ * new system disk booted (`auto`; nothing when the instance already is a Node); nothing in `ssh` mode.
+ * @returns the Node when it already is a Ready one (`auto`: nothing done)
+ * @throws before any call when the inputs are refused ({@link membershipProblems})
+ */
+async function attachExistingNode(inputs: NodeMembershipInputs, log: (m: string) => void): Promise<NodeMembershipOutputs | undefined> {
     const problems = membershipProblems(inputs);
     if (problems.length > 0) throw new Error(`existing node ${inputs.instanceId}:\n  ${problems.map(formatProblem).join("\n  ")}`);
     if (inputs.mode === "auto") {
-        const providerId = providerIdOf(inputs.region, inputs.instanceId);
         const node = nodeOfInstance(await listNodes(accessOf(inputs)), inputs.region, inputs);
         if (node?.ready) {
             log(`${inputs.instanceId}: already a Ready node (${node.name}); the system disk is left alone`);
-            return { nodeName: node.name, providerId };
+            return { nodeName: node.name, providerId: providerIdOf(inputs.region, inputs.instanceId) };
         }
         if (node) {
             // Joined but not Ready (a resumed `pulumi up` after a slow join): re-imaging would destroy it.
@@ -243,7 +266,7 @@ export async function joinExistingNode(inputs: NodeMembershipInputs, log: (m: st
     } else if (inputs.mode === "manual") {
         await attachManually(inputs, log);
     }
-    return waitForNodeReady(inputs, log);
+    return undefined;
 }
 
 type State = NodeMembershipInputs & NodeMembershipOutputs;
@@ -269,26 +292,57 @@ export const nodeMembershipProvider: pulumi.dynamic.ResourceProvider = withPacin
     },
     async create(inputs: NodeMembershipInputs) {
         const outs = await joinExistingNode(inputs, (m) => pulumiLog().info(m));
-        return { id: `${inputs.instanceId}/membership`, outs: { ...inputs, ...outs, joinedSpec: inputs.spec } };
+        return { id: membershipId(inputs.instanceId), outs: { ...inputs, ...outs, joinedSpec: inputs.spec } };
     },
     async diff(_id: string, olds: State, news: NodeMembershipInputs) {
         const diff = diffInputs(NODE_MEMBERSHIP_DIFF, olds, news);
         // Every preview and `pulumi up` says what happens to an outdated node; one whose rollout allows it is an update
-        // (its replacement) until it is replaced, also when no input changed (a replacement that stopped half-way).
-        const outdated = diff.replaces.length === 0 && isExistingNodeOutdated(olds, news);
-        if (outdated && news.rollout === "replace") pulumiLog().info(outdatedExistingNodeMessage(olds, news));
+        // (its replacement) until it is replaced, also when no input changed (a replacement that stopped half-way). A
+        // node a replacement took out, or attached and did not see Ready, is an update whatever its spec and rollout.
+        const updating = diff.replaces.length === 0;
+        const removed = updating && isExistingNodeRemoved(olds);
+        const outdated = updating && isExistingNodeOutdated(olds, news);
+        const awaiting = updating && olds.awaitingReady === true;
+        if (removed) pulumiLog().warn(outdatedExistingNodeMessage(olds, news));
+        else if (outdated && news.rollout === "replace") pulumiLog().info(outdatedExistingNodeMessage(olds, news));
         else if (outdated) pulumiLog().warn(outdatedExistingNodeMessage(olds, news));
-        return { ...diff, changes: diff.changes || (outdated && news.rollout === "replace"), deleteBeforeReplace: true };
+        if (awaiting && !removed) {
+            pulumiLog().info(`existing node ${news.instanceId} attached again with spec ${olds.joinedSpec} and was not seen Ready and valid: this update waits for it and validates (it is not removed again)`);
+        }
+        const resumes = removed || awaiting || (outdated && news.rollout === "replace");
+        return { ...diff, changes: diff.changes || resumes, deleteBeforeReplace: true };
     },
     async update(_id: string, olds: State, news: NodeMembershipInputs) {
         return { outs: await updateMembership(olds, news) };
     },
+    async read(id: string, props: State) {
+        return { id, props: await refreshedMembership(props) };
+    },
     async delete(_id: string, props: State) {
+        await startStoppedByReplacement(props);
         // Looked up by provider id or IP, not taken from state: the Node may be gone already (a resumed delete,
         // or the CCM removed it after the instance was released). An attach still running is stopped before the reset.
         await removeNode({ instanceId: props.instanceId, kind: "existing", joinCommandId: props.mode === "manual" ? props.attachCommandId : undefined }, removalOptionsOf(props));
     },
 });
+
+/**
+ * An `auto` node a replacement took out (recorded {@link REMOVED}) may have been left Stopped, on its way to a new
+ * system disk: its delete starts the user's instance again, its userdata cleared first so that no attach runs at that
+ * boot; the removal that follows then finds it Running (its reset needs Cloud Assistant).
+ */
+async function startStoppedByReplacement(props: State): Promise<void> {
+    if (props.mode !== "auto" || !isExistingNodeRemoved(props)) return;
+    const instance = await describeInstance(props.region, props.instanceId);
+    if (!instance || (instance.status !== "Stopped" && instance.status !== "Stopping")) return;
+    const log = (m: string) => pulumiLog().info(m);
+    const w = waitsOf(props);
+    log(`${props.instanceId}: stopped by a replacement after its removal: starting it again (its userdata cleared: nothing attaches it)`);
+    await setUserData(props.region, props.instanceId, CLEARED_USERDATA);
+    await waitForStatus(props.region, props.instanceId, "Stopped", w, log);
+    await startInstance(props.region, props.instanceId);
+    await waitForStatus(props.region, props.instanceId, "Running", w, log);
+}
 
 /** The removal core's options for this node, from its inputs (its delete and its replacement). */
 function removalOptionsOf(props: NodeMembershipInputs): RemovalOptions {
@@ -301,19 +355,79 @@ function removalOptionsOf(props: NodeMembershipInputs): RemovalOptions {
 }
 
 /**
- * An update: the new inputs stored; an outdated node replaced in place when its rollout allows it (the new spec recorded
- * once it is Ready again), else reported and its joined spec kept.
+ * An update: the new inputs stored; an outdated node replaced in place when its rollout allows it, else reported and
+ * its joined spec kept. A node a replacement took out is attached again whatever its spec and rollout; one it attached
+ * again and did not see Ready is waited for and validated. A replacement that fails once its removal started throws a
+ * {@link PartialUpdateError} whose state records how far it got: `joinedSpec: removed`, or the new spec with
+ * `awaitingReady` once it attached.
  * @param clock the replacement's validations wait on it. Default the system's.
  */
 export async function updateMembership(olds: State, news: NodeMembershipInputs, clock: Clock = SYSTEM_CLOCK): Promise<State> {
-    if (!isExistingNodeOutdated(olds, news)) return { ...news, nodeName: olds.nodeName, providerId: olds.providerId, joinedSpec: joinedSpecOf(olds, news) };
     const log = pulumiLog();
-    if (news.rollout !== "replace") {
-        log.warn(outdatedExistingNodeMessage(olds, news));
-        return { ...news, nodeName: olds.nodeName, providerId: olds.providerId, joinedSpec: joinedSpecOf(olds, news) };
+    const kept = (joinedSpec: string | undefined, more: Partial<State> = {}): State =>
+        ({ ...news, nodeName: olds.nodeName, providerId: olds.providerId, joinedSpec, ...more });
+    const removed = isExistingNodeRemoved(olds);
+    const replace = removed || (isExistingNodeOutdated(olds, news) && news.rollout === "replace");
+    // Attached again and not seen Ready: wait and validate; still outdated (the spec changed again since) with replace: replace it.
+    const finish = !replace && olds.awaitingReady === true;
+    if (!replace && !finish) {
+        if (isExistingNodeOutdated(olds, news)) log.warn(outdatedExistingNodeMessage(olds, news));
+        return kept(joinedSpecOf(olds, news));
     }
-    const outs = await replaceExistingNode(news, removalOptionsOf(news), (inputs) => joinExistingNode(inputs, (m) => log.info(m)), (m) => log.info(m), clock);
-    return { ...news, ...outs, joinedSpec: news.spec };
+    if (removed) log.warn(outdatedExistingNodeMessage(olds, news));
+    const progress: ReplacementProgress = { removed: false, attached: false };
+    const join = { attach: async (inputs: NodeMembershipInputs) => { await attachExistingNode(inputs, (m) => log.info(m)); }, ready: (inputs: NodeMembershipInputs) => waitForNodeReady(inputs, (m) => log.info(m)) };
+    const joinedSpec = finish ? olds.joinedSpec : news.spec;
+    try {
+        const outs = await replaceExistingNode(news, removalOptionsOf(news), join, (m) => log.info(m), progress, { clock, resume: finish ? "attached" : removed ? "removed" : undefined });
+        if (finish && isExistingNodeOutdated(olds, news)) log.warn(outdatedExistingNodeMessage(olds, news));
+        return { ...news, ...outs, joinedSpec };
+    } catch (err) {
+        if (!progress.attached && !progress.removed) throw err;
+        // The error may quote what the node wrote (its bootstrap log): the Pulumi log shows it, the state's reasons carry only our own words.
+        log.error((err as Error).message);
+        const id = news.instanceId;
+        const step = err instanceof RemovalError ? `its removal (step ${err.step})` : progress.step ?? "its replacement";
+        if (progress.attached) {
+            throw new PartialUpdateError(err as Error, membershipId(id), kept(joinedSpec, { awaitingReady: true }),
+                `existing node ${id}: its replacement failed at ${step}, after it was attached again (the error is in the log above).\n` +
+                `  fix: see why (\`npm run doctor\`) and fix it; the next \`pulumi up\` waits for it and validates (or attaches it again if it has no Node).`);
+        }
+        throw new PartialUpdateError(err as Error, membershipId(id), kept(REMOVED),
+            `existing node ${id}: its replacement failed at ${step}, after it started taking the node out of the cluster (the error is in the log above).\n` +
+            `  fix: see why (\`npm run doctor\`) and fix it; the next \`pulumi up\` attaches it again, whatever its spec and rollout.`);
+    }
+}
+
+/**
+ * A refresh (`pulumi refresh`, `pulumi up --refresh`): what the state says about the node, checked against the cluster
+ * with one listing of its Nodes. A node the state records as joined that has no Node is recorded as out
+ * ({@link REMOVED}): a run killed mid-replacement wrote nothing, and the next `pulumi up` then attaches it again
+ * whatever its spec and rollout. Anything else is kept as it was: a Node in the cluster (even one a removal marked:
+ * its kubelet could write that mark too; a warning says so), a node recorded out already or attached again and awaited,
+ * an `ssh` node (an update cannot attach it again: doctor reports it), a cluster that cannot be read (a warning; the
+ * refresh goes on).
+ */
+export async function refreshedMembership(props: State): Promise<State> {
+    if (props.mode === "ssh" || isExistingNodeRemoved(props)) return props;
+    const log = pulumiLog();
+    let node;
+    try {
+        node = nodeOfInstance(await listNodes(accessOf(props)), props.region, props);
+    } catch (err) {
+        log.warn(`existing node ${props.instanceId}: the refresh could not list the cluster's Nodes, its state is kept: ${(err as Error).message}`);
+        return props;
+    }
+    // Only the absence of a Node counts: a Node's annotations and cordon are writable by its own kubelet, which must not
+    // be able to have the next `pulumi up` reset its machine and send it join material. A node that joined again
+    // (`awaitingReady`) without a Node yet is left to the update, which waits for it first.
+    if (node || props.awaitingReady) {
+        if (node?.removing) log.warn(`existing node ${props.instanceId}: its Node ${node.name} carries the removal's mark (a run stopped during its drain?); ` +
+            "its state is kept: `kubectl uncordon` it if it should stay, or run `pulumi up` to go on with its replacement when its spec changed");
+        return props;
+    }
+    log.warn(`existing node ${props.instanceId} is not in the cluster (no Node): recorded as out; the next \`pulumi up\` attaches it again, whatever its spec and rollout`);
+    return { ...props, joinedSpec: REMOVED, awaitingReady: undefined };
 }
 
 /** An existing ECS instance as a node of the cluster. */
@@ -322,7 +436,7 @@ export class NodeMembership extends pulumi.dynamic.Resource {
     declare readonly nodeName: pulumi.Output<string>;
     /** `<region>.<instance-id>`. */
     declare readonly providerId: pulumi.Output<string>;
-    /** The spec hash asked for (its input), and the one the node joined with (undefined in state written before version 5). */
+    /** The spec hash asked for (its input), and the one the node joined with (undefined in state written before version 5; `removed` while a replacement has it out). */
     declare readonly spec: pulumi.Output<string | undefined>;
     declare readonly joinedSpec: pulumi.Output<string | undefined>;
 
