@@ -48,6 +48,8 @@ interface Model {
     admitted?: string;
     /** The kube-apiserver pods: node name → image. */
     apiServers: Record<string, string>;
+    /** The Nodes labelled node-role.kubernetes.io/control-plane (doctor-nodes.sh `control-plane`); default master-0. */
+    controlPlane?: string[];
 }
 
 /** A healthy cluster in the emulator: master 0, a fixed pool of 2, an autoscaled pool of 1, one existing node, routes, tokens. */
@@ -118,6 +120,7 @@ function registerFakeMaster(emu: Emulator, m: Model): void {
             conditions: { out: m.nodes.map((n) => [n.name, n.ready ?? "True", n.reason ?? "KubeletReady", n.message ?? "kubelet is posting ready status", n.networkUnavailable ?? "False", "RouteCreated"].join("\t")).join("\n") },
             kubelets: { out: m.nodes.map((n) => `${n.name}\t${n.kubelet ?? "v1.34.2"}`).join("\n") },
             apiservers: { out: Object.entries(m.apiServers).map(([node, image]) => `${node}\t${image}`).join("\n") },
+            "control-plane": { out: (m.controlPlane ?? ["master-0"]).join("\n") },
         }),
     }));
     emu.onCommand(operation("doctor-autoscaler"), () => ({
@@ -283,6 +286,34 @@ describe("doctor", () => {
         assert.doesNotMatch(f.evidence, new RegExp(spare));
         assert.match(f.next, /rollout: replace/);
         assert.ok(!(await runDoctor(info, { ...fast, checks: ["ess"] })).some((x) => /existing nodes/.test(`${x.subject} ${x.evidence}`)), "nothing recorded: nothing said");
+    });
+
+    it("an existing node a replacement took out (recorded removed) is reported out of the cluster, not as joined with a spec", async () => {
+        const { emu } = ctx;
+        const { info, ids } = await stage(emu);
+        const spare = emu.addInstance().instanceId;
+        const findings = await runDoctor({ ...info, existingNodes: [
+            { instanceId: ids.existing, mode: "auto", spec: "2222222222222222", joinedSpec: "removed" },
+            { instanceId: spare, mode: "manual", spec: "5555555555555555", joinedSpec: "5555555555555555" },
+        ] }, { ...fast, checks: ["ess"] });
+        const f = find(findings, "ess", "warning", new RegExp(`${ids.existing}.*out of the cluster`));
+        assert.ok(f, renderTable("dev", findings));
+        assert.match(f.next, /`pulumi up` attaches it again/);
+        assert.ok(!findings.some((x) => /joined with removed/.test(x.evidence)), renderTable("dev", findings));
+        assert.ok(find(findings, "ess", "ok", /existing nodes.*all 1 joined with their current spec/), renderTable("dev", findings));
+    });
+
+    it("an existing node without a Node is reported not in the cluster, with pulumi up --refresh to attach it again (running or stopped)", async () => {
+        const { emu } = ctx;
+        const { info, model, ids } = await stage(emu);
+        model.nodes = model.nodes.filter((n) => n.instanceId !== ids.existing);
+        const running = find(await runDoctor(info, { ...fast, checks: ["nodes"] }), "nodes", "problem", new RegExp(ids.existing));
+        assert.ok(running);
+        assert.match(running.next, /an existing node is not in the cluster: `pulumi up --refresh` attaches it again/);
+        emu.state.instances.get(ids.existing)!.status = "Stopped";
+        const stopped = find(await runDoctor(info, { ...fast, checks: ["nodes"] }), "nodes", "warning", new RegExp(ids.existing));
+        assert.ok(stopped);
+        assert.match(stopped.next, /not in the cluster.*`pulumi up --refresh` attaches it again/);
     });
 
     it("names a failed scaling activity with its error code explained", async () => {
@@ -470,6 +501,7 @@ describe("doctor", () => {
         const { info, model } = await stage(emu);
         // Two API servers (one moved to 1.35.1, one still 1.34.2), the config at 1.35.1; kubelets newer, far older and older.
         model.apiServers = { "master-0": "registry.k8s.io/kube-apiserver:v1.35.1", "master-1": "registry.k8s.io/kube-apiserver:v1.34.2@sha256:" + "a".repeat(64) };
+        model.controlPlane = ["master-0", "master-1"];
         model.nodes[1].kubelet = "v1.35.1";
         model.nodes[3].kubelet = "v1.30.4";
         model.nodes[4].kubelet = "v1.33.5";
@@ -487,6 +519,28 @@ describe("doctor", () => {
         for (const n of model.nodes) n.kubelet = undefined;
         const older = await runDoctor({ ...info, kubernetesVersion: "1.33.9" }, { ...fast, checks: ["versions"] });
         assert.ok(find(older, "versions", "problem", /asks for 1\.33\.9, older than the API servers' 1\.34\.2: kubeadm does not downgrade/), renderTable("dev", older));
+    });
+
+    it("versions: only control-plane Nodes' API servers count; a worker's pod labelled kube-apiserver makes no skew", async () => {
+        const { emu } = ctx;
+        const { info, model } = await stage(emu);
+        // Any kubelet may post a mirror pod labelled component=kube-apiserver bound to its own Node (general-0, not labelled
+        // control-plane): as an API server it would make every kubelet "newer" or "too old" and the API servers "two versions".
+        model.apiServers = { "master-0": "registry.k8s.io/kube-apiserver:v1.34.2", "general-0": "registry.k8s.io/kube-apiserver:v1.30.0" };
+        const findings = await runDoctor(info, { ...fast, checks: ["versions"] });
+        const table = renderTable("dev", findings);
+        assert.deepStrictEqual(findings.filter((f) => f.check === "versions").map((f) => f.status), ["ok"], table);
+        assert.ok(find(findings, "versions", "ok", /API servers 1\.34\.2: master-0;/), table);
+    });
+
+    it("versions: masters without the control-plane label: the finding says the label is missing, not that no API server runs", async () => {
+        const { emu } = ctx;
+        const { info, model } = await stage(emu);
+        model.controlPlane = [];
+        const findings = await runDoctor(info, { ...fast, checks: ["versions"] });
+        const table = renderTable("dev", findings);
+        assert.ok(find(findings, "versions", "problem", /kube-apiserver pods found on master-0, none of them a Node labelled node-role\.kubernetes\.io\/control-plane: the masters' control-plane label is missing/), table);
+        assert.ok(!findings.some((f) => /no kube-apiserver pod found/.test(f.evidence)), table);
     });
 
     it("names Nodes without an instance and wrong or missing provider ids", async () => {

@@ -209,6 +209,22 @@ describe("fixed pool rollout (emulator)", () => {
         assert.deepStrictEqual(specs(group).sort(), [OLD, OLD, OLD, NEW, NEW].sort(), "every outdated node still there");
     });
 
+    it("the rollout removed while its surge node is not Ready: the shrink removes that node, never a Ready outdated one, and the pool keeps its size in Ready nodes", async () => {
+        const group = outdatedPool(2);
+        c.autoJoin("general", { readyAfterListings: 1_000_000 });
+        await assert.rejects(run(inputs(group, 2, {}, { readyTimeoutSeconds: 0.3 })), /not Ready: i-emu/i);
+        assert.strictEqual(ctx.emu.scalingGroupInstances(group).length, 3, "the surge node, not Ready");
+        const readyLeft: string[] = [];
+        const left = ctx.emu.state.onMemberLeft;
+        ctx.emu.state.onMemberLeft = (id, g, released) => {
+            left?.(id, g, released);
+            if (g === group && c.nodes.get(`node-${id}`)?.ready) readyLeft.push(id);
+        };
+        await run(inputs(group, 2, undefined, { readyTimeoutSeconds: 0.3 }));
+        assert.deepStrictEqual(readyLeft, [], "no Ready node left the pool");
+        assert.deepStrictEqual(specs(group), [OLD, OLD], "the outdated nodes stay (no rollout): the NotReady new node went");
+    });
+
     it("a rollout paused by a drain that stays blocked finishes on the next run with onDrainTimeout force", async () => {
         const group = outdatedPool(2);
         const broken = watchRollout(ctx.emu, c, group, 2, 0);

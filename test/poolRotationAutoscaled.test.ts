@@ -7,26 +7,32 @@
 // reading (any node may be unneeded). The invariants are read from state as every member leaves ESS, every drain starts
 // and every instance launches.
 import * as assert from "assert";
-import { startEmulatorHere, useEmulator, useEmulatorEnvironment } from "../testing/emulator/fixture";
+import { call, startEmulatorHere, useEmulator, useEmulatorEnvironment } from "../testing/emulator/fixture";
 import type { FakeCluster } from "../testing/fakeCluster";
 import { rolloutCluster } from "../testing/fixedPool";
-import { POOL_CAPACITY_PROVIDER_VERSION, poolCapacityProvider, previewRollout, updateObservedPool, type PoolCapacityInputs } from "../src/providers/poolCapacity";
+import { POOL_CAPACITY_PROVIDER_VERSION, poolCapacityProvider, previewRollout, rolloutStart, updateObservedPool, type PoolCapacityInputs, type RolloutStart } from "../src/providers/poolCapacity";
 import { AUTOSCALED_SPEC_LABEL, DEFAULT_ROLLOUT, OUTDATED_TAINT, type Rollout } from "../src/rules";
 import type { Emulator } from "../testing/emulator";
 import { launchInstance } from "../testing/emulator/ess";
 import { faultMatrix, rolloutCases } from "../testing/faultMatrix";
 import { steppedClock } from "../testing/steppedClock";
+import { engineUpdate } from "../testing/partialUpdate";
 
 const REGION = "cn-hangzhou";
 const OLD = "00000000000000aa";
 const NEW = "00000000000000bb";
+const NEWER = "00000000000000cc";
 
 interface Pool {
     group: string;
     /** Broken invariants, as they happened. */
     broken: string[];
-    /** The members the group had at most. */
+    /** The members the group had at most (since the last {@link Pool.expect}). */
     most: () => number;
+    /** From now on: the Ready floor is `size − maxUnavailable` (the autoscaler moved the pool), and `most` counts from the members there. */
+    expect: (size: number) => void;
+    /** The configuration carries `spec` from now on, and members made from another are the outdated ones. */
+    rollTo: (spec: string) => void;
 }
 
 /**
@@ -44,9 +50,10 @@ function autoscaledPool(emu: Emulator, c: FakeCluster, size: number, min: number
     config.tags = { ...config.tags, [AUTOSCALED_SPEC_LABEL]: NEW };
     const broken: string[] = [];
     let most = size;
+    let spec = NEW;
     const members = () => [...emu.state.scalingInstances.values()].filter((m) => m.scalingGroupId === group).map((m) => m.instanceId);
     const nodeOf = (id: string) => [...c.nodes.values()].find((n) => n.instanceId === id);
-    const outdated = (id: string) => emu.instances.get(id)?.tags[AUTOSCALED_SPEC_LABEL] !== NEW;
+    const outdated = (id: string) => emu.instances.get(id)?.tags[AUTOSCALED_SPEC_LABEL] !== spec;
     const available = (except?: string) => members().filter((id) => { const n = nodeOf(id); return n && n.ready && !n.unschedulable && n.name !== except; }).length;
     const check = (when: string, except?: string) => {
         const n = available(except);
@@ -72,7 +79,25 @@ function autoscaledPool(emu: Emulator, c: FakeCluster, size: number, min: number
         most = Math.max(most, members().length);
         if (members().length > max) broken.push(`${inst.instanceId} launched: ${members().length} members, above autoscale.max ${max}`);
     };
-    return { group, broken, most: () => most };
+    const expect = (n: number) => { size = n; most = members().length; };
+    const rollTo = (s: string) => { spec = s; config.tags = { ...config.tags, [AUTOSCALED_SPEC_LABEL]: s }; };
+    return { group, broken, most: () => most, expect, rollTo };
+}
+
+/**
+ * One `pulumi up` of the pool's PoolCapacity as the engine runs it (testing/partialUpdate.ts): update(old state, new
+ * inputs); a failure that carries `id` and `properties` is a partial failure whose properties become the state
+ * (docs/upstream.md#pulumi-partial-update-pool-capacity), any other failure leaves the state as it was. The state after
+ * the run, and the run's error if any.
+ */
+async function pulumiUp(state: Record<string, unknown>, news: PoolCapacityInputs): Promise<{ state: Record<string, unknown>; error?: Error }> {
+    let stored = state;
+    try {
+        await engineUpdate(state, news, async (olds, n) => (await poolCapacityProvider.update!("x", olds, n)).outs, (s) => { stored = s; });
+        return { state: stored };
+    } catch (err) {
+        return { state: stored, error: err as Error };
+    }
 }
 
 describe("autoscaled pool rollout (emulator)", () => {
@@ -159,11 +184,42 @@ describe("autoscaled pool rollout (emulator)", () => {
         for (const id of current) assert.deepStrictEqual([c.nodes.get(`node-${id}`)!.scaleDownDisabled, c.nodes.get(`node-${id}`)!.scaleDownHeld], ["true", "general"], `${id} held while paused`);
         await run(inputs(pool.group, 1, 4, {}));
         assert.deepStrictEqual(pool.broken, []);
-        // The resumed run's size is the members it found, the surge included: the pool may end that much larger, all
-        // current and released, for the autoscaler to scale back down.
+        // A run without the state the paused one left (no record: as after a crash) takes the members it finds as the
+        // size, the surge included: the pool may end that much larger, all current and released, for the autoscaler.
         assert.deepStrictEqual(specs(pool.group), [NEW, NEW, NEW]);
         assert.deepStrictEqual(marked(), [other.name], "only the user's annotation is left");
         assert.deepStrictEqual([other.scaleDownDisabled, other.scaleDownHeld ?? ""], ["true", ""]);
+    });
+
+    it("a rollout that stays paused (every drain blocked by a PodDisruptionBudget), run by `pulumi up` four times, surges once: the pool stays at its size plus the canary", async () => {
+        const pool = autoscaledPool(ctx.emu, c, 2, 1, 6, 0);
+        c.failDrains = 1000;
+        // The dynamic provider server passes the serialized provider among the new inputs; delete loads it from the state.
+        const news = { ...inputs(pool.group, 1, 6, { soakSeconds: 0 }), providerVersion: POOL_CAPACITY_PROVIDER_VERSION, __provider: "the provider" } as PoolCapacityInputs;
+        let state: Record<string, unknown> = { ...news, specHash: OLD, readyInstanceIds: [] };
+        const sizes: number[] = [];
+        for (let run = 0; run < 4; run++) {
+            const up = await pulumiUp(state, news);
+            assert.match(up.error?.message ?? "", /rollout paused: .*disruption budget/s);
+            assert.deepStrictEqual((up.error as Error & { reasons?: string[] }).reasons, [up.error!.message], "the engine shows the reasons, not the message");
+            state = up.state;
+            sizes.push(ctx.emu.scalingGroupInstances(pool.group).length);
+        }
+        assert.deepStrictEqual(sizes, [3, 3, 3, 3], "2 members and the canary's surge, every run");
+        assert.deepStrictEqual(state, { ...news, readyInstanceIds: [], rolloutStart: { specHash: NEW, size: 2, seen: 3 } }, "the new inputs, the provider among them, and the record");
+        // The inputs unchanged, the rollout under way is still a change; the preview says the run resumes it, surge there.
+        assert.strictEqual((await poolCapacityProvider.diff!("x", state, news)).changes, true);
+        assert.match((await previewRollout(news, state.rolloutStart as RolloutStart))!, /2 of 3 node\(s\) outdated: resumes the rollout begun at 2 node\(s\), its surge there: removes outdated ones/);
+        assert.strictEqual(ctx.emu.state.scalingGroups.get(pool.group)!.desiredCapacity, 3);
+        assert.deepStrictEqual(pool.broken, []);
+        // The drain unblocked: the next run finishes at the size the rollout started with.
+        c.failDrains = 0;
+        const up = await pulumiUp(state, news);
+        assert.strictEqual(up.error, undefined);
+        assert.strictEqual(up.state.rolloutStart, undefined, "the record goes with the rollout");
+        assert.deepStrictEqual(specs(pool.group), [NEW, NEW], "ends at the size it started with, all current");
+        assert.deepStrictEqual(pool.broken, []);
+        assert.deepStrictEqual(marked(), []);
     });
 
     it("an autoscaled rollout that version 6 paused (surge there, current nodes held) is finished by this version after one pulumi up (an update)", async () => {
@@ -180,6 +236,45 @@ describe("autoscaled pool rollout (emulator)", () => {
         assert.deepStrictEqual(marked(), []);
     });
 
+    it("a rollout that version 7 paused (its state without a record) runs this version after one pulumi up: an update that resumes with the size ESS shows and, paused again, leaves its record, so the runs after it surge no more", async () => {
+        assert.strictEqual(POOL_CAPACITY_PROVIDER_VERSION, "8");
+        const pool = autoscaledPool(ctx.emu, c, 2, 1, 6, 0);
+        c.failDrains = 1000;
+        await assert.rejects(run(inputs(pool.group, 1, 6, {})), /rollout paused/); // the cloud and cluster state version 7's paused rollout leaves
+        assert.strictEqual(ctx.emu.scalingGroupInstances(pool.group).length, 3);
+        const v7 = { ...inputs(pool.group, 1, 6, { soakSeconds: 0 }), providerVersion: "7", readyInstanceIds: [] };
+        const news = { ...inputs(pool.group, 1, 6, { soakSeconds: 0 }), providerVersion: POOL_CAPACITY_PROVIDER_VERSION };
+        const diff = await poolCapacityProvider.diff!("x", v7, news);
+        assert.deepStrictEqual([diff.changes, diff.replaces ?? []], [true, []]);
+        let up = await pulumiUp(v7, news);
+        assert.match(up.error?.message ?? "", /rollout paused/);
+        // Version 7 left no record: the size is what ESS shows, its surge in it (3), as version 7 read it.
+        assert.deepStrictEqual(up.state.rolloutStart, { specHash: NEW, size: 3, seen: 4 });
+        assert.strictEqual(ctx.emu.scalingGroupInstances(pool.group).length, 4);
+        up = await pulumiUp(up.state, news);
+        assert.match(up.error?.message ?? "", /rollout paused/);
+        assert.strictEqual(ctx.emu.scalingGroupInstances(pool.group).length, 4, "no further surge");
+        c.failDrains = 0;
+        up = await pulumiUp(up.state, news);
+        assert.strictEqual(up.error, undefined);
+        assert.deepStrictEqual(specs(pool.group), [NEW, NEW, NEW]);
+        assert.deepStrictEqual(pool.broken, []);
+        assert.deepStrictEqual(marked(), []);
+    });
+
+    it("autoscale.max lowered while the surge node is not Ready: the shrink removes that node, never a Ready outdated one; the rollout, at the maximum with maxUnavailable 0, pauses", async () => {
+        const pool = autoscaledPool(ctx.emu, c, 2, 1, 4, 0);
+        c.autoJoin("general", { pods: ["ReplicaSet"], readyAfterListings: 1_000_000 });
+        await assert.rejects(run({ ...inputs(pool.group, 1, 4, {}), readyTimeoutSeconds: 0.3 }), /not Ready: i-emu/i);
+        assert.strictEqual(ctx.emu.scalingGroupInstances(pool.group).length, 3, "the surge node, not Ready");
+        const surge = ctx.emu.scalingGroupInstances(pool.group).find((id) => ctx.emu.instances.get(id)!.tags[AUTOSCALED_SPEC_LABEL] === NEW)!;
+        await assert.rejects(run({ ...inputs(pool.group, 1, 2, {}), readyTimeoutSeconds: 0.3 }), /the rollout cannot go on: .*autoscale\.max 2/s);
+        // The one exception to "no current node leaves while an outdated one remains": a shrink the user asked for takes a
+        // new node that is not Ready (it costs no Ready node) before a Ready outdated one.
+        assert.deepStrictEqual(pool.broken.filter((b) => !b.startsWith(`current ${surge} left while outdated`)), []);
+        assert.deepStrictEqual(specs(pool.group), [OLD, OLD], "the NotReady new node went; both Ready outdated nodes stay");
+    });
+
     it("without rollout, outdated nodes stay and nothing is held; PoolCapacity's check takes a rollout in observe mode", async () => {
         const pool = autoscaledPool(ctx.emu, c, 2, 1, 4, 0);
         const before = ctx.emu.scalingGroupInstances(pool.group);
@@ -187,6 +282,70 @@ describe("autoscaled pool rollout (emulator)", () => {
         assert.deepStrictEqual(ctx.emu.scalingGroupInstances(pool.group), before);
         assert.deepStrictEqual(marked(), []);
         assert.deepStrictEqual((await poolCapacityProvider.check!({}, inputs(pool.group, 1, 4, {}))).failures, []);
+    });
+
+    it("a rollout stopped after a batch whose victims took its surge away, then grown by the autoscaler: the next run counts the autoscaler's node in its size, keeps that many Ready nodes and ends there", async () => {
+        const pool = autoscaledPool(ctx.emu, c, 2, 1, 6, 0);
+        const news = { ...inputs(pool.group, 1, 6, { soakSeconds: 0 }), readyTimeoutSeconds: 0.5, providerVersion: POOL_CAPACITY_PROVIDER_VERSION };
+        // CoreDNS goes down with the first drain: the validation after the first batch fails.
+        const drain = c.onDrain;
+        c.onDrain = (node) => { drain?.(node); c.system.deployments = [{ name: "kube-system/coredns", replicas: 2, available: 0 }]; };
+        let up = await pulumiUp({ ...news, specHash: OLD, readyInstanceIds: [] }, news);
+        assert.match(up.error?.message ?? "", /failed validation after replacing 1 outdated node/);
+        c.onDrain = drain;
+        c.system.deployments = [{ name: "kube-system/coredns", replicas: 2, available: 2 }];
+        assert.deepStrictEqual(specs(pool.group).sort(), [OLD, NEW].sort(), "one outdated node replaced, its surge gone with it");
+        assert.deepStrictEqual(up.state.rolloutStart, { specHash: NEW, size: 2, seen: 2 });
+        // The Cluster Autoscaler scales the pool up by one (pods pending).
+        const group = ctx.emu.state.scalingGroups.get(pool.group)!;
+        group.desiredCapacity = 3;
+        launchInstance(ctx.emu.state, group);
+        pool.expect(3);
+        up = await pulumiUp(up.state, news);
+        assert.strictEqual(up.error, undefined);
+        assert.deepStrictEqual(pool.broken, [], "Ready nodes never below the 3 the autoscaler wanted");
+        assert.deepStrictEqual(specs(pool.group), [NEW, NEW, NEW], "ends at the autoscaler's 3, all current");
+    });
+
+    it("a spec replaced while its rollout is paused (its canary never Ready): the rollout to the new spec starts from the pool as the first one began it, and ends there", async () => {
+        c.autoJoin("general", { pods: ["ReplicaSet"], readyAfterListings: 1_000_000 }); // nodes of the first spec never get Ready
+        const pool = autoscaledPool(ctx.emu, c, 2, 1, 3, 0);
+        const first = { ...inputs(pool.group, 1, 3, { soakSeconds: 0 }), readyTimeoutSeconds: 0.3, providerVersion: POOL_CAPACITY_PROVIDER_VERSION };
+        let up = await pulumiUp({ ...first, specHash: OLD, readyInstanceIds: [] }, first);
+        assert.match(up.error?.message ?? "", /not Ready: i-emu/i);
+        assert.deepStrictEqual(specs(pool.group), [OLD, OLD, NEW], "the canary, not Ready");
+        // The user fixes the spec; its nodes get Ready.
+        pool.rollTo(NEWER);
+        c.autoJoin("general", { pods: ["ReplicaSet"] });
+        up = await pulumiUp(up.state, { ...first, specHash: NEWER, readyTimeoutSeconds: 5 });
+        assert.strictEqual(up.error, undefined);
+        assert.deepStrictEqual(pool.broken, []);
+        assert.deepStrictEqual(specs(pool.group), [NEWER, NEWER], "the size the first rollout began with, all current");
+        assert.strictEqual(up.state.rolloutStart, undefined);
+    });
+
+    it("a paused rollout whose pool the autoscaler scaled down meanwhile: the next run's size is what ESS shows, it surges no more than maxSurge, and ends at that size", async () => {
+        const pool = autoscaledPool(ctx.emu, c, 5, 1, 8, 0);
+        c.failDrains = 1000;
+        const news = { ...inputs(pool.group, 1, 8, { soakSeconds: 0 }), providerVersion: POOL_CAPACITY_PROVIDER_VERSION };
+        let up = await pulumiUp({ ...news, specHash: OLD, readyInstanceIds: [] }, news);
+        assert.match(up.error?.message ?? "", /rollout paused/);
+        assert.strictEqual(ctx.emu.scalingGroupInstances(pool.group).length, 6);
+        // The Cluster Autoscaler finds 2 outdated nodes unneeded (the current one is held): drained, then removed with the
+        // desired capacity lowered (its RemoveInstances).
+        pool.expect(3);
+        const victims = ctx.emu.scalingGroupInstances(pool.group).filter((id) => ctx.emu.instances.get(id)!.tags[AUTOSCALED_SPEC_LABEL] === OLD).slice(0, 2);
+        for (const id of victims) Object.assign(c.nodes.get(`node-${id}`)!, { unschedulable: true, pods: [] });
+        await call("ess", "RemoveInstances", { ScalingGroupId: pool.group, InstanceId: victims });
+        for (const id of victims) c.nodes.delete(`node-${id}`);
+        assert.strictEqual(ctx.emu.state.scalingGroups.get(pool.group)!.desiredCapacity, 4);
+        pool.expect(3);
+        c.failDrains = 0;
+        up = await pulumiUp(up.state, news);
+        assert.strictEqual(up.error, undefined);
+        assert.deepStrictEqual(pool.broken, []);
+        assert.strictEqual(pool.most(), 5, "never above the 4 members it found and one surge (maxSurge 1)");
+        assert.deepStrictEqual(specs(pool.group), [NEW, NEW, NEW, NEW], "ends at the 4 the autoscaler left, all current");
     });
 
     it("property: sizes 1–4, autoscale.max size…size+2, surge 0–2, unavailable 0–1, with and without a canary: invariants hold; the pool ends with only current nodes within min/max, or pauses unchanged when nothing may go", async function () {
@@ -220,22 +379,53 @@ describe("autoscaled pool rollout (emulator)", () => {
     });
 });
 
+describe("where an autoscaled pool's rollout resumes (pure)", () => {
+    const limits = { min: 1, max: 6 };
+    it("without a record the size is what ESS shows (within autoscale.max); with one, the recorded size moved by what the pool changed since the run stopped, never above what ESS shows, within autoscale.min/max, whatever the spec", () => {
+        const paused = { specHash: NEW, size: 2, seen: 3 }; // stopped with its surge there
+        assert.deepStrictEqual(rolloutStart(3, NEW, limits), { specHash: NEW, size: 3, seen: 3 }, "no record (a crash, version 7): the surge counts");
+        assert.deepStrictEqual(rolloutStart(3, NEW, { min: 1, max: 2 }), { specHash: NEW, size: 2, seen: 3 }, "no record, autoscale.max lowered below the pool: the maximum");
+        assert.deepStrictEqual(rolloutStart(3, NEW, limits, paused), { specHash: NEW, size: 2, seen: 3 }, "its own surge is not counted again");
+        assert.deepStrictEqual(rolloutStart(5, NEW, limits, paused), { specHash: NEW, size: 4, seen: 5 }, "the autoscaler grew the pool by 2 meanwhile: counted");
+        const batched = { specHash: NEW, size: 2, seen: 2 }; // stopped after a batch whose victims took the surge away
+        assert.deepStrictEqual(rolloutStart(3, NEW, limits, batched), { specHash: NEW, size: 3, seen: 3 }, "the autoscaler's node is counted, though the rollout surged once");
+        assert.deepStrictEqual(rolloutStart(4, NEW, { min: 1, max: 8 }, { specHash: NEW, size: 5, seen: 6 }), { specHash: NEW, size: 4, seen: 4 }, "the pool lost 2 meanwhile: the size is what ESS shows, not less");
+        assert.deepStrictEqual(rolloutStart(10, NEW, { min: 1, max: 20 }, { specHash: NEW, size: 10, seen: 12 }), { specHash: NEW, size: 10, seen: 10 },
+            "the autoscaler removed the rollout's 2 NotReady surge nodes: the size (and the floor) stays 10, not 8");
+        assert.deepStrictEqual(rolloutStart(3, NEW, limits, { specHash: NEW, size: 4, seen: 3 }), { specHash: NEW, size: 3, seen: 3 }, "never above what ESS shows: a surge launches no more than maxSurge");
+        assert.deepStrictEqual(rolloutStart(3, NEWER, limits, paused), { specHash: NEWER, size: 2, seen: 3 }, "another spec: taken over, the old rollout's surge not counted");
+        assert.deepStrictEqual(rolloutStart(3, NEW, { min: 3, max: 6 }, paused), { specHash: NEW, size: 3, seen: 3 }, "autoscale.min raised above the size: the minimum");
+        assert.deepStrictEqual(rolloutStart(1, NEW, { min: 1, max: 1 }, paused), { specHash: NEW, size: 1, seen: 1 }, "autoscale.max lowered below the size: the maximum");
+        assert.deepStrictEqual(rolloutStart(3, NEW, limits, { specHash: NEW, size: 2 } as RolloutStart), { specHash: NEW, size: 3, seen: 3 }, "a record without `seen`: as none");
+    });
+});
+
 describe("autoscaled pool rollout under faults (emulator): every mutating call refused once in turn, then a re-run", () => {
     useEmulatorEnvironment();
 
     /**
      * A fresh world: an autoscaled pool of `size` (`min`–`max`) made from the old spec, the configuration on the new one.
-     * Default 2 (1–4), the default rollout.
+     * Default 2 (1–4), the default rollout. Its run is `updateObservedPool` with no state (what a crash leaves: every run
+     * reads the pool from ESS), or, with `engine`, the provider's update with the state the engine keeps between runs
+     * ({@link pulumiUp}: a run stopped after the rollout began leaves its record there).
      */
-    function worldOf(size = 2, min = 1, max = 4, rollout: Rollout = DEFAULT_ROLLOUT) {
+    function worldOf(size = 2, min = 1, max = 4, rollout: Rollout = DEFAULT_ROLLOUT, engine = false) {
         return async (): Promise<{ emu: Emulator; c: FakeCluster; pool: Pool; run: () => Promise<void> }> => {
             const emu = await startEmulatorHere();
             const c = await rolloutCluster(emu, REGION);
             const pool = autoscaledPool(emu, c, size, min, max, rollout.maxUnavailable);
-            const run = () => updateObservedPool({ mode: "observe" }, {
+            const news: PoolCapacityInputs = {
                 region: REGION, scalingGroupId: pool.group, poolName: "general", masterInstanceId: c.master, commands: c.commands, mode: "observe", minSize: min, maxSize: max,
-                pollSeconds: 0.01, readyTimeoutSeconds: 5, pollIntervalMs: 5, specHash: NEW, rollout,
-            }, undefined, steppedClock());
+                pollSeconds: 0.01, readyTimeoutSeconds: 5, pollIntervalMs: 5, specHash: NEW, rollout: engine ? { ...rollout, soakSeconds: 0 } : rollout,
+            };
+            let state: Record<string, unknown> = { ...news, specHash: OLD, readyInstanceIds: [] };
+            const run = engine
+                ? async () => {
+                    const up = await pulumiUp(state, news);
+                    state = up.state;
+                    if (up.error) throw up.error;
+                }
+                : () => updateObservedPool({ mode: "observe" }, news, undefined, steppedClock());
             return { emu, c, pool, run };
         };
     }
@@ -262,6 +452,18 @@ describe("autoscaled pool rollout under faults (emulator): every mutating call r
     it("at autoscale.max, removing first (3 of 3, maxUnavailable 1, no canary): a run stopped after any step is resumed with the size the rollout started with: Ready nodes never below 2, and it ends at 3 current nodes", async function () {
         this.timeout(600_000);
         const { failures } = await faultMatrix(worldOf(3, 1, 3, { ...DEFAULT_ROLLOUT, maxUnavailable: 1, canary: false }), brokenIn((n) => n === 3));
+        assert.deepStrictEqual(failures, []);
+    });
+
+    it("with the state the engine keeps between the runs (the record of where the rollout began): the invariants hold under each fault, and the re-run ends at the size the rollout started with, only current nodes, none held", async function () {
+        this.timeout(600_000);
+        const { failures } = await faultMatrix(worldOf(2, 1, 4, DEFAULT_ROLLOUT, true), brokenIn((n) => n === 2));
+        assert.deepStrictEqual(failures, []);
+    });
+
+    it("with the state the engine keeps, at autoscale.max removing first (3 of 3, maxUnavailable 1, no canary): Ready nodes never below 2 under each fault, and it ends at 3 current nodes", async function () {
+        this.timeout(600_000);
+        const { failures } = await faultMatrix(worldOf(3, 1, 3, { ...DEFAULT_ROLLOUT, maxUnavailable: 1, canary: false }, true), brokenIn((n) => n === 3));
         assert.deepStrictEqual(failures, []);
     });
 });

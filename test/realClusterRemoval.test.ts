@@ -573,6 +573,19 @@ describe("removal core against a real API server (KWOK nodes, real kubectl in th
         assert.deepStrictEqual(drains.map((d) => [d.node, d.skipWait]).sort(), [[nodeName(idle), "0"], [nodeName(notReady), "60"]].sort());
     });
 
+    it("pod-owners, run by the real kubectl: an owner kind that spells a pod line of another node is that pod's kind, never a line", async function () {
+        const [a, b] = [emu.addInstance({ instanceId: `i-owner-a-${testNo}`, regionId: REGION }).instanceId, emu.addInstance({ instanceId: `i-owner-b-${testNo}`, regionId: REGION }).instanceId];
+        await join([a, b], "general");
+        // Whoever creates a pod writes its ownerReferences: a kind "DaemonSet", then a line counting a workload pod on b
+        // (the script prints `<node>\t<kind>` per pod). Read raw, a's pod hides as a DaemonSet's and b looks busy.
+        const forged = `DaemonSet\n${nodeName(b)}\tReplicaSet`;
+        await c.apply({ apiVersion: "v1", kind: "Pod", metadata: { name: "forged-owner", namespace: ns, ownerReferences: [{ apiVersion: "example.com/v1", kind: forged, name: "x", uid: "00000000-0000-0000-0000-000000000001" }] },
+            spec: { nodeName: nodeName(a), containers: [{ name: "c", image: "registry.k8s.io/pause:3.10" }] } });
+        const counts = await workloadPods({ region: REGION, masterInstanceIds: [master], commands, pollIntervalMs: 10 });
+        assert.strictEqual(counts.get(nodeName(a)), 1, "a's pod counts as a workload pod (its kind is the whole forged value)");
+        assert.strictEqual(counts.get(nodeName(b)), undefined, "no pod line for b");
+    });
+
     it("existing node: drain → clear userdata → reset → delete Node → delete route, in that order, and the instance stays", async function () {
         const id = await existingNode();
         const cidr = (await getNode(nodeName(id))).spec.podCIDR;

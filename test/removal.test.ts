@@ -129,6 +129,13 @@ describe("removal core", () => {
         assert.deepStrictEqual(chooseVictims(members, 0), []);
     });
 
+    it("chooseVictims puts outdated before current, then NotReady; with notReadyFirst, NotReady before Ready whatever the spec, then outdated", () => {
+        const m = (instanceId: string, ready: boolean, outdated: boolean) => ({ instanceId, nodeName: instanceId, ready, workloadPods: 0, createdAt: "2026-01-01", outdated });
+        const members = [m("ready-current", true, false), m("ready-outdated", true, true), m("notready-current", false, false), m("notready-outdated", false, true)];
+        assert.deepStrictEqual(chooseVictims(members, 4).map((v) => v.instanceId), ["notready-outdated", "ready-outdated", "notready-current", "ready-current"]);
+        assert.deepStrictEqual(chooseVictims(members, 4, true).map((v) => v.instanceId), ["notready-outdated", "notready-current", "ready-outdated", "ready-current"]);
+    });
+
     describe("races while nodes leave, one test each", () => {
         it("a victim with no Node that registers while the others drain is drained before it leaves ESS", async () => {
             const group = ctx.emu.addScalingGroup({ desiredCapacity: 3, maxSize: 3 }).scalingGroupId;

@@ -238,18 +238,27 @@ export class DoctorContext {
 
     /**
      * The versions the cluster runs (the same master command as {@link nodes}): each Node's kubelet and each kube-apiserver
-     * pod's, by the pod's node, without the `v`. A listing that failed throws (its exit code and output).
+     * pod's, by the pod's node, without the `v`. A listing that failed throws (its exit code and output). Only the API
+     * servers of Nodes labelled control-plane count (section `control-plane`; any kubelet may post a mirror pod labelled
+     * component=kube-apiserver bound to itself, none may label its own Node control-plane), as src/upgrade/status.ts
+     * counts them; a saved doctor-nodes from before that section lists every one. `unlabelled`: the nodes of the
+     * kube-apiserver pods left out.
      */
-    readonly versions = memo(async (): Promise<{ kubelets: Record<string, string>; apiServers: Record<string, string> }> => {
+    readonly versions = memo(async (): Promise<{ kubelets: Record<string, string>; apiServers: Record<string, string>; unlabelled: string[] }> => {
         const s = await this.nodeSections();
         for (const k of ["kubelets", "apiservers"]) {
             if (!s[k] || s[k].rc !== 0) throw new Error(`kubectl could not list the ${k} on master 0 (exit ${s[k]?.rc ?? "none"}): ${redact(s[k]?.output ?? "no output").slice(-500)}`);
         }
         const pairs = (text: string, value: (v: string) => string) => Object.fromEntries(text.split("\n").map((l) => l.split("\t").map(unescapeListed)).filter(([k]) => k?.trim())
             .map(([k, v]) => [k.trim(), value((v ?? "").trim())]));
+        const apiServers = pairs(s.apiservers.output, (image) => { const ref = image.split("@")[0]; return ref.slice(ref.lastIndexOf(":") + 1).replace(/^v/, ""); });
+        const cp = s["control-plane"];
+        if (cp && cp.rc !== 0) throw new Error(`kubectl could not list the control-plane Nodes on master 0 (exit ${cp.rc}): ${redact(cp.output).slice(-500)}`);
+        const masters = cp ? new Set(cp.output.split("\n").map(unescapeListed).map((l) => l.trim()).filter(Boolean)) : undefined;
         return {
             kubelets: pairs(s.kubelets.output, (v) => v.replace(/^v/, "")),
-            apiServers: pairs(s.apiservers.output, (image) => { const ref = image.split("@")[0]; return ref.slice(ref.lastIndexOf(":") + 1).replace(/^v/, ""); }),
+            apiServers: masters ? Object.fromEntries(Object.entries(apiServers).filter(([node]) => masters.has(node))) : apiServers,
+            unlabelled: masters ? Object.keys(apiServers).filter((node) => !masters.has(node)).sort() : [],
         };
     });
 

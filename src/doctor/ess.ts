@@ -4,7 +4,7 @@
  */
 import { DoctorContext, GroupView } from "./context";
 import { ExistingNodeInfo, Finding, PoolInfo } from "./types";
-import { AUTOSCALED_SPEC_LABEL, isOutdated, SPEC_TAG } from "../rules";
+import { AUTOSCALED_SPEC_LABEL, EXISTING_NODE_REMOVED as REMOVED, isOutdated, SPEC_TAG } from "../rules";
 
 /** Plain words and the fix for an ESS/ECS error code of a failed scaling activity. */
 export interface ErrorExplanation { meaning: string; fix: string }
@@ -112,12 +112,18 @@ async function outdatedFindings(ctx: DoctorContext, pool: PoolInfo): Promise<Fin
  * Pulumi state, exported in `clusterInfo`, is the record). None reported for state written before it was recorded.
  */
 export function existingNodeFindings(nodes: readonly ExistingNodeInfo[]): Finding[] {
-    const recorded = nodes.filter((n) => n.spec && n.joinedSpec);
-    if (recorded.length === 0) return [];
-    const outdated = recorded.filter((n) => n.joinedSpec !== n.spec);
     const subject = "existing nodes";
-    if (outdated.length === 0) return [{ check: "ess", status: "ok", subject, evidence: `all ${recorded.length} joined with their current spec`, next: "" }];
-    return [{
+    // A replacement stopped after its removal (docs/rotation.md#existing-nodes): out, not joined with anything.
+    const out: Finding[] = nodes.filter((n) => n.joinedSpec === REMOVED).map((n) => ({
+        check: "ess", status: "warning", subject: `${n.instanceId} (existing node)`,
+        evidence: `${n.instanceId} is out of the cluster (a replacement stopped after its removal${n.mode === "auto" ? "; its instance may be Stopped" : ""})`,
+        next: "`pulumi up` attaches it again, whatever its spec and rollout",
+    }));
+    const recorded = nodes.filter((n) => n.spec && n.joinedSpec && n.joinedSpec !== REMOVED);
+    if (recorded.length === 0) return out;
+    const outdated = recorded.filter((n) => n.joinedSpec !== n.spec);
+    if (outdated.length === 0) return [...out, { check: "ess", status: "ok", subject, evidence: `all ${recorded.length} joined with their current spec`, next: "" }];
+    return [...out, {
         check: "ess", status: "warning", subject,
         evidence: `${outdated.length} of ${recorded.length} outdated: ${outdated.map((n) => `${n.instanceId} (joined with ${n.joinedSpec}, spec now ${n.spec})`).join(", ")}`,
         next: "replace them in place: set existingNodes[].rollout: replace (docs/rotation.md#existing-nodes) and run `pulumi up`",

@@ -69,7 +69,10 @@ export async function checkNodes(ctx: DoctorContext): Promise<Finding[]> {
             continue;
         }
         if (matched.length === 0) {
-            if (inst.status !== "Running") add("warning", subject, `instance is ${inst.status} and has no Node`, STOPPED_MEMBER_FIX);
+            if (inst.status !== "Running") {
+                add("warning", subject, `instance is ${inst.status} and has no Node`, e.role.startsWith("existing")
+                    ? "an existing node is not in the cluster (mode auto: a replacement may have stopped it): `pulumi up --refresh` attaches it again" : STOPPED_MEMBER_FIX);
+            }
             else if (ctx.ageMinutes(inst.creationTime) < ctx.opts.joinGraceMinutes) add("warning", subject, `no Node yet; the instance was created ${Math.max(0, Math.round(ctx.ageMinutes(inst.creationTime)))} min ago and may still be joining`, "wait a few minutes and run doctor again");
             else noNode.push({ e, inst });
             continue;
@@ -118,7 +121,7 @@ export async function checkNodes(ctx: DoctorContext): Promise<Finding[]> {
             if (r && r.ok) {
                 const log = redact(r.output);
                 add("problem", `${e.id} (${e.role})`, `${base}. Bootstrap log: ${summarizeLog(log) || "(empty)"}`,
-                    `read the whole log on the instance (${BOOTSTRAP_LOG_DIR}/) — the lines above name the failing step; fix it, then re-run the join (reboot a pool instance, or \`pulumi up\` for an existing node)`, log);
+                    `read the whole log on the instance (${BOOTSTRAP_LOG_DIR}/) — the lines above name the failing step; fix it, then re-run the join (reboot a pool instance; an existing node is not in the cluster: \`pulumi up --refresh\` attaches it again)`, log);
             } else {
                 add("problem", `${e.id} (${e.role})`, `${base}. Could not read its bootstrap log: ${r?.error ? errorText(r.error) : "no result"}`,
                     "check the Cloud Assistant agent on the instance (ECS console → Cloud Assistant), or connect with VNC and read /var/log/alicloud-kubeadm/ and /var/log/cloud-init-output.log");

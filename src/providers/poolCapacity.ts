@@ -33,6 +33,7 @@ import { planRotationRound, readClusterHealth, readPoolMembers, removeMembers, r
 import { ATTACH_LOG, checkHealthRepair, isOutdated, MAX_SCALING_GROUP_INSTANCES, OUTDATED_TAINT, parseRollout, rolloutWithDefaults, SCALE_DOWN_DISABLED, SPEC_HASH_LENGTH, type HealthRepair, type Rollout } from "../rules";
 import { repairPool } from "../removal/health";
 import { logInfo, pulumiLog } from "./log";
+import { PartialUpdateError } from "./partialUpdate";
 import { withPacingLog } from "./pacing";
 import { allSettled, SYSTEM_CLOCK, waitFor, type Clock } from "../cloud/wait";
 
@@ -50,8 +51,13 @@ import { allSettled, SYSTEM_CLOCK, waitFor, type Clock } from "../cloud/wait";
  * 7: an autoscaled pool's rollout removes its victims beyond the surge keeping the desired capacity (ESS replaces them),
  * and a run resumes with the desired capacity as the size when that is more than the members; a fixed pool's shrink during
  * a rollout keeps the new members not Ready yet as its surge.
+ * 8: an autoscaled pool's rollout that stops after it began (a pause, a wait that runs out) leaves where it began (spec,
+ * size, and the pool as it left it) in the state, as a partial failure of the update, and the run that resumes it uses
+ * that size moved by what changed since (the autoscaler): its own surge is not counted in the size again, even under a
+ * spec changed meanwhile. A fixed pool's shrink that no rollout waits on (no `rollout`), and a lowered
+ * `maxSize`'s (a rollout under way goes on after it), remove NotReady members before Ready outdated ones.
  */
-export const POOL_CAPACITY_PROVIDER_VERSION = "7";
+export const POOL_CAPACITY_PROVIDER_VERSION = "8";
 
 /** The outputs of a PoolCapacity that are secrets: none (ids, sizes and names only). */
 export const POOL_CAPACITY_SECRET_OUTPUTS = [] as const;
@@ -110,6 +116,36 @@ export type PoolCapacityArgs = ResourceArgs<PoolCapacityInputs>;
 export interface PoolCapacityOutputs {
     /** Instances of the group that were Ready nodes when the wait ended. */
     readyInstanceIds: string[];
+    /**
+     * An autoscaled pool's rollout that a run stopped after it began (a pause, a wait that ran out): what the next run
+     * resumes it with. Absent once it ends, and in state written before version 8.
+     */
+    rolloutStart?: RolloutStart;
+}
+
+/**
+ * Where an autoscaled pool's rollout began, kept in PoolCapacity's state across the runs that stop before it ends
+ * (docs/rotation.md#autoscaled-pools): without it, a resumed run would read the pool's size back from ESS, its own
+ * surge included, and surge again on top of it, run after run.
+ */
+export interface RolloutStart {
+    /** The spec it rolls to (a record left by a rollout to another spec is taken over by the rollout to this one). */
+    specHash: string;
+    /** The pool's size when it began (its Ready floor is this less `maxUnavailable`). */
+    size: number;
+    /**
+     * The pool as the run that stopped left it (its members, or the desired capacity when that is more): what the next
+     * run compares the pool with, so that only a change made since (the autoscaler's) moves the size.
+     */
+    seen: number;
+}
+
+/** An autoscaled pool's rollout that stopped after it began: the error that stopped it, and where it began. */
+export class RolloutStopped extends Error {
+    constructor(readonly stoppedBy: Error, readonly start: RolloutStart) {
+        super(stoppedBy.message);
+        this.stack = stoppedBy.stack;
+    }
 }
 
 /** The ids of the group's scaling activities now: those that end later are the ones this run started. */
@@ -164,9 +200,10 @@ const SHRINK_ROUNDS = 3;
  * Drains and removes the group's members above max(`size`, `minSize`) through the removal flow, reading the
  * members again after each round: one that appeared meanwhile (a launch already under way, an ESS health
  * replacement, an out-of-band scale-out) goes the same way. Gives up after {@link SHRINK_ROUNDS} rounds.
+ * @param notReadyFirst NotReady members go before Ready outdated ones (no rollout waits on a new node not Ready yet)
  */
 async function removeSurplus(inputs: PoolCapacityInputs, size: number, minSize: number, opts: RemovalOptions, log: (m: string) => void,
-    likelyCause: string, rerun: string): Promise<RemovalReport[]> {
+    likelyCause: string, rerun: string, notReadyFirst = false): Promise<RemovalReport[]> {
     const { region, scalingGroupId, poolName } = inputs;
     const keep = Math.max(size, minSize);
     const reports: RemovalReport[] = [];
@@ -179,7 +216,7 @@ async function removeSurplus(inputs: PoolCapacityInputs, size: number, minSize: 
                 `after ${SHRINK_ROUNDS} rounds of removal, ${keep} wanted: something keeps adding members (${likelyCause}).\n  fix: stop it, then run ${rerun} again.`);
         }
         log(`pool ${poolName}: ${members.length} instance(s) in ${scalingGroupId}, ${keep} wanted: draining and removing the surplus`);
-        reports.push(...await scaleInPool({ scalingGroupId, poolName, targetSize: size, minSize, essAction: "release", specHash: inputs.specHash }, opts));
+        reports.push(...await scaleInPool({ scalingGroupId, poolName, targetSize: size, minSize, essAction: "release", specHash: inputs.specHash, notReadyFirst }, opts));
     }
 }
 
@@ -205,7 +242,10 @@ export async function setPoolCapacity(inputs: PoolCapacityInputs, log: (m: strin
     const keep = Math.max(size, inputs.minSize ?? 0);
     const started = clock.now();
     const opts = removalOptions(inputs);
-    await removeSurplus(inputs, size + await rolloutSurge(inputs, size, opts), inputs.minSize ?? 0, opts, log, "an out-of-band scale-out?", "`pulumi up`");
+    // Without a rollout, nothing waits on a new node not Ready yet: it goes before a Ready outdated one. With one, its
+    // surge is kept ({@link rolloutSurge}) and the outdated go first.
+    const noRollout = !inputs.rollout || !inputs.specHash;
+    await removeSurplus(inputs, size + await rolloutSurge(inputs, size, opts), inputs.minSize ?? 0, opts, log, "an out-of-band scale-out?", "`pulumi up`", noRollout);
     await uncordonSurvivors(inputs, log);
     if (inputs.healthRepair) await repairPool({ scalingGroupId, poolName: inputs.poolName, specHash: inputs.specHash, size }, inputs.healthRepair, opts);
     await rollOut(inputs, opts, log, clock);
@@ -259,7 +299,7 @@ async function rolloutSurge(inputs: PoolCapacityInputs, size: number, opts: Remo
  * `maxUnavailable`, or pauses); no removal goes below `minSize`; and its current Nodes carry the Cluster Autoscaler's
  * scale-down-disabled annotation while the rollout runs, so the autoscaler never scales the surge down.
  */
-async function rollOut(inputs: PoolCapacityInputs, opts: RemovalOptions, log: (m: string) => void, clock: Clock): Promise<void> {
+async function rollOut(inputs: PoolCapacityInputs, opts: RemovalOptions, log: (m: string) => void, clock: Clock, progress: RolloutProgress = {}): Promise<void> {
     const { region, scalingGroupId, poolName, specHash } = inputs;
     if (!specHash) return;
     const autoscaled = inputs.mode === "observe";
@@ -298,9 +338,13 @@ async function rollOut(inputs: PoolCapacityInputs, opts: RemovalOptions, log: (m
             return;
         }
         if (round === 0) {
-            // An autoscaled pool's size is what it has when the rollout starts, or resumes: its members, or the desired
-            // capacity when that is more (the rollout's removals keep it, so a run stopped after one still knows the size).
-            if (autoscaled) size = Math.max(members.length, (await describeScalingGroups(region, [scalingGroupId])).get(scalingGroupId)?.desiredCapacity ?? 0);
+            // An autoscaled pool's size is what it has when the run starts: its members, or the desired capacity when
+            // that is more (the rollout's removals keep it, so a run stopped after one still knows the size); a run that
+            // resumes it takes the size from the record the run before left, moved by what changed since ({@link rolloutStart}).
+            if (autoscaled) {
+                progress.start = rolloutStart(progress.present ?? await poolPresent(inputs), specHash, limits!, progress.recorded);
+                size = progress.start.size;
+            }
             log(`pool ${poolName}: rolling out spec ${specHash}: ${outdated.length} of ${members.length} node(s) outdated (maxSurge ${rollout.maxSurge}, ` +
                 `maxUnavailable ${rollout.maxUnavailable}${rollout.canary ? ", a canary first" : ""}${limits ? `, autoscale ${limits.min}–${limits.max}` : ""})`);
             // A rollout under way (members made from the spec already) may follow a batch whose soak the run before cut
@@ -348,6 +392,35 @@ async function rollOut(inputs: PoolCapacityInputs, opts: RemovalOptions, log: (m
         await validate(`after ${batch}`);
         surged = false;
     }
+}
+
+/**
+ * An autoscaled pool's rollout across runs: the record the run before left (`recorded`), the pool before this run changed
+ * it (`present`, {@link poolPresent}), and this run's record once it knows its size (`start`).
+ */
+interface RolloutProgress {
+    recorded?: RolloutStart;
+    present?: number;
+    start?: RolloutStart;
+}
+
+/**
+ * An autoscaled pool's rollout as a run starts or resumes it, from what ESS shows before the run changes anything
+ * (`present`: the members, or the desired capacity when that is more) and the record a run before left. Without a record
+ * (a crash, version 7) the size is `present`, within `autoscale.max`. With one, the recorded size grown by what the pool
+ * grew since that run stopped (`present − seen`: the autoscaler's scale-up), never lowered by what it lost (that may be
+ * the rollout's own NotReady surge, removed by the autoscaler), but never above `present` (so a surge launches no more
+ * than `maxSurge`) and within `autoscale.min`–`max`. A record left by a rollout to another spec
+ * is taken over (re-keyed): a rollout to a spec that replaced a bad one starts from the pool as the first one began it,
+ * not from the first one's surge.
+ */
+export function rolloutStart(present: number, specHash: string, limits: PoolLimits, recorded?: RolloutStart): RolloutStart {
+    const resumed = recorded && Number.isInteger(recorded.size) && Number.isInteger(recorded.seen);
+    // Grown since (the autoscaler's scale-up): counted. Shrunk since: never below the recorded size, but never above what
+    // ESS shows either — the pool may have lost the rollout's own surge (a NotReady surge node the autoscaler removed
+    // lowers the desired capacity too), which must not shrink the size, and so the floor, on every paused run.
+    const moved = resumed ? Math.max(limits.min, Math.min(present, Math.max(recorded.size, recorded.size + present - recorded.seen))) : present;
+    return { specHash, size: Math.min(moved, limits.max), seen: present };
 }
 
 /** An autoscaled pool's bounds: `minSize`, and `maxSize` (the group's MaxSize when not given). */
@@ -523,7 +596,9 @@ async function setMaxSize(inputs: PoolCapacityInputs, log: (m: string) => void):
         if (present > maxSize) {
             log(`pool ${poolName}: ${present} member(s), maximum now ${maxSize}: draining and removing the surplus before ESS sees the lower maximum`);
             // In rounds, as a shrink: a member that appears meanwhile (a health replacement) is removed the same way.
-            await removeSurplus(inputs, maxSize, Math.min(inputs.minSize ?? 0, maxSize), removalOptions(inputs), log, "a health replacement?", "`pulumi up`");
+            // NotReady members first: a surge node not Ready yet goes before a Ready outdated one (the rollout, if any,
+            // goes on after within the new maximum).
+            await removeSurplus(inputs, maxSize, Math.min(inputs.minSize ?? 0, maxSize), removalOptions(inputs), log, "a health replacement?", "`pulumi up`", true);
         }
         const left = (await stayingMembers(region, scalingGroupId)).length;
         await modifyScalingGroup(region, scalingGroupId, { maxSize: Math.max(maxSize, left) });
@@ -558,9 +633,11 @@ type State = PoolCapacityInputs & PoolCapacityOutputs;
  * An autoscaled pool's update (`mode: observe`): after a switch from fixed, lifts the protections and the taint a
  * paused fixed rollout left; sets a changed maximum ({@link setMaxSize}); uncordons survivors; then its rollout, when it
  * has one ({@link rollOut}), or only reports outdated members.
+ * @param olds `rolloutStart`: where a rollout that a run before stopped began (resumed with that size)
  * @param clock what a rollout's soak and validation wait on (tests step their own). Default the system clock.
+ * @throws {@link RolloutStopped} when its rollout stopped after it knew its size (what the state keeps for the next run)
  */
-export async function updateObservedPool(olds: Pick<PoolCapacityInputs, "mode">, news: PoolCapacityInputs, log: (m: string) => void = () => undefined,
+export async function updateObservedPool(olds: Pick<State, "mode" | "rolloutStart">, news: PoolCapacityInputs, log: (m: string) => void = () => undefined,
     clock: Clock = SYSTEM_CLOCK): Promise<void> {
     // Switched from fixed: the Cluster Autoscaler owns the pool now, and its RemoveInstances must not meet
     // a member this resource protected. An autoscaled pool's protections otherwise are the user's.
@@ -568,18 +645,38 @@ export async function updateObservedPool(olds: Pick<PoolCapacityInputs, "mode">,
         await protectMembers(news, false, log);
         await clearTaint(news, log); // a fixed pool's rollout that paused: its taints stay no longer
     }
+    // The pool before this run changes it: a lowered maximum's shrink (below) is this run's, not the autoscaler's.
+    const progress: RolloutProgress = { recorded: olds.rolloutStart, present: news.rollout && news.specHash ? await poolPresent(news) : undefined };
     await setMaxSize(news, log);
     await uncordonSurvivors(news, log);
-    await rollOut(news, removalOptions(news), log, clock);
+    try {
+        await rollOut(news, removalOptions(news), log, clock, progress);
+    } catch (err) {
+        if (!progress.start) throw err;
+        // The pool as this run leaves it (its surge there, or taken away with the victims beyond it). Unread (a failed
+        // read), the record stays as the run before left it, or there is none: as after a crash.
+        const seen = await poolPresent(news).catch(() => undefined);
+        const start = seen === undefined ? progress.recorded : { ...progress.start, seen };
+        throw start ? new RolloutStopped(err as Error, start) : err;
+    }
+}
+
+/** An autoscaled pool as ESS shows it: its members, or the group's desired capacity when that is more (launches under way, victims ESS replaces). */
+async function poolPresent(inputs: PoolCapacityInputs): Promise<number> {
+    const { region, scalingGroupId } = inputs;
+    const [members, groups] = await Promise.all([stayingMembers(region, scalingGroupId), describeScalingGroups(region, [scalingGroupId])]);
+    return Math.max(members.length, groups.get(scalingGroupId)?.desiredCapacity ?? 0);
 }
 
 /**
  * The preview's word on an autoscaled pool's rollout (a read of ESS and ECS only): whether it will surge, remove first
- * at `autoscale.max` within `maxUnavailable`, or pause there ({@link rolloutPreview}). A spec hash not known yet (the
+ * at `autoscale.max` within `maxUnavailable`, or pause there ({@link rolloutPreview}), with the size the run will take
+ * ({@link rolloutStart}: a rollout a run before stopped resumes with its surge there). A spec hash not known yet (the
  * scaling configuration changes in the same preview) makes every member outdated. Undefined for a fixed pool, a pool
  * without `rollout`, or an empty one.
+ * @param recorded where a rollout that a run before stopped began (the state's `rolloutStart`)
  */
-export async function previewRollout(inputs: PoolCapacityInputs): Promise<string | undefined> {
+export async function previewRollout(inputs: PoolCapacityInputs, recorded?: RolloutStart): Promise<string | undefined> {
     const { region, scalingGroupId, poolName, specHash, rollout } = inputs;
     if (inputs.mode !== "observe" || !rollout || !specHash) return undefined;
     const members = await stayingMembers(region, scalingGroupId);
@@ -587,7 +684,9 @@ export async function previewRollout(inputs: PoolCapacityInputs): Promise<string
     const known = new RegExp(`^[0-9a-f]{${SPEC_HASH_LENGTH}}$`).test(specHash);
     const instances = known ? await describeInstances(region, members.map((m) => m.instanceId)) : undefined;
     const outdated = members.filter((m) => !instances || isOutdated(instances.get(m.instanceId)?.tags, specHash)).length;
-    return `pool ${poolName}: rollout: ${rolloutPreview(members.length, outdated, rolloutWithDefaults(rollout), await poolLimits(inputs))}`;
+    const limits = await poolLimits(inputs);
+    const { size } = rolloutStart(await poolPresent(inputs), specHash, limits, recorded);
+    return `pool ${poolName}: rollout: ${rolloutPreview(members.length, outdated, rolloutWithDefaults(rollout), limits, size)}`;
 }
 
 /**
@@ -627,18 +726,26 @@ export const poolCapacityProvider: pulumi.dynamic.ResourceProvider = withPacingL
     },
     async diff(_id: string, olds: State, news: PoolCapacityInputs) {
         const d = diffInputs(POOL_CAPACITY_DIFF, olds, news);
+        // A rollout that a run before stopped (its record in the state) is a change still to make, inputs unchanged or not.
+        if (olds.rolloutStart) d.changes = true;
         if (d.changes) {
             // What an autoscaled pool's rollout will do, said before `pulumi up` does it; a pause is a warning.
-            const said = await previewRollout(news).catch((err: Error) =>
+            const said = await previewRollout(news, olds.rolloutStart).catch((err: Error) =>
                 `pool ${news.poolName}: the rollout could not be previewed (${err.message.split("\n")[0]}); \`pulumi up\` reads the pool again before it changes anything`);
             if (said && /pauses|could not/.test(said)) pulumiLog().warn(said);
             else if (said) pulumiLog().info(said);
         }
         return { ...d, deleteBeforeReplace: true };
     },
-    async update(_id: string, olds: State, news: PoolCapacityInputs) {
+    async update(id: string, olds: State, news: PoolCapacityInputs) {
         if ((news.mode ?? "fixed") === "observe") {
-            await updateObservedPool(olds, news, logInfo);
+            try {
+                await updateObservedPool(olds, news, logInfo);
+            } catch (err) {
+                // A rollout stopped after it began: a partial update, whose outputs (the new inputs, the server's
+                // `__provider` among them, and the record) the engine stores (docs/upstream.md#pulumi-partial-update-pool-capacity).
+                throw err instanceof RolloutStopped ? new PartialUpdateError(err, id, { ...news, readyInstanceIds: [], rolloutStart: err.start }, err.message) : err;
+            }
             return { outs: { ...news, readyInstanceIds: [] } };
         }
         return { outs: { ...news, ...(await setPoolCapacity(news, logInfo)) } };

@@ -59,14 +59,17 @@ export function surgeTarget(size: number, outdated: number, bounds: RolloutBound
 
 /**
  * What a rollout of a pool with `members` members (`outdated` of them outdated) does next, in words, for the preview:
- * it surges, or (an autoscaled pool at its maximum) removes first within `maxUnavailable`, or pauses.
+ * it surges, or (an autoscaled pool at its maximum) removes first within `maxUnavailable`, or pauses; or, resumed with
+ * its surge there, removes outdated ones.
+ * @param size the pool's size for the rollout; default `members` (a rollout resumed with its surge there has fewer)
  */
-export function rolloutPreview(members: number, outdated: number, bounds: RolloutBounds, limits?: PoolLimits): string {
+export function rolloutPreview(members: number, outdated: number, bounds: RolloutBounds, limits?: PoolLimits, size = members): string {
     if (outdated === 0) return "no node is outdated: nothing to replace";
-    const surge = surgeTarget(members, outdated, bounds, limits) - members;
+    const surge = surgeTarget(size, outdated, bounds, limits) - members;
     const head = `${outdated} of ${members} node(s) outdated`;
-    const canary = inCanary(members, outdated, bounds) ? " (the canary first)" : " at a time";
+    const canary = inCanary(size, outdated, bounds) ? " (the canary first)" : " at a time";
     if (surge > 0) return `${head}: surges ${surge} node(s)${canary}${limits ? ` (autoscale.max ${limits.max})` : ""}, then removes outdated ones`;
+    if (members > size) return `${head}: resumes the rollout begun at ${size} node(s), its surge there: removes outdated ones`;
     const why = bounds.maxSurge === 0 ? "maxSurge is 0" : `the pool is at autoscale.max (${limits?.max})`;
     if (bounds.maxUnavailable === 0) {
         return `${head}, and ${why}: no node can surge and maxUnavailable is 0, so the rollout pauses before it changes anything; ` +

@@ -24,6 +24,11 @@ export interface ScaleInPool {
     essAction?: "release" | "keep";
     /** The pool's current spec hash: members whose instance carries another are outdated and go first. Default none. */
     specHash?: string;
+    /**
+     * NotReady (or Node-less) members go before Ready ones, outdated or not: a shrink that no rollout waits on (a new
+     * node not Ready yet is not a surge awaited). Default false: outdated first.
+     */
+    notReadyFirst?: boolean;
 }
 
 /**
@@ -41,7 +46,7 @@ export async function scaleInPool(pool: ScaleInPool, opts: RemovalOptions): Prom
         log(`pool ${pool.poolName}: ${members.length} member(s), target ${keep}: nothing to remove`);
         return [];
     }
-    const victims = chooseVictims(members, count);
+    const victims = chooseVictims(members, count, pool.notReadyFirst);
     log(`pool ${pool.poolName}: removing ${victims.length} of ${members.length} node(s): ${victims.map((v) => v.instanceId).join(", ")}`);
     return removeMembers(pool, victims, opts);
 }

@@ -363,6 +363,7 @@ async function runStepValue<T>(r: NodeRemoval, step: RemovalStep, read: () => Pr
 /** The Kubernetes side of one node: drain, clear userdata, reset, leave etcd, delete the Node, and see that it stays deleted. */
 export async function kubernetesSide(r: NodeRemoval, run: RemovalRun): Promise<void> {
     const name = r.facts.name;
+    run.opts.onChange?.(r.target.instanceId);
     await drain(r, run);
     await clearUserdata(r, run);
     await reset(r, run);

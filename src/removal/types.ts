@@ -51,6 +51,11 @@ export interface RemovalOptions {
      * (state written before it existed) only a route to the podCIDR its Node had in this run is deleted. Default none: the podCIDR the Node had.
      */
     podCidr?: string;
+    /**
+     * Called once per node just before the removal's first step that changes it (the drain's cordon, or clearing its
+     * userdata when it has no Node): what came before only read. Default none.
+     */
+    onChange?: (instanceId: string) => void;
     /** `kubectl drain --timeout`, seconds. Default 600. */
     drainTimeoutSeconds?: number;
     /** Drain with `--force` (deletes pods without a controller). Default false. */

@@ -28,11 +28,15 @@ export interface PoolMember {
  * Picks `count` members to remove: outdated before current (a shrink during a rollout never removes a current node
  * while an outdated one stays), then NotReady (or Node-less), then those an unfinished removal already cordoned,
  * then fewest workload pods, then newest. Deterministic for equal keys (instance id).
+ * @param notReadyFirst NotReady (or Node-less) members before Ready ones whatever their spec, then as above: for a shrink
+ *   that no rollout waits on (a new node not Ready yet goes before a Ready outdated one, which would cost a Ready node)
  */
-export function chooseVictims(members: readonly PoolMember[], count: number): PoolMember[] {
+export function chooseVictims(members: readonly PoolMember[], count: number, notReadyFirst = false): PoolMember[] {
+    const ready = (m: PoolMember) => Number(m.ready && m.nodeName !== null);
     const sorted = [...members].sort((a, b) =>
+        (notReadyFirst ? ready(a) - ready(b) : 0) ||
         Number(!a.outdated) - Number(!b.outdated) ||
-        Number(a.ready && a.nodeName !== null) - Number(b.ready && b.nodeName !== null) ||
+        ready(a) - ready(b) ||
         Number(!a.marked) - Number(!b.marked) ||
         a.workloadPods - b.workloadPods ||
         b.createdAt.localeCompare(a.createdAt) ||

@@ -12,6 +12,12 @@ import { createHash } from "crypto";
 export const SPEC_TAG = "node-restriction.kubernetes.io/alicloud-kubeadm-spec";
 
 /**
+ * The `joinedSpec` a NodeMembership's state records for an existing node whose replacement started its removal and did
+ * not attach it again: it is out of the cluster (docs/rotation.md#existing-nodes). Never a spec hash (those are hex).
+ */
+export const EXISTING_NODE_REMOVED = "removed";
+
+/**
  * An autoscaled pool's spec hash, on its scaling configuration's tags and, the same key and value, among the labels its
  * kubelets register (`--node-labels`). The Cluster Autoscaler copies every configuration tag into its scale-from-zero
  * template as a label (docs/upstream.md#autoscaler-template), so the tag must be a label the pool's Nodes carry too:
