@@ -216,3 +216,32 @@ describe("the service (shipped on its own) and the library agree on the pool lab
         assert.ok(rules.POOL_PENDING_TAINT.startsWith("startup-taint.cluster-autoscaler.kubernetes.io/"), "the autoscaler's startup-taint prefix");
     });
 });
+
+describe("the service's files are an immutable ConfigMap named after their content, which the DaemonSet mounts (pure rendering)", () => {
+    it("a new served script is a new ConfigMap name the pod template mounts; the same files are the same name; nothing else of the template refers to them", async () => {
+        const { admissionWorkloadObjects, serviceConfig } = await import("../src/components/admission");
+        type Template = { metadata: { annotations?: Record<string, string> }; spec: { volumes: Array<{ name: string; configMap?: { name: string } }>; containers: Array<{ env: Array<{ name: string }> }> } };
+        const render = (script: string, config = serviceConfig({ accountId: "1234567890", region: "cn-hangzhou", attachScript: true })) => {
+            const [configMap, , daemonSet] = admissionWorkloadObjects({ config, identityCertificate: "PEM", attachScript: script, clusterName: "c" });
+            const template = (daemonSet as unknown as { spec: { template: Template } }).spec.template;
+            return { configMap, name: configMap.metadata.name, mounted: template.spec.volumes.find((v) => v.name === "code")!.configMap!.name, template };
+        };
+        const v1 = render("#!/bin/bash\necho one");
+        assert.match(v1.name, /^alicloud-kubeadm-admission-[0-9a-f]{16}$/);
+        assert.strictEqual(v1.mounted, v1.name, "the pods mount the ConfigMap of these files");
+        assert.strictEqual(v1.configMap.immutable, true, "nobody can change the files under a name (kubectl edit is refused)");
+        assert.ok((v1.configMap.data as Record<string, string>)["server.js"] && (v1.configMap.data as Record<string, string>)["attach.sh"] === "#!/bin/bash\necho one");
+        const v2 = render("#!/bin/bash\necho two");
+        assert.notStrictEqual(v2.name, v1.name, "a new served script is a new ConfigMap");
+        assert.strictEqual(v2.mounted, v2.name, "and a new pod template that mounts it");
+        assert.strictEqual(render("#!/bin/bash\necho one").name, v1.name, "the same files, the same name: no roll");
+        const listed = render("#!/bin/bash\necho one", serviceConfig({ accountId: "1234567890", region: "cn-hangzhou", attachScript: true, existingNodes: { "i-x": "existing" } }));
+        assert.notStrictEqual(listed.name, v1.name, "a change of config.json is a new ConfigMap too");
+        // The component passes the name the Kubernetes provider gave its ConfigMap.
+        const [named, , namedSet] = admissionWorkloadObjects({ config: serviceConfig({ accountId: "1234567890", region: "cn-hangzhou" }), identityCertificate: "PEM", clusterName: "c", filesName: "given-name" });
+        assert.deepStrictEqual([named.metadata.name, (namedSet as unknown as { spec: { template: Template } }).spec.template.spec.volumes.find((v) => v.name === "code")!.configMap!.name], ["given-name", "given-name"]);
+        // The name alone rolls the pods: no checksum annotation or environment a pod could disagree with.
+        assert.deepStrictEqual(Object.keys(v1.template.metadata.annotations ?? {}), []);
+        assert.deepStrictEqual(v1.template.spec.containers[0].env.map((e) => e.name), ["HOSTNAME"]);
+    });
+});

@@ -105,8 +105,26 @@ describe("attaching a pool, an existing node and a node image to a cluster throu
         assert.deepEqual([pipeline.rawInputs.vswitchId, pipeline.rawInputs.baseImage, pipeline.rawInputs.instanceType], [vswitches[0].id, handle.placement.baseImageId, "ecs.g7.xlarge"]);
         assert.match(pipeline.rawInputs.description as string, new RegExp(`Kubernetes v${DEV["alicloud-kubeadm:cluster"].kubernetesVersion}`));
         // The Cluster registers the pools of its config, the attached pool itself: each once.
-        assert.deepEqual(recorder.ofType("kubernetes:core/v1:ConfigMap").map((c) => (c.rawInputs.metadata as { name: string }).name)
-            .filter((n) => n.startsWith("alicloud-kubeadm-admission-pool-")).sort(), ["elastic", "general", "gpu"].map((p) => `alicloud-kubeadm-admission-pool-${p}`));
+        assert.deepEqual(recorder.ofType("kubernetes:core/v1:ConfigMap").map((c) => (c.rawInputs.metadata as { name?: string }).name)
+            .filter((n) => n?.startsWith("alicloud-kubeadm-admission-pool-")).sort(), ["elastic", "general", "gpu"].map((p) => `alicloud-kubeadm-admission-pool-${p}`));
+    });
+
+    it("existing nodes attached through a handle wait for the admission service's DaemonSet; those that may be replaced in place go one at a time, after the Cluster's own", async () => {
+        const recorder = installMocks({ stack: "handle-replace-chain", config: DEV });
+        const { Cluster, ExistingNode } = await components();
+        const config = { ...DEV["alicloud-kubeadm:cluster"], existingNodes: [{ instanceId: "i-bp1own000000001", rollout: "replace" }] };
+        const cluster = new Cluster("dev", { region: REGION, config });
+        for (const [name, rollout] of [["a", "replace"], ["b", "report"], ["c", "replace"]] as const) {
+            new ExistingNode(name, { cluster: cluster.handle, node: { instanceId: `i-bp1${name.repeat(12)}`, rollout } });
+        }
+        await recorder.settle();
+        const memberships = recorder.resources.filter((r) => r.name.endsWith("-membership"));
+        const urn = (name: string) => memberships.find((m) => m.name === name)!.urn;
+        const waitsFor = (name: string) => memberships.filter((m) => memberships.find((n) => n.name === name)!.dependencies.includes(m.urn)).map((m) => m.name);
+        assert.ok(urn("dev-node-i-bp1own000000001-membership"));
+        assert.deepEqual(["a", "b", "c"].map((n) => waitsFor(`${n}-membership`)), [["dev-node-i-bp1own000000001-membership"], [], ["a-membership"]]);
+        const daemonSet = recorder.ofType("kubernetes:apps/v1:DaemonSet").find((r) => r.name.includes("-admission-"))!;
+        assert.ok(["a", "b", "c"].every((n) => memberships.find((m) => m.name === `${n}-membership`)!.dependencies.includes(daemonSet.urn)));
     });
 
     it("a pool of a second program reads the handle from the cluster's stack (StackReference) and registers the same way; the CA pin and kubeconfig stay secret", async () => {

@@ -59,7 +59,7 @@ printf '%s\\n' "$AK_STUB_KUBECTL_OUTPUT"
     it("doctor-nodes: its sections come back (kubectl's stderr inside them, where ak_section folds it)", async () => {
         const out = await asCloudAssistant("doctor-nodes", {}, "node-a Ready");
         const sections = parseSections(decompress(out));
-        assert.deepStrictEqual(Object.keys(sections).sort(), ["apiservers", "conditions", "kubelets", "nodes"]);
+        assert.deepStrictEqual(Object.keys(sections).sort(), ["apiservers", "conditions", "control-plane", "kubelets", "nodes"]);
         assert.match(sections.nodes.output, /node-a Ready/);
         assert.strictEqual(sections.nodes.rc, 0);
     });

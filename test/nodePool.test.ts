@@ -311,7 +311,7 @@ describe("PoolCapacity (emulator)", () => {
             c.addNode(fresh, { pool: "general" });
             const olds = { ...inputs(group, 2), providerVersion: "1", readyInstanceIds: [old] };
             const news = { ...inputs(group, 2), providerVersion: POOL_CAPACITY_PROVIDER_VERSION };
-            assert.strictEqual(POOL_CAPACITY_PROVIDER_VERSION, "7");
+            assert.strictEqual(POOL_CAPACITY_PROVIDER_VERSION, "8");
             const diff = await poolCapacityProvider.diff!("x", olds, news);
             assert.deepStrictEqual([diff.changes, diff.replaces ?? []], [true, []]);
             const res = await poolCapacityProvider.update!("x", olds, news);

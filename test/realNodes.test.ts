@@ -298,7 +298,7 @@ describe("real nodes: the pool's userdata as synth renders it joins through admi
             await podOn("before-reset");
             await plainReset();
             // the served attach script with ak_preclean made a no-op: what a re-join without it would do
-            const served = s.objects(Object.keys(s.stack.manifests).find((f) => f.endsWith("-admission.yaml"))!).find((o) => o.kind === "ConfigMap")!.data["attach.sh"] as string;
+            const served = s.objects(Object.keys(s.stack.manifests).find((f) => f.endsWith("-admission.yaml"))!).find((o) => o.kind === "ConfigMap" && o.data?.["attach.sh"] !== undefined)!.data["attach.sh"] as string;
             const without = served.replace(/^ak_preclean\(\) \{\n[\s\S]*?^\}\n/m, "ak_preclean() { ak_log 'test: ak_preclean disabled'; }\n")
                 .replace("{{labels}}", "").replace("{{taints}}", "");
             assert.notStrictEqual(without, served, "ak_preclean replaced");

@@ -37,6 +37,8 @@ export interface RecordedResource {
     id?: string;
     /** Inputs with secrets revealed: for assertions in tests only, never written out. */
     rawInputs: Record<string, unknown>;
+    /** The name the Kubernetes provider gives an object its inputs leave unnamed (no `metadata.name`), as modelled here. */
+    autoName?: string;
 }
 
 export interface MockOptions {
@@ -94,7 +96,7 @@ const ID_PREFIX: Record<string, string> = {
 };
 
 /** Attributes the real provider computes, given deterministic values. */
-function computedState(type: string, name: string): Record<string, unknown> {
+function computedState(type: string, name: string, inputs: Record<string, any>): Record<string, unknown> {
     const h = shortHash(`${type}/${name}`);
     const octet = (parseInt(h.slice(0, 2), 16) % 250) + 2;
     switch (type) {
@@ -113,6 +115,12 @@ function computedState(type: string, name: string): Record<string, unknown> {
             return { dnsName: `nlb-${h}.cn-region.nlb.aliyuncsslb.com` };
         case "alicloud:ram/role:Role":
             return { arn: `acs:ram::1234567890123456:role/${name}` };
+        case "kubernetes:core/v1:ConfigMap":
+            // An object without metadata.name is named by the Kubernetes provider, `<resource name>-<random suffix>`, kept
+            // until the resource is replaced; an immutable ConfigMap is replaced when its data changes (docs/upstream.md
+            // #pulumi-replace-order). Here: a suffix from the data, so other data is another name, the same data the same.
+            return inputs.metadata?.name === undefined
+                ? { metadata: { ...inputs.metadata, name: `${name}-${shortHash(JSON.stringify(inputs.data ?? {}), 8)}` } } : {};
         default:
             return {};
     }
@@ -213,10 +221,12 @@ export function installMocks(options: MockOptions = {}): Recorder {
             const key = `${args.type}::${args.name}`;
             const id = args.custom ? options.ids?.[key] ?? `${ID_PREFIX[args.type] ?? ""}${shortHash(key)}` : undefined;
             const identity = urns.get(key) ?? { urn: "", aliases: [] };
+            const computed = computedState(args.type, args.name, args.inputs) as { metadata?: { name?: string } };
             resources.push({
                 type: args.type, name: args.name, urn: identity.urn, aliases: identity.aliases, parent: parents.get(key), provider: args.provider || undefined,
                 custom: args.custom ?? true, inputs, secretInputs, secretOutputs: secretOutputs.get(key) ?? [], dependencies: dependencies.get(key) ?? [], id, rawInputs,
                 ...(changeOptions.get(key) ?? { ignoreChanges: [], replaceOnChanges: [] }),
+                ...(computed.metadata?.name !== undefined ? { autoName: computed.metadata.name } : {}),
             });
             const placeholders = args.type === "pulumi-nodejs:dynamic:Resource" ? { ...DYNAMIC_PLACEHOLDERS, ...options.dynamicOutputs } : {};
             const stack = args.type === "pulumi:pulumi:StackReference" ? options.stackOutputs?.[String(args.inputs.name)] : undefined;
@@ -227,7 +237,7 @@ export function installMocks(options: MockOptions = {}): Recorder {
             // ControlPlaneVersion: what the cluster runs is read from it, never echoed from the config.
             const running = args.type === "pulumi-nodejs:dynamic:Resource" && typeof args.inputs.targetVersion === "string" && !("version" in args.inputs)
                 ? { runningVersion: options.runningVersion ?? args.inputs.targetVersion, apiServerVersions: {}, kubeletVersions: {} } : {};
-            return { id: id ?? "", state: { ...placeholders, ...args.inputs, ...running, ...computedState(args.type, args.name) } };
+            return { id: id ?? "", state: { ...placeholders, ...args.inputs, ...running, ...computed } };
         },
         call(args) {
             const answer = calls[args.token];

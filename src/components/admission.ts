@@ -1,22 +1,23 @@
 // Admission: the service that lets nodes join by cloud identity instead of a token in userdata
 // (src/admission/, docs/admission.md). On every master (a DaemonSet on the control-plane nodes, host network,
 // port 10443, so it survives the loss of a minority of masters and sees the nodes' real source addresses),
-// running a pinned public Node.js image with the service's compiled code from a ConfigMap. It serves TLS with
+// running a pinned public Node.js image with the service's compiled code from an immutable ConfigMap (a new one, with a
+// new name, whenever its files change). It serves TLS with
 // its own key and a certificate for the masters' addresses (AdmissionCertificate, a Secret here), which a node
 // verifies from the pin of its userdata; nothing of the masters' PKI is mounted. RBAC: what the service needs
 // (claims, tokens, CSR approval for the kubelet client signer, the pool label on the Nodes it admitted, events),
 // and what an admitted token needs for `kubeadm join`. The pools whose members may join are registrations (a
 // ConfigMap each) the service re-reads while it runs: a pool attached later adds its own.
-import * as crypto from "crypto";
+import { createHash } from "crypto";
 import * as fs from "fs";
 import * as path from "path";
 import * as pulumi from "@pulumi/pulumi";
-import type * as k8s from "@pulumi/kubernetes";
+import * as k8s from "@pulumi/kubernetes";
 import { ADMITTED_GROUP, KUBELET_CLIENT_SIGNER, TOKEN_LABEL } from "../admission/approver";
 import { ADMISSION_NAME, KEY_SECRET, NAMESPACE, NODE_LEASE_NAMESPACE, POOL_REGISTRATION_LABEL, poolRegistrationName } from "../admission/kube";
 import { DEFAULT_READMIT_AFTER_SECONDS, POOL_LABEL, POOL_PENDING_TAINT } from "../admission/nodes";
 import { ADMISSION_PORT, type ServiceConfig } from "../admission/server";
-import { applyObjects, CONTROL_PLANE_LABEL, kubeObject, type KubeObject } from "./kube";
+import { applyObjects, CONTROL_PLANE_LABEL, kubeObject, resourceName, type KubeObject } from "./kube";
 import { DEFAULT_ADMISSION_IMAGE } from "../rules";
 
 export { ADMISSION_PORT, ADMITTED_GROUP };
@@ -299,9 +300,22 @@ export function admissionPoolRegistration(pool: string, scalingGroupId: pulumi.I
     });
 }
 
-/** The ConfigMap (code, config, certificate, manual attach script), the TLS Secret and the DaemonSet. */
+/**
+ * The name of the ConfigMap holding the service's files (name → content) when rendered as plain objects:
+ * `alicloud-kubeadm-admission-<16 hex digits of SHA-256 over them in name order>`. Other files are another name; the
+ * same files, the same name. (The Admission component lets Pulumi name it instead: docs/admission.md#what-is-served.)
+ */
+export function admissionFilesName(files: Record<string, string>): string {
+    const checksum = createHash("sha256").update(JSON.stringify(Object.keys(files).sort().map((name) => [name, files[name]]))).digest("hex").slice(0, 16);
+    return `${ADMISSION_NAME}-${checksum}`;
+}
+
+/**
+ * The ConfigMap (code, config, certificate, manual attach script; immutable, named `filesName`, by default after its
+ * content: {@link admissionFilesName}), the TLS Secret and the DaemonSet that mounts that ConfigMap.
+ */
 export function admissionWorkloadObjects(args: {
-    config: ServiceConfig; identityCertificate: string; attachScript?: string; image?: string; clusterName: string;
+    config: ServiceConfig; identityCertificate: string; attachScript?: string; image?: string; clusterName: string; filesName?: string;
     tls?: { certPem: pulumi.Input<string>; keyPem: pulumi.Input<string> };
 }): KubeObject[] {
     const labels = { "app.kubernetes.io/name": ADMISSION_NAME, "alicloud-kubeadm/cluster": args.clusterName };
@@ -311,9 +325,13 @@ export function admissionWorkloadObjects(args: {
         "identity-signer.pem": args.identityCertificate,
         ...(args.attachScript ? { "attach.sh": args.attachScript } : {}),
     };
-    const checksum = crypto.createHash("sha256").update(JSON.stringify(data)).digest("hex").slice(0, 16);
+    // Any change of the files is a new ConfigMap name (here their checksum; in the Admission component, the name the
+    // Kubernetes provider gives the replacement), so a new pod template (the pods restart and read them); a name holds
+    // one content for good (immutable), so a pod mounts its template's files or none yet, however stale the kubelet's
+    // cache; once the DaemonSet's rollout completes, every replica serves these files (docs/admission.md#what-is-served).
+    const filesName = args.filesName ?? admissionFilesName(data);
     return [
-        kubeObject<k8s.types.input.core.v1.ConfigMap>({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: ADMISSION_NAME, namespace: NAMESPACE, labels }, data }),
+        kubeObject<k8s.types.input.core.v1.ConfigMap>({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: filesName, namespace: NAMESPACE, labels }, data, immutable: true }),
         // Its own key and certificate; the certificate is re-signed in place (same key) when the masters change,
         // and the service reloads it (kubelet refreshes Secret volumes within about a minute).
         kubeObject<k8s.types.input.core.v1.Secret>({
@@ -326,7 +344,7 @@ export function admissionWorkloadObjects(args: {
                 selector: { matchLabels: { "app.kubernetes.io/name": ADMISSION_NAME } },
                 updateStrategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 1 } },
                 template: {
-                    metadata: { labels, annotations: { "alicloud-kubeadm/config-checksum": checksum } },
+                    metadata: { labels },
                     spec: {
                         serviceAccountName: ADMISSION_NAME,
                         hostNetwork: true,
@@ -353,7 +371,7 @@ export function admissionWorkloadObjects(args: {
                             ],
                         }],
                         volumes: [
-                            { name: "code", configMap: { name: ADMISSION_NAME } },
+                            { name: "code", configMap: { name: filesName } },
                             { name: "tls", secret: { secretName: TLS_SECRET, defaultMode: 0o440 } },
                         ],
                     },
@@ -379,6 +397,13 @@ export function serviceConfig(a: { accountId: string; region: string; existingNo
 export class Admission extends pulumi.ComponentResource {
     /** Port on every master's private IP. */
     public readonly port = ADMISSION_PORT;
+    /**
+     * The service's DaemonSet. Its pods mount the ConfigMap named after its content (code, config, served attach
+     * script), so a change is a new pod template and rolls every pod, and its update returns once every pod runs the new
+     * template (the Kubernetes provider's await): what depends on it finds the new script and config served
+     * (docs/admission.md#what-is-served).
+     */
+    public readonly workload: pulumi.CustomResource;
 
     constructor(name: string, args: AdmissionArgs, opts?: pulumi.ComponentResourceOptions) {
         super("alicloud-kubeadm:index:Admission", name, {}, opts);
@@ -386,21 +411,33 @@ export class Admission extends pulumi.ComponentResource {
         const rbac = applyObjects(`${name}-rbac`, admissionRbacObjects(), childOpts);
         // The account id is known at deployment: the objects' kinds and names are fixed now, their contents follow
         // (so preview shows the resources).
-        const rendered = pulumi.all([args.accountId, args.attachScript ?? ""]).apply(([accountId, attachScript]) =>
+        const render = (filesName?: string) => pulumi.all([args.accountId, args.attachScript ?? ""]).apply(([accountId, attachScript]) =>
             admissionWorkloadObjects({
-                config: serviceConfig({ ...args, accountId, attachScript: attachScript !== "" }),
+                config: serviceConfig({ ...args, accountId, attachScript: attachScript !== "" }), filesName,
                 identityCertificate: args.identityCertificate, attachScript: attachScript || undefined, image: args.image, clusterName: args.clusterName,
             }));
         const [configMap, secret, daemonSet] = admissionWorkloadObjects({
             config: serviceConfig({ ...args, accountId: "", attachScript: false }), identityCertificate: "", image: args.image, clusterName: args.clusterName, tls: args.tls,
+            filesName: ADMISSION_NAME,
         });
+        // The files' ConfigMap is immutable and named by the Kubernetes provider (no metadata.name): a change of its data
+        // replaces it with a new object under a new name, created first; the DaemonSet, which mounts the name the
+        // provider gave, is updated next, and the old ConfigMap is deleted at the end of the `pulumi up`, after the
+        // rollout (docs/admission.md#what-is-served). Its Pulumi name is the one the fixed-name ConfigMap of earlier
+        // versions had, so an existing stack replaces that resource.
+        const files = new k8s.core.v1.ConfigMap(resourceName(`${name}-service`, configMap), {
+            apiVersion: "v1", kind: "ConfigMap", immutable: true,
+            metadata: { namespace: configMap.metadata.namespace, labels: configMap.metadata.labels },
+            data: render().apply((o) => o[0].data as Record<string, string>),
+        }, { ...childOpts, dependsOn: rbac });
+        const rendered = files.metadata.name.apply((filesName) => render(filesName));
         // The cluster's pools are registered before the service starts (registrations added later are read too).
-        applyObjects(`${name}-service`, [
-            { ...configMap, data: rendered.apply((o) => o[0].data) },
+        const service = applyObjects(`${name}-service`, [
             secret,
             ...args.pools.map((p) => admissionPoolRegistration(p.name, p.scalingGroupId, args.clusterName)),
             { ...daemonSet, spec: rendered.apply((o) => o[2].spec) },
-        ], { ...childOpts, dependsOn: rbac });
+        ], { ...childOpts, dependsOn: [...rbac, files] });
+        this.workload = service[service.length - 1];
         this.registerOutputs({});
     }
 }

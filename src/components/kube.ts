@@ -162,6 +162,8 @@ export interface RecordedKubeResource {
     name: string;
     parent?: string;
     inputs: Record<string, unknown>;
+    /** The name the Kubernetes provider gave an object whose inputs leave it unnamed (no `metadata.name`). */
+    autoName?: string;
 }
 
 /** Apply order by kind: namespaces and identities first, workloads last. */
@@ -187,7 +189,10 @@ export function manifestFiles(resources: RecordedKubeResource[]): Record<string,
             continue;
         }
         const file = `${(r.parent ?? "root").replace(/[^A-Za-z0-9._-]/g, "-")}.yaml`;
-        groups.set(file, [...(groups.get(file) ?? []), r.inputs as KubeObject]);
+        // An object the provider names (no metadata.name, e.g. the admission service's files) is shown with its name.
+        const o = r.inputs as KubeObject;
+        const named = o.metadata?.name === undefined && r.autoName !== undefined ? { ...o, metadata: { ...o.metadata, name: r.autoName } } : o;
+        groups.set(file, [...(groups.get(file) ?? []), named as KubeObject]);
     }
     return Object.fromEntries([...groups.entries()].sort(([a], [b]) => a.localeCompare(b))
         .map(([file, objects]) => [file, toYaml(canonicalOrder(objects))]));

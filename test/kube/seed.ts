@@ -240,7 +240,7 @@ export function useSeedCluster(stackFile: string): { readonly s: Seed } {
         // Everything else of the manifest is applied (its RBAC, policies, the pools' registrations).
         const admissionFile = Object.keys(stack.manifests).find((f) => f.endsWith("-admission.yaml"))!;
         const admissionObjects = objects(admissionFile);
-        const isCode = (o: Record<string, any>) => o.kind === "ConfigMap" && o.metadata.name === "alicloud-kubeadm-admission";
+        const isCode = (o: Record<string, any>) => o.kind === "ConfigMap" && o.data?.["server.js"] !== undefined;
         await c.apply(admissionObjects.filter((o) => o.kind !== "DaemonSet" && o.kind !== "Secret" && !isCode(o)));
         const cm = admissionObjects.find(isCode)!;
         const dir = c.path("admission");
