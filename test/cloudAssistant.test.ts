@@ -267,6 +267,29 @@ describe("Cloud Assistant fan-out: no accepted work is lost", () => {
         assert.strictEqual(fx.emu.state.invocations.size, calls.filter((c) => c.code === "").length);
     });
 
+    it("a progress callback that throws stops the run: no command is sent after the throw, and the run fails with the callback's error", async () => {
+        fx.emu.state.maxInstancesPerInvocation = 10;
+        const ids = fx.emu.addInstances(120);
+        const count = countingRuns();
+        fx.emu.onCommand(/true/, count.handler);
+        // Both batches (100 and 20) are refused as too large; the first one's split message throws (the caller's log is
+        // gone, say), once: the other batch must not go on splitting and sending.
+        let sentAtThrow = -1;
+        const progress = (m: string) => {
+            if (sentAtThrow < 0 && /takes fewer than/.test(m)) {
+                sentAtThrow = fx.emu.state.invocations.size;
+                throw new Error("the progress log is closed");
+            }
+        };
+        const err = await caught(runCommand({ region, instanceIds: ids, script: "true", ...fast, progress }));
+        assert.match(String(err), /the progress log is closed/);
+        // Whatever a run left going would have sent by now (each call answers in milliseconds here).
+        await new Promise((r) => setTimeout(r, 300));
+        assert.ok(sentAtThrow >= 0, "the callback threw");
+        assert.strictEqual(fx.emu.state.invocations.size, sentAtThrow, "commands were sent after the progress callback threw");
+        assert.strictEqual(count.runs.size, 0);
+    });
+
     it("under an API rate limit every instance is accounted for (done, failed or not sent); the retry finishes the rest and runs nothing twice", async () => {
         // Three RunCommand calls a minute: three of the six batches cannot go within the throttling budget, and go in
         // the next minute.

@@ -9,10 +9,13 @@ import * as assert from "assert";
 import { useEmulator, call } from "../testing/emulator/fixture";
 import { fakeCluster, type FakeCluster } from "../testing/fakeCluster";
 import { createCommand } from "../testing/savedCommands";
+import { engineUpdate } from "../testing/partialUpdate";
 import { CONTROL_PLANE_MEMBER_PROVIDER_VERSION, controlPlaneMemberProvider } from "../src/providers/controlPlaneMember";
 import { NODE_MEMBERSHIP_PROVIDER_VERSION, nodeMembershipProvider } from "../src/providers/nodeMembership";
 import { POOL_CAPACITY_PROVIDER_VERSION, poolCapacityProvider } from "../src/providers/poolCapacity";
-import { AUTOSCALED_SPEC_LABEL, DEFAULT_ROLLOUT, OUTDATED_TAINT, SPEC_TAG, type NodeCommandIds } from "../src/rules";
+import { CONTROL_PLANE_VERSION_PROVIDER_VERSION, controlPlaneVersionProvider, type ControlPlaneVersionInputs } from "../src/providers/controlPlaneVersion";
+import { renderUpgradeCommand } from "../src/shell/render";
+import { AUTOSCALED_SPEC_LABEL, DEFAULT_ROLLOUT, OPERATIONS, OUTDATED_TAINT, SPEC_TAG, type NodeCommandIds } from "../src/rules";
 
 const REGION = "cn-hangzhou";
 
@@ -39,10 +42,11 @@ describe("providers whose behaviour changed: state from the previous version run
     // Every version a stack may still hold: 1 (nodes label their pool themselves), 2 (the admission service sets the
     // pool label), 3 (capacity changes that never let ESS choose), 4 (outdated members replaced by a rollout, no taint),
     // 5 (fixed pools' rollouts only: autoscaled pools with no spec hash), 6 (autoscaled rollouts whose removals lower the
-    // desired capacity), each going straight to the current one in one `pulumi up` (5 with the spec hash and a rollout
-    // too, below, a fixed pool and an autoscaled one; 6's paused autoscaled rollout in test/poolRotationAutoscaled.test.ts).
+    // desired capacity), 7 (an autoscaled rollout resumed with the size read from the pool, no record in the state), each
+    // going straight to the current one in one `pulumi up` (7 with the spec hash and a rollout too, below, a fixed pool and
+    // an autoscaled one; 6's and 7's paused autoscaled rollouts in test/poolRotationAutoscaled.test.ts).
     const previousPoolCapacityVersions = Array.from({ length: Number(POOL_CAPACITY_PROVIDER_VERSION) - 1 }, (_, i) => String(i + 1));
-    it("PoolCapacity: every previous version is covered below", () => assert.deepStrictEqual(previousPoolCapacityVersions, ["1", "2", "3", "4", "5", "6"]));
+    it("PoolCapacity: every previous version is covered below", () => assert.deepStrictEqual(previousPoolCapacityVersions, ["1", "2", "3", "4", "5", "6", "7"]));
     for (const version of previousPoolCapacityVersions) {
         it(`PoolCapacity ${version} → ${POOL_CAPACITY_PROVIDER_VERSION}: an update (not a replacement) stores the new code; its delete then drains the pool with scale-out suspended`, async () => {
             const group = ctx.emu.addScalingGroup({ desiredCapacity: 2, maxSize: 2 }).scalingGroupId;
@@ -141,7 +145,9 @@ describe("providers whose behaviour changed: state from the previous version run
         const news = { ...base, commands: c.commands, providerVersion: NODE_MEMBERSHIP_PROVIDER_VERSION };
         const diff = await nodeMembershipProvider.diff!("x", previous, news);
         assert.deepStrictEqual([diff.changes, diff.replaces], [true, []]);
-        const state = (await nodeMembershipProvider.update!("x", previous, news)).outs as typeof previous;
+        // Through the engine's model: the outputs cross gRPC as a protobuf Struct (a membership with no spec has no joined spec either).
+        let state = previous;
+        await engineUpdate(previous, news, (o, n) => nodeMembershipProvider.update!("x", o, n).then((r) => r.outs), (s) => { state = s; });
         assert.strictEqual(state.providerVersion, NODE_MEMBERSHIP_PROVIDER_VERSION);
         await call("ecs", "InvokeCommand", { CommandId: attach, InstanceId: [id] }); // an attach still running (a re-run of a slow join)
         await nodeMembershipProvider.delete!("x", state);
@@ -152,7 +158,7 @@ describe("providers whose behaviour changed: state from the previous version run
         assert.strictEqual(attachRuns, 1);
     });
 
-    it(`NodeMembership ${Number(NODE_MEMBERSHIP_PROVIDER_VERSION) - 1} → ${NODE_MEMBERSHIP_PROVIDER_VERSION}: state with no spec is adopted unless its labels changed; then, with rollout: replace, an outdated node is replaced in place, drained first`, async () => {
+    it(`NodeMembership 4 → ${NODE_MEMBERSHIP_PROVIDER_VERSION}: state with no spec is adopted unless its labels changed; then, with rollout: replace, an outdated node is replaced in place, drained first`, async () => {
         const attach = await createCommand(REGION, { commandName: "test-attach", script: "#!/bin/bash\n# test attach\nL='{{labels}}' T='{{taints}}' C='{{channel}}'\n", parameters: true, timeoutSeconds: 600, description: "attach" });
         const attached: string[] = [];
         ctx.emu.onCommand(/# test attach/, (cmd) => {
@@ -165,7 +171,7 @@ describe("providers whose behaviour changed: state from the previous version run
         const base = (id: string) => ({ region: REGION, masterInstanceId: c.master, instanceId: id, mode: "manual" as const, attachCommandId: attach, admission: true, labels: "role=a",
             pollSeconds: 0.02, pollIntervalMs: 10, readyTimeoutSeconds: 5 });
         // Version 4 recorded no spec; this version adds it (and the rollout) to the inputs.
-        const previous = (id: string) => ({ ...base(id), commands: previousCommands, providerVersion: String(Number(NODE_MEMBERSHIP_PROVIDER_VERSION) - 1), nodeName: `node-${id}`, providerId: `${REGION}.${id}` });
+        const previous = (id: string) => ({ ...base(id), commands: previousCommands, providerVersion: "4", nodeName: `node-${id}`, providerId: `${REGION}.${id}` });
         const news = (id: string, labels: string) => ({ ...base(id), labels, commands: c.commands, providerVersion: NODE_MEMBERSHIP_PROVIDER_VERSION, spec: "00000000000spec1", rollout: "report" as const });
         const adopted = (await nodeMembershipProvider.update!("x", previous(kept), news(kept, "role=a"))).outs;
         assert.strictEqual(adopted.joinedSpec, "00000000000spec1", "labels as recorded: joined with today's spec");
@@ -185,6 +191,40 @@ describe("providers whose behaviour changed: state from the previous version run
         assert.deepStrictEqual((await nodeMembershipProvider.diff!("x", { ...allowed, ...state }, allowed)).changes, false, "the next pulumi up sees nothing to do");
     });
 
+    it(`NodeMembership 5 → ${NODE_MEMBERSHIP_PROVIDER_VERSION}: a replacement whose attach fails after the removal records it in the state the engine keeps (the new code in it); the next pulumi up attaches the node again though its spec was put back`, async () => {
+        const attach = await createCommand(REGION, { commandName: "test-attach", script: "#!/bin/bash\n# test attach\nL='{{labels}}' T='{{taints}}' C='{{channel}}'\n", parameters: true, timeoutSeconds: 600, description: "attach" });
+        let fail = true;
+        const attached: string[] = [];
+        ctx.emu.onCommand(/# test attach/, (cmd) => {
+            if (fail) return { exitCode: 1, output: "attach failed\n" };
+            attached.push(`${cmd.instanceId} ${cmd.parameters.labels}`);
+            if (!nodeOf(cmd.instanceId)) c.addNode(cmd.instanceId);
+            return { output: "joined\n" };
+        });
+        const id = ctx.emu.addInstance().instanceId;
+        c.addNode(id, { pods: ["ReplicaSet"] });
+        const base = { region: REGION, masterInstanceId: c.master, instanceId: id, mode: "manual" as const, attachCommandId: attach, admission: true, pollSeconds: 0.02, pollIntervalMs: 10,
+            readyTimeoutSeconds: 5, rollout: "replace" as const };
+        // Version 5's state: the spec it joined with recorded; its code (`__provider`) the old one.
+        const previous = { ...base, labels: "role=a", spec: "00000000000spec1", joinedSpec: "00000000000spec1", commands: c.commands, providerVersion: "5",
+            nodeName: `node-${id}`, providerId: `${REGION}.${id}`, __provider: "code 5" };
+        const news = { ...base, labels: "role=b", spec: "00000000000spec2", commands: c.commands, providerVersion: NODE_MEMBERSHIP_PROVIDER_VERSION, __provider: "code 6" };
+        let state: Record<string, unknown> = previous;
+        await assert.rejects(engineUpdate(previous, news, (o, n) => nodeMembershipProvider.update!(`${id}/membership`, o, n).then((r) => r.outs), (s) => { state = s; }));
+        assert.strictEqual(nodeOf(id), undefined, "removed, its attach failed");
+        assert.deepStrictEqual([state.joinedSpec, state.providerVersion, state.__provider], ["removed", NODE_MEMBERSHIP_PROVIDER_VERSION, "code 6"], "the engine keeps the new code and the removal");
+        // The spec put back: the next `pulumi up` still attaches it again.
+        fail = false;
+        const putBack = { ...news, labels: "role=a", spec: "00000000000spec1" };
+        const diff = await nodeMembershipProvider.diff!("x", state, putBack);
+        assert.deepStrictEqual([diff.changes, diff.replaces], [true, []]);
+        state = (await nodeMembershipProvider.update!("x", state, putBack)).outs;
+        assert.deepStrictEqual(attached, [`${id} role=a`]);
+        assert.ok(nodeOf(id)?.ready && !nodeOf(id)?.unschedulable, "Ready and schedulable again");
+        assert.strictEqual(state.joinedSpec, "00000000000spec1");
+        assert.deepStrictEqual((await nodeMembershipProvider.diff!("x", state, putBack)).changes, false, "the next pulumi up sees nothing to do");
+    });
+
     it(`ControlPlaneMember ${Number(CONTROL_PLANE_MEMBER_PROVIDER_VERSION) - 1} → ${CONTROL_PLANE_MEMBER_PROVIDER_VERSION}: an update stores the new code; its delete takes the member out of the cluster and etcd`, async () => {
         c = await fakeCluster(ctx.emu, REGION, { masters: 3 });
         previousCommands = { ...c.commands, "delete-node": previousCommands["delete-node"] };
@@ -200,5 +240,26 @@ describe("providers whose behaviour changed: state from the previous version run
         assert.ok(!c.nodes.has("master-2") && !c.etcd.has("master-2"), "I2: no Node, no etcd member");
         assert.deepStrictEqual([...c.etcd.keys()].sort(), ["master-0", "master-1"], "I3: the other members stay");
         assert.ok(ctx.emu.callsOf("InvokeCommand").some((x) => x.params.CommandId === c.commands["delete-node"]), "the new delete-node command");
+    });
+
+    it(`ControlPlaneVersion ${Number(CONTROL_PLANE_VERSION_PROVIDER_VERSION) - 1} → ${CONTROL_PLANE_VERSION_PROVIDER_VERSION}: an update stores the new code, which waits for each master's static pods before the next master`, async () => {
+        c = await fakeCluster(ctx.emu, REGION, { masters: 2, version: "1.35.4" });
+        c.addNode(c.master, { name: "master-0", controlPlane: true });
+        // Saved before the static-pods operation existed.
+        const { "static-pods": _static, ...before } = c.commands;
+        const upgradeCommandId = await createCommand(REGION, {
+            commandName: "test-upgrade", script: renderUpgradeCommand({ region: REGION, kubernetesVersion: "1.36.3" }), parameters: true,
+            timeoutSeconds: OPERATIONS.upgrade.timeoutSeconds, description: OPERATIONS.upgrade.description,
+        });
+        const base = { region: REGION, masterInstanceId: c.master, masterInstanceIds: c.masters, pollIntervalMs: 2, autoscaled: false, autoscalerVersion: "", gateTimeoutSeconds: 5, gateIntervalSeconds: 0.005 };
+        const previous = { ...base, commands: before as NodeCommandIds, providerVersion: String(Number(CONTROL_PLANE_VERSION_PROVIDER_VERSION) - 1), targetVersion: "1.35.4", upgradeCommandId: "c-upgrade-1.35.4", runningVersion: "1.35.4" };
+        const news: ControlPlaneVersionInputs = { ...base, commands: c.commands, providerVersion: CONTROL_PLANE_VERSION_PROVIDER_VERSION, targetVersion: "1.36.3", upgradeCommandId };
+        const diff = await controlPlaneVersionProvider.diff!("x", previous, news);
+        assert.deepStrictEqual([diff.changes, diff.replaces], [true, []]);
+        const state = (await controlPlaneVersionProvider.update!("x", previous, news)).outs as ControlPlaneVersionInputs & { runningVersion: string };
+        assert.deepStrictEqual([state.providerVersion, state.runningVersion], [CONTROL_PLANE_VERSION_PROVIDER_VERSION, "1.36.3"]);
+        assert.deepStrictEqual(c.upgradeViolations, [], "a master's step while the other's static pods had not restarted");
+        assert.deepStrictEqual(c.masters.map((m) => c.versions.get(m)!.apiserver), ["1.36.3", "1.36.3"]);
+        assert.ok(ctx.emu.callsOf("InvokeCommand").some((x) => x.params.CommandId === c.commands["static-pods"]), "the new static-pods command");
     });
 });
