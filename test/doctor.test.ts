@@ -555,6 +555,17 @@ describe("doctor", () => {
         assert.ok(find(findings, "nodes", "problem", /node noid.*has no provider id/));
     });
 
+    it("names a Node named after one instance whose provider id claims another", async () => {
+        const { emu } = ctx;
+        const { info, model } = await stage(emu);
+        const [victim, impostor] = [model.nodes[1].instanceId, model.nodes[3].instanceId];
+        model.nodes.push({ name: `${REGION}.${impostor}`, instanceId: victim, podCidr: "172.16.9.0/25" });
+        const findings = await runDoctor(info, { ...fast, checks: ["nodes"] });
+        const f = find(findings, "nodes", "problem", new RegExp(`node ${REGION}\\.${impostor}.*named after instance ${impostor} but its provider id names ${victim}`));
+        assert.ok(f, renderTable("dev", findings));
+        assert.match(f.next, /kubectl delete node/);
+    });
+
     it("names an autoscaler scale-up backoff and a missing status ConfigMap", async () => {
         const { emu } = ctx;
         const { info, model } = await stage(emu);

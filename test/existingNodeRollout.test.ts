@@ -280,6 +280,26 @@ describe("existing nodes: a replacement resumed from what the cluster shows (emu
         if (mode === "auto") assert.strictEqual(ctx.emu.callsOf("ReplaceSystemDisk").length, 2, "re-imaged again: only a new first boot runs the attach script");
     });
 
+    it("a node attached again without a Node, whose spec then changed with rollout: report, records the spec it attached with the second time", async () => {
+        const w = await existingWorld(ctx.emu, 1);
+        c = w.c;
+        const [a] = w.ids;
+        let lost = true;
+        ctx.emu.onCommand(/# test attach/, (cmd) => {
+            if (lost) return { output: "joined\n" };
+            w.attached.set(cmd.instanceId, cmd.parameters.labels ?? "");
+            if (!nodeOf(cmd.instanceId)) c.addNode(cmd.instanceId, { pool: "existing", pods: ["DaemonSet"] });
+            return { output: "joined\n" };
+        });
+        await assert.rejects(w.up((id) => w.inputs(id, { readyTimeoutSeconds: 1 })));
+        assert.deepStrictEqual([nodeOf(a), w.states.get(a)!.awaitingReady], [undefined, true]);
+        lost = false;
+        const OTHER = "000000000000other";
+        await w.up((id) => w.inputs(id, { readyTimeoutSeconds: 1, labels: "role=other", spec: OTHER, rollout: "report" }));
+        assert.strictEqual(w.attached.get(a), "role=other", "attached again with the spec asked for now");
+        assert.strictEqual(w.states.get(a)!.joinedSpec, OTHER, "the state records what it attached with, so it is not outdated");
+    });
+
     it("a removal that fails before it changed the node records nothing removed: with the spec put back the node stays as it was", async () => {
         const w = await existingWorld(ctx.emu, 1);
         c = w.c;

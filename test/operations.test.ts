@@ -53,14 +53,30 @@ describe("node operations: saved commands invoked on a master", () => {
             ["general", "general", "elastic", ""]);
     });
 
+    const node = (name: string, providerId: string, internalIp: string): NodeInfo => ({ name, providerId, internalIp, ready: true, unschedulable: false, podCidr: "", pool: "", createdAt: "", removing: "", readySince: "", heldBy: "" });
+
     it("an instance's Node is found by provider id, by a provider id in another form, or by its private IP when no other instance is named", () => {
-        const node = (name: string, providerId: string, internalIp: string): NodeInfo => ({ name, providerId, internalIp, ready: true, unschedulable: false, podCidr: "", pool: "", createdAt: "", removing: "", readySince: "", heldBy: "" });
         const region = "cn-hangzhou";
         const nodes = [node("exact", "cn-hangzhou.i-exact", "10.0.0.1"), node("prefixed", "alicloud://cn-hangzhou.i-prefixed", "10.0.0.2"),
             node("elsewhere", "cn-beijing.i-elsewhere", "10.0.0.3"), node("bare", "", "10.0.0.4"), node("other", "cn-hangzhou.i-other", "10.0.0.5")];
         const of = (instanceId: string, privateIp?: string) => nodeOfInstance(nodes, region, { instanceId, privateIp })?.name;
         assert.deepStrictEqual([of("i-exact"), of("i-prefixed"), of("i-elsewhere"), of("i-bare", "10.0.0.4"), of("i-bare")], ["exact", "prefixed", "elsewhere", "bare", undefined]);
         assert.strictEqual(of("i-new", "10.0.0.5"), undefined, "a Node naming another instance is that instance's, whatever its IP");
+    });
+
+    it("a Node named after one instance is never another instance's, whatever provider id or IP its kubelet registered", () => {
+        // A kubelet's credential fixes its Node's name (`system:node:<region>.<instance>`, NodeRestriction); it writes
+        // spec.providerID and its addresses itself. An impostor claims the master's provider id and IP.
+        const region = "cn-hangzhou";
+        const impostor = node("cn-hangzhou.i-impostor", "cn-hangzhou.i-master", "10.0.0.9");
+        const real = node("cn-hangzhou.i-master", "cn-hangzhou.i-master", "10.0.0.9");
+        const handSet = node("worker-7", "cn-hangzhou.i-hand", "10.0.0.7");
+        const of = (nodes: NodeInfo[], instanceId: string, privateIp?: string) => nodeOfInstance(nodes, region, { instanceId, privateIp })?.name;
+        assert.strictEqual(of([impostor, real], "i-master", "10.0.0.9"), "cn-hangzhou.i-master", "the Node of the instance's own name, listed after the impostor");
+        assert.strictEqual(of([impostor], "i-master", "10.0.0.9"), undefined, "without its own Node, the instance has none");
+        assert.strictEqual(of([node("cn-hangzhou.i-impostor", "", "10.0.0.9")], "i-master", "10.0.0.9"), undefined, "nor by IP");
+        assert.strictEqual(of([impostor], "i-impostor"), "cn-hangzhou.i-impostor", "the impostor's Node is its own instance's");
+        assert.strictEqual(of([handSet], "i-hand"), "worker-7", "a Node named by hand is still found by its provider id");
     });
 
     it("listNodes invokes the saved list-nodes command with the selector as its parameter and decodes gzip+Base64 output", async () => {

@@ -250,16 +250,22 @@ export function instanceOfProviderId(providerId: string): string {
 }
 
 /**
- * The Node of an instance: the one whose provider id is `<region>.<instance-id>`; else one whose provider id names
- * the instance in another form (another region, a prefix: kubelets set up by hand); else one with the instance's
- * private IP whose provider id names no other instance (empty, or a form we cannot read). Matching the IP too is
- * the safe side: an instance believed Node-less is stopped and released without a drain. docs/upstream.md#provider-id.
+ * The Node of an instance: the one named `<region>.<instance-id>` (the name its kubelet's credential fixes); else one
+ * whose provider id is that; else one whose provider id names the instance in another form (another region, a prefix:
+ * kubelets set up by hand); else one with the instance's private IP whose provider id names no other instance (empty,
+ * or a form we cannot read). Matching the IP too is the safe side: an instance believed Node-less is stopped and
+ * released without a drain. A Node whose name names another instance is never this one's, whatever provider id and
+ * addresses its kubelet registered: NodeRestriction fixes a kubelet's Node name, not what it writes into the Node
+ * (docs/upstream.md#provider-id, docs/security.md#node-names).
  */
 export function nodeOfInstance(nodes: readonly NodeInfo[], region: string, instance: { instanceId: string; privateIp?: string }): NodeInfo | undefined {
     const id = instance.instanceId;
-    return nodes.find((n) => n.providerId === providerIdOf(region, id))
-        ?? nodes.find((n) => instanceOfProviderId(n.providerId) === id)
-        ?? (instance.privateIp ? nodes.find((n) => n.internalIp === instance.privateIp && instanceOfProviderId(n.providerId) === "") : undefined);
+    const want = providerIdOf(region, id);
+    const mayBe = nodes.filter((n) => [id, ""].includes(instanceOfProviderId(n.name)));
+    return mayBe.find((n) => n.name === want)
+        ?? mayBe.find((n) => n.providerId === want)
+        ?? mayBe.find((n) => instanceOfProviderId(n.providerId) === id)
+        ?? (instance.privateIp ? mayBe.find((n) => n.internalIp === instance.privateIp && instanceOfProviderId(n.providerId) === "") : undefined);
 }
 
 /** Every Node, optionally filtered by a label selector (e.g. `kubernetes.io/os=linux`). */

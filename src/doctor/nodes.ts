@@ -100,6 +100,13 @@ export async function checkNodes(ctx: DoctorContext): Promise<Finding[]> {
 
     for (const n of nodes) {
         const id = DoctorContext.instanceIdOf(n.providerId);
+        const named = DoctorContext.instanceIdOf(n.name);
+        if (id && named && named !== id) {
+            // Its kubelet's credential fixes the name; the provider id is the kubelet's own claim (docs/security.md#node-names).
+            add("problem", `node ${n.name}`, `named after instance ${named} but its provider id names ${id}: the CCM and the Cluster Autoscaler take it for ${id}'s Node (this project does not)`,
+                `check ${named}: a kubelet registered it so; delete the Node (\`kubectl delete node ${n.name}\`) and remove or re-join ${named}`);
+            continue;
+        }
         if (!n.providerId) {
             add("problem", `node ${n.name}`, "has no provider id: the Cluster Autoscaler ignores it and the CCM creates no pod route for it", "re-join the node with kubelet --provider-id=<region>.<instance-id> (the attach script sets it)");
         } else if (!id) {

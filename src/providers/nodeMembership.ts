@@ -377,11 +377,13 @@ export async function updateMembership(olds: State, news: NodeMembershipInputs, 
     if (removed) log.warn(outdatedExistingNodeMessage(olds, news));
     const progress: ReplacementProgress = { removed: false, attached: false };
     const join = { attach: async (inputs: NodeMembershipInputs) => { await attachExistingNode(inputs, (m) => log.info(m)); }, ready: (inputs: NodeMembershipInputs) => waitForNodeReady(inputs, (m) => log.info(m)) };
-    const joinedSpec = finish ? olds.joinedSpec : news.spec;
+    // What the node runs: the spec it attached with in this update (also a resumed wait that found no Node and attached
+    // it again, with today's inputs), else the one recorded when it attached before.
+    const joined = () => (finish && !progress.attached ? olds.joinedSpec : news.spec);
     try {
         const outs = await replaceExistingNode(news, removalOptionsOf(news), join, (m) => log.info(m), progress, { clock, resume: finish ? "attached" : removed ? "removed" : undefined });
-        if (finish && isExistingNodeOutdated(olds, news)) log.warn(outdatedExistingNodeMessage(olds, news));
-        return { ...news, ...outs, joinedSpec };
+        if (finish && !progress.attached && isExistingNodeOutdated(olds, news)) log.warn(outdatedExistingNodeMessage(olds, news));
+        return { ...news, ...outs, joinedSpec: joined() };
     } catch (err) {
         if (!progress.attached && !progress.removed) throw err;
         // The error may quote what the node wrote (its bootstrap log): the Pulumi log shows it, the state's reasons carry only our own words.
@@ -389,7 +391,7 @@ export async function updateMembership(olds: State, news: NodeMembershipInputs, 
         const id = news.instanceId;
         const step = err instanceof RemovalError ? `its removal (step ${err.step})` : progress.step ?? "its replacement";
         if (progress.attached) {
-            throw new PartialUpdateError(err as Error, membershipId(id), kept(joinedSpec, { awaitingReady: true }),
+            throw new PartialUpdateError(err as Error, membershipId(id), kept(joined(), { awaitingReady: true }),
                 `existing node ${id}: its replacement failed at ${step}, after it was attached again (the error is in the log above).\n` +
                 `  fix: see why (\`npm run doctor\`) and fix it; the next \`pulumi up\` waits for it and validates (or attaches it again if it has no Node).`);
         }

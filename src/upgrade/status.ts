@@ -4,7 +4,7 @@
  * version, the deprecated APIs clients still request (the upgrade-status operation, src/shell/ops/upgrade-status.sh);
  * each instance's own kubeadm, kubelet and static-pod versions (the upgrade command's `status` step); etcd's health.
  */
-import { decompress, invokeOnMaster, unescapeListed, type ClusterAccess } from "../cloud/operations";
+import { decompress, instanceOfProviderId, invokeOnMaster, unescapeListed, type ClusterAccess } from "../cloud/operations";
 import { runUpgradeStep } from "./run";
 import { readEtcdMembers, type EtcdMember } from "../recovery/quorum";
 import { oldestVersion, providerIdOf } from "../rules";
@@ -89,15 +89,23 @@ export function apiServerVersionsOf(s: ClusterStatus): Record<string, string> {
     return Object.fromEntries(s.apiServers.map((a) => [a.node, a.version]));
 }
 
-/** The Node of an instance (by provider id), if it has one. */
+/**
+ * The Node of an instance, if it has one: the Node named `<region>.<instance-id>` (as the project names them), else
+ * the one with that provider id whose name names no other instance. Its kubelet's credential fixes a Node's name, while
+ * any kubelet registers the provider id it likes: a Node named after another instance that claims this one's provider
+ * id is not this one's (docs/security.md#node-names).
+ */
 export function nodeOfInstance(s: ClusterStatus, region: string, instanceId: string): NodeStatus | undefined {
     const id = providerIdOf(region, instanceId);
-    return s.nodes.find((n) => n.providerId === id);
+    const mayBe = s.nodes.filter((n) => [instanceId, ""].includes(instanceOfProviderId(n.name)));
+    return mayBe.find((n) => n.name === id) ?? mayBe.find((n) => n.providerId === id);
 }
 
-/** The instance id of a Node (from its provider id), or undefined for a Node of no ECS instance. */
+/** The instance id of a Node (from its provider id), or undefined for a Node of no ECS instance or one named after another instance. */
 export function instanceOfNode(n: NodeStatus): string | undefined {
-    return /^[a-z0-9-]+\.(i-[A-Za-z0-9]+)$/.exec(n.providerId)?.[1];
+    const id = /^[a-z0-9-]+\.(i-[A-Za-z0-9]+)$/.exec(n.providerId)?.[1];
+    // A Node named after another instance is that one's, whatever provider id its kubelet registered ({@link nodeOfInstance}).
+    return id !== undefined && [id, ""].includes(instanceOfProviderId(n.name)) ? id : undefined;
 }
 
 /** The etcd members and their health, through the first Ready master (none when no master Node is Ready). */
