@@ -21,7 +21,7 @@ import { useRealCluster } from "./kube/fixture";
 
 describe("admission on the real control plane", function () {
     this.timeout(180_000);
-    const ac = useAdmissionCluster([["i-pool1", "10.0.0.1"], ["i-pool2", "10.0.0.2"], ["i-ready", "10.0.0.3"], ["i-rejoin", "10.0.0.4"], ["i-label", "10.0.0.5"]]);
+    const ac = useAdmissionCluster([["i-pool1", "10.0.0.1"], ["i-pool2", "10.0.0.2"], ["i-ready", "10.0.0.3"], ["i-rejoin", "10.0.0.4"], ["i-label", "10.0.0.5"], ["i-claim", "10.0.0.6"]]);
     const { rc, asToken, admitted, csrWithToken, csrOf } = ac;
     const view = () => new KubeClusterView(ac.kube, "replica-a");
     const tokenSecretExists = async (token: string) => (await rc.c.kubectl(["get", "secret", "-n", "kube-system", `bootstrap-token-${token.split(".")[0]}`, "--ignore-not-found", "-o", "name"])).trim() !== "";
@@ -209,6 +209,33 @@ describe("admission on the real control plane", function () {
             [before.metadata.labels, before.metadata.annotations, before.spec.taints, before.spec.unschedulable], "the service changed nothing but its label");
         assert.strictEqual(JSON.parse(await rc.c.kubectl(["get", "node", `${REGION}.i-rejoin`, "-o", "json"])).metadata.labels?.extra, undefined);
         assert.strictEqual((await asService(["label", "node", name, `${POOL_LABEL}=general`, "--overwrite"])).code, 0, "its own label it may write");
+    });
+
+    it("a kubelet's Node named after its instance may claim no other instance's provider id: refused at create and at a later set; its own, or a Node named by hand, accepted", async () => {
+        const name = `${REGION}.i-claim`;
+        const token = await admitted("i-claim", "10.0.0.6");
+        const credentials = rc.c.nodeCredentials(name, token);
+        await rc.c.waitFor("the service to approve the kubelet's CSR", async () => Object.values(await approvePending(ac.kube, () => undefined)).includes("approve") || undefined);
+        const kubelet = (await credentials).kubeconfig;
+        const asKubelet = (args: string[], input?: string) => rc.c.run("kubectl", ["--kubeconfig", kubelet, ...args], { allowFail: true, input });
+        const node = (providerID?: string) => JSON.stringify({ apiVersion: "v1", kind: "Node", metadata: { name },
+            spec: { ...(providerID === undefined ? {} : { providerID }), taints: [{ key: POOL_PENDING_TAINT, effect: "NoSchedule" }] } });
+        const exists = async () => (await rc.c.kubectl(["get", "node", name, "--ignore-not-found", "-o", "name"])).trim() !== "";
+        await ac.policyInForce("alicloud-kubeadm-admission-kubelet-provider-id", () => asKubelet(["create", "-f", "-"], node(`${REGION}.i-master`)));
+        assert.ok(!(await exists()), "no Node claiming the master's instance was created");
+        // Registered without a provider id (allowed), it cannot claim another instance's afterwards (the one change of a provider id an update may make).
+        assert.strictEqual((await asKubelet(["create", "-f", "-"], node())).code, 0);
+        const later = await asKubelet(["patch", "node", name, "--type", "merge", "-p", JSON.stringify({ spec: { providerID: `${REGION}.i-master` } })]);
+        assert.notStrictEqual(later.code, 0);
+        assert.strictEqual(JSON.parse(await rc.c.kubectl(["get", "node", name, "-o", "json"])).spec.providerID, undefined);
+        assert.strictEqual((await asKubelet(["patch", "node", name, "--type", "merge", "-p", JSON.stringify({ spec: { providerID: name } })])).code, 0, "its own provider id it may set");
+        assert.strictEqual(JSON.parse(await rc.c.kubectl(["get", "node", name, "-o", "json"])).spec.providerID, name);
+        // A kubelet set up by hand, named otherwise, is left alone (the admin impersonating it: the API server authorizes and admits as that kubelet).
+        const hand = "worker-by-hand";
+        const handNode = JSON.stringify({ apiVersion: "v1", kind: "Node", metadata: { name: hand }, spec: { providerID: `${REGION}.i-hand` } });
+        const made = await rc.c.run("kubectl", ["--kubeconfig", rc.c.kubeconfig, "--as", `system:node:${hand}`, "--as-group", "system:nodes", "create", "-f", "-"], { allowFail: true, input: handNode });
+        assert.strictEqual(made.code, 0, made.stderr);
+        assert.strictEqual(JSON.parse(await rc.c.kubectl(["get", "node", hand, "-o", "json"])).spec.providerID, `${REGION}.i-hand`);
     });
 
     it("pool registrations: the service reads the allowed groups from ConfigMaps, a pool (and an existing node) registered later included, without a restart", async () => {

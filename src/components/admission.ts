@@ -228,6 +228,37 @@ export function nodePolicyObjects(labels: Record<string, string>): KubeObject[] 
     ];
 }
 
+/**
+ * A kubelet's Node claims no other instance: a Node named `<region>.<instance-id>` (every Node this project joins),
+ * written by a kubelet (`system:node:…`), has no provider id or that same one. NodeRestriction fixes a kubelet's
+ * Node name but not the provider id it registers (docs/upstream.md#noderestriction-node-name), and the Cluster
+ * Autoscaler and the CCM take a Node's instance from its provider id: a Node claiming another pool member's
+ * provider id, kept empty, made the autoscaler delete that member undrained (docs/security.md#node-names). Nodes
+ * named otherwise (a kubelet set up by hand) are left alone.
+ */
+export function kubeletNodePolicyObjects(labels: Record<string, string>): KubeObject[] {
+    const name = `${ADMISSION_NAME}-kubelet-provider-id`;
+    return [
+        {
+            apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicy", metadata: { name, labels },
+            spec: {
+                failurePolicy: "Fail",
+                matchConstraints: { resourceRules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["nodes"] }] },
+                matchConditions: [{ name: "a-kubelet", expression: "request.userInfo.username.startsWith('system:node:')" }],
+                validations: [{
+                    expression: "!object.metadata.name.matches('^[a-z0-9-]+[.]i-[a-z0-9]+$') || object.spec.?providerID.orValue('') == '' || " +
+                        "object.spec.?providerID.orValue('') == object.metadata.name",
+                    message: "a kubelet's Node named <region>.<instance-id> may have no provider id but its own name",
+                }],
+            },
+        },
+        {
+            apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyBinding", metadata: { name, labels },
+            spec: { policyName: name, validationActions: ["Deny"] },
+        },
+    ];
+}
+
 export function admissionRbacObjects(): KubeObject[] {
     const labels = { "app.kubernetes.io/name": ADMISSION_NAME };
     const sa = { kind: "ServiceAccount", name: ADMISSION_NAME, namespace: NAMESPACE };
@@ -273,6 +304,7 @@ export function admissionRbacObjects(): KubeObject[] {
         }),
         ...secretPolicyObjects(labels),
         ...nodePolicyObjects(labels),
+        ...kubeletNodePolicyObjects(labels),
         binding("RoleBinding", "alicloud-kubeadm:admission", "Role", "alicloud-kubeadm:admission", sa),
         kubeObject<k8s.types.input.rbac.v1.RoleBinding>({
             apiVersion: "rbac.authorization.k8s.io/v1", kind: "RoleBinding", metadata: { name: "alicloud-kubeadm:admission-heartbeats", namespace: NODE_LEASE_NAMESPACE, labels },
