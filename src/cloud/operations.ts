@@ -250,6 +250,15 @@ export function instanceOfProviderId(providerId: string): string {
 }
 
 /**
+ * Whether a Node of this name may be the instance's: its name names that instance or none. A kubelet's credential
+ * fixes its Node's name (NodeRestriction), while it writes its provider id and addresses itself, so a Node named after
+ * another instance is that one's, whatever it claims (docs/security.md#node-names).
+ */
+export function nameAllowsInstance(nodeName: string, instanceId: string): boolean {
+    return [instanceId, ""].includes(instanceOfProviderId(nodeName));
+}
+
+/**
  * The Node of an instance: the one named `<region>.<instance-id>` (the name its kubelet's credential fixes); else one
  * whose provider id is that; else one whose provider id names the instance in another form (another region, a prefix:
  * kubelets set up by hand); else one with the instance's private IP whose provider id names no other instance (empty,
@@ -261,7 +270,7 @@ export function instanceOfProviderId(providerId: string): string {
 export function nodeOfInstance(nodes: readonly NodeInfo[], region: string, instance: { instanceId: string; privateIp?: string }): NodeInfo | undefined {
     const id = instance.instanceId;
     const want = providerIdOf(region, id);
-    const mayBe = nodes.filter((n) => [id, ""].includes(instanceOfProviderId(n.name)));
+    const mayBe = nodes.filter((n) => nameAllowsInstance(n.name, id));
     return mayBe.find((n) => n.name === want)
         ?? mayBe.find((n) => n.providerId === want)
         ?? mayBe.find((n) => instanceOfProviderId(n.providerId) === id)

@@ -4,7 +4,7 @@
  * version, the deprecated APIs clients still request (the upgrade-status operation, src/shell/ops/upgrade-status.sh);
  * each instance's own kubeadm, kubelet and static-pod versions (the upgrade command's `status` step); etcd's health.
  */
-import { decompress, instanceOfProviderId, invokeOnMaster, unescapeListed, type ClusterAccess } from "../cloud/operations";
+import { decompress, invokeOnMaster, nameAllowsInstance, unescapeListed, type ClusterAccess } from "../cloud/operations";
 import { runUpgradeStep } from "./run";
 import { readEtcdMembers, type EtcdMember } from "../recovery/quorum";
 import { oldestVersion, providerIdOf } from "../rules";
@@ -97,7 +97,7 @@ export function apiServerVersionsOf(s: ClusterStatus): Record<string, string> {
  */
 export function nodeOfInstance(s: ClusterStatus, region: string, instanceId: string): NodeStatus | undefined {
     const id = providerIdOf(region, instanceId);
-    const mayBe = s.nodes.filter((n) => [instanceId, ""].includes(instanceOfProviderId(n.name)));
+    const mayBe = s.nodes.filter((n) => nameAllowsInstance(n.name, instanceId));
     return mayBe.find((n) => n.name === id) ?? mayBe.find((n) => n.providerId === id);
 }
 
@@ -105,7 +105,7 @@ export function nodeOfInstance(s: ClusterStatus, region: string, instanceId: str
 export function instanceOfNode(n: NodeStatus): string | undefined {
     const id = /^[a-z0-9-]+\.(i-[A-Za-z0-9]+)$/.exec(n.providerId)?.[1];
     // A Node named after another instance is that one's, whatever provider id its kubelet registered ({@link nodeOfInstance}).
-    return id !== undefined && [id, ""].includes(instanceOfProviderId(n.name)) ? id : undefined;
+    return id !== undefined && nameAllowsInstance(n.name, id) ? id : undefined;
 }
 
 /** The etcd members and their health, through the first Ready master (none when no master Node is Ready). */
