@@ -664,7 +664,7 @@ export async function updateObservedPool(olds: Pick<State, "mode" | "rolloutStar
 /** An autoscaled pool as ESS shows it: its members, or the group's desired capacity when that is more (launches under way, victims ESS replaces). */
 async function poolPresent(inputs: PoolCapacityInputs): Promise<number> {
     const { region, scalingGroupId } = inputs;
-    const [members, groups] = await Promise.all([stayingMembers(region, scalingGroupId), describeScalingGroups(region, [scalingGroupId])]);
+    const [members, groups] = await allSettled([stayingMembers(region, scalingGroupId), describeScalingGroups(region, [scalingGroupId])]);
     return Math.max(members.length, groups.get(scalingGroupId)?.desiredCapacity ?? 0);
 }
 
