@@ -20,11 +20,31 @@ lanes="${TEST_LANES:-2}"
 mocha=(npx mocha --no-config -r ts-node/register/transpile-only --extension ts --timeout 60000 --exit)
 out="$(mktemp -d "${TMPDIR:-/tmp}/alicloud-kubeadm-ci-XXXXXX")"
 
+# A file needs the binaries when it imports test/kube/, itself or through another module of test/ (followed to the end).
+classify='
+const fs = require("fs"), path = require("path");
+const needs = new Map();
+function needsKube(file, seen = new Set()) {
+  if (needs.has(file)) return needs.get(file);
+  if (seen.has(file) || !fs.existsSync(file)) return false;
+  seen.add(file);
+  const text = fs.readFileSync(file, "utf8");
+  let found = false;
+  for (const m of text.matchAll(/(?:from|import|require)\s*\(?\s*["\x27](\.[^"\x27]+)["\x27]/g)) {
+    const target = path.resolve(path.dirname(file), m[1]);
+    if (target.startsWith(path.resolve("test/kube") + path.sep)) { found = true; break; }
+    if (target.startsWith(path.resolve("test") + path.sep) && needsKube(target + ".ts", seen)) { found = true; break; }
+  }
+  needs.set(file, found);
+  return found;
+}
+for (const f of process.argv.slice(1)) console.log((needsKube(path.resolve(f)) ? "kube " : "plain ") + f);
+'
 mapfile -t files < <(find test -name '*.test.ts' | LC_ALL=C sort)
 kube=() plain=()
-for f in "${files[@]}"; do
-  if grep -qE '["'"'"']\.\.?/(\.\./)*kube/' "$f"; then kube+=("$f"); else plain+=("$f"); fi
-done
+while read -r kind f; do
+  if [[ $kind == kube ]]; then kube+=("$f"); else plain+=("$f"); fi
+done < <(node -e "$classify" "${files[@]}")
 # The longest first, so the lanes end together (measured on a cold 2-core run; the order only decides the balance: a
 # file not named here runs after these, in name order).
 longest=(
