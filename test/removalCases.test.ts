@@ -68,6 +68,17 @@ describe("removal: the situations a real cluster makes", () => {
         assert.strictEqual(ctx.emu.instances.get(victim)!.status, "Running", "not stopped");
     });
 
+    it("a Ready Node named after another instance that claims a victim's IP does not keep the victim from its release", async () => {
+        // A kubelet writes its own status.addresses: only its Node's name is fixed by its credential (NodeRestriction).
+        const group = ctx.emu.addScalingGroup({ desiredCapacity: 1, maxSize: 1 }).scalingGroupId;
+        const [victim] = ctx.emu.scalingGroupInstances(group);
+        c.addNode("i-elsewhere000000002", { name: `${REGION}.i-elsewhere000000002`, providerId: `${REGION}.i-elsewhere000000002`, internalIp: ctx.emu.instances.get(victim)!.privateIp, pods: ["ReplicaSet"] });
+        await removeNode({ instanceId: victim, kind: "scale-out", scalingGroupId: group }, opts);
+        assert.deepStrictEqual(ctx.emu.scalingGroupInstances(group), [], "released");
+        assert.ok(c.nodes.has(`${REGION}.i-elsewhere000000002`), "the other instance's Node is not touched");
+        assert.strictEqual(c.nodes.get(`${REGION}.i-elsewhere000000002`)!.unschedulable, false, "nor cordoned");
+    });
+
     it("an existing node removed while its attach still runs: the attach is stopped before the reset, and no Node or credential comes back", async () => {
         const id = ctx.emu.addInstance({ userData: Buffer.from("#!/bin/bash\nattach").toString("base64") }).instanceId;
         const attach = await createCommand(REGION, { commandName: "test-attach", script: "#!/bin/bash\n# test attach: joins after a while\n", parameters: false, timeoutSeconds: 600, description: "attach" });

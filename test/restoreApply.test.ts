@@ -131,7 +131,7 @@ esac`,
         return { sb, ownCa, newStack, old };
     }
 
-    async function world(opts: { masters?: number; target?: (c: FakeCluster) => string; recreated?: boolean } = {}) {
+    async function world(opts: { masters?: number; target?: (c: FakeCluster) => string; recreated?: boolean; impostorOf?: number } = {}) {
         const emu = ctx.emu;
         emu.oss.addBucket(BUCKET);
         const object = `${backupPrefixes("dev").hourly}2026-01-01T010000Z-a.etcd.enc`;
@@ -146,9 +146,12 @@ esac`,
             commandName: "dev-control-plane-join", parameters: true, timeoutSeconds: OPERATIONS["control-plane-join"].timeoutSeconds, description: "join",
             script: renderControlPlaneJoinCommand({ region: REGION, kubernetesVersion: "1.36.3", apiEndpoint: "192.168.0.10:6443", caCertHash: `sha256:${"a".repeat(64)}` }),
         });
-        const node = (instanceId: string, controlPlane: boolean, podCidr = "") => ({ name: `${REGION}.${instanceId}`, instanceId, ready: true, controlPlane, podCidr });
+        const node = (instanceId: string, controlPlane: boolean, podCidr = "", providerId?: string) => ({ name: `${REGION}.${instanceId}`, instanceId, ready: true, controlPlane, podCidr, providerId });
         // (a master that lost its disk and was re-created is not in the backup: its old instance is, as i-oldmaster0)
         const backupNodes = [node("i-oldmaster0", true), ...c.masters.filter((m) => m !== target || !opts.recreated).map((m) => node(m, true)), node("i-released", false, "172.16.9.0/25"), node(worker, false, "172.16.8.0/25")];
+        // (a live instance whose kubelet registered its Node, listed first, with a master's provider id)
+        const impostor = opts.impostorOf === undefined ? undefined : emu.addInstance({ regionId: REGION }).instanceId;
+        if (impostor) backupNodes.unshift(node(impostor, false, "", `${REGION}.${c.masters[opts.impostorOf!]}`));
         const etcdSizes: number[] = [];
         const order: string[] = [];
         /** A crash between two steps: the master's agent goes away right after this step answered. */
@@ -172,7 +175,7 @@ esac`,
                 c.etcd.clear();
                 c.etcd.set(`${REGION}.${target}`, emu.instances.get(target)!.privateIp);
                 c.nodes.clear();
-                for (const n of backupNodes) c.addNode(n.instanceId, { name: n.name, ready: n.ready, controlPlane: n.controlPlane, podCidr: n.podCidr });
+                for (const n of backupNodes) c.addNode(n.instanceId, { name: n.name, ready: n.ready, controlPlane: n.controlPlane, podCidr: n.podCidr, ...(n.providerId ? { providerId: n.providerId } : {}) });
             }
             return { exitCode: r.code, output: r.stdout };
         });
@@ -195,7 +198,7 @@ esac`,
             },
             backupBucket: BUCKET, backupKeys: keys,
         };
-        return { emu, c, target, worker, table, object, outputs, etcdSizes, order, faults };
+        return { emu, c, target, worker, impostor, table, object, outputs, etcdSizes, order, faults };
     }
 
     const restore = (outputs: object, args: string[] = []) => runRestore(dir, ctx.emu.endpoint, outputs, args,
@@ -277,6 +280,21 @@ esac`,
             assert.ok(emu.calls.filter((x) => x.product !== "oss").every((x) => !x.body.includes(secret) && !x.url.includes(secret)), secret);
             assert.ok([...emu.state.invocations.values()].every((inv) => !JSON.stringify(inv).includes(secret)), secret);
         }
+    });
+
+    it("a Node of another instance claiming a master's provider id: the master's own Node is the one deleted before it re-joins, the other instance's stays", async () => {
+        // A kubelet writes its Node's spec.providerID; only the Node's name is fixed by its credential (NodeRestriction).
+        const w = await world({ impostorOf: 1 });
+        const { c } = w;
+        const claimed = c.masters[1];
+        assert.notStrictEqual(claimed, w.target);
+        runningMaster(w.target);
+        const r = await restore(w.outputs, ["--snapshot", w.object, "--force"]);
+        assert.strictEqual(r.code, 0, r.out);
+        const deleted = c.log.filter((l) => /: delete-node /.test(l)).map((l) => l.replace(/^.*: delete-node /, ""));
+        assert.ok(deleted.includes(`${REGION}.${claimed}`), `the master's own Node was deleted before its join: ${deleted.join(", ")}`);
+        assert.ok(c.nodes.has(`${REGION}.${w.impostor}`), `the other instance's Node is not deleted: ${[...c.nodes.keys()].join(", ")}`);
+        assert.deepStrictEqual([...c.etcd.keys()].sort(), c.masters.map((m) => `${REGION}.${m}`).sort(), "three members");
     });
 
     it("a running cluster is not rolled back without --force, a master with another CA is refused (naming the restore into a new stack), and a master with neither a control plane nor a refused init takes no restore", async () => {

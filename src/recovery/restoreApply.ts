@@ -13,7 +13,7 @@
  */
 import { CommandError, runOnInstance } from "../cloud/cloudAssistant";
 import { describeInstances } from "../cloud/ecs";
-import { deleteNodes, listNodes, providerIdOf, resetNode, sendSecret, type ClusterAccess } from "../cloud/operations";
+import { deleteNodes, listNodes, nodeOfInstance, providerIdOf, resetNode, sendSecret, type ClusterAccess } from "../cloud/operations";
 import { ossUrl, signOssV4, type OssCredentials, type OssTarget } from "../cloud/oss";
 import { fillOperation, OPERATIONS, type NodeCommandIds, type ParameterName } from "../rules";
 import { compactShell, packShell, renderOperation } from "../shell/render";
@@ -390,7 +390,8 @@ export async function applyRestore(i: ApplyRestoreInputs, plan: RestorePlan, rea
             }
             log(`re-joining master ${m}: kubeadm reset, its Node deleted, then the control-plane join`);
             await resetNode(access, m).catch((err: Error) => { throw new Error(`restore: resetting master ${m} before it re-joins failed: ${err.message}. Bring it online and run the restore again with \`--snapshot ${plan.object.key}\``); });
-            const old = (await listNodes(access)).find((n) => n.providerId === providerIdOf(i.region, m));
+            // its Node by name first: a provider id is what any kubelet wrote (docs/security.md#node-names)
+            const old = nodeOfInstance(await listNodes(access), i.region, { instanceId: m, privateIp: instances.get(m)?.privateIp });
             if (old) await deleteNodes(access, [old.name]);
             await joinControlPlaneMember({
                 region: i.region, masterInstanceId: plan.target, masterInstanceIds: [plan.target, ...others], memberInstanceId: m, commands: i.commands,

@@ -16,7 +16,7 @@
  */
 import { describeInstances, startInstance, stopInstanceAndWait } from "../cloud/ecs";
 import { isLeaving, scalingGroupMembers, setInstancesProtection, waitForActivity, waitForIdleGroup, leaveScalingGroup as essLeave, type ScalingGroupMember } from "../cloud/ess";
-import { listNodes, providerIdOf, type NodeInfo } from "../cloud/operations";
+import { listNodes, nameAllowsInstance, type NodeInfo } from "../cloud/operations";
 import { OpenApiError } from "../cloud/openapi";
 import { kubernetesSide, nodeOf } from "./steps";
 import { RemovalError, skipStep, type NodeRemoval, type RemovalRun } from "./types";
@@ -83,14 +83,17 @@ interface Fence {
 async function fenceNodeless(fence: Fence, todo: readonly NodeRemoval[], members: readonly ScalingGroupMember[], nodes: readonly NodeInfo[], group: string, run: RemovalRun,
     failed: Map<NodeRemoval, Error>): Promise<void> {
     let nodeless = todo.filter((r) => r.target.essAction !== "keep" && !r.facts.drainedNode);
-    // A Ready Node with the instance's IP that names another instance is nobody this run can drain: never stop it.
+    // A Ready Node with the instance's IP whose provider id names another instance is nobody this run can drain, yet it
+    // may be this machine's kubelet (set up by hand): never stop it. A Node named after another instance is that
+    // instance's whatever addresses its kubelet wrote (docs/security.md#node-names), so it keeps no victim from leaving.
     for (const r of nodeless) {
-        const other = r.facts.privateIp ? nodes.find((n) => n.ready && n.internalIp === r.facts.privateIp) : undefined;
+        const other = r.facts.privateIp
+            ? nodes.find((n) => n.ready && n.internalIp === r.facts.privateIp && nameAllowsInstance(n.name, r.target.instanceId)) : undefined;
         if (!other) continue;
         fence.refused.push(r);
         failed.set(r, new RemovalError([r.target.instanceId], "leave-scaling-group",
             new Error(`the Ready Node ${other.name} (provider id "${other.providerId}") has its IP ${r.facts.privateIp}: it may be this machine's, so it is not stopped or released`),
-            `set that Node's provider id to ${providerIdOf(run.opts.region, r.target.instanceId)} if it is this instance's (then run again), or delete it if it is stale`));
+            `if that Node is this instance's or stale, drain and delete it (kubectl drain ${other.name}; kubectl delete node ${other.name}: a provider id cannot be changed once set), then run again`));
     }
     nodeless = nodeless.filter((r) => !fence.refused.includes(r));
     if (nodeless.length === 0) return;
