@@ -8,7 +8,8 @@
 #      TEST_LANES lanes (default 2) that take the next file from one queue, the longest first.
 #
 # Every file still runs once, with the options of .mocharc.json; the files of step 2 are independent worlds (each its
-# own network namespace, run folder, emulator, ports and, for real nodes, cgroup roots: test/kube/). Each file's output
+# own run folder, emulator, network namespace or, for the few on the host's network, its lane's block of ports, and for
+# real nodes cgroup roots named after its process: test/kube/). Each file's output
 # is printed whole when it ends, then a table of the files, their counts and seconds. Exits non-zero when the build, the
 # type check or any file fails.
 set -euo pipefail
@@ -20,31 +21,40 @@ lanes="${TEST_LANES:-2}"
 mocha=(npx mocha --no-config -r ts-node/register/transpile-only --extension ts --timeout 60000 --exit)
 out="$(mktemp -d "${TMPDIR:-/tmp}/alicloud-kubeadm-ci-XXXXXX")"
 
-# A file needs the binaries when it imports test/kube/, itself or through another module of test/ (followed to the end).
+# A file needs the binaries when it imports test/kube/, itself or through another module of test/ (followed to the end;
+# only a "yes" is remembered, as a "no" found inside an import cycle may be cut short).
+# shellcheck disable=SC2016 # JavaScript, not shell
 classify='
 const fs = require("fs"), path = require("path");
-const needs = new Map();
+const kubeDir = path.resolve("test/kube"), testDir = path.resolve("test");
+const yes = new Set();
 function needsKube(file, seen = new Set()) {
-  if (needs.has(file)) return needs.get(file);
+  if (yes.has(file)) return true;
   if (seen.has(file) || !fs.existsSync(file)) return false;
   seen.add(file);
   const text = fs.readFileSync(file, "utf8");
-  let found = false;
-  for (const m of text.matchAll(/(?:from|import|require)\s*\(?\s*["\x27](\.[^"\x27]+)["\x27]/g)) {
-    const target = path.resolve(path.dirname(file), m[1]);
-    if (target.startsWith(path.resolve("test/kube") + path.sep)) { found = true; break; }
-    if (target.startsWith(path.resolve("test") + path.sep) && needsKube(target + ".ts", seen)) { found = true; break; }
+  for (const m of text.matchAll(/(?:from|import|require)\s*\(?\s*["\x27`](\.[^"\x27`]+)["\x27`]/g)) {
+    const target = path.resolve(path.dirname(file), m[1]).replace(/\.[jt]s$/, "");
+    if (target === kubeDir || target.startsWith(kubeDir + path.sep) ||
+        (target.startsWith(testDir + path.sep) && (needsKube(target + ".ts", seen) || needsKube(path.join(target, "index.ts"), seen)))) {
+      yes.add(file);
+      return true;
+    }
   }
-  needs.set(file, found);
-  return found;
+  return false;
 }
 for (const f of process.argv.slice(1)) console.log((needsKube(path.resolve(f)) ? "kube " : "plain ") + f);
 '
 mapfile -t files < <(find test -name '*.test.ts' | LC_ALL=C sort)
+classes="$(node -e "$classify" "${files[@]}")" # a failing walk stops the run here (set -e), not with files left out
 kube=() plain=()
 while read -r kind f; do
   if [[ $kind == kube ]]; then kube+=("$f"); else plain+=("$f"); fi
-done < <(node -e "$classify" "${files[@]}")
+done <<<"$classes"
+if ((${#kube[@]} + ${#plain[@]} != ${#files[@]} || ${#plain[@]} == 0)); then
+  echo "test:ci: classified ${#plain[@]} + ${#kube[@]} of ${#files[@]} test files; every file must be one or the other" >&2
+  exit 2
+fi
 # The longest first, so the lanes end together (measured on a cold 2-core run; the order only decides the balance: a
 # file not named here runs after these, in name order).
 longest=(
@@ -93,7 +103,7 @@ lane() {
   while f="$(take)"; do
     log="$out/$(basename "$f").log"
     s=$SECONDS; rc=0
-    "${mocha[@]}" "$f" >"$log" 2>&1 || rc=$?
+    TEST_LANE=$1 "${mocha[@]}" "$f" >"$log" 2>&1 || rc=$? # TEST_LANE: the lane's own ports (test/kube/cluster.ts)
     echo "$f $rc $((SECONDS - s)) lane$1" >>"$out/results"
     flock "$out/print.lock" cat "$log"
   done
