@@ -17,6 +17,7 @@ import { POOL_LABEL, POOL_PENDING_TAINT, READMIT_UNTIL_ANNOTATION } from "../src
 import { admissionPoolRegistration } from "../src/components/admission";
 import { makePki } from "../testing/admission/pki";
 import { ACCOUNT, REGION, useAdmissionCluster } from "./admission/realCluster";
+import { freePorts } from "./kube/cluster";
 import { useRealCluster } from "./kube/fixture";
 
 describe("admission on the real control plane", function () {
@@ -282,7 +283,6 @@ describe("the bundled admission service as it runs on a master (real control pla
         const { startEmulator, TEST_CREDENTIALS } = await import("../testing/emulator");
         const fs = await import("fs");
         const path = await import("path");
-        const net = await import("net");
         const https = await import("https");
         const { spawn } = await import("child_process");
         const c = rc.c;
@@ -304,7 +304,7 @@ describe("the bundled admission service as it runs on a master (real control pla
             fs.writeFileSync(path.join(dir, "sa", "token"), (await c.kubectl(["create", "token", "alicloud-kubeadm-admission", "-n", "kube-system", "--duration", "1h"])).trim());
             fs.writeFileSync(path.join(dir, "sa", "ca.crt"), c.caPem);
             for (const [name, text] of [["tls.crt", tls.certPem], ["tls.key", tls.keyPem], ["signer.pem", pki.signerPem]]) fs.writeFileSync(path.join(dir, name), text);
-            const port = await new Promise<number>((resolve) => { const s = net.createServer().listen(0, "127.0.0.1", () => { const p = (s.address() as import("net").AddressInfo).port; s.close(() => resolve(p)); }); });
+            const [port] = await freePorts(1);
             const config = {
                 ...serviceConfig({ accountId: ACCOUNT, region: REGION }),
                 port, tlsCertFile: path.join(dir, "tls.crt"), tlsKeyFile: path.join(dir, "tls.key"), signerFile: path.join(dir, "signer.pem"), cloudEndpoint: emu.endpoint,

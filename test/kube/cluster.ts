@@ -272,8 +272,52 @@ export function netnsAvailable(): boolean {
     }
 }
 
-/** `n` distinct ports free on 127.0.0.1 right now (the kernel picks them). */
+/**
+ * `n` distinct ports free on 127.0.0.1 right now, for servers started a moment later (a cluster on the host's network).
+ * Alone, the kernel picks them. Under test/ci.sh, whose lanes run files side by side on the host's network, each lane
+ * (`TEST_LANE`, 1…) takes them from a block of its own below the kernel's ephemeral range: between the check here and
+ * the server's bind, no other lane's `freePorts` and no `listen(0)` anywhere can be handed the same port.
+ */
 export async function freePorts(n: number): Promise<number[]> {
+    const lane = Number(process.env.TEST_LANE);
+    if (!Number.isInteger(lane) || lane < 1) return kernelPorts(n);
+    const block = laneBlock(lane);
+    const out: number[] = [];
+    for (let tried = 0; out.length < n; tried++) {
+        if (tried >= block.size) throw new Error(`freePorts: fewer than ${n} ports free in lane ${lane}'s block ${block.first}–${block.first + block.size - 1}`);
+        const port = block.first + (laneCursor++ % block.size);
+        if (await bindable(port)) out.push(port);
+    }
+    return out;
+}
+
+/**
+ * Each lane's ports: 1000 of them from 20000 up (clear of the Kubernetes components' default ports), below the kernel's
+ * ephemeral range (read; default 32768).
+ */
+function laneBlock(lane: number): { first: number; size: number } {
+    let ephemeral = 32768;
+    try {
+        ephemeral = Number(fs.readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]) || ephemeral;
+    } catch { /* not Linux: the default */ }
+    const first = 20000 + (lane - 1) * 1000;
+    if (first + 1000 > ephemeral) throw new Error(`freePorts: lane ${lane} has no block of ports below the ephemeral range (${ephemeral}); run fewer lanes`);
+    return { first, size: 1000 };
+}
+
+// Where this process's lane block is taken from next: a random start, then on, so one process never hands a port twice
+// in a row and two processes of one lane (one after the other) do not start alike.
+let laneCursor = crypto.randomInt(1000);
+
+function bindable(port: number): Promise<boolean> {
+    return new Promise((resolve) => {
+        const s = net.createServer();
+        s.once("error", () => resolve(false));
+        s.listen(port, "127.0.0.1", () => s.close(() => resolve(true)));
+    });
+}
+
+async function kernelPorts(n: number): Promise<number[]> {
     const servers: net.Server[] = [];
     try {
         for (let i = 0; i < n; i++) {

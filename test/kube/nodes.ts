@@ -240,7 +240,9 @@ export function realNodes(c: Cluster, opts: RealNodesOptions = {}): RealNodes {
         const hostname = spec.hostname ?? spec.instanceId;
         const n = ++booted;
         const dir = c.path(`nodes/${spec.instanceId}-${n}`);
-        const cgroupRoot = `/ak-${runId}-${spec.instanceId}-${n}`;
+        // The cgroup hierarchy is the host's, shared with every other test process (test/ci.sh runs files side by
+        // side): the process id keeps two processes' roots apart, whatever instance ids their emulators hand out.
+        const cgroupRoot = `/ak-${process.pid}-${runId}-${spec.instanceId}-${n}`;
         const files = path.join(dir, "files");
         const write = (rel: string, content: string, mode = 0o644) => {
             const p = path.join(files, rel);
