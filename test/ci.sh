@@ -17,8 +17,9 @@ cd "$(dirname "$0")/.."
 
 lanes="${TEST_LANES:-2}"
 [[ "$lanes" =~ ^[1-9][0-9]*$ ]] || { echo "test:ci: TEST_LANES must be a positive whole number, not '$lanes'" >&2; exit 2; }
-# .mocharc.json's options, without its spec (a file list on the command line is added to a config's spec, not used instead)
-mocha=(npx mocha --no-config -r ts-node/register/transpile-only --extension ts --timeout 60000 --exit)
+# .mocharc.json's options, without its spec (a file list on the command line is added to a config's spec, not used instead);
+# --forbid-only: an `.only` left in one file would otherwise silently skip every other file of the same mocha run
+mocha=(npx mocha --no-config -r ts-node/register/transpile-only --extension ts --timeout 60000 --exit --forbid-only)
 out="$(mktemp -d "${TMPDIR:-/tmp}/alicloud-kubeadm-ci-XXXXXX")"
 
 # A file needs the binaries when it imports test/kube/, itself or through another module of test/ (followed to the end;

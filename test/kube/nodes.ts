@@ -105,7 +105,7 @@ export interface RealNode {
     dir: string;
     /** Host PID of the node's PID 1. */
     pid: number;
-    /** The node's cgroup root (the kubelet's `cgroupRoot`), e.g. `/ak-3f2c-i-emu1`. */
+    /** The node's cgroup root (the kubelet's `cgroupRoot`), e.g. `/ak-4242-3f2c-i-emu1-1` (process id, run, instance, boot). */
     cgroupRoot: string;
     /** Runs a program inside the node as root, with {@link NODE_PATH}; throws on a non-zero exit unless allowFail. */
     run(cmd: string, args: string[], opts?: RunOptions): Promise<RunResult>;
